@@ -1,0 +1,120 @@
+-- Operator writes used by `relayroom admin` (runs as the owning role, not the request role).
+
+-- name: UpsertOrganisation :one
+INSERT INTO organisation (id, slug, name, plan, timezone)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (slug) DO UPDATE SET name = excluded.name, plan = excluded.plan,
+  timezone = excluded.timezone, updated_at = now()
+RETURNING id, (xmax = 0)::boolean AS created;
+
+-- name: GetOrganisationBySlug :one
+SELECT id, slug, name, plan, timezone, created_at FROM organisation WHERE slug = $1;
+
+-- name: ListOrganisations :many
+SELECT id, slug, name, plan, timezone, created_at FROM organisation ORDER BY slug;
+
+-- name: UpsertUser :one
+INSERT INTO app_user (id, email, name, password_hash)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (email) DO UPDATE SET name = excluded.name,
+  password_hash = coalesce(excluded.password_hash, app_user.password_hash), updated_at = now()
+RETURNING id;
+
+-- name: UpsertOrgMember :exec
+INSERT INTO org_member (org_id, user_id, role) VALUES ($1, $2, $3)
+ON CONFLICT (org_id, user_id) DO UPDATE SET role = excluded.role;
+
+-- name: ListUsers :many
+SELECT u.id, u.email, u.name, o.slug AS org_slug, om.role
+FROM app_user u
+JOIN org_member om ON om.user_id = u.id
+JOIN organisation o ON o.id = om.org_id
+ORDER BY u.email, o.slug;
+
+-- name: UpsertAgent :one
+INSERT INTO agent (id, org_id, slug, name, model, kind)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (org_id, slug) DO UPDATE SET name = excluded.name, model = excluded.model,
+  kind = excluded.kind, updated_at = now()
+RETURNING id, (xmax = 0)::boolean AS created;
+
+-- name: GetAgentBySlug :one
+SELECT a.id, a.org_id, a.slug, a.name, a.model, a.kind
+FROM agent a JOIN organisation o ON o.id = a.org_id
+WHERE o.slug = sqlc.arg(org_slug) AND a.slug = sqlc.arg(agent_slug);
+
+-- name: ListAgents :many
+SELECT a.id, o.slug AS org_slug, a.slug, a.name, a.model, a.kind,
+  (SELECT count(*) FROM agent_key k WHERE k.org_id = a.org_id AND k.agent_id = a.id AND k.revoked_at IS NULL) AS active_keys
+FROM agent a JOIN organisation o ON o.id = a.org_id
+ORDER BY o.slug, a.slug;
+
+-- name: CountActiveAgentKeys :one
+SELECT count(*) FROM agent_key WHERE org_id = $1 AND agent_id = $2 AND revoked_at IS NULL;
+
+-- name: InsertAgentKey :exec
+INSERT INTO agent_key (org_id, id, agent_id, key_id, secret_hash) VALUES ($1, $2, $3, $4, $5);
+
+-- name: RevokeAgentKeys :execrows
+UPDATE agent_key SET revoked_at = now() WHERE org_id = $1 AND agent_id = $2 AND revoked_at IS NULL;
+
+-- name: UpsertProject :one
+INSERT INTO project (id, host_org_id, slug, name) VALUES ($1, $2, $3, $4)
+ON CONFLICT (host_org_id, slug) DO UPDATE SET name = excluded.name, updated_at = now()
+RETURNING id, (xmax = 0)::boolean AS created;
+
+-- name: GetProjectBySlug :one
+SELECT p.id, p.host_org_id, p.slug, p.name, o.slug AS host_slug
+FROM project p JOIN organisation o ON o.id = p.host_org_id
+WHERE o.slug = sqlc.arg(host_slug) AND p.slug = sqlc.arg(project_slug);
+
+-- name: ListProjects :many
+SELECT p.id, p.slug, p.name, o.slug AS host_slug,
+  (SELECT count(*) FROM membership m WHERE m.project_id = p.id) AS members
+FROM project p JOIN organisation o ON o.id = p.host_org_id
+ORDER BY o.slug, p.slug;
+
+-- name: CountActiveConnectCodes :one
+SELECT count(*) FROM connect_code WHERE project_id = $1 AND revoked_at IS NULL;
+
+-- name: InsertConnectCode :exec
+INSERT INTO connect_code (project_id, id, code_id, secret_hash) VALUES ($1, $2, $3, $4);
+
+-- name: RevokeConnectCodes :execrows
+UPDATE connect_code SET revoked_at = now() WHERE project_id = $1 AND revoked_at IS NULL;
+
+-- name: UpsertMembership :one
+INSERT INTO membership (project_id, id, agent_id, org_id, part, is_main, nickname, access, capabilities)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (project_id, agent_id) DO UPDATE SET part = excluded.part, is_main = excluded.is_main,
+  nickname = excluded.nickname, access = excluded.access, capabilities = excluded.capabilities,
+  updated_at = now()
+RETURNING id;
+
+-- name: ClearMainExcept :exec
+-- Makes room for a new main agent: the partial unique index allows one per project.
+UPDATE membership SET is_main = false, updated_at = now()
+WHERE project_id = $1 AND is_main AND agent_id <> $2;
+
+-- name: ListMembers :many
+SELECT m.part, m.is_main, m.nickname, m.access, m.capabilities, m.last_seen_at,
+  a.slug AS agent_slug, o.slug AS org_slug
+FROM membership m
+JOIN agent a ON a.id = m.agent_id
+JOIN organisation o ON o.id = m.org_id
+WHERE m.project_id = $1
+ORDER BY m.part;
+
+-- name: UpsertAgreement :exec
+INSERT INTO agreement (project_id, guest_org_id, status, grants) VALUES ($1, $2, $3, $4)
+ON CONFLICT (project_id, guest_org_id) DO UPDATE SET status = excluded.status,
+  grants = excluded.grants, updated_at = now();
+
+-- name: SetAgreementStatus :execrows
+UPDATE agreement SET status = $3, updated_at = now() WHERE project_id = $1 AND guest_org_id = $2;
+
+-- name: ListAgreements :many
+SELECT o.slug AS guest_slug, a.status, a.grants, a.updated_at
+FROM agreement a JOIN organisation o ON o.id = a.guest_org_id
+WHERE a.project_id = $1
+ORDER BY o.slug;
