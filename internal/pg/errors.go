@@ -1,0 +1,100 @@
+package pg
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+)
+
+// SQLSTATE codes the domain reacts to.
+const (
+	uniqueViolation      = "23505"
+	foreignKeyViolation  = "23503"
+	checkViolation       = "23514"
+	queryCanceled        = "57014" // statement_timeout
+	deadlockDetected     = "40P01"
+	serializationFailure = "40001"
+	adminShutdown        = "57P01"
+	cannotConnectNow     = "57P03"
+)
+
+// IsUniqueViolation reports a duplicate key.
+func IsUniqueViolation(err error) bool { return sqlState(err) == uniqueViolation }
+
+// IsForeignKeyViolation reports a reference to a missing row.
+func IsForeignKeyViolation(err error) bool { return sqlState(err) == foreignKeyViolation }
+
+// IsCheckViolation reports a failed CHECK constraint.
+func IsCheckViolation(err error) bool { return sqlState(err) == checkViolation }
+
+// IsInfrastructure reports failures of the database rather than of the request: a lost
+// or refused connection, a statement timeout, a deadlock, a serialization failure, a
+// server shutting down. They are worth retrying, and some operations (closing a thread)
+// must fail as a whole on them rather than report a softer outcome.
+func IsInfrastructure(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch sqlState(err) {
+	case queryCanceled, deadlockDetected, serializationFailure, adminShutdown, cannotConnectNow:
+		return true
+	}
+	if s := sqlState(err); len(s) == 5 && s[:2] == "08" { // connection exception class
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return true
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return true
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	// pgx reports a connection that died mid-query without a SQLSTATE or a typed error.
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return false
+	}
+	msg := err.Error()
+	for _, s := range []string{"conn closed", "connection reset", "broken pipe", "unexpected EOF", "closed pool"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func sqlState(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// Classify turns a database failure into a domain error: infrastructure trouble becomes
+// Unavailable (retryable, said so to the client); anything else stays an internal error.
+// The cause is kept for the log in both cases.
+func Classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := apperr.As(err); ok {
+		return err
+	}
+	if IsInfrastructure(err) {
+		return apperr.Wrap(apperr.Unavailable, "the database is unavailable; retry shortly", errors.Join(errors.New(op), err))
+	}
+	return apperr.Wrap(apperr.Internal, "internal error", errors.Join(errors.New(op), err))
+}
