@@ -1,0 +1,59 @@
+package pg_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+type twoTenants struct {
+	orgA, orgB, agentA, agentB, projectA, projectB uuid.UUID
+}
+
+// seedTwoTenants writes, as the operator, two organisations each with an agent, a key, a
+// project, a connect code and a membership.
+func seedTwoTenants(t *testing.T, d *pg.DB) twoTenants {
+	t.Helper()
+	ctx := context.Background()
+	fx := twoTenants{uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()}
+	err := d.Operator(ctx, func(tx *pg.Tx) error {
+		for _, s := range []struct {
+			org, agent, project uuid.UUID
+			x                   string
+		}{{fx.orgA, fx.agentA, fx.projectA, "a"}, {fx.orgB, fx.agentB, fx.projectB, "b"}} {
+			stmts := []struct {
+				sql  string
+				args []any
+			}{
+				{"INSERT INTO organisation (id, slug, name) VALUES ($1, $2, $2)", []any{s.org, "o" + s.x}},
+				{"INSERT INTO app_user (id, email) VALUES ($1, $2)", []any{uuid.New(), s.x + "@x.test"}},
+				{"INSERT INTO agent (id, org_id, slug, name) VALUES ($1, $2, $3, $3)", []any{s.agent, s.org, s.x + "1"}},
+				{"INSERT INTO agent_key (org_id, id, agent_id, key_id, secret_hash) VALUES ($1, $2, $3, $4, '\\x00')", []any{s.org, uuid.New(), s.agent, "key" + upper(s.x) + "0001"}},
+				{"INSERT INTO project (id, host_org_id, slug, name) VALUES ($1, $2, $3, $3)", []any{s.project, s.org, "p" + s.x}},
+				{"INSERT INTO connect_code (project_id, id, code_id, secret_hash) VALUES ($1, $2, $3, '\\x00')", []any{s.project, uuid.New(), "code" + s.x}},
+				{"INSERT INTO membership (project_id, id, agent_id, org_id, part) VALUES ($1, $2, $3, $4, $5)", []any{s.project, uuid.New(), s.agent, s.org, s.x + "1"}},
+			}
+			for _, st := range stmts {
+				if _, err := tx.Exec(ctx, st.sql, st.args...); err != nil {
+					return err
+				}
+			}
+		}
+		_, err := tx.Exec(ctx, "INSERT INTO org_member (org_id, user_id, role) SELECT $1, id, 'owner' FROM app_user WHERE email = 'a@x.test'", fx.orgA)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	return fx
+}
+
+func upper(s string) string {
+	if s == "a" {
+		return "A"
+	}
+	return "B"
+}
