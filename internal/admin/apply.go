@@ -1,0 +1,304 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// Service runs operator commands.
+type Service struct {
+	DB        *pg.DB
+	Q         *db.Queries
+	PublicURL string // base of every URL printed
+}
+
+// Options of an apply.
+type Options struct {
+	RotateKeys bool // issue new agent keys and connect codes, revoking the old ones
+}
+
+// Result lists what an apply created or updated, with every credential it newly issued.
+// A credential appears once, in the output of the apply that created it.
+type Result struct {
+	Organisations map[string]ID         `json:"organisations"`
+	Users         map[string]ID         `json:"users"`
+	Agents        map[string]AgentOut   `json:"agents"`
+	Projects      map[string]ProjectOut `json:"projects"`
+}
+
+// ID is an object's id.
+type ID struct {
+	ID uuid.UUID `json:"id"`
+}
+
+// AgentOut is an agent's id and, when newly issued, its key.
+type AgentOut struct {
+	ID  uuid.UUID `json:"id"`
+	Key string    `json:"key,omitempty"`
+}
+
+// ProjectOut is a project's id, its connect code when newly issued, and its URLs.
+type ProjectOut struct {
+	ID          uuid.UUID `json:"id"`
+	ConnectCode string    `json:"connect_code,omitempty"`
+	URLs        URLs      `json:"urls"`
+}
+
+// URLs are the MCP addresses of a project. Threads URLs embed the connect code, so they
+// can only be printed when the code is.
+type URLs struct {
+	Threads  map[string]string `json:"threads,omitempty"`
+	Room     string            `json:"room"`
+	AllRooms string            `json:"all_rooms"`
+}
+
+// Apply validates the whole file against itself and the database, then applies it in one
+// transaction: nothing is half-applied.
+func (s *Service) Apply(ctx context.Context, f File, opt Options) (Result, error) {
+	res := Result{Organisations: map[string]ID{}, Users: map[string]ID{}, Agents: map[string]AgentOut{}, Projects: map[string]ProjectOut{}}
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		k, err := s.loadKnown(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if p := validate(&f, k); len(p) > 0 {
+			return p
+		}
+		orgIDs := map[string]uuid.UUID{}
+		for _, o := range f.Organisations {
+			row, err := s.Q.UpsertOrganisation(ctx, tx, db.UpsertOrganisationParams{ID: newID(), Slug: o.Slug, Name: o.Name, Plan: o.Plan, Timezone: o.Timezone})
+			if err != nil {
+				return fmt.Errorf("apply organisation %s: %w", o.Slug, err)
+			}
+			orgIDs[o.Slug] = row.ID
+			res.Organisations[o.Slug] = ID{row.ID}
+		}
+		orgID := func(slug string) (uuid.UUID, error) {
+			if id, ok := orgIDs[slug]; ok {
+				return id, nil
+			}
+			o, err := s.Q.GetOrganisationBySlug(ctx, tx, slug)
+			if err != nil {
+				return uuid.Nil, fmt.Errorf("organisation %s: %w", slug, err)
+			}
+			orgIDs[slug] = o.ID
+			return o.ID, nil
+		}
+		for _, u := range f.Users {
+			var hash *string
+			if u.Password != "" {
+				h, err := bcrypt.GenerateFromPassword([]byte(u.Password), bcrypt.DefaultCost)
+				if err != nil {
+					return fmt.Errorf("apply user %s: hash password: %w", u.Email, err)
+				}
+				hs := string(h)
+				hash = &hs
+			}
+			id, err := s.Q.UpsertUser(ctx, tx, db.UpsertUserParams{ID: newID(), Email: u.Email, Name: u.Name, PasswordHash: hash})
+			if err != nil {
+				return fmt.Errorf("apply user %s: %w", u.Email, err)
+			}
+			oid, err := orgID(u.Org)
+			if err != nil {
+				return err
+			}
+			if err := s.Q.UpsertOrgMember(ctx, tx, db.UpsertOrgMemberParams{OrgID: oid, UserID: id, Role: u.Role}); err != nil {
+				return fmt.Errorf("apply user %s: membership: %w", u.Email, err)
+			}
+			res.Users[u.Email] = ID{id}
+		}
+		for _, a := range f.Agents {
+			oid, err := orgID(a.Org)
+			if err != nil {
+				return err
+			}
+			row, err := s.Q.UpsertAgent(ctx, tx, db.UpsertAgentParams{ID: newID(), OrgID: oid, Slug: a.Slug, Name: a.Name, Model: a.Model, Kind: a.Kind})
+			if err != nil {
+				return fmt.Errorf("apply agent %s/%s: %w", a.Org, a.Slug, err)
+			}
+			out := AgentOut{ID: row.ID}
+			if out.Key, err = s.ensureAgentKey(ctx, tx, oid, row.ID, opt.RotateKeys); err != nil {
+				return fmt.Errorf("apply agent %s/%s: %w", a.Org, a.Slug, err)
+			}
+			res.Agents[a.Org+"/"+a.Slug] = out
+		}
+		for _, p := range f.Projects {
+			out, err := s.applyProject(ctx, tx, p, orgID, opt)
+			if err != nil {
+				return fmt.Errorf("apply project %s: %w", p.Slug, err)
+			}
+			res.Projects[p.Slug] = out
+		}
+		return nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+func (s *Service) applyProject(ctx context.Context, tx *pg.Tx, p ProjectSpec, orgID func(string) (uuid.UUID, error), opt Options) (ProjectOut, error) {
+	hostID, err := orgID(p.Host)
+	if err != nil {
+		return ProjectOut{}, err
+	}
+	row, err := s.Q.UpsertProject(ctx, tx, db.UpsertProjectParams{ID: newID(), HostOrgID: hostID, Slug: p.Slug, Name: p.Name})
+	if err != nil {
+		return ProjectOut{}, err
+	}
+	for _, g := range p.Guests {
+		gid, err := orgID(g.Org)
+		if err != nil {
+			return ProjectOut{}, err
+		}
+		grants := g.Grants
+		if grants == nil {
+			grants = []string{}
+		}
+		if err := s.Q.UpsertAgreement(ctx, tx, db.UpsertAgreementParams{ProjectID: row.ID, GuestOrgID: gid, Status: g.Status, Grants: grants}); err != nil {
+			return ProjectOut{}, fmt.Errorf("agreement with %s: %w", g.Org, err)
+		}
+	}
+	for _, m := range p.Members {
+		orgSlug, agentSlug, _ := strings.Cut(m.Agent, "/")
+		a, err := s.Q.GetAgentBySlug(ctx, tx, db.GetAgentBySlugParams{OrgSlug: orgSlug, AgentSlug: agentSlug})
+		if err != nil {
+			return ProjectOut{}, fmt.Errorf("member %s: %w", m.Agent, err)
+		}
+		if m.Main {
+			if err := s.Q.ClearMainExcept(ctx, tx, db.ClearMainExceptParams{ProjectID: row.ID, AgentID: a.ID}); err != nil {
+				return ProjectOut{}, fmt.Errorf("member %s: %w", m.Agent, err)
+			}
+		}
+		var nick *string
+		if m.Nickname != "" {
+			nick = &m.Nickname
+		}
+		caps := m.Capabilities
+		if caps == nil {
+			caps = []string{}
+		}
+		if _, err := s.Q.UpsertMembership(ctx, tx, db.UpsertMembershipParams{
+			ProjectID: row.ID, ID: newID(), AgentID: a.ID, OrgID: a.OrgID, Part: m.Part,
+			IsMain: m.Main, Nickname: nick, Access: m.Access, Capabilities: caps,
+		}); err != nil {
+			if pg.IsUniqueViolation(err) {
+				return ProjectOut{}, fmt.Errorf("member %s: part %q is already held by another agent in this project", m.Agent, m.Part)
+			}
+			return ProjectOut{}, fmt.Errorf("member %s: %w", m.Agent, err)
+		}
+	}
+	out := ProjectOut{ID: row.ID, URLs: URLs{Room: s.url("/api/mcp/p/" + row.ID.String()), AllRooms: s.url("/api/mcp")}}
+	if out.ConnectCode, err = s.ensureConnectCode(ctx, tx, row.ID, opt.RotateKeys); err != nil {
+		return ProjectOut{}, err
+	}
+	if out.ConnectCode != "" {
+		members, err := s.Q.ListMembers(ctx, tx, row.ID)
+		if err != nil {
+			return ProjectOut{}, err
+		}
+		out.URLs.Threads = map[string]string{}
+		for _, m := range members {
+			out.URLs.Threads[m.Part] = ThreadsURL(s.PublicURL, out.ConnectCode, m.Part)
+		}
+	}
+	return out, nil
+}
+
+// ensureAgentKey issues a key when the agent has none (or when rotating, after revoking
+// the old ones) and returns it; "" means the existing key stays and is not shown again.
+func (s *Service) ensureAgentKey(ctx context.Context, tx *pg.Tx, orgID, agentID uuid.UUID, rotate bool) (string, error) {
+	if rotate {
+		if _, err := s.Q.RevokeAgentKeys(ctx, tx, db.RevokeAgentKeysParams{OrgID: orgID, AgentID: agentID}); err != nil {
+			return "", fmt.Errorf("revoke keys: %w", err)
+		}
+	} else {
+		n, err := s.Q.CountActiveAgentKeys(ctx, tx, db.CountActiveAgentKeysParams{OrgID: orgID, AgentID: agentID})
+		if err != nil {
+			return "", fmt.Errorf("count keys: %w", err)
+		}
+		if n > 0 {
+			return "", nil
+		}
+	}
+	raw, p, err := auth.Generate(auth.AgentKeyPrefix)
+	if err != nil {
+		return "", fmt.Errorf("generate key: %w", err)
+	}
+	if err := s.Q.InsertAgentKey(ctx, tx, db.InsertAgentKeyParams{OrgID: orgID, ID: newID(), AgentID: agentID, KeyID: p.ID, SecretHash: p.Hash()}); err != nil {
+		return "", fmt.Errorf("store key: %w", err)
+	}
+	return raw, nil
+}
+
+func (s *Service) ensureConnectCode(ctx context.Context, tx *pg.Tx, projectID uuid.UUID, rotate bool) (string, error) {
+	if rotate {
+		if _, err := s.Q.RevokeConnectCodes(ctx, tx, projectID); err != nil {
+			return "", fmt.Errorf("revoke connect codes: %w", err)
+		}
+	} else {
+		n, err := s.Q.CountActiveConnectCodes(ctx, tx, projectID)
+		if err != nil {
+			return "", fmt.Errorf("count connect codes: %w", err)
+		}
+		if n > 0 {
+			return "", nil
+		}
+	}
+	raw, p, err := auth.Generate(auth.ConnectCodePrefix)
+	if err != nil {
+		return "", fmt.Errorf("generate connect code: %w", err)
+	}
+	if err := s.Q.InsertConnectCode(ctx, tx, db.InsertConnectCodeParams{ProjectID: projectID, ID: newID(), CodeID: p.ID, SecretHash: p.Hash()}); err != nil {
+		return "", fmt.Errorf("store connect code: %w", err)
+	}
+	return raw, nil
+}
+
+func (s *Service) loadKnown(ctx context.Context, tx *pg.Tx) (known, error) {
+	k := known{orgs: map[string]bool{}, agents: map[string]bool{}, agreements: map[string]map[string]bool{}}
+	orgs, err := s.Q.ListOrganisations(ctx, tx)
+	if err != nil {
+		return k, fmt.Errorf("load organisations: %w", err)
+	}
+	for _, o := range orgs {
+		k.orgs[o.Slug] = true
+	}
+	agents, err := s.Q.ListAgents(ctx, tx)
+	if err != nil {
+		return k, fmt.Errorf("load agents: %w", err)
+	}
+	for _, a := range agents {
+		k.agents[a.OrgSlug+"/"+a.Slug] = true
+	}
+	ags, err := s.Q.ListAllAgreementKeys(ctx, tx)
+	if err != nil {
+		return k, fmt.Errorf("load agreements: %w", err)
+	}
+	for _, a := range ags {
+		key := a.HostSlug + "/" + a.ProjectSlug
+		if k.agreements[key] == nil {
+			k.agreements[key] = map[string]bool{}
+		}
+		k.agreements[key][a.GuestSlug] = true
+	}
+	return k, nil
+}
+
+func (s *Service) url(path string) string { return strings.TrimRight(s.PublicURL, "/") + path }
+
+// ThreadsURL is the threads endpoint of one part.
+func ThreadsURL(public, connectCode, part string) string {
+	return strings.TrimRight(public, "/") + "/mcp/" + connectCode + "?part=" + url.QueryEscape(part)
+}
+
+func newID() uuid.UUID { return uuid.Must(uuid.NewV7()) }

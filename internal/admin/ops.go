@@ -1,0 +1,192 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// The imperative commands. Creating and updating goes through Apply with a one-object
+// file, so the CLI's `create` and a file share one validation and one write path.
+
+// ListOrganisations lists every organisation.
+func (s *Service) ListOrganisations(ctx context.Context) ([]db.ListOrganisationsRow, error) {
+	var out []db.ListOrganisationsRow
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		out, err = s.Q.ListOrganisations(ctx, tx)
+		return err
+	})
+	return out, wrap("list organisations", err)
+}
+
+// ListUsers lists people with their organisations and roles.
+func (s *Service) ListUsers(ctx context.Context) ([]db.ListUsersRow, error) {
+	var out []db.ListUsersRow
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		out, err = s.Q.ListUsers(ctx, tx)
+		return err
+	})
+	return out, wrap("list users", err)
+}
+
+// ListAgents lists every agent with its count of active keys.
+func (s *Service) ListAgents(ctx context.Context) ([]db.ListAgentsRow, error) {
+	var out []db.ListAgentsRow
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		out, err = s.Q.ListAgents(ctx, tx)
+		return err
+	})
+	return out, wrap("list agents", err)
+}
+
+// ListProjects lists every project.
+func (s *Service) ListProjects(ctx context.Context) ([]db.ListProjectsRow, error) {
+	var out []db.ListProjectsRow
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		out, err = s.Q.ListProjects(ctx, tx)
+		return err
+	})
+	return out, wrap("list projects", err)
+}
+
+// ListMembers lists a project's parts; project is "host/slug".
+func (s *Service) ListMembers(ctx context.Context, project string) ([]db.ListMembersRow, error) {
+	var out []db.ListMembersRow
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		p, err := s.project(ctx, tx, project)
+		if err != nil {
+			return err
+		}
+		out, err = s.Q.ListMembers(ctx, tx, p.ID)
+		return err
+	})
+	return out, wrap("list members", err)
+}
+
+// ListAgreements lists a project's guest agreements.
+func (s *Service) ListAgreements(ctx context.Context, project string) ([]db.ListAgreementsRow, error) {
+	var out []db.ListAgreementsRow
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		p, err := s.project(ctx, tx, project)
+		if err != nil {
+			return err
+		}
+		out, err = s.Q.ListAgreements(ctx, tx, p.ID)
+		return err
+	})
+	return out, wrap("list agreements", err)
+}
+
+// RotateAgentKey revokes an agent's keys and issues a new one; agent is "org/slug".
+func (s *Service) RotateAgentKey(ctx context.Context, agent string) (AgentOut, error) {
+	var out AgentOut
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		org, slug, _ := strings.Cut(agent, "/")
+		a, err := s.Q.GetAgentBySlug(ctx, tx, db.GetAgentBySlugParams{OrgSlug: org, AgentSlug: slug})
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "unknown agent %q", agent)
+		}
+		if err != nil {
+			return err
+		}
+		out.ID = a.ID
+		out.Key, err = s.ensureAgentKey(ctx, tx, a.OrgID, a.ID, true)
+		return err
+	})
+	return out, wrap("rotate key", err)
+}
+
+// RotateConnectCode revokes a project's connect codes and issues a new one.
+func (s *Service) RotateConnectCode(ctx context.Context, project string) (ProjectOut, error) {
+	var out ProjectOut
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		p, err := s.project(ctx, tx, project)
+		if err != nil {
+			return err
+		}
+		out.ID = p.ID
+		if out.ConnectCode, err = s.ensureConnectCode(ctx, tx, p.ID, true); err != nil {
+			return err
+		}
+		members, err := s.Q.ListMembers(ctx, tx, p.ID)
+		if err != nil {
+			return err
+		}
+		out.URLs = URLs{Room: s.url("/api/mcp/p/" + p.ID.String()), AllRooms: s.url("/api/mcp"), Threads: map[string]string{}}
+		for _, m := range members {
+			out.URLs.Threads[m.Part] = ThreadsURL(s.PublicURL, out.ConnectCode, m.Part)
+		}
+		return nil
+	})
+	return out, wrap("rotate connect code", err)
+}
+
+// SetAgreementStatus changes a guest's agreement (e.g. revokes it); it takes effect on
+// the guest's next call, since every call reads the agreement.
+func (s *Service) SetAgreementStatus(ctx context.Context, project, guest, status string) error {
+	switch status {
+	case "pending", "active", "revoked":
+	default:
+		return apperr.New(apperr.Invalid, "status must be pending, active or revoked, got %q", status)
+	}
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		p, err := s.project(ctx, tx, project)
+		if err != nil {
+			return err
+		}
+		g, err := s.Q.GetOrganisationBySlug(ctx, tx, guest)
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "unknown organisation %q", guest)
+		}
+		if err != nil {
+			return err
+		}
+		n, err := s.Q.SetAgreementStatus(ctx, tx, db.SetAgreementStatusParams{ProjectID: p.ID, GuestOrgID: g.ID, Status: status})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return apperr.New(apperr.NotFound, "%q has no agreement in project %q", guest, project)
+		}
+		return nil
+	})
+	return wrap("set agreement", err)
+}
+
+// project finds "host/slug".
+func (s *Service) project(ctx context.Context, tx *pg.Tx, ref string) (db.GetProjectBySlugRow, error) {
+	host, slug, ok := strings.Cut(ref, "/")
+	if !ok {
+		return db.GetProjectBySlugRow{}, apperr.New(apperr.Invalid, "a project is named \"host/slug\", got %q", ref)
+	}
+	p, err := s.Q.GetProjectBySlug(ctx, tx, db.GetProjectBySlugParams{HostSlug: host, ProjectSlug: slug})
+	if pg.IsNoRows(err) {
+		return p, apperr.New(apperr.NotFound, "unknown project %q", ref)
+	}
+	return p, err
+}
+
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := apperr.As(err); ok {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// ProjectName returns the name of "host/slug" (imperative commands re-apply it unchanged).
+func (s *Service) ProjectName(ctx context.Context, project string) (string, error) {
+	var name string
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		p, err := s.project(ctx, tx, project)
+		name = p.Name
+		return err
+	})
+	return name, wrap("find project", err)
+}

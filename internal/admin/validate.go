@@ -1,0 +1,212 @@
+package admin
+
+import (
+	"fmt"
+	"net/mail"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+var (
+	slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	partPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+)
+
+// known is what exists already in the database, so a file may refer to it.
+type known struct {
+	orgs   map[string]bool
+	agents map[string]bool // "org/slug"
+	// agreements[projectKey][guestOrg] for projects that exist ("host/slug").
+	agreements map[string]map[string]bool
+}
+
+// validate checks the whole file before anything is written; every problem is reported
+// with its path, and one problem means nothing is applied.
+func validate(f *File, k known) Problems {
+	var p Problems
+	add := func(path, format string, args ...any) { p = append(p, path+": "+fmt.Sprintf(format, args...)) }
+
+	orgs := map[string]bool{}
+	for s := range k.orgs {
+		orgs[s] = true
+	}
+	seenOrg := map[string]bool{}
+	for i := range f.Organisations {
+		o := &f.Organisations[i]
+		path := fmt.Sprintf("organisations[%d]", i)
+		if !slugPattern.MatchString(o.Slug) {
+			add(path+".slug", "must be 1-63 lowercase letters, digits or '-', got %q", o.Slug)
+		} else if seenOrg[o.Slug] {
+			add(path+".slug", "duplicate organisation %q", o.Slug)
+		}
+		seenOrg[o.Slug] = true
+		orgs[o.Slug] = true
+		if o.Name = strings.TrimSpace(o.Name); o.Name == "" || len(o.Name) > 200 {
+			add(path+".name", "required, at most 200 characters")
+		}
+		if o.Plan == "" {
+			o.Plan = "trial"
+		}
+		if !slices.Contains([]string{"trial", "starter", "growth", "scale"}, o.Plan) {
+			add(path+".plan", "must be one of trial, starter, growth, scale, got %q", o.Plan)
+		}
+		if o.Timezone == "" {
+			o.Timezone = "UTC"
+		}
+		if _, err := time.LoadLocation(o.Timezone); err != nil {
+			add(path+".timezone", "unknown time zone %q", o.Timezone)
+		}
+	}
+
+	seenUser := map[string]bool{}
+	for i := range f.Users {
+		u := &f.Users[i]
+		path := fmt.Sprintf("users[%d]", i)
+		u.Email = strings.ToLower(strings.TrimSpace(u.Email))
+		if a, err := mail.ParseAddress(u.Email); err != nil || a.Address != u.Email {
+			add(path+".email", "not an email address: %q", u.Email)
+		}
+		key := u.Email + "|" + u.Org
+		if seenUser[key] {
+			add(path+".email", "duplicate user %q in organisation %q", u.Email, u.Org)
+		}
+		seenUser[key] = true
+		if !orgs[u.Org] {
+			add(path+".org", "unknown organisation %q", u.Org)
+		}
+		if u.Role == "" {
+			u.Role = "member"
+		}
+		if !slices.Contains([]string{"owner", "admin", "member"}, u.Role) {
+			add(path+".role", "must be one of owner, admin, member, got %q", u.Role)
+		}
+		if u.Password != "" && len(u.Password) < 8 {
+			add(path+".password", "must be at least 8 characters")
+		}
+	}
+
+	agents := map[string]bool{}
+	for s := range k.agents {
+		agents[s] = true
+	}
+	seenAgent := map[string]bool{}
+	for i := range f.Agents {
+		a := &f.Agents[i]
+		path := fmt.Sprintf("agents[%d]", i)
+		if !orgs[a.Org] {
+			add(path+".org", "unknown organisation %q", a.Org)
+		}
+		if !slugPattern.MatchString(a.Slug) {
+			add(path+".slug", "must be 1-63 lowercase letters, digits or '-', got %q", a.Slug)
+		}
+		ref := a.Org + "/" + a.Slug
+		if seenAgent[ref] {
+			add(path+".slug", "duplicate agent %q", ref)
+		}
+		seenAgent[ref] = true
+		agents[ref] = true
+		if a.Name = strings.TrimSpace(a.Name); a.Name == "" || len(a.Name) > 200 {
+			add(path+".name", "required, at most 200 characters")
+		}
+		if a.Kind == "" {
+			a.Kind = "session"
+		}
+		if a.Kind != "always_on" && a.Kind != "session" {
+			add(path+".kind", "must be always_on or session, got %q", a.Kind)
+		}
+	}
+
+	seenProject := map[string]bool{}
+	for i := range f.Projects {
+		pr := &f.Projects[i]
+		path := fmt.Sprintf("projects[%d]", i)
+		if !slugPattern.MatchString(pr.Slug) {
+			add(path+".slug", "must be 1-63 lowercase letters, digits or '-', got %q", pr.Slug)
+		} else if seenProject[pr.Slug] {
+			add(path+".slug", "duplicate project %q", pr.Slug)
+		}
+		seenProject[pr.Slug] = true
+		if pr.Name = strings.TrimSpace(pr.Name); pr.Name == "" || len(pr.Name) > 200 {
+			add(path+".name", "required, at most 200 characters")
+		}
+		if !orgs[pr.Host] {
+			add(path+".host", "unknown organisation %q", pr.Host)
+		}
+		guests := map[string]bool{}
+		for g := range k.agreements[pr.Host+"/"+pr.Slug] {
+			guests[g] = true
+		}
+		seenGuest := map[string]bool{}
+		for j := range pr.Guests {
+			g := &pr.Guests[j]
+			gp := fmt.Sprintf("%s.guests[%d]", path, j)
+			switch {
+			case !orgs[g.Org]:
+				add(gp+".org", "unknown organisation %q", g.Org)
+			case g.Org == pr.Host:
+				add(gp+".org", "the host %q cannot be its own guest", g.Org)
+			case seenGuest[g.Org]:
+				add(gp+".org", "duplicate guest %q", g.Org)
+			}
+			seenGuest[g.Org] = true
+			guests[g.Org] = true
+			if g.Status == "" {
+				g.Status = "pending"
+			}
+			if !slices.Contains([]string{"pending", "active", "revoked"}, g.Status) {
+				add(gp+".status", "must be one of pending, active, revoked, got %q", g.Status)
+			}
+			for n, gr := range g.Grants {
+				if !slices.Contains([]string{"read_memory", "write_memory", "assign_tasks"}, gr) {
+					add(fmt.Sprintf("%s.grants[%d]", gp, n), "must be one of read_memory, write_memory, assign_tasks, got %q", gr)
+				}
+			}
+		}
+		seenPart, seenMember, mains := map[string]bool{}, map[string]bool{}, 0
+		for j := range pr.Members {
+			m := &pr.Members[j]
+			mp := fmt.Sprintf("%s.members[%d]", path, j)
+			org, slug, ok := strings.Cut(m.Agent, "/")
+			switch {
+			case !ok:
+				add(mp+".agent", "must be \"org/agent\", got %q", m.Agent)
+			case !agents[m.Agent]:
+				add(mp+".agent", "unknown agent %q", m.Agent)
+			case seenMember[m.Agent]:
+				add(mp+".agent", "agent %q is listed twice", m.Agent)
+			case org != pr.Host && !guests[org]:
+				add(mp+".agent", "organisation %q is neither the host nor a guest of this project", org)
+			}
+			seenMember[m.Agent] = true
+			if m.Part == "" {
+				m.Part = slug
+			}
+			if !partPattern.MatchString(m.Part) {
+				add(mp+".part", "must be 1-63 lowercase letters, digits, '-' or '_', got %q", m.Part)
+			} else if seenPart[m.Part] {
+				add(mp+".part", "duplicate part %q", m.Part)
+			}
+			seenPart[m.Part] = true
+			if m.Main {
+				mains++
+				if mains > 1 {
+					add(mp+".main", "a project has at most one main agent")
+				}
+			}
+			if m.Access == "" {
+				m.Access = "write"
+			}
+			if !slices.Contains([]string{"read", "write", "manager"}, m.Access) {
+				add(mp+".access", "must be one of read, write, manager, got %q", m.Access)
+			}
+			for n, c := range m.Capabilities {
+				if c != "urgent" && c != "needsHuman" {
+					add(fmt.Sprintf("%s.capabilities[%d]", mp, n), "must be urgent or needsHuman, got %q", c)
+				}
+			}
+		}
+	}
+	return p
+}

@@ -1,0 +1,134 @@
+// Package config reads the service's settings from the environment, with flags of the
+// same names for the commands that take them. Nothing here is global: Load returns a value.
+package config
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of `relayroom serve`.
+type Config struct {
+	DatabaseURL      string
+	Addr             string
+	PublicURL        string
+	LogLevel         string
+	MigrateOnStart   bool
+	ShutdownTimeout  time.Duration
+	StatementTimeout time.Duration
+	MaxConns         int
+	MaxBodyBytes     int64
+
+	Embedder    string
+	EmbedURL    string
+	EmbedModel  string
+	EmbedAPIKey string
+	EmbedDim    int
+}
+
+// setting is one documented knob: its env name, flag name, default and help.
+type setting struct {
+	env, flag, def, help string
+	set                  func(c *Config, v string) error
+}
+
+func settings() []setting {
+	return []setting{
+		{"DATABASE_URL", "database-url", "", "Postgres URL (postgres://user:pass@host:port/db). Required.", func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
+		{"RELAYROOM_ADDR", "addr", ":48801", "listen address", func(c *Config, v string) error { c.Addr = v; return nil }},
+		{"RELAYROOM_PUBLIC_URL", "public-url", "", "base of every URL the service prints or publishes (default: derived from the listen address)", func(c *Config, v string) error { c.PublicURL = strings.TrimRight(v, "/"); return nil }},
+		{"RELAYROOM_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", func(c *Config, v string) error { c.LogLevel = v; return nil }},
+		{"RELAYROOM_MIGRATE", "migrate", "true", "apply pending migrations on start (safe with many replicas: an advisory lock serialises them)", func(c *Config, v string) (err error) {
+			c.MigrateOnStart, err = strconv.ParseBool(v)
+			return err
+		}},
+		{"RELAYROOM_SHUTDOWN_TIMEOUT", "shutdown-timeout", "20s", "how long in-flight calls may take to finish on shutdown", func(c *Config, v string) (err error) {
+			c.ShutdownTimeout, err = time.ParseDuration(v)
+			return err
+		}},
+		{"RELAYROOM_STATEMENT_TIMEOUT", "statement-timeout", "5s", "upper bound of every SQL statement of a request", func(c *Config, v string) (err error) {
+			c.StatementTimeout, err = time.ParseDuration(v)
+			return err
+		}},
+		{"RELAYROOM_DB_MAX_CONNS", "db-max-conns", "20", "connections of the request pool", func(c *Config, v string) (err error) {
+			c.MaxConns, err = strconv.Atoi(v)
+			return err
+		}},
+		{"RELAYROOM_MAX_BODY_BYTES", "max-body-bytes", "4194304", "largest JSON-RPC request body accepted", func(c *Config, v string) (err error) {
+			c.MaxBodyBytes, err = strconv.ParseInt(v, 10, 64)
+			return err
+		}},
+		{"RELAYROOM_EMBEDDER", "embedder", "builtin", "builtin (offline word vectors), openai (any OpenAI-compatible /v1/embeddings) or none", func(c *Config, v string) error { c.Embedder = v; return nil }},
+		{"RELAYROOM_EMBED_URL", "embed-url", "", "base URL of the OpenAI-compatible embeddings server", func(c *Config, v string) error { c.EmbedURL = v; return nil }},
+		{"RELAYROOM_EMBED_MODEL", "embed-model", "", "embedding model name", func(c *Config, v string) error { c.EmbedModel = v; return nil }},
+		{"RELAYROOM_EMBED_API_KEY", "embed-api-key", "", "API key of the embeddings server", func(c *Config, v string) error { c.EmbedAPIKey = v; return nil }},
+		{"RELAYROOM_EMBED_DIM", "embed-dim", "0", "embedding dimension (0: learnt from the first response)", func(c *Config, v string) (err error) {
+			c.EmbedDim, err = strconv.Atoi(v)
+			return err
+		}},
+	}
+}
+
+// Load reads the environment, then the flags in args (flags win). fs may be nil.
+func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
+	var c Config
+	values := map[string]*string{}
+	for _, s := range settings() {
+		v := getenv(s.env)
+		if v == "" {
+			v = s.def
+		}
+		if fs != nil {
+			values[s.env] = fs.String(s.flag, v, s.help+" ($"+s.env+")")
+		} else {
+			values[s.env] = &v
+		}
+	}
+	if fs != nil {
+		if err := fs.Parse(args); err != nil {
+			return c, err
+		}
+	}
+	for _, s := range settings() {
+		if err := s.set(&c, *values[s.env]); err != nil {
+			return c, fmt.Errorf("config: %s: %w", s.env, err)
+		}
+	}
+	if c.DatabaseURL == "" {
+		return c, fmt.Errorf("config: DATABASE_URL is required")
+	}
+	if _, err := url.Parse(c.DatabaseURL); err != nil {
+		return c, fmt.Errorf("config: DATABASE_URL: %w", err)
+	}
+	if _, err := url.Parse(c.PublicURL); err != nil {
+		return c, fmt.Errorf("config: RELAYROOM_PUBLIC_URL: %w", err)
+	}
+	return c, nil
+}
+
+// Public is the base URL for printed and published URLs: RELAYROOM_PUBLIC_URL, or one
+// derived from the listen address (the server derives it from the bound port instead when
+// it listens on port 0).
+func (c Config) Public() string {
+	if c.PublicURL != "" {
+		return c.PublicURL
+	}
+	return DerivePublicURL(c.Addr)
+}
+
+// DerivePublicURL turns a listen address into a URL a local client can reach.
+func DerivePublicURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://localhost:48801"
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
