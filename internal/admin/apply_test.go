@@ -1,0 +1,176 @@
+package admin_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+const demo = `
+organisations:
+  - {slug: acme, name: Acme Corp, plan: scale, timezone: America/Los_Angeles}
+  - {slug: globex, name: Globex, plan: growth}
+users:
+  - {email: ana@acme.test, name: Ana, org: acme, role: owner, password: "correct horse"}
+agents:
+  - {org: acme, slug: architect, name: Architect, model: claude-opus-4, kind: always_on}
+  - {org: globex, slug: qa-lead, name: QA Lead, model: gpt-5}
+projects:
+  - slug: escalations
+    name: Escalations
+    host: acme
+    members:
+      - {agent: acme/architect, part: architect, main: true, access: manager, capabilities: [urgent, needsHuman]}
+      - {agent: globex/qa-lead, part: qa-lead, access: write}
+    guests:
+      - {org: globex, status: active, grants: [read_memory, write_memory, assign_tasks]}
+`
+
+func newService(t *testing.T) (*admin.Service, *tenancy.Resolver) {
+	t.Helper()
+	d, _ := pgtest.Open(t)
+	return &admin.Service{DB: d, Q: db.New(), PublicURL: "https://relay.example.test"}, &tenancy.Resolver{DB: d, Q: db.New()}
+}
+
+func parse(t *testing.T, s string) admin.File {
+	t.Helper()
+	f, err := admin.ParseFile(strings.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestApplyIssuesWorkingCredentialsOnceAndIsIdempotent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, res := newService(t)
+	first, err := svc.Apply(ctx, parse(t, demo), admin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := first.Agents["acme/architect"].Key
+	p := first.Projects["escalations"]
+	if !strings.HasPrefix(key, "sk-qyt-") || !strings.HasPrefix(p.ConnectCode, "qyt_cc_") {
+		t.Fatalf("credentials not issued: %+v %+v", first.Agents, p)
+	}
+	wantThreads := "https://relay.example.test/mcp/" + p.ConnectCode + "?part=architect"
+	if p.URLs.Threads["architect"] != wantThreads || p.URLs.Room != "https://relay.example.test/api/mcp/p/"+p.ID.String() || p.URLs.AllRooms != "https://relay.example.test/api/mcp" {
+		t.Fatalf("urls: %+v", p.URLs)
+	}
+	// The issued credentials work: the key holds the part named in the URL.
+	sc, err := res.Part(ctx, p.ConnectCode, "architect", key)
+	if err != nil {
+		t.Fatalf("resolve part with the issued credentials: %v", err)
+	}
+	if !sc.IsMain || sc.Access != "manager" || !sc.HasCapability("urgent") || sc.OrgName != "Acme Corp" {
+		t.Fatalf("scope: %+v", sc)
+	}
+	guest, err := res.RoomByKey(ctx, first.Agents["globex/qa-lead"].Key, p.ID)
+	if err != nil || guest.IsHost() || !guest.Granted(tenancy.GrantAssignTasks) {
+		t.Fatalf("guest scope: %+v, %v", guest, err)
+	}
+
+	// Applying again changes nothing and prints no credential.
+	second, err := svc.Apply(ctx, parse(t, demo), admin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Agents["acme/architect"].Key != "" || second.Projects["escalations"].ConnectCode != "" {
+		t.Fatalf("a second apply issued credentials again: %+v", second)
+	}
+	if second.Agents["acme/architect"].ID != first.Agents["acme/architect"].ID || second.Projects["escalations"].ID != p.ID {
+		t.Fatal("a second apply created new objects instead of updating")
+	}
+	if _, err := res.Part(ctx, p.ConnectCode, "architect", key); err != nil {
+		t.Fatalf("old credentials stopped working after a plain re-apply: %v", err)
+	}
+
+	// Rotating revokes the old credentials and issues new ones.
+	third, err := svc.Apply(ctx, parse(t, demo), admin.Options{RotateKeys: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newKey, newCode := third.Agents["acme/architect"].Key, third.Projects["escalations"].ConnectCode
+	if newKey == "" || newKey == key || newCode == "" || newCode == p.ConnectCode {
+		t.Fatal("rotation did not issue new credentials")
+	}
+	if _, err := res.Part(ctx, p.ConnectCode, "architect", key); err == nil {
+		t.Fatal("revoked credentials still accepted")
+	}
+	if _, err := res.Part(ctx, newCode, "architect", newKey); err != nil {
+		t.Fatalf("rotated credentials refused: %v", err)
+	}
+}
+
+func TestApplyRefusesABadFileWholeNamingEachProblem(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := newService(t)
+	bad := strings.Replace(demo, "- {agent: globex/qa-lead, part: qa-lead, access: write}", "- {agent: acme/nobody, part: qa-lead, access: admin}", 1)
+	bad = strings.Replace(bad, "plan: growth", "plan: platinum", 1)
+	_, err := svc.Apply(ctx, parse(t, bad), admin.Options{})
+	var problems admin.Problems
+	if !errors.As(err, &problems) {
+		t.Fatalf("want Problems, got %v", err)
+	}
+	for _, want := range []string{
+		`projects[0].members[1].agent: unknown agent "acme/nobody"`,
+		`projects[0].members[1].access: must be one of read, write, manager, got "admin"`,
+		`organisations[1].plan: must be one of trial, starter, growth, scale, got "platinum"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing problem %q in:\n%v", want, err)
+		}
+	}
+	// Nothing was half-applied: the valid organisations of the bad file do not exist.
+	orgs, err := svc.ListOrganisations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(orgs) != 0 {
+		t.Fatalf("a refused file left %d organisations behind", len(orgs))
+	}
+}
+
+func TestParseFileRefusesUnknownFields(t *testing.T) {
+	t.Parallel()
+	_, err := admin.ParseFile(strings.NewReader("organisations:\n  - {slug: a, name: A, colour: red}\n"))
+	if err == nil || !strings.Contains(err.Error(), "colour") {
+		t.Fatalf("want an error naming the unknown field, got %v", err)
+	}
+	f, err := admin.ParseFile(strings.NewReader(`{"organisations":[{"slug":"a","name":"A"}]}`))
+	if err != nil || len(f.Organisations) != 1 {
+		t.Fatalf("JSON input: %v %+v", err, f)
+	}
+}
+
+func TestAgreementRevocationTakesEffectOnTheNextResolve(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, res := newService(t)
+	out, err := svc.Apply(ctx, parse(t, demo), admin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, room := out.Agents["globex/qa-lead"].Key, out.Projects["escalations"].ID
+	if err := svc.SetAgreementStatus(ctx, "acme/escalations", "globex", "revoked"); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := res.RoomByKey(ctx, key, room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.AgreementActive() || sc.Granted(tenancy.GrantReadMemory) || sc.AgreementStatus != "revoked" {
+		t.Fatalf("revoked guest still granted: %+v", sc)
+	}
+	if err := svc.SetAgreementStatus(ctx, "acme/escalations", "nobody", "revoked"); err == nil {
+		t.Fatal("revoking an unknown organisation's agreement succeeded")
+	}
+}
