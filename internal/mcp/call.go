@@ -1,0 +1,109 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+)
+
+// callTool runs tools/call. Protocol errors are only for a call that names no known
+// tool; from there on every failure, bad arguments included, is a tool result with
+// isError, in the endpoint's format.
+func (h *handler[S]) callTool(ctx context.Context, scope S, params json.RawMessage, er era, rid string) (any, *protocolError) {
+	var p struct {
+		Name      *string         `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if params != nil {
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, &protocolError{code: codeInvalidParams, message: "Invalid params: tools/call needs an object with a string \"name\""}
+		}
+	}
+	if p.Name == nil || *p.Name == "" {
+		return nil, &protocolError{code: codeInvalidParams, message: "Invalid params: tools/call needs the tool's \"name\""}
+	}
+	tool, ok := h.byName[*p.Name]
+	if !ok {
+		return nil, &protocolError{code: codeInvalidParams, message: "Invalid params: unknown tool " + quote(*p.Name)}
+	}
+
+	start := time.Now()
+	res, outcome := h.runTool(ctx, tool, scope, p.Arguments, rid)
+	if h.opts.OnToolCall != nil {
+		h.opts.OnToolCall(ctx, h.ep.Name, tool.Name, outcome, time.Since(start))
+	}
+	sf := h.stateless(er)
+	res.Meta, res.ResultType = sf.Meta, sf.ResultType
+	return res, nil
+}
+
+// runTool validates, runs and shapes one call, and classifies its outcome.
+func (h *handler[S]) runTool(ctx context.Context, tool *compiledTool[S], scope S, rawArgs json.RawMessage, rid string) (toolResult, string) {
+	f := h.ep.Format
+	args, err := tool.input.prepareArgs(rawArgs)
+	if err != nil {
+		if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
+			h.log.DebugContext(ctx, "mcp: invalid arguments", "request_id", rid, "tool", tool.Name, "error", e.Message)
+			return f.failure(e), OutcomeInvalid
+		}
+		return h.internal(ctx, tool, rid, err), OutcomeInternal
+	}
+
+	value, err := safeCall(ctx, tool.Handler, scope, args)
+	if err != nil {
+		e, ok := apperr.As(err)
+		switch {
+		case !ok || e.Code == apperr.Internal:
+			return h.internal(ctx, tool, rid, err), OutcomeInternal
+		case e.Code == apperr.Unavailable:
+			h.log.WarnContext(ctx, "mcp: tool unavailable", "request_id", rid, "tool", tool.Name, "error", err)
+			return f.failure(e), OutcomeUnavailable
+		case e.Code == apperr.Invalid:
+			return f.failure(e), OutcomeInvalid
+		}
+		h.log.DebugContext(ctx, "mcp: tool refused", "request_id", rid, "tool", tool.Name, "error", err)
+		return f.failure(e), OutcomeToolError
+	}
+
+	res, err := f.success(value)
+	if err == nil && tool.output != nil {
+		err = tool.output.validateValue(res.StructuredContent)
+	}
+	if err != nil {
+		return h.internal(ctx, tool, rid, fmt.Errorf("tool %s returned a bad result: %w", tool.Name, err)), OutcomeInternal
+	}
+	return res, OutcomeOK
+}
+
+// internal logs the cause and answers with a message that carries the request id and
+// nothing of the cause, which may hold SQL, hostnames or another tenant's data.
+func (h *handler[S]) internal(ctx context.Context, tool *compiledTool[S], rid string, err error) toolResult {
+	h.log.ErrorContext(ctx, "mcp: tool failed", "request_id", rid, "tool", tool.Name, "error", err)
+	return h.ep.Format.failure(&apperr.Error{Code: apperr.Internal, Message: internalMessage(rid)})
+}
+
+// panicError carries a recovered panic and its stack to the log.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("panic: %v\n%s", p.value, p.stack) }
+
+func (p *panicError) LogValue() slog.Value { return slog.StringValue(p.Error()) }
+
+// safeCall runs a handler and turns a panic into an error, so that one broken tool
+// answers with an internal error instead of taking the request down.
+func safeCall[S any](ctx context.Context, fn func(context.Context, S, json.RawMessage) (any, error), scope S, args json.RawMessage) (v any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = nil, &panicError{value: p, stack: debug.Stack()}
+		}
+	}()
+	return fn(ctx, scope, args)
+}

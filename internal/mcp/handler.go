@@ -1,0 +1,332 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+)
+
+// Endpoint is one MCP endpoint: its toolset, how a request becomes a caller's scope, and
+// how its results look. S is the scope type the toolset's handlers receive.
+type Endpoint[S any] struct {
+	Name          string // "threads" | "rooms" | "all_rooms" | "desk": the metrics and log label
+	Service       string // "service" in the plain-GET description; ServerName when empty
+	ServerName    string // serverInfo.name
+	ServerVersion string // serverInfo.version
+	Instructions  string // sent by initialize and server/discover when not empty
+
+	// Authenticate resolves the request's credential. It runs on every POST before any
+	// method. Errors are *apperr.Error: Unauthenticated (401), Forbidden (403), NotFound
+	// (404), Invalid (400), RateLimited (429), Unavailable (503); anything else is an
+	// internal error.
+	Authenticate func(ctx context.Context, r *http.Request) (S, error)
+	// Challenge returns the WWW-Authenticate value for a 401 or 403 refusal; "" sends
+	// none on a 403 and a bare "Bearer" on a 401 (a 401 must carry one).
+	Challenge func(r *http.Request, err *apperr.Error) string
+	// Describe adds fields to the plain-GET description (e.g. project_id). It runs
+	// without authentication: return only what the URL itself reveals.
+	Describe func(r *http.Request) map[string]any
+
+	Tools  []Tool[S]
+	Format Format
+}
+
+// Options are the parts of the handler that come from the running service rather
+// than from the endpoint's definition.
+type Options struct {
+	Logger *slog.Logger
+	// RequestID returns the request id the service assigned (for logs and for the
+	// message of internal errors). When nil or empty the handler makes one up.
+	RequestID func(ctx context.Context) string
+	// OnToolCall observes every call of a known tool: outcome is one of the
+	// Outcome constants. Unknown tool names are not reported (unbounded labels).
+	OnToolCall func(ctx context.Context, endpoint, tool, outcome string, d time.Duration)
+	// MaxBodyBytes bounds a POST body; beyond it the answer is HTTP 413 with a
+	// JSON-RPC -32600 error. Zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Formats adds JSON Schema "format" checks to the built-in ones (date, date-time),
+	// or replaces them by name.
+	Formats map[string]FormatChecker
+}
+
+// DefaultMaxBodyBytes is the POST body limit when Options.MaxBodyBytes is zero; the same
+// as the go-sdk's server default.
+const DefaultMaxBodyBytes = 4 << 20
+
+// Outcomes reported to Options.OnToolCall.
+const (
+	OutcomeOK          = "ok"          // the tool succeeded
+	OutcomeInvalid     = "invalid"     // the arguments did not pass the schema
+	OutcomeToolError   = "tool_error"  // the tool refused with an apperr (not found, conflict, …)
+	OutcomeUnavailable = "unavailable" // infrastructure trouble worth retrying
+	OutcomeInternal    = "internal"    // a bug: unexpected error, panic, bad result
+)
+
+type handler[S any] struct {
+	ep      Endpoint[S]
+	opts    Options
+	log     *slog.Logger
+	tools   []*compiledTool[S]
+	byName  map[string]*compiledTool[S]
+	listing []toolInfo
+	server  implementation
+}
+
+// NewHandler checks an endpoint (tool names, schemas, annotations) and returns its
+// handler. Every check that can fail at startup does, so that a call never finds a
+// broken schema.
+func NewHandler[S any](ep Endpoint[S], opts Options) (http.Handler, error) {
+	if ep.Name == "" {
+		return nil, errors.New("mcp: new handler: endpoint name is required")
+	}
+	if ep.ServerName == "" || ep.ServerVersion == "" {
+		return nil, fmt.Errorf("mcp: new handler %s: ServerName and ServerVersion are required", ep.Name)
+	}
+	if ep.Authenticate == nil {
+		return nil, fmt.Errorf("mcp: new handler %s: Authenticate is required", ep.Name)
+	}
+	if !ep.Format.valid() {
+		return nil, fmt.Errorf("mcp: new handler %s: unknown format %v", ep.Name, ep.Format)
+	}
+	if ep.Service == "" {
+		ep.Service = ep.ServerName
+	}
+	formats := builtinFormats()
+	maps.Copy(formats, opts.Formats)
+	tools, byName, err := compileTools(ep.Tools, ep.Format, formats)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: new handler %s: %w", ep.Name, err)
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &handler[S]{
+		ep:     ep,
+		opts:   opts,
+		log:    log.With("endpoint", ep.Name),
+		tools:  tools,
+		byName: byName,
+		server: implementation{Name: ep.ServerName, Version: ep.ServerVersion},
+	}
+	for _, t := range tools {
+		h.listing = append(h.listing, t.info())
+	}
+	return h, nil
+}
+
+// reply is a complete HTTP answer, built before anything is written so that a panic
+// anywhere still leaves room for a clean JSON-RPC error.
+type reply struct {
+	status int
+	header http.Header
+	body   any // encoded as JSON; nil sends no body
+}
+
+func (h *handler[S]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rid := h.requestID(r.Context())
+	rep := h.serve(r, rid)
+	h.write(w, rep, rid)
+}
+
+// serve routes by HTTP method and turns any panic into an internal JSON-RPC error.
+func (h *handler[S]) serve(r *http.Request, rid string) (rep reply) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.log.ErrorContext(r.Context(), "mcp: panic while serving", "request_id", rid, "panic", fmt.Sprint(p))
+			rep = rpcReply(http.StatusOK, nullID, internalError(rid))
+		}
+	}()
+	switch r.Method {
+	case http.MethodPost:
+		return h.servePost(r, rid)
+	case http.MethodGet, http.MethodHead:
+		if acceptsEventStream(r) {
+			return methodNotAllowed("this endpoint offers no server-initiated stream and issues no sessions")
+		}
+		return h.describe(r)
+	case http.MethodDelete:
+		return methodNotAllowed("this endpoint issues no sessions, so there is none to delete")
+	}
+	return methodNotAllowed("use POST for JSON-RPC or GET for the endpoint's description")
+}
+
+func (h *handler[S]) write(w http.ResponseWriter, rep reply, rid string) {
+	for k, vs := range rep.header {
+		w.Header()[k] = vs
+	}
+	if rep.body == nil {
+		w.WriteHeader(rep.status)
+		return
+	}
+	body, err := encodeJSON(rep.body)
+	if err != nil {
+		h.log.Error("mcp: encode response", "request_id", rid, "error", err)
+		rep.status = http.StatusOK
+		body, _ = encodeJSON(errorResponse(nullID, internalError(rid)))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(rep.status)
+	_, _ = w.Write(body)
+}
+
+// servePost handles one JSON-RPC message. The order is fixed: transport checks (media
+// type, size), parsing, the version header, authentication, the era's own checks, then
+// the method.
+func (h *handler[S]) servePost(r *http.Request, rid string) reply {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			return rpcReply(http.StatusUnsupportedMediaType, nullID, &protocolError{
+				code: codeInvalidRequest, message: "Content-Type must be application/json",
+			})
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, h.opts.MaxBodyBytes+1))
+	if err != nil {
+		return rpcReply(http.StatusBadRequest, nullID, &protocolError{code: codeParseError, message: "Parse error: cannot read the body"})
+	}
+	if int64(len(body)) > h.opts.MaxBodyBytes {
+		return rpcReply(http.StatusRequestEntityTooLarge, nullID, &protocolError{
+			code: codeInvalidRequest, message: "Request body too large: the limit is " + strconv.FormatInt(h.opts.MaxBodyBytes, 10) + " bytes",
+		})
+	}
+	msg, perr := parseMessage(body)
+	if perr != nil {
+		return rpcReply(perr.status, msg.replyID(), perr)
+	}
+	if v := r.Header.Get(headerProtocolVersion); v != "" && !supportedVersion(v) {
+		return rpcReply(http.StatusBadRequest, msg.replyID(), unsupportedVersion(v))
+	}
+	scope, err := h.ep.Authenticate(r.Context(), r)
+	if err != nil {
+		return h.authFailure(r, msg, err, rid)
+	}
+	if msg.response {
+		return reply{status: http.StatusAccepted}
+	}
+	er, perr := checkEra(r, msg)
+	if perr != nil {
+		return rpcReply(statusFor(perr, er), msg.replyID(), perr)
+	}
+	if !msg.isCall() {
+		// Notifications change nothing on a stateless server: accepted, no body.
+		return reply{status: http.StatusAccepted}
+	}
+	result, perr := h.dispatch(r.Context(), scope, msg, er, rid)
+	if perr != nil {
+		return rpcReply(statusFor(perr, er), msg.id, perr)
+	}
+	return reply{status: http.StatusOK, body: resultResponse(msg.id, result)}
+}
+
+// authFailure answers a refused credential. Every refusal is a JSON-RPC error (never an
+// HTML page) so that a client can read it.
+func (h *handler[S]) authFailure(r *http.Request, msg *message, err error, rid string) reply {
+	ctx := r.Context()
+	e, ok := apperr.As(err)
+	if !ok || e.Code == apperr.Internal {
+		h.log.ErrorContext(ctx, "mcp: authentication failed unexpectedly", "request_id", rid, "error", err)
+		return rpcReply(http.StatusOK, msg.replyID(), internalError(rid))
+	}
+	pe := &protocolError{code: codeUnauthorized, message: e.Message, header: http.Header{}}
+	status := http.StatusOK
+	switch e.Code {
+	case apperr.Unauthenticated:
+		status = http.StatusUnauthorized
+	case apperr.Forbidden:
+		status = http.StatusForbidden
+	case apperr.NotFound:
+		status = http.StatusNotFound
+	case apperr.Invalid:
+		status = http.StatusBadRequest
+	case apperr.Conflict:
+		status = http.StatusConflict
+	case apperr.RateLimited:
+		status = http.StatusTooManyRequests
+	case apperr.Unavailable:
+		h.log.WarnContext(ctx, "mcp: authentication unavailable", "request_id", rid, "error", err)
+		pe.code = codeInternalError
+		status = http.StatusServiceUnavailable
+		// A client probing server/discover falls back to initialize on a 4xx but may
+		// give up on a 5xx; the probe gets the error with 200 and the initialize
+		// that follows carries the 503.
+		if msg.method == methodDiscover {
+			status = http.StatusOK
+		}
+	}
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		challenge := ""
+		if h.ep.Challenge != nil {
+			challenge = h.ep.Challenge(r, e)
+		}
+		if challenge == "" && status == http.StatusUnauthorized {
+			challenge = "Bearer"
+		}
+		if challenge != "" {
+			pe.header.Set("WWW-Authenticate", challenge)
+		}
+	}
+	if secs, ok := retryAfter(e); ok && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
+		pe.header.Set("Retry-After", strconv.Itoa(secs))
+	}
+	return rpcReply(status, msg.replyID(), pe)
+}
+
+// retryAfter reads the retry_after_seconds detail the desk spec defines.
+func retryAfter(e *apperr.Error) (int, bool) {
+	switch v := e.Details["retry_after_seconds"].(type) {
+	case int:
+		return v, v > 0
+	case int64:
+		return int(v), v > 0
+	case float64:
+		return int(v), v > 0
+	}
+	return 0, false
+}
+
+func rpcReply(status int, id json.RawMessage, e *protocolError) reply {
+	return reply{status: status, header: e.header, body: errorResponse(id, e)}
+}
+
+func methodNotAllowed(why string) reply {
+	return reply{
+		status: http.StatusMethodNotAllowed,
+		header: http.Header{"Allow": {"GET, HEAD, POST"}},
+		body:   errorResponse(nullID, &protocolError{code: codeServerError, message: "Method not allowed: " + why}),
+	}
+}
+
+func internalError(rid string) *protocolError {
+	return &protocolError{code: codeInternalError, message: internalMessage(rid)}
+}
+
+func internalMessage(rid string) string { return "internal error (request id: " + rid + ")" }
+
+func (h *handler[S]) requestID(ctx context.Context) string {
+	if h.opts.RequestID != nil {
+		if id := h.opts.RequestID(ctx); id != "" {
+			return id
+		}
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,186 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// JSON-RPC error codes. The -32000 range is ours: -32001 is the authentication failure
+// the rooms spec documents; -32020 and -32022 are the stateless era's header-mismatch and
+// unsupported-version codes, numbered as the go-sdk defines them.
+const (
+	codeParseError                 = -32700
+	codeInvalidRequest             = -32600
+	codeMethodNotFound             = -32601
+	codeInvalidParams              = -32602
+	codeInternalError              = -32603
+	codeServerError                = -32000
+	codeUnauthorized               = -32001
+	codeHeaderMismatch             = -32020
+	codeUnsupportedProtocolVersion = -32022
+)
+
+// protocolError is a failure answered as a JSON-RPC error rather than a tool result.
+// status is the HTTP status to send; zero means the era decides (see statusFor).
+type protocolError struct {
+	status  int
+	code    int
+	message string
+	data    any
+	header  http.Header
+}
+
+// statusFor gives a JSON-RPC error its HTTP status. Handshake-era method errors travel
+// with 200; the stateless era gives them the statuses its spec requires (and the go-sdk
+// server sends): 404 for an unknown method, 400 for bad params, versions and headers.
+func statusFor(e *protocolError, er era) int {
+	if e.status != 0 {
+		return e.status
+	}
+	if er != eraStateless {
+		return http.StatusOK
+	}
+	switch e.code {
+	case codeMethodNotFound:
+		return http.StatusNotFound
+	case codeInvalidParams, codeHeaderMismatch, codeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// message is one parsed JSON-RPC message. Fields are kept raw so that unknown members
+// are tolerated and ids are echoed byte for byte.
+type message struct {
+	id     json.RawMessage // nil when absent (a notification or a response)
+	method string
+	params json.RawMessage // nil when absent or null
+	// response is true for a JSON-RPC response (result or error, no method): we never
+	// send requests, so it is accepted and ignored.
+	response bool
+}
+
+func (m *message) isCall() bool { return m.id != nil && !m.response }
+
+// replyID is the id an error response carries: the request's, or null when there is none.
+func (m *message) replyID() json.RawMessage {
+	if m == nil || m.id == nil {
+		return nullID
+	}
+	return m.id
+}
+
+var nullID = json.RawMessage("null")
+
+// parseMessage decodes one JSON-RPC message. Errors carry HTTP 400: the spec sends
+// -32700 and -32600 with it in both eras. On error the returned message, when not nil,
+// holds the id so that the answer can echo it.
+func parseMessage(body []byte) (*message, *protocolError) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' && json.Valid(body) {
+		return nil, &protocolError{status: http.StatusBadRequest, code: codeInvalidRequest, message: "Batch requests are not supported"}
+	}
+	if !json.Valid(body) {
+		return nil, &protocolError{status: http.StatusBadRequest, code: codeParseError, message: "Parse error: the body is not valid JSON"}
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return nil, invalidRequest("a JSON-RPC message must be a JSON object")
+	}
+	m := &message{}
+	if raw, ok := fields["id"]; ok {
+		if !validID(raw) {
+			return nil, invalidRequest("id must be a string or a number")
+		}
+		m.id = raw
+	}
+	if v, ok := fields["jsonrpc"]; !ok || !bytes.Equal(bytes.TrimSpace(v), []byte(`"2.0"`)) {
+		return m, invalidRequest(`jsonrpc must be "2.0"`)
+	}
+	rawMethod, hasMethod := fields["method"]
+	if !hasMethod {
+		_, hasResult := fields["result"]
+		_, hasError := fields["error"]
+		if m.id != nil && (hasResult || hasError) {
+			m.response = true
+			return m, nil
+		}
+		return m, invalidRequest("method is required")
+	}
+	if err := json.Unmarshal(rawMethod, &m.method); err != nil || m.method == "" {
+		return m, invalidRequest("method must be a non-empty string")
+	}
+	if p, ok := fields["params"]; ok && !isNull(p) {
+		m.params = p
+	}
+	return m, nil
+}
+
+func invalidRequest(msg string) *protocolError {
+	return &protocolError{status: http.StatusBadRequest, code: codeInvalidRequest, message: "Invalid Request: " + msg}
+}
+
+// validID accepts what MCP allows as a request id: a string or a number, never null.
+func validID(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return false
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		return true
+	case c == '-' || (c >= '0' && c <= '9'):
+		_, err := strconv.ParseFloat(string(raw), 64)
+		return err == nil
+	}
+	return false
+}
+
+func isNull(raw json.RawMessage) bool {
+	return bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+// rpcResponse is the one shape every JSON-RPC answer takes.
+type rpcResponse struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func resultResponse(id json.RawMessage, result any) rpcResponse {
+	return rpcResponse{JSONRPC: "2.0", ID: id, Result: result}
+}
+
+func errorResponse(id json.RawMessage, e *protocolError) rpcResponse {
+	return rpcResponse{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: e.code, Message: e.message, Data: e.data}}
+}
+
+// encodeJSON marshals without HTML escaping: the text is read by models and people, and
+// "<" is not a hazard in an application/json body.
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// quote renders a client-supplied string inside a message the way JSON would.
+func quote(s string) string {
+	b, err := encodeJSON(s)
+	if err != nil {
+		return strconv.Quote(s)
+	}
+	return string(b)
+}

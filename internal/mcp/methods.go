@@ -1,0 +1,252 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+)
+
+const (
+	methodInitialize    = "initialize"
+	methodInitialized   = "notifications/initialized"
+	methodPing          = "ping"
+	methodToolsList     = "tools/list"
+	methodToolsCall     = "tools/call"
+	methodResourcesList = "resources/list"
+	methodPromptsList   = "prompts/list"
+	methodDiscover      = "server/discover"
+)
+
+// servedMethods is what the plain-GET description lists.
+func servedMethods() []string {
+	return []string{
+		methodInitialize, methodInitialized, methodPing, methodToolsList, methodToolsCall,
+		methodResourcesList, methodPromptsList, methodDiscover,
+	}
+}
+
+// checkEra decides which era a message follows and applies the stateless era's
+// consistency rules, the way the go-sdk server does: a call that names 2026-07-28 in
+// the MCP-Protocol-Version header or in params._meta must carry both, equal, plus
+// Mcp-Method (and Mcp-Name for tools/call) matching the body.
+func checkEra(r *http.Request, msg *message) (era, *protocolError) {
+	headerVersion := r.Header.Get(headerProtocolVersion)
+	metaVersion, metaPresent := "", false
+	if msg.isCall() {
+		metaVersion, metaPresent = requestMetaVersion(msg.params)
+	}
+	// A _meta version of the handshake era selects nothing, as in the go-sdk.
+	metaStateless := metaPresent && statelessVersion(metaVersion)
+	if !statelessVersion(headerVersion) && !metaStateless {
+		return eraHandshake, nil
+	}
+	bad := func(code int, text string) (era, *protocolError) {
+		return eraStateless, &protocolError{status: http.StatusBadRequest, code: code, message: text}
+	}
+	if metaStateless && !supportedVersion(metaVersion) {
+		e := unsupportedVersion(metaVersion)
+		return eraStateless, e
+	}
+	if headerVersion == "" {
+		return bad(codeHeaderMismatch, "the "+headerProtocolVersion+" header is required for requests carrying "+quote(metaProtocolVersion))
+	}
+	if msg.isCall() {
+		if !metaPresent {
+			return bad(codeInvalidParams, "missing or invalid _meta field "+quote(metaProtocolVersion))
+		}
+		if metaVersion != headerVersion {
+			return bad(codeHeaderMismatch, headerProtocolVersion+" header "+quote(headerVersion)+" does not match "+quote(metaProtocolVersion)+" "+quote(metaVersion))
+		}
+	}
+	switch m := r.Header.Get(headerMethod); {
+	case m == "":
+		return bad(codeHeaderMismatch, "missing required "+headerMethod+" header")
+	case m != msg.method:
+		return bad(codeHeaderMismatch, headerMethod+" header "+quote(m)+" does not match the body's method "+quote(msg.method))
+	}
+	// A tools/call without a name is left to dispatch, whose -32602 says more than a
+	// header mismatch would.
+	if msg.method == methodToolsCall {
+		if name, ok := toolNameOf(msg.params); ok && name != "" {
+			switch n := r.Header.Get(headerName); {
+			case n == "":
+				return bad(codeHeaderMismatch, "missing required "+headerName+" header for method "+quote(msg.method))
+			case n != name:
+				return bad(codeHeaderMismatch, headerName+" header "+quote(n)+" does not match the body's name "+quote(name))
+			}
+		}
+	}
+	return eraStateless, nil
+}
+
+// requestMetaVersion reads params._meta's protocol version; present is false when it is
+// missing or not a string.
+func requestMetaVersion(params json.RawMessage) (version string, present bool) {
+	if params == nil {
+		return "", false
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Meta == nil {
+		return "", false
+	}
+	raw, ok := p.Meta[metaProtocolVersion]
+	if !ok || json.Unmarshal(raw, &version) != nil {
+		return "", false
+	}
+	return version, true
+}
+
+func toolNameOf(params json.RawMessage) (string, bool) {
+	var p struct {
+		Name *string `json:"name"`
+	}
+	if params == nil || json.Unmarshal(params, &p) != nil || p.Name == nil {
+		return "", false
+	}
+	return *p.Name, true
+}
+
+// implementation is serverInfo.
+type implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// resultMeta is the _meta every stateless-era result carries, as the go-sdk server
+// sends it.
+type resultMeta struct {
+	ServerInfo implementation `json:"io.modelcontextprotocol/serverInfo"`
+}
+
+// statelessFields are the members a stateless-era result adds: who answered, that the
+// result is complete (no input requests), and, on discover and the lists, cache hints.
+// ttlMs 0 makes every answer immediately stale; "private" because answers sit behind a
+// credential.
+type statelessFields struct {
+	Meta       *resultMeta `json:"_meta,omitempty"`
+	ResultType string      `json:"resultType,omitempty"`
+}
+
+type cacheFields struct {
+	TTLMs      *int   `json:"ttlMs,omitempty"`
+	CacheScope string `json:"cacheScope,omitempty"`
+}
+
+func (h *handler[S]) stateless(er era) statelessFields {
+	if er != eraStateless {
+		return statelessFields{}
+	}
+	return statelessFields{Meta: &resultMeta{ServerInfo: h.server}, ResultType: "complete"}
+}
+
+func cache(er era) cacheFields {
+	if er != eraStateless {
+		return cacheFields{}
+	}
+	zero := 0
+	return cacheFields{TTLMs: &zero, CacheScope: "private"}
+}
+
+type serverCapabilities struct {
+	Tools struct {
+		ListChanged bool `json:"listChanged"`
+	} `json:"tools"`
+}
+
+type initializeResult struct {
+	ProtocolVersion string             `json:"protocolVersion"`
+	Capabilities    serverCapabilities `json:"capabilities"`
+	ServerInfo      implementation     `json:"serverInfo"`
+	Instructions    string             `json:"instructions,omitempty"`
+}
+
+type discoverResult struct {
+	statelessFields
+	cacheFields
+	SupportedVersions []string           `json:"supportedVersions"`
+	Capabilities      serverCapabilities `json:"capabilities"`
+	Instructions      string             `json:"instructions,omitempty"`
+}
+
+type toolsListResult struct {
+	statelessFields
+	cacheFields
+	Tools []toolInfo `json:"tools"`
+}
+
+type resourcesListResult struct {
+	statelessFields
+	cacheFields
+	Resources []struct{} `json:"resources"`
+}
+
+type promptsListResult struct {
+	statelessFields
+	cacheFields
+	Prompts []struct{} `json:"prompts"`
+}
+
+type emptyResult struct{}
+
+// dispatch runs a call's method. Only the methods of the request's era exist: the
+// stateless era has no initialize and no ping (they are removed there, and the go-sdk
+// answers them -32601), and the handshake era has no server/discover.
+func (h *handler[S]) dispatch(ctx context.Context, scope S, msg *message, er era, rid string) (any, *protocolError) {
+	switch msg.method {
+	case methodToolsList:
+		return toolsListResult{statelessFields: h.stateless(er), cacheFields: cache(er), Tools: h.listingOrEmpty()}, nil
+	case methodToolsCall:
+		return h.callTool(ctx, scope, msg.params, er, rid)
+	case methodResourcesList:
+		return resourcesListResult{statelessFields: h.stateless(er), cacheFields: cache(er), Resources: []struct{}{}}, nil
+	case methodPromptsList:
+		return promptsListResult{statelessFields: h.stateless(er), cacheFields: cache(er), Prompts: []struct{}{}}, nil
+	}
+	if er == eraStateless {
+		switch msg.method {
+		case methodDiscover:
+			res := discoverResult{
+				statelessFields:   h.stateless(er),
+				cacheFields:       cache(er),
+				SupportedVersions: ProtocolVersions(),
+				Instructions:      h.ep.Instructions,
+			}
+			return res, nil
+		case methodInitialize, methodPing:
+			return nil, &protocolError{code: codeMethodNotFound, message: "Method not found: " + quote(msg.method) + " is not part of protocol version " + version20260728}
+		}
+		return nil, methodNotFound(msg.method)
+	}
+	switch msg.method {
+	case methodInitialize:
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		if msg.params != nil && json.Unmarshal(msg.params, &p) != nil {
+			return nil, &protocolError{code: codeInvalidParams, message: "Invalid params: initialize params must be an object"}
+		}
+		return initializeResult{
+			ProtocolVersion: negotiateHandshake(p.ProtocolVersion),
+			ServerInfo:      h.server,
+			Instructions:    h.ep.Instructions,
+		}, nil
+	case methodPing:
+		return emptyResult{}, nil
+	case methodDiscover:
+		return nil, &protocolError{code: codeMethodNotFound, message: "Method not found: " + quote(msg.method) + " needs protocol version " + version20260728 + " in params._meta and the " + headerProtocolVersion + " header"}
+	}
+	return nil, methodNotFound(msg.method)
+}
+
+func methodNotFound(method string) *protocolError {
+	return &protocolError{code: codeMethodNotFound, message: "Method not found: " + quote(method)}
+}
+
+func (h *handler[S]) listingOrEmpty() []toolInfo {
+	if h.listing == nil {
+		return []toolInfo{}
+	}
+	return h.listing
+}
