@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+const adminUsage = `Usage: relayroom admin COMMAND [flags]   (every command prints JSON; each takes --help)
+
+  apply -f FILE [--rotate-keys]        create or update what FILE (YAML or JSON) declares
+  org list | org create                organisations
+  user list | user create               people and their role in an organisation
+  agent list | agent create | agent rotate-key
+  project list | project create | project rotate-code
+  member list | member add             agents in a project, as parts
+  agreement list | agreement set | agreement revoke
+`
+
+type adminEnv struct {
+	svc    *admin.Service
+	stdout io.Writer
+}
+
+func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stderr, adminUsage)
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	name := args[0]
+	rest := args[1:]
+	if name != "apply" {
+		if len(rest) == 0 {
+			fmt.Fprint(stderr, adminUsage)
+			return errUsage
+		}
+		name, rest = name+" "+rest[0], rest[1:]
+	}
+	cmd, ok := adminCommands()[name]
+	if !ok {
+		fmt.Fprintf(stderr, "unknown admin command %q\n\n%s", name, adminUsage)
+		return errUsage
+	}
+	fs := flag.NewFlagSet("relayroom admin "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	run := cmd.flags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: relayroom admin %s [flags]\n\n%s\n\nFlags:\n", name, cmd.help)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(rest); err != nil {
+		return err
+	}
+	cfg, err := config.Load(nil, nil, os.Getenv)
+	if err != nil {
+		return err
+	}
+	database, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: 2, OpsMaxConns: 2})
+	if err != nil {
+		return err
+	}
+	defer database.Close()
+	env := adminEnv{svc: &admin.Service{DB: database, Q: db.New(), PublicURL: cfg.Public()}, stdout: stdout}
+	return run(ctx, env)
+}
+
+type adminCommand struct {
+	help  string
+	flags func(fs *flag.FlagSet) func(ctx context.Context, env adminEnv) error
+}
+
+func required(fs *flag.FlagSet, names ...string) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var missing []string
+	for _, n := range names {
+		if !set[n] {
+			missing = append(missing, "--"+n)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing required flag(s): %s (see --help)", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// applyOne applies a one-object file: the imperative `create` commands share the file's
+// validation and write path.
+func applyOne(ctx context.Context, env adminEnv, f admin.File) error {
+	res, err := env.svc.Apply(ctx, f, admin.Options{})
+	if err != nil {
+		return err
+	}
+	return printJSON(env.stdout, res)
+}
+
+func csv(s string) []string {
+	if s == "" {
+		return nil
+	}
+	parts := strings.Split(s, ",")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	return parts
+}
+
+func adminCommands() map[string]adminCommand {
+	list := func(help string, fn func(ctx context.Context, env adminEnv) (any, error)) adminCommand {
+		return adminCommand{help: help, flags: func(*flag.FlagSet) func(context.Context, adminEnv) error {
+			return func(ctx context.Context, env adminEnv) error {
+				v, err := fn(ctx, env)
+				if err != nil {
+					return err
+				}
+				return printJSON(env.stdout, v)
+			}
+		}}
+	}
+	return map[string]adminCommand{
+		"apply": {help: "Create or update the organisations, users, agents and projects that FILE declares, idempotently by slug.\nPrints the ids and every credential newly issued (a key is shown once, when created). A file with any\nproblem is refused whole, each problem named by its path.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			file := fs.String("f", "", "the file (YAML or JSON; - for stdin)")
+			rotate := fs.Bool("rotate-keys", false, "revoke the declared agents' keys and projects' connect codes and issue new ones")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "f"); err != nil {
+					return err
+				}
+				r := io.Reader(os.Stdin)
+				if *file != "-" {
+					fh, err := os.Open(*file)
+					if err != nil {
+						return fmt.Errorf("open %s: %w", *file, err)
+					}
+					defer fh.Close()
+					r = fh
+				}
+				f, err := admin.ParseFile(r)
+				if err != nil {
+					return err
+				}
+				res, err := env.svc.Apply(ctx, f, admin.Options{RotateKeys: *rotate})
+				if err != nil {
+					return err
+				}
+				return printJSON(env.stdout, res)
+			}
+		}},
+		"org list": list("List organisations.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListOrganisations(ctx) }),
+		"org create": {help: "Create or update an organisation.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			slug, name := fs.String("slug", "", "organisation slug"), fs.String("name", "", "display name")
+			plan, tz := fs.String("plan", "trial", "trial, starter, growth or scale"), fs.String("timezone", "UTC", "IANA time zone")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "slug", "name"); err != nil {
+					return err
+				}
+				return applyOne(ctx, env, admin.File{Organisations: []admin.OrgSpec{{Slug: *slug, Name: *name, Plan: *plan, Timezone: *tz}}})
+			}
+		}},
+		"user list": list("List people with their organisations and roles.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListUsers(ctx) }),
+		"user create": {help: "Create or update a person and their role in an organisation. The password is read from\n$RELAYROOM_PASSWORD when set (never from a flag, which other users of the machine could see).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			email, name := fs.String("email", "", "email address"), fs.String("name", "", "display name")
+			org, role := fs.String("org", "", "organisation slug"), fs.String("role", "member", "owner, admin or member")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "email", "org"); err != nil {
+					return err
+				}
+				return applyOne(ctx, env, admin.File{Users: []admin.UserSpec{{Email: *email, Name: *name, Org: *org, Role: *role, Password: os.Getenv("RELAYROOM_PASSWORD")}}})
+			}
+		}},
+		"agent list": list("List agents with their number of active keys.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListAgents(ctx) }),
+		"agent create": {help: "Create or update an agent; a new agent's key is printed once.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			org, slug, name := fs.String("org", "", "organisation slug"), fs.String("slug", "", "agent slug"), fs.String("name", "", "display name")
+			model, kind := fs.String("model", "", "model id, e.g. claude-opus-4"), fs.String("kind", "session", "always_on or session")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "org", "slug", "name"); err != nil {
+					return err
+				}
+				return applyOne(ctx, env, admin.File{Agents: []admin.AgentSpec{{Org: *org, Slug: *slug, Name: *name, Model: *model, Kind: *kind}}})
+			}
+		}},
+		"agent rotate-key": {help: "Revoke an agent's keys and issue a new one (printed once).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			agent := fs.String("agent", "", "the agent, as org/slug")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "agent"); err != nil {
+					return err
+				}
+				out, err := env.svc.RotateAgentKey(ctx, *agent)
+				if err != nil {
+					return err
+				}
+				return printJSON(env.stdout, out)
+			}
+		}},
+		"project list": list("List projects.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListProjects(ctx) }),
+		"project create": {help: "Create or update a project hosted by an organisation; a new project's connect code is printed once.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			host, slug, name := fs.String("host", "", "host organisation slug"), fs.String("slug", "", "project slug"), fs.String("name", "", "display name")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "host", "slug", "name"); err != nil {
+					return err
+				}
+				return applyOne(ctx, env, admin.File{Projects: []admin.ProjectSpec{{Slug: *slug, Name: *name, Host: *host}}})
+			}
+		}},
+		"project rotate-code": {help: "Revoke a project's connect codes and issue a new one (printed once, with the parts' URLs).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			project := fs.String("project", "", "the project, as host/slug")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "project"); err != nil {
+					return err
+				}
+				out, err := env.svc.RotateConnectCode(ctx, *project)
+				if err != nil {
+					return err
+				}
+				return printJSON(env.stdout, out)
+			}
+		}},
+		"member list": {help: "List a project's parts.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			project := fs.String("project", "", "the project, as host/slug")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "project"); err != nil {
+					return err
+				}
+				out, err := env.svc.ListMembers(ctx, *project)
+				if err != nil {
+					return err
+				}
+				return printJSON(env.stdout, out)
+			}
+		}},
+		"member add": {help: "Add an agent to a project as a part, or update its membership.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			project, agent := fs.String("project", "", "the project, as host/slug"), fs.String("agent", "", "the agent, as org/slug")
+			part, main := fs.String("part", "", "part name (default: the agent's slug)"), fs.Bool("main", false, "make it the project's main agent")
+			nick, access := fs.String("nickname", "", "nickname"), fs.String("access", "write", "read, write or manager")
+			caps := fs.String("capabilities", "", "comma-separated: urgent, needsHuman")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "project", "agent"); err != nil {
+					return err
+				}
+				host, slug, _ := strings.Cut(*project, "/")
+				p, err := env.svc.ProjectName(ctx, *project)
+				if err != nil {
+					return err
+				}
+				return applyOne(ctx, env, admin.File{Projects: []admin.ProjectSpec{{Slug: slug, Name: p, Host: host,
+					Members: []admin.MemberSpec{{Agent: *agent, Part: *part, Main: *main, Nickname: *nick, Access: *access, Capabilities: csv(*caps)}}}}})
+			}
+		}},
+		"agreement list": {help: "List a project's guest agreements.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			project := fs.String("project", "", "the project, as host/slug")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "project"); err != nil {
+					return err
+				}
+				out, err := env.svc.ListAgreements(ctx, *project)
+				if err != nil {
+					return err
+				}
+				return printJSON(env.stdout, out)
+			}
+		}},
+		"agreement set": {help: "Create or update a guest organisation's agreement: status and grants.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			project, guest := fs.String("project", "", "the project, as host/slug"), fs.String("guest", "", "guest organisation slug")
+			status, grants := fs.String("status", "active", "pending, active or revoked"), fs.String("grants", "", "comma-separated: read_memory, write_memory, assign_tasks")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "project", "guest"); err != nil {
+					return err
+				}
+				host, slug, _ := strings.Cut(*project, "/")
+				p, err := env.svc.ProjectName(ctx, *project)
+				if err != nil {
+					return err
+				}
+				return applyOne(ctx, env, admin.File{Projects: []admin.ProjectSpec{{Slug: slug, Name: p, Host: host,
+					Guests: []admin.GuestSpec{{Org: *guest, Status: *status, Grants: csv(*grants)}}}}})
+			}
+		}},
+		"agreement revoke": {help: "Revoke a guest organisation's agreement; its agents are refused from their next call.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			project, guest := fs.String("project", "", "the project, as host/slug"), fs.String("guest", "", "guest organisation slug")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "project", "guest"); err != nil {
+					return err
+				}
+				if err := env.svc.SetAgreementStatus(ctx, *project, *guest, "revoked"); err != nil {
+					return err
+				}
+				return printJSON(env.stdout, map[string]any{"project": *project, "guest": *guest, "status": "revoked"})
+			}
+		}},
+	}
+}

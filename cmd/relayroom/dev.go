@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/app"
+	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// devCredentials are the demo's keys and connect codes, kept under .data/ (mode 0600) so
+// that a second `make run` prints the same ones instead of issuing new keys.
+type devCredentials struct {
+	Agents       map[string]string `json:"agents"`        // "org/slug" -> key
+	ConnectCodes map[string]string `json:"connect_codes"` // project slug -> code
+}
+
+func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("relayroom dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data", ".data", "where the local cluster and the demo credentials live")
+	demo := fs.String("demo", "deploy/demo.yaml", "demo data applied on start")
+	pgScript := fs.String("pg-script", "deploy/local/pg.sh", "the script that installs and runs the local Postgres")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: relayroom dev [flags]\n\nWithout DATABASE_URL: installs PostgreSQL 15 + pgvector when missing, starts a private cluster\nunder --data, migrates, applies the demo data and serves, printing URLs, keys and client configuration.\nCtrl-C stops the server and the cluster.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if os.Getenv("DATABASE_URL") == "" {
+		pgDir, err := filepath.Abs(filepath.Join(*dataDir, "pg"))
+		if err != nil {
+			return err
+		}
+		url, err := runPGScript(ctx, stderr, *pgScript, "start", pgDir)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			// Stop the cluster even though ctx is done: that is the point of Ctrl-C.
+			if _, err := runPGScript(context.WithoutCancel(ctx), stderr, *pgScript, "stop", pgDir); err != nil {
+				fmt.Fprintln(stderr, "stopping the local Postgres:", err)
+			}
+		}()
+		if err := os.Setenv("DATABASE_URL", url); err != nil {
+			return err
+		}
+	}
+	cfg, err := config.Load(nil, nil, os.Getenv)
+	if err != nil {
+		return err
+	}
+	log := app.NewLogger(stderr, cfg.LogLevel)
+	if err := pg.MigrateUp(cfg.DatabaseURL); err != nil {
+		return err
+	}
+	creds, res, err := applyDemo(ctx, cfg, *demo, filepath.Join(*dataDir, "demo-credentials.json"))
+	if err != nil {
+		return err
+	}
+	cfg.MigrateOnStart = false
+	return app.Run(ctx, cfg, log, func(public string) {
+		printBanner(stdout, public, creds, res)
+	})
+}
+
+func runPGScript(ctx context.Context, stderr io.Writer, script string, args ...string) (string, error) {
+	// Output goes through a file, not a pipe: the server the script starts outlives it, and
+	// any descriptor it inherits would keep a pipe open and this call waiting forever.
+	out, err := os.CreateTemp("", "relayroom-pg-*.out")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
+	cmd.Stdout, cmd.Stderr = out, stderr
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w", script, strings.Join(args, " "), err)
+	}
+	b, err := os.ReadFile(out.Name())
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func applyDemo(ctx context.Context, cfg config.Config, demoPath, credPath string) (devCredentials, admin.Result, error) {
+	creds := devCredentials{Agents: map[string]string{}, ConnectCodes: map[string]string{}}
+	if b, err := os.ReadFile(credPath); err == nil {
+		if err := json.Unmarshal(b, &creds); err != nil {
+			return creds, admin.Result{}, fmt.Errorf("read %s: %w", credPath, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return creds, admin.Result{}, err
+	}
+	fh, err := os.Open(demoPath)
+	if err != nil {
+		return creds, admin.Result{}, err
+	}
+	defer fh.Close()
+	file, err := admin.ParseFile(fh)
+	if err != nil {
+		return creds, admin.Result{}, err
+	}
+	database, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: 2, OpsMaxConns: 2})
+	if err != nil {
+		return creds, admin.Result{}, err
+	}
+	defer database.Close()
+	svc := &admin.Service{DB: database, Q: db.New(), PublicURL: cfg.Public()}
+	res, err := svc.Apply(ctx, file, admin.Options{})
+	if err != nil {
+		return creds, res, err
+	}
+	for ref, a := range res.Agents {
+		if a.Key != "" {
+			creds.Agents[ref] = a.Key
+		} else if creds.Agents[ref] == "" {
+			// The key was issued by an earlier run whose credentials file is gone: the only
+			// way to show a working key is a new one.
+			out, err := svc.RotateAgentKey(ctx, ref)
+			if err != nil {
+				return creds, res, err
+			}
+			creds.Agents[ref] = out.Key
+		}
+	}
+	for slug, p := range res.Projects {
+		if p.ConnectCode != "" {
+			creds.ConnectCodes[slug] = p.ConnectCode
+		} else if creds.ConnectCodes[slug] == "" {
+			host := ""
+			for _, ps := range file.Projects {
+				if ps.Slug == slug {
+					host = ps.Host
+				}
+			}
+			out, err := svc.RotateConnectCode(ctx, host+"/"+slug)
+			if err != nil {
+				return creds, res, err
+			}
+			creds.ConnectCodes[slug] = out.ConnectCode
+		}
+	}
+	b, err := json.MarshalIndent(creds, "", "  ")
+	if err != nil {
+		return creds, res, err
+	}
+	if err := os.MkdirAll(filepath.Dir(credPath), 0o755); err != nil {
+		return creds, res, err
+	}
+	if err := os.WriteFile(credPath, b, 0o600); err != nil {
+		return creds, res, fmt.Errorf("save demo credentials: %w", err)
+	}
+	return creds, res, nil
+}
+
+func printBanner(w io.Writer, public string, creds devCredentials, res admin.Result) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nrelayroom is running at %s   (Ctrl-C stops it and the local Postgres)\n", public)
+	fmt.Fprintf(&b, "health: %s/healthz   ready: %s/readyz   metrics: %s/metrics\n", public, public, public)
+	agents := sortedKeys(creds.Agents)
+	fmt.Fprintln(&b, "\nDemo agent keys (send as X-Agent-Key or Authorization: Bearer):")
+	for _, ref := range agents {
+		fmt.Fprintf(&b, "  %-18s %s\n", ref, creds.Agents[ref])
+	}
+	mcpServers := map[string]any{}
+	for _, slug := range sortedKeys(creds.ConnectCodes) {
+		p := res.Projects[slug]
+		code := creds.ConnectCodes[slug]
+		fmt.Fprintf(&b, "\nProject %q (id %s)\n", slug, p.ID)
+		fmt.Fprintf(&b, "  room (one room):   %s/api/mcp/p/%s\n", public, p.ID)
+		fmt.Fprintf(&b, "  all rooms:         %s/api/mcp\n", public)
+		fmt.Fprintf(&b, "  desk:              %s/desk/mcp   (people's tokens; no demo credential yet)\n", public)
+		fmt.Fprintln(&b, "  threads, one URL per part:")
+		for _, ref := range agents {
+			part := ref[strings.Index(ref, "/")+1:]
+			url := admin.ThreadsURL(public, code, part)
+			fmt.Fprintf(&b, "    %-12s %s\n", part, url)
+		}
+		fmt.Fprintln(&b, "\nClaude Code (paste one line per agent you want to be):")
+		for _, ref := range agents {
+			part := ref[strings.Index(ref, "/")+1:]
+			fmt.Fprintf(&b, "  claude mcp add --transport http relayroom-%s '%s' --header 'X-Agent-Key: %s'\n", part, admin.ThreadsURL(public, code, part), creds.Agents[ref])
+			mcpServers["relayroom-"+part] = map[string]any{"type": "http", "url": admin.ThreadsURL(public, code, part), "headers": map[string]string{"X-Agent-Key": creds.Agents[ref]}}
+		}
+		for _, ref := range agents {
+			part := ref[strings.Index(ref, "/")+1:]
+			fmt.Fprintf(&b, "  claude mcp add --transport http room-%s '%s/api/mcp/p/%s' --header 'X-Agent-Key: %s'\n", part, public, p.ID, creds.Agents[ref])
+			mcpServers["room-"+part] = map[string]any{"type": "http", "url": fmt.Sprintf("%s/api/mcp/p/%s", public, p.ID), "headers": map[string]string{"X-Agent-Key": creds.Agents[ref]}}
+		}
+	}
+	js, _ := json.MarshalIndent(map[string]any{"mcpServers": mcpServers}, "  ", "  ")
+	fmt.Fprintf(&b, "\nGeneric MCP client configuration (JSON):\n  %s\n\n", js)
+	fmt.Fprint(w, b.String())
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,101 @@
+// Command relayroom is the whole service in one binary: serve, migrate, admin, dev.
+// It only parses arguments; the work is in internal/.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/apperr"
+)
+
+const usage = `relayroom: agents from one company or many, working together over MCP.
+
+Usage:
+  relayroom serve [flags]            serve the MCP endpoints (see: relayroom serve --help)
+  relayroom migrate up|down|status   manage the database schema
+  relayroom admin COMMAND ...        organisations, people, agents, projects (JSON output)
+  relayroom dev                      local Postgres + demo data + serve (what 'make run' does)
+  relayroom healthcheck              exit 0 when the local server is ready (container probes)
+
+Configuration comes from the environment (DATABASE_URL, RELAYROOM_ADDR, …); every
+setting is listed by 'relayroom serve --help'.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serve(ctx, args[1:], stderr)
+	case "migrate":
+		err = migrateCmd(ctx, args[1:], stdout, stderr)
+	case "admin":
+		err = adminCmd(ctx, args[1:], stdout, stderr)
+	case "dev":
+		err = dev(ctx, args[1:], stdout, stderr)
+	case "healthcheck":
+		err = healthcheck(ctx, args[1:], stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if errors.Is(err, errUsage) {
+		return 2
+	}
+	printError(stderr, err)
+	return 1
+}
+
+var errUsage = errors.New("usage")
+
+// printError writes a failure as JSON, so scripts read errors the way they read results.
+func printError(w io.Writer, err error) {
+	out := map[string]any{"error": err.Error()}
+	var problems admin.Problems
+	if errors.As(err, &problems) {
+		out["error"] = "the file was not applied"
+		out["problems"] = []string(problems)
+	} else if e, ok := apperr.As(err); ok {
+		out["error"] = e.Message
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(out)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("relayroom migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "Postgres URL ($DATABASE_URL)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: relayroom migrate up | down [N] | status\n\n  up      apply every pending migration\n  down N  revert the last N migrations (default 1; 'all' reverts everything)\n  status  print {current, latest, dirty}")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	if *dbURL == "" {
+		return fmt.Errorf("DATABASE_URL is required")
+	}
+	switch fs.Arg(0) {
+	case "up":
+		if err := pg.MigrateUp(*dbURL); err != nil {
+			return err
+		}
+	case "down":
+		n := 1
+		if fs.NArg() > 1 {
+			if fs.Arg(1) == "all" {
+				n = 0
+			} else {
+				v, err := strconv.Atoi(fs.Arg(1))
+				if err != nil || v < 1 {
+					return fmt.Errorf("down takes a positive number of migrations or 'all', got %q", fs.Arg(1))
+				}
+				n = v
+			}
+		}
+		if err := pg.MigrateDown(*dbURL, n); err != nil {
+			return err
+		}
+	case "status":
+	default:
+		fs.Usage()
+		return errUsage
+	}
+	st, err := pg.StatusURL(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, st)
+}

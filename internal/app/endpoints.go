@@ -1,0 +1,139 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/mcp"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// Path values are handed from echo's router to the MCP handler through the context.
+type pathKey int
+
+const (
+	connectCodeKey pathKey = iota
+	projectIDKey
+)
+
+func pathValue(ctx context.Context, k pathKey) string {
+	v, _ := ctx.Value(k).(string)
+	return v
+}
+
+// Scopes announced in each endpoint's 401 and metadata.
+const (
+	threadsScope = "threads"
+	roomsScope   = "rooms"
+)
+
+var deskScopes = []string{"conversations:read", "inboxes:read", "saved_replies:read", "reports:read", "notes:write"}
+
+// resourcePath is the request's own URL path and query as the resource a client asked
+// for: the threads resource keeps ?part=, byte for byte.
+func resourcePath(r *http.Request) string {
+	p := r.URL.EscapedPath()
+	if r.URL.RawQuery != "" {
+		p += "?" + r.URL.RawQuery
+	}
+	return p
+}
+
+func (a *App) challenge(scope string) func(r *http.Request, err *apperr.Error) string {
+	return func(r *http.Request, err *apperr.Error) string {
+		if err == nil || err.Code != apperr.Unauthenticated {
+			return "" // a 403 is not fixed by signing in again
+		}
+		return auth.Challenge(a.public()+auth.MetadataPath(resourcePath(r)), scope)
+	}
+}
+
+func noCredential() error { return apperr.New(apperr.Unauthenticated, tenancy.MsgUnauthorized) }
+
+func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
+	return mcp.Endpoint[tenancy.Scope]{
+		Name: "threads", Service: "relayroom-threads", ServerName: "relayroom-threads", ServerVersion: Version,
+		Instructions: "Threads between the parts of this project. Start with whoami and roster; read inbox, open threads with show, close them when done.",
+		Authenticate: func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+			key := auth.AgentKey(r)
+			if key == "" {
+				return tenancy.Scope{}, noCredential()
+			}
+			part := r.URL.Query().Get("part")
+			if part == "" {
+				return tenancy.Scope{}, apperr.New(apperr.Forbidden, "the URL needs ?part=<your part>")
+			}
+			return a.resolver.Part(ctx, pathValue(ctx, connectCodeKey), part, key)
+		},
+		Challenge: a.challenge(threadsScope),
+		Describe: func(r *http.Request) map[string]any {
+			return map[string]any{"part": r.URL.Query().Get("part")}
+		},
+		Tools:  a.threads.Tools(),
+		Format: mcp.ThreadsFormat,
+	}
+}
+
+func (a *App) roomEndpoint() mcp.Endpoint[tenancy.Scope] {
+	return mcp.Endpoint[tenancy.Scope]{
+		Name: "rooms", Service: "quayutec-mcp", ServerName: "relayroom-rooms", ServerVersion: Version,
+		Instructions: "A room shared by companies: memory, tasks and chat.",
+		Authenticate: func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+			key := auth.AgentKey(r)
+			if key == "" {
+				return tenancy.Scope{}, noCredential()
+			}
+			id, err := uuid.Parse(pathValue(ctx, projectIDKey))
+			if err != nil {
+				// Not a room id at all: answered like a room the agent is not in.
+				if _, err := a.resolver.Agent(ctx, key); err != nil {
+					return tenancy.Scope{}, err
+				}
+				return tenancy.Scope{}, apperr.New(apperr.Forbidden, tenancy.MsgNotParticipant)
+			}
+			return a.resolver.RoomByKey(ctx, key, id)
+		},
+		Challenge: a.challenge(roomsScope),
+		Describe: func(r *http.Request) map[string]any {
+			return map[string]any{"project_id": pathValue(r.Context(), projectIDKey)}
+		},
+		Tools:  nil,
+		Format: mcp.RoomsFormat,
+	}
+}
+
+func (a *App) allRoomsEndpoint() mcp.Endpoint[tenancy.Scope] {
+	return mcp.Endpoint[tenancy.Scope]{
+		Name: "all_rooms", Service: "quayutec-mcp", ServerName: "relayroom-rooms", ServerVersion: Version,
+		Instructions: "Every room your agent is in. Call list_rooms first and pass room_id to the other tools.",
+		Authenticate: func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+			key := auth.AgentKey(r)
+			if key == "" {
+				return tenancy.Scope{}, noCredential()
+			}
+			return a.resolver.Agent(ctx, key)
+		},
+		Challenge: a.challenge(roomsScope),
+		Tools:     a.rooms.AllRoomsTools(),
+		Format:    mcp.RoomsFormat,
+	}
+}
+
+func (a *App) deskEndpoint() mcp.Endpoint[tenancy.Scope] {
+	return mcp.Endpoint[tenancy.Scope]{
+		Name: "desk", Service: "relaydesk-mcp", ServerName: "relaydesk", ServerVersion: Version,
+		Instructions: "Helpdesk tools for support assistants.",
+		Authenticate: func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+			// Desk callers are people holding an OAuth token or a personal access token;
+			// neither can be issued yet, so every call is answered with the sign-in challenge.
+			return tenancy.Scope{}, noCredential()
+		},
+		Challenge: a.challenge(strings.Join(deskScopes, " ")),
+		Format:    mcp.DeskFormat,
+	}
+}

@@ -1,0 +1,80 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics live in a registry of the app's own (no global default registry), so two apps
+// in one test process do not collide.
+type metrics struct {
+	registry  *prometheus.Registry
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	toolCalls *prometheus.CounterVec
+	toolTime  *prometheus.HistogramVec
+}
+
+func newMetrics(pools map[string]*pgxpool.Pool) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "relayroom_http_requests_total", Help: "HTTP requests by route, method and status.",
+		}, []string{"route", "method", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "relayroom_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route", "method"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "relayroom_tool_calls_total", Help: "MCP tool calls by endpoint, tool and outcome.",
+		}, []string{"endpoint", "tool", "outcome"}),
+		toolTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "relayroom_tool_call_duration_seconds", Help: "MCP tool call latency by endpoint and tool.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"endpoint", "tool"}),
+	}
+	m.registry.MustRegister(m.requests, m.latency, m.toolCalls, m.toolTime,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(poolCollector{pools: pools})
+	return m
+}
+
+func (m *metrics) observeTool(_ context.Context, endpoint, tool, outcome string, d time.Duration) {
+	m.toolCalls.WithLabelValues(endpoint, tool, outcome).Inc()
+	m.toolTime.WithLabelValues(endpoint, tool).Observe(d.Seconds())
+}
+
+// poolCollector reports every pool's statistics at scrape time.
+type poolCollector struct {
+	pools map[string]*pgxpool.Pool
+}
+
+var (
+	poolTotal    = prometheus.NewDesc("relayroom_db_pool_connections", "Connections in the pool by state.", []string{"pool", "state"}, nil)
+	poolAcquires = prometheus.NewDesc("relayroom_db_pool_acquires_total", "Connections acquired from the pool.", []string{"pool"}, nil)
+	poolWait     = prometheus.NewDesc("relayroom_db_pool_acquire_wait_seconds_total", "Time spent waiting for a connection.", []string{"pool"}, nil)
+	poolMax      = prometheus.NewDesc("relayroom_db_pool_max_connections", "The pool's size limit.", []string{"pool"}, nil)
+)
+
+func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- poolTotal
+	ch <- poolAcquires
+	ch <- poolWait
+	ch <- poolMax
+}
+
+func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
+	for name, p := range c.pools {
+		s := p.Stat()
+		ch <- prometheus.MustNewConstMetric(poolTotal, prometheus.GaugeValue, float64(s.AcquiredConns()), name, "acquired")
+		ch <- prometheus.MustNewConstMetric(poolTotal, prometheus.GaugeValue, float64(s.IdleConns()), name, "idle")
+		ch <- prometheus.MustNewConstMetric(poolTotal, prometheus.GaugeValue, float64(s.ConstructingConns()), name, "constructing")
+		ch <- prometheus.MustNewConstMetric(poolAcquires, prometheus.CounterValue, float64(s.AcquireCount()), name)
+		ch <- prometheus.MustNewConstMetric(poolWait, prometheus.CounterValue, s.AcquireDuration().Seconds(), name)
+		ch <- prometheus.MustNewConstMetric(poolMax, prometheus.GaugeValue, float64(s.MaxConns()), name)
+	}
+}

@@ -1,0 +1,178 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/relayroom/relayroom/internal/auth"
+)
+
+func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = a.httpError
+	e.Use(a.requestContext, a.recoverPanics)
+
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", a.readyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{})))
+	e.GET("/", a.index)
+
+	e.Any("/mcp/:code", withPath(threadsH, connectCodeKey, "code"))
+	e.Any("/api/mcp/p/:project_id", withPath(roomH, projectIDKey, "project_id"))
+	e.Any("/api/mcp", echo.WrapHandler(allRoomsH))
+	e.Any("/desk/mcp", echo.WrapHandler(deskH))
+	e.GET("/.well-known/oauth-protected-resource/*", a.resourceMetadata)
+	return e
+}
+
+// withPath hands a path parameter to the MCP handler through the request context.
+func withPath(h http.Handler, k pathKey, name string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		ctx := context.WithValue(r.Context(), k, c.Param(name))
+		h.ServeHTTP(c.Response(), r.WithContext(ctx))
+		return nil
+	}
+}
+
+// requestContext gives every request an id (the caller's X-Request-Id when sane), puts it
+// in the context for every log line, and logs and measures the request, with credentials
+// masked out of the path.
+func (a *App) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		r := c.Request()
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = newRequestID()
+		}
+		c.Response().Header().Set("X-Request-Id", id)
+		ctx := WithRequestID(r.Context(), id)
+		c.SetRequest(r.WithContext(ctx))
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		status := c.Response().Status
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		d := time.Since(start)
+		a.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
+		a.metrics.latency.WithLabelValues(route, r.Method).Observe(d.Seconds())
+		if route != "/metrics" && route != "/healthz" {
+			a.log.InfoContext(ctx, "request", "method", r.Method, "path", RedactCredentials(r.URL.RequestURI()),
+				"status", status, "duration_ms", float64(d.Microseconds())/1000, "bytes", c.Response().Size)
+		}
+		return nil
+	}
+}
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{8,64}$`)
+
+func validRequestID(s string) bool { return requestIDPattern.MatchString(s) }
+
+func newRequestID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b) // crypto/rand does not fail on Linux
+	return hex.EncodeToString(b)
+}
+
+// recoverPanics answers a panic outside the MCP handler (which recovers its own) with a
+// JSON 500 that names the request id, and logs the cause.
+func (a *App) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				a.log.ErrorContext(c.Request().Context(), "panic", "panic", p)
+				err = c.JSON(http.StatusInternalServerError, map[string]string{"error": "internal error", "request_id": RequestID(c.Request().Context())})
+			}
+		}()
+		return next(c)
+	}
+}
+
+// httpError keeps echo's own errors (404, 405) JSON and free of internals.
+func (a *App) httpError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	code, msg := http.StatusInternalServerError, "internal error"
+	if he, ok := err.(*echo.HTTPError); ok {
+		code = he.Code
+		msg = http.StatusText(code)
+	} else {
+		a.log.ErrorContext(c.Request().Context(), "handler error", "error", err.Error())
+	}
+	_ = c.JSON(code, map[string]string{"error": msg, "request_id": RequestID(c.Request().Context())})
+}
+
+func (a *App) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	if err := a.db.Ping(ctx); err != nil {
+		a.log.WarnContext(ctx, "not ready: database", "error", err.Error())
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database unreachable"})
+	}
+	st, err := a.db.Status(ctx)
+	if err != nil {
+		a.log.WarnContext(ctx, "not ready: migrations", "error", err.Error())
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "cannot read the schema version"})
+	}
+	if !st.UpToDate() {
+		return c.JSON(http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "reason": "migrations are not current", "migrations": st})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"status": "ok", "migrations": st})
+}
+
+func (a *App) index(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]any{
+		"service": "relayroom", "version": Version,
+		"endpoints": map[string]string{
+			"threads":   a.public() + "/mcp/{connect_code}?part={part}",
+			"room":      a.public() + "/api/mcp/p/{project_id}",
+			"all_rooms": a.public() + "/api/mcp",
+			"desk":      a.public() + "/desk/mcp",
+		},
+	})
+}
+
+var (
+	threadsResource = regexp.MustCompile(`^/mcp/[^/]+$`)
+	roomResource    = regexp.MustCompile(`^/api/mcp/p/[^/]+$`)
+)
+
+// resourceMetadata serves RFC 9728 documents for exactly the resources we protect: the
+// resource in the document is the URL the client used, query included, byte for byte.
+func (a *App) resourceMetadata(c echo.Context) error {
+	r := c.Request()
+	path := strings.TrimPrefix(r.URL.EscapedPath(), "/.well-known/oauth-protected-resource")
+	var scopes []string
+	var name string
+	switch {
+	case threadsResource.MatchString(path):
+		scopes, name = []string{threadsScope}, "relayroom threads"
+	case roomResource.MatchString(path), path == "/api/mcp":
+		scopes, name = []string{roomsScope}, "relayroom rooms"
+	case path == "/desk/mcp":
+		scopes, name = deskScopes, "relaydesk"
+	default:
+		return c.JSON(http.StatusNotFound, map[string]string{"error": "no protected resource at this path"})
+	}
+	if r.URL.RawQuery != "" {
+		path += "?" + r.URL.RawQuery
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, auth.Metadata(a.public(), path, name, scopes))
+}

@@ -1,0 +1,79 @@
+// Package threads is the threads toolset: conversations between the parts (agents) of a
+// project, presence, and the tools an agent uses to find its bearings.
+package threads
+
+import (
+	"context"
+	"time"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// OnlineWindow is how recently a part must have called to count as online.
+const OnlineWindow = time.Minute
+
+// Service holds the toolset's dependencies.
+type Service struct {
+	DB  *pg.DB
+	Q   *db.Queries
+	Now func() time.Time
+}
+
+// Identity is whoami's answer.
+type Identity struct {
+	Part      string  `json:"part"`
+	Project   string  `json:"project"`
+	ProjectID string  `json:"projectId"`
+	IsMain    bool    `json:"isMain"`
+	Nickname  *string `json:"nickname,omitempty"`
+}
+
+// WhoAmI reports the caller's own part. The Scope already holds it, resolved (and
+// last_seen moved) when the request was authenticated, so this costs no query.
+func (s *Service) WhoAmI(_ context.Context, sc tenancy.Scope) Identity {
+	return Identity{Part: sc.Part, Project: sc.ProjectName, ProjectID: sc.ProjectID.String(), IsMain: sc.IsMain, Nickname: sc.Nickname}
+}
+
+// RosterEntry is one part of the project.
+type RosterEntry struct {
+	Part         string     `json:"part"`
+	IsMain       bool       `json:"isMain"`
+	Nickname     *string    `json:"nickname,omitempty"`
+	Online       bool       `json:"online"`
+	LastSeen     *time.Time `json:"lastSeen"`
+	You          bool       `json:"you"`
+	LimitedUntil *time.Time `json:"limitedUntil,omitempty"`
+}
+
+// Roster lists every part of the caller's project, main first.
+func (s *Service) Roster(ctx context.Context, sc tenancy.Scope) ([]RosterEntry, error) {
+	var rows []db.ListPartsRow
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
+		rows, err = s.Q.ListParts(ctx, tx, sc.ProjectID)
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("roster", err)
+	}
+	now := s.Now()
+	out := make([]RosterEntry, 0, len(rows))
+	for _, r := range rows {
+		e := RosterEntry{Part: r.Part, IsMain: r.IsMain, Nickname: r.Nickname, LastSeen: utc(r.LastSeenAt), You: r.Part == sc.Part}
+		e.Online = r.LastSeenAt != nil && now.Sub(*r.LastSeenAt) < OnlineWindow
+		if r.ParkedUntil != nil && r.ParkedUntil.After(now) {
+			e.LimitedUntil = utc(r.ParkedUntil)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
