@@ -116,7 +116,19 @@ func csv(s string) []string {
 	return parts
 }
 
+// adminCommands is every admin command; toolsets add theirs from files of their own
+// (admin_<area>.go) through moreAdminCommands.
 func adminCommands() map[string]adminCommand {
+	cmds := coreAdminCommands()
+	for _, more := range moreAdminCommands() {
+		for name, c := range more {
+			cmds[name] = c
+		}
+	}
+	return cmds
+}
+
+func coreAdminCommands() map[string]adminCommand {
 	list := func(help string, fn func(ctx context.Context, env adminEnv) (any, error)) adminCommand {
 		return adminCommand{help: help, flags: func(*flag.FlagSet) func(context.Context, adminEnv) error {
 			return func(ctx context.Context, env adminEnv) error {

@@ -1,0 +1,27 @@
+// Package wake decides when an idle agent is told that work is waiting, and delivers the
+// wake: budget per part per hour, parking while a provider rate-limits the agent,
+// coalescing, and delivery by signed webhook or by `relayroom pager`.
+package wake
+
+import "github.com/google/uuid"
+
+// Request asks for the parts named by MemberIDs (memberships of ProjectID) to be woken
+// because new work arrived for them. It is queued inside the transaction that stored the
+// work, so a committed message always has its wake, and a rolled-back one never does.
+type Request struct {
+	ProjectID uuid.UUID
+	MemberIDs []uuid.UUID
+	// Source says what arrived: "message" (threads), "task" or "room_message" (rooms).
+	Source string
+	// ThreadID groups a thread's wakes so closing the thread cancels them (threads only).
+	ThreadID uuid.UUID
+	// ItemID is the message or task that caused the wake.
+	ItemID uuid.UUID
+	// Urgent wakes pass a spent budget (never a parked part).
+	Urgent bool
+	// Broadcast marks a message sent to "*": each recipient is charged one wake.
+	Broadcast bool
+	// AlwaysOnOnly restricts the wake to agents of kind always_on (rooms: a session
+	// agent sees new tasks at its next get_inbox instead).
+	AlwaysOnOnly bool
+}
