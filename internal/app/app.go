@@ -148,3 +148,6 @@ func (a *App) Endpoints() map[string]mcp.Endpoint[tenancy.Scope] {
 		"desk":      a.deskEndpoint(),
 	}
 }
+
+// Handler is the HTTP handler of every route (for tests that serve it themselves).
+func (a *App) Handler() http.Handler { return a.echo }
