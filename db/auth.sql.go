@@ -43,69 +43,47 @@ func (q *Queries) AgentIdentity(ctx context.Context, db DBTX, arg AgentIdentityP
 	return i, err
 }
 
-const agentKeysByKeyID = `-- name: AgentKeysByKeyID :many
+const credentialRows = `-- name: CredentialRows :many
 
-SELECT k.org_id, k.id, k.agent_id, k.secret_hash
+SELECT 'key'::text AS kind, k.org_id AS owner_id, k.agent_id, k.secret_hash
 FROM agent_key k
-WHERE k.key_id = $1 AND k.revoked_at IS NULL
+WHERE k.key_id = $1::text AND k.revoked_at IS NULL
+UNION ALL
+SELECT 'code'::text, c.project_id, c.project_id, c.secret_hash
+FROM connect_code c
+WHERE c.code_id = $2::text AND c.revoked_at IS NULL
 `
 
-type AgentKeysByKeyIDRow struct {
-	OrgID      uuid.UUID
-	ID         uuid.UUID
+type CredentialRowsParams struct {
+	KeyID  string
+	CodeID string
+}
+
+type CredentialRowsRow struct {
+	Kind       string
+	OwnerID    uuid.UUID
 	AgentID    uuid.UUID
 	SecretHash []byte
 }
 
-// Authentication reads. They run before the tenant is known, under the app.lookup
-// setting, which lets RLS show exactly the rows whose public id part is presented.
-func (q *Queries) AgentKeysByKeyID(ctx context.Context, db DBTX, keyID string) ([]AgentKeysByKeyIDRow, error) {
-	rows, err := db.Query(ctx, agentKeysByKeyID, keyID)
+// Authentication. The first query runs before the tenant is known, under the app.lookup
+// setting, which lets RLS show exactly the rows whose public id parts are presented.
+// An agent key's rows and a connect code's rows in one round trip; hashes are compared in Go.
+func (q *Queries) CredentialRows(ctx context.Context, db DBTX, arg CredentialRowsParams) ([]CredentialRowsRow, error) {
+	rows, err := db.Query(ctx, credentialRows, arg.KeyID, arg.CodeID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []AgentKeysByKeyIDRow{}
+	items := []CredentialRowsRow{}
 	for rows.Next() {
-		var i AgentKeysByKeyIDRow
+		var i CredentialRowsRow
 		if err := rows.Scan(
-			&i.OrgID,
-			&i.ID,
+			&i.Kind,
+			&i.OwnerID,
 			&i.AgentID,
 			&i.SecretHash,
 		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const connectCodesByCodeID = `-- name: ConnectCodesByCodeID :many
-SELECT c.project_id, c.id, c.secret_hash
-FROM connect_code c
-WHERE c.code_id = $1 AND c.revoked_at IS NULL
-`
-
-type ConnectCodesByCodeIDRow struct {
-	ProjectID  uuid.UUID
-	ID         uuid.UUID
-	SecretHash []byte
-}
-
-func (q *Queries) ConnectCodesByCodeID(ctx context.Context, db DBTX, codeID string) ([]ConnectCodesByCodeIDRow, error) {
-	rows, err := db.Query(ctx, connectCodesByCodeID, codeID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []ConnectCodesByCodeIDRow{}
-	for rows.Next() {
-		var i ConnectCodesByCodeIDRow
-		if err := rows.Scan(&i.ProjectID, &i.ID, &i.SecretHash); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

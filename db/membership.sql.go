@@ -61,6 +61,153 @@ func (q *Queries) AgentRooms(ctx context.Context, db DBTX, agentID uuid.UUID) ([
 	return items, nil
 }
 
+const bindAgentRoom = `-- name: BindAgentRoom :one
+WITH m AS (
+  UPDATE membership mm SET last_seen_at = now()
+  WHERE mm.project_id = $1 AND mm.agent_id = $2
+  RETURNING mm.project_id, mm.id, mm.agent_id, mm.org_id, mm.part, mm.is_main, mm.nickname, mm.access, mm.capabilities, mm.last_seen_at, mm.parked_until, mm.created_at, mm.updated_at
+)
+SELECT m.id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
+  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
+  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
+  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
+FROM m
+JOIN agent a ON a.id = m.agent_id
+JOIN organisation o ON o.id = m.org_id
+JOIN project p ON p.id = m.project_id
+JOIN organisation ho ON ho.id = p.host_org_id
+LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+`
+
+type BindAgentRoomParams struct {
+	ProjectID uuid.UUID
+	AgentID   uuid.UUID
+}
+
+type BindAgentRoomRow struct {
+	ID              uuid.UUID
+	AgentID         uuid.UUID
+	OrgID           uuid.UUID
+	Part            string
+	IsMain          bool
+	Nickname        *string
+	Access          string
+	Capabilities    []string
+	ParkedUntil     *time.Time
+	AgentSlug       string
+	AgentName       string
+	AgentModel      string
+	AgentKind       string
+	OrgName         string
+	ProjectName     string
+	HostOrgID       uuid.UUID
+	HostName        string
+	AgreementStatus *string
+	AgreementGrants []string
+}
+
+// The same for an agent entering one room.
+func (q *Queries) BindAgentRoom(ctx context.Context, db DBTX, arg BindAgentRoomParams) (BindAgentRoomRow, error) {
+	row := db.QueryRow(ctx, bindAgentRoom, arg.ProjectID, arg.AgentID)
+	var i BindAgentRoomRow
+	err := row.Scan(
+		&i.ID,
+		&i.AgentID,
+		&i.OrgID,
+		&i.Part,
+		&i.IsMain,
+		&i.Nickname,
+		&i.Access,
+		&i.Capabilities,
+		&i.ParkedUntil,
+		&i.AgentSlug,
+		&i.AgentName,
+		&i.AgentModel,
+		&i.AgentKind,
+		&i.OrgName,
+		&i.ProjectName,
+		&i.HostOrgID,
+		&i.HostName,
+		&i.AgreementStatus,
+		&i.AgreementGrants,
+	)
+	return i, err
+}
+
+const bindPart = `-- name: BindPart :one
+WITH m AS (
+  UPDATE membership mm SET last_seen_at = now()
+  WHERE mm.project_id = $1 AND mm.part = $2
+  RETURNING mm.project_id, mm.id, mm.agent_id, mm.org_id, mm.part, mm.is_main, mm.nickname, mm.access, mm.capabilities, mm.last_seen_at, mm.parked_until, mm.created_at, mm.updated_at
+)
+SELECT m.id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
+  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
+  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
+  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
+FROM m
+JOIN agent a ON a.id = m.agent_id
+JOIN organisation o ON o.id = m.org_id
+JOIN project p ON p.id = m.project_id
+JOIN organisation ho ON ho.id = p.host_org_id
+LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+`
+
+type BindPartParams struct {
+	ProjectID uuid.UUID
+	Part      string
+}
+
+type BindPartRow struct {
+	ID              uuid.UUID
+	AgentID         uuid.UUID
+	OrgID           uuid.UUID
+	Part            string
+	IsMain          bool
+	Nickname        *string
+	Access          string
+	Capabilities    []string
+	ParkedUntil     *time.Time
+	AgentSlug       string
+	AgentName       string
+	AgentModel      string
+	AgentKind       string
+	OrgName         string
+	ProjectName     string
+	HostOrgID       uuid.UUID
+	HostName        string
+	AgreementStatus *string
+	AgreementGrants []string
+}
+
+// Resolves the caller's part with everything its Scope needs, and moves its last_seen in
+// the same statement: presence follows every authenticated call at no extra round trip.
+func (q *Queries) BindPart(ctx context.Context, db DBTX, arg BindPartParams) (BindPartRow, error) {
+	row := db.QueryRow(ctx, bindPart, arg.ProjectID, arg.Part)
+	var i BindPartRow
+	err := row.Scan(
+		&i.ID,
+		&i.AgentID,
+		&i.OrgID,
+		&i.Part,
+		&i.IsMain,
+		&i.Nickname,
+		&i.Access,
+		&i.Capabilities,
+		&i.ParkedUntil,
+		&i.AgentSlug,
+		&i.AgentName,
+		&i.AgentModel,
+		&i.AgentKind,
+		&i.OrgName,
+		&i.ProjectName,
+		&i.HostOrgID,
+		&i.HostName,
+		&i.AgreementStatus,
+		&i.AgreementGrants,
+	)
+	return i, err
+}
+
 const listParts = `-- name: ListParts :many
 SELECT m.part, m.is_main, m.nickname, m.last_seen_at, m.parked_until, m.agent_id
 FROM membership m
@@ -104,46 +251,6 @@ func (q *Queries) ListParts(ctx context.Context, db DBTX, projectID uuid.UUID) (
 	return items, nil
 }
 
-const projectRoomInfo = `-- name: ProjectRoomInfo :one
-SELECT p.id, p.name, p.slug, p.host_org_id, ho.name AS host_name,
-  a.status AS agreement_status, a.grants AS agreement_grants
-FROM project p
-JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement a ON a.project_id = p.id AND a.guest_org_id = $1
-WHERE p.id = $2
-`
-
-type ProjectRoomInfoParams struct {
-	OrgID     uuid.UUID
-	ProjectID uuid.UUID
-}
-
-type ProjectRoomInfoRow struct {
-	ID              uuid.UUID
-	Name            string
-	Slug            string
-	HostOrgID       uuid.UUID
-	HostName        string
-	AgreementStatus *string
-	AgreementGrants []string
-}
-
-// The room's host and, for a guest organisation, its agreement with the host.
-func (q *Queries) ProjectRoomInfo(ctx context.Context, db DBTX, arg ProjectRoomInfoParams) (ProjectRoomInfoRow, error) {
-	row := db.QueryRow(ctx, projectRoomInfo, arg.OrgID, arg.ProjectID)
-	var i ProjectRoomInfoRow
-	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.Slug,
-		&i.HostOrgID,
-		&i.HostName,
-		&i.AgreementStatus,
-		&i.AgreementGrants,
-	)
-	return i, err
-}
-
 const touchAgentMemberships = `-- name: TouchAgentMemberships :exec
 UPDATE membership SET last_seen_at = now() WHERE agent_id = $1
 `
@@ -151,112 +258,4 @@ UPDATE membership SET last_seen_at = now() WHERE agent_id = $1
 func (q *Queries) TouchAgentMemberships(ctx context.Context, db DBTX, agentID uuid.UUID) error {
 	_, err := db.Exec(ctx, touchAgentMemberships, agentID)
 	return err
-}
-
-const touchMemberByAgent = `-- name: TouchMemberByAgent :one
-UPDATE membership m
-SET last_seen_at = now()
-FROM agent a, organisation o
-WHERE m.project_id = $1 AND m.agent_id = $2
-  AND a.id = m.agent_id AND o.id = m.org_id
-RETURNING m.id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
-  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
-  o.name AS org_name
-`
-
-type TouchMemberByAgentParams struct {
-	ProjectID uuid.UUID
-	AgentID   uuid.UUID
-}
-
-type TouchMemberByAgentRow struct {
-	ID           uuid.UUID
-	AgentID      uuid.UUID
-	OrgID        uuid.UUID
-	Part         string
-	IsMain       bool
-	Nickname     *string
-	Access       string
-	Capabilities []string
-	ParkedUntil  *time.Time
-	AgentSlug    string
-	AgentName    string
-	AgentModel   string
-	OrgName      string
-}
-
-func (q *Queries) TouchMemberByAgent(ctx context.Context, db DBTX, arg TouchMemberByAgentParams) (TouchMemberByAgentRow, error) {
-	row := db.QueryRow(ctx, touchMemberByAgent, arg.ProjectID, arg.AgentID)
-	var i TouchMemberByAgentRow
-	err := row.Scan(
-		&i.ID,
-		&i.AgentID,
-		&i.OrgID,
-		&i.Part,
-		&i.IsMain,
-		&i.Nickname,
-		&i.Access,
-		&i.Capabilities,
-		&i.ParkedUntil,
-		&i.AgentSlug,
-		&i.AgentName,
-		&i.AgentModel,
-		&i.OrgName,
-	)
-	return i, err
-}
-
-const touchMemberByPart = `-- name: TouchMemberByPart :one
-UPDATE membership m
-SET last_seen_at = now()
-FROM agent a, organisation o
-WHERE m.project_id = $1 AND m.part = $2
-  AND a.id = m.agent_id AND o.id = m.org_id
-RETURNING m.id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
-  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
-  o.name AS org_name
-`
-
-type TouchMemberByPartParams struct {
-	ProjectID uuid.UUID
-	Part      string
-}
-
-type TouchMemberByPartRow struct {
-	ID           uuid.UUID
-	AgentID      uuid.UUID
-	OrgID        uuid.UUID
-	Part         string
-	IsMain       bool
-	Nickname     *string
-	Access       string
-	Capabilities []string
-	ParkedUntil  *time.Time
-	AgentSlug    string
-	AgentName    string
-	AgentModel   string
-	OrgName      string
-}
-
-// Resolves the caller's part and moves its last_seen in the same statement: presence must
-// move on every authenticated call, and this costs no extra round trip.
-func (q *Queries) TouchMemberByPart(ctx context.Context, db DBTX, arg TouchMemberByPartParams) (TouchMemberByPartRow, error) {
-	row := db.QueryRow(ctx, touchMemberByPart, arg.ProjectID, arg.Part)
-	var i TouchMemberByPartRow
-	err := row.Scan(
-		&i.ID,
-		&i.AgentID,
-		&i.OrgID,
-		&i.Part,
-		&i.IsMain,
-		&i.Nickname,
-		&i.Access,
-		&i.Capabilities,
-		&i.ParkedUntil,
-		&i.AgentSlug,
-		&i.AgentName,
-		&i.AgentModel,
-		&i.OrgName,
-	)
-	return i, err
 }

@@ -103,7 +103,8 @@ type Tenant struct {
 	OrgID     uuid.UUID
 	ProjectID uuid.UUID
 	AgentID   uuid.UUID
-	// Lookup is the public id part of a credential under verification.
+	// Lookup holds the public id parts of the credentials under verification, comma
+	// separated (an agent key's and a connect code's).
 	Lookup string
 }
 
@@ -118,7 +119,8 @@ const setTenantSQL = `SELECT set_config('app.org_id', $1, true), set_config('app
  set_config('app.agent_id', $3, true), set_config('app.lookup', $4, true)`
 
 // InTenant runs fn in a transaction whose RLS tenant is t. BEGIN, the tenant settings and
-// the statement timeout go to the server in one pipelined round trip; the settings are
+// the statement timeout are not sent on their own: they travel in one pipelined batch with
+// fn's first statement, so tenancy costs no round trip but the COMMIT. The settings are
 // transaction-local, so nothing leaks to the next user of the pooled connection.
 // fn's error is returned as is; the transaction commits only when fn returns nil.
 func (d *DB) InTenant(ctx context.Context, t Tenant, fn func(tx *Tx) error) error {
@@ -142,17 +144,18 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 			panic(p)
 		}
 	}()
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(setTenantSQL, idSetting(t.OrgID), idSetting(t.ProjectID), idSetting(t.AgentID), t.Lookup)
-	b.Queue("SELECT set_config('statement_timeout', $1, true)", fmt.Sprintf("%dms", d.StatementTimeout.Milliseconds()))
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		tx.abort(ctx)
-		return fmt.Errorf("pg tx: begin: %w", err)
+	tx.pending = []stmt{
+		{sql: "BEGIN"},
+		{sql: "SELECT set_config('statement_timeout', $1, true)", args: []any{fmt.Sprintf("%dms", d.StatementTimeout.Milliseconds())}},
 	}
+	tx.SetTenant(t)
 	if err := fn(tx); err != nil {
 		tx.abort(ctx)
 		return err
+	}
+	if !tx.begun {
+		conn.Release() // fn sent nothing: there is no transaction to commit
+		return nil
 	}
 	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
 		tx.abort(ctx)
@@ -162,50 +165,137 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 	return nil
 }
 
-// Tx is one transaction on one pooled connection. It satisfies db.DBTX.
+// stmt is a statement waiting to be pipelined with the next one.
+type stmt struct {
+	sql  string
+	args []any
+}
+
+// Tx is one transaction on one pooled connection. It satisfies db.DBTX. Statements that
+// return nothing the caller reads (BEGIN, tenant settings) wait in pending and are sent in
+// one batch with the next real statement.
 type Tx struct {
-	conn *pgxpool.Conn
+	conn    *pgxpool.Conn
+	pending []stmt
+	begun   bool // BEGIN has reached the server
 }
 
 // abort rolls back even when ctx is already canceled; a connection that cannot roll back
 // is closed so the pool never hands out a connection inside a failed transaction.
 func (t *Tx) abort(ctx context.Context) {
+	defer t.conn.Release()
+	if !t.begun {
+		return
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if _, err := t.conn.Exec(rctx, "ROLLBACK"); err != nil {
 		_ = t.conn.Conn().Close(rctx) // the connection is discarded either way
 	}
-	t.conn.Release()
 }
 
-// SetTenant changes the RLS tenant for the rest of the transaction (used once a credential
-// has been verified and the tenant it names is known).
-func (t *Tx) SetTenant(ctx context.Context, tn Tenant) error {
-	if _, err := t.conn.Exec(ctx, setTenantSQL, idSetting(tn.OrgID), idSetting(tn.ProjectID), idSetting(tn.AgentID), tn.Lookup); err != nil {
-		return fmt.Errorf("pg set tenant: %w", err)
+// SetTenant changes the RLS tenant for the rest of the transaction (once a credential has
+// been verified and the tenant it names is known). It is sent with the next statement.
+func (t *Tx) SetTenant(tn Tenant) {
+	t.pending = append(t.pending, stmt{sql: setTenantSQL, args: []any{idSetting(tn.OrgID), idSetting(tn.ProjectID), idSetting(tn.AgentID), tn.Lookup}})
+}
+
+// send pipelines the pending statements with this one and reads the pending results.
+func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	for _, p := range t.pending {
+		b.Queue(p.sql, p.args...)
 	}
-	return nil
+	b.Queue(sql, args...)
+	n := len(t.pending)
+	t.pending = nil
+	t.begun = true
+	br := t.conn.SendBatch(ctx, b)
+	for i := 0; i < n; i++ {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close() // the first error is the one worth returning
+			return nil, fmt.Errorf("pg tx: begin: %w", err)
+		}
+	}
+	return br, nil
 }
 
 // Exec implements db.DBTX.
 func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	return t.conn.Exec(ctx, sql, args...)
+	if len(t.pending) == 0 {
+		return t.conn.Exec(ctx, sql, args...)
+	}
+	br, err := t.send(ctx, sql, args)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
 }
 
 // Query implements db.DBTX.
 func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return t.conn.Query(ctx, sql, args...)
+	if len(t.pending) == 0 {
+		return t.conn.Query(ctx, sql, args...)
+	}
+	br, err := t.send(ctx, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
 }
 
 // QueryRow implements db.DBTX.
 func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return t.conn.QueryRow(ctx, sql, args...)
+	if len(t.pending) == 0 {
+		return t.conn.QueryRow(ctx, sql, args...)
+	}
+	br, err := t.send(ctx, sql, args)
+	if err != nil {
+		return errRow{err}
+	}
+	return &batchRow{row: br.QueryRow(), br: br}
 }
 
-// SendBatch runs several statements in one round trip.
-func (t *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	return t.conn.SendBatch(ctx, b)
+// batchRows closes the batch with the rows, so the connection is free again.
+type batchRows struct {
+	pgx.Rows
+	br     pgx.BatchResults
+	closed bool
 }
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	if !r.closed {
+		r.closed = true
+		_ = r.br.Close() // the rows' own error is reported by Err
+	}
+}
+
+type batchRow struct {
+	row pgx.Row
+	br  pgx.BatchResults
+}
+
+func (r *batchRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // ErrNoRows is pgx's, re-exported so domain packages can test for it without pgx.
 var ErrNoRows = pgx.ErrNoRows

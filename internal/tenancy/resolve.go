@@ -18,8 +18,9 @@ const (
 	MsgUnauthorized   = "Unauthorized"
 )
 
-// Resolver turns credentials into Scopes. Each method is one transaction, and each moves
-// the caller's last_seen: presence must follow every authenticated call.
+// Resolver turns credentials into Scopes. Each method is one transaction of at most two
+// statements plus its COMMIT (the tenant settings travel pipelined with them), and each
+// moves the caller's last_seen: presence must follow every authenticated call.
 type Resolver struct {
 	DB *pg.DB
 	Q  *db.Queries
@@ -27,49 +28,58 @@ type Resolver struct {
 
 func unauthenticated(msg string) error { return apperr.New(apperr.Unauthenticated, "%s", msg) }
 
-// verifyKey finds the agent behind a key. It must run first in its transaction: it sets
-// the lookup tenant itself.
-func (r *Resolver) verifyKey(ctx context.Context, tx *pg.Tx, key string) (Scope, error) {
-	p, err := auth.Parse(auth.AgentKeyPrefix, key)
-	if err != nil {
-		return Scope{}, unauthenticated(MsgUnauthorized)
+// credentials verifies an agent key and, when code is not nil, a connect code, in one
+// query. It must be the transaction's first statement: the lookup tenant is its own.
+func (r *Resolver) credentials(ctx context.Context, tx *pg.Tx, key auth.Parsed, code *auth.Parsed) (orgID, agentID, projectID uuid.UUID, err error) {
+	lookup, codeID := key.ID, ""
+	if code != nil {
+		lookup, codeID = key.ID+","+code.ID, code.ID
 	}
-	if err := tx.SetTenant(ctx, pg.Tenant{Lookup: p.ID}); err != nil {
-		return Scope{}, err
-	}
-	rows, err := r.Q.AgentKeysByKeyID(ctx, tx, p.ID)
+	tx.SetTenant(pg.Tenant{Lookup: lookup})
+	rows, err := r.Q.CredentialRows(ctx, tx, db.CredentialRowsParams{KeyID: key.ID, CodeID: codeID})
 	if err != nil {
-		return Scope{}, fmt.Errorf("verify key: %w", err)
+		return orgID, agentID, projectID, fmt.Errorf("verify credentials: %w", err)
 	}
 	for _, row := range rows {
-		if p.Matches(row.SecretHash) {
-			s := Scope{OrgID: row.OrgID, AgentID: row.AgentID}
-			if err := tx.SetTenant(ctx, s.Tenant()); err != nil {
-				return Scope{}, err
-			}
-			id, err := r.Q.AgentIdentity(ctx, tx, db.AgentIdentityParams{OrgID: row.OrgID, ID: row.AgentID})
-			if err != nil {
-				return Scope{}, fmt.Errorf("verify key: identity: %w", err)
-			}
-			s.AgentSlug, s.AgentName, s.AgentModel, s.AgentKind, s.OrgName = id.Slug, id.Name, id.Model, id.Kind, id.OrgName
-			return s, nil
+		switch {
+		case row.Kind == "key" && key.Matches(row.SecretHash):
+			orgID, agentID = row.OwnerID, row.AgentID
+		case row.Kind == "code" && code != nil && code.Matches(row.SecretHash):
+			projectID = row.OwnerID
 		}
 	}
-	return Scope{}, unauthenticated(MsgUnauthorized)
+	if code != nil && projectID == uuid.Nil {
+		return orgID, agentID, projectID, unauthenticated("unknown connect code")
+	}
+	if agentID == uuid.Nil {
+		return orgID, agentID, projectID, unauthenticated(MsgUnauthorized)
+	}
+	return orgID, agentID, projectID, nil
 }
 
 // Agent resolves an agent key alone (the all-rooms address).
 func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
-	if _, err := auth.Parse(auth.AgentKeyPrefix, key); err != nil {
+	k, err := auth.Parse(auth.AgentKeyPrefix, key)
+	if err != nil {
 		return Scope{}, unauthenticated(MsgUnauthorized) // no database work for a mistyped key
 	}
 	var s Scope
-	err := r.DB.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
-		var err error
-		if s, err = r.verifyKey(ctx, tx, key); err != nil {
+	err = r.DB.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
+		orgID, agentID, _, err := r.credentials(ctx, tx, k, nil)
+		if err != nil {
 			return err
 		}
-		return r.Q.TouchAgentMemberships(ctx, tx, s.AgentID)
+		s = Scope{OrgID: orgID, AgentID: agentID}
+		tx.SetTenant(s.Tenant())
+		if err := r.Q.TouchAgentMemberships(ctx, tx, agentID); err != nil {
+			return fmt.Errorf("resolve agent: touch: %w", err)
+		}
+		id, err := r.Q.AgentIdentity(ctx, tx, db.AgentIdentityParams{OrgID: orgID, ID: agentID})
+		if err != nil {
+			return fmt.Errorf("resolve agent: identity: %w", err)
+		}
+		s.AgentSlug, s.AgentName, s.AgentModel, s.AgentKind, s.OrgName = id.Slug, id.Name, id.Model, id.Kind, id.OrgName
+		return nil
 	})
 	if err != nil {
 		return Scope{}, pg.Classify("resolve agent", err)
@@ -77,10 +87,10 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 	return s, nil
 }
 
-// Room binds an agent to one room. An agent that is not a member gets the spec's refusal.
+// Room binds an already verified agent to one room. An agent that is not a member gets
+// the spec's refusal.
 func (r *Resolver) Room(ctx context.Context, agent Scope, projectID uuid.UUID) (Scope, error) {
-	s := agent
-	s.ProjectID = projectID
+	s := Scope{OrgID: agent.OrgID, AgentID: agent.AgentID, ProjectID: projectID}
 	err := r.DB.InTenant(ctx, s.Tenant(), func(tx *pg.Tx) error {
 		return r.bindRoom(ctx, tx, &s)
 	})
@@ -92,19 +102,18 @@ func (r *Resolver) Room(ctx context.Context, agent Scope, projectID uuid.UUID) (
 
 // RoomByKey verifies a key and binds it to one room in a single transaction.
 func (r *Resolver) RoomByKey(ctx context.Context, key string, projectID uuid.UUID) (Scope, error) {
-	if _, err := auth.Parse(auth.AgentKeyPrefix, key); err != nil {
+	k, err := auth.Parse(auth.AgentKeyPrefix, key)
+	if err != nil {
 		return Scope{}, unauthenticated(MsgUnauthorized)
 	}
 	var s Scope
-	err := r.DB.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
-		var err error
-		if s, err = r.verifyKey(ctx, tx, key); err != nil {
+	err = r.DB.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
+		orgID, agentID, _, err := r.credentials(ctx, tx, k, nil)
+		if err != nil {
 			return err
 		}
-		s.ProjectID = projectID
-		if err := tx.SetTenant(ctx, s.Tenant()); err != nil {
-			return err
-		}
+		s = Scope{OrgID: orgID, AgentID: agentID, ProjectID: projectID}
+		tx.SetTenant(s.Tenant())
 		return r.bindRoom(ctx, tx, &s)
 	})
 	if err != nil {
@@ -114,28 +123,14 @@ func (r *Resolver) RoomByKey(ctx context.Context, key string, projectID uuid.UUI
 }
 
 func (r *Resolver) bindRoom(ctx context.Context, tx *pg.Tx, s *Scope) error {
-	m, err := r.Q.TouchMemberByAgent(ctx, tx, db.TouchMemberByAgentParams{ProjectID: s.ProjectID, AgentID: s.AgentID})
+	row, err := r.Q.BindAgentRoom(ctx, tx, db.BindAgentRoomParams{ProjectID: s.ProjectID, AgentID: s.AgentID})
 	if pg.IsNoRows(err) {
 		return apperr.New(apperr.Forbidden, MsgNotParticipant)
 	}
 	if err != nil {
-		return fmt.Errorf("bind room: member: %w", err)
+		return fmt.Errorf("bind room: %w", err)
 	}
-	s.MemberID, s.Part, s.IsMain, s.Nickname = m.ID, m.Part, m.IsMain, m.Nickname
-	s.Access, s.Capabilities, s.ParkedUntil = m.Access, m.Capabilities, m.ParkedUntil
-	return r.roomInfo(ctx, tx, s)
-}
-
-func (r *Resolver) roomInfo(ctx context.Context, tx *pg.Tx, s *Scope) error {
-	info, err := r.Q.ProjectRoomInfo(ctx, tx, db.ProjectRoomInfoParams{ProjectID: s.ProjectID, OrgID: s.OrgID})
-	if err != nil {
-		return fmt.Errorf("bind room: info: %w", err)
-	}
-	s.ProjectName, s.HostOrgID, s.HostName = info.Name, info.HostOrgID, info.HostName
-	s.AgreementStatus, s.Grants = "", nil
-	if info.AgreementStatus != nil {
-		s.AgreementStatus, s.Grants = *info.AgreementStatus, info.AgreementGrants
-	}
+	fill(s, db.BindPartRow(row))
 	return nil
 }
 
@@ -146,48 +141,46 @@ func (r *Resolver) Part(ctx context.Context, connectCode, part, key string) (Sco
 	if err != nil {
 		return Scope{}, unauthenticated("unknown connect code")
 	}
-	if _, err := auth.Parse(auth.AgentKeyPrefix, key); err != nil {
+	k, err := auth.Parse(auth.AgentKeyPrefix, key)
+	if err != nil {
 		return Scope{}, unauthenticated(MsgUnauthorized)
 	}
 	var s Scope
-	err = r.DB.InTenant(ctx, pg.Tenant{Lookup: code.ID}, func(tx *pg.Tx) error {
-		codes, err := r.Q.ConnectCodesByCodeID(ctx, tx, code.ID)
+	err = r.DB.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
+		orgID, agentID, projectID, err := r.credentials(ctx, tx, k, &code)
 		if err != nil {
-			return fmt.Errorf("resolve part: connect code: %w", err)
-		}
-		var projectID uuid.UUID
-		for _, c := range codes {
-			if code.Matches(c.SecretHash) {
-				projectID = c.ProjectID
-			}
-		}
-		if projectID == uuid.Nil {
-			return unauthenticated("unknown connect code")
-		}
-		if s, err = r.verifyKey(ctx, tx, key); err != nil {
 			return err
 		}
-		s.ProjectID = projectID
-		if err := tx.SetTenant(ctx, s.Tenant()); err != nil {
-			return err
-		}
-		m, err := r.Q.TouchMemberByPart(ctx, tx, db.TouchMemberByPartParams{ProjectID: projectID, Part: part})
+		s = Scope{OrgID: orgID, AgentID: agentID, ProjectID: projectID}
+		tx.SetTenant(s.Tenant())
+		row, err := r.Q.BindPart(ctx, tx, db.BindPartParams{ProjectID: projectID, Part: part})
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.Forbidden, "part %q is not a member of this project", part)
 		}
 		if err != nil {
-			return fmt.Errorf("resolve part: member: %w", err)
+			return fmt.Errorf("resolve part: %w", err)
 		}
-		if m.AgentID != s.AgentID {
-			// A part may only act as itself: the key must be the part's own agent's.
+		if row.AgentID != agentID {
+			// A part may only act as itself: the key must be the part's own agent's. The
+			// UPDATE that moved its last_seen is rolled back with this error.
 			return apperr.New(apperr.Forbidden, "this agent key does not hold part %q", part)
 		}
-		s.MemberID, s.Part, s.IsMain, s.Nickname = m.ID, m.Part, m.IsMain, m.Nickname
-		s.Access, s.Capabilities, s.ParkedUntil = m.Access, m.Capabilities, m.ParkedUntil
-		return r.roomInfo(ctx, tx, &s)
+		fill(&s, row)
+		return nil
 	})
 	if err != nil {
 		return Scope{}, pg.Classify("resolve part", err)
 	}
 	return s, nil
+}
+
+func fill(s *Scope, m db.BindPartRow) {
+	s.MemberID, s.Part, s.IsMain, s.Nickname = m.ID, m.Part, m.IsMain, m.Nickname
+	s.Access, s.Capabilities, s.ParkedUntil = m.Access, m.Capabilities, m.ParkedUntil
+	s.AgentSlug, s.AgentName, s.AgentModel, s.AgentKind, s.OrgName = m.AgentSlug, m.AgentName, m.AgentModel, m.AgentKind, m.OrgName
+	s.ProjectName, s.HostOrgID, s.HostName = m.ProjectName, m.HostOrgID, m.HostName
+	s.AgreementStatus, s.Grants = "", nil
+	if m.AgreementStatus != nil {
+		s.AgreementStatus, s.Grants = *m.AgreementStatus, m.AgreementGrants
+	}
 }

@@ -35,10 +35,11 @@ CREATE FUNCTION rr_project() RETURNS uuid LANGUAGE sql STABLE PARALLEL SAFE AS
 $$ SELECT nullif(current_setting('app.project_id', true), '')::uuid $$;
 CREATE FUNCTION rr_agent() RETURNS uuid LANGUAGE sql STABLE PARALLEL SAFE AS
 $$ SELECT nullif(current_setting('app.agent_id', true), '')::uuid $$;
--- The public id part of a credential being verified: lets authentication read exactly the
--- one key or connect-code row it names before the tenant is known.
-CREATE FUNCTION rr_lookup() RETURNS text LANGUAGE sql STABLE PARALLEL SAFE AS
-$$ SELECT nullif(current_setting('app.lookup', true), '') $$;
+-- The public id parts of the credentials being verified (comma separated): lets
+-- authentication read exactly the key and connect-code rows it names before the tenant is
+-- known, in one query.
+CREATE FUNCTION rr_lookup() RETURNS text[] LANGUAGE sql STABLE PARALLEL SAFE AS
+$$ SELECT string_to_array(nullif(current_setting('app.lookup', true), ''), ',') $$;
 
 CREATE TABLE organisation (
   id          uuid PRIMARY KEY,
@@ -188,7 +189,7 @@ CREATE POLICY tenant ON agent TO relayroom_app USING (
 
 ALTER TABLE agent_key ENABLE ROW LEVEL SECURITY;
 ALTER TABLE agent_key FORCE ROW LEVEL SECURITY;
-CREATE POLICY tenant ON agent_key TO relayroom_app USING (org_id = rr_org() OR key_id = rr_lookup());
+CREATE POLICY tenant ON agent_key TO relayroom_app USING (org_id = rr_org() OR key_id = ANY (rr_lookup()));
 
 ALTER TABLE project ENABLE ROW LEVEL SECURITY;
 ALTER TABLE project FORCE ROW LEVEL SECURITY;
@@ -200,7 +201,7 @@ CREATE POLICY tenant ON project TO relayroom_app USING (
 
 ALTER TABLE connect_code ENABLE ROW LEVEL SECURITY;
 ALTER TABLE connect_code FORCE ROW LEVEL SECURITY;
-CREATE POLICY tenant ON connect_code TO relayroom_app USING (project_id = rr_project() OR code_id = rr_lookup());
+CREATE POLICY tenant ON connect_code TO relayroom_app USING (project_id = rr_project() OR code_id = ANY (rr_lookup()));
 
 ALTER TABLE membership ENABLE ROW LEVEL SECURITY;
 ALTER TABLE membership FORCE ROW LEVEL SECURITY;

@@ -1,15 +1,15 @@
--- Authentication reads. They run before the tenant is known, under the app.lookup
--- setting, which lets RLS show exactly the rows whose public id part is presented.
+-- Authentication. The first query runs before the tenant is known, under the app.lookup
+-- setting, which lets RLS show exactly the rows whose public id parts are presented.
 
--- name: AgentKeysByKeyID :many
-SELECT k.org_id, k.id, k.agent_id, k.secret_hash
+-- name: CredentialRows :many
+-- An agent key's rows and a connect code's rows in one round trip; hashes are compared in Go.
+SELECT 'key'::text AS kind, k.org_id AS owner_id, k.agent_id, k.secret_hash
 FROM agent_key k
-WHERE k.key_id = $1 AND k.revoked_at IS NULL;
-
--- name: ConnectCodesByCodeID :many
-SELECT c.project_id, c.id, c.secret_hash
+WHERE k.key_id = sqlc.arg(key_id)::text AND k.revoked_at IS NULL
+UNION ALL
+SELECT 'code'::text, c.project_id, c.project_id, c.secret_hash
 FROM connect_code c
-WHERE c.code_id = $1 AND c.revoked_at IS NULL;
+WHERE c.code_id = sqlc.arg(code_id)::text AND c.revoked_at IS NULL;
 
 -- name: AgentIdentity :one
 SELECT a.slug, a.name, a.model, a.kind, o.name AS org_name
