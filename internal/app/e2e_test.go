@@ -1,0 +1,347 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// headerTransport adds the agent key to every request the go-sdk client makes.
+type headerTransport struct{ key string }
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if h.key != "" {
+		r.Header.Set("X-Agent-Key", h.key)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// connectSDK connects go-sdk's client. version "" takes the client's default path, which
+// probes server/discover (2026-07-28) first; a handshake version uses initialize.
+func connectSDK(t *testing.T, endpoint, key, version string) (*sdk.ClientSession, error) {
+	t.Helper()
+	client := sdk.NewClient(&sdk.Implementation{Name: "relayroom-e2e", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	var opts *sdk.ClientSessionOptions
+	if version != "" {
+		opts = &sdk.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: headerTransport{key}}}, opts)
+	if err == nil {
+		t.Cleanup(func() { _ = cs.Close() })
+	}
+	return cs, err
+}
+
+func toolNames(t *testing.T, cs *sdk.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+		if a := tl.Annotations; a == nil || a.OpenWorldHint == nil || *a.OpenWorldHint || a.DestructiveHint == nil {
+			t.Errorf("%s: annotations must state every hint with openWorldHint false: %+v", tl.Name, a)
+		}
+	}
+	return names
+}
+
+func callJSON(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (map[string]any, string) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("%s: want one content block, got %d", name, len(res.Content))
+	}
+	text := res.Content[0].(*sdk.TextContent).Text
+	if res.IsError {
+		t.Fatalf("%s failed: %s", name, text)
+	}
+	var obj map[string]any
+	if b, err := json.Marshal(res.StructuredContent); err == nil && res.StructuredContent != nil {
+		_ = json.Unmarshal(b, &obj)
+	}
+	return obj, text
+}
+
+// TestGoSDKClientDrivesEveryEndpoint connects the real go-sdk client to a server started by
+// app.Run, over HTTP, in both protocol eras, and uses the foundation's tools.
+func TestGoSDKClientDrivesEveryEndpoint(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	for _, version := range []string{"", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"} {
+		t.Run("version="+version, func(t *testing.T) {
+			cs, err := connectSDK(t, s.threadsURL("escalations", "architect"), s.key("acme/architect"), version)
+			if err != nil {
+				t.Fatalf("connect threads: %v", err)
+			}
+			if got := cs.InitializeResult().ServerInfo.Name; got != "relayroom-threads" {
+				t.Errorf("serverInfo.name %q", got)
+			}
+			if names := toolNames(t, cs); !slices.Contains(names, "whoami") || !slices.Contains(names, "roster") {
+				t.Fatalf("threads tools %v", names)
+			}
+			who, text := callJSON(t, cs, "whoami", nil)
+			if who["part"] != "architect" || who["project"] != "Escalations" || who["isMain"] != true {
+				t.Fatalf("whoami: %v", who)
+			}
+			var mirror map[string]any
+			if err := json.Unmarshal([]byte(text), &mirror); err != nil || mirror["part"] != "architect" {
+				t.Fatalf("whoami text mirror: %q", text)
+			}
+			roster, _ := callJSON(t, cs, "roster", nil)
+			parts, _ := roster["parts"].([]any)
+			if len(parts) != 3 {
+				t.Fatalf("roster: %v", roster)
+			}
+			for _, p := range parts {
+				e := p.(map[string]any)
+				if (e["part"] == "architect") != (e["you"] == true) {
+					t.Errorf("roster marks the wrong part as you: %v", e)
+				}
+				if e["part"] == "architect" && e["online"] != true {
+					t.Errorf("the caller is not online in its own roster: %v", e)
+				}
+			}
+
+			guest, err := connectSDK(t, s.base+"/api/mcp", s.key("globex/qa-lead"), version)
+			if err != nil {
+				t.Fatalf("connect all rooms: %v", err)
+			}
+			if names := toolNames(t, guest); !slices.Contains(names, "list_rooms") {
+				t.Fatalf("all-rooms tools %v", names)
+			}
+			_, text = callJSON(t, guest, "list_rooms", nil)
+			var rooms struct {
+				Rooms []struct{ ID, Name, HostCompany, Role string } `json:"rooms"`
+				Count int                                            `json:"count"`
+			}
+			if err := json.Unmarshal([]byte(text), &rooms); err != nil {
+				t.Fatal(err)
+			}
+			if rooms.Count != 1 || rooms.Rooms[0].ID != s.res.Projects["escalations"].ID.String() || rooms.Rooms[0].Role != "guest" {
+				t.Fatalf("list_rooms for the guest: %s", text)
+			}
+			if !strings.Contains(text, `"host_company":"Acme Corp"`) {
+				t.Fatalf("list_rooms must name the host company: %s", text)
+			}
+
+			room, err := connectSDK(t, fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID), s.key("acme/backend"), version)
+			if err != nil {
+				t.Fatalf("connect room: %v", err)
+			}
+			toolNames(t, room)
+
+			if _, err := connectSDK(t, s.threadsURL("escalations", "architect"), "", version); err == nil {
+				t.Fatal("the client connected to the threads endpoint without a key")
+			}
+			if _, err := connectSDK(t, s.base+"/desk/mcp", "", version); err == nil {
+				t.Fatal("the client connected to the desk endpoint without a credential")
+			}
+		})
+	}
+}
+
+var resourceMetadata = regexp.MustCompile(`^Bearer resource_metadata="([^"]+)", scope="([^"]+)"$`)
+
+// TestMissingCredentialsGet401WithTheEndpointsOwnMetadata checks every endpoint's 401: a
+// JSON-RPC -32001 body and a WWW-Authenticate header naming a metadata document that is
+// served where it says and whose resource is the endpoint's URL byte for byte.
+func TestMissingCredentialsGet401WithTheEndpointsOwnMetadata(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	room := fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID)
+	cases := []struct{ url, key, scope string }{
+		{s.threadsURL("escalations", "backend"), "", "threads"},
+		{s.threadsURL("escalations", "backend"), "sk-qyt-not-a-real-key", "threads"},
+		{room, "", "rooms"},
+		{s.base + "/api/mcp", "", "rooms"},
+		{s.base + "/desk/mcp", "", "conversations:read inboxes:read saved_replies:read reports:read notes:write"},
+	}
+	for _, c := range cases {
+		status, h, body := post(t, c.url, c.key, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`)
+		if status != http.StatusUnauthorized {
+			t.Fatalf("%s: status %d, want 401 (%s)", c.url, status, body)
+		}
+		var rpc struct {
+			ID    int                `json:"id"`
+			Error struct{ Code int } `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(body), &rpc); err != nil || rpc.Error.Code != -32001 || rpc.ID != 7 {
+			t.Fatalf("%s: body %s", c.url, body)
+		}
+		m := resourceMetadata.FindStringSubmatch(h.Get("WWW-Authenticate"))
+		if m == nil || m[2] != c.scope {
+			t.Fatalf("%s: WWW-Authenticate %q", c.url, h.Get("WWW-Authenticate"))
+		}
+		u, _ := url.Parse(c.url)
+		if want := s.base + "/.well-known/oauth-protected-resource" + u.RequestURI(); m[1] != want {
+			t.Fatalf("metadata URL %q, want %q", m[1], want)
+		}
+		status, doc := get(t, m[1])
+		var md struct {
+			Resource             string   `json:"resource"`
+			AuthorizationServers []string `json:"authorization_servers"`
+			Scopes               []string `json:"scopes_supported"`
+		}
+		if status != 200 || json.Unmarshal([]byte(doc), &md) != nil {
+			t.Fatalf("metadata %s: %d %s", m[1], status, doc)
+		}
+		if md.Resource != c.url || len(md.AuthorizationServers) != 1 || strings.Join(md.Scopes, " ") != c.scope {
+			t.Fatalf("metadata for %s: %s", c.url, doc)
+		}
+	}
+	// A member of another room is refused on the per-room address with 403 and the spec's text.
+	status, h, body := post(t, room, s.key("initech/peter"), `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if status != http.StatusForbidden || !strings.Contains(body, "Agent is not a participant in this room") || !strings.Contains(body, "-32001") {
+		t.Fatalf("non-member: %d %s", status, body)
+	}
+	if h.Get("WWW-Authenticate") != "" {
+		t.Errorf("a 403 should not ask to sign in again: %q", h.Get("WWW-Authenticate"))
+	}
+	// A part's URL opened with another agent's key is refused: a part only acts as itself.
+	status, _, body = post(t, s.threadsURL("escalations", "architect"), s.key("acme/backend"), `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if status != http.StatusForbidden {
+		t.Fatalf("impersonation: %d %s", status, body)
+	}
+	// Another project's connect code does not reach this project's parts.
+	other := s.threadsURL("other", "architect")
+	status, _, body = post(t, other, s.key("acme/architect"), `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if status != http.StatusForbidden {
+		t.Fatalf("another project's connect code: %d %s", status, body)
+	}
+	// Unknown metadata paths are not invented.
+	if status, _ := get(t, s.base+"/.well-known/oauth-protected-resource/nope"); status != 404 {
+		t.Fatalf("metadata for an unknown resource: %d", status)
+	}
+}
+
+// TestOperationsEndpointsAndLogs checks health, readiness, metrics, and that logs carry a
+// request id on every request line and never a credential.
+func TestOperationsEndpointsAndLogs(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	if status, body := get(t, s.base+"/healthz"); status != 200 || !strings.Contains(body, `"ok"`) {
+		t.Fatalf("healthz: %d %s", status, body)
+	}
+	if status, body := get(t, s.base+"/readyz"); status != 200 || !strings.Contains(body, `"current"`) {
+		t.Fatalf("readyz: %d %s", status, body)
+	}
+	key, threads := s.key("acme/architect"), s.threadsURL("escalations", "architect")
+	status, _, body := post(t, threads, key, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`)
+	if status != 200 || !strings.Contains(body, `"part\":\"architect\"`) && !strings.Contains(body, `"part":"architect"`) {
+		t.Fatalf("whoami over raw HTTP: %d %s", status, body)
+	}
+	post(t, threads, key, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{"x":1}}}`)
+	post(t, threads, key[:len(key)-3]+"abc", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+
+	status, metrics := get(t, s.base+"/metrics")
+	if status != 200 {
+		t.Fatalf("metrics: %d", status)
+	}
+	for _, want := range []string{
+		`relayroom_tool_calls_total{endpoint="threads",outcome="ok",tool="whoami"} 1`,
+		`relayroom_tool_calls_total{endpoint="threads",outcome="invalid",tool="whoami"} 1`,
+		`relayroom_tool_call_duration_seconds_bucket{endpoint="threads",tool="whoami"`,
+		`relayroom_http_requests_total{method="POST",route="/mcp/:code",status="401"} 1`,
+		`relayroom_db_pool_connections{pool="app",state="idle"}`,
+		`relayroom_db_pool_max_connections{pool="app"} 8`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+
+	logs := s.logs.String()
+	code := s.res.Projects["escalations"].ConnectCode
+	for _, secret := range []string{key, code, key[7:], code[7:]} {
+		if strings.Contains(logs, secret) {
+			t.Fatalf("a credential reached the logs")
+		}
+	}
+	requests := 0
+	sc := bufio.NewScanner(strings.NewReader(logs))
+	for sc.Scan() {
+		var line map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("log line is not JSON: %q", sc.Text())
+		}
+		if line["msg"] == "request" {
+			requests++
+			if id, _ := line["request_id"].(string); len(id) < 8 {
+				t.Errorf("request log line without a request id: %v", line)
+			}
+			if p, _ := line["path"].(string); strings.HasPrefix(p, "/mcp/") && !strings.Contains(p, "qyt_cc_[redacted]") {
+				t.Errorf("connect code not masked in %q", p)
+			}
+		}
+	}
+	if requests < 4 { // readyz and the three calls (healthz and metrics are not logged)
+		t.Fatalf("only %d request lines logged", requests)
+	}
+}
+
+// TestGracefulShutdownFinishesInFlightCalls starts a request, begins shutdown while its
+// body is still arriving, then completes it: the call must be answered in full, and Run
+// must return cleanly.
+func TestGracefulShutdownFinishesInFlightCalls(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	u, _ := url.Parse(s.threadsURL("escalations", "architect"))
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nX-Agent-Key: %s\r\nContent-Length: %d\r\n\r\n",
+		u.RequestURI(), u.Host, s.key("acme/architect"), len(body))
+	if _, err := conn.Write([]byte(head + body[:10])); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the server has the request line: it is in flight
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.stop() }()
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case err := <-stopped:
+		t.Fatalf("the server stopped before its in-flight call finished: %v", err)
+	default:
+	}
+	if _, err := conn.Write([]byte(body[10:])); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("in-flight call lost: %v", err)
+	}
+	var out strings.Builder
+	_, _ = bufio.NewReader(resp.Body).WriteTo(&out)
+	if resp.StatusCode != 200 || !strings.Contains(out.String(), "architect") {
+		t.Fatalf("in-flight call: %d %s", resp.StatusCode, out.String())
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("Run after shutdown: %v", err)
+	}
+	if _, err := http.Get(s.base + "/healthz"); err == nil {
+		t.Fatal("the server still accepts connections after shutdown")
+	}
+}

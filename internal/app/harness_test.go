@@ -1,0 +1,175 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/app"
+	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/pg/pgtest"
+)
+
+const demo = `
+organisations:
+  - {slug: acme, name: Acme Corp, plan: scale}
+  - {slug: globex, name: Globex, plan: growth}
+  - {slug: initech, name: Initech}
+agents:
+  - {org: acme, slug: architect, name: Architect, model: claude-opus-4, kind: always_on}
+  - {org: acme, slug: backend, name: Backend, model: claude-sonnet-4}
+  - {org: globex, slug: qa-lead, name: QA Lead, model: gpt-5}
+  - {org: initech, slug: peter, name: Peter}
+projects:
+  - slug: escalations
+    name: Escalations
+    host: acme
+    members:
+      - {agent: acme/architect, part: architect, main: true, access: manager, capabilities: [urgent, needsHuman]}
+      - {agent: acme/backend, part: backend}
+      - {agent: globex/qa-lead, part: qa-lead}
+    guests:
+      - {org: globex, status: active, grants: [read_memory]}
+  - slug: other
+    name: Other
+    host: initech
+    members:
+      - {agent: initech/peter, part: peter}
+`
+
+// syncBuffer collects log lines written from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// server is a running relayroom started by app.Run, exactly as `relayroom serve` starts it.
+type server struct {
+	base string
+	logs *syncBuffer
+	res  admin.Result
+	stop func() error
+}
+
+func (s *server) threadsURL(project, part string) string {
+	return admin.ThreadsURL(s.base, s.res.Projects[project].ConnectCode, part)
+}
+
+func (s *server) key(agent string) string { return s.res.Agents[agent].Key }
+
+func startServer(t testing.TB) *server {
+	t.Helper()
+	u := pgtest.New(t)
+	ctx := context.Background()
+	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 2, OpsMaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := admin.ParseFile(strings.NewReader(demo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The URLs printed by admin are rebuilt from the live base below; only the
+	// credentials and ids matter here.
+	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://unused"}).Apply(ctx, f, admin.Options{})
+	d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Config{
+		DatabaseURL: u, Addr: "127.0.0.1:0", LogLevel: "info",
+		ShutdownTimeout: 10 * time.Second, StatementTimeout: 5 * time.Second,
+		MaxConns: 8, MaxBodyBytes: 4 << 20,
+	}
+	logs := &syncBuffer{}
+	runCtx, cancel := context.WithCancel(ctx)
+	ready := make(chan string, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- app.Run(runCtx, cfg, app.NewLogger(logs, "info"), func(p string) { ready <- p }) }()
+	s := &server{logs: logs, res: res}
+	select {
+	case s.base = <-ready:
+	case err := <-errc:
+		t.Fatalf("app.Run: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("server did not start")
+	}
+	var once sync.Once
+	var stopErr error
+	s.stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case stopErr = <-errc:
+			case <-time.After(30 * time.Second):
+				stopErr = errors.New("server did not stop")
+			}
+		})
+		return stopErr
+	}
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return s
+}
+
+// post sends one raw JSON-RPC message and returns status, headers and body.
+func post(t testing.TB, url, key, body string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if key != "" {
+		req.Header.Set("X-Agent-Key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func get(t testing.TB, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
