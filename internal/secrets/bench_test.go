@@ -1,0 +1,110 @@
+package secrets
+
+import (
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/zricethezav/gitleaks/v8/detect"
+)
+
+// prose2KB is 2 KiB of the no-findings corpus: ordinary notes that mention keys, tokens,
+// JWTs and AWS, so keyword prefilters fire and the regexes behind them really run.
+func prose2KB(b *testing.B) string {
+	b.Helper()
+	text := strings.Join(loadProse(b), "\n")
+	if len(text) < 2048 {
+		b.Fatalf("prose corpus has only %d bytes", len(text))
+	}
+	return text[:2048]
+}
+
+func BenchmarkScan2KB(b *testing.B) {
+	d := newTestDetector(b)
+	text := prose2KB(b)
+	if got := d.Scan(text); len(got) != 0 {
+		b.Fatalf("benchmark text has findings: %v", got)
+	}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Scan(text)
+	}
+}
+
+// BenchmarkScan2KBPlain scans 2 KiB of ordinary design notes that never mention
+// credentials: most rules are skipped by their keyword prefilters.
+func BenchmarkScan2KBPlain(b *testing.B) {
+	d := newTestDetector(b)
+	raw, err := os.ReadFile("testdata/plain.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := string(raw[:2048])
+	if got := d.Scan(text); len(got) != 0 {
+		b.Fatalf("benchmark text has findings: %v", got)
+	}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Scan(text)
+	}
+}
+
+// BenchmarkScan2KBWithSecrets is the same text with two secrets in it, the path a refused
+// write takes (gitleaks builds findings and we map them back to offsets).
+func BenchmarkScan2KBWithSecrets(b *testing.B) {
+	d := newTestDetector(b)
+	rng := rand.New(rand.NewPCG(9, 9))
+	text := prose2KB(b)
+	text = text[:700] + "\nGITHUB_TOKEN=" + expand(b, "ghp_{{b62:36}}", rng) + "\n" + text[700:1400] +
+		"\nAuthorization: Bearer " + expand(b, "{{jwt}}", rng) + "\n" + text[1400:]
+	text = text[:2048]
+	if got := d.Scan(text); len(got) != 2 {
+		b.Fatalf("want 2 findings, got %v", got)
+	}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Scan(text)
+	}
+}
+
+func BenchmarkRedact2KB(b *testing.B) {
+	d := newTestDetector(b)
+	text := prose2KB(b)
+	rules := []Rule{{Name: "ticket", Pattern: `RR-\d+`}, {Name: "email", Pattern: `[\w.]+@example\.com`}}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := d.Redact(text, rules); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGitleaksStock2KB runs gitleaks' full default rule set (generic-api-key and
+// private-key included) over the same text as BenchmarkScan2KB, for comparison.
+func BenchmarkGitleaksStock2KB(b *testing.B) {
+	cfg, err := loadGitleaksConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := detect.NewDetector(cfg)
+	text := prose2KB(b)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		g.DetectString(text)
+	}
+}
+
+func BenchmarkNewDetector(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewDetector(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package secrets
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// Rule is one project redaction rule as stored in project settings:
+// {name, pattern (RE2), replacement?}. An empty Replacement means "[REDACTED:<name>]".
+// The replacement is inserted literally: "$1" stays "$1", so a rule cannot echo back the
+// text it was written to hide.
+type Rule struct {
+	Name        string `json:"name"`
+	Pattern     string `json:"pattern"`
+	Replacement string `json:"replacement,omitempty"`
+}
+
+// ErrRuleInvalid is matched (errors.Is) by every error about a redaction rule that cannot
+// be applied. Knowledge writes map it to the outcome "redaction_unresolvable"; settings
+// refuse to save such a rule.
+var ErrRuleInvalid = errors.New("redaction rule cannot be applied")
+
+// RuleError says which rule is unusable and why. It matches ErrRuleInvalid and unwraps
+// to the underlying cause (for instance a *syntax.Error from the RE2 compiler).
+type RuleError struct {
+	Name string
+	Err  error
+}
+
+func (e *RuleError) Error() string {
+	return fmt.Sprintf("secrets: redaction rule %q: %v", e.Name, e.Err)
+}
+
+func (e *RuleError) Unwrap() []error { return []error{ErrRuleInvalid, e.Err} }
+
+// MarkerPrefix starts every marker this package writes: "[REDACTED:<kind or rule name>]".
+const MarkerPrefix = "[REDACTED:"
+
+// Marker returns the text that replaces a secret of the given kind (or a match of the
+// named rule when the rule has no replacement of its own).
+func Marker(kind string) string { return MarkerPrefix + kind + "]" }
+
+type compiledRule struct {
+	re          *regexp.Regexp
+	replacement string
+}
+
+// ValidateRules checks project redaction rules as they are saved. It reports every bad
+// rule, joined; each one matches ErrRuleInvalid and can be taken apart with errors.As
+// into a *RuleError. A rule is bad when its name is blank or holds ']' or a line break
+// (it would break its own marker), its pattern is empty or does not compile as RE2, or its
+// pattern matches the empty string (it would insert the replacement between every two
+// characters of every text).
+func ValidateRules(rules []Rule) error {
+	var errs []error
+	for _, r := range rules {
+		if _, err := compileRule(r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func compileRule(r Rule) (compiledRule, error) {
+	if strings.TrimSpace(r.Name) == "" {
+		return compiledRule{}, &RuleError{Name: r.Name, Err: errors.New("name is empty")}
+	}
+	if strings.ContainsAny(r.Name, "]\n") {
+		// The name goes into "[REDACTED:<name>]", which must stay recognisable as a marker.
+		return compiledRule{}, &RuleError{Name: r.Name, Err: errors.New("name contains ']' or a line break")}
+	}
+	if r.Pattern == "" {
+		return compiledRule{}, &RuleError{Name: r.Name, Err: errors.New("pattern is empty")}
+	}
+	re, err := regexp.Compile(r.Pattern)
+	if err != nil {
+		return compiledRule{}, &RuleError{Name: r.Name, Err: fmt.Errorf("pattern does not compile: %w", err)}
+	}
+	if re.MatchString("") {
+		return compiledRule{}, &RuleError{Name: r.Name, Err: errors.New("pattern matches the empty string")}
+	}
+	repl := r.Replacement
+	if repl == "" {
+		repl = Marker(r.Name)
+	}
+	return compiledRule{re: re, replacement: repl}, nil
+}
+
+// Redact applies the project's rules in order, then replaces every secret the detector
+// finds in the result with Marker(kind). The findings it returns locate those markers in
+// the returned text (text[f.Start:f.End] == Marker(f.Kind)). If any rule is unusable
+// nothing is redacted and the error matches ErrRuleInvalid: a write must not go ahead
+// with a rule silently skipped.
+func (d *Detector) Redact(text string, rules []Rule) (string, []Finding, error) {
+	compiled := make([]compiledRule, 0, len(rules))
+	for _, r := range rules {
+		c, err := compileRule(r)
+		if err != nil {
+			return "", nil, err
+		}
+		compiled = append(compiled, c)
+	}
+	for _, c := range compiled {
+		text = c.re.ReplaceAllLiteralString(text, c.replacement)
+	}
+
+	found := d.Scan(text)
+	if len(found) == 0 {
+		return text, nil, nil
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	out := make([]Finding, 0, len(found))
+	last := 0
+	for _, f := range found {
+		b.WriteString(text[last:f.Start])
+		start := b.Len()
+		b.WriteString(Marker(f.Kind))
+		out = append(out, Finding{Kind: f.Kind, Start: start, End: b.Len()})
+		last = f.End
+	}
+	b.WriteString(text[last:])
+	return b.String(), out, nil
+}
+
+// IsEmptyAfterRedaction reports whether nothing of substance is left in s once the
+// [REDACTED:…] markers are taken out: no letter and no digit remains, only whitespace,
+// punctuation and symbols. A lesson body that was nothing but a key is refused as
+// "empty_after_redaction" rather than stored as a bare marker.
+func IsEmptyAfterRedaction(s string) bool {
+	for s != "" {
+		i := strings.Index(s, MarkerPrefix)
+		head := s
+		if i >= 0 {
+			head = s[:i]
+		}
+		if strings.ContainsFunc(head, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+			return false
+		}
+		if i < 0 {
+			return true
+		}
+		rest := s[i+len(MarkerPrefix):]
+		j := strings.IndexAny(rest, "]\n")
+		if j < 0 || rest[j] != ']' {
+			// An unterminated "[REDACTED:" is not a marker but text, and it has letters.
+			return false
+		}
+		s = rest[j+1:]
+	}
+	return true
+}

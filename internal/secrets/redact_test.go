@@ -1,0 +1,213 @@
+package secrets
+
+import (
+	"errors"
+	"math/rand/v2"
+	"regexp/syntax"
+	"strings"
+	"testing"
+)
+
+func TestRedactAppliesRulesInOrderThenDetector(t *testing.T) {
+	d := newTestDetector(t)
+	key := expand(t, "ghp_{{b62:36}}", rand.New(rand.NewPCG(1, 2)))
+	rules := []Rule{
+		{Name: "ticket", Pattern: `RR-\d+`, Replacement: "RR-###"},
+		{Name: "email", Pattern: `[\w.]+@example\.com`},
+		// Runs after "ticket": sees its output, not the original.
+		{Name: "hashes", Pattern: `###`, Replacement: "n"},
+	}
+	in := "Ticket RR-1042 from bob@example.com: deploy with GITHUB_TOKEN=" + key + " then restart."
+	got, found, err := d.Redact(in, rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Ticket RR-n from [REDACTED:email]: deploy with GITHUB_TOKEN=[REDACTED:github_token] then restart."
+	if got != want {
+		t.Errorf("Redact:\n got %q\nwant %q", got, want)
+	}
+	if len(found) != 1 || found[0].Kind != KindGitHubToken || got[found[0].Start:found[0].End] != "[REDACTED:github_token]" {
+		t.Errorf("findings %v do not locate the marker in %q", found, got)
+	}
+}
+
+func TestRedactRuleCanHideSecretFirst(t *testing.T) {
+	d := newTestDetector(t)
+	key := expand(t, "sk-qyt-{{b62:32}}", rand.New(rand.NewPCG(3, 4)))
+	got, found, err := d.Redact("key: "+key, []Rule{{Name: "agent", Pattern: `sk-qyt-\w+`, Replacement: "<agent key>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "key: <agent key>" || len(found) != 0 {
+		t.Errorf("got %q %v", got, found)
+	}
+}
+
+func TestRedactReplacementIsLiteral(t *testing.T) {
+	d := newTestDetector(t)
+	got, _, err := d.Redact("order 12345 shipped", []Rule{{Name: "num", Pattern: `(\d+)`, Replacement: "$1-${1}"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "order $1-${1} shipped" {
+		t.Errorf("got %q: the replacement must not expand groups", got)
+	}
+}
+
+func TestRedactDefaultReplacement(t *testing.T) {
+	d := newTestDetector(t)
+	got, found, err := d.Redact("call 555-0100 or 555-0199", []Rule{{Name: "phone", Pattern: `\d{3}-\d{4}`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "call [REDACTED:phone] or [REDACTED:phone]" {
+		t.Errorf("got %q", got)
+	}
+	if found != nil {
+		t.Errorf("rule matches are not detector findings: %v", found)
+	}
+}
+
+func TestRedactInvalidRule(t *testing.T) {
+	d := newTestDetector(t)
+	for _, tc := range []struct {
+		rule   Rule
+		syntax bool // cause is an RE2 syntax error
+	}{
+		{Rule{Name: "broken", Pattern: `(unclosed`}, true},
+		{Rule{Name: "perl", Pattern: `(?<=x)y`}, true}, // lookbehind is not RE2
+		{Rule{Name: "everything", Pattern: `a*`}, false},
+		{Rule{Name: "empty", Pattern: ``}, false},
+		{Rule{Name: "  ", Pattern: `x`}, false},
+		{Rule{Name: "a]b", Pattern: `x`}, false},
+	} {
+		ok := Rule{Name: "fine", Pattern: `fine`}
+		got, found, err := d.Redact("fine text", []Rule{ok, tc.rule})
+		if !errors.Is(err, ErrRuleInvalid) {
+			t.Errorf("%+v: err = %v, want ErrRuleInvalid", tc.rule, err)
+			continue
+		}
+		var re *RuleError
+		if !errors.As(err, &re) || re.Name != tc.rule.Name {
+			t.Errorf("%+v: err %v does not carry the rule name", tc.rule, err)
+		}
+		var se *syntax.Error
+		if errors.As(err, &se) != tc.syntax {
+			t.Errorf("%+v: syntax.Error in chain = %v, want %v", tc.rule, !tc.syntax, tc.syntax)
+		}
+		if got != "" || found != nil {
+			t.Errorf("%+v: a failed redaction returned text %q %v", tc.rule, got, found)
+		}
+	}
+}
+
+func TestValidateRules(t *testing.T) {
+	if err := ValidateRules(nil); err != nil {
+		t.Errorf("no rules: %v", err)
+	}
+	if err := ValidateRules([]Rule{{Name: "a", Pattern: `\bfoo\b`}, {Name: "b", Pattern: `x+`, Replacement: "y"}}); err != nil {
+		t.Errorf("valid rules: %v", err)
+	}
+	err := ValidateRules([]Rule{{Name: "a", Pattern: `ok`}, {Name: "bad1", Pattern: `[`}, {Name: "bad2", Pattern: `.*`}})
+	if !errors.Is(err, ErrRuleInvalid) {
+		t.Fatalf("err = %v, want ErrRuleInvalid", err)
+	}
+	for _, name := range []string{`"bad1"`, `"bad2"`} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error %q does not name rule %s", err, name)
+		}
+	}
+	if strings.Contains(err.Error(), `"a"`) {
+		t.Errorf("error %q blames the valid rule", err)
+	}
+}
+
+func TestRedactLeavesCleanTextAlone(t *testing.T) {
+	d := newTestDetector(t)
+	for _, line := range loadProse(t) {
+		got, found, err := d.Redact(line, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != line || found != nil {
+			t.Errorf("Redact changed clean text:\n in %q\nout %q", line, got)
+		}
+	}
+}
+
+func TestRedactEverySample(t *testing.T) {
+	d := newTestDetector(t)
+	for _, s := range loadSamples(t) {
+		secret := s.text[s.start:s.end]
+		got, found, err := d.Redact(s.text, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := s.text[:s.start] + Marker(s.kind) + s.text[s.end:]
+		if got != want {
+			t.Errorf("positives.txt:%d:\n got %q\nwant %q", s.line, got, want)
+		}
+		if strings.Contains(got, secret) {
+			t.Errorf("positives.txt:%d: secret survives redaction", s.line)
+		}
+		if len(found) != 1 || got[found[0].Start:found[0].End] != Marker(s.kind) {
+			t.Errorf("positives.txt:%d: findings %v do not point at the marker", s.line, found)
+		}
+		// Markers must not look like secrets themselves: redacting twice changes nothing.
+		again, more, err := d.Redact(got, nil)
+		if err != nil || again != got {
+			t.Errorf("positives.txt:%d: second redaction changed %q into %q", s.line, got, again)
+		}
+		if len(more) != 0 {
+			t.Errorf("positives.txt:%d: marker detected as a secret: %v", s.line, more)
+		}
+	}
+}
+
+func TestRedactBodyThatIsOnlyASecret(t *testing.T) {
+	d := newTestDetector(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct{ body, marker string }{
+		{expand(t, "sk-qyt-{{b62:32}}", rng), "[REDACTED:relayroom_agent_key]"},
+		{"  " + expand(t, "{{jwt}}", rng) + "\n", "  [REDACTED:jwt]\n"},
+		{expand(t, "ghp_{{b62:36}}", rng) + ".", "[REDACTED:github_token]."},
+	} {
+		got, _, err := d.Redact(tc.body, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.marker {
+			t.Errorf("Redact(%q) = %q, want %q", tc.body, got, tc.marker)
+		}
+		if !IsEmptyAfterRedaction(got) {
+			t.Errorf("IsEmptyAfterRedaction(%q) = false", got)
+		}
+	}
+	// A secret in a sentence leaves the sentence.
+	got, _, _ := d.Redact("Use "+expand(t, "ghp_{{b62:36}}", rng)+" for CI", nil)
+	if IsEmptyAfterRedaction(got) {
+		t.Errorf("IsEmptyAfterRedaction(%q) = true", got)
+	}
+}
+
+func TestIsEmptyAfterRedaction(t *testing.T) {
+	for s, want := range map[string]bool{
+		"":               true,
+		"   \n\t":        true,
+		"[REDACTED:jwt]": true,
+		" [REDACTED:jwt], [REDACTED:env_secret]; — …": true,
+		"`[REDACTED:aws_access_key]`":                 true,
+		"[REDACTED:my rule]":                          true,
+		"***":                                         true, // a project rule's own replacement
+		"Key: [REDACTED:openai_api_key]":              false,
+		"[REDACTED:jwt] 42":                           false,
+		"[REDACTED:jwt]é":                             false,
+		"[REDACTED:unterminated":                      false,
+		"[REDACTED:a\nb]":                             false,
+		"ok":                                          false,
+	} {
+		if got := IsEmptyAfterRedaction(s); got != want {
+			t.Errorf("IsEmptyAfterRedaction(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
