@@ -97,6 +97,20 @@ func TestCatalogTenancyRules(t *testing.T) {
 			t.Errorf("%s: row-level security must be enabled and forced (enabled=%v forced=%v)", tbl, enabled, forced)
 		}
 	}
+	// Every RLS table has a policy for the request role (without one it would see nothing
+	// at all, which hides a forgotten policy until a user trips over it).
+	for _, tbl := range tables {
+		if slices.Contains(globalTables, tbl) {
+			continue
+		}
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_policies WHERE schemaname = 'public' AND tablename = $1 AND $2 = ANY (roles)`, tbl, pg.AppRole).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			t.Errorf("%s: no policy for %s", tbl, pg.AppRole)
+		}
+	}
 	// The request role owns nothing and cannot bypass RLS.
 	var super, bypass bool
 	if err := conn.QueryRow(ctx, `SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = $1`, pg.AppRole).Scan(&super, &bypass); err != nil {
@@ -120,8 +134,21 @@ func TestRLSFailsClosed(t *testing.T) {
 	d, _ := pgtest.Open(t)
 	fx := seedTwoTenants(t, d)
 
-	tables := []string{"organisation", "app_user", "org_member", "agent", "agent_key", "project", "connect_code", "membership", "agreement"}
-	err := d.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
+	// Every table in public, whoever added it: a missing GRANT fails here too.
+	var tables []string
+	err := d.Operator(ctx, func(tx *pg.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname <> 'schema_migrations' ORDER BY 1`)
+		if err != nil {
+			return err
+		}
+		tables, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
 		for _, tbl := range tables {
 			var n int
 			if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+tbl).Scan(&n); err != nil {
