@@ -66,6 +66,15 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// Say plainly when the schema is missing or behind, rather than failing on the first
+	// table or type the command needs.
+	st, err := pg.StatusURL(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	if !st.UpToDate() {
+		return fmt.Errorf("the database schema is at migration %d of %d (dirty: %v): run `relayroom migrate up` first", st.Current, st.Latest, st.Dirty)
+	}
 	database, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: 2, OpsMaxConns: 2})
 	if err != nil {
 		return err
@@ -103,6 +112,23 @@ func applyOne(ctx context.Context, env adminEnv, f admin.File) error {
 		return err
 	}
 	return printJSON(env.stdout, res)
+}
+
+// oneFlag is a command that takes one required flag and prints what fn returns.
+func oneFlag(help, name, usage string, fn func(ctx context.Context, env adminEnv, v string) (any, error)) adminCommand {
+	return adminCommand{help: help, flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		v := fs.String(name, "", usage)
+		return func(ctx context.Context, env adminEnv) error {
+			if err := required(fs, name); err != nil {
+				return err
+			}
+			out, err := fn(ctx, env, *v)
+			if err != nil {
+				return err
+			}
+			return printJSON(env.stdout, out)
+		}
+	}}
 }
 
 func csv(s string) []string {
@@ -201,20 +227,8 @@ func coreAdminCommands() map[string]adminCommand {
 				return applyOne(ctx, env, admin.File{Agents: []admin.AgentSpec{{Org: *org, Slug: *slug, Name: *name, Model: *model, Kind: *kind}}})
 			}
 		}},
-		"agent rotate-key": {help: "Revoke an agent's keys and issue a new one (printed once).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
-			agent := fs.String("agent", "", "the agent, as org/slug")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "agent"); err != nil {
-					return err
-				}
-				out, err := env.svc.RotateAgentKey(ctx, *agent)
-				if err != nil {
-					return err
-				}
-				return printJSON(env.stdout, out)
-			}
-		}},
-		"project list": list("List projects.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListProjects(ctx) }),
+		"agent rotate-key": oneFlag("Revoke an agent's keys and issue a new one (printed once).", "agent", "the agent, as org/slug", func(ctx context.Context, env adminEnv, v string) (any, error) { return env.svc.RotateAgentKey(ctx, v) }),
+		"project list":     list("List projects.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListProjects(ctx) }),
 		"project create": {help: "Create or update a project hosted by an organisation; a new project's connect code is printed once.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
 			host, slug, name := fs.String("host", "", "host organisation slug"), fs.String("slug", "", "project slug"), fs.String("name", "", "display name")
 			return func(ctx context.Context, env adminEnv) error {
@@ -224,32 +238,10 @@ func coreAdminCommands() map[string]adminCommand {
 				return applyOne(ctx, env, admin.File{Projects: []admin.ProjectSpec{{Slug: *slug, Name: *name, Host: *host}}})
 			}
 		}},
-		"project rotate-code": {help: "Revoke a project's connect codes and issue a new one (printed once, with the parts' URLs).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
-			project := fs.String("project", "", "the project, as host/slug")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "project"); err != nil {
-					return err
-				}
-				out, err := env.svc.RotateConnectCode(ctx, *project)
-				if err != nil {
-					return err
-				}
-				return printJSON(env.stdout, out)
-			}
-		}},
-		"member list": {help: "List a project's parts.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
-			project := fs.String("project", "", "the project, as host/slug")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "project"); err != nil {
-					return err
-				}
-				out, err := env.svc.ListMembers(ctx, *project)
-				if err != nil {
-					return err
-				}
-				return printJSON(env.stdout, out)
-			}
-		}},
+		"project rotate-code": oneFlag("Revoke a project's connect codes and issue a new one (printed once, with the parts' URLs).", "project", "the project, as host/slug", func(ctx context.Context, env adminEnv, v string) (any, error) {
+			return env.svc.RotateConnectCode(ctx, v)
+		}),
+		"member list": oneFlag("List a project's parts.", "project", "the project, as host/slug", func(ctx context.Context, env adminEnv, v string) (any, error) { return env.svc.ListMembers(ctx, v) }),
 		"member add": {help: "Add an agent to a project as a part, or update its membership.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
 			project, agent := fs.String("project", "", "the project, as host/slug"), fs.String("agent", "", "the agent, as org/slug")
 			part, main := fs.String("part", "", "part name (default: the agent's slug)"), fs.Bool("main", false, "make it the project's main agent")
@@ -268,19 +260,7 @@ func coreAdminCommands() map[string]adminCommand {
 					Members: []admin.MemberSpec{{Agent: *agent, Part: *part, Main: *main, Nickname: *nick, Access: *access, Capabilities: csv(*caps)}}}}})
 			}
 		}},
-		"agreement list": {help: "List a project's guest agreements.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
-			project := fs.String("project", "", "the project, as host/slug")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "project"); err != nil {
-					return err
-				}
-				out, err := env.svc.ListAgreements(ctx, *project)
-				if err != nil {
-					return err
-				}
-				return printJSON(env.stdout, out)
-			}
-		}},
+		"agreement list": oneFlag("List a project's guest agreements.", "project", "the project, as host/slug", func(ctx context.Context, env adminEnv, v string) (any, error) { return env.svc.ListAgreements(ctx, v) }),
 		"agreement set": {help: "Create or update a guest organisation's agreement: status and grants.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
 			project, guest := fs.String("project", "", "the project, as host/slug"), fs.String("guest", "", "guest organisation slug")
 			status, grants := fs.String("status", "active", "pending, active or revoked"), fs.String("grants", "", "comma-separated: read_memory, write_memory, assign_tasks")

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/relayroom/relayroom/internal/pg/pgtest"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestAdminCLI drives the admin commands as a script would: JSON on stdout, a key shown
+// once, errors as JSON on stderr with exit 1, usage errors exit 2.
+func TestAdminCLI(t *testing.T) {
+	t.Setenv("DATABASE_URL", pgtest.New(t))
+	t.Setenv("RELAYROOM_PUBLIC_URL", "https://relay.example.test")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "demo.yaml")
+	demo, err := os.ReadFile("../../deploy/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, demo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, stderr := runCLI(t, "admin", "apply", "-f", file)
+	if code != 0 {
+		t.Fatalf("apply: exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Agents   map[string]struct{ ID, Key string }
+		Projects map[string]struct {
+			ID          string
+			ConnectCode string `json:"connect_code"`
+			URLs        struct {
+				Threads map[string]string
+				Room    string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("apply output is not JSON: %v\n%s", err, out)
+	}
+	p := res.Projects["escalations"]
+	if !strings.HasPrefix(res.Agents["acme/architect"].Key, "sk-qyt-") || p.URLs.Threads["qa-lead"] != "https://relay.example.test/mcp/"+p.ConnectCode+"?part=qa-lead" {
+		t.Fatalf("apply output: %s", out)
+	}
+
+	code, out, _ = runCLI(t, "admin", "apply", "-f", file)
+	if code != 0 || strings.Contains(out, "sk-qyt-") || strings.Contains(out, "qyt_cc_") {
+		t.Fatalf("a second apply printed credentials again (exit %d): %s", code, out)
+	}
+
+	code, out, _ = runCLI(t, "admin", "agent", "rotate-key", "--agent", "acme/architect")
+	if code != 0 || !strings.Contains(out, "sk-qyt-") || strings.Contains(out, res.Agents["acme/architect"].Key) {
+		t.Fatalf("rotate-key: exit %d: %s", code, out)
+	}
+
+	code, out, _ = runCLI(t, "admin", "member", "list", "--project", "acme/escalations")
+	var members []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &members) != nil || len(members) != 3 {
+		t.Fatalf("member list: exit %d: %s", code, out)
+	}
+
+	code, _, stderr = runCLI(t, "admin", "agreement", "revoke", "--project", "acme/escalations", "--guest", "globex")
+	if code != 0 {
+		t.Fatalf("agreement revoke: %s", stderr)
+	}
+	code, out, _ = runCLI(t, "admin", "agreement", "list", "--project", "acme/escalations")
+	if code != 0 || !strings.Contains(out, `"revoked"`) {
+		t.Fatalf("agreement list after revoke: %s", out)
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("agents:\n  - {org: nobody, slug: x, name: X}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCLI(t, "admin", "apply", "-f", bad)
+	var failure struct {
+		Error    string
+		Problems []string
+	}
+	if code != 1 || json.Unmarshal([]byte(stderr), &failure) != nil || len(failure.Problems) != 1 || failure.Problems[0] != `agents[0].org: unknown organisation "nobody"` {
+		t.Fatalf("bad file: exit %d: %s", code, stderr)
+	}
+
+	if code, _, _ = runCLI(t, "admin", "agent", "rotate-key"); code != 1 {
+		t.Fatalf("a missing required flag exits %d, want 1", code)
+	}
+	if code, _, _ = runCLI(t, "admin", "nonsense", "cmd"); code != 2 {
+		t.Fatalf("an unknown command exits %d, want 2", code)
+	}
+	if code, _, _ = runCLI(t, "admin", "org", "create", "--help"); code != 0 {
+		t.Fatalf("--help exits %d, want 0", code)
+	}
+}
