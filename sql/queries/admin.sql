@@ -118,3 +118,10 @@ SELECT o.slug AS guest_slug, a.status, a.grants, a.updated_at
 FROM agreement a JOIN organisation o ON o.id = a.guest_org_id
 WHERE a.project_id = $1
 ORDER BY o.slug;
+
+-- name: ListAllAgreementKeys :many
+SELECT ho.slug AS host_slug, p.slug AS project_slug, g.slug AS guest_slug
+FROM agreement a
+JOIN project p ON p.id = a.project_id
+JOIN organisation ho ON ho.id = p.host_org_id
+JOIN organisation g ON g.id = a.guest_org_id;
