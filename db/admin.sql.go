@@ -276,6 +276,40 @@ func (q *Queries) ListAgreements(ctx context.Context, db DBTX, projectID uuid.UU
 	return items, nil
 }
 
+const listAllAgreementKeys = `-- name: ListAllAgreementKeys :many
+SELECT ho.slug AS host_slug, p.slug AS project_slug, g.slug AS guest_slug
+FROM agreement a
+JOIN project p ON p.id = a.project_id
+JOIN organisation ho ON ho.id = p.host_org_id
+JOIN organisation g ON g.id = a.guest_org_id
+`
+
+type ListAllAgreementKeysRow struct {
+	HostSlug    string
+	ProjectSlug string
+	GuestSlug   string
+}
+
+func (q *Queries) ListAllAgreementKeys(ctx context.Context, db DBTX) ([]ListAllAgreementKeysRow, error) {
+	rows, err := db.Query(ctx, listAllAgreementKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListAllAgreementKeysRow{}
+	for rows.Next() {
+		var i ListAllAgreementKeysRow
+		if err := rows.Scan(&i.HostSlug, &i.ProjectSlug, &i.GuestSlug); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listMembers = `-- name: ListMembers :many
 SELECT m.part, m.is_main, m.nickname, m.access, m.capabilities, m.last_seen_at,
   a.slug AS agent_slug, o.slug AS org_slug
