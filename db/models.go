@@ -9,7 +9,19 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+	pgvector "github.com/pgvector/pgvector-go"
 )
+
+type ActivityEvent struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+	MemberID  *uuid.UUID
+	Type      string
+	Detail    json.RawMessage
+	Usage     []byte
+	CreatedAt time.Time
+}
 
 type Agent struct {
 	ID        uuid.UUID
@@ -50,6 +62,22 @@ type AppUser struct {
 	UpdatedAt    time.Time
 }
 
+type CiToken struct {
+	ProjectID  uuid.UUID
+	ID         uuid.UUID
+	TokenID    string
+	SecretHash []byte
+	CreatedAt  time.Time
+	RevokedAt  *time.Time
+}
+
+type Composing struct {
+	ProjectID uuid.UUID
+	ThreadID  uuid.UUID
+	MemberID  uuid.UUID
+	ExpiresAt time.Time
+}
+
 type ConnectCode struct {
 	ProjectID  uuid.UUID
 	ID         uuid.UUID
@@ -57,6 +85,38 @@ type ConnectCode struct {
 	SecretHash []byte
 	CreatedAt  time.Time
 	RevokedAt  *time.Time
+}
+
+type Delivery struct {
+	ProjectID uuid.UUID
+	MemberID  uuid.UUID
+	MessageID uuid.UUID
+	ThreadID  uuid.UUID
+	Open      bool
+	ReadAt    *time.Time
+}
+
+type Knowledge struct {
+	ProjectID      uuid.UUID
+	ID             uuid.UUID
+	Kind           string
+	Title          string
+	Body           string
+	Status         string
+	Confidence     float32
+	Source         string
+	SourceThreadID *uuid.UUID
+	AuthorMemberID *uuid.UUID
+	AuthorAgentID  *uuid.UUID
+	AuthorPart     *string
+	DuplicateOf    *uuid.UUID
+	Contradictions int32
+	ExpiresAt      *time.Time
+	DecidedBy      *string
+	DecidedAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	Tsv            interface{}
 }
 
 type Membership struct {
@@ -73,6 +133,43 @@ type Membership struct {
 	ParkedUntil  *time.Time
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+}
+
+type MemoryEntry struct {
+	ProjectID    uuid.UUID
+	ID           uuid.UUID
+	OrgID        uuid.UUID
+	AgentID      *uuid.UUID
+	Model        string
+	Content      string
+	Tags         []string
+	Category     *string
+	IsDecision   bool
+	IsPrivate    bool
+	DeprecatedAt *time.Time
+	CreatedAt    time.Time
+	Tsv          interface{}
+}
+
+type MemoryVector struct {
+	ProjectID uuid.UUID
+	MemoryID  uuid.UUID
+	Embedder  string
+	Embedding *pgvector.Vector
+	CreatedAt time.Time
+}
+
+type Message struct {
+	ProjectID  uuid.UUID
+	ID         uuid.UUID
+	ThreadID   uuid.UUID
+	SenderID   *uuid.UUID
+	FromPart   string
+	Body       string
+	Urgent     bool
+	NeedsHuman bool
+	Broadcast  bool
+	CreatedAt  time.Time
 }
 
 type OrgMember struct {
@@ -92,6 +189,13 @@ type Organisation struct {
 	UpdatedAt time.Time
 }
 
+type Participant struct {
+	ProjectID uuid.UUID
+	ThreadID  uuid.UUID
+	MemberID  uuid.UUID
+	JoinedAt  time.Time
+}
+
 type Project struct {
 	ID              uuid.UUID
 	HostOrgID       uuid.UUID
@@ -101,4 +205,129 @@ type Project struct {
 	KnowledgeConfig json.RawMessage
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+}
+
+type RecallQuery struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+	MemberID  *uuid.UUID
+	Query     string
+	Returned  []uuid.UUID
+	CreatedAt time.Time
+}
+
+type RecallUse struct {
+	ProjectID   uuid.UUID
+	QueryID     uuid.UUID
+	KnowledgeID uuid.UUID
+	CreatedAt   time.Time
+}
+
+type RoomMessage struct {
+	ProjectID     uuid.UUID
+	ID            uuid.UUID
+	Kind          string
+	AuthorAgentID *uuid.UUID
+	AuthorUserID  *uuid.UUID
+	AuthorOrgID   *uuid.UUID
+	AuthorModel   string
+	Content       string
+	RefID         *uuid.UUID
+	CreatedAt     time.Time
+}
+
+type RoomTask struct {
+	ProjectID          uuid.UUID
+	ID                 uuid.UUID
+	FromAgentID        *uuid.UUID
+	FromOrgID          uuid.UUID
+	ToMemberID         uuid.UUID
+	ToAgentID          uuid.UUID
+	ToOrgID            uuid.UUID
+	Goal               string
+	Priority           string
+	Deadline           *time.Time
+	MemoryRefs         []uuid.UUID
+	AcceptanceCriteria *string
+	VerificationMethod *string
+	Status             string
+	Result             *string
+	RespondedAt        *time.Time
+	Review             *string
+	ReviewComment      *string
+	ReviewedAt         *time.Time
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+type TaskAttachment struct {
+	ProjectID       uuid.UUID
+	ID              uuid.UUID
+	TaskID          uuid.UUID
+	UploadedByOrgID uuid.UUID
+	UploadedByAgent *uuid.UUID
+	Filename        string
+	ContentType     string
+	SizeBytes       int64
+	Sha256          string
+	Content         []byte
+	CreatedAt       time.Time
+}
+
+type Thread struct {
+	ProjectID      uuid.UUID
+	ID             uuid.UUID
+	Subject        string
+	Status         string
+	CreatedBy      *uuid.UUID
+	NeedsHuman     bool
+	LastMessageAt  time.Time
+	ClosedAt       *time.Time
+	ClosedBy       *string
+	ClosedByMember *uuid.UUID
+	LessonOutcome  *string
+	CreatedAt      time.Time
+}
+
+type UsageDaily struct {
+	ProjectID    uuid.UUID
+	MemberID     uuid.UUID
+	Model        string
+	Day          pgtype.Date
+	Events       int64
+	InputTokens  int64
+	OutputTokens int64
+	CacheTokens  int64
+	CostUsd      pgtype.Numeric
+}
+
+type Wake struct {
+	ProjectID    uuid.UUID
+	ID           uuid.UUID
+	MemberID     uuid.UUID
+	AgentID      uuid.UUID
+	Part         string
+	Status       string
+	Urgent       bool
+	Sources      []string
+	Count        int32
+	ThreadCounts json.RawMessage
+	OtherCount   int32
+	LastItemID   *uuid.UUID
+	ChargedAt    *time.Time
+	LeaseUntil   *time.Time
+	Attempts     int32
+	LastError    *string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	DeliveredAt  *time.Time
+}
+
+type WakeTarget struct {
+	OrgID     uuid.UUID
+	AgentID   uuid.UUID
+	Url       string
+	SecretEnc []byte
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
 )
@@ -19,6 +20,11 @@ type Service struct {
 	DB  *pg.DB
 	Q   *db.Queries
 	Now func() time.Time
+	// Knowledge serves recall, learn, recall_used, lessons on close and contradictions.
+	Knowledge *knowledge.Service
+	// Waker queues and cancels wakes inside the message's transaction; nil disables wakes
+	// (messages are still delivered to inboxes, nothing is dropped).
+	Waker Waker
 }
 
 // Identity is whoami's answer.

@@ -1,0 +1,633 @@
+// Package knowledge is the project's knowledge base: entries agents propose (candidates),
+// people or CI make trusted, agents recall and report as used, and contradictions demote.
+// Every write goes through the project's redaction rules and the secret detectors. It is
+// a shared domain service: the threads toolset uses it for recall, learn, recall_used,
+// lessons on close and contradictions, and other toolsets may.
+package knowledge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/secrets"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// Kinds of entries.
+var Kinds = []string{"fact", "procedure", "pitfall", "decision"}
+
+// Statuses of entries.
+const (
+	StatusCandidate = "candidate"
+	StatusTrusted   = "trusted"
+	StatusDemoted   = "demoted"
+	StatusRejected  = "rejected"
+	StatusExpired   = "expired"
+)
+
+// Sources of entries.
+const (
+	SourceLearn  = "learn"
+	SourceLesson = "lesson"
+)
+
+// Limits of a write.
+const (
+	MaxTitle = 200
+	MaxBody  = 5000
+)
+
+// RecallTimeout bounds the recall query on its own, below the transaction's timeout.
+const RecallTimeout = 2 * time.Second
+
+// TitleThreshold is the trigram word similarity a title needs to be a recall candidate
+// by the title channel (which catches typos the word channel misses).
+const TitleThreshold = 0.5
+
+// stopWords are left out of the title channel's query: their trigrams are in most titles
+// and would make every entry a candidate.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further had has have having he her here
+hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on once only
+or other our ours ourselves out over own same she should so some such than that the their theirs them themselves then there
+these they this those through to too under until up very was we were what when where which while who whom why will with would
+you your yours yourself yourselves`) {
+		stopWords[w] = true
+	}
+}
+
+// contentWords is the query without stop words (the query itself if nothing is left).
+func contentWords(q string) string {
+	var keep []string
+	for _, w := range strings.Fields(q) {
+		if !stopWords[strings.ToLower(strings.Trim(w, ".,;:!?'\"()"))] {
+			keep = append(keep, w)
+		}
+	}
+	if len(keep) == 0 {
+		return q
+	}
+	return strings.Join(keep, " ")
+}
+
+// RedactedTitle replaces a title that redaction emptied.
+const RedactedTitle = "(redacted)"
+
+// Service holds the knowledge base's dependencies.
+type Service struct {
+	DB       *pg.DB
+	Q        *db.Queries
+	Detector *secrets.Detector
+	Now      func() time.Time
+}
+
+// New builds the service; loading the secret detectors costs tens of milliseconds, once.
+func New(database *pg.DB, q *db.Queries) (*Service, error) {
+	d, err := secrets.NewDetector()
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: secret detector: %w", err)
+	}
+	return &Service{DB: database, Q: q, Detector: d, Now: time.Now}, nil
+}
+
+func (s *Service) now() time.Time {
+	if s.Now == nil {
+		return time.Now().UTC()
+	}
+	return s.Now().UTC()
+}
+
+// Config is the project's knowledge_config with defaults for absent keys. It is read on
+// every decision, never cached: an UPDATE of the column takes effect on the next call.
+type Config struct {
+	DistillOnClose       bool    `json:"distillOnClose"`
+	RecallFloor          float64 `json:"recallFloor"`          // minimum similarity × confidence to be recalled
+	DemoteBelow          float64 `json:"demoteBelow"`          // a trusted entry below this confidence is demoted
+	ContradictionPenalty float64 `json:"contradictionPenalty"` // confidence lost per contradiction
+	DuplicateSimilarity  float64 `json:"duplicateSimilarity"`  // trigram similarity that links a near-duplicate
+	LessonsPerHour       int     `json:"lessonsPerHour"`       // per agent
+	ApprovedConfidence   float64 `json:"approvedConfidence"`   // confidence a person's approval gives
+	CIConfidence         float64 `json:"ciConfidence"`         // confidence a CI confirmation gives
+}
+
+// DefaultConfig is what an empty knowledge_config means.
+func DefaultConfig() Config {
+	return Config{DistillOnClose: true, RecallFloor: 0.3, DemoteBelow: 0.4, ContradictionPenalty: 0.25,
+		DuplicateSimilarity: 0.8, LessonsPerHour: 60, ApprovedConfidence: 1, CIConfidence: 0.9}
+}
+
+// settings is what a knowledge decision reads from the project row.
+type settings struct {
+	cfg      Config
+	rules    []secrets.Rule
+	rulesErr error // redactionRules present but not a list of rules
+}
+
+func (s *Service) load(ctx context.Context, tx *pg.Tx, projectID uuid.UUID) (settings, error) {
+	row, err := s.Q.ProjectKnowledgeSettings(ctx, tx, projectID)
+	if err != nil {
+		return settings{}, err
+	}
+	st := settings{cfg: DefaultConfig()}
+	if len(row.KnowledgeConfig) > 0 {
+		// Unknown keys are ignored; a key of the wrong type keeps its default.
+		var m map[string]json.RawMessage
+		if json.Unmarshal(row.KnowledgeConfig, &m) == nil {
+			for k, v := range m {
+				var err error
+				switch k {
+				case "distillOnClose":
+					err = json.Unmarshal(v, &st.cfg.DistillOnClose)
+				case "recallFloor":
+					err = json.Unmarshal(v, &st.cfg.RecallFloor)
+				case "demoteBelow":
+					err = json.Unmarshal(v, &st.cfg.DemoteBelow)
+				case "contradictionPenalty":
+					err = json.Unmarshal(v, &st.cfg.ContradictionPenalty)
+				case "duplicateSimilarity":
+					err = json.Unmarshal(v, &st.cfg.DuplicateSimilarity)
+				case "lessonsPerHour":
+					err = json.Unmarshal(v, &st.cfg.LessonsPerHour)
+				case "approvedConfidence":
+					err = json.Unmarshal(v, &st.cfg.ApprovedConfidence)
+				case "ciConfidence":
+					err = json.Unmarshal(v, &st.cfg.CIConfidence)
+				}
+				_ = err
+			}
+			if v, ok := m["distillOnClose"]; ok && string(v) == "null" {
+				st.cfg.DistillOnClose = true
+			}
+		}
+	}
+	var set struct {
+		RedactionRules json.RawMessage `json:"redactionRules"`
+	}
+	if len(row.Settings) > 0 && json.Unmarshal(row.Settings, &set) == nil && len(set.RedactionRules) > 0 && string(set.RedactionRules) != "null" {
+		dec := json.NewDecoder(strings.NewReader(string(set.RedactionRules)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&st.rules); err != nil {
+			st.rulesErr = &secrets.RuleError{Name: "redactionRules", Err: fmt.Errorf("not a list of {name, pattern, replacement?}: %w", err)}
+		}
+	}
+	return st, nil
+}
+
+// Redacted is a title and body after the project's rules and the secret detectors.
+type Redacted struct {
+	Title, Body string
+	// Kinds names what was redacted (rule names and secret kinds), for the caller.
+	Kinds []string
+}
+
+// redact applies the rules and the detectors to a title and body. An unusable rule fails
+// with an error matching secrets.ErrRuleInvalid.
+func (s *Service) redact(st settings, title, body string) (Redacted, error) {
+	if st.rulesErr != nil {
+		return Redacted{}, st.rulesErr
+	}
+	t, tf, err := s.Detector.Redact(title, st.rules)
+	if err != nil {
+		return Redacted{}, err
+	}
+	b, bf, err := s.Detector.Redact(body, st.rules)
+	if err != nil {
+		return Redacted{}, err
+	}
+	r := Redacted{Title: strings.TrimSpace(t), Body: strings.TrimSpace(b)}
+	seen := map[string]bool{}
+	for _, f := range append(tf, bf...) {
+		if !seen[f.Kind] {
+			seen[f.Kind] = true
+			r.Kinds = append(r.Kinds, f.Kind)
+		}
+	}
+	for _, rule := range st.rules {
+		if !seen[rule.Name] && (t != title || b != body) && (strings.Contains(t, secrets.Marker(rule.Name)) || strings.Contains(b, secrets.Marker(rule.Name))) {
+			seen[rule.Name] = true
+			r.Kinds = append(r.Kinds, rule.Name)
+		}
+	}
+	return r, nil
+}
+
+// Entry is a recalled entry.
+type Entry struct {
+	ID         string     `json:"knowledgeId"`
+	Kind       string     `json:"kind"`
+	Title      string     `json:"title"`
+	Body       string     `json:"body"`
+	Confidence float64    `json:"confidence"`
+	Score      float64    `json:"score"`
+	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
+	CreatedAt  time.Time  `json:"createdAt"`
+}
+
+// LearnInput is learn's arguments.
+type LearnInput struct {
+	Title     string     `json:"title"`
+	Body      string     `json:"body"`
+	Kind      string     `json:"kind"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+}
+
+// LearnResult is learn's answer.
+type LearnResult struct {
+	KnowledgeID string   `json:"knowledgeId"`
+	Status      string   `json:"status"`
+	DuplicateOf *string  `json:"duplicateOf,omitempty"`
+	Redacted    []string `json:"redacted,omitempty"`
+}
+
+// Learn records a candidate. There is no path to trusted here: people and CI decide.
+func (s *Service) Learn(ctx context.Context, sc tenancy.Scope, in LearnInput) (LearnResult, error) {
+	if !sc.CanWrite() {
+		return LearnResult{}, apperr.New(apperr.Forbidden, "learn needs write access to the project; your part has %s access", sc.Access).WithReason("write_access_required")
+	}
+	now := s.now()
+	if in.ExpiresAt != nil && !in.ExpiresAt.After(now) {
+		return LearnResult{}, apperr.New(apperr.Invalid, "expiresAt must be in the future").WithReason("invalid_argument")
+	}
+	var out LearnResult
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		st, err := s.load(ctx, tx, sc.ProjectID)
+		if err != nil {
+			return err
+		}
+		red, err := s.redact(st, in.Title, in.Body)
+		if err != nil {
+			return apperr.New(apperr.Conflict, "a redaction rule of this project cannot be applied (%v); nothing was written — ask a manager to fix the project's redaction rules", err).WithReason("redaction_unresolvable")
+		}
+		if secrets.IsEmptyAfterRedaction(red.Body) {
+			return apperr.New(apperr.Invalid, "the body is empty once secrets are redacted (%s); nothing was written", strings.Join(red.Kinds, ", ")).WithReason("empty_after_redaction")
+		}
+		if secrets.IsEmptyAfterRedaction(red.Title) {
+			red.Title = RedactedTitle
+		}
+		w, err := s.store(ctx, tx, sc, st, red, in.Kind, SourceLearn, nil, in.ExpiresAt)
+		if err != nil {
+			if pg.IsCheckViolation(err) {
+				return apperr.New(apperr.Invalid, "the entry is too long once secrets are redacted (title ≤ %d, body ≤ %d characters)", MaxTitle, MaxBody).WithReason("storage_failed")
+			}
+			return err
+		}
+		out = LearnResult{KnowledgeID: w.ID.String(), Status: StatusCandidate, Redacted: red.Kinds}
+		if w.DuplicateOf != nil {
+			d := w.DuplicateOf.String()
+			out.DuplicateOf = &d
+		}
+		return nil
+	})
+	if err != nil {
+		return LearnResult{}, pg.Classify("learn", err)
+	}
+	return out, nil
+}
+
+// Written is a stored candidate.
+type Written struct {
+	ID          uuid.UUID
+	DuplicateOf *uuid.UUID
+}
+
+// store inserts a redacted candidate, linking it to a near-duplicate of the project when
+// one exists (both are then reviewed together; the new one is not a second, unlinked copy).
+func (s *Service) store(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, st settings, red Redacted, kind, source string, threadID *uuid.UUID, expires *time.Time) (Written, error) {
+	w := Written{ID: uuid.Must(uuid.NewV7())}
+	dup, err := s.Q.FindNearDuplicate(ctx, tx, db.FindNearDuplicateParams{
+		Title: red.Title, MinTitle: float32(st.cfg.DuplicateSimilarity) * 0.75,
+		Text: red.Title + " " + red.Body, MinText: float32(st.cfg.DuplicateSimilarity),
+	})
+	switch {
+	case err == nil:
+		w.DuplicateOf = &dup
+	case !pg.IsNoRows(err):
+		return Written{}, err
+	}
+	var member, agent *uuid.UUID
+	var part *string
+	if sc.MemberID != uuid.Nil {
+		member, part = &sc.MemberID, &sc.Part
+	}
+	if sc.AgentID != uuid.Nil {
+		agent = &sc.AgentID
+	}
+	err = s.Q.InsertKnowledge(ctx, tx, db.InsertKnowledgeParams{
+		ProjectID: sc.ProjectID, ID: w.ID, Kind: kind, Title: red.Title, Body: red.Body, Confidence: 0.5,
+		Source: source, SourceThreadID: threadID, AuthorMemberID: member, AuthorAgentID: agent, AuthorPart: part,
+		DuplicateOf: w.DuplicateOf, ExpiresAt: expires, Now: s.now(),
+	})
+	if err != nil {
+		return Written{}, err
+	}
+	return w, nil
+}
+
+// Lesson outcome codes (the spec's eight refusals, and recorded).
+const (
+	OutcomeRecorded              = "recorded"
+	OutcomeThreadCanceled        = "thread_canceled"
+	OutcomeUnauthorized          = "unauthorized"
+	OutcomeDistillDisabled       = "distill_disabled"
+	OutcomeRedactionUnresolvable = "redaction_unresolvable"
+	OutcomeRateLimited           = "rate_limited"
+	OutcomeEmptyAfterRedaction   = "empty_after_redaction"
+	OutcomeAlreadyDecided        = "already_decided"
+	OutcomeStorageFailed         = "storage_failed"
+)
+
+// LessonInput is close's optional lesson.
+type LessonInput struct {
+	Title string `json:"title"`
+	Body  string `json:"body"`
+	Kind  string `json:"kind"`
+}
+
+// LessonRequest is a lesson with what the thread already knows about itself.
+type LessonRequest struct {
+	LessonInput
+	ThreadID uuid.UUID
+	// Canceled: a person canceled the thread. AlreadyDecided: the thread's lesson was
+	// recorded or refused before.
+	Canceled, AlreadyDecided bool
+}
+
+// LessonOutcome is the lesson part of close's answer. Recorded false is not an error.
+type LessonOutcome struct {
+	Recorded    bool   `json:"recorded"`
+	KnowledgeID string `json:"knowledgeId,omitempty"`
+	Code        string `json:"code,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	Title       string `json:"title,omitempty"`
+}
+
+// Outcome is the code stored on the thread: recorded or the refusal.
+func (o LessonOutcome) Outcome() string {
+	if o.Recorded {
+		return OutcomeRecorded
+	}
+	return o.Code
+}
+
+func refused(code, reason string) LessonOutcome {
+	return LessonOutcome{Code: code, Reason: reason}
+}
+
+// Lesson decides and, when allowed, writes a lesson inside the close's transaction. Every
+// expected refusal is decided before the write and comes back as an outcome; the write
+// itself runs under a savepoint, so a storage error that is not infrastructure (a
+// constraint) is the outcome storage_failed and the close goes on. An infrastructure
+// failure (lost connection, statement timeout, deadlock) is returned as an error: it fails
+// the close, as the spec requires.
+func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req LessonRequest) (LessonOutcome, error) {
+	if req.Canceled {
+		return refused(OutcomeThreadCanceled, "the thread was canceled by a person; a canceled thread records no lesson"), nil
+	}
+	if !sc.CanWrite() {
+		return refused(OutcomeUnauthorized, fmt.Sprintf("writing knowledge needs write access to the project; your part has %s access", sc.Access)), nil
+	}
+	st, err := s.load(ctx, tx, sc.ProjectID)
+	if err != nil {
+		return LessonOutcome{}, err
+	}
+	if !st.cfg.DistillOnClose {
+		return refused(OutcomeDistillDisabled, "lessons on close are turned off for this project (knowledge_config distillOnClose is false)"), nil
+	}
+	red, rerr := s.redact(st, req.Title, req.Body)
+	if rerr != nil {
+		return refused(OutcomeRedactionUnresolvable, "a redaction rule of this project cannot be applied: "+rerr.Error()), nil
+	}
+	n, err := s.Q.CountRecentLessons(ctx, tx, db.CountRecentLessonsParams{ProjectID: sc.ProjectID, AgentID: &sc.AgentID, Since: s.now().Add(-time.Hour)})
+	if err != nil {
+		return LessonOutcome{}, err
+	}
+	if n >= int64(st.cfg.LessonsPerHour) {
+		return refused(OutcomeRateLimited, fmt.Sprintf("%d lessons per agent per hour; try again later", st.cfg.LessonsPerHour)), nil
+	}
+	if secrets.IsEmptyAfterRedaction(red.Body) {
+		return refused(OutcomeEmptyAfterRedaction, "the lesson body is empty once secrets are redacted ("+strings.Join(red.Kinds, ", ")+")"), nil
+	}
+	if req.AlreadyDecided {
+		return refused(OutcomeAlreadyDecided, "this thread's lesson was already recorded or refused"), nil
+	}
+	if secrets.IsEmptyAfterRedaction(red.Title) {
+		red.Title = RedactedTitle
+	}
+	if _, err := tx.Exec(ctx, "SAVEPOINT lesson"); err != nil {
+		return LessonOutcome{}, err
+	}
+	tid := req.ThreadID
+	w, err := s.store(ctx, tx, sc, st, red, req.Kind, SourceLesson, &tid, nil)
+	if err != nil {
+		if pg.IsInfrastructure(err) {
+			return LessonOutcome{}, err
+		}
+		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT lesson"); rerr != nil {
+			return LessonOutcome{}, errors.Join(err, rerr)
+		}
+		return refused(OutcomeStorageFailed, "the lesson could not be stored: "+storageReason(err)), nil
+	}
+	if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT lesson"); err != nil {
+		return LessonOutcome{}, err
+	}
+	return LessonOutcome{Recorded: true, KnowledgeID: w.ID.String(), Title: red.Title}, nil
+}
+
+func storageReason(err error) string {
+	switch {
+	case pg.IsCheckViolation(err):
+		return fmt.Sprintf("it breaks a limit once redacted (title ≤ %d, body ≤ %d characters)", MaxTitle, MaxBody)
+	case pg.IsUniqueViolation(err):
+		return "it collides with an existing entry"
+	case pg.IsForeignKeyViolation(err):
+		return "it refers to something that no longer exists"
+	}
+	return "the database refused the write"
+}
+
+// RecallInput is recall's arguments.
+type RecallInput struct {
+	Query string  `json:"query"`
+	Limit int     `json:"limit"`
+	Kind  *string `json:"kind"`
+}
+
+// RecallResult is recall's answer.
+type RecallResult struct {
+	QueryID string  `json:"queryId"`
+	Entries []Entry `json:"entries"`
+}
+
+// Recall returns the project's trusted, unexpired entries most similar to the query,
+// weighted by confidence, above the project's floor; it records the query and what it
+// returned so recall_used can accept exactly those ids.
+func (s *Service) Recall(ctx context.Context, sc tenancy.Scope, in RecallInput) (RecallResult, error) {
+	if in.Limit <= 0 {
+		in.Limit = 5
+	}
+	out := RecallResult{QueryID: uuid.Must(uuid.NewV7()).String(), Entries: []Entry{}}
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		st, err := s.load(ctx, tx, sc.ProjectID)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		// Its own statement timeout, and the threshold of the title channel's trigram match.
+		if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', $1, true), set_config('pg_trgm.word_similarity_threshold', $2, true)",
+			fmt.Sprintf("%dms", RecallTimeout.Milliseconds()), strconv.FormatFloat(TitleThreshold, 'f', 3, 64)); err != nil {
+			return err
+		}
+		rows, err := s.Q.Recall(ctx, tx, db.RecallParams{Query: in.Query, TitleQuery: contentWords(in.Query), ProjectID: sc.ProjectID, Now: now, Kind: in.Kind,
+			Floor: float32(st.cfg.RecallFloor), Lim: int32(in.Limit)})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', $1, true)", fmt.Sprintf("%dms", s.DB.StatementTimeout.Milliseconds())); err != nil {
+			return err
+		}
+		ids := make([]uuid.UUID, 0, len(rows))
+		for _, r := range rows {
+			ids = append(ids, r.ID)
+			out.Entries = append(out.Entries, Entry{ID: r.ID.String(), Kind: r.Kind, Title: r.Title, Body: r.Body,
+				Confidence: round(float64(r.Confidence)), Score: round(float64(r.Score)), ExpiresAt: utcp(r.ExpiresAt), CreatedAt: r.CreatedAt.UTC()})
+		}
+		qid := uuid.MustParse(out.QueryID)
+		member := memberOf(sc)
+		return s.Q.InsertRecallQuery(ctx, tx, db.InsertRecallQueryParams{ProjectID: sc.ProjectID, ID: qid, MemberID: member, Query: in.Query, Returned: ids, Now: now})
+	})
+	if err != nil {
+		return RecallResult{}, pg.Classify("recall", err)
+	}
+	return out, nil
+}
+
+// RecallUsed records that an entry a query returned shaped the caller's work. Only ids
+// the named query returned are accepted, each once.
+func (s *Service) RecallUsed(ctx context.Context, sc tenancy.Scope, queryID, knowledgeID string) error {
+	qid, err1 := uuid.Parse(queryID)
+	kid, err2 := uuid.Parse(knowledgeID)
+	if err1 != nil || err2 != nil {
+		return apperr.New(apperr.Invalid, "queryId and knowledgeId must be ids returned by recall").WithReason("invalid_argument")
+	}
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		q, err := s.Q.GetRecallQuery(ctx, tx, db.GetRecallQueryParams{ProjectID: sc.ProjectID, ID: qid})
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "no recall query %s in this project", queryID).WithReason("query_not_found")
+		}
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, id := range q.Returned {
+			if id == kid {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return apperr.New(apperr.Invalid, "recall query %s did not return entry %s; only an entry the query returned can be reported as used", queryID, knowledgeID).WithReason("not_returned")
+		}
+		n, err := s.Q.InsertRecallUse(ctx, tx, db.InsertRecallUseParams{ProjectID: sc.ProjectID, QueryID: qid, KnowledgeID: kid, Now: s.now()})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return apperr.New(apperr.Conflict, "entry %s was already reported as used for query %s", knowledgeID, queryID).WithReason("already_reported")
+		}
+		return nil
+	})
+	return pg.Classify("recall_used", err)
+}
+
+// Contradiction is what a contradiction did to an entry.
+type Contradiction struct {
+	KnowledgeID string  `json:"knowledgeId"`
+	Status      string  `json:"status"`
+	Confidence  float64 `json:"confidence"`
+}
+
+// Contradict lowers an entry's confidence inside the caller's transaction (an event of
+// type error with detail.contradicts); a trusted entry that falls below the project's
+// floor is demoted and no longer recalled until a person approves it again.
+func (s *Service) Contradict(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, knowledgeID string) (Contradiction, error) {
+	id, err := uuid.Parse(knowledgeID)
+	if err != nil {
+		return Contradiction{}, apperr.New(apperr.Invalid, "detail.contradicts must be a knowledgeId").WithReason("invalid_argument")
+	}
+	st, err := s.load(ctx, tx, sc.ProjectID)
+	if err != nil {
+		return Contradiction{}, err
+	}
+	r, err := s.Q.Contradict(ctx, tx, db.ContradictParams{Penalty: float32(st.cfg.ContradictionPenalty), Floor: float32(st.cfg.DemoteBelow),
+		Now: s.now(), ProjectID: sc.ProjectID, ID: id})
+	if pg.IsNoRows(err) {
+		return Contradiction{}, apperr.New(apperr.NotFound, "no candidate or trusted knowledge entry %s in this project", knowledgeID).WithReason("knowledge_not_found")
+	}
+	if err != nil {
+		return Contradiction{}, err
+	}
+	return Contradiction{KnowledgeID: r.ID.String(), Status: r.Status, Confidence: round(float64(r.Confidence))}, nil
+}
+
+// HitRate is used / returned over recall queries since a time.
+type HitRate struct {
+	Returned int64   `json:"returned"`
+	Used     int64   `json:"used"`
+	Rate     float64 `json:"rate"`
+}
+
+// RecallHitRate reports the project's recall hit rate since a time (the Learning panel).
+func (s *Service) RecallHitRate(ctx context.Context, sc tenancy.Scope, since time.Time) (HitRate, error) {
+	var h HitRate
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		r, err := s.Q.RecallHitRate(ctx, tx, db.RecallHitRateParams{ProjectID: sc.ProjectID, Since: since})
+		h.Returned, h.Used = r.Returned, r.Used
+		return err
+	})
+	if h.Returned > 0 {
+		h.Rate = float64(h.Used) / float64(h.Returned)
+	}
+	return h, pg.Classify("recall hit rate", err)
+}
+
+// ExpireDue retires entries past their expiry, across projects (a periodic job). Recall
+// already excludes them at read time; this makes the status say so.
+func (s *Service) ExpireDue(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		n, err = s.Q.ExpireKnowledge(ctx, tx, s.now())
+		return err
+	})
+	return n, pg.Classify("expire knowledge", err)
+}
+
+func memberOf(sc tenancy.Scope) *uuid.UUID {
+	if sc.MemberID == uuid.Nil {
+		return nil
+	}
+	m := sc.MemberID
+	return &m
+}
+
+func round(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
+
+func utcp(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,195 @@
+package knowledge
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// Review is one entry as people see it in the review queue.
+type Review struct {
+	ID             uuid.UUID  `json:"knowledgeId"`
+	Kind           string     `json:"kind"`
+	Title          string     `json:"title"`
+	Body           string     `json:"body"`
+	Status         string     `json:"status"`
+	Confidence     float64    `json:"confidence"`
+	Source         string     `json:"source"`
+	SourceThreadID *uuid.UUID `json:"sourceThreadId,omitempty"`
+	AuthorPart     *string    `json:"authorPart,omitempty"`
+	DuplicateOf    *uuid.UUID `json:"duplicateOf,omitempty"`
+	Contradictions int32      `json:"contradictions"`
+	ExpiresAt      *string    `json:"expiresAt,omitempty"`
+	DecidedBy      *string    `json:"decidedBy,omitempty"`
+	CreatedAt      string     `json:"createdAt"`
+}
+
+// List returns a project's entries, newest first, optionally of one status (operator).
+func (s *Service) List(ctx context.Context, projectID uuid.UUID, status string, limit int) ([]Review, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	var st *string
+	if status != "" {
+		st = &status
+	}
+	var rows []db.ListKnowledgeRow
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		rows, err = s.Q.ListKnowledge(ctx, tx, db.ListKnowledgeParams{ProjectID: projectID, Status: st, Lim: int32(limit)})
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("list knowledge", err)
+	}
+	out := make([]Review, 0, len(rows))
+	for _, r := range rows {
+		rv := Review{ID: r.ID, Kind: r.Kind, Title: r.Title, Body: r.Body, Status: r.Status, Confidence: round(float64(r.Confidence)),
+			Source: r.Source, SourceThreadID: r.SourceThreadID, AuthorPart: r.AuthorPart, DuplicateOf: r.DuplicateOf,
+			Contradictions: r.Contradictions, DecidedBy: r.DecidedBy, CreatedAt: r.CreatedAt.UTC().Format(timeFormat)}
+		if r.ExpiresAt != nil {
+			e := r.ExpiresAt.UTC().Format(timeFormat)
+			rv.ExpiresAt = &e
+		}
+		out = append(out, rv)
+	}
+	return out, nil
+}
+
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// Decision is the state an entry was moved to.
+type Decision struct {
+	KnowledgeID uuid.UUID `json:"knowledgeId"`
+	Status      string    `json:"status"`
+	Confidence  float64   `json:"confidence"`
+}
+
+// Approve makes a candidate (or a demoted entry) trusted; by names the person.
+func (s *Service) Approve(ctx context.Context, projectID, id uuid.UUID, by string) (Decision, error) {
+	var d Decision
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		d, err = s.decide(ctx, tx, projectID, id, StatusTrusted, "person:"+by, func(c Config) float64 { return c.ApprovedConfidence })
+		return err
+	})
+	return d, pg.Classify("approve knowledge", err)
+}
+
+// Reject refuses a candidate (or retires a demoted or trusted entry).
+func (s *Service) Reject(ctx context.Context, projectID, id uuid.UUID, by string) (Decision, error) {
+	var d Decision
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		d, err = s.decide(ctx, tx, projectID, id, StatusRejected, "person:"+by, func(Config) float64 { return 0 })
+		return err
+	})
+	return d, pg.Classify("reject knowledge", err)
+}
+
+func (s *Service) decide(ctx context.Context, tx *pg.Tx, projectID, id uuid.UUID, to, by string, conf func(Config) float64) (Decision, error) {
+	st, err := s.load(ctx, tx, projectID)
+	if pg.IsNoRows(err) {
+		return Decision{}, apperr.New(apperr.NotFound, "no such project")
+	}
+	if err != nil {
+		return Decision{}, err
+	}
+	from := []string{StatusCandidate, StatusDemoted}
+	if to == StatusRejected {
+		from = append(from, StatusTrusted)
+	}
+	now := s.now()
+	r, err := s.Q.DecideKnowledge(ctx, tx, db.DecideKnowledgeParams{Status: to, Confidence: float32(conf(st.cfg)), DecidedBy: &by,
+		Now: &now, ProjectID: projectID, ID: id, FromStatus: from})
+	if pg.IsNoRows(err) {
+		cur, err2 := s.Q.KnowledgeStatus(ctx, tx, db.KnowledgeStatusParams{ProjectID: projectID, ID: id})
+		if pg.IsNoRows(err2) {
+			return Decision{}, apperr.New(apperr.NotFound, "no knowledge entry %s in this project", id).WithReason("knowledge_not_found")
+		}
+		if err2 != nil {
+			return Decision{}, err2
+		}
+		return Decision{}, apperr.New(apperr.Conflict, "knowledge entry %s is %s and cannot become %s", id, cur, to).WithReason("already_decided")
+	}
+	if err != nil {
+		return Decision{}, err
+	}
+	return Decision{KnowledgeID: r.ID, Status: r.Status, Confidence: round(float64(r.Confidence))}, nil
+}
+
+// IssueCIToken issues a project CI token; it is returned once and stored hashed.
+func (s *Service) IssueCIToken(ctx context.Context, projectID uuid.UUID) (string, error) {
+	raw, p, err := auth.Generate(auth.CITokenPrefix)
+	if err != nil {
+		return "", err
+	}
+	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		return s.Q.InsertCIToken(ctx, tx, db.InsertCITokenParams{ProjectID: projectID, ID: uuid.Must(uuid.NewV7()), TokenID: p.ID, SecretHash: p.Hash()})
+	})
+	if err != nil {
+		return "", pg.Classify("issue ci token", err)
+	}
+	return raw, nil
+}
+
+// ErrBadCIToken is any CI token that is malformed, unknown, revoked or of another project.
+var ErrBadCIToken = apperr.New(apperr.Unauthenticated, "a valid project CI token (qyt_ci_…) is required")
+
+// ConfirmCI makes a candidate trusted on behalf of a project's CI. The token must belong
+// to the project named in the URL; a token of another project is refused like a bad one,
+// and an entry of another project answers not found.
+func (s *Service) ConfirmCI(ctx context.Context, token string, projectID, id uuid.UUID) (Decision, error) {
+	p, err := auth.Parse(auth.CITokenPrefix, strings.TrimSpace(token))
+	if err != nil {
+		return Decision{}, ErrBadCIToken
+	}
+	var d Decision
+	err = s.DB.InTenant(ctx, pg.Tenant{Lookup: p.ID}, func(tx *pg.Tx) error {
+		rows, err := s.Q.FindCIToken(ctx, tx, p.ID)
+		if err != nil {
+			return err
+		}
+		ok := false
+		for _, r := range rows {
+			if r.ProjectID == projectID && p.Matches(r.SecretHash) {
+				ok = true
+			}
+		}
+		if !ok {
+			return ErrBadCIToken
+		}
+		tx.SetTenant(pg.Tenant{ProjectID: projectID})
+		d, err = s.decide(ctx, tx, projectID, id, StatusTrusted, "ci", func(c Config) float64 { return c.CIConfidence })
+		return err
+	})
+	if err != nil {
+		var ae *apperr.Error
+		if errors.As(err, &ae) {
+			return Decision{}, err
+		}
+		return Decision{}, pg.Classify("confirm knowledge", err)
+	}
+	return d, nil
+}
+
+// ProjectID resolves "host/slug" (operator commands).
+func (s *Service) ProjectID(ctx context.Context, ref string) (uuid.UUID, error) {
+	host, slug, ok := strings.Cut(ref, "/")
+	if !ok {
+		return uuid.Nil, apperr.New(apperr.Invalid, "a project is named \"host/slug\", got %q", ref)
+	}
+	var id uuid.UUID
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		id, err = s.Q.ProjectIDBySlug(ctx, tx, db.ProjectIDBySlugParams{HostSlug: host, ProjectSlug: slug})
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "unknown project %q", ref)
+		}
+		return err
+	})
+	return id, pg.Classify("find project", err)
+}

@@ -1,0 +1,291 @@
+package threads_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/embed/wordvec"
+	"github.com/relayroom/relayroom/internal/knowledge"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/threads"
+)
+
+// Benchmarks: go test -run '^$' -bench . -benchtime 300x ./internal/threads/
+// Each reports p50_ms and p95_ms over its iterations (one call = one tool's service call,
+// its whole transaction included).
+
+// uuid7SQL makes time-ordered ids in SQL, like the UUIDv7 ids Go makes.
+const uuid7SQL = `CREATE FUNCTION pg_temp.uuid7(ts timestamptz) RETURNS uuid LANGUAGE sql VOLATILE AS $$
+  SELECT (lpad(to_hex((extract(epoch FROM ts) * 1000)::bigint), 12, '0') || '7' ||
+          substr(md5(random()::text), 1, 3) || '8' || substr(md5(random()::text), 1, 15))::uuid $$`
+
+// seedMessages writes 1M messages across 10k threads of project one, from architect to
+// backend, frontend and reader in turn (≈333k in each inbox, 10 % unread). Foreign-key
+// triggers are off while seeding (session_replication_role), the data being consistent.
+func seedMessages(b *testing.B, e *env) {
+	b.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	arch := e.sc("architect")
+	err := e.d.Operator(ctx, func(tx *pg.Tx) error {
+		for _, q := range []string{
+			"SET LOCAL session_replication_role = replica",
+			"SET LOCAL statement_timeout = 0",
+			uuid7SQL,
+			`CREATE TEMP TABLE bt ON COMMIT DROP AS
+			   SELECT i, pg_temp.uuid7(now() - interval '40 days' + i * interval '1 second') AS id,
+			          (SELECT id FROM membership WHERE project_id = $1 AND part = (ARRAY['backend','frontend','reader'])[1 + i % 3]) AS rcpt
+			   FROM generate_series(0, 9999) i`,
+		} {
+			args := []any{}
+			if q[:6] == "CREATE" && q[7:11] == "TEMP" {
+				args = append(args, arch.ProjectID)
+			}
+			if _, err := tx.Exec(ctx, q, args...); err != nil {
+				return err
+			}
+		}
+		for _, q := range []string{
+			`INSERT INTO thread (project_id, id, subject, created_by, last_message_at, created_at)
+			   SELECT $1::uuid, id, 'bench thread ' || i, $2::uuid, now(), now() FROM bt`,
+			`INSERT INTO participant (project_id, thread_id, member_id)
+			   SELECT $1::uuid, id, $2::uuid FROM bt UNION ALL SELECT $1::uuid, id, rcpt FROM bt`,
+			`INSERT INTO message (project_id, id, thread_id, sender_id, from_part, body, created_at)
+			   SELECT $1::uuid, pg_temp.uuid7(now() - interval '30 days' + g * interval '1 ms'), bt.id, $2::uuid, 'architect',
+			          'Message ' || g || E' of the benchmark.\nIt has a second line and enough words to need a preview cut somewhere after one hundred and sixty characters, like real ones do.',
+			          now() - interval '30 days' + g * interval '1 ms'
+			   FROM generate_series(1, 1000000) g JOIN bt ON bt.i = g % 10000`,
+			`INSERT INTO delivery (project_id, member_id, message_id, thread_id, read_at)
+			   SELECT m.project_id, bt.rcpt, m.id, m.thread_id, CASE WHEN random() < 0.9 THEN now() END
+			   FROM message m JOIN bt ON bt.id = m.thread_id WHERE m.project_id = $1 AND $2::uuid IS NOT NULL`,
+		} {
+			if _, err := tx.Exec(ctx, q, arch.ProjectID, arch.MemberID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.d.Ops.Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("seeded 1M messages / 10k threads in %s", time.Since(start).Round(time.Second))
+}
+
+func reportPercentiles(b *testing.B, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	ms := func(p float64) float64 { return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(ms(0.50), "p50_ms")
+	b.ReportMetric(ms(0.95), "p95_ms")
+}
+
+func BenchmarkMessaging1M(b *testing.B) {
+	e := setup(b)
+	e.svc.Waker = nil
+	seedMessages(b, e)
+	ctx := context.Background()
+	b.Run("inbox", func(b *testing.B) {
+		sc := e.sc("backend")
+		d := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
+			items, err := e.svc.Inbox(ctx, sc, threads.InboxInput{Limit: 20})
+			d = append(d, time.Since(t0))
+			if err != nil || len(items) != 20 {
+				b.Fatalf("%d %v", len(items), err)
+			}
+		}
+		b.StopTimer()
+		reportPercentiles(b, d)
+	})
+	b.Run("inbox_unread", func(b *testing.B) {
+		sc := e.sc("frontend")
+		d := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
+			items, err := e.svc.Inbox(ctx, sc, threads.InboxInput{Limit: 20, UnreadOnly: true})
+			d = append(d, time.Since(t0))
+			if err != nil || len(items) != 20 {
+				b.Fatalf("%d %v", len(items), err)
+			}
+		}
+		b.StopTimer()
+		reportPercentiles(b, d)
+	})
+	// search: a text no thread contains, a text in one message, a text in every message.
+	for _, c := range []struct{ name, q string }{
+		{"search_miss", "no such phrase anywhere"}, {"search_rare", "Message 4242 of"}, {"search_common", "benchmark"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			sc := e.sc("frontend")
+			d := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				_, err := e.svc.Search(ctx, sc, c.q)
+				d = append(d, time.Since(t0))
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			reportPercentiles(b, d)
+		})
+	}
+	b.Run("send", func(b *testing.B) {
+		sc := e.sc("architect")
+		d := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
+			_, err := e.svc.Send(ctx, sc, threads.SendInput{To: []string{"backend"}, Subject: "bench", Body: "A new message for the benchmark."})
+			d = append(d, time.Since(t0))
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		reportPercentiles(b, d)
+	})
+}
+
+// BenchmarkRecall: 10k trusted entries in the project while the table holds 1M rows of
+// other projects (100k of them trusted) and of other statuses. Texts are drawn from 5 000
+// real English words (ranks 100-5100 of the builtin embedder's vocabulary), a title of 5
+// words and a body of 30, so queries match some entries and not all.
+func BenchmarkRecall(b *testing.B) {
+	e := setup(b)
+	ctx := context.Background()
+	arch, peter := e.sc("architect"), e.sc("peter")
+	raw, err := os.ReadFile("../embed/builtin/glove50k.bin")
+	if err != nil {
+		b.Fatal(err)
+	}
+	table, err := wordvec.Decode(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vocab := table.Words[100:5100]
+	start := time.Now()
+	text := func(n int, seed string) string {
+		return `(SELECT string_agg(w[1 + (abs(hashtext(g::text || '` + seed + `' || k::text)) % 5000)], ' ') FROM generate_series(1, ` + strconv.Itoa(n) + `) k)`
+	}
+	err = e.d.Operator(ctx, func(tx *pg.Tx) error {
+		stmts := []struct {
+			q    string
+			args []any
+		}{
+			{"SET LOCAL statement_timeout = 0", nil},
+			{"SET LOCAL session_replication_role = replica", nil},
+			{"DROP INDEX knowledge_trusted_fts_idx, knowledge_live_trgm_idx", nil},
+			// The project's 10k trusted entries.
+			{`INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
+			 SELECT $1::uuid, gen_random_uuid(), (ARRAY['fact','procedure','pitfall','decision'])[1 + g % 4],
+			   ` + text(5, "t") + `, ` + text(30, "b") + `, 'trusted', 0.5 + (g % 50) / 100.0, 'learn'
+			 FROM generate_series(1, 10000) g, (SELECT $2::text[] AS w) ws`, []any{arch.ProjectID, vocab}},
+			// 100k trusted entries of another project, same vocabulary.
+			{`INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
+			 SELECT $1::uuid, gen_random_uuid(), 'fact', ` + text(5, "T") + `, ` + text(30, "B") + `, 'trusted', 1, 'learn'
+			 FROM generate_series(1, 100000) g, (SELECT $2::text[] AS w) ws`, []any{peter.ProjectID, vocab}},
+			// 890k rows of other statuses, half of them in this project.
+			{`INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
+			 SELECT CASE WHEN g % 2 = 0 THEN $1::uuid ELSE $2::uuid END, gen_random_uuid(), 'fact',
+			   w[1 + g % 5000] || ' ' || w[1 + (g * 7) % 5000] || ' ' || g, w[1 + (g * 13) % 5000] || ' ' || w[1 + (g * 31) % 5000] || ' ' || g,
+			   (ARRAY['candidate','rejected','demoted','expired'])[1 + g % 4], 0.5, 'learn'
+			 FROM generate_series(1, 890000) g, (SELECT $3::text[] AS w) ws`, []any{arch.ProjectID, peter.ProjectID, vocab}},
+			{"SET LOCAL maintenance_work_mem = '256MB'", nil},
+			{`CREATE INDEX knowledge_trusted_fts_idx ON knowledge USING gin (project_id, tsv) WHERE status = 'trusted'`, nil},
+			{`CREATE INDEX knowledge_live_trgm_idx ON knowledge USING gin (project_id, title gin_trgm_ops) WHERE status IN ('candidate', 'trusted')`, nil},
+		}
+		for _, st := range stmts {
+			if _, err := tx.Exec(ctx, st.q, st.args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.d.Ops.Exec(ctx, "VACUUM ANALYZE knowledge"); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("seeded 1M knowledge rows in %s", time.Since(start).Round(time.Second))
+	// Queries of 2-5 words: a few words from the vocabulary, as an agent would ask.
+	queries := []string{
+		vocab[10] + " " + vocab[200], vocab[1500] + " " + vocab[37] + " " + vocab[999],
+		"how do we " + vocab[2500] + " the " + vocab[3100], vocab[4000] + " " + vocab[4001],
+		vocab[5] + " " + vocab[6] + " " + vocab[7] + " " + vocab[8], "deploy rollback",
+	}
+	if testing.Verbose() {
+		explainRecall(b, e, queries[2])
+	}
+	b.Run("recall", func(b *testing.B) {
+		d := make([]time.Duration, 0, b.N)
+		got := 0
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
+			r, err := e.know.Recall(ctx, arch, knowledge.RecallInput{Query: queries[i%len(queries)], Limit: 5})
+			d = append(d, time.Since(t0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			got += len(r.Entries)
+		}
+		b.StopTimer()
+		reportPercentiles(b, d)
+		b.ReportMetric(float64(got)/float64(b.N), "entries/op")
+	})
+}
+
+// explainRecall logs the plan and timing of rr_recall's body for one query (go test -v),
+// explained as it runs: on the owner's connection with the tenant set.
+func explainRecall(b *testing.B, e *env, q string) {
+	ctx := context.Background()
+	arch := e.sc("architect")
+	_ = e.d.Operator(ctx, func(tx *pg.Tx) error {
+		var src string
+		if err := tx.QueryRow(ctx, "SELECT prosrc FROM pg_proc WHERE proname = 'rr_recall'").Scan(&src); err != nil {
+			b.Log(err)
+			return err
+		}
+		for i, name := range []string{"q", "title_q", "want_kind", "floor", "lim", "at"} {
+			src = regexp.MustCompile(`\b`+name+`\b`).ReplaceAllString(src, fmt.Sprintf("$$%d", i+1))
+		}
+		for i, typ := range []string{"text", "text", "text", "real", "integer", "timestamptz"} {
+			src = strings.ReplaceAll(src, fmt.Sprintf("$%d", i+1), fmt.Sprintf("$%d::%s", i+1, typ))
+		}
+		if _, err := tx.Exec(ctx, "SELECT set_config('app.project_id', $1, true), set_config('pg_trgm.word_similarity_threshold', '0.5', true)", arch.ProjectID.String()); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+src, q, q, nil, float32(0.3), int32(5), time.Now())
+		if err != nil {
+			b.Log(err)
+			return err
+		}
+		defer rows.Close()
+		var lines []string
+		for rows.Next() {
+			var l string
+			_ = rows.Scan(&l)
+			lines = append(lines, l)
+		}
+		b.Log("\n" + strings.Join(lines, "\n"))
+		return nil
+	})
+}

@@ -1,0 +1,313 @@
+package threads
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/knowledge"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// Event types with a meaning of their own; any other type is recorded as activity.
+const (
+	EventComposing = "composing"
+	EventLimited   = "limited"
+	EventError     = "error"
+)
+
+// MaxDetailBytes bounds an event's detail object.
+const MaxDetailBytes = 8 << 10
+
+// Usage is an event's usage report.
+type Usage struct {
+	InputTokens  *int64   `json:"input_tokens,omitempty"`
+	OutputTokens *int64   `json:"output_tokens,omitempty"`
+	CacheTokens  *int64   `json:"cache_tokens,omitempty"`
+	CostUSD      *float64 `json:"cost_usd,omitempty"`
+	Model        string   `json:"model"`
+}
+
+// EventInput is event's arguments.
+type EventInput struct {
+	Type   string          `json:"type"`
+	Detail json.RawMessage `json:"detail"`
+	Usage  *Usage          `json:"usage"`
+}
+
+// EventResult is event's answer.
+type EventResult struct {
+	EventID string `json:"eventId"`
+	Type    string `json:"type"`
+	// limited: the park state after the event.
+	Parked       *bool `json:"parked,omitempty"`
+	ParkedUntil  *Time `json:"parkedUntil,omitempty"`
+	Clamped      bool  `json:"clamped,omitempty"`
+	ComposingFor *int  `json:"composingSeconds,omitempty"`
+	// error with detail.contradicts: what happened to the entry.
+	Contradiction *knowledge.Contradiction `json:"contradiction,omitempty"`
+}
+
+func invalid(format string, args ...any) error {
+	return apperr.New(apperr.Invalid, format, args...).WithReason("invalid_argument")
+}
+
+// Event records a work event: activity (every type but composing), usage per project,
+// part, model and day, the composing indicator, parking on a provider rate limit, and
+// contradictions of knowledge.
+func (s *Service) Event(ctx context.Context, sc tenancy.Scope, in EventInput) (EventResult, error) {
+	detail := map[string]json.RawMessage{}
+	if len(in.Detail) > 0 && string(in.Detail) != "null" {
+		if len(in.Detail) > MaxDetailBytes {
+			return EventResult{}, invalid("detail is larger than %d bytes", MaxDetailBytes)
+		}
+		if err := json.Unmarshal(in.Detail, &detail); err != nil {
+			return EventResult{}, invalid("detail must be an object")
+		}
+	}
+	if u := in.Usage; u != nil {
+		if strings.TrimSpace(u.Model) == "" {
+			return EventResult{}, apperr.New(apperr.Invalid, "usage needs model (the model id) so usage can be grouped by model").WithReason("usage_model_required")
+		}
+		for name, v := range map[string]*int64{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "cache_tokens": u.CacheTokens} {
+			if v != nil && *v < 0 {
+				return EventResult{}, invalid("usage.%s must not be negative", name)
+			}
+		}
+		if u.CostUSD != nil && *u.CostUSD < 0 {
+			return EventResult{}, invalid("usage.cost_usd must not be negative")
+		}
+	}
+	str := func(k string) (string, bool, error) {
+		raw, ok := detail[k]
+		if !ok || string(raw) == "null" {
+			return "", false, nil
+		}
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return "", true, invalid("detail.%s must be a string", k)
+		}
+		return v, true, nil
+	}
+	if p, ok, err := str("part"); err != nil {
+		return EventResult{}, err
+	} else if ok && p != sc.Part {
+		return EventResult{}, apperr.New(apperr.Forbidden, "you can only report events for your own part %q", sc.Part).WithReason("own_part_only")
+	}
+
+	now := s.now()
+	res := EventResult{EventID: newID().String(), Type: in.Type}
+	store := true
+	var composingThread uuid.UUID
+	var parkUntil *time.Time
+	var contradicts string
+	switch in.Type {
+	case EventComposing:
+		store = false
+		v, ok, err := str("threadId")
+		if err != nil {
+			return EventResult{}, err
+		}
+		if !ok {
+			return EventResult{}, apperr.New(apperr.Invalid, "composing needs detail.threadId, the thread you are writing in").WithReason("thread_required")
+		}
+		if composingThread, err = parseID("detail.threadId", v); err != nil {
+			return EventResult{}, err
+		}
+	case EventLimited:
+		v, ok, err := str("resetAt")
+		if err != nil {
+			return EventResult{}, apperr.New(apperr.Invalid, "detail.resetAt must be an ISO 8601 timestamp string").WithReason("invalid_reset_at")
+		}
+		if ok {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return EventResult{}, apperr.New(apperr.Invalid, "detail.resetAt %q is not an ISO 8601 timestamp (e.g. 2026-06-11T08:00:00Z)", v).WithReason("invalid_reset_at")
+			}
+			if t.After(now) {
+				if t.Sub(now) > MaxParkWindow {
+					t, res.Clamped = now.Add(MaxParkWindow), true
+				}
+				t = t.UTC()
+				parkUntil = &t
+			}
+		}
+	case EventError:
+		v, _, err := str("contradicts")
+		if err != nil {
+			return EventResult{}, err
+		}
+		contradicts = v
+		if contradicts != "" && !sc.CanWrite() {
+			return EventResult{}, apperr.New(apperr.Forbidden, "reporting a contradiction needs write access to the project; your part has %s access", sc.Access).WithReason("write_access_required")
+		}
+	}
+
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		switch in.Type {
+		case EventComposing:
+			if _, err := s.Q.GetThread(ctx, tx, db.GetThreadParams{ProjectID: sc.ProjectID, ID: composingThread}); pg.IsNoRows(err) {
+				return threadNotFound(composingThread.String())
+			} else if err != nil {
+				return err
+			}
+			if err := s.Q.UpsertComposing(ctx, tx, db.UpsertComposingParams{ProjectID: sc.ProjectID, ThreadID: composingThread, MemberID: sc.MemberID, ExpiresAt: now.Add(ComposingFor)}); err != nil {
+				return err
+			}
+			secs := int(ComposingFor / time.Second)
+			res.ComposingFor = &secs
+		case EventLimited:
+			got, err := s.Q.SetParkedUntil(ctx, tx, db.SetParkedUntilParams{ParkedUntil: parkUntil, Now: now, ProjectID: sc.ProjectID, ID: sc.MemberID})
+			if err != nil {
+				return err
+			}
+			parked := got != nil
+			res.Parked = &parked
+			if got != nil {
+				t := Time(*got)
+				res.ParkedUntil = &t
+			}
+		case EventError:
+			if contradicts != "" {
+				if s.Knowledge == nil {
+					return apperr.New(apperr.Unavailable, "the knowledge base is not configured")
+				}
+				c, err := s.Knowledge.Contradict(ctx, tx, sc, contradicts)
+				if err != nil {
+					return err
+				}
+				res.Contradiction = &c
+			}
+		}
+		if in.Usage != nil {
+			if err := s.Q.AddUsage(ctx, tx, usageParams(sc, in.Usage, now)); err != nil {
+				return err
+			}
+		}
+		if !store {
+			return nil
+		}
+		d := in.Detail
+		if len(d) == 0 || string(d) == "null" {
+			d = json.RawMessage(`{}`)
+		}
+		var usage []byte
+		if in.Usage != nil {
+			usage, _ = json.Marshal(in.Usage)
+		}
+		member := sc.MemberID
+		return s.Q.InsertActivity(ctx, tx, db.InsertActivityParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(res.EventID), MemberID: &member,
+			Type: in.Type, Detail: d, Usage: usage, Now: now})
+	})
+	if err != nil {
+		return EventResult{}, pg.Classify("event", err)
+	}
+	return res, nil
+}
+
+func usageParams(sc tenancy.Scope, u *Usage, now time.Time) db.AddUsageParams {
+	v := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	var cost pgtype.Numeric
+	c := 0.0
+	if u.CostUSD != nil {
+		c = *u.CostUSD
+	}
+	_ = cost.Scan(strconv.FormatFloat(c, 'f', 6, 64))
+	y, m, d := now.UTC().Date()
+	return db.AddUsageParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Model: u.Model,
+		Day:         pgtype.Date{Time: time.Date(y, m, d, 0, 0, 0, 0, time.UTC), Valid: true},
+		InputTokens: v(u.InputTokens), OutputTokens: v(u.OutputTokens), CacheTokens: v(u.CacheTokens), CostUsd: cost}
+}
+
+// CloseIdle closes every open thread, across projects, without a message for idle (the
+// periodic auto-close; DefaultIdle is the product's 30 minutes). It returns how many it
+// closed. Threads locked by a concurrent reply or close are skipped until the next run.
+func (s *Service) CloseIdle(ctx context.Context, idle time.Duration) (int, error) {
+	total := 0
+	for {
+		n := 0
+		err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+			now := s.now()
+			rows, err := s.Q.IdleThreads(ctx, tx, db.IdleThreadsParams{Cutoff: now.Add(-idle), Lim: idleCloseBatch})
+			if err != nil {
+				return err
+			}
+			by := "idle"
+			for _, r := range rows {
+				if err := s.Q.EndThread(ctx, tx, db.EndThreadParams{Status: StatusClosed, Now: &now, ClosedBy: &by, ProjectID: r.ProjectID, ID: r.ID}); err != nil {
+					return err
+				}
+				if err := s.endThread(ctx, tx, r.ProjectID, r.ID, now); err != nil {
+					return err
+				}
+			}
+			n = len(rows)
+			return nil
+		})
+		if err != nil {
+			return total, pg.Classify("close idle threads", err)
+		}
+		total += n
+		if n < idleCloseBatch {
+			return total, nil
+		}
+	}
+}
+
+// CancelResult is what a person's cancel did.
+type CancelResult struct {
+	ProjectID string `json:"projectId"`
+	ThreadID  string `json:"threadId"`
+	Status    string `json:"status"`
+}
+
+// Cancel ends a thread on a person's behalf (`relayroom admin thread cancel`): an open
+// thread becomes canceled, leaves every inbox and its wakes are canceled; close then
+// reports canceled to the agents. Canceling a canceled thread changes nothing; a thread
+// that already closed stays closed.
+func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID) (CancelResult, error) {
+	host, slug, ok := strings.Cut(project, "/")
+	if !ok {
+		return CancelResult{}, apperr.New(apperr.Invalid, "a project is named \"host/slug\", got %q", project)
+	}
+	var res CancelResult
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		t, err := s.Q.ThreadByProjectSlug(ctx, tx, db.ThreadByProjectSlugParams{HostSlug: host, ProjectSlug: slug, ThreadID: threadID})
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "no thread %s in project %s", threadID, project)
+		}
+		if err != nil {
+			return err
+		}
+		res = CancelResult{ProjectID: t.ProjectID.String(), ThreadID: t.ID.String(), Status: t.Status}
+		if t.Status != StatusOpen {
+			if t.Status == StatusClosed {
+				return apperr.New(apperr.Conflict, "thread %s is already closed", threadID)
+			}
+			return nil
+		}
+		now, by := s.now(), "person"
+		if err := s.Q.EndThread(ctx, tx, db.EndThreadParams{Status: StatusCanceled, Now: &now, ClosedBy: &by, ProjectID: t.ProjectID, ID: t.ID}); err != nil {
+			return err
+		}
+		res.Status = StatusCanceled
+		return s.endThread(ctx, tx, t.ProjectID, t.ID, now)
+	})
+	if err != nil {
+		return CancelResult{}, pg.Classify("cancel thread", err)
+	}
+	return res, nil
+}

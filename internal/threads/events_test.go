@@ -1,0 +1,159 @@
+package threads_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/knowledge"
+	"github.com/relayroom/relayroom/internal/threads"
+)
+
+func i64(v int64) *int64 { return &v }
+
+func TestEventUsageIsAggregatedPerPartModelAndDay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	sc := e.sc("backend")
+	for i := 0; i < 2; i++ {
+		r, err := e.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Detail: json.RawMessage(`{"note":"step"}`),
+			Usage: &threads.Usage{InputTokens: i64(1000), OutputTokens: i64(10), CacheTokens: i64(5), CostUSD: ptr(0.0042), Model: "claude-x"}})
+		if err != nil || r.EventID == "" {
+			t.Fatalf("%+v %v", r, err)
+		}
+	}
+	must[threads.EventResult](t)(e.svc.Event(ctx, sc, threads.EventInput{Type: "done", Usage: &threads.Usage{InputTokens: i64(1), Model: "other-model"}}))
+	n := e.count(t, "SELECT count(*) FROM usage_daily WHERE member_id = $1 AND model = 'claude-x' AND day = (now() AT TIME ZONE 'UTC')::date AND input_tokens = 2000 AND output_tokens = 20 AND cache_tokens = 10 AND events = 2 AND cost_usd = 0.0084", sc.MemberID)
+	if n != 1 {
+		t.Fatal("usage not aggregated per part, model and day")
+	}
+	if n := e.count(t, "SELECT count(*) FROM usage_daily"); n != 2 {
+		t.Fatalf("%d usage rows, want one per model", n)
+	}
+	if n := e.count(t, "SELECT count(*) FROM activity_event"); n != 3 {
+		t.Fatalf("%d activity events", n)
+	}
+	_, err := e.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Usage: &threads.Usage{InputTokens: i64(1)}})
+	wantErr(t, err, apperr.Invalid, "usage_model_required")
+	_, err = e.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Usage: &threads.Usage{InputTokens: i64(-1), Model: "m"}})
+	wantErr(t, err, apperr.Invalid, "")
+	_, err = e.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Usage: &threads.Usage{CostUSD: ptr(-0.1), Model: "m"}})
+	wantErr(t, err, apperr.Invalid, "")
+	_, err = e.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Detail: json.RawMessage(`{"part":"architect"}`)})
+	wantErr(t, err, apperr.Forbidden, "own_part_only")
+}
+
+func TestEventComposingIsTransientAndNeverWakes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	th := e.open(t)
+	wakes := len(e.waker.queued)
+	r := must[threads.EventResult](t)(e.svc.Event(ctx, e.sc("backend"), threads.EventInput{Type: "composing", Detail: json.RawMessage(`{"threadId":"` + th + `"}`)}))
+	if r.ComposingFor == nil || *r.ComposingFor != 10 {
+		t.Fatalf("%+v", r)
+	}
+	if len(e.waker.queued) != wakes {
+		t.Fatal("composing queued a wake")
+	}
+	if n := e.count(t, "SELECT count(*) FROM activity_event"); n != 0 {
+		t.Fatal("composing was stored as activity")
+	}
+	if s := must[threads.ShowResult](t)(e.svc.Show(ctx, e.sc("architect"), th)); len(s.Composing) != 1 || s.Composing[0] != "backend" {
+		t.Fatalf("composing not shown: %+v", s.Composing)
+	}
+	// Transient: past its ~10 s it is gone.
+	e.exec(t, "UPDATE composing SET expires_at = now() - interval '1 second'")
+	if s := must[threads.ShowResult](t)(e.svc.Show(ctx, e.sc("architect"), th)); len(s.Composing) != 0 {
+		t.Fatalf("composing outlived its window: %+v", s.Composing)
+	}
+	_, err := e.svc.Event(ctx, e.sc("backend"), threads.EventInput{Type: "composing"})
+	wantErr(t, err, apperr.Invalid, "thread_required")
+	_, err = e.svc.Event(ctx, e.sc("backend"), threads.EventInput{Type: "composing", Detail: json.RawMessage(`{"threadId":"` + uuid.NewString() + `"}`)})
+	wantErr(t, err, apperr.NotFound, "thread_not_found")
+}
+
+func TestEventLimitedParksOnlyYourOwnPart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	sc := e.sc("backend")
+	parked := func() bool {
+		return e.count(t, "SELECT count(*) FROM membership WHERE part = 'backend' AND parked_until IS NOT NULL") == 1
+	}
+	reset := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
+	r := must[threads.EventResult](t)(e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"resetAt":"` + reset.Format(time.RFC3339) + `"}`)}))
+	if r.Parked == nil || !*r.Parked || r.ParkedUntil == nil || !time.Time(*r.ParkedUntil).Equal(reset) || r.Clamped {
+		t.Fatalf("park: %+v", r)
+	}
+	if !parked() {
+		t.Fatal("membership not parked")
+	}
+	if n := e.count(t, "SELECT count(*) FROM membership WHERE parked_until IS NOT NULL"); n != 1 {
+		t.Fatalf("%d parts parked, want only the caller's", n)
+	}
+	roster := must[[]threads.RosterEntry](t)(e.svc.Roster(ctx, e.sc("architect")))
+	for _, p := range roster {
+		if (p.Part == "backend") != (p.LimitedUntil != nil) {
+			t.Fatalf("roster limitedUntil: %+v", p)
+		}
+	}
+	// Clamped to 24 h.
+	r = must[threads.EventResult](t)(e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"resetAt":"` + time.Now().Add(72*time.Hour).UTC().Format(time.RFC3339) + `"}`)}))
+	if !r.Clamped || time.Until(time.Time(*r.ParkedUntil)) > 24*time.Hour+time.Second {
+		t.Fatalf("not clamped: %+v", r)
+	}
+	// Invalid strings are rejected and change nothing.
+	for _, bad := range []string{`{"resetAt":"tomorrow"}`, `{"resetAt":12}`, `{"resetAt":"2026-13-01T00:00:00Z"}`} {
+		_, err := e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(bad)})
+		wantErr(t, err, apperr.Invalid, "invalid_reset_at")
+	}
+	if !parked() {
+		t.Fatal("an invalid resetAt unparked")
+	}
+	// Past unparks; missing unparks.
+	r = must[threads.EventResult](t)(e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"resetAt":"2020-01-01T00:00:00Z"}`)}))
+	if *r.Parked || parked() {
+		t.Fatalf("past resetAt did not unpark: %+v", r)
+	}
+	must[threads.EventResult](t)(e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"resetAt":"` + reset.Format(time.RFC3339) + `"}`)}))
+	r = must[threads.EventResult](t)(e.svc.Event(ctx, sc, threads.EventInput{Type: "limited"}))
+	if *r.Parked || parked() {
+		t.Fatalf("missing resetAt did not unpark: %+v", r)
+	}
+	// Only one's own part.
+	_, err := e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"part":"architect","resetAt":"` + reset.Format(time.RFC3339) + `"}`)})
+	wantErr(t, err, apperr.Forbidden, "own_part_only")
+	if parked() {
+		t.Fatal("parked after a refused event")
+	}
+}
+
+func TestEventErrorContradictsDemotes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	l := must[knowledge.LearnResult](t)(e.know.Learn(ctx, e.sc("architect"), knowledge.LearnInput{Title: "Port 8080 is free", Body: "The staging box keeps port 8080 free.", Kind: "fact"}))
+	if _, err := e.know.Approve(ctx, e.sc("architect").ProjectID, uuid.MustParse(l.KnowledgeID), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(t, `UPDATE project SET knowledge_config = '{"contradictionPenalty":0.7}'`)
+	r := must[threads.EventResult](t)(e.svc.Event(ctx, e.sc("backend"), threads.EventInput{Type: "error", Detail: json.RawMessage(`{"contradicts":"` + l.KnowledgeID + `","message":"port 8080 was taken"}`)}))
+	if r.Contradiction == nil || r.Contradiction.Status != "demoted" {
+		t.Fatalf("%+v", r)
+	}
+	if rec := must[knowledge.RecallResult](t)(e.know.Recall(ctx, e.sc("backend"), knowledge.RecallInput{Query: "port 8080"})); len(rec.Entries) != 0 {
+		t.Fatalf("demoted entry recalled: %+v", rec)
+	}
+	_, err := e.svc.Event(ctx, e.sc("peter"), threads.EventInput{Type: "error", Detail: json.RawMessage(`{"contradicts":"` + l.KnowledgeID + `"}`)})
+	wantErr(t, err, apperr.NotFound, "knowledge_not_found")
+	_, err = e.svc.Event(ctx, e.sc("reader"), threads.EventInput{Type: "error", Detail: json.RawMessage(`{"contradicts":"` + l.KnowledgeID + `"}`)})
+	wantErr(t, err, apperr.Forbidden, "write_access_required")
+	// An error without contradicts is plain activity.
+	must[threads.EventResult](t)(e.svc.Event(ctx, e.sc("reader"), threads.EventInput{Type: "error", Detail: json.RawMessage(`{"message":"build failed"}`)}))
+}

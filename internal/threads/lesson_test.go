@@ -1,0 +1,315 @@
+package threads_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/knowledge"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/threads"
+)
+
+func lesson(title, body string) *knowledge.LessonInput {
+	return &knowledge.LessonInput{Title: title, Body: body, Kind: "pitfall"}
+}
+
+// open starts a thread from architect to the given parts.
+func (e *env) open(t *testing.T, to ...string) string {
+	t.Helper()
+	if len(to) == 0 {
+		to = []string{"backend"}
+	}
+	s, err := e.svc.Send(context.Background(), e.sc("architect"), threads.SendInput{To: to, Subject: "s", Body: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.ThreadID
+}
+
+func (e *env) closeWith(t *testing.T, part, thread string, l *knowledge.LessonInput) threads.CloseResult {
+	t.Helper()
+	r, err := e.svc.Close(context.Background(), e.sc(part), threads.CloseInput{ThreadID: thread, Lesson: l})
+	if err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if r.Status == "open" {
+		t.Fatalf("the close did not happen: %+v", r)
+	}
+	return r
+}
+
+func wantOutcome(t *testing.T, r threads.CloseResult, code string) {
+	t.Helper()
+	if r.Lesson == nil || r.Lesson.Recorded || r.Lesson.Code != code || r.Lesson.Reason == "" {
+		t.Fatalf("want lesson outcome %s, got %+v", code, r.Lesson)
+	}
+}
+
+func TestLessonOnCloseOutcomes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	pid := e.sc("architect").ProjectID
+	good := lesson("Check the rollback path first", "Before merging a migration, run the down migration on a copy of production data.")
+
+	t.Run("recorded", func(t *testing.T) {
+		r := e.closeWith(t, "architect", e.open(t), good)
+		if r.Status != "closed" || r.Lesson == nil || !r.Lesson.Recorded || r.Lesson.KnowledgeID == "" {
+			t.Fatalf("%+v", r.Lesson)
+		}
+		list, _ := e.know.List(ctx, pid, "candidate", 100)
+		found := false
+		for _, k := range list {
+			if k.ID.String() == r.Lesson.KnowledgeID && k.Source == "lesson" && k.SourceThreadID != nil && k.Status == "candidate" {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatal("the lesson is not stored as a candidate citing the thread")
+		}
+	})
+	t.Run("title emptied by redaction", func(t *testing.T) {
+		key, _, _ := auth.Generate(auth.AgentKeyPrefix)
+		r := e.closeWith(t, "architect", e.open(t), lesson(key, "Rotate keys that were pasted into a chat, the same day, always."))
+		if !r.Lesson.Recorded || r.Lesson.Title != "(redacted)" {
+			t.Fatalf("%+v", r.Lesson)
+		}
+	})
+	t.Run("already_decided", func(t *testing.T) {
+		th := e.open(t)
+		e.closeWith(t, "architect", th, lesson("First lesson of the thread", "Something durable and specific to learn here."))
+		wantOutcome(t, e.closeWith(t, "architect", th, lesson("Second lesson", "Another durable thing entirely different.")), "already_decided")
+	})
+	t.Run("thread_canceled", func(t *testing.T) {
+		th := e.open(t)
+		if _, err := e.svc.Cancel(ctx, "acme/one", uuid.MustParse(th)); err != nil {
+			t.Fatal(err)
+		}
+		r := e.closeWith(t, "architect", th, good)
+		if r.Status != "canceled" {
+			t.Fatalf("status %s", r.Status)
+		}
+		wantOutcome(t, r, "thread_canceled")
+	})
+	t.Run("unauthorized", func(t *testing.T) {
+		wantOutcome(t, e.closeWith(t, "reader", e.open(t, "reader"), good), "unauthorized")
+	})
+	t.Run("empty_after_redaction", func(t *testing.T) {
+		key, _, _ := auth.Generate(auth.AgentKeyPrefix)
+		wantOutcome(t, e.closeWith(t, "architect", e.open(t), lesson("A key", key)), "empty_after_redaction")
+	})
+}
+
+// Outcomes that change project settings run on their own database.
+func TestLessonOutcomesFromProjectSettings(t *testing.T) {
+	t.Parallel()
+	good := lesson("Check the rollback path first", "Before merging a migration, run the down migration on a copy of production data.")
+
+	t.Run("distill_disabled", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		// Exactly the SQL the spec documents.
+		e.exec(t, `update project
+   set knowledge_config = knowledge_config || '{"distillOnClose":false}'::jsonb
+ where id = '`+e.sc("architect").ProjectID.String()+`'`)
+		wantOutcome(t, e.closeWith(t, "architect", e.open(t), good), "distill_disabled")
+		// Read on every decision: turning it back on works without a restart.
+		e.exec(t, `update project set knowledge_config = knowledge_config || '{"distillOnClose":true}'::jsonb`)
+		if r := e.closeWith(t, "architect", e.open(t), good); !r.Lesson.Recorded {
+			t.Fatalf("%+v", r.Lesson)
+		}
+	})
+	t.Run("redaction_unresolvable", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		e.exec(t, `update project set settings = settings || '{"redactionRules":[{"name":"broken","pattern":"([a-z"}]}'::jsonb`)
+		wantOutcome(t, e.closeWith(t, "architect", e.open(t), good), "redaction_unresolvable")
+	})
+	t.Run("rate_limited", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		sc := e.sc("architect")
+		// 60 lessons of this agent within the hour; the 61st is refused.
+		e.exec(t, `INSERT INTO knowledge (project_id, id, kind, title, body, status, source, author_agent_id, created_at)
+			SELECT $1, gen_random_uuid(), 'fact', 'lesson ' || g, 'distinct body number ' || g || ' ' || md5(g::text), 'candidate', 'lesson', $2, now() - interval '50 minutes'
+			FROM generate_series(1, 59) g`, sc.ProjectID, sc.AgentID)
+		if r := e.closeWith(t, "architect", e.open(t), good); !r.Lesson.Recorded {
+			t.Fatalf("the 60th lesson was refused: %+v", r.Lesson)
+		}
+		wantOutcome(t, e.closeWith(t, "architect", e.open(t), lesson("Sixty-first", "One lesson too many within the hour.")), "rate_limited")
+		// Another agent is not limited by it.
+		th := e.open(t, "backend")
+		if r := e.closeWith(t, "backend", th, lesson("Backend's own lesson", "Backend has its own hourly allowance.")); !r.Lesson.Recorded {
+			t.Fatalf("%+v", r.Lesson)
+		}
+	})
+	t.Run("storage_failed", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		// A rule whose replacement makes the title break its length limit: a constraint
+		// error, not infrastructure. The close still happens.
+		e.exec(t, `update project set settings = settings || jsonb_build_object('redactionRules',
+			jsonb_build_array(jsonb_build_object('name', 'codename', 'pattern', 'Falcon', 'replacement', repeat('x', 250))))`)
+		th := e.open(t)
+		r := e.closeWith(t, "architect", th, lesson("Project Falcon", "Falcon deploys need two approvals, always."))
+		wantOutcome(t, r, "storage_failed")
+		if n := e.count(t, "SELECT count(*) FROM knowledge"); n != 0 {
+			t.Fatalf("%d rows stored", n)
+		}
+		if n := e.count(t, "SELECT count(*) FROM thread WHERE status = 'closed' AND lesson_outcome = 'storage_failed'"); n != 1 {
+			t.Fatal("the close or its outcome was not committed")
+		}
+	})
+}
+
+// holdProjectLock takes a row lock on the project from another connection: the lesson's
+// insert (whose foreign key needs a share lock on that row) then waits on it.
+func holdProjectLock(t *testing.T, e *env, projectID uuid.UUID) (pgx.Tx, func()) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM project WHERE id = $1 FOR UPDATE", projectID); err != nil {
+		t.Fatal(err)
+	}
+	return tx, func() { _ = tx.Rollback(ctx); _ = conn.Close(ctx) }
+}
+
+func assertCloseFailedWhole(t *testing.T, e *env, thread string, err error) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("an infrastructure failure during the lesson did not fail the close")
+	}
+	if apperr.CodeOf(err) != apperr.Unavailable {
+		t.Fatalf("want unavailable, got %v", err)
+	}
+	if n := e.count(t, "SELECT count(*) FROM thread WHERE id = $1 AND status = 'open' AND lesson_outcome IS NULL", uuid.MustParse(thread)); n != 1 {
+		t.Fatal("the close was committed despite the failure")
+	}
+	if n := e.count(t, "SELECT count(*) FROM delivery WHERE thread_id = $1 AND open AND read_at IS NULL", uuid.MustParse(thread)); n != 1 {
+		t.Fatal("the inbox changed despite the failure")
+	}
+	if n := e.count(t, "SELECT count(*) FROM knowledge"); n != 0 {
+		t.Fatal("a lesson was stored despite the failure")
+	}
+}
+
+func TestInfrastructureFailureFailsTheClose(t *testing.T) {
+	t.Parallel()
+	good := lesson("Check the rollback path first", "Before merging a migration, run the down migration on a copy of production data.")
+
+	t.Run("statement timeout", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		th := e.open(t)
+		_, release := holdProjectLock(t, e, e.sc("architect").ProjectID)
+		defer release()
+		short, err := pg.Open(context.Background(), e.url, pg.Options{MaxConns: 2, OpsMaxConns: 1, StatementTimeout: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer short.Close()
+		svc := *e.svc
+		svc.DB = short
+		k := *e.know
+		k.DB = short
+		svc.Knowledge = &k
+		_, err = svc.Close(context.Background(), e.sc("architect"), threads.CloseInput{ThreadID: th, Lesson: good})
+		release()
+		assertCloseFailedWhole(t, e, th, err)
+	})
+	t.Run("connection lost", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		th := e.open(t)
+		_, release := holdProjectLock(t, e, e.sc("architect").ProjectID)
+		defer release()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := e.svc.Close(context.Background(), e.sc("architect"), threads.CloseInput{ThreadID: th, Lesson: good})
+			errc <- err
+		}()
+		// Wait until the close is blocked inside the lesson's write, then kill its backend.
+		killer, err := pgx.Connect(context.Background(), e.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer killer.Close(context.Background())
+		deadline := time.Now().Add(4 * time.Second)
+		killed := false
+		for time.Now().Before(deadline) && !killed {
+			var n int
+			if err := killer.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO knowledge%'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			killed = n > 0
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !killed {
+			t.Fatal("the close never reached the lesson's write")
+		}
+		err = <-errc
+		release()
+		assertCloseFailedWhole(t, e, th, err)
+	})
+	t.Run("deadlock", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		th := e.open(t)
+		other, release := holdProjectLock(t, e, e.sc("architect").ProjectID)
+		defer release()
+		// The other transaction detects deadlocks late, so the close is the victim.
+		if _, err := other.Exec(context.Background(), "SET LOCAL deadlock_timeout = '10s'"); err != nil {
+			t.Fatal(err)
+		}
+		errc := make(chan error, 1)
+		go func() {
+			_, err := e.svc.Close(context.Background(), e.sc("architect"), threads.CloseInput{ThreadID: th, Lesson: good})
+			errc <- err
+		}()
+		watch, err := pgx.Connect(context.Background(), e.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer watch.Close(context.Background())
+		for i := 0; i < 200; i++ {
+			var n int
+			_ = watch.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+				AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO knowledge%'`).Scan(&n)
+			if n > 0 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		// Now wait for the thread row the close holds: a cycle.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = other.Exec(context.Background(), "SELECT 1 FROM thread WHERE id = $1 FOR UPDATE", uuid.MustParse(th))
+		}()
+		err = <-errc
+		<-done
+		release()
+		assertCloseFailedWhole(t, e, th, err)
+		if !strings.Contains(err.Error(), "deadlock") {
+			t.Fatalf("not a deadlock: %v", err)
+		}
+	})
+}
+
+var _ = db.New

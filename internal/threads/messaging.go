@@ -1,0 +1,602 @@
+package threads
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/knowledge"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/wake"
+)
+
+// Waker queues wakes for the parts a new message is for, and cancels a thread's pending
+// wakes when it ends. Both run inside the transaction that stored the work, so a committed
+// message always has its wake and a rolled-back one never does. internal/wake implements
+// it; a nil Waker means wakes are disabled (messages are still delivered to inboxes).
+type Waker interface {
+	Queue(ctx context.Context, tx *pg.Tx, r wake.Request) error
+	CancelThread(ctx context.Context, tx *pg.Tx, projectID, threadID uuid.UUID) error
+}
+
+// Limits of the toolset (also stated in the tools' schemas).
+const (
+	MaxRecipients  = 50
+	MaxSubject     = 200
+	MaxBody        = 20000
+	MaxInbox       = 50
+	DefaultInbox   = 20
+	MaxThreads     = 50
+	PreviewRunes   = 160
+	Broadcast      = "*"
+	CapUrgent      = "urgent"
+	CapNeedsHuman  = "needsHuman"
+	ComposingFor   = 10 * time.Second
+	MaxParkWindow  = 24 * time.Hour
+	DefaultIdle    = 30 * time.Minute
+	idleCloseBatch = 500
+)
+
+// Thread statuses.
+const (
+	StatusOpen     = "open"
+	StatusClosed   = "closed"
+	StatusCanceled = "canceled"
+)
+
+// Time is a timestamp on the wire: UTC ISO 8601 with milliseconds, as the spec shows
+// ("2026-06-11T08:00:00.000Z").
+type Time time.Time
+
+// MarshalJSON implements json.Marshaler.
+func (t Time) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Time(t).UTC().Format("2006-01-02T15:04:05.000Z") + `"`), nil
+}
+
+func (s *Service) now() time.Time {
+	if s.Now == nil {
+		return time.Now().UTC()
+	}
+	return s.Now().UTC()
+}
+
+func newID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
+
+func parseID(name, v string) (uuid.UUID, error) {
+	id, err := uuid.Parse(v)
+	if err != nil {
+		return uuid.Nil, apperr.New(apperr.Invalid, "%s %q is not an id", name, v).WithReason("invalid_argument")
+	}
+	return id, nil
+}
+
+func threadNotFound(id string) error {
+	return apperr.New(apperr.NotFound, "no thread %s in this project", id).WithReason("thread_not_found")
+}
+
+// SendInput is send's arguments.
+type SendInput struct {
+	To         []string `json:"to"`
+	Subject    string   `json:"subject"`
+	Body       string   `json:"body"`
+	Urgent     bool     `json:"urgent"`
+	NeedsHuman bool     `json:"needsHuman"`
+}
+
+// SendResult is send's answer.
+type SendResult struct {
+	ThreadID  string   `json:"threadId"`
+	MessageID string   `json:"messageId"`
+	To        []string `json:"to"`
+}
+
+// checkFlags refuses urgent without the capability and drops needsHuman without it.
+func checkFlags(sc tenancy.Scope, urgent, needsHuman bool) (bool, error) {
+	if urgent && !sc.HasCapability(CapUrgent) {
+		return false, apperr.New(apperr.Forbidden, "urgent needs the urgent capability, which a manager grants to a part; send without urgent").WithReason("capability_required")
+	}
+	return needsHuman && sc.HasCapability(CapNeedsHuman), nil
+}
+
+// Send starts a thread addressed to parts, or to every other part with ["*"]. All or
+// nothing: an unknown part fails the call and nothing is delivered.
+func (s *Service) Send(ctx context.Context, sc tenancy.Scope, in SendInput) (SendResult, error) {
+	needsHuman, err := checkFlags(sc, in.Urgent, in.NeedsHuman)
+	if err != nil {
+		return SendResult{}, err
+	}
+	if strings.TrimSpace(in.Subject) == "" || strings.TrimSpace(in.Body) == "" {
+		return SendResult{}, apperr.New(apperr.Invalid, "subject and body must not be blank").WithReason("invalid_argument")
+	}
+	broadcast := slices.Contains(in.To, Broadcast)
+	if broadcast && len(in.To) != 1 {
+		return SendResult{}, apperr.New(apperr.Invalid, `"*" (every other part) cannot be combined with part names`).WithReason("invalid_recipient")
+	}
+	var parts []string
+	if !broadcast {
+		seen := map[string]bool{}
+		for _, p := range in.To {
+			if p == sc.Part {
+				return SendResult{}, apperr.New(apperr.Invalid, "you cannot send to your own part %q", p).WithReason("invalid_recipient")
+			}
+			if !seen[p] {
+				seen[p] = true
+				parts = append(parts, p)
+			}
+		}
+	}
+	now := s.now()
+	res := SendResult{ThreadID: newID().String(), MessageID: newID().String()}
+	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		var ids []uuid.UUID
+		if broadcast {
+			rows, err := s.Q.OtherMembers(ctx, tx, db.OtherMembersParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID})
+			if err != nil {
+				return err
+			}
+			if len(rows) == 0 {
+				return apperr.New(apperr.Invalid, "there is no other part in this project to broadcast to").WithReason("invalid_recipient")
+			}
+			for _, r := range rows {
+				ids, res.To = append(ids, r.ID), append(res.To, r.Part)
+			}
+		} else {
+			rows, err := s.Q.MembersByParts(ctx, tx, db.MembersByPartsParams{ProjectID: sc.ProjectID, Parts: parts})
+			if err != nil {
+				return err
+			}
+			byPart := make(map[string]uuid.UUID, len(rows))
+			for _, r := range rows {
+				byPart[r.Part] = r.ID
+			}
+			var unknown []string
+			for _, p := range parts {
+				id, ok := byPart[p]
+				if !ok {
+					unknown = append(unknown, p)
+					continue
+				}
+				ids, res.To = append(ids, id), append(res.To, p)
+			}
+			if len(unknown) > 0 {
+				return apperr.New(apperr.NotFound, "no part named %s in this project (see roster); nothing was sent", quoteList(unknown)).WithReason("unknown_part")
+			}
+		}
+		tid, mid := uuid.MustParse(res.ThreadID), uuid.MustParse(res.MessageID)
+		sender := sc.MemberID
+		if err := s.Q.InsertThread(ctx, tx, db.InsertThreadParams{ProjectID: sc.ProjectID, ID: tid, Subject: in.Subject, CreatedBy: &sender, NeedsHuman: needsHuman, Now: now}); err != nil {
+			return err
+		}
+		return s.storeMessage(ctx, tx, sc, tid, mid, in.Body, in.Urgent, needsHuman, broadcast, ids, now)
+	})
+	if err != nil {
+		return SendResult{}, pg.Classify("send", err)
+	}
+	return res, nil
+}
+
+// storeMessage writes a message, its participants and inbox rows, and queues its wake.
+func (s *Service) storeMessage(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, threadID, messageID uuid.UUID, body string, urgent, needsHuman, broadcast bool, recipients []uuid.UUID, now time.Time) error {
+	sender := sc.MemberID
+	if err := s.Q.InsertMessage(ctx, tx, db.InsertMessageParams{ProjectID: sc.ProjectID, ID: messageID, ThreadID: threadID, SenderID: &sender,
+		FromPart: sc.Part, Body: body, Urgent: urgent, NeedsHuman: needsHuman, Broadcast: broadcast, Now: now}); err != nil {
+		return err
+	}
+	if err := s.Q.AddParticipants(ctx, tx, db.AddParticipantsParams{ProjectID: sc.ProjectID, ThreadID: threadID, Now: now,
+		MemberIds: append([]uuid.UUID{sender}, recipients...)}); err != nil {
+		return err
+	}
+	if len(recipients) == 0 {
+		return nil
+	}
+	if err := s.Q.InsertDeliveries(ctx, tx, db.InsertDeliveriesParams{ProjectID: sc.ProjectID, MessageID: messageID, ThreadID: threadID, MemberIds: recipients}); err != nil {
+		return err
+	}
+	if s.Waker == nil {
+		return nil
+	}
+	return s.Waker.Queue(ctx, tx, wake.Request{ProjectID: sc.ProjectID, MemberIDs: recipients, Source: "message",
+		ThreadID: threadID, ItemID: messageID, Urgent: urgent, Broadcast: broadcast})
+}
+
+// ReplyInput is reply's arguments.
+type ReplyInput struct {
+	ThreadID   string `json:"threadId"`
+	Body       string `json:"body"`
+	Urgent     bool   `json:"urgent"`
+	NeedsHuman bool   `json:"needsHuman"`
+}
+
+// ReplyResult is reply's answer.
+type ReplyResult struct {
+	ThreadID  string `json:"threadId"`
+	MessageID string `json:"messageId"`
+}
+
+// Reply adds a message to an open thread of the project, for every other participant;
+// the caller becomes a participant.
+func (s *Service) Reply(ctx context.Context, sc tenancy.Scope, in ReplyInput) (ReplyResult, error) {
+	tid, err := parseID("threadId", in.ThreadID)
+	if err != nil {
+		return ReplyResult{}, err
+	}
+	needsHuman, err := checkFlags(sc, in.Urgent, in.NeedsHuman)
+	if err != nil {
+		return ReplyResult{}, err
+	}
+	if strings.TrimSpace(in.Body) == "" {
+		return ReplyResult{}, apperr.New(apperr.Invalid, "body must not be blank").WithReason("invalid_argument")
+	}
+	now := s.now()
+	res := ReplyResult{ThreadID: tid.String(), MessageID: newID().String()}
+	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		t, err := s.Q.LockThread(ctx, tx, db.LockThreadParams{ProjectID: sc.ProjectID, ID: tid})
+		if pg.IsNoRows(err) {
+			return threadNotFound(in.ThreadID)
+		}
+		if err != nil {
+			return err
+		}
+		if t.Status != StatusOpen {
+			return apperr.New(apperr.Conflict, "thread %s is %s and takes no more replies; start a new thread with send", tid, t.Status).WithReason("thread_" + t.Status)
+		}
+		recipients, err := s.Q.ThreadRecipients(ctx, tx, db.ThreadRecipientsParams{ProjectID: sc.ProjectID, ThreadID: tid, SenderID: sc.MemberID})
+		if err != nil {
+			return err
+		}
+		if err := s.Q.TouchThread(ctx, tx, db.TouchThreadParams{Now: now, NeedsHuman: needsHuman, ProjectID: sc.ProjectID, ID: tid}); err != nil {
+			return err
+		}
+		return s.storeMessage(ctx, tx, sc, tid, uuid.MustParse(res.MessageID), in.Body, in.Urgent, needsHuman, false, recipients, now)
+	})
+	if err != nil {
+		return ReplyResult{}, pg.Classify("reply", err)
+	}
+	return res, nil
+}
+
+// InboxInput is inbox's arguments.
+type InboxInput struct {
+	UnreadOnly bool    `json:"unreadOnly"`
+	Limit      int     `json:"limit"`
+	Before     *string `json:"before"`
+}
+
+// InboxItem is one token-lean preview, exactly the spec's fields.
+type InboxItem struct {
+	MessageID string `json:"messageId"`
+	ThreadID  string `json:"threadId"`
+	Subject   string `json:"subject"`
+	From      string `json:"from"`
+	Unread    bool   `json:"unread"`
+	At        Time   `json:"at"`
+	Preview   string `json:"preview"`
+}
+
+var maxUUID = uuid.Max
+
+// Inbox lists messages addressed to the caller in open threads, newest first. It never
+// changes state: reading is not acknowledging.
+func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, in InboxInput) ([]InboxItem, error) {
+	if in.Limit <= 0 {
+		in.Limit = DefaultInbox
+	}
+	before := maxUUID
+	if in.Before != nil {
+		id, err := parseID("before", *in.Before)
+		if err != nil {
+			return nil, err
+		}
+		before = id
+	}
+	out := make([]InboxItem, 0, in.Limit)
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		if in.UnreadOnly {
+			rows, err := s.Q.InboxUnread(ctx, tx, db.InboxUnreadParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Before: before, Lim: int32(in.Limit)})
+			for _, r := range rows {
+				out = append(out, InboxItem{MessageID: r.MessageID.String(), ThreadID: r.ThreadID.String(), Subject: r.Subject, From: r.FromPart,
+					Unread: true, At: Time(r.CreatedAt), Preview: Preview(r.BodyHead)})
+			}
+			return err
+		}
+		rows, err := s.Q.Inbox(ctx, tx, db.InboxParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Before: before, Lim: int32(in.Limit)})
+		for _, r := range rows {
+			out = append(out, InboxItem{MessageID: r.MessageID.String(), ThreadID: r.ThreadID.String(), Subject: r.Subject, From: r.FromPart,
+				Unread: r.Unread, At: Time(r.CreatedAt), Preview: Preview(r.BodyHead)})
+		}
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("inbox", err)
+	}
+	return out, nil
+}
+
+// Preview collapses a body to one line (every run of white space becomes one space) and
+// cuts it to PreviewRunes characters, ending in "…" when something was cut.
+func Preview(body string) string {
+	var b strings.Builder
+	space := false
+	n := 0
+	for _, r := range body {
+		if unicode.IsSpace(r) {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			if n+1 >= PreviewRunes {
+				return strings.TrimSpace(b.String()) + "…"
+			}
+			b.WriteByte(' ')
+			n++
+			space = false
+		}
+		if n >= PreviewRunes {
+			return strings.TrimRightFunc(b.String(), unicode.IsSpace) + "…"
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
+
+// AckResult is ack's answer.
+type AckResult struct {
+	MessageID string `json:"messageId"`
+	Unread    bool   `json:"unread"`
+}
+
+// Ack marks a message of the caller's inbox read. Acking twice is fine.
+func (s *Service) Ack(ctx context.Context, sc tenancy.Scope, messageID string) (AckResult, error) {
+	mid, err := parseID("messageId", messageID)
+	if err != nil {
+		return AckResult{}, err
+	}
+	now := s.now()
+	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		_, err := s.Q.Ack(ctx, tx, db.AckParams{Now: &now, ProjectID: sc.ProjectID, MemberID: sc.MemberID, MessageID: mid})
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "no message %s addressed to your part", messageID).WithReason("message_not_found")
+		}
+		return err
+	})
+	if err != nil {
+		return AckResult{}, pg.Classify("ack", err)
+	}
+	return AckResult{MessageID: mid.String(), Unread: false}, nil
+}
+
+// ThreadsInput is threads' arguments.
+type ThreadsInput struct {
+	Query  *string `json:"query"`
+	Status *string `json:"status"`
+	Limit  int     `json:"limit"`
+}
+
+// ThreadSummary is a thread in a list.
+type ThreadSummary struct {
+	ID        string `json:"id"`
+	Subject   string `json:"subject"`
+	Status    string `json:"status"`
+	CreatedAt Time   `json:"createdAt"`
+}
+
+// SearchHit is a thread found by search.
+type SearchHit struct {
+	ThreadID  string `json:"threadId"`
+	Subject   string `json:"subject"`
+	Status    string `json:"status"`
+	CreatedAt Time   `json:"createdAt"`
+}
+
+func likePattern(q string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(q) + "%"
+}
+
+// Threads lists the threads the caller takes part in, newest first, optionally filtered
+// by status and by a substring of the subject or any message.
+func (s *Service) Threads(ctx context.Context, sc tenancy.Scope, in ThreadsInput) ([]ThreadSummary, error) {
+	if in.Limit <= 0 {
+		in.Limit = MaxThreads
+	}
+	var pattern *string
+	if in.Query != nil && strings.TrimSpace(*in.Query) != "" {
+		p := likePattern(*in.Query)
+		pattern = &p
+	}
+	var rows []db.ListMyThreadsRow
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
+		rows, err = s.Q.ListMyThreads(ctx, tx, db.ListMyThreadsParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Status: in.Status, Pattern: pattern, Lim: int32(in.Limit)})
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("threads", err)
+	}
+	out := make([]ThreadSummary, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, ThreadSummary{ID: r.ID.String(), Subject: r.Subject, Status: r.Status, CreatedAt: Time(r.CreatedAt)})
+	}
+	return out, nil
+}
+
+// Search finds threads of the project the caller does not take part in, by a
+// case-insensitive substring of the subject or of any message body.
+func (s *Service) Search(ctx context.Context, sc tenancy.Scope, query string) ([]SearchHit, error) {
+	if utf8.RuneCountInString(strings.TrimSpace(query)) < 2 {
+		return nil, apperr.New(apperr.Invalid, "query needs at least 2 characters").WithReason("invalid_argument")
+	}
+	var rows []db.SearchOtherThreadsRow
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
+		rows, err = s.Q.SearchOtherThreads(ctx, tx, db.SearchOtherThreadsParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Pattern: likePattern(query), Lim: MaxThreads})
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("search", err)
+	}
+	out := make([]SearchHit, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, SearchHit{ThreadID: r.ID.String(), Subject: r.Subject, Status: r.Status, CreatedAt: Time(r.CreatedAt)})
+	}
+	return out, nil
+}
+
+// ShownMessage is a message in show.
+type ShownMessage struct {
+	ID        string `json:"id"`
+	From      string `json:"from"`
+	Body      string `json:"body"`
+	CreatedAt Time   `json:"createdAt"`
+}
+
+// ShowResult is show's answer.
+type ShowResult struct {
+	Thread struct {
+		ID        string `json:"id"`
+		Subject   string `json:"subject"`
+		Status    string `json:"status"`
+		CreatedAt Time   `json:"createdAt"`
+	} `json:"thread"`
+	Messages  []ShownMessage `json:"messages"`
+	Composing []string       `json:"composing,omitempty"`
+}
+
+// Show returns a thread of the project and every message in order. It changes nothing.
+func (s *Service) Show(ctx context.Context, sc tenancy.Scope, threadID string) (ShowResult, error) {
+	tid, err := parseID("threadId", threadID)
+	if err != nil {
+		return ShowResult{}, err
+	}
+	var res ShowResult
+	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		t, err := s.Q.GetThread(ctx, tx, db.GetThreadParams{ProjectID: sc.ProjectID, ID: tid})
+		if pg.IsNoRows(err) {
+			return threadNotFound(threadID)
+		}
+		if err != nil {
+			return err
+		}
+		res.Thread.ID, res.Thread.Subject, res.Thread.Status, res.Thread.CreatedAt = t.ID.String(), t.Subject, t.Status, Time(t.CreatedAt)
+		msgs, err := s.Q.ThreadMessages(ctx, tx, db.ThreadMessagesParams{ProjectID: sc.ProjectID, ThreadID: tid})
+		if err != nil {
+			return err
+		}
+		res.Messages = make([]ShownMessage, 0, len(msgs))
+		for _, m := range msgs {
+			res.Messages = append(res.Messages, ShownMessage{ID: m.ID.String(), From: m.FromPart, Body: m.Body, CreatedAt: Time(m.CreatedAt)})
+		}
+		if t.Status == StatusOpen {
+			res.Composing, err = s.Q.ComposingParts(ctx, tx, db.ComposingPartsParams{ProjectID: sc.ProjectID, ThreadID: tid, Now: s.now()})
+		}
+		return err
+	})
+	if err != nil {
+		return ShowResult{}, pg.Classify("show", err)
+	}
+	return res, nil
+}
+
+// CloseInput is close's arguments.
+type CloseInput struct {
+	ThreadID string                 `json:"threadId"`
+	Lesson   *knowledge.LessonInput `json:"lesson"`
+}
+
+// CloseResult is close's answer, as the spec shows it.
+type CloseResult struct {
+	OK       bool                     `json:"ok"`
+	ThreadID string                   `json:"threadId"`
+	Status   string                   `json:"status"`
+	Lesson   *knowledge.LessonOutcome `json:"lesson,omitempty"`
+}
+
+// Close ends a thread the caller takes part in. It is idempotent and reports the status
+// the thread really has (canceled when a person canceled it). The thread leaves every
+// participant's inbox, its unread is marked read and its pending wakes are canceled.
+// A lesson is decided in the same transaction; losing it never costs the close, except
+// for an infrastructure failure, which fails the close as a whole (nothing committed).
+func (s *Service) Close(ctx context.Context, sc tenancy.Scope, in CloseInput) (CloseResult, error) {
+	tid, err := parseID("threadId", in.ThreadID)
+	if err != nil {
+		return CloseResult{}, err
+	}
+	now := s.now()
+	res := CloseResult{OK: true, ThreadID: tid.String()}
+	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		t, err := s.Q.LockThread(ctx, tx, db.LockThreadParams{ProjectID: sc.ProjectID, ID: tid})
+		if pg.IsNoRows(err) {
+			return threadNotFound(in.ThreadID)
+		}
+		if err != nil {
+			return err
+		}
+		member, err := s.Q.IsParticipant(ctx, tx, db.IsParticipantParams{ProjectID: sc.ProjectID, ThreadID: tid, MemberID: sc.MemberID})
+		if err != nil {
+			return err
+		}
+		if !member {
+			return apperr.New(apperr.Forbidden, "only a participant can close thread %s; reply to it first if it concerns you", tid).WithReason("not_participant")
+		}
+		res.Status = t.Status
+		if t.Status == StatusOpen {
+			closedBy, member := "agent", sc.MemberID
+			if err := s.Q.EndThread(ctx, tx, db.EndThreadParams{Status: StatusClosed, Now: &now, ClosedBy: &closedBy, ClosedByMember: &member, ProjectID: sc.ProjectID, ID: tid}); err != nil {
+				return err
+			}
+			res.Status = StatusClosed
+			if err := s.endThread(ctx, tx, sc.ProjectID, tid, now); err != nil {
+				return err
+			}
+		}
+		if in.Lesson == nil {
+			return nil
+		}
+		if s.Knowledge == nil {
+			return apperr.New(apperr.Unavailable, "the knowledge base is not configured")
+		}
+		out, err := s.Knowledge.Lesson(ctx, tx, sc, knowledge.LessonRequest{LessonInput: *in.Lesson, ThreadID: tid,
+			Canceled: res.Status == StatusCanceled, AlreadyDecided: t.LessonOutcome != nil})
+		if err != nil {
+			return err // infrastructure: the close fails with it
+		}
+		res.Lesson = &out
+		if t.LessonOutcome == nil && out.Code != knowledge.OutcomeThreadCanceled {
+			o := out.Outcome()
+			return s.Q.SetLessonOutcome(ctx, tx, db.SetLessonOutcomeParams{Outcome: &o, ProjectID: sc.ProjectID, ID: tid})
+		}
+		return nil
+	})
+	if err != nil {
+		return CloseResult{}, pg.Classify("close", err)
+	}
+	return res, nil
+}
+
+// endThread takes a finished thread out of every inbox, marks its unread read and cancels
+// its pending wakes.
+func (s *Service) endThread(ctx context.Context, tx *pg.Tx, projectID, threadID uuid.UUID, now time.Time) error {
+	if err := s.Q.CloseDeliveries(ctx, tx, db.CloseDeliveriesParams{Now: &now, ProjectID: projectID, ThreadID: threadID}); err != nil {
+		return err
+	}
+	if s.Waker == nil {
+		return nil
+	}
+	return s.Waker.CancelThread(ctx, tx, projectID, threadID)
+}
+
+func quoteList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,331 @@
+package threads_test
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/threads"
+)
+
+func TestSendInboxAckReplyClose(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	sent := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{
+		To: []string{"backend", "frontend"}, Subject: "Deploy plan", Body: "Pushed the migration.\n\nCan you review\tthe rollback path?"}))
+	if len(sent.To) != 2 || sent.ThreadID == "" || sent.MessageID == "" {
+		t.Fatalf("send: %+v", sent)
+	}
+	if len(e.waker.queued) != 1 || len(e.waker.queued[0].MemberIDs) != 2 || e.waker.queued[0].Source != "message" ||
+		e.waker.queued[0].ThreadID.String() != sent.ThreadID || e.waker.queued[0].ItemID.String() != sent.MessageID {
+		t.Fatalf("wake not queued with the message: %+v", e.waker.queued)
+	}
+
+	// inbox never changes state: twice, still unread.
+	for i := 0; i < 2; i++ {
+		in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{}))
+		if len(in) != 1 || !in[0].Unread || in[0].Subject != "Deploy plan" || in[0].From != "architect" ||
+			in[0].Preview != "Pushed the migration. Can you review the rollback path?" || in[0].MessageID != sent.MessageID {
+			t.Fatalf("inbox %d: %+v", i, in)
+		}
+		b, _ := json.Marshal(in[0])
+		if !regexp.MustCompile(`"at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"`).Match(b) {
+			t.Fatalf("at is not ISO with milliseconds: %s", b)
+		}
+		want := []string{"messageId", "threadId", "subject", "from", "unread", "at", "preview"}
+		var keys map[string]any
+		_ = json.Unmarshal(b, &keys)
+		if len(keys) != len(want) {
+			t.Fatalf("inbox item fields: %s", b)
+		}
+	}
+	// The sender has nothing in its own inbox.
+	if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("architect"), threads.InboxInput{})); len(in) != 0 {
+		t.Fatalf("sender's inbox: %+v", in)
+	}
+	ack := must[threads.AckResult](t)(e.svc.Ack(ctx, e.sc("backend"), sent.MessageID))
+	if ack.Unread {
+		t.Fatal("ack left it unread")
+	}
+	if _, err := e.svc.Ack(ctx, e.sc("backend"), sent.MessageID); err != nil {
+		t.Fatalf("second ack: %v", err)
+	}
+	if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{UnreadOnly: true})); len(in) != 0 {
+		t.Fatalf("unreadOnly after ack: %+v", in)
+	}
+	if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("frontend"), threads.InboxInput{UnreadOnly: true})); len(in) != 1 {
+		t.Fatalf("frontend's unread: %+v", in)
+	}
+	// A part cannot ack a message that is not addressed to it.
+	_, err := e.svc.Ack(ctx, e.sc("reader"), sent.MessageID)
+	wantErr(t, err, apperr.NotFound, "message_not_found")
+
+	// reply goes to every other participant; the replier joins.
+	rep := must[threads.ReplyResult](t)(e.svc.Reply(ctx, e.sc("backend"), threads.ReplyInput{ThreadID: sent.ThreadID, Body: "Looks fine."}))
+	for _, p := range []string{"architect", "frontend"} {
+		in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc(p), threads.InboxInput{}))
+		if len(in) == 0 || in[0].MessageID != rep.MessageID {
+			t.Fatalf("%s did not get the reply first: %+v", p, in)
+		}
+	}
+	// A non-participant found the thread and replies: it becomes a participant.
+	must[threads.ReplyResult](t)(e.svc.Reply(ctx, e.sc("reader"), threads.ReplyInput{ThreadID: sent.ThreadID, Body: "FYI"}))
+	if l := must[[]threads.ThreadSummary](t)(e.svc.Threads(ctx, e.sc("reader"), threads.ThreadsInput{})); len(l) != 1 {
+		t.Fatalf("reader is not a participant after replying: %+v", l)
+	}
+
+	shown := must[threads.ShowResult](t)(e.svc.Show(ctx, e.sc("frontend"), sent.ThreadID))
+	if shown.Thread.Status != "open" || len(shown.Messages) != 3 || shown.Messages[0].From != "architect" ||
+		!strings.Contains(shown.Messages[0].Body, "\n\nCan you review") || shown.Messages[1].Body != "Looks fine." {
+		t.Fatalf("show: %+v", shown)
+	}
+
+	cl := must[threads.CloseResult](t)(e.svc.Close(ctx, e.sc("frontend"), threads.CloseInput{ThreadID: sent.ThreadID}))
+	if !cl.OK || cl.Status != "closed" || cl.Lesson != nil {
+		t.Fatalf("close: %+v", cl)
+	}
+	if len(e.waker.canceled) != 1 || e.waker.canceled[0].String() != sent.ThreadID {
+		t.Fatalf("close did not cancel the thread's wakes: %v", e.waker.canceled)
+	}
+	for _, p := range []string{"architect", "backend", "reader"} {
+		if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc(p), threads.InboxInput{})); len(in) != 0 {
+			t.Fatalf("%s still sees the closed thread: %+v", p, in)
+		}
+	}
+	if n := e.count(t, "SELECT count(*) FROM delivery WHERE read_at IS NULL"); n != 0 {
+		t.Fatalf("close left %d unread", n)
+	}
+	// Further replies are refused with the status; close is idempotent.
+	_, err = e.svc.Reply(ctx, e.sc("architect"), threads.ReplyInput{ThreadID: sent.ThreadID, Body: "one more"})
+	wantErr(t, err, apperr.Conflict, "thread_closed")
+	if !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("refusal does not name the status: %v", err)
+	}
+	if cl := must[threads.CloseResult](t)(e.svc.Close(ctx, e.sc("architect"), threads.CloseInput{ThreadID: sent.ThreadID})); cl.Status != "closed" {
+		t.Fatalf("second close: %+v", cl)
+	}
+	if st := must[[]threads.ThreadSummary](t)(e.svc.Threads(ctx, e.sc("architect"), threads.ThreadsInput{Status: ptr("closed")})); len(st) != 1 {
+		t.Fatalf("threads status=closed: %+v", st)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestSendIsAllOrNothingAndBroadcastReachesEveryOtherPart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	_, err := e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend", "nobody"}, Subject: "s", Body: "b"})
+	wantErr(t, err, apperr.NotFound, "unknown_part")
+	if !strings.Contains(err.Error(), `"nobody"`) {
+		t.Fatalf("the unknown part is not named: %v", err)
+	}
+	// A part of another project is unknown here too.
+	_, err = e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"peter"}, Subject: "s", Body: "b"})
+	wantErr(t, err, apperr.NotFound, "unknown_part")
+	if n := e.count(t, "SELECT count(*) FROM message"); n != 0 || len(e.waker.queued) != 0 {
+		t.Fatalf("a failed send stored %d messages / %d wakes", n, len(e.waker.queued))
+	}
+	_, err = e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"*", "backend"}, Subject: "s", Body: "b"})
+	wantErr(t, err, apperr.Invalid, "invalid_recipient")
+	_, err = e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"architect"}, Subject: "s", Body: "b"})
+	wantErr(t, err, apperr.Invalid, "invalid_recipient")
+
+	b := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"*"}, Subject: "All hands", Body: "Standup"}))
+	if strings.Join(b.To, ",") != "backend,frontend,reader" {
+		t.Fatalf("broadcast recipients: %v", b.To)
+	}
+	if !e.waker.queued[0].Broadcast || len(e.waker.queued[0].MemberIDs) != 3 {
+		t.Fatalf("broadcast wake: %+v", e.waker.queued[0])
+	}
+	for _, p := range []string{"backend", "frontend", "reader"} {
+		if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc(p), threads.InboxInput{})); len(in) != 1 {
+			t.Fatalf("%s: %+v", p, in)
+		}
+	}
+	// Other project's part sees nothing.
+	if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("peter"), threads.InboxInput{})); len(in) != 0 {
+		t.Fatalf("peter: %+v", in)
+	}
+	// An offline, parked part still gets its message.
+	e.exec(t, "UPDATE membership SET parked_until = now() + interval '1 hour', last_seen_at = now() - interval '3 days' WHERE part = 'backend'")
+	must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"}))
+	if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{})); len(in) != 2 {
+		t.Fatalf("parked part's inbox: %+v", in)
+	}
+}
+
+func TestUrgentAndNeedsHumanCapabilities(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	_, err := e.svc.Send(ctx, e.sc("backend"), threads.SendInput{To: []string{"architect"}, Subject: "s", Body: "b", Urgent: true})
+	wantErr(t, err, apperr.Forbidden, "capability_required")
+	// needsHuman without the capability: ignored, delivered.
+	s1 := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("backend"), threads.SendInput{To: []string{"architect"}, Subject: "s", Body: "b", NeedsHuman: true}))
+	if n := e.count(t, "SELECT count(*) FROM thread WHERE id = $1 AND needs_human", uuid.MustParse(s1.ThreadID)); n != 0 {
+		t.Fatal("needsHuman without the capability flagged the thread")
+	}
+	if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("architect"), threads.InboxInput{})); len(in) != 1 {
+		t.Fatal("the message was not delivered")
+	}
+	_, err = e.svc.Reply(ctx, e.sc("backend"), threads.ReplyInput{ThreadID: s1.ThreadID, Body: "b", Urgent: true})
+	wantErr(t, err, apperr.Forbidden, "capability_required")
+	// With the capabilities.
+	s2 := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b", Urgent: true, NeedsHuman: true}))
+	if n := e.count(t, "SELECT count(*) FROM thread WHERE id = $1 AND needs_human", uuid.MustParse(s2.ThreadID)); n != 1 {
+		t.Fatal("needsHuman with the capability did not flag the thread")
+	}
+	if !e.waker.queued[len(e.waker.queued)-1].Urgent {
+		t.Fatal("urgent not passed to the wake")
+	}
+}
+
+func TestInboxPreviewAndPaging(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	long := strings.Repeat("word  \n", 100)
+	var ids []string
+	for i := 0; i < 5; i++ {
+		r := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "s", Body: long}))
+		ids = append(ids, r.MessageID)
+	}
+	page1 := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{Limit: 2}))
+	if len(page1) != 2 || page1[0].MessageID != ids[4] || page1[1].MessageID != ids[3] {
+		t.Fatalf("page 1 is not newest first: %+v", page1)
+	}
+	p := page1[0].Preview
+	if !strings.HasSuffix(p, "…") || strings.ContainsAny(p, "\n\t") || strings.Contains(p, "  ") || utf8.RuneCountInString(p) > threads.PreviewRunes+1 {
+		t.Fatalf("preview %q", p)
+	}
+	page2 := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{Limit: 2, Before: &page1[1].MessageID}))
+	if len(page2) != 2 || page2[0].MessageID != ids[2] || page2[1].MessageID != ids[1] {
+		t.Fatalf("page 2: %+v", page2)
+	}
+	_, err := e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{Before: ptr("not-an-id")})
+	wantErr(t, err, apperr.Invalid, "")
+	if got := threads.Preview("short body"); got != "short body" {
+		t.Fatalf("short preview %q", got)
+	}
+}
+
+func TestThreadsAndSearch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	a := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "Database MIGRATION", Body: "rollback 100% safe_ok"}))
+	must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("frontend"), threads.SendInput{To: []string{"reader"}, Subject: "CSS", Body: "colours"}))
+	mine := must[[]threads.ThreadSummary](t)(e.svc.Threads(ctx, e.sc("backend"), threads.ThreadsInput{}))
+	if len(mine) != 1 || mine[0].ID != a.ThreadID {
+		t.Fatalf("backend's threads: %+v", mine)
+	}
+	if l := must[[]threads.ThreadSummary](t)(e.svc.Threads(ctx, e.sc("backend"), threads.ThreadsInput{Query: ptr("rollback")})); len(l) != 1 {
+		t.Fatalf("threads query on body: %+v", l)
+	}
+	if l := must[[]threads.ThreadSummary](t)(e.svc.Threads(ctx, e.sc("backend"), threads.ThreadsInput{Status: ptr("canceled")})); len(l) != 0 {
+		t.Fatalf("status filter: %+v", l)
+	}
+	// search: threads the part is NOT in, case-insensitive, subject or body.
+	hits := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), "migration"))
+	if len(hits) != 1 || hits[0].ThreadID != a.ThreadID {
+		t.Fatalf("search: %+v", hits)
+	}
+	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), "ROLLBACK")); len(h) != 1 {
+		t.Fatalf("search body: %+v", h)
+	}
+	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("backend"), "migration")); len(h) != 0 {
+		t.Fatalf("search returned a thread the part is in: %+v", h)
+	}
+	// LIKE wildcards are literal.
+	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), "0%")); len(h) != 1 {
+		t.Fatalf("search literal percent: %+v", h)
+	}
+	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), "a_e")); len(h) != 0 {
+		t.Fatalf("underscore matched as a wildcard: %+v", h)
+	}
+	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("peter"), "migration")); len(h) != 0 {
+		t.Fatalf("search crossed projects: %+v", h)
+	}
+	_, err := e.svc.Search(ctx, e.sc("frontend"), "m")
+	wantErr(t, err, apperr.Invalid, "")
+	// The owner-rights search function sees nothing without a tenant.
+	if n := e.count(t, "SELECT count(*) FROM rr_search_threads($1, '%migration%', 50)", e.sc("frontend").MemberID); n != 0 {
+		t.Fatalf("rr_search_threads without a tenant returned %d threads", n)
+	}
+}
+
+func TestIdsOfAnotherProjectAnswerNotFound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	s := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"}))
+	peter := e.sc("peter")
+	_, err := e.svc.Show(ctx, peter, s.ThreadID)
+	wantErr(t, err, apperr.NotFound, "thread_not_found")
+	_, err = e.svc.Reply(ctx, peter, threads.ReplyInput{ThreadID: s.ThreadID, Body: "x"})
+	wantErr(t, err, apperr.NotFound, "thread_not_found")
+	_, err = e.svc.Close(ctx, peter, threads.CloseInput{ThreadID: s.ThreadID})
+	wantErr(t, err, apperr.NotFound, "thread_not_found")
+	_, err = e.svc.Ack(ctx, peter, s.MessageID)
+	wantErr(t, err, apperr.NotFound, "message_not_found")
+	_, err = e.svc.Event(ctx, peter, threads.EventInput{Type: "composing", Detail: json.RawMessage(`{"threadId":"` + s.ThreadID + `"}`)})
+	wantErr(t, err, apperr.NotFound, "thread_not_found")
+	// An id that exists nowhere answers the same way.
+	_, err = e.svc.Show(ctx, peter, uuid.NewString())
+	wantErr(t, err, apperr.NotFound, "thread_not_found")
+	// A non-participant of the same project cannot close it.
+	_, err = e.svc.Close(ctx, e.sc("frontend"), threads.CloseInput{ThreadID: s.ThreadID})
+	wantErr(t, err, apperr.Forbidden, "not_participant")
+}
+
+func TestCancelByAPersonAndIdleAutoClose(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	s := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"}))
+	c := must[threads.CancelResult](t)(e.svc.Cancel(ctx, "acme/one", uuid.MustParse(s.ThreadID)))
+	if c.Status != "canceled" {
+		t.Fatalf("cancel: %+v", c)
+	}
+	if len(e.waker.canceled) != 1 || e.waker.canceled[0].String() != s.ThreadID {
+		t.Fatalf("cancel did not cancel the thread's wakes: %v", e.waker.canceled)
+	}
+	if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{})); len(in) != 0 {
+		t.Fatal("a canceled thread stayed in the inbox")
+	}
+	cl := must[threads.CloseResult](t)(e.svc.Close(ctx, e.sc("backend"), threads.CloseInput{ThreadID: s.ThreadID}))
+	if cl.Status != "canceled" {
+		t.Fatalf("close after cancel reports %q, want canceled", cl.Status)
+	}
+	_, err := e.svc.Reply(ctx, e.sc("backend"), threads.ReplyInput{ThreadID: s.ThreadID, Body: "x"})
+	wantErr(t, err, apperr.Conflict, "thread_canceled")
+	_, err = e.svc.Cancel(ctx, "initech/two", uuid.MustParse(s.ThreadID))
+	wantErr(t, err, apperr.NotFound, "")
+
+	// Idle auto-close: only threads idle longer than the window.
+	old := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "old", Body: "b"}))
+	e.exec(t, "UPDATE thread SET last_message_at = now() - interval '31 minutes' WHERE id = $1", uuid.MustParse(old.ThreadID))
+	young := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "young", Body: "b"}))
+	n := must[int](t)(e.svc.CloseIdle(ctx, threads.DefaultIdle))
+	if n != 1 {
+		t.Fatalf("CloseIdle closed %d, want 1", n)
+	}
+	if len(e.waker.canceled) != 2 || e.waker.canceled[1].String() != old.ThreadID {
+		t.Fatalf("idle close did not cancel the thread's wakes: %v", e.waker.canceled)
+	}
+	in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{}))
+	if len(in) != 1 || in[0].ThreadID != young.ThreadID {
+		t.Fatalf("after idle close: %+v", in)
+	}
+	if must[threads.ShowResult](t)(e.svc.Show(ctx, e.sc("backend"), old.ThreadID)).Thread.Status != "closed" {
+		t.Fatal("idle thread not closed")
+	}
+}

@@ -1,0 +1,154 @@
+-- Threads toolset. Every query is bounded by the caller's project_id (from the Scope).
+
+-- name: MembersByParts :many
+SELECT id, part FROM membership WHERE project_id = @project_id AND part = ANY(@parts::text[]);
+
+-- name: OtherMembers :many
+-- Every other part of the project: the recipients of a broadcast.
+SELECT id, part FROM membership WHERE project_id = @project_id AND id <> @member_id ORDER BY part;
+
+-- name: InsertThread :exec
+INSERT INTO thread (project_id, id, subject, created_by, needs_human, last_message_at, created_at)
+VALUES (@project_id, @id, @subject, @created_by, @needs_human, @now, @now);
+
+-- name: InsertMessage :exec
+INSERT INTO message (project_id, id, thread_id, sender_id, from_part, body, urgent, needs_human, broadcast, created_at)
+VALUES (@project_id, @id, @thread_id, @sender_id, @from_part, @body, @urgent, @needs_human, @broadcast, @now);
+
+-- name: AddParticipants :exec
+INSERT INTO participant (project_id, thread_id, member_id, joined_at)
+SELECT @project_id, @thread_id, m, @now FROM unnest(@member_ids::uuid[]) AS m
+ON CONFLICT DO NOTHING;
+
+-- name: InsertDeliveries :exec
+INSERT INTO delivery (project_id, member_id, message_id, thread_id)
+SELECT @project_id, m, @message_id, @thread_id FROM unnest(@member_ids::uuid[]) AS m;
+
+-- name: LockThread :one
+SELECT id, subject, status, lesson_outcome, created_at FROM thread
+WHERE project_id = @project_id AND id = @id FOR UPDATE;
+
+-- name: GetThread :one
+SELECT id, subject, status, needs_human, created_at, closed_at FROM thread
+WHERE project_id = @project_id AND id = @id;
+
+-- name: ThreadRecipients :many
+-- Everyone in the thread but the sender of a reply.
+SELECT member_id FROM participant
+WHERE project_id = @project_id AND thread_id = @thread_id AND member_id <> @sender_id;
+
+-- name: TouchThread :exec
+UPDATE thread SET last_message_at = @now, needs_human = needs_human OR @needs_human
+WHERE project_id = @project_id AND id = @id;
+
+-- name: Inbox :many
+-- Newest first, open threads only; before pages by message id (UUIDv7, creation order).
+SELECT d.message_id, d.thread_id, t.subject, m.from_part, (d.read_at IS NULL)::boolean AS unread,
+  m.created_at, left(m.body, 600)::text AS body_head
+FROM delivery d
+JOIN message m ON m.project_id = d.project_id AND m.id = d.message_id
+JOIN thread t ON t.project_id = d.project_id AND t.id = d.thread_id
+WHERE d.project_id = @project_id AND d.member_id = @member_id AND d.open
+  AND d.message_id < @before
+ORDER BY d.message_id DESC
+LIMIT @lim;
+
+-- name: InboxUnread :many
+SELECT d.message_id, d.thread_id, t.subject, m.from_part, true AS unread,
+  m.created_at, left(m.body, 600)::text AS body_head
+FROM delivery d
+JOIN message m ON m.project_id = d.project_id AND m.id = d.message_id
+JOIN thread t ON t.project_id = d.project_id AND t.id = d.thread_id
+WHERE d.project_id = @project_id AND d.member_id = @member_id AND d.open AND d.read_at IS NULL
+  AND d.message_id < @before
+ORDER BY d.message_id DESC
+LIMIT @lim;
+
+-- name: Ack :one
+UPDATE delivery SET read_at = coalesce(read_at, @now)
+WHERE project_id = @project_id AND member_id = @member_id AND message_id = @message_id
+RETURNING message_id;
+
+-- name: ListMyThreads :many
+SELECT t.id, t.subject, t.status, t.created_at
+FROM participant p
+JOIN thread t ON t.project_id = p.project_id AND t.id = p.thread_id
+WHERE p.project_id = @project_id AND p.member_id = @member_id
+  AND (sqlc.narg(status)::text IS NULL OR t.status = sqlc.narg(status))
+  AND (sqlc.narg(pattern)::text IS NULL OR t.subject ILIKE sqlc.narg(pattern) OR EXISTS (
+        SELECT 1 FROM message m WHERE m.project_id = t.project_id AND m.thread_id = t.id AND m.body ILIKE sqlc.narg(pattern)))
+ORDER BY p.thread_id DESC
+LIMIT @lim;
+
+-- name: ThreadMessages :many
+SELECT id, from_part, body, urgent, created_at FROM message
+WHERE project_id = @project_id AND thread_id = @thread_id
+ORDER BY id;
+
+-- name: EndThread :exec
+UPDATE thread SET status = @status, closed_at = @now, closed_by = @closed_by, closed_by_member = sqlc.narg(closed_by_member)
+WHERE project_id = @project_id AND id = @id AND status = 'open';
+
+-- name: CloseDeliveries :exec
+-- A finished thread leaves every inbox and its unread is marked read.
+UPDATE delivery SET open = false, read_at = coalesce(read_at, @now)
+WHERE project_id = @project_id AND thread_id = @thread_id AND open;
+
+-- name: SetLessonOutcome :exec
+UPDATE thread SET lesson_outcome = @outcome WHERE project_id = @project_id AND id = @id;
+
+-- name: SearchOtherThreads :many
+-- Threads the part does not take part in whose subject or any message contains the text;
+-- rr_search_threads (migration 000002) reads only rr_project(), the transaction's tenant.
+SELECT t.id, t.subject, t.status, t.created_at
+FROM rr_search_threads(@member_id::uuid, @pattern::text, @lim::integer) AS t
+WHERE t.project_id = @project_id::uuid
+ORDER BY t.id DESC;
+
+-- name: InsertActivity :exec
+INSERT INTO activity_event (project_id, id, member_id, type, detail, usage, created_at)
+VALUES (@project_id, @id, @member_id, @type, @detail, sqlc.narg(usage), @now);
+
+-- name: UpsertComposing :exec
+INSERT INTO composing (project_id, thread_id, member_id, expires_at)
+VALUES (@project_id, @thread_id, @member_id, @expires_at)
+ON CONFLICT (project_id, thread_id, member_id) DO UPDATE SET expires_at = EXCLUDED.expires_at;
+
+-- name: ComposingParts :many
+SELECT m.part FROM composing c JOIN membership m ON m.project_id = c.project_id AND m.id = c.member_id
+WHERE c.project_id = @project_id AND c.thread_id = @thread_id AND c.expires_at > @now
+ORDER BY m.part;
+
+-- name: AddUsage :exec
+INSERT INTO usage_daily (project_id, member_id, model, day, events, input_tokens, output_tokens, cache_tokens, cost_usd)
+VALUES (@project_id, @member_id, @model, @day, 1, @input_tokens, @output_tokens, @cache_tokens, @cost_usd)
+ON CONFLICT (project_id, member_id, model, day) DO UPDATE SET
+  events = usage_daily.events + 1,
+  input_tokens = usage_daily.input_tokens + EXCLUDED.input_tokens,
+  output_tokens = usage_daily.output_tokens + EXCLUDED.output_tokens,
+  cache_tokens = usage_daily.cache_tokens + EXCLUDED.cache_tokens,
+  cost_usd = usage_daily.cost_usd + EXCLUDED.cost_usd;
+
+-- name: SetParkedUntil :one
+UPDATE membership SET parked_until = sqlc.narg(parked_until), updated_at = @now
+WHERE project_id = @project_id AND id = @id
+RETURNING parked_until;
+
+-- name: IdleThreads :many
+-- Cross-tenant (operator): open threads without a message since the cutoff.
+SELECT project_id, id FROM thread
+WHERE status = 'open' AND last_message_at < @cutoff
+ORDER BY last_message_at
+LIMIT @lim
+FOR UPDATE SKIP LOCKED;
+
+-- name: ThreadByProjectSlug :one
+-- Operator: a thread of host/slug, for people's commands.
+SELECT t.project_id, t.id, t.status FROM thread t
+JOIN project p ON p.id = t.project_id
+JOIN organisation o ON o.id = p.host_org_id
+WHERE o.slug = @host_slug AND p.slug = @project_slug AND t.id = @thread_id
+FOR UPDATE OF t;
+
+-- name: IsParticipant :one
+SELECT EXISTS (SELECT 1 FROM participant WHERE project_id = @project_id AND thread_id = @thread_id AND member_id = @member_id);
