@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
 	sqlfiles "github.com/relayroom/relayroom/sql"
 )
@@ -123,6 +124,10 @@ func ensureTemplate(t testing.TB, ctx context.Context, base string) string {
 	if err := pg.MigrateUp(withDatabase(t, base, name)); err != nil {
 		t.Fatalf("pgtest: migrate template: %v", err)
 	}
+	// River's schema (its own, "river"), as the service migrates it on start.
+	if err := jobs.MigrateUp(ctx, withDatabase(t, base, name)); err != nil {
+		t.Fatalf("pgtest: migrate template (river): %v", err)
+	}
 	if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s WITH is_template true", name)); err != nil {
 		t.Fatalf("pgtest: mark template: %v", err)
 	}
@@ -146,6 +151,7 @@ func migrationsHash(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("pgtest: hash migrations: %v", err)
 	}
+	fmt.Fprintf(h, "river:%d", jobs.LatestVersion())
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 

@@ -1,0 +1,254 @@
+package wake_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/wake"
+)
+
+const seed = `
+organisations:
+  - {slug: acme, name: Acme Corp}
+  - {slug: initech, name: Initech}
+agents:
+  - {org: acme, slug: lead, name: Lead}
+  - {org: acme, slug: alpha, name: Alpha}
+  - {org: acme, slug: beta, name: Beta}
+  - {org: acme, slug: gamma, name: Gamma}
+  - {org: acme, slug: bot, name: Bot, kind: always_on}
+  - {org: initech, slug: peter, name: Peter}
+projects:
+  - slug: one
+    name: One
+    host: acme
+    members:
+      - {agent: acme/lead, part: lead, main: true}
+      - {agent: acme/alpha, part: a}
+      - {agent: acme/beta, part: b}
+      - {agent: acme/gamma, part: c}
+      - {agent: acme/bot, part: bot}
+  - slug: two
+    name: Two
+    host: initech
+    members:
+      - {agent: initech/peter, part: peter}
+`
+
+// clock is the injected time of a test.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	return c.t
+}
+
+type fixture struct {
+	t       *testing.T
+	ctx     context.Context
+	d       *pg.DB
+	url     string
+	svc     *wake.Service
+	res     admin.Result
+	clock   *clock
+	project uuid.UUID
+	other   uuid.UUID
+	member  map[string]uuid.UUID // part → membership id (project one, and "peter" in two)
+	agent   map[string]wake.Agent
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	u := pgtest.New(t)
+	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 8, OpsMaxConns: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	f, err := admin.ParseFile(strings.NewReader(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://x.test"}).Apply(ctx, f, admin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t: time.Now().UTC().Truncate(time.Millisecond)}
+	fx := &fixture{t: t, ctx: ctx, d: d, url: u, res: res, clock: c,
+		svc:     &wake.Service{DB: d, Q: db.New(), Now: c.Now, PollInterval: 50 * time.Millisecond},
+		project: res.Projects["one"].ID, other: res.Projects["two"].ID,
+		member: map[string]uuid.UUID{}, agent: map[string]wake.Agent{}}
+	fx.op(func(tx *pg.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT m.part, m.id, m.agent_id, m.org_id FROM membership m`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var part string
+			var id, agentID, orgID uuid.UUID
+			if err := rows.Scan(&part, &id, &agentID, &orgID); err != nil {
+				return err
+			}
+			fx.member[part] = id
+			fx.agent[part] = wake.Agent{ID: agentID, OrgID: orgID}
+		}
+		return rows.Err()
+	})
+	return fx
+}
+
+func (f *fixture) op(fn func(tx *pg.Tx) error) {
+	f.t.Helper()
+	if err := f.d.Operator(f.ctx, fn); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) exec(sql string, args ...any) {
+	f.t.Helper()
+	f.op(func(tx *pg.Tx) error { _, err := tx.Exec(f.ctx, sql, args...); return err })
+}
+
+// queue queues r in a tenant transaction of r's project, as a toolset does.
+func (f *fixture) queue(r wake.Request) {
+	f.t.Helper()
+	if r.ProjectID == uuid.Nil {
+		r.ProjectID = f.project
+	}
+	if err := f.d.InTenant(f.ctx, pg.Tenant{ProjectID: r.ProjectID}, func(tx *pg.Tx) error {
+		return f.svc.Queue(f.ctx, tx, r)
+	}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) msg(parts ...string) wake.Request {
+	r := wake.Request{Source: "message", ItemID: uuid.Must(uuid.NewV7())}
+	for _, p := range parts {
+		r.MemberIDs = append(r.MemberIDs, f.member[p])
+	}
+	return r
+}
+
+func (f *fixture) budget(n int) {
+	f.exec(`UPDATE project SET settings = settings || jsonb_build_object('wakeBudgetPerHour', $2::int) WHERE id = $1`, f.project, n)
+}
+
+func (f *fixture) park(part string, until time.Time) {
+	f.exec(`UPDATE membership SET parked_until = $2 WHERE id = $1`, f.member[part], until)
+}
+
+func (f *fixture) seen(part string, at time.Time) {
+	f.exec(`UPDATE membership SET last_seen_at = $2 WHERE id = $1`, f.member[part], at)
+}
+
+// deliver claims the part's wake as its pager would and acknowledges it; it fails when
+// there is nothing deliverable.
+func (f *fixture) deliver(part string) *wake.Wake {
+	f.t.Helper()
+	w := f.next(part)
+	if w == nil {
+		f.t.Fatalf("%s: nothing deliverable; wakes %+v", part, f.wakes(part))
+	}
+	if _, err := f.svc.Ack(f.ctx, f.agent[part], w.ID); err != nil {
+		f.t.Fatal(err)
+	}
+	return w
+}
+
+type wakeRow struct {
+	ID        uuid.UUID
+	Status    string
+	Count     int
+	Urgent    bool
+	Charged   bool
+	Sources   []string
+	ThreadIDs []string
+}
+
+// wakes returns a part's wakes, oldest first.
+func (f *fixture) wakes(part string) []wakeRow {
+	f.t.Helper()
+	var out []wakeRow
+	f.op(func(tx *pg.Tx) error {
+		rows, err := tx.Query(f.ctx, `SELECT id, status, count, urgent, charged_at IS NOT NULL, sources, thread_counts
+			FROM wake WHERE member_id = $1 ORDER BY created_at, id`, f.member[part])
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var w wakeRow
+			var tc json.RawMessage
+			if err := rows.Scan(&w.ID, &w.Status, &w.Count, &w.Urgent, &w.Charged, &w.Sources, &tc); err != nil {
+				return err
+			}
+			m := map[string]int{}
+			_ = json.Unmarshal(tc, &m)
+			for k := range m {
+				w.ThreadIDs = append(w.ThreadIDs, k)
+			}
+			out = append(out, w)
+		}
+		return rows.Err()
+	})
+	return out
+}
+
+// open returns the part's one pending wake, failing when there is not exactly one.
+func (f *fixture) open(part string) wakeRow {
+	f.t.Helper()
+	var open []wakeRow
+	for _, w := range f.wakes(part) {
+		if w.Status == wake.StatusPending {
+			open = append(open, w)
+		}
+	}
+	if len(open) != 1 {
+		f.t.Fatalf("%s: want one open wake, have %+v", part, f.wakes(part))
+	}
+	return open[0]
+}
+
+func (f *fixture) none(part string) {
+	f.t.Helper()
+	if ws := f.wakes(part); len(ws) != 0 {
+		f.t.Fatalf("%s: want no wake, have %+v", part, ws)
+	}
+}
+
+func (f *fixture) sweep(at time.Time) wake.SweepResult {
+	f.t.Helper()
+	res, err := f.svc.Sweep(f.ctx, at)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return res
+}
+
+func (f *fixture) next(part string) *wake.Wake {
+	f.t.Helper()
+	w, err := f.svc.Next(f.ctx, f.agent[part], 0)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return w
+}

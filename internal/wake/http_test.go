@@ -1,0 +1,71 @@
+package wake_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/wake"
+)
+
+// TestPagerHTTP: the pager endpoints' answers, and that polling does not make the agent
+// look online (or it would never be woken).
+func TestPagerHTTP(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	key := f.res.Agents["acme/alpha"].Key
+	call := func(method, path, key string) (*httptest.ResponseRecorder, map[string]any) {
+		target := path
+		if method == http.MethodPost {
+			target = "/api/wakes/" + path + "/ack"
+		}
+		req := httptest.NewRequest(method, target, nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		rec := httptest.NewRecorder()
+		if method == http.MethodGet {
+			f.svc.HandleNext(rec, req)
+		} else {
+			f.svc.HandleAck(rec, req, path)
+		}
+		var body map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &body)
+		return rec, body
+	}
+	if rec, _ := call(http.MethodGet, "/api/wakes/next?wait=0", ""); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("no key: %d", rec.Code)
+	}
+	if rec, _ := call(http.MethodGet, "/api/wakes/next?wait=0", key[:len(key)-1]+"x"); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("mistyped key: %d", rec.Code)
+	}
+	if rec, _ := call(http.MethodGet, "/api/wakes/next?wait=soon", key); rec.Code != http.StatusBadRequest {
+		t.Fatalf("bad wait: %d", rec.Code)
+	}
+	if rec, _ := call(http.MethodGet, "/api/wakes/next?wait=0", key); rec.Code != http.StatusNoContent {
+		t.Fatalf("nothing to claim: %d", rec.Code)
+	}
+	f.queue(f.msg("a"))
+	rec, body := call(http.MethodGet, "/api/wakes/next?wait=0", key)
+	if rec.Code != http.StatusOK || body["part"] != "a" {
+		t.Fatalf("claim: %d %v", rec.Code, body)
+	}
+	id, _ := body["id"].(string)
+	if rec, _ := call(http.MethodPost, uuid.NewString(), key); rec.Code != http.StatusNotFound {
+		t.Fatalf("ack of an unknown wake: %d", rec.Code)
+	}
+	if rec, _ := call(http.MethodPost, id, f.res.Agents["acme/beta"].Key); rec.Code != http.StatusNotFound {
+		t.Fatalf("ack of another agent's wake: %d", rec.Code)
+	}
+	if rec, body := call(http.MethodPost, id, key); rec.Code != http.StatusOK || body["status"] != wake.StatusDelivered {
+		t.Fatalf("ack: %d %v", rec.Code, body)
+	}
+	// Polling did not move presence: a new message still wakes the part.
+	f.queue(f.msg("a"))
+	if w := f.open("a"); w.Count != 1 {
+		t.Fatalf("the pager's polling made its agent look online: %+v", f.wakes("a"))
+	}
+}

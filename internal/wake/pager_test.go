@@ -1,0 +1,180 @@
+package wake_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/app"
+	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/wake"
+)
+
+// runServer starts the real service (app.Run) on addr and returns its stop function.
+func runServer(t *testing.T, dbURL, addr string) func() {
+	t.Helper()
+	cfg := config.Config{DatabaseURL: dbURL, Addr: addr, LogLevel: "error", MigrateOnStart: true,
+		ShutdownTimeout: 10 * time.Second, StatementTimeout: 5 * time.Second, MaxConns: 6, MaxBodyBytes: 1 << 20}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- app.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func(p string) { ready <- p })
+	}()
+	select {
+	case <-ready:
+	case err := <-errc:
+		t.Fatalf("app.Run: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("server did not start")
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Errorf("app.Run stopped with %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("server did not stop")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestPagerAgainstServer runs `relayroom pager`'s loop against the real server: a wake
+// queued by a message reaches the command once, as JSON on stdin and in environment
+// variables, and is acknowledged; a failing command's wake is replayed after its lease;
+// the pager rides out a server restart and picks up the wake queued meanwhile.
+func TestPagerAgainstServer(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.svc.Now = nil
+	addr := freeAddr(t)
+	stop := runServer(t, f.url, addr)
+
+	out := t.TempDir()
+	// The command records the wake, and fails for a wake whose marker file exists (once).
+	script := fmt.Sprintf(`set -e
+cat > %[1]s/$RELAYROOM_WAKE_ID.json
+echo "$RELAYROOM_WAKE_ID $RELAYROOM_PART $RELAYROOM_PROJECT_ID $RELAYROOM_WAKE_COUNT $RELAYROOM_WAKE_ATTEMPT" >> %[1]s/runs
+if [ -e %[1]s/fail-next ]; then rm %[1]s/fail-next; exit 3; fi`, out)
+	p := &wake.Pager{BaseURL: "http://" + addr, Key: f.res.Agents["acme/alpha"].Key, Exec: script,
+		Wait: 25 * time.Second, MaxBackoff: 300 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Stdout: io.Discard, Stderr: io.Discard}
+	ctx, cancel := context.WithCancel(context.Background())
+	pagerDone := make(chan error, 1)
+	go func() { pagerDone <- p.Run(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-pagerDone:
+			if err != nil {
+				t.Errorf("pager: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("pager did not stop on cancel")
+		}
+	}()
+	lines := func() []string {
+		b, _ := os.ReadFile(filepath.Join(out, "runs"))
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, "\n")
+	}
+	// 1. A message wakes the part: the command runs once with the wake, which is acked.
+	f.queue(f.msg("a"))
+	waitFor(t, "the first wake's command", 15*time.Second, func() bool { return len(lines()) == 1 })
+	first := strings.Fields(lines()[0])
+	if first[1] != "a" || first[2] != f.project.String() || first[3] != "1" || first[4] != "1" {
+		t.Fatalf("environment of the command: %v", first)
+	}
+	var w wake.Wake
+	b, err := os.ReadFile(filepath.Join(out, first[0]+".json"))
+	if err != nil || json.Unmarshal(b, &w) != nil || w.ID.String() != first[0] || w.Part != "a" || w.Count != 1 ||
+		w.Project != "One" {
+		t.Fatalf("stdin of the command: %s %v", b, err)
+	}
+	waitFor(t, "the ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
+
+	// 2. The server restarts; work queued while it is down is delivered once it is back.
+	// The pager's 25 s long poll does not hold up the graceful shutdown.
+	began := time.Now()
+	stop()
+	if d := time.Since(began); d > 5*time.Second {
+		t.Fatalf("shutdown took %v with a long poll open", d)
+	}
+	f.queue(f.msg("a"))
+	time.Sleep(700 * time.Millisecond) // the pager is now retrying against a closed port
+	runServer(t, f.url, addr)
+	waitFor(t, "the wake queued during the restart", 20*time.Second, func() bool { return len(lines()) == 2 })
+	waitFor(t, "its ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
+
+	// 3. A failing command leaves its wake unacknowledged: replayed after the lease.
+	if err := os.WriteFile(filepath.Join(out, "fail-next"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.queue(f.msg("a"))
+	waitFor(t, "the failing run", 15*time.Second, func() bool { return len(lines()) == 3 })
+	time.Sleep(300 * time.Millisecond)
+	if st := f.status("a"); st != wake.StatusClaimed {
+		t.Fatalf("a failed command's wake is %s, want claimed (not acknowledged)", st)
+	}
+	// Expire the lease instead of waiting five minutes.
+	f.exec(`UPDATE wake SET lease_until = now() - interval '1 second' WHERE status = 'claimed'`)
+	f.exec(`SELECT pg_notify('rr_wake', '*')`) // what the next sweep tick would send
+	waitFor(t, "the replay", 15*time.Second, func() bool { return len(lines()) == 4 })
+	third, replay := strings.Fields(lines()[2]), strings.Fields(lines()[3])
+	if third[0] != replay[0] || replay[4] != "2" {
+		t.Fatalf("replay: %v after %v", replay, third)
+	}
+	waitFor(t, "the replay's ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
+	time.Sleep(500 * time.Millisecond)
+	if n := len(lines()); n != 4 {
+		t.Fatalf("%d runs for 3 wakes and one replay", n)
+	}
+}
+
+// TestPagerRefusedKey: a bad key stops the pager with an error instead of looping.
+func TestPagerRefusedKey(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	addr := freeAddr(t)
+	runServer(t, f.url, addr)
+	key := f.res.Agents["acme/alpha"].Key
+	// A well-formed key that is not on file: revoke by rotating.
+	f.exec(`UPDATE agent_key SET revoked_at = now()`)
+	p := &wake.Pager{BaseURL: "http://" + addr, Key: key, Exec: "true", Wait: time.Second,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := p.Run(ctx); err != wake.ErrUnauthorized {
+		t.Fatalf("pager with a revoked key: %v", err)
+	}
+}

@@ -1,0 +1,224 @@
+package wake
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// Agent is the verified holder of an agent key, as the pager presents it.
+type Agent struct {
+	ID    uuid.UUID
+	OrgID uuid.UUID
+}
+
+// Authenticate verifies an agent key. Unlike the MCP endpoints it does not move the
+// agent's last_seen: a pager waiting for wakes must not make its agent look online, or
+// nothing would ever wake it.
+func (s *Service) Authenticate(ctx context.Context, key string) (Agent, error) {
+	p, err := auth.Parse(auth.AgentKeyPrefix, key)
+	if err != nil {
+		return Agent{}, apperr.New(apperr.Unauthenticated, "Unauthorized")
+	}
+	var a Agent
+	err = s.DB.InTenant(ctx, pg.Tenant{Lookup: p.ID}, func(tx *pg.Tx) error {
+		rows, err := s.Q.CredentialRows(ctx, tx, db.CredentialRowsParams{KeyID: p.ID})
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if r.Kind == "key" && p.Matches(r.SecretHash) {
+				a = Agent{ID: r.AgentID, OrgID: r.OwnerID}
+				return nil
+			}
+		}
+		return apperr.New(apperr.Unauthenticated, "Unauthorized")
+	})
+	if err != nil {
+		return Agent{}, pg.Classify("wake authenticate", err)
+	}
+	return a, nil
+}
+
+func (s *Service) claim(ctx context.Context, a Agent) (*Wake, error) {
+	now := s.now()
+	var w *Wake
+	err := s.DB.InTenant(ctx, pg.Tenant{OrgID: a.OrgID, AgentID: a.ID}, func(tx *pg.Tx) error {
+		r, err := s.Q.ClaimWake(ctx, tx, db.ClaimWakeParams{AgentID: a.ID, Now: now, Since: now.Add(-time.Hour), LeaseUntil: now.Add(s.lease())})
+		if pg.IsNoRows(err) {
+			return errNoWake
+		}
+		if err != nil {
+			return err
+		}
+		w = &Wake{ID: r.ID, ProjectID: r.ProjectID, Project: r.ProjectName, Part: r.Part, Count: int(r.Count), Sources: r.Sources,
+			ThreadIDs: threadIDs(r.ThreadCounts), Urgent: r.Urgent, LastItemID: r.LastItemID,
+			CreatedAt: r.CreatedAt, Attempt: int(r.Attempts), LeaseUntil: r.LeaseUntil}
+		return nil
+	})
+	if err == errNoWake {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, pg.Classify("wake claim", err)
+	}
+	return w, nil
+}
+
+// Next claims the agent's oldest deliverable wake, waiting up to wait for one. The claim
+// is a lease: a wake not acknowledged before it ends is handed out again (at least once
+// delivery). nil means none arrived in time.
+func (s *Service) Next(ctx context.Context, a Agent, wait time.Duration) (*Wake, error) {
+	s.init()
+	ch, cancel := s.hub.subscribe(a.ID)
+	defer cancel()
+	deadline := time.Now().Add(wait)
+	for {
+		w, err := s.claim(ctx, a)
+		if err != nil || w != nil {
+			return w, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, nil
+		}
+		t := time.NewTimer(min(left, s.pollInterval()))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil
+		case <-s.stopped:
+			t.Stop()
+			return nil, nil
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// Ack marks a claimed wake delivered. Acknowledging twice, or a wake canceled meanwhile
+// (its thread closed), is fine; a wake of another agent does not exist.
+func (s *Service) Ack(ctx context.Context, a Agent, id uuid.UUID) (string, error) {
+	now := s.now()
+	status := StatusDelivered
+	err := s.DB.InTenant(ctx, pg.Tenant{OrgID: a.OrgID, AgentID: a.ID}, func(tx *pg.Tx) error {
+		_, err := s.Q.AckWake(ctx, tx, db.AckWakeParams{AgentID: a.ID, ID: id, Now: now})
+		if !pg.IsNoRows(err) {
+			return err
+		}
+		st, err := s.Q.AgentWakeStatus(ctx, tx, db.AgentWakeStatusParams{AgentID: a.ID, ID: id})
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "no such wake")
+		}
+		if err != nil {
+			return err
+		}
+		if st != StatusDelivered && st != StatusCanceled {
+			return apperr.New(apperr.Conflict, "wake %s is %s, not claimed", id, st)
+		}
+		status = st
+		return nil
+	})
+	if err != nil {
+		return "", pg.Classify("wake ack", err)
+	}
+	return status, nil
+}
+
+// MaxWait bounds a long poll.
+const MaxWait = 60 * time.Second
+
+// HandleNext serves GET /api/wakes/next?wait=SECONDS (agent key in X-Agent-Key or
+// Authorization: Bearer): 200 with a claimed wake, or 204 when none arrived in time.
+func (s *Service) HandleNext(w http.ResponseWriter, r *http.Request) {
+	a, err := s.Authenticate(r.Context(), auth.AgentKey(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	wait := 25 * time.Second
+	if v := r.URL.Query().Get("wait"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			s.writeError(w, r, apperr.New(apperr.Invalid, "wait must be a whole number of seconds"))
+			return
+		}
+		wait = min(time.Duration(n)*time.Second, MaxWait)
+	}
+	wk, err := s.Next(r.Context(), a, wait)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if wk == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, http.StatusOK, wk)
+}
+
+// HandleAck serves POST /api/wakes/{id}/ack.
+func (s *Service) HandleAck(w http.ResponseWriter, r *http.Request, rawID string) {
+	a, err := s.Authenticate(r.Context(), auth.AgentKey(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id, err := uuid.Parse(rawID)
+	if err != nil {
+		s.writeError(w, r, apperr.New(apperr.NotFound, "no such wake"))
+		return
+	}
+	st, err := s.Ack(r.Context(), a, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "id": id, "status": st})
+}
+
+func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	msg := "internal error"
+	if e, ok := apperr.As(err); ok {
+		msg = e.Message
+		switch e.Code {
+		case apperr.Unauthenticated:
+			status = http.StatusUnauthorized
+		case apperr.Invalid:
+			status = http.StatusBadRequest
+		case apperr.NotFound:
+			status = http.StatusNotFound
+		case apperr.Conflict:
+			status = http.StatusConflict
+		case apperr.Forbidden:
+			status = http.StatusForbidden
+		case apperr.Unavailable:
+			status = http.StatusServiceUnavailable
+		default:
+			msg = "internal error"
+		}
+	}
+	if status >= 500 {
+		s.Log.ErrorContext(r.Context(), "wake endpoint", "error", fmt.Sprint(err))
+	}
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

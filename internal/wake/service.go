@@ -1,0 +1,393 @@
+package wake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/jobs"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// Defaults of the Service's knobs.
+const (
+	DefaultOnlineWindow = time.Minute
+	DefaultLease        = 5 * time.Minute
+	DefaultMaxAttempts  = 8
+	DefaultSweepEvery   = 30 * time.Second
+	// notifyChannel carries comma-separated agent ids ("*": everyone) of wakes made ready.
+	notifyChannel = "rr_wake"
+)
+
+// Wake statuses (the wake table's).
+const (
+	StatusPending   = "pending"
+	StatusClaimed   = "claimed"
+	StatusSending   = "sending"
+	StatusDelivered = "delivered"
+	StatusCanceled  = "canceled"
+	StatusDead      = "dead"
+)
+
+// Service queues, holds, releases and delivers wakes. Zero knobs take the defaults above.
+type Service struct {
+	DB  *pg.DB
+	Q   *db.Queries
+	Log *slog.Logger
+	// Now is the clock (tests inject one); the sweep takes its time as an argument.
+	Now func() time.Time
+	// Jobs delivers webhooks; nil means wakes are only delivered to pagers.
+	Jobs *jobs.Runner
+	// Box seals and opens webhook secrets (RELAYROOM_SECRET_KEY); nil means webhooks
+	// can be neither configured nor sent.
+	Box *SecretBox
+
+	OnlineWindow time.Duration // a part seen this recently is online: not woken
+	Lease        time.Duration // how long a pager's claim holds before the wake is replayed
+	MaxAttempts  int           // webhook attempts before the wake is dead
+	PollInterval time.Duration // long-poll re-check besides notifications (default 30 s: each sweep tick notifies anyway)
+	HTTPClient   *http.Client  // webhook client (default: 10 s timeout)
+
+	once     sync.Once
+	hub      *hub
+	kick     chan struct{}
+	stopped  chan struct{} // closed when Run returns: long polls end at once
+	stopOnce sync.Once
+}
+
+func (s *Service) init() {
+	s.once.Do(func() {
+		s.hub = &hub{waiters: map[uuid.UUID]map[chan struct{}]struct{}{}}
+		s.kick = make(chan struct{}, 1)
+		s.stopped = make(chan struct{})
+		if s.Log == nil {
+			s.Log = slog.Default()
+		}
+	})
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Service) onlineWindow() time.Duration { return cmpOr(s.OnlineWindow, DefaultOnlineWindow) }
+func (s *Service) lease() time.Duration        { return cmpOr(s.Lease, DefaultLease) }
+func (s *Service) pollInterval() time.Duration { return cmpOr(s.PollInterval, 30*time.Second) }
+func (s *Service) maxAttempts() int {
+	if s.MaxAttempts > 0 {
+		return s.MaxAttempts
+	}
+	return DefaultMaxAttempts
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Queue records the wakes r asks for, in tx: the transaction that stored the work, whose
+// tenant is r.ProjectID. It is one statement (one round trip). A part that is online is not woken (it sees the work itself);
+// rooms' AlwaysOnOnly requests skip session agents; a part with a pending wake gets its
+// count raised instead of a second wake. Whether the wake may be delivered (parked? budget
+// left? urgent?) is decided at delivery, so a parked part's wake simply waits, uncharged.
+func (s *Service) Queue(ctx context.Context, tx *pg.Tx, r Request) error {
+	s.init()
+	members := dedupe(r.MemberIDs)
+	if len(members) == 0 {
+		return nil
+	}
+	if r.Source == "" {
+		r.Source = "message"
+	}
+	now := s.now()
+	var err error
+	arg := db.QueueWakesParams{ProjectID: r.ProjectID, MemberIds: members, Ids: make([]uuid.UUID, len(members)),
+		Urgent: r.Urgent, Source: r.Source, Now: now, OnlineSince: now.Add(-s.onlineWindow())}
+	for i := range arg.Ids {
+		arg.Ids[i] = uuid.Must(uuid.NewV7())
+	}
+	if r.ThreadID != uuid.Nil {
+		arg.ThreadID = &r.ThreadID
+	}
+	if r.ItemID != uuid.Nil {
+		arg.ItemID = &r.ItemID
+	}
+	// Two statements of the same shape: the common one does not read agent at all (a
+	// cheaper plan under RLS on the send path).
+	if r.AlwaysOnOnly {
+		_, err = s.Q.QueueWakesAlwaysOn(ctx, tx, db.QueueWakesAlwaysOnParams(arg))
+	} else {
+		_, err = s.Q.QueueWakes(ctx, tx, arg)
+	}
+	if err != nil {
+		return fmt.Errorf("wake queue: %w", err)
+	}
+	return nil
+}
+
+// CancelThread takes a closed thread's share out of every undelivered wake of the
+// project; a wake that carried nothing else is canceled. Runs in the closing transaction.
+func (s *Service) CancelThread(ctx context.Context, tx *pg.Tx, projectID, threadID uuid.UUID) error {
+	if _, err := s.Q.CancelThreadWakes(ctx, tx, db.CancelThreadWakesParams{ProjectID: projectID, ThreadID: threadID, Now: s.now()}); err != nil {
+		return fmt.Errorf("wake cancel thread: %w", err)
+	}
+	return nil
+}
+
+func dedupe(ids []uuid.UUID) []uuid.UUID {
+	out := slices.Clone(ids)
+	sort.Slice(out, func(i, j int) bool { return strings.Compare(out[i].String(), out[j].String()) < 0 })
+	out = slices.Compact(out)
+	return slices.DeleteFunc(out, func(id uuid.UUID) bool { return id == uuid.Nil })
+}
+
+// SweepResult says what one tick did.
+type SweepResult struct {
+	Resumed    int64 `json:"resumed"`
+	Dispatched int   `json:"dispatched"`
+}
+
+// Sweep is one tick of the 30 s eligibility sweep at time now: it unparks every part
+// whose park ended (the first tick past resetAt), tells every waiting pager to look again
+// (wakes of resumed parts, and wakes whose part's budget freed, are deliverable now), and
+// hands deliverable webhook wakes to delivery jobs. Pending wakes themselves are not
+// rewritten: deliverability is decided at delivery, so a tick costs the same with 100 or
+// 100,000 of them.
+func (s *Service) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
+	s.init()
+	var res SweepResult
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		n, err := s.Q.ResumeParkedParts(ctx, tx, now)
+		if err != nil {
+			return fmt.Errorf("resume parked: %w", err)
+		}
+		res.Resumed = n
+		return s.Q.NotifyWakes(ctx, tx, "*")
+	})
+	if err != nil {
+		return res, fmt.Errorf("wake sweep: %w", err)
+	}
+	if res.Dispatched, err = s.Dispatch(ctx, now); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// Periodic is the sweep as a periodic job (every 30 s, once across replicas), plus the
+// daily clean-up of delivered and canceled wakes older than a week.
+func (s *Service) Periodic() []jobs.Periodic {
+	return []jobs.Periodic{
+		{Name: "wake_sweep", Every: DefaultSweepEvery, RunOnStart: true, Run: func(ctx context.Context) error {
+			res, err := s.Sweep(ctx, s.now())
+			if err == nil && (res.Resumed > 0 || res.Dispatched > 0) {
+				s.Log.InfoContext(ctx, "wake sweep", "resumed", res.Resumed, "dispatched", res.Dispatched)
+			}
+			return err
+		}},
+		{Name: "wake_cleanup", Every: 24 * time.Hour, RunOnStart: true, Timeout: 10 * time.Minute, Run: func(ctx context.Context) error {
+			_, err := s.Cleanup(ctx, s.now().Add(-7*24*time.Hour))
+			return err
+		}},
+	}
+}
+
+// Cleanup deletes delivered and canceled wakes last changed before before, in batches;
+// dead letters stay for people to see.
+func (s *Service) Cleanup(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+			var err error
+			n, err = s.Q.DeleteOldWakes(ctx, tx, db.DeleteOldWakesParams{Before: before, MaxRows: 5000})
+			return err
+		})
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("wake cleanup: %w", err)
+		}
+		if n < 5000 {
+			return total, nil
+		}
+	}
+}
+
+// Run listens for wake notifications (to answer long polls and dispatch webhooks at once)
+// until ctx ends; then every long poll waiting in this process returns (so a graceful
+// shutdown is not held up by them). Without Run, pagers still get their wakes, at the
+// poll interval.
+func (s *Service) Run(ctx context.Context) {
+	s.init()
+	defer s.stopOnce.Do(func() { close(s.stopped) })
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); s.listen(ctx) }()
+	go func() { defer wg.Done(); s.dispatchLoop(ctx) }()
+	wg.Wait()
+}
+
+func (s *Service) listen(ctx context.Context) {
+	delay := 500 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.Log.WarnContext(ctx, "wake listener: reconnecting", "error", fmt.Sprint(err), "in", delay.String())
+		s.hub.broadcast() // a notification may have been missed: every waiter re-checks
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 30*time.Second)
+	}
+}
+
+func (s *Service) listenOnce(ctx context.Context) error {
+	conn, err := s.DB.Ops.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection carries a LISTEN: it never goes back to the pool.
+	defer func() {
+		_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		conn.Release()
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return err
+	}
+	s.hub.broadcast()
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		s.hub.notify(n.Payload)
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *Service) dispatchLoop(ctx context.Context) {
+	if s.Jobs == nil {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+		}
+		if _, err := s.Dispatch(ctx, s.now()); err != nil && ctx.Err() == nil {
+			s.Log.WarnContext(ctx, "wake dispatch", "error", err.Error())
+		}
+	}
+}
+
+// hub hands notifications to the long polls waiting in this process.
+type hub struct {
+	mu      sync.Mutex
+	waiters map[uuid.UUID]map[chan struct{}]struct{}
+}
+
+func (h *hub) subscribe(agent uuid.UUID) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	if h.waiters[agent] == nil {
+		h.waiters[agent] = map[chan struct{}]struct{}{}
+	}
+	h.waiters[agent][ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		delete(h.waiters[agent], ch)
+		if len(h.waiters[agent]) == 0 {
+			delete(h.waiters, agent)
+		}
+		h.mu.Unlock()
+	}
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (h *hub) notify(payload string) {
+	if payload == "*" {
+		h.broadcast()
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range strings.Split(payload, ",") {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			continue
+		}
+		for ch := range h.waiters[id] {
+			signal(ch)
+		}
+	}
+}
+
+func (h *hub) broadcast() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, chans := range h.waiters {
+		for ch := range chans {
+			signal(ch)
+		}
+	}
+}
+
+// Wake is what a pager's command and a webhook receive.
+type Wake struct {
+	ID         uuid.UUID  `json:"id"`
+	ProjectID  uuid.UUID  `json:"projectId"`
+	Project    string     `json:"project,omitempty"`
+	Part       string     `json:"part"`
+	Agent      string     `json:"agent,omitempty"`
+	Count      int        `json:"count"`
+	Sources    []string   `json:"sources"`
+	ThreadIDs  []string   `json:"threadIds"`
+	Urgent     bool       `json:"urgent"`
+	LastItemID *uuid.UUID `json:"lastItemId,omitempty"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	Attempt    int        `json:"attempt"`
+	LeaseUntil *time.Time `json:"leaseUntil,omitempty"`
+}
+
+func threadIDs(raw json.RawMessage) []string {
+	m := map[string]int{}
+	_ = json.Unmarshal(raw, &m) // written by our own SQL as an object of counts
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+var errNoWake = errors.New("no wake")

@@ -1,0 +1,340 @@
+package wake_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/wake"
+)
+
+// TestBudgetEnforced: a part is woken at most wakeBudgetPerHour times an hour; work past
+// that waits (coalesced, not dropped) and is delivered once the hour of the oldest charge
+// has passed.
+func TestBudgetEnforced(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.budget(3)
+	start := f.clock.Now()
+	for i := 0; i < 3; i++ {
+		f.queue(f.msg("a"))
+		f.deliver("a")
+		f.clock.Add(time.Minute)
+	}
+	f.queue(f.msg("a"))
+	f.queue(f.msg("a"))
+	if w := f.open("a"); w.Charged || w.Count != 2 {
+		t.Fatalf("work past the budget coalesces into one uncharged pending wake: %+v", w)
+	}
+	if got := f.next("a"); got != nil {
+		t.Fatalf("4th wake within the hour was delivered: %+v", got)
+	}
+	f.clock.Add(start.Add(time.Hour - time.Second).Sub(f.clock.Now()))
+	f.sweep(f.clock.Now())
+	if got := f.next("a"); got != nil {
+		t.Fatalf("delivered before the budget freed: %+v", got)
+	}
+	f.clock.Add(2 * time.Second) // the first charge is now more than an hour old
+	got := f.next("a")
+	if got == nil || got.Count != 2 {
+		t.Fatalf("not delivered once the budget freed: %+v", got)
+	}
+	if ws := f.wakes("a"); !ws[len(ws)-1].Charged {
+		t.Fatalf("delivery not charged: %+v", ws)
+	}
+	// The default budget is 12 when the setting is absent or not a number.
+	f.exec(`UPDATE project SET settings = settings || '{"wakeBudgetPerHour": "lots"}' WHERE id = $1`, f.project)
+	var b int
+	f.op(func(tx *pg.Tx) error {
+		return tx.QueryRow(f.ctx, `SELECT rr_wake_budget(settings) FROM project WHERE id = $1`, f.project).Scan(&b)
+	})
+	if b != 12 {
+		t.Fatalf("budget for a malformed setting: %d, want the default 12", b)
+	}
+}
+
+// TestBroadcastChargedPerRecipient: a message to "*" costs each recipient one wake of
+// its own budget.
+func TestBroadcastChargedPerRecipient(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.budget(1)
+	r := f.msg("a", "b", "c")
+	r.Broadcast = true
+	f.queue(r)
+	for _, p := range []string{"a", "b", "c"} {
+		f.deliver(p)
+	}
+	for _, p := range []string{"a", "b", "c"} {
+		if ws := f.wakes(p); len(ws) != 1 || !ws[0].Charged {
+			t.Fatalf("%s: broadcast wake not charged to it: %+v", p, ws)
+		}
+	}
+	f.queue(f.msg("b"))
+	if got := f.next("b"); got != nil {
+		t.Fatalf("b's budget of 1 was spent by the broadcast, yet: %+v", got)
+	}
+	f.none("lead") // not a recipient
+}
+
+// TestUrgentPassesBudgetNotPark: urgent work wakes a part whose budget is spent, never a
+// parked one.
+func TestUrgentPassesBudgetNotPark(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.budget(1)
+	f.queue(f.msg("a"))
+	f.deliver("a")
+	f.queue(f.msg("a"))
+	if got := f.next("a"); got != nil {
+		t.Fatalf("over budget: %+v", got)
+	}
+	u := f.msg("a")
+	u.Urgent = true
+	f.queue(u)
+	if got := f.next("a"); got == nil || !got.Urgent || got.Count != 2 {
+		t.Fatalf("urgent did not pass the budget: %+v", got)
+	}
+	f.park("b", f.clock.Now().Add(time.Hour))
+	u = f.msg("b")
+	u.Urgent = true
+	f.queue(u)
+	if got := f.next("b"); got != nil {
+		t.Fatalf("urgent woke a parked part: %+v", got)
+	}
+	if w := f.open("b"); w.Charged {
+		t.Fatalf("a parked part was charged: %+v", w)
+	}
+}
+
+// TestParkedGetsNoneAndResumes: a parked part is never woken and spends no budget; the
+// sweep unparks it on its first tick past resetAt and its waiting wake is delivered.
+func TestParkedGetsNoneAndResumes(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	resetAt := f.clock.Now().Add(10 * time.Minute)
+	f.park("a", resetAt)
+	f.queue(f.msg("a"))
+	f.queue(f.msg("a"))
+	if w := f.open("a"); w.Charged || w.Count != 2 {
+		t.Fatalf("parked: %+v", w)
+	}
+	if got := f.next("a"); got != nil {
+		t.Fatalf("woke a parked part: %+v", got)
+	}
+	parkedUntil := func() *time.Time {
+		var p *time.Time
+		f.op(func(tx *pg.Tx) error {
+			return tx.QueryRow(f.ctx, `SELECT parked_until FROM membership WHERE id = $1`, f.member["a"]).Scan(&p)
+		})
+		return p
+	}
+	if res := f.sweep(resetAt.Add(-time.Second)); res.Resumed != 0 || parkedUntil() == nil {
+		t.Fatalf("resumed before resetAt: %+v", res)
+	}
+	// Past resetAt but before the sweep's tick: still parked (the sweep resumes it).
+	f.clock.Add(10*time.Minute + time.Second)
+	if got := f.next("a"); got != nil {
+		t.Fatalf("woken past resetAt before the sweep resumed it: %+v", got)
+	}
+	if res := f.sweep(resetAt.Add(time.Second)); res.Resumed != 1 || parkedUntil() != nil {
+		t.Fatalf("first tick past resetAt: %+v, parked until %v", res, parkedUntil())
+	}
+	if got := f.next("a"); got == nil || got.Count != 2 {
+		t.Fatalf("resumed part's wake: %+v", got)
+	}
+	// A wake of a part that parks after it was queued waits too.
+	f.queue(f.msg("b"))
+	f.park("b", f.clock.Now().Add(time.Minute))
+	if got := f.next("b"); got != nil {
+		t.Fatalf("a part parked after its wake was queued was woken: %+v", got)
+	}
+}
+
+// TestCoalescing: many messages and tasks, one pending wake carrying the count.
+func TestCoalescing(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	t1, t2 := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	for i := 0; i < 3; i++ {
+		r := f.msg("a")
+		r.ThreadID = t1
+		f.queue(r)
+	}
+	r := f.msg("a", "a") // the same part twice in one request counts once
+	r.ThreadID = t2
+	f.queue(r)
+	task := f.msg("a")
+	task.Source = "task"
+	f.queue(task)
+	ws := f.wakes("a")
+	if len(ws) != 1 {
+		t.Fatalf("want one wake, got %+v", ws)
+	}
+	w := ws[0]
+	slices.Sort(w.ThreadIDs)
+	want := []string{t1.String(), t2.String()}
+	slices.Sort(want)
+	if w.Count != 5 || !slices.Equal(w.ThreadIDs, want) || !slices.Equal(w.Sources, []string{"message", "task"}) {
+		t.Fatalf("coalesced wake: %+v", w)
+	}
+	got := f.next("a")
+	if got == nil || got.Count != 5 || len(got.ThreadIDs) != 2 {
+		t.Fatalf("claimed: %+v", got)
+	}
+	// Work after the claim opens a new wake (the claimed one may already be read).
+	f.queue(f.msg("a"))
+	if w := f.open("a"); w.Count != 1 {
+		t.Fatalf("after claim: %+v", w)
+	}
+}
+
+// TestOnlineNotWoken: a part seen within the last minute is online and not woken.
+func TestOnlineNotWoken(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	now := f.clock.Now()
+	f.seen("a", now.Add(-30*time.Second))
+	f.seen("b", now.Add(-2*time.Minute))
+	f.queue(f.msg("a", "b"))
+	f.none("a")
+	if w := f.open("b"); w.Count != 1 {
+		t.Fatalf("offline part: %+v", w)
+	}
+}
+
+// TestCloseCancels: closing a thread takes its share out of pending wakes and cancels
+// those left with nothing, including one claimed but not yet acknowledged.
+func TestCloseCancels(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	t1, t2 := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	q := func(thread uuid.UUID, parts ...string) {
+		r := f.msg(parts...)
+		r.ThreadID = thread
+		f.queue(r)
+	}
+	q(t1, "a", "b", "c")
+	q(t1, "a")
+	q(t2, "a")
+	claimed := f.next("c")
+	if claimed == nil {
+		t.Fatal("c has no wake")
+	}
+	if err := f.d.InTenant(f.ctx, pg.Tenant{ProjectID: f.project}, func(tx *pg.Tx) error {
+		return f.svc.CancelThread(f.ctx, tx, f.project, t1)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.open("a"); w.Count != 1 || !slices.Equal(w.ThreadIDs, []string{t2.String()}) {
+		t.Fatalf("a keeps t2's share only: %+v", w)
+	}
+	if ws := f.wakes("b"); len(ws) != 1 || ws[0].Status != wake.StatusCanceled {
+		t.Fatalf("b's wake was only for t1: %+v", ws)
+	}
+	if ws := f.wakes("c"); len(ws) != 1 || ws[0].Status != wake.StatusCanceled {
+		t.Fatalf("c's claimed wake was only for t1: %+v", ws)
+	}
+	if got := f.next("b"); got != nil {
+		t.Fatalf("a canceled wake was handed out: %+v", got)
+	}
+	// The pager acknowledging the canceled wake is told so, not refused.
+	if st, err := f.svc.Ack(f.ctx, f.agent["c"], claimed.ID); err != nil || st != wake.StatusCanceled {
+		t.Fatalf("ack of a canceled wake: %q %v", st, err)
+	}
+	// A lease running out does not replay it either.
+	f.clock.Add(wake.DefaultLease + time.Second)
+	if got := f.next("c"); got != nil {
+		t.Fatalf("canceled wake replayed: %+v", got)
+	}
+}
+
+// TestAlwaysOnOnly: rooms' requests wake always-on agents only.
+func TestAlwaysOnOnly(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	r := f.msg("a", "bot")
+	r.Source = "task"
+	r.AlwaysOnOnly = true
+	f.queue(r)
+	f.none("a")
+	if w := f.open("bot"); !slices.Equal(w.Sources, []string{"task"}) {
+		t.Fatalf("always-on agent: %+v", w)
+	}
+}
+
+// TestTenantIsolation: a transaction of another project cannot queue wakes for this
+// project's parts (RLS), and one agent cannot claim or acknowledge another's wakes.
+func TestTenantIsolation(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	r := f.msg("a")
+	r.ProjectID = f.project
+	if err := f.d.InTenant(f.ctx, pg.Tenant{ProjectID: f.other}, func(tx *pg.Tx) error {
+		return f.svc.Queue(f.ctx, tx, r)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.none("a")
+	f.queue(f.msg("a"))
+	if got := f.next("peter"); got != nil {
+		t.Fatalf("another agent claimed a's wake: %+v", got)
+	}
+	got := f.next("a")
+	if got == nil {
+		t.Fatal("a's wake")
+	}
+	if _, err := f.svc.Ack(f.ctx, f.agent["peter"], got.ID); err == nil {
+		t.Fatal("another agent acknowledged a's wake")
+	}
+}
+
+// TestLeaseReplay: a claimed wake not acknowledged is handed out again after its lease;
+// an acknowledged one never is.
+func TestLeaseReplay(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.queue(f.msg("a"))
+	first := f.next("a")
+	if first == nil || first.Attempt != 1 {
+		t.Fatalf("claim: %+v", first)
+	}
+	if again := f.next("a"); again != nil {
+		t.Fatalf("a leased wake was handed out twice: %+v", again)
+	}
+	f.clock.Add(wake.DefaultLease + time.Second)
+	replay := f.next("a")
+	if replay == nil || replay.ID != first.ID || replay.Attempt != 2 {
+		t.Fatalf("replay after the lease: %+v", replay)
+	}
+	for i := 0; i < 2; i++ { // acknowledging twice is fine
+		if st, err := f.svc.Ack(f.ctx, f.agent["a"], replay.ID); err != nil || st != wake.StatusDelivered {
+			t.Fatalf("ack: %q %v", st, err)
+		}
+	}
+	f.clock.Add(wake.DefaultLease + time.Second)
+	if got := f.next("a"); got != nil {
+		t.Fatalf("an acknowledged wake came back: %+v", got)
+	}
+}
+
+// TestCleanup: delivered and canceled wakes older than the cut are deleted; pending ones
+// and dead letters stay.
+func TestCleanup(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.queue(f.msg("a", "b", "c"))
+	f.deliver("a")
+	f.exec(`UPDATE wake SET status = 'dead' WHERE member_id = $1`, f.member["c"])
+	n, err := f.svc.Cleanup(f.ctx, f.clock.Now().Add(time.Second))
+	if err != nil || n != 1 {
+		t.Fatalf("cleanup deleted %d (%v), want 1", n, err)
+	}
+	f.none("a")
+	if len(f.wakes("b")) != 1 || len(f.wakes("c")) != 1 {
+		t.Fatalf("pending or dead wakes were deleted: %+v %+v", f.wakes("b"), f.wakes("c"))
+	}
+}

@@ -1,0 +1,470 @@
+package wake
+
+import (
+	"bytes"
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/jobs"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// Webhook headers.
+const (
+	HeaderSignature = "Relayroom-Signature" // t=<unix seconds>,v1=<hex HMAC-SHA256>
+	HeaderTimestamp = "Relayroom-Timestamp"
+	HeaderWakeID    = "Relayroom-Wake-Id"
+	SecretPrefix    = "whsec_"
+)
+
+// Sign returns the signature header value of body at time t: HMAC-SHA256 keyed with the
+// whole secret (prefix included) over "<unix seconds>.<body>".
+func Sign(secret string, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts + "."))
+	m.Write(body)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Verify checks a signature header against body, refusing timestamps further than
+// tolerance from now (replays). It is what a receiver does; docs/wakes.md has it in Go.
+func Verify(secret, header string, body []byte, now time.Time, tolerance time.Duration) error {
+	var ts, sig string
+	for _, part := range strings.Split(header, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			sig = v
+		}
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || sig == "" {
+		return errors.New("malformed signature header")
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
+		return errors.New("signature timestamp outside tolerance")
+	}
+	want := Sign(secret, time.Unix(sec, 0), body)
+	if !hmac.Equal([]byte(want), []byte("t="+ts+",v1="+sig)) {
+		return errors.New("signature mismatch")
+	}
+	return nil
+}
+
+// SecretBox seals webhook secrets with AES-256-GCM under the server key.
+type SecretBox struct{ aead cipher.AEAD }
+
+// NewSecretBox takes the server key: 32 bytes as 64 hex digits or base64 (RELAYROOM_SECRET_KEY).
+func NewSecretBox(key string) (*SecretBox, error) {
+	key = strings.TrimSpace(key)
+	var raw []byte
+	if b, err := hex.DecodeString(key); err == nil && len(b) == 32 {
+		raw = b
+	} else if b, err := base64.StdEncoding.DecodeString(key); err == nil && len(b) == 32 {
+		raw = b
+	} else if b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(key, "=")); err == nil && len(b) == 32 {
+		raw = b
+	} else {
+		return nil, errors.New("RELAYROOM_SECRET_KEY must be 32 bytes, as 64 hex digits or base64 (openssl rand -hex 32)")
+	}
+	block, err := aes.NewCipher(raw)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &SecretBox{aead: aead}, nil
+}
+
+// Seal encrypts; the nonce leads the result. ad binds the ciphertext to its row.
+func (b *SecretBox) Seal(plain, ad []byte) []byte {
+	nonce := make([]byte, b.aead.NonceSize())
+	_, _ = rand.Read(nonce) // crypto/rand does not fail on Linux
+	return b.aead.Seal(nonce, nonce, plain, ad)
+}
+
+// Open decrypts what Seal made.
+func (b *SecretBox) Open(sealed, ad []byte) ([]byte, error) {
+	n := b.aead.NonceSize()
+	if len(sealed) < n {
+		return nil, errors.New("sealed secret too short")
+	}
+	return b.aead.Open(nil, sealed[:n], sealed[n:], ad)
+}
+
+// Target is an agent's webhook as people see it (never its secret).
+type Target struct {
+	Agent     string    `json:"agent"`
+	URL       string    `json:"url"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// ValidateURL accepts https URLs, and http only to a loopback host (local development).
+func ValidateURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return apperr.New(apperr.Invalid, "the webhook URL must be an absolute https:// URL")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		h := u.Hostname()
+		if ip := net.ParseIP(h); h == "localhost" || (ip != nil && ip.IsLoopback()) {
+			return nil
+		}
+	}
+	return apperr.New(apperr.Invalid, "the webhook URL must use https (http is accepted only for localhost)")
+}
+
+func splitRef(ref string) (string, string, error) {
+	org, slug, ok := strings.Cut(ref, "/")
+	if !ok || org == "" || slug == "" {
+		return "", "", apperr.New(apperr.Invalid, "agent must be written org/slug, got %q", ref)
+	}
+	return org, slug, nil
+}
+
+// SetWebhook gives an agent a webhook target and a new secret, returned once (only its
+// ciphertext is stored). Setting it again replaces both.
+func (s *Service) SetWebhook(ctx context.Context, agentRef, rawURL string) (Target, string, error) {
+	if s.Box == nil {
+		return Target{}, "", apperr.New(apperr.Invalid, "RELAYROOM_SECRET_KEY is not set: webhook secrets cannot be stored (generate one: openssl rand -hex 32)")
+	}
+	if err := ValidateURL(rawURL); err != nil {
+		return Target{}, "", err
+	}
+	org, slug, err := splitRef(agentRef)
+	if err != nil {
+		return Target{}, "", err
+	}
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	secret := SecretPrefix + base64.RawURLEncoding.EncodeToString(b)
+	var t Target
+	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		a, err := s.Q.WakeAgentByRef(ctx, tx, db.WakeAgentByRefParams{OrgSlug: org, AgentSlug: slug})
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "no agent %s", agentRef)
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.Q.UpsertWakeTarget(ctx, tx, db.UpsertWakeTargetParams{OrgID: a.OrgID, AgentID: a.ID, Url: rawURL,
+			SecretEnc: s.Box.Seal([]byte(secret), a.ID[:])}); err != nil {
+			return err
+		}
+		now := s.now()
+		t = Target{Agent: agentRef, URL: rawURL, CreatedAt: now, UpdatedAt: now}
+		return nil
+	})
+	if err != nil {
+		return Target{}, "", pg.Classify("wake set webhook", err)
+	}
+	return t, secret, nil
+}
+
+// ClearWebhook removes an agent's webhook: its wakes go to pagers again.
+func (s *Service) ClearWebhook(ctx context.Context, agentRef string) (bool, error) {
+	org, slug, err := splitRef(agentRef)
+	if err != nil {
+		return false, err
+	}
+	var n int64
+	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		a, err := s.Q.WakeAgentByRef(ctx, tx, db.WakeAgentByRefParams{OrgSlug: org, AgentSlug: slug})
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "no agent %s", agentRef)
+		}
+		if err != nil {
+			return err
+		}
+		n, err = s.Q.DeleteWakeTarget(ctx, tx, db.DeleteWakeTargetParams{OrgID: a.OrgID, AgentID: a.ID})
+		return err
+	})
+	if err != nil {
+		return false, pg.Classify("wake clear webhook", err)
+	}
+	return n > 0, nil
+}
+
+// Webhooks lists every agent's webhook target.
+func (s *Service) Webhooks(ctx context.Context) ([]Target, error) {
+	var out []Target
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		rows, err := s.Q.ListWakeTargets(ctx, tx)
+		for _, r := range rows {
+			out = append(out, Target{Agent: r.OrgSlug + "/" + r.AgentSlug, URL: r.Url, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt})
+		}
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("wake webhooks", err)
+	}
+	return out, nil
+}
+
+// Listed is a wake as people see it (admin list, dead letters).
+type Listed struct {
+	ID          uuid.UUID  `json:"id"`
+	ProjectID   uuid.UUID  `json:"projectId"`
+	Project     string     `json:"project"`
+	Part        string     `json:"part"`
+	Agent       string     `json:"agent"`
+	Status      string     `json:"status"`
+	Urgent      bool       `json:"urgent"`
+	Sources     []string   `json:"sources"`
+	Count       int        `json:"count"`
+	Attempts    int        `json:"attempts"`
+	LastError   *string    `json:"lastError"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	UpdatedAt   time.Time  `json:"updatedAt"`
+	DeliveredAt *time.Time `json:"deliveredAt"`
+}
+
+// List returns wakes across projects, newest first; status "" means all.
+func (s *Service) List(ctx context.Context, status string, limit int) ([]Listed, error) {
+	if limit <= 0 || limit > 10000 {
+		limit = 100
+	}
+	arg := db.ListWakesParams{MaxRows: int32(limit)}
+	if status != "" {
+		arg.Status = &status
+	}
+	out := []Listed{}
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		rows, err := s.Q.ListWakes(ctx, tx, arg)
+		for _, r := range rows {
+			out = append(out, Listed{ID: r.ID, ProjectID: r.ProjectID, Project: r.ProjectSlug, Part: r.Part,
+				Agent: r.OrgSlug + "/" + r.AgentSlug, Status: r.Status, Urgent: r.Urgent, Sources: r.Sources,
+				Count: int(r.Count), Attempts: int(r.Attempts), LastError: r.LastError, CreatedAt: r.CreatedAt,
+				UpdatedAt: r.UpdatedAt, DeliveredAt: r.DeliveredAt})
+		}
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("wake list", err)
+	}
+	return out, nil
+}
+
+// Retry makes a dead wake pending again (refused while the part has another pending wake).
+func (s *Service) Retry(ctx context.Context, id uuid.UUID) error {
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		n, err := s.Q.RetryDeadWake(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return apperr.New(apperr.Conflict, "wake %s is not a dead letter, or its part already has a pending wake", id)
+		}
+		return s.Q.NotifyWakes(ctx, tx, "*")
+	})
+	return pg.Classify("wake retry", err)
+}
+
+// DeliverArgs is the webhook delivery job of one wake.
+type DeliverArgs struct {
+	ProjectID uuid.UUID `json:"projectId"`
+	WakeID    uuid.UUID `json:"wakeId"`
+}
+
+// Kind implements river.JobArgs.
+func (DeliverArgs) Kind() string { return "wake_webhook" }
+
+// RegisterJobs adds the webhook delivery worker and the sweep to the runner (before it
+// starts). The service keeps the runner to enqueue deliveries.
+func (s *Service) RegisterJobs(r *jobs.Runner) error {
+	s.init()
+	s.Jobs = r
+	if err := jobs.AddWorker(r, &deliverWorker{s: s}); err != nil {
+		return err
+	}
+	for _, p := range s.Periodic() {
+		if err := r.AddPeriodic(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Dispatch hands ready wakes of agents with a webhook to delivery jobs, enqueued in the
+// transaction that marks them sending: a wake is never taken without its job.
+func (s *Service) Dispatch(ctx context.Context, now time.Time) (int, error) {
+	if s.Jobs == nil {
+		return 0, nil
+	}
+	total := 0
+	for total < dispatchPerCall {
+		n, err := s.dispatchBatch(ctx, now)
+		total += n
+		if err != nil || n < 500 {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// dispatchPerCall bounds the deliveries one dispatch enqueues; the next notification or
+// sweep tick takes the rest.
+const dispatchPerCall = 10000
+
+func (s *Service) dispatchBatch(ctx context.Context, now time.Time) (int, error) {
+	n := 0
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		rows, err := s.Q.TakeWebhookWakes(ctx, tx, db.TakeWebhookWakesParams{Now: now, Since: now.Add(-time.Hour), MaxRows: 500})
+		if err != nil {
+			return err
+		}
+		params := make([]river.InsertManyParams, len(rows))
+		for i, r := range rows {
+			params[i] = river.InsertManyParams{Args: DeliverArgs{ProjectID: r.ProjectID, WakeID: r.ID},
+				InsertOpts: &river.InsertOpts{MaxAttempts: s.maxAttempts()}}
+		}
+		n = len(rows)
+		return s.Jobs.InsertManyTx(ctx, jobs.PgxTx(tx), params)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("wake dispatch: %w", err)
+	}
+	return n, nil
+}
+
+type deliverWorker struct {
+	river.WorkerDefaults[DeliverArgs]
+	s *Service
+}
+
+func (w *deliverWorker) Timeout(*river.Job[DeliverArgs]) time.Duration { return 30 * time.Second }
+
+// permanentError marks a refusal that retrying cannot fix (a 4xx other than 408 and 429).
+type permanentError struct{ error }
+
+func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) error {
+	s := w.s
+	var row db.WakeForDeliveryRow
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		var err error
+		row, err = s.Q.WakeForDelivery(ctx, tx, db.WakeForDeliveryParams{ProjectID: j.Args.ProjectID, ID: j.Args.WakeID})
+		return err
+	})
+	if pg.IsNoRows(err) {
+		return nil // deleted with its project
+	}
+	if err != nil {
+		return err
+	}
+	if row.Status != StatusSending {
+		return nil // canceled (its thread closed) or already settled
+	}
+	finish := func(status string, attempted int32, lastErr *string) error {
+		set := func(status string, lastErr *string) error {
+			return s.DB.Operator(ctx, func(tx *pg.Tx) error {
+				_, err := s.Q.FinishWakeSend(ctx, tx, db.FinishWakeSendParams{ProjectID: row.ProjectID, ID: row.ID,
+					Status: status, Attempted: attempted, LastError: lastErr, Now: s.now()})
+				return err
+			})
+		}
+		err := set(status, lastErr)
+		if status == StatusPending && pg.IsUniqueViolation(err) {
+			// Newer work opened another pending wake for the part meanwhile: that one wakes it.
+			msg := "superseded by a newer pending wake of the part"
+			err = set(StatusCanceled, &msg)
+		}
+		return err
+	}
+	if row.Url == nil || s.Box == nil {
+		return finish(StatusPending, 0, nil) // no webhook (any more): a pager may take it
+	}
+	if row.ParkedUntil != nil {
+		return finish(StatusPending, 0, nil) // parked meanwhile: delivered after the sweep unparks it
+	}
+	secret, err := s.Box.Open(row.SecretEnc, row.AgentID[:])
+	if err != nil {
+		msg := "cannot decrypt the webhook secret (was RELAYROOM_SECRET_KEY changed? set the webhook again)"
+		return finish(StatusDead, 1, &msg)
+	}
+	wk := Wake{ID: row.ID, ProjectID: row.ProjectID, Project: row.ProjectName, Part: row.Part,
+		Agent: row.OrgSlug + "/" + row.AgentSlug, Count: int(row.Count), Sources: row.Sources,
+		ThreadIDs: threadIDs(row.ThreadCounts), Urgent: row.Urgent, LastItemID: row.LastItemID,
+		CreatedAt: row.CreatedAt, Attempt: j.Attempt}
+	sendErr := s.post(ctx, *row.Url, string(secret), wk)
+	if sendErr == nil {
+		return finish(StatusDelivered, 1, nil)
+	}
+	msg := sendErr.Error()
+	var perm permanentError
+	if errors.As(sendErr, &perm) || j.Attempt >= j.MaxAttempts {
+		s.Log.WarnContext(ctx, "wake webhook: dead letter", "wake", row.ID.String(), "agent", wk.Agent, "attempts", j.Attempt, "error", msg)
+		return finish(StatusDead, 1, &msg)
+	}
+	if err := finish(StatusSending, 1, &msg); err != nil {
+		return err
+	}
+	return sendErr // River retries with backoff
+}
+
+func (s *Service) post(ctx context.Context, target, secret string, wk Wake) error {
+	body, err := json.Marshal(wk)
+	if err != nil {
+		return permanentError{err}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return permanentError{err}
+	}
+	now := time.Now()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "relayroom-wake/1")
+	req.Header.Set(HeaderWakeID, wk.ID.String())
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(HeaderSignature, Sign(secret, now, body))
+	c := s.HTTPClient
+	if c == nil {
+		c = &http.Client{Timeout: 10 * time.Second}
+	}
+	// Never follow redirects: the signature is for the configured URL only.
+	cc := *c
+	cc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := cc.Do(req)
+	if err != nil {
+		return fmt.Errorf("post: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return nil
+	case resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		return fmt.Errorf("webhook answered %d", resp.StatusCode)
+	default:
+		return permanentError{fmt.Errorf("webhook refused the wake: %d", resp.StatusCode)}
+	}
+}

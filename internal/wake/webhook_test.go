@@ -1,0 +1,254 @@
+package wake_test
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/jobs"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/wake"
+)
+
+type hit struct {
+	at   time.Time
+	body []byte
+	sig  string
+	id   string
+}
+
+// receiver is a webhook endpoint answering with the statuses given, then 200.
+type receiver struct {
+	mu       sync.Mutex
+	hits     []hit
+	statuses []int
+	srv      *httptest.Server
+}
+
+func newReceiver(t *testing.T, statuses ...int) *receiver {
+	r := &receiver{statuses: statuses}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.hits = append(r.hits, hit{at: time.Now(), body: b, sig: req.Header.Get(wake.HeaderSignature), id: req.Header.Get(wake.HeaderWakeID)})
+		status := http.StatusOK
+		if n := len(r.hits); n <= len(r.statuses) {
+			status = r.statuses[n-1]
+		} else if len(r.statuses) > 0 && r.statuses[len(r.statuses)-1] < 0 {
+			status = -r.statuses[len(r.statuses)-1] // negative last status: repeat forever
+		}
+		r.mu.Unlock()
+		if status < 0 {
+			status = -status
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) got() []hit {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]hit(nil), r.hits...)
+}
+
+// webhookSetup gives agent alpha (part a) a webhook on rec and starts delivery: a job
+// runner with a fast backoff and the service's listener.
+func webhookSetup(t *testing.T, rec *receiver, maxAttempts int) (*fixture, string) {
+	t.Helper()
+	f := setup(t)
+	key := hex.EncodeToString(make([]byte, 32))
+	box, err := wake.NewSecretBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc.Box = box
+	f.svc.MaxAttempts = maxAttempts
+	f.svc.Now = nil // real time: River schedules retries on the wall clock
+	r := jobs.New(f.d.Ops, jobs.Options{RetryBase: 150 * time.Millisecond, FetchPollInterval: 100 * time.Millisecond})
+	if err := f.svc.RegisterJobs(r); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); f.svc.Run(ctx) }()
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		_ = r.Stop(sctx)
+		cancel()
+		<-done
+	})
+	_, secret, err := f.svc.SetWebhook(f.ctx, "acme/alpha", rec.srv.URL+"/hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(secret, wake.SecretPrefix) {
+		t.Fatalf("secret %q", secret)
+	}
+	// Only ciphertext at rest.
+	var stored []byte
+	f.op(func(tx *pg.Tx) error {
+		return tx.QueryRow(f.ctx, `SELECT secret_enc FROM wake_target`).Scan(&stored)
+	})
+	if strings.Contains(string(stored), secret[len(wake.SecretPrefix):]) {
+		t.Fatal("the webhook secret is stored in plaintext")
+	}
+	return f, secret
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (f *fixture) status(part string) string {
+	ws := f.wakes(part)
+	if len(ws) == 0 {
+		return ""
+	}
+	return ws[len(ws)-1].Status
+}
+
+// TestWebhookSignedDelivery: a queued wake reaches the webhook at once, signed so the
+// receiver can verify it, and is marked delivered.
+func TestWebhookSignedDelivery(t *testing.T) {
+	t.Parallel()
+	rec := newReceiver(t)
+	f, secret := webhookSetup(t, rec, 3)
+	f.queue(f.msg("a"))
+	waitFor(t, "delivery", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
+	hits := rec.got()
+	if len(hits) != 1 {
+		t.Fatalf("%d posts, want 1", len(hits))
+	}
+	h := hits[0]
+	if err := wake.Verify(secret, h.sig, h.body, time.Now(), 5*time.Minute); err != nil {
+		t.Fatalf("signature does not verify: %v", err)
+	}
+	if err := wake.Verify("whsec_wrong", h.sig, h.body, time.Now(), 5*time.Minute); err == nil {
+		t.Fatal("signature verified with the wrong secret")
+	}
+	if err := wake.Verify(secret, h.sig, append(h.body, ' '), time.Now(), 5*time.Minute); err == nil {
+		t.Fatal("signature verified a changed body")
+	}
+	var w wake.Wake
+	if err := json.Unmarshal(h.body, &w); err != nil || w.Part != "a" || w.Agent != "acme/alpha" || w.Count != 1 || w.ID.String() != h.id || w.Project != "One" {
+		t.Fatalf("body %s: %+v %v", h.body, w, err)
+	}
+	// The other parts have no webhook: their wakes stay for pagers.
+	f.queue(f.msg("b"))
+	time.Sleep(300 * time.Millisecond)
+	if st := f.status("b"); st != wake.StatusPending || len(rec.got()) != 1 {
+		t.Fatalf("b (no webhook): %s, %d posts", st, len(rec.got()))
+	}
+}
+
+// TestWebhookRetriesThenDelivers: 500s are retried with backoff until the receiver accepts.
+func TestWebhookRetriesThenDelivers(t *testing.T) {
+	t.Parallel()
+	rec := newReceiver(t, 500, 503)
+	f, _ := webhookSetup(t, rec, 5)
+	f.queue(f.msg("a"))
+	waitFor(t, "delivery after retries", 20*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
+	hits := rec.got()
+	if len(hits) != 3 {
+		t.Fatalf("%d posts, want 3 (two failures, one success)", len(hits))
+	}
+	if gap := hits[1].at.Sub(hits[0].at); gap < 100*time.Millisecond {
+		t.Fatalf("retried after %v: no backoff", gap)
+	}
+	if hits[0].id != hits[2].id {
+		t.Fatal("a retry carried another wake id")
+	}
+}
+
+// TestWebhookDeadLetter: a receiver that keeps failing gets exactly MaxAttempts posts,
+// with growing gaps and none after; the wake is then a dead letter people can list. A
+// 4xx refusal is dead at once.
+func TestWebhookDeadLetter(t *testing.T) {
+	t.Parallel()
+	rec := newReceiver(t, -500)
+	f, _ := webhookSetup(t, rec, 4)
+	f.queue(f.msg("a"))
+	waitFor(t, "dead letter", 30*time.Second, func() bool { return f.status("a") == wake.StatusDead })
+	time.Sleep(1500 * time.Millisecond) // no further attempts: no retry storm
+	hits := rec.got()
+	if len(hits) != 4 {
+		t.Fatalf("%d posts, want exactly 4", len(hits))
+	}
+	// Backoff base 150 ms, doubling, ±10 %: each gap at least its step of the policy.
+	for i := 1; i < len(hits); i++ {
+		minGap := time.Duration(float64(150*time.Millisecond<<(i-1)) * 0.85)
+		if gap := hits[i].at.Sub(hits[i-1].at); gap < minGap {
+			t.Fatalf("attempt %d came %v after the previous, before its backoff of ~%v", i+1, gap, minGap)
+		}
+	}
+	dead, err := f.svc.List(f.ctx, wake.StatusDead, 10)
+	if err != nil || len(dead) != 1 || dead[0].Part != "a" || dead[0].Attempts != 4 || dead[0].LastError == nil {
+		t.Fatalf("dead letters: %+v %v", dead, err)
+	}
+	// New work still opens a fresh wake for the part; while it is pending the dead letter
+	// cannot be retried (it would be a second pending wake).
+	f.exec(`DELETE FROM wake_target`) // keep the new wake pending
+	f.queue(f.msg("a"))
+	if n := len(f.wakes("a")); n != 2 {
+		t.Fatalf("%d wakes after new work, want 2", n)
+	}
+	if err := f.svc.Retry(f.ctx, dead[0].ID); err == nil {
+		t.Fatal("retried a dead letter while its part has a pending wake")
+	}
+
+	rec2 := newReceiver(t, 410)
+	g, _ := webhookSetup(t, rec2, 4)
+	g.queue(g.msg("a"))
+	waitFor(t, "dead letter on 410", 10*time.Second, func() bool { return g.status("a") == wake.StatusDead })
+	time.Sleep(500 * time.Millisecond)
+	if n := len(rec2.got()); n != 1 {
+		t.Fatalf("a 410 was retried: %d posts", n)
+	}
+	// A person retries the dead letter: it is sent again (and accepted this time).
+	ws := g.wakes("a")
+	if err := g.svc.Retry(g.ctx, ws[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the retried dead letter", 10*time.Second, func() bool { return len(rec2.got()) == 2 && g.status("a") == wake.StatusDelivered })
+}
+
+// TestSecretKeyRequired: without the server key no webhook can be set.
+func TestSecretKeyRequired(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	if _, _, err := f.svc.SetWebhook(f.ctx, "acme/alpha", "https://example.com/hook"); err == nil {
+		t.Fatal("set a webhook without RELAYROOM_SECRET_KEY")
+	}
+	f.svc.Box, _ = wake.NewSecretBox(strings.Repeat("ab", 32))
+	for _, u := range []string{"http://example.com/hook", "ftp://x", "not a url"} {
+		if _, _, err := f.svc.SetWebhook(f.ctx, "acme/alpha", u); err == nil {
+			t.Fatalf("accepted %q", u)
+		}
+	}
+	if _, _, err := f.svc.SetWebhook(f.ctx, "acme/nobody", "https://example.com/hook"); err == nil {
+		t.Fatal("accepted an unknown agent")
+	}
+	if _, err := wake.NewSecretBox("short"); err == nil {
+		t.Fatal("accepted a short key")
+	}
+}

@@ -1,0 +1,220 @@
+-- Wakes (internal/wake, docs/wakes.md). Queue and cancel run in the caller's tenant
+-- transaction; the pager's claim and ack run in the agent's tenant; the sweep, webhook
+-- dispatch and admin listing run on the owner's pool.
+
+-- name: QueueWakes :one
+-- A request's wakes in one round trip: the parts named (ids made in Go, one per part),
+-- less those online, each get a pending wake or raise the count of the one they have (coalescing); every
+-- replica's listener is told which agents have work (NOTIFY is sent on commit only).
+WITH req AS (
+  SELECT unnest(sqlc.arg(member_ids)::uuid[]) AS member_id, unnest(sqlc.arg(ids)::uuid[]) AS id
+), up AS (
+  INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
+    thread_counts, other_count, last_item_id, created_at, updated_at)
+  SELECT m.project_id, req.id, m.id, m.agent_id, m.part, 'pending',
+    sqlc.arg(urgent)::boolean, ARRAY[sqlc.arg(source)::text], 1,
+    CASE WHEN sqlc.narg(thread_id)::uuid IS NULL THEN '{}'::jsonb
+         ELSE jsonb_build_object(sqlc.narg(thread_id)::uuid::text, 1) END,
+    CASE WHEN sqlc.narg(thread_id)::uuid IS NULL THEN 1 ELSE 0 END,
+    sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz, sqlc.arg(now)::timestamptz
+  FROM req
+  JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
+  WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
+
+  ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
+    count = wake.count + 1,
+    urgent = wake.urgent OR EXCLUDED.urgent,
+    sources = CASE WHEN EXCLUDED.sources[1] = ANY (wake.sources) THEN wake.sources
+                   ELSE wake.sources || EXCLUDED.sources END,
+    thread_counts = CASE WHEN sqlc.narg(thread_id)::uuid IS NULL THEN wake.thread_counts
+      ELSE jsonb_set(wake.thread_counts, ARRAY[sqlc.narg(thread_id)::uuid::text],
+        to_jsonb(COALESCE((wake.thread_counts->>sqlc.narg(thread_id)::uuid::text)::integer, 0) + 1)) END,
+    other_count = wake.other_count + EXCLUDED.other_count,
+    last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
+    updated_at = EXCLUDED.updated_at
+  RETURNING wake.agent_id
+)
+SELECT count(pg_notify('rr_wake', up.agent_id::text)::text)::integer AS woken FROM up;
+
+-- name: QueueWakesAlwaysOn :one
+-- QueueWakes for rooms' AlwaysOnOnly requests: only parts whose agent is always-on.
+-- A request's wakes in one round trip: the parts named (ids made in Go, one per part),
+-- less those online and, for AlwaysOnOnly requests, those that are not always-on agents,
+-- each get a pending wake or raise the count of the one they have (coalescing); every
+-- replica's listener is told which agents have work (NOTIFY is sent on commit only).
+WITH req AS (
+  SELECT unnest(sqlc.arg(member_ids)::uuid[]) AS member_id, unnest(sqlc.arg(ids)::uuid[]) AS id
+), up AS (
+  INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
+    thread_counts, other_count, last_item_id, created_at, updated_at)
+  SELECT m.project_id, req.id, m.id, m.agent_id, m.part, 'pending',
+    sqlc.arg(urgent)::boolean, ARRAY[sqlc.arg(source)::text], 1,
+    CASE WHEN sqlc.narg(thread_id)::uuid IS NULL THEN '{}'::jsonb
+         ELSE jsonb_build_object(sqlc.narg(thread_id)::uuid::text, 1) END,
+    CASE WHEN sqlc.narg(thread_id)::uuid IS NULL THEN 1 ELSE 0 END,
+    sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz, sqlc.arg(now)::timestamptz
+  FROM req
+  JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
+  WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
+    AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
+  ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
+    count = wake.count + 1,
+    urgent = wake.urgent OR EXCLUDED.urgent,
+    sources = CASE WHEN EXCLUDED.sources[1] = ANY (wake.sources) THEN wake.sources
+                   ELSE wake.sources || EXCLUDED.sources END,
+    thread_counts = CASE WHEN sqlc.narg(thread_id)::uuid IS NULL THEN wake.thread_counts
+      ELSE jsonb_set(wake.thread_counts, ARRAY[sqlc.narg(thread_id)::uuid::text],
+        to_jsonb(COALESCE((wake.thread_counts->>sqlc.narg(thread_id)::uuid::text)::integer, 0) + 1)) END,
+    other_count = wake.other_count + EXCLUDED.other_count,
+    last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
+    updated_at = EXCLUDED.updated_at
+  RETURNING wake.agent_id
+)
+SELECT count(pg_notify('rr_wake', up.agent_id::text)::text)::integer AS woken FROM up;
+
+-- name: NotifyWakes :exec
+SELECT pg_notify('rr_wake', sqlc.arg(payload)::text);
+
+-- name: CancelThreadWakes :many
+-- Closing a thread: its share of every undelivered wake goes; a wake left with nothing is
+-- canceled.
+UPDATE wake SET
+  count = greatest(count - COALESCE((thread_counts->>sqlc.arg(thread_id)::uuid::text)::integer, 0), 0),
+  thread_counts = thread_counts - sqlc.arg(thread_id)::uuid::text,
+  status = CASE WHEN count - COALESCE((thread_counts->>sqlc.arg(thread_id)::uuid::text)::integer, 0) <= 0
+                THEN 'canceled' ELSE status END,
+  lease_until = CASE WHEN count - COALESCE((thread_counts->>sqlc.arg(thread_id)::uuid::text)::integer, 0) <= 0
+                THEN NULL ELSE lease_until END,
+  updated_at = sqlc.arg(now)::timestamptz
+WHERE project_id = sqlc.arg(project_id) AND status IN ('pending', 'claimed', 'sending')
+  AND jsonb_exists(thread_counts, sqlc.arg(thread_id)::uuid::text)
+RETURNING id, status;
+
+-- name: ResumeParkedParts :execrows
+-- The sweep: parts whose park ran out are unparked on the first tick past resetAt. Their
+-- pending wakes become deliverable by that alone.
+UPDATE membership SET parked_until = NULL, updated_at = sqlc.arg(now)::timestamptz
+WHERE parked_until IS NOT NULL AND parked_until <= sqlc.arg(now)::timestamptz;
+
+-- name: TakeWebhookWakes :many
+-- Deliverable wakes of agents with a webhook (not parked, within budget or urgent), charged
+-- and marked sending for the delivery job enqueued in the same transaction.
+WITH c AS (
+  SELECT w.project_id, w.id
+  FROM wake_target t
+  JOIN wake w ON w.agent_id = t.agent_id AND w.status = 'pending'
+  JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
+  WHERE true
+    AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    AND (w.urgent OR w.charged_at IS NOT NULL
+         OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
+             AND x.charged_at > sqlc.arg(since)::timestamptz AND x.status <> 'canceled')
+            < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = w.project_id))
+  ORDER BY w.created_at
+  LIMIT sqlc.arg(max_rows)::integer
+  FOR UPDATE OF w SKIP LOCKED
+)
+UPDATE wake w SET status = 'sending', charged_at = COALESCE(w.charged_at, sqlc.arg(now)::timestamptz),
+  updated_at = sqlc.arg(now)::timestamptz
+FROM c WHERE w.project_id = c.project_id AND w.id = c.id
+RETURNING w.project_id, w.id;
+
+-- name: WakeForDelivery :one
+SELECT w.project_id, w.id, w.member_id, w.agent_id, w.part, w.status, w.urgent, w.sources,
+  w.count, w.thread_counts, w.other_count, w.last_item_id, w.created_at, w.attempts,
+  m.parked_until, t.url, t.secret_enc, a.slug AS agent_slug, o.slug AS org_slug, p.name AS project_name
+FROM wake w
+JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
+JOIN agent a ON a.id = w.agent_id
+JOIN organisation o ON o.id = a.org_id
+JOIN project p ON p.id = w.project_id
+LEFT JOIN wake_target t ON t.agent_id = w.agent_id
+WHERE w.project_id = sqlc.arg(project_id) AND w.id = sqlc.arg(id);
+
+-- name: FinishWakeSend :execrows
+-- The webhook's outcome: delivered, dead, back to pending (parked meanwhile) or still sending.
+UPDATE wake SET status = sqlc.arg(status)::text, attempts = attempts + sqlc.arg(attempted)::integer,
+  last_error = sqlc.narg(last_error),
+  delivered_at = CASE WHEN sqlc.arg(status)::text = 'delivered' THEN sqlc.arg(now)::timestamptz END,
+  updated_at = sqlc.arg(now)::timestamptz
+WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id) AND status = 'sending';
+
+-- name: ClaimWake :one
+-- The pager: the agent's oldest deliverable wake (not parked, within budget or urgent), or
+-- one whose lease ran out (replay, not charged again).
+WITH c AS (
+  SELECT w.project_id, w.id
+  FROM wake w
+  JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
+  WHERE w.agent_id = sqlc.arg(agent_id)
+    AND (w.status = 'pending' OR (w.status = 'claimed' AND w.lease_until <= sqlc.arg(now)::timestamptz))
+    AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    AND (w.urgent OR w.charged_at IS NOT NULL
+         OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
+             AND x.charged_at > sqlc.arg(since)::timestamptz AND x.status <> 'canceled')
+            < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = w.project_id))
+  ORDER BY w.created_at
+  LIMIT 1
+  FOR UPDATE OF w SKIP LOCKED
+)
+UPDATE wake w SET status = 'claimed', lease_until = sqlc.arg(lease_until)::timestamptz,
+  charged_at = COALESCE(w.charged_at, sqlc.arg(now)::timestamptz),
+  attempts = w.attempts + 1, updated_at = sqlc.arg(now)::timestamptz
+FROM c WHERE w.project_id = c.project_id AND w.id = c.id
+RETURNING w.project_id, w.id, w.part, w.urgent, w.sources, w.count, w.thread_counts,
+  w.other_count, w.last_item_id, w.created_at, w.attempts, w.lease_until,
+  (SELECT p.name FROM project p WHERE p.id = w.project_id)::text AS project_name;
+
+-- name: AckWake :one
+UPDATE wake SET status = 'delivered', delivered_at = sqlc.arg(now)::timestamptz, lease_until = NULL,
+  updated_at = sqlc.arg(now)::timestamptz
+WHERE agent_id = sqlc.arg(agent_id) AND id = sqlc.arg(id) AND status = 'claimed'
+RETURNING project_id;
+
+-- name: AgentWakeStatus :one
+SELECT status FROM wake WHERE agent_id = sqlc.arg(agent_id) AND id = sqlc.arg(id);
+
+-- name: WakeAgentByRef :one
+SELECT a.id, a.org_id, a.kind FROM agent a JOIN organisation o ON o.id = a.org_id
+WHERE o.slug = sqlc.arg(org_slug) AND a.slug = sqlc.arg(agent_slug);
+
+-- name: UpsertWakeTarget :exec
+INSERT INTO wake_target (org_id, agent_id, url, secret_enc, created_at, updated_at)
+VALUES (sqlc.arg(org_id), sqlc.arg(agent_id), sqlc.arg(url), sqlc.arg(secret_enc), now(), now())
+ON CONFLICT (org_id, agent_id) DO UPDATE SET url = EXCLUDED.url, secret_enc = EXCLUDED.secret_enc,
+  updated_at = now();
+
+-- name: DeleteWakeTarget :execrows
+DELETE FROM wake_target WHERE org_id = sqlc.arg(org_id) AND agent_id = sqlc.arg(agent_id);
+
+-- name: ListWakeTargets :many
+SELECT o.slug AS org_slug, a.slug AS agent_slug, t.url, t.created_at, t.updated_at
+FROM wake_target t JOIN agent a ON a.id = t.agent_id JOIN organisation o ON o.id = t.org_id
+ORDER BY o.slug, a.slug;
+
+-- name: ListWakes :many
+-- For people: wakes by status (dead letters first of all), newest first.
+SELECT w.project_id, p.slug AS project_slug, w.id, w.part, o.slug AS org_slug, a.slug AS agent_slug,
+  w.status, w.urgent, w.sources, w.count, w.attempts, w.last_error, w.created_at, w.updated_at,
+  w.delivered_at
+FROM wake w
+JOIN project p ON p.id = w.project_id
+JOIN agent a ON a.id = w.agent_id
+JOIN organisation o ON o.id = a.org_id
+WHERE (sqlc.narg(status)::text IS NULL OR w.status = sqlc.narg(status)::text)
+ORDER BY w.updated_at DESC
+LIMIT sqlc.arg(max_rows)::integer;
+
+-- name: RetryDeadWake :execrows
+-- A person sends a dead letter again: it becomes pending (and is re-dispatched).
+UPDATE wake SET status = 'pending', attempts = 0, last_error = NULL, updated_at = now()
+WHERE wake.id = sqlc.arg(id) AND wake.status = 'dead'
+  AND NOT EXISTS (SELECT 1 FROM wake o WHERE o.project_id = wake.project_id
+                  AND o.member_id = wake.member_id AND o.status = 'pending');
+
+-- name: DeleteOldWakes :execrows
+-- The daily clean-up, in batches (each within the statement timeout).
+DELETE FROM wake WHERE (project_id, id) IN (
+  SELECT w.project_id, w.id FROM wake w
+  WHERE w.status IN ('delivered', 'canceled') AND w.updated_at < sqlc.arg(before)::timestamptz
+  LIMIT sqlc.arg(max_rows)::integer);
