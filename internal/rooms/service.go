@@ -1,20 +1,136 @@
 // Package rooms is the rooms toolset: rooms hosted by one company with guest companies
 // under agreements, and the all-rooms address that serves every room an agent is in.
+//
+// The seven room tools (read_memory, write_memory, get_inbox, send_task, respond_to_task,
+// post_message, get_messages) and list_rooms follow /work/shared/spec/rooms-toolset.txt;
+// decisions beyond it are in docs/rooms.md.
 package rooms
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/embed"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/wake"
 )
+
+// Texts of the rooms spec, verbatim: clients match on them.
+const (
+	MsgNoAgreement    = "No active agreement between your organisation and the host"
+	MsgNoReadMemory   = "Agreement does not permit can read memory"
+	MsgNoWriteMemory  = "Agreement does not permit can write memory"
+	MsgNoAssignTasks  = "Agreement does not permit can assign tasks"
+	MsgSecret         = "Content looks like it contains a secret and was not written"
+	MsgNoMemory       = "No memory entries found for this query."
+	MsgEmptyInbox     = "No pending tasks in your inbox."
+	MsgNoDeadline     = "No deadline set"
+	VisibleToAll      = "All agents and humans in all project organisations"
+	SharedWithOrg     = "Your org only"
+	SharedWithAll     = "All orgs in project"
+	defaultEmbedWait  = 1500 * time.Millisecond
+	defaultAttachSize = 25 << 20
+)
+
+// WakeQueue queues a wake inside the transaction that stored the work (internal/wake
+// implements it). A nil WakeQueue disables wakes.
+type WakeQueue interface {
+	Queue(ctx context.Context, tx *pg.Tx, r wake.Request) error
+}
 
 // Service holds the toolset's dependencies.
 type Service struct {
 	DB *pg.DB
 	Q  *db.Queries
+	// Resolver binds the all-rooms address's room_id to a room scope.
+	Resolver *tenancy.Resolver
+	// Embedder makes memory vectors; nil means none (lexical search only).
+	Embedder embed.Embedder
+	// EmbedTimeout bounds the embedding a write or a read waits for (default 1.5 s); a
+	// write whose embedding does not arrive in time is stored and embedded later.
+	EmbedTimeout time.Duration
+	// Secrets refuses memory writes that contain credentials. Required.
+	Secrets *secrets.Detector
+	// Wakes is told about new tasks and messages; nil disables wakes.
+	Wakes WakeQueue
+	// SigningKey signs attachment download links (HMAC-SHA256). Required for attachments.
+	SigningKey []byte
+	// MaxAttachmentBytes is the upload limit (default 25 MB).
+	MaxAttachmentBytes int64
+	// PublicURL is the base of download links.
+	PublicURL string
+	Now       func() time.Time
+	Log       *slog.Logger
 }
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}
+
+func (s *Service) embedder() embed.Embedder {
+	if s.Embedder == nil {
+		return embed.None{}
+	}
+	return s.Embedder
+}
+
+func (s *Service) embedTimeout() time.Duration {
+	if s.EmbedTimeout > 0 {
+		return s.EmbedTimeout
+	}
+	return defaultEmbedWait
+}
+
+// MaxAttachment is the configured upload limit.
+func (s *Service) MaxAttachment() int64 {
+	if s.MaxAttachmentBytes > 0 {
+		return s.MaxAttachmentBytes
+	}
+	return defaultAttachSize
+}
+
+func newID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
+
+// requireAgreement is the check every tool makes first: the host always passes; a guest
+// needs an active agreement. Scopes are resolved per request, so a revocation takes
+// effect on the next call.
+func requireAgreement(sc tenancy.Scope) error {
+	if !sc.AgreementActive() {
+		return apperr.New(apperr.Forbidden, MsgNoAgreement)
+	}
+	return nil
+}
+
+// requireGrant checks the agreement, then one of its grants.
+func requireGrant(sc tenancy.Scope, grant, refusal string) error {
+	if err := requireAgreement(sc); err != nil {
+		return err
+	}
+	if !sc.Granted(grant) {
+		return apperr.New(apperr.Forbidden, "%s", refusal)
+	}
+	return nil
+}
+
+func invalid(format string, args ...any) error { return apperr.New(apperr.Invalid, format, args...) }
 
 // Room is one entry of list_rooms.
 type Room struct {
@@ -46,4 +162,47 @@ func (s *Service) ListRooms(ctx context.Context, sc tenancy.Scope) ([]Room, erro
 		out = append(out, Room{ID: r.ID.String(), Name: r.Name, HostCompany: r.HostName, Role: role})
 	}
 	return out, nil
+}
+
+// Display formats of the spec.
+
+func orUnknown(p *string, fallback string) string {
+	if p == nil || *p == "" {
+		return fallback
+	}
+	return *p
+}
+
+// nameOrg is "Name (Organisation)", each part falling back independently.
+func nameOrg(name, org *string) string {
+	return fmt.Sprintf("%s (%s)", orUnknown(name, "Unknown"), orUnknown(org, "Unknown org"))
+}
+
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func strp(s string) *string { return &s }
+
+func (s *Service) queueWake(ctx context.Context, tx *pg.Tx, r wake.Request) error {
+	if s.Wakes == nil || len(r.MemberIDs) == 0 {
+		return nil
+	}
+	if err := s.Wakes.Queue(ctx, tx, r); err != nil {
+		return fmt.Errorf("queue wake: %w", err)
+	}
+	return nil
+}
+
+func (s *Service) card(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, kind, content string, ref uuid.UUID, at time.Time) error {
+	return s.Q.InsertRoomMessage(ctx, tx, db.InsertRoomMessageParams{
+		ProjectID: sc.ProjectID, ID: newID(), Kind: kind, AuthorAgentID: &sc.AgentID, AuthorOrgID: &sc.OrgID,
+		AuthorModel: sc.AgentModel, Content: content, RefID: &ref, CreatedAt: at,
+	})
+}
+
+func excerpt(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }

@@ -1,0 +1,178 @@
+package app
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/embed"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/rooms"
+	"github.com/relayroom/relayroom/internal/secrets"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// newRooms builds the rooms toolset with its embedder, secret detector and signing key.
+// Wakes stay nil until the wake engine is wired (rooms.Service.Wakes).
+func newRooms(cfg config.Config, log *slog.Logger, database *pg.DB, q *db.Queries, r *tenancy.Resolver, publicURL string) (*rooms.Service, error) {
+	emb, err := embed.New(embed.Config{Kind: cfg.Embedder, BaseURL: cfg.EmbedURL, Model: cfg.EmbedModel, APIKey: cfg.EmbedAPIKey, Dim: cfg.EmbedDim})
+	if err != nil {
+		return nil, fmt.Errorf("app: rooms: %w", err)
+	}
+	det, err := secrets.NewDetector()
+	if err != nil {
+		return nil, fmt.Errorf("app: rooms: %w", err)
+	}
+	key := []byte(cfg.SigningKey)
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key)
+		log.Warn("RELAYROOM_SIGNING_KEY is not set: attachment download links work only on this process")
+	}
+	return &rooms.Service{
+		DB: database, Q: q, Resolver: r, Embedder: emb, Secrets: det, SigningKey: key,
+		MaxAttachmentBytes: cfg.AttachmentMaxBytes, PublicURL: publicURL, Now: time.Now, Log: log,
+	}, nil
+}
+
+// roomRoutes are the rooms toolset's HTTP API beside MCP: task attachments (upload with
+// an agent key, download by signed link) and accepting or rejecting a task's result.
+func (a *App) roomRoutes(e *echo.Echo) {
+	e.POST("/api/rooms/:project_id/tasks/:task_id/attachments", a.uploadAttachment)
+	e.GET("/api/rooms/:project_id/attachments/:attachment_id", a.downloadAttachment)
+	e.POST("/api/rooms/:project_id/tasks/:task_id/accept", a.reviewTask("accepted"))
+	e.POST("/api/rooms/:project_id/tasks/:task_id/reject", a.reviewTask("rejected"))
+}
+
+// roomScope authenticates an agent key for the room in the path.
+func (a *App) roomScope(c echo.Context) (tenancy.Scope, error) {
+	key := auth.AgentKey(c.Request())
+	if key == "" {
+		return tenancy.Scope{}, noCredential()
+	}
+	id, err := uuid.Parse(c.Param("project_id"))
+	if err != nil {
+		if _, err := a.resolver.Agent(c.Request().Context(), key); err != nil {
+			return tenancy.Scope{}, err
+		}
+		return tenancy.Scope{}, apperr.New(apperr.Forbidden, tenancy.MsgNotParticipant)
+	}
+	return a.resolver.RoomByKey(c.Request().Context(), key, id)
+}
+
+// apiError answers an apperr as {"error": message} with its HTTP status.
+func (a *App) apiError(c echo.Context, err error) error {
+	status := map[apperr.Code]int{
+		apperr.Invalid: http.StatusBadRequest, apperr.NotFound: http.StatusNotFound, apperr.Forbidden: http.StatusForbidden,
+		apperr.Unauthenticated: http.StatusUnauthorized, apperr.Conflict: http.StatusConflict,
+		apperr.RateLimited: http.StatusTooManyRequests, apperr.Unavailable: http.StatusServiceUnavailable,
+	}
+	ae, ok := apperr.As(err)
+	code, found := 0, false
+	if ok {
+		code, found = status[ae.Code]
+	}
+	if !found {
+		a.log.ErrorContext(c.Request().Context(), "rooms api", "error", err.Error())
+		return c.JSON(http.StatusInternalServerError, map[string]string{"error": "internal error", "request_id": RequestID(c.Request().Context())})
+	}
+	if code == http.StatusUnauthorized {
+		c.Response().Header().Set("WWW-Authenticate", `Bearer scope="rooms"`)
+	}
+	return c.JSON(code, map[string]string{"error": ae.Message})
+}
+
+func (a *App) uploadAttachment(c echo.Context) error {
+	sc, err := a.roomScope(c)
+	if err != nil {
+		return a.apiError(c, err)
+	}
+	r := c.Request()
+	// Refuse before reading up to 25 MB that would be thrown away.
+	if err := a.rooms.CanAttach(r.Context(), sc, c.Param("task_id")); err != nil {
+		return a.apiError(c, err)
+	}
+	limit := a.rooms.MaxAttachment()
+	var (
+		name, ctype string
+		body        []byte
+	)
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		// The form's overhead is allowed on top of the file's own limit.
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, limit+1<<20)
+		f, fh, err := r.FormFile("file")
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return a.apiError(c, a.rooms.TooLarge())
+			}
+			return a.apiError(c, apperr.New(apperr.Invalid, "multipart upload needs a file field named \"file\""))
+		}
+		defer f.Close()
+		if body, err = io.ReadAll(io.LimitReader(f, limit+1)); err != nil {
+			return a.apiError(c, apperr.New(apperr.Invalid, "cannot read the upload: %v", err))
+		}
+		name, ctype = fh.Filename, fh.Header.Get("Content-Type")
+	} else {
+		if body, err = io.ReadAll(io.LimitReader(r.Body, limit+1)); err != nil {
+			return a.apiError(c, apperr.New(apperr.Invalid, "cannot read the upload: %v", err))
+		}
+		name, ctype = c.QueryParam("filename"), r.Header.Get("Content-Type")
+	}
+	if int64(len(body)) > limit {
+		return a.apiError(c, a.rooms.TooLarge())
+	}
+	res, err := a.rooms.Upload(r.Context(), sc, c.Param("task_id"), name, ctype, body)
+	if err != nil {
+		return a.apiError(c, err)
+	}
+	return c.JSON(http.StatusCreated, res)
+}
+
+func (a *App) downloadAttachment(c echo.Context) error {
+	f, err := a.rooms.Download(c.Request().Context(), c.Param("project_id"), c.Param("attachment_id"), c.QueryParam("exp"), c.QueryParam("sig"))
+	if err != nil {
+		return a.apiError(c, err)
+	}
+	h := c.Response().Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.Filename}))
+	return c.Blob(http.StatusOK, f.ContentType, f.Content)
+}
+
+func (a *App) reviewTask(verdict string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		sc, err := a.roomScope(c)
+		if err != nil {
+			return a.apiError(c, err)
+		}
+		var body struct {
+			Comment string `json:"comment"`
+		}
+		if c.Request().ContentLength != 0 {
+			if err := json.NewDecoder(io.LimitReader(c.Request().Body, 64<<10)).Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+				return a.apiError(c, apperr.New(apperr.Invalid, "body must be JSON: {\"comment\": \"…\"} (optional)"))
+			}
+		}
+		res, err := a.rooms.ReviewTask(c.Request().Context(), sc, c.Param("task_id"), verdict, body.Comment)
+		if err != nil {
+			return a.apiError(c, err)
+		}
+		return c.JSON(http.StatusOK, res)
+	}
+}

@@ -1,0 +1,230 @@
+package rooms
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// Attachment limits of get_inbox (spec).
+const (
+	InlineMax      = 64 << 10  // a text file inlines only up to this size
+	InlineBudget   = 256 << 10 // inlined text per get_inbox answer
+	LinkTTLSeconds = 60
+)
+
+// Attachment is a task's file as get_inbox shows it.
+type Attachment struct {
+	ID              string  `json:"id"`
+	UploadedByOrgID string  `json:"uploaded_by_org_id"`
+	Filename        string  `json:"filename"`
+	ContentType     string  `json:"content_type"`
+	SizeBytes       int64   `json:"size_bytes"`
+	Sha256          string  `json:"sha256"`
+	Text            *string `json:"text,omitempty"`
+	DownloadURL     string  `json:"download_url,omitempty"`
+	ExpiresIn       int     `json:"expires_in_seconds,omitempty"`
+}
+
+// attachInline adds attachments to the inbox's tasks: valid UTF-8 text of at most 64 KB
+// inline while the 256 KB budget lasts, anything else as a signed 60-second link. Binary
+// content (NUL bytes, invalid UTF-8) is never inlined.
+func (s *Service) attachInline(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, ids []uuid.UUID, tasks []InboxTask) error {
+	rows, err := s.Q.TaskAttachments(ctx, tx, db.TaskAttachmentsParams{ProjectID: sc.ProjectID, TaskIds: ids, InlineMax: InlineMax})
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	idx := map[string]int{}
+	for i, t := range tasks {
+		idx[t.TaskID] = i
+	}
+	budget := InlineBudget
+	exp := s.now().Add(LinkTTLSeconds * time.Second)
+	for _, r := range rows {
+		a := Attachment{ID: r.ID.String(), UploadedByOrgID: r.UploadedByOrgID.String(), Filename: r.Filename,
+			ContentType: r.ContentType, SizeBytes: r.SizeBytes, Sha256: r.Sha256}
+		if r.SmallContent != nil && len(r.SmallContent) <= budget && isText(r.SmallContent) {
+			t := string(r.SmallContent)
+			a.Text = &t
+			budget -= len(r.SmallContent)
+		} else {
+			a.DownloadURL = s.downloadURL(sc.ProjectID, r.ID, exp)
+			a.ExpiresIn = LinkTTLSeconds
+		}
+		i := idx[r.TaskID.String()]
+		tasks[i].Attachments = append(tasks[i].Attachments, a)
+	}
+	return nil
+}
+
+func isText(b []byte) bool {
+	return utf8.Valid(b) && !strings.ContainsRune(string(b), 0)
+}
+
+func (s *Service) sign(project, id uuid.UUID, exp int64) string {
+	m := hmac.New(sha256.New, s.SigningKey)
+	fmt.Fprintf(m, "attachment\x00%s\x00%s\x00%d", project, id, exp)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// DownloadPath is the route of a signed attachment download.
+func DownloadPath(project, id uuid.UUID) string {
+	return fmt.Sprintf("/api/rooms/%s/attachments/%s", project, id)
+}
+
+func (s *Service) downloadURL(project, id uuid.UUID, exp time.Time) string {
+	e := exp.Unix()
+	return fmt.Sprintf("%s%s?exp=%d&sig=%s", strings.TrimRight(s.PublicURL, "/"), DownloadPath(project, id), e, s.sign(project, id, e))
+}
+
+// File is an attachment's bytes for download.
+type File struct {
+	Filename    string
+	ContentType string
+	Content     []byte
+}
+
+// Download serves a signed link: refused when expired, tampered with, or for another room.
+func (s *Service) Download(ctx context.Context, projectID, attachmentID, exp, sig string) (File, error) {
+	gone := apperr.New(apperr.Forbidden, "This download link is invalid or has expired; call get_inbox for a new one")
+	if len(s.SigningKey) == 0 {
+		return File{}, gone
+	}
+	p, err1 := uuid.Parse(projectID)
+	id, err2 := uuid.Parse(attachmentID)
+	e, err3 := strconv.ParseInt(exp, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return File{}, gone
+	}
+	want := s.sign(p, id, e)
+	if !hmac.Equal([]byte(want), []byte(sig)) || s.now().Unix() > e {
+		return File{}, gone
+	}
+	var f File
+	err := s.DB.InTenant(ctx, pg.Tenant{ProjectID: p}, func(tx *pg.Tx) error {
+		r, err := s.Q.AttachmentContent(ctx, tx, db.AttachmentContentParams{ProjectID: p, ID: id})
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "Attachment not found")
+		}
+		f = File{Filename: r.Filename, ContentType: r.ContentType, Content: r.Content}
+		return err
+	})
+	if err != nil {
+		return File{}, pg.Classify("download attachment", err)
+	}
+	return f, nil
+}
+
+// UploadResult is the HTTP answer of an upload.
+type UploadResult struct {
+	ID              string `json:"id"`
+	TaskID          string `json:"task_id"`
+	UploadedByOrgID string `json:"uploaded_by_org_id"`
+	Filename        string `json:"filename"`
+	ContentType     string `json:"content_type"`
+	SizeBytes       int64  `json:"size_bytes"`
+	Sha256          string `json:"sha256"`
+}
+
+// TooLarge is the error of an upload over the limit.
+func (s *Service) TooLarge() error {
+	n := s.MaxAttachment()
+	if n >= 1<<20 {
+		return apperr.New(apperr.Invalid, "Attachment is larger than the limit of %s (%d bytes)", human(n), n)
+	}
+	return apperr.New(apperr.Invalid, "Attachment is larger than the limit of %d bytes", n)
+}
+
+func human(n int64) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MB", n>>20)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+}
+
+// CanAttach checks, before an upload's bytes are read, that the task exists in the room
+// and that the caller's company may attach files to it (Upload checks again).
+func (s *Service) CanAttach(ctx context.Context, sc tenancy.Scope, taskID string) error {
+	if err := requireAgreement(sc); err != nil {
+		return err
+	}
+	id, err := uuid.Parse(taskID)
+	if err != nil {
+		return taskNotFound(taskID)
+	}
+	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		t, err := s.Q.TaskForUpdate(ctx, tx, db.TaskForUpdateParams{ProjectID: sc.ProjectID, ID: id})
+		if pg.IsNoRows(err) {
+			return taskNotFound(taskID)
+		}
+		if err != nil {
+			return err
+		}
+		if t.FromOrgID != sc.OrgID && !sc.IsHost() {
+			return errNotAttacher()
+		}
+		return nil
+	})
+	return pg.Classify("check attachment", err)
+}
+
+func errNotAttacher() error {
+	return apperr.New(apperr.Forbidden, "Only the company that sent the task, or the room's host, can attach files to it")
+}
+
+// Upload stores a file on a task. Only the company that sent the task, or the room's
+// host, may attach files; the sha256 is computed here, from the bytes.
+func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename, contentType string, content []byte) (UploadResult, error) {
+	if err := requireAgreement(sc); err != nil {
+		return UploadResult{}, err
+	}
+	if int64(len(content)) > s.MaxAttachment() {
+		return UploadResult{}, s.TooLarge()
+	}
+	filename = strings.TrimSpace(filename)
+	if filename == "" || len(filename) > 255 || strings.ContainsAny(filename, "/\\\x00") {
+		return UploadResult{}, invalid("filename is required: 1-255 characters, no slashes")
+	}
+	if contentType == "" {
+		contentType = "application/octet-stream"
+	}
+	id, err := uuid.Parse(taskID)
+	if err != nil {
+		return UploadResult{}, taskNotFound(taskID)
+	}
+	sum := sha256.Sum256(content)
+	res := UploadResult{ID: newID().String(), TaskID: id.String(), UploadedByOrgID: sc.OrgID.String(), Filename: filename,
+		ContentType: contentType, SizeBytes: int64(len(content)), Sha256: hex.EncodeToString(sum[:])}
+	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		t, err := s.Q.TaskForUpdate(ctx, tx, db.TaskForUpdateParams{ProjectID: sc.ProjectID, ID: id})
+		if pg.IsNoRows(err) {
+			return taskNotFound(taskID)
+		}
+		if err != nil {
+			return err
+		}
+		if t.FromOrgID != sc.OrgID && !sc.IsHost() {
+			return errNotAttacher()
+		}
+		return s.Q.InsertAttachment(ctx, tx, db.InsertAttachmentParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(res.ID), TaskID: id,
+			UploadedByOrgID: sc.OrgID, UploadedByAgent: &sc.AgentID, Filename: filename, ContentType: contentType,
+			SizeBytes: res.SizeBytes, Sha256: res.Sha256, Content: content})
+	})
+	if err != nil {
+		return UploadResult{}, pg.Classify("upload attachment", err)
+	}
+	return res, nil
+}

@@ -1,0 +1,220 @@
+package rooms_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/rooms"
+)
+
+func (e *env) upload(agent, taskID, filename, ctype string, body []byte) (int, map[string]any) {
+	e.t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/api/rooms/"+e.one.String()+"/tasks/"+taskID+"/attachments?filename="+url.QueryEscape(filename), bytes.NewReader(body))
+	req.Header.Set("Content-Type", ctype)
+	if agent != "" {
+		req.Header.Set("X-Agent-Key", e.keys[agent])
+	}
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, req)
+	var m map[string]any
+	_ = json.Unmarshal(w.Body.Bytes(), &m)
+	return w.Code, m
+}
+
+func TestAttachments(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Read the files"}).obj(t), "task_id")
+
+	notes := []byte("Failures:\n- expiry path\n- timeout path\n")
+	code, up := e.upload("architect", task, "notes.md", "text/markdown", notes)
+	sum := sha256.Sum256(notes)
+	if code != http.StatusCreated || up["sha256"] != hex.EncodeToString(sum[:]) || up["size_bytes"].(float64) != float64(len(notes)) ||
+		up["uploaded_by_org_id"] != e.res.Organisations["acme"].ID.String() {
+		t.Fatalf("upload: %d %v", code, up)
+	}
+	binary := []byte{0x89, 'P', 'N', 'G', 0, 0, 0, 13, 0xff, 0xfe}
+	if code, m := e.upload("architect", task, "chart.png", "image/png", binary); code != http.StatusCreated {
+		t.Fatalf("binary upload: %d %v", code, m)
+	}
+	big := bytes.Repeat([]byte("a"), 70<<10) // valid text, but over 64 KB
+	if code, m := e.upload("architect", task, "big.txt", "text/plain", big); code != http.StatusCreated {
+		t.Fatalf("big upload: %d %v", code, m)
+	}
+	// Multipart works too.
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	fw, _ := mw.CreateFormFile("file", "form.txt")
+	fw.Write([]byte("from a form"))
+	mw.Close()
+	if code, m := e.upload("architect", task, "", mw.FormDataContentType(), form.Bytes()); code != http.StatusCreated || m["filename"] != "form.txt" {
+		t.Fatalf("multipart upload: %d %v", code, m)
+	}
+
+	// Only the sending company or the host: Peter (recipient, Initech) may not attach.
+	if code, m := e.upload("peter", task, "x.txt", "text/plain", []byte("x")); code != http.StatusForbidden ||
+		m["error"] != "Only the company that sent the task, or the room's host, can attach files to it" {
+		t.Fatalf("recipient attached: %d %v", code, m)
+	}
+	// A task Initech sent to Initech: Initech (sender) and Acme (host) may attach, Hooli may not.
+	own := str(e.call("peter", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "self"}).obj(t), "task_id")
+	if code, _ := e.upload("peter", own, "a.txt", "text/plain", []byte("a")); code != http.StatusCreated {
+		t.Fatalf("sender company refused: %d", code)
+	}
+	if code, _ := e.upload("architect", own, "b.txt", "text/plain", []byte("b")); code != http.StatusCreated {
+		t.Fatalf("host refused: %d", code)
+	}
+	if code, _ := e.upload("gavin", own, "c.txt", "text/plain", []byte("c")); code != http.StatusForbidden {
+		t.Fatalf("third company attached: %d", code)
+	}
+	if code, _ := e.upload("", task, "c.txt", "text/plain", []byte("c")); code != http.StatusUnauthorized {
+		t.Fatalf("no key: %d", code)
+	}
+	if code, _ := e.upload("architect", "0190c7e0-0000-7000-8000-000000000000", "c.txt", "text/plain", []byte("c")); code != http.StatusNotFound {
+		t.Fatalf("unknown task: %d", code)
+	}
+
+	inbox := e.call("peter", e.one, "get_inbox", nil).obj(t)
+	var atts []any
+	for _, x := range inbox["tasks"].([]any) {
+		if str(x.(map[string]any), "task_id") == task {
+			atts = x.(map[string]any)["attachments"].([]any)
+		}
+	}
+	if len(atts) != 4 {
+		t.Fatalf("attachments: %s", fmtJSON(inbox))
+	}
+	byName := map[string]map[string]any{}
+	for _, a := range atts {
+		byName[str(a.(map[string]any), "filename")] = a.(map[string]any)
+	}
+	if byName["notes.md"]["text"] != string(notes) || byName["notes.md"]["download_url"] != nil {
+		t.Fatalf("small text not inlined: %v", byName["notes.md"])
+	}
+	for _, name := range []string{"chart.png", "big.txt"} {
+		a := byName[name]
+		if a["text"] != nil || !strings.Contains(str(a, "download_url"), "/attachments/") || a["expires_in_seconds"].(float64) != 60 {
+			t.Fatalf("%s should be a link: %v", name, a)
+		}
+	}
+	// The link works once, for 60 seconds, and only untampered.
+	link := str(byName["chart.png"], "download_url")
+	resp, err := http.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, binary) || resp.Header.Get("Content-Type") != "image/png" {
+		t.Fatalf("download: %d %q", resp.StatusCode, body)
+	}
+	u, _ := url.Parse(link)
+	q := u.Query()
+	for name, tamper := range map[string]func(url.Values){
+		"signature": func(v url.Values) {
+			s := v.Get("sig")
+			c := "0"
+			if s[0] == '0' {
+				c = "1"
+			}
+			v.Set("sig", c+s[1:])
+		},
+		"expiry": func(v url.Values) { v.Set("exp", "99999999999") },
+	} {
+		v := url.Values{}
+		for k, x := range q {
+			v[k] = append([]string(nil), x...)
+		}
+		tamper(v)
+		u2 := *u
+		u2.RawQuery = v.Encode()
+		resp, err := http.Get(u2.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("tampered %s accepted: %d", name, resp.StatusCode)
+		}
+	}
+	// Another attachment's signature does not open this one.
+	other, _ := url.Parse(str(byName["big.txt"], "download_url"))
+	u3 := *u
+	oq := u.Query()
+	oq.Set("sig", other.Query().Get("sig"))
+	u3.RawQuery = oq.Encode()
+	if resp, _ := http.Get(u3.String()); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("swapped signature accepted: %d", resp.StatusCode)
+	}
+	// An expired link: issued by a service whose clock is two minutes behind.
+	e.svc.Now = func() time.Time { return time.Now().Add(-2 * time.Minute) }
+	res, err := e.svc.Inbox(context.Background(), e.scope("peter", e.one), 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expired string
+	for _, tk := range res.Tasks {
+		for _, a := range tk.Attachments {
+			if a.Filename == "chart.png" {
+				expired = a.DownloadURL
+			}
+		}
+	}
+	if resp, _ := http.Get(expired); resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("expired link accepted")
+	}
+}
+
+func TestAttachmentInlineBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Five files"}).obj(t), "task_id")
+	chunk := bytes.Repeat([]byte("é"), 30<<10) // 60 KB of valid UTF-8 each
+	for _, n := range []string{"1.txt", "2.txt", "3.txt", "4.txt", "5.txt"} {
+		if code, m := e.upload("architect", task, n, "text/plain", chunk); code != http.StatusCreated {
+			t.Fatalf("upload: %d %v", code, m)
+		}
+	}
+	inbox := e.call("peter", e.one, "get_inbox", nil).obj(t)
+	atts := inbox["tasks"].([]any)[0].(map[string]any)["attachments"].([]any)
+	inlined := 0
+	for _, a := range atts {
+		if _, ok := a.(map[string]any)["text"]; ok {
+			inlined++
+		} else if str(a.(map[string]any), "download_url") == "" {
+			t.Fatalf("neither text nor link: %v", a)
+		}
+	}
+	if inlined != 4 { // 4 × 60 KB fit the 256 KB budget, the fifth does not
+		t.Fatalf("inlined %d of 5", inlined)
+	}
+}
+
+func TestAttachmentSizeLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(c *config.Config) { c.AttachmentMaxBytes = 1000 })
+	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Limit"}).obj(t), "task_id")
+	if code, _ := e.upload("architect", task, "ok.txt", "text/plain", bytes.Repeat([]byte("a"), 1000)); code != http.StatusCreated {
+		t.Fatalf("at the limit: %d", code)
+	}
+	code, m := e.upload("architect", task, "big.txt", "text/plain", bytes.Repeat([]byte("a"), 1001))
+	if code != http.StatusBadRequest || m["error"] != "Attachment is larger than the limit of 1000 bytes" {
+		t.Fatalf("over the limit: %d %v", code, m)
+	}
+	if n := e.count("SELECT count(*) FROM task_attachment"); n != 1 {
+		t.Fatalf("%d attachments stored", n)
+	}
+	_ = rooms.InlineMax
+}

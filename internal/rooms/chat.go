@@ -1,0 +1,141 @@
+package rooms
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/wake"
+)
+
+// PostResult is post_message's answer.
+type PostResult struct {
+	Success   bool   `json:"success"`
+	MessageID string `json:"message_id"`
+	PostedAt  string `json:"posted_at"`
+	VisibleTo string `json:"visible_to"`
+}
+
+// PostMessage posts to the room. Room chat needs only an active agreement for a guest.
+// Always-on agents of the room are woken (the wake engine applies budgets).
+func (s *Service) PostMessage(ctx context.Context, sc tenancy.Scope, content string) (PostResult, error) {
+	if err := requireAgreement(sc); err != nil {
+		return PostResult{}, err
+	}
+	if strings.TrimSpace(content) == "" {
+		return PostResult{}, invalid("content must not be blank")
+	}
+	id, at := newID(), s.now()
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		if err := s.Q.InsertRoomMessage(ctx, tx, db.InsertRoomMessageParams{
+			ProjectID: sc.ProjectID, ID: id, Kind: "message", AuthorAgentID: &sc.AgentID, AuthorOrgID: &sc.OrgID,
+			AuthorModel: sc.AgentModel, Content: content, CreatedAt: at,
+		}); err != nil {
+			return err
+		}
+		if s.Wakes == nil {
+			return nil
+		}
+		others, err := s.Q.RoomAgentMembers(ctx, tx, db.RoomAgentMembersParams{ProjectID: sc.ProjectID, AgentID: sc.AgentID})
+		if err != nil {
+			return err
+		}
+		return s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, MemberIDs: others, Source: "room_message",
+			ItemID: id, Broadcast: true, AlwaysOnOnly: true})
+	})
+	if err != nil {
+		return PostResult{}, pg.Classify("post message", err)
+	}
+	return PostResult{Success: true, MessageID: id.String(), PostedAt: ts(at), VisibleTo: VisibleToAll}, nil
+}
+
+// Message is one message of get_messages.
+type Message struct {
+	ID        string `json:"id"`
+	From      string `json:"from"`
+	Content   string `json:"content"`
+	Timestamp string `json:"timestamp"`
+}
+
+// MessagesResult is get_messages' answer.
+type MessagesResult struct {
+	Messages []Message `json:"messages"`
+	Count    int       `json:"count"`
+}
+
+// GetMessages returns the newest limit messages (before a message id when given), oldest
+// first, memory and task cards included.
+func (s *Service) GetMessages(ctx context.Context, sc tenancy.Scope, limit int, before string) (MessagesResult, error) {
+	if err := requireAgreement(sc); err != nil {
+		return MessagesResult{}, err
+	}
+	if limit <= 0 {
+		limit = 20
+	}
+	var cursor *uuid.UUID
+	if before = strings.TrimSpace(before); before != "" {
+		id, err := uuid.Parse(before)
+		if err != nil {
+			return MessagesResult{}, apperr.New(apperr.NotFound, "Message not found: %s", before)
+		}
+		cursor = &id
+	}
+	var rows []db.ListRoomMessagesRow
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		if cursor != nil {
+			ok, err := s.Q.RoomMessageExists(ctx, tx, db.RoomMessageExistsParams{ProjectID: sc.ProjectID, ID: *cursor})
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return apperr.New(apperr.NotFound, "Message not found: %s", before)
+			}
+		}
+		// The joins' row-level security policies make planning cost ~1.5 ms, ten times
+		// the execution; the generic plan (a backward scan of the room's primary key) is
+		// the right one for every room, so let the prepared statement keep it.
+		if _, err := tx.Exec(ctx, "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"); err != nil {
+			return err
+		}
+		if cursor == nil {
+			var err error
+			rows, err = s.Q.ListRoomMessages(ctx, tx, sc.ProjectID)
+			return err
+		}
+		before, err := s.Q.ListRoomMessagesBefore(ctx, tx, db.ListRoomMessagesBeforeParams{ProjectID: sc.ProjectID, Before: *cursor})
+		for _, r := range before {
+			rows = append(rows, db.ListRoomMessagesRow(r))
+		}
+		return err
+	})
+	if err != nil {
+		return MessagesResult{}, pg.Classify("get messages", err)
+	}
+	rows = rows[:min(limit, len(rows))]
+	slices.Reverse(rows)
+	out := MessagesResult{Messages: make([]Message, 0, len(rows)), Count: len(rows)}
+	for _, r := range rows {
+		out.Messages = append(out.Messages, Message{ID: r.ID.String(), From: messageFrom(r), Content: r.Content, Timestamp: ts(r.CreatedAt)})
+	}
+	return out, nil
+}
+
+// messageFrom is "Name [Organisation] (agent · model)" or "Name [Organisation] (human)".
+func messageFrom(r db.ListRoomMessagesRow) string {
+	org := orUnknown(r.OrgName, "Unknown org")
+	if r.AuthorUserID != nil || (r.AuthorAgentID == nil && r.UserName != nil) {
+		return fmt.Sprintf("%s [%s] (human)", orUnknown(r.UserName, "Human"), org)
+	}
+	kind := "agent"
+	if r.AuthorModel != "" {
+		kind += " · " + r.AuthorModel
+	}
+	return fmt.Sprintf("%s [%s] (%s)", orUnknown(r.AgentName, "Agent"), org, kind)
+}

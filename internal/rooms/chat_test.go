@@ -1,0 +1,148 @@
+package rooms_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/rooms"
+	"github.com/relayroom/relayroom/internal/wake"
+)
+
+func TestMessagesOrderLimitAndPaging(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var ids []string
+	for i := range 7 {
+		r := e.call("architect", e.one, "post_message", map[string]any{"content": fmt.Sprintf("message %d", i)}).obj(t)
+		if r["success"] != true || r["visible_to"] != rooms.VisibleToAll || str(r, "posted_at") == "" {
+			t.Fatalf("post: %v", r)
+		}
+		ids = append(ids, str(r, "message_id"))
+	}
+	got := e.call("peter", e.one, "get_messages", map[string]any{"limit": 3}).obj(t)
+	msgs := got["messages"].([]any)
+	if got["count"].(float64) != 3 || len(msgs) != 3 {
+		t.Fatalf("limit: %s", fmtJSON(got))
+	}
+	for i, m := range msgs { // the newest three, oldest first
+		if str(m.(map[string]any), "id") != ids[4+i] || str(m.(map[string]any), "content") != fmt.Sprintf("message %d", 4+i) {
+			t.Fatalf("order: %s", fmtJSON(msgs))
+		}
+	}
+	page := e.call("peter", e.one, "get_messages", map[string]any{"limit": 3, "before": ids[4]}).obj(t)["messages"].([]any)
+	if len(page) != 3 || str(page[0].(map[string]any), "id") != ids[1] || str(page[2].(map[string]any), "id") != ids[3] {
+		t.Fatalf("before: %s", fmtJSON(page))
+	}
+	last := e.call("peter", e.one, "get_messages", map[string]any{"before": ids[0]}).obj(t)
+	if last["count"].(float64) != 0 {
+		t.Fatalf("before the first: %v", last)
+	}
+	// A message id of another room (or none at all) is answered alike.
+	other := str(e.call("peter", e.two, "post_message", map[string]any{"content": "room two"}).obj(t), "message_id")
+	wantError(t, e.call("peter", e.one, "get_messages", map[string]any{"before": other}), "Message not found: "+other)
+	missing := uuid.Must(uuid.NewV7()).String()
+	wantError(t, e.call("peter", e.one, "get_messages", map[string]any{"before": missing}), "Message not found: "+missing)
+	wantError(t, e.call("peter", e.one, "get_messages", map[string]any{"before": "nope"}), "Message not found: nope")
+	// Room two's message is not in room one.
+	if all := e.call("peter", e.one, "get_messages", map[string]any{"limit": 100}).obj(t); all["count"].(float64) != 7 {
+		t.Fatalf("room one has %v messages", all["count"])
+	}
+}
+
+func TestMessageFromFormats(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.call("architect", e.one, "post_message", map[string]any{"content": "agent with a model"}).obj(t)
+	e.call("gavin", e.one, "post_message", map[string]any{"content": "agent without a model"}).obj(t)
+	userID := uuid.Must(uuid.NewV7())
+	e.exec("INSERT INTO app_user (id, email, name) VALUES ($1, 'pm@acme.test', 'Pat')", userID)
+	e.exec("INSERT INTO org_member (org_id, user_id, role) VALUES ($1, $2, 'member')", e.res.Organisations["acme"].ID, userID)
+	insert := func(content string, agent, user *uuid.UUID, org *uuid.UUID) {
+		e.exec(`INSERT INTO room_message (project_id, id, author_agent_id, author_user_id, author_org_id, content) VALUES ($1, $2, $3, $4, $5, $6)`,
+			e.one, uuid.Must(uuid.NewV7()), agent, user, org, content)
+	}
+	acme := e.res.Organisations["acme"].ID
+	insert("a person", nil, &userID, &acme)
+	insert("a person whose name is gone", nil, nil, &acme)
+	e.exec("UPDATE room_message SET author_user_id = $1 WHERE content = 'a person whose name is gone'", userID)
+	e.exec("UPDATE app_user SET name = '' WHERE id = $1", userID)
+	insert("an agent that was deleted", nil, nil, nil)
+
+	msgs := e.call("architect", e.one, "get_messages", nil).obj(t)["messages"].([]any)
+	want := []string{
+		"Architect [Acme Corp] (agent · claude-opus-4)",
+		"Gavin [Hooli] (agent)",
+		"Human [Acme Corp] (human)", // the name was blanked after posting
+		"Human [Acme Corp] (human)",
+		"Agent [Unknown org] (agent)",
+	}
+	if len(msgs) != len(want) {
+		t.Fatalf("messages: %s", fmtJSON(msgs))
+	}
+	for i, w := range want {
+		if got := str(msgs[i].(map[string]any), "from"); got != w {
+			t.Errorf("message %d from = %q, want %q", i, got, w)
+		}
+	}
+}
+
+type recordingQueue struct {
+	mu   sync.Mutex
+	reqs []wake.Request
+}
+
+func (q *recordingQueue) Queue(_ context.Context, _ *pg.Tx, r wake.Request) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.reqs = append(q.reqs, r)
+	return nil
+}
+
+func TestNewWorkQueuesWakes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	q := &recordingQueue{}
+	e.svc.Wakes = q
+	ctx := context.Background()
+	arch := e.scope("architect", e.one)
+	res, err := e.svc.SendTask(ctx, arch, rooms.SendTaskInput{ToAgentSlug: "qa-lead", Goal: "triage", Priority: "urgent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qa := e.scope("qa-lead", e.one)
+	if len(q.reqs) != 1 || q.reqs[0].Source != "task" || !q.reqs[0].AlwaysOnOnly || !q.reqs[0].Urgent ||
+		len(q.reqs[0].MemberIDs) != 1 || q.reqs[0].MemberIDs[0] != qa.MemberID || q.reqs[0].ItemID.String() != res.TaskID {
+		t.Fatalf("task wake: %+v", q.reqs)
+	}
+	if _, err := e.svc.PostMessage(ctx, arch, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	w := q.reqs[1]
+	if w.Source != "room_message" || !w.AlwaysOnOnly || len(w.MemberIDs) != 5 {
+		t.Fatalf("message wake: %+v", w)
+	}
+	for _, m := range w.MemberIDs {
+		if m == arch.MemberID {
+			t.Fatal("the poster is woken by its own message")
+		}
+	}
+	// The recipient's response wakes the sender.
+	if _, err := e.svc.RespondToTask(ctx, qa, rooms.RespondInput{TaskID: res.TaskID, Result: "ok", Status: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if w := q.reqs[2]; w.Source != "task" || w.MemberIDs[0] != arch.MemberID {
+		t.Fatalf("response wake: %+v", w)
+	}
+	// A refused call queues nothing.
+	if _, err := e.svc.PostMessage(ctx, e.scope("hank", e.one), "x"); err == nil {
+		t.Fatal("pending guest posted")
+	}
+	if len(q.reqs) != 3 {
+		t.Fatalf("wakes: %d", len(q.reqs))
+	}
+}

@@ -1,0 +1,508 @@
+package rooms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/embed"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// Search tuning.
+const (
+	// minCosine drops semantic candidates that are no closer than unrelated text: with the
+	// builtin embedder related texts score 0.3–0.8 and unrelated ones around 0.
+	minCosine = 0.2
+	// rrfK is the reciprocal-rank-fusion constant (Cormack et al. 2009).
+	rrfK = 60
+	// hnswEF is the HNSW candidate list of a search (pgvector's default is 40).
+	hnswEF = 150
+	// indexedEmbedder has an HNSW index (migration 000005) over its 100 dimensions.
+	indexedEmbedder = embed.BuiltinName
+	indexedDim      = 100
+)
+
+// WriteMemoryInput is write_memory's arguments.
+type WriteMemoryInput struct {
+	Content    string   `json:"content"`
+	Tags       []string `json:"tags"`
+	Category   string   `json:"category"`
+	IsDecision bool     `json:"is_decision"`
+	IsPrivate  bool     `json:"is_private"`
+}
+
+// WriteMemoryResult is write_memory's answer.
+type WriteMemoryResult struct {
+	Success    bool    `json:"success"`
+	MemoryID   string  `json:"memory_id"`
+	WrittenBy  string  `json:"written_by"`
+	SharedWith string  `json:"shared_with"`
+	Category   *string `json:"category,omitempty"`
+	Timestamp  string  `json:"timestamp"`
+}
+
+// WriteMemory checks the agreement, refuses anything that looks like a secret (storing
+// nothing), embeds the content (waiting at most EmbedTimeout), and stores the entry, its
+// vector and a card in the room's conversation in one transaction. The write never fails
+// because of the embedder: without a vector the entry waits for EmbedPending.
+func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMemoryInput) (WriteMemoryResult, error) {
+	if err := requireGrant(sc, tenancy.GrantWriteMemory, MsgNoWriteMemory); err != nil {
+		return WriteMemoryResult{}, err
+	}
+	if strings.TrimSpace(in.Content) == "" {
+		return WriteMemoryResult{}, invalid("content must not be blank")
+	}
+	if s.Secrets == nil {
+		return WriteMemoryResult{}, errors.New("rooms: no secret detector configured")
+	}
+	if len(s.Secrets.Scan(in.Content)) > 0 {
+		return WriteMemoryResult{}, apperr.New(apperr.Invalid, MsgSecret)
+	}
+	tags := normTags(in.Tags)
+	var category *string
+	if c := strings.TrimSpace(in.Category); c != "" {
+		category = &c
+	}
+	id, at := newID(), s.now()
+	e := s.embedder()
+	vec, embedded := s.embedOne(ctx, e, in.Content)
+
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		if err := s.Q.InsertMemoryEntry(ctx, tx, db.InsertMemoryEntryParams{
+			ProjectID: sc.ProjectID, ID: id, OrgID: sc.OrgID, AgentID: &sc.AgentID, Model: sc.AgentModel,
+			Content: in.Content, Tags: tags, Category: category, IsDecision: in.IsDecision, IsPrivate: in.IsPrivate, CreatedAt: at,
+		}); err != nil {
+			return err
+		}
+		if embedded {
+			if err := s.Q.InsertMemoryVector(ctx, tx, db.InsertMemoryVectorParams{
+				ProjectID: sc.ProjectID, MemoryID: id, Embedder: e.Name(), Embedding: vec,
+			}); err != nil {
+				return err
+			}
+		}
+		return s.card(ctx, tx, sc, "memory", memoryCard(sc, in, category), id, at)
+	})
+	if err != nil {
+		return WriteMemoryResult{}, pg.Classify("write memory", err)
+	}
+	shared := SharedWithAll
+	if in.IsPrivate {
+		shared = SharedWithOrg
+	}
+	return WriteMemoryResult{Success: true, MemoryID: id.String(), WrittenBy: sc.AgentName, SharedWith: shared,
+		Category: category, Timestamp: ts(at)}, nil
+}
+
+// memoryCard is what the conversation shows for a memory write. A private entry's card
+// says only that one was written: its content is for the writer's organisation.
+func memoryCard(sc tenancy.Scope, in WriteMemoryInput, category *string) string {
+	what := "a memory entry"
+	if in.IsDecision {
+		what = "a decision"
+	}
+	if in.IsPrivate {
+		return fmt.Sprintf("[memory] Wrote %s visible to %s only.", what, sc.OrgName)
+	}
+	c := ""
+	if category != nil {
+		c = " (" + *category + ")"
+	}
+	return fmt.Sprintf("[memory] Wrote %s%s: %s", what, c, excerpt(in.Content, 280))
+}
+
+func normTags(in []string) []string {
+	out := make([]string, 0, len(in))
+	seen := map[string]bool{}
+	for _, t := range in {
+		t = strings.TrimSpace(t)
+		if t != "" && !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// embedOne embeds a text for storage. ok=false means "not embedded yet" (the embedder is
+// off, slow or down): no vector row is written and EmbedPending retries. A zero vector is
+// a finished embedding without semantic signal: stored as NULL so it is not retried.
+func (s *Service) embedOne(ctx context.Context, e embed.Embedder, text string) (*pgvector.Vector, bool) {
+	if e.Name() == embed.KindNone {
+		return nil, false
+	}
+	ectx, cancel := context.WithTimeout(ctx, s.embedTimeout())
+	defer cancel()
+	vs, err := e.Embed(ectx, []string{text})
+	if err != nil || len(vs) != 1 {
+		if !errors.Is(err, embed.ErrDisabled) {
+			s.log().WarnContext(ctx, "rooms: embedding deferred", "embedder", e.Name(), "error", fmt.Sprint(err))
+		}
+		return nil, false
+	}
+	if embed.IsZero(vs[0]) {
+		return nil, true
+	}
+	v := pgvector.NewVector(vs[0])
+	return &v, true
+}
+
+// EmbedPending embeds up to limit entries that have no vector row for the current
+// embedder — entries written while the embedder was slow or down, and every entry after
+// the embedder changes — and returns how many it finished. It runs across tenants on the
+// operator pool; the periodic job calls it until it returns 0. Reads never wait for it:
+// an entry without a current vector is still found lexically.
+func (s *Service) EmbedPending(ctx context.Context, limit int) (int, error) {
+	e := s.embedder()
+	if e.Name() == embed.KindNone || limit <= 0 {
+		return 0, nil
+	}
+	var rows []db.PendingEmbeddingsRow
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		rows, err = s.Q.PendingEmbeddings(ctx, tx, db.PendingEmbeddingsParams{Embedder: e.Name(), Lim: int32(limit)})
+		return err
+	})
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	texts := make([]string, len(rows))
+	for i, r := range rows {
+		texts[i] = r.Content
+	}
+	vs, err := e.Embed(ctx, texts)
+	if err != nil {
+		return 0, fmt.Errorf("rooms: embed pending: %w", err)
+	}
+	if len(vs) != len(rows) {
+		return 0, fmt.Errorf("rooms: embed pending: %d vectors for %d texts", len(vs), len(rows))
+	}
+	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		for i, r := range rows {
+			var v *pgvector.Vector
+			if !embed.IsZero(vs[i]) {
+				vv := pgvector.NewVector(vs[i])
+				v = &vv
+			}
+			if err := s.Q.InsertMemoryVector(ctx, tx, db.InsertMemoryVectorParams{
+				ProjectID: r.ProjectID, MemoryID: r.ID, Embedder: e.Name(), Embedding: v,
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("rooms: embed pending: store: %w", err)
+	}
+	return len(rows), nil
+}
+
+// ReadMemoryInput is read_memory's arguments.
+type ReadMemoryInput struct {
+	Query    string   `json:"query"`
+	Limit    int      `json:"limit"`
+	Category string   `json:"category"`
+	Tags     []string `json:"tags"`
+}
+
+// MemoryEntry is one entry of read_memory.
+type MemoryEntry struct {
+	ID         string   `json:"id"`
+	WrittenBy  string   `json:"written_by"`
+	Model      string   `json:"model"`
+	Timestamp  string   `json:"timestamp"`
+	IsDecision bool     `json:"is_decision"`
+	Category   *string  `json:"category,omitempty"`
+	Tags       []string `json:"tags"`
+	Content    string   `json:"content"`
+	Relevance  *string  `json:"relevance,omitempty"`
+}
+
+// ReadMemoryResult is read_memory's answer: found+entries, or message+entries when empty.
+type ReadMemoryResult struct {
+	Found   *int          `json:"found,omitempty"`
+	Message string        `json:"message,omitempty"`
+	Entries []MemoryEntry `json:"entries"`
+	// Semantic reports whether the semantic half ran (not sent to clients).
+	Semantic bool `json:"-"`
+}
+
+type filter struct {
+	category *string
+	tags     []string
+}
+
+// ReadMemory searches the room's memory: a semantic search (pgvector, cosine, over
+// vectors of the current embedder only) and a lexical one (full text, plus a substring
+// match for names and ids), fused by reciprocal rank. Deprecated entries and other
+// organisations' private entries are never returned.
+func (s *Service) ReadMemory(ctx context.Context, sc tenancy.Scope, in ReadMemoryInput) (ReadMemoryResult, error) {
+	if err := requireGrant(sc, tenancy.GrantReadMemory, MsgNoReadMemory); err != nil {
+		return ReadMemoryResult{}, err
+	}
+	q := strings.TrimSpace(in.Query)
+	if q == "" {
+		return ReadMemoryResult{}, invalid("query must not be blank")
+	}
+	limit := in.Limit
+	if limit <= 0 {
+		limit = 10
+	}
+	f := filter{tags: normTags(in.Tags)}
+	if c := strings.TrimSpace(in.Category); c != "" {
+		f.category = &c
+	}
+	e := s.embedder()
+	qvec := s.queryVector(ctx, e, q)
+	candidates := max(3*limit, 30)
+
+	// The two halves run at once, each in its own read-only transaction on its own
+	// connection: the answer waits for the slower half, not for both in turn.
+	var (
+		sem, lex       []scored
+		semErr, lexErr error
+		wg             sync.WaitGroup
+	)
+	if qvec != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			semErr = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
+				sem, err = s.semantic(ctx, tx, sc, e, qvec, f, candidates)
+				return err
+			})
+		}()
+	}
+	lexErr = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
+		lex, err = s.lexical(ctx, tx, q, f, candidates)
+		return err
+	})
+	wg.Wait()
+	var entries []MemoryEntry
+	err := errors.Join(semErr, lexErr)
+	if ids := fuse(limit, sem, lex); err == nil && len(ids) > 0 {
+		err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
+			// Loading is primary-key lookups whatever the values; its joins' row-level
+			// security makes planning cost more than running it: keep the generic plan.
+			if _, err := tx.Exec(ctx, "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"); err != nil {
+				return err
+			}
+			entries, err = s.loadEntries(ctx, tx, sc, ids, e, qvec)
+			return err
+		})
+	}
+	if err != nil {
+		return ReadMemoryResult{}, pg.Classify("read memory", err)
+	}
+	if len(entries) == 0 {
+		return ReadMemoryResult{Message: MsgNoMemory, Entries: []MemoryEntry{}, Semantic: qvec != nil}, nil
+	}
+	n := len(entries)
+	return ReadMemoryResult{Found: &n, Entries: entries, Semantic: qvec != nil}, nil
+}
+
+// queryVector embeds the query, or returns nil when the semantic half cannot run (embedder
+// none, down, slow, or a query without semantic signal).
+func (s *Service) queryVector(ctx context.Context, e embed.Embedder, q string) []float32 {
+	if e.Name() == embed.KindNone {
+		return nil
+	}
+	ectx, cancel := context.WithTimeout(ctx, s.embedTimeout())
+	defer cancel()
+	vs, err := e.Embed(ectx, []string{q})
+	if err != nil || len(vs) != 1 || embed.IsZero(vs[0]) {
+		if err != nil && !errors.Is(err, embed.ErrDisabled) {
+			s.log().WarnContext(ctx, "rooms: read_memory without semantic search", "embedder", e.Name(), "error", err.Error())
+		}
+		return nil
+	}
+	return vs[0]
+}
+
+type scored struct {
+	id    uuid.UUID
+	score float64
+}
+
+// visible is the WHERE clause every memory read shares ($1 project, $2 org, $3 category,
+// $4 tags).
+const visible = `e.project_id = $1 AND e.deprecated_at IS NULL AND (NOT e.is_private OR e.org_id = $2)
+  AND ($3::text IS NULL OR e.category = $3) AND (coalesce(cardinality($4::text[]), 0) = 0 OR e.tags && $4::text[])`
+
+func (s *Service) semanticAll(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, e embed.Embedder, qvec []float32, f filter, n int) ([]scored, error) {
+	var sql string
+	if e.Name() == indexedEmbedder && len(qvec) == indexedDim {
+		// Matches the partial expression index: the embedder is a literal, the distance
+		// the indexed expression. Iterative scans keep returning candidates past the
+		// project and visibility filters until the limit is met (pgvector 0.8).
+		if _, err := tx.Exec(ctx, "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+			fmt.Sprint(hnswEF)); err != nil {
+			return nil, fmt.Errorf("semantic search: settings: %w", err)
+		}
+		sql = `SELECT id, cos FROM (
+  SELECT e.id, 1 - (v.embedding::vector(100) <=> $5::vector(100)) AS cos
+  FROM memory_vector v JOIN memory_entry e ON e.project_id = v.project_id AND e.id = v.memory_id
+  WHERE v.project_id = $1 AND v.embedder = '` + indexedEmbedder + `' AND v.embedding IS NOT NULL AND ` + visible + `
+  ORDER BY v.embedding::vector(100) <=> $5::vector(100)
+  LIMIT $6) t ORDER BY cos DESC`
+	} else {
+		// Any other embedder: an exact scan of the project's vectors of that embedder.
+		sql = `SELECT e.id, 1 - (v.embedding <=> $5::vector) AS cos
+  FROM memory_vector v JOIN memory_entry e ON e.project_id = v.project_id AND e.id = v.memory_id
+  WHERE v.project_id = $1 AND v.embedder = $7 AND v.embedding IS NOT NULL
+    AND vector_dims(v.embedding) = vector_dims($5::vector) AND ` + visible + `
+  ORDER BY v.embedding <=> $5::vector
+  LIMIT $6`
+	}
+	args := []any{sc.ProjectID, sc.OrgID, f.category, f.tags, pgvector.NewVector(qvec), n}
+	if strings.Contains(sql, "$7") {
+		args = append(args, e.Name())
+	}
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("semantic search: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (scored, error) {
+		var x scored
+		return x, r.Scan(&x.id, &x.score)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("semantic search: %w", err)
+	}
+	return out, nil
+}
+
+// semantic is semanticAll without the candidates no closer than unrelated text.
+func (s *Service) semantic(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, e embed.Embedder, qvec []float32, f filter, n int) ([]scored, error) {
+	out, err := s.semanticAll(ctx, tx, sc, e, qvec, f, n)
+	if err != nil {
+		return nil, err
+	}
+	kept := out[:0]
+	for _, x := range out {
+		if x.score >= minCosine {
+			kept = append(kept, x)
+		}
+	}
+	return kept, nil
+}
+
+// lexicalSQL runs the lexical half in the database (migration 000005,
+// rr_memory_lexical): see there why it is a SECURITY DEFINER function and how it applies
+// the tenant. Its arguments are the query, a LIKE pattern or NULL, the filters and a limit.
+const lexicalSQL = `SELECT id, score FROM rr_memory_lexical($1, $2, $3, $4, $5)`
+
+func (s *Service) lexical(ctx context.Context, tx *pg.Tx, q string, f filter, n int) ([]scored, error) {
+	// The whole query as a substring finds exact names and ids ("ZX-4471", "Acme Corp");
+	// a sentence is left to full text, which ranks it better and costs less.
+	var like *string
+	if l := len(q); l >= 3 && l <= 100 && len(strings.Fields(q)) <= 3 {
+		p := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(q) + "%"
+		like = &p
+	}
+	rows, err := tx.Query(ctx, lexicalSQL, q, like, f.category, f.tags, n)
+	if err != nil {
+		return nil, fmt.Errorf("lexical search: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (scored, error) {
+		var x scored
+		return x, r.Scan(&x.id, &x.score)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lexical search: %w", err)
+	}
+	return out, nil
+}
+
+// fuse merges ranked lists by reciprocal rank fusion and keeps the best limit ids.
+func fuse(limit int, lists ...[]scored) []uuid.UUID {
+	score := map[uuid.UUID]float64{}
+	var order []uuid.UUID
+	for _, l := range lists {
+		for rank, x := range l {
+			if _, ok := score[x.id]; !ok {
+				order = append(order, x.id)
+			}
+			score[x.id] += 1.0 / float64(rrfK+rank+1)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return score[order[i]] > score[order[j]] })
+	if len(order) > limit {
+		order = order[:limit]
+	}
+	return order
+}
+
+func (s *Service) loadEntries(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, ids []uuid.UUID, e embed.Embedder, qvec []float32) ([]MemoryEntry, error) {
+	var qv any
+	if qvec != nil {
+		qv = pgvector.NewVector(qvec)
+	}
+	rows, err := tx.Query(ctx, `SELECT e.id, a.name, o.name, e.model, e.created_at, e.is_decision, e.category, e.tags, e.content,
+  CASE WHEN $4::vector IS NULL OR v.embedding IS NULL THEN NULL
+       WHEN vector_dims(v.embedding) <> vector_dims($4::vector) THEN NULL
+       ELSE 1 - (v.embedding <=> $4::vector) END
+FROM memory_entry e
+LEFT JOIN agent a ON a.id = e.agent_id
+LEFT JOIN organisation o ON o.id = e.org_id
+LEFT JOIN memory_vector v ON v.project_id = e.project_id AND v.memory_id = e.id AND v.embedder = $3
+WHERE e.project_id = $1 AND e.id = ANY($2::uuid[]) AND e.deprecated_at IS NULL
+  AND (NOT e.is_private OR e.org_id = $5)`, sc.ProjectID, ids, e.Name(), qv, sc.OrgID)
+	if err != nil {
+		return nil, fmt.Errorf("load entries: %w", err)
+	}
+	byID := map[uuid.UUID]MemoryEntry{}
+	for rows.Next() {
+		var (
+			id             uuid.UUID
+			name, org, cat *string
+			model, content string
+			at             time.Time
+			dec            bool
+			tags           []string
+			cos            *float64
+		)
+		if err := rows.Scan(&id, &name, &org, &model, &at, &dec, &cat, &tags, &content, &cos); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("load entries: %w", err)
+		}
+		me := MemoryEntry{ID: id.String(), WrittenBy: nameOrg(name, org), Model: model, Timestamp: ts(at),
+			IsDecision: dec, Category: cat, Tags: tags, Content: content}
+		if me.Tags == nil {
+			me.Tags = []string{}
+		}
+		if qvec != nil && cos != nil {
+			me.Relevance = strp(relevance(*cos))
+		}
+		byID[id] = me
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load entries: %w", err)
+	}
+	out := make([]MemoryEntry, 0, len(ids))
+	for _, id := range ids {
+		if me, ok := byID[id]; ok {
+			out = append(out, me)
+		}
+	}
+	return out, nil
+}
+
+// relevance is a cosine shown as a rounded percentage, clamped to 0–100.
+func relevance(cos float64) string {
+	p := math.Round(math.Max(0, math.Min(1, cos)) * 100)
+	return fmt.Sprintf("%d%%", int(p))
+}

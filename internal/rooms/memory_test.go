@@ -1,0 +1,350 @@
+package rooms_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/embed"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/rooms"
+)
+
+const (
+	b62  = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	a2z7 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+	b64  = b62 + "+/"
+	dig  = "0123456789"
+	hexa = "0123456789abcdef"
+)
+
+// secretSamples are fake but well-formed credentials, at least one of every kind the
+// spec and the issue list, generated (seeded) so no real-looking key is stored here.
+func secretSamples() map[string]string {
+	rng := rand.New(rand.NewPCG(7, 11))
+	p := func(alphabet string, n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	enc := base64.RawURLEncoding
+	jwt := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." +
+		enc.EncodeToString([]byte(`{"sub":"`+p(b62, 12)+`","iat":1767225600}`)) + "." + enc.EncodeToString([]byte(p(b62, 32)))
+	var pem strings.Builder
+	for range 6 {
+		pem.WriteString(p(b64, 64) + "\n")
+	}
+	return map[string]string{
+		"openai key":       "Use OPENAI_API_KEY sk-proj-" + p(b62+"-_", 156) + " for the batch job.",
+		"anthropic key":    "anthropic: sk-ant-api03-" + p(b62+"-_", 93) + "AA",
+		"stripe key":       "Stripe secret sk_live_" + p(b62, 24) + " leaked",
+		"google key":       "maps key=AIza" + p(b62+"-_", 35),
+		"aws access key":   "aws_access_key_id = AKIA" + p(a2z7, 16),
+		"aws secret key":   "aws_secret_access_key = " + p(b64, 40),
+		"github token":     "push with ghp_" + p(b62, 36),
+		"slack token":      "SLACK_BOT_TOKEN=xoxb-" + p(dig, 12) + "-" + p(dig, 13) + "-" + p(b62, 24),
+		"jwt":              "Authorization: Bearer " + jwt,
+		"pem private key":  "-----BEGIN RSA PRIVATE KEY-----\n" + pem.String() + "-----END RSA PRIVATE KEY-----",
+		"KEY= line":        "SOMETHING_KEY=k3y/with+sym!bols_" + p(b62, 8),
+		"SECRET= line":     "export SESSION_SECRET='" + p(b62, 12) + "$%^&*()-+=" + p(b62, 4) + "'",
+		"TOKEN= line":      "API_TOKEN=" + p(hexa, 40),
+		"relayroom key":    "my key is sk-qyt-" + p(b62, 46),
+		"relayroom token":  "token qyt_at_" + p(b62, 46),
+		"url with secret":  "DATABASE_URL=postgres://app:S3cr3t-" + p(b62, 10) + "@db.internal:5432/app",
+		"slack webhook":    "post to https://hooks.slack.com/services/T" + p("ABCDEFGHIJKLMNOPQRSTUVWXYZ", 8) + "/B" + p("ABCDEFGHIJKLMNOPQRSTUVWXYZ", 10) + "/" + p(b62, 24),
+		"password in yaml": "DB_PASSWORD=p@ss-W0rd!" + p(dig, 4) + "#x",
+	}
+}
+
+func TestWriteMemoryRefusesSecrets(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for kind, text := range secretSamples() {
+		r := e.call("architect", e.one, "write_memory", map[string]any{"content": text})
+		if !r.IsError || r.Text != "Error: "+rooms.MsgSecret {
+			t.Errorf("%s: not refused: %s", kind, r.Text)
+		}
+	}
+	if n := e.count("SELECT count(*) FROM memory_entry"); n != 0 {
+		t.Fatalf("%d refused entries were stored", n)
+	}
+	if n := e.count("SELECT count(*) FROM room_message"); n != 0 {
+		t.Fatalf("refused writes left %d cards", n)
+	}
+	prose := []string{
+		"Rotate the API token every 90 days; the secret manager holds it, never the room.",
+		"Decision: the session token lifetime is 15 minutes and the refresh token lasts 30 days.",
+		"Keep secrets out of memory. The KEY= lines in .env.example are placeholders like API_KEY=your-key-here.",
+		"The JWT library validates the token signature before reading claims.",
+		"Our GitHub token policy: fine-grained tokens only, scoped to one repository.",
+	}
+	for _, text := range prose {
+		if r := e.call("architect", e.one, "write_memory", map[string]any{"content": text}); r.IsError {
+			t.Errorf("prose refused: %q: %s", text, r.Text)
+		}
+	}
+}
+
+func TestReadMemoryHybridSearch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	write := func(agent, content string, extra map[string]any) string {
+		args := map[string]any{"content": content}
+		for k, v := range extra {
+			args[k] = v
+		}
+		return str(e.call(agent, e.one, "write_memory", args).obj(t), "memory_id")
+	}
+	decision := write("architect", "Escalations expire after three days rather than being approved automatically.", map[string]any{"is_decision": true, "category": "decision", "tags": []string{"architecture"}})
+	write("architect", "The restaurant near the office serves excellent pasta on Fridays.", nil)
+	code := write("peter", "Build ZX-4471-QQ failed on the integration runner; rerun with a clean cache.", map[string]any{"tags": []string{"ci"}})
+	private := write("architect", "Acme internal: the escalation budget for the guest team is capped.", map[string]any{"is_private": true})
+	deprecated := write("architect", "Escalations expire after one day.", nil)
+	e.exec("UPDATE memory_entry SET deprecated_at = now() WHERE id = $1", uuidOf(t, deprecated))
+
+	// Semantic: a paraphrase with no shared keyword finds the decision, with relevance.
+	r := e.call("peter", e.one, "read_memory", map[string]any{"query": "how long until an escalation lapses instead of auto approval?"}).obj(t)
+	entries := r["entries"].([]any)
+	if len(entries) == 0 || str(entries[0].(map[string]any), "id") != decision {
+		t.Fatalf("decision not found first: %s", fmtJSON(r))
+	}
+	first := entries[0].(map[string]any)
+	if rel := str(first, "relevance"); !strings.HasSuffix(rel, "%") {
+		t.Fatalf("relevance missing after a semantic search: %v", first)
+	}
+	if first["written_by"] != "Architect (Acme Corp)" || first["model"] != "claude-opus-4" || first["is_decision"] != true ||
+		first["category"] != "decision" || r["found"].(float64) != float64(len(entries)) {
+		t.Fatalf("entry fields: %v", first)
+	}
+	for _, x := range entries {
+		id := str(x.(map[string]any), "id")
+		if id == deprecated || id == private {
+			t.Fatalf("guest got a deprecated or the host's private entry: %s", fmtJSON(x))
+		}
+	}
+	// Lexical: an exact build id the embedder does not know.
+	r = e.call("architect", e.one, "read_memory", map[string]any{"query": "ZX-4471-QQ"}).obj(t)
+	if entries := r["entries"].([]any); len(entries) != 1 || str(entries[0].(map[string]any), "id") != code {
+		t.Fatalf("exact id not found: %s", fmtJSON(r))
+	}
+	// The writer's own organisation reads its private entry; the guest never does.
+	r = e.call("architect", e.one, "read_memory", map[string]any{"query": "escalation budget guest team"}).obj(t)
+	if !strings.Contains(fmtJSON(r), private) {
+		t.Fatalf("own private entry not found: %s", fmtJSON(r))
+	}
+	r = e.call("peter", e.one, "read_memory", map[string]any{"query": "escalation budget guest team"}).obj(t)
+	if strings.Contains(fmtJSON(r), private) {
+		t.Fatalf("guest read the host's private entry: %s", fmtJSON(r))
+	}
+	// Filters.
+	r = e.call("peter", e.one, "read_memory", map[string]any{"query": "escalations", "tags": []string{"ci"}}).obj(t)
+	if strings.Contains(fmtJSON(r), decision) {
+		t.Fatalf("tag filter ignored: %s", fmtJSON(r))
+	}
+	r = e.call("peter", e.one, "read_memory", map[string]any{"query": "escalations", "category": "decision"}).obj(t)
+	if es := r["entries"].([]any); len(es) != 1 || str(es[0].(map[string]any), "id") != decision {
+		t.Fatalf("category filter: %s", fmtJSON(r))
+	}
+	// Nothing relevant: the spec's message, not an error.
+	r = e.call("peter", e.one, "read_memory", map[string]any{"query": "zqxj wvpk"}).obj(t)
+	if r["message"] != rooms.MsgNoMemory || len(r["entries"].([]any)) != 0 || r["found"] != nil {
+		t.Fatalf("empty result: %s", fmtJSON(r))
+	}
+	// Room two's memory is not room one's.
+	r = e.call("architect", e.two, "read_memory", map[string]any{"query": "escalations expire"}).obj(t)
+	if r["message"] != rooms.MsgNoMemory {
+		t.Fatalf("room two sees room one's memory: %s", fmtJSON(r))
+	}
+	// The memory cards are in the conversation, in order, and the private one hides its content.
+	msgs := e.call("architect", e.one, "get_messages", map[string]any{"limit": 100}).obj(t)["messages"].([]any)
+	if len(msgs) != 5 || !strings.HasPrefix(str(msgs[0].(map[string]any), "content"), "[memory] Wrote a decision") {
+		t.Fatalf("memory cards: %s", fmtJSON(msgs))
+	}
+	if c := str(msgs[3].(map[string]any), "content"); strings.Contains(c, "budget") {
+		t.Fatalf("a private entry's card shows its content: %s", c)
+	}
+}
+
+func TestReadMemoryWithoutEmbedderIsLexicalWithoutRelevance(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(c *config.Config) { c.Embedder = "none" })
+	e.call("architect", e.one, "write_memory", map[string]any{"content": "Escalations expire after three days."}).obj(t)
+	r := e.call("architect", e.one, "read_memory", map[string]any{"query": "when do escalations expire"}).obj(t)
+	entries := r["entries"].([]any)
+	if len(entries) != 1 {
+		t.Fatalf("lexical search found nothing: %s", fmtJSON(r))
+	}
+	if _, has := entries[0].(map[string]any)["relevance"]; has {
+		t.Fatalf("relevance reported without a semantic search: %s", fmtJSON(r))
+	}
+	if n := e.count("SELECT count(*) FROM memory_vector"); n != 0 {
+		t.Fatalf("none stored %d vectors", n)
+	}
+}
+
+// hashEmbedder is a small deterministic embedder with a switchable failure mode.
+type hashEmbedder struct {
+	name  string
+	mode  atomic.Int32 // 0 works, 1 fails, 2 hangs until the context ends
+	calls atomic.Int32
+}
+
+func (h *hashEmbedder) Name() string { return h.name }
+func (h *hashEmbedder) Dim() int     { return 16 }
+func (h *hashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	h.calls.Add(1)
+	switch h.mode.Load() {
+	case 1:
+		return nil, errors.New("embedding server down")
+	case 2:
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		v := make([]float32, 16)
+		for _, w := range strings.Fields(strings.ToLower(t)) {
+			f := fnv.New32a()
+			f.Write([]byte(strings.Trim(w, ".,?!")))
+			v[f.Sum32()%16]++
+		}
+		var n float64
+		for _, x := range v {
+			n += float64(x * x)
+		}
+		if n > 0 {
+			for j := range v {
+				v[j] /= float32(math.Sqrt(n))
+			}
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+var _ embed.Embedder = (*hashEmbedder)(nil)
+
+func TestWriteNeverFailsBecauseOfTheEmbedder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	h := &hashEmbedder{name: "hash-v1"}
+	e.svc.Embedder, e.svc.EmbedTimeout = h, 100*time.Millisecond
+	sc := e.scope("architect", e.one)
+
+	h.mode.Store(1) // down
+	if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: "alpha escalation policy"}); err != nil {
+		t.Fatalf("write failed with the embedder down: %v", err)
+	}
+	h.mode.Store(2) // slow
+	start := time.Now()
+	if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: "beta escalation policy"}); err != nil {
+		t.Fatalf("write failed with the embedder slow: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("write waited %v for a hanging embedder", d)
+	}
+	if n := e.count("SELECT count(*) FROM memory_vector"); n != 0 {
+		t.Fatalf("%d vectors stored while the embedder failed", n)
+	}
+	// Reads still work (lexically, without relevance) while the embedder is away.
+	res, err := e.svc.ReadMemory(ctx, sc, rooms.ReadMemoryInput{Query: "escalation policy"})
+	if err != nil || len(res.Entries) != 2 || res.Semantic || res.Entries[0].Relevance != nil {
+		t.Fatalf("read during outage: %+v %v", res, err)
+	}
+	h.mode.Store(0)
+	n, err := e.svc.EmbedPending(ctx, 10)
+	if err != nil || n != 2 {
+		t.Fatalf("EmbedPending = %d, %v; want 2", n, err)
+	}
+	if n, _ := e.svc.EmbedPending(ctx, 10); n != 0 {
+		t.Fatalf("second EmbedPending found %d more", n)
+	}
+	res, err = e.svc.ReadMemory(ctx, sc, rooms.ReadMemoryInput{Query: "alpha escalation policy"})
+	if err != nil || !res.Semantic || len(res.Entries) == 0 || res.Entries[0].Relevance == nil || res.Entries[0].Content != "alpha escalation policy" {
+		t.Fatalf("semantic read after catching up: %+v %v", res, err)
+	}
+}
+
+func TestChangingEmbedderReEmbedsAndNeverMixesSpaces(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	sc := e.scope("architect", e.one)
+	// Written with the builtin embedder.
+	for _, c := range []string{"The doctor prescribed medicine for the fever", "Backups must be encrypted before upload"} {
+		if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.count("SELECT count(*) FROM memory_vector WHERE embedder = $1", embed.BuiltinName); n != 2 {
+		t.Fatalf("builtin vectors: %d", n)
+	}
+	// Switch to another embedder: its query is never compared with builtin vectors, so
+	// until re-embedding the search is lexical (no relevance) — and still answers.
+	h := &hashEmbedder{name: "hash-v1"}
+	e.svc.Embedder = h
+	res, err := e.svc.ReadMemory(ctx, sc, rooms.ReadMemoryInput{Query: "encrypted backups"})
+	if err != nil || len(res.Entries) != 1 || res.Entries[0].Relevance != nil {
+		t.Fatalf("read before re-embedding: %+v %v", res, err)
+	}
+	if n, err := e.svc.EmbedPending(ctx, 100); err != nil || n != 2 {
+		t.Fatalf("re-embedding: %d %v", n, err)
+	}
+	if n := e.count("SELECT count(*) FROM memory_vector WHERE embedder = 'hash-v1'"); n != 2 {
+		t.Fatalf("hash vectors: %d", n)
+	}
+	res, err = e.svc.ReadMemory(ctx, sc, rooms.ReadMemoryInput{Query: "backups must be encrypted"})
+	if err != nil || len(res.Entries) == 0 || res.Entries[0].Relevance == nil {
+		t.Fatalf("read after re-embedding: %+v %v", res, err)
+	}
+	// Both spaces are kept (switching back needs no work) and nothing compares them.
+	if n := e.count("SELECT count(*) FROM memory_vector"); n != 4 {
+		t.Fatalf("vectors: %d", n)
+	}
+}
+
+// TestLexicalFunctionAppliesTheTenant: rr_memory_lexical runs as the table owner, so it
+// must apply the tenant itself — from the transaction's settings, never its arguments.
+func TestLexicalFunctionAppliesTheTenant(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.call("architect", e.one, "write_memory", map[string]any{"content": "Quarterly zebra audit shared"}).obj(t)
+	e.call("architect", e.one, "write_memory", map[string]any{"content": "Quarterly zebra audit private", "is_private": true}).obj(t)
+	count := func(tn pg.Tenant) int {
+		var n int
+		err := e.db.InTenant(context.Background(), tn, func(tx *pg.Tx) error {
+			return tx.QueryRow(context.Background(), "SELECT count(*) FROM rr_memory_lexical('quarterly zebra audit', NULL, NULL, '{}', 50)").Scan(&n)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	host, guest := e.scope("architect", e.one), e.scope("peter", e.one)
+	if n := count(host.Tenant()); n != 2 {
+		t.Fatalf("host sees %d entries, want 2", n)
+	}
+	if n := count(guest.Tenant()); n != 1 {
+		t.Fatalf("guest sees %d entries, want 1 (the private one is the host's)", n)
+	}
+	if n := count(pg.Tenant{}); n != 0 {
+		t.Fatalf("no tenant sees %d entries", n)
+	}
+	if n := count(pg.Tenant{ProjectID: e.one}); n != 0 {
+		t.Fatalf("a project without an organisation sees %d entries", n)
+	}
+	if n := count(e.scope("peter", e.two).Tenant()); n != 0 {
+		t.Fatalf("room two sees %d of room one's entries", n)
+	}
+}

@@ -1,0 +1,412 @@
+package rooms
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/wake"
+)
+
+// Task statuses and the protocol's state names beside them (docs/rooms.md).
+var stateOf = map[string]string{
+	"pending":        "SUBMITTED",
+	"in_progress":    "WORKING",
+	"input_required": "INPUT_REQUIRED",
+	"done":           "COMPLETED",
+	"failed":         "FAILED",
+	"rejected":       "REJECTED",
+	"canceled":       "CANCELED",
+}
+
+// SendTaskInput is send_task's arguments.
+type SendTaskInput struct {
+	ToAgentSlug        string   `json:"to_agent_slug"`
+	Goal               string   `json:"goal"`
+	Priority           string   `json:"priority"`
+	Deadline           string   `json:"deadline"`
+	MemoryRefs         []string `json:"memory_refs"`
+	AcceptanceCriteria string   `json:"acceptance_criteria"`
+	VerificationMethod string   `json:"verification_method"`
+}
+
+// SendTaskResult is send_task's answer.
+type SendTaskResult struct {
+	Success    bool   `json:"success"`
+	TaskID     string `json:"task_id"`
+	AssignedTo string `json:"assigned_to"`
+	Goal       string `json:"goal"`
+	Status     string `json:"status"`
+	State      string `json:"state"`
+	Message    string `json:"message"`
+}
+
+// parseDeadline accepts an RFC 3339 date-time or a bare date (midnight UTC).
+func parseDeadline(s string) (*time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			t = t.UTC()
+			return &t, nil
+		}
+	}
+	return nil, invalid("deadline must be an ISO 8601 date or date-time, e.g. 2026-09-15 or 2026-09-15T17:00:00Z (got %q)", s)
+}
+
+func parseIDs(field string, in []string) ([]uuid.UUID, error) {
+	out := make([]uuid.UUID, 0, len(in))
+	for _, s := range in {
+		id, err := uuid.Parse(strings.TrimSpace(s))
+		if err != nil {
+			return nil, apperr.New(apperr.NotFound, "Memory entry not found: %s", s)
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// SendTask assigns work to a member of the room named by its part (to_agent_slug). Across
+// companies the guest side's agreement must be active and grant assign_tasks.
+func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInput) (SendTaskResult, error) {
+	if err := requireAgreement(sc); err != nil {
+		return SendTaskResult{}, err
+	}
+	goal := strings.TrimSpace(in.Goal)
+	if goal == "" {
+		return SendTaskResult{}, invalid("goal must not be blank")
+	}
+	deadline, err := parseDeadline(in.Deadline)
+	if err != nil {
+		return SendTaskResult{}, err
+	}
+	refs, err := parseIDs("memory_refs", in.MemoryRefs)
+	if err != nil {
+		return SendTaskResult{}, err
+	}
+	priority := in.Priority
+	if priority == "" {
+		priority = "normal"
+	}
+	slug := strings.TrimSpace(in.ToAgentSlug)
+	var (
+		res SendTaskResult
+		to  db.RoomMemberByPartRow
+	)
+	id, at := newID(), s.now()
+	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		to, err = s.Q.RoomMemberByPart(ctx, tx, db.RoomMemberByPartParams{ProjectID: sc.ProjectID, Part: slug})
+		if pg.IsNoRows(err) {
+			exists, err := s.Q.OrgAgentExists(ctx, tx, db.OrgAgentExistsParams{OrgID: sc.OrgID, Slug: slug})
+			if err != nil {
+				return err
+			}
+			if exists {
+				return apperr.New(apperr.NotFound, "Agent %q exists but is not a member of this project", slug)
+			}
+			return apperr.New(apperr.NotFound, "Agent %q not found in this project", slug)
+		}
+		if err != nil {
+			return err
+		}
+		if to.OrgID != sc.OrgID {
+			if err := s.crossCompany(ctx, tx, sc, to); err != nil {
+				return err
+			}
+		}
+		if len(refs) > 0 {
+			found, err := s.Q.VisibleMemoryIDs(ctx, tx, db.VisibleMemoryIDsParams{ProjectID: sc.ProjectID, Ids: refs, OrgID: sc.OrgID})
+			if err != nil {
+				return err
+			}
+			for _, r := range refs {
+				if !slices.Contains(found, r) {
+					return apperr.New(apperr.NotFound, "Memory entry not found: %s", r)
+				}
+			}
+		}
+		if err := s.Q.InsertTask(ctx, tx, db.InsertTaskParams{
+			ProjectID: sc.ProjectID, ID: id, FromAgentID: &sc.AgentID, FromOrgID: sc.OrgID,
+			ToMemberID: to.ID, ToAgentID: to.AgentID, ToOrgID: to.OrgID, Goal: goal, Priority: priority,
+			Deadline: deadline, MemoryRefs: refs, AcceptanceCriteria: optText(in.AcceptanceCriteria),
+			VerificationMethod: optText(in.VerificationMethod), CreatedAt: at,
+		}); err != nil {
+			return err
+		}
+		assigned := fmt.Sprintf("%s (%s)", to.AgentName, to.OrgName)
+		card := fmt.Sprintf("[task] Assigned to %s (priority %s): %s", assigned, priority, excerpt(goal, 280))
+		if err := s.card(ctx, tx, sc, "task", card, id, at); err != nil {
+			return err
+		}
+		if to.AgentID != sc.AgentID {
+			if err := s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, MemberIDs: []uuid.UUID{to.ID}, Source: "task",
+				ItemID: id, Urgent: priority == "urgent", AlwaysOnOnly: true}); err != nil {
+				return err
+			}
+		}
+		res = SendTaskResult{Success: true, TaskID: id.String(), AssignedTo: assigned, Goal: goal, Status: "pending",
+			State: stateOf["pending"], Message: fmt.Sprintf("Task queued in %s's inbox. An always-on agent is woken to work on it; "+
+				"an agent connected from a chat or coding tool sees it the next time its inbox is checked.", to.AgentName)}
+		return nil
+	})
+	if err != nil {
+		return SendTaskResult{}, pg.Classify("send task", err)
+	}
+	return res, nil
+}
+
+// crossCompany checks a task between two companies: each guest side needs an active
+// agreement granting assign_tasks (the host side needs none).
+func (s *Service) crossCompany(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, to db.RoomMemberByPartRow) error {
+	if !sc.IsHost() && !sc.Granted(tenancy.GrantAssignTasks) {
+		return apperr.New(apperr.Forbidden, MsgNoAssignTasks)
+	}
+	if to.OrgID == sc.HostOrgID {
+		return nil
+	}
+	ag, err := s.Q.RoomAgreement(ctx, tx, db.RoomAgreementParams{ProjectID: sc.ProjectID, GuestOrgID: to.OrgID})
+	if err != nil && !pg.IsNoRows(err) {
+		return err
+	}
+	if err != nil || ag.Status != tenancy.AgreementActive || !slices.Contains(ag.Grants, tenancy.GrantAssignTasks) {
+		return apperr.New(apperr.Forbidden, "No active agreement between your organisation and %s grants task assignment", to.OrgName)
+	}
+	return nil
+}
+
+func optText(s string) *string {
+	if s = strings.TrimSpace(s); s == "" {
+		return nil
+	}
+	return &s
+}
+
+// InboxTask is one task of get_inbox.
+type InboxTask struct {
+	TaskID             string       `json:"task_id"`
+	From               string       `json:"from"`
+	Goal               string       `json:"goal"`
+	Priority           string       `json:"priority"`
+	Status             string       `json:"status"`
+	State              string       `json:"state"`
+	Deadline           string       `json:"deadline"`
+	MemoryRefs         []string     `json:"memory_refs"`
+	CreatedAt          string       `json:"created_at"`
+	AcceptanceCriteria *string      `json:"acceptance_criteria,omitempty"`
+	VerificationMethod *string      `json:"verification_method,omitempty"`
+	Attachments        []Attachment `json:"attachments,omitempty"`
+}
+
+// InboxResult is get_inbox's answer.
+type InboxResult struct {
+	PendingTasks *int        `json:"pending_tasks,omitempty"`
+	Message      string      `json:"message,omitempty"`
+	Tasks        []InboxTask `json:"tasks"`
+}
+
+// Inbox lists the caller's open tasks as they were found and moves the listed pending
+// ones to in_progress in the same transaction. The UPDATE takes row locks and re-checks
+// the status, so of two concurrent calls only one hands a task out as pending; the other
+// reports it in progress.
+func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, limit int) (InboxResult, error) {
+	if err := requireAgreement(sc); err != nil {
+		return InboxResult{}, err
+	}
+	if limit <= 0 {
+		limit = 50
+	}
+	var (
+		out     InboxResult
+		pending int
+	)
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		rows, err := s.Q.OpenTasks(ctx, tx, db.OpenTasksParams{ProjectID: sc.ProjectID, ToAgentID: sc.AgentID})
+		if err != nil {
+			return err
+		}
+		rows = rows[:min(limit, len(rows))]
+		var pendingIDs []uuid.UUID
+		for _, r := range rows {
+			if r.Status == "pending" {
+				pendingIDs = append(pendingIDs, r.ID)
+			}
+		}
+		var moved []uuid.UUID
+		if len(pendingIDs) > 0 {
+			if moved, err = s.Q.StartPendingTasks(ctx, tx, db.StartPendingTasksParams{ProjectID: sc.ProjectID, Ids: pendingIDs}); err != nil {
+				return err
+			}
+		}
+		out.Tasks = make([]InboxTask, 0, len(rows))
+		ids := make([]uuid.UUID, 0, len(rows))
+		for _, r := range rows {
+			status := r.Status
+			if slices.Contains(moved, r.ID) {
+				pending++ // reported as found (pending): this call handed it out
+			} else if status == "pending" {
+				status = "in_progress" // a concurrent call handed it out first
+			}
+			t := InboxTask{TaskID: r.ID.String(), From: nameOrg(r.FromName, r.FromOrg), Goal: r.Goal, Priority: r.Priority,
+				Status: status, State: stateOf[status], Deadline: MsgNoDeadline, MemoryRefs: make([]string, 0, len(r.MemoryRefs)),
+				CreatedAt: ts(r.CreatedAt), AcceptanceCriteria: r.AcceptanceCriteria, VerificationMethod: r.VerificationMethod}
+			if r.Deadline != nil {
+				t.Deadline = ts(*r.Deadline)
+			}
+			for _, m := range r.MemoryRefs {
+				t.MemoryRefs = append(t.MemoryRefs, m.String())
+			}
+			out.Tasks = append(out.Tasks, t)
+			ids = append(ids, r.ID)
+		}
+		if len(ids) > 0 {
+			return s.attachInline(ctx, tx, sc, ids, out.Tasks)
+		}
+		return nil
+	})
+	if err != nil {
+		return InboxResult{}, pg.Classify("get inbox", err)
+	}
+	if len(out.Tasks) == 0 {
+		return InboxResult{Message: MsgEmptyInbox, Tasks: []InboxTask{}}, nil
+	}
+	out.PendingTasks = &pending
+	return out, nil
+}
+
+// RespondInput is respond_to_task's arguments.
+type RespondInput struct {
+	TaskID string `json:"task_id"`
+	Result string `json:"result"`
+	Status string `json:"status"`
+}
+
+// RespondResult is respond_to_task's answer.
+type RespondResult struct {
+	Success        bool   `json:"success"`
+	TaskID         string `json:"task_id"`
+	Status         string `json:"status"`
+	State          string `json:"state"`
+	ResultRecorded bool   `json:"result_recorded"`
+	Message        string `json:"message"`
+}
+
+var openStatuses = []string{"pending", "in_progress", "input_required"}
+
+func taskNotFound(id string) error { return apperr.New(apperr.NotFound, "Task not found: %s", id) }
+
+// RespondToTask records the recipient's result and outcome; the room sees a card and the
+// sender is woken.
+func (s *Service) RespondToTask(ctx context.Context, sc tenancy.Scope, in RespondInput) (RespondResult, error) {
+	if err := requireAgreement(sc); err != nil {
+		return RespondResult{}, err
+	}
+	id, err := uuid.Parse(strings.TrimSpace(in.TaskID))
+	if err != nil {
+		return RespondResult{}, taskNotFound(in.TaskID)
+	}
+	if strings.TrimSpace(in.Result) == "" {
+		return RespondResult{}, invalid("result must not be blank")
+	}
+	at := s.now()
+	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		t, err := s.Q.TaskForUpdate(ctx, tx, db.TaskForUpdateParams{ProjectID: sc.ProjectID, ID: id})
+		if pg.IsNoRows(err) {
+			return taskNotFound(in.TaskID)
+		}
+		if err != nil {
+			return err
+		}
+		if t.ToAgentID != sc.AgentID {
+			return apperr.New(apperr.Forbidden, "Task %s is assigned to a different agent: only its recipient can respond to it", id)
+		}
+		if !slices.Contains(openStatuses, t.Status) {
+			return apperr.New(apperr.Conflict, "Task %s is already %s and cannot change", id, t.Status)
+		}
+		if err := s.Q.RespondTask(ctx, tx, db.RespondTaskParams{ProjectID: sc.ProjectID, ID: id, Status: in.Status, Result: &in.Result}); err != nil {
+			return err
+		}
+		card := fmt.Sprintf("[task] Responded to %q: %s. %s", excerpt(t.Goal, 80), in.Status, excerpt(in.Result, 280))
+		if err := s.card(ctx, tx, sc, "task", card, id, at); err != nil {
+			return err
+		}
+		if t.FromAgentID != nil && *t.FromAgentID != sc.AgentID {
+			m, err := s.Q.SenderMember(ctx, tx, db.SenderMemberParams{ProjectID: sc.ProjectID, AgentID: *t.FromAgentID})
+			if err == nil {
+				return s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, MemberIDs: []uuid.UUID{m}, Source: "task", ItemID: id, AlwaysOnOnly: true})
+			}
+			if !pg.IsNoRows(err) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return RespondResult{}, pg.Classify("respond to task", err)
+	}
+	return RespondResult{Success: true, TaskID: id.String(), Status: in.Status, State: stateOf[in.Status], ResultRecorded: true,
+		Message: fmt.Sprintf("Task marked as %s. The sender has been notified.", strings.ReplaceAll(in.Status, "_", " "))}, nil
+}
+
+// ReviewResult is the HTTP answer of accepting or rejecting a result.
+type ReviewResult struct {
+	TaskID string `json:"task_id"`
+	Status string `json:"status"`
+	State  string `json:"state"`
+	Review string `json:"review"`
+}
+
+// ReviewTask accepts or rejects a done result. Only the sender may (people will too, once
+// they can sign in); afterwards the task never changes.
+func (s *Service) ReviewTask(ctx context.Context, sc tenancy.Scope, taskID, verdict, comment string) (ReviewResult, error) {
+	if err := requireAgreement(sc); err != nil {
+		return ReviewResult{}, err
+	}
+	if verdict != "accepted" && verdict != "rejected" {
+		return ReviewResult{}, invalid("verdict must be accepted or rejected")
+	}
+	id, err := uuid.Parse(taskID)
+	if err != nil {
+		return ReviewResult{}, taskNotFound(taskID)
+	}
+	at := s.now()
+	var status string
+	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		t, err := s.Q.TaskForUpdate(ctx, tx, db.TaskForUpdateParams{ProjectID: sc.ProjectID, ID: id})
+		if pg.IsNoRows(err) {
+			return taskNotFound(taskID)
+		}
+		if err != nil {
+			return err
+		}
+		if t.FromAgentID == nil || *t.FromAgentID != sc.AgentID {
+			return apperr.New(apperr.Forbidden, "Only the agent that sent task %s can accept or reject its result", id)
+		}
+		if t.Review != nil {
+			return apperr.New(apperr.Conflict, "Task %s was already %s and cannot change", id, *t.Review)
+		}
+		if t.Status != "done" {
+			return apperr.New(apperr.Conflict, "Task %s is %s: only a done result can be accepted or rejected", id, t.Status)
+		}
+		status = t.Status
+		if err := s.Q.ReviewTask(ctx, tx, db.ReviewTaskParams{ProjectID: sc.ProjectID, ID: id, Review: &verdict, ReviewComment: optText(comment)}); err != nil {
+			return err
+		}
+		return s.card(ctx, tx, sc, "task", fmt.Sprintf("[task] Result of %q %s.", excerpt(t.Goal, 80), verdict), id, at)
+	})
+	if err != nil {
+		return ReviewResult{}, pg.Classify("review task", err)
+	}
+	return ReviewResult{TaskID: id.String(), Status: status, State: stateOf[status], Review: verdict}, nil
+}

@@ -1,0 +1,250 @@
+package rooms_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/relayroom/relayroom/internal/rooms"
+)
+
+func TestSendTaskAndInbox(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	mem := str(e.call("architect", e.one, "write_memory", map[string]any{"content": "Regression suite lives in ci/regress."}).obj(t), "memory_id")
+	sent := e.call("architect", e.one, "send_task", map[string]any{
+		"to_agent_slug": "peter", "goal": "Run the regression suite against the new escalation flow and report failures.",
+		"priority": "high", "deadline": "2026-09-15T17:00:00+02:00", "memory_refs": []string{mem},
+		"acceptance_criteria": "Every failure has a follow-up.", "verification_method": "QA Lead re-runs the suite.",
+	}).obj(t)
+	if sent["success"] != true || sent["status"] != "pending" || sent["state"] != "SUBMITTED" || sent["assigned_to"] != "Peter (Initech)" ||
+		!strings.HasPrefix(str(sent, "message"), "Task queued in Peter's inbox.") {
+		t.Fatalf("send_task: %v", sent)
+	}
+	plain := e.call("peter", e.one, "send_task", map[string]any{"to_agent_slug": "architect", "goal": "Review my plan"}).obj(t)
+
+	inbox := e.call("peter", e.one, "get_inbox", nil).obj(t)
+	tasks := inbox["tasks"].([]any)
+	if inbox["pending_tasks"].(float64) != 1 || len(tasks) != 1 {
+		t.Fatalf("inbox: %s", fmtJSON(inbox))
+	}
+	task := tasks[0].(map[string]any)
+	want := map[string]any{"task_id": sent["task_id"], "from": "Architect (Acme Corp)", "priority": "high", "status": "pending",
+		"state": "SUBMITTED", "deadline": "2026-09-15T15:00:00Z", "acceptance_criteria": "Every failure has a follow-up.",
+		"verification_method": "QA Lead re-runs the suite."}
+	for k, v := range want {
+		if task[k] != v {
+			t.Errorf("inbox task %s = %v, want %v", k, task[k], v)
+		}
+	}
+	if refs := task["memory_refs"].([]any); len(refs) != 1 || refs[0] != mem {
+		t.Errorf("memory_refs: %v", refs)
+	}
+	// Read again: the task is now in progress, and nothing is pending.
+	inbox = e.call("peter", e.one, "get_inbox", nil).obj(t)
+	task = inbox["tasks"].([]any)[0].(map[string]any)
+	if inbox["pending_tasks"].(float64) != 0 || task["status"] != "in_progress" || task["state"] != "WORKING" {
+		t.Fatalf("second read: %s", fmtJSON(inbox))
+	}
+	// The architect's inbox: no deadline, no optional fields.
+	inbox = e.call("architect", e.one, "get_inbox", nil).obj(t)
+	task = inbox["tasks"].([]any)[0].(map[string]any)
+	if task["deadline"] != rooms.MsgNoDeadline || task["priority"] != "normal" || task["from"] != "Peter (Initech)" {
+		t.Fatalf("plain task: %v", task)
+	}
+	if _, has := task["acceptance_criteria"]; has {
+		t.Fatalf("acceptance_criteria present though unset: %v", task)
+	}
+	_ = plain
+	// An empty inbox.
+	empty := e.call("qa-lead", e.one, "get_inbox", nil).obj(t)
+	if empty["message"] != rooms.MsgEmptyInbox || len(empty["tasks"].([]any)) != 0 {
+		t.Fatalf("empty inbox: %v", empty)
+	}
+	// The task card is in the room.
+	msgs := fmtJSON(e.call("hank", e.one, "get_messages", nil))
+	_ = msgs
+	conv := e.call("qa-lead", e.one, "get_messages", nil).obj(t)
+	if !strings.Contains(fmtJSON(conv), "[task] Assigned to Peter (Initech) (priority high)") {
+		t.Fatalf("no task card: %s", fmtJSON(conv))
+	}
+}
+
+func TestSendTaskRefusals(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	send := func(from, to string) callResult {
+		return e.call(from, e.one, "send_task", map[string]any{"to_agent_slug": to, "goal": "x"})
+	}
+	wantError(t, send("architect", "nobody"), `Agent "nobody" not found in this project`)
+	wantError(t, send("architect", "outsider"), `Agent "outsider" exists but is not a member of this project`)
+	// A guest whose agreement does not grant assign_tasks cannot assign across companies…
+	wantError(t, send("gavin", "architect"), rooms.MsgNoAssignTasks)
+	// …but can within its own company.
+	if r := send("gavin", "gavin"); r.IsError {
+		t.Fatal(r.Text)
+	}
+	// The host cannot assign to a company whose agreement does not grant it.
+	wantError(t, send("architect", "gavin"), "No active agreement between your organisation and Hooli grants task assignment")
+	wantError(t, send("architect", "hank"), "No active agreement between your organisation and Globex grants task assignment")
+	// Guest to guest needs both sides.
+	wantError(t, send("peter", "gavin"), "No active agreement between your organisation and Hooli grants task assignment")
+	// Another room's agent is not in this room.
+	wantError(t, e.call("peter", e.two, "send_task", map[string]any{"to_agent_slug": "qa-lead", "goal": "x"}), `Agent "qa-lead" not found in this project`)
+	// memory_refs must be entries of this room the caller can read.
+	other := str(e.call("peter", e.two, "write_memory", map[string]any{"content": "room two fact"}).obj(t), "memory_id")
+	wantError(t, e.call("peter", e.one, "send_task", map[string]any{"to_agent_slug": "architect", "goal": "x", "memory_refs": []string{other}}), "Memory entry not found: "+other)
+	priv := str(e.call("architect", e.one, "write_memory", map[string]any{"content": "acme only", "is_private": true}).obj(t), "memory_id")
+	wantError(t, e.call("peter", e.one, "send_task", map[string]any{"to_agent_slug": "architect", "goal": "x", "memory_refs": []string{priv}}), "Memory entry not found: "+priv)
+	wantErrorPrefix(t, e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "x", "deadline": "next friday"}), "deadline must be an ISO 8601 date")
+	if n := e.count("SELECT count(*) FROM room_task"); n != 1 {
+		t.Fatalf("refused tasks stored: %d", n)
+	}
+}
+
+func TestRespondAndReview(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Summarise escalations"}).obj(t), "task_id")
+	respond := func(agent, status string) callResult {
+		return e.call(agent, e.one, "respond_to_task", map[string]any{"task_id": id, "result": "3 failures, all in the expiry path.", "status": status})
+	}
+	wantError(t, respond("architect", "done"), "Task "+id+" is assigned to a different agent: only its recipient can respond to it")
+	wantError(t, e.call("peter", e.one, "respond_to_task", map[string]any{"task_id": "0190c7e0-0000-7000-8000-000000000000", "result": "x", "status": "done"}),
+		"Task not found: 0190c7e0-0000-7000-8000-000000000000")
+	// Room two cannot reach room one's task.
+	wantError(t, e.call("peter", e.two, "respond_to_task", map[string]any{"task_id": id, "result": "x", "status": "done"}), "Task not found: "+id)
+
+	r := respond("peter", "input_required").obj(t)
+	if r["state"] != "INPUT_REQUIRED" {
+		t.Fatalf("input_required: %v", r)
+	}
+	r = respond("peter", "done").obj(t)
+	if r["success"] != true || r["status"] != "done" || r["state"] != "COMPLETED" || r["result_recorded"] != true ||
+		r["message"] != "Task marked as done. The sender has been notified." {
+		t.Fatalf("respond: %v", r)
+	}
+	wantError(t, respond("peter", "failed"), "Task "+id+" is already done and cannot change")
+	if inbox := e.call("peter", e.one, "get_inbox", nil).obj(t); inbox["message"] != rooms.MsgEmptyInbox {
+		t.Fatalf("a done task is still in the inbox: %v", inbox)
+	}
+
+	review := func(agent, verdict string) (int, map[string]any) {
+		req := httptest.NewRequest(http.MethodPost, "/api/rooms/"+e.one.String()+"/tasks/"+id+"/"+verdict, bytes.NewReader([]byte(`{"comment":"thanks"}`)))
+		req.Header.Set("X-Agent-Key", e.keys[agent])
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, req)
+		var m map[string]any
+		_ = json.Unmarshal(w.Body.Bytes(), &m)
+		return w.Code, m
+	}
+	if code, m := review("peter", "accept"); code != http.StatusForbidden {
+		t.Fatalf("recipient accepted its own result: %d %v", code, m)
+	}
+	if code, _ := review("hank", "accept"); code != http.StatusForbidden {
+		t.Fatalf("pending guest reviewed: %d", code)
+	}
+	if code, m := review("architect", "accept"); code != http.StatusOK || m["review"] != "accepted" || m["state"] != "COMPLETED" {
+		t.Fatalf("accept: %d %v", code, m)
+	}
+	if code, m := review("architect", "reject"); code != http.StatusConflict {
+		t.Fatalf("a reviewed result changed: %d %v", code, m)
+	}
+	wantError(t, respond("peter", "done"), "Task "+id+" is already done and cannot change")
+	if n := e.count("SELECT count(*) FROM room_task WHERE review = 'accepted' AND status = 'done'"); n != 1 {
+		t.Fatal("review not stored")
+	}
+	// Review of a task that is not done yet is refused.
+	open := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "later"}).obj(t), "task_id")
+	id = open
+	if code, _ := review("architect", "reject"); code != http.StatusConflict {
+		t.Fatalf("reviewed an open task: %d", code)
+	}
+	// The response card is in the conversation.
+	if !strings.Contains(e.call("architect", e.one, "get_messages", nil).Text, `[task] Responded to \"Summarise escalations\": done.`) {
+		t.Fatal("no response card")
+	}
+}
+
+// TestInboxConcurrent: many get_inbox calls at once never hand the same task out twice
+// as pending, and together hand out every task.
+func TestInboxConcurrent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const tasks = 40
+	for range tasks {
+		e.insertTask("architect", "peter", "concurrent work")
+	}
+	sc := e.scope("peter", e.one)
+	var (
+		mu    sync.Mutex
+		seen  = map[string]int{}
+		wg    sync.WaitGroup
+		fails []error
+	)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 3 {
+				res, err := e.svc.Inbox(context.Background(), sc, 100)
+				mu.Lock()
+				if err != nil {
+					fails = append(fails, err)
+				}
+				for _, t := range res.Tasks {
+					if t.Status == "pending" {
+						seen[t.TaskID]++
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(fails) > 0 {
+		t.Fatal(fails[0])
+	}
+	if len(seen) != tasks {
+		t.Fatalf("%d of %d tasks handed out as pending", len(seen), tasks)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("task %s handed out as pending %d times", id, n)
+		}
+	}
+}
+
+// TestInboxLimitHandsOutOnlyWhatItLists: tasks beyond the limit stay pending for the next
+// call instead of silently moving to in progress.
+func TestInboxLimitHandsOutOnlyWhatItLists(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for range 5 {
+		e.insertTask("architect", "peter", "limited")
+	}
+	seen := map[string]bool{}
+	for _, want := range []float64{2, 2, 1} {
+		in := e.call("peter", e.one, "get_inbox", map[string]any{"limit": 2}).obj(t)
+		if in["pending_tasks"].(float64) != want {
+			t.Fatalf("pending_tasks = %v, want %v: %s", in["pending_tasks"], want, fmtJSON(in))
+		}
+		for _, x := range in["tasks"].([]any) {
+			task := x.(map[string]any)
+			if task["status"] != "pending" {
+				t.Fatalf("a task beyond the last call's limit was moved without being handed out: %v", task)
+			}
+			seen[str(task, "task_id")] = true
+			// Answer it so the next call lists the next ones.
+			e.call("peter", e.one, "respond_to_task", map[string]any{"task_id": task["task_id"], "result": "ok", "status": "done"}).obj(t)
+		}
+	}
+	if len(seen) != 5 {
+		t.Fatalf("%d of 5 tasks handed out as pending", len(seen))
+	}
+}
