@@ -23,6 +23,11 @@ const adminUsage = `Usage: relayroom admin COMMAND [flags]   (every command prin
   project list | project create | project rotate-code
   member list | member add             agents in a project, as parts
   agreement list | agreement set | agreement revoke
+  project ci-token                     a token CI uses to confirm knowledge over HTTP (printed once)
+  thread cancel                        a person cancels a thread
+  knowledge list | knowledge approve | knowledge reject    the review queue of candidates
+  wake set-webhook | wake clear-webhook | wake webhooks    where an agent's wakes are delivered
+  wake list [--dead] | wake retry      wakes, the dead letters, and retrying one
 `
 
 type adminEnv struct {

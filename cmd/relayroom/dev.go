@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -18,6 +20,7 @@ import (
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -60,12 +63,18 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if err := ensureServerKeys(filepath.Join(*dataDir, "server-keys.json")); err != nil {
+		return err
+	}
 	cfg, err := config.Load(nil, nil, os.Getenv)
 	if err != nil {
 		return err
 	}
 	log := app.NewLogger(stderr, cfg.LogLevel)
 	if err := pg.MigrateUp(cfg.DatabaseURL); err != nil {
+		return err
+	}
+	if err := jobs.MigrateUp(ctx, cfg.DatabaseURL); err != nil {
 		return err
 	}
 	creds, res, err := applyDemo(ctx, cfg, *demo, filepath.Join(*dataDir, "demo-credentials.json"))
@@ -76,6 +85,46 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return app.Run(ctx, cfg, log, func(public string) {
 		printBanner(stdout, public, creds, res)
 	})
+}
+
+// ensureServerKeys gives the local service its two server keys (sealing webhook secrets,
+// signing download links), generated once and kept under .data/ so that webhook secrets
+// and links survive a restart. Keys already in the environment win.
+func ensureServerKeys(path string) error {
+	keys := map[string]string{}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &keys); err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	changed := false
+	for _, name := range []string{"RELAYROOM_SECRET_KEY", "RELAYROOM_SIGNING_KEY"} {
+		if keys[name] == "" {
+			b := make([]byte, 32)
+			if _, err := rand.Read(b); err != nil {
+				return err
+			}
+			keys[name], changed = hex.EncodeToString(b), true
+		}
+		if os.Getenv(name) == "" {
+			if err := os.Setenv(name, keys[name]); err != nil {
+				return err
+			}
+		}
+	}
+	if !changed {
+		return nil
+	}
+	b, err := json.MarshalIndent(keys, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
 }
 
 func runPGScript(ctx context.Context, stderr io.Writer, script string, args ...string) (string, error) {
@@ -205,6 +254,10 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 			fmt.Fprintf(&b, "  claude mcp add --transport http room-%s '%s/api/mcp/p/%s' --header 'X-Agent-Key: %s'\n", part, public, p.ID, creds.Agents[ref])
 			mcpServers["room-"+part] = map[string]any{"type": "http", "url": fmt.Sprintf("%s/api/mcp/p/%s", public, p.ID), "headers": map[string]string{"X-Agent-Key": creds.Agents[ref]}}
 		}
+	}
+	if len(agents) > 0 {
+		fmt.Fprintf(&b, "\nWake an agent when work arrives (runs CMD once per wake, the wake as JSON on stdin):\n")
+		fmt.Fprintf(&b, "  RELAYROOM_AGENT_KEY='%s' ./bin/relayroom pager --url %s --exec 'cat'\n", creds.Agents[agents[0]], public)
 	}
 	js, _ := json.MarshalIndent(map[string]any{"mcpServers": mcpServers}, "  ", "  ")
 	fmt.Fprintf(&b, "\nGeneric MCP client configuration (JSON):\n  %s\n\n", js)

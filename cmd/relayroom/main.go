@@ -25,6 +25,7 @@ Usage:
   relayroom admin COMMAND ...        organisations, people, agents, projects (JSON output)
   relayroom dev                      local Postgres + demo data + serve (what 'make run' does)
   relayroom healthcheck              exit 0 when the local server is ready (container probes)
+  relayroom pager --exec CMD         run CMD once per wake of the agent in RELAYROOM_AGENT_KEY
 
 Configuration comes from the environment (DATABASE_URL, RELAYROOM_ADDR, …); every
 setting is listed by 'relayroom serve --help'.
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = dev(ctx, args[1:], stdout, stderr)
 	case "healthcheck":
 		err = healthcheck(ctx, args[1:], stderr)
+	case "pager":
+		err = pager(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -34,6 +35,10 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err := pg.MigrateUp(*dbURL); err != nil {
 			return err
 		}
+		// The job queue's tables, in their own schema, after ours.
+		if err := jobs.MigrateUp(ctx, *dbURL); err != nil {
+			return err
+		}
 	case "down":
 		n := 1
 		if fs.NArg() > 1 {
@@ -45,6 +50,12 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 					return fmt.Errorf("down takes a positive number of migrations or 'all', got %q", fs.Arg(1))
 				}
 				n = v
+			}
+		}
+		if n == 0 {
+			// Everything goes, the job queue's schema first (its jobs name our tenants).
+			if err := jobs.MigrateDown(ctx, *dbURL); err != nil {
+				return err
 			}
 		}
 		if err := pg.MigrateDown(*dbURL, n); err != nil {

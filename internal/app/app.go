@@ -18,11 +18,14 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/jobs"
+	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/mcp"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/threads"
+	"github.com/relayroom/relayroom/internal/wake"
 )
 
 // Version of the service, reported in MCP serverInfo.
@@ -37,7 +40,10 @@ type App struct {
 	metrics   *metrics
 	resolver  *tenancy.Resolver
 	threads   *threads.Service
+	knowledge *knowledge.Service
 	rooms     *rooms.Service
+	wake      *wake.Service
+	jobs      *jobs.Runner
 	echo      *echo.Echo
 }
 
@@ -51,8 +57,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 		if err := pg.MigrateUp(cfg.DatabaseURL); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
+		// River's tables, in their own schema, after ours.
+		if err := jobs.MigrateUp(ctx, cfg.DatabaseURL); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
 	}
-	database, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: int32(cfg.MaxConns), StatementTimeout: cfg.StatementTimeout})
+	database, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: int32(cfg.MaxConns), OpsMaxConns: opsPoolSize, StatementTimeout: cfg.StatementTimeout})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -76,6 +86,24 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	// Background work: jobs (periodic ones on the elected leader only) and the wake
+	// listener that answers long polls and dispatches webhooks.
+	if err := a.jobs.Start(context.WithoutCancel(ctx)); err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	wakeCtx, stopWakes := context.WithCancel(context.WithoutCancel(ctx))
+	wakesDone := make(chan struct{})
+	go func() { defer close(wakesDone); a.wake.Run(wakeCtx) }()
+	defer func() {
+		stopWakes()
+		<-wakesDone
+		jctx, jcancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer jcancel()
+		if err := a.jobs.Stop(jctx); err != nil {
+			log.Warn("jobs did not stop cleanly", "error", err.Error())
+		}
+	}()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("serving", "addr", ln.Addr().String(), "public_url", publicURL)
@@ -90,6 +118,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 	log.Info("shutting down: finishing in-flight requests", "timeout", cfg.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
+	stopWakes() // pagers' long polls return now rather than hold up the shutdown
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("serve: shutdown: %w", err)
 	}
@@ -110,8 +139,31 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 		publicURL: strings.TrimRight(publicURL, "/"),
 		metrics:   newMetrics(map[string]*pgxpool.Pool{"app": database.App, "ops": database.Ops}),
 		resolver:  &tenancy.Resolver{DB: database, Q: q},
-		threads:   &threads.Service{DB: database, Q: q, Now: time.Now},
-		rooms:     &rooms.Service{DB: database, Q: q},
+	}
+	// Knowledge (recall, learn, lessons, CI confirmation) and the threads toolset. Wakes are
+	// queued through threads.Service.Waker; nil leaves them off (messages still delivered).
+	know, err := knowledge.New(database, q)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	a.knowledge = know
+	a.threads = &threads.Service{DB: database, Q: q, Now: time.Now, Knowledge: know}
+	roomsSvc, err := newRooms(cfg, log, database, q, a.resolver, a.publicURL)
+	if err != nil {
+		return nil, err
+	}
+	a.rooms = roomsSvc
+	// Wakes: queued by threads and rooms in the transaction of the work, delivered to
+	// pagers and webhooks; the sweep and other periodic jobs run on the job runner.
+	if a.wake, a.jobs, err = newWakes(cfg, log, database, q); err != nil {
+		return nil, err
+	}
+	a.threads.Waker = a.wake
+	a.rooms.Wakes = a.wake
+	for _, p := range a.periodicJobs() {
+		if err := a.jobs.AddPeriodic(p); err != nil {
+			return nil, fmt.Errorf("app: %w", err)
+		}
 	}
 	opts := mcp.Options{
 		Logger:       log,

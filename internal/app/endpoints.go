@@ -102,7 +102,7 @@ func (a *App) roomEndpoint() mcp.Endpoint[tenancy.Scope] {
 		Describe: func(r *http.Request) map[string]any {
 			return map[string]any{"project_id": pathValue(r.Context(), projectIDKey)}
 		},
-		Tools:  nil,
+		Tools:  a.rooms.RoomTools(),
 		Format: mcp.RoomsFormat,
 	}
 }

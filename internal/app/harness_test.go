@@ -66,10 +66,11 @@ func (s *syncBuffer) String() string {
 
 // server is a running relayroom started by app.Run, exactly as `relayroom serve` starts it.
 type server struct {
-	base string
-	logs *syncBuffer
-	res  admin.Result
-	stop func() error
+	dbURL string
+	base  string
+	logs  *syncBuffer
+	res   admin.Result
+	stop  func() error
 }
 
 func (s *server) threadsURL(project, part string) string {
@@ -78,7 +79,11 @@ func (s *server) threadsURL(project, part string) string {
 
 func (s *server) key(agent string) string { return s.res.Agents[agent].Key }
 
-func startServer(t testing.TB) *server {
+func startServer(t testing.TB) *server { return startServerWith(t, nil) }
+
+// startServerWith runs before(ctx, db, credentials) on the seeded database before the
+// server starts.
+func startServerWith(t testing.TB, before func(ctx context.Context, d *pg.DB, res admin.Result)) *server {
 	t.Helper()
 	u := pgtest.New(t)
 	ctx := context.Background()
@@ -93,6 +98,9 @@ func startServer(t testing.TB) *server {
 	// The URLs printed by admin are rebuilt from the live base below; only the
 	// credentials and ids matter here.
 	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://unused"}).Apply(ctx, f, admin.Options{})
+	if err == nil && before != nil {
+		before(ctx, d, res)
+	}
 	d.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +115,7 @@ func startServer(t testing.TB) *server {
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)
 	go func() { errc <- app.Run(runCtx, cfg, app.NewLogger(logs, "info"), func(p string) { ready <- p }) }()
-	s := &server{logs: logs, res: res}
+	s := &server{logs: logs, res: res, dbURL: u}
 	select {
 	case s.base = <-ready:
 	case err := <-errc:
@@ -172,4 +180,15 @@ func get(t testing.TB, url string) (int, string) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// openSeeded opens pools on the server's database, for tests that look behind the API.
+func openSeeded(t testing.TB, s *server) *pg.DB {
+	t.Helper()
+	d, err := pg.Open(context.Background(), s.dbURL, pg.Options{MaxConns: 2, OpsMaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return d
 }

@@ -30,6 +30,13 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 	e.Any("/mcp/:code", withPath(threadsH, connectCodeKey, "code"))
 	e.Any("/api/mcp/p/:project_id", withPath(roomH, projectIDKey, "project_id"))
 	e.Any("/api/mcp", echo.WrapHandler(allRoomsH))
+	a.roomRoutes(e)
+	a.wakeRoutes(e)
+	// Knowledge: a project's CI confirms a candidate with its CI token (qyt_ci_…).
+	e.POST("/api/projects/:project_id/knowledge/:id/confirm", func(c echo.Context) error {
+		a.knowledge.ServeConfirm(c.Response(), c.Request(), c.Param("project_id"), c.Param("id"))
+		return nil
+	})
 	e.Any("/desk/mcp", echo.WrapHandler(deskH))
 	e.GET("/.well-known/oauth-protected-resource/*", a.resourceMetadata)
 	return e

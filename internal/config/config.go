@@ -29,6 +29,12 @@ type Config struct {
 	EmbedModel  string
 	EmbedAPIKey string
 	EmbedDim    int
+
+	// Rooms attachments: upload limit, and the key that signs download links (empty: a
+	// random key per process, so links only work on the replica that issued them).
+	AttachmentMaxBytes int64
+	SigningKey         string
+	SecretKey          string
 }
 
 // setting is one documented knob: its env name, flag name, default and help.
@@ -70,6 +76,21 @@ func settings() []setting {
 		{"RELAYROOM_EMBED_DIM", "embed-dim", "0", "embedding dimension (0: learnt from the first response)", func(c *Config, v string) (err error) {
 			c.EmbedDim, err = strconv.Atoi(v)
 			return err
+		}},
+		{"RELAYROOM_ATTACHMENT_MAX_BYTES", "attachment-max-bytes", "26214400", "largest task attachment accepted (rooms), in bytes", func(c *Config, v string) (err error) {
+			c.AttachmentMaxBytes, err = strconv.ParseInt(v, 10, 64)
+			if err == nil && c.AttachmentMaxBytes <= 0 {
+				err = fmt.Errorf("must be positive")
+			}
+			return err
+		}},
+		{"RELAYROOM_SECRET_KEY", "secret-key", "", "32-byte key (hex or base64) sealing webhook secrets at rest; the same on every replica and for `relayroom admin` (unset: webhooks off, pagers still work)", func(c *Config, v string) error { c.SecretKey = v; return nil }},
+		{"RELAYROOM_SIGNING_KEY", "signing-key", "", "secret (32+ characters) signing attachment download links; set the same value on every replica (default: random per process)", func(c *Config, v string) error {
+			if v != "" && len(v) < 32 {
+				return fmt.Errorf("must be at least 32 characters")
+			}
+			c.SigningKey = v
+			return nil
 		}},
 	}
 }

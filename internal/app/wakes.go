@@ -1,0 +1,96 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/jobs"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/threads"
+	"github.com/relayroom/relayroom/internal/wake"
+)
+
+// opsPoolSize is the owner's pool: River (its LISTEN connection, fetches, completer,
+// leader election and maintenance), the wake listener, sweeps and webhook deliveries.
+const opsPoolSize = 16
+
+// SecretKeyEnv names the server key that seals webhook secrets (32 bytes, hex or base64).
+const SecretKeyEnv = "RELAYROOM_SECRET_KEY"
+
+// newWakes builds the wake service and the job runner it delivers webhooks through, with
+// the wake sweep registered. Other periodic jobs are added in periodicJobs.
+func newWakes(cfg config.Config, log *slog.Logger, database *pg.DB, q *db.Queries) (*wake.Service, *jobs.Runner, error) {
+	var box *wake.SecretBox
+	if k := cfg.SecretKey; k != "" {
+		b, err := wake.NewSecretBox(k)
+		if err != nil {
+			return nil, nil, fmt.Errorf("app: %s: %w", SecretKeyEnv, err)
+		}
+		box = b
+	} else {
+		log.Warn(SecretKeyEnv + " is not set: wake webhooks are off (pagers still work)")
+	}
+	runner := jobs.New(database.Ops, jobs.Options{Log: log})
+	w := &wake.Service{DB: database, Q: q, Log: log, Now: time.Now, Box: box}
+	if err := w.RegisterJobs(runner); err != nil {
+		return nil, nil, fmt.Errorf("app: wakes: %w", err)
+	}
+	return w, runner, nil
+}
+
+// periodicJobs are the service's periodic jobs besides the wake sweep and clean-up (which
+// wake.Service.RegisterJobs adds). Each runs once across all replicas.
+func (a *App) periodicJobs() []jobs.Periodic {
+	return []jobs.Periodic{
+		{
+			// The backstop for threads nobody closed: 30 minutes without a message.
+			Name: "threads_close_idle", Every: time.Minute, RunOnStart: true,
+			Run: func(ctx context.Context) error {
+				n, err := a.threads.CloseIdle(ctx, threads.DefaultIdle)
+				if n > 0 {
+					a.log.InfoContext(ctx, "closed idle threads", "count", n)
+				}
+				return err
+			},
+		},
+		{
+			// Expired knowledge is already excluded at read time; this retires it.
+			Name: "knowledge_expire", Every: 5 * time.Minute, RunOnStart: true,
+			Run: func(ctx context.Context) error {
+				_, err := a.knowledge.ExpireDue(ctx)
+				return err
+			},
+		},
+		{
+			// Memory written while the embedder was slow or down, or before the embedder
+			// changed, is embedded here; reads use the lexical search meanwhile.
+			Name: "memory_embed_backlog", Every: 30 * time.Second, RunOnStart: true,
+			Run: func(ctx context.Context) error {
+				_, err := a.rooms.EmbedPending(ctx, embedBatch)
+				return err
+			},
+		},
+	}
+}
+
+// embedBatch bounds one run of the embedding backlog, so a large re-embedding proceeds in
+// steps and never holds a job for long.
+const embedBatch = 500
+
+// wakeRoutes: what `relayroom pager` talks to, authenticated by the agent key.
+func (a *App) wakeRoutes(e *echo.Echo) {
+	e.GET("/api/wakes/next", func(c echo.Context) error {
+		a.wake.HandleNext(c.Response(), c.Request())
+		return nil
+	})
+	e.POST("/api/wakes/:id/ack", func(c echo.Context) error {
+		a.wake.HandleAck(c.Response(), c.Request(), c.Param("id"))
+		return nil
+	})
+}
