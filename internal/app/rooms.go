@@ -76,15 +76,10 @@ func (a *App) roomScope(c echo.Context) (tenancy.Scope, error) {
 
 // apiError answers an apperr as {"error": message} with its HTTP status.
 func (a *App) apiError(c echo.Context, err error) error {
-	status := map[apperr.Code]int{
-		apperr.Invalid: http.StatusBadRequest, apperr.NotFound: http.StatusNotFound, apperr.Forbidden: http.StatusForbidden,
-		apperr.Unauthenticated: http.StatusUnauthorized, apperr.Conflict: http.StatusConflict,
-		apperr.RateLimited: http.StatusTooManyRequests, apperr.Unavailable: http.StatusServiceUnavailable,
-	}
 	ae, ok := apperr.As(err)
 	code, found := 0, false
-	if ok {
-		code, found = status[ae.Code]
+	if ok && ae.Code != apperr.Internal {
+		code, found = apperr.HTTPStatus(ae.Code), true
 	}
 	if !found {
 		a.log.ErrorContext(c.Request().Context(), "rooms api", "error", err.Error())

@@ -70,3 +70,25 @@ func As(err error) (*Error, bool) {
 	ok := errors.As(err, &e)
 	return e, ok
 }
+
+// HTTPStatus is the HTTP status of a code, for every HTTP surface of the service (MCP
+// authentication failures, the pager, CI and attachment routes), so they all agree.
+func HTTPStatus(c Code) int {
+	switch c {
+	case Invalid:
+		return 400
+	case Unauthenticated:
+		return 401
+	case Forbidden:
+		return 403
+	case NotFound:
+		return 404
+	case Conflict:
+		return 409
+	case RateLimited:
+		return 429
+	case Unavailable:
+		return 503
+	}
+	return 500
+}

@@ -37,19 +37,9 @@ func (s *Service) ServeConfirm(w http.ResponseWriter, r *http.Request, projectID
 		if !ok {
 			e = apperr.New(apperr.Internal, "internal error")
 		}
-		status := http.StatusInternalServerError
-		switch e.Code {
-		case apperr.Unauthenticated:
-			status = http.StatusUnauthorized
+		status := apperr.HTTPStatus(e.Code)
+		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="relayroom-ci"`)
-		case apperr.NotFound:
-			status = http.StatusNotFound
-		case apperr.Conflict:
-			status = http.StatusConflict
-		case apperr.Invalid:
-			status = http.StatusBadRequest
-		case apperr.Unavailable:
-			status = http.StatusServiceUnavailable
 		}
 		if e.Code == apperr.Internal {
 			e = apperr.New(apperr.Internal, "internal error")

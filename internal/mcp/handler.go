@@ -246,20 +246,8 @@ func (h *handler[S]) authFailure(r *http.Request, msg *message, err error, rid s
 		return rpcReply(http.StatusOK, msg.replyID(), internalError(rid))
 	}
 	pe := &protocolError{code: codeUnauthorized, message: e.Message, header: http.Header{}}
-	status := http.StatusOK
+	status := apperr.HTTPStatus(e.Code)
 	switch e.Code {
-	case apperr.Unauthenticated:
-		status = http.StatusUnauthorized
-	case apperr.Forbidden:
-		status = http.StatusForbidden
-	case apperr.NotFound:
-		status = http.StatusNotFound
-	case apperr.Invalid:
-		status = http.StatusBadRequest
-	case apperr.Conflict:
-		status = http.StatusConflict
-	case apperr.RateLimited:
-		status = http.StatusTooManyRequests
 	case apperr.Unavailable:
 		h.log.WarnContext(ctx, "mcp: authentication unavailable", "request_id", rid, "error", err)
 		pe.code = codeInternalError

@@ -193,20 +193,7 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	msg := "internal error"
 	if e, ok := apperr.As(err); ok {
 		msg = e.Message
-		switch e.Code {
-		case apperr.Unauthenticated:
-			status = http.StatusUnauthorized
-		case apperr.Invalid:
-			status = http.StatusBadRequest
-		case apperr.NotFound:
-			status = http.StatusNotFound
-		case apperr.Conflict:
-			status = http.StatusConflict
-		case apperr.Forbidden:
-			status = http.StatusForbidden
-		case apperr.Unavailable:
-			status = http.StatusServiceUnavailable
-		default:
+		if status = apperr.HTTPStatus(e.Code); status == http.StatusInternalServerError {
 			msg = "internal error"
 		}
 	}
