@@ -1,42 +1,49 @@
 -- name: BindPart :one
 -- Resolves the caller's part with everything its Scope needs, and moves its last_seen in
 -- the same statement: presence follows every authenticated call at no extra round trip.
-WITH m AS (
+-- last_seen is kept to the second: a part calling many times a second writes its row
+-- once, instead of every call queueing behind the last one's row lock.
+WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
   WHERE mm.project_id = sqlc.arg(project_id) AND mm.part = sqlc.arg(part)
-  RETURNING mm.*
+    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+  RETURNING mm.id
 )
 SELECT m.id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
   m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
   a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
   ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
-FROM m
+FROM membership m
 JOIN agent a ON a.id = m.agent_id
 JOIN organisation o ON o.id = m.org_id
 JOIN project p ON p.id = m.project_id
 JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id;
+LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+WHERE m.project_id = sqlc.arg(project_id) AND m.part = sqlc.arg(part);
 
 -- name: BindAgentRoom :one
 -- The same for an agent entering one room.
-WITH m AS (
+WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
   WHERE mm.project_id = sqlc.arg(project_id) AND mm.agent_id = sqlc.arg(agent_id)
-  RETURNING mm.*
+    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+  RETURNING mm.id
 )
 SELECT m.id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
   m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
   a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
   ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
-FROM m
+FROM membership m
 JOIN agent a ON a.id = m.agent_id
 JOIN organisation o ON o.id = m.org_id
 JOIN project p ON p.id = m.project_id
 JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id;
+LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+WHERE m.project_id = sqlc.arg(project_id) AND m.agent_id = sqlc.arg(agent_id);
 
 -- name: TouchAgentMemberships :exec
-UPDATE membership SET last_seen_at = now() WHERE agent_id = $1;
+UPDATE membership SET last_seen_at = now()
+WHERE agent_id = $1 AND (last_seen_at IS NULL OR last_seen_at < now() - interval '1 second');
 
 -- name: ListParts :many
 SELECT m.part, m.is_main, m.nickname, m.last_seen_at, m.parked_until, m.agent_id
