@@ -279,3 +279,52 @@ func queryStrings(t *testing.T, conn *pgx.Conn, sql string, args ...any) []strin
 	}
 	return out
 }
+
+// TestPipelineSendsQueuedWritesAndTheirErrors checks the pipelined region: writes queued
+// with nothing after them still commit, and a failing queued write fails the transaction
+// (nothing of it commits) with its own error.
+func TestPipelineSendsQueuedWritesAndTheirErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := pgtest.Open(t)
+	fx := seedTwoTenants(t, d)
+	tenant := pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}
+	nick := func() string {
+		var n *string
+		if err := d.InTenant(ctx, tenant, func(tx *pg.Tx) error {
+			return tx.QueryRow(ctx, "SELECT nickname FROM membership WHERE project_id = $1", fx.projectA).Scan(&n)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return deref(n)
+	}
+	// Only queued writes: they must reach the server with the COMMIT.
+	err := d.InTenant(ctx, tenant, func(tx *pg.Tx) error {
+		return tx.Pipeline(func() error {
+			_, err := tx.Exec(ctx, "UPDATE membership SET nickname = 'one' WHERE project_id = $1", fx.projectA)
+			return err
+		})
+	})
+	if err != nil || nick() != "one" {
+		t.Fatalf("queued write not committed: %v, nickname %q", err, nick())
+	}
+	// A queued write that fails takes the transaction down, earlier writes included.
+	err = d.InTenant(ctx, tenant, func(tx *pg.Tx) error {
+		return tx.Pipeline(func() error {
+			if _, err := tx.Exec(ctx, "UPDATE membership SET nickname = 'two' WHERE project_id = $1", fx.projectA); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "UPDATE membership SET access = 'owner' WHERE project_id = $1", fx.projectA); err != nil {
+				return err
+			}
+			var n int
+			return tx.QueryRow(ctx, "SELECT count(*) FROM membership").Scan(&n)
+		})
+	})
+	if !pg.IsCheckViolation(err) {
+		t.Fatalf("want the queued write's check violation, got %v", err)
+	}
+	if nick() != "one" {
+		t.Fatalf("a failed pipelined transaction committed part of its writes: nickname %q", nick())
+	}
+}

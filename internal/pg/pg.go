@@ -153,11 +153,12 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 		tx.abort(ctx)
 		return err
 	}
-	if !tx.begun {
+	if !tx.begun && !tx.queued {
 		conn.Release() // fn sent nothing: there is no transaction to commit
 		return nil
 	}
-	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+	// Statements still queued (a Pipeline that ended with writes) go with the COMMIT.
+	if _, err := tx.Exec(ctx, "COMMIT"); err != nil {
 		tx.abort(ctx)
 		return fmt.Errorf("pg tx: commit: %w", err)
 	}
@@ -175,9 +176,23 @@ type stmt struct {
 // return nothing the caller reads (BEGIN, tenant settings) wait in pending and are sent in
 // one batch with the next real statement.
 type Tx struct {
-	conn    *pgxpool.Conn
-	pending []stmt
-	begun   bool // BEGIN has reached the server
+	conn      *pgxpool.Conn
+	pending   []stmt
+	begun     bool // BEGIN has reached the server
+	pipelined bool // inside Pipeline: Exec queues instead of sending
+	queued    bool // a write waits in pending: the transaction must be sent and committed
+}
+
+// Pipeline runs fn with Exec deferred: every Exec statement fn issues is queued and sent
+// in one round trip with the next statement that returns rows, or with the COMMIT. Use it
+// for writes whose results nobody reads (sqlc :exec); a queued Exec reports no rows
+// affected, and its error comes back from the statement it travels with, failing the
+// transaction as a whole.
+func (t *Tx) Pipeline(fn func() error) error {
+	outer := t.pipelined
+	t.pipelined = true
+	defer func() { t.pipelined = outer }()
+	return fn()
 }
 
 // abort rolls back even when ctx is already canceled; a connection that cannot roll back
@@ -214,7 +229,7 @@ func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults
 	for i := 0; i < n; i++ {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close() // the first error is the one worth returning
-			return nil, fmt.Errorf("pg tx: begin: %w", err)
+			return nil, fmt.Errorf("pg tx: pipelined statement: %w", err)
 		}
 	}
 	return br, nil
@@ -222,6 +237,11 @@ func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults
 
 // Exec implements db.DBTX.
 func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.pipelined {
+		t.pending = append(t.pending, stmt{sql: sql, args: args})
+		t.queued = true
+		return pgconn.CommandTag{}, nil
+	}
 	if len(t.pending) == 0 {
 		return t.conn.Exec(ctx, sql, args...)
 	}
