@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -34,26 +35,32 @@ func (s *Service) PostMessage(ctx context.Context, sc tenancy.Scope, content str
 	}
 	id, at := newID(), s.now()
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		if err := s.Q.InsertRoomMessage(ctx, tx, db.InsertRoomMessageParams{
-			ProjectID: sc.ProjectID, ID: id, Kind: "message", AuthorAgentID: &sc.AgentID, AuthorOrgID: &sc.OrgID,
-			AuthorModel: sc.AgentModel, Content: content, CreatedAt: at,
-		}); err != nil {
-			return err
-		}
-		if s.Wakes == nil {
-			return nil
-		}
-		others, err := s.Q.RoomAgentMembers(ctx, tx, db.RoomAgentMembersParams{ProjectID: sc.ProjectID, AgentID: sc.AgentID})
-		if err != nil {
-			return err
-		}
-		return s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, MemberIDs: others, Source: "room_message",
-			ItemID: id, Broadcast: true, AlwaysOnOnly: true})
+		// The insert returns nothing anyone reads: it travels with the members' lookup.
+		return tx.Pipeline(func() error { return s.postMessage(ctx, tx, sc, id, content, at) })
 	})
 	if err != nil {
 		return PostResult{}, pg.Classify("post message", err)
 	}
 	return PostResult{Success: true, MessageID: id.String(), PostedAt: ts(at), VisibleTo: VisibleToAll}, nil
+}
+
+// postMessage stores the message and wakes the room's always-on agents.
+func (s *Service) postMessage(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, id uuid.UUID, content string, at time.Time) error {
+	if err := s.Q.InsertRoomMessage(ctx, tx, db.InsertRoomMessageParams{
+		ProjectID: sc.ProjectID, ID: id, Kind: "message", AuthorAgentID: &sc.AgentID, AuthorOrgID: &sc.OrgID,
+		AuthorModel: sc.AgentModel, Content: content, CreatedAt: at,
+	}); err != nil {
+		return err
+	}
+	if s.Wakes == nil {
+		return nil
+	}
+	others, err := s.Q.RoomAgentMembers(ctx, tx, db.RoomAgentMembersParams{ProjectID: sc.ProjectID, AgentID: sc.AgentID})
+	if err != nil {
+		return err
+	}
+	return s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, MemberIDs: others, Source: "room_message",
+		ItemID: id, Broadcast: true, AlwaysOnOnly: true})
 }
 
 // Message is one message of get_messages.

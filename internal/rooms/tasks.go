@@ -137,24 +137,31 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 				}
 			}
 		}
-		if err := s.Q.InsertTask(ctx, tx, db.InsertTaskParams{
-			ProjectID: sc.ProjectID, ID: id, FromAgentID: &sc.AgentID, FromOrgID: sc.OrgID,
-			ToMemberID: to.ID, ToAgentID: to.AgentID, ToOrgID: to.OrgID, Goal: goal, Priority: priority,
-			Deadline: deadline, MemoryRefs: refs, AcceptanceCriteria: optText(in.AcceptanceCriteria),
-			VerificationMethod: optText(in.VerificationMethod), CreatedAt: at,
-		}); err != nil {
-			return err
-		}
+		// The task, its card and its wake go to the server in one round trip: the inserts
+		// return nothing anyone reads (see pg.Tx.Pipeline).
 		assigned := fmt.Sprintf("%s (%s)", to.AgentName, to.OrgName)
-		card := fmt.Sprintf("[task] Assigned to %s (priority %s): %s", assigned, priority, excerpt(goal, 280))
-		if err := s.card(ctx, tx, sc, "task", card, id, at); err != nil {
-			return err
-		}
-		if to.AgentID != sc.AgentID {
-			if err := s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, MemberIDs: []uuid.UUID{to.ID}, Source: "task",
-				ItemID: id, Urgent: priority == "urgent", AlwaysOnOnly: true}); err != nil {
+		if err := tx.Pipeline(func() error {
+			if err := s.Q.InsertTask(ctx, tx, db.InsertTaskParams{
+				ProjectID: sc.ProjectID, ID: id, FromAgentID: &sc.AgentID, FromOrgID: sc.OrgID,
+				ToMemberID: to.ID, ToAgentID: to.AgentID, ToOrgID: to.OrgID, Goal: goal, Priority: priority,
+				Deadline: deadline, MemoryRefs: refs, AcceptanceCriteria: optText(in.AcceptanceCriteria),
+				VerificationMethod: optText(in.VerificationMethod), CreatedAt: at,
+			}); err != nil {
 				return err
 			}
+			card := fmt.Sprintf("[task] Assigned to %s (priority %s): %s", assigned, priority, excerpt(goal, 280))
+			if err := s.card(ctx, tx, sc, "task", card, id, at); err != nil {
+				return err
+			}
+			if to.AgentID != sc.AgentID {
+				if err := s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, MemberIDs: []uuid.UUID{to.ID}, Source: "task",
+					ItemID: id, Urgent: priority == "urgent", AlwaysOnOnly: true}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
 		res = SendTaskResult{Success: true, TaskID: id.String(), AssignedTo: assigned, Goal: goal, Status: "pending",
 			State: stateOf["pending"], Message: fmt.Sprintf("Task queued in %s's inbox. An always-on agent is woken to work on it; "+
