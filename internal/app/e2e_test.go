@@ -345,3 +345,37 @@ func TestGracefulShutdownFinishesInFlightCalls(t *testing.T) {
 		t.Fatal("the server still accepts connections after shutdown")
 	}
 }
+
+// TestPlainGETDescribesTheRoomEndpoint: opening a room's connection string in a browser
+// tells whether it is right, without a credential, as the rooms spec describes.
+func TestPlainGETDescribesTheRoomEndpoint(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	id := s.res.Projects["escalations"].ID.String()
+	status, body := get(t, s.base+"/api/mcp/p/"+id)
+	var d struct {
+		Status    string   `json:"status"`
+		Service   string   `json:"service"`
+		ProjectID string   `json:"project_id"`
+		Methods   []string `json:"methods"`
+		Tools     []string `json:"tools"`
+	}
+	if status != 200 || json.Unmarshal([]byte(body), &d) != nil {
+		t.Fatalf("GET: %d %s", status, body)
+	}
+	want := []string{"read_memory", "write_memory", "get_inbox", "send_task", "respond_to_task", "post_message", "get_messages"}
+	if d.Status != "ok" || d.Service != "quayutec-mcp" || d.ProjectID != id || !slices.Equal(sortedCopy(d.Tools), sortedCopy(want)) ||
+		!slices.Contains(d.Methods, "tools/call") {
+		t.Fatalf("description: %s", body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.base+"/api/mcp/p/"+id, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("GET for an event stream: %d, want 405", resp.StatusCode)
+	}
+}
