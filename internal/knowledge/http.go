@@ -22,7 +22,7 @@ func (s *Service) ServeConfirm(w http.ResponseWriter, r *http.Request, projectID
 	}
 	if token == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="relayroom-ci"`)
-		writeJSON(w, http.StatusUnauthorized, errBody(ErrBadCIToken))
+		writeJSON(w, http.StatusUnauthorized, errBody(errBadCIToken()))
 		return
 	}
 	pid, err1 := uuid.Parse(projectID)

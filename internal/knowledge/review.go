@@ -137,8 +137,11 @@ func (s *Service) IssueCIToken(ctx context.Context, projectID uuid.UUID) (string
 	return raw, nil
 }
 
-// ErrBadCIToken is any CI token that is malformed, unknown, revoked or of another project.
-var ErrBadCIToken = apperr.New(apperr.Unauthenticated, "a valid project CI token (qyt_ci_…) is required")
+// errBadCIToken refuses any CI token that is malformed, unknown, revoked or of another
+// project. A new value each time: an apperr.Error is mutable (WithReason).
+func errBadCIToken() *apperr.Error {
+	return apperr.New(apperr.Unauthenticated, "a valid project CI token (qyt_ci_…) is required")
+}
 
 // ConfirmCI makes a candidate trusted on behalf of a project's CI. The token must belong
 // to the project named in the URL; a token of another project is refused like a bad one,
@@ -146,7 +149,7 @@ var ErrBadCIToken = apperr.New(apperr.Unauthenticated, "a valid project CI token
 func (s *Service) ConfirmCI(ctx context.Context, token string, projectID, id uuid.UUID) (Decision, error) {
 	p, err := auth.Parse(auth.CITokenPrefix, strings.TrimSpace(token))
 	if err != nil {
-		return Decision{}, ErrBadCIToken
+		return Decision{}, errBadCIToken()
 	}
 	var d Decision
 	err = s.DB.InTenant(ctx, pg.Tenant{Lookup: p.ID}, func(tx *pg.Tx) error {
@@ -161,7 +164,7 @@ func (s *Service) ConfirmCI(ctx context.Context, token string, projectID, id uui
 			}
 		}
 		if !ok {
-			return ErrBadCIToken
+			return errBadCIToken()
 		}
 		tx.SetTenant(pg.Tenant{ProjectID: projectID})
 		d, err = s.decide(ctx, tx, projectID, id, StatusTrusted, "ci", func(c Config) float64 { return c.CIConfidence })
