@@ -166,19 +166,25 @@ func (s *Service) CanAttach(ctx context.Context, sc tenancy.Scope, taskID string
 		return taskNotFound(taskID)
 	}
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		t, err := s.Q.TaskForUpdate(ctx, tx, db.TaskForUpdateParams{ProjectID: sc.ProjectID, ID: id})
-		if pg.IsNoRows(err) {
-			return taskNotFound(taskID)
-		}
-		if err != nil {
-			return err
-		}
-		if t.FromOrgID != sc.OrgID && !sc.IsHost() {
-			return errNotAttacher()
-		}
-		return nil
+		return s.checkAttacher(ctx, tx, sc, id, taskID)
 	})
 	return pg.Classify("check attachment", err)
+}
+
+// checkAttacher finds the task (answered like a missing one when it is another room's)
+// and refuses a caller that is neither the sending company nor the host.
+func (s *Service) checkAttacher(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, id uuid.UUID, taskID string) error {
+	t, err := s.Q.TaskForUpdate(ctx, tx, db.TaskForUpdateParams{ProjectID: sc.ProjectID, ID: id})
+	if pg.IsNoRows(err) {
+		return taskNotFound(taskID)
+	}
+	if err != nil {
+		return err
+	}
+	if t.FromOrgID != sc.OrgID && !sc.IsHost() {
+		return errNotAttacher()
+	}
+	return nil
 }
 
 func errNotAttacher() error {
@@ -209,15 +215,8 @@ func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename
 	res := UploadResult{ID: newID().String(), TaskID: id.String(), UploadedByOrgID: sc.OrgID.String(), Filename: filename,
 		ContentType: contentType, SizeBytes: int64(len(content)), Sha256: hex.EncodeToString(sum[:])}
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		t, err := s.Q.TaskForUpdate(ctx, tx, db.TaskForUpdateParams{ProjectID: sc.ProjectID, ID: id})
-		if pg.IsNoRows(err) {
-			return taskNotFound(taskID)
-		}
-		if err != nil {
+		if err := s.checkAttacher(ctx, tx, sc, id, taskID); err != nil {
 			return err
-		}
-		if t.FromOrgID != sc.OrgID && !sc.IsHost() {
-			return errNotAttacher()
 		}
 		return s.Q.InsertAttachment(ctx, tx, db.InsertAttachmentParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(res.ID), TaskID: id,
 			UploadedByOrgID: sc.OrgID, UploadedByAgent: &sc.AgentID, Filename: filename, ContentType: contentType,
