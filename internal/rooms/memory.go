@@ -190,24 +190,29 @@ func (s *Service) EmbedPending(ctx context.Context, limit int) (int, error) {
 		return 0, fmt.Errorf("rooms: embed pending: %d vectors for %d texts", len(vs), len(rows))
 	}
 	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		for i, r := range rows {
-			var v *pgvector.Vector
-			if !embed.IsZero(vs[i]) {
-				vv := pgvector.NewVector(vs[i])
-				v = &vv
-			}
-			if err := s.Q.InsertMemoryVector(ctx, tx, db.InsertMemoryVectorParams{
-				ProjectID: r.ProjectID, MemoryID: r.ID, Embedder: e.Name(), Embedding: v,
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
+		// One round trip for the whole batch (with the COMMIT), not one per entry.
+		return tx.Pipeline(func() error { return s.storeVectors(ctx, tx, e.Name(), rows, vs) })
 	})
 	if err != nil {
 		return 0, fmt.Errorf("rooms: embed pending: store: %w", err)
 	}
 	return len(rows), nil
+}
+
+func (s *Service) storeVectors(ctx context.Context, tx *pg.Tx, embedder string, rows []db.PendingEmbeddingsRow, vs [][]float32) error {
+	for i, r := range rows {
+		var v *pgvector.Vector
+		if !embed.IsZero(vs[i]) {
+			vv := pgvector.NewVector(vs[i])
+			v = &vv
+		}
+		if err := s.Q.InsertMemoryVector(ctx, tx, db.InsertMemoryVectorParams{
+			ProjectID: r.ProjectID, MemoryID: r.ID, Embedder: embedder, Embedding: v,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReadMemoryInput is read_memory's arguments.
