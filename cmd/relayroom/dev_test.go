@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServerKeysAreMadeOnceAndKept: make run's keys survive a restart (webhook secrets
+// sealed with one key must open after the next start), and a key in the environment wins.
+func TestServerKeysAreMadeOnceAndKept(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "server-keys.json")
+	t.Setenv("RELAYROOM_SECRET_KEY", "")
+	t.Setenv("RELAYROOM_SIGNING_KEY", "")
+	if err := ensureServerKeys(path); err != nil {
+		t.Fatal(err)
+	}
+	first, second := os.Getenv("RELAYROOM_SECRET_KEY"), os.Getenv("RELAYROOM_SIGNING_KEY")
+	if len(first) != 64 || len(second) != 64 || first == second {
+		t.Fatalf("keys not generated: %q %q", first, second)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("keys file must be private: %v %v", st, err)
+	}
+	t.Setenv("RELAYROOM_SECRET_KEY", "")
+	t.Setenv("RELAYROOM_SIGNING_KEY", "from-the-environment-0123456789abcdef")
+	if err := ensureServerKeys(path); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("RELAYROOM_SECRET_KEY") != first {
+		t.Fatal("a restart made a new secret key: sealed webhook secrets would no longer open")
+	}
+	if os.Getenv("RELAYROOM_SIGNING_KEY") != "from-the-environment-0123456789abcdef" {
+		t.Fatal("the environment's key was overridden")
+	}
+}
+
+// TestHealthcheckFollowsReadiness: the container probe succeeds only on a ready server.
+func TestHealthcheckFollowsReadiness(t *testing.T) {
+	ready := true
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" || !ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	if err := healthcheck(context.Background(), []string{"--addr", addr}, io.Discard); err != nil {
+		t.Fatalf("ready server: %v", err)
+	}
+	ready = false
+	if err := healthcheck(context.Background(), []string{"--addr", addr}, io.Discard); err == nil {
+		t.Fatal("an unready server passed the healthcheck")
+	}
+	srv.Close()
+	if err := healthcheck(context.Background(), []string{"--addr", addr}, io.Discard); err == nil {
+		t.Fatal("a stopped server passed the healthcheck")
+	}
+}
