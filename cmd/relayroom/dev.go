@@ -77,13 +77,13 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := jobs.MigrateUp(ctx, cfg.DatabaseURL); err != nil {
 		return err
 	}
-	creds, res, err := applyDemo(ctx, cfg, *demo, filepath.Join(*dataDir, "demo-credentials.json"))
+	creds, res, file, err := applyDemo(ctx, cfg, *demo, filepath.Join(*dataDir, "demo-credentials.json"))
 	if err != nil {
 		return err
 	}
 	cfg.MigrateOnStart = false
 	return app.Run(ctx, cfg, log, func(public string) {
-		printBanner(stdout, public, creds, res)
+		printBanner(stdout, public, creds, res, file)
 	})
 }
 
@@ -149,33 +149,33 @@ func runPGScript(ctx context.Context, stderr io.Writer, script string, args ...s
 	return strings.TrimSpace(string(b)), nil
 }
 
-func applyDemo(ctx context.Context, cfg config.Config, demoPath, credPath string) (devCredentials, admin.Result, error) {
+func applyDemo(ctx context.Context, cfg config.Config, demoPath, credPath string) (devCredentials, admin.Result, admin.File, error) {
 	creds := devCredentials{Agents: map[string]string{}, ConnectCodes: map[string]string{}}
 	if b, err := os.ReadFile(credPath); err == nil {
 		if err := json.Unmarshal(b, &creds); err != nil {
-			return creds, admin.Result{}, fmt.Errorf("read %s: %w", credPath, err)
+			return creds, admin.Result{}, admin.File{}, fmt.Errorf("read %s: %w", credPath, err)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return creds, admin.Result{}, err
+		return creds, admin.Result{}, admin.File{}, err
 	}
 	fh, err := os.Open(demoPath)
 	if err != nil {
-		return creds, admin.Result{}, err
+		return creds, admin.Result{}, admin.File{}, err
 	}
 	defer fh.Close()
 	file, err := admin.ParseFile(fh)
 	if err != nil {
-		return creds, admin.Result{}, err
+		return creds, admin.Result{}, admin.File{}, err
 	}
 	database, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: 2, OpsMaxConns: 2})
 	if err != nil {
-		return creds, admin.Result{}, err
+		return creds, admin.Result{}, admin.File{}, err
 	}
 	defer database.Close()
 	svc := &admin.Service{DB: database, Q: db.New(), PublicURL: cfg.Public()}
 	res, err := svc.Apply(ctx, file, admin.Options{})
 	if err != nil {
-		return creds, res, err
+		return creds, res, file, err
 	}
 	for ref, a := range res.Agents {
 		if a.Key != "" {
@@ -185,7 +185,7 @@ func applyDemo(ctx context.Context, cfg config.Config, demoPath, credPath string
 			// way to show a working key is a new one.
 			out, err := svc.RotateAgentKey(ctx, ref)
 			if err != nil {
-				return creds, res, err
+				return creds, res, file, err
 			}
 			creds.Agents[ref] = out.Key
 		}
@@ -202,25 +202,25 @@ func applyDemo(ctx context.Context, cfg config.Config, demoPath, credPath string
 			}
 			out, err := svc.RotateConnectCode(ctx, host+"/"+slug)
 			if err != nil {
-				return creds, res, err
+				return creds, res, file, err
 			}
 			creds.ConnectCodes[slug] = out.ConnectCode
 		}
 	}
 	b, err := json.MarshalIndent(creds, "", "  ")
 	if err != nil {
-		return creds, res, err
+		return creds, res, file, err
 	}
 	if err := os.MkdirAll(filepath.Dir(credPath), 0o755); err != nil {
-		return creds, res, err
+		return creds, res, file, err
 	}
 	if err := os.WriteFile(credPath, b, 0o600); err != nil {
-		return creds, res, fmt.Errorf("save demo credentials: %w", err)
+		return creds, res, file, fmt.Errorf("save demo credentials: %w", err)
 	}
-	return creds, res, nil
+	return creds, res, file, nil
 }
 
-func printBanner(w io.Writer, public string, creds devCredentials, res admin.Result) {
+func printBanner(w io.Writer, public string, creds devCredentials, res admin.Result, file admin.File) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nrelayroom is running at %s   (Ctrl-C stops it and the local Postgres)\n", public)
 	fmt.Fprintf(&b, "health: %s/healthz   ready: %s/readyz   metrics: %s/metrics\n", public, public, public)
@@ -230,29 +230,31 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 		fmt.Fprintf(&b, "  %-18s %s\n", ref, creds.Agents[ref])
 	}
 	mcpServers := map[string]any{}
-	for _, slug := range sortedKeys(creds.ConnectCodes) {
-		p := res.Projects[slug]
-		code := creds.ConnectCodes[slug]
-		fmt.Fprintf(&b, "\nProject %q (id %s)\n", slug, p.ID)
-		fmt.Fprintf(&b, "  room (one room):   %s/api/mcp/p/%s\n", public, p.ID)
+	for _, ps := range file.Projects {
+		p, code := res.Projects[ps.Slug], creds.ConnectCodes[ps.Slug]
+		if code == "" {
+			continue
+		}
+		room := fmt.Sprintf("%s/api/mcp/p/%s", public, p.ID)
+		fmt.Fprintf(&b, "\nProject %q (id %s)\n", ps.Slug, p.ID)
+		fmt.Fprintf(&b, "  room (one room):   %s\n", room)
 		fmt.Fprintf(&b, "  all rooms:         %s/api/mcp\n", public)
 		fmt.Fprintf(&b, "  desk:              %s/desk/mcp   (people's tokens; no demo credential yet)\n", public)
 		fmt.Fprintln(&b, "  threads, one URL per part:")
-		for _, ref := range agents {
-			part := ref[strings.Index(ref, "/")+1:]
-			url := admin.ThreadsURL(public, code, part)
-			fmt.Fprintf(&b, "    %-12s %s\n", part, url)
+		members := bannerMembers(ps)
+		for _, m := range members {
+			fmt.Fprintf(&b, "    %-12s %s\n", m.part, admin.ThreadsURL(public, code, m.part))
 		}
 		fmt.Fprintln(&b, "\nClaude Code (paste one line per agent you want to be):")
-		for _, ref := range agents {
-			part := ref[strings.Index(ref, "/")+1:]
-			fmt.Fprintf(&b, "  claude mcp add --transport http relayroom-%s '%s' --header 'X-Agent-Key: %s'\n", part, admin.ThreadsURL(public, code, part), creds.Agents[ref])
-			mcpServers["relayroom-"+part] = map[string]any{"type": "http", "url": admin.ThreadsURL(public, code, part), "headers": map[string]string{"X-Agent-Key": creds.Agents[ref]}}
+		for _, m := range members {
+			url, key := admin.ThreadsURL(public, code, m.part), creds.Agents[m.agent]
+			fmt.Fprintf(&b, "  claude mcp add --transport http relayroom-%s '%s' --header 'X-Agent-Key: %s'\n", m.part, url, key)
+			mcpServers["relayroom-"+m.part] = map[string]any{"type": "http", "url": url, "headers": map[string]string{"X-Agent-Key": key}}
 		}
-		for _, ref := range agents {
-			part := ref[strings.Index(ref, "/")+1:]
-			fmt.Fprintf(&b, "  claude mcp add --transport http room-%s '%s/api/mcp/p/%s' --header 'X-Agent-Key: %s'\n", part, public, p.ID, creds.Agents[ref])
-			mcpServers["room-"+part] = map[string]any{"type": "http", "url": fmt.Sprintf("%s/api/mcp/p/%s", public, p.ID), "headers": map[string]string{"X-Agent-Key": creds.Agents[ref]}}
+		for _, m := range members {
+			key := creds.Agents[m.agent]
+			fmt.Fprintf(&b, "  claude mcp add --transport http room-%s '%s' --header 'X-Agent-Key: %s'\n", m.part, room, key)
+			mcpServers["room-"+m.part] = map[string]any{"type": "http", "url": room, "headers": map[string]string{"X-Agent-Key": key}}
 		}
 	}
 	if len(agents) > 0 {
@@ -262,6 +264,23 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 	js, _ := json.MarshalIndent(map[string]any{"mcpServers": mcpServers}, "  ", "  ")
 	fmt.Fprintf(&b, "\nGeneric MCP client configuration (JSON):\n  %s\n\n", js)
 	fmt.Fprint(w, b.String())
+}
+
+type bannerMember struct{ part, agent string }
+
+// bannerMembers lists a project's parts with their agents, by part; a part defaults to
+// the agent's slug, as apply does.
+func bannerMembers(ps admin.ProjectSpec) []bannerMember {
+	out := make([]bannerMember, 0, len(ps.Members))
+	for _, m := range ps.Members {
+		part := m.Part
+		if part == "" {
+			part = m.Agent[strings.Index(m.Agent, "/")+1:]
+		}
+		out = append(out, bannerMember{part: part, agent: m.Agent})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].part < out[j].part })
+	return out
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/relayroom/relayroom/internal/admin"
 )
 
 // TestServerKeysAreMadeOnceAndKept: make run's keys survive a restart (webhook secrets
@@ -60,5 +62,32 @@ func TestHealthcheckFollowsReadiness(t *testing.T) {
 	srv.Close()
 	if err := healthcheck(context.Background(), []string{"--addr", addr}, io.Discard); err == nil {
 		t.Fatal("a stopped server passed the healthcheck")
+	}
+}
+
+// TestBannerUsesEachProjectsParts: the printed threads URLs name the part from the file
+// (not the agent's slug) with that part's own agent's key, and an agent that is not a
+// member of a project gets no URL in it.
+func TestBannerUsesEachProjectsParts(t *testing.T) {
+	file := admin.File{Projects: []admin.ProjectSpec{{Slug: "p", Host: "acme", Members: []admin.MemberSpec{
+		{Agent: "acme/architect", Part: "lead"}, {Agent: "acme/backend"},
+	}}}}
+	creds := devCredentials{
+		Agents:       map[string]string{"acme/architect": "sk-qyt-AAA", "acme/backend": "sk-qyt-BBB", "acme/outsider": "sk-qyt-CCC"},
+		ConnectCodes: map[string]string{"p": "qyt_cc_CODE"},
+	}
+	var out strings.Builder
+	printBanner(&out, "http://h", creds, admin.Result{Projects: map[string]admin.ProjectOut{"p": {}}}, file)
+	s := out.String()
+	for _, want := range []string{
+		"relayroom-lead 'http://h/mcp/qyt_cc_CODE?part=lead' --header 'X-Agent-Key: sk-qyt-AAA'",
+		"relayroom-backend 'http://h/mcp/qyt_cc_CODE?part=backend' --header 'X-Agent-Key: sk-qyt-BBB'",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("banner lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "part=architect") || strings.Contains(s, "part=outsider") {
+		t.Errorf("banner invents parts:\n%s", s)
 	}
 }
