@@ -14,6 +14,22 @@ var (
 	partPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 )
 
+// validSlug reports (and records) whether a slug is 1-63 lowercase letters, digits or '-'.
+func validSlug(slug, path string, add func(path, format string, args ...any)) bool {
+	if slugPattern.MatchString(slug) {
+		return true
+	}
+	add(path+".slug", "must be 1-63 lowercase letters, digits or '-', got %q", slug)
+	return false
+}
+
+// checkName trims a display name and records a problem when it is empty or too long.
+func checkName(name *string, path string, add func(path, format string, args ...any)) {
+	if *name = strings.TrimSpace(*name); *name == "" || len(*name) > 200 {
+		add(path+".name", "required, at most 200 characters")
+	}
+}
+
 // known is what exists already in the database, so a file may refer to it.
 type known struct {
 	orgs   map[string]bool
@@ -36,16 +52,12 @@ func validate(f *File, k known) Problems {
 	for i := range f.Organisations {
 		o := &f.Organisations[i]
 		path := fmt.Sprintf("organisations[%d]", i)
-		if !slugPattern.MatchString(o.Slug) {
-			add(path+".slug", "must be 1-63 lowercase letters, digits or '-', got %q", o.Slug)
-		} else if seenOrg[o.Slug] {
+		if validSlug(o.Slug, path, add) && seenOrg[o.Slug] {
 			add(path+".slug", "duplicate organisation %q", o.Slug)
 		}
 		seenOrg[o.Slug] = true
 		orgs[o.Slug] = true
-		if o.Name = strings.TrimSpace(o.Name); o.Name == "" || len(o.Name) > 200 {
-			add(path+".name", "required, at most 200 characters")
-		}
+		checkName(&o.Name, path, add)
 		if o.Plan == "" {
 			o.Plan = "trial"
 		}
@@ -98,18 +110,14 @@ func validate(f *File, k known) Problems {
 		if !orgs[a.Org] {
 			add(path+".org", "unknown organisation %q", a.Org)
 		}
-		if !slugPattern.MatchString(a.Slug) {
-			add(path+".slug", "must be 1-63 lowercase letters, digits or '-', got %q", a.Slug)
-		}
+		validSlug(a.Slug, path, add)
 		ref := a.Org + "/" + a.Slug
 		if seenAgent[ref] {
 			add(path+".slug", "duplicate agent %q", ref)
 		}
 		seenAgent[ref] = true
 		agents[ref] = true
-		if a.Name = strings.TrimSpace(a.Name); a.Name == "" || len(a.Name) > 200 {
-			add(path+".name", "required, at most 200 characters")
-		}
+		checkName(&a.Name, path, add)
 		if a.Kind == "" {
 			a.Kind = "session"
 		}
@@ -122,15 +130,11 @@ func validate(f *File, k known) Problems {
 	for i := range f.Projects {
 		pr := &f.Projects[i]
 		path := fmt.Sprintf("projects[%d]", i)
-		if !slugPattern.MatchString(pr.Slug) {
-			add(path+".slug", "must be 1-63 lowercase letters, digits or '-', got %q", pr.Slug)
-		} else if seenProject[pr.Slug] {
+		if validSlug(pr.Slug, path, add) && seenProject[pr.Slug] {
 			add(path+".slug", "duplicate project %q", pr.Slug)
 		}
 		seenProject[pr.Slug] = true
-		if pr.Name = strings.TrimSpace(pr.Name); pr.Name == "" || len(pr.Name) > 200 {
-			add(path+".name", "required, at most 200 characters")
-		}
+		checkName(&pr.Name, path, add)
 		if !orgs[pr.Host] {
 			add(path+".host", "unknown organisation %q", pr.Host)
 		}
