@@ -64,7 +64,10 @@ func (q *Queries) AgentRooms(ctx context.Context, db DBTX, agentID uuid.UUID) ([
 const bindAgentRoom = `-- name: BindAgentRoom :one
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
-  WHERE mm.project_id = $1 AND mm.agent_id = $2
+  FROM project p
+  WHERE mm.project_id = $1 AND mm.agent_id = $2 AND p.id = mm.project_id
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
     AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
   RETURNING mm.id
 )
@@ -139,7 +142,10 @@ func (q *Queries) BindAgentRoom(ctx context.Context, db DBTX, arg BindAgentRoomP
 const bindPart = `-- name: BindPart :one
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
-  WHERE mm.project_id = $1 AND mm.part = $2
+  FROM project p
+  WHERE mm.project_id = $1 AND mm.part = $2 AND p.id = mm.project_id
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
     AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
   RETURNING mm.id
 )
@@ -185,6 +191,9 @@ type BindPartRow struct {
 
 // Resolves the caller's part with everything its Scope needs, and moves its last_seen in
 // the same statement: presence follows every authenticated call at no extra round trip.
+// The agreement is read here too (the Scope decides admission from it, no second
+// statement); a guest without an active agreement is not an authenticated caller of the
+// project, so its presence does not move.
 // last_seen is kept to the second: a part calling many times a second writes its row
 // once, instead of every call queueing behind the last one's row lock.
 func (q *Queries) BindPart(ctx context.Context, db DBTX, arg BindPartParams) (BindPartRow, error) {
@@ -258,10 +267,16 @@ func (q *Queries) ListParts(ctx context.Context, db DBTX, projectID uuid.UUID) (
 }
 
 const touchAgentMemberships = `-- name: TouchAgentMemberships :exec
-UPDATE membership SET last_seen_at = now()
-WHERE agent_id = $1 AND (last_seen_at IS NULL OR last_seen_at < now() - interval '1 second')
+UPDATE membership mm SET last_seen_at = now()
+FROM project p
+WHERE mm.agent_id = $1 AND p.id = mm.project_id
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+  AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
 `
 
+// Presence in every room of an agent, except those where it is a guest without an active
+// agreement (as in BindPart).
 func (q *Queries) TouchAgentMemberships(ctx context.Context, db DBTX, agentID uuid.UUID) error {
 	_, err := db.Exec(ctx, touchAgentMemberships, agentID)
 	return err

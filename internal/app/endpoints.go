@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -55,6 +57,27 @@ func (a *App) challenge(scope string) func(r *http.Request, err *apperr.Error) s
 
 func noCredential() error { return apperr.New(apperr.Unauthenticated, tenancy.MsgUnauthorized) }
 
+// admitted puts every tool of an endpoint behind the scope's agreement check, before its
+// handler runs: a guest whose organisation's agreement is not active is refused whatever
+// the tool, so a tool added later cannot forget it. The threads endpoint already refuses
+// such a guest when it resolves the part; the rooms spec has the per-room address accept
+// a member's call and refuse each tool with its text, which this gives; the all-rooms
+// address binds room_id inside the tool (tenancy.Resolver.Room refuses there).
+// TestIsolationMatrix checks every declared tool of every endpoint against it.
+func admitted(tools []mcp.Tool[tenancy.Scope]) []mcp.Tool[tenancy.Scope] {
+	out := slices.Clone(tools)
+	for i := range out {
+		h := out[i].Handler
+		out[i].Handler = func(ctx context.Context, sc tenancy.Scope, args json.RawMessage) (any, error) {
+			if err := sc.Admitted(); err != nil {
+				return nil, err
+			}
+			return h(ctx, sc, args)
+		}
+	}
+	return out
+}
+
 func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "threads", Service: "relayroom-threads", ServerName: "relayroom-threads", ServerVersion: Version,
@@ -74,7 +97,7 @@ func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 		Describe: func(r *http.Request) map[string]any {
 			return map[string]any{"part": r.URL.Query().Get("part")}
 		},
-		Tools:  a.threads.Tools(),
+		Tools:  admitted(a.threads.Tools()),
 		Format: mcp.ThreadsFormat,
 	}
 }
@@ -102,7 +125,7 @@ func (a *App) roomEndpoint() mcp.Endpoint[tenancy.Scope] {
 		Describe: func(r *http.Request) map[string]any {
 			return map[string]any{"project_id": pathValue(r.Context(), projectIDKey)}
 		},
-		Tools:  a.rooms.RoomTools(),
+		Tools:  admitted(a.rooms.RoomTools()),
 		Format: mcp.RoomsFormat,
 	}
 }
@@ -119,7 +142,7 @@ func (a *App) allRoomsEndpoint() mcp.Endpoint[tenancy.Scope] {
 			return a.resolver.Agent(ctx, key)
 		},
 		Challenge: a.challenge(roomsScope),
-		Tools:     a.rooms.AllRoomsTools(),
+		Tools:     admitted(a.rooms.AllRoomsTools()),
 		Format:    mcp.RoomsFormat,
 	}
 }

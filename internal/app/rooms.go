@@ -58,7 +58,8 @@ func (a *App) roomRoutes(e *echo.Echo) {
 	e.POST("/api/rooms/:project_id/tasks/:task_id/reject", a.reviewTask("rejected"))
 }
 
-// roomScope authenticates an agent key for the room in the path.
+// roomScope authenticates an agent key for the room in the path and refuses a guest whose
+// agreement is not active.
 func (a *App) roomScope(c echo.Context) (tenancy.Scope, error) {
 	key := auth.AgentKey(c.Request())
 	if key == "" {
@@ -71,7 +72,15 @@ func (a *App) roomScope(c echo.Context) (tenancy.Scope, error) {
 		}
 		return tenancy.Scope{}, apperr.New(apperr.Forbidden, tenancy.MsgNotParticipant)
 	}
-	return a.resolver.RoomByKey(c.Request().Context(), key, id)
+	sc, err := a.resolver.RoomByKey(c.Request().Context(), key, id)
+	if err != nil {
+		return tenancy.Scope{}, err
+	}
+	// These routes are not MCP tools, so the agreement check the tools get is made here.
+	if err := sc.Admitted(); err != nil {
+		return tenancy.Scope{}, err
+	}
+	return sc, nil
 }
 
 // apiError answers an apperr as {"error": message} with its HTTP status.

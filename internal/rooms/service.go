@@ -25,7 +25,7 @@ import (
 
 // Texts of the rooms spec, verbatim: clients match on them.
 const (
-	MsgNoAgreement    = "No active agreement between your organisation and the host"
+	MsgNoAgreement    = tenancy.MsgNoAgreement
 	MsgNoReadMemory   = "Agreement does not permit can read memory"
 	MsgNoWriteMemory  = "Agreement does not permit can write memory"
 	MsgNoAssignTasks  = "Agreement does not permit can assign tasks"
@@ -110,14 +110,10 @@ func (s *Service) MaxAttachment() int64 {
 func newID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
 
 // requireAgreement is the check every tool makes first: the host always passes; a guest
-// needs an active agreement. Scopes are resolved per request, so a revocation takes
-// effect on the next call.
-func requireAgreement(sc tenancy.Scope) error {
-	if !sc.AgreementActive() {
-		return apperr.New(apperr.Forbidden, MsgNoAgreement)
-	}
-	return nil
-}
+// needs an active agreement. The endpoints make it before any tool runs too
+// (Scope.Admitted); the service keeps it for its other callers. Scopes are resolved per
+// request, so a revocation takes effect on the next call.
+func requireAgreement(sc tenancy.Scope) error { return sc.Admitted() }
 
 // requireGrant checks the agreement, then one of its grants.
 func requireGrant(sc tenancy.Scope, grant, refusal string) error {

@@ -16,7 +16,18 @@ import (
 const (
 	MsgNotParticipant = "Agent is not a participant in this room"
 	MsgUnauthorized   = "Unauthorized"
+	MsgNoAgreement    = "No active agreement between your organisation and the host"
 )
+
+// MsgPartNotHeld refuses a threads URL whose part the key's agent does not hold (absent
+// and held by another agent alike).
+const MsgPartNotHeld = "this agent key does not hold a part %q in this project"
+
+// resolving is the RLS tenant while a Scope is being resolved: the project the credential
+// names, before the agreement that decides whether the Scope keeps it is read.
+func resolving(s Scope) pg.Tenant {
+	return pg.Tenant{OrgID: s.OrgID, ProjectID: s.ProjectID, AgentID: s.AgentID}
+}
 
 // Resolver turns credentials into Scopes. Each method is one transaction of at most two
 // statements plus its COMMIT (the tenant settings travel pipelined with them), and each
@@ -70,7 +81,7 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 			return err
 		}
 		s = Scope{OrgID: orgID, AgentID: agentID}
-		tx.SetTenant(s.Tenant())
+		tx.SetTenant(resolving(s))
 		if err := r.Q.TouchAgentMemberships(ctx, tx, agentID); err != nil {
 			return fmt.Errorf("resolve agent: touch: %w", err)
 		}
@@ -87,12 +98,18 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 	return s, nil
 }
 
-// Room binds an already verified agent to one room. An agent that is not a member gets
-// the spec's refusal.
+// Room binds an already verified agent to one room (the all-rooms address's room_id). An
+// agent that is not a member gets the spec's refusal, and so does a guest whose
+// organisation's agreement is not active (Scope.Admitted).
 func (r *Resolver) Room(ctx context.Context, agent Scope, projectID uuid.UUID) (Scope, error) {
 	s := Scope{OrgID: agent.OrgID, AgentID: agent.AgentID, ProjectID: projectID}
-	err := r.DB.InTenant(ctx, s.Tenant(), func(tx *pg.Tx) error {
-		return r.bindRoom(ctx, tx, &s)
+	err := r.DB.InTenant(ctx, resolving(s), func(tx *pg.Tx) error {
+		if err := r.bindRoom(ctx, tx, &s); err != nil {
+			return err
+		}
+		// Binding happens inside a tool call (room_id), so the refusal reaches the client
+		// as that tool's error, in the rooms spec's words.
+		return s.Admitted()
 	})
 	if err != nil {
 		return Scope{}, pg.Classify("resolve room", err)
@@ -100,7 +117,13 @@ func (r *Resolver) Room(ctx context.Context, agent Scope, projectID uuid.UUID) (
 	return s, nil
 }
 
-// RoomByKey verifies a key and binds it to one room in a single transaction.
+// RoomByKey verifies a key and binds it to one room in a single transaction. A member
+// whose organisation is a guest without an active agreement still gets its Scope: the
+// rooms spec has the per-room address accept a member's call and each tool refuse it
+// (Error: No active agreement …), so the refusal is Scope.Admitted, which every tool of
+// every endpoint checks before it runs (internal/app) and which keeps the project out of
+// the scope's RLS tenant meanwhile. Callers that are not MCP tools check Admitted
+// themselves.
 func (r *Resolver) RoomByKey(ctx context.Context, key string, projectID uuid.UUID) (Scope, error) {
 	k, err := auth.Parse(auth.AgentKeyPrefix, key)
 	if err != nil {
@@ -113,7 +136,7 @@ func (r *Resolver) RoomByKey(ctx context.Context, key string, projectID uuid.UUI
 			return err
 		}
 		s = Scope{OrgID: orgID, AgentID: agentID, ProjectID: projectID}
-		tx.SetTenant(s.Tenant())
+		tx.SetTenant(resolving(s))
 		return r.bindRoom(ctx, tx, &s)
 	})
 	if err != nil {
@@ -135,7 +158,8 @@ func (r *Resolver) bindRoom(ctx context.Context, tx *pg.Tx, s *Scope) error {
 }
 
 // Part resolves the threads endpoint: a connect code naming the project, the part asked
-// for in the URL, and an agent key that must belong to the agent holding that part.
+// for in the URL, and an agent key that must belong to the agent holding that part. A
+// guest part is refused (Scope.Admitted) unless its organisation's agreement is active.
 func (r *Resolver) Part(ctx context.Context, connectCode, part, key string) (Scope, error) {
 	code, err := auth.Parse(auth.ConnectCodePrefix, connectCode)
 	if err != nil {
@@ -152,21 +176,22 @@ func (r *Resolver) Part(ctx context.Context, connectCode, part, key string) (Sco
 			return err
 		}
 		s = Scope{OrgID: orgID, AgentID: agentID, ProjectID: projectID}
-		tx.SetTenant(s.Tenant())
+		tx.SetTenant(resolving(s))
 		row, err := r.Q.BindPart(ctx, tx, db.BindPartParams{ProjectID: projectID, Part: part})
-		if pg.IsNoRows(err) {
-			return apperr.New(apperr.Forbidden, "part %q is not a member of this project", part)
-		}
-		if err != nil {
+		if err != nil && !pg.IsNoRows(err) {
 			return fmt.Errorf("resolve part: %w", err)
 		}
-		if row.AgentID != agentID {
-			// A part may only act as itself: the key must be the part's own agent's. The
-			// UPDATE that moved its last_seen is rolled back with this error.
-			return apperr.New(apperr.Forbidden, "this agent key does not hold part %q", part)
+		if err != nil || row.AgentID != agentID {
+			// A part may only act as itself: the key must be the part's own agent's. An
+			// absent part and another agent's part get the same answer, so that a key
+			// holder cannot list a project's parts by trying names.
+			return apperr.New(apperr.Forbidden, MsgPartNotHeld, part)
 		}
 		fill(&s, row)
-		return nil
+		// A guest without an active agreement is refused before any tool or method runs:
+		// it learns nothing of the project. The error rolls the transaction back, so its
+		// last_seen does not move either.
+		return s.Admitted()
 	})
 	if err != nil {
 		return Scope{}, pg.Classify("resolve part", err)

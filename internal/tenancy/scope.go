@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -19,7 +20,8 @@ const (
 	AccessManager = "manager"
 )
 
-// Agreement grants (rooms).
+// Agreement grants. They gate the rooms tools (docs/rooms.md) and the threads toolset's
+// knowledge (docs/tenancy.md, "Guests on every endpoint").
 const (
 	GrantReadMemory  = "read_memory"
 	GrantWriteMemory = "write_memory"
@@ -62,9 +64,51 @@ type Scope struct {
 	Grants          []string
 }
 
-// Tenant is what RLS sees for this caller's transactions.
+// Reasons of the agreement refusals: the machine-readable error codes of the threads and
+// desk formats (the rooms format shows the message alone).
+const (
+	ReasonNoAgreement   = "no_agreement"
+	ReasonGrantRequired = "grant_required"
+)
+
+// Tenant is what RLS sees for this caller's transactions. A scope that is not admitted (a
+// guest without an active agreement) carries no project: should a code path forget to ask
+// Admitted, its transactions still see none of the project's rows (fail closed).
 func (s Scope) Tenant() pg.Tenant {
-	return pg.Tenant{OrgID: s.OrgID, ProjectID: s.ProjectID, AgentID: s.AgentID}
+	t := pg.Tenant{OrgID: s.OrgID, AgentID: s.AgentID}
+	if s.admitted() {
+		t.ProjectID = s.ProjectID
+	}
+	return t
+}
+
+// admitted: not bound to a project (nothing of one to see), the host, or a guest under an
+// active agreement.
+func (s Scope) admitted() bool { return !s.InRoom() || s.AgreementActive() }
+
+// Admitted is nil when the caller may act in its project: the host's agents always, a
+// guest's agents while their organisation's agreement is active. Otherwise it is the one
+// refusal every endpoint gives, the same for a pending, a revoked and a missing agreement,
+// so that a refused guest learns nothing about the project from it. The Scope is resolved
+// on every request, so a change of agreement applies from the next call.
+func (s Scope) Admitted() error {
+	if s.admitted() {
+		return nil
+	}
+	return apperr.New(apperr.Forbidden, MsgNoAgreement).WithReason(ReasonNoAgreement)
+}
+
+// RequireGrant is Admitted, then one grant of the agreement (hosts hold every grant). The
+// refusal names the grant and what needed it (what, e.g. "recall reads the project's
+// knowledge"), under the reason grant_required.
+func (s Scope) RequireGrant(grant, what string) error {
+	if err := s.Admitted(); err != nil {
+		return err
+	}
+	if s.Granted(grant) {
+		return nil
+	}
+	return apperr.New(apperr.Forbidden, "%s, which needs the %s grant: your organisation's agreement with the host does not give it", what, grant).WithReason(ReasonGrantRequired)
 }
 
 // InRoom reports whether the scope is bound to a project.

@@ -1,11 +1,17 @@
 -- name: BindPart :one
 -- Resolves the caller's part with everything its Scope needs, and moves its last_seen in
 -- the same statement: presence follows every authenticated call at no extra round trip.
+-- The agreement is read here too (the Scope decides admission from it, no second
+-- statement); a guest without an active agreement is not an authenticated caller of the
+-- project, so its presence does not move.
 -- last_seen is kept to the second: a part calling many times a second writes its row
 -- once, instead of every call queueing behind the last one's row lock.
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
-  WHERE mm.project_id = sqlc.arg(project_id) AND mm.part = sqlc.arg(part)
+  FROM project p
+  WHERE mm.project_id = sqlc.arg(project_id) AND mm.part = sqlc.arg(part) AND p.id = mm.project_id
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
     AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
   RETURNING mm.id
 )
@@ -25,7 +31,10 @@ WHERE m.project_id = sqlc.arg(project_id) AND m.part = sqlc.arg(part);
 -- The same for an agent entering one room.
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
-  WHERE mm.project_id = sqlc.arg(project_id) AND mm.agent_id = sqlc.arg(agent_id)
+  FROM project p
+  WHERE mm.project_id = sqlc.arg(project_id) AND mm.agent_id = sqlc.arg(agent_id) AND p.id = mm.project_id
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
     AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
   RETURNING mm.id
 )
@@ -42,8 +51,14 @@ LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.o
 WHERE m.project_id = sqlc.arg(project_id) AND m.agent_id = sqlc.arg(agent_id);
 
 -- name: TouchAgentMemberships :exec
-UPDATE membership SET last_seen_at = now()
-WHERE agent_id = $1 AND (last_seen_at IS NULL OR last_seen_at < now() - interval '1 second');
+-- Presence in every room of an agent, except those where it is a guest without an active
+-- agreement (as in BindPart).
+UPDATE membership mm SET last_seen_at = now()
+FROM project p
+WHERE mm.agent_id = $1 AND p.id = mm.project_id
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+  AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second');
 
 -- name: ListParts :many
 SELECT m.part, m.is_main, m.nickname, m.last_seen_at, m.parked_until, m.agent_id

@@ -1,0 +1,93 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// callTool sends one tools/call over raw HTTP and returns the status and the body.
+func callTool(t testing.TB, url, key, name string, args map[string]any) (int, string) {
+	t.Helper()
+	if args == nil {
+		args = map[string]any{}
+	}
+	req, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": name, "arguments": args}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, _, body := post(t, url, key, string(req))
+	return status, body
+}
+
+// served calls a tool and returns the text block of its answer; it fails the test unless
+// the call was served.
+func served(t testing.TB, url, key, name string, args map[string]any) string {
+	t.Helper()
+	status, body := callTool(t, url, key, name, args)
+	var rpc struct {
+		Result struct {
+			Content []struct{ Text string } `json:"content"`
+			IsError bool                    `json:"isError"`
+		} `json:"result"`
+	}
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &rpc) != nil || rpc.Result.IsError || len(rpc.Result.Content) != 1 {
+		t.Fatalf("want a served call, got %d %s", status, body)
+	}
+	return rpc.Result.Content[0].Text
+}
+
+// TestRevokedGuestIsRefusedOnTheThreadsEndpointFromItsNextCall revokes a guest's
+// agreement with the admin service (what `relayroom admin agreement revoke` runs) while
+// the server runs: the guest's very next threads call is refused, on every tool, and the
+// refusal carries nothing of the host's project.
+func TestRevokedGuestIsRefusedOnTheThreadsEndpointFromItsNextCall(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	arch, qa := s.threadsURL("escalations", "architect"), s.threadsURL("escalations", "qa-lead")
+	archKey, qaKey := s.key("acme/architect"), s.key("globex/qa-lead")
+	const subject = "Quarterly pricing for Umbrella"
+	var sent struct{ ThreadID, MessageID string }
+	if err := json.Unmarshal([]byte(served(t, arch, archKey, "send", map[string]any{
+		"to": []string{"qa-lead"}, "subject": subject, "body": "Confidential: the renewal price is 40k."})), &sent); err != nil {
+		t.Fatal(err)
+	}
+	// While the agreement is active the guest is served.
+	if text := served(t, qa, qaKey, "show", map[string]any{"threadId": sent.ThreadID}); !strings.Contains(text, "40k") {
+		t.Fatalf("show before revocation: %s", text)
+	}
+
+	svc := &admin.Service{DB: openSeeded(t, s), Q: db.New(), PublicURL: "http://unused"}
+	if err := svc.SetAgreementStatus(context.Background(), "acme/escalations", "globex", tenancy.AgreementRevoked); err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]map[string]any{
+		"inbox": nil, "threads": nil, "roster": nil, "whoami": nil,
+		"show":   {"threadId": sent.ThreadID},
+		"search": {"query": "pricing"},
+		"recall": {"query": "renewal price"},
+		"ack":    {"messageId": sent.MessageID},
+		"reply":  {"threadId": sent.ThreadID, "body": "still here"},
+		"send":   {"to": []string{"architect"}, "subject": "hello", "body": "still here"},
+		"learn":  {"title": "Renewal", "body": "The renewal price is 40k.", "kind": "fact"},
+	}
+	for tool, args := range calls {
+		t.Run(tool, func(t *testing.T) {
+			status, body := callTool(t, qa, qaKey, tool, args)
+			if status != http.StatusForbidden || !strings.Contains(body, `"code":-32001`) || !strings.Contains(body, tenancy.MsgNoAgreement) {
+				t.Fatalf("revoked guest's %s: %d %s", tool, status, body)
+			}
+			for _, leak := range []string{subject, sent.ThreadID, sent.MessageID, "architect", "40k", "Escalations", "Acme"} {
+				if strings.Contains(body, leak) {
+					t.Fatalf("the refusal of %s reveals %q: %s", tool, leak, body)
+				}
+			}
+		})
+	}
+}
