@@ -254,6 +254,9 @@ type LearnResult struct {
 
 // Learn records a candidate. There is no path to trusted here: people and CI decide.
 func (s *Service) Learn(ctx context.Context, sc tenancy.Scope, in LearnInput) (LearnResult, error) {
+	if err := sc.RequireGrant(tenancy.GrantWriteMemory, NeedLearn); err != nil {
+		return LearnResult{}, err
+	}
 	if !sc.CanWrite() {
 		return LearnResult{}, apperr.New(apperr.Forbidden, "learn needs write access to the project; your part has %s access", sc.Access).WithReason("write_access_required")
 	}
@@ -336,6 +339,16 @@ func (s *Service) store(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, st set
 	return w, nil
 }
 
+// What each grant-gated knowledge operation does, as its refusal says it (the grant each
+// one needs is in docs/tenancy.md, "Guests on every endpoint").
+const (
+	NeedRecall     = "recall reads the project's trusted knowledge"
+	NeedRecallUsed = "recall_used reports on the project's recalled knowledge"
+	NeedLearn      = "learn writes to the project's knowledge"
+	NeedLesson     = "a lesson writes to the project's knowledge"
+	NeedContradict = "a contradiction changes the project's knowledge"
+)
+
 // Lesson outcome codes (the spec's eight refusals, and recorded).
 const (
 	OutcomeRecorded              = "recorded"
@@ -395,6 +408,11 @@ func refused(code, reason string) LessonOutcome {
 func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req LessonRequest) (LessonOutcome, error) {
 	if req.Canceled {
 		return refused(OutcomeThreadCanceled, "the thread was canceled by a person; a canceled thread records no lesson"), nil
+	}
+	if err := sc.RequireGrant(tenancy.GrantWriteMemory, NeedLesson); err != nil {
+		// The spec's outcome codes are fixed: a missing grant is unauthorized, with the
+		// grant's refusal as the reason.
+		return refused(OutcomeUnauthorized, apperrMessage(err)), nil
 	}
 	if !sc.CanWrite() {
 		return refused(OutcomeUnauthorized, fmt.Sprintf("writing knowledge needs write access to the project; your part has %s access", sc.Access)), nil
@@ -475,6 +493,9 @@ type RecallResult struct {
 // weighted by confidence, above the project's floor; it records the query and what it
 // returned so recall_used can accept exactly those ids.
 func (s *Service) Recall(ctx context.Context, sc tenancy.Scope, in RecallInput) (RecallResult, error) {
+	if err := sc.RequireGrant(tenancy.GrantReadMemory, NeedRecall); err != nil {
+		return RecallResult{}, err
+	}
 	if in.Limit <= 0 {
 		in.Limit = 5
 	}
@@ -517,6 +538,10 @@ func (s *Service) Recall(ctx context.Context, sc tenancy.Scope, in RecallInput) 
 // RecallUsed records that an entry a query returned shaped the caller's work. Only ids
 // the named query returned are accepted, each once.
 func (s *Service) RecallUsed(ctx context.Context, sc tenancy.Scope, queryID, knowledgeID string) error {
+	// Before the ids are looked at: a refused caller learns nothing about them.
+	if err := sc.RequireGrant(tenancy.GrantReadMemory, NeedRecallUsed); err != nil {
+		return err
+	}
 	qid, err1 := uuid.Parse(queryID)
 	kid, err2 := uuid.Parse(knowledgeID)
 	if err1 != nil || err2 != nil {
@@ -563,6 +588,9 @@ type Contradiction struct {
 // type error with detail.contradicts); a trusted entry that falls below the project's
 // floor is demoted and no longer recalled until a person approves it again.
 func (s *Service) Contradict(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, knowledgeID string) (Contradiction, error) {
+	if err := sc.RequireGrant(tenancy.GrantWriteMemory, NeedContradict); err != nil {
+		return Contradiction{}, err
+	}
 	id, err := uuid.Parse(knowledgeID)
 	if err != nil {
 		return Contradiction{}, apperr.New(apperr.Invalid, "detail.contradicts must be a knowledgeId").WithReason("invalid_argument")
@@ -612,6 +640,14 @@ func (s *Service) ExpireDue(ctx context.Context) (int64, error) {
 		return err
 	})
 	return n, pg.Classify("expire knowledge", err)
+}
+
+// apperrMessage is the client-facing message of a refusal.
+func apperrMessage(err error) string {
+	if e, ok := apperr.As(err); ok {
+		return e.Message
+	}
+	return err.Error()
 }
 
 func memberOf(sc tenancy.Scope) *uuid.UUID {
