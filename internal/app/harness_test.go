@@ -85,13 +85,19 @@ func startServer(t testing.TB) *server { return startServerWith(t, nil) }
 // server starts.
 func startServerWith(t testing.TB, before func(ctx context.Context, d *pg.DB, res admin.Result)) *server {
 	t.Helper()
+	return startServerFile(t, demo, before)
+}
+
+// startServerFile is startServerWith seeded from another admin file than demo.
+func startServerFile(t testing.TB, file string, before func(ctx context.Context, d *pg.DB, res admin.Result)) *server {
+	t.Helper()
 	u := pgtest.New(t)
 	ctx := context.Background()
 	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 2, OpsMaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := admin.ParseFile(strings.NewReader(demo))
+	f, err := admin.ParseFile(strings.NewReader(file))
 	if err != nil {
 		t.Fatal(err)
 	}
