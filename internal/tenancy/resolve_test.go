@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/apperr"
@@ -182,4 +184,130 @@ func mistype(s string) string {
 		return s[:len(s)-1] + "y"
 	}
 	return s[:len(s)-1] + "x"
+}
+
+const guests = `
+organisations:
+  - {slug: acme, name: Acme Corp}
+  - {slug: globex, name: Globex}
+  - {slug: umbrella, name: Umbrella}
+  - {slug: wayne, name: Wayne}
+agents:
+  - {org: acme, slug: architect, name: Architect}
+  - {org: globex, slug: gina, name: Gina}
+  - {org: umbrella, slug: ursula, name: Ursula}
+  - {org: wayne, slug: walt, name: Walt}
+projects:
+  - slug: one
+    name: One
+    host: acme
+    members:
+      - {agent: acme/architect, part: architect}
+      - {agent: globex/gina, part: gina}
+      - {agent: umbrella/ursula, part: ursula}
+      - {agent: wayne/walt, part: walt}
+    guests:
+      - {org: globex, status: active, grants: [read_memory]}
+      - {org: umbrella, status: pending, grants: [read_memory]}
+      - {org: wayne, status: revoked, grants: [read_memory]}
+`
+
+// TestGuestsWithoutAnActiveAgreementAreNotAdmitted: the agreement is read with the
+// membership, and a guest whose agreement is pending, revoked or missing gets one and the
+// same refusal on the threads and all-rooms bindings, keeps no project in its RLS tenant on
+// the per-room binding, and does not show as present.
+func TestGuestsWithoutAnActiveAgreementAreNotAdmitted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := pgtest.Open(t)
+	f, err := admin.ParseFile(strings.NewReader(guests))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://x.test"}).Apply(ctx, f, admin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// umbrella's agreement is pending, wayne's revoked; "no agreement" deletes umbrella's
+	// row afterwards (a guest member without any agreement).
+	r := &tenancy.Resolver{DB: d, Q: db.New()}
+	code, one := res.Projects["one"].ConnectCode, res.Projects["one"].ID
+	refused := func(t *testing.T, err error) {
+		t.Helper()
+		e, ok := apperr.As(err)
+		if !ok || e.Code != apperr.Forbidden || e.Message != tenancy.MsgNoAgreement || e.Reason != tenancy.ReasonNoAgreement {
+			t.Fatalf("want the agreement refusal, got %v", err)
+		}
+	}
+	lastSeen := func(part string) *time.Time {
+		var ts *time.Time
+		if err := d.Operator(ctx, func(tx *pg.Tx) error {
+			return tx.QueryRow(ctx, "SELECT last_seen_at FROM membership WHERE part = $1", part).Scan(&ts)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	check := func(t *testing.T, agent, part string) {
+		key := res.Agents[agent].Key
+		_, err := r.Part(ctx, code, part, key)
+		refused(t, err)
+		ag, err := r.Agent(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Room(ctx, ag, one)
+		refused(t, err)
+		sc, err := r.RoomByKey(ctx, key, one)
+		if err != nil {
+			t.Fatalf("the per-room address accepts a member's call (the rooms spec): %v", err)
+		}
+		refused(t, sc.Admitted())
+		if sc.Tenant().ProjectID != uuid.Nil {
+			t.Fatal("a refused scope carries its project into RLS")
+		}
+		if lastSeen(part) != nil {
+			t.Fatal("a refused guest shows as present")
+		}
+	}
+	t.Run("pending", func(t *testing.T) { check(t, "umbrella/ursula", "ursula") })
+	t.Run("revoked", func(t *testing.T) { check(t, "wayne/walt", "walt") })
+	t.Run("no agreement", func(t *testing.T) {
+		if err := d.Operator(ctx, func(tx *pg.Tx) error {
+			_, err := tx.Exec(ctx, "DELETE FROM agreement WHERE guest_org_id = $1", res.Organisations["umbrella"].ID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		check(t, "umbrella/ursula", "ursula")
+	})
+	t.Run("active", func(t *testing.T) {
+		sc, err := r.Part(ctx, code, "gina", res.Agents["globex/gina"].Key)
+		if err != nil || sc.Admitted() != nil || sc.Tenant().ProjectID != one || lastSeen("gina") == nil {
+			t.Fatalf("an active guest: %+v %v", sc, err)
+		}
+		if err := sc.RequireGrant(tenancy.GrantReadMemory, "reading"); err != nil {
+			t.Fatal(err)
+		}
+		e, _ := apperr.As(sc.RequireGrant(tenancy.GrantWriteMemory, "writing"))
+		if e == nil || e.Code != apperr.Forbidden || e.Reason != tenancy.ReasonGrantRequired || !strings.Contains(e.Message, tenancy.GrantWriteMemory) {
+			t.Fatalf("a grant the agreement does not give: %v", e)
+		}
+	})
+}
+
+// TestPartNamesCannotBeProbed: a key holder gets the same answer for a part that does not
+// exist and for another agent's part, so trying names lists nothing.
+func TestPartNamesCannotBeProbed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, r, res := setup(t)
+	code, peter := res.Projects["one"].ConnectCode, res.Agents["initech/peter"].Key
+	_, absent := r.Part(ctx, code, "nobody", peter)
+	_, other := r.Part(ctx, code, "architect", peter)
+	a, _ := apperr.As(absent)
+	o, _ := apperr.As(other)
+	if a == nil || o == nil || a.Code != o.Code || strings.ReplaceAll(a.Message, "nobody", "X") != strings.ReplaceAll(o.Message, "architect", "X") {
+		t.Fatalf("absent part %v, another agent's part %v", absent, other)
+	}
 }
