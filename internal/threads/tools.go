@@ -264,7 +264,8 @@ func (s *Service) Tools() []mcp.Tool[tenancy.Scope] {
 			Description: "Search this project's trusted knowledge before starting non-trivial work. Returns only entries a person or CI " +
 				"confirmed and that have not expired, ranked by trigram similarity to the query weighted by confidence: " +
 				"{queryId, entries:[{knowledgeId, kind, title, body, confidence, score, createdAt, expiresAt?}]}. query 2-500 characters, " +
-				"limit 1-20 (default 5), kind optional. If an entry shaped what you did, report it with recall_used and the queryId.",
+				"limit 1-20 (default 5), kind optional. If an entry shaped what you did, report it with recall_used and the queryId. " +
+				"A guest company's part needs its agreement's read_memory grant.",
 			InputSchema: json.RawMessage(recallSchema),
 			Annotations: mcp.Annotations{ReadOnly: true},
 			Handler: handle(func(ctx context.Context, sc tenancy.Scope, in knowledge.RecallInput) (any, error) {
@@ -276,7 +277,8 @@ func (s *Service) Tools() []mcp.Tool[tenancy.Scope] {
 			Title: "Propose knowledge",
 			Description: "Record something worth remembering for this project: a fact, procedure, pitfall or decision. It is always stored " +
 				"as a candidate that people (or CI) must confirm before recall returns it; nothing you write reaches another agent on " +
-				"its own. Secrets are redacted on write. Needs write access. Returns {knowledgeId, status:\"candidate\", duplicateOf?} " +
+				"its own. Secrets are redacted on write. Needs write access (and, for a guest company's part, its agreement's write_memory " +
+				"grant). Returns {knowledgeId, status:\"candidate\", duplicateOf?} " +
 				"(duplicateOf links a near-identical existing entry). title 1-200, body 1-5000 characters; expiresAt optional.",
 			InputSchema: json.RawMessage(learnSchema),
 			Annotations: write,
