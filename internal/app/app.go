@@ -171,33 +171,26 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 		OnToolCall:   a.metrics.observeTool,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 	}
-	threadsH, err := mcp.NewHandler(a.threadsEndpoint(), opts)
-	if err != nil {
-		return nil, fmt.Errorf("app: threads endpoint: %w", err)
+	// Served exactly as declared by Endpoints, so every served tool is behind the agreement
+	// check and in the tools/list snapshots and the isolation matrix.
+	handlers := map[string]http.Handler{}
+	for name, ep := range a.Endpoints() {
+		if handlers[name], err = mcp.NewHandler(ep, opts); err != nil {
+			return nil, fmt.Errorf("app: %s endpoint: %w", name, err)
+		}
 	}
-	roomH, err := mcp.NewHandler(a.roomEndpoint(), opts)
-	if err != nil {
-		return nil, fmt.Errorf("app: room endpoint: %w", err)
-	}
-	allRoomsH, err := mcp.NewHandler(a.allRoomsEndpoint(), opts)
-	if err != nil {
-		return nil, fmt.Errorf("app: all-rooms endpoint: %w", err)
-	}
-	deskH, err := mcp.NewHandler(a.deskEndpoint(), opts)
-	if err != nil {
-		return nil, fmt.Errorf("app: desk endpoint: %w", err)
-	}
-	a.echo = a.routes(threadsH, roomH, allRoomsH, deskH)
+	a.echo = a.routes(handlers["threads"], handlers["room"], handlers["all_rooms"], handlers["desk"])
 	return a, nil
 }
 
-// Endpoints returns the four MCP endpoints' declarations (for tools/list snapshots).
+// Endpoints returns the four MCP endpoints' declarations as they are served (for the
+// tools/list snapshots and the isolation matrix): every tool behind the agreement check.
 func (a *App) Endpoints() map[string]mcp.Endpoint[tenancy.Scope] {
 	return map[string]mcp.Endpoint[tenancy.Scope]{
-		"threads":   a.threadsEndpoint(),
-		"room":      a.roomEndpoint(),
-		"all_rooms": a.allRoomsEndpoint(),
-		"desk":      a.deskEndpoint(),
+		"threads":   admitted(a.threadsEndpoint()),
+		"room":      admitted(a.roomEndpoint()),
+		"all_rooms": admitted(a.allRoomsEndpoint()),
+		"desk":      admitted(a.deskEndpoint()),
 	}
 }
 

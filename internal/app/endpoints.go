@@ -59,23 +59,24 @@ func noCredential() error { return apperr.New(apperr.Unauthenticated, tenancy.Ms
 
 // admitted puts every tool of an endpoint behind the scope's agreement check, before its
 // handler runs: a guest whose organisation's agreement is not active is refused whatever
-// the tool, so a tool added later cannot forget it. The threads endpoint already refuses
-// such a guest when it resolves the part; the rooms spec has the per-room address accept
-// a member's call and refuse each tool with its text, which this gives; the all-rooms
-// address binds room_id inside the tool (tenancy.Resolver.Room refuses there).
-// TestIsolationMatrix checks every declared tool of every endpoint against it.
-func admitted(tools []mcp.Tool[tenancy.Scope]) []mcp.Tool[tenancy.Scope] {
-	out := slices.Clone(tools)
-	for i := range out {
-		h := out[i].Handler
-		out[i].Handler = func(ctx context.Context, sc tenancy.Scope, args json.RawMessage) (any, error) {
+// the tool, so a tool added later cannot forget it. App.Endpoints applies it to every
+// endpoint, and the served handlers are built from App.Endpoints. The threads endpoint
+// already refuses such a guest when it resolves the part; the rooms spec has the per-room
+// address accept a member's call and refuse each tool with its text, which this gives;
+// the all-rooms address binds room_id inside the tool (tenancy.Resolver.Room refuses
+// there). TestIsolationMatrix checks every declared tool of every endpoint against it.
+func admitted(ep mcp.Endpoint[tenancy.Scope]) mcp.Endpoint[tenancy.Scope] {
+	ep.Tools = slices.Clone(ep.Tools)
+	for i := range ep.Tools {
+		h := ep.Tools[i].Handler
+		ep.Tools[i].Handler = func(ctx context.Context, sc tenancy.Scope, args json.RawMessage) (any, error) {
 			if err := sc.Admitted(); err != nil {
 				return nil, err
 			}
 			return h(ctx, sc, args)
 		}
 	}
-	return out
+	return ep
 }
 
 func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
@@ -97,7 +98,7 @@ func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 		Describe: func(r *http.Request) map[string]any {
 			return map[string]any{"part": r.URL.Query().Get("part")}
 		},
-		Tools:  admitted(a.threads.Tools()),
+		Tools:  a.threads.Tools(),
 		Format: mcp.ThreadsFormat,
 	}
 }
@@ -125,7 +126,7 @@ func (a *App) roomEndpoint() mcp.Endpoint[tenancy.Scope] {
 		Describe: func(r *http.Request) map[string]any {
 			return map[string]any{"project_id": pathValue(r.Context(), projectIDKey)}
 		},
-		Tools:  admitted(a.rooms.RoomTools()),
+		Tools:  a.rooms.RoomTools(),
 		Format: mcp.RoomsFormat,
 	}
 }
@@ -142,7 +143,7 @@ func (a *App) allRoomsEndpoint() mcp.Endpoint[tenancy.Scope] {
 			return a.resolver.Agent(ctx, key)
 		},
 		Challenge: a.challenge(roomsScope),
-		Tools:     admitted(a.rooms.AllRoomsTools()),
+		Tools:     a.rooms.AllRoomsTools(),
 		Format:    mcp.RoomsFormat,
 	}
 }
