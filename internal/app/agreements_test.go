@@ -12,8 +12,16 @@ import (
 	"github.com/relayroom/relayroom/internal/tenancy"
 )
 
-// callTool sends one tools/call over raw HTTP and returns the status and the body.
-func callTool(t testing.TB, url, key, name string, args map[string]any) (int, string) {
+// answer is one tools/call answer over raw HTTP.
+type answer struct {
+	status int
+	body   string
+	text   string // the tool result's text block, when there is a result
+	isErr  bool
+}
+
+// callTool sends one tools/call over raw HTTP.
+func callTool(t testing.TB, url, key, name string, args map[string]any) answer {
 	t.Helper()
 	if args == nil {
 		args = map[string]any{}
@@ -23,24 +31,42 @@ func callTool(t testing.TB, url, key, name string, args map[string]any) (int, st
 		t.Fatal(err)
 	}
 	status, _, body := post(t, url, key, string(req))
-	return status, body
-}
-
-// served calls a tool and returns the text block of its answer; it fails the test unless
-// the call was served.
-func served(t testing.TB, url, key, name string, args map[string]any) string {
-	t.Helper()
-	status, body := callTool(t, url, key, name, args)
+	a := answer{status: status, body: body}
 	var rpc struct {
 		Result struct {
 			Content []struct{ Text string } `json:"content"`
 			IsError bool                    `json:"isError"`
 		} `json:"result"`
 	}
-	if status != http.StatusOK || json.Unmarshal([]byte(body), &rpc) != nil || rpc.Result.IsError || len(rpc.Result.Content) != 1 {
-		t.Fatalf("want a served call, got %d %s", status, body)
+	if status == http.StatusOK && json.Unmarshal([]byte(body), &rpc) == nil && len(rpc.Result.Content) == 1 {
+		a.text, a.isErr = rpc.Result.Content[0].Text, rpc.Result.IsError
 	}
-	return rpc.Result.Content[0].Text
+	return a
+}
+
+// served calls a tool and returns the text block of its answer; it fails the test unless
+// the call was served.
+func served(t testing.TB, url, key, name string, args map[string]any) string {
+	t.Helper()
+	a := callTool(t, url, key, name, args)
+	if a.status != http.StatusOK || a.isErr || a.text == "" {
+		t.Fatalf("%s: want a served call, got %d %s", name, a.status, a.body)
+	}
+	return a.text
+}
+
+// toolError is the {"error":{"code","message"}} of a threads tool error; it fails the
+// test on any other answer.
+func toolError(t testing.TB, url, key, name string, args map[string]any) (code, message string) {
+	t.Helper()
+	a := callTool(t, url, key, name, args)
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if a.status != http.StatusOK || !a.isErr || json.Unmarshal([]byte(a.text), &e) != nil {
+		t.Fatalf("%s: want a tool error, got %d %s", name, a.status, a.body)
+	}
+	return e.Error.Code, e.Error.Message
 }
 
 // TestRevokedGuestIsRefusedOnTheThreadsEndpointFromItsNextCall revokes a guest's
@@ -79,40 +105,17 @@ func TestRevokedGuestIsRefusedOnTheThreadsEndpointFromItsNextCall(t *testing.T) 
 	}
 	for tool, args := range calls {
 		t.Run(tool, func(t *testing.T) {
-			status, body := callTool(t, qa, qaKey, tool, args)
-			if status != http.StatusForbidden || !strings.Contains(body, `"code":-32001`) || !strings.Contains(body, tenancy.MsgNoAgreement) {
-				t.Fatalf("revoked guest's %s: %d %s", tool, status, body)
+			a := callTool(t, qa, qaKey, tool, args)
+			if a.status != http.StatusForbidden || !strings.Contains(a.body, `"code":-32001`) || !strings.Contains(a.body, tenancy.MsgNoAgreement) {
+				t.Fatalf("revoked guest's %s: %d %s", tool, a.status, a.body)
 			}
 			for _, leak := range []string{subject, sent.ThreadID, sent.MessageID, "architect", "40k", "Escalations", "Acme"} {
-				if strings.Contains(body, leak) {
-					t.Fatalf("the refusal of %s reveals %q: %s", tool, leak, body)
+				if strings.Contains(a.body, leak) {
+					t.Fatalf("the refusal of %s reveals %q: %s", tool, leak, a.body)
 				}
 			}
 		})
 	}
-}
-
-// toolError is the {"error":{"code","message"}} of a threads tool error; it fails the
-// test on any other answer.
-func toolError(t testing.TB, url, key, name string, args map[string]any) (code, message string) {
-	t.Helper()
-	status, body := callTool(t, url, key, name, args)
-	var rpc struct {
-		Result struct {
-			Content []struct{ Text string } `json:"content"`
-			IsError bool                    `json:"isError"`
-		} `json:"result"`
-	}
-	if status != http.StatusOK || json.Unmarshal([]byte(body), &rpc) != nil || !rpc.Result.IsError || len(rpc.Result.Content) != 1 {
-		t.Fatalf("%s: want a tool error, got %d %s", name, status, body)
-	}
-	var e struct {
-		Error struct{ Code, Message string } `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(rpc.Result.Content[0].Text), &e); err != nil {
-		t.Fatalf("%s: error text %q: %v", name, rpc.Result.Content[0].Text, err)
-	}
-	return e.Error.Code, e.Error.Message
 }
 
 // TestThreadsKnowledgeFollowsTheGuestsGrants: on the threads endpoint messaging needs only

@@ -282,14 +282,7 @@ func idArguments(sc *schema) []string {
 	return out
 }
 
-// answer is one tools/call answer, classified.
-type answer struct {
-	status int
-	body   string
-	text   string // the tool result's text block
-	isErr  bool
-}
-
+// refused: the agreement refusal, at authentication (HTTP 403) or as a tool error.
 func (a answer) refused() bool {
 	if a.status == http.StatusForbidden {
 		var rpc struct {
@@ -313,22 +306,6 @@ func (a answer) grantRefused() bool {
 
 func (a answer) internal() bool {
 	return a.status >= 500 || strings.Contains(a.body, "-32603") || strings.Contains(a.body, "internal error")
-}
-
-func (w *world) call(t *testing.T, url, key, tool string, args map[string]any) answer {
-	t.Helper()
-	status, body := callTool(t, url, key, tool, args)
-	a := answer{status: status, body: body}
-	var rpc struct {
-		Result struct {
-			Content []struct{ Text string } `json:"content"`
-			IsError bool                    `json:"isError"`
-		} `json:"result"`
-	}
-	if status == http.StatusOK && json.Unmarshal([]byte(body), &rpc) == nil && len(rpc.Result.Content) == 1 {
-		a.text, a.isErr = rpc.Result.Content[0].Text, rpc.Result.IsError
-	}
-	return a
 }
 
 // TestIsolationMatrix calls every tool of every endpoint, as declared by the endpoints
@@ -398,7 +375,7 @@ func TestIsolationMatrix(t *testing.T) {
 							}
 						}
 					}
-					got := w.call(t, url, key, tool.Name, base)
+					got := callTool(t, url, key, tool.Name, base)
 					check("call", got)
 					switch {
 					case !st.admitted && bound:
@@ -425,7 +402,7 @@ func TestIsolationMatrix(t *testing.T) {
 							} else {
 								args[arg] = id
 							}
-							a := w.call(t, url, key, tool.Name, args)
+							a := callTool(t, url, key, tool.Name, args)
 							check(arg+"="+id, a)
 							a.body = strings.ReplaceAll(a.body, id, "<id>")
 							return a
@@ -451,7 +428,7 @@ func TestIsolationMatrix(t *testing.T) {
 			url, key := w.endpointURL(t, "threads", st), s.key(st.agent)
 			for _, d := range []struct{ typ, field string }{{"composing", "threadId"}, {"error", "contradicts"}} {
 				with := func(id string) answer {
-					a := w.call(t, url, key, "event", map[string]any{"type": d.typ, "detail": map[string]any{d.field: id}})
+					a := callTool(t, url, key, "event", map[string]any{"type": d.typ, "detail": map[string]any{d.field: id}})
 					if a.internal() {
 						t.Fatalf("internal error: %s", a.body)
 					}

@@ -40,9 +40,15 @@ projects:
 
 func setup(t *testing.T) (*pg.DB, *tenancy.Resolver, admin.Result) {
 	t.Helper()
+	return setupFile(t, twoProjects)
+}
+
+// setupFile seeds a fresh database from an admin file.
+func setupFile(t *testing.T, file string) (*pg.DB, *tenancy.Resolver, admin.Result) {
+	t.Helper()
 	d, _ := pgtest.Open(t)
 	svc := &admin.Service{DB: d, Q: db.New(), PublicURL: "http://x.test"}
-	f, err := admin.ParseFile(strings.NewReader(twoProjects))
+	f, err := admin.ParseFile(strings.NewReader(file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,18 +225,9 @@ projects:
 func TestGuestsWithoutAnActiveAgreementAreNotAdmitted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, _ := pgtest.Open(t)
-	f, err := admin.ParseFile(strings.NewReader(guests))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://x.test"}).Apply(ctx, f, admin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// umbrella's agreement is pending, wayne's revoked; "no agreement" deletes umbrella's
 	// row afterwards (a guest member without any agreement).
-	r := &tenancy.Resolver{DB: d, Q: db.New()}
+	d, r, res := setupFile(t, guests)
 	code, one := res.Projects["one"].ConnectCode, res.Projects["one"].ID
 	refused := func(t *testing.T, err error) {
 		t.Helper()
