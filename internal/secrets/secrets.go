@@ -41,6 +41,9 @@ type Detector struct {
 	leaks     *detect.Detector
 	leakRules map[string]config.Rule
 	own       []ownRule
+	// prefixes are every rule's keywords, lower case: the fragments that may start a
+	// token, so a line break after one is joined even though it looks like a word.
+	prefixes []string
 }
 
 // NewDetector loads gitleaks' default configuration and compiles this package's own rules.
@@ -72,7 +75,14 @@ func NewDetector() (*Detector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Detector{leaks: leaks, leakRules: cfg.Rules, own: own}, nil
+	var prefixes []string
+	for _, id := range cfg.OrderedRules {
+		prefixes = append(prefixes, cfg.Rules[id].Keywords...)
+	}
+	for _, r := range own {
+		prefixes = append(prefixes, r.keywords...)
+	}
+	return &Detector{leaks: leaks, leakRules: cfg.Rules, own: own, prefixes: prefixes}, nil
 }
 
 // loadGitleaksConfig parses the rule file embedded in gitleaks. It uses a private viper
@@ -102,10 +112,52 @@ func (d *Detector) Scan(text string) []Finding {
 	if text == "" {
 		return nil
 	}
-	var raw []candidate
-	raw = d.scanGitleaks(text, raw)
-	raw = d.scanOwn(text, raw)
+	v := normalise(text)
+	raw := d.scanView(v, nil)
+	if j := join(v, text, d.prefixes); j != nil {
+		raw = d.scanJoined(j, raw)
+	}
 	return merge(raw)
+}
+
+// scanText runs every rule over text; offsets are text's.
+func (d *Detector) scanText(text string, out []candidate) []candidate {
+	out = d.scanGitleaks(text, out)
+	out = d.scanOwn(text, out)
+	return scanKeyBodies(text, out)
+}
+
+// scanView scans a view and reports offsets in the original text.
+func (d *Detector) scanView(v *view, out []candidate) []candidate {
+	n := len(out)
+	out = d.scanText(v.text, out)
+	for i := n; i < len(out); i++ {
+		out[i].Start, out[i].End = v.toOriginal(out[i].Start, out[i].End)
+	}
+	return out
+}
+
+// scanJoined adds what only the joined view shows: a token someone split over lines.
+// Of its findings only those count that cross a removed break (the rest the normalised
+// view already judged) and are of a kind the token itself identifies (own credentials,
+// providers, JWTs, keys, URL passwords, gitleaks' rules): the assignment rules would read
+// one line's name with the next line's first word as its value. A finding is first cut
+// back to its last join when what follows that join is not token material (trimJoined).
+// Findings may overlap the normalised view's: a key wrapped after a head long enough to
+// be flagged on its own is redacted whole, not just its first line.
+func (d *Detector) scanJoined(j *view, out []candidate) []candidate {
+	for _, c := range d.scanText(j.text, nil) {
+		if c.priority < minJoinedPriority {
+			continue
+		}
+		c.End = j.trimJoined(c.Start, c.End)
+		if !j.spansJoin(c.Start, c.End) {
+			continue
+		}
+		c.Start, c.End = j.toOriginal(c.Start, c.End)
+		out = append(out, c)
+	}
+	return out
 }
 
 // candidate is a detection before overlaps are merged.
