@@ -108,3 +108,57 @@ func BenchmarkNewDetector(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScan2KBNormalised is BenchmarkScan2KB's text with a non-breaking space for
+// every tenth space and a zero-width space every 50 bytes: the normalised view is built
+// (NFKC, offset map) and scanned instead of the text itself.
+func BenchmarkScan2KBNormalised(b *testing.B) {
+	d := newTestDetector(b)
+	var sb strings.Builder
+	spaces := 0
+	for i, c := range []byte(prose2KB(b)) {
+		switch {
+		case c == ' ':
+			if spaces++; spaces%10 == 0 {
+				sb.WriteString("\u00a0")
+				continue
+			}
+		case i%50 == 49 && c >= 'a' && c <= 'z':
+			sb.WriteString("\u200b")
+		}
+		sb.WriteByte(c)
+	}
+	text := sb.String()
+	if got := d.Scan(text); len(got) != 0 {
+		b.Fatalf("benchmark text has findings: %v", got)
+	}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Scan(text)
+	}
+}
+
+// BenchmarkScan2KBJoined is the worst case for the joined view: 2 KiB of random
+// identifiers wrapped at 64 columns, so every line break is joined and the text is
+// scanned twice.
+func BenchmarkScan2KBJoined(b *testing.B) {
+	d := newTestDetector(b)
+	rng := rand.New(rand.NewPCG(3, 3))
+	var lines []string
+	for n := 0; n < 2048; n += 65 {
+		lines = append(lines, expand(b, "{{hex:64}}", rng))
+	}
+	text := strings.Join(lines, "\n")[:2048]
+	if v := normalise(text); join(v, text, d.prefixes) == nil {
+		b.Fatal("nothing is joined")
+	}
+	if got := d.Scan(text); len(got) != 0 {
+		b.Fatalf("benchmark text has findings: %v", got)
+	}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Scan(text)
+	}
+}

@@ -44,9 +44,17 @@ func scanKeyBodies(text string, out []candidate) []candidate {
 			i++
 			continue
 		}
+		run := i
+		for run < len(text) && isB64Byte(text[run]) {
+			run++
+		}
+		if run-i < minKeyBodyChars {
+			i = run // a word, not a block: nothing to decode
+			continue
+		}
 		chunks := b64Block(text, i)
 		last := chunks[len(chunks)-1]
-		if chunks[0].end-chunks[0].start >= minKeyBodyChars && keyBody(text, chunks) {
+		if keyBody(text, chunks) {
 			out = append(out, candidate{Finding{Kind: KindPrivateKey, Start: chunks[0].start, End: last.end}, priorityOf(KindPrivateKey)})
 		}
 		i = max(last.end, i+1)

@@ -160,7 +160,8 @@ func isTokenByte(c byte) bool {
 // starts the next line would hide where the token ends. A token split on purpose has no
 // ordinary word after the break (random material is not one), and its first fragment, if
 // word-like, is the start of one of the rules' own prefixes ("ghp", "xoxb", "AKIA"),
-// which prefixes lists.
+// which prefixes lists. A full stop ends a sentence, so "days." counts as the word
+// "days" (while "…J9." of a JWT split at its dot stays token material).
 func join(v *view, original string, prefixes []string) *view {
 	t := v.text
 	var out []byte
@@ -184,7 +185,7 @@ func join(v *view, original string, prefixes []string) *view {
 			j++
 		}
 		if j == len(t) || !isTokenByte(t[j]) || !(lineBreak || allOdd) ||
-			ordinaryWord(t[fragmentStart(t, i):i], prefixes) || wordLike(t[j:fragmentEnd(t, j)]) {
+			ordinaryWord(strings.TrimRight(t[fragmentStart(t, i):i], "."), prefixes) || wordLike(t[j:fragmentEnd(t, j)]) {
 			i = j - 1
 			continue
 		}
@@ -332,4 +333,22 @@ func (v *view) spansJoin(start, end int) bool {
 		}
 	}
 	return false
+}
+
+// joinedLines returns the [start,end) of each line of the joined view that holds a
+// join, in order, without its line break.
+func (v *view) joinedLines() [][2]int {
+	var out [][2]int
+	for _, j := range v.joins {
+		if len(out) > 0 && j <= out[len(out)-1][1] {
+			continue // same line as the previous join
+		}
+		start := strings.LastIndexByte(v.text[:j], '\n') + 1
+		end := len(v.text)
+		if k := strings.IndexByte(v.text[j:], '\n'); k >= 0 {
+			end = j + k
+		}
+		out = append(out, [2]int{start, end})
+	}
+	return out
 }

@@ -145,8 +145,20 @@ func (d *Detector) scanView(v *view, out []candidate) []candidate {
 // back to its last join when what follows that join is not token material (trimJoined).
 // Findings may overlap the normalised view's: a key wrapped after a head long enough to
 // be flagged on its own is redacted whole, not just its first line.
+//
+// Only the lines of the joined view that hold a join are scanned: elsewhere it is the
+// normalised view again, already scanned, so ordinary prose costs one scan, not two.
 func (d *Detector) scanJoined(j *view, out []candidate) []candidate {
-	for _, c := range d.scanText(j.text, nil) {
+	var found []candidate
+	for _, ln := range j.joinedLines() {
+		n := len(found)
+		found = d.scanText(j.text[ln[0]:ln[1]], found)
+		for i := n; i < len(found); i++ {
+			found[i].Start += ln[0]
+			found[i].End += ln[0]
+		}
+	}
+	for _, c := range found {
 		if c.priority < minJoinedPriority {
 			continue
 		}
