@@ -282,26 +282,14 @@ func randomLooking(f string) bool {
 	if len(f) < 8 {
 		return false
 	}
-	var up, lo, dig, other bool
-	for i := 0; i < len(f); i++ {
-		switch c := f[i]; {
-		case c >= 'A' && c <= 'Z':
-			up = true
-		case c >= 'a' && c <= 'z':
-			lo = true
-		case c >= '0' && c <= '9':
-			dig = true
-		default:
-			other = true
-		}
-	}
+	cc := classesOf(f)
 	classes := 0
-	for _, b := range []bool{up, lo, dig} {
+	for _, b := range []bool{cc.upper, cc.lower, cc.digit} {
 		if b {
 			classes++
 		}
 	}
-	return classes >= 2 && (dig || other || !camelCase(f))
+	return classes >= 2 && (cc.digit || cc.other || !camelCase(f))
 }
 
 // camelCase reports whether f is words of lower-case letters, each after the first

@@ -1,9 +1,12 @@
 // Package secrets finds credentials in free text and redacts them.
 //
 // It is the one place the product decides what "looks like a live credential": the
-// rooms write_memory tool refuses content that Scan flags, and knowledge writes (lessons
-// on close) run Redact, which applies the project's own redaction rules first and then
-// masks every detected secret with a [REDACTED:<kind>] marker.
+// rooms write_memory tool refuses content, tags and categories that Scan flags,
+// knowledge writes (learn, lessons on close) run Redact, which applies the project's own
+// redaction rules first and then masks every detected secret with a [REDACTED:<kind>]
+// marker, and room chat, tasks and thread messages store what Mask returns. Scan looks
+// at the text as a reader sees it (NFKC, invisible characters dropped, split tokens
+// rejoined; normalize.go) and reports offsets in the text as given.
 //
 // Detection combines gitleaks' default rule set (loaded once, as a library, minus its
 // generic-api-key and private-key rules) with rules of our own for what gitleaks misses:

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // Sample is one secret: Text contains it, Text[Start:End] is exactly what must be
@@ -114,23 +115,26 @@ func Samples(tb testing.TB) []Sample {
 // Prose returns prose.txt's lines: ordinary notes, literal text.
 func Prose(tb testing.TB) []Benign {
 	tb.Helper()
-	var out []Benign
-	for i, l := range readLines(tb, "prose.txt") {
-		if l != "" && !strings.HasPrefix(l, "#") {
-			out = append(out, Benign{File: "prose.txt", Line: i + 1, Text: l})
-		}
-	}
-	return out
+	return benignLines(tb, "prose.txt", false)
 }
 
 // LookAlikes expands benign.txt: templates of text shaped like secrets that are not.
 func LookAlikes(tb testing.TB) []Benign {
 	tb.Helper()
+	return benignLines(tb, "benign.txt", true)
+}
+
+func benignLines(tb testing.TB, name string, templates bool) []Benign {
+	tb.Helper()
 	var out []Benign
-	for i, l := range readLines(tb, "benign.txt") {
-		if l != "" && !strings.HasPrefix(l, "#") {
-			out = append(out, Benign{File: "benign.txt", Line: i + 1, Text: Expand(tb, l, rand.New(rand.NewPCG(uint64(i+1), 7)))})
+	for i, l := range readLines(tb, name) {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
 		}
+		if templates {
+			l = Expand(tb, l, rand.New(rand.NewPCG(uint64(i+1), 7)))
+		}
+		out = append(out, Benign{File: name, Line: i + 1, Text: l})
 	}
 	return out
 }
@@ -347,4 +351,25 @@ func fullwidth(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// CheckBenign stores every benign text of at most maxRunes characters (0: no bound; a
+// longer one cannot be held by the field) through a channel and reports each one that is
+// refused or not stored exactly as want(text): zero false positives per channel.
+func CheckBenign(t testing.TB, benign []Benign, maxRunes int, store func(text string) (stored string, refused bool, why string), want func(string) string) {
+	t.Helper()
+	falsePositives := 0
+	for _, b := range benign {
+		if maxRunes > 0 && utf8.RuneCountInString(b.Text) > maxRunes {
+			continue
+		}
+		stored, refused, why := store(b.Text)
+		if refused || stored != want(b.Text) {
+			falsePositives++
+			t.Errorf("%s: benign text changed: refused=%v %s\n stored %q\n   sent %q", b, refused, why, stored, b.Text)
+		}
+	}
+	if falsePositives != 0 {
+		t.Errorf("%d false positives on %d benign texts", falsePositives, len(benign))
+	}
 }
