@@ -147,7 +147,7 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	a.knowledge = know
-	a.threads = &threads.Service{DB: database, Q: q, Now: time.Now, Knowledge: know}
+	a.threads = &threads.Service{DB: database, Q: q, Now: time.Now, Knowledge: know, Secrets: know.Detector}
 	roomsSvc, err := newRooms(cfg, log, database, q, a.resolver, a.publicURL)
 	if err != nil {
 		return nil, err

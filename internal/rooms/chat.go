@@ -2,6 +2,7 @@ package rooms
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,8 +34,12 @@ func (s *Service) PostMessage(ctx context.Context, sc tenancy.Scope, content str
 	if strings.TrimSpace(content) == "" {
 		return PostResult{}, invalid("content must not be blank")
 	}
+	content, err := s.mask(content, maxMessageRunes)
+	if err != nil {
+		return PostResult{}, err
+	}
 	id, at := newID(), s.now()
-	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		// The insert returns nothing anyone reads: it travels with the members' lookup.
 		return tx.Pipeline(func() error { return s.postMessage(ctx, tx, sc, id, content, at) })
 	})
@@ -42,6 +47,23 @@ func (s *Service) PostMessage(ctx context.Context, sc tenancy.Scope, content str
 		return PostResult{}, pg.Classify("post message", err)
 	}
 	return PostResult{Success: true, MessageID: id.String(), PostedAt: ts(at), VisibleTo: VisibleToAll}, nil
+}
+
+// Column bounds (sql/migrations/000005_rooms.up.sql) a masked text must still fit:
+// a marker can be longer than the secret it replaces.
+const (
+	maxMessageRunes = 20000 // room_message.content
+	maxGoalRunes    = 5000  // room_task.goal
+)
+
+// mask replaces secrets in a text that room chat or a task stores and shows. These
+// channels have no content check in the rooms contract, so nothing is refused: the
+// secret is masked and the call answers as it always does (docs/secrets.md).
+func (s *Service) mask(text string, maxRunes int) (string, error) {
+	if s.Secrets == nil {
+		return "", errors.New("rooms: no secret detector configured")
+	}
+	return s.Secrets.Mask(text, maxRunes), nil
 }
 
 // postMessage stores the message and wakes the room's always-on agents.

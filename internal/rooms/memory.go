@@ -68,8 +68,12 @@ func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMem
 	if s.Secrets == nil {
 		return WriteMemoryResult{}, errors.New("rooms: no secret detector configured")
 	}
-	if len(s.Secrets.Scan(in.Content)) > 0 {
-		return WriteMemoryResult{}, apperr.New(apperr.Invalid, MsgSecret)
+	// Tags and the category are stored and shown in the card too: a secret in any of
+	// them refuses the write, with the contract's one message.
+	for _, text := range append([]string{in.Content, in.Category}, in.Tags...) {
+		if len(s.Secrets.Scan(text)) > 0 {
+			return WriteMemoryResult{}, apperr.New(apperr.Invalid, MsgSecret)
+		}
 	}
 	tags := normTags(in.Tags)
 	var category *string

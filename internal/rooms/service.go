@@ -57,7 +57,8 @@ type Service struct {
 	// EmbedTimeout bounds the embedding a write or a read waits for (default 1.5 s); a
 	// write whose embedding does not arrive in time is stored and embedded later.
 	EmbedTimeout time.Duration
-	// Secrets refuses memory writes that contain credentials. Required.
+	// Secrets refuses memory writes that contain credentials and masks them in room chat
+	// and tasks (docs/secrets.md, per field). Required.
 	Secrets *secrets.Detector
 	// Wakes is told about new tasks and messages; nil disables wakes.
 	Wakes WakeQueue

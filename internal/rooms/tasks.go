@@ -88,6 +88,18 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 	if goal == "" {
 		return SendTaskResult{}, invalid("goal must not be blank")
 	}
+	// The goal, criteria and method are stored, shown in the inbox and (the goal) in the
+	// room's card and the answer: each is masked, never refused.
+	goal, err := s.mask(goal, maxGoalRunes)
+	if err != nil {
+		return SendTaskResult{}, err
+	}
+	if in.AcceptanceCriteria, err = s.mask(in.AcceptanceCriteria, 0); err != nil {
+		return SendTaskResult{}, err
+	}
+	if in.VerificationMethod, err = s.mask(in.VerificationMethod, 0); err != nil {
+		return SendTaskResult{}, err
+	}
 	deadline, err := parseDeadline(in.Deadline)
 	if err != nil {
 		return SendTaskResult{}, err
@@ -326,6 +338,9 @@ func (s *Service) RespondToTask(ctx context.Context, sc tenancy.Scope, in Respon
 	if strings.TrimSpace(in.Result) == "" {
 		return RespondResult{}, invalid("result must not be blank")
 	}
+	if in.Result, err = s.mask(in.Result, 0); err != nil {
+		return RespondResult{}, err
+	}
 	at := s.now()
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		t, err := s.Q.TaskForUpdate(ctx, tx, db.TaskForUpdateParams{ProjectID: sc.ProjectID, ID: id})
@@ -386,6 +401,9 @@ func (s *Service) ReviewTask(ctx context.Context, sc tenancy.Scope, taskID, verd
 	id, err := uuid.Parse(taskID)
 	if err != nil {
 		return ReviewResult{}, taskNotFound(taskID)
+	}
+	if comment, err = s.mask(comment, 0); err != nil {
+		return ReviewResult{}, err
 	}
 	at := s.now()
 	var status string

@@ -20,17 +20,23 @@ func prose2KB(b *testing.B) string {
 	return text[:2048]
 }
 
-func BenchmarkScan2KB(b *testing.B) {
-	d := newTestDetector(b)
-	text := prose2KB(b)
-	if got := d.Scan(text); len(got) != 0 {
-		b.Fatalf("benchmark text has findings: %v", got)
+// benchScan checks that text has the expected number of findings, then measures Scan.
+func benchScan(b *testing.B, d *Detector, text string, findings int) {
+	b.Helper()
+	if got := d.Scan(text); len(got) != findings {
+		b.Fatalf("benchmark text: want %d findings, got %v", findings, got)
 	}
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {
 		d.Scan(text)
 	}
+}
+
+func BenchmarkScan2KB(b *testing.B) {
+	d := newTestDetector(b)
+	text := prose2KB(b)
+	benchScan(b, d, text, 0)
 }
 
 // BenchmarkScan2KBPlain scans 2 KiB of ordinary design notes that never mention
@@ -42,14 +48,7 @@ func BenchmarkScan2KBPlain(b *testing.B) {
 		b.Fatal(err)
 	}
 	text := string(raw[:2048])
-	if got := d.Scan(text); len(got) != 0 {
-		b.Fatalf("benchmark text has findings: %v", got)
-	}
-	b.SetBytes(int64(len(text)))
-	b.ReportAllocs()
-	for b.Loop() {
-		d.Scan(text)
-	}
+	benchScan(b, d, text, 0)
 }
 
 // BenchmarkScan2KBWithSecrets is the same text with two secrets in it, the path a refused
@@ -61,14 +60,7 @@ func BenchmarkScan2KBWithSecrets(b *testing.B) {
 	text = text[:700] + "\nGITHUB_TOKEN=" + expand(b, "ghp_{{b62:36}}", rng) + "\n" + text[700:1400] +
 		"\nAuthorization: Bearer " + expand(b, "{{jwt}}", rng) + "\n" + text[1400:]
 	text = text[:2048]
-	if got := d.Scan(text); len(got) != 2 {
-		b.Fatalf("want 2 findings, got %v", got)
-	}
-	b.SetBytes(int64(len(text)))
-	b.ReportAllocs()
-	for b.Loop() {
-		d.Scan(text)
-	}
+	benchScan(b, d, text, 2)
 }
 
 func BenchmarkRedact2KB(b *testing.B) {
@@ -107,4 +99,44 @@ func BenchmarkNewDetector(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkScan2KBNormalised is BenchmarkScan2KB's text with a non-breaking space for
+// every tenth space and a zero-width space every 50 bytes: the normalised view is built
+// (NFKC, offset map) and scanned instead of the text itself.
+func BenchmarkScan2KBNormalised(b *testing.B) {
+	d := newTestDetector(b)
+	var sb strings.Builder
+	spaces := 0
+	for i, c := range []byte(prose2KB(b)) {
+		switch {
+		case c == ' ':
+			if spaces++; spaces%10 == 0 {
+				sb.WriteString("\u00a0")
+				continue
+			}
+		case i%50 == 49 && c >= 'a' && c <= 'z':
+			sb.WriteString("\u200b")
+		}
+		sb.WriteByte(c)
+	}
+	text := sb.String()
+	benchScan(b, d, text, 0)
+}
+
+// BenchmarkScan2KBJoined is the worst case for the joined view: 2 KiB of random
+// identifiers wrapped at 64 columns, so every line break is joined and the text is
+// scanned twice.
+func BenchmarkScan2KBJoined(b *testing.B) {
+	d := newTestDetector(b)
+	rng := rand.New(rand.NewPCG(3, 3))
+	var lines []string
+	for n := 0; n < 2048; n += 65 {
+		lines = append(lines, expand(b, "{{hex:64}}", rng))
+	}
+	text := strings.Join(lines, "\n")[:2048]
+	if v := normalise(text); join(v, text, d.prefixes) == nil {
+		b.Fatal("nothing is joined")
+	}
+	benchScan(b, d, text, 0)
 }

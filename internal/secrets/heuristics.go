@@ -457,19 +457,28 @@ func looksLikePlaceholderToken(body string) bool {
 // mixedClasses reports whether s has upper case, lower case and digits, as any random
 // base62/base64 string of this length does.
 func mixedClasses(s string) bool {
-	var up, lo, dig bool
+	c := classesOf(s)
+	return c.upper && c.lower && c.digit
+}
+
+// charClasses says which kinds of ASCII characters a string holds.
+type charClasses struct{ upper, lower, digit, other bool }
+
+func classesOf(s string) charClasses {
+	var cc charClasses
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
+		switch c := s[i]; {
 		case c >= 'A' && c <= 'Z':
-			up = true
+			cc.upper = true
 		case c >= 'a' && c <= 'z':
-			lo = true
+			cc.lower = true
 		case c >= '0' && c <= '9':
-			dig = true
+			cc.digit = true
+		default:
+			cc.other = true
 		}
 	}
-	return up && lo && dig
+	return cc
 }
 
 func oneRune(s string) bool {

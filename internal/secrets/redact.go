@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Rule is one project redaction rule as stored in project settings:
@@ -152,4 +153,46 @@ func IsEmptyAfterRedaction(s string) bool {
 		s = rest[j+1:]
 	}
 	return true
+}
+
+// Mask replaces every detected secret in text with its marker, for the channels that
+// store and show what they are given (room chat, tasks, thread messages): no project
+// rules, no error. A marker may be longer than the secret it hides, so with maxRunes > 0
+// the result is cut to at most that many characters, the bound the channel's column
+// holds; the cut never falls inside a marker (it goes before it), so it never shows a
+// secret's first characters. Text with no secret comes back unchanged.
+func (d *Detector) Mask(text string, maxRunes int) string {
+	found := d.Scan(text)
+	if len(found) == 0 {
+		return text
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	var markers [][2]int
+	last := 0
+	for _, f := range found {
+		b.WriteString(text[last:f.Start])
+		start := b.Len()
+		b.WriteString(Marker(f.Kind))
+		markers = append(markers, [2]int{start, b.Len()})
+		last = f.End
+	}
+	b.WriteString(text[last:])
+	out := b.String()
+	if maxRunes <= 0 || utf8.RuneCountInString(out) <= maxRunes {
+		return out
+	}
+	cut, n := 0, 0
+	for cut < len(out) && n < maxRunes {
+		_, w := utf8.DecodeRuneInString(out[cut:])
+		cut += w
+		n++
+	}
+	for _, m := range markers {
+		if m[0] < cut && cut < m[1] {
+			cut = m[0]
+			break
+		}
+	}
+	return out[:cut]
 }

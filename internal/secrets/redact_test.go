@@ -138,28 +138,28 @@ func TestRedactLeavesCleanTextAlone(t *testing.T) {
 func TestRedactEverySample(t *testing.T) {
 	d := newTestDetector(t)
 	for _, s := range loadSamples(t) {
-		secret := s.text[s.start:s.end]
-		got, found, err := d.Redact(s.text, nil)
+		secret := s.Text[s.Start:s.End]
+		got, found, err := d.Redact(s.Text, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := s.text[:s.start] + Marker(s.kind) + s.text[s.end:]
+		want := s.Text[:s.Start] + Marker(s.Kind) + s.Text[s.End:]
 		if got != want {
-			t.Errorf("positives.txt:%d:\n got %q\nwant %q", s.line, got, want)
+			t.Errorf("positives.txt:%d:\n got %q\nwant %q", s.Line, got, want)
 		}
 		if strings.Contains(got, secret) {
-			t.Errorf("positives.txt:%d: secret survives redaction", s.line)
+			t.Errorf("positives.txt:%d: secret survives redaction", s.Line)
 		}
-		if len(found) != 1 || got[found[0].Start:found[0].End] != Marker(s.kind) {
-			t.Errorf("positives.txt:%d: findings %v do not point at the marker", s.line, found)
+		if len(found) != 1 || got[found[0].Start:found[0].End] != Marker(s.Kind) {
+			t.Errorf("positives.txt:%d: findings %v do not point at the marker", s.Line, found)
 		}
 		// Markers must not look like secrets themselves: redacting twice changes nothing.
 		again, more, err := d.Redact(got, nil)
 		if err != nil || again != got {
-			t.Errorf("positives.txt:%d: second redaction changed %q into %q", s.line, got, again)
+			t.Errorf("positives.txt:%d: second redaction changed %q into %q", s.Line, got, again)
 		}
 		if len(more) != 0 {
-			t.Errorf("positives.txt:%d: marker detected as a secret: %v", s.line, more)
+			t.Errorf("positives.txt:%d: marker detected as a secret: %v", s.Line, more)
 		}
 	}
 }

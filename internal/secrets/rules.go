@@ -80,6 +80,11 @@ func priorityOf(kind string) int {
 	return 50
 }
 
+// minJoinedPriority is the lowest priority a finding of the joined view may have: every
+// kind but the assignment rules (env_secret, config_secret), which rely on a line's
+// layout that joining destroys.
+const minJoinedPriority = 50
+
 // droppedGitleaksRules are removed from gitleaks' set before the detector is built.
 //
 // generic-api-key flags any "key/token/secret/password: <10+ chars>" whose value has
@@ -172,16 +177,17 @@ const (
 	// NAME=value at the start of a line or after a separator (shell "export", "docker -e",
 	// a query string, a quoted compose entry). The name is vetted in code (it must end in
 	// KEY, SECRET, TOKEN, PASSWORD, …) and so is the value (not empty, not a placeholder).
-	// Shells allow no space around '='; .env and properties files do, so up to two.
+	// Shells allow no space around '='; .env and properties files and aligned code do,
+	// any number of blanks (a limit would be a bypass: "API_TOKEN   =   value").
 	// Full pattern: (?m)(?:^|envSep)envBody.
 	envSep  = `[\s;&|(?"'\x60,{]`
-	envBody = `([A-Za-z_][A-Za-z0-9_.-]*)[ \t]{0,2}=[ \t]{0,2}("[^"\r\n]*"|'[^'\r\n]*'|[^\s"'\x60]+)`
+	envBody = `([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*("[^"\r\n]*"|'[^'\r\n]*'|[^\s"'\x60]+)`
 
 	// name: value, as in YAML, JSON ("name": "value") and header-like lines. The name is
 	// vetted like an env name; the value must look generated (acceptConfig).
 	// Full pattern: (?m)(?:^|configSep)configBody.
 	configSep  = `[\s{,(\[]`
-	configBody = `["']?([A-Za-z_][A-Za-z0-9_.-]*)["']?[ \t]{0,2}:[ \t]{0,2}("[^"\r\n]*"|'[^'\r\n]*'|[^\s"'\x60,}\]]+)`
+	configBody = `["']?([A-Za-z_][A-Za-z0-9_.-]*)["']?[ \t]*:[ \t]*("[^"\r\n]*"|'[^'\r\n]*'|[^\s"'\x60,}\]]+)`
 )
 
 func ownRuleSpecs() []ownRuleSpec {
@@ -280,7 +286,7 @@ func (r *ownRule) match(text string, from, to int, out []candidate) []candidate 
 }
 
 // matchAtDelims evaluates an assignment rule at each occurrence of its delimiter: it
-// walks back over the name (optionally quoted, up to two blanks before the delimiter)
+// walks back over the name (optionally quoted, any blanks before the delimiter)
 // and matches the anchored pattern from there to the end of the line. The patterns can
 // only match that way — separator, name, delimiter, value — so this finds what re
 // would, without re's cost on long lines of prose.
@@ -296,7 +302,7 @@ func (r *ownRule) matchAtDelims(text string, out []candidate) []candidate {
 			lineEnd = i + k
 		}
 		s := i
-		for n := 0; n < 2 && s > 0 && (text[s-1] == ' ' || text[s-1] == '\t'); n++ {
+		for s > 0 && (text[s-1] == ' ' || text[s-1] == '\t') {
 			s--
 		}
 		if s > 0 && (text[s-1] == '"' || text[s-1] == '\'') {

@@ -1,9 +1,12 @@
 // Package secrets finds credentials in free text and redacts them.
 //
 // It is the one place the product decides what "looks like a live credential": the
-// rooms write_memory tool refuses content that Scan flags, and knowledge writes (lessons
-// on close) run Redact, which applies the project's own redaction rules first and then
-// masks every detected secret with a [REDACTED:<kind>] marker.
+// rooms write_memory tool refuses content, tags and categories that Scan flags,
+// knowledge writes (learn, lessons on close) run Redact, which applies the project's own
+// redaction rules first and then masks every detected secret with a [REDACTED:<kind>]
+// marker, and room chat, tasks and thread messages store what Mask returns. Scan looks
+// at the text as a reader sees it (NFKC, invisible characters dropped, split tokens
+// rejoined; normalize.go) and reports offsets in the text as given.
 //
 // Detection combines gitleaks' default rule set (loaded once, as a library, minus its
 // generic-api-key and private-key rules) with rules of our own for what gitleaks misses:
@@ -41,6 +44,9 @@ type Detector struct {
 	leaks     *detect.Detector
 	leakRules map[string]config.Rule
 	own       []ownRule
+	// prefixes are every rule's keywords, lower case: the fragments that may start a
+	// token, so a line break after one is joined even though it looks like a word.
+	prefixes []string
 }
 
 // NewDetector loads gitleaks' default configuration and compiles this package's own rules.
@@ -72,7 +78,14 @@ func NewDetector() (*Detector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Detector{leaks: leaks, leakRules: cfg.Rules, own: own}, nil
+	var prefixes []string
+	for _, id := range cfg.OrderedRules {
+		prefixes = append(prefixes, cfg.Rules[id].Keywords...)
+	}
+	for _, r := range own {
+		prefixes = append(prefixes, r.keywords...)
+	}
+	return &Detector{leaks: leaks, leakRules: cfg.Rules, own: own, prefixes: prefixes}, nil
 }
 
 // loadGitleaksConfig parses the rule file embedded in gitleaks. It uses a private viper
@@ -102,10 +115,64 @@ func (d *Detector) Scan(text string) []Finding {
 	if text == "" {
 		return nil
 	}
-	var raw []candidate
-	raw = d.scanGitleaks(text, raw)
-	raw = d.scanOwn(text, raw)
+	v := normalise(text)
+	raw := d.scanView(v, nil)
+	if j := join(v, text, d.prefixes); j != nil {
+		raw = d.scanJoined(j, raw)
+	}
 	return merge(raw)
+}
+
+// scanText runs every rule over text; offsets are text's.
+func (d *Detector) scanText(text string, out []candidate) []candidate {
+	out = d.scanGitleaks(text, out)
+	out = d.scanOwn(text, out)
+	return scanKeyBodies(text, out)
+}
+
+// scanView scans a view and reports offsets in the original text.
+func (d *Detector) scanView(v *view, out []candidate) []candidate {
+	n := len(out)
+	out = d.scanText(v.text, out)
+	for i := n; i < len(out); i++ {
+		out[i].Start, out[i].End = v.toOriginal(out[i].Start, out[i].End)
+	}
+	return out
+}
+
+// scanJoined adds what only the joined view shows: a token someone split over lines.
+// Of its findings only those count that cross a removed break (the rest the normalised
+// view already judged) and are of a kind the token itself identifies (own credentials,
+// providers, JWTs, keys, URL passwords, gitleaks' rules): the assignment rules would read
+// one line's name with the next line's first word as its value. A finding is first cut
+// back to its last join when what follows that join is not token material (trimJoined).
+// Findings may overlap the normalised view's: a key wrapped after a head long enough to
+// be flagged on its own is redacted whole, not just its first line.
+//
+// Only the lines of the joined view that hold a join are scanned: elsewhere it is the
+// normalised view again, already scanned, so ordinary prose costs one scan, not two.
+func (d *Detector) scanJoined(j *view, out []candidate) []candidate {
+	var found []candidate
+	for _, ln := range j.joinedLines() {
+		n := len(found)
+		found = d.scanText(j.text[ln[0]:ln[1]], found)
+		for i := n; i < len(found); i++ {
+			found[i].Start += ln[0]
+			found[i].End += ln[0]
+		}
+	}
+	for _, c := range found {
+		if c.priority < minJoinedPriority {
+			continue
+		}
+		c.End = j.trimJoined(c.Start, c.End)
+		if !j.spansJoin(c.Start, c.End) {
+			continue
+		}
+		c.Start, c.End = j.toOriginal(c.Start, c.End)
+		out = append(out, c)
+	}
+	return out
 }
 
 // candidate is a detection before overlaps are merged.

@@ -1,16 +1,13 @@
 package secrets
 
 import (
-	"bufio"
-	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/relayroom/relayroom/internal/secrets/secretstest"
 )
 
 // newTestDetector builds a detector for one test; it costs tens of milliseconds.
@@ -23,134 +20,18 @@ func newTestDetector(t testing.TB) *Detector {
 	return d
 }
 
-// sample is one expanded line of testdata/positives.txt.
-type sample struct {
-	line       int
-	kind       string
-	text       string
-	start, end int // expected range of the secret
-}
-
-const (
-	alphaUpper = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	alphaLower = "abcdefghijklmnopqrstuvwxyz"
-	digitChars = "0123456789"
-	base62     = alphaUpper + alphaLower + digitChars
-)
-
-var placeholderRe = regexp.MustCompile(`\{\{(NL|jwt|[a-z0-9]+:\d+)\}\}`)
-
-// expand fills a template's placeholders from a seeded generator, so samples are
-// well-formed and reproducible without any credential-shaped string in the repository.
+// expand fills a template's placeholders (see secretstest.Expand).
 func expand(t testing.TB, tmpl string, rng *rand.Rand) string {
-	t.Helper()
-	pick := func(alphabet string, n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		return string(b)
-	}
-	return placeholderRe.ReplaceAllStringFunc(tmpl, func(m string) string {
-		inner := m[2 : len(m)-2]
-		switch inner {
-		case "NL":
-			return "\n"
-		case "jwt":
-			enc := base64.RawURLEncoding
-			header := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
-			payload := enc.EncodeToString([]byte(fmt.Sprintf(`{"sub":"%s","tenant":"%s","iat":1767225600}`, pick(base62, 12), pick(base62, 8))))
-			sig := make([]byte, 32)
-			for i := range sig {
-				sig[i] = byte(rng.IntN(256))
-			}
-			return header + "." + payload + "." + enc.EncodeToString(sig)
-		}
-		name, num, _ := strings.Cut(inner, ":")
-		n, err := strconv.Atoi(num)
-		if err != nil {
-			t.Fatalf("bad placeholder %s", m)
-		}
-		switch name {
-		case "b62":
-			return pick(base62, n)
-		case "b64":
-			return pick(base62+"+/", n)
-		case "b64url":
-			return pick(base62+"-_", n)
-		case "hex":
-			return pick("0123456789abcdef", n)
-		case "upper":
-			return pick(alphaUpper, n)
-		case "a2z7":
-			return pick(alphaUpper+"234567", n)
-		case "digits":
-			return pick(digitChars, n)
-		case "pem", "pemesc":
-			sep := "\n"
-			if name == "pemesc" {
-				sep = `\n`
-			}
-			lines := make([]string, n)
-			for i := range lines {
-				lines[i] = pick(base62+"+/", 64)
-			}
-			return strings.Join(lines, sep)
-		}
-		t.Fatalf("unknown placeholder %s", m)
-		return ""
-	})
+	return secretstest.Expand(t, tmpl, rng)
 }
 
-func loadSamples(t testing.TB) []sample {
-	t.Helper()
-	f, err := os.Open("testdata/positives.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []sample
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		kind, tmpl, ok := strings.Cut(line, "\t")
-		if !ok {
-			t.Fatalf("positives.txt:%d: no tab", n)
-		}
-		text := expand(t, tmpl, rand.New(rand.NewPCG(uint64(n), 42)))
-		start := strings.Index(text, "⟦")
-		if start < 0 {
-			t.Fatalf("positives.txt:%d: no ⟦ marker", n)
-		}
-		text = text[:start] + text[start+len("⟦"):]
-		end := strings.Index(text, "⟧")
-		if end < 0 {
-			t.Fatalf("positives.txt:%d: no ⟧ marker", n)
-		}
-		text = text[:end] + text[end+len("⟧"):]
-		out = append(out, sample{line: n, kind: kind, text: text, start: start, end: end})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+func loadSamples(t testing.TB) []secretstest.Sample { return secretstest.Samples(t) }
 
+// loadProse is prose.txt's lines (the text the benchmarks scan).
 func loadProse(t testing.TB) []string {
-	t.Helper()
-	b, err := os.ReadFile("testdata/prose.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		out = append(out, l)
+	for _, b := range secretstest.Prose(t) {
+		out = append(out, b.Text)
 	}
 	return out
 }
@@ -166,7 +47,7 @@ func TestEveryKindDetected(t *testing.T) {
 	}
 	covered := map[string]bool{}
 	for _, s := range samples {
-		covered[s.kind] = true
+		covered[s.Kind] = true
 	}
 	for _, k := range required {
 		if !covered[k] {
@@ -175,11 +56,11 @@ func TestEveryKindDetected(t *testing.T) {
 	}
 
 	for _, s := range samples {
-		t.Run(fmt.Sprintf("line%d_%s", s.line, s.kind), func(t *testing.T) {
-			got := d.Scan(s.text)
-			want := []Finding{{Kind: s.kind, Start: s.start, End: s.end}}
+		t.Run(fmt.Sprintf("line%d_%s", s.Line, s.Kind), func(t *testing.T) {
+			got := d.Scan(s.Text)
+			want := []Finding{{Kind: s.Kind, Start: s.Start, End: s.End}}
 			if len(got) != 1 || got[0] != want[0] {
-				t.Errorf("Scan(%q)\n got %s\nwant %s", s.text, describe(s.text, got), describe(s.text, want))
+				t.Errorf("Scan(%q)\n got %s\nwant %s", s.Text, describe(s.Text, got), describe(s.Text, want))
 			}
 		})
 	}
@@ -223,11 +104,11 @@ func TestSecretsInsideProse(t *testing.T) {
 	for i, s := range loadSamples(t) {
 		before := strings.Join(prose[:i%len(prose)], "\n") + "\n"
 		after := "\n" + strings.Join(prose[i%len(prose):], "\n")
-		text := before + s.text + after
+		text := before + s.Text + after
 		got := d.Scan(text)
-		want := Finding{Kind: s.kind, Start: len(before) + s.start, End: len(before) + s.end}
+		want := Finding{Kind: s.Kind, Start: len(before) + s.Start, End: len(before) + s.End}
 		if len(got) != 1 || got[0] != want {
-			t.Errorf("positives.txt:%d inside prose: got %s, want %s", s.line,
+			t.Errorf("positives.txt:%d inside prose: got %s, want %s", s.Line,
 				describe(text, got), describe(text, []Finding{want}))
 		}
 	}
@@ -287,7 +168,7 @@ func TestScanDeterministicAndOrdered(t *testing.T) {
 	d := newTestDetector(t)
 	var parts []string
 	for _, s := range loadSamples(t) {
-		parts = append(parts, s.text)
+		parts = append(parts, s.Text)
 	}
 	text := strings.Join(parts, "\n\n")
 	first := d.Scan(text)
@@ -340,9 +221,9 @@ func TestScanConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range 40 {
 				s := samples[(g*7+i)%len(samples)]
-				got := d.Scan(s.text)
-				if len(got) != 1 || got[0] != (Finding{s.kind, s.start, s.end}) {
-					errs <- fmt.Sprintf("goroutine %d: positives.txt:%d: %v", g, s.line, got)
+				got := d.Scan(s.Text)
+				if len(got) != 1 || got[0] != (Finding{s.Kind, s.Start, s.End}) {
+					errs <- fmt.Sprintf("goroutine %d: positives.txt:%d: %v", g, s.Line, got)
 					return
 				}
 				if p := prose[(g+i)%len(prose)]; len(d.Scan(p)) != 0 {
@@ -381,7 +262,7 @@ func TestAssignmentRulesMatchTheirPattern(t *testing.T) {
 	}
 	texts := loadProse(t)
 	for _, s := range loadSamples(t) {
-		texts = append(texts, s.text)
+		texts = append(texts, s.Text)
 	}
 	texts = append(texts,
 		`export A_KEY=x B_TOKEN="y z" 'C_SECRET'=no "d_password": "v", {e_key:'w'} f.key = g`,
@@ -443,5 +324,16 @@ func TestAssignmentRulesMatchTheirPattern(t *testing.T) {
 	}
 	if checked != 2 {
 		t.Fatalf("checked %d assignment rules, want 2", checked)
+	}
+}
+
+// TestLookAlikesHaveNoFindings: benign.txt (hashes, ids, public keys, base64 of text,
+// code, wrapped lines, text that normalisation rewrites) yields nothing, line by line.
+func TestLookAlikesHaveNoFindings(t *testing.T) {
+	d := newTestDetector(t)
+	for _, b := range secretstest.LookAlikes(t) {
+		if got := d.Scan(b.Text); len(got) != 0 {
+			t.Errorf("%s: %s\n  in %q", b, describe(b.Text, got), b.Text)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package threads
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -117,6 +118,12 @@ func (s *Service) Send(ctx context.Context, sc tenancy.Scope, in SendInput) (Sen
 	if strings.TrimSpace(in.Subject) == "" || strings.TrimSpace(in.Body) == "" {
 		return SendResult{}, apperr.New(apperr.Invalid, "subject and body must not be blank").WithReason("invalid_argument")
 	}
+	if in.Subject, err = s.mask(in.Subject, MaxSubject); err != nil {
+		return SendResult{}, err
+	}
+	if in.Body, err = s.mask(in.Body, MaxBody); err != nil {
+		return SendResult{}, err
+	}
 	broadcast := slices.Contains(in.To, Broadcast)
 	if broadcast && len(in.To) != 1 {
 		return SendResult{}, apperr.New(apperr.Invalid, `"*" (every other part) cannot be combined with part names`).WithReason("invalid_recipient")
@@ -186,6 +193,17 @@ func (s *Service) Send(ctx context.Context, sc tenancy.Scope, in SendInput) (Sen
 	return res, nil
 }
 
+// mask replaces secrets in a subject or body. The threads contract lists no content
+// check for messages, so nothing is refused and no answer changes shape: what is stored
+// (and so shown by inbox, show, threads and search) carries [REDACTED:<kind>] markers,
+// cut to the column's bound if the markers made it longer (docs/secrets.md).
+func (s *Service) mask(text string, maxRunes int) (string, error) {
+	if s.Secrets == nil {
+		return "", errors.New("threads: no secret detector configured")
+	}
+	return s.Secrets.Mask(text, maxRunes), nil
+}
+
 // storeMessage writes a message, its participants and inbox rows, and queues its wake.
 func (s *Service) storeMessage(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, threadID, messageID uuid.UUID, body string, urgent, needsHuman, broadcast bool, recipients []uuid.UUID, now time.Time) error {
 	sender := sc.MemberID
@@ -245,6 +263,9 @@ func (s *Service) Reply(ctx context.Context, sc tenancy.Scope, in ReplyInput) (R
 	}
 	if strings.TrimSpace(in.Body) == "" {
 		return ReplyResult{}, apperr.New(apperr.Invalid, "body must not be blank").WithReason("invalid_argument")
+	}
+	if in.Body, err = s.mask(in.Body, MaxBody); err != nil {
+		return ReplyResult{}, err
 	}
 	now := s.now()
 	res := ReplyResult{ThreadID: tid.String(), MessageID: newID().String()}

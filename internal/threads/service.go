@@ -9,6 +9,7 @@ import (
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/tenancy"
 )
 
@@ -25,6 +26,9 @@ type Service struct {
 	// Waker queues and cancels wakes inside the message's transaction; nil disables wakes
 	// (messages are still delivered to inboxes, nothing is dropped).
 	Waker Waker
+	// Secrets masks credentials in the subjects and bodies send and reply store
+	// (docs/secrets.md). Required by send and reply.
+	Secrets *secrets.Detector
 }
 
 // Identity is whoami's answer.

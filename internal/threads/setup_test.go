@@ -108,7 +108,7 @@ func setup(t testing.TB) *env {
 	}
 	e := &env{d: d, url: u, res: res, waker: &recWaker{}, scopes: map[string]tenancy.Scope{}}
 	e.know = &knowledge.Service{DB: d, Q: db.New(), Detector: detector(t), Now: time.Now}
-	e.svc = &threads.Service{DB: d, Q: db.New(), Now: time.Now, Knowledge: e.know, Waker: e.waker}
+	e.svc = &threads.Service{DB: d, Q: db.New(), Now: time.Now, Knowledge: e.know, Waker: e.waker, Secrets: e.know.Detector}
 	r := &tenancy.Resolver{DB: d, Q: db.New()}
 	for _, p := range []struct{ project, part, agent string }{
 		{"one", "architect", "acme/architect"}, {"one", "backend", "acme/backend"}, {"one", "frontend", "acme/frontend"},
