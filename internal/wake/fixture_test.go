@@ -184,9 +184,13 @@ type wakeRow struct {
 	ThreadIDs []string
 }
 
-// wakes returns a part's wakes, oldest first.
+// wakes returns a part's wakes, oldest first, once every wake event has been folded into
+// its part's pending wake (as a sweep or a claim would).
 func (f *fixture) wakes(part string) []wakeRow {
 	f.t.Helper()
+	if _, err := f.svc.Coalesce(f.ctx, f.clock.Now(), false); err != nil {
+		f.t.Fatal(err)
+	}
 	var out []wakeRow
 	f.op(func(tx *pg.Tx) error {
 		rows, err := tx.Query(f.ctx, `SELECT id, status, count, urgent, charged_at IS NOT NULL, sources, thread_counts
