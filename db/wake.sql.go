@@ -431,6 +431,28 @@ func (q *Queries) ListWakes(ctx context.Context, db DBTX, arg ListWakesParams) (
 	return items, nil
 }
 
+const notifyWakeMembers = `-- name: NotifyWakeMembers :exec
+SELECT pg_notify('rr_wake', CASE WHEN count(DISTINCT m.agent_id) > 150 THEN '*'
+  ELSE string_agg(DISTINCT m.agent_id::text, ',') END)
+FROM membership m
+JOIN (SELECT unnest($1::uuid[]) AS project_id, unnest($2::uuid[]) AS id) r
+  ON m.project_id = r.project_id AND m.id = r.id
+HAVING count(*) > 0
+`
+
+type NotifyWakeMembersParams struct {
+	ProjectIds []uuid.UUID
+	MemberIds  []uuid.UUID
+}
+
+// After queueing commits: every replica's listener is told which agents may have work,
+// for many sends at once (one NOTIFY, one turn of the notify lock, per batch). Past 150
+// agents, "*" keeps the payload under NOTIFY's 8000 bytes.
+func (q *Queries) NotifyWakeMembers(ctx context.Context, db DBTX, arg NotifyWakeMembersParams) error {
+	_, err := db.Exec(ctx, notifyWakeMembers, arg.ProjectIds, arg.MemberIds)
+	return err
+}
+
 const notifyWakes = `-- name: NotifyWakes :exec
 SELECT pg_notify('rr_wake', $1::text)
 `
@@ -443,24 +465,17 @@ func (q *Queries) NotifyWakes(ctx context.Context, db DBTX, payload string) erro
 const queueWakeEvents = `-- name: QueueWakeEvents :exec
 
 WITH req AS (
-  SELECT unnest($1::uuid[]) AS member_id, unnest($2::uuid[]) AS id
-), ev AS (
-  INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
-  SELECT m.project_id, req.id, m.id, m.agent_id, m.part, $3::text, $4::boolean,
-    $5::uuid, $6::uuid, $7::timestamptz
-  FROM req
-  JOIN membership m ON m.project_id = $8::uuid AND m.id = req.member_id
-  WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $9::timestamptz)
-  RETURNING agent_id
+  SELECT unnest($8::uuid[]) AS member_id, unnest($9::uuid[]) AS id
 )
-SELECT pg_notify('rr_wake', CASE WHEN count(DISTINCT agent_id) > 150 THEN '*'
-  ELSE string_agg(DISTINCT agent_id::text, ',') END)
-FROM ev HAVING count(*) > 0
+INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
+SELECT m.project_id, req.id, m.id, m.agent_id, m.part, $1::text, $2::boolean,
+  $3::uuid, $4::uuid, $5::timestamptz
+FROM req
+JOIN membership m ON m.project_id = $6::uuid AND m.id = req.member_id
+WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $7::timestamptz)
 `
 
 type QueueWakeEventsParams struct {
-	MemberIds   []uuid.UUID
-	Ids         []uuid.UUID
 	Source      string
 	Urgent      bool
 	ThreadID    *uuid.UUID
@@ -468,6 +483,8 @@ type QueueWakeEventsParams struct {
 	Now         time.Time
 	ProjectID   uuid.UUID
 	OnlineSince time.Time
+	MemberIds   []uuid.UUID
+	Ids         []uuid.UUID
 }
 
 // Wakes (internal/wake, docs/wakes.md). Queue and cancel run in the caller's tenant
@@ -476,13 +493,11 @@ type QueueWakeEventsParams struct {
 // A request's wakes in one statement that only inserts: each part named (ids made in Go,
 // one per part), less those online, gets a wake event; nothing shared is updated, so
 // concurrent senders to one part never wait on each other (the events are coalesced into
-// the part's pending wake when it is about to be delivered: FoldWakeEvents). Every
-// replica's listener is told which agents have work (NOTIFY is sent on commit only; past
-// 150 agents, "*" keeps the payload under NOTIFY's 8000 bytes).
+// the part's pending wake when it is about to be delivered: FoldWakeEvents). Listeners
+// are told after the commit (NotifyWakeMembers), not here: a NOTIFY in the transaction
+// would serialise every sender's commit behind Postgres' one notify lock.
 func (q *Queries) QueueWakeEvents(ctx context.Context, db DBTX, arg QueueWakeEventsParams) error {
 	_, err := db.Exec(ctx, queueWakeEvents,
-		arg.MemberIds,
-		arg.Ids,
 		arg.Source,
 		arg.Urgent,
 		arg.ThreadID,
@@ -490,31 +505,26 @@ func (q *Queries) QueueWakeEvents(ctx context.Context, db DBTX, arg QueueWakeEve
 		arg.Now,
 		arg.ProjectID,
 		arg.OnlineSince,
+		arg.MemberIds,
+		arg.Ids,
 	)
 	return err
 }
 
 const queueWakeEventsAlwaysOn = `-- name: QueueWakeEventsAlwaysOn :exec
 WITH req AS (
-  SELECT unnest($1::uuid[]) AS member_id, unnest($2::uuid[]) AS id
-), ev AS (
-  INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
-  SELECT m.project_id, req.id, m.id, m.agent_id, m.part, $3::text, $4::boolean,
-    $5::uuid, $6::uuid, $7::timestamptz
-  FROM req
-  JOIN membership m ON m.project_id = $8::uuid AND m.id = req.member_id
-  WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $9::timestamptz)
-    AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
-  RETURNING agent_id
+  SELECT unnest($8::uuid[]) AS member_id, unnest($9::uuid[]) AS id
 )
-SELECT pg_notify('rr_wake', CASE WHEN count(DISTINCT agent_id) > 150 THEN '*'
-  ELSE string_agg(DISTINCT agent_id::text, ',') END)
-FROM ev HAVING count(*) > 0
+INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
+SELECT m.project_id, req.id, m.id, m.agent_id, m.part, $1::text, $2::boolean,
+  $3::uuid, $4::uuid, $5::timestamptz
+FROM req
+JOIN membership m ON m.project_id = $6::uuid AND m.id = req.member_id
+WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $7::timestamptz)
+  AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
 `
 
 type QueueWakeEventsAlwaysOnParams struct {
-	MemberIds   []uuid.UUID
-	Ids         []uuid.UUID
 	Source      string
 	Urgent      bool
 	ThreadID    *uuid.UUID
@@ -522,6 +532,8 @@ type QueueWakeEventsAlwaysOnParams struct {
 	Now         time.Time
 	ProjectID   uuid.UUID
 	OnlineSince time.Time
+	MemberIds   []uuid.UUID
+	Ids         []uuid.UUID
 }
 
 // QueueWakeEvents for rooms' AlwaysOnOnly requests: only parts whose agent is always-on
@@ -529,8 +541,6 @@ type QueueWakeEventsAlwaysOnParams struct {
 // under RLS on the send path).
 func (q *Queries) QueueWakeEventsAlwaysOn(ctx context.Context, db DBTX, arg QueueWakeEventsAlwaysOnParams) error {
 	_, err := db.Exec(ctx, queueWakeEventsAlwaysOn,
-		arg.MemberIds,
-		arg.Ids,
 		arg.Source,
 		arg.Urgent,
 		arg.ThreadID,
@@ -538,6 +548,8 @@ func (q *Queries) QueueWakeEventsAlwaysOn(ctx context.Context, db DBTX, arg Queu
 		arg.Now,
 		arg.ProjectID,
 		arg.OnlineSince,
+		arg.MemberIds,
+		arg.Ids,
 	)
 	return err
 }

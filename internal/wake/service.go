@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -62,7 +63,9 @@ type Service struct {
 	once     sync.Once
 	hub      *hub
 	kick     chan struct{}
-	stopped  chan struct{} // closed when Run returns: long polls end at once
+	notes    chan memberRef // parts whose wakes were queued and committed: to NOTIFY
+	overflow atomic.Bool    // notes was full: the next NOTIFY says "*"
+	stopped  chan struct{}  // closed when Run returns: long polls end at once
 	stopOnce sync.Once
 }
 
@@ -70,6 +73,7 @@ func (s *Service) init() {
 	s.once.Do(func() {
 		s.hub = &hub{waiters: map[uuid.UUID]map[chan struct{}]struct{}{}}
 		s.kick = make(chan struct{}, 1)
+		s.notes = make(chan memberRef, notifyBuffer)
 		s.stopped = make(chan struct{})
 		if s.Log == nil {
 			s.Log = slog.Default()
@@ -141,7 +145,63 @@ func (s *Service) Queue(ctx context.Context, tx *pg.Tx, r Request) error {
 	if err != nil {
 		return fmt.Errorf("wake queue: %w", err)
 	}
+	tx.AfterCommit(func() { s.noteQueued(r.ProjectID, members) })
 	return nil
+}
+
+// memberRef names a part whose wake events were committed.
+type memberRef struct{ project, member uuid.UUID }
+
+// notifyBuffer bounds the parts waiting for the notifier; past it, the next NOTIFY tells
+// every listener to look ("*") rather than block a request.
+const notifyBuffer = 4096
+
+// noteQueued hands committed wakes to the notifier (Run's notifyLoop) without blocking.
+func (s *Service) noteQueued(project uuid.UUID, members []uuid.UUID) {
+	for _, m := range members {
+		select {
+		case s.notes <- memberRef{project, m}:
+		default:
+			s.overflow.Store(true)
+		}
+	}
+}
+
+// notifyLoop tells every replica's listener (NOTIFY rr_wake) which agents got wakes,
+// outside the senders' transactions: a NOTIFY inside one takes Postgres' notify lock
+// from its pre-commit to the end of its commit, so every notifying commit in the cluster
+// would wait for the previous one. Here one NOTIFY covers all the parts noted while the
+// previous one was sent: batches grow with the load. A wake whose note is lost (the
+// process ended right after the commit) is found by the pager's next poll or the next
+// sweep tick, which notifies everyone.
+func (s *Service) notifyLoop(ctx context.Context) {
+	for {
+		var first memberRef
+		select {
+		case <-ctx.Done():
+			return
+		case first = <-s.notes:
+		}
+		arg := db.NotifyWakeMembersParams{ProjectIds: []uuid.UUID{first.project}, MemberIds: []uuid.UUID{first.member}}
+	drain:
+		for len(arg.MemberIds) < notifyBuffer {
+			select {
+			case n := <-s.notes:
+				arg.ProjectIds, arg.MemberIds = append(arg.ProjectIds, n.project), append(arg.MemberIds, n.member)
+			default:
+				break drain
+			}
+		}
+		err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+			if s.overflow.Swap(false) {
+				return s.Q.NotifyWakes(ctx, tx, "*")
+			}
+			return s.Q.NotifyWakeMembers(ctx, tx, arg)
+		})
+		if err != nil && ctx.Err() == nil {
+			s.Log.WarnContext(ctx, "wake notify", "error", err.Error())
+		}
+	}
 }
 
 // CancelThread takes a closed thread out of every undelivered wake of the project: its
@@ -289,7 +349,8 @@ func (s *Service) Run(ctx context.Context) {
 	s.init()
 	defer s.stopOnce.Do(func() { close(s.stopped) })
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
+	go func() { defer wg.Done(); s.notifyLoop(ctx) }()
 	go func() { defer wg.Done(); s.listen(ctx) }()
 	go func() { defer wg.Done(); s.dispatchLoop(ctx) }()
 	wg.Wait()

@@ -6,23 +6,18 @@
 -- A request's wakes in one statement that only inserts: each part named (ids made in Go,
 -- one per part), less those online, gets a wake event; nothing shared is updated, so
 -- concurrent senders to one part never wait on each other (the events are coalesced into
--- the part's pending wake when it is about to be delivered: FoldWakeEvents). Every
--- replica's listener is told which agents have work (NOTIFY is sent on commit only; past
--- 150 agents, "*" keeps the payload under NOTIFY's 8000 bytes).
+-- the part's pending wake when it is about to be delivered: FoldWakeEvents). Listeners
+-- are told after the commit (NotifyWakeMembers), not here: a NOTIFY in the transaction
+-- would serialise every sender's commit behind Postgres' one notify lock.
 WITH req AS (
   SELECT unnest(sqlc.arg(member_ids)::uuid[]) AS member_id, unnest(sqlc.arg(ids)::uuid[]) AS id
-), ev AS (
-  INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
-  SELECT m.project_id, req.id, m.id, m.agent_id, m.part, sqlc.arg(source)::text, sqlc.arg(urgent)::boolean,
-    sqlc.narg(thread_id)::uuid, sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz
-  FROM req
-  JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
-  WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
-  RETURNING agent_id
 )
-SELECT pg_notify('rr_wake', CASE WHEN count(DISTINCT agent_id) > 150 THEN '*'
-  ELSE string_agg(DISTINCT agent_id::text, ',') END)
-FROM ev HAVING count(*) > 0;
+INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
+SELECT m.project_id, req.id, m.id, m.agent_id, m.part, sqlc.arg(source)::text, sqlc.arg(urgent)::boolean,
+  sqlc.narg(thread_id)::uuid, sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz
+FROM req
+JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
+WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz);
 
 -- name: QueueWakeEventsAlwaysOn :exec
 -- QueueWakeEvents for rooms' AlwaysOnOnly requests: only parts whose agent is always-on
@@ -30,19 +25,14 @@ FROM ev HAVING count(*) > 0;
 -- under RLS on the send path).
 WITH req AS (
   SELECT unnest(sqlc.arg(member_ids)::uuid[]) AS member_id, unnest(sqlc.arg(ids)::uuid[]) AS id
-), ev AS (
-  INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
-  SELECT m.project_id, req.id, m.id, m.agent_id, m.part, sqlc.arg(source)::text, sqlc.arg(urgent)::boolean,
-    sqlc.narg(thread_id)::uuid, sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz
-  FROM req
-  JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
-  WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
-    AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
-  RETURNING agent_id
 )
-SELECT pg_notify('rr_wake', CASE WHEN count(DISTINCT agent_id) > 150 THEN '*'
-  ELSE string_agg(DISTINCT agent_id::text, ',') END)
-FROM ev HAVING count(*) > 0;
+INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
+SELECT m.project_id, req.id, m.id, m.agent_id, m.part, sqlc.arg(source)::text, sqlc.arg(urgent)::boolean,
+  sqlc.narg(thread_id)::uuid, sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz
+FROM req
+JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
+WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
+  AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on');
 
 -- name: WakeEventAgents :many
 -- The agents with events to fold (the sweep: all; the webhook dispatch: those with a webhook).
@@ -101,6 +91,17 @@ DELETE FROM wake_event WHERE project_id = sqlc.arg(project_id) AND thread_id = s
 
 -- name: NotifyWakes :exec
 SELECT pg_notify('rr_wake', sqlc.arg(payload)::text);
+
+-- name: NotifyWakeMembers :exec
+-- After queueing commits: every replica's listener is told which agents may have work,
+-- for many sends at once (one NOTIFY, one turn of the notify lock, per batch). Past 150
+-- agents, "*" keeps the payload under NOTIFY's 8000 bytes.
+SELECT pg_notify('rr_wake', CASE WHEN count(DISTINCT m.agent_id) > 150 THEN '*'
+  ELSE string_agg(DISTINCT m.agent_id::text, ',') END)
+FROM membership m
+JOIN (SELECT unnest(sqlc.arg(project_ids)::uuid[]) AS project_id, unnest(sqlc.arg(member_ids)::uuid[]) AS id) r
+  ON m.project_id = r.project_id AND m.id = r.id
+HAVING count(*) > 0;
 
 -- name: CancelThreadWakes :many
 -- Closing a thread: its share of every undelivered wake goes; a wake left with nothing is
