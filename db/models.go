@@ -323,6 +323,19 @@ type Wake struct {
 	DeliveredAt  *time.Time
 }
 
+type WakeEvent struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+	MemberID  uuid.UUID
+	AgentID   uuid.UUID
+	Part      string
+	Source    string
+	Urgent    bool
+	ThreadID  *uuid.UUID
+	ItemID    *uuid.UUID
+	CreatedAt time.Time
+}
+
 type WakeTarget struct {
 	OrgID     uuid.UUID
 	AgentID   uuid.UUID

@@ -49,6 +49,22 @@ func (q *Queries) AgentWakeStatus(ctx context.Context, db DBTX, arg AgentWakeSta
 	return status, err
 }
 
+const cancelThreadWakeEvents = `-- name: CancelThreadWakeEvents :exec
+DELETE FROM wake_event WHERE project_id = $1 AND thread_id = $2
+`
+
+type CancelThreadWakeEventsParams struct {
+	ProjectID uuid.UUID
+	ThreadID  *uuid.UUID
+}
+
+// Closing a thread: its events not folded yet go (CancelThreadWakes takes its share out
+// of the wakes they were folded into).
+func (q *Queries) CancelThreadWakeEvents(ctx context.Context, db DBTX, arg CancelThreadWakeEventsParams) error {
+	_, err := db.Exec(ctx, cancelThreadWakeEvents, arg.ProjectID, arg.ThreadID)
+	return err
+}
+
 const cancelThreadWakes = `-- name: CancelThreadWakes :many
 UPDATE wake SET
   count = greatest(count - COALESCE((thread_counts->>$1::uuid::text)::integer, 0), 0),
@@ -243,6 +259,65 @@ func (q *Queries) FinishWakeSend(ctx context.Context, db DBTX, arg FinishWakeSen
 	return result.RowsAffected(), nil
 }
 
+const foldWakeEvents = `-- name: FoldWakeEvents :execrows
+WITH pick AS (
+  SELECT e.project_id, e.id FROM wake_event e
+  WHERE e.agent_id = ANY ($2::uuid[])
+  LIMIT $3::integer
+  FOR UPDATE OF e SKIP LOCKED
+), ev AS (
+  DELETE FROM wake_event e USING pick
+  WHERE e.project_id = pick.project_id AND e.id = pick.id
+  RETURNING e.project_id, e.id, e.member_id, e.agent_id, e.part, e.source, e.urgent, e.thread_id, e.item_id, e.created_at
+), per_thread AS (
+  SELECT project_id, member_id, thread_id, count(*)::integer AS n FROM ev GROUP BY project_id, member_id, thread_id
+), per_part AS (
+  SELECT ev.project_id, ev.member_id, min(ev.agent_id::text)::uuid AS agent_id, min(ev.part) AS part,
+    bool_or(ev.urgent) AS urgent, array_agg(DISTINCT ev.source ORDER BY ev.source) AS sources,
+    count(*)::integer AS count, count(*) FILTER (WHERE ev.thread_id IS NULL)::integer AS other_count,
+    (array_agg(ev.item_id ORDER BY ev.id DESC) FILTER (WHERE ev.item_id IS NOT NULL))[1] AS last_item_id,
+    min(ev.created_at) AS created_at, (array_agg(ev.id ORDER BY ev.id))[1] AS id,
+    (SELECT COALESCE(jsonb_object_agg(pt.thread_id::text, pt.n), '{}'::jsonb) FROM per_thread pt
+     WHERE pt.project_id = ev.project_id AND pt.member_id = ev.member_id AND pt.thread_id IS NOT NULL) AS thread_counts
+  FROM ev GROUP BY ev.project_id, ev.member_id
+)
+INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
+  thread_counts, other_count, last_item_id, created_at, updated_at)
+SELECT p.project_id, p.id, p.member_id, p.agent_id, p.part, 'pending', p.urgent, p.sources, p.count,
+  p.thread_counts, p.other_count, p.last_item_id, p.created_at, $1::timestamptz
+FROM per_part p
+ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
+  count = wake.count + EXCLUDED.count,
+  urgent = wake.urgent OR EXCLUDED.urgent,
+  sources = ARRAY(SELECT DISTINCT s FROM unnest(wake.sources || EXCLUDED.sources) AS s ORDER BY s),
+  thread_counts = (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb) FROM (
+      SELECT k, sum(v::integer) AS n FROM (
+        SELECT a.k, a.v FROM jsonb_each_text(wake.thread_counts) AS a (k, v)
+        UNION ALL SELECT b.k, b.v FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) s),
+  other_count = wake.other_count + EXCLUDED.other_count,
+  last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
+  updated_at = EXCLUDED.updated_at
+`
+
+type FoldWakeEventsParams struct {
+	Now      time.Time
+	AgentIds []uuid.UUID
+	MaxRows  int32
+}
+
+// The coalescing: the agents' wake events (at most max_rows) are deleted and added to
+// their part's pending wake, made if the part has none (with the id of its first event):
+// count and thread shares summed, sources united, urgent if any was, the latest item
+// kept. Events another fold holds are skipped (SKIP LOCKED): that fold adds them, so
+// folds never wait on each other and senders never wait on a fold.
+func (q *Queries) FoldWakeEvents(ctx context.Context, db DBTX, arg FoldWakeEventsParams) (int64, error) {
+	result, err := db.Exec(ctx, foldWakeEvents, arg.Now, arg.AgentIds, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const listWakeTargets = `-- name: ListWakeTargets :many
 SELECT o.slug AS org_slug, a.slug AS agent_slug, t.url, t.created_at, t.updated_at
 FROM wake_target t JOIN agent a ON a.id = t.agent_id JOIN organisation o ON o.id = t.org_id
@@ -356,6 +431,28 @@ func (q *Queries) ListWakes(ctx context.Context, db DBTX, arg ListWakesParams) (
 	return items, nil
 }
 
+const notifyWakeMembers = `-- name: NotifyWakeMembers :exec
+SELECT pg_notify('rr_wake', CASE WHEN count(DISTINCT m.agent_id) > 150 THEN '*'
+  ELSE string_agg(DISTINCT m.agent_id::text, ',') END)
+FROM membership m
+JOIN (SELECT unnest($1::uuid[]) AS project_id, unnest($2::uuid[]) AS id) r
+  ON m.project_id = r.project_id AND m.id = r.id
+HAVING count(*) > 0
+`
+
+type NotifyWakeMembersParams struct {
+	ProjectIds []uuid.UUID
+	MemberIds  []uuid.UUID
+}
+
+// After queueing commits: every replica's listener is told which agents may have work,
+// for many sends at once (one NOTIFY, one turn of the notify lock, per batch). Past 150
+// agents, "*" keeps the payload under NOTIFY's 8000 bytes.
+func (q *Queries) NotifyWakeMembers(ctx context.Context, db DBTX, arg NotifyWakeMembersParams) error {
+	_, err := db.Exec(ctx, notifyWakeMembers, arg.ProjectIds, arg.MemberIds)
+	return err
+}
+
 const notifyWakes = `-- name: NotifyWakes :exec
 SELECT pg_notify('rr_wake', $1::text)
 `
@@ -365,138 +462,96 @@ func (q *Queries) NotifyWakes(ctx context.Context, db DBTX, payload string) erro
 	return err
 }
 
-const queueWakes = `-- name: QueueWakes :one
+const queueWakeEvents = `-- name: QueueWakeEvents :exec
 
 WITH req AS (
-  SELECT unnest($1::uuid[]) AS member_id, unnest($2::uuid[]) AS id
-), up AS (
-  INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
-    thread_counts, other_count, last_item_id, created_at, updated_at)
-  SELECT m.project_id, req.id, m.id, m.agent_id, m.part, 'pending',
-    $3::boolean, ARRAY[$4::text], 1,
-    CASE WHEN $5::uuid IS NULL THEN '{}'::jsonb
-         ELSE jsonb_build_object($5::uuid::text, 1) END,
-    CASE WHEN $5::uuid IS NULL THEN 1 ELSE 0 END,
-    $6::uuid, $7::timestamptz, $7::timestamptz
-  FROM req
-  JOIN membership m ON m.project_id = $8::uuid AND m.id = req.member_id
-  WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $9::timestamptz)
-
-  ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
-    count = wake.count + 1,
-    urgent = wake.urgent OR EXCLUDED.urgent,
-    sources = CASE WHEN EXCLUDED.sources[1] = ANY (wake.sources) THEN wake.sources
-                   ELSE wake.sources || EXCLUDED.sources END,
-    thread_counts = CASE WHEN $5::uuid IS NULL THEN wake.thread_counts
-      ELSE jsonb_set(wake.thread_counts, ARRAY[$5::uuid::text],
-        to_jsonb(COALESCE((wake.thread_counts->>$5::uuid::text)::integer, 0) + 1)) END,
-    other_count = wake.other_count + EXCLUDED.other_count,
-    last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
-    updated_at = EXCLUDED.updated_at
-  RETURNING wake.agent_id
+  SELECT unnest($8::uuid[]) AS member_id, unnest($9::uuid[]) AS id
 )
-SELECT count(pg_notify('rr_wake', up.agent_id::text)::text)::integer AS woken FROM up
+INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
+SELECT m.project_id, req.id, m.id, m.agent_id, m.part, $1::text, $2::boolean,
+  $3::uuid, $4::uuid, $5::timestamptz
+FROM req
+JOIN membership m ON m.project_id = $6::uuid AND m.id = req.member_id
+WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $7::timestamptz)
 `
 
-type QueueWakesParams struct {
-	MemberIds   []uuid.UUID
-	Ids         []uuid.UUID
-	Urgent      bool
+type QueueWakeEventsParams struct {
 	Source      string
+	Urgent      bool
 	ThreadID    *uuid.UUID
 	ItemID      *uuid.UUID
 	Now         time.Time
 	ProjectID   uuid.UUID
 	OnlineSince time.Time
+	MemberIds   []uuid.UUID
+	Ids         []uuid.UUID
 }
 
 // Wakes (internal/wake, docs/wakes.md). Queue and cancel run in the caller's tenant
 // transaction; the pager's claim and ack run in the agent's tenant; the sweep, webhook
 // dispatch and admin listing run on the owner's pool.
-// A request's wakes in one round trip: the parts named (ids made in Go, one per part),
-// less those online, each get a pending wake or raise the count of the one they have (coalescing); every
-// replica's listener is told which agents have work (NOTIFY is sent on commit only).
-func (q *Queries) QueueWakes(ctx context.Context, db DBTX, arg QueueWakesParams) (int32, error) {
-	row := db.QueryRow(ctx, queueWakes,
-		arg.MemberIds,
-		arg.Ids,
-		arg.Urgent,
+// A request's wakes in one statement that only inserts: each part named (ids made in Go,
+// one per part), less those online, gets a wake event; nothing shared is updated, so
+// concurrent senders to one part never wait on each other (the events are coalesced into
+// the part's pending wake when it is about to be delivered: FoldWakeEvents). Listeners
+// are told after the commit (NotifyWakeMembers), not here: a NOTIFY in the transaction
+// would serialise every sender's commit behind Postgres' one notify lock.
+func (q *Queries) QueueWakeEvents(ctx context.Context, db DBTX, arg QueueWakeEventsParams) error {
+	_, err := db.Exec(ctx, queueWakeEvents,
 		arg.Source,
+		arg.Urgent,
 		arg.ThreadID,
 		arg.ItemID,
 		arg.Now,
 		arg.ProjectID,
 		arg.OnlineSince,
+		arg.MemberIds,
+		arg.Ids,
 	)
-	var woken int32
-	err := row.Scan(&woken)
-	return woken, err
+	return err
 }
 
-const queueWakesAlwaysOn = `-- name: QueueWakesAlwaysOn :one
+const queueWakeEventsAlwaysOn = `-- name: QueueWakeEventsAlwaysOn :exec
 WITH req AS (
-  SELECT unnest($1::uuid[]) AS member_id, unnest($2::uuid[]) AS id
-), up AS (
-  INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
-    thread_counts, other_count, last_item_id, created_at, updated_at)
-  SELECT m.project_id, req.id, m.id, m.agent_id, m.part, 'pending',
-    $3::boolean, ARRAY[$4::text], 1,
-    CASE WHEN $5::uuid IS NULL THEN '{}'::jsonb
-         ELSE jsonb_build_object($5::uuid::text, 1) END,
-    CASE WHEN $5::uuid IS NULL THEN 1 ELSE 0 END,
-    $6::uuid, $7::timestamptz, $7::timestamptz
-  FROM req
-  JOIN membership m ON m.project_id = $8::uuid AND m.id = req.member_id
-  WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $9::timestamptz)
-    AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
-  ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
-    count = wake.count + 1,
-    urgent = wake.urgent OR EXCLUDED.urgent,
-    sources = CASE WHEN EXCLUDED.sources[1] = ANY (wake.sources) THEN wake.sources
-                   ELSE wake.sources || EXCLUDED.sources END,
-    thread_counts = CASE WHEN $5::uuid IS NULL THEN wake.thread_counts
-      ELSE jsonb_set(wake.thread_counts, ARRAY[$5::uuid::text],
-        to_jsonb(COALESCE((wake.thread_counts->>$5::uuid::text)::integer, 0) + 1)) END,
-    other_count = wake.other_count + EXCLUDED.other_count,
-    last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
-    updated_at = EXCLUDED.updated_at
-  RETURNING wake.agent_id
+  SELECT unnest($8::uuid[]) AS member_id, unnest($9::uuid[]) AS id
 )
-SELECT count(pg_notify('rr_wake', up.agent_id::text)::text)::integer AS woken FROM up
+INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
+SELECT m.project_id, req.id, m.id, m.agent_id, m.part, $1::text, $2::boolean,
+  $3::uuid, $4::uuid, $5::timestamptz
+FROM req
+JOIN membership m ON m.project_id = $6::uuid AND m.id = req.member_id
+WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $7::timestamptz)
+  AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
 `
 
-type QueueWakesAlwaysOnParams struct {
-	MemberIds   []uuid.UUID
-	Ids         []uuid.UUID
-	Urgent      bool
+type QueueWakeEventsAlwaysOnParams struct {
 	Source      string
+	Urgent      bool
 	ThreadID    *uuid.UUID
 	ItemID      *uuid.UUID
 	Now         time.Time
 	ProjectID   uuid.UUID
 	OnlineSince time.Time
+	MemberIds   []uuid.UUID
+	Ids         []uuid.UUID
 }
 
-// QueueWakes for rooms' AlwaysOnOnly requests: only parts whose agent is always-on.
-// A request's wakes in one round trip: the parts named (ids made in Go, one per part),
-// less those online and, for AlwaysOnOnly requests, those that are not always-on agents,
-// each get a pending wake or raise the count of the one they have (coalescing); every
-// replica's listener is told which agents have work (NOTIFY is sent on commit only).
-func (q *Queries) QueueWakesAlwaysOn(ctx context.Context, db DBTX, arg QueueWakesAlwaysOnParams) (int32, error) {
-	row := db.QueryRow(ctx, queueWakesAlwaysOn,
-		arg.MemberIds,
-		arg.Ids,
-		arg.Urgent,
+// QueueWakeEvents for rooms' AlwaysOnOnly requests: only parts whose agent is always-on
+// (a second statement so the common one does not read agent at all: a cheaper plan
+// under RLS on the send path).
+func (q *Queries) QueueWakeEventsAlwaysOn(ctx context.Context, db DBTX, arg QueueWakeEventsAlwaysOnParams) error {
+	_, err := db.Exec(ctx, queueWakeEventsAlwaysOn,
 		arg.Source,
+		arg.Urgent,
 		arg.ThreadID,
 		arg.ItemID,
 		arg.Now,
 		arg.ProjectID,
 		arg.OnlineSince,
+		arg.MemberIds,
+		arg.Ids,
 	)
-	var woken int32
-	err := row.Scan(&woken)
-	return woken, err
+	return err
 }
 
 const resumeParkedParts = `-- name: ResumeParkedParts :execrows
@@ -630,6 +685,38 @@ func (q *Queries) WakeAgentByRef(ctx context.Context, db DBTX, arg WakeAgentByRe
 	var i WakeAgentByRefRow
 	err := row.Scan(&i.ID, &i.OrgID, &i.Kind)
 	return i, err
+}
+
+const wakeEventAgents = `-- name: WakeEventAgents :many
+SELECT DISTINCT e.agent_id FROM wake_event e
+WHERE NOT $1::boolean OR EXISTS (SELECT 1 FROM wake_target t WHERE t.agent_id = e.agent_id)
+LIMIT $2::integer
+`
+
+type WakeEventAgentsParams struct {
+	WebhookOnly bool
+	MaxRows     int32
+}
+
+// The agents with events to fold (the sweep: all; the webhook dispatch: those with a webhook).
+func (q *Queries) WakeEventAgents(ctx context.Context, db DBTX, arg WakeEventAgentsParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, wakeEventAgents, arg.WebhookOnly, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var agent_id uuid.UUID
+		if err := rows.Scan(&agent_id); err != nil {
+			return nil, err
+		}
+		items = append(items, agent_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const wakeForDelivery = `-- name: WakeForDelivery :one

@@ -71,9 +71,18 @@ func (a *App) periodicJobs() []jobs.Periodic {
 			// Memory written while the embedder was slow or down, or before the embedder
 			// changed, is embedded here; reads use the lexical search meanwhile.
 			Name: "memory_embed_backlog", Every: 30 * time.Second, RunOnStart: true,
+			// Batch after batch until the backlog is empty, for at most embedRunFor: one
+			// batch a tick drained 500 entries per 30 s (17/s), far below the rate
+			// write_memory stores entries (hundreds a second) after an embedder outage.
 			Run: func(ctx context.Context) error {
-				_, err := a.rooms.EmbedPending(ctx, embedBatch)
-				return err
+				until := time.Now().Add(embedRunFor)
+				for time.Now().Before(until) {
+					n, err := a.rooms.EmbedPending(ctx, embedBatch)
+					if err != nil || n < embedBatch {
+						return err
+					}
+				}
+				return nil
 			},
 		},
 	}
@@ -82,6 +91,10 @@ func (a *App) periodicJobs() []jobs.Periodic {
 // embedBatch bounds one run of the embedding backlog, so a large re-embedding proceeds in
 // steps and never holds a job for long.
 const embedBatch = 500
+
+// embedRunFor bounds one run of the embedding backlog (the job runs every 30 s and ends
+// well before the next is due).
+const embedRunFor = 20 * time.Second
 
 // wakeRoutes: what `relayroom pager` talks to, authenticated by the agent key.
 func (a *App) wakeRoutes(e *echo.Echo) {

@@ -163,6 +163,9 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 		return fmt.Errorf("pg tx: commit: %w", err)
 	}
 	conn.Release()
+	for _, f := range tx.afterCommit {
+		f()
+	}
 	return nil
 }
 
@@ -181,7 +184,14 @@ type Tx struct {
 	begun     bool // BEGIN has reached the server
 	pipelined bool // inside Pipeline: Exec queues instead of sending
 	queued    bool // a write waits in pending: the transaction must be sent and committed
+	// afterCommit runs once the COMMIT succeeded (never on rollback).
+	afterCommit []func()
 }
+
+// AfterCommit runs f after the transaction commits, and never if it rolls back: for what
+// must not happen inside it (a NOTIFY, which serialises every notifying commit of the
+// cluster behind one lock) yet only for work that was stored. f must not block.
+func (t *Tx) AfterCommit(f func()) { t.afterCommit = append(t.afterCommit, f) }
 
 // Pipeline runs fn with Exec deferred: every Exec statement fn issues is queued and sent
 // in one round trip with the next statement that returns rows, or with the COMMIT. Use it

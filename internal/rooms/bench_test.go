@@ -251,3 +251,34 @@ func BenchmarkMessages(b *testing.B) {
 		lat.report(b)
 	})
 }
+
+// BenchmarkEmbedBacklog: how fast the embedding backlog drains (entries/s), to compare
+// with the rate write_memory stores entries (BenchmarkWritesConcurrent in internal/app):
+// b.N entries without a vector (written while the embedder was down), embedded by
+// EmbedPending in the periodic job's batches of 500 with the builtin embedder.
+func BenchmarkEmbedBacklog(b *testing.B) {
+	e := newEnv(b)
+	acme, arch := e.res.Organisations["acme"].ID, e.res.Agents["acme/architect"].ID
+	rng := rand.New(rand.NewPCG(5, 6))
+	ids, texts := make([]uuid.UUID, b.N), make([]string, b.N)
+	for i := range ids {
+		ids[i], texts[i] = uuid.Must(uuid.NewV7()), benchText(rng, 12+rng.IntN(14))
+	}
+	e.exec(`INSERT INTO memory_entry (project_id, id, org_id, agent_id, content)
+SELECT $1, id, $2, $3, c FROM unnest($4::uuid[], $5::text[]) AS u(id, c)`, e.one, acme, arch, ids, texts)
+	ctx := context.Background()
+	b.ResetTimer()
+	start := time.Now()
+	done := 0
+	for done < b.N {
+		n, err := e.svc.EmbedPending(ctx, 500)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n == 0 {
+			b.Fatalf("backlog stalled at %d of %d", done, b.N)
+		}
+		done += n
+	}
+	b.ReportMetric(float64(done)/time.Since(start).Seconds(), "entries/s")
+}

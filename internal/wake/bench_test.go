@@ -2,6 +2,9 @@ package wake_test
 
 import (
 	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -253,4 +256,105 @@ func BenchmarkQueue(b *testing.B) {
 			}
 		}
 	})
+}
+
+// queueAlternatives are the ways of queueing a wake measured by BenchmarkQueueOnePart,
+// with the same arguments ($1 member ids, $2 new ids, $3 project, $4 urgent, $5 source,
+// $6 thread, $7 item, $8 now, $9 online since). "upsert" is the statement wakes used
+// before migration 000008 (one pending row per part, raised by every message);
+// "events-notify-in-tx" inserts an event as today but sends its NOTIFY inside the
+// transaction, as the upsert did (today's Queue notifies after the commit, in batches).
+var queueAlternatives = map[string]string{
+	"upsert": `WITH req AS (SELECT unnest($1::uuid[]) AS member_id, unnest($2::uuid[]) AS id), up AS (
+  INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
+    thread_counts, other_count, last_item_id, created_at, updated_at)
+  SELECT m.project_id, req.id, m.id, m.agent_id, m.part, 'pending', $4::boolean, ARRAY[$5::text], 1,
+    jsonb_build_object($6::uuid::text, 1), 0, $7::uuid, $8::timestamptz, $8::timestamptz
+  FROM req JOIN membership m ON m.project_id = $3::uuid AND m.id = req.member_id
+  WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $9::timestamptz)
+  ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
+    count = wake.count + 1, urgent = wake.urgent OR EXCLUDED.urgent,
+    sources = CASE WHEN EXCLUDED.sources[1] = ANY (wake.sources) THEN wake.sources ELSE wake.sources || EXCLUDED.sources END,
+    thread_counts = jsonb_set(wake.thread_counts, ARRAY[$6::uuid::text],
+      to_jsonb(COALESCE((wake.thread_counts->>$6::uuid::text)::integer, 0) + 1)),
+    other_count = wake.other_count + EXCLUDED.other_count,
+    last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id), updated_at = EXCLUDED.updated_at
+  RETURNING wake.agent_id)
+SELECT count(pg_notify('rr_wake', up.agent_id::text)::text)::integer FROM up`,
+	"events-notify-in-tx": `WITH req AS (SELECT unnest($1::uuid[]) AS member_id, unnest($2::uuid[]) AS id), ev AS (
+  INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
+  SELECT m.project_id, req.id, m.id, m.agent_id, m.part, $5::text, $4::boolean, $6::uuid, $7::uuid, $8::timestamptz
+  FROM req JOIN membership m ON m.project_id = $3::uuid AND m.id = req.member_id
+  WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $9::timestamptz)
+  RETURNING agent_id)
+SELECT pg_notify('rr_wake', string_agg(DISTINCT agent_id::text, ',')) FROM ev HAVING count(*) > 0`,
+}
+
+// BenchmarkQueueOnePart: 32 senders queueing wakes for one offline part at once, each in
+// its own tenant transaction (the wake's statement, then COMMIT, as a send ends), on a
+// pool of 32 connections: calls/s, p50, p99. "events" is Queue as shipped (its batched
+// NOTIFY sent by the running service); the others are the alternatives above. b.N
+// transactions in all after 256 untimed ones (plans cached on every connection), e.g.
+// -benchtime 3000x.
+func BenchmarkQueueOnePart(b *testing.B) {
+	f := setupPool(b, 32)
+	member := f.member["a"]
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); f.svc.Run(ctx) }()
+	b.Cleanup(func() { cancel(); <-done })
+	queue := func(alt string) func(tx *pg.Tx) error {
+		return func(tx *pg.Tx) error {
+			now := f.clock.Now()
+			if alt == "events" {
+				return f.svc.Queue(f.ctx, tx, wake.Request{ProjectID: f.project, MemberIDs: []uuid.UUID{member}, Source: "message",
+					ThreadID: uuid.Must(uuid.NewV7()), ItemID: uuid.Must(uuid.NewV7())})
+			}
+			_, err := tx.Exec(f.ctx, queueAlternatives[alt], []uuid.UUID{member}, []uuid.UUID{uuid.Must(uuid.NewV7())}, f.project,
+				false, "message", uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), now, now.Add(-time.Minute))
+			return err
+		}
+	}
+	// burst runs n transactions from 32 goroutines: each one's latency, the wall time, and
+	// how many failed (the upsert's lock waits run into the statement timeout).
+	burst := func(b *testing.B, alt string, n int) ([]time.Duration, time.Duration, int64) {
+		lat := make([]time.Duration, n)
+		var next, failed atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+					t0 := time.Now()
+					if err := f.d.InTenant(f.ctx, pg.Tenant{ProjectID: f.project}, queue(alt)); err != nil {
+						if failed.Add(1) == 1 {
+							b.Log(err)
+						}
+					}
+					lat[i] = time.Since(t0)
+				}
+			}()
+		}
+		wg.Wait()
+		return lat, time.Since(start), failed.Load()
+	}
+	for _, alt := range []string{"upsert", "events-notify-in-tx", "events"} {
+		b.Run(alt, func(b *testing.B) {
+			burst(b, alt, 256)
+			b.ResetTimer()
+			lat, wall, failed := burst(b, alt, b.N)
+			b.StopTimer()
+			b.ReportMetric(float64(failed), "failed")
+			slices.Sort(lat)
+			b.ReportMetric(float64(b.N)/wall.Seconds(), "calls/s")
+			b.ReportMetric(float64(lat[b.N/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[b.N*99/100].Microseconds())/1000, "p99-ms")
+			// Fold what this run queued, so every alternative starts from one pending wake.
+			if _, err := f.svc.Coalesce(f.ctx, f.clock.Now(), false); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
 }

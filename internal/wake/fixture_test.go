@@ -60,7 +60,7 @@ func (c *clock) Add(d time.Duration) time.Time {
 }
 
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	d       *pg.DB
 	url     string
@@ -73,11 +73,14 @@ type fixture struct {
 	agent   map[string]wake.Agent
 }
 
-func setup(t *testing.T) *fixture {
+func setup(t testing.TB) *fixture { return setupPool(t, 8) }
+
+// setupPool is setup with a request pool of maxConns connections.
+func setupPool(t testing.TB, maxConns int32) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	u := pgtest.New(t)
-	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 8, OpsMaxConns: 12})
+	d, err := pg.Open(ctx, u, pg.Options{MaxConns: maxConns, OpsMaxConns: 12})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,9 +187,13 @@ type wakeRow struct {
 	ThreadIDs []string
 }
 
-// wakes returns a part's wakes, oldest first.
+// wakes returns a part's wakes, oldest first, once every wake event has been folded into
+// its part's pending wake (as a sweep or a claim would).
 func (f *fixture) wakes(part string) []wakeRow {
 	f.t.Helper()
+	if _, err := f.svc.Coalesce(f.ctx, f.clock.Now(), false); err != nil {
+		f.t.Fatal(err)
+	}
 	var out []wakeRow
 	f.op(func(tx *pg.Tx) error {
 		rows, err := tx.Query(f.ctx, `SELECT id, status, count, urgent, charged_at IS NOT NULL, sources, thread_counts

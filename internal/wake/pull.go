@@ -54,6 +54,14 @@ func (s *Service) claim(ctx context.Context, a Agent) (*Wake, error) {
 	now := s.now()
 	var w *Wake
 	err := s.DB.InTenant(ctx, pg.Tenant{OrgID: a.OrgID, AgentID: a.ID}, func(tx *pg.Tx) error {
+		// The agent's wake events are folded into its pending wakes first, in the same
+		// round trip as the claim (pipelined), so the claim sees every message so far.
+		if err := tx.Pipeline(func() error {
+			_, err := s.Q.FoldWakeEvents(ctx, tx, db.FoldWakeEventsParams{Now: now, AgentIds: []uuid.UUID{a.ID}, MaxRows: foldBatch})
+			return err
+		}); err != nil {
+			return err
+		}
 		r, err := s.Q.ClaimWake(ctx, tx, db.ClaimWakeParams{AgentID: a.ID, Now: now, Since: now.Add(-time.Hour), LeaseUntil: now.Add(s.lease())})
 		if pg.IsNoRows(err) {
 			return errNoWake

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -62,7 +63,9 @@ type Service struct {
 	once     sync.Once
 	hub      *hub
 	kick     chan struct{}
-	stopped  chan struct{} // closed when Run returns: long polls end at once
+	notes    chan memberRef // parts whose wakes were queued and committed: to NOTIFY
+	overflow atomic.Bool    // notes was full: the next NOTIFY says "*"
+	stopped  chan struct{}  // closed when Run returns: long polls end at once
 	stopOnce sync.Once
 }
 
@@ -70,6 +73,7 @@ func (s *Service) init() {
 	s.once.Do(func() {
 		s.hub = &hub{waiters: map[uuid.UUID]map[chan struct{}]struct{}{}}
 		s.kick = make(chan struct{}, 1)
+		s.notes = make(chan memberRef, notifyBuffer)
 		s.stopped = make(chan struct{})
 		if s.Log == nil {
 			s.Log = slog.Default()
@@ -102,10 +106,13 @@ func cmpOr(d, def time.Duration) time.Duration {
 }
 
 // Queue records the wakes r asks for, in tx: the transaction that stored the work, whose
-// tenant is r.ProjectID. It is one statement (one round trip). A part that is online is not woken (it sees the work itself);
-// rooms' AlwaysOnOnly requests skip session agents; a part with a pending wake gets its
-// count raised instead of a second wake. Whether the wake may be delivered (parked? budget
-// left? urgent?) is decided at delivery, so a parked part's wake simply waits, uncharged.
+// tenant is r.ProjectID. It is one statement that only inserts (one wake event per part),
+// sent with the caller's other pipelined writes: concurrent senders to one part do not
+// wait on each other. A part that is online is not woken (it sees the work itself);
+// rooms' AlwaysOnOnly requests skip session agents. The events are coalesced into the
+// part's one pending wake when it is about to be delivered (fold), and whether that
+// wake may be delivered (parked? budget left? urgent?) is decided then too, so a parked
+// part's wake simply waits, uncharged.
 func (s *Service) Queue(ctx context.Context, tx *pg.Tx, r Request) error {
 	s.init()
 	members := dedupe(r.MemberIDs)
@@ -117,7 +124,7 @@ func (s *Service) Queue(ctx context.Context, tx *pg.Tx, r Request) error {
 	}
 	now := s.now()
 	var err error
-	arg := db.QueueWakesParams{ProjectID: r.ProjectID, MemberIds: members, Ids: make([]uuid.UUID, len(members)),
+	arg := db.QueueWakeEventsParams{ProjectID: r.ProjectID, MemberIds: members, Ids: make([]uuid.UUID, len(members)),
 		Urgent: r.Urgent, Source: r.Source, Now: now, OnlineSince: now.Add(-s.onlineWindow())}
 	for i := range arg.Ids {
 		arg.Ids[i] = uuid.Must(uuid.NewV7())
@@ -131,23 +138,123 @@ func (s *Service) Queue(ctx context.Context, tx *pg.Tx, r Request) error {
 	// Two statements of the same shape: the common one does not read agent at all (a
 	// cheaper plan under RLS on the send path).
 	if r.AlwaysOnOnly {
-		_, err = s.Q.QueueWakesAlwaysOn(ctx, tx, db.QueueWakesAlwaysOnParams(arg))
+		err = s.Q.QueueWakeEventsAlwaysOn(ctx, tx, db.QueueWakeEventsAlwaysOnParams(arg))
 	} else {
-		_, err = s.Q.QueueWakes(ctx, tx, arg)
+		err = s.Q.QueueWakeEvents(ctx, tx, arg)
 	}
 	if err != nil {
 		return fmt.Errorf("wake queue: %w", err)
 	}
+	tx.AfterCommit(func() { s.noteQueued(r.ProjectID, members) })
 	return nil
 }
 
-// CancelThread takes a closed thread's share out of every undelivered wake of the
-// project; a wake that carried nothing else is canceled. Runs in the closing transaction.
+// memberRef names a part whose wake events were committed.
+type memberRef struct{ project, member uuid.UUID }
+
+// notifyBuffer bounds the parts waiting for the notifier; past it, the next NOTIFY tells
+// every listener to look ("*") rather than block a request.
+const notifyBuffer = 4096
+
+// noteQueued hands committed wakes to the notifier (Run's notifyLoop) without blocking.
+func (s *Service) noteQueued(project uuid.UUID, members []uuid.UUID) {
+	for _, m := range members {
+		select {
+		case s.notes <- memberRef{project, m}:
+		default:
+			s.overflow.Store(true)
+		}
+	}
+}
+
+// notifyLoop tells every replica's listener (NOTIFY rr_wake) which agents got wakes,
+// outside the senders' transactions: a NOTIFY inside one takes Postgres' notify lock
+// from its pre-commit to the end of its commit, so every notifying commit in the cluster
+// would wait for the previous one. Here one NOTIFY covers all the parts noted while the
+// previous one was sent: batches grow with the load. A wake whose note is lost (the
+// process ended right after the commit) is found by the pager's next poll or the next
+// sweep tick, which notifies everyone.
+func (s *Service) notifyLoop(ctx context.Context) {
+	for {
+		var first memberRef
+		select {
+		case <-ctx.Done():
+			return
+		case first = <-s.notes:
+		}
+		arg := db.NotifyWakeMembersParams{ProjectIds: []uuid.UUID{first.project}, MemberIds: []uuid.UUID{first.member}}
+	drain:
+		for len(arg.MemberIds) < notifyBuffer {
+			select {
+			case n := <-s.notes:
+				arg.ProjectIds, arg.MemberIds = append(arg.ProjectIds, n.project), append(arg.MemberIds, n.member)
+			default:
+				break drain
+			}
+		}
+		err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+			if s.overflow.Swap(false) {
+				return s.Q.NotifyWakes(ctx, tx, "*")
+			}
+			return s.Q.NotifyWakeMembers(ctx, tx, arg)
+		})
+		if err != nil && ctx.Err() == nil {
+			s.Log.WarnContext(ctx, "wake notify", "error", err.Error())
+		}
+	}
+}
+
+// CancelThread takes a closed thread out of every undelivered wake of the project: its
+// events not folded yet are deleted, its share of the wakes they were folded into is
+// taken out, and a wake that carried nothing else is canceled. Runs in the closing
+// transaction.
 func (s *Service) CancelThread(ctx context.Context, tx *pg.Tx, projectID, threadID uuid.UUID) error {
-	if _, err := s.Q.CancelThreadWakes(ctx, tx, db.CancelThreadWakesParams{ProjectID: projectID, ThreadID: threadID, Now: s.now()}); err != nil {
+	err := tx.Pipeline(func() error {
+		// The delete travels with the update: one round trip.
+		return s.Q.CancelThreadWakeEvents(ctx, tx, db.CancelThreadWakeEventsParams{ProjectID: projectID, ThreadID: &threadID})
+	})
+	if err == nil {
+		_, err = s.Q.CancelThreadWakes(ctx, tx, db.CancelThreadWakesParams{ProjectID: projectID, ThreadID: threadID, Now: s.now()})
+	}
+	if err != nil {
 		return fmt.Errorf("wake cancel thread: %w", err)
 	}
 	return nil
+}
+
+// foldBatch bounds the events one fold statement coalesces (and the agents it reads),
+// so each stays well within the statement timeout; foldBatches bounds one Coalesce, so
+// a sweep tick under a flood of sends still ends (the next tick takes the rest).
+const (
+	foldBatch   = 5000
+	foldBatches = 20
+)
+
+// Coalesce folds wake events into their parts' pending wakes (every agent's, or only
+// those of agents with a webhook), as the sweep and the webhook dispatch do before
+// delivering; a pager's claim folds its own agent's events itself. It returns how many
+// events it folded.
+func (s *Service) Coalesce(ctx context.Context, now time.Time, webhookOnly bool) (int64, error) {
+	var total int64
+	for range foldBatches {
+		var n int64
+		err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+			agents, err := s.Q.WakeEventAgents(ctx, tx, db.WakeEventAgentsParams{WebhookOnly: webhookOnly, MaxRows: foldBatch})
+			if err != nil || len(agents) == 0 {
+				return err
+			}
+			n, err = s.Q.FoldWakeEvents(ctx, tx, db.FoldWakeEventsParams{Now: now, AgentIds: agents, MaxRows: foldBatch})
+			return err
+		})
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("wake coalesce: %w", err)
+		}
+		if n < foldBatch {
+			break
+		}
+	}
+	return total, nil
 }
 
 func dedupe(ids []uuid.UUID) []uuid.UUID {
@@ -160,11 +267,13 @@ func dedupe(ids []uuid.UUID) []uuid.UUID {
 // SweepResult says what one tick did.
 type SweepResult struct {
 	Resumed    int64 `json:"resumed"`
+	Folded     int64 `json:"folded"`
 	Dispatched int   `json:"dispatched"`
 }
 
-// Sweep is one tick of the 30 s eligibility sweep at time now: it unparks every part
-// whose park ended (the first tick past resetAt), tells every waiting pager to look again
+// Sweep is one tick of the 30 s eligibility sweep at time now: it folds every wake event
+// into its part's pending wake (so events of agents with neither pager nor webhook do not
+// pile up), unparks every part whose park ended (the first tick past resetAt), tells every waiting pager to look again
 // (wakes of resumed parts, and wakes whose part's budget freed, are deliverable now), and
 // hands deliverable webhook wakes to delivery jobs. Pending wakes themselves are not
 // rewritten: deliverability is decided at delivery, so a tick costs the same with 100 or
@@ -172,7 +281,11 @@ type SweepResult struct {
 func (s *Service) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
 	s.init()
 	var res SweepResult
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+	var err error
+	if res.Folded, err = s.Coalesce(ctx, now, false); err != nil {
+		return res, fmt.Errorf("wake sweep: %w", err)
+	}
+	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		n, err := s.Q.ResumeParkedParts(ctx, tx, now)
 		if err != nil {
 			return fmt.Errorf("resume parked: %w", err)
@@ -196,7 +309,7 @@ func (s *Service) Periodic() []jobs.Periodic {
 		{Name: "wake_sweep", Every: DefaultSweepEvery, RunOnStart: true, Run: func(ctx context.Context) error {
 			res, err := s.Sweep(ctx, s.now())
 			if err == nil && (res.Resumed > 0 || res.Dispatched > 0) {
-				s.Log.InfoContext(ctx, "wake sweep", "resumed", res.Resumed, "dispatched", res.Dispatched)
+				s.Log.InfoContext(ctx, "wake sweep", "resumed", res.Resumed, "folded", res.Folded, "dispatched", res.Dispatched)
 			}
 			return err
 		}},
@@ -236,7 +349,8 @@ func (s *Service) Run(ctx context.Context) {
 	s.init()
 	defer s.stopOnce.Do(func() { close(s.stopped) })
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
+	go func() { defer wg.Done(); s.notifyLoop(ctx) }()
 	go func() { defer wg.Done(); s.listen(ctx) }()
 	go func() { defer wg.Done(); s.dispatchLoop(ctx) }()
 	wg.Wait()

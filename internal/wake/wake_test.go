@@ -2,6 +2,7 @@ package wake_test
 
 import (
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,6 +193,102 @@ func TestCoalescing(t *testing.T) {
 	}
 }
 
+// TestConcurrentSendersOneWake: 32 senders queueing wakes for one part at once, each in
+// its own transaction, leave exactly one pending wake carrying all 32 messages (per
+// thread and in total), and its pager gets that one wake. Queueing only inserts, so none
+// of them waits on another's row lock.
+func TestConcurrentSendersOneWake(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	const senders = 32
+	threads := []uuid.UUID{uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())}
+	var wg sync.WaitGroup
+	errs := make(chan error, senders)
+	for i := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := f.msg("a")
+			r.ProjectID = f.project
+			r.ThreadID = threads[i%2]
+			r.Urgent = i == 7
+			errs <- f.d.InTenant(f.ctx, pg.Tenant{ProjectID: f.project}, func(tx *pg.Tx) error {
+				return f.svc.Queue(f.ctx, tx, r)
+			})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var perThread map[string]int
+	f.op(func(tx *pg.Tx) error {
+		if _, err := f.svc.Coalesce(f.ctx, f.clock.Now(), false); err != nil {
+			return err
+		}
+		return tx.QueryRow(f.ctx, `SELECT thread_counts FROM wake WHERE member_id = $1 AND status = 'pending'`, f.member["a"]).Scan(&perThread)
+	})
+	w := f.open("a")
+	if w.Count != senders || !w.Urgent || len(f.wakes("a")) != 1 {
+		t.Fatalf("want one pending urgent wake with count %d, have %+v", senders, f.wakes("a"))
+	}
+	if perThread[threads[0].String()] != senders/2 || perThread[threads[1].String()] != senders/2 {
+		t.Fatalf("per-thread counts: %v", perThread)
+	}
+	got := f.next("a")
+	if got == nil || got.Count != senders || got.ID != w.ID {
+		t.Fatalf("claimed: %+v, want the pending wake %+v", got, w)
+	}
+	if again := f.next("a"); again != nil {
+		t.Fatalf("a second wake: %+v", again)
+	}
+}
+
+// TestQueueDoesNotWaitForOtherSenders: while one sender's transaction that queued a
+// part's wake is still open, another sender queues a wake for the same part without
+// waiting for it (a lock wait would run into the lock_timeout and fail the send).
+func TestQueueDoesNotWaitForOtherSenders(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	tenant := pg.Tenant{ProjectID: f.project}
+	held, release, first := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		first <- f.d.InTenant(f.ctx, tenant, func(tx *pg.Tx) error {
+			r := f.msg("a")
+			r.ProjectID = f.project
+			if err := f.svc.Queue(f.ctx, tx, r); err != nil {
+				close(held)
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	err := f.d.InTenant(f.ctx, tenant, func(tx *pg.Tx) error {
+		if _, err := tx.Exec(f.ctx, "SET LOCAL lock_timeout = '2s'"); err != nil {
+			return err
+		}
+		r := f.msg("a")
+		r.ProjectID = f.project
+		return f.svc.Queue(f.ctx, tx, r)
+	})
+	close(release)
+	if ferr := <-first; ferr != nil {
+		t.Fatal(ferr)
+	}
+	if err != nil {
+		t.Fatalf("the second sender waited for the first one's uncommitted wake: %v", err)
+	}
+	if w := f.open("a"); w.Count != 2 {
+		t.Fatalf("both messages in one pending wake: %+v", w)
+	}
+}
+
 // TestOnlineNotWoken: a part seen within the last minute is online and not woken.
 func TestOnlineNotWoken(t *testing.T) {
 	t.Parallel()
@@ -224,11 +321,17 @@ func TestCloseCancels(t *testing.T) {
 	if claimed == nil {
 		t.Fatal("c has no wake")
 	}
-	if err := f.d.InTenant(f.ctx, pg.Tenant{ProjectID: f.project}, func(tx *pg.Tx) error {
-		return f.svc.CancelThread(f.ctx, tx, f.project, t1)
-	}); err != nil {
-		t.Fatal(err)
+	f.wakes("a") // every event folded into its pending wake: the close takes shares out
+	q(t1, "a")   // and one not folded yet: the close deletes it
+	closeThread := func(thread uuid.UUID) {
+		t.Helper()
+		if err := f.d.InTenant(f.ctx, pg.Tenant{ProjectID: f.project}, func(tx *pg.Tx) error {
+			return f.svc.CancelThread(f.ctx, tx, f.project, thread)
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	closeThread(t1)
 	if w := f.open("a"); w.Count != 1 || !slices.Equal(w.ThreadIDs, []string{t2.String()}) {
 		t.Fatalf("a keeps t2's share only: %+v", w)
 	}
@@ -250,6 +353,11 @@ func TestCloseCancels(t *testing.T) {
 	if got := f.next("c"); got != nil {
 		t.Fatalf("canceled wake replayed: %+v", got)
 	}
+	// A thread closed before its only events were folded leaves no wake at all.
+	t3 := uuid.Must(uuid.NewV7())
+	q(t3, "bot")
+	closeThread(t3)
+	f.none("bot")
 }
 
 // TestAlwaysOnOnly: rooms' requests wake always-on agents only.

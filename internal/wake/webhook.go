@@ -321,6 +321,9 @@ func (s *Service) Dispatch(ctx context.Context, now time.Time) (int, error) {
 	if s.Jobs == nil {
 		return 0, nil
 	}
+	if _, err := s.Coalesce(ctx, now, true); err != nil {
+		return 0, err
+	}
 	total := 0
 	for total < dispatchPerCall {
 		n, err := s.dispatchBatch(ctx, now)

@@ -2,78 +2,106 @@
 -- transaction; the pager's claim and ack run in the agent's tenant; the sweep, webhook
 -- dispatch and admin listing run on the owner's pool.
 
--- name: QueueWakes :one
--- A request's wakes in one round trip: the parts named (ids made in Go, one per part),
--- less those online, each get a pending wake or raise the count of the one they have (coalescing); every
--- replica's listener is told which agents have work (NOTIFY is sent on commit only).
+-- name: QueueWakeEvents :exec
+-- A request's wakes in one statement that only inserts: each part named (ids made in Go,
+-- one per part), less those online, gets a wake event; nothing shared is updated, so
+-- concurrent senders to one part never wait on each other (the events are coalesced into
+-- the part's pending wake when it is about to be delivered: FoldWakeEvents). Listeners
+-- are told after the commit (NotifyWakeMembers), not here: a NOTIFY in the transaction
+-- would serialise every sender's commit behind Postgres' one notify lock.
 WITH req AS (
   SELECT unnest(sqlc.arg(member_ids)::uuid[]) AS member_id, unnest(sqlc.arg(ids)::uuid[]) AS id
-), up AS (
-  INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
-    thread_counts, other_count, last_item_id, created_at, updated_at)
-  SELECT m.project_id, req.id, m.id, m.agent_id, m.part, 'pending',
-    sqlc.arg(urgent)::boolean, ARRAY[sqlc.arg(source)::text], 1,
-    CASE WHEN sqlc.narg(thread_id)::uuid IS NULL THEN '{}'::jsonb
-         ELSE jsonb_build_object(sqlc.narg(thread_id)::uuid::text, 1) END,
-    CASE WHEN sqlc.narg(thread_id)::uuid IS NULL THEN 1 ELSE 0 END,
-    sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz, sqlc.arg(now)::timestamptz
-  FROM req
-  JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
-  WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
-
-  ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
-    count = wake.count + 1,
-    urgent = wake.urgent OR EXCLUDED.urgent,
-    sources = CASE WHEN EXCLUDED.sources[1] = ANY (wake.sources) THEN wake.sources
-                   ELSE wake.sources || EXCLUDED.sources END,
-    thread_counts = CASE WHEN sqlc.narg(thread_id)::uuid IS NULL THEN wake.thread_counts
-      ELSE jsonb_set(wake.thread_counts, ARRAY[sqlc.narg(thread_id)::uuid::text],
-        to_jsonb(COALESCE((wake.thread_counts->>sqlc.narg(thread_id)::uuid::text)::integer, 0) + 1)) END,
-    other_count = wake.other_count + EXCLUDED.other_count,
-    last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
-    updated_at = EXCLUDED.updated_at
-  RETURNING wake.agent_id
 )
-SELECT count(pg_notify('rr_wake', up.agent_id::text)::text)::integer AS woken FROM up;
+INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
+SELECT m.project_id, req.id, m.id, m.agent_id, m.part, sqlc.arg(source)::text, sqlc.arg(urgent)::boolean,
+  sqlc.narg(thread_id)::uuid, sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz
+FROM req
+JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
+WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz);
 
--- name: QueueWakesAlwaysOn :one
--- QueueWakes for rooms' AlwaysOnOnly requests: only parts whose agent is always-on.
--- A request's wakes in one round trip: the parts named (ids made in Go, one per part),
--- less those online and, for AlwaysOnOnly requests, those that are not always-on agents,
--- each get a pending wake or raise the count of the one they have (coalescing); every
--- replica's listener is told which agents have work (NOTIFY is sent on commit only).
+-- name: QueueWakeEventsAlwaysOn :exec
+-- QueueWakeEvents for rooms' AlwaysOnOnly requests: only parts whose agent is always-on
+-- (a second statement so the common one does not read agent at all: a cheaper plan
+-- under RLS on the send path).
 WITH req AS (
   SELECT unnest(sqlc.arg(member_ids)::uuid[]) AS member_id, unnest(sqlc.arg(ids)::uuid[]) AS id
-), up AS (
-  INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
-    thread_counts, other_count, last_item_id, created_at, updated_at)
-  SELECT m.project_id, req.id, m.id, m.agent_id, m.part, 'pending',
-    sqlc.arg(urgent)::boolean, ARRAY[sqlc.arg(source)::text], 1,
-    CASE WHEN sqlc.narg(thread_id)::uuid IS NULL THEN '{}'::jsonb
-         ELSE jsonb_build_object(sqlc.narg(thread_id)::uuid::text, 1) END,
-    CASE WHEN sqlc.narg(thread_id)::uuid IS NULL THEN 1 ELSE 0 END,
-    sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz, sqlc.arg(now)::timestamptz
-  FROM req
-  JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
-  WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
-    AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
-  ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
-    count = wake.count + 1,
-    urgent = wake.urgent OR EXCLUDED.urgent,
-    sources = CASE WHEN EXCLUDED.sources[1] = ANY (wake.sources) THEN wake.sources
-                   ELSE wake.sources || EXCLUDED.sources END,
-    thread_counts = CASE WHEN sqlc.narg(thread_id)::uuid IS NULL THEN wake.thread_counts
-      ELSE jsonb_set(wake.thread_counts, ARRAY[sqlc.narg(thread_id)::uuid::text],
-        to_jsonb(COALESCE((wake.thread_counts->>sqlc.narg(thread_id)::uuid::text)::integer, 0) + 1)) END,
-    other_count = wake.other_count + EXCLUDED.other_count,
-    last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
-    updated_at = EXCLUDED.updated_at
-  RETURNING wake.agent_id
 )
-SELECT count(pg_notify('rr_wake', up.agent_id::text)::text)::integer AS woken FROM up;
+INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
+SELECT m.project_id, req.id, m.id, m.agent_id, m.part, sqlc.arg(source)::text, sqlc.arg(urgent)::boolean,
+  sqlc.narg(thread_id)::uuid, sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz
+FROM req
+JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
+WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
+  AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on');
+
+-- name: WakeEventAgents :many
+-- The agents with events to fold (the sweep: all; the webhook dispatch: those with a webhook).
+SELECT DISTINCT e.agent_id FROM wake_event e
+WHERE NOT sqlc.arg(webhook_only)::boolean OR EXISTS (SELECT 1 FROM wake_target t WHERE t.agent_id = e.agent_id)
+LIMIT sqlc.arg(max_rows)::integer;
+
+-- name: FoldWakeEvents :execrows
+-- The coalescing: the agents' wake events (at most max_rows) are deleted and added to
+-- their part's pending wake, made if the part has none (with the id of its first event):
+-- count and thread shares summed, sources united, urgent if any was, the latest item
+-- kept. Events another fold holds are skipped (SKIP LOCKED): that fold adds them, so
+-- folds never wait on each other and senders never wait on a fold.
+WITH pick AS (
+  SELECT e.project_id, e.id FROM wake_event e
+  WHERE e.agent_id = ANY (sqlc.arg(agent_ids)::uuid[])
+  LIMIT sqlc.arg(max_rows)::integer
+  FOR UPDATE OF e SKIP LOCKED
+), ev AS (
+  DELETE FROM wake_event e USING pick
+  WHERE e.project_id = pick.project_id AND e.id = pick.id
+  RETURNING e.*
+), per_thread AS (
+  SELECT project_id, member_id, thread_id, count(*)::integer AS n FROM ev GROUP BY project_id, member_id, thread_id
+), per_part AS (
+  SELECT ev.project_id, ev.member_id, min(ev.agent_id::text)::uuid AS agent_id, min(ev.part) AS part,
+    bool_or(ev.urgent) AS urgent, array_agg(DISTINCT ev.source ORDER BY ev.source) AS sources,
+    count(*)::integer AS count, count(*) FILTER (WHERE ev.thread_id IS NULL)::integer AS other_count,
+    (array_agg(ev.item_id ORDER BY ev.id DESC) FILTER (WHERE ev.item_id IS NOT NULL))[1] AS last_item_id,
+    min(ev.created_at) AS created_at, (array_agg(ev.id ORDER BY ev.id))[1] AS id,
+    (SELECT COALESCE(jsonb_object_agg(pt.thread_id::text, pt.n), '{}'::jsonb) FROM per_thread pt
+     WHERE pt.project_id = ev.project_id AND pt.member_id = ev.member_id AND pt.thread_id IS NOT NULL) AS thread_counts
+  FROM ev GROUP BY ev.project_id, ev.member_id
+)
+INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
+  thread_counts, other_count, last_item_id, created_at, updated_at)
+SELECT p.project_id, p.id, p.member_id, p.agent_id, p.part, 'pending', p.urgent, p.sources, p.count,
+  p.thread_counts, p.other_count, p.last_item_id, p.created_at, sqlc.arg(now)::timestamptz
+FROM per_part p
+ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
+  count = wake.count + EXCLUDED.count,
+  urgent = wake.urgent OR EXCLUDED.urgent,
+  sources = ARRAY(SELECT DISTINCT s FROM unnest(wake.sources || EXCLUDED.sources) AS s ORDER BY s),
+  thread_counts = (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb) FROM (
+      SELECT k, sum(v::integer) AS n FROM (
+        SELECT a.k, a.v FROM jsonb_each_text(wake.thread_counts) AS a (k, v)
+        UNION ALL SELECT b.k, b.v FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) s),
+  other_count = wake.other_count + EXCLUDED.other_count,
+  last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
+  updated_at = EXCLUDED.updated_at;
+
+-- name: CancelThreadWakeEvents :exec
+-- Closing a thread: its events not folded yet go (CancelThreadWakes takes its share out
+-- of the wakes they were folded into).
+DELETE FROM wake_event WHERE project_id = sqlc.arg(project_id) AND thread_id = sqlc.arg(thread_id);
 
 -- name: NotifyWakes :exec
 SELECT pg_notify('rr_wake', sqlc.arg(payload)::text);
+
+-- name: NotifyWakeMembers :exec
+-- After queueing commits: every replica's listener is told which agents may have work,
+-- for many sends at once (one NOTIFY, one turn of the notify lock, per batch). Past 150
+-- agents, "*" keeps the payload under NOTIFY's 8000 bytes.
+SELECT pg_notify('rr_wake', CASE WHEN count(DISTINCT m.agent_id) > 150 THEN '*'
+  ELSE string_agg(DISTINCT m.agent_id::text, ',') END)
+FROM membership m
+JOIN (SELECT unnest(sqlc.arg(project_ids)::uuid[]) AS project_id, unnest(sqlc.arg(member_ids)::uuid[]) AS id) r
+  ON m.project_id = r.project_id AND m.id = r.id
+HAVING count(*) > 0;
 
 -- name: CancelThreadWakes :many
 -- Closing a thread: its share of every undelivered wake goes; a wake left with nothing is
