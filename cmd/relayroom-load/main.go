@@ -70,14 +70,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		opts.Only = re
 	}
-	load0 := loadAverage()
+	load0 := loadtest.LoadAverage()
 	started := time.Now().UTC()
 	rows, err := loadtest.Run(ctx, opts)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nrelayroom load test, %s: %d connections, %v per row after a %v warm-up, %d knowledge and memory entries; %d cores, load average %s before and %s after\n\n",
-		started.Format(time.RFC3339), *conns, *duration, *warmup, *entries, runtime.NumCPU(), load0, loadAverage())
+		started.Format(time.RFC3339), *conns, *duration, *warmup, *entries, runtime.NumCPU(), load0, loadtest.LoadAverage())
 	return loadtest.WriteTable(stdout, rows)
 }
 
@@ -94,16 +94,4 @@ func loopbackOnly(dbURL string) error {
 	default:
 		return fmt.Errorf("the cluster must be on a loopback address, not %q", h)
 	}
-}
-
-// loadAverage is the 1-minute load average, the machine's own noise figure.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	if f := strings.Fields(string(b)); len(f) > 0 {
-		return f[0]
-	}
-	return "unknown"
 }

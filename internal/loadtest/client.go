@@ -66,9 +66,10 @@ func (a Answer) Field(name string) string {
 
 // CallError is a call that reached the server and was refused or failed there.
 type CallError struct {
-	Status int    // HTTP status
-	Code   int    // JSON-RPC error code, 0 when the failure is a tool result with isError
-	Msg    string // first bytes of the message
+	Status     int    // HTTP status
+	Code       int    // JSON-RPC error code, 0 when the failure is a tool result with isError
+	Msg        string // first bytes of the message
+	RetryAfter string // the Retry-After header, when the server sent one
 }
 
 func (e *CallError) Error() string {
@@ -137,14 +138,15 @@ func (c *Client) Do(ctx context.Context, call Call) (Answer, error) {
 			IsError    bool           `json:"isError"`
 		} `json:"result"`
 	}
+	retry := resp.Header.Get("Retry-After")
 	if err := json.Unmarshal(raw, &msg); err != nil {
-		return Answer{}, &CallError{Status: resp.StatusCode, Msg: clip(string(raw))}
+		return Answer{}, &CallError{Status: resp.StatusCode, Msg: clip(string(raw)), RetryAfter: retry}
 	}
 	if msg.Error != nil {
-		return Answer{}, &CallError{Status: resp.StatusCode, Code: msg.Error.Code, Msg: clip(msg.Error.Message)}
+		return Answer{}, &CallError{Status: resp.StatusCode, Code: msg.Error.Code, Msg: clip(msg.Error.Message), RetryAfter: retry}
 	}
 	if resp.StatusCode != http.StatusOK || msg.Result == nil {
-		return Answer{}, &CallError{Status: resp.StatusCode, Msg: clip(string(raw))}
+		return Answer{}, &CallError{Status: resp.StatusCode, Msg: clip(string(raw)), RetryAfter: retry}
 	}
 	a := Answer{Structured: msg.Result.Structured}
 	if len(msg.Result.Content) > 0 {

@@ -72,19 +72,19 @@ func NewEnv(client *Client, base string, f Fixture) (*Env, error) {
 // messages, and one thread per worker for reply.
 func (e *Env) Prepare(ctx context.Context, conns int) error {
 	for i := range preparedMessages {
-		a, err := e.Client.Do(ctx, e.threads(RecipientPart, "send", map[string]any{
+		a, err := e.Client.Do(ctx, e.Threads(RecipientPart, "send", map[string]any{
 			"to": []string{CallerPart}, "subject": fmt.Sprintf("Status %d", i), "body": "prepared for the inbox reads: " + sentence(seeded(0, i), 12),
 		}))
 		if err != nil {
 			return fmt.Errorf("prepare inbox: %w", err)
 		}
 		e.inboxThread = a.Field("threadId")
-		if _, err := e.Client.Do(ctx, e.room(CallerPart, "post_message", map[string]any{"content": "prepared: " + sentence(seeded(1, i), 10)})); err != nil {
+		if _, err := e.Client.Do(ctx, e.Room(CallerPart, "post_message", map[string]any{"content": "prepared: " + sentence(seeded(1, i), 10)})); err != nil {
 			return fmt.Errorf("prepare room messages: %w", err)
 		}
 	}
 	for w := range conns {
-		a, err := e.Client.Do(ctx, e.threads(CallerPart, "send", map[string]any{
+		a, err := e.Client.Do(ctx, e.Threads(CallerPart, "send", map[string]any{
 			"to": []string{RecipientPart}, "subject": fmt.Sprintf("Worker %d", w), "body": "the thread worker " + fmt.Sprint(w) + " replies in",
 		}))
 		if err != nil {
@@ -100,11 +100,13 @@ func (e *Env) Prepare(ctx context.Context, conns int) error {
 
 func seeded(w uint64, seq int) *rand.Rand { return rand.New(rand.NewPCG(w, uint64(seq))) }
 
-func (e *Env) threads(part, tool string, args any) Call {
+// Threads is a tools/call on a part's threads endpoint, with that part's key.
+func (e *Env) Threads(part, tool string, args any) Call {
 	return Call{URL: e.F.ThreadsURL(e.Base, part), Key: e.F.PartKey(part), Tool: tool, Args: args}
 }
 
-func (e *Env) room(part, tool string, args any) Call {
+// Room is a tools/call on the project's room endpoint, with a part's agent's key.
+func (e *Env) Room(part, tool string, args any) Call {
 	return Call{URL: e.F.RoomURL(e.Base), Key: e.F.PartKey(part), Tool: tool, Args: args}
 }
 
@@ -127,22 +129,22 @@ func (e *Env) do(c Call) CallFunc {
 // ReadScenarios are the read tools, in table order.
 func (e *Env) ReadScenarios() []Scenario {
 	recall := func(ctx context.Context, w, seq int) error {
-		_, err := e.Client.Do(ctx, e.threads(CallerPart, "recall", map[string]any{"query": searchQueries[(w+seq)%len(searchQueries)]}))
+		_, err := e.Client.Do(ctx, e.Threads(CallerPart, "recall", map[string]any{"query": searchQueries[(w+seq)%len(searchQueries)]}))
 		return err
 	}
 	readMemory := func(ctx context.Context, w, seq int) error {
-		_, err := e.Client.Do(ctx, e.room(CallerPart, "read_memory", map[string]any{"query": searchQueries[(w+seq)%len(searchQueries)]}))
+		_, err := e.Client.Do(ctx, e.Room(CallerPart, "read_memory", map[string]any{"query": searchQueries[(w+seq)%len(searchQueries)]}))
 		return err
 	}
 	return []Scenario{
-		{"whoami", ClassRead, "threads", e.do(e.threads(CallerPart, "whoami", nil))},
-		{"roster", ClassRead, "threads", e.do(e.threads(CallerPart, "roster", nil))},
-		{"inbox", ClassRead, "threads, 20 threads", e.do(e.threads(CallerPart, "inbox", nil))},
-		{"show", ClassRead, "threads", e.do(e.threads(CallerPart, "show", map[string]any{"threadId": e.inboxThread}))},
-		{"threads", ClassRead, "threads", e.do(e.threads(CallerPart, "threads", nil))},
-		{"get_messages", ClassRead, "room", e.do(e.room(CallerPart, "get_messages", nil))},
+		{"whoami", ClassRead, "threads", e.do(e.Threads(CallerPart, "whoami", nil))},
+		{"roster", ClassRead, "threads", e.do(e.Threads(CallerPart, "roster", nil))},
+		{"inbox", ClassRead, "threads, 20 threads", e.do(e.Threads(CallerPart, "inbox", nil))},
+		{"show", ClassRead, "threads", e.do(e.Threads(CallerPart, "show", map[string]any{"threadId": e.inboxThread}))},
+		{"threads", ClassRead, "threads", e.do(e.Threads(CallerPart, "threads", nil))},
+		{"get_messages", ClassRead, "room", e.do(e.Room(CallerPart, "get_messages", nil))},
 		{"list_rooms", ClassRead, "all rooms", e.do(Call{URL: AllRoomsURL(e.Base), Key: e.F.PartKey(CallerPart), Tool: "list_rooms"})},
-		{"get_inbox", ClassRead, "room, empty inbox", e.do(e.room(GuestPart, "get_inbox", nil))},
+		{"get_inbox", ClassRead, "room, empty inbox", e.do(e.Room(GuestPart, "get_inbox", nil))},
 		{"recall", ClassSearch, "threads", recall},
 		{"read_memory", ClassSearch, "room", readMemory},
 	}
@@ -161,25 +163,25 @@ type WriteTool struct {
 func (e *Env) WriteTools() []WriteTool {
 	return []WriteTool{
 		{"send", "threads, 32 senders to one recipient", func(_, seq int, text string) Call {
-			return e.threads(CallerPart, "send", map[string]any{"to": []string{RecipientPart}, "subject": fmt.Sprintf("Load %d", seq), "body": text})
+			return e.Threads(CallerPart, "send", map[string]any{"to": []string{RecipientPart}, "subject": fmt.Sprintf("Load %d", seq), "body": text})
 		}},
 		{"send to many", "threads, two recipients", func(_, seq int, text string) Call {
-			return e.threads(CallerPart, "send", map[string]any{"to": []string{RecipientPart, GuestPart}, "subject": fmt.Sprintf("Load %d", seq), "body": text})
+			return e.Threads(CallerPart, "send", map[string]any{"to": []string{RecipientPart, GuestPart}, "subject": fmt.Sprintf("Load %d", seq), "body": text})
 		}},
 		{"reply", "threads, one thread per worker, same recipient", func(w, _ int, text string) Call {
-			return e.threads(CallerPart, "reply", map[string]any{"threadId": e.replyThreads[w%len(e.replyThreads)], "body": text})
+			return e.Threads(CallerPart, "reply", map[string]any{"threadId": e.replyThreads[w%len(e.replyThreads)], "body": text})
 		}},
 		{"post_message", "room", func(_, _ int, text string) Call {
-			return e.room(CallerPart, "post_message", map[string]any{"content": text})
+			return e.Room(CallerPart, "post_message", map[string]any{"content": text})
 		}},
 		{"write_memory", "room", func(_, _ int, text string) Call {
-			return e.room(CallerPart, "write_memory", map[string]any{"content": text})
+			return e.Room(CallerPart, "write_memory", map[string]any{"content": text})
 		}},
 		{"send_task", "room, to one recipient", func(_, _ int, text string) Call {
-			return e.room(CallerPart, "send_task", map[string]any{"to_agent_slug": RecipientPart, "goal": text})
+			return e.Room(CallerPart, "send_task", map[string]any{"to_agent_slug": RecipientPart, "goal": text})
 		}},
 		{"learn", "threads", func(_, seq int, text string) Call {
-			return e.threads(CallerPart, "learn", map[string]any{"title": fmt.Sprintf("Lesson %d", seq), "body": text, "kind": "fact"})
+			return e.Threads(CallerPart, "learn", map[string]any{"title": fmt.Sprintf("Lesson %d", seq), "body": text, "kind": "fact"})
 		}},
 	}
 }
@@ -215,7 +217,7 @@ func (e *Env) WriteScenarios() []Scenario {
 				if !ok {
 					return ErrExhausted
 				}
-				c := e.room(RecipientPart, "respond_to_task", map[string]any{"task_id": id, "status": "done", "result": writeText(w, seq)})
+				c := e.Room(RecipientPart, "respond_to_task", map[string]any{"task_id": id, "status": "done", "result": writeText(w, seq)})
 				c.IdempotencyKey = uuid.NewString()
 				_, err := e.Client.Do(ctx, c)
 				return err

@@ -209,3 +209,16 @@ func (s *Server) LogBytes() (int64, error) {
 	}
 	return st.Size(), nil
 }
+
+// LoadAverage is the machine's 1-minute load average, the noise figure printed beside
+// every measurement ("unknown" where /proc/loadavg cannot be read).
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
+}

@@ -1,0 +1,114 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// bigBodyLimitGrowth is how much the server's resident memory may grow, at its peak, while
+// BigBodies unauthenticated bodies arrive at once, for the attack to count as held: with
+// the credential checked before the body is read, or in-flight bytes bounded, the bodies
+// never sit in memory together (200 × 4 MB would be 800 MB).
+const bigBodyLimitGrowth = 128 << 20
+
+// bigBodies posts BigBodies unauthenticated JSON bodies of BodyBytes at once and samples
+// the server's memory (VmRSS, VmHWM) before, during and after.
+func bigBodies(ctx context.Context, b *bench) (Finding, error) {
+	o := b.o
+	srv, err := b.startServer(ctx, "b-big-bodies")
+	if err != nil {
+		return Finding{}, err
+	}
+	defer b.stopServer(srv)
+	// A real JSON-RPC call that parses: the review's bodies were read and parsed before
+	// the credential was looked at. One buffer serves every request.
+	prefix := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_rooms","arguments":{"pad":"`
+	suffix := `"}}}`
+	body := []byte(prefix + strings.Repeat("a", max(o.BodyBytes-len(prefix)-len(suffix), 0)) + suffix)
+
+	rss0, _, err := srv.Memory()
+	if err != nil {
+		return Finding{}, err
+	}
+	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxConnsPerHost: o.BigBodies, MaxIdleConnsPerHost: o.BigBodies}}
+	defer client.CloseIdleConnections()
+	var mu sync.Mutex
+	statuses := map[string]int{}
+	stop := make(chan struct{})
+	var rssPeak int64
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		for {
+			if rss, _, err := srv.Memory(); err == nil {
+				rssPeak = max(rssPeak, rss)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	})
+	healthDuring := "not asked"
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for range o.BigBodies {
+		wg.Go(func() {
+			key := "transport error"
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.Base+"/api/mcp", bytes.NewReader(body))
+			if err == nil {
+				req.Header.Set("Content-Type", "application/json")
+				var resp *http.Response
+				if resp, err = client.Do(req); err == nil {
+					key = fmt.Sprint(resp.StatusCode)
+					if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+						key += " (answer cut)"
+					}
+					resp.Body.Close()
+				}
+			}
+			mu.Lock()
+			statuses[key]++
+			mu.Unlock()
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	if code, took, err := srv.Health(ctx, 2*time.Second); err != nil {
+		healthDuring = fmt.Sprintf("failed (%v)", err)
+	} else {
+		healthDuring = fmt.Sprintf("%d in %v", code, took.Round(time.Millisecond))
+	}
+	wg.Wait()
+	took := time.Since(t0)
+	time.Sleep(3 * time.Second) // what stays resident once the bodies are answered
+	close(stop)
+	sampler.Wait()
+	rss1, hwm, err := srv.Memory()
+	if err != nil {
+		return Finding{}, err
+	}
+	peak := max(rssPeak, hwm)
+	keys := make([]string, 0, len(statuses))
+	for k := range statuses {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var answers []string
+	for _, k := range keys {
+		answers = append(answers, fmt.Sprintf("%d × %s", statuses[k], k))
+	}
+	return Finding{
+		Did: fmt.Sprintf("%d concurrent unauthenticated POSTs of a %s JSON-RPC body to /api/mcp", o.BigBodies, mb(int64(len(body)))),
+		Measured: fmt.Sprintf("RSS %s before, peak %s (VmHWM), %s 3 s after; answers %s in %v; /healthz during: %s",
+			mb(rss0), mb(peak), mb(rss1), strings.Join(answers, ", "), took.Round(time.Millisecond), healthDuring),
+		Target: fmt.Sprintf("peak RSS grows by less than %s (the bodies are refused before they are read), /healthz answers", mb(bigBodyLimitGrowth)),
+		Held:   peak-rss0 < bigBodyLimitGrowth && strings.HasPrefix(healthDuring, "200"),
+	}, nil
+}
