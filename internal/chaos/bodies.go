@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +18,9 @@ import (
 // the credential checked before the body is read, or in-flight bytes bounded, the bodies
 // never sit in memory together (200 × 4 MB would be 800 MB).
 const bigBodyLimitGrowth = 128 << 20
+
+// bigBodyAnswerTimeout bounds the wait for each post's answer (and so the attack's time).
+const bigBodyAnswerTimeout = 30 * time.Second
 
 // bigBodies posts BigBodies unauthenticated JSON bodies of BodyBytes at once and samples
 // the server's memory (VmRSS, VmHWM) before, during and after.
@@ -37,7 +41,7 @@ func bigBodies(ctx context.Context, b *bench) (Finding, error) {
 	if err != nil {
 		return Finding{}, err
 	}
-	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxConnsPerHost: o.BigBodies, MaxIdleConnsPerHost: o.BigBodies}}
+	client := &http.Client{Timeout: bigBodyAnswerTimeout, Transport: &http.Transport{MaxConnsPerHost: o.BigBodies, MaxIdleConnsPerHost: o.BigBodies}}
 	defer client.CloseIdleConnections()
 	var mu sync.Mutex
 	statuses := map[string]int{}
@@ -61,12 +65,16 @@ func bigBodies(ctx context.Context, b *bench) (Finding, error) {
 	t0 := time.Now()
 	for range o.BigBodies {
 		wg.Go(func() {
-			key := "transport error"
+			key := "connection error"
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.Base+"/api/mcp", bytes.NewReader(body))
 			if err == nil {
 				req.Header.Set("Content-Type", "application/json")
 				var resp *http.Response
-				if resp, err = client.Do(req); err == nil {
+				resp, err = client.Do(req)
+				if os.IsTimeout(err) {
+					key = fmt.Sprintf("no answer within %v", bigBodyAnswerTimeout)
+				}
+				if err == nil {
 					key = fmt.Sprint(resp.StatusCode)
 					if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 						key += " (answer cut)"
@@ -81,7 +89,10 @@ func bigBodies(ctx context.Context, b *bench) (Finding, error) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	if code, took, err := srv.Health(ctx, 2*time.Second); err != nil {
-		healthDuring = fmt.Sprintf("failed (%v)", err)
+		healthDuring = "no answer within 2 s"
+		if !os.IsTimeout(err) {
+			healthDuring = fmt.Sprintf("failed (%v)", err)
+		}
 	} else {
 		healthDuring = fmt.Sprintf("%d in %v", code, took.Round(time.Millisecond))
 	}
