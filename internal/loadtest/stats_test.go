@@ -110,6 +110,16 @@ func TestJudge(t *testing.T) {
 	t.Run("a write is compared with the insert loop; a long tail fails it", func(t *testing.T) { check(5, 0.3, false, true, false, true) })
 	t.Run("any error fails a row", func(t *testing.T) { check(6, 0.45, false, true, true, false) })
 	t.Run("a row with no successful call fails everything", func(t *testing.T) { check(7, 0, false, false, false, false) })
+	t.Run("the baseline is the mean of the raw rows at both ends of the run", func(t *testing.T) {
+		two := Judge([]Row{
+			row("raw read", ClassRawRead, 800, ms, 2*ms, 0),
+			row("whoami", ClassRead, 500, ms, 2*ms, 0),
+			row("raw read (end)", ClassRawRead, 1200, ms, 2*ms, 0),
+		})
+		if two[1].Ratio != 0.5 || !two[1].Pass() || two[0].Ratio != 0.8 || two[2].Ratio != 1.2 {
+			t.Fatalf("got %+v", two)
+		}
+	})
 	t.Run("without its baseline in the run a row cannot pass", func(t *testing.T) {
 		only := Judge([]Row{row("whoami", ClassRead, 500, ms, 2*ms, 0)})
 		if !math.IsNaN(only[0].Ratio) || only[0].Pass() {

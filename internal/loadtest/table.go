@@ -66,15 +66,20 @@ type Verdict struct {
 // Pass is every check together.
 func (v Verdict) Pass() bool { return v.RateOK && v.TailOK && v.ErrsOK }
 
-// Judge compares each row with its baseline in rows (the first row of the baseline's class).
+// Judge compares each row with its baseline in rows: the mean rate of the rows of the
+// baseline's class. The raw loops run at the start and at the end of a run, so that a
+// machine whose load drifts during the run (a shared one) shifts both ends alike.
 func Judge(rows []Row) []Verdict {
-	base := map[Class]float64{}
+	sum, n := map[Class]float64{}, map[Class]int{}
 	for _, r := range rows {
 		if r.Class == ClassRawRead || r.Class == ClassRawWrite {
-			if _, seen := base[r.Class]; !seen {
-				base[r.Class] = r.Rate()
-			}
+			sum[r.Class] += r.Rate()
+			n[r.Class]++
 		}
+	}
+	base := map[Class]float64{}
+	for c, s := range sum {
+		base[c] = s / float64(n[c])
 	}
 	out := make([]Verdict, len(rows))
 	for i, r := range rows {
