@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -106,19 +105,10 @@ func bigBodies(ctx context.Context, b *bench) (Finding, error) {
 		return Finding{}, err
 	}
 	peak := max(rssPeak, hwm)
-	keys := make([]string, 0, len(statuses))
-	for k := range statuses {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var answers []string
-	for _, k := range keys {
-		answers = append(answers, fmt.Sprintf("%d × %s", statuses[k], k))
-	}
 	return Finding{
 		Did: fmt.Sprintf("%d concurrent unauthenticated POSTs of a %s JSON-RPC body to /api/mcp", o.BigBodies, mb(int64(len(body)))),
 		Measured: fmt.Sprintf("RSS %s before, peak %s (VmHWM), %s 3 s after; answers %s in %v; /healthz during: %s",
-			mb(rss0), mb(peak), mb(rss1), strings.Join(answers, ", "), took.Round(time.Millisecond), healthDuring),
+			mb(rss0), mb(peak), mb(rss1), counts(statuses), took.Round(time.Millisecond), healthDuring),
 		Target: fmt.Sprintf("peak RSS grows by less than %s (the bodies are refused before they are read), /healthz answers", mb(bigBodyLimitGrowth)),
 		Held:   peak-rss0 < bigBodyLimitGrowth && strings.HasPrefix(healthDuring, "200"),
 	}, nil

@@ -11,12 +11,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/relayroom/relayroom/internal/loadtest"
+	"github.com/relayroom/relayroom/internal/localpg"
 )
 
 // Options size the attacks (the defaults are cmd/relayroom-chaos's flags).
@@ -103,12 +103,12 @@ func Run(ctx context.Context, o Options) ([]Finding, error) {
 	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
 		return nil, err
 	}
-	clusterURL, err := pgScript(ctx, o.Progress, o.PGScript, "start", o.PGDir)
+	clusterURL, err := localpg.Run(ctx, o.Progress, o.PGScript, "start", o.PGDir)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if _, err := pgScript(context.WithoutCancel(ctx), o.Progress, o.PGScript, "stop", o.PGDir); err != nil {
+		if _, err := localpg.Run(context.WithoutCancel(ctx), o.Progress, o.PGScript, "stop", o.PGDir); err != nil {
 			say("stopping the cluster: %v", err)
 		}
 	}()
@@ -145,28 +145,6 @@ func Run(ctx context.Context, o Options) ([]Finding, error) {
 		out = append(out, fd)
 	}
 	return out, nil
-}
-
-// pgScript runs deploy/local/pg.sh and returns its stdout. The output goes through a
-// file, not a pipe: a server the script starts outlives it and would keep a pipe open.
-func pgScript(ctx context.Context, stderr io.Writer, script string, args ...string) (string, error) {
-	out, err := os.CreateTemp("", "relayroom-chaos-pg-*.out")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(out.Name())
-	defer out.Close()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
-	cmd.Stdout, cmd.Stderr = out, stderr
-	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w", script, strings.Join(args, " "), err)
-	}
-	b, err := os.ReadFile(out.Name())
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(b)), nil
 }
 
 // WriteTable prints the findings as a markdown table.

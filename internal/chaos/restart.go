@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relayroom/relayroom/internal/loadtest"
+	"github.com/relayroom/relayroom/internal/localpg"
 )
 
 // postgresRestart runs whoami and post_message from RestartConns connections, restarts
@@ -56,7 +57,7 @@ func postgresRestart(ctx context.Context, b *bench) (Finding, error) {
 	}
 	time.Sleep(o.RestartLoad / 3)
 	restartAt := time.Now()
-	_, rerr := pgScript(ctx, o.Progress, o.PGScript, "restart", o.PGDir)
+	_, rerr := localpg.Run(ctx, o.Progress, o.PGScript, "restart", o.PGDir)
 	restartTook := time.Since(restartAt)
 	if rerr == nil {
 		time.Sleep(o.RestartLoad * 2 / 3)
