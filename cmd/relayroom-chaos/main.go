@@ -51,16 +51,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.LockHold, "lock-hold", 12*time.Second, "(d) how long the table stays locked")
 	fs.IntVar(&o.LockedCalls, "locked-calls", 60, "(d) concurrent calls behind the lock (more than the server's pool)")
 	fs.IntVar(&o.WriteConns, "write-conns", 16, "(e) concurrent writers")
-	fs.DurationVar(&o.KillAfter, "kill-after", 3*time.Second, "(e) writes run this long before kill -9")
+	fs.DurationVar(&o.KillAfter, "kill-after", 2*time.Second, "(e) writes run this long before each kill -9")
+	fs.IntVar(&o.Kills, "kills", 3, "(e) rounds of writes, each ended by kill -9 and a restart")
 	fs.IntVar(&o.RestartConns, "restart-conns", 8, "(f) concurrent callers")
 	fs.DurationVar(&o.RestartLoad, "restart-load", 12*time.Second, "(f) load duration; Postgres restarts a third of the way in")
 	fs.DurationVar(&o.Deadline, "deadline", 6*time.Second, "bound a blocked or failing call must answer within (statement timeout + 1 s)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if o.SlowConns < 0 || o.SlowConns > 5000 || o.BigBodies < 0 || o.BigBodies > 1000 || o.BodyBytes > 64<<20 ||
+	if o.Kills < 1 || o.Kills > 10 || o.SlowConns < 0 || o.SlowConns > 5000 || o.BigBodies < 0 || o.BigBodies > 1000 || o.BodyBytes > 64<<20 ||
 		o.SlowWait > 5*time.Minute || o.Window > time.Minute || o.LockHold > time.Minute || o.RestartLoad > time.Minute || o.KillAfter > time.Minute {
-		return fmt.Errorf("a bound is out of range: at most 5000 slow connections, 1000 bodies of 64 MB, one minute per window (five for -slow-wait)")
+		return fmt.Errorf("a bound is out of range: at most 5000 slow connections, 1000 bodies of 64 MB, one minute per window (five for -slow-wait), 1 to 10 kills")
 	}
 	o.Progress = stderr
 	started := time.Now().UTC()

@@ -42,7 +42,8 @@ type Options struct {
 	LockedCalls int           // (d) concurrent calls that need the locked table
 
 	WriteConns int           // (e) concurrent writers
-	KillAfter  time.Duration // (e) writes run this long before kill -9
+	KillAfter  time.Duration // (e) writes run this long before each kill -9
+	Kills      int           // (e) rounds of writes ended by kill -9
 
 	RestartConns int           // (f) concurrent callers
 	RestartLoad  time.Duration // (f) load duration; Postgres restarts a third of the way in

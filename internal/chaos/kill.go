@@ -49,8 +49,8 @@ type write struct {
 
 // killUnderWrites runs the write tools from WriteConns connections, every write with its
 // own Idempotency-Key and a unique marker in its text, kills the server with SIGKILL
-// mid-load, starts it again, retries every write whose answer was lost with the same key
-// and body, and counts the markers in the database.
+// mid-load and starts it again, Kills times; then it retries every write whose answer was
+// lost with the same key and body, and counts the markers in the database.
 func killUnderWrites(ctx context.Context, b *bench) (Finding, error) {
 	o := b.o
 	srv, err := b.startServer(ctx, "e-kill-9")
@@ -64,46 +64,30 @@ func killUnderWrites(ctx context.Context, b *bench) (Finding, error) {
 	if err := env.Prepare(ctx, o.WriteConns); err != nil {
 		return Finding{}, errors.Join(err, srv.Kill())
 	}
-	tools := env.WriteTools()
 	run := time.Now().UnixMilli() % 1_000_000_000
 	prefix := fmt.Sprintf("zqmark-%d-", run)
 
-	var killed atomic.Bool
-	perWorker := make([][]*write, o.WriteConns)
-	var wg sync.WaitGroup
-	for w := range o.WriteConns {
-		wg.Go(func() {
-			for seq := 0; !killed.Load() && ctx.Err() == nil; seq++ {
-				t := tools[(w+seq)%len(tools)]
-				marker := fmt.Sprintf("%s%d-%d", prefix, w, seq)
-				c := t.Build(w, seq, marker+" was written by the kill -9 test")
-				c.IdempotencyKey = uuid.NewString()
-				wr := &write{tool: t.Name, marker: marker, call: c}
-				_, err := env.Client.Do(ctx, c)
-				wr.state, wr.detail = classify(err)
-				perWorker[w] = append(perWorker[w], wr)
-			}
-		})
-	}
-	time.Sleep(o.KillAfter)
-	killed.Store(true)
-	if err := srv.Kill(); err != nil {
-		return Finding{}, err
-	}
-	wg.Wait()
-	env.Client.Close()
-	t0 := time.Now()
-	srv, err = loadtest.StartServer(ctx, srv.Opts())
-	if err != nil {
-		return Finding{}, fmt.Errorf("restart after kill -9: %w", err)
+	// Each round: writes for KillAfter, SIGKILL, restart on the same address. The retries
+	// come after the last round, all against the last server.
+	var writes []*write
+	var restarts []string
+	for round := range o.Kills {
+		env.Client = loadtest.NewClient(o.WriteConns, 30*time.Second, nil)
+		ws, err := writeUntilKilled(ctx, env, srv, o.WriteConns, o.KillAfter, fmt.Sprintf("%s%d-", prefix, round))
+		env.Client.Close()
+		if err != nil {
+			return Finding{}, err
+		}
+		writes = append(writes, ws...)
+		t0 := time.Now()
+		if srv, err = loadtest.StartServer(ctx, srv.Opts()); err != nil {
+			return Finding{}, fmt.Errorf("restart after kill -9: %w", err)
+		}
+		restarts = append(restarts, time.Since(t0).Round(100*time.Millisecond).String())
 	}
 	defer b.stopServer(srv)
-	restartTook := time.Since(t0)
+	restartTook := strings.Join(restarts, ", ")
 
-	var writes []*write
-	for _, ws := range perWorker {
-		writes = append(writes, ws...)
-	}
 	retryClient := loadtest.NewClient(4, 30*time.Second, nil)
 	defer retryClient.Close()
 	var ackedBefore, refusedBefore, lostAnswers, retryAcked, retryRefused, retryFailed int
@@ -159,14 +143,15 @@ func killUnderWrites(ctx context.Context, b *bench) (Finding, error) {
 			}
 		}
 	}
-	measured := fmt.Sprintf("%d writes sent (%s) before kill -9 at %v: %d acknowledged, %d refused, %d answers lost; restart %v; the %d retried with the same key: %d acknowledged, %d refused, %d failed. In the database: acknowledged writes lost %d, duplicates %d (%d of them from retries), writes neither acknowledged nor stored %d",
-		len(writes), toolCounts(writes), o.KillAfter, ackedBefore, refusedBefore, lostAnswers, restartTook.Round(10*time.Millisecond),
+	measured := fmt.Sprintf("%d writes sent (%s) in %d rounds each ended by kill -9 after %v: %d acknowledged, %d refused, %d answers lost; restarts took %s; the %d retried with the same key: %d acknowledged, %d refused, %d failed. In the database: acknowledged writes lost %d, duplicates %d (%d of them from retries), writes neither acknowledged nor stored %d",
+		len(writes), toolCounts(writes), o.Kills, o.KillAfter, ackedBefore, refusedBefore, lostAnswers, restartTook,
 		lostAnswers, retryAcked, retryRefused, retryFailed, ackedLost, dups, dupsOfLostAnswers, lostUnacked)
 	if len(refusals) > 0 {
 		measured += "; refusals: " + counts(refusals)
 	}
 	return Finding{
-		Did:      fmt.Sprintf("%d connections calling the write tools (%s), each write with an Idempotency-Key and a unique marker; SIGKILL after %v; restart; retry the unanswered writes", o.WriteConns, toolNames(tools), o.KillAfter),
+		Did: fmt.Sprintf("%d connections calling the write tools (%s), each write with an Idempotency-Key and a unique marker; %d times: SIGKILL after %v of writes, restart; then retry every unanswered write",
+			o.WriteConns, toolNames(env.WriteTools()), o.Kills, o.KillAfter),
 		Measured: measured,
 		Target:   "acknowledged writes lost 0, duplicates 0, every retried write acknowledged",
 		Held:     ackedLost == 0 && dups == 0 && retryFailed == 0 && retryRefused == 0 && lostUnacked == 0,
@@ -201,7 +186,7 @@ func countMarkers(ctx context.Context, dbURL, prefix string) (map[string]map[str
 		seen[st.table] = true
 		col := pgx.Identifier{st.column}.Sanitize()
 		rows, err := conn.Query(ctx, fmt.Sprintf(`SELECT substring(%s from $1), count(*) FROM %s WHERE %s LIKE $2 GROUP BY 1`,
-			col, pgx.Identifier{st.table}.Sanitize(), col), prefix+`[0-9]+-[0-9]+`, "%"+prefix+"%")
+			col, pgx.Identifier{st.table}.Sanitize(), col), prefix+`[0-9]+-[0-9]+-[0-9]+`, "%"+prefix+"%")
 		if err != nil {
 			return nil, fmt.Errorf("count markers in %s: %w", st.table, err)
 		}
@@ -237,4 +222,36 @@ func toolNames(ts []loadtest.WriteTool) string {
 		names[i] = t.Name
 	}
 	return strings.Join(names, ", ")
+}
+
+// writeUntilKilled runs the write tools from conns workers, kills the server with SIGKILL
+// after d, and returns every write it attempted with what became of it.
+func writeUntilKilled(ctx context.Context, env *loadtest.Env, srv *loadtest.Server, conns int, d time.Duration, prefix string) ([]*write, error) {
+	tools := env.WriteTools()
+	var killed atomic.Bool
+	perWorker := make([][]*write, conns)
+	var wg sync.WaitGroup
+	for w := range conns {
+		wg.Go(func() {
+			for seq := 0; !killed.Load() && ctx.Err() == nil; seq++ {
+				t := tools[(w+seq)%len(tools)]
+				marker := fmt.Sprintf("%s%d-%d", prefix, w, seq)
+				c := t.Build(w, seq, marker+" was written by the kill -9 test")
+				c.IdempotencyKey = uuid.NewString()
+				wr := &write{tool: t.Name, marker: marker, call: c}
+				_, err := env.Client.Do(ctx, c)
+				wr.state, wr.detail = classify(err)
+				perWorker[w] = append(perWorker[w], wr)
+			}
+		})
+	}
+	time.Sleep(d)
+	killed.Store(true)
+	err := srv.Kill()
+	wg.Wait()
+	var out []*write
+	for _, ws := range perWorker {
+		out = append(out, ws...)
+	}
+	return out, err
 }
