@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime"
 	"syscall"
 	"time"
@@ -56,8 +57,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.RestartConns, "restart-conns", 8, "(f) concurrent callers")
 	fs.DurationVar(&o.RestartLoad, "restart-load", 12*time.Second, "(f) load duration; Postgres restarts a third of the way in")
 	fs.DurationVar(&o.Deadline, "deadline", 6*time.Second, "bound a blocked or failing call must answer within (statement timeout + 1 s)")
+	only := fs.String("only", "", "regular expression: run only the attacks whose name matches (e.g. 'kill|restart')")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			return fmt.Errorf("-only: %w", err)
+		}
+		o.Only = re
 	}
 	if o.Kills < 1 || o.Kills > 10 || o.SlowConns < 0 || o.SlowConns > 5000 || o.BigBodies < 0 || o.BigBodies > 1000 || o.BodyBytes > 64<<20 ||
 		o.SlowWait > 5*time.Minute || o.Window > time.Minute || o.LockHold > time.Minute || o.RestartLoad > time.Minute || o.KillAfter > time.Minute {

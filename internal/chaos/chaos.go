@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -51,6 +52,9 @@ type Options struct {
 	// Deadline is the bound a blocked call is expected to answer within: the server's
 	// statement timeout plus a second for HTTP and scheduling.
 	Deadline time.Duration
+
+	// Only, when set, runs the attacks whose name ("(e) kill -9 under writes") matches.
+	Only *regexp.Regexp
 
 	Progress io.Writer
 }
@@ -134,6 +138,9 @@ func Run(ctx context.Context, o Options) ([]Finding, error) {
 	for _, a := range attacks {
 		if err := ctx.Err(); err != nil {
 			return out, err
+		}
+		if o.Only != nil && !o.Only.MatchString(a.name) {
+			continue
 		}
 		say("%s …", a.name)
 		t0 := time.Now()
