@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -168,7 +169,13 @@ func (s *Server) Memory() (rss, peak int64, err error) {
 		return 0, 0, err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	return parseStatus(f)
+}
+
+// parseStatus reads VmRSS and VmHWM (kB) from a /proc/<pid>/status file, in bytes.
+func parseStatus(r io.Reader) (rss, peak int64, err error) {
+	sc := bufio.NewScanner(r)
+	found := 0
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) < 2 {
@@ -188,8 +195,15 @@ func (s *Server) Memory() (rss, peak int64, err error) {
 			return 0, 0, fmt.Errorf("parse %s: %w", fields[0], err)
 		}
 		*dst = kb << 10
+		found++
 	}
-	return rss, peak, sc.Err()
+	if err := sc.Err(); err != nil {
+		return 0, 0, err
+	}
+	if found < 2 {
+		return 0, 0, fmt.Errorf("no VmRSS and VmHWM in the process status (the process is gone?)")
+	}
+	return rss, peak, nil
 }
 
 // OpenFiles counts the server's open file descriptors (its connections among them).
