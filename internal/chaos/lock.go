@@ -115,7 +115,7 @@ func lockedTable(ctx context.Context, b *bench) (Finding, error) {
 	return Finding{
 		Did: fmt.Sprintf("LOCK TABLE %s IN ACCESS EXCLUSIVE MODE held %v; %d concurrent post_message calls behind it; threads roster called in a loop meanwhile",
 			lockedTableName, o.LockHold, o.LockedCalls),
-		Measured: fmt.Sprintf("blocked post_message: %d of %d answered within %v, slowest %v; answers %s. Unrelated roster: %d calls, %d failed, slowest %v (%s); /readyz during: %s",
+		Measured: fmt.Sprintf("blocked post_message: %d of %d answered within %v, slowest %v; answers %s. Unrelated roster calls: %d made, %d failed, slowest %v (%s); /readyz during: %s",
 			within, o.LockedCalls, o.Deadline, slowest.Round(10*time.Millisecond), counts(kinds), len(unrelated), uFailed, uSlowest.Round(10*time.Millisecond), counts(uKinds), counts(readyz)),
 		Target: fmt.Sprintf("every blocked call answers within %v (statement timeout + 1 s; a retryable error with Retry-After), every unrelated call succeeds within it", o.Deadline),
 		Held:   within == o.LockedCalls && uFailed == 0 && uSlowest <= o.Deadline && len(unrelated) > 0,
