@@ -37,9 +37,9 @@ func wrongKeyFlood(ctx context.Context, b *bench) (Finding, error) {
 		return Finding{}, err
 	}
 	defer env.Client.Close()
-	legit := env.ReadScenarios()[0] // whoami
+	legit := env.Repeat(env.Threads(loadtest.CallerPart, "whoami", nil))
 	window := loadtest.Window{Conns: o.LegitConns, Duration: o.Window, Warmup: time.Second}
-	alone := loadtest.Measure(ctx, window, legit.Call)
+	alone := loadtest.Measure(ctx, window, legit)
 
 	source, sourceNote := floodSource, "from "+floodSource
 	if l, err := net.Listen("tcp", floodSource+":0"); err != nil {
@@ -79,7 +79,7 @@ func wrongKeyFlood(ctx context.Context, b *bench) (Finding, error) {
 		})
 	}
 	time.Sleep(500 * time.Millisecond) // the flood is under way before the window opens
-	flooded := loadtest.Measure(ctx, loadtest.Window{Conns: o.LegitConns, Duration: o.Window}, legit.Call)
+	flooded := loadtest.Measure(ctx, loadtest.Window{Conns: o.LegitConns, Duration: o.Window}, legit)
 	stopFlood()
 	wg.Wait()
 	log1, err := srv.LogBytes()

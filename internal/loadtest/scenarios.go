@@ -98,6 +98,8 @@ func (e *Env) Prepare(ctx context.Context, conns int) error {
 	return nil
 }
 
+// seeded is a generator of its own per worker and call: no lock shared between workers,
+// and the same texts on every run.
 func seeded(w uint64, seq int) *rand.Rand { return rand.New(rand.NewPCG(w, uint64(seq))) }
 
 // Threads is a tools/call on a part's threads endpoint, with that part's key.
@@ -118,8 +120,8 @@ type Scenario struct {
 	Call  CallFunc
 }
 
-// do turns a fixed call into a CallFunc.
-func (e *Env) do(c Call) CallFunc {
+// Repeat turns a fixed call into a CallFunc.
+func (e *Env) Repeat(c Call) CallFunc {
 	return func(ctx context.Context, _, _ int) error {
 		_, err := e.Client.Do(ctx, c)
 		return err
@@ -137,14 +139,14 @@ func (e *Env) ReadScenarios() []Scenario {
 		return err
 	}
 	return []Scenario{
-		{"whoami", ClassRead, "threads", e.do(e.Threads(CallerPart, "whoami", nil))},
-		{"roster", ClassRead, "threads", e.do(e.Threads(CallerPart, "roster", nil))},
-		{"inbox", ClassRead, "threads, 20 threads", e.do(e.Threads(CallerPart, "inbox", nil))},
-		{"show", ClassRead, "threads", e.do(e.Threads(CallerPart, "show", map[string]any{"threadId": e.inboxThread}))},
-		{"threads", ClassRead, "threads", e.do(e.Threads(CallerPart, "threads", nil))},
-		{"get_messages", ClassRead, "room", e.do(e.Room(CallerPart, "get_messages", nil))},
-		{"list_rooms", ClassRead, "all rooms", e.do(Call{URL: AllRoomsURL(e.Base), Key: e.F.PartKey(CallerPart), Tool: "list_rooms"})},
-		{"get_inbox", ClassRead, "room, empty inbox", e.do(e.Room(GuestPart, "get_inbox", nil))},
+		{"whoami", ClassRead, "threads", e.Repeat(e.Threads(CallerPart, "whoami", nil))},
+		{"roster", ClassRead, "threads", e.Repeat(e.Threads(CallerPart, "roster", nil))},
+		{"inbox", ClassRead, "threads, 20 threads", e.Repeat(e.Threads(CallerPart, "inbox", nil))},
+		{"show", ClassRead, "threads", e.Repeat(e.Threads(CallerPart, "show", map[string]any{"threadId": e.inboxThread}))},
+		{"threads", ClassRead, "threads", e.Repeat(e.Threads(CallerPart, "threads", nil))},
+		{"get_messages", ClassRead, "room", e.Repeat(e.Room(CallerPart, "get_messages", nil))},
+		{"list_rooms", ClassRead, "all rooms", e.Repeat(Call{URL: AllRoomsURL(e.Base), Key: e.F.PartKey(CallerPart), Tool: "list_rooms"})},
+		{"get_inbox", ClassRead, "room, empty inbox", e.Repeat(e.Room(GuestPart, "get_inbox", nil))},
 		{"recall", ClassSearch, "threads", recall},
 		{"read_memory", ClassSearch, "room", readMemory},
 	}
