@@ -1,6 +1,9 @@
 # relayroom: two commands on a fresh machine.
 #   make run    local Postgres (installed when missing) + demo data + the service
 #   make test   the same Postgres bootstrap, then every test with -race
+# Operator tools (bounded in time, loopback only; not part of make test):
+#   make loadtest   every tool at 32 connections beside raw pgx loops (docs/performance.md)
+#   make chaos      the security review's attacks against a real server (docs/reliability.md)
 
 SHELL := /bin/bash
 GO ?= go
@@ -9,7 +12,7 @@ PG := deploy/local/pg.sh
 TEST_PG_DIR := $(CURDIR)/.data/test-pg
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: run build test test-go check-generated generate fmt vet bench pg-stop clean
+.PHONY: run build test test-go check-generated generate fmt vet bench loadtest chaos pg-stop clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/relayroom
@@ -43,9 +46,27 @@ bench:
 	url=$$(bash $(PG) start $(TEST_PG_DIR) --fast); \
 	DATABASE_URL="$$url" $(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
+# A scratch database (relayroom_loadtest) in the test cluster, a `relayroom serve` on a free
+# loopback port; LOAD_FLAGS passes flags (e.g. LOAD_FLAGS='-duration 10s -only send').
+LOAD_FLAGS ?=
+loadtest: build
+	@set -euo pipefail; \
+	url=$$(bash $(PG) start $(TEST_PG_DIR) --fast); \
+	$(GO) build -o bin/relayroom-load ./cmd/relayroom-load; \
+	./bin/relayroom-load -database-url "$$url" -relayroom ./$(BIN) $(LOAD_FLAGS)
+
+# Its own cluster under .data/chaos-pg (restarted by one attack, stopped at the end) and a
+# fresh server per attack; CHAOS_FLAGS passes flags (relayroom-chaos -h lists them).
+CHAOS_PG_DIR := $(CURDIR)/.data/chaos-pg
+CHAOS_FLAGS ?=
+chaos: build
+	$(GO) build -o bin/relayroom-chaos ./cmd/relayroom-chaos
+	./bin/relayroom-chaos -pg-dir $(CHAOS_PG_DIR) -pg-script $(PG) -relayroom ./$(BIN) $(CHAOS_FLAGS)
+
 pg-stop:
 	bash $(PG) stop $(CURDIR)/.data/pg
 	bash $(PG) stop $(TEST_PG_DIR)
+	bash $(PG) stop $(CHAOS_PG_DIR)
 
 clean: pg-stop
 	rm -rf bin .data

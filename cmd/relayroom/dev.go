@@ -10,17 +10,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/jobs"
+	"github.com/relayroom/relayroom/internal/localpg"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -49,13 +48,13 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		url, err := runPGScript(ctx, stderr, *pgScript, "start", pgDir)
+		url, err := localpg.Run(ctx, stderr, *pgScript, "start", pgDir)
 		if err != nil {
 			return err
 		}
 		defer func() {
 			// Stop the cluster even though ctx is done: that is the point of Ctrl-C.
-			if _, err := runPGScript(context.WithoutCancel(ctx), stderr, *pgScript, "stop", pgDir); err != nil {
+			if _, err := localpg.Run(context.WithoutCancel(ctx), stderr, *pgScript, "stop", pgDir); err != nil {
 				fmt.Fprintln(stderr, "stopping the local Postgres:", err)
 			}
 		}()
@@ -125,28 +124,6 @@ func ensureServerKeys(path string) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o600)
-}
-
-func runPGScript(ctx context.Context, stderr io.Writer, script string, args ...string) (string, error) {
-	// Output goes through a file, not a pipe: the server the script starts outlives it, and
-	// any descriptor it inherits would keep a pipe open and this call waiting forever.
-	out, err := os.CreateTemp("", "relayroom-pg-*.out")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(out.Name())
-	defer out.Close()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
-	cmd.Stdout, cmd.Stderr = out, stderr
-	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w", script, strings.Join(args, " "), err)
-	}
-	b, err := os.ReadFile(out.Name())
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(b)), nil
 }
 
 func applyDemo(ctx context.Context, cfg config.Config, demoPath, credPath string) (devCredentials, admin.Result, admin.File, error) {

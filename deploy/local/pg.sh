@@ -10,6 +10,8 @@
 #                              "relayroom", print its URL as the only line on stdout
 #   pg.sh url DIR              print the URL of the running cluster in DIR (exit 1 if not)
 #   pg.sh stop DIR             stop the cluster in DIR (no error if not running)
+#   pg.sh restart DIR          pg_ctl restart -m fast of the running cluster in DIR, same
+#                              port (what `make chaos` does to a server under load)
 #   pg.sh status DIR           exit 0 running, 3 not running, 4 cannot tell (no access)
 #
 # Every progress or log message goes to stderr; stdout carries only the URL (start, url)
@@ -53,6 +55,7 @@ usage: $PROG install
        $PROG start DIR [--fast]
        $PROG url DIR
        $PROG stop DIR
+       $PROG restart DIR
        $PROG status DIR
 EOF
 	exit 2
@@ -555,6 +558,21 @@ cmd_stop() {
 	fi
 }
 
+cmd_restart() {
+	[[ $# -eq 1 ]] || usage
+	local dir rc=0
+	dir="$(abspath "$1")"
+	cluster_status "$dir" || rc=$?
+	((rc == 0)) || die "no running cluster in $dir to restart (pg_ctl status exit $rc)"
+	lock_dir "$dir"
+	log "restarting the cluster in $dir (fast: open sessions are disconnected)"
+	# -l again: without it the restarted server would write its log to our stdout.
+	if ! as_owner "${PGBIN}/pg_ctl" restart -D "$dir" -m fast -w -t "$TIMEOUT" -l "$dir/server.log" -s >&2 2>&1; then
+		print_log_tail "$dir"
+		die "could not restart the cluster in $dir"
+	fi
+}
+
 cmd_status() {
 	[[ $# -eq 1 ]] || usage
 	local dir rc=0 port
@@ -586,6 +604,7 @@ main() {
 	start) cmd_start "$@" ;;
 	url) cmd_url "$@" ;;
 	stop) cmd_stop "$@" ;;
+	restart) cmd_restart "$@" ;;
 	status) cmd_status "$@" ;;
 	-h | --help | help) usage ;;
 	*) usage ;;

@@ -1,0 +1,252 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/embed"
+	"github.com/relayroom/relayroom/internal/jobs"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// ScratchDatabase drops the database name in the cluster clusterURL points at, creates it
+// again and migrates it: every run starts from the same empty schema, and nothing else in
+// the cluster is touched. It returns the new database's URL.
+func ScratchDatabase(ctx context.Context, clusterURL, name string) (string, error) {
+	u, err := url.Parse(clusterURL)
+	if err != nil {
+		return "", fmt.Errorf("cluster URL: %w", err)
+	}
+	if strings.TrimPrefix(u.Path, "/") == name {
+		return "", fmt.Errorf("the scratch database %q is the cluster URL's own database: choose another name", name)
+	}
+	conn, err := pgx.Connect(ctx, clusterURL)
+	if err != nil {
+		return "", fmt.Errorf("connect to %s: %w", u.Redacted(), err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	ident := pgx.Identifier{name}.Sanitize()
+	for _, stmt := range []string{"DROP DATABASE IF EXISTS " + ident + " WITH (FORCE)", "CREATE DATABASE " + ident} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			return "", fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	u.Path = "/" + name
+	dbURL := u.String()
+	if err := pg.MigrateUp(dbURL); err != nil {
+		return "", err
+	}
+	if err := jobs.MigrateUp(ctx, dbURL); err != nil {
+		return "", err
+	}
+	return dbURL, nil
+}
+
+// Fixture is the demo data applied to a scratch database: its keys, connect codes and ids.
+type Fixture struct {
+	DatabaseURL string
+	Result      admin.Result
+	Project     string            // slug of the file's first project, the one every call uses
+	PartAgents  map[string]string // that project's parts -> agent ref (org/slug)
+}
+
+// Seed applies the admin file at path (deploy/demo.yaml) as `relayroom admin apply` does.
+func Seed(ctx context.Context, dbURL, path string) (Fixture, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return Fixture{}, err
+	}
+	defer fh.Close()
+	file, err := admin.ParseFile(fh)
+	if err != nil {
+		return Fixture{}, err
+	}
+	if len(file.Projects) == 0 {
+		return Fixture{}, fmt.Errorf("%s defines no project", path)
+	}
+	d, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: 2, OpsMaxConns: 2})
+	if err != nil {
+		return Fixture{}, err
+	}
+	defer d.Close()
+	// The URLs admin prints are built from the server's base later; only keys and ids matter.
+	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://127.0.0.1"}).Apply(ctx, file, admin.Options{})
+	if err != nil {
+		return Fixture{}, fmt.Errorf("apply %s: %w", path, err)
+	}
+	ps := file.Projects[0]
+	f := Fixture{DatabaseURL: dbURL, Result: res, Project: ps.Slug, PartAgents: map[string]string{}}
+	for _, m := range ps.Members {
+		part := m.Part
+		if part == "" {
+			part = m.Agent[strings.Index(m.Agent, "/")+1:]
+		}
+		f.PartAgents[part] = m.Agent
+	}
+	return f, nil
+}
+
+// PartKey is the key of the agent behind a part of the project.
+func (f Fixture) PartKey(part string) string { return f.Result.Agents[f.PartAgents[part]].Key }
+
+// ProjectID is the project's id (the room's id).
+func (f Fixture) ProjectID() uuid.UUID { return f.Result.Projects[f.Project].ID }
+
+// ThreadsURL is a part's threads endpoint on the server at base.
+func (f Fixture) ThreadsURL(base, part string) string {
+	return admin.ThreadsURL(base, f.Result.Projects[f.Project].ConnectCode, part)
+}
+
+// RoomURL is the project's room endpoint on the server at base.
+func (f Fixture) RoomURL(base string) string { return base + "/api/mcp/p/" + f.ProjectID().String() }
+
+// AllRoomsURL is the every-room endpoint on the server at base.
+func AllRoomsURL(base string) string { return base + "/api/mcp" }
+
+// vocabulary makes the seeded texts and the queries: ordinary words of the work agents
+// talk about, so that full-text, trigram and embedding search all find something.
+var vocabulary = strings.Fields(`
+invoice refund payment customer account billing subscription renewal discount quote
+server database replica backup restore failover migration schema column index
+deploy release pipeline build artifact container image cluster node region zone
+incident outage alert pager escalation postmortem runbook oncall latency timeout
+ticket request bug crash regression patch hotfix feature flag rollout rollback
+design review approval sign budget forecast vendor contract purchase license
+password credential token rotation access permission role audit compliance policy
+email newsletter campaign landing signup onboarding trial churn retention survey
+report dashboard metric chart weekly monthly quarter target goal milestone deadline
+shipment warehouse stock order delivery carrier tracking return label package
+meeting calendar agenda notes decision owner action follow summary minutes
+translation locale currency timezone holiday office travel expense reimbursement`)
+
+// sentence draws n words.
+func sentence(rng *rand.Rand, n int) string {
+	w := make([]string, n)
+	for i := range w {
+		w[i] = vocabulary[rng.IntN(len(vocabulary))]
+	}
+	return strings.Join(w, " ")
+}
+
+// searchQueries are what recall and read_memory are asked: two to four words of the
+// vocabulary, as an agent asks.
+var searchQueries = []string{
+	"refund approval", "database failover runbook", "rollback a release",
+	"password rotation policy", "weekly metric report", "vendor contract renewal",
+	"pager escalation", "warehouse delivery tracking",
+}
+
+// SeedKnowledge stores n trusted knowledge entries in the fixture's project (what recall
+// searches), in one statement on the owner's connection.
+func SeedKnowledge(ctx context.Context, f Fixture, n int) error {
+	d, err := pg.Open(ctx, f.DatabaseURL, pg.Options{MaxConns: 2, OpsMaxConns: 2})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	rng := rand.New(rand.NewPCG(7, uint64(n)))
+	titles, bodies := make([]string, n), make([]string, n)
+	for i := range n {
+		titles[i] = sentence(rng, 4+rng.IntN(4))
+		bodies[i] = sentence(rng, 20+rng.IntN(20))
+	}
+	return d.Operator(ctx, func(tx *pg.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', '0', true)"); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
+SELECT $1, gen_random_uuid(), (ARRAY['fact','procedure','pitfall','decision'])[1 + (o::int % 4)], t, b, 'trusted', 0.9, 'learn'
+FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(t, b, o)`, f.ProjectID(), titles, bodies)
+		if err != nil {
+			return fmt.Errorf("seed knowledge: %w", err)
+		}
+		return nil
+	})
+}
+
+// SeedMemory stores n memory entries of the project's host organisation with their
+// builtin-embedder vectors, as the embedding backlog would have left them. The HNSW
+// indexes of memory_vector are dropped and built again once at the end: much faster than
+// growing them row by row.
+func SeedMemory(ctx context.Context, f Fixture, host, author string, n int) error {
+	d, err := pg.Open(ctx, f.DatabaseURL, pg.Options{MaxConns: 2, OpsMaxConns: 2})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	rng := rand.New(rand.NewPCG(11, uint64(n)))
+	ids, texts, vecs := make([]uuid.UUID, n), make([]string, n), make([]string, n)
+	for i := range n {
+		ids[i] = uuid.Must(uuid.NewV7())
+		texts[i] = sentence(rng, 12+rng.IntN(14))
+	}
+	emb := embed.NewBuiltin()
+	vs, err := emb.Embed(ctx, texts)
+	if err != nil {
+		return fmt.Errorf("embed the seeded memory: %w", err)
+	}
+	for i, v := range vs {
+		parts := make([]string, len(v))
+		for j, x := range v {
+			parts[j] = strconv.FormatFloat(float64(x), 'g', 7, 32)
+		}
+		vecs[i] = "[" + strings.Join(parts, ",") + "]"
+	}
+	org, agent := f.Result.Organisations[host].ID, f.Result.Agents[author].ID
+	return d.Operator(ctx, func(tx *pg.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', '0', true), set_config('maintenance_work_mem', '256MB', true)"); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memory_vector' AND indexdef ILIKE '%USING hnsw%'")
+		if err != nil {
+			return err
+		}
+		defs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
+			var p [2]string
+			return p, r.Scan(&p[0], &p[1])
+		})
+		if err != nil {
+			return fmt.Errorf("read the HNSW indexes: %w", err)
+		}
+		for _, p := range defs {
+			if _, err := tx.Exec(ctx, "DROP INDEX "+pgx.Identifier{p[0]}.Sanitize()); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO memory_entry (project_id, id, org_id, agent_id, content)
+SELECT $1, id, $2, $3, c FROM unnest($4::uuid[], $5::text[]) AS u(id, c)`, f.ProjectID(), org, agent, ids, texts); err != nil {
+			return fmt.Errorf("seed memory: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO memory_vector (project_id, memory_id, embedder, embedding)
+SELECT $1, id, $2, v::vector FROM unnest($3::uuid[], $4::text[]) AS u(id, v)`, f.ProjectID(), emb.Name(), ids, vecs); err != nil {
+			return fmt.Errorf("seed memory vectors: %w", err)
+		}
+		for _, p := range defs {
+			if _, err := tx.Exec(ctx, p[1]); err != nil {
+				return fmt.Errorf("rebuild %s: %w", p[0], err)
+			}
+		}
+		return nil
+	})
+}
+
+// Analyze refreshes the planner's statistics after seeding, as autovacuum would.
+func Analyze(ctx context.Context, dbURL string) error {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, "VACUUM (ANALYZE)")
+	return err
+}
