@@ -91,7 +91,9 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 // the spec's refusal.
 func (r *Resolver) Room(ctx context.Context, agent Scope, projectID uuid.UUID) (Scope, error) {
 	s := Scope{OrgID: agent.OrgID, AgentID: agent.AgentID, ProjectID: projectID}
-	err := r.DB.InTenant(ctx, s.Tenant(), func(tx *pg.Tx) error {
+	// It runs inside a tool call (all-rooms address) and may write last_seen: that is not
+	// the tool's write, so it must not commit the call's idempotency claim.
+	err := r.DB.InTenant(pg.WithoutClaim(ctx), s.Tenant(), func(tx *pg.Tx) error {
 		return r.bindRoom(ctx, tx, &s)
 	})
 	if err != nil {
