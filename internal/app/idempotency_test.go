@@ -10,10 +10,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/mcp"
 	"github.com/relayroom/relayroom/internal/pg"
@@ -481,4 +483,34 @@ func writeTools(t *testing.T, c keyedCall) []string {
 		t.Fatalf("%s lists no write tool", c.url)
 	}
 	return out
+}
+
+// TestExpiredIdempotencyKeysAreDeletedByThePeriodicJob proves the clean-up is wired: a key
+// older than 24 h when the server starts is deleted, a fresh one is kept.
+func TestExpiredIdempotencyKeysAreDeletedByThePeriodicJob(t *testing.T) {
+	t.Parallel()
+	s := startServerWith(t, func(ctx context.Context, d *pg.DB, res admin.Result) {
+		agent := res.Agents["acme/architect"]
+		err := d.Operator(ctx, func(tx *pg.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO idempotency_key (org_id, agent_id, principal, key, fingerprint, tool, created_at)
+				SELECT a.org_id, a.id, 'threads', k.key, sha256(''::bytea), 'send', k.at
+				FROM agent a, (VALUES ('stale', now() - interval '25 hours'), ('fresh', now() - interval '23 hours')) AS k (key, at)
+				WHERE a.id = $1`, agent.ID)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	f := &idemFixture{s: s, db: openSeeded(t, s)}
+	deadline := time.Now().Add(30 * time.Second)
+	for f.count(t, "SELECT count(*) FROM idempotency_key WHERE key = 'stale'") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the expired key is still there 30 s after start: the periodic clean-up did not run")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if n := f.count(t, "SELECT count(*) FROM idempotency_key WHERE key = 'fresh'"); n != 1 {
+		t.Fatalf("the clean-up deleted a live key (%d left)", n)
+	}
 }
