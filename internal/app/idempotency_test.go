@@ -514,3 +514,33 @@ func TestExpiredIdempotencyKeysAreDeletedByThePeriodicJob(t *testing.T) {
 		t.Fatalf("the clean-up deleted a live key (%d left)", n)
 	}
 }
+
+// BenchmarkPostMessageIdempotencyKey measures what a key costs a write (post_message on the
+// room endpoint, client and server in this process): without a key, with a new key each
+// time (the claim rides with the COMMIT; storing the answer is one more round trip), and a
+// replay (the tool runs, its write is rolled back on the key, the stored answer is read).
+func BenchmarkPostMessageIdempotencyKey(b *testing.B) {
+	s := startServer(b)
+	url := fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID)
+	key := s.key("acme/backend")
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	replayKey := uuid.NewString()
+	for _, c := range []struct {
+		name    string
+		idemKey func() string
+		content func(i int) string
+	}{
+		{"no key", func() string { return "" }, func(i int) string { return fmt.Sprintf("bench %d %s", i, uuid.NewString()) }},
+		{"new key", uuid.NewString, func(i int) string { return fmt.Sprintf("bench %d %s", i, uuid.NewString()) }},
+		{"replay", func() string { return replayKey }, func(int) string { return "bench replay" }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := postKeyed(client, url, key, c.idemKey(), c.content(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

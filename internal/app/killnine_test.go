@@ -181,7 +181,8 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 		len(requests), acked, replayed, appliedOnRetry, lostAnswer)
 }
 
-// postKeyed posts a room message with an Idempotency-Key and returns the result.
+// postKeyed posts a room message, with an Idempotency-Key when idemKey is set, and
+// returns the result.
 func postKeyed(c *http.Client, url, agentKey, idemKey, content string) (json.RawMessage, error) {
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 		"params": map[string]any{"name": "post_message", "arguments": map[string]any{"content": content}}})
@@ -194,7 +195,9 @@ func postKeyed(c *http.Client, url, agentKey, idemKey, content string) (json.Raw
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Agent-Key", agentKey)
-	req.Header.Set(mcp.HeaderIdempotencyKey, idemKey)
+	if idemKey != "" {
+		req.Header.Set(mcp.HeaderIdempotencyKey, idemKey)
+	}
 	resp, err := c.Do(req)
 	if err != nil {
 		return nil, err
