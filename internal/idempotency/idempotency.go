@@ -37,6 +37,8 @@ const (
 	// answer (stored a few milliseconds after its commit) before saying "in progress".
 	answerWait = 2 * time.Second
 	answerPoll = 25 * time.Millisecond
+	// saveTimeout bounds storing an answer, which outlives a canceled request.
+	saveTimeout = 5 * time.Second
 	// CleanupBatch bounds the rows one clean-up statement deletes.
 	CleanupBatch = 1000
 )
@@ -109,10 +111,14 @@ type run struct {
 
 func (r *run) Committed() bool { return r.claim.Committed() }
 
-// Save stores the answer in one round trip (the update travels with the COMMIT).
+// Save stores the answer in one round trip (the update travels with the COMMIT). It is
+// not canceled with the request: a client that hung up is the one that will retry, and
+// its retry needs this answer.
 func (r *run) Save(ctx context.Context, answer json.RawMessage) error {
 	at := r.s.now()
-	err := r.s.DB.InTenant(pg.WithoutClaim(ctx), r.tenant, func(tx *pg.Tx) error {
+	ctx, cancel := context.WithTimeout(pg.WithoutClaim(context.WithoutCancel(ctx)), saveTimeout)
+	defer cancel()
+	err := r.s.DB.InTenant(ctx, r.tenant, func(tx *pg.Tx) error {
 		return tx.Pipeline(func() error {
 			return r.s.Q.SaveIdempotencyAnswer(ctx, tx, db.SaveIdempotencyAnswerParams{Response: answer, AnsweredAt: &at,
 				OrgID: r.tenant.OrgID, AgentID: r.tenant.AgentID, Principal: r.principal, Key: r.key})
