@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -58,43 +57,18 @@ func (a toolAnswer) field(t *testing.T, name string) string {
 
 func (c keyedCall) do(t *testing.T) toolAnswer {
 	t.Helper()
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": rpcID.Add(1), "method": "tools/call",
-		"params": map[string]any{"name": c.tool, "arguments": c.args}})
+	result, err := callKeyed(http.DefaultClient, c.url, c.agentKey, c.idemKey, c.tool, c.args)
 	if err != nil {
 		t.Fatal(err)
-	}
-	req, err := http.NewRequest(http.MethodPost, c.url, strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Agent-Key", c.agentKey)
-	if c.idemKey != "" {
-		req.Header.Set(mcp.HeaderIdempotencyKey, c.idemKey)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var env struct {
-		Result json.RawMessage `json:"result"`
-	}
-	if err := json.Unmarshal(b, &env); err != nil || resp.StatusCode != http.StatusOK || env.Result == nil {
-		t.Fatalf("%s: HTTP %d %s", c.tool, resp.StatusCode, b)
 	}
 	var res struct {
 		Content []struct{ Text string } `json:"content"`
 		IsError bool                    `json:"isError"`
 	}
-	if err := json.Unmarshal(env.Result, &res); err != nil || len(res.Content) != 1 {
-		t.Fatalf("%s: unexpected result %s", c.tool, env.Result)
+	if err := json.Unmarshal(result, &res); err != nil || len(res.Content) != 1 {
+		t.Fatalf("%s: unexpected result %s", c.tool, result)
 	}
-	return toolAnswer{raw: env.Result, isError: res.IsError, text: res.Content[0].Text}
+	return toolAnswer{raw: result, isError: res.IsError, text: res.Content[0].Text}
 }
 
 // ok calls and fails the test on a tool error.

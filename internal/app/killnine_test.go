@@ -184,8 +184,14 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 // postKeyed posts a room message, with an Idempotency-Key when idemKey is set, and
 // returns the result.
 func postKeyed(c *http.Client, url, agentKey, idemKey, content string) (json.RawMessage, error) {
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-		"params": map[string]any{"name": "post_message", "arguments": map[string]any{"content": content}}})
+	return callKeyed(c, url, agentKey, idemKey, "post_message", map[string]any{"content": content})
+}
+
+// callKeyed sends one tools/call with a new JSON-RPC id, with an Idempotency-Key when
+// idemKey is set, and returns the JSON-RPC result as sent.
+func callKeyed(c *http.Client, url, agentKey, idemKey, tool string, args map[string]any) (json.RawMessage, error) {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": rpcID.Add(1), "method": "tools/call",
+		"params": map[string]any{"name": tool, "arguments": args}})
 	if err != nil {
 		return nil, err
 	}
@@ -210,8 +216,8 @@ func postKeyed(c *http.Client, url, agentKey, idemKey, content string) (json.Raw
 	var env struct {
 		Result json.RawMessage `json:"result"`
 	}
-	if err := json.Unmarshal(b, &env); err != nil || env.Result == nil {
-		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, b)
+	if err := json.Unmarshal(b, &env); err != nil || resp.StatusCode != http.StatusOK || env.Result == nil {
+		return nil, fmt.Errorf("%s: HTTP %d: %s", tool, resp.StatusCode, b)
 	}
 	return env.Result, nil
 }
