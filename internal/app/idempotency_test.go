@@ -87,8 +87,22 @@ type idemFixture struct {
 	db *pg.DB
 }
 
+// newIdemFixture starts one server for every idempotency test (each server costs the
+// shared machine seconds). Before it starts, two keys are written for the clean-up check:
+// one older than 24 h, one younger.
 func newIdemFixture(t *testing.T) *idemFixture {
-	s := startServer(t)
+	s := startServerWith(t, func(ctx context.Context, d *pg.DB, res admin.Result) {
+		err := d.Operator(ctx, func(tx *pg.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO idempotency_key (org_id, agent_id, principal, key, fingerprint, tool, created_at)
+				SELECT a.org_id, a.id, 'threads', k.key, sha256(''::bytea), 'send', k.at
+				FROM agent a, (VALUES ('stale', now() - interval '25 hours'), ('fresh', now() - interval '23 hours')) AS k (key, at)
+				WHERE a.id = $1`, res.Agents["acme/architect"].ID)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 	return &idemFixture{s: s, db: openSeeded(t, s)}
 }
 
@@ -130,11 +144,19 @@ func (f *idemFixture) exec(t *testing.T, sql string, args ...any) {
 
 func newKey() string { return uuid.NewString() }
 
-// TestIdempotencyKeyReplaysWrites covers the header's rules over HTTP on a running server,
-// on the threads, room and all-rooms endpoints.
-func TestIdempotencyKeyReplaysWrites(t *testing.T) {
+// TestIdempotencyKey covers the Idempotency-Key header over HTTP on a running server: its
+// rules on the threads, room and all-rooms endpoints, every write tool, and the clean-up.
+func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	f := newIdemFixture(t)
+	t.Run("rules", func(t *testing.T) { idempotencyRules(t, f) })
+	t.Run("every write tool", func(t *testing.T) { idempotencyEveryWriteTool(t, f) })
+	t.Run("the periodic clean-up deletes expired keys and keeps live ones", func(t *testing.T) { idempotencyCleanup(t, f) })
+}
+
+// idempotencyRules: replay, reuse, concurrency, expiry, read tools, principals, and the
+// crash cases.
+func idempotencyRules(t *testing.T, f *idemFixture) {
 	arch := f.threads("architect", "acme/architect")
 	send := map[string]any{"to": []string{"backend"}, "subject": "Deploy", "body": "Rollback reviewed?"}
 
@@ -314,12 +336,10 @@ func TestIdempotencyKeyReplaysWrites(t *testing.T) {
 	})
 }
 
-// TestIdempotencyCoversEveryWriteTool is generated from tools/list: every tool of every
-// endpoint whose readOnlyHint is false must replay a keyed call. A new write tool fails
-// here until it has a case (and so a proof that it writes in one transaction).
-func TestIdempotencyCoversEveryWriteTool(t *testing.T) {
-	t.Parallel()
-	f := newIdemFixture(t)
+// idempotencyEveryWriteTool is generated from tools/list: every tool of every endpoint
+// whose readOnlyHint is false must replay a keyed call. A new write tool fails here until
+// it has a case (and so a proof that it writes in one transaction).
+func idempotencyEveryWriteTool(t *testing.T, f *idemFixture) {
 	arch, back := f.threads("architect", "acme/architect"), f.threads("backend", "acme/backend")
 	sendTo := func(c keyedCall, part string) toolAnswer {
 		return c.with("", "send", map[string]any{"to": []string{part}, "subject": "Setup", "body": "Setup " + newKey()}).ok(t)
@@ -459,24 +479,9 @@ func writeTools(t *testing.T, c keyedCall) []string {
 	return out
 }
 
-// TestExpiredIdempotencyKeysAreDeletedByThePeriodicJob proves the clean-up is wired: a key
-// older than 24 h when the server starts is deleted, a fresh one is kept.
-func TestExpiredIdempotencyKeysAreDeletedByThePeriodicJob(t *testing.T) {
-	t.Parallel()
-	s := startServerWith(t, func(ctx context.Context, d *pg.DB, res admin.Result) {
-		agent := res.Agents["acme/architect"]
-		err := d.Operator(ctx, func(tx *pg.Tx) error {
-			_, err := tx.Exec(ctx, `INSERT INTO idempotency_key (org_id, agent_id, principal, key, fingerprint, tool, created_at)
-				SELECT a.org_id, a.id, 'threads', k.key, sha256(''::bytea), 'send', k.at
-				FROM agent a, (VALUES ('stale', now() - interval '25 hours'), ('fresh', now() - interval '23 hours')) AS k (key, at)
-				WHERE a.id = $1`, agent.ID)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-	f := &idemFixture{s: s, db: openSeeded(t, s)}
+// idempotencyCleanup proves the clean-up job is wired: of the keys newIdemFixture wrote
+// before the server started, the one older than 24 h is deleted, the other kept.
+func idempotencyCleanup(t *testing.T, f *idemFixture) {
 	deadline := time.Now().Add(30 * time.Second)
 	for f.count(t, "SELECT count(*) FROM idempotency_key WHERE key = 'stale'") != 0 {
 		if time.Now().After(deadline) {
