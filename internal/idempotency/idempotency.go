@@ -144,8 +144,8 @@ func (r *run) Earlier(ctx context.Context) (json.RawMessage, error) {
 		case !found:
 			return nil, nil
 		case subtle.ConstantTimeCompare(rec.Fingerprint, r.fingerprint[:]) != 1:
-			return nil, apperr.New(apperr.Conflict, "this %s was already used in the last 24 hours for a different request (%s with other arguments); "+
-				"nothing was done. Send a new key with each new request", mcp.HeaderIdempotencyKey, rec.Tool).WithReason(mcp.ReasonIdempotencyKeyReused)
+			return nil, apperr.New(apperr.Conflict, "this %s was already used in the last %d hours for a different request (%s with other arguments); "+
+				"nothing was done. Send a new key with each new request", mcp.HeaderIdempotencyKey, int(Retention.Hours()), rec.Tool).WithReason(mcp.ReasonIdempotencyKeyReused)
 		case rec.Response != nil:
 			return rec.Response, nil
 		case r.s.now().Sub(rec.CreatedAt) >= InProgressFor:
@@ -158,7 +158,8 @@ func (r *run) Earlier(ctx context.Context) (json.RawMessage, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return nil, pg.Classify("idempotency: wait for the first answer", ctx.Err())
+			// The caller is gone or out of time: retryable, and nothing was written.
+			return nil, apperr.Wrap(apperr.Unavailable, "the request ended while waiting for the first answer of its key; retry it", ctx.Err())
 		case <-time.After(answerPoll):
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -96,7 +97,7 @@ func idempotencyKey(ctx context.Context) (string, error) {
 		k = k[1 : len(k)-1]
 	}
 	if k == "" || len(k) > MaxIdempotencyKeyBytes {
-		return "", bad("must hold 1 to 255 characters (a UUID is a good key)")
+		return "", bad(fmt.Sprintf("must hold 1 to %d characters (a UUID is a good key)", MaxIdempotencyKeyBytes))
 	}
 	for i := 0; i < len(k); i++ {
 		if c := k[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
