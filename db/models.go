@@ -96,6 +96,18 @@ type Delivery struct {
 	ReadAt    *time.Time
 }
 
+type IdempotencyKey struct {
+	OrgID       uuid.UUID
+	AgentID     uuid.UUID
+	Principal   string
+	Key         string
+	Fingerprint []byte
+	Tool        string
+	CreatedAt   time.Time
+	Response    []byte
+	AnsweredAt  *time.Time
+}
+
 type Knowledge struct {
 	ProjectID      uuid.UUID
 	ID             uuid.UUID

@@ -18,6 +18,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/idempotency"
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/mcp"
@@ -45,6 +46,8 @@ type App struct {
 	wake      *wake.Service
 	jobs      *jobs.Runner
 	echo      *echo.Echo
+	// idempotency serves the Idempotency-Key header of every endpoint's write tools.
+	idempotency *idempotency.Store
 }
 
 func (a *App) public() string { return a.publicURL }
@@ -160,6 +163,7 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 	}
 	a.threads.Waker = a.wake
 	a.rooms.Wakes = a.wake
+	a.idempotency = &idempotency.Store{DB: database, Q: q, Now: time.Now}
 	for _, p := range a.periodicJobs() {
 		if err := a.jobs.AddPeriodic(p); err != nil {
 			return nil, fmt.Errorf("app: %w", err)
@@ -170,6 +174,7 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 		RequestID:    RequestID,
 		OnToolCall:   a.metrics.observeTool,
 		MaxBodyBytes: cfg.MaxBodyBytes,
+		Idempotency:  a.idempotency,
 	}
 	// Served exactly as declared by Endpoints, so every served tool is behind the agreement
 	// check and in the tools/list snapshots and the isolation matrix.

@@ -85,36 +85,37 @@ func startServer(t testing.TB) *server { return startServerWith(t, nil) }
 // server starts.
 func startServerWith(t testing.TB, before func(ctx context.Context, d *pg.DB, res admin.Result)) *server {
 	t.Helper()
-	return startServerFile(t, demo, before)
+	return startServerOpts(t, serverOptions{before: before})
 }
 
 // startServerFile is startServerWith seeded from another admin file than demo.
 func startServerFile(t testing.TB, file string, before func(ctx context.Context, d *pg.DB, res admin.Result)) *server {
 	t.Helper()
-	u := pgtest.New(t)
+	return startServerOpts(t, serverOptions{file: file, before: before})
+}
+
+// serverOptions change how a test server is seeded and configured; the zero value is the
+// demo file and the default configuration.
+type serverOptions struct {
+	file   string                                                 // admin file applied first (demo when empty)
+	before func(ctx context.Context, d *pg.DB, res admin.Result) // runs on the seeded database
+	tune   func(*config.Config)                                   // changes the configuration before the start
+}
+
+func startServerOpts(t testing.TB, o serverOptions) *server {
+	t.Helper()
+	if o.file == "" {
+		o.file = demo
+	}
+	u, res := seedFile(t, o.file, o.before)
 	ctx := context.Background()
-	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 2, OpsMaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := admin.ParseFile(strings.NewReader(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The URLs printed by admin are rebuilt from the live base below; only the
-	// credentials and ids matter here.
-	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://unused"}).Apply(ctx, f, admin.Options{})
-	if err == nil && before != nil {
-		before(ctx, d, res)
-	}
-	d.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := config.Config{
 		DatabaseURL: u, Addr: "127.0.0.1:0", LogLevel: "info",
 		ShutdownTimeout: 10 * time.Second, StatementTimeout: 5 * time.Second,
 		MaxConns: 8, MaxBodyBytes: 4 << 20,
+	}
+	if o.tune != nil {
+		o.tune(&cfg)
 	}
 	logs := &syncBuffer{}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -148,6 +149,39 @@ func startServerFile(t testing.TB, file string, before func(ctx context.Context,
 		}
 	})
 	return s
+}
+
+// seedDemo makes a fresh database with the demo file applied, then runs before (if any)
+// on it; it returns the database URL and the credentials.
+func seedDemo(t testing.TB, before func(ctx context.Context, d *pg.DB, res admin.Result)) (string, admin.Result) {
+	t.Helper()
+	return seedFile(t, demo, before)
+}
+
+// seedFile is seedDemo with another admin file.
+func seedFile(t testing.TB, file string, before func(ctx context.Context, d *pg.DB, res admin.Result)) (string, admin.Result) {
+	t.Helper()
+	u := pgtest.New(t)
+	ctx := context.Background()
+	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 2, OpsMaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := admin.ParseFile(strings.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The URLs printed by admin are rebuilt from the live base; only the credentials and
+	// ids matter here.
+	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://unused"}).Apply(ctx, f, admin.Options{})
+	if err == nil && before != nil {
+		before(ctx, d, res)
+	}
+	d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u, res
 }
 
 // post sends one raw JSON-RPC message and returns status, headers and body.
@@ -191,7 +225,13 @@ func get(t testing.TB, url string) (int, string) {
 // openSeeded opens pools on the server's database, for tests that look behind the API.
 func openSeeded(t testing.TB, s *server) *pg.DB {
 	t.Helper()
-	d, err := pg.Open(context.Background(), s.dbURL, pg.Options{MaxConns: 2, OpsMaxConns: 2})
+	return openDB(t, s.dbURL)
+}
+
+// openDB opens small pools on the database u, closed when the test ends.
+func openDB(t testing.TB, u string) *pg.DB {
+	t.Helper()
+	d, err := pg.Open(context.Background(), u, pg.Options{MaxConns: 2, OpsMaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

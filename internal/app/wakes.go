@@ -68,6 +68,14 @@ func (a *App) periodicJobs() []jobs.Periodic {
 			},
 		},
 		{
+			// Idempotency keys are remembered 24 h (older ones are already treated as new).
+			Name: "idempotency_expire", Every: 10 * time.Minute, RunOnStart: true,
+			Run: func(ctx context.Context) error {
+				_, err := a.idempotency.DeleteExpired(ctx)
+				return err
+			},
+		},
+		{
 			// Memory written while the embedder was slow or down, or before the embedder
 			// changed, is embedded here; reads use the lexical search meanwhile.
 			Name: "memory_embed_backlog", Every: 30 * time.Second, RunOnStart: true,

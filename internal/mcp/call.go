@@ -54,7 +54,36 @@ func (h *handler[S]) runTool(ctx context.Context, tool *compiledTool[S], scope S
 		return h.internal(ctx, tool, rid, err), OutcomeInternal
 	}
 
+	var run IdempotentRun
+	if !tool.Annotations.ReadOnly && h.opts.Idempotency != nil {
+		var failed *toolResult
+		var outcome string
+		if ctx, run, failed, outcome = h.beginIdempotent(ctx, tool, scope, args, rid); failed != nil {
+			return *failed, outcome
+		}
+	}
 	value, err := safeCall(ctx, tool.Handler, scope, args)
+	if run == nil {
+		return h.respond(ctx, tool, value, err, rid)
+	}
+	// A keyed call that committed nothing may be the retry of one that did: then the
+	// first answer is sent, whatever this run found (it wrote nothing, or it was rolled
+	// back because the first holds the key).
+	if !run.Committed() {
+		if res, outcome, ok := h.earlier(ctx, tool, run, rid); ok {
+			return res, outcome
+		}
+	}
+	res, outcome := h.respond(ctx, tool, value, err, rid)
+	if run.Committed() {
+		h.saveAnswer(ctx, tool, run, res, rid)
+	}
+	return res, outcome
+}
+
+// respond shapes a handler's value or error in the endpoint's format and classifies it.
+func (h *handler[S]) respond(ctx context.Context, tool *compiledTool[S], value any, err error, rid string) (toolResult, string) {
+	f := h.ep.Format
 	if err != nil {
 		e, ok := apperr.As(err)
 		switch {
@@ -106,4 +135,55 @@ func safeCall[S any](ctx context.Context, fn func(context.Context, S, json.RawMe
 		}
 	}()
 	return fn(ctx, scope, args)
+}
+
+// beginIdempotent reads the call's Idempotency-Key and, when there is one, hands the call
+// to Options.Idempotency. failed is set when the call must not run (a malformed key).
+func (h *handler[S]) beginIdempotent(ctx context.Context, tool *compiledTool[S], scope S, args json.RawMessage, rid string) (context.Context, IdempotentRun, *toolResult, string) {
+	key, err := idempotencyKey(ctx)
+	if key == "" && err == nil {
+		return ctx, nil, nil, ""
+	}
+	var run IdempotentRun
+	if err == nil {
+		ctx, run, err = h.opts.Idempotency.Begin(ctx, IdempotentCall{
+			Endpoint: h.ep.Name, Tool: tool.Name, Key: key, Fingerprint: fingerprint(h.ep.Name, tool.Name, args), Scope: scope,
+		})
+	}
+	if err != nil {
+		res, outcome := h.respond(ctx, tool, nil, err, rid)
+		return ctx, nil, &res, outcome
+	}
+	return ctx, run, nil, ""
+}
+
+// earlier answers a keyed call from the earlier call that holds its key, if any.
+func (h *handler[S]) earlier(ctx context.Context, tool *compiledTool[S], run IdempotentRun, rid string) (toolResult, string, bool) {
+	answer, err := run.Earlier(ctx)
+	switch {
+	case err != nil:
+		res, outcome := h.respond(ctx, tool, nil, err, rid)
+		return res, outcome, true
+	case answer == nil:
+		return toolResult{}, "", false
+	}
+	var res toolResult
+	if err := json.Unmarshal(answer, &res); err != nil {
+		return h.internal(ctx, tool, rid, fmt.Errorf("idempotency: stored answer of %s does not decode: %w", tool.Name, err)), OutcomeInternal, true
+	}
+	h.log.DebugContext(ctx, "mcp: replayed the answer of an earlier call with the same idempotency key", "request_id", rid, "tool", tool.Name)
+	return res, OutcomeReplayed, true
+}
+
+// saveAnswer stores the answer of a call whose write committed its key. The answer is
+// encoded before the era's fields are added: a replay adds those of its own request.
+func (h *handler[S]) saveAnswer(ctx context.Context, tool *compiledTool[S], run IdempotentRun, res toolResult, rid string) {
+	answer, err := encodeJSON(res)
+	if err == nil {
+		err = run.Save(ctx, answer)
+	}
+	if err != nil {
+		// The write committed and this answer is right; only a lost-answer retry suffers.
+		h.log.WarnContext(ctx, "mcp: idempotency answer not stored", "request_id", rid, "tool", tool.Name, "error", err)
+	}
 }

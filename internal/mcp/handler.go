@@ -59,6 +59,8 @@ type Options struct {
 	// Formats adds JSON Schema "format" checks to the built-in ones (date, date-time),
 	// or replaces them by name.
 	Formats map[string]FormatChecker
+	// Idempotency, when set, serves the Idempotency-Key header on write tools.
+	Idempotency Idempotency
 }
 
 // DefaultMaxBodyBytes is the POST body limit when Options.MaxBodyBytes is zero; the same
@@ -229,7 +231,7 @@ func (h *handler[S]) servePost(r *http.Request, rid string) reply {
 		// Notifications change nothing on a stateless server: accepted, no body.
 		return reply{status: http.StatusAccepted}
 	}
-	result, perr := h.dispatch(r.Context(), scope, msg, er, rid)
+	result, perr := h.dispatch(withIdempotencyKey(r), scope, msg, er, rid)
 	if perr != nil {
 		return rpcReply(statusFor(perr, er), msg.id, perr)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -157,10 +158,28 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 		conn.Release() // fn sent nothing: there is no transaction to commit
 		return nil
 	}
+	// A request's claim (an idempotency key's record) travels with the COMMIT of each of
+	// its tenant transactions until one that wrote has committed it.
+	var claimTag pgconn.CommandTag
+	c := claimFrom(ctx)
+	if c != nil && pool == d.App {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.committed {
+			c = nil
+		} else {
+			tx.pending = append(tx.pending, stmt{sql: c.SQL, args: c.Args, tag: &claimTag})
+		}
+	} else {
+		c = nil
+	}
 	// Statements still queued (a Pipeline that ended with writes) go with the COMMIT.
 	if _, err := tx.Exec(ctx, "COMMIT"); err != nil {
 		tx.abort(ctx)
 		return fmt.Errorf("pg tx: commit: %w", err)
+	}
+	if c != nil && claimTag.RowsAffected() > 0 {
+		c.committed = true
 	}
 	conn.Release()
 	for _, f := range tx.afterCommit {
@@ -169,10 +188,53 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 	return nil
 }
 
+// Claim is a statement that must commit atomically with a request's write: the record
+// that an idempotency key was used (internal/idempotency). Carried in the request's
+// context (WithClaim), it is pipelined before the COMMIT of each of the request's tenant
+// transactions, costing no round trip, until one commits it. The statement must affect
+// one row when it applies and none when it does not (the idempotency claim applies only
+// in a transaction that wrote, so a transaction that only read leaves it to the next).
+//
+// The rule it relies on: a tool makes its writes in one transaction. A second writing
+// transaction after the one that committed the claim would not be covered.
+type Claim struct {
+	SQL  string
+	Args []any
+
+	mu        sync.Mutex
+	committed bool // a transaction committed it
+}
+
+// Committed reports whether one of the request's transactions committed the claim.
+func (c *Claim) Committed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.committed
+}
+
+type claimKey struct{}
+
+// WithClaim returns a context whose tenant transactions carry c.
+func WithClaim(ctx context.Context, c *Claim) context.Context {
+	return context.WithValue(ctx, claimKey{}, c)
+}
+
+// WithoutClaim returns a context whose transactions carry no claim: for work inside a
+// request that is not the request's own write (resolving the caller's room).
+func WithoutClaim(ctx context.Context) context.Context {
+	return context.WithValue(ctx, claimKey{}, (*Claim)(nil))
+}
+
+func claimFrom(ctx context.Context) *Claim {
+	c, _ := ctx.Value(claimKey{}).(*Claim)
+	return c
+}
+
 // stmt is a statement waiting to be pipelined with the next one.
 type stmt struct {
 	sql  string
 	args []any
+	tag  *pgconn.CommandTag // where to put its command tag, when someone reads it
 }
 
 // Tx is one transaction on one pooled connection. It satisfies db.DBTX. Statements that
@@ -232,14 +294,19 @@ func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults
 		b.Queue(p.sql, p.args...)
 	}
 	b.Queue(sql, args...)
-	n := len(t.pending)
+	pending := t.pending
+	n := len(pending)
 	t.pending = nil
 	t.begun = true
 	br := t.conn.SendBatch(ctx, b)
 	for i := 0; i < n; i++ {
-		if _, err := br.Exec(); err != nil {
+		tag, err := br.Exec()
+		if err != nil {
 			_ = br.Close() // the first error is the one worth returning
 			return nil, fmt.Errorf("pg tx: pipelined statement: %w", err)
+		}
+		if pending[i].tag != nil {
+			*pending[i].tag = tag
 		}
 	}
 	return br, nil

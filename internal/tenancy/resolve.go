@@ -103,7 +103,9 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 // organisation's agreement is not active (Scope.Admitted).
 func (r *Resolver) Room(ctx context.Context, agent Scope, projectID uuid.UUID) (Scope, error) {
 	s := Scope{OrgID: agent.OrgID, AgentID: agent.AgentID, ProjectID: projectID}
-	err := r.DB.InTenant(ctx, resolving(s), func(tx *pg.Tx) error {
+	// It runs inside a tool call (all-rooms address) and may write last_seen: that is not
+	// the tool's write, so it must not commit the call's idempotency claim.
+	err := r.DB.InTenant(pg.WithoutClaim(ctx), resolving(s), func(tx *pg.Tx) error {
 		if err := r.bindRoom(ctx, tx, &s); err != nil {
 			return err
 		}

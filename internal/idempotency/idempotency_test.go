@@ -1,0 +1,128 @@
+package idempotency_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/idempotency"
+	"github.com/relayroom/relayroom/internal/mcp"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// seedAgent writes an organisation and its agent, as the operator.
+func seedAgent(t *testing.T, d *pg.DB) tenancy.Scope {
+	t.Helper()
+	sc := tenancy.Scope{OrgID: uuid.New(), AgentID: uuid.New()}
+	err := d.Operator(context.Background(), func(tx *pg.Tx) error {
+		if _, err := tx.Exec(context.Background(), "INSERT INTO organisation (id, slug, name) VALUES ($1, $2, $2)", sc.OrgID, "o"+sc.OrgID.String()[:8]); err != nil {
+			return err
+		}
+		_, err := tx.Exec(context.Background(), "INSERT INTO agent (id, org_id, slug, name) VALUES ($1, $2, 'a1', 'a1')", sc.AgentID, sc.OrgID)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func count(t *testing.T, d *pg.DB, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := d.Operator(context.Background(), func(tx *pg.Tx) error { return tx.QueryRow(context.Background(), sql, args...).Scan(&n) }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	d, _ := pgtest.Open(t)
+	sc := seedAgent(t, d)
+	s := &idempotency.Store{DB: d, Q: db.New()}
+
+	t.Run("the answer is stored even when the request was canceled", func(t *testing.T) {
+		ctx := context.Background()
+		cctx, run, err := s.Begin(ctx, mcp.IdempotentCall{Endpoint: "all_rooms", Tool: "post_message", Key: "k-cancel", Scope: sc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The tool's write (here a row of its own): the claim commits with it.
+		if err := d.InTenant(cctx, pg.Tenant{OrgID: sc.OrgID, AgentID: sc.AgentID}, func(tx *pg.Tx) error {
+			_, err := tx.Exec(ctx, "INSERT INTO idempotency_key (org_id, agent_id, principal, key, fingerprint, tool) VALUES ($1, $2, 'write', 'w', sha256(''::bytea), 't')", sc.OrgID, sc.AgentID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !run.Committed() {
+			t.Fatal("the writing transaction did not commit the claim")
+		}
+		gone, cancel := context.WithCancel(cctx)
+		cancel() // the client hung up after the COMMIT
+		if err := run.Save(gone, json.RawMessage(`{"content":[],"isError":false}`)); err != nil {
+			t.Fatalf("save: %v", err)
+		}
+		if n := count(t, d, "SELECT count(*) FROM idempotency_key WHERE key = 'k-cancel' AND response IS NOT NULL"); n != 1 {
+			t.Fatal("the answer of a canceled request was not stored: its retry could not replay it")
+		}
+	})
+
+	t.Run("the clean-up deletes expired keys in batches and keeps live ones", func(t *testing.T) {
+		err := d.Operator(context.Background(), func(tx *pg.Tx) error {
+			_, err := tx.Exec(context.Background(), `INSERT INTO idempotency_key (org_id, agent_id, principal, key, fingerprint, tool, created_at)
+				SELECT $1::uuid, $2::uuid, 'cleanup', 'old-' || i, sha256(''::bytea), 't', now() - interval '25 hours' FROM generate_series(1, $3::int) i
+				UNION ALL SELECT $1::uuid, $2::uuid, 'cleanup', 'live', sha256(''::bytea), 't', now() - interval '23 hours'`,
+				sc.OrgID, sc.AgentID, idempotency.CleanupBatch+1)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.DeleteExpired(context.Background())
+		if err != nil || n < idempotency.CleanupBatch+1 {
+			t.Fatalf("deleted %d, %v", n, err)
+		}
+		if left := count(t, d, "SELECT count(*) FROM idempotency_key WHERE principal = 'cleanup'"); left != 1 {
+			t.Fatalf("%d keys left, want the live one", left)
+		}
+		// With the clock a day later, the live key expires too.
+		later := &idempotency.Store{DB: d, Q: db.New(), Now: func() time.Time { return time.Now().Add(2 * time.Hour) }}
+		if _, err := later.DeleteExpired(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if left := count(t, d, "SELECT count(*) FROM idempotency_key WHERE principal = 'cleanup'"); left != 0 {
+			t.Fatalf("%d keys left after they expired", left)
+		}
+	})
+
+	t.Run("a scope that is not a verified agent is refused", func(t *testing.T) {
+		if _, _, err := s.Begin(context.Background(), mcp.IdempotentCall{Endpoint: "threads", Tool: "send", Key: "k", Scope: tenancy.Scope{}}); err == nil {
+			t.Fatal("a key without an agent was accepted")
+		}
+	})
+}
+
+func TestPrincipalSeparatesAddressesAndParts(t *testing.T) {
+	t.Parallel()
+	p1, p2 := uuid.New(), uuid.New()
+	seen := map[string]bool{}
+	for _, p := range []string{
+		idempotency.Principal("all_rooms", tenancy.Scope{}),
+		idempotency.Principal("rooms", tenancy.Scope{ProjectID: p1, Part: "backend"}),
+		idempotency.Principal("threads", tenancy.Scope{ProjectID: p1, Part: "backend"}),
+		idempotency.Principal("threads", tenancy.Scope{ProjectID: p1, Part: "reviewer"}),
+		idempotency.Principal("threads", tenancy.Scope{ProjectID: p2, Part: "backend"}),
+	} {
+		if seen[p] {
+			t.Fatalf("principal %q names two addresses", p)
+		}
+		seen[p] = true
+	}
+}
