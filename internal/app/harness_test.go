@@ -97,9 +97,9 @@ func startServerFile(t testing.TB, file string, before func(ctx context.Context,
 // serverOptions change how a test server is seeded and configured; the zero value is the
 // demo file and the default configuration.
 type serverOptions struct {
-	file   string                                                 // admin file applied first (demo when empty)
+	file   string                                                // admin file applied first (demo when empty)
 	before func(ctx context.Context, d *pg.DB, res admin.Result) // runs on the seeded database
-	tune   func(*config.Config)                                   // changes the configuration before the start
+	tune   func(*config.Config)                                  // changes the configuration before the start
 }
 
 func startServerOpts(t testing.TB, o serverOptions) *server {
