@@ -17,15 +17,14 @@ const contradict = `-- name: Contradict :one
 UPDATE knowledge SET
   confidence = greatest(confidence - $1::real, 0),
   contradictions = contradictions + 1,
-  status = CASE WHEN status = 'trusted' AND confidence - $1::real < $2::real THEN 'demoted' ELSE status END,
-  updated_at = $3
-WHERE project_id = $4 AND id = $5 AND status IN ('candidate', 'trusted')
+  status = 'demoted',
+  updated_at = $2
+WHERE project_id = $3 AND id = $4 AND status IN ('candidate', 'trusted', 'demoted')
 RETURNING id, status, confidence
 `
 
 type ContradictParams struct {
 	Penalty   float32
-	Floor     float32
 	Now       time.Time
 	ProjectID uuid.UUID
 	ID        uuid.UUID
@@ -37,11 +36,11 @@ type ContradictRow struct {
 	Confidence float32
 }
 
-// Lowers confidence; an entry that falls below the floor is demoted.
+// One contradiction demotes a candidate or trusted entry and lowers its confidence; an
+// entry already demoted counts the contradiction and stays demoted.
 func (q *Queries) Contradict(ctx context.Context, db DBTX, arg ContradictParams) (ContradictRow, error) {
 	row := db.QueryRow(ctx, contradict,
 		arg.Penalty,
-		arg.Floor,
 		arg.Now,
 		arg.ProjectID,
 		arg.ID,
@@ -179,7 +178,7 @@ func (q *Queries) FindNearDuplicate(ctx context.Context, db DBTX, arg FindNearDu
 }
 
 const getRecallQuery = `-- name: GetRecallQuery :one
-SELECT id, returned FROM recall_query WHERE project_id = $1 AND id = $2
+SELECT id, member_id, returned FROM recall_query WHERE project_id = $1 AND id = $2
 `
 
 type GetRecallQueryParams struct {
@@ -189,13 +188,14 @@ type GetRecallQueryParams struct {
 
 type GetRecallQueryRow struct {
 	ID       uuid.UUID
+	MemberID *uuid.UUID
 	Returned []uuid.UUID
 }
 
 func (q *Queries) GetRecallQuery(ctx context.Context, db DBTX, arg GetRecallQueryParams) (GetRecallQueryRow, error) {
 	row := db.QueryRow(ctx, getRecallQuery, arg.ProjectID, arg.ID)
 	var i GetRecallQueryRow
-	err := row.Scan(&i.ID, &i.Returned)
+	err := row.Scan(&i.ID, &i.MemberID, &i.Returned)
 	return i, err
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
@@ -524,6 +525,11 @@ func (s *Service) RecallUsed(ctx context.Context, sc tenancy.Scope, queryID, kno
 	}
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		q, err := s.Q.GetRecallQuery(ctx, tx, db.GetRecallQueryParams{ProjectID: sc.ProjectID, ID: qid})
+		// A query belongs to the part that ran it: another part's query id answers as
+		// if it did not exist, so parts cannot inflate each other's hit rate.
+		if err == nil && !sameMember(q.MemberID, sc) {
+			err = pgx.ErrNoRows
+		}
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "no recall query %s in this project", queryID).WithReason("query_not_found")
 		}
@@ -559,9 +565,10 @@ type Contradiction struct {
 	Confidence  float64 `json:"confidence"`
 }
 
-// Contradict lowers an entry's confidence inside the caller's transaction (an event of
-// type error with detail.contradicts); a trusted entry that falls below the project's
-// floor is demoted and no longer recalled until a person approves it again.
+// Contradict refutes an entry inside the caller's transaction (an event of type error
+// with detail.contradicts): as the threads contract says, one contradiction demotes it
+// (no longer recalled until a person approves it again) and lowers its confidence. An
+// entry already demoted stays demoted and says so; a rejected one is not found.
 func (s *Service) Contradict(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, knowledgeID string) (Contradiction, error) {
 	id, err := uuid.Parse(knowledgeID)
 	if err != nil {
@@ -571,10 +578,10 @@ func (s *Service) Contradict(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, k
 	if err != nil {
 		return Contradiction{}, err
 	}
-	r, err := s.Q.Contradict(ctx, tx, db.ContradictParams{Penalty: float32(st.cfg.ContradictionPenalty), Floor: float32(st.cfg.DemoteBelow),
+	r, err := s.Q.Contradict(ctx, tx, db.ContradictParams{Penalty: float32(st.cfg.ContradictionPenalty),
 		Now: s.now(), ProjectID: sc.ProjectID, ID: id})
 	if pg.IsNoRows(err) {
-		return Contradiction{}, apperr.New(apperr.NotFound, "no candidate or trusted knowledge entry %s in this project", knowledgeID).WithReason("knowledge_not_found")
+		return Contradiction{}, apperr.New(apperr.NotFound, "no candidate, trusted or demoted knowledge entry %s in this project", knowledgeID).WithReason("knowledge_not_found")
 	}
 	if err != nil {
 		return Contradiction{}, err
@@ -612,6 +619,13 @@ func (s *Service) ExpireDue(ctx context.Context) (int64, error) {
 		return err
 	})
 	return n, pg.Classify("expire knowledge", err)
+}
+
+func sameMember(stored *uuid.UUID, sc tenancy.Scope) bool {
+	if stored == nil {
+		return sc.MemberID == uuid.Nil
+	}
+	return *stored == sc.MemberID
 }
 
 func memberOf(sc tenancy.Scope) *uuid.UUID {

@@ -37,7 +37,7 @@ INSERT INTO recall_query (project_id, id, member_id, query, returned, created_at
 VALUES (@project_id, @id, @member_id, @query, @returned::uuid[], @now);
 
 -- name: GetRecallQuery :one
-SELECT id, returned FROM recall_query WHERE project_id = @project_id AND id = @id;
+SELECT id, member_id, returned FROM recall_query WHERE project_id = @project_id AND id = @id;
 
 -- name: InsertRecallUse :execrows
 INSERT INTO recall_use (project_id, query_id, knowledge_id, created_at)
@@ -45,13 +45,14 @@ VALUES (@project_id, @query_id, @knowledge_id, @now)
 ON CONFLICT DO NOTHING;
 
 -- name: Contradict :one
--- Lowers confidence; an entry that falls below the floor is demoted.
+-- One contradiction demotes a candidate or trusted entry and lowers its confidence; an
+-- entry already demoted counts the contradiction and stays demoted.
 UPDATE knowledge SET
   confidence = greatest(confidence - @penalty::real, 0),
   contradictions = contradictions + 1,
-  status = CASE WHEN status = 'trusted' AND confidence - @penalty::real < @floor::real THEN 'demoted' ELSE status END,
+  status = 'demoted',
   updated_at = @now
-WHERE project_id = @project_id AND id = @id AND status IN ('candidate', 'trusted')
+WHERE project_id = @project_id AND id = @id AND status IN ('candidate', 'trusted', 'demoted')
 RETURNING id, status, confidence;
 
 -- name: ListKnowledge :many
