@@ -50,19 +50,21 @@ func (q *Queries) Contradict(ctx context.Context, db DBTX, arg ContradictParams)
 	return i, err
 }
 
-const countRecentLessons = `-- name: CountRecentLessons :one
-SELECT count(*) FROM knowledge
-WHERE project_id = $1 AND author_agent_id = $2 AND source = 'lesson' AND created_at > $3
+const countAgentLessons = `-- name: CountAgentLessons :one
+SELECT count(*) FROM agent_lesson
+WHERE org_id = $1 AND agent_id = $2 AND created_at > $3
 `
 
-type CountRecentLessonsParams struct {
-	ProjectID uuid.UUID
-	AgentID   *uuid.UUID
-	Since     time.Time
+type CountAgentLessonsParams struct {
+	OrgID   uuid.UUID
+	AgentID uuid.UUID
+	Since   time.Time
 }
 
-func (q *Queries) CountRecentLessons(ctx context.Context, db DBTX, arg CountRecentLessonsParams) (int64, error) {
-	row := db.QueryRow(ctx, countRecentLessons, arg.ProjectID, arg.AgentID, arg.Since)
+// An agent's lessons since a time, in every project (agent_lesson is in the agent's
+// organisation's tenant).
+func (q *Queries) CountAgentLessons(ctx context.Context, db DBTX, arg CountAgentLessonsParams) (int64, error) {
+	row := db.QueryRow(ctx, countAgentLessons, arg.OrgID, arg.AgentID, arg.Since)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
@@ -531,4 +533,33 @@ func (q *Queries) RecallHitRate(ctx context.Context, db DBTX, arg RecallHitRateP
 	var i RecallHitRateRow
 	err := row.Scan(&i.Returned, &i.Used)
 	return i, err
+}
+
+const recordAgentLesson = `-- name: RecordAgentLesson :exec
+WITH expired AS (
+  DELETE FROM agent_lesson old
+  WHERE old.org_id = $1 AND old.agent_id = $2 AND old.created_at <= $5::timestamptz
+)
+INSERT INTO agent_lesson (org_id, agent_id, id, created_at) VALUES ($1, $2, $3, $4)
+`
+
+type RecordAgentLessonParams struct {
+	OrgID   uuid.UUID
+	AgentID uuid.UUID
+	ID      uuid.UUID
+	Now     time.Time
+	Since   time.Time
+}
+
+// Counts a recorded lesson for its agent and forgets the agent's lessons older than the
+// window, in one statement.
+func (q *Queries) RecordAgentLesson(ctx context.Context, db DBTX, arg RecordAgentLessonParams) error {
+	_, err := db.Exec(ctx, recordAgentLesson,
+		arg.OrgID,
+		arg.AgentID,
+		arg.ID,
+		arg.Now,
+		arg.Since,
+	)
+	return err
 }

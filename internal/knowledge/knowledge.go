@@ -411,7 +411,10 @@ func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req L
 	if rerr != nil {
 		return refused(OutcomeRedactionUnresolvable, "a redaction rule of this project cannot be applied: "+rerr.Error()), nil
 	}
-	n, err := s.Q.CountRecentLessons(ctx, tx, db.CountRecentLessonsParams{ProjectID: sc.ProjectID, AgentID: &sc.AgentID, Since: s.now().Add(-time.Hour)})
+	// The limit is per agent across every project, as the contract says: an agent in
+	// five projects gets 60 lessons an hour, not 300.
+	since := s.now().Add(-time.Hour)
+	n, err := s.Q.CountAgentLessons(ctx, tx, db.CountAgentLessonsParams{OrgID: sc.OrgID, AgentID: sc.AgentID, Since: since})
 	if err != nil {
 		return LessonOutcome{}, err
 	}
@@ -442,6 +445,9 @@ func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req L
 		return refused(OutcomeStorageFailed, "the lesson could not be stored: "+storageReason(err)), nil
 	}
 	if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT lesson"); err != nil {
+		return LessonOutcome{}, err
+	}
+	if err := s.Q.RecordAgentLesson(ctx, tx, db.RecordAgentLessonParams{OrgID: sc.OrgID, AgentID: sc.AgentID, ID: w.ID, Since: since, Now: s.now()}); err != nil {
 		return LessonOutcome{}, err
 	}
 	return LessonOutcome{Recorded: true, KnowledgeID: w.ID.String(), Title: red.Title}, nil

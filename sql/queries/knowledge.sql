@@ -5,9 +5,20 @@
 -- Read on every decision: no caching, so a change takes effect on the next call.
 SELECT knowledge_config, settings FROM project WHERE id = @project_id;
 
--- name: CountRecentLessons :one
-SELECT count(*) FROM knowledge
-WHERE project_id = @project_id AND author_agent_id = @agent_id AND source = 'lesson' AND created_at > @since;
+-- name: CountAgentLessons :one
+-- An agent's lessons since a time, in every project (agent_lesson is in the agent's
+-- organisation's tenant).
+SELECT count(*) FROM agent_lesson
+WHERE org_id = @org_id AND agent_id = @agent_id AND created_at > @since;
+
+-- name: RecordAgentLesson :exec
+-- Counts a recorded lesson for its agent and forgets the agent's lessons older than the
+-- window, in one statement.
+WITH expired AS (
+  DELETE FROM agent_lesson old
+  WHERE old.org_id = @org_id AND old.agent_id = @agent_id AND old.created_at <= @since::timestamptz
+)
+INSERT INTO agent_lesson (org_id, agent_id, id, created_at) VALUES (@org_id, @agent_id, @id, @now);
 
 -- name: FindNearDuplicate :one
 -- rr_near_duplicate (migration 000003) searches the transaction's project only.
