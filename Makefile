@@ -12,7 +12,8 @@ PG := deploy/local/pg.sh
 TEST_PG_DIR := $(CURDIR)/.data/test-pg
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: run build test test-go check-generated generate fmt vet bench loadtest chaos pg-stop clean
+CONFORMANCE := .ci/conformance
+.PHONY: run build test conformance-suite test-go check-generated generate fmt vet bench loadtest chaos pg-stop clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/relayroom
@@ -21,11 +22,18 @@ run: build
 	./$(BIN) dev
 
 # Every test runs against a private cluster with fsync off (a test database is disposable).
-test: check-generated
+test: check-generated conformance-suite
 	@set -euo pipefail; \
 	url=$$(bash $(PG) start $(TEST_PG_DIR) --fast); \
 	echo "test database: $$url"; \
-	DATABASE_URL="$$url" $(GO) test $(TEST_FLAGS) ./...
+	DATABASE_URL="$$url" RELAYROOM_CONFORMANCE_DIR=$(CURDIR)/$(CONFORMANCE)/node_modules $(GO) test $(TEST_FLAGS) ./...
+
+# The official MCP conformance suite and the Node.js 22 it needs, both from the npm
+# registry at the versions pinned in $(CONFORMANCE)/package-lock.json; installed again
+# only when the lock file changes.
+conformance-suite:
+	@cmp -s $(CONFORMANCE)/package-lock.json $(CONFORMANCE)/node_modules/.installed-lock 2>/dev/null || { \
+	  cd $(CONFORMANCE) && npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.installed-lock; }
 
 # Generated code is never edited by hand: fail when sqlc's output or the tools/list
 # snapshots under api/ differ from what the sources generate.

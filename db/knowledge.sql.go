@@ -17,15 +17,14 @@ const contradict = `-- name: Contradict :one
 UPDATE knowledge SET
   confidence = greatest(confidence - $1::real, 0),
   contradictions = contradictions + 1,
-  status = CASE WHEN status = 'trusted' AND confidence - $1::real < $2::real THEN 'demoted' ELSE status END,
-  updated_at = $3
-WHERE project_id = $4 AND id = $5 AND status IN ('candidate', 'trusted')
+  status = 'demoted',
+  updated_at = $2
+WHERE project_id = $3 AND id = $4 AND status IN ('candidate', 'trusted', 'demoted')
 RETURNING id, status, confidence
 `
 
 type ContradictParams struct {
 	Penalty   float32
-	Floor     float32
 	Now       time.Time
 	ProjectID uuid.UUID
 	ID        uuid.UUID
@@ -37,11 +36,11 @@ type ContradictRow struct {
 	Confidence float32
 }
 
-// Lowers confidence; an entry that falls below the floor is demoted.
+// One contradiction demotes a candidate or trusted entry and lowers its confidence; an
+// entry already demoted counts the contradiction and stays demoted.
 func (q *Queries) Contradict(ctx context.Context, db DBTX, arg ContradictParams) (ContradictRow, error) {
 	row := db.QueryRow(ctx, contradict,
 		arg.Penalty,
-		arg.Floor,
 		arg.Now,
 		arg.ProjectID,
 		arg.ID,
@@ -51,19 +50,21 @@ func (q *Queries) Contradict(ctx context.Context, db DBTX, arg ContradictParams)
 	return i, err
 }
 
-const countRecentLessons = `-- name: CountRecentLessons :one
-SELECT count(*) FROM knowledge
-WHERE project_id = $1 AND author_agent_id = $2 AND source = 'lesson' AND created_at > $3
+const countAgentLessons = `-- name: CountAgentLessons :one
+SELECT count(*) FROM agent_lesson
+WHERE org_id = $1 AND agent_id = $2 AND created_at > $3
 `
 
-type CountRecentLessonsParams struct {
-	ProjectID uuid.UUID
-	AgentID   *uuid.UUID
-	Since     time.Time
+type CountAgentLessonsParams struct {
+	OrgID   uuid.UUID
+	AgentID uuid.UUID
+	Since   time.Time
 }
 
-func (q *Queries) CountRecentLessons(ctx context.Context, db DBTX, arg CountRecentLessonsParams) (int64, error) {
-	row := db.QueryRow(ctx, countRecentLessons, arg.ProjectID, arg.AgentID, arg.Since)
+// An agent's lessons since a time, in every project (agent_lesson is in the agent's
+// organisation's tenant).
+func (q *Queries) CountAgentLessons(ctx context.Context, db DBTX, arg CountAgentLessonsParams) (int64, error) {
+	row := db.QueryRow(ctx, countAgentLessons, arg.OrgID, arg.AgentID, arg.Since)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
@@ -179,7 +180,7 @@ func (q *Queries) FindNearDuplicate(ctx context.Context, db DBTX, arg FindNearDu
 }
 
 const getRecallQuery = `-- name: GetRecallQuery :one
-SELECT id, returned FROM recall_query WHERE project_id = $1 AND id = $2
+SELECT id, member_id, returned FROM recall_query WHERE project_id = $1 AND id = $2
 `
 
 type GetRecallQueryParams struct {
@@ -189,13 +190,14 @@ type GetRecallQueryParams struct {
 
 type GetRecallQueryRow struct {
 	ID       uuid.UUID
+	MemberID *uuid.UUID
 	Returned []uuid.UUID
 }
 
 func (q *Queries) GetRecallQuery(ctx context.Context, db DBTX, arg GetRecallQueryParams) (GetRecallQueryRow, error) {
 	row := db.QueryRow(ctx, getRecallQuery, arg.ProjectID, arg.ID)
 	var i GetRecallQueryRow
-	err := row.Scan(&i.ID, &i.Returned)
+	err := row.Scan(&i.ID, &i.MemberID, &i.Returned)
 	return i, err
 }
 
@@ -531,4 +533,33 @@ func (q *Queries) RecallHitRate(ctx context.Context, db DBTX, arg RecallHitRateP
 	var i RecallHitRateRow
 	err := row.Scan(&i.Returned, &i.Used)
 	return i, err
+}
+
+const recordAgentLesson = `-- name: RecordAgentLesson :exec
+WITH expired AS (
+  DELETE FROM agent_lesson old
+  WHERE old.org_id = $1 AND old.agent_id = $2 AND old.created_at <= $5::timestamptz
+)
+INSERT INTO agent_lesson (org_id, agent_id, id, created_at) VALUES ($1, $2, $3, $4)
+`
+
+type RecordAgentLessonParams struct {
+	OrgID   uuid.UUID
+	AgentID uuid.UUID
+	ID      uuid.UUID
+	Now     time.Time
+	Since   time.Time
+}
+
+// Counts a recorded lesson for its agent and forgets the agent's lessons older than the
+// window, in one statement.
+func (q *Queries) RecordAgentLesson(ctx context.Context, db DBTX, arg RecordAgentLessonParams) error {
+	_, err := db.Exec(ctx, recordAgentLesson,
+		arg.OrgID,
+		arg.AgentID,
+		arg.ID,
+		arg.Now,
+		arg.Since,
+	)
+	return err
 }

@@ -44,6 +44,13 @@ type AgentKey struct {
 	RevokedAt  *time.Time
 }
 
+type AgentLesson struct {
+	OrgID     uuid.UUID
+	AgentID   uuid.UUID
+	ID        uuid.UUID
+	CreatedAt time.Time
+}
+
 type Agreement struct {
 	ProjectID  uuid.UUID
 	GuestOrgID uuid.UUID

@@ -38,6 +38,7 @@ type App struct {
 	log       *slog.Logger
 	db        *pg.DB
 	publicURL string
+	origins   originPolicy
 	metrics   *metrics
 	resolver  *tenancy.Resolver
 	threads   *threads.Service
@@ -135,8 +136,13 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 // New wires services and routes on an open database.
 func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string) (*App, error) {
 	q := db.New()
+	own, err := config.Origin(publicURL)
+	if err != nil {
+		return nil, fmt.Errorf("app: public URL: %w", err)
+	}
 	a := &App{
 		cfg:       cfg,
+		origins:   originPolicy{allowed: append([]string{own}, cfg.AllowedOrigins...)},
 		log:       log,
 		db:        database,
 		publicURL: strings.TrimRight(publicURL, "/"),

@@ -20,7 +20,7 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = a.httpError
-	e.Use(a.requestContext, a.recoverPanics)
+	e.Use(a.requestContext, a.recoverPanics, a.checkOrigin)
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", a.readyz)

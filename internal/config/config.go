@@ -35,6 +35,10 @@ type Config struct {
 	AttachmentMaxBytes int64
 	SigningKey         string
 	SecretKey          string
+
+	// AllowedOrigins are browser origins, besides the public URL's own, whose requests
+	// are served (MCP requires servers to refuse other origins: DNS rebinding).
+	AllowedOrigins []string
 }
 
 // setting is one documented knob: its env name, flag name, default and help.
@@ -85,6 +89,10 @@ func settings() []setting {
 			return err
 		}},
 		{"RELAYROOM_SECRET_KEY", "secret-key", "", "32-byte key (hex or base64) sealing webhook secrets at rest; the same on every replica and for `relayroom admin` (unset: webhooks off, pagers still work)", func(c *Config, v string) error { c.SecretKey = v; return nil }},
+		{"RELAYROOM_ALLOWED_ORIGINS", "allowed-origins", "", "comma-separated browser origins (scheme://host[:port]) allowed besides the public URL's own; requests carrying any other Origin get 403", func(c *Config, v string) (err error) {
+			c.AllowedOrigins, err = ParseOrigins(v)
+			return err
+		}},
 		{"RELAYROOM_SIGNING_KEY", "signing-key", "", "secret (32+ characters) signing attachment download links; set the same value on every replica (default: random per process)", func(c *Config, v string) error {
 			if v != "" && len(v) < 32 {
 				return fmt.Errorf("must be at least 32 characters")
@@ -152,4 +160,35 @@ func DerivePublicURL(addr string) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// ParseOrigins reads a comma-separated list of origins, each scheme://host[:port] with
+// no path, and returns them in the form browsers send (lower-case scheme and host).
+func ParseOrigins(v string) ([]string, error) {
+	var out []string
+	for _, raw := range strings.Split(v, ",") {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		o, err := Origin(raw)
+		if err != nil {
+			return nil, err
+		}
+		if o != raw && strings.ToLower(raw) != o {
+			return nil, fmt.Errorf("%q is not an origin (scheme://host[:port], nothing after)", raw)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// Origin returns the origin (scheme://host[:port], lower case) of an http(s) URL; any
+// path is dropped.
+func Origin(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return "", fmt.Errorf("%q is not an http(s) origin", raw)
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
 }

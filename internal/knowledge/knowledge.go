@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
@@ -428,7 +429,10 @@ func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req L
 	if rerr != nil {
 		return refused(OutcomeRedactionUnresolvable, "a redaction rule of this project cannot be applied: "+rerr.Error()), nil
 	}
-	n, err := s.Q.CountRecentLessons(ctx, tx, db.CountRecentLessonsParams{ProjectID: sc.ProjectID, AgentID: &sc.AgentID, Since: s.now().Add(-time.Hour)})
+	// The limit is per agent across every project, as the contract says: an agent in
+	// five projects gets 60 lessons an hour, not 300.
+	since := s.now().Add(-time.Hour)
+	n, err := s.Q.CountAgentLessons(ctx, tx, db.CountAgentLessonsParams{OrgID: sc.OrgID, AgentID: sc.AgentID, Since: since})
 	if err != nil {
 		return LessonOutcome{}, err
 	}
@@ -459,6 +463,9 @@ func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req L
 		return refused(OutcomeStorageFailed, "the lesson could not be stored: "+storageReason(err)), nil
 	}
 	if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT lesson"); err != nil {
+		return LessonOutcome{}, err
+	}
+	if err := s.Q.RecordAgentLesson(ctx, tx, db.RecordAgentLessonParams{OrgID: sc.OrgID, AgentID: sc.AgentID, ID: w.ID, Since: since, Now: s.now()}); err != nil {
 		return LessonOutcome{}, err
 	}
 	return LessonOutcome{Recorded: true, KnowledgeID: w.ID.String(), Title: red.Title}, nil
@@ -549,6 +556,11 @@ func (s *Service) RecallUsed(ctx context.Context, sc tenancy.Scope, queryID, kno
 	}
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		q, err := s.Q.GetRecallQuery(ctx, tx, db.GetRecallQueryParams{ProjectID: sc.ProjectID, ID: qid})
+		// A query belongs to the part that ran it: another part's query id answers as
+		// if it did not exist, so parts cannot inflate each other's hit rate.
+		if err == nil && !sameMember(q.MemberID, sc) {
+			err = pgx.ErrNoRows
+		}
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "no recall query %s in this project", queryID).WithReason("query_not_found")
 		}
@@ -584,9 +596,10 @@ type Contradiction struct {
 	Confidence  float64 `json:"confidence"`
 }
 
-// Contradict lowers an entry's confidence inside the caller's transaction (an event of
-// type error with detail.contradicts); a trusted entry that falls below the project's
-// floor is demoted and no longer recalled until a person approves it again.
+// Contradict refutes an entry inside the caller's transaction (an event of type error
+// with detail.contradicts): as the threads contract says, one contradiction demotes it
+// (no longer recalled until a person approves it again) and lowers its confidence. An
+// entry already demoted stays demoted and says so; a rejected one is not found.
 func (s *Service) Contradict(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, knowledgeID string) (Contradiction, error) {
 	if err := sc.RequireGrant(tenancy.GrantWriteMemory, NeedContradict); err != nil {
 		return Contradiction{}, err
@@ -599,10 +612,10 @@ func (s *Service) Contradict(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, k
 	if err != nil {
 		return Contradiction{}, err
 	}
-	r, err := s.Q.Contradict(ctx, tx, db.ContradictParams{Penalty: float32(st.cfg.ContradictionPenalty), Floor: float32(st.cfg.DemoteBelow),
+	r, err := s.Q.Contradict(ctx, tx, db.ContradictParams{Penalty: float32(st.cfg.ContradictionPenalty),
 		Now: s.now(), ProjectID: sc.ProjectID, ID: id})
 	if pg.IsNoRows(err) {
-		return Contradiction{}, apperr.New(apperr.NotFound, "no candidate or trusted knowledge entry %s in this project", knowledgeID).WithReason("knowledge_not_found")
+		return Contradiction{}, apperr.New(apperr.NotFound, "no candidate, trusted or demoted knowledge entry %s in this project", knowledgeID).WithReason("knowledge_not_found")
 	}
 	if err != nil {
 		return Contradiction{}, err
@@ -648,6 +661,13 @@ func apperrMessage(err error) string {
 		return e.Message
 	}
 	return err.Error()
+}
+
+func sameMember(stored *uuid.UUID, sc tenancy.Scope) bool {
+	if stored == nil {
+		return sc.MemberID == uuid.Nil
+	}
+	return *stored == sc.MemberID
 }
 
 func memberOf(sc tenancy.Scope) *uuid.UUID {

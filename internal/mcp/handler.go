@@ -213,8 +213,8 @@ func (h *handler[S]) servePost(r *http.Request, rid string) reply {
 	if perr != nil {
 		return rpcReply(perr.status, msg.replyID(), perr)
 	}
-	if v := r.Header.Get(headerProtocolVersion); v != "" && !supportedVersion(v) {
-		return rpcReply(http.StatusBadRequest, msg.replyID(), unsupportedVersion(v))
+	if perr := headerVersionError(r, msg); perr != nil {
+		return rpcReply(http.StatusBadRequest, msg.replyID(), perr)
 	}
 	scope, err := h.ep.Authenticate(r.Context(), r)
 	if err != nil {

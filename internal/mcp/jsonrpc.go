@@ -184,3 +184,19 @@ func quote(s string) string {
 	}
 	return string(b)
 }
+
+// WriteHTTPError answers an MCP request that middleware refuses before the handler
+// runs (a forbidden Origin, a limit): a JSON-RPC error without id, code -32000, so that
+// a client reads the refusal the same way it reads every other.
+func WriteHTTPError(w http.ResponseWriter, status int, message string) {
+	body, err := encodeJSON(errorResponse(nullID, &protocolError{code: codeServerError, message: message}))
+	if err != nil {
+		// Encoding a string message cannot fail; keep the status even so.
+		w.WriteHeader(status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(body) // the client is gone if this fails; nothing else to tell
+}

@@ -13,7 +13,10 @@ const (
 	methodToolsList     = "tools/list"
 	methodToolsCall     = "tools/call"
 	methodResourcesList = "resources/list"
+	methodResourcesRead = "resources/read"
+	methodTemplatesList = "resources/templates/list"
 	methodPromptsList   = "prompts/list"
+	methodPromptsGet    = "prompts/get"
 	methodDiscover      = "server/discover"
 )
 
@@ -21,7 +24,8 @@ const (
 func servedMethods() []string {
 	return []string{
 		methodInitialize, methodInitialized, methodPing, methodToolsList, methodToolsCall,
-		methodResourcesList, methodPromptsList, methodDiscover,
+		methodResourcesList, methodResourcesRead, methodTemplatesList, methodPromptsList,
+		methodPromptsGet, methodDiscover,
 	}
 }
 
@@ -31,31 +35,36 @@ func servedMethods() []string {
 // Mcp-Method (and Mcp-Name for tools/call) matching the body.
 func checkEra(r *http.Request, msg *message) (era, *protocolError) {
 	headerVersion := r.Header.Get(headerProtocolVersion)
-	metaVersion, metaPresent := "", false
+	var meta requestMeta
 	if msg.isCall() {
-		metaVersion, metaPresent = requestMetaVersion(msg.params)
+		meta = readRequestMeta(msg.params)
 	}
 	// A _meta version of the handshake era selects nothing, as in the go-sdk.
-	metaStateless := metaPresent && statelessVersion(metaVersion)
+	metaStateless := meta.versionPresent && statelessVersion(meta.version)
 	if !statelessVersion(headerVersion) && !metaStateless {
 		return eraHandshake, nil
 	}
 	bad := func(code int, text string) (era, *protocolError) {
 		return eraStateless, &protocolError{status: http.StatusBadRequest, code: code, message: text}
 	}
-	if metaStateless && !supportedVersion(metaVersion) {
-		e := unsupportedVersion(metaVersion)
+	// Two versions that disagree are a header mismatch whichever of them we serve: the
+	// client has to fix the disagreement before version negotiation means anything.
+	if mismatch := versionMismatch(headerVersion, meta); mismatch != nil {
+		return eraStateless, mismatch
+	}
+	if metaStateless && !supportedVersion(meta.version) {
+		e := unsupportedVersion(meta.version)
 		return eraStateless, e
 	}
 	if headerVersion == "" {
 		return bad(codeHeaderMismatch, "the "+headerProtocolVersion+" header is required for requests carrying "+quote(metaProtocolVersion))
 	}
 	if msg.isCall() {
-		if !metaPresent {
+		if !meta.versionPresent {
 			return bad(codeInvalidParams, "missing or invalid _meta field "+quote(metaProtocolVersion))
 		}
-		if metaVersion != headerVersion {
-			return bad(codeHeaderMismatch, headerProtocolVersion+" header "+quote(headerVersion)+" does not match "+quote(metaProtocolVersion)+" "+quote(metaVersion))
+		if !meta.capabilitiesPresent {
+			return bad(codeInvalidParams, "missing or invalid _meta field "+quote(metaClientCapabilities)+" (an object; {} when the client has none)")
 		}
 	}
 	switch m := r.Header.Get(headerMethod); {
@@ -79,23 +88,47 @@ func checkEra(r *http.Request, msg *message) (era, *protocolError) {
 	return eraStateless, nil
 }
 
-// requestMetaVersion reads params._meta's protocol version; present is false when it is
-// missing or not a string.
-func requestMetaVersion(params json.RawMessage) (version string, present bool) {
+// requestMeta is what the stateless era reads of params._meta.
+type requestMeta struct {
+	version             string
+	versionPresent      bool // a string protocol version is present
+	capabilitiesPresent bool // clientCapabilities is present and an object
+}
+
+// readRequestMeta reads params._meta; fields that are missing or of the wrong type read
+// as absent.
+func readRequestMeta(params json.RawMessage) requestMeta {
+	var m requestMeta
 	if params == nil {
-		return "", false
+		return m
 	}
 	var p struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	if json.Unmarshal(params, &p) != nil || p.Meta == nil {
-		return "", false
+		return m
 	}
-	raw, ok := p.Meta[metaProtocolVersion]
-	if !ok || json.Unmarshal(raw, &version) != nil {
-		return "", false
+	if raw, ok := p.Meta[metaProtocolVersion]; ok && json.Unmarshal(raw, &m.version) == nil {
+		m.versionPresent = true
 	}
-	return version, true
+	var caps map[string]json.RawMessage
+	if raw, ok := p.Meta[metaClientCapabilities]; ok && json.Unmarshal(raw, &caps) == nil && caps != nil {
+		m.capabilitiesPresent = true
+	}
+	return m
+}
+
+// versionMismatch is the -32020 answer when the header and _meta both name a version
+// and the two differ; nil otherwise.
+func versionMismatch(headerVersion string, meta requestMeta) *protocolError {
+	if headerVersion == "" || !meta.versionPresent || headerVersion == meta.version {
+		return nil
+	}
+	return &protocolError{
+		status:  http.StatusBadRequest,
+		code:    codeHeaderMismatch,
+		message: headerProtocolVersion + " header " + quote(headerVersion) + " does not match " + quote(metaProtocolVersion) + " " + quote(meta.version),
+	}
 }
 
 func toolNameOf(params json.RawMessage) (string, bool) {
@@ -149,10 +182,24 @@ func cache(er era) cacheFields {
 	return cacheFields{TTLMs: &zero, CacheScope: "private"}
 }
 
+// serverCapabilities declares tools, resources and prompts. Resources and prompts are
+// served (empty lists, not-found on reads) because the rooms contract requires the lists
+// to answer, and a server that answers a method must declare its capability. Nothing is
+// ever listChanged or subscribable: toolsets are static per deployment, and a true would
+// make a 2026-07-28 client open subscriptions/listen, which we do not serve.
 type serverCapabilities struct {
-	Tools struct {
-		ListChanged bool `json:"listChanged"`
-	} `json:"tools"`
+	Tools     listCapability     `json:"tools"`
+	Resources resourceCapability `json:"resources"`
+	Prompts   listCapability     `json:"prompts"`
+}
+
+type listCapability struct {
+	ListChanged bool `json:"listChanged"`
+}
+
+type resourceCapability struct {
+	ListChanged bool `json:"listChanged"`
+	Subscribe   bool `json:"subscribe"`
 }
 
 type initializeResult struct {
@@ -182,6 +229,12 @@ type resourcesListResult struct {
 	Resources []struct{} `json:"resources"`
 }
 
+type templatesListResult struct {
+	statelessFields
+	cacheFields
+	ResourceTemplates []struct{} `json:"resourceTemplates"`
+}
+
 type promptsListResult struct {
 	statelessFields
 	cacheFields
@@ -201,8 +254,14 @@ func (h *handler[S]) dispatch(ctx context.Context, scope S, msg *message, er era
 		return h.callTool(ctx, scope, msg.params, er, rid)
 	case methodResourcesList:
 		return resourcesListResult{statelessFields: h.stateless(er), cacheFields: cache(er), Resources: []struct{}{}}, nil
+	case methodTemplatesList:
+		return templatesListResult{statelessFields: h.stateless(er), cacheFields: cache(er), ResourceTemplates: []struct{}{}}, nil
+	case methodResourcesRead:
+		return nil, resourceNotFound(msg.params)
 	case methodPromptsList:
 		return promptsListResult{statelessFields: h.stateless(er), cacheFields: cache(er), Prompts: []struct{}{}}, nil
+	case methodPromptsGet:
+		return nil, promptNotFound(msg.params)
 	}
 	if er == eraStateless {
 		switch msg.method {
@@ -238,6 +297,29 @@ func (h *handler[S]) dispatch(ctx context.Context, scope S, msg *message, er era
 		return nil, &protocolError{code: codeMethodNotFound, message: "Method not found: " + quote(msg.method) + " needs protocol version " + version20260728 + " in params._meta and the " + headerProtocolVersion + " header"}
 	}
 	return nil, methodNotFound(msg.method)
+}
+
+// resourceNotFound answers resources/read: no resource exists, so every URI is unknown.
+// SEP-2164: -32602 with the requested URI in data.
+func resourceNotFound(params json.RawMessage) *protocolError {
+	var p struct {
+		URI *string `json:"uri"`
+	}
+	if params == nil || json.Unmarshal(params, &p) != nil || p.URI == nil {
+		return &protocolError{code: codeInvalidParams, message: "Invalid params: resources/read needs a string \"uri\""}
+	}
+	return &protocolError{code: codeInvalidParams, message: "Resource not found: " + quote(*p.URI), data: map[string]string{"uri": *p.URI}}
+}
+
+// promptNotFound answers prompts/get: no prompt exists.
+func promptNotFound(params json.RawMessage) *protocolError {
+	var p struct {
+		Name *string `json:"name"`
+	}
+	if params == nil || json.Unmarshal(params, &p) != nil || p.Name == nil {
+		return &protocolError{code: codeInvalidParams, message: "Invalid params: prompts/get needs a string \"name\""}
+	}
+	return &protocolError{code: codeInvalidParams, message: "Invalid params: unknown prompt " + quote(*p.Name)}
 }
 
 func methodNotFound(method string) *protocolError {

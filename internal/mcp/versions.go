@@ -24,7 +24,8 @@ const (
 // Names of the per-request _meta keys and headers of the stateless era, as the
 // go-sdk client sends them.
 const (
-	metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 
 	headerProtocolVersion = "Mcp-Protocol-Version"
 	headerMethod          = "Mcp-Method"
@@ -59,6 +60,22 @@ func negotiateHandshake(requested string) string {
 		return requested
 	}
 	return latestHandshakeVersion
+}
+
+// headerVersionError checks the MCP-Protocol-Version header before authentication: a
+// version we do not serve is -32022, unless the call's _meta names another version, in
+// which case the disagreement is reported first (-32020), as the stateless era requires.
+func headerVersionError(r *http.Request, msg *message) *protocolError {
+	v := r.Header.Get(headerProtocolVersion)
+	if v == "" || supportedVersion(v) {
+		return nil
+	}
+	if msg.isCall() {
+		if e := versionMismatch(v, readRequestMeta(msg.params)); e != nil {
+			return e
+		}
+	}
+	return unsupportedVersion(v)
 }
 
 // unsupportedVersion is the error of the stateless era's version negotiation. Its data

@@ -125,12 +125,12 @@ func (s *Service) Event(ctx context.Context, sc tenancy.Scope, in EventInput) (E
 	case EventLimited:
 		v, ok, err := str("resetAt")
 		if err != nil {
-			return EventResult{}, apperr.New(apperr.Invalid, "detail.resetAt must be an ISO 8601 timestamp string").WithReason("invalid_reset_at")
+			return EventResult{}, apperr.New(apperr.Invalid, "detail.resetAt must be an RFC 3339 timestamp string").WithReason(reasonInvalidResetAt)
 		}
 		if ok {
-			t, err := time.Parse(time.RFC3339Nano, v)
+			t, err := parseResetAt(v)
 			if err != nil {
-				return EventResult{}, apperr.New(apperr.Invalid, "detail.resetAt %q is not an ISO 8601 timestamp (e.g. 2026-06-11T08:00:00Z)", v).WithReason("invalid_reset_at")
+				return EventResult{}, err
 			}
 			if t.After(now) {
 				if t.Sub(now) > MaxParkWindow {
@@ -314,4 +314,23 @@ func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID
 		return CancelResult{}, pg.Classify("cancel thread", err)
 	}
 	return res, nil
+}
+
+// reasonInvalidResetAt is the error code clients see for a resetAt they must fix.
+const reasonInvalidResetAt = "invalid_reset_at"
+
+// localTimestamp is an ISO 8601 date-time without a UTC offset: valid ISO, but it names no
+// instant, so it is refused with a message that says what is missing.
+const localTimestamp = "2006-01-02T15:04:05.999999999"
+
+// parseResetAt reads a limited event's resetAt: RFC 3339, with Z or a ±hh:mm offset.
+func parseResetAt(v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err == nil {
+		return t, nil
+	}
+	if _, lerr := time.Parse(localTimestamp, v); lerr == nil {
+		return time.Time{}, apperr.New(apperr.Invalid, "detail.resetAt %q has no UTC offset, so it names no instant: write RFC 3339 with Z or an offset, e.g. %sZ or %s+02:00", v, v, v).WithReason(reasonInvalidResetAt)
+	}
+	return time.Time{}, apperr.New(apperr.Invalid, "detail.resetAt %q is not an RFC 3339 timestamp (e.g. 2026-06-11T08:00:00Z)", v).WithReason(reasonInvalidResetAt)
 }

@@ -3,6 +3,7 @@ package threads_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +110,12 @@ func TestEventLimitedParksOnlyYourOwnPart(t *testing.T) {
 		t.Fatalf("not clamped: %+v", r)
 	}
 	// Invalid strings are rejected and change nothing.
+	// A timestamp without an offset names no instant: the error says which form to use.
+	_, err := e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"resetAt":"2026-06-11T08:00:00"}`)})
+	wantErr(t, err, apperr.Invalid, "invalid_reset_at")
+	if !strings.Contains(err.Error(), "no UTC offset") || !strings.Contains(err.Error(), "2026-06-11T08:00:00Z") {
+		t.Fatalf("resetAt without offset: %v", err)
+	}
 	for _, bad := range []string{`{"resetAt":"tomorrow"}`, `{"resetAt":12}`, `{"resetAt":"2026-13-01T00:00:00Z"}`} {
 		_, err := e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(bad)})
 		wantErr(t, err, apperr.Invalid, "invalid_reset_at")
@@ -127,7 +134,7 @@ func TestEventLimitedParksOnlyYourOwnPart(t *testing.T) {
 		t.Fatalf("missing resetAt did not unpark: %+v", r)
 	}
 	// Only one's own part.
-	_, err := e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"part":"architect","resetAt":"` + reset.Format(time.RFC3339) + `"}`)})
+	_, err = e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"part":"architect","resetAt":"` + reset.Format(time.RFC3339) + `"}`)})
 	wantErr(t, err, apperr.Forbidden, "own_part_only")
 	if parked() {
 		t.Fatal("parked after a refused event")

@@ -137,14 +137,20 @@ func TestLessonOutcomesFromProjectSettings(t *testing.T) {
 		t.Parallel()
 		e := setup(t)
 		sc := e.sc("architect")
-		// 60 lessons of this agent within the hour; the 61st is refused.
-		e.exec(t, `INSERT INTO knowledge (project_id, id, kind, title, body, status, source, author_agent_id, created_at)
-			SELECT $1, gen_random_uuid(), 'fact', 'lesson ' || g, 'distinct body number ' || g || ' ' || md5(g::text), 'candidate', 'lesson', $2, now() - interval '50 minutes'
-			FROM generate_series(1, 59) g`, sc.ProjectID, sc.AgentID)
+		// 60 lessons of this agent within the hour, wherever they were recorded (the count
+		// is the agent's, across projects); the 61st is refused. Older ones do not count.
+		e.exec(t, `INSERT INTO agent_lesson (org_id, agent_id, id, created_at)
+			SELECT $1, $2, gen_random_uuid(), now() - interval '50 minutes' FROM generate_series(1, 59)`, sc.OrgID, sc.AgentID)
+		e.exec(t, `INSERT INTO agent_lesson (org_id, agent_id, id, created_at)
+			SELECT $1, $2, gen_random_uuid(), now() - interval '61 minutes' FROM generate_series(1, 30)`, sc.OrgID, sc.AgentID)
 		if r := e.closeWith(t, "architect", e.open(t), good); !r.Lesson.Recorded {
 			t.Fatalf("the 60th lesson was refused: %+v", r.Lesson)
 		}
 		wantOutcome(t, e.closeWith(t, "architect", e.open(t), lesson("Sixty-first", "One lesson too many within the hour.")), "rate_limited")
+		// Recording the 60th forgot the agent's lessons older than the hour.
+		if n := e.count(t, `SELECT count(*) FROM agent_lesson WHERE agent_id = $1`, sc.AgentID); n != 60 {
+			t.Fatalf("agent_lesson rows: %d, want the 60 within the hour", n)
+		}
 		// Another agent is not limited by it.
 		th := e.open(t, "backend")
 		if r := e.closeWith(t, "backend", th, lesson("Backend's own lesson", "Backend has its own hourly allowance.")); !r.Lesson.Recorded {

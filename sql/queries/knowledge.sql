@@ -5,9 +5,20 @@
 -- Read on every decision: no caching, so a change takes effect on the next call.
 SELECT knowledge_config, settings FROM project WHERE id = @project_id;
 
--- name: CountRecentLessons :one
-SELECT count(*) FROM knowledge
-WHERE project_id = @project_id AND author_agent_id = @agent_id AND source = 'lesson' AND created_at > @since;
+-- name: CountAgentLessons :one
+-- An agent's lessons since a time, in every project (agent_lesson is in the agent's
+-- organisation's tenant).
+SELECT count(*) FROM agent_lesson
+WHERE org_id = @org_id AND agent_id = @agent_id AND created_at > @since;
+
+-- name: RecordAgentLesson :exec
+-- Counts a recorded lesson for its agent and forgets the agent's lessons older than the
+-- window, in one statement.
+WITH expired AS (
+  DELETE FROM agent_lesson old
+  WHERE old.org_id = @org_id AND old.agent_id = @agent_id AND old.created_at <= @since::timestamptz
+)
+INSERT INTO agent_lesson (org_id, agent_id, id, created_at) VALUES (@org_id, @agent_id, @id, @now);
 
 -- name: FindNearDuplicate :one
 -- rr_near_duplicate (migration 000003) searches the transaction's project only.
@@ -37,7 +48,7 @@ INSERT INTO recall_query (project_id, id, member_id, query, returned, created_at
 VALUES (@project_id, @id, @member_id, @query, @returned::uuid[], @now);
 
 -- name: GetRecallQuery :one
-SELECT id, returned FROM recall_query WHERE project_id = @project_id AND id = @id;
+SELECT id, member_id, returned FROM recall_query WHERE project_id = @project_id AND id = @id;
 
 -- name: InsertRecallUse :execrows
 INSERT INTO recall_use (project_id, query_id, knowledge_id, created_at)
@@ -45,13 +56,14 @@ VALUES (@project_id, @query_id, @knowledge_id, @now)
 ON CONFLICT DO NOTHING;
 
 -- name: Contradict :one
--- Lowers confidence; an entry that falls below the floor is demoted.
+-- One contradiction demotes a candidate or trusted entry and lowers its confidence; an
+-- entry already demoted counts the contradiction and stays demoted.
 UPDATE knowledge SET
   confidence = greatest(confidence - @penalty::real, 0),
   contradictions = contradictions + 1,
-  status = CASE WHEN status = 'trusted' AND confidence - @penalty::real < @floor::real THEN 'demoted' ELSE status END,
+  status = 'demoted',
   updated_at = @now
-WHERE project_id = @project_id AND id = @id AND status IN ('candidate', 'trusted')
+WHERE project_id = @project_id AND id = @id AND status IN ('candidate', 'trusted', 'demoted')
 RETURNING id, status, confidence;
 
 -- name: ListKnowledge :many

