@@ -112,7 +112,7 @@ func TestOriginAndCORS(t *testing.T) {
 			t.Fatalf("status %d, headers %v", resp.status, resp.header)
 		}
 	})
-	t.Run("discovery documents and health httpAnswer any origin", func(t *testing.T) {
+	t.Run("discovery documents and health answer any origin", func(t *testing.T) {
 		for _, u := range []string{s.base + "/healthz", s.base + "/.well-known/oauth-protected-resource/api/mcp"} {
 			resp, err := requestWithHeaders(http.MethodGet, u, map[string]string{"Origin": "http://evil.example"}, "")
 			if err != nil {
