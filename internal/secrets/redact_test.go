@@ -211,3 +211,30 @@ func TestIsEmptyAfterRedaction(t *testing.T) {
 		}
 	}
 }
+
+func TestMask(t *testing.T) {
+	d := newTestDetector(t)
+	key := expand(t, "AKIA{{a2z7:16}}", rand.New(rand.NewPCG(8, 8)))
+	t.Run("clean text is returned as is", func(t *testing.T) {
+		if got := d.Mask("nothing to see", 5); got != "nothing to see" {
+			t.Errorf("got %q", got)
+		}
+	})
+	t.Run("markers replace secrets, no bound", func(t *testing.T) {
+		if got := d.Mask("id "+key+" leaked", 0); got != "id [REDACTED:aws_access_key] leaked" {
+			t.Errorf("got %q", got)
+		}
+	})
+	t.Run("a marker longer than its secret is cut before, never inside", func(t *testing.T) {
+		// 20-character key, 25-character marker: at a bound of 190 the text would grow
+		// past it, and the cut falls in the marker, so the marker goes entirely.
+		text := strings.Repeat("é", 170) + key
+		got := d.Mask(text, 190)
+		if got != strings.Repeat("é", 170) {
+			t.Errorf("got %q", got)
+		}
+		if got := d.Mask(text, 195); got != strings.Repeat("é", 170)+"[REDACTED:aws_access_key]" {
+			t.Errorf("a bound that holds the marker cut it: %q", got)
+		}
+	})
+}
