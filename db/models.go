@@ -138,6 +138,11 @@ type Knowledge struct {
 	Tsv            interface{}
 }
 
+type KnowledgeWord struct {
+	ProjectID uuid.UUID
+	Word      string
+}
+
 type Membership struct {
 	ProjectID    uuid.UUID
 	ID           uuid.UUID

@@ -180,8 +180,23 @@ func TestLearnIsACandidateUntilAPersonApproves(t *testing.T) {
 	if r6, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "kubernetes"}); len(r6.Entries) != 0 {
 		t.Fatalf("recall of an unrelated word: %+v", r6)
 	}
+	// A lone typo of a word that occurs only in an entry's body finds it too (the body's
+	// words by trigram), and an unrelated misspelling still finds nothing.
+	cdn, err := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "Static assets", Body: "Images are served through CloudFront with a one-day cache.", Kind: "fact"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.k.Approve(ctx, arch.ProjectID, uuid.MustParse(cdn.KnowledgeID), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if r8, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "cloudfrnt"}); len(r8.Entries) != 1 || r8.Entries[0].ID != cdn.KnowledgeID {
+		t.Fatalf("recall of a body word with a typo: %+v", r8)
+	}
+	if r9, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "kubernets"}); len(r9.Entries) != 0 {
+		t.Fatalf("recall of an unrelated misspelling: %+v", r9)
+	}
 	h, err := e.k.RecallHitRate(ctx, arch, time.Now().Add(-time.Hour))
-	if err != nil || h.Returned != 4 || h.Used != 1 || h.Rate != 0.25 {
+	if err != nil || h.Returned != 5 || h.Used != 1 || h.Rate != 0.2 {
 		t.Fatalf("hit rate: %+v %v", h, err)
 	}
 }
