@@ -88,7 +88,10 @@ func (a *App) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{8,64}$`)
 
-func validRequestID(s string) bool { return requestIDPattern.MatchString(s) }
+// validRequestID refuses an id that holds a credential: it would be echoed and logged.
+func validRequestID(s string) bool {
+	return requestIDPattern.MatchString(s) && RedactCredentials(s) == s
+}
 
 func newRequestID() string {
 	b := make([]byte, 12)
