@@ -25,6 +25,7 @@ import (
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/threads"
+	"github.com/relayroom/relayroom/internal/throttle"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -45,6 +46,9 @@ type App struct {
 	wake      *wake.Service
 	jobs      *jobs.Runner
 	echo      *echo.Echo
+	// Failed authentication: limits shared by replicas, and the log of refusals.
+	throttle   *throttle.Throttle
+	rejections *rejectionLog
 }
 
 func (a *App) public() string { return a.publicURL }
@@ -125,6 +129,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
+	a.rejections.Flush()
 	log.Info("stopped")
 	return nil
 }
@@ -139,7 +144,9 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 		publicURL: strings.TrimRight(publicURL, "/"),
 		metrics:   newMetrics(map[string]*pgxpool.Pool{"app": database.App, "ops": database.Ops}),
 		resolver:  &tenancy.Resolver{DB: database, Q: q},
+		throttle:  throttle.New(database, q, cfg.AuthFailures, log, nil),
 	}
+	a.rejections = newRejectionLog(log, rejectionInterval)
 	// Knowledge (recall, learn, lessons, CI confirmation) and the threads toolset. Wakes are
 	// queued through threads.Service.Waker; nil leaves them off (messages still delivered).
 	know, err := knowledge.New(database, q)

@@ -85,6 +85,12 @@ func startServer(t testing.TB) *server { return startServerWith(t, nil) }
 // server starts.
 func startServerWith(t testing.TB, before func(ctx context.Context, d *pg.DB, res admin.Result)) *server {
 	t.Helper()
+	return startServerConfigured(t, before, nil)
+}
+
+// startServerConfigured also lets configure change the settings the server starts with.
+func startServerConfigured(t testing.TB, before func(ctx context.Context, d *pg.DB, res admin.Result), configure func(*config.Config)) *server {
+	t.Helper()
 	u := pgtest.New(t)
 	ctx := context.Background()
 	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 2, OpsMaxConns: 2})
@@ -109,6 +115,9 @@ func startServerWith(t testing.TB, before func(ctx context.Context, d *pg.DB, re
 		DatabaseURL: u, Addr: "127.0.0.1:0", LogLevel: "info",
 		ShutdownTimeout: 10 * time.Second, StatementTimeout: 5 * time.Second,
 		MaxConns: 8, MaxBodyBytes: 4 << 20,
+	}
+	if configure != nil {
+		configure(&cfg)
 	}
 	logs := &syncBuffer{}
 	runCtx, cancel := context.WithCancel(ctx)
