@@ -6,7 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/relayroom/relayroom/internal/auth"
 )
@@ -222,4 +225,81 @@ func containsQYT(s string) bool {
 		}
 	}
 	return false
+}
+
+// rejectionInterval is how often refused requests are summarised per address.
+const rejectionInterval = 10 * time.Second
+
+// maxRejectionAddresses bounds the addresses counted apart in one interval; the refusals
+// of any further address are counted together under otherAddresses.
+const maxRejectionAddresses = 1000
+
+const otherAddresses = "other"
+
+// rejectionLog keeps refused requests (401 and 429: no credential, a wrong one, a blocked
+// caller) from flooding the log: the first refusal from an address in an interval is
+// logged in full, the others are counted, and when the interval ends one line per address
+// gives the count. A flood of 3,000 wrong keys in 10 s writes two lines, not 3,000.
+type rejectionLog struct {
+	log      *slog.Logger
+	interval time.Duration
+
+	mu     sync.Mutex
+	since  time.Time
+	counts map[string]map[int]int // address → status → refusals after the first
+	timer  *time.Timer
+}
+
+func newRejectionLog(log *slog.Logger, interval time.Duration) *rejectionLog {
+	return &rejectionLog{log: log, interval: interval, counts: map[string]map[int]int{}}
+}
+
+// Log writes a refused request's line (attrs) if it is the first from address in this
+// interval, and otherwise counts it.
+func (l *rejectionLog) Log(ctx context.Context, address string, status int, attrs ...any) {
+	l.mu.Lock()
+	byStatus, seen := l.counts[address]
+	if !seen && len(l.counts) >= maxRejectionAddresses {
+		address = otherAddresses
+		byStatus, seen = l.counts[address]
+	}
+	if seen {
+		byStatus[status]++
+		l.mu.Unlock()
+		return
+	}
+	l.counts[address] = map[int]int{}
+	if l.timer == nil {
+		l.since = time.Now()
+		l.timer = time.AfterFunc(l.interval, l.Flush)
+	}
+	l.mu.Unlock()
+	// The same "request" line as any other, naming the address its count will be under.
+	l.log.InfoContext(ctx, "request", append(attrs, "address", address,
+		"note", "further refusals from this address are counted for "+l.interval.String())...)
+}
+
+// Flush writes the counts of the current interval and starts a new one.
+func (l *rejectionLog) Flush() {
+	l.mu.Lock()
+	counts, since := l.counts, l.since
+	l.counts = map[string]map[int]int{}
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	l.mu.Unlock()
+	for address, byStatus := range counts {
+		n := 0
+		statuses := make([]any, 0, len(byStatus))
+		for status, c := range byStatus {
+			n += c
+			statuses = append(statuses, slog.Int(strconv.Itoa(status), c))
+		}
+		if n == 0 {
+			continue
+		}
+		l.log.Info("requests refused", "address", address, "count", n, slog.Group("statuses", statuses...),
+			"since", since.UTC().Format(time.RFC3339), "seconds", int(time.Since(since).Round(time.Second).Seconds()))
+	}
 }

@@ -79,8 +79,14 @@ func (a *App) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		a.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
 		a.metrics.latency.WithLabelValues(route, r.Method).Observe(d.Seconds())
 		if route != "/metrics" && route != "/healthz" {
-			a.log.InfoContext(ctx, "request", "method", r.Method, "path", RedactCredentials(r.URL.RequestURI()),
-				"status", status, "duration_ms", float64(d.Microseconds())/1000, "bytes", c.Response().Size)
+			attrs := []any{"method", r.Method, "path", RedactCredentials(r.URL.RequestURI()),
+				"status", status, "duration_ms", float64(d.Microseconds()) / 1000, "bytes", c.Response().Size}
+			if status == http.StatusUnauthorized || status == http.StatusTooManyRequests {
+				// Refusals come in floods: one line per address per interval (logging.go).
+				a.rejections.Log(ctx, a.clientAddress(r), status, attrs...)
+			} else {
+				a.log.InfoContext(ctx, "request", attrs...)
+			}
 		}
 		return nil
 	}
