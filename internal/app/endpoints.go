@@ -56,24 +56,29 @@ func (a *App) challenge(scope string) func(r *http.Request, err *apperr.Error) s
 
 // limited wraps an endpoint's Authenticate with the failed-authentication limits
 // (docs/auth-limits.md): a caller whose address or key id is blocked is refused with 429
-// before any database work; a refused credential is counted, and so is one whose caller
-// hung up before the answer (hanging up must not dodge the count); a request without any
-// credential is not (it guessed nothing, and costs nothing). Success costs a map lookup.
+// before any database work; a refused credential is counted, and so is an unknown one
+// whose caller hung up before the answer (hanging up must not dodge the count); a request
+// without any credential is not (it guessed nothing, and costs nothing). Success costs a
+// map lookup.
 func (a *App) limited(credential func(*http.Request) string, authenticate func(context.Context, *http.Request) (tenancy.Scope, error)) func(context.Context, *http.Request) (tenancy.Scope, error) {
 	return func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
 		at := throttle.Attempt{Address: a.clientAddress(r), Credential: credential(r)}
 		if k, err := auth.Parse(auth.AgentKeyPrefix, at.Credential); err == nil {
 			at.KeyID = k.ID
 		}
-		if err := a.throttle.Admit(at); err != nil {
+		if err := a.throttle.Admit(ctx, at); err != nil {
 			return tenancy.Scope{}, err
 		}
 		s, err := authenticate(ctx, r)
 		switch {
 		case err == nil:
 			a.throttle.Verified(at)
-		case at.Credential != "" && (apperr.CodeOf(err) == apperr.Unauthenticated || ctx.Err() != nil):
+		case at.Credential == "":
+			// nothing presented, nothing guessed
+		case apperr.CodeOf(err) == apperr.Unauthenticated:
 			a.throttle.Refused(ctx, at)
+		case ctx.Err() != nil:
+			a.throttle.Abandoned(ctx, at)
 		}
 		return s, err
 	}

@@ -254,9 +254,9 @@ func newRejectionLog(log *slog.Logger, interval time.Duration) *rejectionLog {
 	return &rejectionLog{log: log, interval: interval, counts: map[string]map[int]int{}}
 }
 
-// Log writes a refused request's line (attrs) if it is the first from address in this
-// interval, and otherwise counts it.
-func (l *rejectionLog) Log(ctx context.Context, address string, status int, attrs ...any) {
+// Log writes a refused request's line (the attributes line returns) if it is the first
+// from address in this interval, and otherwise counts it.
+func (l *rejectionLog) Log(ctx context.Context, address string, status int, line func() []any) {
 	l.mu.Lock()
 	byStatus, seen := l.counts[address]
 	if !seen && len(l.counts) >= maxRejectionAddresses {
@@ -275,7 +275,7 @@ func (l *rejectionLog) Log(ctx context.Context, address string, status int, attr
 	}
 	l.mu.Unlock()
 	// The same "request" line as any other, naming the address its count will be under.
-	l.log.InfoContext(ctx, "request", append(attrs, "address", address,
+	l.log.InfoContext(ctx, "request", append(line(), "address", address,
 		"note", "further refusals from this address are counted for "+l.interval.String())...)
 }
 

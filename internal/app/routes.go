@@ -79,13 +79,16 @@ func (a *App) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		a.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
 		a.metrics.latency.WithLabelValues(route, r.Method).Observe(d.Seconds())
 		if route != "/metrics" && route != "/healthz" {
-			attrs := []any{"method", r.Method, "path", RedactCredentials(r.URL.RequestURI()),
-				"status", status, "duration_ms", float64(d.Microseconds()) / 1000, "bytes", c.Response().Size}
+			line := func() []any {
+				return []any{"method", r.Method, "path", RedactCredentials(r.URL.RequestURI()),
+					"status", status, "duration_ms", float64(d.Microseconds()) / 1000, "bytes", c.Response().Size}
+			}
 			if status == http.StatusUnauthorized || status == http.StatusTooManyRequests {
-				// Refusals come in floods: one line per address per interval (logging.go).
-				a.rejections.Log(ctx, a.clientAddress(r), status, attrs...)
+				// Refusals come in floods: one line per address per interval (logging.go),
+				// built only when written.
+				a.rejections.Log(ctx, a.clientAddress(r), status, line)
 			} else {
-				a.log.InfoContext(ctx, "request", attrs...)
+				a.log.InfoContext(ctx, "request", line()...)
 			}
 		}
 		return nil

@@ -115,6 +115,13 @@ func settings() []setting {
 			c.AuthFailures.PerKey, err = strconv.Atoi(v)
 			return err
 		}},
+		{"RELAYROOM_AUTH_BLOCKED_DELAY", "auth-blocked-delay", throttle.DefaultBlockedDelay.String(), "how long a blocked caller waits for its 429, so one connection sends at most one blocked attempt per delay (0: answered at once)", func(c *Config, v string) (err error) {
+			c.AuthFailures.BlockedDelay, err = time.ParseDuration(v)
+			if err == nil && c.AuthFailures.BlockedDelay < 0 {
+				err = fmt.Errorf("must not be negative")
+			}
+			return err
+		}},
 		{"RELAYROOM_TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none, the TCP peer is the client)", func(c *Config, v string) (err error) {
 			c.TrustedProxies, err = throttle.ParseProxies(v)
 			return err

@@ -21,20 +21,26 @@ import (
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
-// Defaults of the settings (RELAYROOM_AUTH_FAILURE_WINDOW, …_PER_ADDRESS, …_PER_KEY).
+// Defaults of the settings (RELAYROOM_AUTH_FAILURE_WINDOW, …_PER_ADDRESS, …_PER_KEY,
+// RELAYROOM_AUTH_BLOCKED_DELAY).
 const (
-	DefaultWindow     = time.Minute
-	DefaultPerAddress = 20
-	DefaultPerKey     = 10
+	DefaultWindow       = time.Minute
+	DefaultPerAddress   = 20
+	DefaultPerKey       = 10
+	DefaultBlockedDelay = time.Second
 )
 
 // Limits: at most PerAddress refused credentials per client address and PerKey per agent
 // key id in each fixed Window; past either, the caller is refused until the window ends.
-// A limit of 0 or less is off (nothing counted for that kind).
+// A limit of 0 or less is off (nothing counted for that kind). Each refusal of a blocked
+// caller is answered after BlockedDelay (or when the caller hangs up), so that one
+// connection can send at most one blocked attempt per BlockedDelay: a flood then costs
+// the server sleeping requests, not work. 0: answered at once.
 type Limits struct {
-	Window     time.Duration
-	PerAddress int
-	PerKey     int
+	Window       time.Duration
+	PerAddress   int
+	PerKey       int
+	BlockedDelay time.Duration
 }
 
 // Messages of the 429 answers.
@@ -99,9 +105,22 @@ func New(d *pg.DB, q *db.Queries, l Limits, log *slog.Logger, now func() time.Ti
 }
 
 // Admit refuses an attempt whose address or key id is blocked, with apperr.RateLimited
-// carrying retry_after_seconds (HTTP 429 and Retry-After on every endpoint). It reads
-// memory only.
-func (t *Throttle) Admit(at Attempt) error {
+// carrying retry_after_seconds (HTTP 429 and Retry-After on every endpoint), after
+// BlockedDelay or when ctx ends. It reads memory only.
+func (t *Throttle) Admit(ctx context.Context, at Attempt) error {
+	err := t.check(at)
+	if err != nil && t.limits.BlockedDelay > 0 {
+		timer := time.NewTimer(t.limits.BlockedDelay)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+	}
+	return err
+}
+
+func (t *Throttle) check(at Attempt) error {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -115,10 +134,15 @@ func (t *Throttle) Admit(at Attempt) error {
 	if !ok {
 		return nil
 	}
-	if v, seen := t.verified[hash(at.Credential)]; seen && now.Before(v) {
+	if t.verifiedLocked(at, now) {
 		return nil // the key's own holder, verified here recently
 	}
 	return refusal(MsgKeyBlocked, until.Sub(now))
+}
+
+func (t *Throttle) verifiedLocked(at Attempt, now time.Time) bool {
+	v, seen := t.verified[hash(at.Credential)]
+	return seen && now.Before(v)
 }
 
 func (t *Throttle) blockedLocked(subject string, now time.Time) (time.Time, bool) {
@@ -205,6 +229,18 @@ func (t *Throttle) Refused(ctx context.Context, at Attempt) {
 			continue
 		}
 		t.blockLocked(r.Subject, now.Add(time.Duration(r.SecondsLeft*float64(time.Second))))
+	}
+}
+
+// Abandoned counts an authentication whose caller hung up before it was decided, as
+// Refused does, unless the credential was verified here recently: hanging up must not
+// dodge the count, but a known client cancelling its own call is not guessing.
+func (t *Throttle) Abandoned(ctx context.Context, at Attempt) {
+	t.mu.Lock()
+	known := at.Credential != "" && t.verifiedLocked(at, t.now())
+	t.mu.Unlock()
+	if !known {
+		t.Refused(ctx, at)
 	}
 }
 

@@ -67,16 +67,16 @@ func TestThrottle(t *testing.T) {
 		th := newThrottle(d, limits, nil)
 		at := throttle.Attempt{Address: "192.0.2.1"}
 		for i := 0; i < limits.PerAddress; i++ {
-			if err := th.Admit(at); err != nil {
+			if err := th.Admit(ctx, at); err != nil {
 				t.Fatalf("attempt %d refused before the limit: %v", i+1, err)
 			}
 			th.Refused(ctx, at)
 		}
 		d.Close() // from here on, any database work would fail
-		if secs := retryAfter(t, th.Admit(at)); secs > 60 {
+		if secs := retryAfter(t, th.Admit(ctx, at)); secs > 60 {
 			t.Fatalf("Retry-After %d is past the window", secs)
 		}
-		if err := th.Admit(throttle.Attempt{Address: "192.0.2.2"}); err != nil {
+		if err := th.Admit(ctx, throttle.Attempt{Address: "192.0.2.2"}); err != nil {
 			t.Fatalf("another address was refused: %v", err)
 		}
 	})
@@ -88,14 +88,14 @@ func TestThrottle(t *testing.T) {
 		at := throttle.Attempt{Address: "192.0.2.3"}
 		a.Refused(ctx, at)
 		a.Refused(ctx, at)
-		if err := b.Admit(at); err != nil {
+		if err := b.Admit(ctx, at); err != nil {
 			t.Fatalf("refused before the limit: %v", err)
 		}
 		b.Refused(ctx, at) // the third across both replicas
-		retryAfter(t, b.Admit(at))
+		retryAfter(t, b.Admit(ctx, at))
 		// Replica a learns the block from its own next refusal.
 		a.Refused(ctx, at)
-		retryAfter(t, a.Admit(at))
+		retryAfter(t, a.Admit(ctx, at))
 	})
 
 	t.Run("a key id is limited across addresses", func(t *testing.T) {
@@ -104,8 +104,8 @@ func TestThrottle(t *testing.T) {
 		th := newThrottle(d, limits, nil)
 		th.Refused(ctx, throttle.Attempt{Address: "192.0.2.10", KeyID: "KeyId001", Credential: "guess-1"})
 		th.Refused(ctx, throttle.Attempt{Address: "192.0.2.11", KeyID: "KeyId001", Credential: "guess-2"})
-		retryAfter(t, th.Admit(throttle.Attempt{Address: "192.0.2.12", KeyID: "KeyId001", Credential: "guess-3"}))
-		if err := th.Admit(throttle.Attempt{Address: "192.0.2.12", KeyID: "KeyId002"}); err != nil {
+		retryAfter(t, th.Admit(ctx, throttle.Attempt{Address: "192.0.2.12", KeyID: "KeyId001", Credential: "guess-3"}))
+		if err := th.Admit(ctx, throttle.Attempt{Address: "192.0.2.12", KeyID: "KeyId002"}); err != nil {
 			t.Fatalf("another key id was refused: %v", err)
 		}
 	})
@@ -119,11 +119,11 @@ func TestThrottle(t *testing.T) {
 		for i := 0; i < limits.PerAddress; i++ { // blocks the key id, then the address
 			th.Refused(ctx, throttle.Attempt{Address: "192.0.2.21", KeyID: "KeyId003", Credential: "a-guess"})
 		}
-		retryAfter(t, th.Admit(throttle.Attempt{Address: "192.0.2.22", KeyID: "KeyId003", Credential: "another-guess"}))
-		if err := th.Admit(holder); err != nil {
+		retryAfter(t, th.Admit(ctx, throttle.Attempt{Address: "192.0.2.22", KeyID: "KeyId003", Credential: "another-guess"}))
+		if err := th.Admit(ctx, holder); err != nil {
 			t.Fatalf("the verified holder was refused: %v", err)
 		}
-		retryAfter(t, th.Admit(throttle.Attempt{Address: "192.0.2.21", KeyID: "KeyId003", Credential: "the-real-key"}))
+		retryAfter(t, th.Admit(ctx, throttle.Attempt{Address: "192.0.2.21", KeyID: "KeyId003", Credential: "the-real-key"}))
 	})
 
 	t.Run("a credential refused after it was verified loses its pass", func(t *testing.T) {
@@ -135,7 +135,26 @@ func TestThrottle(t *testing.T) {
 		for i := 0; i < limits.PerKey; i++ {
 			th.Refused(ctx, throttle.Attempt{Address: "192.0.2.31", KeyID: "KeyId004", Credential: "revoked-key"})
 		}
-		retryAfter(t, th.Admit(at))
+		retryAfter(t, th.Admit(ctx, at))
+	})
+
+	t.Run("hanging up counts, unless the credential is known", func(t *testing.T) {
+		t.Parallel()
+		d, _ := pgtest.Open(t)
+		th := newThrottle(d, limits, nil)
+		known := throttle.Attempt{Address: "192.0.2.80", KeyID: "KeyId007", Credential: "good"}
+		th.Verified(known)
+		for i := 0; i < 2*limits.PerAddress; i++ {
+			th.Abandoned(ctx, known)
+		}
+		if err := th.Admit(ctx, known); err != nil {
+			t.Fatalf("a known client that cancels its calls was refused: %v", err)
+		}
+		unknown := throttle.Attempt{Address: "192.0.2.81", KeyID: "KeyId008", Credential: "guess"}
+		for i := 0; i < limits.PerAddress; i++ {
+			th.Abandoned(ctx, unknown)
+		}
+		retryAfter(t, th.Admit(ctx, unknown))
 	})
 
 	t.Run("a block ends with its window", func(t *testing.T) {
@@ -147,20 +166,40 @@ func TestThrottle(t *testing.T) {
 		for i := 0; i < limits.PerAddress; i++ {
 			th.Refused(ctx, at)
 		}
-		secs := retryAfter(t, th.Admit(at))
+		secs := retryAfter(t, th.Admit(ctx, at))
 		c.add(time.Duration(secs) * time.Second)
-		if err := th.Admit(at); err != nil {
+		if err := th.Admit(ctx, at); err != nil {
 			t.Fatalf("still refused after Retry-After: %v", err)
 		}
 		// The stored window ends too: the next refusal starts a new count at 1.
 		endWindow(t, d, "addr:192.0.2.40")
 		th.Refused(ctx, at)
-		if err := th.Admit(at); err != nil {
+		if err := th.Admit(ctx, at); err != nil {
 			t.Fatalf("a new window started blocked: %v", err)
 		}
 		if n := failures(t, d, "addr:192.0.2.40"); n != 1 {
 			t.Fatalf("new window counts %d failures, want 1", n)
 		}
+	})
+
+	t.Run("a blocked caller waits for its refusal until it hangs up", func(t *testing.T) {
+		t.Parallel()
+		d, _ := pgtest.Open(t)
+		slow := limits
+		slow.BlockedDelay = time.Hour // longer than any test: only hanging up ends the wait
+		th := newThrottle(d, slow, nil)
+		at := throttle.Attempt{Address: "192.0.2.90"}
+		if err := th.Admit(ctx, at); err != nil {
+			t.Fatalf("refused before any failure: %v", err) // and not delayed: it would hang here
+		}
+		for i := 0; i < slow.PerAddress; i++ {
+			th.Refused(ctx, at)
+		}
+		gone, cancel := context.WithCancel(ctx)
+		refused := make(chan error, 1)
+		go func() { refused <- th.Admit(gone, at) }()
+		cancel()
+		retryAfter(t, <-refused)
 	})
 
 	t.Run("a limit of zero counts nothing", func(t *testing.T) {
@@ -171,7 +210,7 @@ func TestThrottle(t *testing.T) {
 		for i := 0; i < 5; i++ {
 			th.Refused(ctx, at)
 		}
-		if err := th.Admit(at); err != nil {
+		if err := th.Admit(ctx, at); err != nil {
 			t.Fatalf("refused with the limits off: %v", err)
 		}
 		if n := failures(t, d, "addr:192.0.2.50"); n != 0 {
