@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"hash/crc32"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -66,16 +65,7 @@ func callWith(t testing.TB, c *http.Client, url string, header http.Header) (int
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
+	return roundTrip(t, c, req)
 }
 
 func limitedServer(t *testing.T, l throttle.Limits, proxies string) *server {

@@ -59,6 +59,16 @@ func retryAfter(t *testing.T, err error) int {
 func TestThrottle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	refuse := func(th *throttle.Throttle, at throttle.Attempt, n int) {
+		for i := 0; i < n; i++ {
+			th.Refused(ctx, at)
+		}
+	}
+	abandon := func(th *throttle.Throttle, at throttle.Attempt, n int) {
+		for i := 0; i < n; i++ {
+			th.Abandoned(ctx, at)
+		}
+	}
 	limits := throttle.Limits{Window: time.Minute, PerAddress: 3, PerKey: 2}
 
 	t.Run("an address over its limit is refused with no database at all", func(t *testing.T) {
@@ -116,9 +126,7 @@ func TestThrottle(t *testing.T) {
 		th := newThrottle(d, limits, nil)
 		holder := throttle.Attempt{Address: "192.0.2.20", KeyID: "KeyId003", Credential: "the-real-key"}
 		th.Verified(holder)
-		for i := 0; i < limits.PerAddress; i++ { // blocks the key id, then the address
-			th.Refused(ctx, throttle.Attempt{Address: "192.0.2.21", KeyID: "KeyId003", Credential: "a-guess"})
-		}
+		refuse(th, throttle.Attempt{Address: "192.0.2.21", KeyID: "KeyId003", Credential: "a-guess"}, limits.PerAddress) // blocks the key id, then the address
 		retryAfter(t, th.Admit(ctx, throttle.Attempt{Address: "192.0.2.22", KeyID: "KeyId003", Credential: "another-guess"}))
 		if err := th.Admit(ctx, holder); err != nil {
 			t.Fatalf("the verified holder was refused: %v", err)
@@ -132,9 +140,7 @@ func TestThrottle(t *testing.T) {
 		th := newThrottle(d, limits, nil)
 		at := throttle.Attempt{Address: "192.0.2.30", KeyID: "KeyId004", Credential: "revoked-key"}
 		th.Verified(at)
-		for i := 0; i < limits.PerKey; i++ {
-			th.Refused(ctx, throttle.Attempt{Address: "192.0.2.31", KeyID: "KeyId004", Credential: "revoked-key"})
-		}
+		refuse(th, throttle.Attempt{Address: "192.0.2.31", KeyID: "KeyId004", Credential: "revoked-key"}, limits.PerKey)
 		retryAfter(t, th.Admit(ctx, at))
 	})
 
@@ -144,16 +150,12 @@ func TestThrottle(t *testing.T) {
 		th := newThrottle(d, limits, nil)
 		known := throttle.Attempt{Address: "192.0.2.80", KeyID: "KeyId007", Credential: "good"}
 		th.Verified(known)
-		for i := 0; i < 2*limits.PerAddress; i++ {
-			th.Abandoned(ctx, known)
-		}
+		abandon(th, known, 2*limits.PerAddress)
 		if err := th.Admit(ctx, known); err != nil {
 			t.Fatalf("a known client that cancels its calls was refused: %v", err)
 		}
 		unknown := throttle.Attempt{Address: "192.0.2.81", KeyID: "KeyId008", Credential: "guess"}
-		for i := 0; i < limits.PerAddress; i++ {
-			th.Abandoned(ctx, unknown)
-		}
+		abandon(th, unknown, limits.PerAddress)
 		retryAfter(t, th.Admit(ctx, unknown))
 	})
 
@@ -163,9 +165,7 @@ func TestThrottle(t *testing.T) {
 		c := &clock{t: time.Now()}
 		th := newThrottle(d, limits, c)
 		at := throttle.Attempt{Address: "192.0.2.40"}
-		for i := 0; i < limits.PerAddress; i++ {
-			th.Refused(ctx, at)
-		}
+		refuse(th, at, limits.PerAddress)
 		secs := retryAfter(t, th.Admit(ctx, at))
 		c.add(time.Duration(secs) * time.Second)
 		if err := th.Admit(ctx, at); err != nil {
@@ -192,9 +192,7 @@ func TestThrottle(t *testing.T) {
 		if err := th.Admit(ctx, at); err != nil {
 			t.Fatalf("refused before any failure: %v", err) // and not delayed: it would hang here
 		}
-		for i := 0; i < slow.PerAddress; i++ {
-			th.Refused(ctx, at)
-		}
+		refuse(th, at, slow.PerAddress)
 		gone, cancel := context.WithCancel(ctx)
 		refused := make(chan error, 1)
 		go func() { refused <- th.Admit(gone, at) }()
@@ -207,9 +205,7 @@ func TestThrottle(t *testing.T) {
 		d, _ := pgtest.Open(t)
 		th := newThrottle(d, throttle.Limits{Window: time.Minute}, nil)
 		at := throttle.Attempt{Address: "192.0.2.50", KeyID: "KeyId005", Credential: "x"}
-		for i := 0; i < 5; i++ {
-			th.Refused(ctx, at)
-		}
+		refuse(th, at, 5)
 		if err := th.Admit(ctx, at); err != nil {
 			t.Fatalf("refused with the limits off: %v", err)
 		}
