@@ -150,7 +150,7 @@ func floodPhaseRun(b *testing.B, legit, attacker *http.Client, url, key string, 
 
 // BenchmarkBlockedRequestOverHTTP is the cost of one wrong key from an address that is
 // already blocked: HTTP, JSON-RPC parsing, the in-memory check and the 429, and no
-// database work. Compare with BenchmarkWhoAmIOverHTTP (same client, same server); allocs/op
+// database work. The blocked caller's delay is off, so that the work is what is measured. Compare with BenchmarkWhoAmIOverHTTP (same client, same server); allocs/op
 // count both sides and do not depend on the machine's load.
 func BenchmarkBlockedRequestOverHTTP(b *testing.B) {
 	limits := throttle.Limits{Window: time.Hour, PerAddress: throttle.DefaultPerAddress, PerKey: throttle.DefaultPerKey}
