@@ -115,10 +115,13 @@ func TestFailedAuthenticationIsLimited(t *testing.T) {
 		if st, _, _ := callWith(t, clientFrom("127.0.0.22"), url, http.Header{"X-Agent-Key": {s.key("acme/architect")}}); st != http.StatusOK {
 			t.Fatalf("another address: status %d, want 200", st)
 		}
-		// Every endpoint that takes a key shares the limit.
-		for _, u := range []string{s.base + "/api/mcp", s.base + "/api/mcp/p/" + s.res.Projects["escalations"].ID.String(), s.base + "/desk/mcp"} {
-			if st, _, _ := callWith(t, attacker, u, http.Header{"X-Agent-Key": {wrongKey(t, "")}, "Authorization": {"Bearer x"}}); st != http.StatusTooManyRequests {
-				t.Fatalf("%s: status %d, want 429", u, st)
+		// Every endpoint that takes a key shares the limit, the rooms HTTP API included.
+		room := s.base + "/api/rooms/" + s.res.Projects["escalations"].ID.String()
+		for _, u := range []string{s.base + "/api/mcp", s.base + "/api/mcp/p/" + s.res.Projects["escalations"].ID.String(), s.base + "/desk/mcp",
+			room + "/tasks/x/attachments", room + "/tasks/x/accept"} {
+			st, h, _ := callWith(t, attacker, u, http.Header{"X-Agent-Key": {wrongKey(t, "")}, "Authorization": {"Bearer x"}})
+			if st != http.StatusTooManyRequests || h.Get("Retry-After") == "" {
+				t.Fatalf("%s: status %d, Retry-After %q; want 429 with Retry-After", u, st, h.Get("Retry-After"))
 			}
 		}
 	})
