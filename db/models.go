@@ -69,6 +69,12 @@ type AppUser struct {
 	UpdatedAt    time.Time
 }
 
+type AuthThrottle struct {
+	Subject     string
+	WindowStart time.Time
+	Failures    int32
+}
+
 type CiToken struct {
 	ProjectID  uuid.UUID
 	ID         uuid.UUID

@@ -26,6 +26,7 @@ import (
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/threads"
+	"github.com/relayroom/relayroom/internal/throttle"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -49,6 +50,9 @@ type App struct {
 	echo      *echo.Echo
 	// idempotency serves the Idempotency-Key header of every endpoint's write tools.
 	idempotency *idempotency.Store
+	// Failed authentication: limits shared by replicas, and the log of refusals.
+	throttle   *throttle.Throttle
+	rejections *rejectionLog
 }
 
 func (a *App) public() string { return a.publicURL }
@@ -129,6 +133,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
+	a.rejections.Flush()
 	log.Info("stopped")
 	return nil
 }
@@ -148,7 +153,9 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 		publicURL: strings.TrimRight(publicURL, "/"),
 		metrics:   newMetrics(map[string]*pgxpool.Pool{"app": database.App, "ops": database.Ops}),
 		resolver:  &tenancy.Resolver{DB: database, Q: q},
+		throttle:  throttle.New(database, q, cfg.AuthFailures, log, nil),
 	}
+	a.rejections = newRejectionLog(log, rejectionInterval)
 	// Knowledge (recall, learn, lessons, CI confirmation) and the threads toolset. Wakes are
 	// queued through threads.Service.Waker; nil leaves them off (messages still delivered).
 	know, err := knowledge.New(database, q)

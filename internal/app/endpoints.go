@@ -13,6 +13,7 @@ import (
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/mcp"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/throttle"
 )
 
 // Path values are handed from echo's router to the MCP handler through the context.
@@ -55,6 +56,40 @@ func (a *App) challenge(scope string) func(r *http.Request, err *apperr.Error) s
 	}
 }
 
+// limited wraps an endpoint's Authenticate with the failed-authentication limits
+// (docs/auth-limits.md): a caller whose address or key id is blocked is refused with 429
+// before any database work; a refused credential is counted, and so is an unknown one
+// whose caller hung up before the answer (hanging up must not dodge the count); a request
+// without any credential is not (it guessed nothing, and costs nothing). Success costs a
+// map lookup.
+func (a *App) limited(credential func(*http.Request) string, authenticate func(context.Context, *http.Request) (tenancy.Scope, error)) func(context.Context, *http.Request) (tenancy.Scope, error) {
+	return func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+		at := throttle.Attempt{Address: a.clientAddress(r), Credential: credential(r)}
+		if k, err := auth.Parse(auth.AgentKeyPrefix, at.Credential); err == nil {
+			at.KeyID = k.ID
+		}
+		if err := a.throttle.Admit(ctx, at); err != nil {
+			return tenancy.Scope{}, err
+		}
+		s, err := authenticate(ctx, r)
+		switch {
+		case err == nil:
+			a.throttle.Verified(at)
+		case at.Credential == "":
+			// nothing presented, nothing guessed
+		case apperr.CodeOf(err) == apperr.Unauthenticated:
+			a.throttle.Refused(ctx, at)
+		case ctx.Err() != nil:
+			a.throttle.Abandoned(ctx, at)
+		}
+		return s, err
+	}
+}
+
+func (a *App) clientAddress(r *http.Request) string {
+	return throttle.ClientAddress(r, a.cfg.TrustedProxies)
+}
+
 func noCredential() error { return apperr.New(apperr.Unauthenticated, tenancy.MsgUnauthorized) }
 
 // admitted puts every tool of an endpoint behind the scope's agreement check, before its
@@ -83,7 +118,7 @@ func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "threads", Service: "relayroom-threads", ServerName: "relayroom-threads", ServerVersion: Version,
 		Instructions: "Threads between the parts of this project. Start with whoami and roster; read inbox, open threads with show, close them when done.",
-		Authenticate: func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+		Authenticate: a.limited(auth.AgentKey, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
 			key := auth.AgentKey(r)
 			if key == "" {
 				return tenancy.Scope{}, noCredential()
@@ -93,7 +128,7 @@ func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 				return tenancy.Scope{}, apperr.New(apperr.Forbidden, "the URL needs ?part=<your part>")
 			}
 			return a.resolver.Part(ctx, pathValue(ctx, connectCodeKey), part, key)
-		},
+		}),
 		Challenge: a.challenge(threadsScope),
 		Describe: func(r *http.Request) map[string]any {
 			return map[string]any{"part": r.URL.Query().Get("part")}
@@ -107,7 +142,7 @@ func (a *App) roomEndpoint() mcp.Endpoint[tenancy.Scope] {
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "rooms", Service: "quayutec-mcp", ServerName: "relayroom-rooms", ServerVersion: Version,
 		Instructions: "A room shared by companies: memory, tasks and chat.",
-		Authenticate: func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+		Authenticate: a.limited(auth.AgentKey, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
 			key := auth.AgentKey(r)
 			if key == "" {
 				return tenancy.Scope{}, noCredential()
@@ -121,7 +156,7 @@ func (a *App) roomEndpoint() mcp.Endpoint[tenancy.Scope] {
 				return tenancy.Scope{}, apperr.New(apperr.Forbidden, tenancy.MsgNotParticipant)
 			}
 			return a.resolver.RoomByKey(ctx, key, id)
-		},
+		}),
 		Challenge: a.challenge(roomsScope),
 		Describe: func(r *http.Request) map[string]any {
 			return map[string]any{"project_id": pathValue(r.Context(), projectIDKey)}
@@ -135,13 +170,13 @@ func (a *App) allRoomsEndpoint() mcp.Endpoint[tenancy.Scope] {
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "all_rooms", Service: "quayutec-mcp", ServerName: "relayroom-rooms", ServerVersion: Version,
 		Instructions: "Every room your agent is in. Call list_rooms first and pass room_id to the other tools.",
-		Authenticate: func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+		Authenticate: a.limited(auth.AgentKey, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
 			key := auth.AgentKey(r)
 			if key == "" {
 				return tenancy.Scope{}, noCredential()
 			}
 			return a.resolver.Agent(ctx, key)
-		},
+		}),
 		Challenge: a.challenge(roomsScope),
 		Tools:     a.rooms.AllRoomsTools(),
 		Format:    mcp.RoomsFormat,
@@ -152,11 +187,11 @@ func (a *App) deskEndpoint() mcp.Endpoint[tenancy.Scope] {
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "desk", Service: "relaydesk-mcp", ServerName: "relaydesk", ServerVersion: Version,
 		Instructions: "Helpdesk tools for support assistants.",
-		Authenticate: func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+		Authenticate: a.limited(auth.BearerToken, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
 			// Desk callers are people holding an OAuth token or a personal access token;
 			// neither can be issued yet, so every call is answered with the sign-in challenge.
 			return tenancy.Scope{}, noCredential()
-		},
+		}),
 		Challenge: a.challenge(strings.Join(deskScopes, " ")),
 		Format:    mcp.DeskFormat,
 	}

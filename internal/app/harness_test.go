@@ -196,7 +196,13 @@ func post(t testing.TB, url, key, body string) (int, http.Header, string) {
 	if key != "" {
 		req.Header.Set("X-Agent-Key", key)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return roundTrip(t, http.DefaultClient, req)
+}
+
+// roundTrip sends req with c and returns status, headers and body.
+func roundTrip(t testing.TB, c *http.Client, req *http.Request) (int, http.Header, string) {
+	t.Helper()
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,16 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/auth"
 )
 
 type ctxKey int
@@ -42,24 +48,258 @@ func (h requestIDHandler) WithGroup(name string) slog.Handler {
 	return requestIDHandler{h.Handler.WithGroup(name)}
 }
 
-// NewLogger writes JSON lines to w at the given level.
+// NewLogger writes JSON lines to w at the given level. Every line passes through
+// redactHandler, so no credential reaches it whichever call site logged it.
 func NewLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(requestIDHandler{slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})})
+	return slog.New(requestIDHandler{redactHandler{slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})}})
 }
 
-// Credentials travel in URL paths (connect codes) and could be pasted anywhere; nothing
-// that looks like one reaches a log line.
-var credentialPattern = regexp.MustCompile(`(sk-qyt-|qyt_cc_|qyt_at_|qyt_rt_)[0-9A-Za-z]+`)
+// redactHandler masks credentials in a record's message and in every string, error and
+// Stringer attribute (groups included) before the record is written. Paths are not the
+// only way in: a header value, an error quoting its input or a request id can carry one.
+type redactHandler struct{ slog.Handler }
 
-// RedactCredentials masks every credential in s, keeping its prefix so a reader knows
-// which kind was there.
+func (h redactHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, RedactCredentials(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(redactAttr(a))
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	red := make([]slog.Attr, len(as))
+	for i, a := range as {
+		red[i] = redactAttr(a)
+	}
+	return redactHandler{h.Handler.WithAttrs(red)}
+}
+
+func (h redactHandler) WithGroup(name string) slog.Handler {
+	return redactHandler{h.Handler.WithGroup(name)}
+}
+
+func redactAttr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, RedactCredentials(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		red := make([]any, len(g))
+		for i, ga := range g {
+			red[i] = redactAttr(ga)
+		}
+		return slog.Group(a.Key, red...)
+	case slog.KindAny:
+		var s string
+		switch x := v.Any().(type) {
+		case error:
+			s = x.Error()
+		case fmt.Stringer:
+			s = x.String()
+		default:
+			return slog.Attr{Key: a.Key, Value: v}
+		}
+		if r := RedactCredentials(s); r != s {
+			return slog.String(a.Key, r)
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}
+
+// credentialPattern finds a credential in decoded text, whatever the case of its prefix:
+// the prefixes auth issues (agent keys, connect codes, CI tokens), every qyt_xx_ token kind
+// (OAuth access and refresh tokens, and kinds added later), and qyt- alone, so that an agent
+// key whose "sk" was mangled still has its body masked. The body is base62.
+var credentialPattern = regexp.MustCompile(`(?i)(` + strings.Join([]string{
+	regexp.QuoteMeta(auth.AgentKeyPrefix),
+	regexp.QuoteMeta(auth.ConnectCodePrefix),
+	regexp.QuoteMeta(auth.CITokenPrefix),
+	`qyt_[a-z]{2}_`,
+	`qyt-`,
+}, "|") + `)[0-9a-z]+`)
+
+// maxDecodeRounds bounds how many layers of percent-encoding RedactCredentials peels. Text
+// still holding escapes after that many layers is not logged at all: nothing legitimate is
+// encoded so deeply, and decoding further would let one request cost quadratic time.
+const maxDecodeRounds = 8
+
+// tooDeeplyEncoded replaces text that maxDecodeRounds could not fully decode.
+const tooDeeplyEncoded = "[redacted: too deeply percent-encoded]"
+
+// RedactCredentials masks every credential in s, keeping its prefix (lower case) so a
+// reader knows which kind was there. Credentials are found after percent-decoding (as many
+// layers as there are, up to maxDecodeRounds, mixed freely) and case-insensitively, and
+// masked in the original text: the rest of s keeps its own encoding.
 func RedactCredentials(s string) string {
-	if !strings.Contains(s, "qyt") {
+	if strings.IndexByte(s, '%') < 0 && !containsQYT(s) {
+		return s // the common case: nothing to decode, no prefix
+	}
+	units, ok := percentDecode(s)
+	if !ok {
+		return tooDeeplyEncoded
+	}
+	decoded := make([]byte, len(units))
+	for i, u := range units {
+		decoded[i] = u.b
+	}
+	if !containsQYT(string(decoded)) {
 		return s
 	}
-	return credentialPattern.ReplaceAllString(s, "${1}[redacted]")
+	matches := credentialPattern.FindAllSubmatchIndex(decoded, -1)
+	if matches == nil {
+		return s
+	}
+	var b strings.Builder
+	last := 0 // in s
+	for _, m := range matches {
+		from, to := units[m[0]].start, units[m[1]-1].end
+		b.WriteString(s[last:from])
+		b.WriteString(strings.ToLower(string(decoded[m[2]:m[3]])))
+		b.WriteString("[redacted]")
+		last = to
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// decodedByte is one byte of decoded text and the span of the original text it came from.
+type decodedByte struct {
+	b          byte
+	start, end int
+}
+
+// percentDecode decodes s layer by layer (%2571 is %71 is q), remembering where each
+// decoded byte came from. ok is false when escapes remain after maxDecodeRounds.
+func percentDecode(s string) (units []decodedByte, ok bool) {
+	units = make([]decodedByte, len(s))
+	for i := 0; i < len(s); i++ {
+		units[i] = decodedByte{s[i], i, i + 1}
+	}
+	for round := 0; round <= maxDecodeRounds; round++ {
+		w, changed := 0, false
+		for r := 0; r < len(units); w++ {
+			if units[r].b == '%' && r+2 < len(units) && isHex(units[r+1].b) && isHex(units[r+2].b) {
+				u := decodedByte{unhex(units[r+1].b)<<4 | unhex(units[r+2].b), units[r].start, units[r+2].end}
+				units[w] = u
+				r += 3
+				changed = true
+				continue
+			}
+			units[w] = units[r]
+			r++
+		}
+		units = units[:w]
+		if !changed {
+			return units, true
+		}
+	}
+	return nil, false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
+// containsQYT reports whether s contains "qyt" in any case: every credential prefix does.
+func containsQYT(s string) bool {
+	for i := 0; i+2 < len(s); i++ {
+		if s[i]|0x20 == 'q' && s[i+1]|0x20 == 'y' && s[i+2]|0x20 == 't' {
+			return true
+		}
+	}
+	return false
+}
+
+// rejectionInterval is how often refused requests are summarised per address.
+const rejectionInterval = 10 * time.Second
+
+// maxRejectionAddresses bounds the addresses counted apart in one interval; the refusals
+// of any further address are counted together under otherAddresses.
+const maxRejectionAddresses = 1000
+
+const otherAddresses = "other"
+
+// rejectionLog keeps refused requests (401 and 429: no credential, a wrong one, a blocked
+// caller) from flooding the log: the first refusal from an address in an interval is
+// logged in full, the others are counted, and when the interval ends one line per address
+// gives the count. A flood of 3,000 wrong keys in 10 s writes two lines, not 3,000.
+type rejectionLog struct {
+	log      *slog.Logger
+	interval time.Duration
+
+	mu     sync.Mutex
+	since  time.Time
+	counts map[string]map[int]int // address → status → refusals after the first
+	timer  *time.Timer
+}
+
+func newRejectionLog(log *slog.Logger, interval time.Duration) *rejectionLog {
+	return &rejectionLog{log: log, interval: interval, counts: map[string]map[int]int{}}
+}
+
+// Log writes a refused request's line (the attributes line returns) if it is the first
+// from address in this interval, and otherwise counts it.
+func (l *rejectionLog) Log(ctx context.Context, address string, status int, line func() []any) {
+	l.mu.Lock()
+	byStatus, seen := l.counts[address]
+	if !seen && len(l.counts) >= maxRejectionAddresses {
+		address = otherAddresses
+		byStatus, seen = l.counts[address]
+	}
+	if seen {
+		byStatus[status]++
+		l.mu.Unlock()
+		return
+	}
+	l.counts[address] = map[int]int{}
+	if l.timer == nil {
+		l.since = time.Now()
+		l.timer = time.AfterFunc(l.interval, l.Flush)
+	}
+	l.mu.Unlock()
+	// The same "request" line as any other, naming the address its count will be under.
+	l.log.InfoContext(ctx, "request", append(line(), "address", address,
+		"note", "further refusals from this address are counted for "+l.interval.String())...)
+}
+
+// Flush writes the counts of the current interval and starts a new one.
+func (l *rejectionLog) Flush() {
+	l.mu.Lock()
+	counts, since := l.counts, l.since
+	l.counts = map[string]map[int]int{}
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	l.mu.Unlock()
+	for address, byStatus := range counts {
+		n := 0
+		statuses := make([]any, 0, len(byStatus))
+		for status, c := range byStatus {
+			n += c
+			statuses = append(statuses, slog.Int(strconv.Itoa(status), c))
+		}
+		if n == 0 {
+			continue
+		}
+		l.log.Info("requests refused", "address", address, "count", n, slog.Group("statuses", statuses...),
+			"since", since.UTC().Format(time.RFC3339), "seconds", int(time.Since(since).Round(time.Second).Seconds()))
+	}
 }

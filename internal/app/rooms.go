@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,29 +60,32 @@ func (a *App) roomRoutes(e *echo.Echo) {
 	e.POST("/api/rooms/:project_id/tasks/:task_id/reject", a.reviewTask("rejected"))
 }
 
-// roomScope authenticates an agent key for the room in the path and refuses a guest whose
-// agreement is not active.
+// roomScope authenticates an agent key for the room in the path, under the same
+// failed-authentication limits as the MCP endpoints, and refuses a guest whose agreement
+// is not active.
 func (a *App) roomScope(c echo.Context) (tenancy.Scope, error) {
-	key := auth.AgentKey(c.Request())
-	if key == "" {
-		return tenancy.Scope{}, noCredential()
-	}
-	id, err := uuid.Parse(c.Param("project_id"))
-	if err != nil {
-		if _, err := a.resolver.Agent(c.Request().Context(), key); err != nil {
+	return a.limited(auth.AgentKey, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+		key := auth.AgentKey(r)
+		if key == "" {
+			return tenancy.Scope{}, noCredential()
+		}
+		id, err := uuid.Parse(c.Param("project_id"))
+		if err != nil {
+			if _, err := a.resolver.Agent(ctx, key); err != nil {
+				return tenancy.Scope{}, err
+			}
+			return tenancy.Scope{}, apperr.New(apperr.Forbidden, tenancy.MsgNotParticipant)
+		}
+		sc, err := a.resolver.RoomByKey(ctx, key, id)
+		if err != nil {
 			return tenancy.Scope{}, err
 		}
-		return tenancy.Scope{}, apperr.New(apperr.Forbidden, tenancy.MsgNotParticipant)
-	}
-	sc, err := a.resolver.RoomByKey(c.Request().Context(), key, id)
-	if err != nil {
-		return tenancy.Scope{}, err
-	}
-	// These routes are not MCP tools, so the agreement check the tools get is made here.
-	if err := sc.Admitted(); err != nil {
-		return tenancy.Scope{}, err
-	}
-	return sc, nil
+		// These routes are not MCP tools, so the agreement check the tools get is made here.
+		if err := sc.Admitted(); err != nil {
+			return tenancy.Scope{}, err
+		}
+		return sc, nil
+	})(c.Request().Context(), c.Request())
 }
 
 // apiError answers an apperr as {"error": message} with its HTTP status.
@@ -96,6 +101,9 @@ func (a *App) apiError(c echo.Context, err error) error {
 	}
 	if code == http.StatusUnauthorized {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer scope="rooms"`)
+	}
+	if secs, ok := ae.Details["retry_after_seconds"].(int); ok && code == http.StatusTooManyRequests {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 	}
 	return c.JSON(code, map[string]string{"error": ae.Message})
 }

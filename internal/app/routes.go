@@ -79,8 +79,17 @@ func (a *App) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		a.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
 		a.metrics.latency.WithLabelValues(route, r.Method).Observe(d.Seconds())
 		if route != "/metrics" && route != "/healthz" {
-			a.log.InfoContext(ctx, "request", "method", r.Method, "path", RedactCredentials(r.URL.RequestURI()),
-				"status", status, "duration_ms", float64(d.Microseconds())/1000, "bytes", c.Response().Size)
+			line := func() []any {
+				return []any{"method", r.Method, "path", RedactCredentials(r.URL.RequestURI()),
+					"status", status, "duration_ms", float64(d.Microseconds()) / 1000, "bytes", c.Response().Size}
+			}
+			if status == http.StatusUnauthorized || status == http.StatusTooManyRequests {
+				// Refusals come in floods: one line per address per interval (logging.go),
+				// built only when written.
+				a.rejections.Log(ctx, a.clientAddress(r), status, line)
+			} else {
+				a.log.InfoContext(ctx, "request", line()...)
+			}
 		}
 		return nil
 	}
@@ -88,7 +97,10 @@ func (a *App) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{8,64}$`)
 
-func validRequestID(s string) bool { return requestIDPattern.MatchString(s) }
+// validRequestID refuses an id that holds a credential: it would be echoed and logged.
+func validRequestID(s string) bool {
+	return requestIDPattern.MatchString(s) && RedactCredentials(s) == s
+}
 
 func newRequestID() string {
 	b := make([]byte, 12)

@@ -76,6 +76,14 @@ func (a *App) periodicJobs() []jobs.Periodic {
 			},
 		},
 		{
+			// Failed-authentication counters of ended windows (docs/auth-limits.md).
+			Name: "auth_throttle_prune", Every: time.Minute,
+			Run: func(ctx context.Context) error {
+				_, err := a.throttle.Prune(ctx)
+				return err
+			},
+		},
+		{
 			// Memory written while the embedder was slow or down, or before the embedder
 			// changed, is embedded here; reads use the lexical search meanwhile.
 			Name: "memory_embed_backlog", Every: 30 * time.Second, RunOnStart: true,

@@ -6,10 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/relayroom/relayroom/internal/throttle"
 )
 
 // Config is every setting of `relayroom serve`.
@@ -39,6 +42,10 @@ type Config struct {
 	// AllowedOrigins are browser origins, besides the public URL's own, whose requests
 	// are served (MCP requires servers to refuse other origins: DNS rebinding).
 	AllowedOrigins []string
+	// Failed authentication limits (docs/auth-limits.md), and the proxies whose
+	// X-Forwarded-For names the client (none: the TCP peer is the client).
+	AuthFailures   throttle.Limits
+	TrustedProxies []netip.Prefix
 }
 
 // setting is one documented knob: its env name, flag name, default and help.
@@ -99,6 +106,32 @@ func settings() []setting {
 			}
 			c.SigningKey = v
 			return nil
+		}},
+		{"RELAYROOM_AUTH_FAILURE_WINDOW", "auth-failure-window", throttle.DefaultWindow.String(), "window in which failed authentications are counted; a caller over a limit is refused (429) until its window ends", func(c *Config, v string) (err error) {
+			c.AuthFailures.Window, err = time.ParseDuration(v)
+			if err == nil && c.AuthFailures.Window <= 0 {
+				err = fmt.Errorf("must be positive")
+			}
+			return err
+		}},
+		{"RELAYROOM_AUTH_FAILURES_PER_ADDRESS", "auth-failures-per-address", strconv.Itoa(throttle.DefaultPerAddress), "failed authentications allowed per client address per window (0: no limit)", func(c *Config, v string) (err error) {
+			c.AuthFailures.PerAddress, err = strconv.Atoi(v)
+			return err
+		}},
+		{"RELAYROOM_AUTH_FAILURES_PER_KEY", "auth-failures-per-key", strconv.Itoa(throttle.DefaultPerKey), "failed authentications allowed per agent key id per window, from all addresses together (0: no limit)", func(c *Config, v string) (err error) {
+			c.AuthFailures.PerKey, err = strconv.Atoi(v)
+			return err
+		}},
+		{"RELAYROOM_AUTH_BLOCKED_DELAY", "auth-blocked-delay", throttle.DefaultBlockedDelay.String(), "how long a blocked caller waits for its 429, so one connection sends at most one blocked attempt per delay (0: answered at once)", func(c *Config, v string) (err error) {
+			c.AuthFailures.BlockedDelay, err = time.ParseDuration(v)
+			if err == nil && c.AuthFailures.BlockedDelay < 0 {
+				err = fmt.Errorf("must not be negative")
+			}
+			return err
+		}},
+		{"RELAYROOM_TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none, the TCP peer is the client)", func(c *Config, v string) (err error) {
+			c.TrustedProxies, err = throttle.ParseProxies(v)
+			return err
 		}},
 	}
 }

@@ -1,0 +1,210 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/relayroom/relayroom/internal/app"
+	"github.com/relayroom/relayroom/internal/auth"
+)
+
+// credentialKinds are every credential prefix the service issues or reserves: agent keys,
+// connect codes, CI tokens, OAuth access and refresh tokens.
+var credentialKinds = []string{auth.AgentKeyPrefix, auth.ConnectCodePrefix, auth.CITokenPrefix, "qyt_at_", "qyt_rt_"}
+
+var escape = regexp.MustCompile(`%[0-9A-Fa-f]{2}`)
+
+// decodeAll peels every layer of percent-encoding, as a reader of the log could.
+func decodeAll(s string) string {
+	for i := 0; i < 64; i++ {
+		next := escape.ReplaceAllStringFunc(s, func(e string) string {
+			v, _ := strconv.ParseUint(e[1:], 16, 8)
+			return string([]byte{byte(v)})
+		})
+		if next == s {
+			return s
+		}
+		s = next
+	}
+	return s
+}
+
+func encodeByte(c byte, layers int) string {
+	s := string([]byte{c})
+	for i := 0; i < layers; i++ {
+		var b strings.Builder
+		for j := 0; j < len(s); j++ {
+			fmt.Fprintf(&b, "%%%02X", s[j])
+		}
+		s = b.String()
+	}
+	return s
+}
+
+// encodedVariants are the ways a credential can be written so that a naive pattern on the
+// raw text misses it.
+func encodedVariants(cred, prefix string) map[string]string {
+	each := func(layers func(i int) int, lower bool) string {
+		var b strings.Builder
+		for i := 0; i < len(cred); i++ {
+			e := encodeByte(cred[i], layers(i))
+			if lower {
+				e = strings.ToLower(e)
+			}
+			b.WriteString(e)
+		}
+		return b.String()
+	}
+	sep := strings.LastIndexAny(prefix[:len(prefix)-1], "-_")
+	return map[string]string{
+		"raw":                      cred,
+		"separators encoded":       strings.ReplaceAll(strings.ReplaceAll(cred[:len(prefix)], "_", "%5F"), "-", "%2D") + cred[len(prefix):],
+		"first letter encoded":     encodeByte(cred[0], 1) + cred[1:],
+		"last prefix sep encoded":  cred[:sep] + encodeByte(cred[sep], 1) + cred[sep+1:],
+		"every byte encoded":       each(func(int) int { return 1 }, false),
+		"every byte, lower hex":    each(func(int) int { return 1 }, true),
+		"double encoded":           each(func(int) int { return 2 }, false),
+		"mixed layers":             each(func(i int) int { return i % 3 }, false),
+		"body byte triple encoded": cred[:len(prefix)+3] + encodeByte(cred[len(prefix)+3], 3) + cred[len(prefix)+4:],
+		"upper-case prefix":        strings.ToUpper(cred[:len(prefix)]) + cred[len(prefix):],
+		"upper-case, encoded":      encodeByte(cred[0]&^0x20, 2) + strings.ToUpper(cred[1:len(prefix)]) + cred[len(prefix):],
+	}
+}
+
+// leaks reports whether any part of cred's secret survives in s, however decoded.
+func leaks(s, cred, prefix string) bool {
+	body := cred[len(prefix):]
+	d := decodeAll(s)
+	// The public id alone is not secret, but any 12 characters of the rest are.
+	for i := 8; i+12 <= len(body); i++ {
+		if strings.Contains(d, body[i:i+12]) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRedactCredentials(t *testing.T) {
+	t.Parallel()
+	for _, prefix := range credentialKinds {
+		cred, _, err := auth.Generate(prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, v := range encodedVariants(cred, prefix) {
+			for where, s := range map[string]string{
+				"path":   "/mcp/" + v + "?part=architect",
+				"query":  "/api/mcp?part=a%20b&code=" + v + "&x=1",
+				"header": "Bearer " + v,
+				"alone":  v,
+			} {
+				t.Run(prefix+"/"+name+"/"+where, func(t *testing.T) {
+					t.Parallel()
+					got := app.RedactCredentials(s)
+					if leaks(got, cred, prefix) {
+						t.Fatalf("RedactCredentials(%q) = %q: the credential survives", s, got)
+					}
+					if !strings.Contains(got, "[redacted]") {
+						t.Fatalf("RedactCredentials(%q) = %q: no marker", s, got)
+					}
+					if where == "path" && (!strings.HasPrefix(got, "/mcp/") || !strings.HasSuffix(got, "?part=architect")) {
+						t.Fatalf("RedactCredentials(%q) = %q: the rest of the path changed", s, got)
+					}
+					if where == "query" && (!strings.HasPrefix(got, "/api/mcp?part=a%20b&code=") || !strings.HasSuffix(got, "&x=1")) {
+						t.Fatalf("RedactCredentials(%q) = %q: the rest of the query changed", s, got)
+					}
+				})
+			}
+		}
+	}
+	t.Run("text without credentials is kept byte for byte", func(t *testing.T) {
+		t.Parallel()
+		for _, s := range []string{"/api/mcp?q=a%20b%2Fc", "/mcp/abc?part=architect", "100%", "%zz%4", "quality yields"} {
+			if got := app.RedactCredentials(s); got != s {
+				t.Errorf("RedactCredentials(%q) = %q", s, got)
+			}
+		}
+	})
+	t.Run("encoding deeper than any server decodes is not logged", func(t *testing.T) {
+		t.Parallel()
+		cred, _, _ := auth.Generate(auth.ConnectCodePrefix)
+		deep := "/mcp/" + encodeByte(cred[0], 12) + cred[1:]
+		got := app.RedactCredentials(deep)
+		if leaks(got, cred, auth.ConnectCodePrefix) || strings.Contains(got, cred[7:]) {
+			t.Fatalf("RedactCredentials(%q) = %q", deep, got)
+		}
+	})
+}
+
+func TestLoggerRedactsEveryAttribute(t *testing.T) {
+	t.Parallel()
+	key, _, _ := auth.Generate(auth.AgentKeyPrefix)
+	enc := strings.ReplaceAll(key, "-", "%2D")
+	cases := map[string]func(l *slog.Logger){
+		"message":       func(l *slog.Logger) { l.Info("got " + enc) },
+		"string":        func(l *slog.Logger) { l.Info("m", "header", enc) },
+		"error":         func(l *slog.Logger) { l.Info("m", "error", errors.New("bad key "+enc)) },
+		"wrapped error": func(l *slog.Logger) { l.Info("m", "error", fmt.Errorf("auth: %w", errors.New(enc))) },
+		"group":         func(l *slog.Logger) { l.Info("m", slog.Group("req", "path", "/x/"+enc)) },
+		"with":          func(l *slog.Logger) { l.With("key", enc).Info("m") },
+		"request id": func(l *slog.Logger) {
+			l.InfoContext(app.WithRequestID(context.Background(), key), "m")
+		},
+	}
+	for name, logIt := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			buf := &syncBuffer{}
+			logIt(app.NewLogger(buf, "info"))
+			out := buf.String()
+			if out == "" || leaks(out, key, auth.AgentKeyPrefix) {
+				t.Fatalf("logged %q", out)
+			}
+		})
+	}
+}
+
+// TestRequestLogsNeverHoldCredentials sends credentials, encoded in the ways the review
+// used and more, in the path, the query and the request id header of real requests, and
+// reads every log line the server wrote.
+func TestRequestLogsNeverHoldCredentials(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	code := s.res.Projects["escalations"].ConnectCode
+	key := s.key("acme/architect")
+	send := func(method, path string, header http.Header) {
+		req, err := http.NewRequest(method, s.base+path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = header
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for _, v := range encodedVariants(code, auth.ConnectCodePrefix) {
+		send(http.MethodPost, "/mcp/"+v+"?part=architect", http.Header{"X-Agent-Key": {key}})
+		send(http.MethodGet, "/mcp/x?part=architect&code="+v, http.Header{})
+	}
+	for _, v := range encodedVariants(key, auth.AgentKeyPrefix) {
+		send(http.MethodGet, "/api/mcp?key="+v, http.Header{"X-Request-Id": {key}})
+	}
+	send(http.MethodGet, "/healthz?k="+key, http.Header{"X-Request-Id": {key}})
+	logs := s.logs.String()
+	if !strings.Contains(logs, "[redacted]") {
+		t.Fatal("no request was logged with a masked credential")
+	}
+	if leaks(logs, code, auth.ConnectCodePrefix) || leaks(logs, key, auth.AgentKeyPrefix) {
+		t.Fatal("a credential reached the logs")
+	}
+}

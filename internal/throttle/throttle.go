@@ -1,0 +1,305 @@
+// Package throttle limits failed authentication: how many refused credentials one client
+// address, and one agent key id, may present per window. The counts live in Postgres, so
+// every replica shares them; a block, once a replica has learnt it from a count, is kept
+// in that replica's memory until the window ends, so a blocked caller is refused without
+// any database work. A successful authentication costs nothing here but a map lookup.
+package throttle
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// Defaults of the settings (RELAYROOM_AUTH_FAILURE_WINDOW, …_PER_ADDRESS, …_PER_KEY,
+// RELAYROOM_AUTH_BLOCKED_DELAY).
+const (
+	DefaultWindow       = time.Minute
+	DefaultPerAddress   = 20
+	DefaultPerKey       = 10
+	DefaultBlockedDelay = time.Second
+)
+
+// Limits: at most PerAddress refused credentials per client address and PerKey per agent
+// key id in each fixed Window; past either, the caller is refused until the window ends.
+// A limit of 0 or less is off (nothing counted for that kind). Each refusal of a blocked
+// caller is answered after BlockedDelay (or when the caller hangs up), so that one
+// connection can send at most one blocked attempt per BlockedDelay: a flood then costs
+// the server sleeping requests, not work. 0: answered at once.
+type Limits struct {
+	Window       time.Duration
+	PerAddress   int
+	PerKey       int
+	BlockedDelay time.Duration
+}
+
+// Messages of the 429 answers.
+const (
+	MsgAddressBlocked = "too many failed authentications from this address: retry later"
+	MsgKeyBlocked     = "too many failed authentications with this key: retry later"
+)
+
+const (
+	// verifiedFor is how long a credential the database accepted may pass its key id's
+	// block on this replica: someone guessing at a key's id must not lock its holder out.
+	verifiedFor = 10 * time.Minute
+	// Bounds of the in-memory maps. Past maxBlocked, new blocks are not remembered (each
+	// further attempt then costs its transactions again, and the shared count still
+	// refuses it); past maxVerified, new credentials are not remembered.
+	maxBlocked  = 100_000
+	maxVerified = 10_000
+	// recordTimeout bounds recording a refusal, which outlives the request on purpose.
+	recordTimeout = 5 * time.Second
+)
+
+// Subject prefixes, as stored (the migration's CHECK names the same two).
+const (
+	addressSubject = "addr:"
+	keySubject     = "key:"
+)
+
+// Attempt is one authentication as the throttle sees it.
+type Attempt struct {
+	Address    string // the client address (ClientAddress), "" when unknown
+	KeyID      string // the public id of a well-formed agent key, "" when none
+	Credential string // what was presented, to recognise one verified before; never stored
+}
+
+// Throttle is safe for concurrent use. Build it with New.
+type Throttle struct {
+	db     *pg.DB
+	q      *db.Queries
+	limits Limits
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu        sync.Mutex
+	blocked   map[string]time.Time   // subject → blocked until (this process's clock)
+	verified  map[[32]byte]time.Time // credential hash → accepted until
+	sweepAt   int                    // sweep expired blocks when blocked grows past this
+	warnAfter time.Time              // recording failures are logged once per window
+}
+
+// New returns a throttle counting in d. now may be nil (time.Now).
+func New(d *pg.DB, q *db.Queries, l Limits, log *slog.Logger, now func() time.Time) *Throttle {
+	if l.Window <= 0 {
+		l.Window = DefaultWindow
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Throttle{
+		db: d, q: q, limits: l, log: log, now: now,
+		blocked: map[string]time.Time{}, verified: map[[32]byte]time.Time{}, sweepAt: 1024,
+	}
+}
+
+// Admit refuses an attempt whose address or key id is blocked, with apperr.RateLimited
+// carrying retry_after_seconds (HTTP 429 and Retry-After on every endpoint), after
+// BlockedDelay or when ctx ends. It reads memory only.
+func (t *Throttle) Admit(ctx context.Context, at Attempt) error {
+	err := t.check(at)
+	if err != nil && t.limits.BlockedDelay > 0 {
+		timer := time.NewTimer(t.limits.BlockedDelay)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+	}
+	return err
+}
+
+func (t *Throttle) check(at Attempt) error {
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if until, ok := t.blockedLocked(addressSubject+at.Address, now); ok && at.Address != "" {
+		return refusal(MsgAddressBlocked, until.Sub(now))
+	}
+	if at.KeyID == "" {
+		return nil
+	}
+	until, ok := t.blockedLocked(keySubject+at.KeyID, now)
+	if !ok {
+		return nil
+	}
+	if t.verifiedLocked(at, now) {
+		return nil // the key's own holder, verified here recently
+	}
+	return refusal(MsgKeyBlocked, until.Sub(now))
+}
+
+func (t *Throttle) verifiedLocked(at Attempt, now time.Time) bool {
+	v, seen := t.verified[hash(at.Credential)]
+	return seen && now.Before(v)
+}
+
+func (t *Throttle) blockedLocked(subject string, now time.Time) (time.Time, bool) {
+	until, ok := t.blocked[subject]
+	if !ok {
+		return until, false
+	}
+	if !now.Before(until) {
+		delete(t.blocked, subject)
+		return until, false
+	}
+	return until, true
+}
+
+func refusal(msg string, left time.Duration) error {
+	secs := int(math.Ceil(left.Seconds()))
+	if secs < 1 {
+		secs = 1
+	}
+	e := apperr.New(apperr.RateLimited, "%s", msg)
+	e.Details = map[string]any{"retry_after_seconds": secs}
+	return e
+}
+
+// Verified remembers a credential the database has just accepted, so that it passes its
+// key id's block on this replica for a while (see verifiedFor).
+func (t *Throttle) Verified(at Attempt) {
+	if at.KeyID == "" || at.Credential == "" {
+		return
+	}
+	h, until := hash(at.Credential), t.now().Add(verifiedFor)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.verified[h]; !ok && len(t.verified) >= maxVerified {
+		now := t.now()
+		for k, v := range t.verified {
+			if !now.Before(v) {
+				delete(t.verified, k)
+			}
+		}
+		if len(t.verified) >= maxVerified {
+			return
+		}
+	}
+	t.verified[h] = until
+}
+
+// Refused counts a refused credential against its address and key id in the shared
+// counters and remembers any block the counts now impose. It runs to completion even when
+// the client has gone (a caller cannot escape the count by hanging up); a failure to count
+// is logged, at most once per window, and otherwise ignored: the refusal itself stands.
+func (t *Throttle) Refused(ctx context.Context, at Attempt) {
+	var subjects []string
+	if at.Address != "" && t.limits.PerAddress > 0 {
+		subjects = append(subjects, addressSubject+at.Address)
+	}
+	if at.KeyID != "" && t.limits.PerKey > 0 {
+		subjects = append(subjects, keySubject+at.KeyID)
+	}
+	if at.Credential != "" {
+		h := hash(at.Credential)
+		t.mu.Lock()
+		delete(t.verified, h) // no longer accepted: it gets no pass through a block
+		t.mu.Unlock()
+	}
+	if len(subjects) == 0 {
+		return
+	}
+	slices.Sort(subjects)
+	rows, err := t.record(ctx, subjects)
+	if err != nil {
+		t.warn(ctx, err)
+		return
+	}
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range rows {
+		limit := t.limits.PerKey
+		if strings.HasPrefix(r.Subject, addressSubject) {
+			limit = t.limits.PerAddress
+		}
+		if int(r.Failures) < limit || r.SecondsLeft <= 0 {
+			continue
+		}
+		t.blockLocked(r.Subject, now.Add(time.Duration(r.SecondsLeft*float64(time.Second))))
+	}
+}
+
+// Abandoned counts an authentication whose caller hung up before it was decided, as
+// Refused does, unless the credential was verified here recently: hanging up must not
+// dodge the count, but a known client cancelling its own call is not guessing.
+func (t *Throttle) Abandoned(ctx context.Context, at Attempt) {
+	t.mu.Lock()
+	known := at.Credential != "" && t.verifiedLocked(at, t.now())
+	t.mu.Unlock()
+	if !known {
+		t.Refused(ctx, at)
+	}
+}
+
+func (t *Throttle) record(ctx context.Context, subjects []string) ([]db.RecordAuthFailuresRow, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	var rows []db.RecordAuthFailuresRow
+	err := t.db.InTenant(ctx, pg.Tenant{Lookup: strings.Join(subjects, ",")}, func(tx *pg.Tx) error {
+		var err error
+		rows, err = t.q.RecordAuthFailures(ctx, tx, db.RecordAuthFailuresParams{Subjects: subjects, WindowSeconds: t.limits.Window.Seconds()})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("throttle: record refused authentication: %w", err)
+	}
+	return rows, nil
+}
+
+func (t *Throttle) blockLocked(subject string, until time.Time) {
+	if _, ok := t.blocked[subject]; !ok && len(t.blocked) >= t.sweepAt {
+		now := t.now()
+		for k, v := range t.blocked {
+			if !now.Before(v) {
+				delete(t.blocked, k)
+			}
+		}
+		t.sweepAt = max(2*len(t.blocked), 1024)
+		if len(t.blocked) >= maxBlocked {
+			return
+		}
+	}
+	t.blocked[subject] = until
+}
+
+func (t *Throttle) warn(ctx context.Context, err error) {
+	now := t.now()
+	t.mu.Lock()
+	due := !now.Before(t.warnAfter)
+	if due {
+		t.warnAfter = now.Add(t.limits.Window)
+	}
+	t.mu.Unlock()
+	if due {
+		t.log.WarnContext(ctx, "failed authentications are not being counted", "error", err.Error())
+	}
+}
+
+// Prune deletes the counters whose window has ended (a periodic job, on the owner's pool).
+func (t *Throttle) Prune(ctx context.Context) (int64, error) {
+	var n int64
+	err := t.db.Operator(ctx, func(tx *pg.Tx) error {
+		var err error
+		n, err = t.q.PruneAuthThrottle(ctx, tx, t.limits.Window.Seconds())
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("throttle: prune: %w", err)
+	}
+	return n, nil
+}
+
+func hash(s string) [32]byte { return sha256.Sum256([]byte(s)) }
