@@ -186,8 +186,12 @@ func TestCoalescing(t *testing.T) {
 	if got == nil || got.Count != 5 || len(got.ThreadIDs) != 2 {
 		t.Fatalf("claimed: %+v", got)
 	}
-	// Work after the claim opens a new wake (the claimed one may already be read).
+	// Work after the claim opens a new wake (the claimed one may already be read); the
+	// admin listing shows it at once (it folds what is waiting).
 	f.queue(f.msg("a"))
+	if ls, err := f.svc.List(f.ctx, wake.StatusPending, 10); err != nil || len(ls) != 1 || ls[0].Count != 1 || ls[0].Part != "a" {
+		t.Fatalf("listed pending wakes: %+v %v", ls, err)
+	}
 	if w := f.open("a"); w.Count != 1 {
 		t.Fatalf("after claim: %+v", w)
 	}

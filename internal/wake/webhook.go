@@ -249,10 +249,14 @@ type Listed struct {
 	DeliveredAt *time.Time `json:"deliveredAt"`
 }
 
-// List returns wakes across projects, newest first; status "" means all.
+// List returns wakes across projects, newest first; status "" means all. Wake events
+// not folded yet are folded first, so pending wakes show every message queued so far.
 func (s *Service) List(ctx context.Context, status string, limit int) ([]Listed, error) {
 	if limit <= 0 || limit > 10000 {
 		limit = 100
+	}
+	if _, err := s.Coalesce(ctx, s.now(), false); err != nil {
+		return nil, err
 	}
 	arg := db.ListWakesParams{MaxRows: int32(limit)}
 	if status != "" {
