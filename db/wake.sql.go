@@ -104,6 +104,10 @@ WITH c AS (
   WHERE w.agent_id = $3
     AND (w.status = 'pending' OR (w.status = 'claimed' AND w.lease_until <= $2::timestamptz))
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                    AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
          OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
              AND x.charged_at > $4::timestamptz AND x.status <> 'canceled')
@@ -144,8 +148,9 @@ type ClaimWakeRow struct {
 	ProjectName  string
 }
 
-// The pager: the agent's oldest deliverable wake (not parked, within budget or urgent), or
-// one whose lease ran out (replay, not charged again).
+// The pager: the agent's oldest deliverable wake (not parked, within budget or urgent, the
+// agreement active for a guest's part: one raised before a revocation waits, like a parked
+// one), or one whose lease ran out (replay, not charged again).
 func (q *Queries) ClaimWake(ctx context.Context, db DBTX, arg ClaimWakeParams) (ClaimWakeRow, error) {
 	row := db.QueryRow(ctx, claimWake,
 		arg.LeaseUntil,
@@ -381,7 +386,10 @@ WITH req AS (
   FROM req
   JOIN membership m ON m.project_id = $8::uuid AND m.id = req.member_id
   WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $9::timestamptz)
-
+    -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                    AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
   ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
     count = wake.count + 1,
     urgent = wake.urgent OR EXCLUDED.urgent,
@@ -414,7 +422,8 @@ type QueueWakesParams struct {
 // transaction; the pager's claim and ack run in the agent's tenant; the sweep, webhook
 // dispatch and admin listing run on the owner's pool.
 // A request's wakes in one round trip: the parts named (ids made in Go, one per part),
-// less those online, each get a pending wake or raise the count of the one they have (coalescing); every
+// less those online and those of guests without an active agreement (a wake names the
+// project, its threads and its last item), each get a pending wake or raise the count of the one they have (coalescing); every
 // replica's listener is told which agents have work (NOTIFY is sent on commit only).
 func (q *Queries) QueueWakes(ctx context.Context, db DBTX, arg QueueWakesParams) (int32, error) {
 	row := db.QueryRow(ctx, queueWakes,
@@ -449,6 +458,10 @@ WITH req AS (
   JOIN membership m ON m.project_id = $8::uuid AND m.id = req.member_id
   WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $9::timestamptz)
     AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
+    -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                    AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
   ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
     count = wake.count + 1,
     urgent = wake.urgent OR EXCLUDED.urgent,
@@ -538,6 +551,10 @@ WITH c AS (
   JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
   WHERE true
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                    AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
          OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
              AND x.charged_at > $2::timestamptz AND x.status <> 'canceled')

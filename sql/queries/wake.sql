@@ -4,7 +4,8 @@
 
 -- name: QueueWakes :one
 -- A request's wakes in one round trip: the parts named (ids made in Go, one per part),
--- less those online, each get a pending wake or raise the count of the one they have (coalescing); every
+-- less those online and those of guests without an active agreement (a wake names the
+-- project, its threads and its last item), each get a pending wake or raise the count of the one they have (coalescing); every
 -- replica's listener is told which agents have work (NOTIFY is sent on commit only).
 WITH req AS (
   SELECT unnest(sqlc.arg(member_ids)::uuid[]) AS member_id, unnest(sqlc.arg(ids)::uuid[]) AS id
@@ -20,7 +21,10 @@ WITH req AS (
   FROM req
   JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
   WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
-
+    -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                    AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
   ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
     count = wake.count + 1,
     urgent = wake.urgent OR EXCLUDED.urgent,
@@ -57,6 +61,10 @@ WITH req AS (
   JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
   WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
     AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
+    -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                    AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
   ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
     count = wake.count + 1,
     urgent = wake.urgent OR EXCLUDED.urgent,
@@ -106,6 +114,10 @@ WITH c AS (
   JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
   WHERE true
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                    AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
          OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
              AND x.charged_at > sqlc.arg(since)::timestamptz AND x.status <> 'canceled')
@@ -140,8 +152,9 @@ UPDATE wake SET status = sqlc.arg(status)::text, attempts = attempts + sqlc.arg(
 WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id) AND status = 'sending';
 
 -- name: ClaimWake :one
--- The pager: the agent's oldest deliverable wake (not parked, within budget or urgent), or
--- one whose lease ran out (replay, not charged again).
+-- The pager: the agent's oldest deliverable wake (not parked, within budget or urgent, the
+-- agreement active for a guest's part: one raised before a revocation waits, like a parked
+-- one), or one whose lease ran out (replay, not charged again).
 WITH c AS (
   SELECT w.project_id, w.id
   FROM wake w
@@ -149,6 +162,10 @@ WITH c AS (
   WHERE w.agent_id = sqlc.arg(agent_id)
     AND (w.status = 'pending' OR (w.status = 'claimed' AND w.lease_until <= sqlc.arg(now)::timestamptz))
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                    AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
          OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
              AND x.charged_at > sqlc.arg(since)::timestamptz AND x.status <> 'canceled')
