@@ -120,6 +120,10 @@ WITH c AS (
   WHERE w.agent_id = $3
     AND (w.status = 'pending' OR (w.status = 'claimed' AND w.lease_until <= $2::timestamptz))
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                    AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
          OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
              AND x.charged_at > $4::timestamptz AND x.status <> 'canceled')
@@ -160,8 +164,9 @@ type ClaimWakeRow struct {
 	ProjectName  string
 }
 
-// The pager: the agent's oldest deliverable wake (not parked, within budget or urgent), or
-// one whose lease ran out (replay, not charged again).
+// The pager: the agent's oldest deliverable wake (not parked, within budget or urgent, the
+// agreement active for a guest's part: one raised before a revocation waits, like a parked
+// one), or one whose lease ran out (replay, not charged again).
 func (q *Queries) ClaimWake(ctx context.Context, db DBTX, arg ClaimWakeParams) (ClaimWakeRow, error) {
 	row := db.QueryRow(ctx, claimWake,
 		arg.LeaseUntil,
@@ -473,6 +478,11 @@ SELECT m.project_id, req.id, m.id, m.agent_id, m.part, $1::text, $2::boolean,
 FROM req
 JOIN membership m ON m.project_id = $6::uuid AND m.id = req.member_id
 WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $7::timestamptz)
+  -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a
+  -- wake names the project, its threads and its last item
+  AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+       OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                  AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
 `
 
 type QueueWakeEventsParams struct {
@@ -491,7 +501,8 @@ type QueueWakeEventsParams struct {
 // transaction; the pager's claim and ack run in the agent's tenant; the sweep, webhook
 // dispatch and admin listing run on the owner's pool.
 // A request's wakes in one statement that only inserts: each part named (ids made in Go,
-// one per part), less those online, gets a wake event; nothing shared is updated, so
+// one per part), less those online and those of guests without an active agreement,
+// gets a wake event; nothing shared is updated, so
 // concurrent senders to one part never wait on each other (the events are coalesced into
 // the part's pending wake when it is about to be delivered: FoldWakeEvents). Listeners
 // are told after the commit (NotifyWakeMembers), not here: a NOTIFY in the transaction
@@ -522,6 +533,11 @@ FROM req
 JOIN membership m ON m.project_id = $6::uuid AND m.id = req.member_id
 WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $7::timestamptz)
   AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
+  -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a
+  -- wake names the project, its threads and its last item
+  AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+       OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                  AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
 `
 
 type QueueWakeEventsAlwaysOnParams struct {
@@ -593,6 +609,10 @@ WITH c AS (
   JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
   WHERE true
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                    AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
          OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
              AND x.charged_at > $2::timestamptz AND x.status <> 'canceled')

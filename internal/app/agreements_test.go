@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -192,4 +193,44 @@ func TestThreadsKnowledgeFollowsTheGuestsGrants(t *testing.T) {
 		}
 		served(t, qa, qaKey, "inbox", nil) // messaging still works
 	})
+}
+
+// TestRefusedGuestsGetNoWakes: the pager is an endpoint too. Work addressed to a guest's
+// part while its agreement is not active (a broadcast, or its part by name) raises no wake
+// its pager or webhook could receive: a wake names the project, its threads and its last
+// message.
+func TestRefusedGuestsGetNoWakes(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	svc := &admin.Service{DB: openSeeded(t, s), Q: db.New(), PublicURL: "http://unused"}
+	if err := svc.SetAgreementStatus(context.Background(), "acme/escalations", "globex", tenancy.AgreementRevoked); err != nil {
+		t.Fatal(err)
+	}
+	arch, archKey := s.threadsURL("escalations", "architect"), s.key("acme/architect")
+	served(t, arch, archKey, "send", map[string]any{"to": []string{"*"}, "subject": "Pricing all-hands", "body": "Everyone: pricing."})
+	served(t, arch, archKey, "send", map[string]any{"to": []string{"qa-lead"}, "subject": "Pricing for you", "body": "Still there?"})
+	next := func(key string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, s.base+"/api/wakes/next?wait=0", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Agent-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		if _, err := io.Copy(&b, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, b.String()
+	}
+	if status, body := next(s.key("globex/qa-lead")); status != http.StatusNoContent {
+		t.Fatalf("a revoked guest's pager got %d %s", status, body)
+	}
+	// The host's own parts are woken as before (backend never called: it is offline).
+	if status, body := next(s.key("acme/backend")); status != http.StatusOK || !strings.Contains(body, "Escalations") {
+		t.Fatalf("the host's part got no wake: %d %s", status, body)
+	}
 }

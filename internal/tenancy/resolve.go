@@ -31,7 +31,8 @@ func resolving(s Scope) pg.Tenant {
 
 // Resolver turns credentials into Scopes. Each method is one transaction of at most two
 // statements plus its COMMIT (the tenant settings travel pipelined with them), and each
-// moves the caller's last_seen: presence must follow every authenticated call.
+// moves the caller's last_seen: presence must follow every authenticated call (but not a
+// guest's whose agreement is not active: it is not acting in the project).
 type Resolver struct {
 	DB *pg.DB
 	Q  *db.Queries

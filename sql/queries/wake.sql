@@ -4,7 +4,8 @@
 
 -- name: QueueWakeEvents :exec
 -- A request's wakes in one statement that only inserts: each part named (ids made in Go,
--- one per part), less those online, gets a wake event; nothing shared is updated, so
+-- one per part), less those online and those of guests without an active agreement,
+-- gets a wake event; nothing shared is updated, so
 -- concurrent senders to one part never wait on each other (the events are coalesced into
 -- the part's pending wake when it is about to be delivered: FoldWakeEvents). Listeners
 -- are told after the commit (NotifyWakeMembers), not here: a NOTIFY in the transaction
@@ -17,7 +18,12 @@ SELECT m.project_id, req.id, m.id, m.agent_id, m.part, sqlc.arg(source)::text, s
   sqlc.narg(thread_id)::uuid, sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz
 FROM req
 JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
-WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz);
+WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
+  -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a
+  -- wake names the project, its threads and its last item
+  AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+       OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                  AND ag.guest_org_id = m.org_id AND ag.status = 'active'));
 
 -- name: QueueWakeEventsAlwaysOn :exec
 -- QueueWakeEvents for rooms' AlwaysOnOnly requests: only parts whose agent is always-on
@@ -32,7 +38,12 @@ SELECT m.project_id, req.id, m.id, m.agent_id, m.part, sqlc.arg(source)::text, s
 FROM req
 JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
 WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
-  AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on');
+  AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
+  -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a
+  -- wake names the project, its threads and its last item
+  AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+       OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                  AND ag.guest_org_id = m.org_id AND ag.status = 'active'));
 
 -- name: WakeEventAgents :many
 -- The agents with events to fold (the sweep: all; the webhook dispatch: those with a webhook).
@@ -134,6 +145,10 @@ WITH c AS (
   JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
   WHERE true
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                    AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
          OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
              AND x.charged_at > sqlc.arg(since)::timestamptz AND x.status <> 'canceled')
@@ -168,8 +183,9 @@ UPDATE wake SET status = sqlc.arg(status)::text, attempts = attempts + sqlc.arg(
 WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id) AND status = 'sending';
 
 -- name: ClaimWake :one
--- The pager: the agent's oldest deliverable wake (not parked, within budget or urgent), or
--- one whose lease ran out (replay, not charged again).
+-- The pager: the agent's oldest deliverable wake (not parked, within budget or urgent, the
+-- agreement active for a guest's part: one raised before a revocation waits, like a parked
+-- one), or one whose lease ran out (replay, not charged again).
 WITH c AS (
   SELECT w.project_id, w.id
   FROM wake w
@@ -177,6 +193,10 @@ WITH c AS (
   WHERE w.agent_id = sqlc.arg(agent_id)
     AND (w.status = 'pending' OR (w.status = 'claimed' AND w.lease_until <= sqlc.arg(now)::timestamptz))
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+                    AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
          OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
              AND x.charged_at > sqlc.arg(since)::timestamptz AND x.status <> 'canceled')
