@@ -44,6 +44,7 @@ type App struct {
 	rooms     *rooms.Service
 	wake      *wake.Service
 	jobs      *jobs.Runner
+	limits    *limits
 	echo      *echo.Echo
 }
 
@@ -81,9 +82,15 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 		_ = ln.Close()
 		return err
 	}
+	cfg = a.cfg // the limits with their defaults applied
+	conns := newConnLimiter(ln, connCap(cfg.MaxConnections, cfg.MaxConns+opsPoolSize, log))
 	srv := &http.Server{
 		Handler:           a.echo,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		ConnState:         conns.track,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	// Background work: jobs (periodic ones on the elected leader only) and the wake
@@ -105,8 +112,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 		}
 	}()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	log.Info("serving", "addr", ln.Addr().String(), "public_url", publicURL)
+	go func() { errc <- srv.Serve(conns) }()
+	log.Info("serving", "addr", ln.Addr().String(), "public_url", publicURL, "max_connections", conns.max)
 	if ready != nil {
 		ready(publicURL)
 	}
@@ -131,6 +138,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 
 // New wires services and routes on an open database.
 func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string) (*App, error) {
+	cfg = cfg.WithDefaults()
 	q := db.New()
 	a := &App{
 		cfg:       cfg,
@@ -139,6 +147,7 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 		publicURL: strings.TrimRight(publicURL, "/"),
 		metrics:   newMetrics(map[string]*pgxpool.Pool{"app": database.App, "ops": database.Ops}),
 		resolver:  &tenancy.Resolver{DB: database, Q: q},
+		limits:    newLimits(cfg.MaxRequestsPerAddr, cfg.MaxInflightBytes),
 	}
 	// Knowledge (recall, learn, lessons, CI confirmation) and the threads toolset. Wakes are
 	// queued through threads.Service.Waker; nil leaves them off (messages still delivered).
