@@ -85,6 +85,13 @@ func startServer(t testing.TB) *server { return startServerWith(t, nil) }
 // server starts.
 func startServerWith(t testing.TB, before func(ctx context.Context, d *pg.DB, res admin.Result)) *server {
 	t.Helper()
+	return startServerTuned(t, before, nil)
+}
+
+// startServerTuned is startServerWith with tune, when not nil, changing the configuration
+// before the server starts.
+func startServerTuned(t testing.TB, before func(ctx context.Context, d *pg.DB, res admin.Result), tune func(*config.Config)) *server {
+	t.Helper()
 	u := pgtest.New(t)
 	ctx := context.Background()
 	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 2, OpsMaxConns: 2})
@@ -109,6 +116,9 @@ func startServerWith(t testing.TB, before func(ctx context.Context, d *pg.DB, re
 		DatabaseURL: u, Addr: "127.0.0.1:0", LogLevel: "info",
 		ShutdownTimeout: 10 * time.Second, StatementTimeout: 5 * time.Second,
 		MaxConns: 8, MaxBodyBytes: 4 << 20,
+	}
+	if tune != nil {
+		tune(&cfg)
 	}
 	logs := &syncBuffer{}
 	runCtx, cancel := context.WithCancel(ctx)

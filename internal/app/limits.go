@@ -160,6 +160,13 @@ func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 			a.extendDeadlines(c, wake.MaxWait)
 			return next(c)
 		}
+		// Every 503 of a route says when to retry, whichever handler wrote it.
+		res := c.Response()
+		res.Before(func() {
+			if res.Status == http.StatusServiceUnavailable && res.Header().Get("Retry-After") == "" {
+				res.Header().Set("Retry-After", strconv.Itoa(pg.RetryAfterSeconds))
+			}
+		})
 		r := c.Request()
 		addr := clientAddr(r)
 		if !a.limits.enter(addr) {

@@ -235,6 +235,7 @@ func (h *handler[S]) servePost(w http.ResponseWriter, r *http.Request, rid strin
 	if err != nil {
 		// The service's in-flight byte budget refuses a body it cannot hold with an apperr.
 		if e, ok := apperr.As(err); ok {
+			endReading(w)
 			return refusal(e)
 		}
 		return rpcReply(http.StatusBadRequest, nullID, &protocolError{code: codeParseError, message: "Parse error: cannot read the body"})
@@ -285,13 +286,20 @@ const peekWait = time.Second
 // know whether it is the server/discover probe). Whatever cannot be read in time or
 // parsed gives nil: the refusal then carries id null.
 func peekMessage(w http.ResponseWriter, r *http.Request) *message {
-	// ErrNotSupported (a recorder in tests) leaves the server's own read deadline.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(peekWait))
+	endReading(w)
 	prefix, _ := io.ReadAll(io.LimitReader(r.Body, peekBytes)) // a short or failed read still gives what arrived
 	if msg, perr := parseMessage(prefix); perr == nil || msg != nil {
 		return msg
 	}
 	return scanHead(prefix)
+}
+
+// endReading gives a refused request peekWait more to send its body: net/http reads what
+// is left of an unread body before it answers, and a slow sender must not hold the
+// refusal (and its connection) until the server's read timeout.
+func endReading(w http.ResponseWriter) {
+	// ErrNotSupported (a recorder in tests) leaves the server's own read deadline.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(peekWait))
 }
 
 // scanHead finds the top-level "id" and "method" of a JSON object cut short, stopping at
