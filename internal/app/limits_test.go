@@ -324,6 +324,9 @@ func TestInflightBytesAreBounded(t *testing.T) {
 				break // the server answered and closed
 			}
 		}
+		if err := conn.SetReadDeadline(time.Now().Add(generous)); err != nil {
+			t.Fatal(err)
+		}
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -390,7 +393,9 @@ func TestDatabaseDeadlineHolds(t *testing.T) {
 		t.Parallel()
 		p := newInProcess(t, 2, time.Second)
 		lockTable(t, p.url, "thread")
-		call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send","arguments":{"to":["backend"],"subject":"s","body":"b"}}}`
+		// inbox's first statement reads thread: it is prepared with the transaction's
+		// first batch, before the transaction's own statement timeout is set.
+		call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"inbox","arguments":{}}}`
 		rec := p.serve(t, http.MethodPost, p.threadsPath("architect"), p.res.Agents["acme/architect"].Key, strings.NewReader(call))
 		var res struct {
 			Result struct {
