@@ -184,14 +184,8 @@ func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = hold
 		}
-		ctx := r.Context()
-		// One database deadline per request, from its start (docs/limits.md). The upload
-		// route reads up to the attachment limit first, so its transactions are bounded
-		// one by one instead.
-		if c.Path() != routeUpload {
-			ctx = pg.WithDeadline(ctx, time.Now().Add(a.cfg.StatementTimeout))
-		}
-		c.SetRequest(r.WithContext(ctx))
+		// One database budget per request, for all its transactions (docs/limits.md).
+		c.SetRequest(r.WithContext(pg.WithBudget(r.Context(), a.cfg.StatementTimeout)))
 		return next(c)
 	}
 }

@@ -476,3 +476,34 @@ func TestReadyzReportsPoolExhaustion(t *testing.T) {
 		t.Fatalf("not ready after the pool was released: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestConnectionCapMakesRoom checks that the server holds at most its connection cap: at
+// the cap, a new connection (a health probe here) takes the place of the oldest one that
+// has not sent its headers, and is answered.
+func TestConnectionCapMakesRoom(t *testing.T) {
+	t.Parallel()
+	const connCap = 4
+	s := startServerTuned(t, nil, func(c *config.Config) {
+		c.MaxConnections = connCap
+		c.ReadHeaderTimeout = time.Hour // only the cap may close the silent connections
+	})
+	silent := make([]net.Conn, connCap)
+	for i := range silent {
+		silent[i] = rawRequest(t, s.base, "", "")
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: generous}
+	for end := time.Now().Add(generous); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := client.Get(s.base + "/healthz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatalf("/healthz never answered at the cap: %v", err)
+		}
+	}
+	// The oldest silent connection made room for the probe.
+	readUntilClosed(t, silent[0])
+}

@@ -50,6 +50,7 @@ type Config struct {
 // Defaults of the limits (docs/limits.md). The settings' documented defaults are these
 // constants, and WithDefaults applies them to a Config built in code.
 const (
+	DefaultStatementTimeout   = 5 * time.Second
 	DefaultReadHeaderTimeout  = 10 * time.Second
 	DefaultReadTimeout        = 60 * time.Second
 	DefaultWriteTimeout       = 60 * time.Second
@@ -62,6 +63,7 @@ const (
 // WithDefaults returns c with every zero limit replaced by its default, so that a Config
 // written in code (tests, embedders) is as bounded as one read by Load.
 func (c Config) WithDefaults() Config {
+	c.StatementTimeout = orDefault(c.StatementTimeout, DefaultStatementTimeout)
 	c.ReadHeaderTimeout = orDefault(c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	c.ReadTimeout = orDefault(c.ReadTimeout, DefaultReadTimeout)
 	c.WriteTimeout = orDefault(c.WriteTimeout, DefaultWriteTimeout)
@@ -117,9 +119,8 @@ func settings() []setting {
 			c.ShutdownTimeout, err = time.ParseDuration(v)
 			return err
 		}},
-		{"RELAYROOM_STATEMENT_TIMEOUT", "statement-timeout", "5s", "the database deadline of a request: acquiring a pooled connection, preparing and running every statement of it (past it: the retryable 'database unavailable' answer)", func(c *Config, v string) (err error) {
-			c.StatementTimeout, err = time.ParseDuration(v)
-			return err
+		{"RELAYROOM_STATEMENT_TIMEOUT", "statement-timeout", DefaultStatementTimeout.String(), "the database time of a request: acquiring a pooled connection, preparing and running every statement of all its transactions (past it: the retryable 'database unavailable' answer)", func(c *Config, v string) error {
+			return positiveDuration(&c.StatementTimeout, v)
 		}},
 		{"RELAYROOM_DB_MAX_CONNS", "db-max-conns", "20", "connections of the request pool", func(c *Config, v string) (err error) {
 			c.MaxConns, err = strconv.Atoi(v)

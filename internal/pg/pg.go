@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +27,7 @@ const AppRole = "relayroom_app"
 type DB struct {
 	App *pgxpool.Pool
 	Ops *pgxpool.Pool
-	// StatementTimeout is the database deadline of a request (see WithDeadline), and
+	// StatementTimeout is the database budget of a request (see WithBudget), and
 	// the bound of every statement of a transaction run without one.
 	StatementTimeout time.Duration
 
@@ -88,25 +89,46 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	return &DB{App: app, Ops: ops, StatementTimeout: opt.StatementTimeout}, nil
 }
 
-type deadlineKey struct{}
+type budgetKey struct{}
 
-// WithDeadline gives every transaction run with ctx one shared database deadline: from
-// waiting for a pooled connection through preparing and running every statement to the
-// COMMIT, the request's transactions together never outlast it. The HTTP tier sets it
-// once per request. It is a value, not a cancellation: work besides the database (an
-// embedding call) is not cut by it. Past it, a transaction fails with an error Classify
-// turns into Unavailable.
-func WithDeadline(ctx context.Context, t time.Time) context.Context {
-	return context.WithValue(ctx, deadlineKey{}, t)
+// budget is the database time a request has left.
+type budget struct {
+	mu   sync.Mutex
+	left time.Duration
 }
 
-// requestDeadline is the deadline WithDeadline set, or ctx's own when earlier.
-func requestDeadline(ctx context.Context) (time.Time, bool) {
-	t, ok := ctx.Value(deadlineKey{}).(time.Time)
-	if dl, has := ctx.Deadline(); has && (!ok || dl.Before(t)) {
-		return dl, true
+// WithBudget gives every transaction run with ctx one shared database budget of d: the
+// request's transactions together, each from the wait for a pooled connection through
+// preparing and running its statements to the COMMIT, never spend more than d. The HTTP
+// tier sets it once per request. Time between transactions (reading a body, calling the
+// embedder) is not counted, and nothing but the database is cut by it. A transaction
+// starts with the deadline "now + what is left"; past it, it fails with an error Classify
+// turns into Unavailable. Transactions of one request that run at the same time are each
+// counted in full, which only makes the budget stricter.
+func WithBudget(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, budgetKey{}, &budget{left: d})
+}
+
+// requestDeadline is the deadline of a transaction starting now: what is left of ctx's
+// budget, or ctx's own deadline when earlier; bounded is false without a budget (jobs,
+// the admin CLI). spent must run when the transaction ends.
+func requestDeadline(ctx context.Context) (deadline time.Time, bounded bool, spent func()) {
+	spent = func() {}
+	start := time.Now()
+	if b, ok := ctx.Value(budgetKey{}).(*budget); ok {
+		b.mu.Lock()
+		deadline, bounded = start.Add(b.left), true
+		b.mu.Unlock()
+		spent = func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.left = max(b.left-time.Since(start), 0)
+		}
 	}
-	return t, ok
+	if dl, has := ctx.Deadline(); has && bounded && dl.Before(deadline) {
+		deadline = dl
+	}
+	return deadline, bounded, spent
 }
 
 // clientGrace is how much later than the deadline the client gives up on a statement
@@ -115,9 +137,9 @@ func requestDeadline(ctx context.Context) (time.Time, bool) {
 // server cannot answer at all, and then the connection is dropped.
 const clientGrace = 250 * time.Millisecond
 
-// ErrDeadline is returned (wrapped) when a request's database deadline has passed before
-// its transaction could start.
-var ErrDeadline = fmt.Errorf("pg: the request's database deadline has passed: %w", context.DeadlineExceeded)
+// ErrDeadline is returned (wrapped) when a request's database budget is spent before its
+// transaction could start.
+var ErrDeadline = fmt.Errorf("pg: the request's database time is spent: %w", context.DeadlineExceeded)
 
 // PoolExhausted reports whether every connection of the request pool is in use while
 // callers wait for one: the cause /readyz names when requests time out waiting.
@@ -183,9 +205,10 @@ func (d *DB) Operator(ctx context.Context, fn func(tx *Tx) error) error {
 }
 
 func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx *Tx) error) (err error) {
-	// Without a request deadline (jobs, the admin CLI) only the wait for a connection
-	// gets one here; every statement keeps its own statement timeout.
-	deadline, bounded := requestDeadline(ctx)
+	// Without a request budget (jobs, the admin CLI) only the wait for a connection is
+	// bounded here; every statement keeps its own statement timeout.
+	deadline, bounded, spent := requestDeadline(ctx)
+	defer spent()
 	acquireBy := deadline
 	if !bounded {
 		acquireBy = time.Now().Add(d.StatementTimeout)
@@ -203,7 +226,7 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 	}()
 	timeout := d.StatementTimeout
 	if bounded {
-		// What is left of the request's deadline bounds each statement on the server;
+		// What is left of the request's budget bounds each statement on the server;
 		// the client gives up shortly after it (see clientGrace).
 		tx.deadline = deadline.Add(clientGrace)
 		timeout = time.Until(deadline)
@@ -268,7 +291,7 @@ type Tx struct {
 	pipelined bool // inside Pipeline: Exec queues instead of sending
 	queued    bool // a write waits in pending: the transaction must be sent and committed
 	// deadline, when not zero, bounds every statement on the client's side (the
-	// request's database deadline plus clientGrace).
+	// deadline from the request's budget plus clientGrace).
 	deadline time.Time
 }
 
