@@ -504,6 +504,15 @@ func TestConnectionCapMakesRoom(t *testing.T) {
 			t.Fatalf("/healthz never answered at the cap: %v", err)
 		}
 	}
-	// The oldest silent connection made room for the probe.
+	// The oldest silent connection made room for the probe; the newest is still open (the
+	// header timeout did not close them all).
 	readUntilClosed(t, silent[0])
+	last := silent[connCap-1]
+	if err := last.SetReadDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	var ne net.Error
+	if _, err := last.Read(make([]byte, 1)); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("the newest connection was closed too: %v", err)
+	}
 }
