@@ -46,6 +46,16 @@ projects:
       - {agent: initech/peter, part: peter}
 `
 
+// applyDemo seeds d with the demo file. The URLs admin prints are not used: tests build
+// them from their own base; only the credentials and ids matter.
+func applyDemo(ctx context.Context, d *pg.DB) (admin.Result, error) {
+	f, err := admin.ParseFile(strings.NewReader(demo))
+	if err != nil {
+		return admin.Result{}, err
+	}
+	return (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://unused"}).Apply(ctx, f, admin.Options{})
+}
+
 // syncBuffer collects log lines written from many goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -98,13 +108,7 @@ func startServerTuned(t testing.TB, before func(ctx context.Context, d *pg.DB, r
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := admin.ParseFile(strings.NewReader(demo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The URLs printed by admin are rebuilt from the live base below; only the
-	// credentials and ids matter here.
-	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://unused"}).Apply(ctx, f, admin.Options{})
+	res, err := applyDemo(ctx, d)
 	if err == nil && before != nil {
 		before(ctx, d, res)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/config"
@@ -145,11 +144,7 @@ func newInProcess(t *testing.T, maxConns int32, statementTimeout time.Duration) 
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
-	f, err := admin.ParseFile(strings.NewReader(demo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://relay.test"}).Apply(ctx, f, admin.Options{})
+	res, err := applyDemo(ctx, d)
 	if err != nil {
 		t.Fatal(err)
 	}
