@@ -47,6 +47,7 @@ type App struct {
 	rooms     *rooms.Service
 	wake      *wake.Service
 	jobs      *jobs.Runner
+	limits    *limits
 	echo      *echo.Echo
 	// idempotency serves the Idempotency-Key header of every endpoint's write tools.
 	idempotency *idempotency.Store
@@ -89,9 +90,15 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 		_ = ln.Close()
 		return err
 	}
+	cfg = a.cfg // the limits with their defaults applied
+	conns := newConnLimiter(ln, connCap(cfg.MaxConnections, cfg.MaxConns+opsPoolSize, log))
 	srv := &http.Server{
 		Handler:           a.echo,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		ConnState:         conns.track,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	// Background work: jobs (periodic ones on the elected leader only) and the wake
@@ -113,8 +120,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 		}
 	}()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	log.Info("serving", "addr", ln.Addr().String(), "public_url", publicURL)
+	go func() { errc <- srv.Serve(conns) }()
+	log.Info("serving", "addr", ln.Addr().String(), "public_url", publicURL, "max_connections", conns.max)
 	if ready != nil {
 		ready(publicURL)
 	}
@@ -140,6 +147,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 
 // New wires services and routes on an open database.
 func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string) (*App, error) {
+	cfg = cfg.WithDefaults()
 	q := db.New()
 	own, err := config.Origin(publicURL)
 	if err != nil {
@@ -154,6 +162,7 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 		metrics:   newMetrics(map[string]*pgxpool.Pool{"app": database.App, "ops": database.Ops}),
 		resolver:  &tenancy.Resolver{DB: database, Q: q},
 		throttle:  throttle.New(database, q, cfg.AuthFailures, log, nil),
+		limits:    newLimits(cfg.MaxRequestsPerAddr, cfg.MaxInflightBytes),
 	}
 	a.rejections = newRejectionLog(log, rejectionInterval)
 	// Knowledge (recall, learn, lessons, CI confirmation) and the threads toolset. Wakes are

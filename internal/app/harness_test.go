@@ -46,6 +46,21 @@ projects:
       - {agent: initech/peter, part: peter}
 `
 
+// applyDemo seeds d with the demo file. The URLs admin prints are not used: tests build
+// them from their own base; only the credentials and ids matter.
+func applyDemo(ctx context.Context, d *pg.DB) (admin.Result, error) {
+	return applyFile(ctx, d, demo)
+}
+
+// applyFile seeds d with an admin file.
+func applyFile(ctx context.Context, d *pg.DB, file string) (admin.Result, error) {
+	f, err := admin.ParseFile(strings.NewReader(file))
+	if err != nil {
+		return admin.Result{}, err
+	}
+	return (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://unused"}).Apply(ctx, f, admin.Options{})
+}
+
 // syncBuffer collects log lines written from many goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -167,13 +182,7 @@ func seedFile(t testing.TB, file string, before func(ctx context.Context, d *pg.
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := admin.ParseFile(strings.NewReader(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The URLs printed by admin are rebuilt from the live base; only the credentials and
-	// ids matter here.
-	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://unused"}).Apply(ctx, f, admin.Options{})
+	res, err := applyFile(ctx, d, file)
 	if err == nil && before != nil {
 		before(ctx, d, res)
 	}

@@ -54,7 +54,7 @@ func newRooms(cfg config.Config, log *slog.Logger, database *pg.DB, q *db.Querie
 // roomRoutes are the rooms toolset's HTTP API beside MCP: task attachments (upload with
 // an agent key, download by signed link) and accepting or rejecting a task's result.
 func (a *App) roomRoutes(e *echo.Echo) {
-	e.POST("/api/rooms/:project_id/tasks/:task_id/attachments", a.uploadAttachment)
+	e.POST(routeUpload, a.uploadAttachment)
 	e.GET("/api/rooms/:project_id/attachments/:attachment_id", a.downloadAttachment)
 	e.POST("/api/rooms/:project_id/tasks/:task_id/accept", a.reviewTask("accepted"))
 	e.POST("/api/rooms/:project_id/tasks/:task_id/reject", a.reviewTask("rejected"))
@@ -108,6 +108,15 @@ func (a *App) apiError(c echo.Context, err error) error {
 	return c.JSON(code, map[string]string{"error": ae.Message})
 }
 
+// uploadReadError answers an upload whose body could not be read: the in-flight byte
+// budget's refusal (limits.go) as such, anything else as a bad upload.
+func (a *App) uploadReadError(c echo.Context, err error) error {
+	if e, ok := apperr.As(err); ok {
+		return a.refuse(c, e)
+	}
+	return a.apiError(c, apperr.New(apperr.Invalid, "cannot read the upload: %v", err))
+}
+
 func (a *App) uploadAttachment(c echo.Context) error {
 	sc, err := a.roomScope(c)
 	if err != nil {
@@ -132,16 +141,19 @@ func (a *App) uploadAttachment(c echo.Context) error {
 			if errors.As(err, &mbe) {
 				return a.apiError(c, a.rooms.TooLarge())
 			}
+			if e, ok := apperr.As(err); ok { // the in-flight byte budget (limits.go)
+				return a.refuse(c, e)
+			}
 			return a.apiError(c, apperr.New(apperr.Invalid, "multipart upload needs a file field named \"file\""))
 		}
 		defer f.Close()
 		if body, err = io.ReadAll(io.LimitReader(f, limit+1)); err != nil {
-			return a.apiError(c, apperr.New(apperr.Invalid, "cannot read the upload: %v", err))
+			return a.uploadReadError(c, err)
 		}
 		name, ctype = fh.Filename, fh.Header.Get("Content-Type")
 	} else {
 		if body, err = io.ReadAll(io.LimitReader(r.Body, limit+1)); err != nil {
-			return a.apiError(c, apperr.New(apperr.Invalid, "cannot read the upload: %v", err))
+			return a.uploadReadError(c, err)
 		}
 		name, ctype = c.QueryParam("filename"), r.Header.Get("Content-Type")
 	}

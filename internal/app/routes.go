@@ -20,16 +20,16 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = a.httpError
-	e.Use(a.requestContext, a.recoverPanics, a.checkOrigin)
+	e.Use(a.requestContext, a.recoverPanics, a.limit, a.checkOrigin)
 
-	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
-	e.GET("/readyz", a.readyz)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{})))
+	e.GET(routeHealthz, func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET(routeReadyz, a.readyz)
+	e.GET(routeMetrics, echo.WrapHandler(promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{})))
 	e.GET("/", a.index)
 
-	e.Any("/mcp/:code", withPath(threadsH, connectCodeKey, "code"))
-	e.Any("/api/mcp/p/:project_id", withPath(roomH, projectIDKey, "project_id"))
-	e.Any("/api/mcp", echo.WrapHandler(allRoomsH))
+	e.Any(routeThreadsMCP, withPath(threadsH, connectCodeKey, "code"))
+	e.Any(routeRoomMCP, withPath(roomH, projectIDKey, "project_id"))
+	e.Any(routeAllRoomsMCP, echo.WrapHandler(allRoomsH))
 	a.roomRoutes(e)
 	a.wakeRoutes(e)
 	// Knowledge: a project's CI confirms a candidate with its CI token (qyt_ci_…).
@@ -37,7 +37,7 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 		a.knowledge.ServeConfirm(c.Response(), c.Request(), c.Param("project_id"), c.Param("id"))
 		return nil
 	})
-	e.Any("/desk/mcp", echo.WrapHandler(deskH))
+	e.Any(routeDeskMCP, echo.WrapHandler(deskH))
 	e.GET("/.well-known/oauth-protected-resource/*", a.resourceMetadata)
 	return e
 }
@@ -140,6 +140,11 @@ func (a *App) httpError(err error, c echo.Context) {
 func (a *App) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
+	// Checked first: with every connection taken, the ping below would only wait.
+	if a.db.PoolExhausted() {
+		a.log.WarnContext(ctx, "not ready: pool exhausted")
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "pool exhausted"})
+	}
 	if err := a.db.Ping(ctx); err != nil {
 		a.log.WarnContext(ctx, "not ready: database", "error", err.Error())
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database unreachable"})

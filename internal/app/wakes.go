@@ -114,7 +114,7 @@ const embedRunFor = 20 * time.Second
 
 // wakeRoutes: what `relayroom pager` talks to, authenticated by the agent key.
 func (a *App) wakeRoutes(e *echo.Echo) {
-	e.GET("/api/wakes/next", func(c echo.Context) error {
+	e.GET(routeWakeNext, func(c echo.Context) error {
 		a.wake.HandleNext(c.Response(), c.Request())
 		return nil
 	})

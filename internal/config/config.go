@@ -27,6 +27,16 @@ type Config struct {
 	MaxConns         int
 	MaxBodyBytes     int64
 
+	// Limits on what any client, authenticated or not, can hold of the server: see
+	// docs/limits.md. Zero values mean the Default* constants below.
+	ReadHeaderTimeout  time.Duration
+	ReadTimeout        time.Duration
+	WriteTimeout       time.Duration
+	IdleTimeout        time.Duration
+	MaxConnections     int
+	MaxRequestsPerAddr int
+	MaxInflightBytes   int64
+
 	Embedder    string
 	EmbedURL    string
 	EmbedModel  string
@@ -46,6 +56,58 @@ type Config struct {
 	// X-Forwarded-For names the client (none: the TCP peer is the client).
 	AuthFailures   throttle.Limits
 	TrustedProxies []netip.Prefix
+}
+
+// Defaults of the limits (docs/limits.md). The settings' documented defaults are these
+// constants, and WithDefaults applies them to a Config built in code.
+const (
+	DefaultStatementTimeout   = 5 * time.Second
+	DefaultReadHeaderTimeout  = 10 * time.Second
+	DefaultReadTimeout        = 60 * time.Second
+	DefaultWriteTimeout       = 60 * time.Second
+	DefaultIdleTimeout        = 120 * time.Second
+	DefaultMaxConnections     = 10000
+	DefaultMaxRequestsPerAddr = 64
+	DefaultMaxInflightBytes   = 128 << 20
+)
+
+// WithDefaults returns c with every zero limit replaced by its default, so that a Config
+// written in code (tests, embedders) is as bounded as one read by Load.
+func (c Config) WithDefaults() Config {
+	c.StatementTimeout = orDefault(c.StatementTimeout, DefaultStatementTimeout)
+	c.ReadHeaderTimeout = orDefault(c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	c.ReadTimeout = orDefault(c.ReadTimeout, DefaultReadTimeout)
+	c.WriteTimeout = orDefault(c.WriteTimeout, DefaultWriteTimeout)
+	c.IdleTimeout = orDefault(c.IdleTimeout, DefaultIdleTimeout)
+	c.MaxConnections = orDefault(c.MaxConnections, DefaultMaxConnections)
+	c.MaxRequestsPerAddr = orDefault(c.MaxRequestsPerAddr, DefaultMaxRequestsPerAddr)
+	c.MaxInflightBytes = orDefault(c.MaxInflightBytes, DefaultMaxInflightBytes)
+	return c
+}
+
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+func positiveDuration(dst *time.Duration, v string) error {
+	d, err := time.ParseDuration(v)
+	if err == nil && d <= 0 {
+		err = fmt.Errorf("must be positive")
+	}
+	*dst = d
+	return err
+}
+
+func positiveInt[T int | int64](dst *T, v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err == nil && n <= 0 {
+		err = fmt.Errorf("must be positive")
+	}
+	*dst = T(n)
+	return err
 }
 
 // setting is one documented knob: its env name, flag name, default and help.
@@ -68,9 +130,8 @@ func settings() []setting {
 			c.ShutdownTimeout, err = time.ParseDuration(v)
 			return err
 		}},
-		{"RELAYROOM_STATEMENT_TIMEOUT", "statement-timeout", "5s", "upper bound of every SQL statement of a request", func(c *Config, v string) (err error) {
-			c.StatementTimeout, err = time.ParseDuration(v)
-			return err
+		{"RELAYROOM_STATEMENT_TIMEOUT", "statement-timeout", DefaultStatementTimeout.String(), "the database time of a request: acquiring a pooled connection, preparing and running every statement of all its transactions (past it: the retryable 'database unavailable' answer)", func(c *Config, v string) error {
+			return positiveDuration(&c.StatementTimeout, v)
 		}},
 		{"RELAYROOM_DB_MAX_CONNS", "db-max-conns", "20", "connections of the request pool", func(c *Config, v string) (err error) {
 			c.MaxConns, err = strconv.Atoi(v)
@@ -79,6 +140,27 @@ func settings() []setting {
 		{"RELAYROOM_MAX_BODY_BYTES", "max-body-bytes", "4194304", "largest JSON-RPC request body accepted", func(c *Config, v string) (err error) {
 			c.MaxBodyBytes, err = strconv.ParseInt(v, 10, 64)
 			return err
+		}},
+		{"RELAYROOM_READ_HEADER_TIMEOUT", "read-header-timeout", DefaultReadHeaderTimeout.String(), "time a client has to send a request's headers", func(c *Config, v string) error {
+			return positiveDuration(&c.ReadHeaderTimeout, v)
+		}},
+		{"RELAYROOM_READ_TIMEOUT", "read-timeout", DefaultReadTimeout.String(), "time a client has to send a whole request, body included (the pager's long poll is extended by its wait)", func(c *Config, v string) error {
+			return positiveDuration(&c.ReadTimeout, v)
+		}},
+		{"RELAYROOM_WRITE_TIMEOUT", "write-timeout", DefaultWriteTimeout.String(), "time from the end of a request's headers to the end of its answer (the pager's long poll is extended by its wait)", func(c *Config, v string) error {
+			return positiveDuration(&c.WriteTimeout, v)
+		}},
+		{"RELAYROOM_IDLE_TIMEOUT", "idle-timeout", DefaultIdleTimeout.String(), "how long a keep-alive connection may wait for its next request", func(c *Config, v string) error {
+			return positiveDuration(&c.IdleTimeout, v)
+		}},
+		{"RELAYROOM_MAX_CONNECTIONS", "max-connections", strconv.Itoa(DefaultMaxConnections), "open client connections at most (lowered to fit the process's open-file limit)", func(c *Config, v string) error {
+			return positiveInt(&c.MaxConnections, v)
+		}},
+		{"RELAYROOM_MAX_REQUESTS_PER_ADDR", "max-requests-per-addr", strconv.Itoa(DefaultMaxRequestsPerAddr), "requests in progress at once from one client address; beyond it: 429 with Retry-After", func(c *Config, v string) error {
+			return positiveInt(&c.MaxRequestsPerAddr, v)
+		}},
+		{"RELAYROOM_MAX_INFLIGHT_BYTES", "max-inflight-bytes", strconv.Itoa(DefaultMaxInflightBytes), "request body bytes all requests in progress may hold together; beyond it: 429 with Retry-After", func(c *Config, v string) error {
+			return positiveInt(&c.MaxInflightBytes, v)
 		}},
 		{"RELAYROOM_EMBEDDER", "embedder", "builtin", "builtin (offline word vectors), openai (any OpenAI-compatible /v1/embeddings) or none", func(c *Config, v string) error { c.Embedder = v; return nil }},
 		{"RELAYROOM_EMBED_URL", "embed-url", "", "base URL of the OpenAI-compatible embeddings server", func(c *Config, v string) error { c.EmbedURL = v; return nil }},

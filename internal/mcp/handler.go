@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -142,12 +143,14 @@ type reply struct {
 
 func (h *handler[S]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rid := h.requestID(r.Context())
-	rep := h.serve(r, rid)
-	h.write(w, rep, rid)
+	rep := h.serve(w, r, rid)
+	if err := writeReply(w, rep, rid); err != nil {
+		h.log.Error("mcp: encode response", "request_id", rid, "error", err)
+	}
 }
 
 // serve routes by HTTP method and turns any panic into an internal JSON-RPC error.
-func (h *handler[S]) serve(r *http.Request, rid string) (rep reply) {
+func (h *handler[S]) serve(w http.ResponseWriter, r *http.Request, rid string) (rep reply) {
 	defer func() {
 		if p := recover(); p != nil {
 			h.log.ErrorContext(r.Context(), "mcp: panic while serving", "request_id", rid, "panic", fmt.Sprint(p))
@@ -156,7 +159,7 @@ func (h *handler[S]) serve(r *http.Request, rid string) (rep reply) {
 	}()
 	switch r.Method {
 	case http.MethodPost:
-		return h.servePost(r, rid)
+		return h.servePost(w, r, rid)
 	case http.MethodGet, http.MethodHead:
 		if acceptsEventStream(r) {
 			return methodNotAllowed("this endpoint offers no server-initiated stream and issues no sessions")
@@ -168,30 +171,53 @@ func (h *handler[S]) serve(r *http.Request, rid string) (rep reply) {
 	return methodNotAllowed("use POST for JSON-RPC or GET for the endpoint's description")
 }
 
-func (h *handler[S]) write(w http.ResponseWriter, rep reply, rid string) {
+// writeReply sends rep. A body that does not encode is answered with an internal error
+// instead, and the encoding error is returned for the log.
+func writeReply(w http.ResponseWriter, rep reply, rid string) error {
 	for k, vs := range rep.header {
 		w.Header()[k] = vs
 	}
 	if rep.body == nil {
 		w.WriteHeader(rep.status)
-		return
+		return nil
 	}
 	body, err := encodeJSON(rep.body)
 	if err != nil {
-		h.log.Error("mcp: encode response", "request_id", rid, "error", err)
 		rep.status = http.StatusOK
 		body, _ = encodeJSON(errorResponse(nullID, internalError(rid)))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(rep.status)
-	_, _ = w.Write(body)
+	_, _ = w.Write(body) // the client went away: nothing left to tell it
+	return err
+}
+
+// refusal is the answer to a request the service refuses before any message of it is
+// read (a limit on what a client may hold of the server): a JSON-RPC -32000 error with
+// id null, the HTTP status of the apperr's code, and Retry-After from its
+// retry_after_seconds detail.
+func refusal(e *apperr.Error) reply {
+	pe := &protocolError{code: codeServerError, message: e.Message, header: http.Header{}}
+	status := apperr.HTTPStatus(e.Code)
+	if secs, ok := retryAfter(e); ok && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
+		pe.header.Set("Retry-After", strconv.Itoa(secs))
+	}
+	return rpcReply(status, nullID, pe)
+}
+
+// WriteRefusal writes refusal(e): the JSON-RPC answer of an MCP endpoint to a request
+// the service refuses before the endpoint's handler sees it.
+func WriteRefusal(w http.ResponseWriter, e *apperr.Error) {
+	_ = writeReply(w, refusal(e), "") // refusal's body always encodes
 }
 
 // servePost handles one JSON-RPC message. The order is fixed: transport checks (media
-// type, size), parsing, the version header, authentication, the era's own checks, then
-// the method.
-func (h *handler[S]) servePost(r *http.Request, rid string) reply {
+// type, declared size), authentication, the body (read only for an authenticated caller),
+// parsing, the version header, the era's own checks, then the method. Authentication
+// needs only the headers and the URL, so a caller without a valid credential costs one
+// credential check and at most peekBytes of its body, however much it sends.
+func (h *handler[S]) servePost(w http.ResponseWriter, r *http.Request, rid string) reply {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
@@ -200,14 +226,24 @@ func (h *handler[S]) servePost(r *http.Request, rid string) reply {
 			})
 		}
 	}
+	if r.ContentLength > h.opts.MaxBodyBytes {
+		return h.tooLarge() // declared too large: refused unread
+	}
+	scope, err := h.ep.Authenticate(r.Context(), r)
+	if err != nil {
+		return h.authFailure(r, peekMessage(w, r), err, rid)
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, h.opts.MaxBodyBytes+1))
 	if err != nil {
+		// The service's in-flight byte budget refuses a body it cannot hold with an apperr.
+		if e, ok := apperr.As(err); ok {
+			endReading(w)
+			return refusal(e)
+		}
 		return rpcReply(http.StatusBadRequest, nullID, &protocolError{code: codeParseError, message: "Parse error: cannot read the body"})
 	}
 	if int64(len(body)) > h.opts.MaxBodyBytes {
-		return rpcReply(http.StatusRequestEntityTooLarge, nullID, &protocolError{
-			code: codeInvalidRequest, message: "Request body too large: the limit is " + strconv.FormatInt(h.opts.MaxBodyBytes, 10) + " bytes",
-		})
+		return h.tooLarge()
 	}
 	msg, perr := parseMessage(body)
 	if perr != nil {
@@ -215,10 +251,6 @@ func (h *handler[S]) servePost(r *http.Request, rid string) reply {
 	}
 	if perr := headerVersionError(r, msg); perr != nil {
 		return rpcReply(http.StatusBadRequest, msg.replyID(), perr)
-	}
-	scope, err := h.ep.Authenticate(r.Context(), r)
-	if err != nil {
-		return h.authFailure(r, msg, err, rid)
 	}
 	if msg.response {
 		return reply{status: http.StatusAccepted}
@@ -236,6 +268,70 @@ func (h *handler[S]) servePost(r *http.Request, rid string) reply {
 		return rpcReply(statusFor(perr, er), msg.id, perr)
 	}
 	return reply{status: http.StatusOK, body: resultResponse(msg.id, result)}
+}
+
+func (h *handler[S]) tooLarge() reply {
+	return rpcReply(http.StatusRequestEntityTooLarge, nullID, &protocolError{
+		code: codeInvalidRequest, message: "Request body too large: the limit is " + strconv.FormatInt(h.opts.MaxBodyBytes, 10) + " bytes",
+	})
+}
+
+// peekBytes bounds what a refused request's body is read for: enough for the id and the
+// method of any ordinary message, which come first in every client we know.
+const peekBytes = 1024
+
+// peekWait bounds how long a refused request's peek waits for those bytes; the read
+// deadline it sets also ends the connection's reading of the rest of the body.
+const peekWait = time.Second
+
+// peekMessage reads at most peekBytes of a refused request's body to echo its id (and to
+// know whether it is the server/discover probe). Whatever cannot be read in time or
+// parsed gives nil: the refusal then carries id null.
+func peekMessage(w http.ResponseWriter, r *http.Request) *message {
+	endReading(w)
+	prefix, _ := io.ReadAll(io.LimitReader(r.Body, peekBytes)) // a short or failed read still gives what arrived
+	if msg, perr := parseMessage(prefix); perr == nil || msg != nil {
+		return msg
+	}
+	return scanHead(prefix)
+}
+
+// endReading gives a refused request peekWait more to send its body: net/http reads what
+// is left of an unread body before it answers, and a slow sender must not hold the
+// refusal (and its connection) until the server's read timeout.
+func endReading(w http.ResponseWriter) {
+	// ErrNotSupported (a recorder in tests) leaves the server's own read deadline.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(peekWait))
+}
+
+// scanHead finds the top-level "id" and "method" of a JSON object cut short, stopping at
+// the first member it cannot read whole.
+func scanHead(prefix []byte) *message {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	m := &message{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		key, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			break
+		}
+		switch key {
+		case "id":
+			if validID(raw) {
+				m.id = raw
+			}
+		case "method":
+			_ = json.Unmarshal(raw, &m.method) // not a string: no method, as parseMessage would say
+		}
+	}
+	return m
 }
 
 // authFailure answers a refused credential. Every refusal is a JSON-RPC error (never an

@@ -83,6 +83,11 @@ func sqlState(err error) string {
 	return ""
 }
 
+// RetryAfterSeconds is what a client told "database unavailable" should wait before it
+// retries: long enough for the requests ahead of it to finish or reach their deadline
+// under the default settings, short enough not to stall a client after a blip.
+const RetryAfterSeconds = 2
+
 // Classify turns a database failure into a domain error: infrastructure trouble becomes
 // Unavailable (retryable, said so to the client); anything else stays an internal error.
 // The cause is kept for the log in both cases.
@@ -94,7 +99,10 @@ func Classify(op string, err error) error {
 		return err
 	}
 	if IsInfrastructure(err) {
-		return apperr.Wrap(apperr.Unavailable, "the database is unavailable; retry shortly", errors.Join(errors.New(op), err))
+		e := apperr.Wrap(apperr.Unavailable, "the database is unavailable; retry shortly", errors.Join(errors.New(op), err))
+		// Read by every HTTP-level answer (Retry-After) and by formats that carry details.
+		e.Details = map[string]any{"retry_after_seconds": RetryAfterSeconds}
+		return e
 	}
 	return apperr.Wrap(apperr.Internal, "internal error", errors.Join(errors.New(op), err))
 }

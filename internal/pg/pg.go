@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,8 +27,13 @@ const AppRole = "relayroom_app"
 type DB struct {
 	App *pgxpool.Pool
 	Ops *pgxpool.Pool
-	// StatementTimeout bounds every statement of a tenant transaction.
+	// StatementTimeout is the database budget of a request (see WithBudget), and
+	// the bound of every statement of a transaction run without one.
 	StatementTimeout time.Duration
+
+	// waiting counts callers waiting for a connection of the App pool, for PoolExhausted
+	// (pgxpool's Stat counts waits that happened, not waits in progress).
+	waiting atomic.Int64
 }
 
 // Options tune the pools.
@@ -49,6 +56,11 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	if opt.MaxConns > 0 {
 		appCfg.MaxConns = opt.MaxConns
 	}
+	// The session's own statement timeout bounds what runs before a transaction's
+	// set_config does: the first pipelined batch is prepared (parsed, which takes the
+	// tables' locks) before any of its statements runs. It travels in the startup
+	// message, so it costs no round trip.
+	appCfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(opt.StatementTimeout.Milliseconds(), 10)
 	appCfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		if _, err := c.Exec(ctx, "SET ROLE "+AppRole); err != nil {
 			return fmt.Errorf("pg connect: switch to %s (run migrations first): %w", AppRole, err)
@@ -75,6 +87,65 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		return nil, fmt.Errorf("pg open: ops pool: %w", err)
 	}
 	return &DB{App: app, Ops: ops, StatementTimeout: opt.StatementTimeout}, nil
+}
+
+type budgetKey struct{}
+
+// budget is the database time a request has left.
+type budget struct {
+	mu   sync.Mutex
+	left time.Duration
+}
+
+// WithBudget gives every transaction run with ctx one shared database budget of d: the
+// request's transactions together, each from the wait for a pooled connection through
+// preparing and running its statements to the COMMIT, never spend more than d. The HTTP
+// tier sets it once per request. Time between transactions (reading a body, calling the
+// embedder) is not counted, and nothing but the database is cut by it. A transaction
+// starts with the deadline "now + what is left"; past it, it fails with an error Classify
+// turns into Unavailable. Transactions of one request that run at the same time are each
+// counted in full, which only makes the budget stricter.
+func WithBudget(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, budgetKey{}, &budget{left: d})
+}
+
+// requestDeadline is the deadline of a transaction starting now: what is left of ctx's
+// budget, or ctx's own deadline when earlier; bounded is false without a budget (jobs,
+// the admin CLI). spent must run when the transaction ends.
+func requestDeadline(ctx context.Context) (deadline time.Time, bounded bool, spent func()) {
+	spent = func() {}
+	start := time.Now()
+	if b, ok := ctx.Value(budgetKey{}).(*budget); ok {
+		b.mu.Lock()
+		deadline, bounded = start.Add(b.left), true
+		b.mu.Unlock()
+		spent = func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.left = max(b.left-time.Since(start), 0)
+		}
+	}
+	if dl, has := ctx.Deadline(); has && bounded && dl.Before(deadline) {
+		deadline = dl
+	}
+	return deadline, bounded, spent
+}
+
+// clientGrace is how much later than the deadline the client gives up on a statement
+// itself: the server's statement_timeout fires at the deadline and answers a clean
+// cancellation (the connection stays usable); the client's bound only acts when the
+// server cannot answer at all, and then the connection is dropped.
+const clientGrace = 250 * time.Millisecond
+
+// ErrDeadline is returned (wrapped) when a request's database budget is spent before its
+// transaction could start.
+var ErrDeadline = fmt.Errorf("pg: the request's database time is spent: %w", context.DeadlineExceeded)
+
+// PoolExhausted reports whether every connection of the request pool is in use while
+// callers wait for one: the cause /readyz names when requests time out waiting.
+func (d *DB) PoolExhausted() bool {
+	st := d.App.Stat()
+	return st.AcquiredConns() >= st.MaxConns() && d.waiting.Load() > 0
 }
 
 func registerTypes(ctx context.Context, c *pgx.Conn) error {
@@ -134,9 +205,17 @@ func (d *DB) Operator(ctx context.Context, fn func(tx *Tx) error) error {
 }
 
 func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx *Tx) error) (err error) {
-	conn, err := pool.Acquire(ctx)
+	// Without a request budget (jobs, the admin CLI) only the wait for a connection is
+	// bounded here; every statement keeps its own statement timeout.
+	deadline, bounded, spent := requestDeadline(ctx)
+	defer spent()
+	acquireBy := deadline
+	if !bounded {
+		acquireBy = time.Now().Add(d.StatementTimeout)
+	}
+	conn, err := d.acquire(ctx, pool, acquireBy)
 	if err != nil {
-		return fmt.Errorf("pg tx: acquire: %w", err)
+		return err
 	}
 	tx := &Tx{conn: conn}
 	defer func() {
@@ -145,9 +224,20 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 			panic(p)
 		}
 	}()
+	timeout := d.StatementTimeout
+	if bounded {
+		// What is left of the request's budget bounds each statement on the server;
+		// the client gives up shortly after it (see clientGrace).
+		tx.deadline = deadline.Add(clientGrace)
+		timeout = time.Until(deadline)
+		if timeout < time.Millisecond {
+			tx.abort(ctx)
+			return fmt.Errorf("pg tx: %w", ErrDeadline)
+		}
+	}
 	tx.pending = []stmt{
 		{sql: "BEGIN"},
-		{sql: "SELECT set_config('statement_timeout', $1, true)", args: []any{fmt.Sprintf("%dms", d.StatementTimeout.Milliseconds())}},
+		{sql: "SELECT set_config('statement_timeout', $1, true)", args: []any{fmt.Sprintf("%dms", timeout.Milliseconds())}},
 	}
 	tx.SetTenant(t)
 	if err := fn(tx); err != nil {
@@ -230,6 +320,24 @@ func claimFrom(ctx context.Context) *Claim {
 	return c
 }
 
+// acquire waits for a pooled connection until by at the latest.
+func (d *DB) acquire(ctx context.Context, pool *pgxpool.Pool, by time.Time) (*pgxpool.Conn, error) {
+	if !time.Now().Before(by) {
+		return nil, fmt.Errorf("pg tx: acquire: %w", ErrDeadline)
+	}
+	actx, cancel := context.WithDeadline(ctx, by)
+	defer cancel()
+	if pool == d.App {
+		d.waiting.Add(1)
+		defer d.waiting.Add(-1)
+	}
+	conn, err := pool.Acquire(actx)
+	if err != nil {
+		return nil, fmt.Errorf("pg tx: acquire: %w", err)
+	}
+	return conn, nil
+}
+
 // stmt is a statement waiting to be pipelined with the next one.
 type stmt struct {
 	sql  string
@@ -248,6 +356,18 @@ type Tx struct {
 	queued    bool // a write waits in pending: the transaction must be sent and committed
 	// afterCommit runs once the COMMIT succeeded (never on rollback).
 	afterCommit []func()
+	// deadline, when not zero, bounds every statement on the client's side (the
+	// deadline from the request's budget plus clientGrace).
+	deadline time.Time
+}
+
+// bound gives a statement the transaction's deadline. The returned cancel must run once
+// the statement's results are read.
+func (t *Tx) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if t.deadline.IsZero() {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, t.deadline)
 }
 
 // AfterCommit runs f after the transaction commits, and never if it rolls back: for what
@@ -319,6 +439,8 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 		t.queued = true
 		return pgconn.CommandTag{}, nil
 	}
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
 	if len(t.pending) == 0 {
 		return t.conn.Exec(ctx, sql, args...)
 	}
@@ -335,37 +457,49 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 
 // Query implements db.DBTX.
 func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	ctx, cancel := t.bound(ctx)
 	if len(t.pending) == 0 {
-		return t.conn.Query(ctx, sql, args...)
+		rows, err := t.conn.Query(ctx, sql, args...)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		return &batchRows{Rows: rows, cancel: cancel}, nil
 	}
 	br, err := t.send(ctx, sql, args)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
 	rows, err := br.Query()
 	if err != nil {
 		_ = br.Close()
+		cancel()
 		return nil, err
 	}
-	return &batchRows{Rows: rows, br: br}, nil
+	return &batchRows{Rows: rows, br: br, cancel: cancel}, nil
 }
 
 // QueryRow implements db.DBTX.
 func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	ctx, cancel := t.bound(ctx)
 	if len(t.pending) == 0 {
-		return t.conn.QueryRow(ctx, sql, args...)
+		return &batchRow{row: t.conn.QueryRow(ctx, sql, args...), cancel: cancel}
 	}
 	br, err := t.send(ctx, sql, args)
 	if err != nil {
+		cancel()
 		return errRow{err}
 	}
-	return &batchRow{row: br.QueryRow(), br: br}
+	return &batchRow{row: br.QueryRow(), br: br, cancel: cancel}
 }
 
-// batchRows closes the batch with the rows, so the connection is free again.
+// batchRows closes the batch (when the rows came from one) with the rows, so the
+// connection is free again, and ends the statement's deadline.
 type batchRows struct {
 	pgx.Rows
-	br     pgx.BatchResults
+	br     pgx.BatchResults // nil when the statement was sent on its own
+	cancel context.CancelFunc
 	closed bool
 }
 
@@ -373,17 +507,25 @@ func (r *batchRows) Close() {
 	r.Rows.Close()
 	if !r.closed {
 		r.closed = true
-		_ = r.br.Close() // the rows' own error is reported by Err
+		if r.br != nil {
+			_ = r.br.Close() // the rows' own error is reported by Err
+		}
+		r.cancel()
 	}
 }
 
 type batchRow struct {
-	row pgx.Row
-	br  pgx.BatchResults
+	row    pgx.Row
+	br     pgx.BatchResults // nil when the statement was sent on its own
+	cancel context.CancelFunc
 }
 
 func (r *batchRow) Scan(dest ...any) error {
+	defer r.cancel()
 	err := r.row.Scan(dest...)
+	if r.br == nil {
+		return err
+	}
 	if cerr := r.br.Close(); err == nil {
 		err = cerr
 	}

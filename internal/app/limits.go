@@ -1,0 +1,231 @@
+package app
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/mcp"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/wake"
+)
+
+// Route patterns the limits treat apart; routes() registers them under these names.
+const (
+	routeHealthz     = "/healthz"
+	routeReadyz      = "/readyz"
+	routeMetrics     = "/metrics"
+	routeThreadsMCP  = "/mcp/:code"
+	routeRoomMCP     = "/api/mcp/p/:project_id"
+	routeAllRoomsMCP = "/api/mcp"
+	routeDeskMCP     = "/desk/mcp"
+	routeWakeNext    = "/api/wakes/next"
+	routeUpload      = "/api/rooms/:project_id/tasks/:task_id/attachments"
+)
+
+// Reasons of the limits' 429 answers (the apperr Reason; docs/limits.md).
+const (
+	reasonAddressBusy = "too_many_requests_from_address"
+	reasonServerBusy  = "too_many_request_bytes"
+)
+
+// limitRetryAfter is the Retry-After, in seconds, of a request refused by a limit: the
+// requests that hold what it needs are short (their database work ends within the
+// statement timeout).
+const limitRetryAfter = 1
+
+// refusalDrain bounds how long a refused request's unread body is drained.
+const refusalDrain = time.Second
+
+// growStep is how much more of the byte budget a body of undeclared length takes each
+// time it outgrows what it holds, so that a chunked body does not lock the budget per read.
+const growStep = 64 << 10
+
+// limits holds what the requests in progress hold: a count per client address and the
+// bytes of their bodies.
+type limits struct {
+	perAddr int
+	budget  byteBudget
+
+	mu     sync.Mutex
+	active map[string]int
+}
+
+func newLimits(perAddr int, maxBytes int64) *limits {
+	return &limits{perAddr: perAddr, budget: byteBudget{max: maxBytes}, active: map[string]int{}}
+}
+
+// enter counts a request of addr in, unless addr already has perAddr in progress.
+func (l *limits) enter(addr string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.active[addr] >= l.perAddr {
+		return false
+	}
+	l.active[addr]++
+	return true
+}
+
+func (l *limits) leave(addr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.active[addr] <= 1 {
+		delete(l.active, addr) // the map holds only addresses with requests in progress
+		return
+	}
+	l.active[addr]--
+}
+
+// byteBudget bounds the request body bytes all requests in progress may hold together.
+type byteBudget struct {
+	mu        sync.Mutex
+	used, max int64
+}
+
+func (b *byteBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *byteBudget) give(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+}
+
+// bodyHold is what one request holds of the byte budget. A declared body (Content-Length)
+// takes its whole size before the handler runs, so a refusal costs no read; a body of
+// undeclared length (chunked) takes the budget as it is read, and a read past what the
+// budget allows fails with an apperr that the MCP endpoints answer as a 429.
+type bodyHold struct {
+	budget *byteBudget
+	body   io.ReadCloser
+	held   int64
+	read   int64
+}
+
+func (h *bodyHold) Read(p []byte) (int, error) {
+	n, err := h.body.Read(p)
+	h.read += int64(n)
+	if h.read > h.held {
+		more := max(h.read-h.held, growStep)
+		if !h.budget.take(more) {
+			return 0, errServerBusy()
+		}
+		h.held += more
+	}
+	return n, err
+}
+
+func (h *bodyHold) Close() error { return h.body.Close() }
+
+func (h *bodyHold) release() { h.budget.give(h.held) }
+
+func limitError(reason, msg string) *apperr.Error {
+	e := apperr.New(apperr.RateLimited, "%s", msg).WithReason(reason)
+	e.Details = map[string]any{"retry_after_seconds": limitRetryAfter}
+	return e
+}
+
+func errAddressBusy() *apperr.Error {
+	return limitError(reasonAddressBusy, "Too many requests in progress from your address; retry shortly")
+}
+
+func errServerBusy() *apperr.Error {
+	return limitError(reasonServerBusy, "The server holds too many request bodies; retry shortly")
+}
+
+// limit applies the per-request limits of docs/limits.md. Health and metrics routes are
+// exempt, so that they answer under any load. The pager's long poll gets deadlines long
+// enough for its wait and is not counted per address: it holds no body and no database
+// connection while it waits, and many pagers may share one address behind a NAT.
+func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		switch c.Path() {
+		case routeHealthz, routeReadyz, routeMetrics:
+			return next(c)
+		case routeWakeNext:
+			a.extendDeadlines(c, wake.MaxWait)
+			return next(c)
+		}
+		// Every 503 of a route says when to retry, whichever handler wrote it.
+		res := c.Response()
+		res.Before(func() {
+			if res.Status == http.StatusServiceUnavailable && res.Header().Get("Retry-After") == "" {
+				res.Header().Set("Retry-After", strconv.Itoa(pg.RetryAfterSeconds))
+			}
+		})
+		r := c.Request()
+		addr := clientAddr(r)
+		if !a.limits.enter(addr) {
+			return a.refuse(c, errAddressBusy())
+		}
+		defer a.limits.leave(addr)
+		hold := &bodyHold{budget: &a.limits.budget, body: r.Body}
+		if r.ContentLength > 0 {
+			hold.held = min(r.ContentLength, a.limits.budget.max)
+			if !a.limits.budget.take(hold.held) {
+				return a.refuse(c, errServerBusy())
+			}
+		}
+		defer hold.release()
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = hold
+		}
+		// One database budget per request, for all its transactions (docs/limits.md).
+		c.SetRequest(r.WithContext(pg.WithBudget(r.Context(), a.cfg.StatementTimeout)))
+		return next(c)
+	}
+}
+
+// extendDeadlines gives a long poll room for its wait on top of the server's timeouts.
+// The read deadline matters too: when it passes while the handler runs, net/http cancels
+// the request's context.
+func (a *App) extendDeadlines(c echo.Context, wait time.Duration) {
+	rc := http.NewResponseController(c.Response())
+	now := time.Now()
+	err := errors.Join(rc.SetReadDeadline(now.Add(wait+a.cfg.ReadTimeout)), rc.SetWriteDeadline(now.Add(wait+a.cfg.WriteTimeout)))
+	if err != nil && !errors.Is(err, http.ErrNotSupported) {
+		a.log.WarnContext(c.Request().Context(), "cannot extend the long poll's deadlines", "error", err.Error())
+	}
+}
+
+// refuse answers a request a limit refused, in its route's wire: a JSON-RPC error on the
+// MCP endpoints, {"error", "reason", "request_id"} elsewhere; both with Retry-After.
+func (a *App) refuse(c echo.Context, e *apperr.Error) error {
+	// net/http reads what is left of a small unread body before it answers: a short read
+	// deadline keeps a slow sender from holding the refusal (and its connection) longer.
+	err := http.NewResponseController(c.Response()).SetReadDeadline(time.Now().Add(refusalDrain))
+	if err != nil && !errors.Is(err, http.ErrNotSupported) {
+		a.log.WarnContext(c.Request().Context(), "cannot bound the refused request's body", "error", err.Error())
+	}
+	switch c.Path() {
+	case routeThreadsMCP, routeRoomMCP, routeAllRoomsMCP, routeDeskMCP:
+		mcp.WriteRefusal(c.Response(), e)
+		return nil
+	}
+	c.Response().Header().Set("Retry-After", strconv.Itoa(limitRetryAfter))
+	return c.JSON(apperr.HTTPStatus(e.Code), map[string]string{"error": e.Message, "reason": e.Reason, "request_id": RequestID(c.Request().Context())})
+}
+
+// clientAddr is the address limits count by: the TCP peer's IP. Behind a reverse proxy
+// every client shares the proxy's address (docs/limits.md).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

@@ -1,0 +1,513 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/app"
+	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/pg/pgtest"
+)
+
+// generous bounds every wait of these tests: a limit that does not hold makes the test
+// wait this long and fail, never hang. Nothing is asserted about shorter durations.
+const generous = 60 * time.Second
+
+// rawRequest writes head and body on a fresh connection to the server and returns the
+// connection, for clients that misbehave on purpose.
+func rawRequest(t *testing.T, base, head, body string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := io.WriteString(conn, head+body); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+func postHead(path, key string, contentLength int) string {
+	h := "POST " + path + " HTTP/1.1\r\nHost: relay.test\r\nContent-Type: application/json\r\n"
+	if key != "" {
+		h += "X-Agent-Key: " + key + "\r\n"
+	}
+	if contentLength >= 0 {
+		h += fmt.Sprintf("Content-Length: %d\r\n", contentLength)
+	} else {
+		h += "Transfer-Encoding: chunked\r\n"
+	}
+	return h + "\r\n"
+}
+
+// readUntilClosed reads the server's answer (if any) until it closes the connection. It
+// fails when the server holds the connection open past the generous bound.
+func readUntilClosed(t *testing.T, conn net.Conn) string {
+	t.Helper()
+	if err := conn.SetReadDeadline(time.Now().Add(generous)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the server kept the connection open (read so far: %q)", got)
+	}
+	return string(got)
+}
+
+func pathOf(u string) string {
+	i := strings.Index(strings.TrimPrefix(u, "http://"), "/")
+	return strings.TrimPrefix(u, "http://")[i:]
+}
+
+// TestSlowClientsAreCut checks that a client who never finishes its request loses its
+// connection after the server's timeouts, whatever it has sent.
+func TestSlowClientsAreCut(t *testing.T) {
+	t.Parallel()
+	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) {
+		c.ReadHeaderTimeout, c.ReadTimeout = 500*time.Millisecond, time.Second
+	}})
+	threads := pathOf(s.threadsURL("escalations", "architect"))
+	key := s.key("acme/architect")
+
+	t.Run("headers never finished", func(t *testing.T) {
+		conn := rawRequest(t, s.base, "POST /api/mcp HTTP/1.1\r\nHost: relay.test\r\n", "")
+		readUntilClosed(t, conn)
+	})
+	t.Run("authenticated body never finished", func(t *testing.T) {
+		conn := rawRequest(t, s.base, postHead(threads, key, 100), "{")
+		readUntilClosed(t, conn)
+	})
+	t.Run("unauthenticated body never finished", func(t *testing.T) {
+		conn := rawRequest(t, s.base, postHead("/api/mcp", "", 100), "{")
+		if got := readUntilClosed(t, conn); !strings.HasPrefix(got, "HTTP/1.1 401") {
+			t.Fatalf("want the 401 before the body ends, got %q", got)
+		}
+	})
+	t.Run("malformed chunked body", func(t *testing.T) {
+		conn := rawRequest(t, s.base, postHead(threads, key, -1), "10\r\n{")
+		readUntilClosed(t, conn)
+	})
+}
+
+// countingReader is a request body that records how much of it the server read.
+type countingReader struct {
+	left int
+	read atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.left == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), c.left)
+	for i := range n {
+		p[i] = ' '
+	}
+	c.left -= n
+	c.read.Add(int64(n))
+	return n, nil
+}
+
+// inProcess is an App on its own seeded database with pools of maxConns connections,
+// served without a listener.
+type inProcess struct {
+	app *app.App
+	db  *pg.DB
+	url string
+	res admin.Result
+}
+
+func newInProcess(t *testing.T, maxConns int32, statementTimeout time.Duration) *inProcess {
+	t.Helper()
+	u := pgtest.New(t)
+	ctx := context.Background()
+	d, err := pg.Open(ctx, u, pg.Options{MaxConns: maxConns, OpsMaxConns: 2, StatementTimeout: statementTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	res, err := applyDemo(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Config{DatabaseURL: u, StatementTimeout: statementTimeout, MaxConns: int(maxConns), MaxBodyBytes: 4 << 20}
+	a, err := app.New(cfg, app.NewLogger(io.Discard, "error"), d, "http://relay.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &inProcess{app: a, db: d, url: u, res: res}
+}
+
+func (p *inProcess) threadsPath(part string) string {
+	return pathOf(admin.ThreadsURL("http://relay.test", p.res.Projects["escalations"].ConnectCode, part))
+}
+
+// serve sends one request through the App's handler; it fails the test when no answer
+// comes within the generous bound.
+func (p *inProcess) serve(t *testing.T, method, target, key string, body io.Reader) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, target, body)
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("X-Agent-Key", key)
+	}
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() { defer close(done); p.app.Handler().ServeHTTP(rec, req) }()
+	select {
+	case <-done:
+	case <-time.After(generous):
+		t.Fatalf("%s %s: no answer", method, target)
+	}
+	return rec
+}
+
+// TestUnauthenticatedBodyIsNotRead checks that a caller without a valid credential costs
+// the server at most a small prefix of its body, however much it sends.
+func TestUnauthenticatedBodyIsNotRead(t *testing.T) {
+	t.Parallel()
+	p := newInProcess(t, 2, 5*time.Second)
+	for _, key := range []string{"", "sk-qyt-not-a-real-key"} {
+		t.Run("key "+key, func(t *testing.T) {
+			body := &countingReader{left: 4 << 20}
+			req := httptest.NewRequest(http.MethodPost, "/api/mcp", io.NopCloser(body))
+			req.ContentLength = -1 // undeclared: the declared-size check cannot answer first
+			req.Header.Set("Content-Type", "application/json")
+			if key != "" {
+				req.Header.Set("X-Agent-Key", key)
+			}
+			rec := httptest.NewRecorder()
+			p.app.Handler().ServeHTTP(rec, req)
+			if rec.Code != http.StatusUnauthorized {
+				t.Fatalf("status %d, want 401: %s", rec.Code, rec.Body)
+			}
+			if n := body.read.Load(); n > 1024 {
+				t.Fatalf("the server read %d bytes of an unauthenticated body", n)
+			}
+		})
+	}
+}
+
+// holdRequest starts an authenticated request whose body never ends, and waits until the
+// server is reading it (it answers only when the connection is closed).
+func holdRequest(t *testing.T, base, path, key string, contentLength int) net.Conn {
+	t.Helper()
+	return rawRequest(t, base, postHead(path, key, contentLength), "{")
+}
+
+// untilRefused repeats a request until a limit refuses it, since held requests reach the
+// server asynchronously.
+func untilRefused(t *testing.T, do func() (int, http.Header, string)) (http.Header, string) {
+	t.Helper()
+	for end := time.Now().Add(generous); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if status, h, body := do(); status == http.StatusTooManyRequests {
+			return h, body
+		}
+	}
+	t.Fatal("never refused")
+	return nil, ""
+}
+
+type rpcErr struct {
+	ID    json.RawMessage `json:"id"`
+	Error struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func checkRefusal(t *testing.T, h http.Header, body string) {
+	t.Helper()
+	var e rpcErr
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Code != -32000 || string(e.ID) != "null" {
+		t.Fatalf("429 body %q is not the JSON-RPC refusal", body)
+	}
+	if h.Get("Retry-After") == "" {
+		t.Fatalf("429 without Retry-After: %v", h)
+	}
+}
+
+// TestRequestsPerAddressAreBounded checks that one address cannot hold more than its share
+// of requests, and that health checks answer meanwhile.
+func TestRequestsPerAddressAreBounded(t *testing.T) {
+	t.Parallel()
+	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) { c.MaxRequestsPerAddr = 2 }})
+	url := s.threadsURL("escalations", "architect")
+	key := s.key("acme/architect")
+	held := []net.Conn{holdRequest(t, s.base, pathOf(url), key, 100), holdRequest(t, s.base, pathOf(url), key, 100)}
+
+	t.Run("MCP endpoint answers 429 with a JSON-RPC error", func(t *testing.T) {
+		h, body := untilRefused(t, func() (int, http.Header, string) {
+			return post(t, url, key, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		})
+		checkRefusal(t, h, body)
+	})
+	t.Run("other routes answer 429 with a JSON error", func(t *testing.T) {
+		h, body := untilRefused(t, func() (int, http.Header, string) {
+			return post(t, s.base+"/api/wakes/00000000-0000-0000-0000-000000000000/ack", key, `{}`)
+		})
+		var e struct{ Error, Reason string }
+		if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error == "" || e.Reason != "too_many_requests_from_address" || h.Get("Retry-After") == "" {
+			t.Fatalf("429: %v %q", h, body)
+		}
+	})
+	t.Run("health endpoints answer", func(t *testing.T) {
+		for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+			if status, body := get(t, s.base+path); status != http.StatusOK {
+				t.Fatalf("%s: %d %s", path, status, body)
+			}
+		}
+	})
+	t.Run("requests pass again once the held ones end", func(t *testing.T) {
+		for _, c := range held {
+			_ = c.Close()
+		}
+		for end := time.Now().Add(generous); ; time.Sleep(20 * time.Millisecond) {
+			status, _, body := post(t, url, key, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+			if status == http.StatusOK {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("still refused: %d %s", status, body)
+			}
+		}
+	})
+}
+
+// TestInflightBytesAreBounded checks the process-wide bound on request bytes in progress.
+func TestInflightBytesAreBounded(t *testing.T) {
+	t.Parallel()
+	const budget = 64 << 10
+	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) { c.MaxInflightBytes = budget }})
+	url := s.threadsURL("escalations", "architect")
+	key := s.key("acme/architect")
+	holdRequest(t, s.base, pathOf(url), key, budget-4096)
+
+	t.Run("a declared body over what is left is refused", func(t *testing.T) {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + strings.Repeat(" ", 8192)
+		h, got := untilRefused(t, func() (int, http.Header, string) { return post(t, url, key, body) })
+		checkRefusal(t, h, got)
+	})
+	t.Run("a small body still fits", func(t *testing.T) {
+		if status, _, body := post(t, url, key, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); status != http.StatusOK {
+			t.Fatalf("%d %s", status, body)
+		}
+	})
+	t.Run("an undeclared body is refused once it outgrows what is left", func(t *testing.T) {
+		conn := rawRequest(t, s.base, postHead(pathOf(url), key, -1), "")
+		chunk := strings.Repeat(" ", 16<<10)
+		for range 8 {
+			if _, err := fmt.Fprintf(conn, "%x\r\n%s\r\n", len(chunk), chunk); err != nil {
+				break // the server answered and closed
+			}
+		}
+		if err := conn.SetReadDeadline(time.Now().Add(generous)); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		got, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("%d %s", resp.StatusCode, got)
+		}
+		checkRefusal(t, resp.Header, string(got))
+	})
+}
+
+// lockTable holds an ACCESS EXCLUSIVE lock on table, from the owner's connection, until
+// the test ends.
+func lockTable(t *testing.T, url, table string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+pgx.Identifier{table}.Sanitize()+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = tx.Rollback(ctx) // ends the lock; the connection closes next
+		_ = conn.Close(ctx)
+	})
+}
+
+// checkUnavailable checks the HTTP-level "database unavailable" answer: 503, Retry-After,
+// a JSON-RPC error naming the database.
+func checkUnavailable(t *testing.T, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	var e rpcErr
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
+		json.Unmarshal(rec.Body.Bytes(), &e) != nil || !strings.Contains(e.Error.Message, "database is unavailable") {
+		t.Fatalf("want 503 with Retry-After and the database unavailable error, got %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+}
+
+// TestDatabaseDeadlineHolds checks that a request behind a lock or behind an exhausted
+// pool gets the retryable "database unavailable" answer instead of waiting.
+func TestDatabaseDeadlineHolds(t *testing.T) {
+	t.Parallel()
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+
+	t.Run("behind a lock the credential check waits on", func(t *testing.T) {
+		t.Parallel()
+		p := newInProcess(t, 2, time.Second)
+		lockTable(t, p.url, "agent_key")
+		rec := p.serve(t, http.MethodPost, p.threadsPath("architect"), p.res.Agents["acme/architect"].Key, strings.NewReader(list))
+		checkUnavailable(t, rec)
+	})
+	t.Run("behind a lock a tool waits on", func(t *testing.T) {
+		t.Parallel()
+		p := newInProcess(t, 2, time.Second)
+		lockTable(t, p.url, "thread")
+		// inbox's first statement reads thread: it is prepared with the transaction's
+		// first batch, before the transaction's own statement timeout is set.
+		call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"inbox","arguments":{}}}`
+		rec := p.serve(t, http.MethodPost, p.threadsPath("architect"), p.res.Agents["acme/architect"].Key, strings.NewReader(call))
+		var res struct {
+			Result struct {
+				IsError bool `json:"isError"`
+				Content []struct{ Text string }
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil || !res.Result.IsError || len(res.Result.Content) != 1 ||
+			!strings.Contains(res.Result.Content[0].Text, `"code":"unavailable"`) {
+			t.Fatalf("want the tool's unavailable error, got %d %s", rec.Code, rec.Body)
+		}
+	})
+	t.Run("behind an exhausted pool", func(t *testing.T) {
+		t.Parallel()
+		p := newInProcess(t, 2, time.Second)
+		holdPool(t, p.db.App)
+		rec := p.serve(t, http.MethodPost, p.threadsPath("architect"), p.res.Agents["acme/architect"].Key, strings.NewReader(list))
+		checkUnavailable(t, rec)
+	})
+}
+
+// holdPool takes every connection of pool until the returned release runs (or the test
+// ends).
+func holdPool(t *testing.T, pool *pgxpool.Pool) (release func()) {
+	t.Helper()
+	var held []*pgxpool.Conn
+	for range pool.Config().MaxConns {
+		c, err := pool.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	done := false
+	release = func() {
+		if !done {
+			done = true
+			for _, c := range held {
+				c.Release()
+			}
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// TestReadyzReportsPoolExhaustion checks that /readyz names the exhausted pool while
+// requests wait for a connection, and is ready again after.
+func TestReadyzReportsPoolExhaustion(t *testing.T) {
+	t.Parallel()
+	p := newInProcess(t, 2, 30*time.Second)
+	release := holdPool(t, p.db.App)
+	waiting := make(chan struct{})
+	go func() {
+		defer close(waiting)
+		req := httptest.NewRequest(http.MethodPost, "/api/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("X-Agent-Key", p.res.Agents["acme/architect"].Key)
+		p.app.Handler().ServeHTTP(httptest.NewRecorder(), req)
+	}()
+	var last string
+	for end := time.Now().Add(generous); !strings.Contains(last, "pool exhausted"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("/readyz never said the pool is exhausted: %s", last)
+		}
+		rec := p.serve(t, http.MethodGet, "/readyz", "", nil)
+		last = fmt.Sprintf("%d %s", rec.Code, rec.Body)
+		if strings.Contains(last, "pool exhausted") && rec.Code != http.StatusServiceUnavailable {
+			t.Fatalf("pool exhausted with status %s", last)
+		}
+	}
+	release()
+	select {
+	case <-waiting:
+	case <-time.After(generous):
+		t.Fatal("the waiting request never finished")
+	}
+	if rec := p.serve(t, http.MethodGet, "/readyz", "", nil); rec.Code != http.StatusOK {
+		t.Fatalf("not ready after the pool was released: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestConnectionCapMakesRoom checks that the server holds at most its connection cap: at
+// the cap, a new connection (a health probe here) takes the place of the oldest one that
+// has not sent its headers, and is answered.
+func TestConnectionCapMakesRoom(t *testing.T) {
+	t.Parallel()
+	const connCap = 4
+	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) {
+		c.MaxConnections = connCap
+		c.ReadHeaderTimeout = time.Hour // only the cap may close the silent connections
+	}})
+	silent := make([]net.Conn, connCap)
+	for i := range silent {
+		silent[i] = rawRequest(t, s.base, "", "")
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: generous}
+	for end := time.Now().Add(generous); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := client.Get(s.base + "/healthz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatalf("/healthz never answered at the cap: %v", err)
+		}
+	}
+	// The oldest silent connection made room for the probe; the newest is still open (the
+	// header timeout did not close them all).
+	readUntilClosed(t, silent[0])
+	last := silent[connCap-1]
+	if err := last.SetReadDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	var ne net.Error
+	if _, err := last.Read(make([]byte, 1)); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("the newest connection was closed too: %v", err)
+	}
+}
