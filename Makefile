@@ -9,7 +9,7 @@ PG := deploy/local/pg.sh
 TEST_PG_DIR := $(CURDIR)/.data/test-pg
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: run build test test-go check-generated generate fmt vet bench pg-stop clean
+.PHONY: run build test test-go check-generated generate fmt vet bench fuzz pg-stop clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/relayroom
@@ -42,6 +42,28 @@ bench:
 	@set -euo pipefail; \
 	url=$$(bash $(PG) start $(TEST_PG_DIR) --fast); \
 	DATABASE_URL="$$url" $(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+# Native Go fuzzing, each target for FUZZTIME (CI runs this after make test, whose plain
+# go test already replays every target's seed corpus and testdata/fuzz). A failure writes
+# its input under the package's testdata/fuzz/<target>/: commit it as a regression seed.
+FUZZTIME ?= 10s
+FUZZ_TARGETS := \
+	internal/text:FuzzCheckJSON \
+	internal/mcp:FuzzParseMessage \
+	internal/mcp:FuzzPrepareArgs \
+	internal/auth:FuzzParse \
+	internal/tenancy:FuzzCheckPart \
+	internal/threads:FuzzParseID \
+	internal/rooms:FuzzParseCursor \
+	internal/rooms:FuzzCleanFilename
+
+fuzz:
+	@set -euo pipefail; \
+	for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./$$pkg; \
+	done
 
 pg-stop:
 	bash $(PG) stop $(CURDIR)/.data/pg
