@@ -140,18 +140,8 @@ func (s *scanner) object(path string, depth int) error {
 		if err := s.value(Join(path, key), depth); err != nil {
 			return err
 		}
-		s.space()
-		if s.pos >= len(s.data) {
-			return ErrSyntax
-		}
-		switch s.data[s.pos] {
-		case ',':
-			s.pos++
-		case '}':
-			s.pos++
-			return nil
-		default:
-			return ErrSyntax
+		if done, err := s.after('}'); done || err != nil {
+			return err
 		}
 	}
 }
@@ -168,20 +158,27 @@ func (s *scanner) array(path string, depth int) error {
 		if err := s.value(Index(path, i), depth); err != nil {
 			return err
 		}
-		s.space()
-		if s.pos >= len(s.data) {
-			return ErrSyntax
-		}
-		switch s.data[s.pos] {
-		case ',':
-			s.pos++
-		case ']':
-			s.pos++
-			return nil
-		default:
-			return ErrSyntax
+		if done, err := s.after(']'); done || err != nil {
+			return err
 		}
 	}
+}
+
+// after reads what follows a member or an item: a comma, or the closing bracket (done).
+func (s *scanner) after(closing byte) (done bool, err error) {
+	s.space()
+	if s.pos >= len(s.data) {
+		return false, ErrSyntax
+	}
+	switch s.data[s.pos] {
+	case ',':
+		s.pos++
+		return false, nil
+	case closing:
+		s.pos++
+		return true, nil
+	}
+	return false, ErrSyntax
 }
 
 func (s *scanner) literal(word string) error {
