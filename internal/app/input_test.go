@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"mime/multipart"
 	"net/http"
 	"slices"
 	"strings"
@@ -190,6 +191,24 @@ func TestBadTextOnTheRoomsHTTPRoutesIsA400(t *testing.T) {
 			}
 		})
 	}
+	t.Run("multipart filename with invalid UTF-8", func(t *testing.T) {
+		var form bytes.Buffer
+		mw := multipart.NewWriter(&form)
+		fw, err := mw.CreateFormFile("file", "\xff\xfe.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fw.Write([]byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		if err := mw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		want := "filename " + text.ErrInvalid.Error()
+		if status, msg := send(base+"/attachments", mw.FormDataContentType(), form.String()); status != http.StatusBadRequest || msg != want {
+			t.Fatalf("got %d %q, want 400 %q", status, msg, want)
+		}
+	})
 	t.Run("the task can still be accepted with a clean comment", func(t *testing.T) {
 		if status, msg := send(base+"/accept", "application/json", `{"comment":"thanks"}`); status != http.StatusOK {
 			t.Fatalf("got %d %q", status, msg)
