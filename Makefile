@@ -46,7 +46,7 @@ bench:
 # Native Go fuzzing, each target for FUZZTIME (CI runs this after make test, whose plain
 # go test already replays every target's seed corpus and testdata/fuzz). A failure writes
 # its input under the package's testdata/fuzz/<target>/: commit it as a regression seed.
-FUZZTIME ?= 10s
+FUZZTIME ?= 8s
 FUZZ_TARGETS := \
 	internal/text:FuzzCheckJSON \
 	internal/mcp:FuzzParseMessage \
