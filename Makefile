@@ -13,7 +13,7 @@ TEST_PG_DIR := $(CURDIR)/.data/test-pg
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
 CONFORMANCE := .ci/conformance
-.PHONY: run build test conformance-suite test-go check-generated generate fmt vet bench loadtest chaos pg-stop clean
+.PHONY: run build test conformance-suite test-go check-generated generate fmt vet bench fuzz loadtest chaos pg-stop clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/relayroom
@@ -70,6 +70,28 @@ CHAOS_FLAGS ?=
 chaos: build
 	$(GO) build -o bin/relayroom-chaos ./cmd/relayroom-chaos
 	./bin/relayroom-chaos -pg-dir $(CHAOS_PG_DIR) -pg-script $(PG) -relayroom ./$(BIN) $(CHAOS_FLAGS)
+
+# Native Go fuzzing, each target for FUZZTIME (CI runs this after make test, whose plain
+# go test already replays every target's seed corpus and testdata/fuzz). A failure writes
+# its input under the package's testdata/fuzz/<target>/: commit it as a regression seed.
+FUZZTIME ?= 8s
+FUZZ_TARGETS := \
+	internal/text:FuzzCheckJSON \
+	internal/mcp:FuzzParseMessage \
+	internal/mcp:FuzzPrepareArgs \
+	internal/auth:FuzzParse \
+	internal/tenancy:FuzzCheckPart \
+	internal/threads:FuzzParseID \
+	internal/rooms:FuzzParseCursor \
+	internal/rooms:FuzzCleanFilename
+
+fuzz:
+	@set -euo pipefail; \
+	for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./$$pkg; \
+	done
 
 pg-stop:
 	bash $(PG) stop $(CURDIR)/.data/pg

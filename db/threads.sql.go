@@ -66,11 +66,13 @@ const addUsage = `-- name: AddUsage :exec
 INSERT INTO usage_daily (project_id, member_id, model, day, events, input_tokens, output_tokens, cache_tokens, cost_usd)
 VALUES ($1, $2, $3, $4, 1, $5, $6, $7, $8)
 ON CONFLICT (project_id, member_id, model, day) DO UPDATE SET
+  -- A day's totals stop at what their columns hold (bigint, numeric(18, 6)) instead of
+  -- failing the event: each report is bounded, their sum is not.
   events = usage_daily.events + 1,
-  input_tokens = usage_daily.input_tokens + EXCLUDED.input_tokens,
-  output_tokens = usage_daily.output_tokens + EXCLUDED.output_tokens,
-  cache_tokens = usage_daily.cache_tokens + EXCLUDED.cache_tokens,
-  cost_usd = usage_daily.cost_usd + EXCLUDED.cost_usd
+  input_tokens = LEAST(usage_daily.input_tokens::numeric + EXCLUDED.input_tokens, 9223372036854775807)::bigint,
+  output_tokens = LEAST(usage_daily.output_tokens::numeric + EXCLUDED.output_tokens, 9223372036854775807)::bigint,
+  cache_tokens = LEAST(usage_daily.cache_tokens::numeric + EXCLUDED.cache_tokens, 9223372036854775807)::bigint,
+  cost_usd = LEAST(usage_daily.cost_usd + EXCLUDED.cost_usd, 999999999999.999999)
 `
 
 type AddUsageParams struct {

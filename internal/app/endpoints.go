@@ -127,6 +127,9 @@ func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 			if part == "" {
 				return tenancy.Scope{}, apperr.New(apperr.Forbidden, "the URL needs ?part=<your part>")
 			}
+			if err := tenancy.CheckPart(part); err != nil {
+				return tenancy.Scope{}, err
+			}
 			return a.resolver.Part(ctx, pathValue(ctx, connectCodeKey), part, key)
 		}),
 		Challenge: a.challenge(threadsScope),

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -26,6 +27,7 @@ import (
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 // newRooms builds the rooms toolset with its embedder, secret detector and signing key.
@@ -59,6 +61,9 @@ func (a *App) roomRoutes(e *echo.Echo) {
 	e.POST("/api/rooms/:project_id/tasks/:task_id/accept", a.reviewTask("accepted"))
 	e.POST("/api/rooms/:project_id/tasks/:task_id/reject", a.reviewTask("rejected"))
 }
+
+// maxReviewBody bounds an accept or reject body: a comment, not a document.
+const maxReviewBody = 64 << 10
 
 // roomScope authenticates an agent key for the room in the path, under the same
 // failed-authentication limits as the MCP endpoints, and refuses a guest whose agreement
@@ -189,8 +194,21 @@ func (a *App) reviewTask(verdict string) echo.HandlerFunc {
 			Comment string `json:"comment"`
 		}
 		if c.Request().ContentLength != 0 {
-			if err := json.NewDecoder(io.LimitReader(c.Request().Body, 64<<10)).Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-				return a.apiError(c, apperr.New(apperr.Invalid, "body must be JSON: {\"comment\": \"…\"} (optional)"))
+			raw, err := io.ReadAll(io.LimitReader(c.Request().Body, maxReviewBody))
+			if err != nil {
+				return a.apiError(c, apperr.New(apperr.Invalid, "cannot read the body: %v", err))
+			}
+			if len(bytes.TrimSpace(raw)) > 0 {
+				// The raw bytes are checked: decoding would hide invalid UTF-8 behind U+FFFD.
+				if path, err := text.CheckJSON(raw); err != nil && !errors.Is(err, text.ErrSyntax) {
+					if path == "" {
+						path = "body"
+					}
+					return a.apiError(c, apperr.New(apperr.Invalid, "%s %v", path, err))
+				}
+				if err := json.Unmarshal(raw, &body); err != nil {
+					return a.apiError(c, apperr.New(apperr.Invalid, "body must be JSON: {\"comment\": \"…\"} (optional)"))
+				}
 			}
 		}
 		res, err := a.rooms.ReviewTask(c.Request().Context(), sc, c.Param("task_id"), verdict, body.Comment)

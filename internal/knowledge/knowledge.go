@@ -48,6 +48,12 @@ const (
 	MaxBody  = 5000
 )
 
+// Limits of recall's answer (also its schema's bounds).
+const (
+	MaxRecall     = 20
+	DefaultRecall = 5
+)
+
 // RecallTimeout bounds the recall query on its own, below the transaction's timeout.
 const RecallTimeout = 2 * time.Second
 
@@ -504,8 +510,9 @@ func (s *Service) Recall(ctx context.Context, sc tenancy.Scope, in RecallInput) 
 		return RecallResult{}, err
 	}
 	if in.Limit <= 0 {
-		in.Limit = 5
+		in.Limit = DefaultRecall
 	}
+	in.Limit = min(in.Limit, MaxRecall)
 	out := RecallResult{QueryID: uuid.Must(uuid.NewV7()).String(), Entries: []Entry{}}
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		st, err := s.load(ctx, tx, sc.ProjectID)

@@ -18,6 +18,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 // FormatChecker checks a string against a JSON Schema "format". jsonschema-go treats
@@ -95,6 +96,9 @@ func (s *schema) prepareArgs(raw json.RawMessage) (json.RawMessage, error) {
 	if !ok {
 		return nil, apperr.New(apperr.Invalid, "arguments must be a JSON object")
 	}
+	if err := checkText(raw); err != nil {
+		return nil, err
+	}
 	applyDefaults(s.root, obj)
 	if err := s.resolved.Validate(obj); err != nil {
 		msg := explain(s.root, obj, "")
@@ -111,6 +115,22 @@ func (s *schema) prepareArgs(raw json.RawMessage) (json.RawMessage, error) {
 		return nil, fmt.Errorf("prepare args: %w", err)
 	}
 	return out, nil
+}
+
+// checkText refuses arguments holding a string PostgreSQL cannot store (NUL, invalid
+// UTF-8, lone surrogates), whatever the schema says of it and however deep it sits, so
+// that no tool can forget it. It reads the raw bytes: encoding/json has already turned
+// invalid UTF-8 into U+FFFD in the decoded value. It runs before the schema so that the
+// message names the real fault rather than, say, a pattern the string then fails.
+func checkText(raw json.RawMessage) error {
+	path, err := text.CheckJSON(raw)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, text.ErrSyntax):
+		return apperr.New(apperr.Invalid, "arguments must be a JSON object")
+	}
+	return apperr.New(apperr.Invalid, "%s %v", subject(path), err)
 }
 
 // validateValue checks a value against the schema (used for outputSchema).
@@ -386,12 +406,8 @@ func subject(path string) string {
 	return "argument " + quote(path)
 }
 
-func joinPath(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
+// joinPath names an argument the way text.CheckJSON names the strings it refuses.
+func joinPath(path, name string) string { return text.Join(path, name) }
 
 func jsonTypeOf(v any) string {
 	switch v := v.(type) {

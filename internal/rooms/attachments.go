@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 // Attachment limits of get_inbox (spec).
@@ -71,7 +71,7 @@ func (s *Service) attachInline(ctx context.Context, tx *pg.Tx, sc tenancy.Scope,
 }
 
 func isText(b []byte) bool {
-	return utf8.Valid(b) && !strings.ContainsRune(string(b), 0)
+	return text.Check(string(b)) == nil
 }
 
 func (s *Service) sign(project, id uuid.UUID, exp int64) string {
@@ -191,6 +191,24 @@ func errNotAttacher() error {
 	return apperr.New(apperr.Forbidden, "Only the company that sent the task, or the room's host, can attach files to it")
 }
 
+// MaxFilenameBytes bounds an attachment's name: the column holds at most 255 characters,
+// and 255 bytes never exceed that.
+const MaxFilenameBytes = 255
+
+// CleanFilename trims an upload's name and refuses one the store cannot hold (a NUL,
+// invalid UTF-8: from a query parameter such as filename=%ff%fe.txt or a multipart
+// header) or one that could name a path.
+func CleanFilename(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if err := text.Check(name); err != nil {
+		return "", invalid("filename %v", err)
+	}
+	if name == "" || len(name) > MaxFilenameBytes || strings.ContainsAny(name, `/\`) {
+		return "", invalid("filename is required: 1-%d characters, no slashes", MaxFilenameBytes)
+	}
+	return name, nil
+}
+
 // Upload stores a file on a task. Only the company that sent the task, or the room's
 // host, may attach files; the sha256 is computed here, from the bytes.
 func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename, contentType string, content []byte) (UploadResult, error) {
@@ -200,9 +218,12 @@ func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename
 	if int64(len(content)) > s.MaxAttachment() {
 		return UploadResult{}, s.TooLarge()
 	}
-	filename = strings.TrimSpace(filename)
-	if filename == "" || len(filename) > 255 || strings.ContainsAny(filename, "/\\\x00") {
-		return UploadResult{}, invalid("filename is required: 1-255 characters, no slashes")
+	filename, err := CleanFilename(filename)
+	if err != nil {
+		return UploadResult{}, err
+	}
+	if err := text.Check(contentType); err != nil {
+		return UploadResult{}, invalid("the upload's Content-Type %v", err)
 	}
 	if contentType == "" {
 		contentType = "application/octet-stream"

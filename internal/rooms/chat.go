@@ -99,6 +99,23 @@ type MessagesResult struct {
 	Count    int       `json:"count"`
 }
 
+// parseCursor reads get_messages' before: nil for none, a message id otherwise. A value
+// that cannot be an id answers like an id that does not exist.
+func parseCursor(before string) (*uuid.UUID, error) {
+	if before = strings.TrimSpace(before); before == "" {
+		return nil, nil
+	}
+	id, err := uuid.Parse(before)
+	if err != nil {
+		return nil, messageNotFound(before)
+	}
+	return &id, nil
+}
+
+func messageNotFound(before string) error {
+	return apperr.New(apperr.NotFound, "Message not found: %s", before)
+}
+
 // GetMessages returns the newest limit messages (before a message id when given), oldest
 // first, memory and task cards included.
 func (s *Service) GetMessages(ctx context.Context, sc tenancy.Scope, limit int, before string) (MessagesResult, error) {
@@ -108,23 +125,19 @@ func (s *Service) GetMessages(ctx context.Context, sc tenancy.Scope, limit int, 
 	if limit <= 0 {
 		limit = 20
 	}
-	var cursor *uuid.UUID
-	if before = strings.TrimSpace(before); before != "" {
-		id, err := uuid.Parse(before)
-		if err != nil {
-			return MessagesResult{}, apperr.New(apperr.NotFound, "Message not found: %s", before)
-		}
-		cursor = &id
+	cursor, err := parseCursor(before)
+	if err != nil {
+		return MessagesResult{}, err
 	}
 	var rows []db.ListRoomMessagesRow
-	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		if cursor != nil {
 			ok, err := s.Q.RoomMessageExists(ctx, tx, db.RoomMessageExistsParams{ProjectID: sc.ProjectID, ID: *cursor})
 			if err != nil {
 				return err
 			}
 			if !ok {
-				return apperr.New(apperr.NotFound, "Message not found: %s", before)
+				return messageNotFound(strings.TrimSpace(before))
 			}
 		}
 		// The joins' row-level security policies make planning cost ~1.5 ms, ten times

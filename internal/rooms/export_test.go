@@ -35,3 +35,6 @@ func (s *Service) SemanticIDs(ctx context.Context, sc tenancy.Scope, query strin
 
 // LexicalSQL is read_memory's lexical query.
 const LexicalSQL = lexicalSQL
+
+// ParseCursor exposes get_messages' cursor parsing to its fuzz test.
+var ParseCursor = parseCursor

@@ -27,6 +27,15 @@ const (
 // MaxDetailBytes bounds an event's detail object.
 const MaxDetailBytes = 8 << 10
 
+// Bounds of one usage report, far above any real call. usage_daily adds reports up per
+// part, model and day in bigint and numeric(18,6) columns (the latter holds less than
+// 10^12 dollars): a report beyond these is refused rather than overflowing the column,
+// and AddUsage caps a day's totals at what the columns hold.
+const (
+	MaxUsageTokens  int64 = 1_000_000_000_000
+	MaxUsageCostUSD int64 = 1_000_000
+)
+
 // Usage is an event's usage report.
 type Usage struct {
 	InputTokens  *int64   `json:"input_tokens,omitempty"`
@@ -78,12 +87,12 @@ func (s *Service) Event(ctx context.Context, sc tenancy.Scope, in EventInput) (E
 			return EventResult{}, apperr.New(apperr.Invalid, "usage needs model (the model id) so usage can be grouped by model").WithReason("usage_model_required")
 		}
 		for name, v := range map[string]*int64{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "cache_tokens": u.CacheTokens} {
-			if v != nil && *v < 0 {
-				return EventResult{}, invalid("usage.%s must not be negative", name)
+			if v != nil && (*v < 0 || *v > MaxUsageTokens) {
+				return EventResult{}, invalid("usage.%s must be between 0 and %d", name, MaxUsageTokens)
 			}
 		}
-		if u.CostUSD != nil && *u.CostUSD < 0 {
-			return EventResult{}, invalid("usage.cost_usd must not be negative")
+		if c := u.CostUSD; c != nil && !(*c >= 0 && *c <= float64(MaxUsageCostUSD)) {
+			return EventResult{}, invalid("usage.cost_usd must be between 0 and %d", MaxUsageCostUSD)
 		}
 	}
 	str := func(k string) (string, bool, error) {

@@ -164,3 +164,49 @@ func TestEventErrorContradictsDemotes(t *testing.T) {
 	// An error without contradicts is plain activity.
 	must[threads.EventResult](t)(e.svc.Event(ctx, e.sc("reader"), threads.EventInput{Type: "error", Detail: json.RawMessage(`{"message":"build failed"}`)}))
 }
+
+// TestUsageNumbersAreBoundedByTheirColumns: a usage report beyond what usage_daily holds
+// (cost_usd is numeric(18,6), below 10^12) is the tool's validation error over MCP and
+// the service's Invalid when called directly, never a numeric overflow inside
+// PostgreSQL; and a day's totals stop at the columns' maxima instead of failing.
+func TestUsageNumbersAreBoundedByTheirColumns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := setupHTTP(t)
+	t.Run("over MCP", func(t *testing.T) {
+		for _, usage := range []map[string]any{
+			{"model": "m", "cost_usd": 1e13},
+			{"model": "m", "cost_usd": float64(threads.MaxUsageCostUSD) + 0.5},
+			{"model": "m", "input_tokens": 1e19},
+			{"model": "m", "output_tokens": threads.MaxUsageTokens + 1},
+			{"model": "m", "cache_tokens": 9.3e18},
+		} {
+			a := h.as("backend", "event", map[string]any{"type": "progress", "usage": usage})
+			if !a.IsError || a.errorCode() != "invalid_argument" || !strings.Contains(a.Text, "must be at most") {
+				t.Errorf("%v: want invalid_argument, got %+v", usage, a)
+			}
+		}
+		h.ok("backend", "event", map[string]any{"type": "progress", "usage": map[string]any{"model": "m",
+			"cost_usd": threads.MaxUsageCostUSD, "input_tokens": threads.MaxUsageTokens}})
+	})
+	t.Run("called directly", func(t *testing.T) {
+		sc := h.sc("backend")
+		for _, u := range []threads.Usage{
+			{Model: "m", CostUSD: ptr(1e13)},
+			{Model: "m", InputTokens: i64(threads.MaxUsageTokens + 1)},
+		} {
+			_, err := h.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Usage: &u})
+			wantErr(t, err, apperr.Invalid, "invalid_argument")
+		}
+	})
+	t.Run("a day's totals saturate", func(t *testing.T) {
+		sc := h.sc("architect")
+		u := threads.Usage{Model: "saturated", CostUSD: ptr(float64(threads.MaxUsageCostUSD)), InputTokens: i64(threads.MaxUsageTokens)}
+		must[threads.EventResult](t)(h.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Usage: &u}))
+		h.exec(t, "UPDATE usage_daily SET cost_usd = 999999999999, input_tokens = 9223372036854775000 WHERE model = 'saturated'")
+		must[threads.EventResult](t)(h.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Usage: &u}))
+		if n := h.count(t, "SELECT count(*) FROM usage_daily WHERE model = 'saturated' AND cost_usd = 999999999999.999999 AND input_tokens = 9223372036854775807 AND events = 2"); n != 1 {
+			t.Fatal("the day's totals did not stop at the columns' maxima")
+		}
+	})
+}

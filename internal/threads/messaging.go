@@ -321,6 +321,7 @@ func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, in InboxInput) ([
 	if in.Limit <= 0 {
 		in.Limit = DefaultInbox
 	}
+	in.Limit = min(in.Limit, MaxInbox)
 	before := maxUUID
 	if in.Before != nil {
 		id, err := parseID("before", *in.Before)
@@ -440,6 +441,7 @@ func (s *Service) Threads(ctx context.Context, sc tenancy.Scope, in ThreadsInput
 	if in.Limit <= 0 {
 		in.Limit = MaxThreads
 	}
+	in.Limit = min(in.Limit, MaxThreads)
 	var pattern *string
 	if in.Query != nil && strings.TrimSpace(*in.Query) != "" {
 		p := likePattern(*in.Query)

@@ -3,6 +3,7 @@ package threads
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/knowledge"
@@ -32,26 +33,7 @@ const (
 "urgent":{"type":"boolean","default":false},
 "needsHuman":{"type":"boolean","default":false}},
 "required":["threadId","body"],"additionalProperties":false}`
-	inboxSchema = `{"type":"object","properties":{
-"unreadOnly":{"type":"boolean","default":false},
-"limit":{"type":"integer","minimum":1,"maximum":50,"default":20},
-"before":{"type":"string","minLength":36,"maxLength":36,"description":"A messageId: list only messages older than it (to page)."}},
-"additionalProperties":false}`
-	ackSchema   = `{"type":"object","properties":{"messageId":` + idSchema + `},"required":["messageId"],"additionalProperties":false}`
-	eventSchema = `{"type":"object","properties":{
-"type":{"type":"string","pattern":"^[a-z][a-z0-9_.-]{0,39}$","description":"composing, limited, error, or any short lower-case word for other work events (e.g. progress, done)."},
-"detail":{"type":"object","description":"composing: {threadId}. limited: {resetAt?} (ISO 8601). error: {contradicts?: knowledgeId, message?}."},
-"usage":{"type":"object","properties":{
-  "input_tokens":{"type":"integer","minimum":0},"output_tokens":{"type":"integer","minimum":0},
-  "cache_tokens":{"type":"integer","minimum":0},"cost_usd":{"type":"number","minimum":0},
-  "model":{"type":"string","minLength":1,"maxLength":200}},
- "required":["model"],"additionalProperties":false}},
-"required":["type"],"additionalProperties":false}`
-	threadsSchema = `{"type":"object","properties":{
-"query":{"type":"string","minLength":1,"maxLength":200,"description":"Only threads whose subject or any message contains this text (case-insensitive)."},
-"status":{"type":"string","enum":["open","closed","canceled"]},
-"limit":{"type":"integer","minimum":1,"maximum":50,"default":50}},
-"additionalProperties":false}`
+	ackSchema      = `{"type":"object","properties":{"messageId":` + idSchema + `},"required":["messageId"],"additionalProperties":false}`
 	threadIDSchema = `{"type":"object","properties":{"threadId":` + idSchema + `},"required":["threadId"],"additionalProperties":false}`
 	closeSchema    = `{"type":"object","properties":{
 "threadId":` + idSchema + `,
@@ -62,12 +44,7 @@ const (
  "required":["title","body","kind"],"additionalProperties":false}},
 "required":["threadId"],"additionalProperties":false}`
 	searchSchema = `{"type":"object","properties":{"query":{"type":"string","minLength":2,"maxLength":200}},"required":["query"],"additionalProperties":false}`
-	recallSchema = `{"type":"object","properties":{
-"query":{"type":"string","minLength":2,"maxLength":500},
-"limit":{"type":"integer","minimum":1,"maximum":20,"default":5},
-"kind":{"type":"string","enum":["fact","procedure","pitfall","decision"]}},
-"required":["query"],"additionalProperties":false}`
-	learnSchema = `{"type":"object","properties":{
+	learnSchema  = `{"type":"object","properties":{
 "title":{"type":"string","minLength":1,"maxLength":200},
 "body":{"type":"string","minLength":1,"maxLength":5000},
 "kind":{"type":"string","enum":["fact","procedure","pitfall","decision"]},
@@ -75,6 +52,49 @@ const (
 "required":["title","body","kind"],"additionalProperties":false}`
 	recallUsedSchema = `{"type":"object","properties":{"queryId":` + idSchema + `,"knowledgeId":` + idSchema + `},"required":["queryId","knowledgeId"],"additionalProperties":false}`
 )
+
+// The schemas with numeric arguments are built from the Go constants the service
+// checks, so that a bound can never differ between what a client is told and what holds.
+
+func inboxSchema() string {
+	return `{"type":"object","properties":{
+"unreadOnly":{"type":"boolean","default":false},
+"limit":{"type":"integer","minimum":1,"maximum":` + itoa(MaxInbox) + `,"default":` + itoa(DefaultInbox) + `},
+"before":{"type":"string","minLength":36,"maxLength":36,"description":"A messageId: list only messages older than it (to page)."}},
+"additionalProperties":false}`
+}
+
+// eventSchema bounds every usage number by what one report may hold (see MaxUsageTokens).
+func eventSchema() string {
+	tokens := `{"type":"integer","minimum":0,"maximum":` + itoa(MaxUsageTokens) + `}`
+	return `{"type":"object","properties":{
+"type":{"type":"string","pattern":"^[a-z][a-z0-9_.-]{0,39}$","description":"composing, limited, error, or any short lower-case word for other work events (e.g. progress, done)."},
+"detail":{"type":"object","description":"composing: {threadId}. limited: {resetAt?} (ISO 8601). error: {contradicts?: knowledgeId, message?}."},
+"usage":{"type":"object","properties":{
+  "input_tokens":` + tokens + `,"output_tokens":` + tokens + `,
+  "cache_tokens":` + tokens + `,"cost_usd":{"type":"number","minimum":0,"maximum":` + itoa(MaxUsageCostUSD) + `},
+  "model":{"type":"string","minLength":1,"maxLength":200}},
+ "required":["model"],"additionalProperties":false}},
+"required":["type"],"additionalProperties":false}`
+}
+
+func threadsSchema() string {
+	return `{"type":"object","properties":{
+"query":{"type":"string","minLength":1,"maxLength":200,"description":"Only threads whose subject or any message contains this text (case-insensitive)."},
+"status":{"type":"string","enum":["open","closed","canceled"]},
+"limit":{"type":"integer","minimum":1,"maximum":` + itoa(MaxThreads) + `,"default":` + itoa(MaxThreads) + `}},
+"additionalProperties":false}`
+}
+
+func recallSchema() string {
+	return `{"type":"object","properties":{
+"query":{"type":"string","minLength":2,"maxLength":500},
+"limit":{"type":"integer","minimum":1,"maximum":` + itoa(knowledge.MaxRecall) + `,"default":` + itoa(knowledge.DefaultRecall) + `},
+"kind":{"type":"string","enum":["fact","procedure","pitfall","decision"]}},
+"required":["query"],"additionalProperties":false}`
+}
+
+func itoa[N int | int64](n N) string { return strconv.FormatInt(int64(n), 10) }
 
 // decode reads validated arguments into v.
 func decode(args json.RawMessage, v any) error {
@@ -133,7 +153,7 @@ func (s *Service) Tools() []mcp.Tool[tenancy.Scope] {
 				"subject, from, unread, at, preview}, the preview being the body on one line cut to ~160 characters. Call show with the " +
 				"threadId to read full bodies. Reading never marks anything read: call ack for that. Messages of closed threads are not " +
 				"listed. unreadOnly filters; limit 1-50 (default 20); before=<messageId> pages to older messages.",
-			InputSchema: json.RawMessage(inboxSchema),
+			InputSchema: json.RawMessage(inboxSchema()),
 			Annotations: read,
 			Handler: handle(func(ctx context.Context, sc tenancy.Scope, in InboxInput) (any, error) {
 				items, err := s.Inbox(ctx, sc, in)
@@ -165,7 +185,7 @@ func (s *Service) Tools() []mcp.Tool[tenancy.Scope] {
 				"omit resetAt or pass a past time to unpark; messages keep arriving in your inbox meanwhile); " +
 				"error (detail.contradicts: a knowledgeId your work proved wrong; lowers its confidence and may demote it). " +
 				"Returns {eventId, type} plus the park state for limited.",
-			InputSchema: json.RawMessage(eventSchema),
+			InputSchema: json.RawMessage(eventSchema()),
 			Annotations: write,
 			Handler:     handle(func(ctx context.Context, sc tenancy.Scope, in EventInput) (any, error) { return s.Event(ctx, sc, in) }),
 		},
@@ -175,7 +195,7 @@ func (s *Service) Tools() []mcp.Tool[tenancy.Scope] {
 			Description: "List the threads you take part in, newest first: {threads:[{id, subject, status, createdAt}]}, up to 50. " +
 				"Filter with status (open, closed, canceled) and query (text in the subject or any message, case-insensitive). " +
 				"To find threads you are not in, use search.",
-			InputSchema: json.RawMessage(threadsSchema),
+			InputSchema: json.RawMessage(threadsSchema()),
 			Annotations: read,
 			Handler: handle(func(ctx context.Context, sc tenancy.Scope, in ThreadsInput) (any, error) {
 				list, err := s.Threads(ctx, sc, in)
@@ -266,7 +286,7 @@ func (s *Service) Tools() []mcp.Tool[tenancy.Scope] {
 				"{queryId, entries:[{knowledgeId, kind, title, body, confidence, score, createdAt, expiresAt?}]}. query 2-500 characters, " +
 				"limit 1-20 (default 5), kind optional. If an entry shaped what you did, report it with recall_used and the queryId. " +
 				"A guest company's part needs its agreement's read_memory grant.",
-			InputSchema: json.RawMessage(recallSchema),
+			InputSchema: json.RawMessage(recallSchema()),
 			Annotations: mcp.Annotations{ReadOnly: true},
 			Handler: handle(func(ctx context.Context, sc tenancy.Scope, in knowledge.RecallInput) (any, error) {
 				return s.knowledge().Recall(ctx, sc, in)

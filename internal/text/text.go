@@ -1,0 +1,326 @@
+// Package text decides whether a string is text the service can store. PostgreSQL's
+// text and jsonb hold valid UTF-8 without NUL (U+0000) and nothing else: a string that
+// breaks either rule fails inside the database, where it would surface as an internal
+// error. Every edge (tool arguments, URL parts, HTTP bodies and form fields) refuses such
+// input first, with the endpoint's own validation error.
+package text
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// The problems a string can have. Their text is a predicate, so that a caller can write
+// `argument "body" must not contain …` or `?part= must be …`.
+var (
+	ErrNUL     = errors.New("must not contain the NUL character (U+0000)")
+	ErrInvalid = errors.New("must be valid UTF-8 text (no invalid bytes, overlong encodings or lone surrogates)")
+	// ErrSyntax is CheckJSON's answer for bytes that are not JSON; callers that parse
+	// the document themselves report their own error instead.
+	ErrSyntax = errors.New("is not valid JSON")
+)
+
+// MaxDepth bounds the nesting CheckJSON follows, the same as encoding/json's own limit.
+const MaxDepth = 10000
+
+// Check reports whether s is storable text. utf8.ValidString refuses invalid bytes,
+// overlong encodings (such as C0 80 or E0 80 80) and encoded surrogates.
+func Check(s string) error {
+	if !utf8.ValidString(s) {
+		return ErrInvalid
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return ErrNUL
+	}
+	return nil
+}
+
+// CheckJSON checks every string of a JSON document, object keys included, on its raw
+// bytes: encoding/json silently turns invalid UTF-8 and lone surrogate escapes into
+// U+FFFD, so after decoding the fault can no longer be seen. On a bad string it returns
+// the string's path (`limit`, `lesson.title`, `tags[1]`; "" for the root; a bad key
+// is named by the path of the key itself) and ErrNUL or ErrInvalid; on bytes it cannot
+// walk, ErrSyntax. It is not a full JSON validator (it skips over numbers loosely):
+// callers decode the document with encoding/json as well.
+func CheckJSON(raw []byte) (path string, err error) {
+	s := &scanner{data: raw}
+	s.space()
+	if err := s.value("", 0); err != nil {
+		return s.path, err
+	}
+	s.space()
+	if s.pos != len(s.data) {
+		return "", ErrSyntax
+	}
+	return "", nil
+}
+
+// Join extends a path by an object member, as CheckJSON names paths.
+func Join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// Index extends a path by an array item, as CheckJSON names paths.
+func Index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+// scanner walks a JSON document once, checking strings as it goes.
+type scanner struct {
+	data []byte
+	pos  int
+	path string // where the first problem was found
+}
+
+func (s *scanner) space() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\r', '\n':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) value(path string, depth int) error {
+	if depth > MaxDepth || s.pos >= len(s.data) {
+		return ErrSyntax
+	}
+	switch c := s.data[s.pos]; {
+	case c == '{':
+		return s.object(path, depth+1)
+	case c == '[':
+		return s.array(path, depth+1)
+	case c == '"':
+		_, err := s.str(path)
+		return err
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.number()
+	}
+	return ErrSyntax
+}
+
+func (s *scanner) object(path string, depth int) error {
+	s.pos++ // {
+	s.space()
+	if s.pos < len(s.data) && s.data[s.pos] == '}' {
+		s.pos++
+		return nil
+	}
+	for {
+		s.space()
+		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+			return ErrSyntax
+		}
+		start := s.pos
+		key, err := s.str("")
+		if err != nil {
+			if !errors.Is(err, ErrSyntax) {
+				// The key is named as written, its escapes kept: decoding it is what failed.
+				s.path = Join(path, string(s.data[start+1:s.pos-1]))
+			}
+			return err
+		}
+		s.space()
+		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+			return ErrSyntax
+		}
+		s.pos++
+		s.space()
+		if err := s.value(Join(path, key), depth); err != nil {
+			return err
+		}
+		if done, err := s.after('}'); done || err != nil {
+			return err
+		}
+	}
+}
+
+func (s *scanner) array(path string, depth int) error {
+	s.pos++ // [
+	s.space()
+	if s.pos < len(s.data) && s.data[s.pos] == ']' {
+		s.pos++
+		return nil
+	}
+	for i := 0; ; i++ {
+		s.space()
+		if err := s.value(Index(path, i), depth); err != nil {
+			return err
+		}
+		if done, err := s.after(']'); done || err != nil {
+			return err
+		}
+	}
+}
+
+// after reads what follows a member or an item: a comma, or the closing bracket (done).
+func (s *scanner) after(closing byte) (done bool, err error) {
+	s.space()
+	if s.pos >= len(s.data) {
+		return false, ErrSyntax
+	}
+	switch s.data[s.pos] {
+	case ',':
+		s.pos++
+		return false, nil
+	case closing:
+		s.pos++
+		return true, nil
+	}
+	return false, ErrSyntax
+}
+
+func (s *scanner) literal(word string) error {
+	if !strings.HasPrefix(string(s.data[s.pos:min(len(s.data), s.pos+len(word))]), word) {
+		return ErrSyntax
+	}
+	s.pos += len(word)
+	return nil
+}
+
+// number skips a number; its grammar is encoding/json's business, only its end matters.
+func (s *scanner) number() error {
+	start := s.pos
+	for s.pos < len(s.data) && strings.IndexByte("+-.0123456789eE", s.data[s.pos]) >= 0 {
+		s.pos++
+	}
+	if s.pos == start {
+		return ErrSyntax
+	}
+	return nil
+}
+
+// str reads a string literal, returning its decoded value (for keys). The first text
+// problem is reported with path; the literal is still read to its end so that a key's
+// raw form can be shown.
+func (s *scanner) str(path string) (string, error) {
+	s.pos++ // opening quote
+	var out strings.Builder
+	var problem error
+	fail := func(err error) {
+		if problem == nil {
+			problem = err
+		}
+	}
+	for {
+		if s.pos >= len(s.data) {
+			return "", ErrSyntax
+		}
+		c := s.data[s.pos]
+		switch {
+		case c == '"':
+			s.pos++
+			if problem != nil {
+				s.path = path
+				return "", problem
+			}
+			return out.String(), nil
+		case c < 0x20:
+			return "", ErrSyntax
+		case c == '\\':
+			r, err := s.escape()
+			if errors.Is(err, ErrSyntax) {
+				return "", err
+			}
+			if err != nil {
+				fail(err)
+				continue
+			}
+			out.WriteRune(r)
+		case c < utf8.RuneSelf:
+			out.WriteByte(c)
+			s.pos++
+		default:
+			r, n := utf8.DecodeRune(s.data[s.pos:])
+			if r == utf8.RuneError && n == 1 {
+				fail(ErrInvalid)
+			}
+			out.WriteRune(r)
+			s.pos += n
+		}
+	}
+}
+
+// escape decodes one escape sequence at s.pos (the backslash). \u0000 is NUL; a
+// surrogate escape must be a high one followed by a low one.
+func (s *scanner) escape() (rune, error) {
+	if s.pos+1 >= len(s.data) {
+		return 0, ErrSyntax
+	}
+	c := s.data[s.pos+1]
+	if c != 'u' {
+		s.pos += 2
+		switch c {
+		case '"', '\\', '/':
+			return rune(c), nil
+		case 'b':
+			return '\b', nil
+		case 'f':
+			return '\f', nil
+		case 'n':
+			return '\n', nil
+		case 'r':
+			return '\r', nil
+		case 't':
+			return '\t', nil
+		}
+		return 0, ErrSyntax
+	}
+	r, ok := s.hex4(s.pos + 2)
+	if !ok {
+		return 0, ErrSyntax
+	}
+	s.pos += 6
+	switch {
+	case r == 0:
+		return 0, ErrNUL
+	case r >= 0xDC00 && r <= 0xDFFF:
+		return 0, ErrInvalid // a low surrogate with no high one before it
+	case r >= 0xD800 && r <= 0xDBFF:
+		if s.pos+1 < len(s.data) && s.data[s.pos] == '\\' && s.data[s.pos+1] == 'u' {
+			lo, ok := s.hex4(s.pos + 2)
+			if !ok {
+				return 0, ErrSyntax
+			}
+			if lo >= 0xDC00 && lo <= 0xDFFF {
+				s.pos += 6
+				return 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00), nil
+			}
+		}
+		return 0, ErrInvalid // a high surrogate with no low one after it
+	}
+	return r, nil
+}
+
+func (s *scanner) hex4(at int) (rune, bool) {
+	if at+4 > len(s.data) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s.data[at : at+4] {
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, true
+}

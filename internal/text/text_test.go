@@ -1,0 +1,152 @@
+package text_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/relayroom/relayroom/internal/text"
+)
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, in string
+		want     error
+	}{
+		{"plain", "architect", nil},
+		{"empty", "", nil},
+		{"non-ASCII", "café ☕ 🎉", nil},
+		{"U+FFFD itself is text", "\uFFFD", nil},
+		{"NUL", "architect\x00", text.ErrNUL},
+		{"invalid bytes", "\xff\xfe.txt", text.ErrInvalid},
+		{"overlong NUL", "\xc0\x80", text.ErrInvalid},
+		{"overlong three bytes", "\xe0\x80\x80", text.ErrInvalid},
+		{"encoded surrogate", "\xed\xa0\x80", text.ErrInvalid},
+		{"truncated sequence", "caf\xc3", text.ErrInvalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if got := text.Check(c.in); !errors.Is(got, c.want) {
+				t.Fatalf("Check(%q) = %v, want %v", c.in, got, c.want)
+			}
+		})
+	}
+}
+
+func TestCheckJSON(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, in, path string
+		want           error
+	}{
+		{"clean object", `{"a":"b","n":[1,-2.5e3,true,false,null],"o":{"k":"v"}}`, "", nil},
+		{"escapes", `{"a":"\"\\\/\b\f\n\r\t\u00e9\ud83c\udf89"}`, "", nil},
+		{"escaped U+FFFD", `{"a":"\ufffd"}`, "", nil},
+		{"NUL escape", `{"content":"a\u0000b"}`, "content", text.ErrNUL},
+		{"NUL in an array item", `{"tags":["ok","x\u0000"]}`, "tags[1]", text.ErrNUL},
+		{"NUL deep inside", `{"detail":{"a":[{"b":"\u0000"}]}}`, "detail.a[0].b", text.ErrNUL},
+		{"NUL in a key", `{"detail":{"k\u0000":1}}`, `detail.k\u0000`, text.ErrNUL},
+		{"invalid bytes", "{\"filename\":\"\xff\xfe.txt\"}", "filename", text.ErrInvalid},
+		{"overlong", "{\"part\":\"\xe0\x80\x80\"}", "part", text.ErrInvalid},
+		{"lone high surrogate", `{"a":"\ud800"}`, "a", text.ErrInvalid},
+		{"lone high surrogate then text", `{"a":"\ud800x"}`, "a", text.ErrInvalid},
+		{"high then high", `{"a":"\ud800\ud800"}`, "a", text.ErrInvalid},
+		{"lone low surrogate", `{"a":"\udc00"}`, "a", text.ErrInvalid},
+		{"root string", `"\u0000"`, "", text.ErrNUL},
+		{"first problem wins", `{"a":"\u0000","b":"\xff"}`, "a", text.ErrNUL},
+		{"not JSON", `{"a":`, "", text.ErrSyntax},
+		{"trailing bytes", `{} {}`, "", text.ErrSyntax},
+		{"bad escape", `{"a":"\x"}`, "", text.ErrSyntax},
+		{"control character", "{\"a\":\"\n\"}", "", text.ErrSyntax},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			path, err := text.CheckJSON([]byte(c.in))
+			if !errors.Is(err, c.want) || path != c.path {
+				t.Fatalf("CheckJSON(%s) = %q, %v; want %q, %v", c.in, path, err, c.path, c.want)
+			}
+		})
+	}
+	t.Run("nesting beyond encoding/json's limit is refused, not recursed into", func(t *testing.T) {
+		t.Parallel()
+		deep := strings.Repeat("[", text.MaxDepth+2) + strings.Repeat("]", text.MaxDepth+2)
+		if _, err := text.CheckJSON([]byte(deep)); !errors.Is(err, text.ErrSyntax) {
+			t.Fatalf("got %v, want ErrSyntax", err)
+		}
+	})
+}
+
+// FuzzCheckJSON holds CheckJSON to encoding/json on every input: it never panics, it
+// never calls valid JSON a syntax error, and what it lets through decodes to storable
+// text only (no NUL, no invalid UTF-8 hidden behind U+FFFD in the raw bytes).
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"content":"a\u0000b"}`, "{\"filename\":\"\xff\xfe.txt\"}", "{\"part\":\"architect\x00\"}",
+		"{\"part\":\"\xe0\x80\x80\"}", `{"usage":{"cost_usd":1e13,"model":"m\u0000"}}`, `{"a":"\ud800"}`,
+		`{"a":"\udc00\ud800"}`, `{"detail":{"k\u0000":[1,{"x":"y"}]}}`, `{"comment":"ok"}`, `[]`, `"x"`, `{`,
+		`{"a":"\ud83c\udf89","b":[true,false,null,-0.5e-3]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		_, err := text.CheckJSON(raw)
+		valid := json.Valid(raw)
+		if valid && errors.Is(err, text.ErrSyntax) {
+			t.Fatalf("valid JSON %q called a syntax error", raw)
+		}
+		if !valid {
+			return
+		}
+		if !utf8.Valid(raw) && err == nil {
+			t.Fatalf("invalid UTF-8 let through: %q", raw)
+		}
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			return // beyond encoding/json's nesting limit
+		}
+		if s, ok := badString(v); ok && err == nil {
+			t.Fatalf("%q let through, decoded string %q is not storable", raw, s)
+		}
+	})
+}
+
+// badString finds a decoded string or key holding a NUL.
+func badString(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, text.Check(v) != nil
+	case []any:
+		for _, item := range v {
+			if s, ok := badString(item); ok {
+				return s, true
+			}
+		}
+	case map[string]any:
+		for k, item := range v {
+			if text.Check(k) != nil {
+				return k, true
+			}
+			if s, ok := badString(item); ok {
+				return s, true
+			}
+		}
+	}
+	return "", false
+}
+
+// FuzzCheck: a string passes exactly when it is valid UTF-8 without NUL.
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{"architect", "architect\x00", "\xe0\x80\x80", "\xff\xfe.txt", "\xc0\x80", "é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := text.Check(s)
+		want := utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+		if (err == nil) != want {
+			t.Fatalf("Check(%q) = %v", s, err)
+		}
+	})
+}
