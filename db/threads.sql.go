@@ -17,7 +17,7 @@ import (
 const ack = `-- name: Ack :one
 UPDATE delivery SET read_at = coalesce(read_at, $1)
 WHERE project_id = $2 AND member_id = $3 AND message_id = $4
-RETURNING message_id
+RETURNING message_id, thread_id
 `
 
 type AckParams struct {
@@ -27,16 +27,21 @@ type AckParams struct {
 	MessageID uuid.UUID
 }
 
-func (q *Queries) Ack(ctx context.Context, db DBTX, arg AckParams) (uuid.UUID, error) {
+type AckRow struct {
+	MessageID uuid.UUID
+	ThreadID  uuid.UUID
+}
+
+func (q *Queries) Ack(ctx context.Context, db DBTX, arg AckParams) (AckRow, error) {
 	row := db.QueryRow(ctx, ack,
 		arg.Now,
 		arg.ProjectID,
 		arg.MemberID,
 		arg.MessageID,
 	)
-	var message_id uuid.UUID
-	err := row.Scan(&message_id)
-	return message_id, err
+	var i AckRow
+	err := row.Scan(&i.MessageID, &i.ThreadID)
+	return i, err
 }
 
 const addParticipants = `-- name: AddParticipants :exec

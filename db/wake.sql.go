@@ -120,13 +120,16 @@ WITH c AS (
   WHERE w.agent_id = $3
     AND (w.status = 'pending' OR (w.status = 'claimed' AND w.lease_until <= $2::timestamptz))
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    -- online: it sees the work itself; the wake waits (coalescing) until it has been quiet
+    -- for the online window, unless acks or a close withdraw it first
+    AND (m.last_seen_at IS NULL OR m.last_seen_at <= $4::timestamptz)
     -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
     AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
          OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
                     AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
          OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
-             AND x.charged_at > $4::timestamptz AND x.status <> 'canceled')
+             AND x.charged_at > $5::timestamptz AND x.status <> 'canceled')
             < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = w.project_id))
   ORDER BY w.created_at
   LIMIT 1
@@ -142,10 +145,11 @@ RETURNING w.project_id, w.id, w.part, w.urgent, w.sources, w.count, w.thread_cou
 `
 
 type ClaimWakeParams struct {
-	LeaseUntil time.Time
-	Now        time.Time
-	AgentID    uuid.UUID
-	Since      time.Time
+	LeaseUntil  time.Time
+	Now         time.Time
+	AgentID     uuid.UUID
+	OnlineSince time.Time
+	Since       time.Time
 }
 
 type ClaimWakeRow struct {
@@ -172,6 +176,7 @@ func (q *Queries) ClaimWake(ctx context.Context, db DBTX, arg ClaimWakeParams) (
 		arg.LeaseUntil,
 		arg.Now,
 		arg.AgentID,
+		arg.OnlineSince,
 		arg.Since,
 	)
 	var i ClaimWakeRow
@@ -470,14 +475,14 @@ func (q *Queries) NotifyWakes(ctx context.Context, db DBTX, payload string) erro
 const queueWakeEvents = `-- name: QueueWakeEvents :exec
 
 WITH req AS (
-  SELECT unnest($8::uuid[]) AS member_id, unnest($9::uuid[]) AS id
+  SELECT unnest($7::uuid[]) AS member_id, unnest($8::uuid[]) AS id
 )
 INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
 SELECT m.project_id, req.id, m.id, m.agent_id, m.part, $1::text, $2::boolean,
   $3::uuid, $4::uuid, $5::timestamptz
 FROM req
 JOIN membership m ON m.project_id = $6::uuid AND m.id = req.member_id
-WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $7::timestamptz)
+WHERE true
   -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a
   -- wake names the project, its threads and its last item
   AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
@@ -486,23 +491,22 @@ WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $7::timestamptz)
 `
 
 type QueueWakeEventsParams struct {
-	Source      string
-	Urgent      bool
-	ThreadID    *uuid.UUID
-	ItemID      *uuid.UUID
-	Now         time.Time
-	ProjectID   uuid.UUID
-	OnlineSince time.Time
-	MemberIds   []uuid.UUID
-	Ids         []uuid.UUID
+	Source    string
+	Urgent    bool
+	ThreadID  *uuid.UUID
+	ItemID    *uuid.UUID
+	Now       time.Time
+	ProjectID uuid.UUID
+	MemberIds []uuid.UUID
+	Ids       []uuid.UUID
 }
 
 // Wakes (internal/wake, docs/wakes.md). Queue and cancel run in the caller's tenant
 // transaction; the pager's claim and ack run in the agent's tenant; the sweep, webhook
 // dispatch and admin listing run on the owner's pool.
 // A request's wakes in one statement that only inserts: each part named (ids made in Go,
-// one per part), less those online and those of guests without an active agreement,
-// gets a wake event; nothing shared is updated, so
+// one per part), less those of guests without an active agreement, gets a wake event
+// (an online part's too: its wake is held while it stays online, not dropped); nothing shared is updated, so
 // concurrent senders to one part never wait on each other (the events are coalesced into
 // the part's pending wake when it is about to be delivered: FoldWakeEvents). Listeners
 // are told after the commit (NotifyWakeMembers), not here: a NOTIFY in the transaction
@@ -515,7 +519,6 @@ func (q *Queries) QueueWakeEvents(ctx context.Context, db DBTX, arg QueueWakeEve
 		arg.ItemID,
 		arg.Now,
 		arg.ProjectID,
-		arg.OnlineSince,
 		arg.MemberIds,
 		arg.Ids,
 	)
@@ -524,15 +527,14 @@ func (q *Queries) QueueWakeEvents(ctx context.Context, db DBTX, arg QueueWakeEve
 
 const queueWakeEventsAlwaysOn = `-- name: QueueWakeEventsAlwaysOn :exec
 WITH req AS (
-  SELECT unnest($8::uuid[]) AS member_id, unnest($9::uuid[]) AS id
+  SELECT unnest($7::uuid[]) AS member_id, unnest($8::uuid[]) AS id
 )
 INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
 SELECT m.project_id, req.id, m.id, m.agent_id, m.part, $1::text, $2::boolean,
   $3::uuid, $4::uuid, $5::timestamptz
 FROM req
 JOIN membership m ON m.project_id = $6::uuid AND m.id = req.member_id
-WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $7::timestamptz)
-  AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
+WHERE EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
   -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a
   -- wake names the project, its threads and its last item
   AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
@@ -541,15 +543,14 @@ WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= $7::timestamptz)
 `
 
 type QueueWakeEventsAlwaysOnParams struct {
-	Source      string
-	Urgent      bool
-	ThreadID    *uuid.UUID
-	ItemID      *uuid.UUID
-	Now         time.Time
-	ProjectID   uuid.UUID
-	OnlineSince time.Time
-	MemberIds   []uuid.UUID
-	Ids         []uuid.UUID
+	Source    string
+	Urgent    bool
+	ThreadID  *uuid.UUID
+	ItemID    *uuid.UUID
+	Now       time.Time
+	ProjectID uuid.UUID
+	MemberIds []uuid.UUID
+	Ids       []uuid.UUID
 }
 
 // QueueWakeEvents for rooms' AlwaysOnOnly requests: only parts whose agent is always-on
@@ -563,7 +564,6 @@ func (q *Queries) QueueWakeEventsAlwaysOn(ctx context.Context, db DBTX, arg Queu
 		arg.ItemID,
 		arg.Now,
 		arg.ProjectID,
-		arg.OnlineSince,
 		arg.MemberIds,
 		arg.Ids,
 	)
@@ -609,16 +609,19 @@ WITH c AS (
   JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
   WHERE true
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    -- online: it sees the work itself; the wake waits (coalescing) until it has been quiet
+    -- for the online window, unless acks or a close withdraw it first
+    AND (m.last_seen_at IS NULL OR m.last_seen_at <= $2::timestamptz)
     -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
     AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
          OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
                     AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
          OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
-             AND x.charged_at > $2::timestamptz AND x.status <> 'canceled')
+             AND x.charged_at > $3::timestamptz AND x.status <> 'canceled')
             < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = w.project_id))
   ORDER BY w.created_at
-  LIMIT $3::integer
+  LIMIT $4::integer
   FOR UPDATE OF w SKIP LOCKED
 )
 UPDATE wake w SET status = 'sending', charged_at = COALESCE(w.charged_at, $1::timestamptz),
@@ -628,9 +631,10 @@ RETURNING w.project_id, w.id
 `
 
 type TakeWebhookWakesParams struct {
-	Now     time.Time
-	Since   time.Time
-	MaxRows int32
+	Now         time.Time
+	OnlineSince time.Time
+	Since       time.Time
+	MaxRows     int32
 }
 
 type TakeWebhookWakesRow struct {
@@ -641,7 +645,12 @@ type TakeWebhookWakesRow struct {
 // Deliverable wakes of agents with a webhook (not parked, within budget or urgent), charged
 // and marked sending for the delivery job enqueued in the same transaction.
 func (q *Queries) TakeWebhookWakes(ctx context.Context, db DBTX, arg TakeWebhookWakesParams) ([]TakeWebhookWakesRow, error) {
-	rows, err := db.Query(ctx, takeWebhookWakes, arg.Now, arg.Since, arg.MaxRows)
+	rows, err := db.Query(ctx, takeWebhookWakes,
+		arg.Now,
+		arg.OnlineSince,
+		arg.Since,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -806,4 +815,50 @@ func (q *Queries) WakeForDelivery(ctx context.Context, db DBTX, arg WakeForDeliv
 		&i.ProjectName,
 	)
 	return i, err
+}
+
+const withdrawAckedWake = `-- name: WithdrawAckedWake :exec
+WITH ev AS (
+  DELETE FROM wake_event e
+  WHERE e.project_id = $3 AND e.member_id = $4 AND e.item_id = $5::uuid
+), w AS (
+  SELECT wk.project_id, wk.id, COALESCE((wk.thread_counts->>$1::uuid::text)::integer, 0) AS had,
+    (SELECT count(*)::integer FROM delivery d
+     JOIN message msg ON msg.project_id = d.project_id AND msg.id = d.message_id
+     WHERE d.project_id = wk.project_id AND d.member_id = wk.member_id AND d.thread_id = $1::uuid
+       AND d.read_at IS NULL AND d.open AND msg.created_at >= wk.created_at) AS unread
+  FROM wake wk
+  WHERE wk.project_id = $3 AND wk.member_id = $4 AND wk.status = 'pending'
+    AND jsonb_exists(wk.thread_counts, $1::uuid::text)
+)
+UPDATE wake SET
+  thread_counts = CASE WHEN least(w.unread, w.had) = 0 THEN wake.thread_counts - $1::uuid::text
+    ELSE jsonb_set(wake.thread_counts, ARRAY[$1::uuid::text], to_jsonb(least(w.unread, w.had))) END,
+  count = wake.count - w.had + least(w.unread, w.had),
+  status = CASE WHEN wake.count - w.had + least(w.unread, w.had) <= 0 THEN 'canceled' ELSE wake.status END,
+  updated_at = $2::timestamptz
+FROM w WHERE wake.project_id = w.project_id AND wake.id = w.id
+`
+
+type WithdrawAckedWakeParams struct {
+	ThreadID  uuid.UUID
+	Now       time.Time
+	ProjectID uuid.UUID
+	MemberID  uuid.UUID
+	MessageID uuid.UUID
+}
+
+// Acking a message withdraws it from the part's wakes not delivered yet: its event, if not
+// folded yet, goes; the pending wake's share for the message's thread is recounted from
+// what is still unread there since the wake began (never raised, so acking twice changes
+// nothing), and a wake left with nothing is canceled.
+func (q *Queries) WithdrawAckedWake(ctx context.Context, db DBTX, arg WithdrawAckedWakeParams) error {
+	_, err := db.Exec(ctx, withdrawAckedWake,
+		arg.ThreadID,
+		arg.Now,
+		arg.ProjectID,
+		arg.MemberID,
+		arg.MessageID,
+	)
+	return err
 }

@@ -20,13 +20,15 @@ import (
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
-// Waker queues wakes for the parts a new message is for, and cancels a thread's pending
-// wakes when it ends. Both run inside the transaction that stored the work, so a committed
+// Waker queues wakes for the parts a new message is for, withdraws a message from them
+// when it is acked, and cancels a thread's pending wakes when it ends. Both run inside the transaction that stored the work, so a committed
 // message always has its wake and a rolled-back one never does. internal/wake implements
 // it; a nil Waker means wakes are disabled (messages are still delivered to inboxes).
 type Waker interface {
 	Queue(ctx context.Context, tx *pg.Tx, r wake.Request) error
 	CancelThread(ctx context.Context, tx *pg.Tx, projectID, threadID uuid.UUID) error
+	// Withdraw takes an acked message out of the part's wakes not delivered yet.
+	Withdraw(ctx context.Context, tx *pg.Tx, projectID, memberID, threadID, messageID uuid.UUID) error
 }
 
 // Limits of the toolset (also stated in the tools' schemas).
@@ -395,11 +397,15 @@ func (s *Service) Ack(ctx context.Context, sc tenancy.Scope, messageID string) (
 	}
 	now := s.now()
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		_, err := s.Q.Ack(ctx, tx, db.AckParams{Now: &now, ProjectID: sc.ProjectID, MemberID: sc.MemberID, MessageID: mid})
+		row, err := s.Q.Ack(ctx, tx, db.AckParams{Now: &now, ProjectID: sc.ProjectID, MemberID: sc.MemberID, MessageID: mid})
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "no message %s addressed to your part", messageID).WithReason("message_not_found")
 		}
-		return err
+		if err != nil || s.Waker == nil {
+			return err
+		}
+		// A message the part has read needs no nudge: it leaves the wakes not sent yet.
+		return s.Waker.Withdraw(ctx, tx, sc.ProjectID, sc.MemberID, row.ThreadID, mid)
 	})
 	if err != nil {
 		return AckResult{}, pg.Classify("ack", err)

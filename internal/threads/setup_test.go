@@ -64,15 +64,23 @@ func detector(t testing.TB) *secrets.Detector {
 // recWaker is a real, minimal Waker that records what it was asked inside the caller's
 // transaction, to assert the hook is called; it delivers nothing.
 type recWaker struct {
-	mu       sync.Mutex
-	queued   []wake.Request
-	canceled []uuid.UUID
+	mu        sync.Mutex
+	queued    []wake.Request
+	canceled  []uuid.UUID
+	withdrawn []uuid.UUID // acked message ids
 }
 
 func (w *recWaker) Queue(_ context.Context, _ *pg.Tx, r wake.Request) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.queued = append(w.queued, r)
+	return nil
+}
+
+func (w *recWaker) Withdraw(_ context.Context, _ *pg.Tx, _, _, _, messageID uuid.UUID) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.withdrawn = append(w.withdrawn, messageID)
 	return nil
 }
 

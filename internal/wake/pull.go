@@ -62,9 +62,13 @@ func (s *Service) claim(ctx context.Context, a Agent) (*Wake, error) {
 		}); err != nil {
 			return err
 		}
-		r, err := s.Q.ClaimWake(ctx, tx, db.ClaimWakeParams{AgentID: a.ID, Now: now, Since: now.Add(-time.Hour), LeaseUntil: now.Add(s.lease())})
+		r, err := s.Q.ClaimWake(ctx, tx, db.ClaimWakeParams{AgentID: a.ID, Now: now, Since: now.Add(-time.Hour), LeaseUntil: now.Add(s.lease()),
+			OnlineSince: now.Add(-s.onlineWindow())})
 		if pg.IsNoRows(err) {
-			return errNoWake
+			// Nothing deliverable (held while online or parked, over budget): the fold
+			// still commits, so the pending wake is current for the sweep, acks and the
+			// admin listing.
+			return nil
 		}
 		if err != nil {
 			return err
@@ -74,9 +78,6 @@ func (s *Service) claim(ctx context.Context, a Agent) (*Wake, error) {
 			CreatedAt: r.CreatedAt, Attempt: int(r.Attempts), LeaseUntil: r.LeaseUntil}
 		return nil
 	})
-	if err == errNoWake {
-		return nil, nil
-	}
 	if err != nil {
 		return nil, pg.Classify("wake claim", err)
 	}

@@ -3,7 +3,6 @@ package wake
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -108,8 +107,9 @@ func cmpOr(d, def time.Duration) time.Duration {
 // Queue records the wakes r asks for, in tx: the transaction that stored the work, whose
 // tenant is r.ProjectID. It is one statement that only inserts (one wake event per part),
 // sent with the caller's other pipelined writes: concurrent senders to one part do not
-// wait on each other. A part that is online is not woken (it sees the work itself);
-// rooms' AlwaysOnOnly requests skip session agents. The events are coalesced into the
+// wait on each other. An online part's wake is queued too but held until the part has
+// been quiet for the online window (it may be seen to by then: acks and a close withdraw
+// what they cover); rooms' AlwaysOnOnly requests skip session agents. The events are coalesced into the
 // part's one pending wake when it is about to be delivered (fold), and whether that
 // wake may be delivered (parked? budget left? urgent?) is decided then too, so a parked
 // part's wake simply waits, uncharged.
@@ -125,7 +125,7 @@ func (s *Service) Queue(ctx context.Context, tx *pg.Tx, r Request) error {
 	now := s.now()
 	var err error
 	arg := db.QueueWakeEventsParams{ProjectID: r.ProjectID, MemberIds: members, Ids: make([]uuid.UUID, len(members)),
-		Urgent: r.Urgent, Source: r.Source, Now: now, OnlineSince: now.Add(-s.onlineWindow())}
+		Urgent: r.Urgent, Source: r.Source, Now: now}
 	for i := range arg.Ids {
 		arg.Ids[i] = uuid.Must(uuid.NewV7())
 	}
@@ -202,6 +202,19 @@ func (s *Service) notifyLoop(ctx context.Context) {
 			s.Log.WarnContext(ctx, "wake notify", "error", err.Error())
 		}
 	}
+}
+
+// Withdraw takes an acked message out of its part's wakes not delivered yet, in the ack's
+// transaction (tx's tenant is projectID): the message's event goes, and the pending
+// wake's share for its thread is recounted from what is still unread; a wake left with
+// nothing is canceled, so a part that read its messages is not nudged about them.
+func (s *Service) Withdraw(ctx context.Context, tx *pg.Tx, projectID, memberID, threadID, messageID uuid.UUID) error {
+	err := s.Q.WithdrawAckedWake(ctx, tx, db.WithdrawAckedWakeParams{ProjectID: projectID, MemberID: memberID,
+		ThreadID: threadID, MessageID: messageID, Now: s.now()})
+	if err != nil {
+		return fmt.Errorf("wake withdraw: %w", err)
+	}
+	return nil
 }
 
 // CancelThread takes a closed thread out of every undelivered wake of the project: its
@@ -504,4 +517,3 @@ func threadIDs(raw json.RawMessage) []string {
 	return ids
 }
 
-var errNoWake = errors.New("no wake")

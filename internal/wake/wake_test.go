@@ -294,16 +294,31 @@ func TestQueueDoesNotWaitForOtherSenders(t *testing.T) {
 }
 
 // TestOnlineNotWoken: a part seen within the last minute is online and not woken.
-func TestOnlineNotWoken(t *testing.T) {
+// TestOnlinePartsWakeIsHeldNotLost: a part seen within the online window is not nudged
+// while it stays online, but its wake is kept and goes out once it has been quiet for the
+// window (a message sent 36 s after a part's last call used to be dropped for good).
+func TestOnlinePartsWakeIsHeldNotLost(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	now := f.clock.Now()
 	f.seen("a", now.Add(-30*time.Second))
 	f.seen("b", now.Add(-2*time.Minute))
-	f.queue(f.msg("a", "b"))
-	f.none("a")
-	if w := f.open("b"); w.Count != 1 {
-		t.Fatalf("offline part: %+v", w)
+	r := f.msg("a", "b")
+	r.Urgent = true
+	f.queue(r)
+	// (The fixture's helpers fail the test itself, so the steps run in sequence.)
+	if w := f.next("b"); w == nil || w.Count != 1 {
+		t.Fatalf("an offline part is woken at once: %+v", w)
+	}
+	if w := f.next("a"); w != nil {
+		t.Fatalf("an online part was nudged: %+v", w)
+	}
+	if w := f.open("a"); w.Count != 1 || !w.Urgent {
+		t.Fatalf("an online part's wake is held, not dropped: %+v", w)
+	}
+	f.clock.Add(wake.DefaultOnlineWindow)
+	if w := f.next("a"); w == nil || w.Count != 1 {
+		t.Fatalf("the held wake goes out once the part has been quiet for the window: %+v", w)
 	}
 }
 

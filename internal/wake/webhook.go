@@ -346,7 +346,8 @@ const dispatchPerCall = 10000
 func (s *Service) dispatchBatch(ctx context.Context, now time.Time) (int, error) {
 	n := 0
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		rows, err := s.Q.TakeWebhookWakes(ctx, tx, db.TakeWebhookWakesParams{Now: now, Since: now.Add(-time.Hour), MaxRows: 500})
+		rows, err := s.Q.TakeWebhookWakes(ctx, tx, db.TakeWebhookWakesParams{Now: now, Since: now.Add(-time.Hour), MaxRows: 500,
+			OnlineSince: now.Add(-s.onlineWindow())})
 		if err != nil {
 			return err
 		}

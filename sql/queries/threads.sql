@@ -67,7 +67,7 @@ LIMIT @lim;
 -- name: Ack :one
 UPDATE delivery SET read_at = coalesce(read_at, @now)
 WHERE project_id = @project_id AND member_id = @member_id AND message_id = @message_id
-RETURNING message_id;
+RETURNING message_id, thread_id;
 
 -- name: ListMyThreads :many
 SELECT t.id, t.subject, t.status, t.created_at

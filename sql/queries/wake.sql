@@ -4,8 +4,8 @@
 
 -- name: QueueWakeEvents :exec
 -- A request's wakes in one statement that only inserts: each part named (ids made in Go,
--- one per part), less those online and those of guests without an active agreement,
--- gets a wake event; nothing shared is updated, so
+-- one per part), less those of guests without an active agreement, gets a wake event
+-- (an online part's too: its wake is held while it stays online, not dropped); nothing shared is updated, so
 -- concurrent senders to one part never wait on each other (the events are coalesced into
 -- the part's pending wake when it is about to be delivered: FoldWakeEvents). Listeners
 -- are told after the commit (NotifyWakeMembers), not here: a NOTIFY in the transaction
@@ -18,7 +18,7 @@ SELECT m.project_id, req.id, m.id, m.agent_id, m.part, sqlc.arg(source)::text, s
   sqlc.narg(thread_id)::uuid, sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz
 FROM req
 JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
-WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
+WHERE true
   -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a
   -- wake names the project, its threads and its last item
   AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
@@ -37,8 +37,7 @@ SELECT m.project_id, req.id, m.id, m.agent_id, m.part, sqlc.arg(source)::text, s
   sqlc.narg(thread_id)::uuid, sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz
 FROM req
 JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
-WHERE (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
-  AND EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
+WHERE EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
   -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a
   -- wake names the project, its threads and its last item
   AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
@@ -145,6 +144,9 @@ WITH c AS (
   JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
   WHERE true
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    -- online: it sees the work itself; the wake waits (coalescing) until it has been quiet
+    -- for the online window, unless acks or a close withdraw it first
+    AND (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
     -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
     AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
          OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
@@ -193,6 +195,9 @@ WITH c AS (
   WHERE w.agent_id = sqlc.arg(agent_id)
     AND (w.status = 'pending' OR (w.status = 'claimed' AND w.lease_until <= sqlc.arg(now)::timestamptz))
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    -- online: it sees the work itself; the wake waits (coalescing) until it has been quiet
+    -- for the online window, unless acks or a close withdraw it first
+    AND (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
     -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
     AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
          OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
@@ -266,3 +271,29 @@ DELETE FROM wake WHERE (project_id, id) IN (
   SELECT w.project_id, w.id FROM wake w
   WHERE w.status IN ('delivered', 'canceled') AND w.updated_at < sqlc.arg(before)::timestamptz
   LIMIT sqlc.arg(max_rows)::integer);
+
+-- name: WithdrawAckedWake :exec
+-- Acking a message withdraws it from the part's wakes not delivered yet: its event, if not
+-- folded yet, goes; the pending wake's share for the message's thread is recounted from
+-- what is still unread there since the wake began (never raised, so acking twice changes
+-- nothing), and a wake left with nothing is canceled.
+WITH ev AS (
+  DELETE FROM wake_event e
+  WHERE e.project_id = sqlc.arg(project_id) AND e.member_id = sqlc.arg(member_id) AND e.item_id = sqlc.arg(message_id)::uuid
+), w AS (
+  SELECT wk.project_id, wk.id, COALESCE((wk.thread_counts->>sqlc.arg(thread_id)::uuid::text)::integer, 0) AS had,
+    (SELECT count(*)::integer FROM delivery d
+     JOIN message msg ON msg.project_id = d.project_id AND msg.id = d.message_id
+     WHERE d.project_id = wk.project_id AND d.member_id = wk.member_id AND d.thread_id = sqlc.arg(thread_id)::uuid
+       AND d.read_at IS NULL AND d.open AND msg.created_at >= wk.created_at) AS unread
+  FROM wake wk
+  WHERE wk.project_id = sqlc.arg(project_id) AND wk.member_id = sqlc.arg(member_id) AND wk.status = 'pending'
+    AND jsonb_exists(wk.thread_counts, sqlc.arg(thread_id)::uuid::text)
+)
+UPDATE wake SET
+  thread_counts = CASE WHEN least(w.unread, w.had) = 0 THEN wake.thread_counts - sqlc.arg(thread_id)::uuid::text
+    ELSE jsonb_set(wake.thread_counts, ARRAY[sqlc.arg(thread_id)::uuid::text], to_jsonb(least(w.unread, w.had))) END,
+  count = wake.count - w.had + least(w.unread, w.had),
+  status = CASE WHEN wake.count - w.had + least(w.unread, w.had) <= 0 THEN 'canceled' ELSE wake.status END,
+  updated_at = sqlc.arg(now)::timestamptz
+FROM w WHERE wake.project_id = w.project_id AND wake.id = w.id;
