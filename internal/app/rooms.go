@@ -50,6 +50,7 @@ func newRooms(cfg config.Config, log *slog.Logger, database *pg.DB, q *db.Querie
 	return &rooms.Service{
 		DB: database, Q: q, Resolver: r, Embedder: emb, Secrets: det, SigningKey: key,
 		MaxAttachmentBytes: cfg.AttachmentMaxBytes, PublicURL: publicURL, Now: time.Now, Log: log,
+		EmbedTimeout: cfg.EmbedWait,
 	}, nil
 }
 

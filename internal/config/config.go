@@ -42,6 +42,9 @@ type Config struct {
 	EmbedModel  string
 	EmbedAPIKey string
 	EmbedDim    int
+	// EmbedWait bounds how long a memory write or read waits for the embedder before the
+	// write is stored for the backlog job and the read goes lexical.
+	EmbedWait time.Duration
 
 	// Rooms attachments: upload limit, and the key that signs download links (empty: a
 	// random key per process, so links only work on the replica that issued them).
@@ -168,6 +171,13 @@ func settings() []setting {
 		{"RELAYROOM_EMBED_API_KEY", "embed-api-key", "", "API key of the embeddings server", func(c *Config, v string) error { c.EmbedAPIKey = v; return nil }},
 		{"RELAYROOM_EMBED_DIM", "embed-dim", "0", "embedding dimension (0: learnt from the first response)", func(c *Config, v string) (err error) {
 			c.EmbedDim, err = strconv.Atoi(v)
+			return err
+		}},
+		{"RELAYROOM_EMBED_WAIT", "embed-wait", "1500ms", "how long write_memory and read_memory wait for the embedder; past it the write is embedded later by the backlog job and the read searches lexically", func(c *Config, v string) (err error) {
+			c.EmbedWait, err = time.ParseDuration(v)
+			if err == nil && c.EmbedWait <= 0 {
+				err = fmt.Errorf("must be positive")
+			}
 			return err
 		}},
 		{"RELAYROOM_ATTACHMENT_MAX_BYTES", "attachment-max-bytes", "26214400", "largest task attachment accepted (rooms), in bytes", func(c *Config, v string) (err error) {

@@ -111,8 +111,11 @@ func newEnvWith(t testing.TB, tweak func(*config.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The embedder gets far longer than in production: tests of semantic search assert what
+	// the search finds, and a -race build on a busy machine can take seconds to embed. Tests
+	// of the deferral set a short wait themselves.
 	cfg := config.Config{DatabaseURL: url, MaxBodyBytes: 4 << 20, StatementTimeout: 5 * time.Second, SigningKey: "test-signing-key-0123456789abcdef",
-		AttachmentMaxBytes: 25 << 20}
+		AttachmentMaxBytes: 25 << 20, EmbedWait: 30 * time.Second}
 	tweak(&cfg)
 	e := &env{t: t, db: d, res: res, keys: map[string]string{}}
 	e.srv = httptest.NewUnstartedServer(nil)
@@ -126,7 +129,7 @@ func newEnvWith(t testing.TB, tweak func(*config.Config)) *env {
 	e.srv.Config.Handler = e.h
 	emb, _ := embed.New(embed.Config{Kind: cfg.Embedder})
 	e.svc = &rooms.Service{DB: d, Q: db.New(), Resolver: &tenancy.Resolver{DB: d, Q: db.New()}, Embedder: emb,
-		Secrets: sharedDetector(t), SigningKey: []byte(cfg.SigningKey), PublicURL: e.srv.URL}
+		Secrets: sharedDetector(t), SigningKey: []byte(cfg.SigningKey), PublicURL: e.srv.URL, EmbedTimeout: cfg.EmbedWait}
 	e.one, e.two = res.Projects["one"].ID, res.Projects["two"].ID
 	for k, v := range res.Agents {
 		e.keys[k[strings.Index(k, "/")+1:]] = v.Key
