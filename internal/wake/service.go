@@ -516,4 +516,3 @@ func threadIDs(raw json.RawMessage) []string {
 	sort.Strings(ids)
 	return ids
 }
-
