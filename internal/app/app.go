@@ -71,7 +71,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 			return fmt.Errorf("serve: %w", err)
 		}
 	}
-	database, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: int32(cfg.MaxConns), OpsMaxConns: opsPoolSize, StatementTimeout: cfg.StatementTimeout})
+	database, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: int32(cfg.MaxConns), OpsMaxConns: opsPoolSize,
+		StatementTimeout: cfg.StatementTimeout, LockTimeout: cfg.LockTimeout})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

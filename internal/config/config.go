@@ -24,6 +24,7 @@ type Config struct {
 	MigrateOnStart   bool
 	ShutdownTimeout  time.Duration
 	StatementTimeout time.Duration
+	LockTimeout      time.Duration
 	MaxConns         int
 	MaxBodyBytes     int64
 
@@ -135,6 +136,13 @@ func settings() []setting {
 		}},
 		{"RELAYROOM_STATEMENT_TIMEOUT", "statement-timeout", DefaultStatementTimeout.String(), "the database time of a request: acquiring a pooled connection, preparing and running every statement of all its transactions (past it: the retryable 'database unavailable' answer)", func(c *Config, v string) error {
 			return positiveDuration(&c.StatementTimeout, v)
+		}},
+		{"RELAYROOM_LOCK_TIMEOUT", "lock-timeout", "1s", "how long a request's statement waits for a row or table lock before the retryable \"database unavailable\" answer (keeps a pile-up behind one lock from holding every pooled connection); 0: only the statement timeout", func(c *Config, v string) (err error) {
+			c.LockTimeout, err = time.ParseDuration(v)
+			if err == nil && c.LockTimeout < 0 {
+				err = fmt.Errorf("must not be negative")
+			}
+			return err
 		}},
 		{"RELAYROOM_DB_MAX_CONNS", "db-max-conns", "20", "connections of the request pool", func(c *Config, v string) (err error) {
 			c.MaxConns, err = strconv.Atoi(v)

@@ -17,6 +17,7 @@ const (
 	foreignKeyViolation  = "23503"
 	checkViolation       = "23514"
 	queryCanceled        = "57014" // statement_timeout
+	lockNotAvailable     = "55P03" // lock_timeout
 	deadlockDetected     = "40P01"
 	serializationFailure = "40001"
 	adminShutdown        = "57P01"
@@ -33,7 +34,7 @@ func IsForeignKeyViolation(err error) bool { return sqlState(err) == foreignKeyV
 func IsCheckViolation(err error) bool { return sqlState(err) == checkViolation }
 
 // IsInfrastructure reports failures of the database rather than of the request: a lost
-// or refused connection, a statement timeout, a deadlock, a serialization failure, a
+// or refused connection, a statement or lock timeout, a deadlock, a serialization failure, a
 // server shutting down. They are worth retrying, and some operations (closing a thread)
 // must fail as a whole on them rather than report a softer outcome.
 func IsInfrastructure(err error) bool {
@@ -41,7 +42,7 @@ func IsInfrastructure(err error) bool {
 		return false
 	}
 	switch sqlState(err) {
-	case queryCanceled, deadlockDetected, serializationFailure, adminShutdown, cannotConnectNow:
+	case queryCanceled, lockNotAvailable, deadlockDetected, serializationFailure, adminShutdown, cannotConnectNow:
 		return true
 	}
 	if s := sqlState(err); len(s) == 5 && s[:2] == "08" { // connection exception class

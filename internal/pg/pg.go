@@ -41,6 +41,11 @@ type Options struct {
 	MaxConns         int32
 	OpsMaxConns      int32
 	StatementTimeout time.Duration
+	// LockTimeout bounds how long a request's statement waits for a lock (zero: only the
+	// statement timeout bounds it). Shorter than the request's budget, it keeps a pile-up
+	// behind one lock from holding every pooled connection for the whole budget, so calls
+	// that never touch the locked rows still get a connection.
+	LockTimeout time.Duration
 }
 
 // Open connects both pools. The vector extension must exist (run migrations first), since
@@ -61,6 +66,9 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	// tables' locks) before any of its statements runs. It travels in the startup
 	// message, so it costs no round trip.
 	appCfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(opt.StatementTimeout.Milliseconds(), 10)
+	if opt.LockTimeout > 0 {
+		appCfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(opt.LockTimeout.Milliseconds(), 10)
+	}
 	appCfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		if _, err := c.Exec(ctx, "SET ROLE "+AppRole); err != nil {
 			return fmt.Errorf("pg connect: switch to %s (run migrations first): %w", AppRole, err)
