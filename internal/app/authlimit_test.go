@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/throttle"
@@ -82,6 +84,43 @@ func limitedServer(t *testing.T, l throttle.Limits, proxies string) *server {
 func TestFailedAuthenticationIsLimited(t *testing.T) {
 	t.Parallel()
 
+	t.Run("the pager's routes and CI confirmation share the limits", func(t *testing.T) {
+		t.Parallel()
+		s := limitedServer(t, throttle.Limits{Window: time.Minute, PerAddress: 4, PerKey: 100}, "")
+		attacker := clientFrom("127.0.0.23")
+		pager := func(key string) int {
+			req, err := http.NewRequest(http.MethodGet, s.base+"/api/wakes/next?wait=0", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("X-Agent-Key", key)
+			st, _, _ := roundTrip(t, attacker, req)
+			return st
+		}
+		confirm := func(token string) int {
+			req, err := http.NewRequest(http.MethodPost, s.base+"/api/projects/"+s.res.Projects["escalations"].ID.String()+"/knowledge/"+uuid.NewString()+"/confirm", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+			st, _, _ := roundTrip(t, attacker, req)
+			return st
+		}
+		for i := 0; i < 2; i++ {
+			if st := pager(wrongKey(t, "")); st != http.StatusUnauthorized {
+				t.Fatalf("pager, wrong key %d: status %d, want 401", i+1, st)
+			}
+			if st := confirm("qyt_ci_" + strings.Repeat("x", 40)); st != http.StatusUnauthorized {
+				t.Fatalf("confirm, wrong token %d: status %d, want 401", i+1, st)
+			}
+		}
+		if st := pager(wrongKey(t, "")); st != http.StatusTooManyRequests {
+			t.Fatalf("pager past the limit: status %d, want 429", st)
+		}
+		if st := pager(s.key("acme/backend")); st != http.StatusTooManyRequests {
+			t.Fatalf("blocked address with a good key on the pager: status %d, want 429", st)
+		}
+	})
 	t.Run("wrong keys from one address get 429 with Retry-After past the limit", func(t *testing.T) {
 		t.Parallel()
 		s := limitedServer(t, throttle.Limits{Window: time.Minute, PerAddress: 5, PerKey: 100}, "")

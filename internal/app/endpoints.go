@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/auth"
@@ -83,6 +84,33 @@ func (a *App) limited(credential func(*http.Request) string, authenticate func(c
 			a.throttle.Abandoned(ctx, at)
 		}
 		return s, err
+	}
+}
+
+// limitedRoute puts an HTTP route that checks its credential inside its own package (the
+// pager's routes, CI confirmation) under the same failed-authentication limits as the
+// MCP endpoints: a blocked caller is answered 429 before the route runs, and the route's
+// 401 counts as a refused credential.
+func (a *App) limitedRoute(credential func(*http.Request) string, next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		at := throttle.Attempt{Address: a.clientAddress(r), Credential: credential(r)}
+		if k, err := auth.Parse(auth.AgentKeyPrefix, at.Credential); err == nil {
+			at.KeyID = k.ID
+		}
+		if err := a.throttle.Admit(r.Context(), at); err != nil {
+			return a.apiError(c, err)
+		}
+		err := next(c)
+		switch status := c.Response().Status; {
+		case at.Credential == "":
+			// nothing presented, nothing guessed
+		case status == http.StatusUnauthorized:
+			a.throttle.Refused(r.Context(), at)
+		case status < http.StatusBadRequest:
+			a.throttle.Verified(at)
+		}
+		return err
 	}
 }
 

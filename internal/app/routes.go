@@ -33,10 +33,10 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 	a.roomRoutes(e)
 	a.wakeRoutes(e)
 	// Knowledge: a project's CI confirms a candidate with its CI token (qyt_ci_…).
-	e.POST("/api/projects/:project_id/knowledge/:id/confirm", func(c echo.Context) error {
+	e.POST("/api/projects/:project_id/knowledge/:id/confirm", a.limitedRoute(auth.BearerToken, func(c echo.Context) error {
 		a.knowledge.ServeConfirm(c.Response(), c.Request(), c.Param("project_id"), c.Param("id"))
 		return nil
-	})
+	}))
 	e.Any(routeDeskMCP, echo.WrapHandler(deskH))
 	e.GET("/.well-known/oauth-protected-resource/*", a.resourceMetadata)
 	return e

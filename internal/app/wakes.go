@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
@@ -114,12 +115,12 @@ const embedRunFor = 20 * time.Second
 
 // wakeRoutes: what `relayroom pager` talks to, authenticated by the agent key.
 func (a *App) wakeRoutes(e *echo.Echo) {
-	e.GET(routeWakeNext, func(c echo.Context) error {
+	e.GET(routeWakeNext, a.limitedRoute(auth.AgentKey, func(c echo.Context) error {
 		a.wake.HandleNext(c.Response(), c.Request())
 		return nil
-	})
-	e.POST("/api/wakes/:id/ack", func(c echo.Context) error {
+	}))
+	e.POST("/api/wakes/:id/ack", a.limitedRoute(auth.AgentKey, func(c echo.Context) error {
 		a.wake.HandleAck(c.Response(), c.Request(), c.Param("id"))
 		return nil
-	})
+	}))
 }
