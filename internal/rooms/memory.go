@@ -80,6 +80,11 @@ func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMem
 	if c := strings.TrimSpace(in.Category); c != "" {
 		category = &c
 	}
+	// The contract's example writes category "decision" and reads the entry back with
+	// is_decision true: that category marks a decision, whatever the flag says.
+	if category != nil && strings.EqualFold(*category, CategoryDecision) {
+		in.IsDecision = true
+	}
 	id, at := newID(), s.now()
 	e := s.embedder()
 	vec, embedded := s.embedOne(ctx, e, in.Content)
@@ -110,6 +115,9 @@ func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMem
 	return WriteMemoryResult{Success: true, MemoryID: id.String(), WrittenBy: sc.AgentName, SharedWith: shared,
 		Category: category, Timestamp: ts(at)}, nil
 }
+
+// CategoryDecision is the category that marks an entry as a decision (is_decision).
+const CategoryDecision = "decision"
 
 // memoryCard is what the conversation shows for a memory write. A private entry's card
 // says only that one was written: its content is for the writer's organisation.

@@ -348,3 +348,16 @@ func TestLexicalFunctionAppliesTheTenant(t *testing.T) {
 		t.Fatalf("room two sees %d of room one's entries", n)
 	}
 }
+
+// TestDecisionCategoryMarksADecision: the contract's example writes category "decision"
+// without is_decision and reads the entry back with is_decision true.
+func TestDecisionCategoryMarksADecision(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.call("architect", e.one, "write_memory", map[string]any{"content": "Decision: escalations time out at 72h and expire, not auto-approve.", "tags": []string{"architecture"}, "category": "Decision"})
+	r := e.call("architect", e.one, "read_memory", map[string]any{"query": "escalations time out"}).obj(t)
+	entries, _ := r["entries"].([]any)
+	if len(entries) != 1 || entries[0].(map[string]any)["is_decision"] != true {
+		t.Fatalf("category decision did not mark a decision: %s", fmtJSON(r))
+	}
+}

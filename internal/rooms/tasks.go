@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -359,7 +360,11 @@ func (s *Service) RespondToTask(ctx context.Context, sc tenancy.Scope, in Respon
 		if err := s.Q.RespondTask(ctx, tx, db.RespondTaskParams{ProjectID: sc.ProjectID, ID: id, Status: in.Status, Result: &in.Result}); err != nil {
 			return err
 		}
-		card := fmt.Sprintf("[task] Responded to %q: %s. %s", excerpt(t.Goal, 80), in.Status, excerpt(in.Result, 280))
+		// The whole result: the contract lets the sender and everyone in the room see the
+		// response, and the room's conversation is where they see it.
+		// (cut only where the card would pass a room message's limit).
+		prefix := fmt.Sprintf("[task] Responded to %q: %s. ", excerpt(t.Goal, 80), in.Status)
+		card := prefix + excerpt(in.Result, maxMessageRunes-utf8.RuneCountInString(prefix)-1)
 		if err := s.card(ctx, tx, sc, "task", card, id, at); err != nil {
 			return err
 		}

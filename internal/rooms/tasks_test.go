@@ -248,3 +248,29 @@ func TestInboxLimitHandsOutOnlyWhatItLists(t *testing.T) {
 		t.Fatalf("%d of 5 tasks handed out as pending", len(seen))
 	}
 }
+
+// TestEveryoneInTheRoomSeesTheWholeResult: the contract lets the sender and everyone else
+// in the room see a task's response; the conversation's card carries the whole result,
+// not an excerpt.
+func TestEveryoneInTheRoomSeesTheWholeResult(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Audit the escalation paths"}).obj(t), "task_id")
+	e.call("peter", e.one, "get_inbox", nil)
+	result := "Findings: " + strings.Repeat("the timeout path skips the audit log; ", 30) + "END-OF-RESULT"
+	if r := e.call("peter", e.one, "respond_to_task", map[string]any{"task_id": id, "result": result, "status": "done"}); r.IsError {
+		t.Fatalf("respond: %s", r.Text)
+	}
+	for _, viewer := range []string{"architect", "peter"} {
+		if msgs := e.call(viewer, e.one, "get_messages", nil).Text; !strings.Contains(msgs, "END-OF-RESULT") {
+			t.Fatalf("%s does not see the whole result: %s", viewer, msgs)
+		}
+	}
+	// A result at its 20,000-character limit still fits the card (cut at the room
+	// message's limit, not refused).
+	id = str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Write it all down"}).obj(t), "task_id")
+	e.call("peter", e.one, "get_inbox", nil)
+	if r := e.call("peter", e.one, "respond_to_task", map[string]any{"task_id": id, "result": strings.Repeat("x", 20000), "status": "done"}); r.IsError {
+		t.Fatalf("a result at its limit: %s", r.Text)
+	}
+}
