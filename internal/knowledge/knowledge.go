@@ -22,6 +22,7 @@ import (
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/wiretime"
 )
 
 // Kinds of entries.
@@ -233,14 +234,14 @@ func (s *Service) redact(st settings, title, body string) (Redacted, error) {
 
 // Entry is a recalled entry.
 type Entry struct {
-	ID         string     `json:"knowledgeId"`
-	Kind       string     `json:"kind"`
-	Title      string     `json:"title"`
-	Body       string     `json:"body"`
-	Confidence float64    `json:"confidence"`
-	Score      float64    `json:"score"`
-	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
-	CreatedAt  time.Time  `json:"createdAt"`
+	ID         string         `json:"knowledgeId"`
+	Kind       string         `json:"kind"`
+	Title      string         `json:"title"`
+	Body       string         `json:"body"`
+	Confidence float64        `json:"confidence"`
+	Score      float64        `json:"score"`
+	ExpiresAt  *wiretime.Time `json:"expiresAt,omitempty"`
+	CreatedAt  wiretime.Time  `json:"createdAt"`
 }
 
 // LearnInput is learn's arguments.
@@ -537,7 +538,7 @@ func (s *Service) Recall(ctx context.Context, sc tenancy.Scope, in RecallInput) 
 		for _, r := range rows {
 			ids = append(ids, r.ID)
 			out.Entries = append(out.Entries, Entry{ID: r.ID.String(), Kind: r.Kind, Title: r.Title, Body: r.Body,
-				Confidence: round(float64(r.Confidence)), Score: round(float64(r.Score)), ExpiresAt: utcp(r.ExpiresAt), CreatedAt: r.CreatedAt.UTC()})
+				Confidence: round(float64(r.Confidence)), Score: round(float64(r.Score)), ExpiresAt: wiretime.Ptr(r.ExpiresAt), CreatedAt: wiretime.Time(r.CreatedAt)})
 		}
 		qid := uuid.MustParse(out.QueryID)
 		member := memberOf(sc)
@@ -686,11 +687,3 @@ func memberOf(sc tenancy.Scope) *uuid.UUID {
 }
 
 func round(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
-
-func utcp(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}

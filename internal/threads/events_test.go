@@ -3,6 +3,7 @@ package threads_test
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,21 @@ func TestEventLimitedParksOnlyYourOwnPart(t *testing.T) {
 			t.Fatalf("roster limitedUntil: %+v", p)
 		}
 	}
+	// Every timestamp of a result is RFC 3339 UTC with milliseconds, like every other one.
+	b, err := json.Marshal(roster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamp := regexp.MustCompile(`"(lastSeen|limitedUntil)":"([^"]*)"`)
+	found := stamp.FindAllStringSubmatch(string(b), -1)
+	if len(found) == 0 {
+		t.Fatalf("no timestamps in the roster: %s", b)
+	}
+	for _, m := range found {
+		if !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`).MatchString(m[2]) {
+			t.Fatalf("roster %s %q is not RFC 3339 UTC with milliseconds", m[1], m[2])
+		}
+	}
 	// Clamped to 24 h.
 	r = must[threads.EventResult](t)(e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"resetAt":"` + time.Now().Add(72*time.Hour).UTC().Format(time.RFC3339) + `"}`)}))
 	if !r.Clamped || time.Until(time.Time(*r.ParkedUntil)) > 24*time.Hour+time.Second {
@@ -111,7 +127,7 @@ func TestEventLimitedParksOnlyYourOwnPart(t *testing.T) {
 	}
 	// Invalid strings are rejected and change nothing.
 	// A timestamp without an offset names no instant: the error says which form to use.
-	_, err := e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"resetAt":"2026-06-11T08:00:00"}`)})
+	_, err = e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"resetAt":"2026-06-11T08:00:00"}`)})
 	wantErr(t, err, apperr.Invalid, "invalid_reset_at")
 	if !strings.Contains(err.Error(), "no UTC offset") || !strings.Contains(err.Error(), "2026-06-11T08:00:00Z") {
 		t.Fatalf("resetAt without offset: %v", err)

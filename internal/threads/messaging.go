@@ -18,6 +18,7 @@ import (
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/wake"
+	"github.com/relayroom/relayroom/internal/wiretime"
 )
 
 // Waker queues wakes for the parts a new message is for, withdraws a message from them
@@ -56,14 +57,8 @@ const (
 	StatusCanceled = "canceled"
 )
 
-// Time is a timestamp on the wire: UTC ISO 8601 with milliseconds, as the spec shows
-// ("2026-06-11T08:00:00.000Z").
-type Time time.Time
-
-// MarshalJSON implements json.Marshaler.
-func (t Time) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + time.Time(t).UTC().Format("2006-01-02T15:04:05.000Z") + `"`), nil
-}
+// Time is a timestamp on the wire (internal/wiretime: UTC, milliseconds).
+type Time = wiretime.Time
 
 func (s *Service) now() time.Time {
 	if s.Now == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/wiretime"
 )
 
 // OnlineWindow is how recently a part must have called to count as online.
@@ -48,13 +49,13 @@ func (s *Service) WhoAmI(_ context.Context, sc tenancy.Scope) Identity {
 
 // RosterEntry is one part of the project.
 type RosterEntry struct {
-	Part         string     `json:"part"`
-	IsMain       bool       `json:"isMain"`
-	Nickname     *string    `json:"nickname,omitempty"`
-	Online       bool       `json:"online"`
-	LastSeen     *time.Time `json:"lastSeen"`
-	You          bool       `json:"you"`
-	LimitedUntil *time.Time `json:"limitedUntil,omitempty"`
+	Part         string  `json:"part"`
+	IsMain       bool    `json:"isMain"`
+	Nickname     *string `json:"nickname,omitempty"`
+	Online       bool    `json:"online"`
+	LastSeen     *Time   `json:"lastSeen"`
+	You          bool    `json:"you"`
+	LimitedUntil *Time   `json:"limitedUntil,omitempty"`
 }
 
 // Roster lists every part of the caller's project, main first.
@@ -70,20 +71,12 @@ func (s *Service) Roster(ctx context.Context, sc tenancy.Scope) ([]RosterEntry, 
 	now := s.Now()
 	out := make([]RosterEntry, 0, len(rows))
 	for _, r := range rows {
-		e := RosterEntry{Part: r.Part, IsMain: r.IsMain, Nickname: r.Nickname, LastSeen: utc(r.LastSeenAt), You: r.Part == sc.Part}
+		e := RosterEntry{Part: r.Part, IsMain: r.IsMain, Nickname: r.Nickname, LastSeen: wiretime.Ptr(r.LastSeenAt), You: r.Part == sc.Part}
 		e.Online = r.LastSeenAt != nil && now.Sub(*r.LastSeenAt) < OnlineWindow
 		if r.ParkedUntil != nil && r.ParkedUntil.After(now) {
-			e.LimitedUntil = utc(r.ParkedUntil)
+			e.LimitedUntil = wiretime.Ptr(r.ParkedUntil)
 		}
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }
