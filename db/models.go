@@ -264,6 +264,7 @@ type RoomMessage struct {
 	Content       string
 	RefID         *uuid.UUID
 	CreatedAt     time.Time
+	AuthorName    *string
 }
 
 type RoomTask struct {

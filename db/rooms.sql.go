@@ -209,7 +209,7 @@ func (q *Queries) InsertTask(ctx context.Context, db DBTX, arg InsertTaskParams)
 const listRoomMessages = `-- name: ListRoomMessages :many
 SELECT rm.id, rm.kind, rm.content, rm.created_at, rm.author_model,
   rm.author_agent_id, rm.author_user_id,
-  a.name AS agent_name, u.name AS user_name, o.name AS org_name
+  a.name AS agent_name, rm.author_name, u.name AS user_name, o.name AS org_name
 FROM room_message rm
 LEFT JOIN agent a ON a.id = rm.author_agent_id
 LEFT JOIN app_user u ON u.id = rm.author_user_id
@@ -228,6 +228,7 @@ type ListRoomMessagesRow struct {
 	AuthorAgentID *uuid.UUID
 	AuthorUserID  *uuid.UUID
 	AgentName     *string
+	AuthorName    *string
 	UserName      *string
 	OrgName       *string
 }
@@ -255,6 +256,7 @@ func (q *Queries) ListRoomMessages(ctx context.Context, db DBTX, projectID uuid.
 			&i.AuthorAgentID,
 			&i.AuthorUserID,
 			&i.AgentName,
+			&i.AuthorName,
 			&i.UserName,
 			&i.OrgName,
 		); err != nil {
@@ -271,7 +273,7 @@ func (q *Queries) ListRoomMessages(ctx context.Context, db DBTX, projectID uuid.
 const listRoomMessagesBefore = `-- name: ListRoomMessagesBefore :many
 SELECT rm.id, rm.kind, rm.content, rm.created_at, rm.author_model,
   rm.author_agent_id, rm.author_user_id,
-  a.name AS agent_name, u.name AS user_name, o.name AS org_name
+  a.name AS agent_name, rm.author_name, u.name AS user_name, o.name AS org_name
 FROM room_message rm
 LEFT JOIN agent a ON a.id = rm.author_agent_id
 LEFT JOIN app_user u ON u.id = rm.author_user_id
@@ -295,6 +297,7 @@ type ListRoomMessagesBeforeRow struct {
 	AuthorAgentID *uuid.UUID
 	AuthorUserID  *uuid.UUID
 	AgentName     *string
+	AuthorName    *string
 	UserName      *string
 	OrgName       *string
 }
@@ -317,6 +320,7 @@ func (q *Queries) ListRoomMessagesBefore(ctx context.Context, db DBTX, arg ListR
 			&i.AuthorAgentID,
 			&i.AuthorUserID,
 			&i.AgentName,
+			&i.AuthorName,
 			&i.UserName,
 			&i.OrgName,
 		); err != nil {

@@ -172,8 +172,14 @@ func (s *Service) GetMessages(ctx context.Context, sc tenancy.Scope, limit int, 
 // messageFrom is "Name [Organisation] (agent · model)" or "Name [Organisation] (human)".
 func messageFrom(r db.ListRoomMessagesRow) string {
 	org := orUnknown(r.OrgName, "Unknown org")
-	if r.AuthorUserID != nil || (r.AuthorAgentID == nil && r.UserName != nil) {
-		return fmt.Sprintf("%s [%s] (human)", orUnknown(r.UserName, "Human"), org)
+	// A person's name is the one kept with the message (every company reads it); the
+	// directory's is only the caller's own organisation's, for messages from before.
+	name := r.AuthorName
+	if name == nil || *name == "" {
+		name = r.UserName
+	}
+	if r.AuthorUserID != nil || (r.AuthorAgentID == nil && name != nil) {
+		return fmt.Sprintf("%s [%s] (human)", orUnknown(name, "Human"), org)
 	}
 	kind := "agent"
 	if r.AuthorModel != "" {

@@ -62,32 +62,57 @@ func TestMessageFromFormats(t *testing.T) {
 	userID := uuid.Must(uuid.NewV7())
 	e.exec("INSERT INTO app_user (id, email, name) VALUES ($1, 'pm@acme.test', 'Pat')", userID)
 	e.exec("INSERT INTO org_member (org_id, user_id, role) VALUES ($1, $2, 'member')", e.res.Organisations["acme"].ID, userID)
-	insert := func(content string, agent, user *uuid.UUID, org *uuid.UUID) {
-		e.exec(`INSERT INTO room_message (project_id, id, author_agent_id, author_user_id, author_org_id, content) VALUES ($1, $2, $3, $4, $5, $6)`,
-			e.one, uuid.Must(uuid.NewV7()), agent, user, org, content)
+	// A person's message keeps the name they had when posting (author_name); one from
+	// before that column reads the directory, which shows a person only to their own
+	// organisation.
+	insert := func(content string, agent, user *uuid.UUID, org *uuid.UUID, name *string) {
+		e.exec(`INSERT INTO room_message (project_id, id, author_agent_id, author_user_id, author_org_id, author_name, content) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			e.one, uuid.Must(uuid.NewV7()), agent, user, org, name, content)
 	}
-	acme := e.res.Organisations["acme"].ID
-	insert("a person", nil, &userID, &acme)
-	insert("a person whose name is gone", nil, nil, &acme)
-	e.exec("UPDATE room_message SET author_user_id = $1 WHERE content = 'a person whose name is gone'", userID)
-	e.exec("UPDATE app_user SET name = '' WHERE id = $1", userID)
-	insert("an agent that was deleted", nil, nil, nil)
+	acme, pat := e.res.Organisations["acme"].ID, "Pat"
+	insert("a person", nil, &userID, &acme, &pat)
+	insert("a person from before names were kept", nil, &userID, &acme, nil)
+	insert("a person whose name is gone", nil, &userID, &acme, nil)
+	insert("an agent that was deleted", nil, nil, nil, nil)
 
+	for _, c := range []struct {
+		viewer string
+		want   []string
+	}{
+		{"architect", []string{ // the host's own agent reads its organisation's directory
+			"Architect [Acme Corp] (agent · claude-opus-4)",
+			"Gavin [Hooli] (agent)",
+			"Pat [Acme Corp] (human)",
+			"Pat [Acme Corp] (human)",
+			"Pat [Acme Corp] (human)",
+			"Agent [Unknown org] (agent)",
+		}},
+		{"gavin", []string{ // a guest sees the host person's kept name, not "Human"
+			"Architect [Acme Corp] (agent · claude-opus-4)",
+			"Gavin [Hooli] (agent)",
+			"Pat [Acme Corp] (human)",
+			"Human [Acme Corp] (human)",
+			"Human [Acme Corp] (human)",
+			"Agent [Unknown org] (agent)",
+		}},
+	} {
+		t.Run(c.viewer, func(t *testing.T) {
+			msgs := e.call(c.viewer, e.one, "get_messages", nil).obj(t)["messages"].([]any)
+			if len(msgs) != len(c.want) {
+				t.Fatalf("messages: %s", fmtJSON(msgs))
+			}
+			for i, w := range c.want {
+				if got := str(msgs[i].(map[string]any), "from"); got != w {
+					t.Errorf("message %d from = %q, want %q", i, got, w)
+				}
+			}
+		})
+	}
+	// A name blanked in the directory after posting leaves the fallback.
+	e.exec("UPDATE app_user SET name = '' WHERE id = $1", userID)
 	msgs := e.call("architect", e.one, "get_messages", nil).obj(t)["messages"].([]any)
-	want := []string{
-		"Architect [Acme Corp] (agent · claude-opus-4)",
-		"Gavin [Hooli] (agent)",
-		"Human [Acme Corp] (human)", // the name was blanked after posting
-		"Human [Acme Corp] (human)",
-		"Agent [Unknown org] (agent)",
-	}
-	if len(msgs) != len(want) {
-		t.Fatalf("messages: %s", fmtJSON(msgs))
-	}
-	for i, w := range want {
-		if got := str(msgs[i].(map[string]any), "from"); got != w {
-			t.Errorf("message %d from = %q, want %q", i, got, w)
-		}
+	if got := str(msgs[3].(map[string]any), "from"); got != "Human [Acme Corp] (human)" {
+		t.Fatalf("a blanked name: %q", got)
 	}
 }
 

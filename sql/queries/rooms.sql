@@ -34,7 +34,7 @@ SELECT EXISTS (SELECT 1 FROM room_message WHERE project_id = $1 AND id = $2);
 -- "cursor IS NULL OR …" and no parameter in LIMIT.
 SELECT rm.id, rm.kind, rm.content, rm.created_at, rm.author_model,
   rm.author_agent_id, rm.author_user_id,
-  a.name AS agent_name, u.name AS user_name, o.name AS org_name
+  a.name AS agent_name, rm.author_name, u.name AS user_name, o.name AS org_name
 FROM room_message rm
 LEFT JOIN agent a ON a.id = rm.author_agent_id
 LEFT JOIN app_user u ON u.id = rm.author_user_id
@@ -46,7 +46,7 @@ LIMIT 100;
 -- name: ListRoomMessagesBefore :many
 SELECT rm.id, rm.kind, rm.content, rm.created_at, rm.author_model,
   rm.author_agent_id, rm.author_user_id,
-  a.name AS agent_name, u.name AS user_name, o.name AS org_name
+  a.name AS agent_name, rm.author_name, u.name AS user_name, o.name AS org_name
 FROM room_message rm
 LEFT JOIN agent a ON a.id = rm.author_agent_id
 LEFT JOIN app_user u ON u.id = rm.author_user_id

@@ -1,0 +1,1 @@
+ALTER TABLE room_message DROP COLUMN IF EXISTS author_name;
