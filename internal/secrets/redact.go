@@ -1,6 +1,8 @@
 package secrets
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -195,4 +197,48 @@ func (d *Detector) Mask(text string, maxRunes int) string {
 		}
 	}
 	return out[:cut]
+}
+
+// MaskJSON masks every string of a JSON document (object keys included) as Mask does,
+// keeping its structure: for the free-form objects a channel stores (a threads event's
+// detail). The document comes back byte for byte when nothing was found; otherwise it is
+// encoded again (keys sorted, numbers kept as written).
+func (d *Detector) MaskJSON(raw json.RawMessage) (json.RawMessage, error) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("secrets: mask json: %w", err)
+	}
+	changed := false
+	var walk func(any) any
+	walk = func(x any) any {
+		switch t := x.(type) {
+		case string:
+			m := d.Mask(t, 0)
+			changed = changed || m != t
+			return m
+		case []any:
+			for i := range t {
+				t[i] = walk(t[i])
+			}
+			return t
+		case map[string]any:
+			out := make(map[string]any, len(t))
+			for k, v := range t {
+				out[walk(k).(string)] = walk(v)
+			}
+			return out
+		}
+		return x
+	}
+	v = walk(v)
+	if !changed {
+		return raw, nil
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: mask json: %w", err)
+	}
+	return out, nil
 }

@@ -208,6 +208,15 @@ func (s *Service) Event(ctx context.Context, sc tenancy.Scope, in EventInput) (E
 		if len(d) == 0 || string(d) == "null" {
 			d = json.RawMessage(`{}`)
 		}
+		// The detail is stored and shown on the activity feed: secrets in any of its
+		// strings are masked like a message's, without an error (docs/secrets.md).
+		if s.Secrets != nil {
+			masked, err := s.Secrets.MaskJSON(d)
+			if err != nil {
+				return err
+			}
+			d = masked
+		}
 		var usage []byte
 		if in.Usage != nil {
 			usage, _ = json.Marshal(in.Usage)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/knowledge"
+	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/threads"
 )
 
@@ -225,4 +226,26 @@ func TestUsageNumbersAreBoundedByTheirColumns(t *testing.T) {
 			t.Fatal("the day's totals did not stop at the columns' maxima")
 		}
 	})
+}
+
+// TestEventDetailSecretsAreMasked: an event's detail is stored for the activity feed, so a
+// secret in any of its strings is masked there, as in a message, and the call succeeds.
+func TestEventDetailSecretsAreMasked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	token := "ghp_" + strings.Repeat("aB3dE5fG7h", 3) + "K9mN2p"
+	detail := `{"message":"deploy failed with ` + token + `","steps":["clone","push ` + token + `"],"attempt":3}`
+	if _, err := e.svc.Event(ctx, e.sc("architect"), threads.EventInput{Type: "error", Detail: json.RawMessage(detail)}); err != nil {
+		t.Fatal(err)
+	}
+	var stored string
+	if err := e.d.Operator(ctx, func(tx *pg.Tx) error {
+		return tx.QueryRow(ctx, `SELECT detail::text FROM activity_event WHERE type = 'error'`).Scan(&stored)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stored, token) || strings.Count(stored, "REDACTED") != 2 || !strings.Contains(stored, `"attempt": 3`) {
+		t.Fatalf("stored detail: %s", stored)
+	}
 }

@@ -46,6 +46,24 @@ var threadChannels = map[string]threadChannel{
 	"threads.close.lesson.body": func(t *testing.T, e *env, text string) (string, bool, string) {
 		return e.lessonOnClose(t, "a title", text)
 	},
+	"threads.event.detail": func(t *testing.T, e *env, text string) (string, bool, string) {
+		d, err := json.Marshal(map[string]string{"message": text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := must[threads.EventResult](t)(e.svc.Event(context.Background(), e.sc("architect"), threads.EventInput{Type: "error", Detail: d}))
+		var stored []byte
+		if err := e.d.Operator(context.Background(), func(tx *pg.Tx) error {
+			return tx.QueryRow(context.Background(), `SELECT detail FROM activity_event WHERE id = $1`, r.EventID).Scan(&stored)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ Message string }
+		if err := json.Unmarshal(stored, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Message, false, ""
+	},
 }
 
 func (e *env) shown(t *testing.T, thread string) threads.ShowResult {
@@ -119,6 +137,8 @@ func TestSecretCorpusPerChannel(t *testing.T) {
 			switch {
 			case ch.Name == "threads.send.subject":
 				limit = threads.MaxSubject
+			case ch.Name == "threads.event.detail":
+				limit = threads.MaxDetailBytes / 8 // JSON escapes can make one character six bytes
 			case knowledgeField && title:
 				limit = knowledge.MaxTitle
 			case knowledgeField:
