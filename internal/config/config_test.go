@@ -1,0 +1,61 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/config"
+)
+
+// load reads a configuration from env, with the one required setting filled in.
+func load(env map[string]string) (config.Config, error) {
+	return config.Load(nil, nil, func(k string) string {
+		if k == "DATABASE_URL" {
+			return "postgres://localhost/relayroom"
+		}
+		return env[k]
+	})
+}
+
+func TestAllowedOrigins(t *testing.T) {
+	t.Parallel()
+	t.Run("origins are kept in the form browsers send", func(t *testing.T) {
+		c, err := load(map[string]string{"RELAYROOM_ALLOWED_ORIGINS": " https://Inspector.example , http://127.0.0.1:6274"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(c.AllowedOrigins, " ") != "https://inspector.example http://127.0.0.1:6274" {
+			t.Fatalf("origins: %q", c.AllowedOrigins)
+		}
+	})
+	t.Run("anything that is not an origin is refused at start", func(t *testing.T) {
+		for _, bad := range []string{"https://x.example/app", "https://x.example/", "x.example", "ftp://x.example", "https://user@x.example", "https://x.example?q=1"} {
+			_, err := load(map[string]string{"RELAYROOM_ALLOWED_ORIGINS": bad})
+			if err == nil || !strings.Contains(err.Error(), "RELAYROOM_ALLOWED_ORIGINS") {
+				t.Errorf("%q: %v", bad, err)
+			}
+		}
+	})
+	t.Run("a public URL's origin drops its path", func(t *testing.T) {
+		if o, err := config.Origin("https://Relay.example/base/"); err != nil || o != "https://relay.example" {
+			t.Fatalf("%q %v", o, err)
+		}
+	})
+}
+
+func TestWaitsHaveDefaultsAndBounds(t *testing.T) {
+	t.Parallel()
+	c, err := load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LockTimeout != time.Second || c.EmbedWait != 1500*time.Millisecond {
+		t.Fatalf("defaults: lock %v, embed %v", c.LockTimeout, c.EmbedWait)
+	}
+	for env, v := range map[string]string{"RELAYROOM_LOCK_TIMEOUT": "-1s", "RELAYROOM_EMBED_WAIT": "0s"} {
+		if _, err := load(map[string]string{env: v}); err == nil || !strings.Contains(err.Error(), env) {
+			t.Errorf("%s=%s: %v", env, v, err)
+		}
+	}
+}
