@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -27,10 +26,7 @@ func TestOriginAndCORS(t *testing.T) {
 
 	t.Run("a foreign origin with a valid key gets 403 and a JSON-RPC body on every endpoint", func(t *testing.T) {
 		for name, u := range urls {
-			resp, err := postWithHeaders(u, map[string]string{"X-Agent-Key": key, "Origin": "http://evil.example"}, call)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := postWithHeaders(t, u, map[string]string{"X-Agent-Key": key, "Origin": "http://evil.example"}, call)
 			if resp.status != http.StatusForbidden {
 				t.Fatalf("%s: status %d, want 403: %s", name, resp.status, resp.body)
 			}
@@ -45,28 +41,19 @@ func TestOriginAndCORS(t *testing.T) {
 		}
 	})
 	t.Run("no Origin is a non-browser client and is served", func(t *testing.T) {
-		resp, err := postWithHeaders(allRooms, map[string]string{"X-Agent-Key": key}, call)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := postWithHeaders(t, allRooms, map[string]string{"X-Agent-Key": key}, call)
 		if resp.status != http.StatusOK || !strings.Contains(resp.body, "Escalations") {
 			t.Fatalf("status %d: %s", resp.status, resp.body)
 		}
 	})
 	t.Run("the public URL's own origin is served", func(t *testing.T) {
-		resp, err := postWithHeaders(allRooms, map[string]string{"X-Agent-Key": key, "Origin": s.base}, call)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := postWithHeaders(t, allRooms, map[string]string{"X-Agent-Key": key, "Origin": s.base}, call)
 		if resp.status != http.StatusOK {
 			t.Fatalf("status %d: %s", resp.status, resp.body)
 		}
 	})
 	t.Run("an allowed origin gets CORS headers exposing what clients read", func(t *testing.T) {
-		resp, err := postWithHeaders(allRooms, map[string]string{"Origin": allowed}, call)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := postWithHeaders(t, allRooms, map[string]string{"Origin": allowed}, call)
 		if resp.status != http.StatusUnauthorized {
 			t.Fatalf("status %d, want the 401 challenge: %s", resp.status, resp.body)
 		}
@@ -81,13 +68,10 @@ func TestOriginAndCORS(t *testing.T) {
 		}
 	})
 	t.Run("a preflight from an allowed origin is answered, not 405", func(t *testing.T) {
-		resp, err := requestWithHeaders(http.MethodOptions, roomURL, map[string]string{
+		resp := requestWithHeaders(t, http.MethodOptions, roomURL, map[string]string{
 			"Origin": allowed, "Access-Control-Request-Method": "POST",
 			"Access-Control-Request-Headers": "authorization, content-type, mcp-protocol-version",
 		}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
 		if resp.status != http.StatusNoContent {
 			t.Fatalf("preflight status %d: %s", resp.status, resp.body)
 		}
@@ -102,22 +86,16 @@ func TestOriginAndCORS(t *testing.T) {
 		}
 	})
 	t.Run("a preflight from a foreign origin is refused", func(t *testing.T) {
-		resp, err := requestWithHeaders(http.MethodOptions, roomURL, map[string]string{
+		resp := requestWithHeaders(t, http.MethodOptions, roomURL, map[string]string{
 			"Origin": "http://evil.example", "Access-Control-Request-Method": "POST",
 		}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
 		if resp.status != http.StatusForbidden || resp.header.Get("Access-Control-Allow-Origin") != "" {
 			t.Fatalf("status %d, headers %v", resp.status, resp.header)
 		}
 	})
 	t.Run("discovery documents and health answer any origin", func(t *testing.T) {
 		for _, u := range []string{s.base + "/healthz", s.base + "/.well-known/oauth-protected-resource/api/mcp"} {
-			resp, err := requestWithHeaders(http.MethodGet, u, map[string]string{"Origin": "http://evil.example"}, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := requestWithHeaders(t, http.MethodGet, u, map[string]string{"Origin": "http://evil.example"}, "")
 			if resp.status != http.StatusOK || resp.header.Get("Access-Control-Allow-Origin") != "*" {
 				t.Fatalf("%s: status %d, ACAO %q", u, resp.status, resp.header.Get("Access-Control-Allow-Origin"))
 			}
@@ -131,14 +109,16 @@ type httpAnswer struct {
 	body   string
 }
 
-func postWithHeaders(url string, header map[string]string, body string) (httpAnswer, error) {
-	return requestWithHeaders(http.MethodPost, url, header, body)
+func postWithHeaders(t *testing.T, url string, header map[string]string, body string) httpAnswer {
+	t.Helper()
+	return requestWithHeaders(t, http.MethodPost, url, header, body)
 }
 
-func requestWithHeaders(method, url string, header map[string]string, body string) (httpAnswer, error) {
+func requestWithHeaders(t *testing.T, method, url string, header map[string]string, body string) httpAnswer {
+	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
-		return httpAnswer{}, err
+		t.Fatal(err)
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -146,14 +126,6 @@ func requestWithHeaders(method, url string, header map[string]string, body strin
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return httpAnswer{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return httpAnswer{}, err
-	}
-	return httpAnswer{status: resp.StatusCode, header: resp.Header, body: string(b)}, nil
+	status, h, body := roundTrip(t, http.DefaultClient, req)
+	return httpAnswer{status: status, header: h, body: body}
 }
