@@ -225,17 +225,32 @@ func answered(t *testing.T, conn net.Conn) bool {
 	return !(errors.As(err, &ne) && ne.Timeout())
 }
 
-// untilRefused repeats a request until a limit refuses it, since held requests reach the
-// server asynchronously.
-func untilRefused(t *testing.T, do func() (int, http.Header, string)) (http.Header, string) {
+// untilRefused repeats a request until a limit refuses it, while the held requests occupy
+// what the limit bounds (they reach the server asynchronously). Never refused while the
+// held requests still stand is the failure. On a loaded machine a held request can be
+// answered early (its credential check over the database budget) and then holds nothing:
+// the requests are held again, a few times at most.
+func untilRefused(t *testing.T, held []net.Conn, hold func() []net.Conn, do func() (int, http.Header, string)) (http.Header, string) {
 	t.Helper()
-	for end := time.Now().Add(generous); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if status, h, body := do(); status == http.StatusTooManyRequests {
-			return h, body
+	for attempt := 0; ; attempt++ {
+		for range 100 {
+			if status, h, body := do(); status == http.StatusTooManyRequests {
+				return h, body
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
+		early := false
+		for _, c := range held {
+			early = early || answered(t, c)
+		}
+		if !early || attempt == 4 {
+			t.Fatal("never refused while the held requests stood")
+		}
+		for _, c := range held {
+			_ = c.Close()
+		}
+		held = hold()
 	}
-	t.Fatal("never refused")
-	return nil, ""
 }
 
 type rpcErr struct {
@@ -264,16 +279,21 @@ func TestRequestsPerAddressAreBounded(t *testing.T) {
 	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) { c.MaxRequestsPerAddr = 2 }})
 	url := s.threadsURL("escalations", "architect")
 	key := s.key("acme/architect")
-	held := []net.Conn{holdRequest(t, s.base, pathOf(url), key, 100), holdRequest(t, s.base, pathOf(url), key, 100)}
+	var held []net.Conn
+	hold := func() []net.Conn {
+		held = []net.Conn{holdRequest(t, s.base, pathOf(url), key, 100), holdRequest(t, s.base, pathOf(url), key, 100)}
+		return held
+	}
+	hold()
 
 	t.Run("MCP endpoint answers 429 with a JSON-RPC error", func(t *testing.T) {
-		h, body := untilRefused(t, func() (int, http.Header, string) {
+		h, body := untilRefused(t, held, hold, func() (int, http.Header, string) {
 			return post(t, url, key, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 		})
 		checkRefusal(t, h, body)
 	})
 	t.Run("other routes answer 429 with a JSON error", func(t *testing.T) {
-		h, body := untilRefused(t, func() (int, http.Header, string) {
+		h, body := untilRefused(t, held, hold, func() (int, http.Header, string) {
 			return post(t, s.base+"/api/wakes/00000000-0000-0000-0000-000000000000/ack", key, `{}`)
 		})
 		var e struct{ Error, Reason string }
@@ -311,27 +331,13 @@ func TestInflightBytesAreBounded(t *testing.T) {
 	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) { c.MaxInflightBytes = budget }})
 	url := s.threadsURL("escalations", "architect")
 	key := s.key("acme/architect")
-	held := holdRequest(t, s.base, pathOf(url), key, budget-4096)
+	hold := func() []net.Conn { return []net.Conn{holdRequest(t, s.base, pathOf(url), key, budget-4096)} }
+	held := hold()
 
 	t.Run("a declared body over what is left is refused", func(t *testing.T) {
 		body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + strings.Repeat(" ", 8192)
-		for attempt := 0; ; attempt++ {
-			for range 100 { // the held request reaches the server asynchronously
-				if status, h, got := post(t, url, key, body); status == http.StatusTooManyRequests {
-					checkRefusal(t, h, got)
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			// Never refused while the held request still holds its bytes is the failure.
-			// On a loaded machine the held request can be answered before its body (its
-			// credential check over the database budget); then it holds nothing, and it
-			// is held again.
-			if !answered(t, held) || attempt == 4 {
-				t.Fatal("never refused while a request held most of the in-flight budget")
-			}
-			held = holdRequest(t, s.base, pathOf(url), key, budget-4096)
-		}
+		h, got := untilRefused(t, held, hold, func() (int, http.Header, string) { return post(t, url, key, body) })
+		checkRefusal(t, h, got)
 	})
 	t.Run("a small body still fits", func(t *testing.T) {
 		if status, _, body := post(t, url, key, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); status != http.StatusOK {
