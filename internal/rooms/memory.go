@@ -38,10 +38,10 @@ const (
 // WriteMemoryInput is write_memory's arguments.
 type WriteMemoryInput struct {
 	Content    string   `json:"content"`
-	Tags       []string `json:"tags"`
-	Category   string   `json:"category"`
-	IsDecision bool     `json:"is_decision"`
-	IsPrivate  bool     `json:"is_private"`
+	Tags       []string `json:"tags,omitempty"`
+	Category   string   `json:"category,omitempty"`
+	IsDecision bool     `json:"is_decision,omitempty"`
+	IsPrivate  bool     `json:"is_private,omitempty"`
 }
 
 // WriteMemoryResult is write_memory's answer.
@@ -230,9 +230,9 @@ func (s *Service) storeVectors(ctx context.Context, tx *pg.Tx, embedder string, 
 // ReadMemoryInput is read_memory's arguments.
 type ReadMemoryInput struct {
 	Query    string   `json:"query"`
-	Limit    int      `json:"limit"`
-	Category string   `json:"category"`
-	Tags     []string `json:"tags"`
+	Limit    int      `json:"limit,omitempty"`
+	Category string   `json:"category,omitempty"`
+	Tags     []string `json:"tags,omitempty"`
 }
 
 // MemoryEntry is one entry of read_memory.

@@ -32,12 +32,28 @@ var stateOf = map[string]string{
 type SendTaskInput struct {
 	ToAgentSlug        string   `json:"to_agent_slug"`
 	Goal               string   `json:"goal"`
-	Priority           string   `json:"priority"`
-	Deadline           string   `json:"deadline"`
-	MemoryRefs         []string `json:"memory_refs"`
-	AcceptanceCriteria string   `json:"acceptance_criteria"`
-	VerificationMethod string   `json:"verification_method"`
+	Priority           string   `json:"priority,omitempty"`
+	Deadline           string   `json:"deadline,omitempty"`
+	MemoryRefs         []string `json:"memory_refs,omitempty"`
+	AcceptanceCriteria string   `json:"acceptance_criteria,omitempty"`
+	VerificationMethod string   `json:"verification_method,omitempty"`
 }
+
+// Priorities of a task (send_task's priority).
+const (
+	PriorityLow    = "low"
+	PriorityNormal = "normal" // when send_task names none
+	PriorityHigh   = "high"
+	PriorityUrgent = "urgent"
+)
+
+// Outcomes of a task its recipient can respond with (respond_to_task's status).
+const (
+	StatusDone          = "done"
+	StatusFailed        = "failed"
+	StatusRejected      = "rejected"
+	StatusInputRequired = "input_required"
+)
 
 // SendTaskResult is send_task's answer.
 type SendTaskResult struct {
@@ -111,7 +127,7 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 	}
 	priority := in.Priority
 	if priority == "" {
-		priority = "normal"
+		priority = PriorityNormal
 	}
 	slug := strings.TrimSpace(in.ToAgentSlug)
 	var (
@@ -168,7 +184,7 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 			}
 			if to.AgentID != sc.AgentID {
 				if err := s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, MemberIDs: []uuid.UUID{to.ID}, Source: "task",
-					ItemID: id, Urgent: priority == "urgent", AlwaysOnOnly: true}); err != nil {
+					ItemID: id, Urgent: priority == PriorityUrgent, AlwaysOnOnly: true}); err != nil {
 					return err
 				}
 			}
