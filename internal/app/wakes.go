@@ -6,10 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/relayroom/relayroom/db"
-	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
@@ -112,15 +109,3 @@ const embedBatch = 500
 // embedRunFor bounds one run of the embedding backlog (the job runs every 30 s and ends
 // well before the next is due).
 const embedRunFor = 20 * time.Second
-
-// wakeRoutes: what `relayroom pager` talks to, authenticated by the agent key.
-func (a *App) wakeRoutes(e *echo.Echo) {
-	e.GET(routeWakeNext, a.limitedRoute(auth.AgentKey, func(c echo.Context) error {
-		a.wake.HandleNext(c.Response(), c.Request())
-		return nil
-	}))
-	e.POST("/api/wakes/:id/ack", a.limitedRoute(auth.AgentKey, func(c echo.Context) error {
-		a.wake.HandleAck(c.Response(), c.Request(), c.Param("id"))
-		return nil
-	}))
-}

@@ -343,10 +343,7 @@ func TestCIConfirmsOverHTTPWithItsProjectToken(t *testing.T) {
 	if n := countRows(t, e, "SELECT count(*) FROM ci_token WHERE secret_hash = sha256($1::bytea)", []byte(tok)); n != 1 {
 		t.Fatalf("the token is not stored hashed (%d)", n)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/") // api/projects/{p}/knowledge/{id}/confirm
-		e.k.ServeConfirm(w, r, parts[2], parts[4])
-	}))
+	srv := httptest.NewServer(knowledge.NewHandler(knowledge.HandlerDeps{Service: e.k}))
 	defer srv.Close()
 	post := func(project, id, token string) (int, map[string]any) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/projects/"+project+"/knowledge/"+id+"/confirm", nil)
