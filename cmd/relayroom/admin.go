@@ -31,6 +31,7 @@ const adminUsage = `Usage: relayroom admin COMMAND [flags]   (every command prin
 `
 
 type adminEnv struct {
+	cfg    config.Config
 	svc    *admin.Service
 	stdout io.Writer
 }
@@ -85,7 +86,7 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer database.Close()
-	env := adminEnv{svc: &admin.Service{DB: database, Q: db.New(), PublicURL: cfg.Public()}, stdout: stdout}
+	env := adminEnv{cfg: cfg, svc: &admin.Service{DB: database, Q: db.New(), PublicURL: cfg.Public()}, stdout: stdout}
 	return run(ctx, env)
 }
 

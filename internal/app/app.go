@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
@@ -166,27 +165,9 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 		limits:    newLimits(cfg.MaxRequestsPerAddr, cfg.MaxInflightBytes),
 	}
 	a.rejections = newRejectionLog(log, rejectionInterval)
-	// Knowledge (recall, learn, lessons, CI confirmation) and the threads toolset. Wakes are
-	// queued through threads.Service.Waker; nil leaves them off (messages still delivered).
-	know, err := knowledge.New(database, q)
-	if err != nil {
-		return nil, fmt.Errorf("app: %w", err)
-	}
-	a.knowledge = know
-	a.threads = &threads.Service{DB: database, Q: q, Now: time.Now, Knowledge: know, Secrets: know.Detector}
-	roomsSvc, err := newRooms(cfg, log, database, q, a.resolver, a.publicURL)
-	if err != nil {
+	if err := a.buildServices(q); err != nil {
 		return nil, err
 	}
-	a.rooms = roomsSvc
-	// Wakes: queued by threads and rooms in the transaction of the work, delivered to
-	// pagers and webhooks; the sweep and other periodic jobs run on the job runner.
-	if a.wake, a.jobs, err = newWakes(cfg, log, database, q); err != nil {
-		return nil, err
-	}
-	a.threads.Waker = a.wake
-	a.rooms.Wakes = a.wake
-	a.idempotency = &idempotency.Store{DB: database, Q: q, Now: time.Now}
 	for _, p := range a.periodicJobs() {
 		if err := a.jobs.AddPeriodic(p); err != nil {
 			return nil, fmt.Errorf("app: %w", err)

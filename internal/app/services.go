@@ -3,38 +3,63 @@ package app
 import (
 	"crypto/rand"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/relayroom/relayroom/db"
-	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/embed"
-	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/idempotency"
+	"github.com/relayroom/relayroom/internal/jobs"
+	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/secrets"
-	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/threads"
+	"github.com/relayroom/relayroom/internal/wake"
 )
 
-// newRooms builds the rooms toolset with its embedder, secret detector and signing key.
-// Wakes stay nil until the wake engine is wired (rooms.Service.Wakes).
-func newRooms(cfg config.Config, log *slog.Logger, database *pg.DB, q *db.Queries, r *tenancy.Resolver, publicURL string) (*rooms.Service, error) {
-	emb, err := embed.New(embed.Config{Kind: cfg.Embedder, BaseURL: cfg.EmbedURL, Model: cfg.EmbedModel, APIKey: cfg.EmbedAPIKey, Dim: cfg.EmbedDim})
-	if err != nil {
-		return nil, fmt.Errorf("app: rooms: %w", err)
-	}
+// buildServices builds every domain service and toolset, each with its package's New,
+// from the configuration: the settings become each one's Deps here and nowhere else.
+func (a *App) buildServices(q *db.Queries) error {
+	cfg, log, database := a.cfg, a.log, a.db
+	// One secret detector (loading its rules costs tens of milliseconds) for every
+	// service that masks or refuses secrets.
 	det, err := secrets.NewDetector()
 	if err != nil {
-		return nil, fmt.Errorf("app: rooms: %w", err)
+		return fmt.Errorf("app: secret detector: %w", err)
+	}
+	// Knowledge: recall, learn, lessons, CI confirmation.
+	if a.knowledge, err = knowledge.New(knowledge.Deps{DB: database, Q: q, Detector: det, Now: time.Now}); err != nil {
+		return fmt.Errorf("app: %w", err)
+	}
+	// Wakes: queued by threads and rooms in the transaction of the work, delivered to
+	// pagers and webhooks; the sweep and other periodic jobs run on the job runner.
+	box, err := wake.OptionalSecretBox(cfg.SecretKey)
+	if err != nil {
+		return fmt.Errorf("app: %s: %w", SecretKeyEnv, err)
+	}
+	if box == nil {
+		log.Warn(SecretKeyEnv + " is not set: wake webhooks are off (pagers still work)")
+	}
+	a.jobs = jobs.New(database.Ops, jobs.Options{Log: log})
+	a.wake = wake.New(wake.Deps{DB: database, Q: q, Log: log, Now: time.Now, Box: box})
+	if err := a.wake.RegisterJobs(a.jobs); err != nil {
+		return fmt.Errorf("app: wakes: %w", err)
+	}
+	a.threads = threads.New(threads.Deps{DB: database, Q: q, Now: time.Now, Knowledge: a.knowledge, Waker: a.wake, Secrets: det})
+	emb, err := embed.New(embed.Config{Kind: cfg.Embedder, BaseURL: cfg.EmbedURL, Model: cfg.EmbedModel, APIKey: cfg.EmbedAPIKey, Dim: cfg.EmbedDim})
+	if err != nil {
+		return fmt.Errorf("app: rooms: %w", err)
 	}
 	key := []byte(cfg.SigningKey)
 	if len(key) == 0 {
 		key = make([]byte, 32)
-		_, _ = rand.Read(key)
+		_, _ = rand.Read(key) // crypto/rand does not fail on Linux
 		log.Warn("RELAYROOM_SIGNING_KEY is not set: attachment download links work only on this process")
 	}
-	return &rooms.Service{
-		DB: database, Q: q, Resolver: r, Embedder: emb, Secrets: det, SigningKey: key,
-		MaxAttachmentBytes: cfg.AttachmentMaxBytes, PublicURL: publicURL, Now: time.Now, Log: log,
-		EmbedTimeout: cfg.EmbedWait,
-	}, nil
+	a.rooms = rooms.New(rooms.Deps{
+		DB: database, Q: q, Resolver: a.resolver, Embedder: emb, EmbedTimeout: cfg.EmbedWait, Secrets: det,
+		Wakes: a.wake, SigningKey: key, MaxAttachmentBytes: cfg.AttachmentMaxBytes, PublicURL: a.publicURL,
+		Now: time.Now, Log: log,
+	})
+	a.idempotency = idempotency.New(database, q, time.Now)
+	return nil
 }

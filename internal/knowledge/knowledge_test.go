@@ -78,7 +78,11 @@ func setup(t testing.TB) *env {
 	if det == nil {
 		t.Fatal("detector", err)
 	}
-	e := &env{d: d, res: res, scopes: map[string]tenancy.Scope{}, k: &knowledge.Service{DB: d, Q: db.New(), Detector: det, Now: time.Now}}
+	k, err := knowledge.New(knowledge.Deps{DB: d, Q: db.New(), Detector: det, Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{d: d, res: res, scopes: map[string]tenancy.Scope{}, k: k}
 	r := &tenancy.Resolver{DB: d, Q: db.New()}
 	for _, p := range []struct{ project, part, agent string }{
 		{"one", "architect", "acme/architect"}, {"one", "reader", "acme/reader"}, {"two", "peter", "initech/peter"},
