@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/idempotency"
 	"github.com/relayroom/relayroom/internal/jobs"
@@ -148,7 +147,6 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 // New wires services and routes on an open database.
 func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string) (*App, error) {
 	cfg = cfg.WithDefaults()
-	q := db.New()
 	own, err := config.Origin(publicURL)
 	if err != nil {
 		return nil, fmt.Errorf("app: public URL: %w", err)
@@ -160,12 +158,12 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 		db:        database,
 		publicURL: strings.TrimRight(publicURL, "/"),
 		metrics:   newMetrics(map[string]*pgxpool.Pool{"app": database.App, "ops": database.Ops}),
-		resolver:  &tenancy.Resolver{DB: database, Q: q},
-		throttle:  throttle.New(database, q, cfg.AuthFailures, log, nil),
+		resolver:  tenancy.NewResolver(database),
+		throttle:  throttle.New(database, cfg.AuthFailures, log, nil),
 		limits:    newLimits(cfg.MaxRequestsPerAddr, cfg.MaxInflightBytes),
 	}
 	a.rejections = newRejectionLog(log, rejectionInterval)
-	if err := a.buildServices(q); err != nil {
+	if err := a.buildServices(); err != nil {
 		return nil, err
 	}
 	for _, p := range a.periodicJobs() {

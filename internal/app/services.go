@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/embed"
 	"github.com/relayroom/relayroom/internal/idempotency"
 	"github.com/relayroom/relayroom/internal/jobs"
@@ -18,7 +17,7 @@ import (
 
 // buildServices builds every domain service and toolset, each with its package's New,
 // from the configuration: the settings become each one's Deps here and nowhere else.
-func (a *App) buildServices(q *db.Queries) error {
+func (a *App) buildServices() error {
 	cfg, log, database := a.cfg, a.log, a.db
 	// One secret detector (loading its rules costs tens of milliseconds) for every
 	// service that masks or refuses secrets.
@@ -27,7 +26,7 @@ func (a *App) buildServices(q *db.Queries) error {
 		return fmt.Errorf("app: secret detector: %w", err)
 	}
 	// Knowledge: recall, learn, lessons, CI confirmation.
-	if a.knowledge, err = knowledge.New(knowledge.Deps{DB: database, Q: q, Detector: det, Now: time.Now}); err != nil {
+	if a.knowledge, err = knowledge.New(knowledge.Deps{DB: database, Detector: det, Now: time.Now}); err != nil {
 		return fmt.Errorf("app: %w", err)
 	}
 	// Wakes: queued by threads and rooms in the transaction of the work, delivered to
@@ -40,11 +39,11 @@ func (a *App) buildServices(q *db.Queries) error {
 		log.Warn(SecretKeyEnv + " is not set: wake webhooks are off (pagers still work)")
 	}
 	a.jobs = jobs.New(database.Ops, jobs.Options{Log: log})
-	a.wake = wake.New(wake.Deps{DB: database, Q: q, Log: log, Now: time.Now, Box: box})
+	a.wake = wake.New(wake.Deps{DB: database, Log: log, Now: time.Now, Box: box})
 	if err := a.wake.RegisterJobs(a.jobs); err != nil {
 		return fmt.Errorf("app: wakes: %w", err)
 	}
-	a.threads = threads.New(threads.Deps{DB: database, Q: q, Now: time.Now, Knowledge: a.knowledge, Waker: a.wake, Secrets: det})
+	a.threads = threads.New(threads.Deps{DB: database, Now: time.Now, Knowledge: a.knowledge, Waker: a.wake, Secrets: det})
 	emb, err := embed.New(embed.Config{Kind: cfg.Embedder, BaseURL: cfg.EmbedURL, Model: cfg.EmbedModel, APIKey: cfg.EmbedAPIKey, Dim: cfg.EmbedDim})
 	if err != nil {
 		return fmt.Errorf("app: rooms: %w", err)
@@ -56,10 +55,10 @@ func (a *App) buildServices(q *db.Queries) error {
 		log.Warn("RELAYROOM_SIGNING_KEY is not set: attachment download links work only on this process")
 	}
 	a.rooms = rooms.New(rooms.Deps{
-		DB: database, Q: q, Resolver: a.resolver, Embedder: emb, EmbedTimeout: cfg.EmbedWait, Secrets: det,
+		DB: database, Resolver: a.resolver, Embedder: emb, EmbedTimeout: cfg.EmbedWait, Secrets: det,
 		Wakes: a.wake, SigningKey: key, MaxAttachmentBytes: cfg.AttachmentMaxBytes, PublicURL: a.publicURL,
 		Now: time.Now, Log: log,
 	})
-	a.idempotency = idempotency.New(database, q, time.Now)
+	a.idempotency = idempotency.New(database, time.Now)
 	return nil
 }

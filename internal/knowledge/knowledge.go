@@ -122,6 +122,9 @@ func New(d Deps) (*Service, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if d.Q == nil {
+		d.Q = db.New()
+	}
 	return &Service{Deps: d}, nil
 }
 

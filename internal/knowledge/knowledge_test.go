@@ -63,7 +63,7 @@ func setup(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	d, _ := pgtest.Open(t)
-	adm := &admin.Service{DB: d, Q: db.New(), PublicURL: "http://x.test"}
+	adm := admin.New(d, "http://x.test")
 	f, err := admin.ParseFile(strings.NewReader(fixture))
 	if err != nil {
 		t.Fatal(err)

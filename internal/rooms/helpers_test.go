@@ -107,7 +107,7 @@ func newEnvWith(t testing.TB, tweak func(*config.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://x.test"}).Apply(context.Background(), f, admin.Options{})
+	res, err := admin.New(d, "http://x.test").Apply(context.Background(), f, admin.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,13 +77,17 @@ type Service struct {
 	Deps
 }
 
-// New builds the toolset; a nil Now is the wall clock, a nil Log discards.
+// New builds the toolset; a nil Now is the wall clock, a nil Log discards, a nil Q is
+// the generated queries.
 func New(d Deps) *Service {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Q == nil {
+		d.Q = db.New()
 	}
 	return &Service{Deps: d}
 }

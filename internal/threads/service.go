@@ -37,10 +37,13 @@ type Service struct {
 	Deps
 }
 
-// New builds the toolset; a nil Now is the wall clock.
+// New builds the toolset; a nil Now is the wall clock, a nil Q the generated queries.
 func New(d Deps) *Service {
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.Q == nil {
+		d.Q = db.New()
 	}
 	return &Service{Deps: d}
 }

@@ -89,7 +89,7 @@ func setupPool(t testing.TB, maxConns int32) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://x.test"}).Apply(ctx, f, admin.Options{})
+	res, err := admin.New(d, "http://x.test").Apply(ctx, f, admin.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,8 +74,11 @@ type Service struct {
 	stopOnce sync.Once
 }
 
-// New builds the service.
+// New builds the service; a nil Q is the generated queries.
 func New(d Deps) *Service {
+	if d.Q == nil {
+		d.Q = db.New()
+	}
 	s := &Service{Deps: d}
 	s.init()
 	return s
