@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/pg"
@@ -31,6 +30,7 @@ const adminUsage = `Usage: relayroom admin COMMAND [flags]   (every command prin
 `
 
 type adminEnv struct {
+	cfg    config.Config
 	svc    *admin.Service
 	stdout io.Writer
 }
@@ -85,7 +85,7 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer database.Close()
-	env := adminEnv{svc: &admin.Service{DB: database, Q: db.New(), PublicURL: cfg.Public()}, stdout: stdout}
+	env := adminEnv{cfg: cfg, svc: admin.New(database, cfg.Public()), stdout: stdout}
 	return run(ctx, env)
 }
 

@@ -15,7 +15,9 @@ import (
 // threadsAdminCommands are people's commands of the threads toolset: cancel a thread,
 // review knowledge candidates, issue a project CI token. Each prints JSON.
 func threadsAdminCommands() map[string]adminCommand {
-	know := func(env adminEnv) (*knowledge.Service, error) { return knowledge.New(env.svc.DB, env.svc.Q) }
+	know := func(env adminEnv) (*knowledge.Service, error) {
+		return knowledge.New(knowledge.Deps{DB: env.svc.DB, Q: env.svc.Q})
+	}
 	reviewer := func() string {
 		if u := os.Getenv("USER"); u != "" {
 			return u
@@ -70,7 +72,7 @@ func threadsAdminCommands() map[string]adminCommand {
 				if err != nil {
 					return fmt.Errorf("--thread: %q is not an id", *thread)
 				}
-				svc := &threads.Service{DB: env.svc.DB, Q: env.svc.Q}
+				svc := threads.New(threads.Deps{DB: env.svc.DB, Q: env.svc.Q})
 				out, err := svc.Cancel(ctx, *project, tid)
 				if err != nil {
 					return err

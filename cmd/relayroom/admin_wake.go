@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"flag"
-	"os"
 
 	"github.com/google/uuid"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/wake"
 )
@@ -15,17 +13,14 @@ import (
 // wakeService is the wake service for admin commands; the server key is needed only to
 // set a webhook (its secret is stored sealed).
 func wakeService(env adminEnv, needKey bool) (*wake.Service, error) {
-	s := &wake.Service{DB: env.svc.DB, Q: db.New()}
-	if k := os.Getenv("RELAYROOM_SECRET_KEY"); k != "" {
-		box, err := wake.NewSecretBox(k)
-		if err != nil {
-			return nil, err
-		}
-		s.Box = box
-	} else if needKey {
+	box, err := wake.OptionalSecretBox(env.cfg.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	if box == nil && needKey {
 		return nil, apperr.New(apperr.Invalid, "RELAYROOM_SECRET_KEY is not set: it must be the server's key (openssl rand -hex 32 makes one)")
 	}
-	return s, nil
+	return wake.New(wake.Deps{DB: env.svc.DB, Q: env.svc.Q, Box: box}), nil
 }
 
 func wakeAdminCommands() map[string]adminCommand {

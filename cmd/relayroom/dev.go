@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/config"
@@ -149,7 +148,7 @@ func applyDemo(ctx context.Context, cfg config.Config, demoPath, credPath string
 		return creds, admin.Result{}, admin.File{}, err
 	}
 	defer database.Close()
-	svc := &admin.Service{DB: database, Q: db.New(), PublicURL: cfg.Public()}
+	svc := admin.New(database, cfg.Public())
 	res, err := svc.Apply(ctx, file, admin.Options{})
 	if err != nil {
 		return creds, res, file, err

@@ -21,6 +21,11 @@ type Service struct {
 	PublicURL string // base of every URL printed
 }
 
+// New builds the operator service on database; publicURL is the base of every URL printed.
+func New(database *pg.DB, publicURL string) *Service {
+	return &Service{DB: database, Q: db.New(), PublicURL: publicURL}
+}
+
 // Options of an apply.
 type Options struct {
 	RotateKeys bool // issue new agent keys and connect codes, revoking the old ones

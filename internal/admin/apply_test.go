@@ -35,7 +35,7 @@ projects:
 func newService(t *testing.T) (*admin.Service, *tenancy.Resolver) {
 	t.Helper()
 	d, _ := pgtest.Open(t)
-	return &admin.Service{DB: d, Q: db.New(), PublicURL: "https://relay.example.test"}, &tenancy.Resolver{DB: d, Q: db.New()}
+	return admin.New(d, "https://relay.example.test"), &tenancy.Resolver{DB: d, Q: db.New()}
 }
 
 func parse(t *testing.T, s string) admin.File {

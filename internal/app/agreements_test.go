@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/tenancy"
 )
@@ -90,7 +89,7 @@ func TestRevokedGuestIsRefusedOnTheThreadsEndpointFromItsNextCall(t *testing.T) 
 		t.Fatalf("show before revocation: %s", text)
 	}
 
-	svc := &admin.Service{DB: openSeeded(t, s), Q: db.New(), PublicURL: "http://unused"}
+	svc := admin.New(openSeeded(t, s), "http://unused")
 	if err := svc.SetAgreementStatus(context.Background(), "acme/escalations", "globex", tenancy.AgreementRevoked); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +176,7 @@ func TestThreadsKnowledgeFollowsTheGuestsGrants(t *testing.T) {
 		}
 	})
 	t.Run("narrowed grants apply from the next call", func(t *testing.T) {
-		svc := &admin.Service{DB: openSeeded(t, s), Q: db.New(), PublicURL: "http://unused"}
+		svc := admin.New(openSeeded(t, s), "http://unused")
 		f := admin.File{Projects: []admin.ProjectSpec{{Slug: "escalations", Name: "Escalations", Host: "acme",
 			Guests: []admin.GuestSpec{{Org: "globex", Status: tenancy.AgreementActive, Grants: []string{}}}}}}
 		if _, err := svc.Apply(context.Background(), f, admin.Options{}); err != nil {
@@ -202,7 +201,7 @@ func TestThreadsKnowledgeFollowsTheGuestsGrants(t *testing.T) {
 func TestRefusedGuestsGetNoWakes(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	svc := &admin.Service{DB: openSeeded(t, s), Q: db.New(), PublicURL: "http://unused"}
+	svc := admin.New(openSeeded(t, s), "http://unused")
 	if err := svc.SetAgreementStatus(context.Background(), "acme/escalations", "globex", tenancy.AgreementRevoked); err != nil {
 		t.Fatal(err)
 	}

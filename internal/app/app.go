@@ -11,12 +11,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/idempotency"
 	"github.com/relayroom/relayroom/internal/jobs"
@@ -149,7 +147,6 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 // New wires services and routes on an open database.
 func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string) (*App, error) {
 	cfg = cfg.WithDefaults()
-	q := db.New()
 	own, err := config.Origin(publicURL)
 	if err != nil {
 		return nil, fmt.Errorf("app: public URL: %w", err)
@@ -161,32 +158,14 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 		db:        database,
 		publicURL: strings.TrimRight(publicURL, "/"),
 		metrics:   newMetrics(map[string]*pgxpool.Pool{"app": database.App, "ops": database.Ops}),
-		resolver:  &tenancy.Resolver{DB: database, Q: q},
-		throttle:  throttle.New(database, q, cfg.AuthFailures, log, nil),
+		resolver:  tenancy.NewResolver(database),
+		throttle:  throttle.New(database, cfg.AuthFailures, log, nil),
 		limits:    newLimits(cfg.MaxRequestsPerAddr, cfg.MaxInflightBytes),
 	}
 	a.rejections = newRejectionLog(log, rejectionInterval)
-	// Knowledge (recall, learn, lessons, CI confirmation) and the threads toolset. Wakes are
-	// queued through threads.Service.Waker; nil leaves them off (messages still delivered).
-	know, err := knowledge.New(database, q)
-	if err != nil {
-		return nil, fmt.Errorf("app: %w", err)
-	}
-	a.knowledge = know
-	a.threads = &threads.Service{DB: database, Q: q, Now: time.Now, Knowledge: know, Secrets: know.Detector}
-	roomsSvc, err := newRooms(cfg, log, database, q, a.resolver, a.publicURL)
-	if err != nil {
+	if err := a.buildServices(); err != nil {
 		return nil, err
 	}
-	a.rooms = roomsSvc
-	// Wakes: queued by threads and rooms in the transaction of the work, delivered to
-	// pagers and webhooks; the sweep and other periodic jobs run on the job runner.
-	if a.wake, a.jobs, err = newWakes(cfg, log, database, q); err != nil {
-		return nil, err
-	}
-	a.threads.Waker = a.wake
-	a.rooms.Wakes = a.wake
-	a.idempotency = &idempotency.Store{DB: database, Q: q, Now: time.Now}
 	for _, p := range a.periodicJobs() {
 		if err := a.jobs.AddPeriodic(p); err != nil {
 			return nil, fmt.Errorf("app: %w", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/mcp"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/throttle"
@@ -87,8 +88,8 @@ func (a *App) limited(credential func(*http.Request) string, authenticate func(c
 	}
 }
 
-// limitedRoute puts an HTTP route that checks its credential inside its own package (the
-// pager's routes, CI confirmation) under the same failed-authentication limits as the
+// limitedRoute puts an HTTP route that checks its credential inside its own package
+// (httpapi.Route.Credential: the rooms routes, the pager's, CI confirmation) under the same failed-authentication limits as the
 // MCP endpoints: a blocked caller is answered 429 before the route runs, and the route's
 // 401 counts as a refused credential.
 func (a *App) limitedRoute(credential func(*http.Request) string, next echo.HandlerFunc) echo.HandlerFunc {
@@ -99,7 +100,8 @@ func (a *App) limitedRoute(credential func(*http.Request) string, next echo.Hand
 			at.KeyID = k.ID
 		}
 		if err := a.throttle.Admit(r.Context(), at); err != nil {
-			return a.apiError(c, err)
+			httpapi.Errors{Log: a.log}.Write(c.Response(), r, err)
+			return nil
 		}
 		err := next(c)
 		switch status := c.Response().Status; {
@@ -109,6 +111,8 @@ func (a *App) limitedRoute(credential func(*http.Request) string, next echo.Hand
 			a.throttle.Refused(r.Context(), at)
 		case status < http.StatusBadRequest:
 			a.throttle.Verified(at)
+		case r.Context().Err() != nil:
+			a.throttle.Abandoned(r.Context(), at)
 		}
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/config"
@@ -58,7 +57,7 @@ func applyFile(ctx context.Context, d *pg.DB, file string) (admin.Result, error)
 	if err != nil {
 		return admin.Result{}, err
 	}
-	return (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://unused"}).Apply(ctx, f, admin.Options{})
+	return admin.New(d, "http://unused").Apply(ctx, f, admin.Options{})
 }
 
 // syncBuffer collects log lines written from many goroutines.

@@ -385,7 +385,7 @@ func idempotencyEveryWriteTool(t *testing.T, f *idemFixture) {
 		"recall_used": func(t *testing.T, _ string) (keyedCall, map[string]any) {
 			title := "Recallable " + newKey()
 			l := back.with("", "learn", map[string]any{"title": title, "body": "Always rehearse the rollback of a migration.", "kind": "procedure"}).ok(t)
-			know, err := knowledge.New(f.db, db.New())
+			know, err := knowledge.New(knowledge.Deps{DB: f.db, Q: db.New()})
 			if err != nil {
 				t.Fatal(err)
 			}

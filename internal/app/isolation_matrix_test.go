@@ -101,7 +101,7 @@ type world struct {
 func seedWorld(t *testing.T, s *server) *world {
 	t.Helper()
 	w := &world{s: s}
-	know, err := knowledge.New(openSeeded(t, s), db.New())
+	know, err := knowledge.New(knowledge.Deps{DB: openSeeded(t, s), Q: db.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/mcp"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/wake"
@@ -27,7 +28,6 @@ const (
 	routeAllRoomsMCP = "/api/mcp"
 	routeDeskMCP     = "/desk/mcp"
 	routeWakeNext    = "/api/wakes/next"
-	routeUpload      = "/api/rooms/:project_id/tasks/:task_id/attachments"
 )
 
 // Reasons of the limits' 429 answers (the apperr Reason; docs/limits.md).
@@ -40,9 +40,6 @@ const (
 // requests that hold what it needs are short (their database work ends within the
 // statement timeout).
 const limitRetryAfter = 1
-
-// refusalDrain bounds how long a refused request's unread body is drained.
-const refusalDrain = time.Second
 
 // growStep is how much more of the byte budget a body of undeclared length takes each
 // time it outgrows what it holds, so that a chunked body does not lock the budget per read.
@@ -135,7 +132,7 @@ func (h *bodyHold) release() { h.budget.give(h.held) }
 
 func limitError(reason, msg string) *apperr.Error {
 	e := apperr.New(apperr.RateLimited, "%s", msg).WithReason(reason)
-	e.Details = map[string]any{"retry_after_seconds": limitRetryAfter}
+	e.Details = map[string]any{httpapi.RetryAfterDetail: limitRetryAfter}
 	return e
 }
 
@@ -205,19 +202,14 @@ func (a *App) extendDeadlines(c echo.Context, wait time.Duration) {
 // refuse answers a request a limit refused, in its route's wire: a JSON-RPC error on the
 // MCP endpoints, {"error", "reason", "request_id"} elsewhere; both with Retry-After.
 func (a *App) refuse(c echo.Context, e *apperr.Error) error {
-	// net/http reads what is left of a small unread body before it answers: a short read
-	// deadline keeps a slow sender from holding the refusal (and its connection) longer.
-	err := http.NewResponseController(c.Response()).SetReadDeadline(time.Now().Add(refusalDrain))
-	if err != nil && !errors.Is(err, http.ErrNotSupported) {
-		a.log.WarnContext(c.Request().Context(), "cannot bound the refused request's body", "error", err.Error())
-	}
 	switch c.Path() {
 	case routeThreadsMCP, routeRoomMCP, routeAllRoomsMCP, routeDeskMCP:
+		httpapi.BoundDrain(c.Response(), c.Request(), a.log)
 		mcp.WriteRefusal(c.Response(), e)
 		return nil
 	}
-	c.Response().Header().Set("Retry-After", strconv.Itoa(limitRetryAfter))
-	return c.JSON(apperr.HTTPStatus(e.Code), map[string]string{"error": e.Message, "reason": e.Reason, "request_id": RequestID(c.Request().Context())})
+	httpapi.Errors{Log: a.log}.Write(c.Response(), c.Request(), e)
+	return nil
 }
 
 // clientAddr is the address limits count by: the TCP peer's IP. Behind a reverse proxy

@@ -12,22 +12,16 @@ import (
 	"time"
 
 	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/httpapi"
 )
-
-type ctxKey int
-
-const requestIDKey ctxKey = iota
 
 // WithRequestID returns ctx carrying the request id that every log line of the request shows.
 func WithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey, id)
+	return httpapi.WithRequestID(ctx, id)
 }
 
 // RequestID returns the request id in ctx, or "".
-func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
-}
+func RequestID(ctx context.Context) string { return httpapi.RequestID(ctx) }
 
 // requestIDHandler adds request_id to every record logged with a request's context, so a
 // request's lines can be found together without each caller remembering to add it.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/mcp"
 )
 
@@ -71,7 +72,8 @@ func (a *App) checkOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 				mcp.WriteHTTPError(w, http.StatusForbidden, msg)
 				return nil
 			}
-			return c.JSON(http.StatusForbidden, map[string]string{"error": msg, "request_id": RequestID(r.Context())})
+			httpapi.WriteError(w, r, http.StatusForbidden, msg)
+			return nil
 		}
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", origin)

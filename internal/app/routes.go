@@ -14,8 +14,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/httpapi"
+	"github.com/relayroom/relayroom/internal/knowledge"
+	"github.com/relayroom/relayroom/internal/rooms"
+	"github.com/relayroom/relayroom/internal/wake"
 )
 
+// routes mounts every route: the service's own (health, metrics, index, resource
+// metadata), the MCP endpoints, and the HTTP surfaces beside MCP, which each package
+// declares in its NewHandler.
 func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -30,16 +37,31 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 	e.Any(routeThreadsMCP, withPath(threadsH, connectCodeKey, "code"))
 	e.Any(routeRoomMCP, withPath(roomH, projectIDKey, "project_id"))
 	e.Any(routeAllRoomsMCP, echo.WrapHandler(allRoomsH))
-	a.roomRoutes(e)
-	a.wakeRoutes(e)
-	// Knowledge: a project's CI confirms a candidate with its CI token (qyt_ci_…).
-	e.POST("/api/projects/:project_id/knowledge/:id/confirm", a.limitedRoute(auth.BearerToken, func(c echo.Context) error {
-		a.knowledge.ServeConfirm(c.Response(), c.Request(), c.Param("project_id"), c.Param("id"))
-		return nil
-	}))
 	e.Any(routeDeskMCP, echo.WrapHandler(deskH))
+	for _, h := range []httpapi.Handler{
+		rooms.NewHandler(rooms.HandlerDeps{Service: a.rooms, Log: a.log}),
+		wake.NewHandler(wake.HandlerDeps{Service: a.wake, Log: a.log}),
+		knowledge.NewHandler(knowledge.HandlerDeps{Service: a.knowledge, Log: a.log}),
+	} {
+		a.mount(e, h)
+	}
 	e.GET("/.well-known/oauth-protected-resource/*", a.resourceMetadata)
 	return e
+}
+
+var pathValuePattern = regexp.MustCompile(`\{([a-z_]+)\}`)
+
+// mount serves a surface's routes on echo's router (so that the limits, logs and metrics
+// see each route's pattern), each under the failed-authentication limits when it reads a
+// credential.
+func (a *App) mount(e *echo.Echo, h httpapi.Handler) {
+	for _, rt := range h.Routes() {
+		next := echo.WrapHandler(h)
+		if rt.Credential != nil {
+			next = a.limitedRoute(rt.Credential, next)
+		}
+		e.Add(rt.Method, pathValuePattern.ReplaceAllString(rt.Path, ":$1"), next)
+	}
 }
 
 // withPath hands a path parameter to the MCP handler through the request context.
@@ -115,7 +137,7 @@ func (a *App) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 		defer func() {
 			if p := recover(); p != nil {
 				a.log.ErrorContext(c.Request().Context(), "panic", "panic", p)
-				err = c.JSON(http.StatusInternalServerError, map[string]string{"error": "internal error", "request_id": RequestID(c.Request().Context())})
+				httpapi.WriteError(c.Response(), c.Request(), http.StatusInternalServerError, "internal error")
 			}
 		}()
 		return next(c)
@@ -134,7 +156,7 @@ func (a *App) httpError(err error, c echo.Context) {
 	} else {
 		a.log.ErrorContext(c.Request().Context(), "handler error", "error", err.Error())
 	}
-	_ = c.JSON(code, map[string]string{"error": msg, "request_id": RequestID(c.Request().Context())})
+	httpapi.WriteError(c.Response(), c.Request(), code, msg)
 }
 
 func (a *App) readyz(c echo.Context) error {

@@ -96,7 +96,7 @@ func TestGoSDKClientDrivesEveryThreadsTool(t *testing.T) {
 		t.Fatalf("a candidate was recalled: %v", before)
 	}
 	d := openSeeded(t, s)
-	know, err := knowledge.New(d, db.New())
+	know, err := knowledge.New(knowledge.Deps{DB: d, Q: db.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

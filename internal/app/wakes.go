@@ -2,19 +2,10 @@ package app
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
-	"github.com/relayroom/relayroom/db"
-	"github.com/relayroom/relayroom/internal/auth"
-	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/jobs"
-	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/threads"
-	"github.com/relayroom/relayroom/internal/wake"
 )
 
 // opsPoolSize is the owner's pool: River (its LISTEN connection, fetches, completer,
@@ -23,27 +14,6 @@ const opsPoolSize = 16
 
 // SecretKeyEnv names the server key that seals webhook secrets (32 bytes, hex or base64).
 const SecretKeyEnv = "RELAYROOM_SECRET_KEY"
-
-// newWakes builds the wake service and the job runner it delivers webhooks through, with
-// the wake sweep registered. Other periodic jobs are added in periodicJobs.
-func newWakes(cfg config.Config, log *slog.Logger, database *pg.DB, q *db.Queries) (*wake.Service, *jobs.Runner, error) {
-	var box *wake.SecretBox
-	if k := cfg.SecretKey; k != "" {
-		b, err := wake.NewSecretBox(k)
-		if err != nil {
-			return nil, nil, fmt.Errorf("app: %s: %w", SecretKeyEnv, err)
-		}
-		box = b
-	} else {
-		log.Warn(SecretKeyEnv + " is not set: wake webhooks are off (pagers still work)")
-	}
-	runner := jobs.New(database.Ops, jobs.Options{Log: log})
-	w := &wake.Service{DB: database, Q: q, Log: log, Now: time.Now, Box: box}
-	if err := w.RegisterJobs(runner); err != nil {
-		return nil, nil, fmt.Errorf("app: wakes: %w", err)
-	}
-	return w, runner, nil
-}
 
 // periodicJobs are the service's periodic jobs besides the wake sweep and clean-up (which
 // wake.Service.RegisterJobs adds). Each runs once across all replicas.
@@ -112,15 +82,3 @@ const embedBatch = 500
 // embedRunFor bounds one run of the embedding backlog (the job runs every 30 s and ends
 // well before the next is due).
 const embedRunFor = 20 * time.Second
-
-// wakeRoutes: what `relayroom pager` talks to, authenticated by the agent key.
-func (a *App) wakeRoutes(e *echo.Echo) {
-	e.GET(routeWakeNext, a.limitedRoute(auth.AgentKey, func(c echo.Context) error {
-		a.wake.HandleNext(c.Response(), c.Request())
-		return nil
-	}))
-	e.POST("/api/wakes/:id/ack", a.limitedRoute(auth.AgentKey, func(c echo.Context) error {
-		a.wake.HandleAck(c.Response(), c.Request(), c.Param("id"))
-		return nil
-	}))
-}

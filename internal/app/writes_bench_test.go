@@ -18,7 +18,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/pg"
 )
@@ -170,7 +169,7 @@ func BenchmarkWritesConcurrent(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res, err = (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://unused"}).Apply(ctx, f, admin.Options{}); err != nil {
+		if res, err = admin.New(d, "http://unused").Apply(ctx, f, admin.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	})

@@ -47,8 +47,14 @@ func New(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// WithReason sets a machine-readable sub-code.
-func (e *Error) WithReason(reason string) *Error { e.Reason = reason; return e }
+// WithReason returns a copy of e with a machine-readable sub-code. e itself is left as it
+// is: an error held in a variable and shared between calls must not take the reason of
+// whichever call named one last.
+func (e *Error) WithReason(reason string) *Error {
+	c := *e
+	c.Reason = reason
+	return &c
+}
 
 // Wrap marks an unexpected failure as internal, keeping the cause for the log.
 func Wrap(code Code, msg string, err error) *Error {

@@ -54,6 +54,11 @@ type Store struct {
 
 var _ mcp.Idempotency = (*Store)(nil)
 
+// New builds the store; a nil now is the wall clock.
+func New(database *pg.DB, now func() time.Time) *Store {
+	return &Store{DB: database, Q: db.New(), Now: now}
+}
+
 func (s *Store) now() time.Time {
 	if s.Now != nil {
 		return s.Now().UTC()

@@ -1,65 +1,59 @@
 package knowledge
 
 import (
-	"encoding/json"
+	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/httpapi"
 )
 
-// ServeConfirm answers POST /api/projects/{project_id}/knowledge/{id}/confirm: the
-// project's CI, authenticated with its CI token (Authorization: Bearer qyt_ci_…), makes a
-// candidate trusted. 200 {knowledgeId, status, confidence}; 401 for a missing, bad or
-// other project's token; 404 for an entry not in the project; 409 when the entry is
-// already decided (trusted or rejected).
-func (s *Service) ServeConfirm(w http.ResponseWriter, r *http.Request, projectID, id string) {
-	token := ""
-	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		token = strings.TrimSpace(h[7:])
-	}
+// HandlerDeps is what the knowledge HTTP routes need.
+type HandlerDeps struct {
+	Service *Service
+	Log     *slog.Logger
+}
+
+// ciChallenge is the WWW-Authenticate of a refused CI token.
+const ciChallenge = `Bearer realm="relayroom-ci"`
+
+// NewHandler serves the knowledge routes beside MCP: a project's CI confirming a candidate.
+func NewHandler(d HandlerDeps) *httpapi.Mux {
+	h := &httpHandler{svc: d.Service, errs: httpapi.Errors{Log: d.Log, Challenge: ciChallenge, Coded: true}}
+	m := &httpapi.Mux{}
+	m.Handle(httpapi.Route{Method: http.MethodPost, Path: "/api/projects/{project_id}/knowledge/{id}/confirm", Credential: auth.BearerToken}, h.confirm)
+	return m
+}
+
+type httpHandler struct {
+	svc  *Service
+	errs httpapi.Errors
+}
+
+// confirm answers POST /api/projects/{project_id}/knowledge/{id}/confirm: the project's
+// CI, authenticated with its CI token (Authorization: Bearer qyt_ci_…), makes a candidate
+// trusted. 200 {knowledgeId, status, confidence}; 401 for a missing, bad or other
+// project's token; 404 for an entry not in the project; 409 when the entry is already
+// decided (trusted or rejected).
+func (h *httpHandler) confirm(w http.ResponseWriter, r *http.Request) {
+	token := auth.BearerToken(r)
 	if token == "" {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="relayroom-ci"`)
-		writeJSON(w, http.StatusUnauthorized, errBody(errBadCIToken()))
+		h.errs.Write(w, r, errBadCIToken())
 		return
 	}
-	pid, err1 := uuid.Parse(projectID)
-	kid, err2 := uuid.Parse(id)
+	pid, err1 := uuid.Parse(r.PathValue("project_id"))
+	kid, err2 := uuid.Parse(r.PathValue("id"))
 	if err1 != nil || err2 != nil {
-		writeJSON(w, http.StatusNotFound, errBody(apperr.New(apperr.NotFound, "no such knowledge entry")))
+		h.errs.Write(w, r, apperr.New(apperr.NotFound, "no such knowledge entry"))
 		return
 	}
-	d, err := s.ConfirmCI(r.Context(), token, pid, kid)
+	d, err := h.svc.ConfirmCI(r.Context(), token, pid, kid)
 	if err != nil {
-		e, ok := apperr.As(err)
-		if !ok {
-			e = apperr.New(apperr.Internal, "internal error")
-		}
-		status := apperr.HTTPStatus(e.Code)
-		if status == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="relayroom-ci"`)
-		}
-		if e.Code == apperr.Internal {
-			e = apperr.New(apperr.Internal, "internal error")
-		}
-		writeJSON(w, status, errBody(e))
+		h.errs.Write(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, d)
-}
-
-func errBody(e *apperr.Error) map[string]any {
-	code := e.Reason
-	if code == "" {
-		code = string(e.Code)
-	}
-	return map[string]any{"error": map[string]string{"code": code, "message": e.Message}}
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	httpapi.WriteJSON(w, http.StatusOK, d)
 }

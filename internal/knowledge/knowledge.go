@@ -96,21 +96,38 @@ func contentWords(q string) string {
 // RedactedTitle replaces a title that redaction emptied.
 const RedactedTitle = "(redacted)"
 
-// Service holds the knowledge base's dependencies.
-type Service struct {
-	DB       *pg.DB
-	Q        *db.Queries
+// Deps are what the knowledge base is built from (New).
+type Deps struct {
+	DB *pg.DB
+	Q  *db.Queries
+	// Detector masks secrets in what learn stores; nil builds one (loading the detectors
+	// costs tens of milliseconds, once), so that one can be shared with other services.
 	Detector *secrets.Detector
-	Now      func() time.Time
+	// Now is the clock; nil is the wall clock.
+	Now func() time.Time
 }
 
-// New builds the service; loading the secret detectors costs tens of milliseconds, once.
-func New(database *pg.DB, q *db.Queries) (*Service, error) {
-	d, err := secrets.NewDetector()
-	if err != nil {
-		return nil, fmt.Errorf("knowledge: secret detector: %w", err)
+// Service is the knowledge base. Build it with New.
+type Service struct {
+	Deps
+}
+
+// New builds the service.
+func New(d Deps) (*Service, error) {
+	if d.Detector == nil {
+		det, err := secrets.NewDetector()
+		if err != nil {
+			return nil, fmt.Errorf("knowledge: secret detector: %w", err)
+		}
+		d.Detector = det
 	}
-	return &Service{DB: database, Q: q, Detector: d, Now: time.Now}, nil
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Q == nil {
+		d.Q = db.New()
+	}
+	return &Service{Deps: d}, nil
 }
 
 func (s *Service) now() time.Time {

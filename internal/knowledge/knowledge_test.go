@@ -63,7 +63,7 @@ func setup(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	d, _ := pgtest.Open(t)
-	adm := &admin.Service{DB: d, Q: db.New(), PublicURL: "http://x.test"}
+	adm := admin.New(d, "http://x.test")
 	f, err := admin.ParseFile(strings.NewReader(fixture))
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,11 @@ func setup(t testing.TB) *env {
 	if det == nil {
 		t.Fatal("detector", err)
 	}
-	e := &env{d: d, res: res, scopes: map[string]tenancy.Scope{}, k: &knowledge.Service{DB: d, Q: db.New(), Detector: det, Now: time.Now}}
+	k, err := knowledge.New(knowledge.Deps{DB: d, Q: db.New(), Detector: det, Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{d: d, res: res, scopes: map[string]tenancy.Scope{}, k: k}
 	r := &tenancy.Resolver{DB: d, Q: db.New()}
 	for _, p := range []struct{ project, part, agent string }{
 		{"one", "architect", "acme/architect"}, {"one", "reader", "acme/reader"}, {"two", "peter", "initech/peter"},
@@ -343,10 +347,7 @@ func TestCIConfirmsOverHTTPWithItsProjectToken(t *testing.T) {
 	if n := countRows(t, e, "SELECT count(*) FROM ci_token WHERE secret_hash = sha256($1::bytea)", []byte(tok)); n != 1 {
 		t.Fatalf("the token is not stored hashed (%d)", n)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/") // api/projects/{p}/knowledge/{id}/confirm
-		e.k.ServeConfirm(w, r, parts[2], parts[4])
-	}))
+	srv := httptest.NewServer(knowledge.NewHandler(knowledge.HandlerDeps{Service: e.k}))
 	defer srv.Close()
 	post := func(project, id, token string) (int, map[string]any) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/projects/"+project+"/knowledge/"+id+"/confirm", nil)

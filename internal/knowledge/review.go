@@ -138,7 +138,7 @@ func (s *Service) IssueCIToken(ctx context.Context, projectID uuid.UUID) (string
 }
 
 // errBadCIToken refuses any CI token that is malformed, unknown, revoked or of another
-// project. A new value each time: an apperr.Error is mutable (WithReason).
+// project. A new value each time: a caller may set its Details.
 func errBadCIToken() *apperr.Error {
 	return apperr.New(apperr.Unauthenticated, "a valid project CI token (qyt_ci_…) is required")
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/embed"
 	"github.com/relayroom/relayroom/internal/jobs"
@@ -80,7 +79,7 @@ func Seed(ctx context.Context, dbURL, path string) (Fixture, error) {
 	}
 	defer d.Close()
 	// The URLs admin prints are built from the server's base later; only keys and ids matter.
-	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://127.0.0.1"}).Apply(ctx, file, admin.Options{})
+	res, err := admin.New(d, "http://127.0.0.1").Apply(ctx, file, admin.Options{})
 	if err != nil {
 		return Fixture{}, fmt.Errorf("apply %s: %w", path, err)
 	}

@@ -107,7 +107,7 @@ func newEnvWith(t testing.TB, tweak func(*config.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://x.test"}).Apply(context.Background(), f, admin.Options{})
+	res, err := admin.New(d, "http://x.test").Apply(context.Background(), f, admin.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +128,8 @@ func newEnvWith(t testing.TB, tweak func(*config.Config)) *env {
 	e.h = a.Handler()
 	e.srv.Config.Handler = e.h
 	emb, _ := embed.New(embed.Config{Kind: cfg.Embedder})
-	e.svc = &rooms.Service{DB: d, Q: db.New(), Resolver: &tenancy.Resolver{DB: d, Q: db.New()}, Embedder: emb,
-		Secrets: sharedDetector(t), SigningKey: []byte(cfg.SigningKey), PublicURL: e.srv.URL, EmbedTimeout: cfg.EmbedWait}
+	e.svc = rooms.New(rooms.Deps{DB: d, Q: db.New(), Resolver: &tenancy.Resolver{DB: d, Q: db.New()}, Embedder: emb,
+		Secrets: sharedDetector(t), SigningKey: []byte(cfg.SigningKey), PublicURL: e.srv.URL, EmbedTimeout: cfg.EmbedWait})
 	e.one, e.two = res.Projects["one"].ID, res.Projects["two"].ID
 	for k, v := range res.Agents {
 		e.keys[k[strings.Index(k, "/")+1:]] = v.Key

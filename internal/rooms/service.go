@@ -46,8 +46,8 @@ type WakeQueue interface {
 	Queue(ctx context.Context, tx *pg.Tx, r wake.Request) error
 }
 
-// Service holds the toolset's dependencies.
-type Service struct {
+// Deps are what the rooms toolset is built from (New).
+type Deps struct {
 	DB *pg.DB
 	Q  *db.Queries
 	// Resolver binds the all-rooms address's room_id to a room scope.
@@ -70,6 +70,26 @@ type Service struct {
 	PublicURL string
 	Now       func() time.Time
 	Log       *slog.Logger
+}
+
+// Service is the rooms toolset. Build it with New.
+type Service struct {
+	Deps
+}
+
+// New builds the toolset; a nil Now is the wall clock, a nil Log discards, a nil Q is
+// the generated queries.
+func New(d Deps) *Service {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Q == nil {
+		d.Q = db.New()
+	}
+	return &Service{Deps: d}
 }
 
 func (s *Service) now() time.Time {

@@ -416,7 +416,7 @@ func (s *Service) ReviewTask(ctx context.Context, sc tenancy.Scope, taskID, verd
 	if err := requireAgreement(sc); err != nil {
 		return ReviewResult{}, err
 	}
-	if verdict != "accepted" && verdict != "rejected" {
+	if verdict != VerdictAccepted && verdict != VerdictRejected {
 		return ReviewResult{}, invalid("verdict must be accepted or rejected")
 	}
 	id, err := uuid.Parse(taskID)

@@ -47,7 +47,7 @@ func setup(t *testing.T) (*pg.DB, *tenancy.Resolver, admin.Result) {
 func setupFile(t *testing.T, file string) (*pg.DB, *tenancy.Resolver, admin.Result) {
 	t.Helper()
 	d, _ := pgtest.Open(t)
-	svc := &admin.Service{DB: d, Q: db.New(), PublicURL: "http://x.test"}
+	svc := admin.New(d, "http://x.test")
 	f, err := admin.ParseFile(strings.NewReader(file))
 	if err != nil {
 		t.Fatal(err)

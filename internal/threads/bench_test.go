@@ -168,7 +168,7 @@ func BenchmarkMessaging1M(b *testing.B) {
 	// transaction, as the running service does (backend never calls, so it is offline).
 	b.Run("send_with_wake", func(b *testing.B) {
 		sc := e.sc("architect")
-		e.svc.Waker = &wake.Service{DB: e.d, Q: db.New(), Now: time.Now, Log: slog.New(slog.DiscardHandler)}
+		e.svc.Waker = wake.New(wake.Deps{DB: e.d, Q: db.New(), Now: time.Now, Log: slog.New(slog.DiscardHandler)})
 		defer func() { e.svc.Waker = nil }()
 		d := make([]time.Duration, 0, b.N)
 		b.ResetTimer()

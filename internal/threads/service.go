@@ -17,8 +17,8 @@ import (
 // OnlineWindow is how recently a part must have called to count as online.
 const OnlineWindow = time.Minute
 
-// Service holds the toolset's dependencies.
-type Service struct {
+// Deps are what the threads toolset is built from (New).
+type Deps struct {
 	DB  *pg.DB
 	Q   *db.Queries
 	Now func() time.Time
@@ -30,6 +30,22 @@ type Service struct {
 	// Secrets masks credentials in the subjects and bodies send and reply store
 	// (docs/secrets.md). Required by send and reply.
 	Secrets *secrets.Detector
+}
+
+// Service is the threads toolset. Build it with New.
+type Service struct {
+	Deps
+}
+
+// New builds the toolset; a nil Now is the wall clock, a nil Q the generated queries.
+func New(d Deps) *Service {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Q == nil {
+		d.Q = db.New()
+	}
+	return &Service{Deps: d}
 }
 
 // Identity is whoami's answer.

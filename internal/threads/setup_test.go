@@ -105,7 +105,7 @@ func setup(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	d, u := pgtest.Open(t)
-	adm := &admin.Service{DB: d, Q: db.New(), PublicURL: "http://x.test"}
+	adm := admin.New(d, "http://x.test")
 	f, err := admin.ParseFile(strings.NewReader(fixture))
 	if err != nil {
 		t.Fatal(err)
@@ -115,8 +115,10 @@ func setup(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	e := &env{d: d, url: u, res: res, waker: &recWaker{}, scopes: map[string]tenancy.Scope{}}
-	e.know = &knowledge.Service{DB: d, Q: db.New(), Detector: detector(t), Now: time.Now}
-	e.svc = &threads.Service{DB: d, Q: db.New(), Now: time.Now, Knowledge: e.know, Waker: e.waker, Secrets: e.know.Detector}
+	if e.know, err = knowledge.New(knowledge.Deps{DB: d, Q: db.New(), Detector: detector(t), Now: time.Now}); err != nil {
+		t.Fatal(err)
+	}
+	e.svc = threads.New(threads.Deps{DB: d, Q: db.New(), Now: time.Now, Knowledge: e.know, Waker: e.waker, Secrets: e.know.Detector})
 	r := &tenancy.Resolver{DB: d, Q: db.New()}
 	for _, p := range []struct{ project, part, agent string }{
 		{"one", "architect", "acme/architect"}, {"one", "backend", "acme/backend"}, {"one", "frontend", "acme/frontend"},

@@ -91,7 +91,7 @@ type Throttle struct {
 }
 
 // New returns a throttle counting in d. now may be nil (time.Now).
-func New(d *pg.DB, q *db.Queries, l Limits, log *slog.Logger, now func() time.Time) *Throttle {
+func New(d *pg.DB, l Limits, log *slog.Logger, now func() time.Time) *Throttle {
 	if l.Window <= 0 {
 		l.Window = DefaultWindow
 	}
@@ -99,7 +99,7 @@ func New(d *pg.DB, q *db.Queries, l Limits, log *slog.Logger, now func() time.Ti
 		now = time.Now
 	}
 	return &Throttle{
-		db: d, q: q, limits: l, log: log, now: now,
+		db: d, q: db.New(), limits: l, log: log, now: now,
 		blocked: map[string]time.Time{}, verified: map[[32]byte]time.Time{}, sweepAt: 1024,
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
@@ -39,7 +38,7 @@ func newThrottle(d *pg.DB, l throttle.Limits, c *clock) *throttle.Throttle {
 	if c != nil {
 		now = c.now
 	}
-	return throttle.New(d, db.New(), l, slog.New(slog.DiscardHandler), now)
+	return throttle.New(d, l, slog.New(slog.DiscardHandler), now)
 }
 
 // retryAfter returns the refusal's Retry-After seconds, failing unless err is a 429.

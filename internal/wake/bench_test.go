@@ -91,7 +91,7 @@ func BenchmarkSweepTick(b *testing.B) {
 	ctx := context.Background()
 	d, now := seedSweepBench(b)
 	runner := jobs.New(d.Ops, jobs.Options{})
-	svc := &wake.Service{DB: d, Q: db.New()}
+	svc := wake.New(wake.Deps{DB: d, Q: db.New()})
 	if err := svc.RegisterJobs(runner); err != nil {
 		b.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func BenchmarkSweepTickIdle(b *testing.B) {
 	ctx := context.Background()
 	d, now := seedSweepBench(b)
 	runner := jobs.New(d.Ops, jobs.Options{})
-	svc := &wake.Service{DB: d, Q: db.New()}
+	svc := wake.New(wake.Deps{DB: d, Q: db.New()})
 	if err := svc.RegisterJobs(runner); err != nil {
 		b.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func BenchmarkSweepTickIdle(b *testing.B) {
 func BenchmarkClaim(b *testing.B) {
 	ctx := context.Background()
 	d, now := seedSweepBench(b)
-	svc := &wake.Service{DB: d, Q: db.New(), Now: func() time.Time { return now.Add(time.Minute) }}
+	svc := wake.New(wake.Deps{DB: d, Q: db.New(), Now: func() time.Time { return now.Add(time.Minute) }})
 	var agents []wake.Agent
 	err := d.Operator(ctx, func(tx *pg.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT agent_id, org_id FROM membership WHERE parked_until IS NULL ORDER BY id LIMIT 20000`)
@@ -211,7 +211,7 @@ func BenchmarkClaim(b *testing.B) {
 func BenchmarkQueue(b *testing.B) {
 	ctx := context.Background()
 	d, _ := seedSweepBench(b)
-	svc := &wake.Service{DB: d, Q: db.New()}
+	svc := wake.New(wake.Deps{DB: d, Q: db.New()})
 	type target struct{ project, member uuid.UUID }
 	var targets []target
 	err := d.Operator(ctx, func(tx *pg.Tx) error {

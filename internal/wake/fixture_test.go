@@ -89,13 +89,13 @@ func setupPool(t testing.TB, maxConns int32) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := (&admin.Service{DB: d, Q: db.New(), PublicURL: "http://x.test"}).Apply(ctx, f, admin.Options{})
+	res, err := admin.New(d, "http://x.test").Apply(ctx, f, admin.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &clock{t: time.Now().UTC().Truncate(time.Millisecond)}
 	fx := &fixture{t: t, ctx: ctx, d: d, url: u, res: res, clock: c,
-		svc:     &wake.Service{DB: d, Q: db.New(), Now: c.Now, PollInterval: 50 * time.Millisecond},
+		svc:     wake.New(wake.Deps{DB: d, Q: db.New(), Now: c.Now, PollInterval: 50 * time.Millisecond}),
 		project: res.Projects["one"].ID, other: res.Projects["two"].ID,
 		member: map[string]uuid.UUID{}, agent: map[string]wake.Agent{}}
 	fx.op(func(tx *pg.Tx) error {

@@ -27,11 +27,7 @@ func TestPagerHTTP(t *testing.T) {
 			req.Header.Set("Authorization", "Bearer "+key)
 		}
 		rec := httptest.NewRecorder()
-		if method == http.MethodGet {
-			f.svc.HandleNext(rec, req)
-		} else {
-			f.svc.HandleAck(rec, req, path)
-		}
+		wake.NewHandler(wake.HandlerDeps{Service: f.svc}).ServeHTTP(rec, req)
 		var body map[string]any
 		_ = json.Unmarshal(rec.Body.Bytes(), &body)
 		return rec, body

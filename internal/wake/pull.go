@@ -2,10 +2,6 @@ package wake
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -147,74 +143,3 @@ func (s *Service) Ack(ctx context.Context, a Agent, id uuid.UUID) (string, error
 
 // MaxWait bounds a long poll.
 const MaxWait = 60 * time.Second
-
-// HandleNext serves GET /api/wakes/next?wait=SECONDS (agent key in X-Agent-Key or
-// Authorization: Bearer): 200 with a claimed wake, or 204 when none arrived in time.
-func (s *Service) HandleNext(w http.ResponseWriter, r *http.Request) {
-	a, err := s.Authenticate(r.Context(), auth.AgentKey(r))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	wait := 25 * time.Second
-	if v := r.URL.Query().Get("wait"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			s.writeError(w, r, apperr.New(apperr.Invalid, "wait must be a whole number of seconds"))
-			return
-		}
-		wait = min(time.Duration(n)*time.Second, MaxWait)
-	}
-	wk, err := s.Next(r.Context(), a, wait)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if wk == nil {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	writeJSON(w, http.StatusOK, wk)
-}
-
-// HandleAck serves POST /api/wakes/{id}/ack.
-func (s *Service) HandleAck(w http.ResponseWriter, r *http.Request, rawID string) {
-	a, err := s.Authenticate(r.Context(), auth.AgentKey(r))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	id, err := uuid.Parse(rawID)
-	if err != nil {
-		s.writeError(w, r, apperr.New(apperr.NotFound, "no such wake"))
-		return
-	}
-	st, err := s.Ack(r.Context(), a, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "id": id, "status": st})
-}
-
-func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	status := http.StatusInternalServerError
-	msg := "internal error"
-	if e, ok := apperr.As(err); ok {
-		msg = e.Message
-		if status = apperr.HTTPStatus(e.Code); status == http.StatusInternalServerError {
-			msg = "internal error"
-		}
-	}
-	if status >= 500 {
-		s.Log.ErrorContext(r.Context(), "wake endpoint", "error", fmt.Sprint(err))
-	}
-	writeJSON(w, status, map[string]string{"error": msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}

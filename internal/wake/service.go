@@ -40,15 +40,13 @@ const (
 	StatusDead      = "dead"
 )
 
-// Service queues, holds, releases and delivers wakes. Zero knobs take the defaults above.
-type Service struct {
+// Deps are what the wake service is built from (New). Zero knobs take the defaults above.
+type Deps struct {
 	DB  *pg.DB
 	Q   *db.Queries
 	Log *slog.Logger
 	// Now is the clock (tests inject one); the sweep takes its time as an argument.
 	Now func() time.Time
-	// Jobs delivers webhooks; nil means wakes are only delivered to pagers.
-	Jobs *jobs.Runner
 	// Box seals and opens webhook secrets (RELAYROOM_SECRET_KEY); nil means webhooks
 	// can be neither configured nor sent.
 	Box *SecretBox
@@ -58,6 +56,14 @@ type Service struct {
 	MaxAttempts  int           // webhook attempts before the wake is dead
 	PollInterval time.Duration // long-poll re-check besides notifications (default 30 s: each sweep tick notifies anyway)
 	HTTPClient   *http.Client  // webhook client (default: 10 s timeout)
+}
+
+// Service queues, holds, releases and delivers wakes. Build it with New.
+type Service struct {
+	Deps
+	// Jobs delivers webhooks (set by RegisterJobs); nil means wakes are only delivered
+	// to pagers.
+	Jobs *jobs.Runner
 
 	once     sync.Once
 	hub      *hub
@@ -66,6 +72,16 @@ type Service struct {
 	overflow atomic.Bool    // notes was full: the next NOTIFY says "*"
 	stopped  chan struct{}  // closed when Run returns: long polls end at once
 	stopOnce sync.Once
+}
+
+// New builds the service; a nil Q is the generated queries.
+func New(d Deps) *Service {
+	if d.Q == nil {
+		d.Q = db.New()
+	}
+	s := &Service{Deps: d}
+	s.init()
+	return s
 }
 
 func (s *Service) init() {

@@ -78,6 +78,15 @@ func Verify(secret, header string, body []byte, now time.Time, tolerance time.Du
 // SecretBox seals webhook secrets with AES-256-GCM under the server key.
 type SecretBox struct{ aead cipher.AEAD }
 
+// OptionalSecretBox is NewSecretBox for a key that may be unset: nil (webhooks off)
+// when key is "". The server and the admin commands open the key the same way.
+func OptionalSecretBox(key string) (*SecretBox, error) {
+	if key == "" {
+		return nil, nil
+	}
+	return NewSecretBox(key)
+}
+
 // NewSecretBox takes the server key: 32 bytes as 64 hex digits or base64 (RELAYROOM_SECRET_KEY).
 func NewSecretBox(key string) (*SecretBox, error) {
 	key = strings.TrimSpace(key)

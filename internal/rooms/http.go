@@ -1,0 +1,212 @@
+package rooms
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/httpapi"
+	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
+)
+
+// HandlerDeps is what the rooms HTTP routes need.
+type HandlerDeps struct {
+	Service *Service
+	Log     *slog.Logger
+}
+
+// maxReviewBody bounds an accept or reject body: a comment, not a document.
+const maxReviewBody = 64 << 10
+
+// Review verdicts of the accept and reject routes.
+const (
+	VerdictAccepted = "accepted"
+	VerdictRejected = "rejected"
+)
+
+// NewHandler serves the rooms toolset's HTTP API beside MCP: task attachments (upload with
+// an agent key, download by signed link) and accepting or rejecting a task's result.
+func NewHandler(d HandlerDeps) *httpapi.Mux {
+	h := &httpHandler{svc: d.Service, errs: httpapi.Errors{Log: d.Log, Challenge: `Bearer scope="rooms"`}}
+	m := &httpapi.Mux{}
+	m.Handle(httpapi.Route{Method: http.MethodPost, Path: "/api/rooms/{project_id}/tasks/{task_id}/attachments", Credential: auth.AgentKey}, h.upload)
+	m.Handle(httpapi.Route{Method: http.MethodGet, Path: "/api/rooms/{project_id}/attachments/{attachment_id}"}, h.download)
+	m.Handle(httpapi.Route{Method: http.MethodPost, Path: "/api/rooms/{project_id}/tasks/{task_id}/accept", Credential: auth.AgentKey}, h.review(VerdictAccepted))
+	m.Handle(httpapi.Route{Method: http.MethodPost, Path: "/api/rooms/{project_id}/tasks/{task_id}/reject", Credential: auth.AgentKey}, h.review(VerdictRejected))
+	return m
+}
+
+type httpHandler struct {
+	svc  *Service
+	errs httpapi.Errors
+}
+
+// scope authenticates an agent key for the room in the path and refuses a guest whose
+// agreement is not active.
+func (h *httpHandler) scope(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+	key := auth.AgentKey(r)
+	if key == "" {
+		return tenancy.Scope{}, apperr.New(apperr.Unauthenticated, tenancy.MsgUnauthorized)
+	}
+	id, err := uuid.Parse(r.PathValue("project_id"))
+	if err != nil {
+		if _, err := h.svc.Resolver.Agent(ctx, key); err != nil {
+			return tenancy.Scope{}, err
+		}
+		return tenancy.Scope{}, apperr.New(apperr.Forbidden, tenancy.MsgNotParticipant)
+	}
+	sc, err := h.svc.Resolver.RoomByKey(ctx, key, id)
+	if err != nil {
+		return tenancy.Scope{}, err
+	}
+	// These routes are not MCP tools, so the agreement check the tools get is made here.
+	if err := sc.Admitted(); err != nil {
+		return tenancy.Scope{}, err
+	}
+	return sc, nil
+}
+
+// readError answers an upload whose body could not be read: the in-flight byte budget's
+// refusal (an apperr, a 429) as such, anything else as a bad upload.
+func (h *httpHandler) readError(w http.ResponseWriter, r *http.Request, err error) {
+	if _, ok := apperr.As(err); ok {
+		h.errs.Write(w, r, err)
+		return
+	}
+	h.errs.Write(w, r, apperr.New(apperr.Invalid, "cannot read the upload: %v", err))
+}
+
+func (h *httpHandler) upload(w http.ResponseWriter, r *http.Request) {
+	sc, err := h.scope(r.Context(), r)
+	if err != nil {
+		h.errs.Write(w, r, err)
+		return
+	}
+	taskID := r.PathValue("task_id")
+	// Refuse before reading up to 25 MB that would be thrown away.
+	if err := h.svc.CanAttach(r.Context(), sc, taskID); err != nil {
+		h.errs.Write(w, r, err)
+		return
+	}
+	limit := h.svc.MaxAttachment()
+	var (
+		name, ctype string
+		body        []byte
+	)
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		// The form's overhead is allowed on top of the file's own limit.
+		r.Body = http.MaxBytesReader(w, r.Body, limit+1<<20)
+		f, fh, err := r.FormFile("file")
+		if err != nil {
+			var mbe *http.MaxBytesError
+			switch _, budget := apperr.As(err); {
+			case errors.As(err, &mbe):
+				h.errs.Write(w, r, h.svc.TooLarge())
+			case budget: // the in-flight byte budget
+				h.errs.Write(w, r, err)
+			default:
+				h.errs.Write(w, r, apperr.New(apperr.Invalid, "multipart upload needs a file field named \"file\""))
+			}
+			return
+		}
+		defer f.Close()
+		if body, err = io.ReadAll(io.LimitReader(f, limit+1)); err != nil {
+			h.readError(w, r, err)
+			return
+		}
+		name, ctype = fh.Filename, fh.Header.Get("Content-Type")
+	} else {
+		if body, err = io.ReadAll(io.LimitReader(r.Body, limit+1)); err != nil {
+			h.readError(w, r, err)
+			return
+		}
+		name, ctype = r.URL.Query().Get("filename"), r.Header.Get("Content-Type")
+	}
+	if int64(len(body)) > limit {
+		h.errs.Write(w, r, h.svc.TooLarge())
+		return
+	}
+	res, err := h.svc.Upload(r.Context(), sc, taskID, name, ctype, body)
+	if err != nil {
+		h.errs.Write(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusCreated, res)
+}
+
+func (h *httpHandler) download(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f, err := h.svc.Download(r.Context(), r.PathValue("project_id"), r.PathValue("attachment_id"), q.Get("exp"), q.Get("sig"))
+	if err != nil {
+		h.errs.Write(w, r, err)
+		return
+	}
+	hd := w.Header()
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.Filename}))
+	hd.Set("Content-Type", f.ContentType)
+	w.WriteHeader(http.StatusOK)
+	// The status is sent: a failed write means the client is gone.
+	_, _ = w.Write(f.Content)
+}
+
+func (h *httpHandler) review(verdict string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sc, err := h.scope(r.Context(), r)
+		if err != nil {
+			h.errs.Write(w, r, err)
+			return
+		}
+		comment, err := reviewComment(r)
+		if err != nil {
+			h.errs.Write(w, r, err)
+			return
+		}
+		res, err := h.svc.ReviewTask(r.Context(), sc, r.PathValue("task_id"), verdict, comment)
+		if err != nil {
+			h.errs.Write(w, r, err)
+			return
+		}
+		httpapi.WriteJSON(w, http.StatusOK, res)
+	}
+}
+
+// reviewComment reads the optional {"comment": "…"} of an accept or reject.
+func reviewComment(r *http.Request) (string, error) {
+	var body struct {
+		Comment string `json:"comment"`
+	}
+	if r.ContentLength == 0 {
+		return "", nil
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBody))
+	if err != nil {
+		return "", apperr.New(apperr.Invalid, "cannot read the body: %v", err)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return "", nil
+	}
+	// The raw bytes are checked: decoding would hide invalid UTF-8 behind U+FFFD.
+	if path, err := text.CheckJSON(raw); err != nil && !errors.Is(err, text.ErrSyntax) {
+		if path == "" {
+			path = "body"
+		}
+		return "", apperr.New(apperr.Invalid, "%s %v", path, err)
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return "", apperr.New(apperr.Invalid, "body must be JSON: {\"comment\": \"…\"} (optional)")
+	}
+	return body.Comment, nil
+}

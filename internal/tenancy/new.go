@@ -1,0 +1,11 @@
+package tenancy
+
+import (
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// NewResolver builds the resolver on database.
+func NewResolver(database *pg.DB) *Resolver {
+	return &Resolver{DB: database, Q: db.New()}
+}

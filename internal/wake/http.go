@@ -1,0 +1,94 @@
+package wake
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/httpapi"
+)
+
+// HandlerDeps is what the pager's routes need.
+type HandlerDeps struct {
+	Service *Service
+	Log     *slog.Logger
+}
+
+// DefaultWait is a long poll's wait when the pager names none.
+const DefaultWait = 25 * time.Second
+
+// NewHandler serves what `relayroom pager` talks to, authenticated by the agent key
+// (X-Agent-Key or Authorization: Bearer). No answer of these routes is cached.
+func NewHandler(d HandlerDeps) *httpapi.Mux {
+	h := &httpHandler{svc: d.Service, errs: httpapi.Errors{Log: d.Log}}
+	m := &httpapi.Mux{}
+	m.Handle(httpapi.Route{Method: http.MethodGet, Path: "/api/wakes/next", Credential: auth.AgentKey}, noStore(h.next))
+	m.Handle(httpapi.Route{Method: http.MethodPost, Path: "/api/wakes/{id}/ack", Credential: auth.AgentKey}, noStore(h.ack))
+	return m
+}
+
+type httpHandler struct {
+	svc  *Service
+	errs httpapi.Errors
+}
+
+func noStore(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		next(w, r)
+	}
+}
+
+// next serves GET /api/wakes/next?wait=SECONDS: 200 with a claimed wake, or 204 when
+// none arrived in time.
+func (h *httpHandler) next(w http.ResponseWriter, r *http.Request) {
+	a, err := h.svc.Authenticate(r.Context(), auth.AgentKey(r))
+	if err != nil {
+		h.errs.Write(w, r, err)
+		return
+	}
+	wait := DefaultWait
+	if v := r.URL.Query().Get("wait"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			h.errs.Write(w, r, apperr.New(apperr.Invalid, "wait must be a whole number of seconds"))
+			return
+		}
+		wait = min(time.Duration(n)*time.Second, MaxWait)
+	}
+	wk, err := h.svc.Next(r.Context(), a, wait)
+	if err != nil {
+		h.errs.Write(w, r, err)
+		return
+	}
+	if wk == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, wk)
+}
+
+// ack serves POST /api/wakes/{id}/ack.
+func (h *httpHandler) ack(w http.ResponseWriter, r *http.Request) {
+	a, err := h.svc.Authenticate(r.Context(), auth.AgentKey(r))
+	if err != nil {
+		h.errs.Write(w, r, err)
+		return
+	}
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		h.errs.Write(w, r, apperr.New(apperr.NotFound, "no such wake"))
+		return
+	}
+	st, err := h.svc.Ack(r.Context(), a, id)
+	if err != nil {
+		h.errs.Write(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": id, "status": st})
+}
