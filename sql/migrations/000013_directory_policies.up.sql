@@ -44,40 +44,34 @@ ALTER POLICY tenant ON app_user USING (id = ANY (rr_users()));
 -- of any transaction whose tenant comes without these lists.
 CREATE FUNCTION rr_set_directory() RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = public, pg_temp AS $fn$
-DECLARE
-  org  uuid := rr_org();
-  proj uuid := rr_project();
-  agt  uuid := rr_agent();
-  admitted boolean := false;
-  orgs uuid[];
-  projects uuid[];
-  agents uuid[];
-  users uuid[];
 BEGIN
-  -- A tenant of a project and no organisation (a project's CI token, a signed download
-  -- link) acts for the project itself and sees its members, as before.
-  IF proj IS NOT NULL AND org IS NULL THEN
-    admitted := true;
-  ELSIF proj IS NOT NULL THEN
-    SELECT p.host_org_id = org OR EXISTS (SELECT 1 FROM agreement ag
-             WHERE ag.project_id = p.id AND ag.guest_org_id = org AND ag.status = 'active')
-      INTO admitted FROM project p WHERE p.id = proj;
-  END IF;
-  SELECT array_agg(DISTINCT x.o ORDER BY x.o) INTO orgs FROM (
-    SELECT p.host_org_id AS o FROM project p WHERE admitted AND p.id = proj
-    UNION ALL
-    SELECT m.org_id FROM membership m WHERE admitted AND m.project_id = proj
-    UNION ALL
-    SELECT p.host_org_id FROM membership m JOIN project p ON p.id = m.project_id WHERE m.agent_id = agt) x;
-  IF admitted THEN
-    SELECT array_agg(m.agent_id ORDER BY m.agent_id) INTO agents FROM membership m WHERE m.project_id = proj;
-  END IF;
-  SELECT array_agg(m.project_id ORDER BY m.project_id) INTO projects FROM membership m WHERE m.agent_id = agt;
-  SELECT array_agg(om.user_id ORDER BY om.user_id) INTO users FROM org_member om WHERE om.org_id = org;
-  PERFORM set_config('app.orgs', coalesce(orgs::text, ''), true),
-    set_config('app.projects', coalesce(projects::text, ''), true),
-    set_config('app.agents', coalesce(agents::text, ''), true),
-    set_config('app.users', coalesce(users::text, ''), true);
+  -- One statement (each statement of a function is an execution of its own; this runs
+  -- once per request). A tenant of a project and no organisation (a project's CI token,
+  -- a signed download link) acts for the project itself and sees its members, as before.
+  PERFORM set_config('app.orgs', coalesce(d.orgs::text, ''), true),
+    set_config('app.projects', coalesce(d.projects::text, ''), true),
+    set_config('app.agents', coalesce(d.agents::text, ''), true),
+    set_config('app.users', coalesce(d.users::text, ''), true)
+  FROM (
+    SELECT
+      (SELECT array_agg(DISTINCT x.o ORDER BY x.o) FROM (
+         SELECT p.host_org_id AS o FROM project p WHERE a.admitted AND p.id = t.proj
+         UNION ALL
+         SELECT m.org_id FROM membership m WHERE a.admitted AND m.project_id = t.proj
+         UNION ALL
+         SELECT p.host_org_id FROM membership m JOIN project p ON p.id = m.project_id
+         WHERE m.agent_id = t.agt) x) AS orgs,
+      (SELECT array_agg(m.project_id ORDER BY m.project_id) FROM membership m WHERE m.agent_id = t.agt) AS projects,
+      (SELECT array_agg(m.agent_id ORDER BY m.agent_id) FROM membership m
+       WHERE a.admitted AND m.project_id = t.proj) AS agents,
+      (SELECT array_agg(om.user_id ORDER BY om.user_id) FROM org_member om WHERE om.org_id = t.org) AS users
+    FROM (SELECT rr_org() AS org, rr_project() AS proj, rr_agent() AS agt) t
+    CROSS JOIN LATERAL (
+      SELECT t.proj IS NOT NULL AND (t.org IS NULL OR EXISTS (
+        SELECT 1 FROM project p WHERE p.id = t.proj AND (p.host_org_id = t.org OR EXISTS (
+          SELECT 1 FROM agreement ag WHERE ag.project_id = p.id AND ag.guest_org_id = t.org
+            AND ag.status = 'active')))) AS admitted) a
+  ) d;
 END
 $fn$;
 REVOKE ALL ON FUNCTION rr_set_directory() FROM PUBLIC;
