@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -529,9 +530,14 @@ func fusedScore(cos float64, lexScore float64, lexical bool) float64 {
 // Semantic search: every candidate gets its fusedScore; candidates below minRelevance
 // are dropped, and when even the best one is below absentBelow the room has nothing on
 // the query and the answer is empty. The order is the score's, so the relevance each
-// entry reports is what ranked it. Lexical only (no query vector): the lexical order, no
-// score, no threshold (there is nothing to calibrate it against).
+// entry reports is what ranked it. Lexical only — no query vector, or no candidate with
+// a vector of the current embedder (just after a switch of embedder, before
+// EmbedPending caught up): the lexical order, no score, no threshold (a cosine-scale
+// threshold means nothing without cosines).
 func fuse(limit int, semantic bool, sem, lex []scored) []ranked {
+	if semantic && len(sem) == 0 && !slices.ContainsFunc(lex, func(x scored) bool { return x.cos != nil }) {
+		semantic = false
+	}
 	if !semantic {
 		out := make([]ranked, 0, min(limit, len(lex)))
 		for _, x := range lex[:min(limit, len(lex))] {
