@@ -121,6 +121,19 @@ func TestReadMemoryParaphrases(t *testing.T) {
 			}
 		})
 	}
+	t.Run("most queries share no word with their entry", func(t *testing.T) {
+		// The full-text parser's view of "a word": English stems, stop words left out.
+		entries, queries := make([]string, len(set.Pairs)), make([]string, len(set.Pairs))
+		for i, p := range set.Pairs {
+			entries[i], queries[i] = p.Entry, p.Query
+		}
+		disjoint := e.count(`SELECT count(*) FROM unnest($1::text[], $2::text[]) AS p(entry, query)
+WHERE NOT to_tsvector('english', entry) @@ replace(plainto_tsquery('english', query)::text, ' & ', ' | ')::tsquery`, entries, queries)
+		t.Logf("%d of %d queries share no word stem with their entry", disjoint, len(set.Pairs))
+		if disjoint*3 < len(set.Pairs)*2 {
+			t.Errorf("only %d of %d queries share no word with their entry: the set should test meaning, not words", disjoint, len(set.Pairs))
+		}
+	})
 	t.Run("entries come in the order of their relevance", func(t *testing.T) {
 		for i, a := range answers {
 			for k := 1; k < len(a.rel); k++ {
