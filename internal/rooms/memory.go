@@ -282,8 +282,9 @@ type filter struct {
 
 // ReadMemory searches the room's memory: a semantic search (pgvector, cosine, over
 // vectors of the current embedder only) and a lexical one (full text, plus a substring
-// match for names and ids), fused by reciprocal rank. Deprecated entries and other
-// organisations' private entries are never returned.
+// match for names and ids), fused into one score that orders the answer and that
+// relevance reports (fuse); nothing relevant enough answers MsgNoMemory. Deprecated
+// entries and other organisations' private entries are never returned.
 func (s *Service) ReadMemory(ctx context.Context, sc tenancy.Scope, in ReadMemoryInput) (ReadMemoryResult, error) {
 	if err := requireGrant(sc, tenancy.GrantReadMemory, MsgNoReadMemory); err != nil {
 		return ReadMemoryResult{}, err
