@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,8 +27,25 @@ const (
 	// minCosine drops semantic candidates that are no closer than unrelated text: with the
 	// builtin embedder related texts score 0.3–0.8 and unrelated ones around 0.
 	minCosine = 0.2
-	// rrfK is the reciprocal-rank-fusion constant (Cormack et al. 2009).
-	rrfK = 60
+	// minRelevance drops entries whose fused score (see fusedScore) is below it.
+	minRelevance = minCosine
+	// absentBelow: when even the best entry scores below it, the room has nothing on the
+	// query and read_memory says so. Calibrated on the tune split of
+	// testdata/paraphrases.json with the builtin embedder: every off-topic query's best
+	// entry scored 0.24–0.38 there. The price is real: about half of the paraphrases'
+	// own entries score below 0.40 too, and those queries are answered only when some
+	// other entry scores higher (docs/rooms.md, "Paraphrase retrieval").
+	absentBelow = 0.40
+	// strongLexical is the lexical score from which a match is exact (the whole query as
+	// a substring, 3) or has every query word (2 + rank): rr_memory_lexical's scale.
+	strongLexical = 2.0
+	// A lexical match on some of the query's words adds its rank (ts_rank_cd: 0.1 per
+	// matched word occurrence) to its cosine when at least two occurrences match, at
+	// most someTermsMax. One shared word is too weak a sign ("chess openings" stems to
+	// "open" and matches a ticket left open): on the tune split any bonus for a single
+	// word lost more paraphrases than it found.
+	someTermsMin = 0.2
+	someTermsMax = 0.3
 	// hnswEF is the HNSW candidate list of a search (pgvector's default is 40).
 	hnswEF = 150
 	// indexedEmbedder has an HNSW index (migration 000005) over its 100 dimensions.
@@ -264,8 +282,9 @@ type filter struct {
 
 // ReadMemory searches the room's memory: a semantic search (pgvector, cosine, over
 // vectors of the current embedder only) and a lexical one (full text, plus a substring
-// match for names and ids), fused by reciprocal rank. Deprecated entries and other
-// organisations' private entries are never returned.
+// match for names and ids), fused into one score that orders the answer and that
+// relevance reports (fuse); nothing relevant enough answers MsgNoMemory. Deprecated
+// entries and other organisations' private entries are never returned.
 func (s *Service) ReadMemory(ctx context.Context, sc tenancy.Scope, in ReadMemoryInput) (ReadMemoryResult, error) {
 	if err := requireGrant(sc, tenancy.GrantReadMemory, MsgNoReadMemory); err != nil {
 		return ReadMemoryResult{}, err
@@ -304,20 +323,25 @@ func (s *Service) ReadMemory(ctx context.Context, sc tenancy.Scope, in ReadMemor
 		}()
 	}
 	lexErr = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		lex, err = s.lexical(ctx, tx, q, f, candidates)
-		return err
+		if lex, err = s.lexical(ctx, tx, q, f, candidates); err != nil || qvec == nil || len(lex) == 0 {
+			return err
+		}
+		// A lexical match is ranked by its meaning too (fusedScore): its cosine, which
+		// the semantic half only has for its own candidates.
+		return s.lexicalCosines(ctx, tx, sc, e, qvec, lex)
 	})
 	wg.Wait()
 	var entries []MemoryEntry
 	err := errors.Join(semErr, lexErr)
-	if ids := fuse(limit, sem, lex); err == nil && len(ids) > 0 {
+	ranked := fuse(limit, qvec != nil, sem, lex)
+	if err == nil && len(ranked) > 0 {
 		err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
 			// Loading is primary-key lookups whatever the values; its joins' row-level
 			// security makes planning cost more than running it: keep the generic plan.
 			if _, err := tx.Exec(ctx, "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"); err != nil {
 				return err
 			}
-			entries, err = s.loadEntries(ctx, tx, sc, ids, e, qvec)
+			entries, err = s.loadEntries(ctx, tx, sc, ranked)
 			return err
 		})
 	}
@@ -352,6 +376,9 @@ func (s *Service) queryVector(ctx context.Context, e embed.Embedder, q string) [
 type scored struct {
 	id    uuid.UUID
 	score float64
+	// cos is a lexical match's cosine with the query (lexicalCosines); nil when the
+	// entry has no vector of the current embedder or the search is not semantic.
+	cos *float64
 }
 
 // visible is the WHERE clause every memory read shares ($1 project, $2 org, $3 category,
@@ -444,40 +471,134 @@ func (s *Service) lexical(ctx context.Context, tx *pg.Tx, q string, f filter, n 
 	return out, nil
 }
 
-// fuse merges ranked lists by reciprocal rank fusion and keeps the best limit ids.
-func fuse(limit int, lists ...[]scored) []uuid.UUID {
-	score := map[uuid.UUID]float64{}
-	var order []uuid.UUID
-	for _, l := range lists {
-		for rank, x := range l {
-			if _, ok := score[x.id]; !ok {
-				order = append(order, x.id)
-			}
-			score[x.id] += 1.0 / float64(rrfK+rank+1)
+// lexicalCosines fills in the cosine of each lexical match that has a vector of the
+// current embedder, in the lexical half's transaction.
+func (s *Service) lexicalCosines(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, e embed.Embedder, qvec []float32, lex []scored) error {
+	ids := make([]uuid.UUID, len(lex))
+	at := make(map[uuid.UUID]int, len(lex))
+	for i, x := range lex {
+		ids[i], at[x.id] = x.id, i
+	}
+	rows, err := tx.Query(ctx, `SELECT memory_id, 1 - (embedding <=> $3::vector)
+FROM memory_vector
+WHERE project_id = $1 AND embedder = $2 AND memory_id = ANY($4::uuid[]) AND embedding IS NOT NULL
+  AND vector_dims(embedding) = vector_dims($3::vector)`, sc.ProjectID, e.Name(), pgvector.NewVector(qvec), ids)
+	if err != nil {
+		return fmt.Errorf("lexical cosines: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id  uuid.UUID
+			cos float64
+		)
+		if err := rows.Scan(&id, &cos); err != nil {
+			return fmt.Errorf("lexical cosines: %w", err)
 		}
+		lex[at[id]].cos = &cos
 	}
-	sort.SliceStable(order, func(i, j int) bool { return score[order[i]] > score[order[j]] })
-	if len(order) > limit {
-		order = order[:limit]
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("lexical cosines: %w", err)
 	}
-	return order
+	return nil
 }
 
-func (s *Service) loadEntries(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, ids []uuid.UUID, e embed.Embedder, qvec []float32) ([]MemoryEntry, error) {
-	var qv any
-	if qvec != nil {
-		qv = pgvector.NewVector(qvec)
+// ranked is one entry of read_memory's answer before loading: its id and, when the
+// search ran semantically, the fused score its relevance reports.
+type ranked struct {
+	id    uuid.UUID
+	score *float64
+}
+
+// fusedScore is one number for an entry found by meaning, by words or both, on the
+// cosine's scale so that relevance can show it: the cosine, lifted when the entry shares
+// at least two of the query's words (someTermsMin); an exact or every-word match scores at
+// least 0.5 (0.5 + half its cosine), above any off-topic entry, so a name or an id is
+// found even when its meaning is far off (or its vector not made yet).
+func fusedScore(cos float64, lexScore float64, lexical bool) float64 {
+	switch {
+	case lexical && lexScore >= strongLexical:
+		return 0.5 + 0.5*max(cos, 0)
+	case lexical && lexScore >= someTermsMin:
+		return cos + min(lexScore, someTermsMax)
 	}
-	rows, err := tx.Query(ctx, `SELECT e.id, a.name, o.name, e.model, e.created_at, e.is_decision, e.category, e.tags, e.content,
-  CASE WHEN $4::vector IS NULL OR v.embedding IS NULL THEN NULL
-       WHEN vector_dims(v.embedding) <> vector_dims($4::vector) THEN NULL
-       ELSE 1 - (v.embedding <=> $4::vector) END
+	return cos
+}
+
+// fuse merges the semantic candidates (score: cosine) and the lexical ones (score:
+// rr_memory_lexical's) into the answer's order, best first, at most limit.
+//
+// Semantic search: every candidate gets its fusedScore; candidates below minRelevance
+// are dropped, and when even the best one is below absentBelow the room has nothing on
+// the query and the answer is empty. The order is the score's, so the relevance each
+// entry reports is what ranked it. Lexical only — no query vector, or no candidate with
+// a vector of the current embedder (just after a switch of embedder, before
+// EmbedPending caught up): the lexical order, no score, no threshold (a cosine-scale
+// threshold means nothing without cosines).
+func fuse(limit int, semantic bool, sem, lex []scored) []ranked {
+	if semantic && len(sem) == 0 && !slices.ContainsFunc(lex, func(x scored) bool { return x.cos != nil }) {
+		semantic = false
+	}
+	if !semantic {
+		out := make([]ranked, 0, min(limit, len(lex)))
+		for _, x := range lex[:min(limit, len(lex))] {
+			out = append(out, ranked{id: x.id})
+		}
+		return out
+	}
+	type cand struct {
+		cos      float64
+		lexScore float64
+		lexical  bool
+	}
+	cands := map[uuid.UUID]*cand{}
+	var order []uuid.UUID
+	get := func(id uuid.UUID) *cand {
+		c, ok := cands[id]
+		if !ok {
+			c = &cand{}
+			cands[id] = c
+			order = append(order, id)
+		}
+		return c
+	}
+	for _, x := range sem {
+		get(x.id).cos = x.score
+	}
+	for _, x := range lex {
+		c := get(x.id)
+		c.lexical, c.lexScore = true, x.score
+		if x.cos != nil {
+			c.cos = *x.cos
+		}
+	}
+	out := make([]ranked, 0, len(order))
+	for _, id := range order {
+		c := cands[id]
+		sc := fusedScore(c.cos, c.lexScore, c.lexical)
+		if sc >= minRelevance {
+			out = append(out, ranked{id: id, score: &sc})
+		}
+	}
+	// Ties keep the semantic half's order, then the lexical half's: deterministic.
+	sort.SliceStable(out, func(i, j int) bool { return *out[i].score > *out[j].score })
+	if len(out) == 0 || *out[0].score < absentBelow {
+		return nil
+	}
+	return out[:min(limit, len(out))]
+}
+
+func (s *Service) loadEntries(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, list []ranked) ([]MemoryEntry, error) {
+	ids := make([]uuid.UUID, len(list))
+	for i, r := range list {
+		ids[i] = r.id
+	}
+	rows, err := tx.Query(ctx, `SELECT e.id, a.name, o.name, e.model, e.created_at, e.is_decision, e.category, e.tags, e.content
 FROM memory_entry e
 LEFT JOIN agent a ON a.id = e.agent_id
 LEFT JOIN organisation o ON o.id = e.org_id
-LEFT JOIN memory_vector v ON v.project_id = e.project_id AND v.memory_id = e.id AND v.embedder = $3
 WHERE e.project_id = $1 AND e.id = ANY($2::uuid[]) AND e.deprecated_at IS NULL
-  AND (NOT e.is_private OR e.org_id = $5)`, sc.ProjectID, ids, e.Name(), qv, sc.OrgID)
+  AND (NOT e.is_private OR e.org_id = $3)`, sc.ProjectID, ids, sc.OrgID)
 	if err != nil {
 		return nil, fmt.Errorf("load entries: %w", err)
 	}
@@ -490,9 +611,8 @@ WHERE e.project_id = $1 AND e.id = ANY($2::uuid[]) AND e.deprecated_at IS NULL
 			at             time.Time
 			dec            bool
 			tags           []string
-			cos            *float64
 		)
-		if err := rows.Scan(&id, &name, &org, &model, &at, &dec, &cat, &tags, &content, &cos); err != nil {
+		if err := rows.Scan(&id, &name, &org, &model, &at, &dec, &cat, &tags, &content); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load entries: %w", err)
 		}
@@ -501,24 +621,25 @@ WHERE e.project_id = $1 AND e.id = ANY($2::uuid[]) AND e.deprecated_at IS NULL
 		if me.Tags == nil {
 			me.Tags = []string{}
 		}
-		if qvec != nil && cos != nil {
-			me.Relevance = strp(relevance(*cos))
-		}
 		byID[id] = me
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load entries: %w", err)
 	}
-	out := make([]MemoryEntry, 0, len(ids))
-	for _, id := range ids {
-		if me, ok := byID[id]; ok {
+	out := make([]MemoryEntry, 0, len(list))
+	for _, r := range list {
+		if me, ok := byID[r.id]; ok {
+			if r.score != nil {
+				me.Relevance = strp(relevance(*r.score))
+			}
 			out = append(out, me)
 		}
 	}
 	return out, nil
 }
 
-// relevance is a cosine shown as a rounded percentage, clamped to 0–100.
+// relevance is a fused score (fusedScore) shown as a rounded percentage, clamped to
+// 0–100. Rounding and clamping never invert two scores, so the order holds.
 func relevance(cos float64) string {
 	p := math.Round(math.Max(0, math.Min(1, cos)) * 100)
 	return fmt.Sprintf("%d%%", int(p))
