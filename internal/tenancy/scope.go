@@ -62,6 +62,20 @@ type Scope struct {
 	// host; empty status means none exists. Meaningless for the host itself.
 	AgreementStatus string
 	Grants          []string
+
+	// Person is set when the caller is a person holding a token that fixes their
+	// organisation (the desk endpoint); nil for an agent.
+	Person *Person
+}
+
+// Person is a person calling with a token: who they are, what their organisation says
+// about them now, and what the token allows.
+type Person struct {
+	UserID   uuid.UUID
+	Role     string // owner, admin or member; "" when no longer a member (the grant no longer stands)
+	Plan     string // the organisation's plan
+	Timezone string // the organisation's IANA timezone
+	Scopes   []string
 }
 
 // Reasons of the agreement refusals: the machine-readable error codes of the threads and

@@ -12,6 +12,15 @@
 -- msg_40, note_41, reply_3): they tell nothing about any other workspace. desk_counter
 -- hands the numbers out.
 
+-- The words of a search as a query: every word must match, as a prefix of a word of the
+-- text ("import" finds "imports"), case-insensitively, in any order. A query without
+-- any word matches nothing.
+CREATE FUNCTION desk_query(q text) RETURNS tsquery LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT to_tsquery('simple', coalesce(string_agg(
+           '''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || ''':*', ' & '), ''))
+  FROM unnest(to_tsvector('simple', q))
+$$;
+
 CREATE TABLE desk_counter (
   org_id  uuid NOT NULL REFERENCES organisation (id) ON DELETE CASCADE,
   kind    text NOT NULL CHECK (kind IN ('inbox', 'conversation', 'message', 'reply')),
