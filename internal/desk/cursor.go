@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/relayroom/relayroom/internal/apperr"
 )
 
