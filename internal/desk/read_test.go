@@ -94,9 +94,15 @@ func TestSearchConversations(t *testing.T) {
 			r    func() (desk.SearchResult, error)
 			want int
 		}{
-			{"owner", func() (desk.SearchResult, error) { return fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: "invoice"}) }, 1},
-			{"listed member", func() (desk.SearchResult, error) { return fx.svc.SearchConversations(ctx, bo, desk.SearchInput{Query: "invoice"}) }, 1},
-			{"other member", func() (desk.SearchResult, error) { return fx.svc.SearchConversations(ctx, cy, desk.SearchInput{Query: "invoice"}) }, 0},
+			{"owner", func() (desk.SearchResult, error) {
+				return fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: "invoice"})
+			}, 1},
+			{"listed member", func() (desk.SearchResult, error) {
+				return fx.svc.SearchConversations(ctx, bo, desk.SearchInput{Query: "invoice"})
+			}, 1},
+			{"other member", func() (desk.SearchResult, error) {
+				return fx.svc.SearchConversations(ctx, cy, desk.SearchInput{Query: "invoice"})
+			}, 0},
 		} {
 			r, err := c.r()
 			if err != nil || len(r.Conversations) != c.want {
