@@ -49,10 +49,12 @@ const (
 	MaxBody  = 5000
 )
 
-// Limits of recall's answer (also its schema's bounds).
+// Limits of recall's query and answer (also its schema's bounds).
 const (
-	MaxRecall     = 20
-	DefaultRecall = 5
+	MinRecallQuery = 2
+	MaxRecallQuery = 500
+	MaxRecall      = 20
+	DefaultRecall  = 5
 )
 
 // RecallTimeout bounds the recall query on its own, below the transaction's timeout.
@@ -249,7 +251,7 @@ type LearnInput struct {
 	Title     string     `json:"title"`
 	Body      string     `json:"body"`
 	Kind      string     `json:"kind"`
-	ExpiresAt *time.Time `json:"expiresAt"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
 // LearnResult is learn's answer.
@@ -493,8 +495,8 @@ func storageReason(err error) string {
 // RecallInput is recall's arguments.
 type RecallInput struct {
 	Query string  `json:"query"`
-	Limit int     `json:"limit"`
-	Kind  *string `json:"kind"`
+	Limit int     `json:"limit,omitempty"`
+	Kind  *string `json:"kind,omitempty"`
 }
 
 // RecallResult is recall's answer.

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+
+	"github.com/relayroom/relayroom/internal/apperr"
 )
 
 // Annotations are the MCP behaviour hints of a tool. All of them are always sent, with
@@ -16,7 +19,9 @@ type Annotations struct {
 	Idempotent  bool // repeating the call with the same arguments changes nothing more
 }
 
-// Tool is one tool of an endpoint, declared as data.
+// Tool is one tool of an endpoint, declared as data. A toolset declares each tool with
+// NewTool, from the Go struct its handler takes; InputSchema and Handler are then
+// derived. They can also be set by hand (the core's own tests do).
 type Tool[S any] struct {
 	Name        string
 	Title       string
@@ -32,6 +37,99 @@ type Tool[S any] struct {
 	// defaults applied. A returned *apperr.Error is shown to the client in the
 	// endpoint's format; anything else is logged and answered as an internal error.
 	Handler func(ctx context.Context, scope S, args json.RawMessage) (any, error)
+
+	args *argsSchema // the derived input schema, for WithArgs to extend
+	err  error       // a declaration error, reported by NewHandler and ToolsListJSON
+}
+
+// NewTool declares a tool whose arguments are the Go struct In, as the go-sdk's AddTool
+// does: t gives the name, title, description and annotations; the input schema is
+// derived from In (see args.go) and refined by opts; the handler receives In decoded
+// from the arguments after the core has validated them and applied defaults. A mistake
+// in the declaration (an option naming a field In does not have, a bound on the wrong
+// type) is reported by NewHandler, so a server never starts with it.
+func NewTool[S, In, Out any](t Tool[S], h func(ctx context.Context, scope S, in In) (Out, error), opts ...SchemaOption) Tool[S] {
+	if t.InputSchema != nil || t.Handler != nil {
+		t.err = fmt.Errorf("tool %s: NewTool derives InputSchema and Handler; leave them unset", t.Name)
+		return t
+	}
+	a, err := deriveArgs(reflect.TypeFor[In](), opts)
+	if err == nil {
+		t.InputSchema, err = a.encode()
+	}
+	if err != nil {
+		t.err = fmt.Errorf("tool %s: arguments: %w", t.Name, err)
+		return t
+	}
+	t.args = a
+	t.Handler = func(ctx context.Context, scope S, args json.RawMessage) (any, error) {
+		in, err := decodeArgs[In](args)
+		if err != nil {
+			return nil, err
+		}
+		return h(ctx, scope, in)
+	}
+	return t
+}
+
+// WithArgs returns tool t for an address where every call also names what it acts on
+// (the all-rooms address's room_id): P's arguments, refined by opts, come first in t's
+// schema, bind turns them and the caller's scope into the scope t runs with, and t's
+// handler receives its own arguments only. t must have been declared with NewTool.
+func WithArgs[S, P any](t Tool[S], bind func(ctx context.Context, scope S, p P) (S, error), opts ...SchemaOption) Tool[S] {
+	if t.err != nil {
+		return t
+	}
+	if t.args == nil {
+		t.err = fmt.Errorf("tool %s: WithArgs extends a tool declared with NewTool", t.Name)
+		return t
+	}
+	p, err := deriveArgs(reflect.TypeFor[P](), opts)
+	if err == nil {
+		t.args, err = t.args.prepend(p)
+	}
+	if err == nil {
+		t.InputSchema, err = t.args.encode()
+	}
+	if err != nil {
+		t.err = fmt.Errorf("tool %s: arguments: %w", t.Name, err)
+		return t
+	}
+	inner := t.Handler
+	t.Handler = func(ctx context.Context, scope S, args json.RawMessage) (any, error) {
+		rest, err := decodeArgs[map[string]json.RawMessage](args)
+		if err != nil {
+			return nil, err
+		}
+		pv, err := decodeArgs[P](args)
+		if err != nil {
+			return nil, err
+		}
+		for name := range p.root.Properties {
+			delete(rest, name)
+		}
+		bound, err := bind(ctx, scope, pv)
+		if err != nil {
+			return nil, err
+		}
+		own, err := json.Marshal(rest)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: arguments: %w", t.Name, err)
+		}
+		return inner(ctx, bound, own)
+	}
+	return t
+}
+
+// decodeArgs reads validated arguments into a T. The schema was derived from T, so a
+// failure is rare (a value the schema allows and the Go type cannot hold); it is the
+// caller's argument that is at fault, so it is answered as invalid.
+func decodeArgs[T any](args json.RawMessage) (T, error) {
+	var v T
+	if err := json.Unmarshal(args, &v); err != nil {
+		return v, apperr.New(apperr.Invalid, "invalid arguments: %v", err)
+	}
+	return v, nil
 }
 
 // compiledTool is a Tool checked and prepared by NewHandler.
@@ -44,6 +142,9 @@ type compiledTool[S any] struct {
 const noArgumentsSchema = `{"type":"object","properties":{},"additionalProperties":false}`
 
 func compileTool[S any](t Tool[S], f Format, formats map[string]FormatChecker) (*compiledTool[S], error) {
+	if t.err != nil {
+		return nil, t.err
+	}
 	if !validToolName(t.Name) {
 		return nil, fmt.Errorf("tool %q: name must be 1-128 characters of A-Z a-z 0-9 _ - .", t.Name)
 	}

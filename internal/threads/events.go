@@ -48,8 +48,8 @@ type Usage struct {
 // EventInput is event's arguments.
 type EventInput struct {
 	Type   string          `json:"type"`
-	Detail json.RawMessage `json:"detail"`
-	Usage  *Usage          `json:"usage"`
+	Detail json.RawMessage `json:"detail,omitempty"`
+	Usage  *Usage          `json:"usage,omitempty"`
 }
 
 // EventResult is event's answer.

@@ -86,8 +86,8 @@ type SendInput struct {
 	To         []string `json:"to"`
 	Subject    string   `json:"subject"`
 	Body       string   `json:"body"`
-	Urgent     bool     `json:"urgent"`
-	NeedsHuman bool     `json:"needsHuman"`
+	Urgent     bool     `json:"urgent,omitempty"`
+	NeedsHuman bool     `json:"needsHuman,omitempty"`
 }
 
 // SendResult is send's answer.
@@ -237,8 +237,8 @@ func (s *Service) storeMessagePipelined(ctx context.Context, tx *pg.Tx, sc tenan
 type ReplyInput struct {
 	ThreadID   string `json:"threadId"`
 	Body       string `json:"body"`
-	Urgent     bool   `json:"urgent"`
-	NeedsHuman bool   `json:"needsHuman"`
+	Urgent     bool   `json:"urgent,omitempty"`
+	NeedsHuman bool   `json:"needsHuman,omitempty"`
 }
 
 // ReplyResult is reply's answer.
@@ -294,9 +294,9 @@ func (s *Service) Reply(ctx context.Context, sc tenancy.Scope, in ReplyInput) (R
 
 // InboxInput is inbox's arguments.
 type InboxInput struct {
-	UnreadOnly bool    `json:"unreadOnly"`
-	Limit      int     `json:"limit"`
-	Before     *string `json:"before"`
+	UnreadOnly bool    `json:"unreadOnly,omitempty"`
+	Limit      int     `json:"limit,omitempty"`
+	Before     *string `json:"before,omitempty"`
 }
 
 // InboxItem is one token-lean preview, exactly the spec's fields.
@@ -410,9 +410,9 @@ func (s *Service) Ack(ctx context.Context, sc tenancy.Scope, messageID string) (
 
 // ThreadsInput is threads' arguments.
 type ThreadsInput struct {
-	Query  *string `json:"query"`
-	Status *string `json:"status"`
-	Limit  int     `json:"limit"`
+	Query  *string `json:"query,omitempty"`
+	Status *string `json:"status,omitempty"`
+	Limit  int     `json:"limit,omitempty"`
 }
 
 // ThreadSummary is a thread in a list.
@@ -466,8 +466,8 @@ func (s *Service) Threads(ctx context.Context, sc tenancy.Scope, in ThreadsInput
 // Search finds threads of the project the caller does not take part in, by a
 // case-insensitive substring of the subject or of any message body.
 func (s *Service) Search(ctx context.Context, sc tenancy.Scope, query string) ([]SearchHit, error) {
-	if utf8.RuneCountInString(strings.TrimSpace(query)) < 2 {
-		return nil, apperr.New(apperr.Invalid, "query needs at least 2 characters").WithReason("invalid_argument")
+	if utf8.RuneCountInString(strings.TrimSpace(query)) < MinSearchQuery {
+		return nil, apperr.New(apperr.Invalid, "query needs at least %d characters", MinSearchQuery).WithReason("invalid_argument")
 	}
 	var rows []db.SearchOtherThreadsRow
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
@@ -542,7 +542,7 @@ func (s *Service) Show(ctx context.Context, sc tenancy.Scope, threadID string) (
 // CloseInput is close's arguments.
 type CloseInput struct {
 	ThreadID string                 `json:"threadId"`
-	Lesson   *knowledge.LessonInput `json:"lesson"`
+	Lesson   *knowledge.LessonInput `json:"lesson,omitempty"`
 }
 
 // CloseResult is close's answer, as the spec shows it.
