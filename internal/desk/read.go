@@ -43,7 +43,7 @@ type SearchInput struct {
 	Query   string `json:"query"`
 	Status  string `json:"status,omitempty"`
 	InboxID string `json:"inbox_id,omitempty"`
-	Limit   int    `json:"limit"`
+	Limit   int    `json:"limit,omitempty"`
 	Cursor  string `json:"cursor,omitempty"`
 }
 
@@ -132,8 +132,8 @@ func (s *Service) SearchConversations(ctx context.Context, sc tenancy.Scope, in 
 // GetConversationInput is relaydesk_get_conversation's arguments.
 type GetConversationInput struct {
 	ConversationID      string `json:"conversation_id"`
-	IncludePrivateNotes bool   `json:"include_private_notes"`
-	Limit               int    `json:"limit"`
+	IncludePrivateNotes bool   `json:"include_private_notes,omitempty"`
+	Limit               int    `json:"limit,omitempty"`
 	Cursor              string `json:"cursor,omitempty"`
 }
 
@@ -235,7 +235,7 @@ func (s *Service) GetConversation(ctx context.Context, sc tenancy.Scope, in GetC
 
 // PageInput is relaydesk_list_inboxes' arguments.
 type PageInput struct {
-	Limit  int    `json:"limit"`
+	Limit  int    `json:"limit,omitempty"`
 	Cursor string `json:"cursor,omitempty"`
 }
 
@@ -292,7 +292,7 @@ func (s *Service) ListInboxes(ctx context.Context, sc tenancy.Scope, in PageInpu
 // FindSavedRepliesInput is relaydesk_find_saved_replies' arguments.
 type FindSavedRepliesInput struct {
 	Query  string `json:"query"`
-	Limit  int    `json:"limit"`
+	Limit  int    `json:"limit,omitempty"`
 	Cursor string `json:"cursor,omitempty"`
 }
 
