@@ -18,6 +18,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/idempotency"
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/knowledge"
@@ -45,6 +46,7 @@ type App struct {
 	threads   *threads.Service
 	knowledge *knowledge.Service
 	rooms     *rooms.Service
+	desk      *desk.Service
 	wake      *wake.Service
 	jobs      *jobs.Runner
 	limits    *limits
@@ -179,6 +181,9 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 		return nil, err
 	}
 	a.rooms = roomsSvc
+	if a.desk, err = newDesk(database, q, roomsSvc); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
 	// Wakes: queued by threads and rooms in the transaction of the work, delivered to
 	// pagers and webhooks; the sweep and other periodic jobs run on the job runner.
 	if a.wake, a.jobs, err = newWakes(cfg, log, database, q); err != nil {
@@ -203,7 +208,13 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 	// check and in the tools/list snapshots and the isolation matrix.
 	handlers := map[string]http.Handler{}
 	for name, ep := range a.Endpoints() {
-		if handlers[name], err = mcp.NewHandler(ep, opts); err != nil {
+		o := opts
+		if name == "desk" {
+			// The note's idempotency_key argument is the desk contract's retry mechanism; the
+			// Idempotency-Key header's records belong to agents, and desk callers are people.
+			o.Idempotency = nil
+		}
+		if handlers[name], err = mcp.NewHandler(ep, o); err != nil {
 			return nil, fmt.Errorf("app: %s endpoint: %w", name, err)
 		}
 	}
