@@ -25,7 +25,9 @@ func pageArgs() []mcp.SchemaOption {
 	return []mcp.SchemaOption{mcp.Prop("limit", mcp.Minimum(1), mcp.Maximum(MaxLimit), mcp.Default(DefaultLimit))}
 }
 
-func queryArg() mcp.SchemaOption { return mcp.Prop("query", mcp.MinLength(MinQueryLen), mcp.MaxLength(MaxQueryLen)) }
+func queryArg() mcp.SchemaOption {
+	return mcp.Prop("query", mcp.MinLength(MinQueryLen), mcp.MaxLength(MaxQueryLen))
+}
 
 // paging is what every paged tool's description says about its pages.
 var paging = fmt.Sprintf("limit defaults to %d (at most %d); when next_cursor is not null, call again with the same arguments "+
