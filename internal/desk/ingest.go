@@ -188,6 +188,14 @@ func AddConversation(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.U
 		}
 		resolved = c.ResolvedAt
 	}
+	if ext != nil {
+		// Known already: nothing to add, and no number spent.
+		if id, err := q.DeskConversationIDByExternal(ctx, tx, db.DeskConversationIDByExternalParams{OrgID: orgID, ExternalID: ext}); err == nil {
+			return id, false, nil
+		} else if !pg.IsNoRows(err) {
+			return 0, false, fmt.Errorf("desk: find conversation: %w", err)
+		}
+	}
 	next, err := q.DeskCounterTake(ctx, tx, db.DeskCounterTakeParams{OrgID: orgID, Kind: counterConversation, N: 1})
 	if err != nil {
 		return 0, false, fmt.Errorf("desk: number the conversation: %w", err)
