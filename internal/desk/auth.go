@@ -213,3 +213,19 @@ func (s *Service) RevokeToken(ctx context.Context, orgID, id uuid.UUID) (bool, e
 	}
 	return n == 1, nil
 }
+
+// WorkspaceID finds a workspace by its organisation's slug (owner's pool, for admin).
+func (s *Service) WorkspaceID(ctx context.Context, slug string) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := s.db.Operator(ctx, func(tx *pg.Tx) error {
+		o, err := s.q.GetOrganisationBySlug(ctx, tx, slug)
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "no workspace %q", slug)
+		} else if err != nil {
+			return fmt.Errorf("desk: find workspace: %w", err)
+		}
+		id = o.ID
+		return nil
+	})
+	return id, err
+}
