@@ -109,6 +109,95 @@ type Delivery struct {
 	ReadAt    *time.Time
 }
 
+type DeskConversation struct {
+	OrgID          uuid.UUID
+	ID             int64
+	InboxID        int64
+	Subject        string
+	Status         string
+	AssigneeUserID *uuid.UUID
+	CustomerEmail  string
+	CustomerName   string
+	ExternalID     *string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ResolvedAt     *time.Time
+	FirstReplyAt   *time.Time
+	Search         interface{}
+}
+
+type DeskCounter struct {
+	OrgID uuid.UUID
+	Kind  string
+	Last  int64
+}
+
+type DeskInbox struct {
+	OrgID             uuid.UUID
+	ID                int64
+	Slug              string
+	Name              string
+	Restricted        bool
+	ForwardingAddress *string
+	ConnectionSecret  []byte
+	CreatedAt         time.Time
+}
+
+type DeskInboxMember struct {
+	OrgID   uuid.UUID
+	InboxID int64
+	UserID  uuid.UUID
+}
+
+type DeskMessage struct {
+	OrgID          uuid.UUID
+	ID             int64
+	ConversationID int64
+	Type           string
+	Body           string
+	AuthorUserID   *uuid.UUID
+	Attachments    json.RawMessage
+	ExternalID     *string
+	CreatedAt      time.Time
+}
+
+type DeskNoteKey struct {
+	OrgID       uuid.UUID
+	UserID      uuid.UUID
+	Key         string
+	Fingerprint []byte
+	MessageID   int64
+	CreatedAt   time.Time
+}
+
+type DeskRate struct {
+	OrgID       uuid.UUID
+	Subject     string
+	WindowStart time.Time
+	Hits        int32
+}
+
+type DeskSavedReply struct {
+	OrgID     uuid.UUID
+	ID        int64
+	Slug      string
+	Title     string
+	Body      string
+	CreatedAt time.Time
+}
+
+type DeskToken struct {
+	OrgID      uuid.UUID
+	ID         uuid.UUID
+	UserID     uuid.UUID
+	TokenID    string
+	SecretHash []byte
+	Scopes     []string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	RevokedAt  *time.Time
+}
+
 type IdempotencyKey struct {
 	OrgID       uuid.UUID
 	AgentID     uuid.UUID

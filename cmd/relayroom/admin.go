@@ -27,6 +27,7 @@ const adminUsage = `Usage: relayroom admin COMMAND [flags]   (every command prin
   knowledge list | knowledge approve | knowledge reject    the review queue of candidates
   wake set-webhook | wake clear-webhook | wake webhooks    where an agent's wakes are delivered
   wake list [--dead] | wake retry      wakes, the dead letters, and retrying one
+  desk token create | desk token list | desk token revoke  people's personal access tokens for /desk/mcp
 `
 
 type adminEnv struct {
@@ -53,6 +54,12 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		name, rest = name+" "+rest[0], rest[1:]
 	}
 	cmd, ok := adminCommands()[name]
+	if !ok && len(rest) > 0 {
+		// Three-word commands (desk token create).
+		if cmd, ok = adminCommands()[name+" "+rest[0]]; ok {
+			name, rest = name+" "+rest[0], rest[1:]
+		}
+	}
 	if !ok {
 		fmt.Fprintf(stderr, "unknown admin command %q\n\n%s", name, adminUsage)
 		return errUsage

@@ -27,6 +27,7 @@ import (
 type devCredentials struct {
 	Agents       map[string]string `json:"agents"`        // "org/slug" -> key
 	ConnectCodes map[string]string `json:"connect_codes"` // project slug -> code
+	DeskTokens   map[string]string `json:"desk_tokens"`   // desk workspace -> a personal access token
 }
 
 func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -183,6 +184,9 @@ func applyDemo(ctx context.Context, cfg config.Config, demoPath, credPath string
 			creds.ConnectCodes[slug] = out.ConnectCode
 		}
 	}
+	if err := seedDeskDemo(ctx, database, file, res, &creds); err != nil {
+		return creds, res, file, err
+	}
 	b, err := json.MarshalIndent(creds, "", "  ")
 	if err != nil {
 		return creds, res, file, err
@@ -215,7 +219,6 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 		fmt.Fprintf(&b, "\nProject %q (id %s)\n", ps.Slug, p.ID)
 		fmt.Fprintf(&b, "  room (one room):   %s\n", room)
 		fmt.Fprintf(&b, "  all rooms:         %s/api/mcp\n", public)
-		fmt.Fprintf(&b, "  desk:              %s/desk/mcp   (people's tokens; no demo credential yet)\n", public)
 		fmt.Fprintln(&b, "  threads, one URL per part:")
 		members := bannerMembers(ps)
 		for _, m := range members {
@@ -232,6 +235,9 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 			fmt.Fprintf(&b, "  claude mcp add --transport http room-%s '%s' --header 'X-Agent-Key: %s'\n", m.part, room, key)
 			mcpServers["room-"+m.part] = map[string]any{"type": "http", "url": room, "headers": map[string]string{"X-Agent-Key": key}}
 		}
+	}
+	if len(creds.DeskTokens) > 0 {
+		deskBanner(&b, public, creds, mcpServers)
 	}
 	if len(agents) > 0 {
 		fmt.Fprintf(&b, "\nWake an agent when work arrives (runs CMD once per wake, the wake as JSON on stdin):\n")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -38,6 +39,8 @@ type Result struct {
 	Users         map[string]ID         `json:"users"`
 	Agents        map[string]AgentOut   `json:"agents"`
 	Projects      map[string]ProjectOut `json:"projects"`
+	// Desk holds each desk workspace's inboxes and saved replies by slug.
+	Desk map[string]desk.WorkspaceOut `json:"desk,omitempty"`
 }
 
 // ID is an object's id.
@@ -69,7 +72,7 @@ type URLs struct {
 // Apply validates the whole file against itself and the database, then applies it in one
 // transaction: nothing is half-applied.
 func (s *Service) Apply(ctx context.Context, f File, opt Options) (Result, error) {
-	res := Result{Organisations: map[string]ID{}, Users: map[string]ID{}, Agents: map[string]AgentOut{}, Projects: map[string]ProjectOut{}}
+	res := Result{Organisations: map[string]ID{}, Users: map[string]ID{}, Agents: map[string]AgentOut{}, Projects: map[string]ProjectOut{}, Desk: map[string]desk.WorkspaceOut{}}
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		k, err := s.loadKnown(ctx, tx)
 		if err != nil {
@@ -142,6 +145,15 @@ func (s *Service) Apply(ctx context.Context, f File, opt Options) (Result, error
 				return fmt.Errorf("apply project %s: %w", p.Slug, err)
 			}
 			res.Projects[p.Slug] = out
+		}
+		for _, w := range f.Desk {
+			oid, err := orgID(w.Workspace)
+			if err != nil {
+				return err
+			}
+			if res.Desk[w.Workspace], err = desk.ApplyWorkspace(ctx, tx, s.Q, oid, w); err != nil {
+				return fmt.Errorf("apply desk workspace %s: %w", w.Workspace, err)
+			}
 		}
 		return nil
 	})

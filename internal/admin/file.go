@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/relayroom/relayroom/internal/desk"
 )
 
 // File is the declarative shape of `relayroom admin apply -f FILE`.
@@ -20,6 +22,8 @@ type File struct {
 	Users         []UserSpec    `yaml:"users" json:"users"`
 	Agents        []AgentSpec   `yaml:"agents" json:"agents"`
 	Projects      []ProjectSpec `yaml:"projects" json:"projects"`
+	// Desk declares helpdesk workspaces' inboxes and saved replies (docs/desk.md).
+	Desk []desk.WorkspaceSpec `yaml:"desk" json:"desk"`
 }
 
 // OrgSpec declares an organisation.

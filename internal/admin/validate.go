@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/relayroom/relayroom/internal/desk"
 )
 
 var (
@@ -211,6 +213,13 @@ func validate(f *File, k known) Problems {
 				}
 			}
 		}
+	}
+	for i, w := range f.Desk {
+		path := fmt.Sprintf("desk[%d]", i)
+		if !orgs[w.Workspace] {
+			add(path+".workspace", "unknown organisation %q", w.Workspace)
+		}
+		p = append(p, desk.CheckWorkspace(path, w)...)
 	}
 	return p
 }

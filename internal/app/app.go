@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/idempotency"
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/knowledge"
@@ -43,6 +44,7 @@ type App struct {
 	threads   *threads.Service
 	knowledge *knowledge.Service
 	rooms     *rooms.Service
+	desk      *desk.Service
 	wake      *wake.Service
 	jobs      *jobs.Runner
 	limits    *limits
@@ -182,7 +184,13 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 	// check and in the tools/list snapshots and the isolation matrix.
 	handlers := map[string]http.Handler{}
 	for name, ep := range a.Endpoints() {
-		if handlers[name], err = mcp.NewHandler(ep, opts); err != nil {
+		o := opts
+		if name == "desk" {
+			// The note's idempotency_key argument is the desk contract's retry mechanism; the
+			// Idempotency-Key header's records belong to agents, and desk callers are people.
+			o.Idempotency = nil
+		}
+		if handlers[name], err = mcp.NewHandler(ep, o); err != nil {
 			return nil, fmt.Errorf("app: %s endpoint: %w", name, err)
 		}
 	}

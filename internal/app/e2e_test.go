@@ -17,14 +17,12 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// headerTransport adds the agent key to every request the go-sdk client makes.
+// headerTransport adds the credential to every request the go-sdk client makes.
 type headerTransport struct{ key string }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	if h.key != "" {
-		r.Header.Set("X-Agent-Key", h.key)
-	}
+	setCredential(r.Header, h.key)
 	return http.DefaultTransport.RoundTrip(r)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/mcp"
 	"github.com/relayroom/relayroom/internal/tenancy"
@@ -37,7 +38,7 @@ const (
 	roomsScope   = "rooms"
 )
 
-var deskScopes = []string{"conversations:read", "inboxes:read", "saved_replies:read", "reports:read", "notes:write"}
+var deskScopes = desk.Scopes
 
 // resourcePath is the request's own URL path and query as the resource a client asked
 // for: the threads resource keeps ?part=, byte for byte.
@@ -221,13 +222,15 @@ func (a *App) allRoomsEndpoint() mcp.Endpoint[tenancy.Scope] {
 func (a *App) deskEndpoint() mcp.Endpoint[tenancy.Scope] {
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "desk", Service: "relaydesk-mcp", ServerName: "relaydesk", ServerVersion: Version,
-		Instructions: "Helpdesk tools for support assistants.",
+		Instructions: "Helpdesk tools for a support person's assistant: search and read conversations, list inboxes, find saved " +
+			"replies, daily reports, and (Scale, with the user's approval) private notes. No tool sends anything to a customer.",
+		// People reach it with a bearer token that fixes the workspace: a personal access
+		// token today; sign-in's OAuth access tokens plug in through desk.Deps.AccessTokens.
 		Authenticate: a.limited(auth.BearerToken, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
-			// Desk callers are people holding an OAuth token or a personal access token;
-			// neither can be issued yet, so every call is answered with the sign-in challenge.
-			return tenancy.Scope{}, noCredential()
+			return a.desk.Authenticate(ctx, auth.BearerToken(r))
 		}),
 		Challenge: a.challenge(strings.Join(deskScopes, " ")),
+		Tools:     a.desk.Tools(),
 		Format:    mcp.DeskFormat,
 	}
 }

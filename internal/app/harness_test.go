@@ -14,6 +14,7 @@ import (
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 )
@@ -201,10 +202,19 @@ func post(t testing.TB, url, key, body string) (int, http.Header, string) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if key != "" {
-		req.Header.Set("X-Agent-Key", key)
-	}
+	setCredential(req.Header, key)
 	return roundTrip(t, http.DefaultClient, req)
+}
+
+// setCredential sends a credential the way its holder does: an agent key as X-Agent-Key,
+// a person's desk token as Authorization: Bearer.
+func setCredential(h http.Header, key string) {
+	switch {
+	case strings.HasPrefix(key, desk.TokenPrefix):
+		h.Set("Authorization", "Bearer "+key)
+	case key != "":
+		h.Set("X-Agent-Key", key)
+	}
 }
 
 // roundTrip sends req with c and returns status, headers and body.

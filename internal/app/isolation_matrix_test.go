@@ -341,6 +341,11 @@ func TestIsolationMatrix(t *testing.T) {
 	slices.Sort(names)
 	tools, idArgs := 0, 0
 	for _, endpoint := range names {
+		if endpoint == "desk" {
+			// Desk callers are people with a workspace's token, not agents in a room under
+			// an agreement: TestDeskIsolationMatrix checks its tools' ids.
+			continue
+		}
 		for _, tool := range endpoints[endpoint].Tools {
 			tools++
 			var sc schema

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/embed"
 	"github.com/relayroom/relayroom/internal/idempotency"
 	"github.com/relayroom/relayroom/internal/jobs"
@@ -59,6 +60,11 @@ func (a *App) buildServices() error {
 		Wakes: a.wake, SigningKey: key, MaxAttachmentBytes: cfg.AttachmentMaxBytes, PublicURL: a.publicURL,
 		Now: time.Now, Log: log,
 	})
+	// The desk toolset signs its cursors with a key derived from the signing key (the
+	// one attachment links use, the same on every replica) and shares the detector.
+	if a.desk, err = desk.New(desk.Deps{DB: database, CursorKey: key, Secrets: det, Now: time.Now}); err != nil {
+		return fmt.Errorf("app: %w", err)
+	}
 	a.idempotency = idempotency.New(database, time.Now)
 	return nil
 }

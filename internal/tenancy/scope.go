@@ -68,6 +68,20 @@ type Scope struct {
 	// the project's members only when the scope is admitted. nil (a Scope made by hand)
 	// has each transaction compute it.
 	Visible *pg.Visible
+
+	// Person is set when the caller is a person holding a token that fixes their
+	// organisation (the desk endpoint); nil for an agent.
+	Person *Person
+}
+
+// Person is a person calling with a token: who they are, what their organisation says
+// about them now, and what the token allows.
+type Person struct {
+	UserID   uuid.UUID
+	Role     string // owner, admin or member; "" when no longer a member (the grant no longer stands)
+	Plan     string // the organisation's plan
+	Timezone string // the organisation's IANA timezone
+	Scopes   []string
 }
 
 // Reasons of the agreement refusals: the machine-readable error codes of the threads and

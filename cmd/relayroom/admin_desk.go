@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"flag"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/desk"
+	"github.com/relayroom/relayroom/internal/secrets"
+)
+
+// deskService is the desk service for admin commands: tokens need neither the server's
+// cursor key nor a detector's findings, so a random key serves.
+func deskService(env adminEnv) (*desk.Service, error) {
+	det, err := secrets.NewDetector()
+	if err != nil {
+		return nil, err
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // crypto/rand does not fail on Linux
+	return desk.New(desk.Deps{DB: env.svc.DB, Q: db.New(), CursorKey: key, Secrets: det, Now: time.Now})
+}
+
+func deskAdminCommands() map[string]adminCommand {
+	return map[string]adminCommand{
+		"desk token create": {help: "Issue a personal access token to a member of a workspace, for /desk/mcp (sent as\nAuthorization: Bearer). It is printed once, stored hashed, and expires (--expires).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			user, ws := fs.String("user", "", "the member's email"), fs.String("workspace", "", "the workspace (organisation slug)")
+			scopes := fs.String("scopes", strings.Join(desk.Scopes, ","), "comma-separated scopes: "+strings.Join(desk.Scopes, ", "))
+			expires := fs.Duration("expires", desk.DefaultTokenTTL, "lifetime of the token")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "user", "workspace"); err != nil {
+					return err
+				}
+				s, err := deskService(env)
+				if err != nil {
+					return err
+				}
+				org, err := s.WorkspaceID(ctx, *ws)
+				if err != nil {
+					return err
+				}
+				tok, err := s.CreateToken(ctx, org, *user, strings.Split(*scopes, ","), *expires)
+				if err != nil {
+					return err
+				}
+				return printJSON(env.stdout, tok)
+			}
+		}},
+		"desk token list": {help: "List a workspace's personal access tokens (never their secrets).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			ws := fs.String("workspace", "", "the workspace (organisation slug)")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "workspace"); err != nil {
+					return err
+				}
+				s, err := deskService(env)
+				if err != nil {
+					return err
+				}
+				org, err := s.WorkspaceID(ctx, *ws)
+				if err != nil {
+					return err
+				}
+				ts, err := s.ListTokens(ctx, org)
+				if err != nil {
+					return err
+				}
+				return printJSON(env.stdout, ts)
+			}
+		}},
+		"desk token revoke": {help: "Revoke a personal access token: refused from its next call on.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			ws, id := fs.String("workspace", "", "the workspace (organisation slug)"), fs.String("id", "", "the token's id (from desk token list)")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "workspace", "id"); err != nil {
+					return err
+				}
+				tid, err := uuid.Parse(*id)
+				if err != nil {
+					return apperr.New(apperr.Invalid, "--id must be a token id")
+				}
+				s, err := deskService(env)
+				if err != nil {
+					return err
+				}
+				org, err := s.WorkspaceID(ctx, *ws)
+				if err != nil {
+					return err
+				}
+				revoked, err := s.RevokeToken(ctx, org, tid)
+				if err != nil {
+					return err
+				}
+				return printJSON(env.stdout, map[string]any{"id": tid, "revoked": revoked})
+			}
+		}},
+	}
+}

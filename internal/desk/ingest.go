@@ -1,0 +1,232 @@
+package desk
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/mail"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// InboxSpec declares an inbox in `relayroom admin apply`'s desk section. Members, when
+// given, restrict it to those members (emails); owners and admins always see it.
+type InboxSpec struct {
+	Slug              string   `yaml:"slug" json:"slug"`
+	Name              string   `yaml:"name" json:"name"`
+	Members           []string `yaml:"members" json:"members"`
+	ForwardingAddress string   `yaml:"forwarding_address" json:"forwarding_address"`
+}
+
+// SavedReplySpec declares a saved reply.
+type SavedReplySpec struct {
+	Slug  string `yaml:"slug" json:"slug"`
+	Title string `yaml:"title" json:"title"`
+	Body  string `yaml:"body" json:"body"`
+}
+
+// WorkspaceSpec is one workspace of the desk section.
+type WorkspaceSpec struct {
+	Workspace    string           `yaml:"workspace" json:"workspace"`
+	Inboxes      []InboxSpec      `yaml:"inboxes" json:"inboxes"`
+	SavedReplies []SavedReplySpec `yaml:"saved_replies" json:"saved_replies"`
+}
+
+// PublicRef is an applied object's public id.
+type PublicRef struct {
+	ID string `json:"id"`
+}
+
+// WorkspaceOut is what applying a workspace prints.
+type WorkspaceOut struct {
+	Inboxes      map[string]PublicRef `json:"inboxes"`
+	SavedReplies map[string]PublicRef `json:"saved_replies"`
+}
+
+// ApplyWorkspace creates or updates a workspace's inboxes and saved replies by slug, in
+// the caller's transaction (admin apply's, on the owner's pool). Inbox members must be
+// members of the workspace.
+func ApplyWorkspace(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.UUID, w WorkspaceSpec) (WorkspaceOut, error) {
+	out := WorkspaceOut{Inboxes: map[string]PublicRef{}, SavedReplies: map[string]PublicRef{}}
+	for _, in := range w.Inboxes {
+		id, err := q.DeskInboxBySlug(ctx, tx, db.DeskInboxBySlugParams{OrgID: orgID, Slug: in.Slug})
+		if pg.IsNoRows(err) {
+			id, err = q.DeskCounterTake(ctx, tx, db.DeskCounterTakeParams{OrgID: orgID, Kind: counterInbox, N: 1})
+		}
+		if err != nil {
+			return out, fmt.Errorf("inbox %s: %w", in.Slug, err)
+		}
+		var fwd *string
+		if in.ForwardingAddress != "" {
+			fwd = &in.ForwardingAddress
+		}
+		if id, err = q.DeskInboxUpsert(ctx, tx, db.DeskInboxUpsertParams{OrgID: orgID, ID: id, Slug: in.Slug, Name: in.Name,
+			Restricted: len(in.Members) > 0, ForwardingAddress: fwd}); err != nil {
+			return out, fmt.Errorf("inbox %s: %w", in.Slug, err)
+		}
+		users := make([]uuid.UUID, 0, len(in.Members))
+		for _, email := range in.Members {
+			m, err := q.DeskMemberIDByEmail(ctx, tx, db.DeskMemberIDByEmailParams{OrgID: orgID, Email: strings.ToLower(email)})
+			if pg.IsNoRows(err) {
+				return out, fmt.Errorf("inbox %s: %s is not a member of workspace %s", in.Slug, email, w.Workspace)
+			} else if err != nil {
+				return out, fmt.Errorf("inbox %s: %w", in.Slug, err)
+			}
+			users = append(users, m.UserID)
+		}
+		if err := q.DeskInboxMembersSet(ctx, tx, db.DeskInboxMembersSetParams{OrgID: orgID, InboxID: id, UserIds: users}); err != nil {
+			return out, fmt.Errorf("inbox %s: members: %w", in.Slug, err)
+		}
+		out.Inboxes[in.Slug] = PublicRef{publicID(PrefixInbox, id)}
+	}
+	for _, r := range w.SavedReplies {
+		id, err := q.DeskSavedReplyBySlug(ctx, tx, db.DeskSavedReplyBySlugParams{OrgID: orgID, Slug: r.Slug})
+		if pg.IsNoRows(err) {
+			id, err = q.DeskCounterTake(ctx, tx, db.DeskCounterTakeParams{OrgID: orgID, Kind: counterReply, N: 1})
+		}
+		if err != nil {
+			return out, fmt.Errorf("saved reply %s: %w", r.Slug, err)
+		}
+		if id, err = q.DeskSavedReplyUpsert(ctx, tx, db.DeskSavedReplyUpsertParams{OrgID: orgID, ID: id, Slug: r.Slug, Title: r.Title, Body: r.Body}); err != nil {
+			return out, fmt.Errorf("saved reply %s: %w", r.Slug, err)
+		}
+		out.SavedReplies[r.Slug] = PublicRef{publicID(PrefixReply, id)}
+	}
+	return out, nil
+}
+
+// CheckWorkspace returns the problems of a workspace's declaration, each named by its
+// path (admin apply reports them all before applying anything).
+func CheckWorkspace(path string, w WorkspaceSpec) []string {
+	var p []string
+	add := func(where, format string, args ...any) { p = append(p, where+": "+fmt.Sprintf(format, args...)) }
+	slugOK := func(s string) bool {
+		if s == "" || len(s) > 63 || s[0] == '-' {
+			return false
+		}
+		return strings.IndexFunc(s, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') }) < 0
+	}
+	var slugs []string
+	for i, in := range w.Inboxes {
+		at := fmt.Sprintf("%s.inboxes[%d]", path, i)
+		if !slugOK(in.Slug) {
+			add(at+".slug", "must be lower-case letters, digits and dashes, got %q", in.Slug)
+		} else if slices.Contains(slugs, in.Slug) {
+			add(at+".slug", "%q is declared twice", in.Slug)
+		}
+		slugs = append(slugs, in.Slug)
+		if n := len([]rune(in.Name)); n < 1 || n > 200 {
+			add(at+".name", "must hold 1 to 200 characters")
+		}
+		if in.ForwardingAddress != "" {
+			if _, err := mail.ParseAddress(in.ForwardingAddress); err != nil || len(in.ForwardingAddress) > 320 {
+				add(at+".forwarding_address", "must be an email address")
+			}
+		}
+	}
+	slugs = nil
+	for i, r := range w.SavedReplies {
+		at := fmt.Sprintf("%s.saved_replies[%d]", path, i)
+		if !slugOK(r.Slug) {
+			add(at+".slug", "must be lower-case letters, digits and dashes, got %q", r.Slug)
+		} else if slices.Contains(slugs, r.Slug) {
+			add(at+".slug", "%q is declared twice", r.Slug)
+		}
+		slugs = append(slugs, r.Slug)
+		if n := len([]rune(r.Title)); n < 1 || n > 200 {
+			add(at+".title", "must hold 1 to 200 characters")
+		}
+		if n := len([]rune(r.Body)); n < 1 || n > 20000 {
+			add(at+".body", "must hold 1 to 20000 characters")
+		}
+	}
+	return p
+}
+
+// NewConversation is a conversation brought in with its history (demo seed, imports):
+// stored as it happened, sending and triggering nothing.
+type NewConversation struct {
+	ExternalID    string
+	InboxID       int64
+	Subject       string
+	Status        string
+	AssigneeID    *uuid.UUID
+	CustomerEmail string
+	CustomerName  string
+	CreatedAt     time.Time
+	// ResolvedAt is required when Status is resolved, and ignored otherwise.
+	ResolvedAt *time.Time
+	Messages   []NewMessage
+}
+
+// NewMessage is one message of a NewConversation.
+type NewMessage struct {
+	Type        string
+	Body        string
+	AuthorID    *uuid.UUID
+	Attachments []Attachment
+	CreatedAt   time.Time
+}
+
+// AddConversation stores a conversation and its messages in the caller's transaction.
+// An external id already stored adds nothing (created false).
+func AddConversation(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.UUID, c NewConversation) (id int64, created bool, err error) {
+	var ext *string
+	if c.ExternalID != "" {
+		ext = &c.ExternalID
+	}
+	var resolved *time.Time
+	if c.Status == StatusResolved {
+		if c.ResolvedAt == nil {
+			return 0, false, fmt.Errorf("desk: a resolved conversation needs its resolution time")
+		}
+		resolved = c.ResolvedAt
+	}
+	if ext != nil {
+		// Known already: nothing to add, and no number spent.
+		if id, err := q.DeskConversationIDByExternal(ctx, tx, db.DeskConversationIDByExternalParams{OrgID: orgID, ExternalID: ext}); err == nil {
+			return id, false, nil
+		} else if !pg.IsNoRows(err) {
+			return 0, false, fmt.Errorf("desk: find conversation: %w", err)
+		}
+	}
+	next, err := q.DeskCounterTake(ctx, tx, db.DeskCounterTakeParams{OrgID: orgID, Kind: counterConversation, N: 1})
+	if err != nil {
+		return 0, false, fmt.Errorf("desk: number the conversation: %w", err)
+	}
+	row, err := q.DeskConversationInsert(ctx, tx, db.DeskConversationInsertParams{OrgID: orgID, ID: next, InboxID: c.InboxID,
+		Subject: c.Subject, Status: c.Status, AssigneeUserID: c.AssigneeID, CustomerEmail: c.CustomerEmail, CustomerName: c.CustomerName,
+		ExternalID: ext, CreatedAt: c.CreatedAt, ResolvedAt: resolved})
+	if err != nil {
+		return 0, false, fmt.Errorf("desk: add conversation: %w", err)
+	}
+	if !row.Created || len(c.Messages) == 0 {
+		return row.ID, row.Created, nil
+	}
+	last, err := q.DeskCounterTake(ctx, tx, db.DeskCounterTakeParams{OrgID: orgID, Kind: counterMessage, N: int64(len(c.Messages))})
+	if err != nil {
+		return 0, false, fmt.Errorf("desk: number the messages: %w", err)
+	}
+	first := last - int64(len(c.Messages)) + 1
+	for i, m := range c.Messages {
+		att := m.Attachments
+		if att == nil {
+			att = []Attachment{}
+		}
+		b, err := json.Marshal(att)
+		if err != nil {
+			return 0, false, fmt.Errorf("desk: attachments: %w", err)
+		}
+		if _, err := q.DeskMessageInsert(ctx, tx, db.DeskMessageInsertParams{OrgID: orgID, ID: first + int64(i), ConversationID: row.ID,
+			Type: m.Type, Body: m.Body, AuthorUserID: m.AuthorID, Attachments: b, CreatedAt: m.CreatedAt}); err != nil {
+			return 0, false, fmt.Errorf("desk: add message: %w", err)
+		}
+	}
+	return row.ID, true, nil
+}

@@ -1,0 +1,80 @@
+package desk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// Limits are the calls allowed per Window: per member and per workspace, reads and
+// writes counted apart.
+type Limits struct {
+	Window          time.Duration
+	MemberReads     int
+	MemberWrites    int
+	WorkspaceReads  int
+	WorkspaceWrites int
+}
+
+func (l Limits) check() error {
+	if l.Window < time.Second || l.MemberReads < 1 || l.MemberWrites < 1 || l.WorkspaceReads < 1 || l.WorkspaceWrites < 1 {
+		return errors.New("a window of at least a second and limits of at least 1 are required")
+	}
+	return nil
+}
+
+// DefaultLimits are the limits by plan (plans without MCP access have none: they are
+// refused before any call is counted).
+func DefaultLimits() map[string]Limits {
+	return map[string]Limits{
+		PlanGrowth: {Window: time.Minute, MemberReads: 120, MemberWrites: 20, WorkspaceReads: 600, WorkspaceWrites: 100},
+		PlanScale:  {Window: time.Minute, MemberReads: 300, MemberWrites: 60, WorkspaceReads: 3000, WorkspaceWrites: 600},
+	}
+}
+
+// hit counts one call against the member's and the workspace's limits, in one statement
+// of its own short transaction (the counters' rows are locked only for that statement,
+// never for the tool's work), and refuses the call when either is spent.
+func (s *Service) hit(ctx context.Context, c caller, write bool) error {
+	l := s.limits[c.plan]
+	kind, memberMax, workspaceMax := "read", l.MemberReads, l.WorkspaceReads
+	if write {
+		kind, memberMax, workspaceMax = "write", l.MemberWrites, l.WorkspaceWrites
+	}
+	now := s.clock()
+	window := now.Truncate(l.Window)
+	member, workspace := "member:"+c.user.String()+":"+kind, "workspace:"+kind
+	var rows []db.DeskRateHitRow
+	err := s.db.InTenant(pg.WithoutClaim(ctx), c.tenant(), func(tx *pg.Tx) (err error) {
+		rows, err = s.q.DeskRateHit(ctx, tx, db.DeskRateHitParams{OrgID: c.org, WindowStart: window, Subjects: []string{member, workspace}})
+		return err
+	})
+	if err != nil {
+		return pg.Classify("desk: rate limit", err)
+	}
+	for _, r := range rows {
+		who, max := "Member", memberMax
+		if r.Subject == workspace {
+			who, max = "Workspace", workspaceMax
+		}
+		if int(r.Hits) <= max {
+			continue
+		}
+		retry := int(math.Ceil(r.WindowStart.Add(l.Window).Sub(now).Seconds()))
+		e := apperr.New(apperr.RateLimited, "%s %s-call limit exceeded.", who, kind)
+		e.Details = map[string]any{"retry_after_seconds": max1(retry)}
+		return e
+	}
+	if len(rows) != 2 {
+		return fmt.Errorf("desk: rate limit: %d counters answered, want 2", len(rows))
+	}
+	return nil
+}
+
+func max1(n int) int { return max(n, 1) }

@@ -1,0 +1,118 @@
+package desk
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"strconv"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// Messages of the note refusals.
+const (
+	MsgNoteScale    = "Private notes through MCP need the Scale plan; on Growth, add the note in RelayDesk instead."
+	MsgNoteConflict = "This idempotency_key was already used in the last 24 hours with different arguments; nothing was written. Review the intended note before issuing a new key."
+	MsgNoteSecret   = "argument \"body\" looks like it contains a secret (%s); nothing was written. Remove the credential from the note."
+)
+
+// NoteInput is relaydesk_add_private_note's arguments.
+type NoteInput struct {
+	ConversationID string `json:"conversation_id"`
+	Body           string `json:"body"`
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// Note is a private note as written.
+type Note struct {
+	ID             string `json:"id"`
+	ConversationID string `json:"conversation_id"`
+	Visibility     string `json:"visibility"`
+	Body           string `json:"body"`
+}
+
+// NoteResult is relaydesk_add_private_note's structuredContent.
+type NoteResult struct {
+	Note     Note `json:"note"`
+	Replayed bool `json:"replayed"`
+}
+
+// noteFingerprint identifies a note call's arguments apart from its key.
+func noteFingerprint(conversation int64, body string) []byte {
+	h := sha256.New()
+	h.Write([]byte(strconv.FormatInt(conversation, 10)))
+	h.Write([]byte{0})
+	h.Write([]byte(body))
+	return h.Sum(nil)
+}
+
+// AddPrivateNote appends an internal note to a conversation the member sees. It sends
+// nothing, changes neither the status nor updated_at, and triggers nothing. The key is
+// the member's in the workspace for NoteKeyRetention: the same arguments replay the
+// first note with replayed true, other arguments are IDEMPOTENCY_CONFLICT, and two
+// concurrent identical calls write one note.
+func (s *Service) AddPrivateNote(ctx context.Context, sc tenancy.Scope, in NoteInput) (NoteResult, error) {
+	c, err := s.admit(ctx, sc, ScopeNotesWrite, true)
+	if err != nil {
+		return NoteResult{}, err
+	}
+	if c.plan != PlanScale {
+		return NoteResult{}, apperr.New(apperr.Forbidden, MsgNoteScale).WithReason(ReasonPlanRequired)
+	}
+	switch n := len([]rune(in.Body)); {
+	case n < 1 || n > MaxNoteBody:
+		return NoteResult{}, invalid("argument \"body\" must hold 1 to %d characters", MaxNoteBody)
+	}
+	if n := len([]rune(in.IdempotencyKey)); n < MinIdempotencyKey || n > MaxIdempotencyKey {
+		return NoteResult{}, invalid("argument \"idempotency_key\" must hold %d to %d characters", MinIdempotencyKey, MaxIdempotencyKey)
+	}
+	if f := s.secrets.Scan(in.Body); len(f) > 0 {
+		return NoteResult{}, invalid(MsgNoteSecret, f[0].Kind)
+	}
+	conv, ok := parseID(PrefixConversation, in.ConversationID)
+	if !ok {
+		return NoteResult{}, conversationNotFound()
+	}
+	now := s.clock()
+	fp := noteFingerprint(conv, in.Body)
+	var out NoteResult
+	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) error {
+		if _, err := s.q.DeskConversationGet(ctx, tx, db.DeskConversationGetParams{OrgID: c.org, ID: conv, SeesAll: c.seesAll(), UserID: c.user}); pg.IsNoRows(err) {
+			return conversationNotFound()
+		} else if err != nil {
+			return fmt.Errorf("read conversation: %w", err)
+		}
+		id, err := s.q.DeskCounterTake(ctx, tx, db.DeskCounterTakeParams{OrgID: c.org, Kind: counterMessage, N: 1})
+		if err != nil {
+			return fmt.Errorf("number the note: %w", err)
+		}
+		created, err := s.q.DeskNoteClaim(ctx, tx, db.DeskNoteClaimParams{OrgID: c.org, UserID: c.user, Key: in.IdempotencyKey,
+			Fingerprint: fp, MessageID: id, CreatedAt: now, ExpiredBefore: now.Add(-NoteKeyRetention), ConversationID: conv, Body: in.Body})
+		if err != nil {
+			return fmt.Errorf("add note: %w", err)
+		}
+		if created == 1 {
+			out = NoteResult{Note: Note{ID: publicID(PrefixNote, id), ConversationID: publicID(PrefixConversation, conv), Visibility: "internal", Body: in.Body}}
+			return nil
+		}
+		// The key is live: the same call again replays its note, another is refused.
+		rec, err := s.q.DeskNoteKeyGet(ctx, tx, db.DeskNoteKeyGetParams{OrgID: c.org, UserID: c.user, Key: in.IdempotencyKey, ExpiredBefore: now.Add(-NoteKeyRetention)})
+		if err != nil {
+			return fmt.Errorf("read note key: %w", err)
+		}
+		if subtle.ConstantTimeCompare(rec.Fingerprint, fp) != 1 {
+			return apperr.New(apperr.Conflict, MsgNoteConflict).WithReason(ReasonIdempotencyConflict)
+		}
+		out = NoteResult{Note: Note{ID: publicID(PrefixNote, rec.MessageID), ConversationID: publicID(PrefixConversation, rec.ConversationID),
+			Visibility: "internal", Body: rec.Body}, Replayed: true}
+		return nil
+	})
+	if err != nil {
+		return NoteResult{}, pg.Classify("desk: add private note", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,351 @@
+package desk
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// Tool names of the contract.
+const (
+	ToolSearchConversations = "relaydesk_search_conversations"
+	ToolGetConversation     = "relaydesk_get_conversation"
+	ToolListInboxes         = "relaydesk_list_inboxes"
+	ToolFindSavedReplies    = "relaydesk_find_saved_replies"
+	ToolGetReport           = "relaydesk_get_report"
+	ToolAddPrivateNote      = "relaydesk_add_private_note"
+)
+
+// Messages of NOT_FOUND: the same for an id that does not exist, one of another
+// workspace, one the member may not see and one that is not an id at all.
+const (
+	MsgConversationNotFound = "Conversation not found, or not accessible to you."
+	MsgInboxNotFound        = "Inbox not found, or not accessible to you."
+)
+
+func conversationNotFound() error { return apperr.New(apperr.NotFound, MsgConversationNotFound) }
+func inboxNotFound() error        { return apperr.New(apperr.NotFound, MsgInboxNotFound) }
+
+func pageLimit(n int) int {
+	if n <= 0 {
+		return DefaultLimit
+	}
+	return min(n, MaxLimit)
+}
+
+// SearchInput is relaydesk_search_conversations' arguments.
+type SearchInput struct {
+	Query   string `json:"query"`
+	Status  string `json:"status,omitempty"`
+	InboxID string `json:"inbox_id,omitempty"`
+	Limit   int    `json:"limit,omitempty"`
+	Cursor  string `json:"cursor,omitempty"`
+}
+
+// ConversationSummary is one search result.
+type ConversationSummary struct {
+	ID            string  `json:"id"`
+	Subject       string  `json:"subject"`
+	Status        string  `json:"status"`
+	InboxID       string  `json:"inbox_id"`
+	AssigneeID    *string `json:"assignee_id"`
+	CustomerEmail string  `json:"customer_email"`
+	CustomerName  string  `json:"customer_name"`
+	CreatedAt     string  `json:"created_at"`
+	UpdatedAt     string  `json:"updated_at"`
+}
+
+// SearchResult is relaydesk_search_conversations' structuredContent.
+type SearchResult struct {
+	Conversations []ConversationSummary `json:"conversations"`
+	NextCursor    *string               `json:"next_cursor"`
+}
+
+// SearchConversations finds conversations whose subject and public messages hold every
+// word of the query, in the inboxes the member sees.
+func (s *Service) SearchConversations(ctx context.Context, sc tenancy.Scope, in SearchInput) (SearchResult, error) {
+	c, err := s.admit(ctx, sc, ScopeConversationsRead, false)
+	if err != nil {
+		return SearchResult{}, err
+	}
+	in.Limit = pageLimit(in.Limit)
+	if n := len([]rune(in.Query)); n < MinQueryLen || n > MaxQueryLen {
+		return SearchResult{}, invalid("argument \"query\" must hold %d to %d characters", MinQueryLen, MaxQueryLen)
+	}
+	args := in
+	args.Cursor = ""
+	p := db.DeskConversationSearchParams{OrgID: c.org, Query: in.Query, SeesAll: c.seesAll(), UserID: c.user, Lim: int32(in.Limit + 1)}
+	if in.Status != "" {
+		p.Status = &in.Status
+	}
+	if in.Cursor != "" {
+		cur, err := s.readCursor(ToolSearchConversations, c, args, in.Cursor)
+		if err != nil {
+			return SearchResult{}, err
+		}
+		p.AfterUpdated, p.AfterID = cur.Time, cur.ID
+	}
+	var rows []db.DeskConversationSearchRow
+	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) error {
+		if in.InboxID != "" {
+			id, ok := parseID(PrefixInbox, in.InboxID)
+			if !ok {
+				return inboxNotFound()
+			}
+			visible, err := s.q.DeskInboxVisible(ctx, tx, db.DeskInboxVisibleParams{OrgID: c.org, ID: id, SeesAll: c.seesAll(), UserID: c.user})
+			if err != nil {
+				return err
+			}
+			if !visible {
+				return inboxNotFound()
+			}
+			p.InboxID = &id
+		}
+		var err error
+		rows, err = s.q.DeskConversationSearch(ctx, tx, p)
+		return err
+	})
+	if err != nil {
+		return SearchResult{}, pg.Classify("desk: search conversations", err)
+	}
+	out := SearchResult{Conversations: make([]ConversationSummary, 0, min(len(rows), in.Limit))}
+	for i, r := range rows {
+		if i == in.Limit {
+			last := rows[i-1]
+			out.NextCursor = new(s.issueCursor(ToolSearchConversations, c, args, cursorPayload{Time: &last.UpdatedAt, ID: last.ID}))
+			break
+		}
+		out.Conversations = append(out.Conversations, ConversationSummary{
+			ID: publicID(PrefixConversation, r.ID), Subject: r.Subject, Status: r.Status, InboxID: publicID(PrefixInbox, r.InboxID),
+			AssigneeID: userIDp(c.org, r.AssigneeUserID), CustomerEmail: r.CustomerEmail, CustomerName: r.CustomerName,
+			CreatedAt: ts(r.CreatedAt), UpdatedAt: ts(r.UpdatedAt),
+		})
+	}
+	return out, nil
+}
+
+// GetConversationInput is relaydesk_get_conversation's arguments.
+type GetConversationInput struct {
+	ConversationID      string `json:"conversation_id"`
+	IncludePrivateNotes bool   `json:"include_private_notes,omitempty"`
+	Limit               int    `json:"limit,omitempty"`
+	Cursor              string `json:"cursor,omitempty"`
+}
+
+// Conversation is a conversation as get_conversation shows it.
+type Conversation struct {
+	ID            string  `json:"id"`
+	Subject       string  `json:"subject"`
+	Status        string  `json:"status"`
+	InboxID       string  `json:"inbox_id"`
+	AssigneeID    *string `json:"assignee_id"`
+	CustomerEmail string  `json:"customer_email"`
+	CustomerName  string  `json:"customer_name"`
+	CreatedAt     string  `json:"created_at"`
+	UpdatedAt     string  `json:"updated_at"`
+	FirstReplyAt  *string `json:"first_reply_at"`
+	ResolvedAt    *string `json:"resolved_at"`
+}
+
+// Attachment is an attachment's metadata: never a link or its content.
+type Attachment struct {
+	Filename string `json:"filename"`
+	Size     int64  `json:"size"`
+}
+
+// Message is one message of a conversation.
+type Message struct {
+	ID          string       `json:"id"`
+	Type        string       `json:"type"`
+	Body        string       `json:"body"`
+	AuthorID    *string      `json:"author_id"`
+	Attachments []Attachment `json:"attachments"`
+	CreatedAt   string       `json:"created_at"`
+}
+
+// GetConversationResult is relaydesk_get_conversation's structuredContent.
+type GetConversationResult struct {
+	Conversation Conversation `json:"conversation"`
+	Messages     []Message    `json:"messages"`
+	NextCursor   *string      `json:"next_cursor"`
+}
+
+// GetConversation reads a conversation and a page of its messages, oldest first. Notes
+// are left out unless asked for; a member who sees the conversation sees its notes.
+func (s *Service) GetConversation(ctx context.Context, sc tenancy.Scope, in GetConversationInput) (GetConversationResult, error) {
+	c, err := s.admit(ctx, sc, ScopeConversationsRead, false)
+	if err != nil {
+		return GetConversationResult{}, err
+	}
+	in.Limit = pageLimit(in.Limit)
+	args := in
+	args.Cursor = ""
+	id, ok := parseID(PrefixConversation, in.ConversationID)
+	if !ok {
+		return GetConversationResult{}, conversationNotFound()
+	}
+	p := db.DeskMessagesPageParams{OrgID: c.org, ConversationID: id, IncludeNotes: in.IncludePrivateNotes, Lim: int32(in.Limit + 1)}
+	if in.Cursor != "" {
+		cur, err := s.readCursor(ToolGetConversation, c, args, in.Cursor)
+		if err != nil {
+			return GetConversationResult{}, err
+		}
+		p.AfterCreated, p.AfterID = cur.Time, cur.ID
+	}
+	var conv db.DeskConversationGetRow
+	var rows []db.DeskMessagesPageRow
+	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) (err error) {
+		conv, err = s.q.DeskConversationGet(ctx, tx, db.DeskConversationGetParams{OrgID: c.org, ID: id, SeesAll: c.seesAll(), UserID: c.user})
+		if pg.IsNoRows(err) {
+			return conversationNotFound()
+		} else if err != nil {
+			return err
+		}
+		rows, err = s.q.DeskMessagesPage(ctx, tx, p)
+		return err
+	})
+	if err != nil {
+		return GetConversationResult{}, pg.Classify("desk: get conversation", err)
+	}
+	out := GetConversationResult{Conversation: Conversation{
+		ID: publicID(PrefixConversation, conv.ID), Subject: conv.Subject, Status: conv.Status, InboxID: publicID(PrefixInbox, conv.InboxID),
+		AssigneeID: userIDp(c.org, conv.AssigneeUserID), CustomerEmail: conv.CustomerEmail, CustomerName: conv.CustomerName,
+		CreatedAt: ts(conv.CreatedAt), UpdatedAt: ts(conv.UpdatedAt), FirstReplyAt: tsp(conv.FirstReplyAt), ResolvedAt: tsp(conv.ResolvedAt),
+	}, Messages: make([]Message, 0, min(len(rows), in.Limit))}
+	for i, r := range rows {
+		if i == in.Limit {
+			last := rows[i-1]
+			out.NextCursor = new(s.issueCursor(ToolGetConversation, c, args, cursorPayload{Time: &last.CreatedAt, ID: last.ID}))
+			break
+		}
+		m := Message{ID: messageID(r.Type, r.ID), Type: r.Type, Body: r.Body, AuthorID: userIDp(c.org, r.AuthorUserID),
+			Attachments: []Attachment{}, CreatedAt: ts(r.CreatedAt)}
+		if err := json.Unmarshal(r.Attachments, &m.Attachments); err != nil {
+			return GetConversationResult{}, fmt.Errorf("desk: attachments of message %d: %w", r.ID, err)
+		}
+		out.Messages = append(out.Messages, m)
+	}
+	return out, nil
+}
+
+// PageInput is relaydesk_list_inboxes' arguments.
+type PageInput struct {
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// Inbox is one inbox: nothing of its mail connection.
+type Inbox struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	OpenCount int64  `json:"open_count"`
+}
+
+// InboxesResult is relaydesk_list_inboxes' structuredContent.
+type InboxesResult struct {
+	Inboxes    []Inbox `json:"inboxes"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// ListInboxes lists the inboxes the member sees, by name then id.
+func (s *Service) ListInboxes(ctx context.Context, sc tenancy.Scope, in PageInput) (InboxesResult, error) {
+	c, err := s.admit(ctx, sc, ScopeInboxesRead, false)
+	if err != nil {
+		return InboxesResult{}, err
+	}
+	in.Limit = pageLimit(in.Limit)
+	args := in
+	args.Cursor = ""
+	p := db.DeskInboxesListParams{OrgID: c.org, SeesAll: c.seesAll(), UserID: c.user, Lim: int32(in.Limit + 1)}
+	if in.Cursor != "" {
+		cur, err := s.readCursor(ToolListInboxes, c, args, in.Cursor)
+		if err != nil {
+			return InboxesResult{}, err
+		}
+		p.AfterName, p.AfterID = cur.Text, cur.ID
+	}
+	var rows []db.DeskInboxesListRow
+	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) (err error) {
+		rows, err = s.q.DeskInboxesList(ctx, tx, p)
+		return err
+	})
+	if err != nil {
+		return InboxesResult{}, pg.Classify("desk: list inboxes", err)
+	}
+	out := InboxesResult{Inboxes: make([]Inbox, 0, min(len(rows), in.Limit))}
+	for i, r := range rows {
+		if i == in.Limit {
+			last := rows[i-1]
+			out.NextCursor = new(s.issueCursor(ToolListInboxes, c, args, cursorPayload{Text: &last.Name, ID: last.ID}))
+			break
+		}
+		out.Inboxes = append(out.Inboxes, Inbox{ID: publicID(PrefixInbox, r.ID), Name: r.Name, OpenCount: r.OpenCount})
+	}
+	return out, nil
+}
+
+// FindSavedRepliesInput is relaydesk_find_saved_replies' arguments.
+type FindSavedRepliesInput struct {
+	Query  string `json:"query"`
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// SavedReply is a reply template; reading it sends nothing.
+type SavedReply struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Body  string `json:"body"`
+}
+
+// SavedRepliesResult is relaydesk_find_saved_replies' structuredContent.
+type SavedRepliesResult struct {
+	SavedReplies []SavedReply `json:"saved_replies"`
+	NextCursor   *string      `json:"next_cursor"`
+}
+
+// FindSavedReplies finds the saved replies whose title or body holds every word of the
+// query, by title then id.
+func (s *Service) FindSavedReplies(ctx context.Context, sc tenancy.Scope, in FindSavedRepliesInput) (SavedRepliesResult, error) {
+	c, err := s.admit(ctx, sc, ScopeSavedRepliesRead, false)
+	if err != nil {
+		return SavedRepliesResult{}, err
+	}
+	in.Limit = pageLimit(in.Limit)
+	if n := len([]rune(in.Query)); n < MinQueryLen || n > MaxQueryLen {
+		return SavedRepliesResult{}, invalid("argument \"query\" must hold %d to %d characters", MinQueryLen, MaxQueryLen)
+	}
+	args := in
+	args.Cursor = ""
+	p := db.DeskSavedRepliesFindParams{OrgID: c.org, Query: in.Query, Lim: int32(in.Limit + 1)}
+	if in.Cursor != "" {
+		cur, err := s.readCursor(ToolFindSavedReplies, c, args, in.Cursor)
+		if err != nil {
+			return SavedRepliesResult{}, err
+		}
+		p.AfterTitle, p.AfterID = cur.Text, cur.ID
+	}
+	var rows []db.DeskSavedRepliesFindRow
+	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) (err error) {
+		rows, err = s.q.DeskSavedRepliesFind(ctx, tx, p)
+		return err
+	})
+	if err != nil {
+		return SavedRepliesResult{}, pg.Classify("desk: find saved replies", err)
+	}
+	out := SavedRepliesResult{SavedReplies: make([]SavedReply, 0, min(len(rows), in.Limit))}
+	for i, r := range rows {
+		if i == in.Limit {
+			last := rows[i-1]
+			out.NextCursor = new(s.issueCursor(ToolFindSavedReplies, c, args, cursorPayload{Text: &last.Title, ID: last.ID}))
+			break
+		}
+		out.SavedReplies = append(out.SavedReplies, SavedReply{ID: publicID(PrefixReply, r.ID), Title: r.Title, Body: r.Body})
+	}
+	return out, nil
+}

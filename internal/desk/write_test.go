@@ -1,0 +1,375 @@
+package desk_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/desk"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+func values(r desk.Report) []any {
+	out := make([]any, 0, len(r.Points))
+	for _, p := range r.Points {
+		if p.Value == nil {
+			out = append(out, nil)
+		} else {
+			out = append(out, *p.Value)
+		}
+	}
+	return out
+}
+
+func TestGetReport(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	al := fx.scope("acme", "al@acme.test")
+	report := func(metric, start, end, inbox string) (desk.Report, error) {
+		return fx.svc.GetReport(ctx, al, desk.ReportInput{Metric: metric, StartDate: start, EndDate: end, InboxID: inbox})
+	}
+
+	t.Run("days of the workspace's timezone across the end of DST (a 25-hour day is one point)", func(t *testing.T) {
+		r, err := report(desk.MetricConversationVolume, "2026-10-31", "2026-11-02", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 2026-11-01 07:30Z is 00:30 PDT on Nov 1; 2026-11-02 07:30Z is 23:30 PST, still Nov 1;
+		// 2026-11-02 08:30Z is 00:30 PST on Nov 2.
+		if r.Timezone != "America/Los_Angeles" || r.Unit != "conversations" || r.Aggregation != "count" ||
+			!slices.Equal(ids(r.Points, func(p desk.Point) string { return p.Date }), []string{"2026-10-31", "2026-11-01", "2026-11-02"}) ||
+			!slices.Equal(values(r), []any{0.0, 2.0, 1.0}) {
+			t.Fatalf("%+v %v", r, values(r))
+		}
+	})
+	t.Run("first response: mean seconds to the first member reply, notes and automated messages ignored, null when none", func(t *testing.T) {
+		r, err := report(desk.MetricFirstResponseTime, "2026-11-01", "2026-11-02", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Unit != "seconds" || r.Aggregation != "mean" || !slices.Equal(values(r), []any{420.0, nil}) {
+			t.Fatalf("%+v %v", r, values(r))
+		}
+		// csv: created 17:00Z, answered 17:30Z on Nov 6 (1800 s); refund: 3600 s on Nov 9.
+		r, err = report(desk.MetricFirstResponseTime, "2026-11-06", "2026-11-09", "")
+		if err != nil || !slices.Equal(values(r), []any{1800.0, nil, nil, 3600.0}) {
+			t.Fatalf("%v %v", values(r), err)
+		}
+	})
+	t.Run("resolution time on the day of resolution", func(t *testing.T) {
+		r, err := report(desk.MetricResolutionTime, "2026-11-08", "2026-11-10", "")
+		if err != nil || !slices.Equal(values(r), []any{nil, 7200.0, nil}) {
+			t.Fatalf("%v %v", values(r), err)
+		}
+	})
+	t.Run("one inbox", func(t *testing.T) {
+		r, err := report(desk.MetricConversationVolume, "2026-11-01", "2026-11-02", fx.res.Desk["acme"].Inboxes["billing"].ID)
+		if err != nil || !slices.Equal(values(r), []any{0.0, 1.0}) {
+			t.Fatalf("%v %v", values(r), err)
+		}
+	})
+	t.Run("ranges", func(t *testing.T) {
+		for _, c := range []struct{ start, end, want string }{
+			{"2026-11-02", "2026-11-01", "is before start_date"},
+			{"2026-10-01", "2026-11-01", "at most 31 days"},
+			{"2024-11-09", "2024-11-10", "24 months"},
+			{"2026-11-10", "2026-11-11", "in the future"},
+			{"2026-02-30", "2026-03-01", "must be a date"},
+		} {
+			_, err := report(desk.MetricConversationVolume, c.start, c.end, "")
+			wantErr(t, err, apperr.Invalid, "INVALID_ARGUMENT", c.want)
+		}
+		for _, ok := range [][2]string{{"2026-10-11", "2026-11-10"}, {"2024-11-10", "2024-11-10"}} {
+			if _, err := report(desk.MetricConversationVolume, ok[0], ok[1], ""); err != nil {
+				t.Fatalf("%v: %v", ok, err)
+			}
+		}
+	})
+	t.Run("owners and admins only", func(t *testing.T) {
+		_, err := fx.svc.GetReport(ctx, fx.scope("acme", "bo@acme.test"), desk.ReportInput{Metric: desk.MetricConversationVolume, StartDate: "2026-11-01", EndDate: "2026-11-01"})
+		wantErr(t, err, apperr.Forbidden, "FORBIDDEN", desk.MsgReportsRole)
+	})
+}
+
+func TestAddPrivateNote(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	bo := fx.scope("acme", "bo@acme.test")
+	in := desk.NoteInput{ConversationID: fx.conv["csv"], Body: "Confirmed import format with the customer. Waiting for a corrected CSV.", IdempotencyKey: "note-demo-1042-v1"}
+
+	first, err := fx.svc.AddPrivateNote(ctx, bo, in)
+	t.Run("appends an internal note and changes nothing else", func(t *testing.T) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.Replayed || first.Note.ConversationID != in.ConversationID || first.Note.Visibility != "internal" || first.Note.Body != in.Body || first.Note.ID[:5] != "note_" {
+			t.Fatalf("%+v", first)
+		}
+		r, err := fx.svc.GetConversation(ctx, bo, desk.GetConversationInput{ConversationID: in.ConversationID, IncludePrivateNotes: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := r.Messages[len(r.Messages)-1]
+		if last.ID != first.Note.ID || last.Type != "note" || r.Conversation.Status != "open" || r.Conversation.UpdatedAt != "2026-11-07T09:00:00Z" {
+			t.Fatalf("%+v %+v", r.Conversation, last)
+		}
+		s, _ := fx.svc.SearchConversations(ctx, bo, desk.SearchInput{Query: "corrected"})
+		if len(s.Conversations) != 0 {
+			t.Fatalf("the note was searched: %v", convIDs(s))
+		}
+	})
+	t.Run("the same key and arguments replay the note", func(t *testing.T) {
+		again, err := fx.svc.AddPrivateNote(ctx, bo, in)
+		if err != nil || !again.Replayed || again.Note != first.Note {
+			t.Fatalf("%+v %v", again, err)
+		}
+		if n := fx.notes(in.ConversationID); n != 2 { // the seeded one and ours
+			t.Fatalf("%d notes", n)
+		}
+	})
+	t.Run("the same key with other arguments is IDEMPOTENCY_CONFLICT", func(t *testing.T) {
+		other := in
+		other.Body = "Something else."
+		_, err := fx.svc.AddPrivateNote(ctx, bo, other)
+		wantErr(t, err, apperr.Conflict, "IDEMPOTENCY_CONFLICT", "different arguments")
+		other = in
+		other.ConversationID = fx.conv["refund"]
+		_, err = fx.svc.AddPrivateNote(ctx, bo, other)
+		wantErr(t, err, apperr.Conflict, "IDEMPOTENCY_CONFLICT", "different arguments")
+	})
+	t.Run("keys are the member's: another member's same key writes its own note", func(t *testing.T) {
+		r, err := fx.svc.AddPrivateNote(ctx, fx.scope("acme", "cy@acme.test"), in)
+		if err != nil || r.Replayed || r.Note.ID == first.Note.ID {
+			t.Fatalf("%+v %v", r, err)
+		}
+	})
+	t.Run("after 24 hours the key is new again", func(t *testing.T) {
+		fx.clock.Add(desk.NoteKeyRetention + time.Second)
+		r, err := fx.svc.AddPrivateNote(ctx, bo, in)
+		if err != nil || r.Replayed || r.Note.ID == first.Note.ID {
+			t.Fatalf("%+v %v", r, err)
+		}
+	})
+	t.Run("concurrent identical calls write one note", func(t *testing.T) {
+		in := in
+		in.IdempotencyKey = "concurrent-key-1"
+		before := fx.notes(in.ConversationID)
+		var wg sync.WaitGroup
+		results := make([]desk.NoteResult, 8)
+		errs := make([]error, 8)
+		for i := range results {
+			wg.Go(func() { results[i], errs[i] = fx.svc.AddPrivateNote(ctx, bo, in) })
+		}
+		wg.Wait()
+		created := 0
+		for i := range results {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			if !results[i].Replayed {
+				created++
+			}
+			if results[i].Note.ID != results[0].Note.ID {
+				t.Fatalf("two notes: %v %v", results[i].Note.ID, results[0].Note.ID)
+			}
+		}
+		if created != 1 || fx.notes(in.ConversationID) != before+1 {
+			t.Fatalf("created %d, notes %d -> %d", created, before, fx.notes(in.ConversationID))
+		}
+	})
+	t.Run("a note holding a credential is refused", func(t *testing.T) {
+		key, _, err := auth.Generate(auth.AgentKeyPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = fx.svc.AddPrivateNote(ctx, bo, desk.NoteInput{ConversationID: in.ConversationID, IdempotencyKey: "secret-key-1",
+			Body: "their key is " + key})
+		wantErr(t, err, apperr.Invalid, "INVALID_ARGUMENT", "looks like it contains a secret")
+	})
+	t.Run("a conversation the member cannot see is NOT_FOUND", func(t *testing.T) {
+		_, err := fx.svc.AddPrivateNote(ctx, fx.scope("acme", "cy@acme.test"), desk.NoteInput{ConversationID: fx.conv["invoice"], Body: "x", IdempotencyKey: "hidden-key-1"})
+		wantErr(t, err, apperr.NotFound, "NOT_FOUND", desk.MsgConversationNotFound)
+	})
+}
+
+// notes counts a conversation's notes, as the workspace's owner sees them.
+func (fx *fixture) notes(conv string) int {
+	fx.t.Helper()
+	r, err := fx.svc.GetConversation(context.Background(), fx.scope("acme", "ana@acme.test"),
+		desk.GetConversationInput{ConversationID: conv, IncludePrivateNotes: true, Limit: desk.MaxLimit})
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	n := 0
+	for _, m := range r.Messages {
+		if m.Type == "note" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestAccess is the plan × role × scope matrix: which tool each caller may use.
+func TestAccess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	tools := map[string]struct {
+		scope string
+		run   func(sc tenancy.Scope) error
+	}{
+		desk.ToolSearchConversations: {desk.ScopeConversationsRead, func(sc tenancy.Scope) error {
+			_, err := fx.svc.SearchConversations(ctx, sc, desk.SearchInput{Query: "import"})
+			return err
+		}},
+		desk.ToolGetConversation: {desk.ScopeConversationsRead, func(sc tenancy.Scope) error {
+			_, err := fx.svc.GetConversation(ctx, sc, desk.GetConversationInput{ConversationID: "conv_1"})
+			return err
+		}},
+		desk.ToolListInboxes: {desk.ScopeInboxesRead, func(sc tenancy.Scope) error {
+			_, err := fx.svc.ListInboxes(ctx, sc, desk.PageInput{})
+			return err
+		}},
+		desk.ToolFindSavedReplies: {desk.ScopeSavedRepliesRead, func(sc tenancy.Scope) error {
+			_, err := fx.svc.FindSavedReplies(ctx, sc, desk.FindSavedRepliesInput{Query: "import"})
+			return err
+		}},
+		desk.ToolGetReport: {desk.ScopeReportsRead, func(sc tenancy.Scope) error {
+			_, err := fx.svc.GetReport(ctx, sc, desk.ReportInput{Metric: desk.MetricConversationVolume, StartDate: "2026-11-01", EndDate: "2026-11-01"})
+			return err
+		}},
+		desk.ToolAddPrivateNote: {desk.ScopeNotesWrite, func(sc tenancy.Scope) error {
+			_, err := fx.svc.AddPrivateNote(ctx, sc, desk.NoteInput{ConversationID: "conv_1", Body: "ok", IdempotencyKey: "matrix-" + time.Now().Format(time.RFC3339Nano)})
+			return err
+		}},
+	}
+	people := []struct{ org, email, plan, role string }{
+		{"acme", "ana@acme.test", "scale", "owner"}, {"acme", "al@acme.test", "scale", "admin"}, {"acme", "bo@acme.test", "scale", "member"},
+		{"globex", "gus@globex.test", "growth", "admin"}, {"initech", "ida@initech.test", "starter", "owner"},
+	}
+	for name, tool := range tools {
+		for _, p := range people {
+			t.Run(name+"/"+p.plan+"/"+p.role, func(t *testing.T) {
+				full := fx.scope(p.org, p.email)
+				others := slices.DeleteFunc(slices.Clone(desk.Scopes), func(s string) bool { return s == tool.scope })
+				lacking := fx.scope(p.org, p.email, others...)
+				err, errLacking := tool.run(full), tool.run(lacking)
+				switch {
+				case p.plan == "starter":
+					wantErr(t, err, apperr.Forbidden, "PLAN_REQUIRED", "does not include MCP access")
+					wantErr(t, errLacking, apperr.Forbidden, "PLAN_REQUIRED", "does not include MCP access")
+					return
+				case name == desk.ToolAddPrivateNote && p.plan == "growth":
+					wantErr(t, err, apperr.Forbidden, "PLAN_REQUIRED", desk.MsgNoteScale)
+				case name == desk.ToolGetReport && p.role == "member":
+					wantErr(t, err, apperr.Forbidden, "FORBIDDEN", desk.MsgReportsRole)
+				case err != nil:
+					t.Fatalf("allowed call refused: %v", err)
+				}
+				e := wantErr(t, errLacking, apperr.Forbidden, "FORBIDDEN", tool.scope)
+				if e.Details["required_scope"] != tool.scope {
+					t.Fatalf("details %v", e.Details)
+				}
+			})
+		}
+	}
+	t.Run("a member removed from the workspace gets AUTH_REQUIRED from every tool", func(t *testing.T) {
+		tok, err := fx.svc.CreateToken(ctx, fx.orgs["acme"], "bo@acme.test", desk.Scopes, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = fx.d.Operator(ctx, func(tx *pg.Tx) error {
+			_, err := tx.Exec(ctx, "DELETE FROM org_member WHERE org_id = $1 AND user_id = $2", fx.orgs["acme"], fx.users["bo@acme.test"])
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := fx.svc.Authenticate(ctx, tok.Token)
+		if err != nil {
+			t.Fatalf("the token still verifies: %v", err)
+		}
+		for _, tool := range tools {
+			wantErr(t, tool.run(sc), apperr.Unauthenticated, "AUTH_REQUIRED", "no longer a member")
+		}
+	})
+	t.Run("expired, revoked, unknown and malformed tokens are refused at the HTTP level", func(t *testing.T) {
+		tok, err := fx.svc.CreateToken(ctx, fx.orgs["acme"], "ana@acme.test", desk.Scopes, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx.clock.Add(time.Minute)
+		_, err = fx.svc.Authenticate(ctx, tok.Token)
+		wantErr(t, err, apperr.Unauthenticated, "UNAUTHENTICATED", desk.MsgTokenExpired)
+		fx.clock.Add(-time.Minute)
+
+		live, err := fx.svc.CreateToken(ctx, fx.orgs["acme"], "ana@acme.test", desk.Scopes, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := fx.svc.RevokeToken(ctx, fx.orgs["acme"], live.ID); !ok || err != nil {
+			t.Fatalf("revoke: %v %v", ok, err)
+		}
+		for _, bad := range []string{live.Token, "", "qyt_pt_nope", live.Token[:len(live.Token)-1] + "x", "sk-qyt-whatever"} {
+			_, err = fx.svc.Authenticate(ctx, bad)
+			wantErr(t, err, apperr.Unauthenticated, "UNAUTHENTICATED", desk.MsgUnauthorized)
+		}
+	})
+}
+
+func TestRateLimits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	limits := map[string]desk.Limits{
+		desk.PlanScale:  {Window: time.Minute, MemberReads: 2, MemberWrites: 1, WorkspaceReads: 3, WorkspaceWrites: 5},
+		desk.PlanGrowth: {Window: time.Minute, MemberReads: 1, MemberWrites: 1, WorkspaceReads: 1, WorkspaceWrites: 1},
+	}
+	fx := newFixtureWith(t, limits)
+	fx.clock.Add(30 * time.Second) // 20:00:30: the minute's window ends in 30 s
+	ana, bo := fx.scope("acme", "ana@acme.test"), fx.scope("acme", "bo@acme.test")
+	read := func(sc tenancy.Scope) error { _, err := fx.svc.ListInboxes(ctx, sc, desk.PageInput{}); return err }
+	write := func(sc tenancy.Scope, key string) error {
+		_, err := fx.svc.AddPrivateNote(ctx, sc, desk.NoteInput{ConversationID: fx.conv["csv"], Body: "n", IdempotencyKey: key})
+		return err
+	}
+
+	t.Run("per member", func(t *testing.T) {
+		if err := read(ana); err != nil {
+			t.Fatal(err)
+		}
+		if err := read(ana); err != nil {
+			t.Fatal(err)
+		}
+		e := wantErr(t, read(ana), apperr.RateLimited, "RATE_LIMITED", "Member read-call limit exceeded.")
+		if e.Details["retry_after_seconds"] != 30 {
+			t.Fatalf("details %v", e.Details)
+		}
+	})
+	t.Run("writes are counted apart from reads", func(t *testing.T) {
+		if err := write(ana, "rate-key-1"); err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, write(ana, "rate-key-2"), apperr.RateLimited, "RATE_LIMITED", "Member write-call limit exceeded.")
+	})
+	t.Run("per workspace", func(t *testing.T) {
+		// ana's three reads filled acme's window of 3: bo is refused on his first.
+		wantErr(t, read(bo), apperr.RateLimited, "RATE_LIMITED", "Workspace read-call limit exceeded.")
+		// globex has its own windows.
+		if err := read(fx.scope("globex", "gus@globex.test")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("a new window starts over", func(t *testing.T) {
+		fx.clock.Add(30 * time.Second)
+		if err := read(bo); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,291 @@
+-- The desk toolset (internal/desk, docs/desk.md). Every statement names its workspace
+-- (org_id) and runs in that workspace's tenant, except the token lookup, which runs under
+-- app.lookup before the workspace is known, and the admin statements (owner's pool).
+--
+-- Visibility of an inbox to a member: owners and admins (sees_all) see every inbox; a
+-- member sees an unrestricted inbox and a restricted one that lists them.
+
+-- name: DeskTokenRows :many
+-- The live tokens with a public id; hashes are compared in Go.
+SELECT org_id, id, user_id, secret_hash, scopes, expires_at
+FROM desk_token
+WHERE token_id = sqlc.arg(token_id)::text AND revoked_at IS NULL;
+
+-- name: DeskMemberGrant :one
+-- What the workspace says about a verified token's holder: their role, and the
+-- workspace's plan and timezone. No row: the person is no longer a member.
+SELECT m.role, o.plan, o.timezone
+FROM org_member m JOIN organisation o ON o.id = m.org_id
+WHERE m.org_id = sqlc.arg(org_id) AND m.user_id = sqlc.arg(user_id);
+
+-- name: DeskRateHit :many
+-- Counts one call in each subject's fixed window (a new window starts the count over) and
+-- returns the counts, in one statement. Subjects are locked in the order given.
+INSERT INTO desk_rate AS r (org_id, subject, window_start, hits)
+SELECT sqlc.arg(org_id)::uuid, s, sqlc.arg(window_start)::timestamptz, 1
+FROM unnest(sqlc.arg(subjects)::text[]) WITH ORDINALITY AS t(s, n)
+ORDER BY n
+ON CONFLICT (org_id, subject) DO UPDATE SET
+  hits = CASE WHEN r.window_start >= EXCLUDED.window_start THEN r.hits + 1 ELSE 1 END,
+  window_start = greatest(r.window_start, EXCLUDED.window_start)
+RETURNING subject, hits, window_start;
+
+-- name: DeskCounterTake :one
+-- Reserves n numbers of a kind in a workspace; returns the last of them.
+INSERT INTO desk_counter AS c (org_id, kind, last) VALUES (sqlc.arg(org_id), sqlc.arg(kind), sqlc.arg(n)::bigint)
+ON CONFLICT (org_id, kind) DO UPDATE SET last = c.last + EXCLUDED.last
+RETURNING last;
+
+-- name: DeskInboxesList :many
+-- A page of the inboxes the member sees, by name then id, after the keyset (after_name,
+-- after_id), with each inbox's open conversations counted.
+SELECT i.id, i.name,
+  (SELECT count(*) FROM desk_conversation c WHERE c.org_id = i.org_id AND c.inbox_id = i.id AND c.status = 'open')::bigint AS open_count
+FROM desk_inbox i
+WHERE i.org_id = sqlc.arg(org_id)
+  AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
+        SELECT 1 FROM desk_inbox_member im
+        WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
+  AND (sqlc.narg(after_name)::text IS NULL OR (i.name, i.id) > (sqlc.narg(after_name)::text, sqlc.arg(after_id)::bigint))
+ORDER BY i.name, i.id
+LIMIT sqlc.arg(lim);
+
+-- name: DeskInboxVisible :one
+-- Whether an inbox exists and the member sees it (false for both "absent" and "hidden").
+SELECT EXISTS (
+  SELECT 1 FROM desk_inbox i
+  WHERE i.org_id = sqlc.arg(org_id) AND i.id = sqlc.arg(id)
+    AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
+          SELECT 1 FROM desk_inbox_member im
+          WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
+)::bool AS visible;
+
+-- name: DeskConversationSearch :many
+-- A page of the conversations whose subject and public messages hold every word of the
+-- query, in inboxes the member sees, filters AND-ed, by updated_at desc then id asc, after
+-- the keyset (after_updated, after_id).
+SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
+  c.created_at, c.updated_at
+FROM desk_conversation c JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
+WHERE c.org_id = sqlc.arg(org_id)
+  AND c.search @@ desk_query(sqlc.arg(query)::text)
+  AND (sqlc.narg(status)::text IS NULL OR c.status = sqlc.narg(status)::text)
+  AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
+  AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
+        SELECT 1 FROM desk_inbox_member im
+        WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
+  AND (sqlc.narg(after_updated)::timestamptz IS NULL
+       OR c.updated_at < sqlc.narg(after_updated)::timestamptz
+       OR (c.updated_at = sqlc.narg(after_updated)::timestamptz AND c.id > sqlc.arg(after_id)::bigint))
+ORDER BY c.updated_at DESC, c.id
+LIMIT sqlc.arg(lim);
+
+-- name: DeskConversationGet :one
+-- One conversation, when the member sees its inbox (no row otherwise, as when absent).
+SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
+  c.created_at, c.updated_at, c.resolved_at, c.first_reply_at
+FROM desk_conversation c JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
+WHERE c.org_id = sqlc.arg(org_id) AND c.id = sqlc.arg(id)
+  AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
+        SELECT 1 FROM desk_inbox_member im
+        WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)));
+
+-- name: DeskMessagesPage :many
+-- A page of a conversation's messages, oldest first, notes only when asked for.
+SELECT m.id, m.type, m.body, m.author_user_id, m.attachments, m.created_at
+FROM desk_message m
+WHERE m.org_id = sqlc.arg(org_id) AND m.conversation_id = sqlc.arg(conversation_id)
+  AND (sqlc.arg(include_notes)::bool OR m.type <> 'note')
+  AND (sqlc.narg(after_created)::timestamptz IS NULL
+       OR (m.created_at, m.id) > (sqlc.narg(after_created)::timestamptz, sqlc.arg(after_id)::bigint))
+ORDER BY m.created_at, m.id
+LIMIT sqlc.arg(lim);
+
+-- name: DeskSavedRepliesFind :many
+-- A page of the saved replies whose title or body holds every word of the query, by title
+-- then id, after the keyset (after_title, after_id).
+SELECT r.id, r.title, r.body
+FROM desk_saved_reply r
+WHERE r.org_id = sqlc.arg(org_id)
+  AND to_tsvector('simple', r.title || ' ' || r.body) @@ desk_query(sqlc.arg(query)::text)
+  AND (sqlc.narg(after_title)::text IS NULL OR (r.title, r.id) > (sqlc.narg(after_title)::text, sqlc.arg(after_id)::bigint))
+ORDER BY r.title, r.id
+LIMIT sqlc.arg(lim);
+
+-- name: DeskReport :many
+-- One row per day of [start_date, end_date] in the workspace's timezone: how many
+-- observations of the metric fall on that day and their mean in seconds. An observation
+-- belongs to the day its event happened there: a conversation's creation (volume), its
+-- first public reply by a member (first response), its resolution (resolution time).
+-- A day is the local calendar day, 23 or 25 hours long across a DST change.
+WITH days AS (
+  SELECT d::date AS day
+  FROM generate_series(sqlc.arg(start_date)::text::date, sqlc.arg(end_date)::text::date, interval '1 day') d
+), bounds AS (
+  SELECT (sqlc.arg(start_date)::text::date)::timestamp AT TIME ZONE sqlc.arg(tz)::text AS lo,
+         (sqlc.arg(end_date)::text::date + 1)::timestamp AT TIME ZONE sqlc.arg(tz)::text AS hi
+), obs AS (
+  SELECT (c.created_at AT TIME ZONE sqlc.arg(tz)::text)::date AS day, 0::float8 AS secs
+  FROM desk_conversation c, bounds b
+  WHERE sqlc.arg(metric)::text = 'conversation_volume' AND c.org_id = sqlc.arg(org_id)
+    AND c.created_at >= b.lo AND c.created_at < b.hi
+    AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
+  UNION ALL
+  SELECT (c.first_reply_at AT TIME ZONE sqlc.arg(tz)::text)::date, extract(epoch FROM c.first_reply_at - c.created_at)::float8
+  FROM desk_conversation c, bounds b
+  WHERE sqlc.arg(metric)::text = 'first_response_time' AND c.org_id = sqlc.arg(org_id)
+    AND c.first_reply_at >= b.lo AND c.first_reply_at < b.hi
+    AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
+  UNION ALL
+  SELECT (c.resolved_at AT TIME ZONE sqlc.arg(tz)::text)::date, extract(epoch FROM c.resolved_at - c.created_at)::float8
+  FROM desk_conversation c, bounds b
+  WHERE sqlc.arg(metric)::text = 'resolution_time' AND c.org_id = sqlc.arg(org_id)
+    AND c.resolved_at >= b.lo AND c.resolved_at < b.hi
+    AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
+)
+SELECT to_char(d.day, 'YYYY-MM-DD')::text AS day, count(o.day)::bigint AS observations,
+  coalesce(avg(o.secs), 0)::float8 AS mean_seconds
+FROM days d LEFT JOIN obs o ON o.day = d.day
+GROUP BY d.day
+ORDER BY d.day;
+
+-- name: DeskNoteClaim :one
+-- Adds a private note under an idempotency key, in one statement: the key is claimed
+-- (inserted, or taken over when older than the retention) and the note inserted with the
+-- message id given; a live key claims nothing and inserts nothing (0). A concurrent call
+-- with the same key waits on the key's primary key until this one commits, then claims
+-- nothing.
+WITH claimed AS (
+  INSERT INTO desk_note_key AS k (org_id, user_id, key, fingerprint, message_id, created_at)
+  VALUES (sqlc.arg(org_id), sqlc.arg(user_id), sqlc.arg(key), sqlc.arg(fingerprint), sqlc.arg(message_id), sqlc.arg(created_at))
+  ON CONFLICT (org_id, user_id, key) DO UPDATE SET
+    fingerprint = EXCLUDED.fingerprint, message_id = EXCLUDED.message_id, created_at = EXCLUDED.created_at
+  WHERE k.created_at <= sqlc.arg(expired_before)::timestamptz
+  RETURNING k.message_id
+), note AS (
+  INSERT INTO desk_message (org_id, id, conversation_id, type, body, author_user_id, created_at)
+  SELECT sqlc.arg(org_id), claimed.message_id, sqlc.arg(conversation_id), 'note', sqlc.arg(body), sqlc.arg(user_id), sqlc.arg(created_at)
+  FROM claimed
+  RETURNING id
+)
+SELECT count(*)::bigint AS created FROM note;
+
+-- name: DeskNoteKeyGet :one
+-- The live record of a note key and its note.
+SELECT k.fingerprint, m.id AS message_id, m.conversation_id, m.body
+FROM desk_note_key k JOIN desk_message m ON m.org_id = k.org_id AND m.id = k.message_id
+WHERE k.org_id = sqlc.arg(org_id) AND k.user_id = sqlc.arg(user_id) AND k.key = sqlc.arg(key)
+  AND k.created_at > sqlc.arg(expired_before)::timestamptz;
+
+-- name: DeskNoteKeysDeleteExpired :execrows
+-- The periodic clean-up, across workspaces (owner's pool), a bounded batch per statement.
+DELETE FROM desk_note_key k
+USING (SELECT o.org_id, o.user_id, o.key FROM desk_note_key o
+       WHERE o.created_at <= sqlc.arg(expired_before) ORDER BY o.created_at LIMIT sqlc.arg(batch)) old
+WHERE k.org_id = old.org_id AND k.user_id = old.user_id AND k.key = old.key;
+
+-- Writing a workspace's data: admin apply, the ingest API, CSV import, the demo seed.
+
+-- name: DeskInboxBySlug :one
+SELECT id FROM desk_inbox WHERE org_id = sqlc.arg(org_id) AND slug = sqlc.arg(slug);
+
+-- name: DeskInboxUpsert :one
+-- id is used only when the slug is new.
+INSERT INTO desk_inbox AS i (org_id, id, slug, name, restricted, forwarding_address, connection_secret)
+VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(slug), sqlc.arg(name), sqlc.arg(restricted),
+        sqlc.narg(forwarding_address), sqlc.narg(connection_secret))
+ON CONFLICT (org_id, slug) DO UPDATE SET name = EXCLUDED.name, restricted = EXCLUDED.restricted,
+  forwarding_address = EXCLUDED.forwarding_address,
+  connection_secret = coalesce(EXCLUDED.connection_secret, i.connection_secret)
+RETURNING id;
+
+-- name: DeskInboxMembersSet :exec
+-- Replaces the members an inbox is restricted to.
+WITH gone AS (
+  DELETE FROM desk_inbox_member im
+  WHERE im.org_id = sqlc.arg(org_id) AND im.inbox_id = sqlc.arg(inbox_id) AND NOT (im.user_id = ANY (sqlc.arg(user_ids)::uuid[]))
+)
+INSERT INTO desk_inbox_member (org_id, inbox_id, user_id)
+SELECT sqlc.arg(org_id), sqlc.arg(inbox_id), u FROM unnest(sqlc.arg(user_ids)::uuid[]) u
+ON CONFLICT DO NOTHING;
+
+-- name: DeskSavedReplyBySlug :one
+SELECT id FROM desk_saved_reply WHERE org_id = sqlc.arg(org_id) AND slug = sqlc.arg(slug);
+
+-- name: DeskSavedReplyUpsert :one
+INSERT INTO desk_saved_reply AS r (org_id, id, slug, title, body)
+VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(slug), sqlc.arg(title), sqlc.arg(body))
+ON CONFLICT (org_id, slug) DO UPDATE SET title = EXCLUDED.title, body = EXCLUDED.body
+RETURNING id;
+
+-- name: DeskConversationInsert :one
+-- A new conversation; an external id already used in the workspace inserts nothing and
+-- returns the existing conversation's id (created false).
+WITH ins AS (
+  INSERT INTO desk_conversation (org_id, id, inbox_id, subject, status, assignee_user_id, customer_email, customer_name,
+    external_id, created_at, updated_at, resolved_at, search)
+  VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(inbox_id), sqlc.arg(subject), sqlc.arg(status), sqlc.narg(assignee_user_id),
+    sqlc.arg(customer_email), sqlc.arg(customer_name), sqlc.narg(external_id), sqlc.arg(created_at), sqlc.arg(created_at),
+    sqlc.narg(resolved_at), strip(to_tsvector('simple', sqlc.arg(subject)::text)))
+  ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
+  RETURNING id
+)
+SELECT id, true AS created FROM ins
+UNION ALL
+SELECT c.id, false FROM desk_conversation c
+WHERE c.org_id = sqlc.arg(org_id) AND c.external_id = sqlc.narg(external_id) AND NOT EXISTS (SELECT 1 FROM ins);
+
+-- name: DeskMessageInsert :one
+-- Appends a message and brings its conversation up to date in one statement: a public
+-- message joins the search text and moves updated_at; a member's reply may set the first
+-- reply time. A note changes nothing of the conversation. An external id already used
+-- in the workspace inserts nothing (created false).
+WITH ins AS (
+  INSERT INTO desk_message (org_id, id, conversation_id, type, body, author_user_id, attachments, external_id, created_at)
+  VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(conversation_id), sqlc.arg(type), sqlc.arg(body), sqlc.narg(author_user_id),
+    sqlc.arg(attachments), sqlc.narg(external_id), sqlc.arg(created_at))
+  ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
+  RETURNING id, type, body, created_at
+), upd AS (
+  UPDATE desk_conversation c SET
+    search = c.search || strip(to_tsvector('simple', ins.body)),
+    updated_at = greatest(c.updated_at, ins.created_at),
+    first_reply_at = CASE WHEN ins.type = 'reply' AND ins.created_at >= c.created_at
+                          THEN least(coalesce(c.first_reply_at, ins.created_at), ins.created_at)
+                          ELSE c.first_reply_at END
+  FROM ins
+  WHERE c.org_id = sqlc.arg(org_id) AND c.id = sqlc.arg(conversation_id) AND ins.type <> 'note'
+  RETURNING c.id
+)
+-- (upd runs whether or not it is read, as every data-modifying WITH does.)
+SELECT (SELECT count(*) FROM ins) > 0 AS created;
+
+-- name: DeskConversationSetStatus :exec
+-- A status change by the ingest API or an import (never by a desk tool).
+UPDATE desk_conversation SET status = sqlc.arg(status),
+  resolved_at = CASE WHEN sqlc.arg(status)::text = 'resolved' THEN coalesce(resolved_at, sqlc.arg(at)::timestamptz) END,
+  updated_at = greatest(updated_at, sqlc.arg(at)::timestamptz)
+WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id);
+
+-- name: DeskConversationIDByExternal :one
+SELECT id FROM desk_conversation WHERE org_id = sqlc.arg(org_id) AND external_id = sqlc.arg(external_id);
+
+-- Personal access tokens (relayroom admin desk token …).
+
+-- name: DeskTokenInsert :exec
+INSERT INTO desk_token (org_id, id, user_id, token_id, secret_hash, scopes, expires_at)
+VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(user_id), sqlc.arg(token_id), sqlc.arg(secret_hash), sqlc.arg(scopes), sqlc.arg(expires_at));
+
+-- name: DeskTokensList :many
+SELECT t.id, u.email, t.token_id, t.scopes, t.created_at, t.expires_at, t.revoked_at
+FROM desk_token t JOIN app_user u ON u.id = t.user_id
+WHERE t.org_id = sqlc.arg(org_id)
+ORDER BY t.created_at, t.id;
+
+-- name: DeskTokenRevoke :execrows
+UPDATE desk_token SET revoked_at = sqlc.arg(at)
+WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND revoked_at IS NULL;
+
+-- name: DeskMemberIDByEmail :one
+SELECT m.user_id, m.role FROM org_member m JOIN app_user u ON u.id = m.user_id
+WHERE m.org_id = sqlc.arg(org_id) AND u.email = sqlc.arg(email);
