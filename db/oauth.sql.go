@@ -630,37 +630,27 @@ func (q *Queries) RoomChoices(ctx context.Context, db DBTX, arg RoomChoicesParam
 }
 
 const tokenRows = `-- name: TokenRows :many
-SELECT org_id, token_id, grant_id, kind, secret_hash, expires_at, used_at, revoked_at
+SELECT org_id, token_id, grant_id, kind, secret_hash, created_at, expires_at, used_at, revoked_at
 FROM oauth_token WHERE token_id = $1::text
 `
 
-type TokenRowsRow struct {
-	OrgID      uuid.UUID
-	TokenID    string
-	GrantID    uuid.UUID
-	Kind       string
-	SecretHash []byte
-	ExpiresAt  time.Time
-	UsedAt     *time.Time
-	RevokedAt  *time.Time
-}
-
 // The tokens a public id names (any kind, any state); hashes are compared in Go.
-func (q *Queries) TokenRows(ctx context.Context, db DBTX, tokenID string) ([]TokenRowsRow, error) {
+func (q *Queries) TokenRows(ctx context.Context, db DBTX, tokenID string) ([]OauthToken, error) {
 	rows, err := db.Query(ctx, tokenRows, tokenID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []TokenRowsRow{}
+	items := []OauthToken{}
 	for rows.Next() {
-		var i TokenRowsRow
+		var i OauthToken
 		if err := rows.Scan(
 			&i.OrgID,
 			&i.TokenID,
 			&i.GrantID,
 			&i.Kind,
 			&i.SecretHash,
+			&i.CreatedAt,
 			&i.ExpiresAt,
 			&i.UsedAt,
 			&i.RevokedAt,

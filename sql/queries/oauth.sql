@@ -74,7 +74,7 @@ VALUES (sqlc.arg(org_id), sqlc.arg(token_id), sqlc.arg(grant_id), sqlc.arg(kind)
 
 -- name: TokenRows :many
 -- The tokens a public id names (any kind, any state); hashes are compared in Go.
-SELECT org_id, token_id, grant_id, kind, secret_hash, expires_at, used_at, revoked_at
+SELECT org_id, token_id, grant_id, kind, secret_hash, created_at, expires_at, used_at, revoked_at
 FROM oauth_token WHERE token_id = sqlc.arg(token_id)::text;
 
 -- name: MarkRefreshUsed :execrows
