@@ -283,6 +283,19 @@ func (f *flow) code(t *testing.T) string {
 	return q.Get("code")
 }
 
+// ownerExec changes the seeded data as the database owner, as an operator would.
+func ownerExec(t *testing.T, s *server, sql string, args ...any) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func bearerStatus(t *testing.T, endpoint, token string) int {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
@@ -356,14 +369,7 @@ func TestAuthorizationRefusals(t *testing.T) {
 	t.Run("an expired code", func(t *testing.T) {
 		f := newFlow(t, s, room)
 		code := f.code(t)
-		conn, err := pgx.Connect(context.Background(), s.dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), `UPDATE oauth_grant SET code_expires_at = now() - interval '1 second' WHERE client_id = $1`, f.clientID); err != nil {
-			t.Fatal(err)
-		}
+		ownerExec(t, s, `UPDATE oauth_grant SET code_expires_at = now() - interval '1 second' WHERE client_id = $1`, f.clientID)
 		if status, m := f.exchange(t, code, nil); status != http.StatusBadRequest || m["error"] != "invalid_grant" {
 			t.Fatalf("%d %v", status, m)
 		}
@@ -404,6 +410,14 @@ func TestAuthorizationRefusals(t *testing.T) {
 			t.Fatalf("revoked token: %d", got)
 		}
 	})
+	t.Run("a token ends when its client is revoked", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		_, m := f.exchange(t, f.code(t), nil)
+		ownerExec(t, s, `UPDATE oauth_client SET revoked_at = now() WHERE client_id = $1`, f.clientID)
+		if got := bearerStatus(t, room, m["access_token"].(string)); got != http.StatusUnauthorized {
+			t.Fatalf("revoked client's token: %d", got)
+		}
+	})
 	t.Run("consent without its CSRF token", func(t *testing.T) {
 		f := newFlow(t, s, room)
 		resp, body := f.br.get(f.authURL(nil))
@@ -421,6 +435,90 @@ func TestAuthorizationRefusals(t *testing.T) {
 		resp, _ := br.post(s.base+"/login", url.Values{"email": {anaEmail}, "password": {anaPassword}})
 		if resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("login without CSRF: %d", resp.StatusCode)
+		}
+	})
+}
+
+// Tokens rest on the agent's keys and the person's membership: each ends the tokens at
+// their next call. Its own server, since it changes the seeded agents and people.
+func TestTokensEndWithTheirAgentOrPerson(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, signInDemo, nil)
+	room := fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID)
+	f := newFlow(t, s, room)
+	_, m := f.exchange(t, f.code(t), nil)
+	tok := m["access_token"].(string)
+	if got := bearerStatus(t, room, tok); got != http.StatusOK {
+		t.Fatalf("fresh token: %d", got)
+	}
+	t.Run("the agent's keys revoked", func(t *testing.T) {
+		ownerExec(t, s, `UPDATE agent_key SET revoked_at = now() WHERE agent_id = (SELECT id FROM agent WHERE slug = 'architect')`)
+		if got := bearerStatus(t, room, tok); got != http.StatusUnauthorized {
+			t.Fatalf("token of an agent without keys: %d", got)
+		}
+	})
+	t.Run("the person removed from the organisation", func(t *testing.T) {
+		g := newFlow(t, s, s.base+"/api/mcp")
+		cb := g.br.authorize(g.authURL(nil), "Backend")
+		_, m := g.exchange(t, cb.Query().Get("code"), nil)
+		tok := m["access_token"].(string)
+		if got := bearerStatus(t, s.base+"/api/mcp", tok); got != http.StatusOK {
+			t.Fatalf("fresh token: %d", got)
+		}
+		ownerExec(t, s, `DELETE FROM org_member WHERE user_id = (SELECT id FROM app_user WHERE email = $1)`, anaEmail)
+		if got := bearerStatus(t, s.base+"/api/mcp", tok); got != http.StatusUnauthorized {
+			t.Fatalf("token of a person no longer in the organisation: %d", got)
+		}
+	})
+}
+
+func TestSessionCookieAndPages(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, signInDemo, nil)
+	br := newBrowser(t, s.base)
+	resp, body := br.get(s.base + "/login")
+	if h := resp.Header.Get("Content-Security-Policy"); !strings.Contains(h, "frame-ancestors 'none'") || resp.Header.Get("X-Frame-Options") != "DENY" {
+		t.Fatalf("login page headers %v", resp.Header)
+	}
+	csrf := field(t, csrfInput, body)
+	t.Run("an unknown email gets the same message as a wrong password", func(t *testing.T) {
+		resp, body := br.post(s.base+"/login", url.Values{"email": {"nobody@acme.test"}, "password": {"whatever123"}, "csrf": {csrf}})
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "Email or password is incorrect.") {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	})
+	t.Run("signing in sets an HttpOnly, SameSite=Lax session cookie and returns to a local path only", func(t *testing.T) {
+		noFollow := &http.Client{Jar: br.client.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		form := url.Values{"email": {anaEmail}, "password": {anaPassword}, "csrf": {csrf}, "return": {"//evil.example/x"}}
+		req, _ := http.NewRequest(http.MethodPost, s.base+"/login", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account" {
+			t.Fatalf("%d to %q", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		var cookie string
+		for _, c := range resp.Header.Values("Set-Cookie") {
+			if strings.HasPrefix(c, "rr_session=qyt_ss_") {
+				cookie = c
+			}
+		}
+		if !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Lax") || strings.Contains(cookie, "Secure") {
+			t.Fatalf("session cookie %q (http public URL: not Secure)", cookie)
+		}
+	})
+	t.Run("signing out ends the session", func(t *testing.T) {
+		_, body := br.get(s.base + "/account")
+		if !strings.Contains(body, anaEmail) {
+			t.Fatalf("account page: %s", body)
+		}
+		br.post(s.base+"/logout", url.Values{"csrf": {field(t, csrfInput, body)}})
+		resp, _ := br.get(s.base + "/account")
+		if resp.Request.URL.Path != "/login" {
+			t.Fatalf("after sign-out the account page is at %s", resp.Request.URL)
 		}
 	})
 }
