@@ -291,6 +291,59 @@ type Message struct {
 	CreatedAt  time.Time
 }
 
+type OauthAuthRequest struct {
+	ID            string
+	ClientID      string
+	RedirectUri   string
+	State         string
+	CodeChallenge string
+	Resource      string
+	Scopes        []string
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+}
+
+type OauthClient struct {
+	ClientID     string
+	ClientName   string
+	RedirectUris []string
+	Source       string
+	CreatedAt    time.Time
+	LastUsedAt   time.Time
+	RevokedAt    *time.Time
+}
+
+type OauthGrant struct {
+	OrgID         uuid.UUID
+	ID            uuid.UUID
+	ClientID      string
+	UserID        uuid.UUID
+	Resource      string
+	AgentID       *uuid.UUID
+	Part          *string
+	Scopes        []string
+	CodeID        string
+	CodeHash      []byte
+	CodeChallenge string
+	RedirectUri   string
+	CodeExpiresAt time.Time
+	CodeUsedAt    *time.Time
+	CreatedAt     time.Time
+	RevokedAt     *time.Time
+}
+
+type OauthToken struct {
+	OrgID      uuid.UUID
+	TokenID    string
+	GrantID    uuid.UUID
+	Kind       string
+	SecretHash []byte
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	UsedAt     *time.Time
+	RevokedAt  *time.Time
+}
+
 type OrgMember struct {
 	OrgID     uuid.UUID
 	UserID    uuid.UUID
@@ -463,4 +516,12 @@ type WakeTarget struct {
 	SecretEnc []byte
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+type WebSession struct {
+	SessionID  string
+	SecretHash []byte
+	UserID     uuid.UUID
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/auth"
@@ -104,12 +103,12 @@ func (s *Service) Apply(ctx context.Context, f File, opt Options) (Result, error
 		for _, u := range f.Users {
 			var hash *string
 			if u.Password != "" {
-				h, err := bcrypt.GenerateFromPassword([]byte(u.Password), bcrypt.DefaultCost)
+				// argon2id, verified by the sign-in page (auth.VerifyPassword).
+				h, err := auth.HashPassword(u.Password)
 				if err != nil {
 					return fmt.Errorf("apply user %s: hash password: %w", u.Email, err)
 				}
-				hs := string(h)
-				hash = &hs
+				hash = &h
 			}
 			id, err := s.Q.UpsertUser(ctx, tx, db.UpsertUserParams{ID: newID(), Email: u.Email, Name: u.Name, PasswordHash: hash})
 			if err != nil {

@@ -15,18 +15,21 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
+	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/idempotency"
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/mcp"
+	"github.com/relayroom/relayroom/internal/oauth"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/threads"
 	"github.com/relayroom/relayroom/internal/throttle"
 	"github.com/relayroom/relayroom/internal/wake"
+	"github.com/relayroom/relayroom/internal/web"
 )
 
 // Version of the service, reported in MCP serverInfo.
@@ -54,6 +57,11 @@ type App struct {
 	// Failed authentication: limits shared by replicas, and the log of refusals.
 	throttle   *throttle.Throttle
 	rejections *rejectionLog
+	// People's pages and the OAuth authorization server (signin.go); tokens checks the
+	// access tokens it issues for the endpoints.
+	site   *web.Site
+	oauth  *oauth.Server
+	tokens auth.TokenVerifier
 }
 
 func (a *App) public() string { return a.publicURL }
@@ -167,6 +175,9 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 	a.rejections = newRejectionLog(log, rejectionInterval)
 	if err := a.buildServices(); err != nil {
 		return nil, err
+	}
+	if err := a.newSignIn(); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
 	}
 	for _, p := range a.periodicJobs() {
 		if err := a.jobs.AddPeriodic(p); err != nil {

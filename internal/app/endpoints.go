@@ -40,22 +40,14 @@ const (
 
 var deskScopes = desk.Scopes
 
-// resourcePath is the request's own URL path and query as the resource a client asked
-// for: the threads resource keeps ?part=, byte for byte.
-func resourcePath(r *http.Request) string {
-	p := r.URL.EscapedPath()
-	if r.URL.RawQuery != "" {
-		p += "?" + r.URL.RawQuery
-	}
-	return p
-}
-
+// challenge names the endpoint's own metadata document. The resource is the endpoint URL
+// without query (auth.ResourceAt): the threads part is chosen at consent, not in the URL.
 func (a *App) challenge(scope string) func(r *http.Request, err *apperr.Error) string {
 	return func(r *http.Request, err *apperr.Error) string {
 		if err == nil || err.Code != apperr.Unauthenticated {
 			return "" // a 403 is not fixed by signing in again
 		}
-		return auth.Challenge(a.public()+auth.MetadataPath(resourcePath(r)), scope)
+		return auth.Challenge(a.public()+auth.MetadataPath(r.URL.EscapedPath()), scope)
 	}
 }
 
@@ -151,7 +143,10 @@ func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "threads", Service: "relayroom-threads", ServerName: "relayroom-threads", ServerVersion: Version,
 		Instructions: "Threads between the parts of this project. Start with whoami and roster; read inbox, open threads with show, close them when done.",
-		Authenticate: a.limited(auth.AgentKey, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+		Authenticate: a.limited(credential, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+			if s, ok, err := a.tokenScope(ctx, r, auth.ResourceThreads); ok {
+				return s, err
+			}
 			key := auth.AgentKey(r)
 			if key == "" {
 				return tenancy.Scope{}, noCredential()
@@ -178,7 +173,10 @@ func (a *App) roomEndpoint() mcp.Endpoint[tenancy.Scope] {
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "rooms", Service: "quayutec-mcp", ServerName: "relayroom-rooms", ServerVersion: Version,
 		Instructions: "A room shared by companies: memory, tasks and chat.",
-		Authenticate: a.limited(auth.AgentKey, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+		Authenticate: a.limited(credential, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+			if s, ok, err := a.tokenScope(ctx, r, auth.ResourceRoom); ok {
+				return s, err
+			}
 			key := auth.AgentKey(r)
 			if key == "" {
 				return tenancy.Scope{}, noCredential()
@@ -206,7 +204,10 @@ func (a *App) allRoomsEndpoint() mcp.Endpoint[tenancy.Scope] {
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "all_rooms", Service: "quayutec-mcp", ServerName: "relayroom-rooms", ServerVersion: Version,
 		Instructions: "Every room your agent is in. Call list_rooms first and pass room_id to the other tools.",
-		Authenticate: a.limited(auth.AgentKey, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+		Authenticate: a.limited(credential, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+			if s, ok, err := a.tokenScope(ctx, r, auth.ResourceAllRooms); ok {
+				return s, err
+			}
 			key := auth.AgentKey(r)
 			if key == "" {
 				return tenancy.Scope{}, noCredential()

@@ -46,6 +46,7 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 		a.mount(e, h)
 	}
 	e.GET("/.well-known/oauth-protected-resource/*", a.resourceMetadata)
+	a.signInRoutes(e)
 	return e
 }
 
@@ -194,31 +195,15 @@ func (a *App) index(c echo.Context) error {
 	})
 }
 
-var (
-	threadsResource = regexp.MustCompile(`^/mcp/[^/]+$`)
-	roomResource    = regexp.MustCompile(`^/api/mcp/p/[^/]+$`)
-)
-
-// resourceMetadata serves RFC 9728 documents for exactly the resources we protect: the
-// resource in the document is the URL the client used, query included, byte for byte.
+// resourceMetadata serves RFC 9728 documents for exactly the resources we protect, from
+// the one helper (auth.ResourceAt) that also makes the challenges and checks audiences: the
+// resource is the endpoint URL as a person pastes it, without query.
 func (a *App) resourceMetadata(c echo.Context) error {
-	r := c.Request()
-	path := strings.TrimPrefix(r.URL.EscapedPath(), "/.well-known/oauth-protected-resource")
-	var scopes []string
-	var name string
-	switch {
-	case threadsResource.MatchString(path):
-		scopes, name = []string{threadsScope}, "relayroom threads"
-	case roomResource.MatchString(path), path == "/api/mcp":
-		scopes, name = []string{roomsScope}, "relayroom rooms"
-	case path == "/desk/mcp":
-		scopes, name = deskScopes, "relaydesk"
-	default:
+	path := strings.TrimPrefix(c.Request().URL.EscapedPath(), "/.well-known/oauth-protected-resource")
+	res, ok := auth.ResourceAt(a.public(), path)
+	if !ok {
 		return c.JSON(http.StatusNotFound, map[string]string{"error": "no protected resource at this path"})
 	}
-	if r.URL.RawQuery != "" {
-		path += "?" + r.URL.RawQuery
-	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, auth.Metadata(a.public(), path, name, scopes))
+	return c.JSON(http.StatusOK, auth.Metadata(a.public(), res.Path, res.Name(), res.Scopes()))
 }

@@ -1,0 +1,250 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/throttle"
+)
+
+// client is a registered public client as op sees it. Every client is "native" in op's
+// terms, which gives RFC 8252's rules: https and private-use schemes match exactly, http
+// loopback redirect URIs match on any port.
+type client struct {
+	id           string
+	name         string
+	redirectURIs []string
+}
+
+var _ op.Client = client{}
+
+func (c client) GetID() string                       { return c.id }
+func (c client) RedirectURIs() []string              { return c.redirectURIs }
+func (c client) PostLogoutRedirectURIs() []string    { return nil }
+func (c client) ApplicationType() op.ApplicationType { return op.ApplicationTypeNative }
+func (c client) AuthMethod() oidc.AuthMethod         { return oidc.AuthMethodNone }
+func (c client) ResponseTypes() []oidc.ResponseType {
+	return []oidc.ResponseType{oidc.ResponseTypeCode}
+}
+func (c client) LoginURL(id string) string            { return RouteConsent + "?id=" + url.QueryEscape(id) }
+func (c client) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTypeBearer }
+func (c client) IDTokenLifetime() time.Duration       { return 0 }
+func (c client) DevMode() bool                        { return false }
+func (c client) IDTokenUserinfoClaimsAssertion() bool { return false }
+func (c client) ClockSkew() time.Duration             { return 0 }
+func (c client) RestrictAdditionalIdTokenScopes() func([]string) []string {
+	return func(s []string) []string { return s }
+}
+func (c client) RestrictAdditionalAccessTokenScopes() func([]string) []string {
+	return func(s []string) []string { return s }
+}
+func (c client) GrantTypes() []oidc.GrantType {
+	return []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken}
+}
+
+// IsScopeAllowed: the endpoints' scopes (op keeps the OpenID ones by itself).
+func (c client) IsScopeAllowed(scope string) bool {
+	return scope == auth.ScopeThreads || scope == auth.ScopeRooms || slices.Contains(auth.DeskScopes, scope)
+}
+
+// errNoClient is an unknown (or revoked, or expired) client id.
+var errNoClient = oidc.ErrInvalidClient().WithDescription("unknown client")
+
+func (s *Server) clientByID(ctx context.Context, id string) (client, error) {
+	if id == "" || len(id) > 2048 || strings.Contains(id, ",") {
+		return client{}, errNoClient
+	}
+	var row db.OAuthClientByIDRow
+	err := s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
+		var err error
+		if row, err = s.deps.Q.OAuthClientByID(ctx, tx, id); err != nil {
+			return err
+		}
+		return s.deps.Q.TouchOAuthClient(ctx, tx, id)
+	})
+	if pg.IsNoRows(err) {
+		return client{}, errNoClient
+	}
+	if err != nil {
+		return client{}, oidc.ErrServerError().WithParent(fmt.Errorf("read client: %w", err))
+	}
+	return client{id: row.ClientID, name: row.ClientName, redirectURIs: row.RedirectUris}, nil
+}
+
+// CheckRedirectURI is the registration rule for one redirect URI: https (any host), http
+// on a loopback host (127.0.0.1, [::1], localhost; any port at authorization time), or a
+// private-use scheme with a dot or a plain name (`cursor://…`); never a scheme that runs
+// or reads something (javascript:, data:, file:, vbscript:, blob:, about:), never a
+// fragment, never userinfo.
+func CheckRedirectURI(raw string) error {
+	if raw == "" || len(raw) > MaxRedirectURIBytes {
+		return fmt.Errorf("redirect URI empty or longer than %d bytes", MaxRedirectURIBytes)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return fmt.Errorf("redirect URI %q is not an absolute URI", raw)
+	}
+	if u.Fragment != "" || strings.Contains(raw, "#") {
+		return fmt.Errorf("redirect URI %q has a fragment", raw)
+	}
+	if u.User != nil {
+		return fmt.Errorf("redirect URI %q has user information", raw)
+	}
+	switch scheme := strings.ToLower(u.Scheme); scheme {
+	case "https":
+		if u.Host == "" {
+			return fmt.Errorf("redirect URI %q has no host", raw)
+		}
+		return nil
+	case "http":
+		if !isLoopbackHost(u.Hostname()) {
+			return fmt.Errorf("redirect URI %q: http is allowed only on a loopback host", raw)
+		}
+		return nil
+	case "javascript", "data", "file", "vbscript", "blob", "about", "ftp", "ws", "wss":
+		return fmt.Errorf("redirect URI %q: scheme %s is not allowed", raw, scheme)
+	default:
+		return nil // a private-use scheme (RFC 8252 7.1): cursor://, vscode://, …
+	}
+}
+
+func isLoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// registration is the RFC 7591 request (the fields we use) and response.
+type registration struct {
+	RedirectURIs            []string `json:"redirect_uris"`
+	ClientName              string   `json:"client_name,omitempty"`
+	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method,omitempty"`
+	GrantTypes              []string `json:"grant_types,omitempty"`
+	ResponseTypes           []string `json:"response_types,omitempty"`
+	Scope                   string   `json:"scope,omitempty"`
+}
+
+type registered struct {
+	ClientID                string   `json:"client_id"`
+	ClientIDIssuedAt        int64    `json:"client_id_issued_at"`
+	ClientName              string   `json:"client_name,omitempty"`
+	RedirectURIs            []string `json:"redirect_uris"`
+	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
+	GrantTypes              []string `json:"grant_types"`
+	ResponseTypes           []string `json:"response_types"`
+}
+
+type registrationError struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description"`
+}
+
+// RFC 7591 error codes.
+const (
+	errInvalidRedirectURI    = "invalid_redirect_uri"
+	errInvalidClientMetadata = "invalid_client_metadata"
+)
+
+// ClientIDPrefix starts a registered client's id.
+const ClientIDPrefix = "rrc_"
+
+// register is dynamic client registration (RFC 7591) for public clients. A request that
+// lists several redirect URIs keeps each valid one (Cursor sends three, some of which
+// another server may not like) and fails only when none is valid.
+func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodOptions {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.Header().Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+		w.Header().Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		writeJSON(w, http.StatusMethodNotAllowed, registrationError{errInvalidClientMetadata, "register with POST"})
+		return
+	}
+	ctx := r.Context()
+	if s.deps.Registrations != nil {
+		at := throttle.Attempt{Address: "register/" + s.deps.ClientAddress(r)}
+		if err := s.deps.Registrations.Admit(ctx, at); err != nil {
+			w.Header().Set("Retry-After", "60")
+			writeJSON(w, http.StatusTooManyRequests, registrationError{"too_many_requests", "too many registrations from this address: retry later"})
+			return
+		}
+		// Every registration counts: the limit is on how often, not on failures.
+		defer s.deps.Registrations.Refused(ctx, at)
+	}
+	var req registration
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxRegistrationBytes))
+	if err := dec.Decode(&req); err != nil {
+		writeJSON(w, http.StatusBadRequest, registrationError{errInvalidClientMetadata, "the body must be a JSON object of client metadata"})
+		return
+	}
+	if req.TokenEndpointAuthMethod != "" && req.TokenEndpointAuthMethod != "none" {
+		writeJSON(w, http.StatusBadRequest, registrationError{errInvalidClientMetadata, "only public clients are registered: token_endpoint_auth_method must be none"})
+		return
+	}
+	for _, g := range req.GrantTypes {
+		if g != "authorization_code" && g != "refresh_token" {
+			writeJSON(w, http.StatusBadRequest, registrationError{errInvalidClientMetadata, "grant_types may hold authorization_code and refresh_token only"})
+			return
+		}
+	}
+	if len(req.ClientName) > MaxClientNameBytes {
+		req.ClientName = req.ClientName[:MaxClientNameBytes]
+	}
+	var uris []string
+	var refused []string
+	for _, u := range req.RedirectURIs {
+		if err := CheckRedirectURI(u); err != nil {
+			refused = append(refused, err.Error())
+			continue
+		}
+		if !slices.Contains(uris, u) && len(uris) < MaxRedirectURIs {
+			uris = append(uris, u)
+		}
+	}
+	if len(uris) == 0 {
+		desc := "redirect_uris must hold at least one https, loopback http or private-use URI"
+		if len(refused) > 0 {
+			desc = strings.Join(refused, "; ")
+		}
+		writeJSON(w, http.StatusBadRequest, registrationError{errInvalidRedirectURI, desc})
+		return
+	}
+	raw, _, err := auth.Generate(ClientIDPrefix)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, registrationError{"server_error", "could not register"})
+		return
+	}
+	id := raw[:len(ClientIDPrefix)+24] // a public identifier: no checksum needed
+	name := strings.ToValidUTF8(strings.ReplaceAll(req.ClientName, "\x00", ""), "")
+	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
+		return s.deps.Q.InsertOAuthClient(ctx, tx, db.InsertOAuthClientParams{ClientID: id, ClientName: name, RedirectUris: uris, Source: "registration"})
+	})
+	if err != nil {
+		s.deps.Log.ErrorContext(ctx, "register client", "error", err.Error())
+		writeJSON(w, http.StatusServiceUnavailable, registrationError{"temporarily_unavailable", "could not register: retry later"})
+		return
+	}
+	writeJSON(w, http.StatusCreated, registered{
+		ClientID: id, ClientIDIssuedAt: s.deps.Now().Unix(), ClientName: name, RedirectURIs: uris,
+		TokenEndpointAuthMethod: "none", GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
+	})
+}

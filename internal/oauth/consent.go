@@ -1,0 +1,271 @@
+package oauth
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/web"
+)
+
+// option is one thing a person may choose at consent: whom the token acts as.
+type option struct {
+	value   string
+	label   string
+	orgID   uuid.UUID
+	agentID uuid.UUID // nil for the desk
+	part    string    // threads only
+}
+
+// choices lists what the signed-in person may pick for a resource, and the resource in
+// words. Rooms: their organisations' agents that are members of the room (any of their
+// agents for the all-rooms address); threads: the parts of the project held by their
+// organisations' agents; desk: the workspaces (organisations) they belong to.
+func (s *Server) choices(ctx context.Context, sess web.Session, res auth.Resource) (string, string, []option, error) {
+	var opts []option
+	var words, question string
+	err := s.deps.DB.InTenant(ctx, sess.Tenant(), func(tx *pg.Tx) error {
+		orgs, err := s.deps.Q.SessionOrgs(ctx, tx, sess.ID)
+		if err != nil {
+			return fmt.Errorf("consent: organisations: %w", err)
+		}
+		projectID := res.ProjectID
+		if res.Kind == auth.ResourceThreads {
+			code, err := auth.Parse(auth.ConnectCodePrefix, res.ConnectCode)
+			if err != nil {
+				return nil // no such project: nothing to choose
+			}
+			tx.SetTenant(pg.Tenant{Lookup: code.ID})
+			rows, err := s.deps.Q.ConnectCodeRows(ctx, tx, code.ID)
+			if err != nil {
+				return fmt.Errorf("consent: connect code: %w", err)
+			}
+			for _, r := range rows {
+				if code.Matches(r.SecretHash) {
+					projectID = r.ProjectID
+				}
+			}
+			if projectID == uuid.Nil {
+				return nil
+			}
+		}
+		switch res.Kind {
+		case auth.ResourceThreads:
+			question, words = "Act as which part?", "the threads of project "
+		case auth.ResourceRoom:
+			question, words = "Act as which agent?", "room "
+		case auth.ResourceAllRooms:
+			question, words = "Act as which agent?", "every room of the agent you choose"
+		case auth.ResourceDesk:
+			question, words = "Which workspace?", "the helpdesk"
+		}
+		if projectID != uuid.Nil {
+			tx.SetTenant(pg.Tenant{ProjectID: projectID})
+			t, err := s.deps.Q.ProjectTitle(ctx, tx, projectID)
+			if err != nil && !pg.IsNoRows(err) {
+				return fmt.Errorf("consent: project: %w", err)
+			}
+			if err == nil {
+				words += t.Name + ", hosted by " + t.HostName
+			}
+		}
+		for _, o := range orgs {
+			tx.SetTenant(pg.Tenant{OrgID: o.OrgID, ProjectID: projectID})
+			orgName, err := s.deps.Q.OrgName(ctx, tx, o.OrgID)
+			if err != nil {
+				return fmt.Errorf("consent: organisation: %w", err)
+			}
+			switch res.Kind {
+			case auth.ResourceDesk:
+				opts = append(opts, option{value: o.OrgID.String(), label: orgName, orgID: o.OrgID})
+			case auth.ResourceAllRooms:
+				agents, err := s.deps.Q.OrgAgents(ctx, tx, o.OrgID)
+				if err != nil {
+					return fmt.Errorf("consent: agents: %w", err)
+				}
+				for _, a := range agents {
+					opts = append(opts, option{value: o.OrgID.String() + "/" + a.ID.String(), label: a.Name + " (" + orgName + ")", orgID: o.OrgID, agentID: a.ID})
+				}
+			default:
+				if projectID == uuid.Nil {
+					continue
+				}
+				rows, err := s.deps.Q.RoomChoices(ctx, tx, db.RoomChoicesParams{ProjectID: projectID, OrgID: o.OrgID})
+				if err != nil {
+					return fmt.Errorf("consent: members: %w", err)
+				}
+				for _, a := range rows {
+					op := option{value: o.OrgID.String() + "/" + a.ID.String(), label: a.Name + " (" + orgName + ")", orgID: o.OrgID, agentID: a.ID}
+					if res.Kind == auth.ResourceThreads {
+						op.value += "/" + a.Part
+						op.label = "part " + a.Part + ": " + a.Name + " (" + orgName + ")"
+						op.part = a.Part
+					}
+					opts = append(opts, op)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", "", nil, err
+	}
+	if words == "" {
+		words = res.URL
+	}
+	return words, question, opts, nil
+}
+
+func redirectHost(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil || u.Host == "" {
+		return uri
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// consent shows (GET) and decides (POST) a pending authorization request. Nothing is
+// remembered between requests: every authorization shows the page, so a client never gets
+// a token its person did not just approve.
+func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
+	site := s.deps.Site
+	ctx := r.Context()
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+		if err := r.ParseForm(); err != nil {
+			site.Message(w, http.StatusBadRequest, "Allow access?", "The form could not be read.")
+			return
+		}
+	}
+	id := r.FormValue("id")
+	sess, ok, err := site.Session(r)
+	if err != nil {
+		s.deps.Log.ErrorContext(ctx, "consent: session", "error", err.Error())
+		site.Message(w, http.StatusServiceUnavailable, "Allow access?", "This page is unavailable right now. Please try again.")
+		return
+	}
+	if !ok {
+		http.Redirect(w, r, web.LoginURL(RouteConsent+"?id="+url.QueryEscape(id)), http.StatusSeeOther)
+		return
+	}
+	var req db.AuthRequestByIDRow
+	found := false
+	if id != "" && !strings.Contains(id, ",") {
+		err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
+			req, err = s.deps.Q.AuthRequestByID(ctx, tx, id)
+			return err
+		})
+		found = err == nil
+		if err != nil && !pg.IsNoRows(err) {
+			s.deps.Log.ErrorContext(ctx, "consent: request", "error", err.Error())
+			site.Message(w, http.StatusServiceUnavailable, "Allow access?", "This page is unavailable right now. Please try again.")
+			return
+		}
+	}
+	if !found {
+		site.Message(w, http.StatusBadRequest, "Allow access?", "This sign-in request has expired or was already used. Go back to your client and connect again.")
+		return
+	}
+	res, _ := auth.ParseResource(s.issuer, req.Resource)
+	words, question, opts, err := s.choices(ctx, sess, res)
+	if err != nil {
+		s.deps.Log.ErrorContext(ctx, "consent", "error", err.Error())
+		site.Message(w, http.StatusServiceUnavailable, "Allow access?", "This page is unavailable right now. Please try again.")
+		return
+	}
+	var scopes []string
+	if res.Kind == auth.ResourceDesk {
+		for _, sc := range auth.DeskScopes {
+			if len(req.Scopes) == 0 || slices.Contains(req.Scopes, sc) {
+				scopes = append(scopes, sc)
+			}
+		}
+	}
+	page := web.Consent{
+		RequestID: req.ID, ClientName: req.ClientName, RedirectHost: redirectHost(req.RedirectUri), Resource: words,
+		Question: question, Scopes: scopes,
+		Empty: "None of your organisations' agents can act here, so there is nothing to allow.",
+	}
+	if page.ClientName == "" {
+		page.ClientName = "An unnamed client"
+	}
+	for _, o := range opts {
+		page.Choices = append(page.Choices, web.Choice{Value: o.value, Label: o.label})
+	}
+	if r.Method != http.MethodPost {
+		site.RenderConsent(w, http.StatusOK, sess, page, "")
+		return
+	}
+	if !sess.CheckCSRF(r) {
+		site.RenderConsent(w, http.StatusForbidden, sess, page, web.MsgFormExpired)
+		return
+	}
+	if r.PostFormValue("decision") != "allow" {
+		s.finish(w, r, req, url.Values{"error": {"access_denied"}, "error_description": {"the person denied access"}})
+		return
+	}
+	i := slices.IndexFunc(opts, func(o option) bool { return o.value == r.PostFormValue("choice") })
+	if i < 0 {
+		site.RenderConsent(w, http.StatusBadRequest, sess, page, "Choose one of the options.")
+		return
+	}
+	chosen := opts[i]
+	granted := res.Scopes()
+	if res.Kind == auth.ResourceDesk {
+		granted = nil
+		for _, sc := range r.PostForm["scope"] {
+			if slices.Contains(scopes, sc) && !slices.Contains(granted, sc) {
+				granted = append(granted, sc)
+			}
+		}
+		if len(granted) == 0 {
+			site.RenderConsent(w, http.StatusBadRequest, sess, page, "Allow at least one of the listed permissions, or deny.")
+			return
+		}
+	}
+	code, cp, err := auth.Generate(auth.CodePrefix)
+	if err == nil {
+		g := db.InsertGrantParams{
+			OrgID: chosen.orgID, ID: uuid.Must(uuid.NewV7()), ClientID: req.ClientID, UserID: sess.Person.ID,
+			Resource: req.Resource, Scopes: granted, CodeID: cp.ID, CodeHash: cp.Hash(), CodeChallenge: req.CodeChallenge,
+			RedirectUri: req.RedirectUri, CodeExpiresAt: s.deps.Now().Add(CodeLifetime),
+		}
+		if chosen.agentID != uuid.Nil {
+			g.AgentID = &chosen.agentID
+		}
+		if chosen.part != "" {
+			g.Part = &chosen.part
+		}
+		err = s.deps.DB.InTenant(ctx, pg.Tenant{OrgID: chosen.orgID, Lookup: req.ID}, func(tx *pg.Tx) error {
+			if err := s.deps.Q.InsertGrant(ctx, tx, g); err != nil {
+				return err
+			}
+			return s.deps.Q.DeleteAuthRequest(ctx, tx, req.ID)
+		})
+	}
+	if err != nil {
+		s.deps.Log.ErrorContext(ctx, "consent: grant", "error", err.Error())
+		site.Message(w, http.StatusServiceUnavailable, "Allow access?", "This page is unavailable right now. Please try again.")
+		return
+	}
+	http.Redirect(w, r, s.responseURL(req.RedirectUri, url.Values{"code": {code}}, req.State), http.StatusSeeOther)
+}
+
+// finish ends a request without a grant (deny), telling the client.
+func (s *Server) finish(w http.ResponseWriter, r *http.Request, req db.AuthRequestByIDRow, v url.Values) {
+	ctx := r.Context()
+	if err := s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: req.ID}, func(tx *pg.Tx) error {
+		return s.deps.Q.DeleteAuthRequest(ctx, tx, req.ID)
+	}); err != nil {
+		s.deps.Log.ErrorContext(ctx, "consent: end request", "error", err.Error())
+	}
+	http.Redirect(w, r, s.responseURL(req.RedirectUri, v, req.State), http.StatusSeeOther)
+}

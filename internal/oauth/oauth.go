@@ -1,0 +1,109 @@
+// Package oauth is relayroom's OAuth 2.1 authorization server for MCP clients
+// (docs/auth.md). github.com/zitadel/oidc/v3's op package parses and validates the
+// authorization, token and revocation requests, checks redirect URIs (RFC 8252 loopback
+// ports included) and writes RFC 6749 errors; this package adds what it does not do and
+// keeps everything in Postgres: dynamic client registration, the `resource` parameter
+// bound into the grant, PKCE S256 required, the consent page, `iss` in the authorization
+// response, refresh tokens without offline_access, rotation with a one-step grace, and
+// opaque `qyt_at_` / `qyt_rt_` tokens stored hashed.
+package oauth
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/throttle"
+	"github.com/relayroom/relayroom/internal/web"
+)
+
+// Routes of the authorization server.
+const (
+	RouteAuthorize = "/authorize"
+	RouteToken     = "/token"
+	RouteRevoke    = "/revoke"
+	RouteRegister  = "/register"
+	RouteConsent   = "/consent"
+	RouteASMeta    = "/.well-known/oauth-authorization-server"
+	RouteOIDCMeta  = "/.well-known/openid-configuration"
+)
+
+// Lifetimes and bounds.
+const (
+	AuthRequestLifetime = 10 * time.Minute
+	CodeLifetime        = 60 * time.Second
+	AccessTokenLifetime = time.Hour
+	// RefreshTokenLifetime is sliding: each rotation issues a new one for this long.
+	RefreshTokenLifetime = 30 * 24 * time.Hour
+	// ClientIdleDays: a client unused this long is deleted with its grants.
+	ClientIdleDays = 90
+	// Registration bounds (RFC 7591 requests are anonymous).
+	MaxRedirectURIs      = 20
+	MaxRedirectURIBytes  = 2000
+	MaxClientNameBytes   = 200
+	MaxRegistrationBytes = 16 << 10
+)
+
+// ScopeOfflineAccess is accepted and advertised; refresh tokens are issued without it.
+const ScopeOfflineAccess = "offline_access"
+
+// Deps are what the authorization server needs.
+type Deps struct {
+	DB        *pg.DB
+	Q         *db.Queries
+	PublicURL string // its origin is the issuer
+	Site      *web.Site
+	Log       *slog.Logger
+	// Registrations limits POST /register per client address (counted in the shared
+	// Postgres counters, like failed authentications); nil: unlimited.
+	Registrations *throttle.Throttle
+	ClientAddress func(*http.Request) string
+	Now           func() time.Time
+}
+
+// Server is the authorization server: an http.Handler for its routes, and the access
+// token verifier of the MCP endpoints (auth.TokenVerifier).
+type Server struct {
+	deps   Deps
+	issuer string
+	op     http.Handler
+}
+
+// NewHandler builds the authorization server.
+func NewHandler(d Deps) (*Server, error) {
+	if d.Q == nil {
+		d.Q = db.New()
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	s := &Server{deps: d, issuer: strings.TrimRight(d.PublicURL, "/")}
+	s.op = op.RegisterServer(&opServer{s: s}, op.Endpoints{
+		Authorization: op.NewEndpoint(RouteAuthorize),
+		Token:         op.NewEndpoint(RouteToken),
+		Revocation:    op.NewEndpoint(RouteRevoke),
+	})
+	return s, nil
+}
+
+// ServeHTTP serves every route of the authorization server.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case p == RouteASMeta || strings.HasPrefix(p, RouteASMeta+"/") || p == RouteOIDCMeta || strings.HasPrefix(p, RouteOIDCMeta+"/"):
+		s.metadata(w, r)
+	case p == RouteRegister:
+		s.register(w, r)
+	case p == RouteConsent:
+		s.consent(w, r)
+	case p == RouteAuthorize || p == RouteToken || p == RouteRevoke:
+		s.op.ServeHTTP(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}

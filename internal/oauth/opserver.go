@@ -1,0 +1,152 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/google/uuid"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// opServer is what op's router calls once it has parsed and checked a request. Only the
+// authorization, token and revocation endpoints are routed to it; the rest of op.Server
+// answers "not implemented".
+type opServer struct {
+	op.UnimplementedServer
+	s *Server
+}
+
+// errInvalidTarget is RFC 8707's error for a resource that is not ours or differs from the
+// one the grant was given for.
+func errInvalidTarget(desc string) *oidc.Error {
+	return &oidc.Error{ErrorType: "invalid_target", Description: desc}
+}
+
+// VerifyAuthRequest finds the client (op checks the redirect URI against it next). A
+// request without scope gets its resource's scopes: op refuses an empty scope, and MCP
+// clients that skip the challenge's scope must still connect.
+func (o *opServer) VerifyAuthRequest(ctx context.Context, r *op.Request[oidc.AuthRequest]) (*op.ClientRequest[oidc.AuthRequest], error) {
+	c, err := o.s.clientByID(ctx, r.Data.ClientID)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Data.Scopes) == 0 {
+		if res, ok := auth.ParseResource(o.s.issuer, r.Form.Get("resource")); ok {
+			r.Data.Scopes = res.Scopes()
+		}
+	}
+	return &op.ClientRequest[oidc.AuthRequest]{Request: r, Client: c}, nil
+}
+
+// Authorize runs with a redirect URI the client registered: it requires PKCE S256 and a
+// resource that is one of our endpoints, keeps the request, and sends the person to the
+// consent page (which signs them in first).
+func (o *opServer) Authorize(ctx context.Context, r *op.ClientRequest[oidc.AuthRequest]) (*op.Redirect, error) {
+	d := r.Data
+	if d.ResponseType != oidc.ResponseTypeCode {
+		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrInvalidRequest().WithDescription("only response_type=code is supported"))
+	}
+	if d.CodeChallenge == "" || d.CodeChallengeMethod != oidc.CodeChallengeMethodS256 {
+		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrInvalidRequest().WithDescription("PKCE is required with code_challenge_method=S256"))
+	}
+	resources := r.Form["resource"]
+	if len(resources) != 1 {
+		return o.s.errorRedirect(d.RedirectURI, d.State, errInvalidTarget("exactly one resource (the MCP endpoint URL) is required"))
+	}
+	res, ok := auth.ParseResource(o.s.issuer, resources[0])
+	if !ok {
+		return o.s.errorRedirect(d.RedirectURI, d.State, errInvalidTarget("the resource is not an MCP endpoint of this server"))
+	}
+	id := uuid.NewString() // random (v4): it names a pending request in the consent URL
+	err := o.s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
+		return o.s.deps.Q.InsertAuthRequest(ctx, tx, db.InsertAuthRequestParams{
+			ID: id, ClientID: r.Client.GetID(), RedirectUri: d.RedirectURI, State: d.State,
+			CodeChallenge: d.CodeChallenge, Resource: res.URL, Scopes: d.Scopes,
+			ExpiresAt: o.s.deps.Now().Add(AuthRequestLifetime),
+		})
+	})
+	if err != nil {
+		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrServerError().WithParent(fmt.Errorf("keep authorization request: %w", err)))
+	}
+	return op.NewRedirect(r.Client.LoginURL(id)), nil
+}
+
+// errorRedirect sends an authorization error to the client's redirect URI with state and
+// iss (RFC 9207).
+func (s *Server) errorRedirect(redirectURI, state string, e *oidc.Error) (*op.Redirect, error) {
+	if e.ErrorType == oidc.ServerError {
+		s.deps.Log.Error("authorization request failed", "error", e.Error())
+		e.Description = "the server could not handle the request: retry later"
+	}
+	return op.NewRedirect(s.responseURL(redirectURI, url.Values{"error": {string(e.ErrorType)}, "error_description": {e.Description}}, state)), nil
+}
+
+// responseURL adds the authorization response's parameters, state and iss to a
+// redirect URI (keeping any query it has).
+func (s *Server) responseURL(redirectURI string, v url.Values, state string) string {
+	u, err := url.Parse(redirectURI)
+	if err != nil {
+		return redirectURI // registered and checked: cannot happen
+	}
+	q := u.Query()
+	for k, vs := range v {
+		q[k] = vs
+	}
+	if state != "" {
+		q.Set("state", state)
+	}
+	q.Set("iss", s.issuer)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// VerifyClient: every client is public (token_endpoint_auth_method none), identified by
+// its client_id; PKCE proves the code's holder.
+func (o *opServer) VerifyClient(ctx context.Context, r *op.Request[op.ClientCredentials]) (op.Client, error) {
+	if r.Data.ClientSecret != "" || r.Data.ClientAssertion != "" {
+		return nil, oidc.ErrInvalidClient().WithDescription("clients are public: no secret or assertion")
+	}
+	return o.s.clientByID(ctx, r.Data.ClientID)
+}
+
+func (o *opServer) CodeExchange(ctx context.Context, r *op.ClientRequest[oidc.AccessTokenRequest]) (*op.Response, error) {
+	resp, err := o.s.exchangeCode(ctx, r.Client.GetID(), r.Data, r.Form)
+	if err != nil {
+		return nil, o.s.tokenError(err)
+	}
+	return op.NewResponse(resp), nil
+}
+
+func (o *opServer) RefreshToken(ctx context.Context, r *op.ClientRequest[oidc.RefreshTokenRequest]) (*op.Response, error) {
+	resp, err := o.s.refresh(ctx, r.Client.GetID(), r.Data.RefreshToken, r.Form)
+	if err != nil {
+		return nil, o.s.tokenError(err)
+	}
+	return op.NewResponse(resp), nil
+}
+
+// Revocation (RFC 7009): an access token ends alone; a refresh token ends its whole grant.
+// Unknown tokens and other clients' tokens are answered 200 like known ones.
+func (o *opServer) Revocation(ctx context.Context, r *op.ClientRequest[oidc.RevocationRequest]) (*op.Response, error) {
+	if err := o.s.revoke(ctx, r.Client.GetID(), r.Data.Token); err != nil {
+		return nil, op.RevocationError(oidc.ErrServerError().WithParent(err))
+	}
+	return op.NewResponse(nil), nil
+}
+
+// tokenError keeps RFC 6749 errors and hides infrastructure failures behind server_error.
+func (s *Server) tokenError(err error) error {
+	var oe *oidc.Error
+	if errors.As(err, &oe) {
+		return oe
+	}
+	s.deps.Log.Error("token request failed", "error", err.Error())
+	return oidc.ErrServerError().WithDescription("the server could not handle the request: retry later")
+}

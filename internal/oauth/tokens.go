@@ -1,0 +1,316 @@
+package oauth
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// Token kinds as stored.
+const (
+	kindAccess  = "access"
+	kindRefresh = "refresh"
+)
+
+var errBadGrant = oidc.ErrInvalidGrant().WithDescription("the code or refresh token is invalid, expired, revoked or was issued to another client")
+
+// issue makes an access token and a refresh token for a grant, in tx (its tenant is the
+// grant's organisation).
+func (s *Server) issue(ctx context.Context, tx *pg.Tx, orgID, grantID uuid.UUID, scopes []string) (*oidc.AccessTokenResponse, error) {
+	now := s.deps.Now()
+	access, ap, err := auth.Generate(auth.AccessTokenPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("issue token: %w", err)
+	}
+	refresh, rp, err := auth.Generate(auth.RefreshTokenPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("issue token: %w", err)
+	}
+	for _, t := range []db.InsertTokenParams{
+		{OrgID: orgID, TokenID: ap.ID, GrantID: grantID, Kind: kindAccess, SecretHash: ap.Hash(), ExpiresAt: now.Add(AccessTokenLifetime)},
+		{OrgID: orgID, TokenID: rp.ID, GrantID: grantID, Kind: kindRefresh, SecretHash: rp.Hash(), ExpiresAt: now.Add(RefreshTokenLifetime)},
+	} {
+		if err := s.deps.Q.InsertToken(ctx, tx, t); err != nil {
+			return nil, fmt.Errorf("issue token: %w", err)
+		}
+	}
+	return &oidc.AccessTokenResponse{
+		AccessToken: access, TokenType: oidc.BearerToken, RefreshToken: refresh,
+		ExpiresIn: uint64(AccessTokenLifetime.Seconds()), Scope: scopes,
+	}, nil
+}
+
+// checkResource: a token request may repeat the resource (RFC 8707); it must be the
+// grant's.
+func checkResource(form url.Values, granted string) error {
+	for _, r := range form["resource"] {
+		if r != granted {
+			return errInvalidTarget("the resource differs from the one authorized")
+		}
+	}
+	return nil
+}
+
+// exchangeCode is the authorization_code grant. A code is single-use and valid for
+// CodeLifetime; a code presented again revokes the grant it created and its tokens
+// (RFC 9700 4.3: someone else may hold them).
+func (s *Server) exchangeCode(ctx context.Context, clientID string, req *oidc.AccessTokenRequest, form url.Values) (*oidc.AccessTokenResponse, error) {
+	code, err := auth.Parse(auth.CodePrefix, req.Code)
+	if err != nil {
+		return nil, errBadGrant
+	}
+	var resp *oidc.AccessTokenResponse
+	var replayed *db.GrantsByCodeRow
+	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: code.ID}, func(tx *pg.Tx) error {
+		rows, err := s.deps.Q.GrantsByCode(ctx, tx, code.ID)
+		if err != nil {
+			return fmt.Errorf("read code: %w", err)
+		}
+		var g *db.GrantsByCodeRow
+		for i := range rows {
+			if code.Matches(rows[i].CodeHash) {
+				g = &rows[i]
+			}
+		}
+		switch {
+		case g == nil || g.ClientID != clientID || g.RevokedAt != nil:
+			return errBadGrant
+		case g.CodeUsedAt != nil:
+			replayed = g
+			return errBadGrant
+		case !s.deps.Now().Before(g.CodeExpiresAt):
+			return errBadGrant
+		case req.RedirectURI != g.RedirectUri:
+			return oidc.ErrInvalidGrant().WithDescription("redirect_uri differs from the authorization request's")
+		}
+		if err := op.AuthorizeCodeChallenge(req.CodeVerifier, &oidc.CodeChallenge{Challenge: g.CodeChallenge, Method: oidc.CodeChallengeMethodS256}); err != nil {
+			return oidc.ErrInvalidGrant().WithDescription("code_verifier does not match the code_challenge")
+		}
+		if err := checkResource(form, g.Resource); err != nil {
+			return err
+		}
+		tx.SetTenant(pg.Tenant{OrgID: g.OrgID})
+		n, err := s.deps.Q.UseGrantCode(ctx, tx, db.UseGrantCodeParams{OrgID: g.OrgID, ID: g.ID})
+		if err != nil {
+			return fmt.Errorf("use code: %w", err)
+		}
+		if n != 1 {
+			return errBadGrant // spent concurrently
+		}
+		live, err := s.deps.Q.LiveGrant(ctx, tx, db.LiveGrantParams{OrgID: g.OrgID, ID: g.ID})
+		if pg.IsNoRows(err) {
+			return errBadGrant
+		}
+		if err != nil {
+			return fmt.Errorf("read grant: %w", err)
+		}
+		resp, err = s.issue(ctx, tx, g.OrgID, g.ID, live.Scopes)
+		return err
+	})
+	if replayed != nil {
+		if rerr := s.revokeGrant(ctx, replayed.OrgID, replayed.ID); rerr != nil {
+			return nil, rerr
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (s *Server) revokeGrant(ctx context.Context, orgID, grantID uuid.UUID) error {
+	err := s.deps.DB.InTenant(ctx, pg.Tenant{OrgID: orgID}, func(tx *pg.Tx) error {
+		if _, err := s.deps.Q.RevokeGrant(ctx, tx, db.RevokeGrantParams{OrgID: orgID, ID: grantID}); err != nil {
+			return err
+		}
+		return s.deps.Q.RevokeGrantTokens(ctx, tx, db.RevokeGrantTokensParams{OrgID: orgID, GrantID: grantID})
+	})
+	if err != nil {
+		return fmt.Errorf("revoke grant: %w", err)
+	}
+	return nil
+}
+
+// findToken returns the stored token a credential names, of the given kind.
+func (s *Server) findToken(ctx context.Context, tx *pg.Tx, p auth.Parsed, kind string) (*db.OauthToken, error) {
+	rows, err := s.deps.Q.TokenRows(ctx, tx, p.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read token: %w", err)
+	}
+	for i := range rows {
+		if rows[i].Kind == kind && p.Matches(rows[i].SecretHash) {
+			return &rows[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// refresh is the refresh_token grant: rotation with a one-step grace. A refresh token
+// stays accepted after its first use until its successor is first used (clients refresh
+// from two places at once, or lose the answer); a refresh token presented after that
+// revokes its whole grant.
+func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Values) (*oidc.AccessTokenResponse, error) {
+	p, err := auth.Parse(auth.RefreshTokenPrefix, raw)
+	if err != nil {
+		return nil, errBadGrant
+	}
+	var resp *oidc.AccessTokenResponse
+	var reused *db.OauthToken
+	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: p.ID}, func(tx *pg.Tx) error {
+		t, err := s.findToken(ctx, tx, p, kindRefresh)
+		if err != nil {
+			return err
+		}
+		if t == nil || !s.deps.Now().Before(t.ExpiresAt) {
+			return errBadGrant
+		}
+		if t.RevokedAt != nil {
+			reused = t
+			return errBadGrant
+		}
+		tx.SetTenant(pg.Tenant{OrgID: t.OrgID})
+		live, err := s.deps.Q.LiveGrant(ctx, tx, db.LiveGrantParams{OrgID: t.OrgID, ID: t.GrantID})
+		if pg.IsNoRows(err) {
+			return errBadGrant
+		}
+		if err != nil {
+			return fmt.Errorf("read grant: %w", err)
+		}
+		if live.ClientID != clientID {
+			return errBadGrant
+		}
+		if err := checkResource(form, live.Resource); err != nil {
+			return err
+		}
+		if t.UsedAt == nil {
+			// First use: its predecessors' grace ends now.
+			if _, err := s.deps.Q.MarkRefreshUsed(ctx, tx, db.MarkRefreshUsedParams{OrgID: t.OrgID, TokenID: t.TokenID}); err != nil {
+				return fmt.Errorf("use refresh token: %w", err)
+			}
+			if err := s.deps.Q.RevokeUnusedRefreshTokens(ctx, tx, db.RevokeUnusedRefreshTokensParams{OrgID: t.OrgID, GrantID: t.GrantID, Before: t.CreatedAt}); err != nil {
+				return fmt.Errorf("end grace: %w", err)
+			}
+		}
+		resp, err = s.issue(ctx, tx, t.OrgID, t.GrantID, live.Scopes)
+		return err
+	})
+	if reused != nil {
+		if rerr := s.revokeGrant(ctx, reused.OrgID, reused.GrantID); rerr != nil {
+			return nil, rerr
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// revoke is RFC 7009 for one client's token.
+func (s *Server) revoke(ctx context.Context, clientID, raw string) error {
+	kind, prefix := kindAccess, auth.AccessTokenPrefix
+	if strings.HasPrefix(raw, auth.RefreshTokenPrefix) {
+		kind, prefix = kindRefresh, auth.RefreshTokenPrefix
+	}
+	p, err := auth.Parse(prefix, raw)
+	if err != nil {
+		return nil
+	}
+	return s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: p.ID}, func(tx *pg.Tx) error {
+		t, err := s.findToken(ctx, tx, p, kind)
+		if err != nil || t == nil {
+			return err
+		}
+		tx.SetTenant(pg.Tenant{OrgID: t.OrgID})
+		g, err := s.deps.Q.LiveGrant(ctx, tx, db.LiveGrantParams{OrgID: t.OrgID, ID: t.GrantID})
+		if pg.IsNoRows(err) {
+			return nil // already ended
+		}
+		if err != nil {
+			return fmt.Errorf("read grant: %w", err)
+		}
+		if g.ClientID != clientID {
+			return nil
+		}
+		if kind == kindAccess {
+			return s.deps.Q.RevokeToken(ctx, tx, db.RevokeTokenParams{OrgID: t.OrgID, TokenID: t.TokenID})
+		}
+		if _, err := s.deps.Q.RevokeGrant(ctx, tx, db.RevokeGrantParams{OrgID: t.OrgID, ID: t.GrantID}); err != nil {
+			return fmt.Errorf("revoke grant: %w", err)
+		}
+		return s.deps.Q.RevokeGrantTokens(ctx, tx, db.RevokeGrantTokensParams{OrgID: t.OrgID, GrantID: t.GrantID})
+	})
+}
+
+// VerifyAccessToken implements auth.TokenVerifier: one transaction, two statements (the
+// token by its public id, then its grant under its organisation, with everything the
+// grant rests on).
+func (s *Server) VerifyAccessToken(ctx context.Context, raw string) (auth.TokenGrant, error) {
+	p, err := auth.Parse(auth.AccessTokenPrefix, raw)
+	if err != nil {
+		return auth.TokenGrant{}, auth.ErrInvalidToken
+	}
+	var g auth.TokenGrant
+	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: p.ID}, func(tx *pg.Tx) error {
+		t, err := s.findToken(ctx, tx, p, kindAccess)
+		if err != nil {
+			return err
+		}
+		if t == nil || t.RevokedAt != nil || !s.deps.Now().Before(t.ExpiresAt) {
+			return auth.ErrInvalidToken
+		}
+		tx.SetTenant(pg.Tenant{OrgID: t.OrgID})
+		live, err := s.deps.Q.LiveGrant(ctx, tx, db.LiveGrantParams{OrgID: t.OrgID, ID: t.GrantID})
+		if pg.IsNoRows(err) {
+			return auth.ErrInvalidToken
+		}
+		if err != nil {
+			return fmt.Errorf("read grant: %w", err)
+		}
+		g = auth.TokenGrant{OrgID: t.OrgID, PersonID: live.UserID, Scopes: live.Scopes, Resource: live.Resource}
+		if live.AgentID != nil {
+			g.AgentID = *live.AgentID
+		}
+		if live.Part != nil {
+			g.Part = *live.Part
+		}
+		return nil
+	})
+	if err != nil {
+		return auth.TokenGrant{}, err
+	}
+	return g, nil
+}
+
+// Prune deletes what has ended (a periodic job, on the owner's pool): expired sessions,
+// authorization requests and tokens, and clients idle for ClientIdleDays with their grants.
+func (s *Server) Prune(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.deps.DB.Operator(ctx, func(tx *pg.Tx) error {
+		for _, f := range []func() (int64, error){
+			func() (int64, error) { return s.deps.Q.PruneWebSessions(ctx, tx) },
+			func() (int64, error) { return s.deps.Q.PruneAuthRequests(ctx, tx) },
+			func() (int64, error) { return s.deps.Q.PruneOAuthTokens(ctx, tx) },
+			func() (int64, error) { return s.deps.Q.PruneOAuthClients(ctx, tx, ClientIdleDays) },
+		} {
+			k, err := f()
+			if err != nil {
+				return err
+			}
+			n += k
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("oauth: prune: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,8 @@
+-- Policies and indexes go with their tables.
+DROP POLICY IF EXISTS signin ON org_member;
+DROP POLICY IF EXISTS signin ON app_user;
+DROP TABLE IF EXISTS oauth_token;
+DROP TABLE IF EXISTS oauth_grant;
+DROP TABLE IF EXISTS oauth_auth_request;
+DROP TABLE IF EXISTS oauth_client;
+DROP TABLE IF EXISTS web_session;

@@ -1,0 +1,138 @@
+-- The OAuth 2.1 authorization server (internal/oauth, docs/auth.md). Clients and pending
+-- authorization requests are read by the id named in app.lookup; grants and tokens are
+-- org-scoped, found first by the code or token id named in app.lookup, then under their
+-- organisation's tenant.
+
+-- name: InsertOAuthClient :exec
+INSERT INTO oauth_client (client_id, client_name, redirect_uris, source)
+VALUES (sqlc.arg(client_id), sqlc.arg(client_name), sqlc.arg(redirect_uris)::text[], sqlc.arg(source))
+ON CONFLICT (client_id) DO UPDATE SET client_name = EXCLUDED.client_name,
+  redirect_uris = EXCLUDED.redirect_uris, last_used_at = now();
+
+-- name: OAuthClientByID :one
+SELECT client_id, client_name, redirect_uris, source, created_at, last_used_at
+FROM oauth_client WHERE client_id = sqlc.arg(client_id)::text AND revoked_at IS NULL;
+
+-- name: TouchOAuthClient :exec
+-- last_used_at decides expiry of idle clients; written at most once an hour.
+UPDATE oauth_client SET last_used_at = now()
+WHERE client_id = sqlc.arg(client_id)::text AND last_used_at < now() - interval '1 hour';
+
+-- name: PruneOAuthClients :execrows
+-- Idle clients expire (registrations are anonymous and frequent); their grants and tokens
+-- go with them.
+DELETE FROM oauth_client WHERE last_used_at < now() - make_interval(days => sqlc.arg(idle_days)::int);
+
+-- name: RevokeOAuthClient :execrows
+UPDATE oauth_client SET revoked_at = now() WHERE client_id = sqlc.arg(client_id)::text AND revoked_at IS NULL;
+
+-- name: InsertAuthRequest :exec
+INSERT INTO oauth_auth_request (id, client_id, redirect_uri, state, code_challenge, resource, scopes, expires_at)
+VALUES (sqlc.arg(id), sqlc.arg(client_id), sqlc.arg(redirect_uri), sqlc.arg(state), sqlc.arg(code_challenge),
+  sqlc.arg(resource), sqlc.arg(scopes)::text[], sqlc.arg(expires_at));
+
+-- name: AuthRequestByID :one
+SELECT r.id, r.client_id, r.redirect_uri, r.state, r.code_challenge, r.resource, r.scopes, c.client_name
+FROM oauth_auth_request r JOIN oauth_client c ON c.client_id = r.client_id
+WHERE r.id = sqlc.arg(id)::text AND r.expires_at > now() AND c.revoked_at IS NULL;
+
+-- name: DeleteAuthRequest :exec
+DELETE FROM oauth_auth_request WHERE id = sqlc.arg(id)::text;
+
+-- name: PruneAuthRequests :execrows
+DELETE FROM oauth_auth_request WHERE expires_at < now();
+
+-- name: InsertGrant :exec
+INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, agent_id, part, scopes,
+  code_id, code_hash, code_challenge, redirect_uri, code_expires_at)
+VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(client_id), sqlc.arg(user_id), sqlc.arg(resource),
+  sqlc.narg(agent_id), sqlc.narg(part), sqlc.arg(scopes)::text[], sqlc.arg(code_id), sqlc.arg(code_hash),
+  sqlc.arg(code_challenge), sqlc.arg(redirect_uri), sqlc.arg(code_expires_at));
+
+-- name: GrantsByCode :many
+-- The grants an authorization code's public id names; the hash is compared in Go.
+SELECT org_id, id, client_id, resource, code_hash, code_challenge, redirect_uri,
+  code_expires_at, code_used_at, revoked_at
+FROM oauth_grant WHERE code_id = sqlc.arg(code_id)::text;
+
+-- name: UseGrantCode :execrows
+-- Spends a code once: a second exchange finds it used (and revokes the grant).
+UPDATE oauth_grant SET code_used_at = now()
+WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND code_used_at IS NULL;
+
+-- name: RevokeGrant :execrows
+UPDATE oauth_grant SET revoked_at = now()
+WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND revoked_at IS NULL;
+
+-- name: RevokeGrantTokens :exec
+UPDATE oauth_token SET revoked_at = now()
+WHERE org_id = sqlc.arg(org_id) AND grant_id = sqlc.arg(grant_id) AND revoked_at IS NULL;
+
+-- name: InsertToken :exec
+INSERT INTO oauth_token (org_id, token_id, grant_id, kind, secret_hash, expires_at)
+VALUES (sqlc.arg(org_id), sqlc.arg(token_id), sqlc.arg(grant_id), sqlc.arg(kind), sqlc.arg(secret_hash), sqlc.arg(expires_at));
+
+-- name: TokenRows :many
+-- The tokens a public id names (any kind, any state); hashes are compared in Go.
+SELECT org_id, token_id, grant_id, kind, secret_hash, created_at, expires_at, used_at, revoked_at
+FROM oauth_token WHERE token_id = sqlc.arg(token_id)::text;
+
+-- name: MarkRefreshUsed :execrows
+UPDATE oauth_token SET used_at = now()
+WHERE org_id = sqlc.arg(org_id) AND token_id = sqlc.arg(token_id) AND used_at IS NULL;
+
+-- name: RevokeToken :exec
+UPDATE oauth_token SET revoked_at = now()
+WHERE org_id = sqlc.arg(org_id) AND token_id = sqlc.arg(token_id) AND revoked_at IS NULL;
+
+-- name: RevokeUnusedRefreshTokens :exec
+-- When a refresh token's successor is first used, the refresh tokens of the grant issued
+-- before that successor stop being accepted (the one-step grace ends).
+UPDATE oauth_token SET revoked_at = now()
+WHERE org_id = sqlc.arg(org_id) AND grant_id = sqlc.arg(grant_id) AND kind = 'refresh'
+  AND created_at < sqlc.arg(before) AND revoked_at IS NULL;
+
+-- name: LiveGrant :one
+-- A grant as its tokens act, under its organisation's tenant, only while everything it
+-- rests on holds: not revoked, its client not revoked, its person still a member of the
+-- organisation, and (when it acts as an agent) the agent still holding an active key.
+SELECT g.id, g.user_id, g.client_id, g.resource, g.agent_id, g.part, g.scopes
+FROM oauth_grant g
+JOIN oauth_client c ON c.client_id = g.client_id AND c.revoked_at IS NULL
+JOIN org_member om ON om.org_id = g.org_id AND om.user_id = g.user_id
+WHERE g.org_id = sqlc.arg(org_id) AND g.id = sqlc.arg(id) AND g.revoked_at IS NULL
+  AND (g.agent_id IS NULL OR EXISTS (SELECT 1 FROM agent_key k
+       WHERE k.org_id = g.org_id AND k.agent_id = g.agent_id AND k.revoked_at IS NULL));
+
+-- name: ListGrants :many
+SELECT g.org_id, g.id, g.client_id, c.client_name, u.email, g.resource, g.agent_id, g.part, g.scopes, g.created_at, g.revoked_at
+FROM oauth_grant g JOIN oauth_client c ON c.client_id = g.client_id JOIN app_user u ON u.id = g.user_id
+ORDER BY g.created_at DESC;
+
+-- name: PruneOAuthTokens :execrows
+DELETE FROM oauth_token WHERE expires_at < now() - interval '1 day';
+
+-- Consent: what a person may choose (under the tenant of one of their organisations, with
+-- the project of the resource when there is one).
+
+-- name: OrgName :one
+SELECT name FROM organisation WHERE id = sqlc.arg(id);
+
+-- name: OrgAgents :many
+SELECT id, slug, name FROM agent WHERE org_id = sqlc.arg(org_id) ORDER BY name, slug;
+
+-- name: RoomChoices :many
+-- The organisation's agents that are members of a project, with their parts.
+SELECT a.id, a.slug, a.name, m.part
+FROM membership m JOIN agent a ON a.id = m.agent_id
+WHERE m.project_id = sqlc.arg(project_id) AND m.org_id = sqlc.arg(org_id)
+ORDER BY m.part;
+
+-- name: ProjectTitle :one
+SELECT p.name, o.name AS host_name FROM project p JOIN organisation o ON o.id = p.host_org_id
+WHERE p.id = sqlc.arg(id);
+
+-- name: ConnectCodeRows :many
+-- The projects a connect code's public id names (the threads resource); hashes compared in Go.
+SELECT project_id, secret_hash FROM connect_code
+WHERE code_id = sqlc.arg(code_id)::text AND revoked_at IS NULL;
