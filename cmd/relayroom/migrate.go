@@ -64,6 +64,10 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	case "status":
 	case "citus":
+		// Flags may follow the command too (relayroom migrate citus -shards 8).
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return err
+		}
 		rep, err := pg.Distribute(ctx, *dbURL, pg.CitusOptions{ShardCount: *shards})
 		if err != nil {
 			return err

@@ -190,14 +190,16 @@ func distribute(ctx context.Context, tx pgx.Tx, opt CitusOptions) (CitusReport, 
 			groupOf[t.method] = t.name
 		}
 	}
-	for _, t := range todo {
-		if t.current != "" {
-			// Citus turned it into a Citus local table (a later migration's table with a
-			// foreign key to a reference table): make it a plain table again first.
-			if _, err := tx.Exec(ctx, "SELECT undistribute_table($1::regclass)", t.name); err != nil {
-				return rep, fmt.Errorf("citus: undistribute %s: %w", t.name, err)
-			}
+	// A table a later migration added with a foreign key to a reference table is a "Citus
+	// local table" by now (Citus adds it to its metadata to enforce the key), which cannot
+	// join a co-location group: with its keys dropped above, Citus lets it go back to a
+	// plain table.
+	if slices.ContainsFunc(todo, func(t citusTable) bool { return t.current != "" }) {
+		if _, err := tx.Exec(ctx, "SELECT remove_local_tables_from_metadata()"); err != nil {
+			return rep, fmt.Errorf("citus: turn Citus local tables back into plain ones: %w", err)
 		}
+	}
+	for _, t := range todo {
 		switch t.method {
 		case DistReference:
 			_, err = tx.Exec(ctx, "SELECT create_reference_table($1::regclass)", t.name)
