@@ -12,7 +12,9 @@ import (
 )
 
 const agentIdentity = `-- name: AgentIdentity :one
-SELECT a.slug, a.name, a.model, a.kind, o.name AS org_name
+SELECT a.slug, a.name, a.model, a.kind, o.name AS org_name,
+  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
+  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
 FROM agent a JOIN organisation o ON o.id = a.org_id
 WHERE a.org_id = $1 AND a.id = $2
 `
@@ -23,13 +25,19 @@ type AgentIdentityParams struct {
 }
 
 type AgentIdentityRow struct {
-	Slug    string
-	Name    string
-	Model   string
-	Kind    string
-	OrgName string
+	Slug            string
+	Name            string
+	Model           string
+	Kind            string
+	OrgName         string
+	VisibleOrgs     []uuid.UUID
+	VisibleProjects []uuid.UUID
+	VisibleAgents   []uuid.UUID
+	VisibleUsers    []uuid.UUID
 }
 
+// After rr_set_directory (pg.Tenant.Visible nil), whose settings it returns (visible_*) for
+// the request's later transactions (pg.Tenant.Visible).
 func (q *Queries) AgentIdentity(ctx context.Context, db DBTX, arg AgentIdentityParams) (AgentIdentityRow, error) {
 	row := db.QueryRow(ctx, agentIdentity, arg.OrgID, arg.ID)
 	var i AgentIdentityRow
@@ -39,6 +47,10 @@ func (q *Queries) AgentIdentity(ctx context.Context, db DBTX, arg AgentIdentityP
 		&i.Model,
 		&i.Kind,
 		&i.OrgName,
+		&i.VisibleOrgs,
+		&i.VisibleProjects,
+		&i.VisibleAgents,
+		&i.VisibleUsers,
 	)
 	return i, err
 }

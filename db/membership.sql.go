@@ -74,7 +74,9 @@ WITH touch AS (
 SELECT m.id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
   m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
   a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
+  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
+  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
 FROM membership m
 JOIN agent a ON a.id = m.agent_id
 JOIN organisation o ON o.id = m.org_id
@@ -109,9 +111,13 @@ type BindAgentRoomRow struct {
 	HostName        string
 	AgreementStatus *string
 	AgreementGrants []string
+	VisibleOrgs     []uuid.UUID
+	VisibleProjects []uuid.UUID
+	VisibleAgents   []uuid.UUID
+	VisibleUsers    []uuid.UUID
 }
 
-// The same for an agent entering one room.
+// The same for an agent entering one room (after rr_set_directory too).
 func (q *Queries) BindAgentRoom(ctx context.Context, db DBTX, arg BindAgentRoomParams) (BindAgentRoomRow, error) {
 	row := db.QueryRow(ctx, bindAgentRoom, arg.ProjectID, arg.AgentID)
 	var i BindAgentRoomRow
@@ -135,6 +141,10 @@ func (q *Queries) BindAgentRoom(ctx context.Context, db DBTX, arg BindAgentRoomP
 		&i.HostName,
 		&i.AgreementStatus,
 		&i.AgreementGrants,
+		&i.VisibleOrgs,
+		&i.VisibleProjects,
+		&i.VisibleAgents,
+		&i.VisibleUsers,
 	)
 	return i, err
 }
@@ -152,7 +162,9 @@ WITH touch AS (
 SELECT m.id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
   m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
   a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
+  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
+  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
 FROM membership m
 JOIN agent a ON a.id = m.agent_id
 JOIN organisation o ON o.id = m.org_id
@@ -187,6 +199,10 @@ type BindPartRow struct {
 	HostName        string
 	AgreementStatus *string
 	AgreementGrants []string
+	VisibleOrgs     []uuid.UUID
+	VisibleProjects []uuid.UUID
+	VisibleAgents   []uuid.UUID
+	VisibleUsers    []uuid.UUID
 }
 
 // Resolves the caller's part with everything its Scope needs, and moves its last_seen in
@@ -196,6 +212,9 @@ type BindPartRow struct {
 // project, so its presence does not move.
 // last_seen is kept to the second: a part calling many times a second writes its row
 // once, instead of every call queueing behind the last one's row lock.
+// It runs after rr_set_directory (pg.Tenant.Visible nil): the host's and the other members'
+// directory rows are visible through the app.orgs/app.agents settings it set, which the
+// statement returns (visible_*) for the request's later transactions (pg.Tenant.Visible).
 func (q *Queries) BindPart(ctx context.Context, db DBTX, arg BindPartParams) (BindPartRow, error) {
 	row := db.QueryRow(ctx, bindPart, arg.ProjectID, arg.Part)
 	var i BindPartRow
@@ -219,6 +238,10 @@ func (q *Queries) BindPart(ctx context.Context, db DBTX, arg BindPartParams) (Bi
 		&i.HostName,
 		&i.AgreementStatus,
 		&i.AgreementGrants,
+		&i.VisibleOrgs,
+		&i.VisibleProjects,
+		&i.VisibleAgents,
+		&i.VisibleUsers,
 	)
 	return i, err
 }

@@ -92,14 +92,16 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		Scenario{Name: "raw read (end)", Class: ClassRawRead, Note: "the same loop again", Call: raw.Read},
 		Scenario{Name: "raw insert (end)", Class: ClassRawWrite, Note: "the same loop again", Call: raw.Insert},
 	)
+	probe := &cpuProbe{serverPID: srv.PID(), pool: raw.pool}
 	rows := make([]Row, 0, len(scenarios))
 	for _, s := range scenarios {
 		if err := ctx.Err(); err != nil {
 			return rows, err
 		}
-		sum := Measure(ctx, o.Window, s.Call)
-		say("%-16s %8.0f calls/s  p50 %s  p99 %s  errors %d", s.Name, sum.Rate(), ms(sum.P50), ms(sum.P99), sum.Errors)
-		rows = append(rows, Row{Name: s.Name, Class: s.Class, Note: s.Note, Summary: sum})
+		sum, cpu := measure(ctx, o.Window, s.Call, probe)
+		say("%-16s %8.0f calls/s  p50 %s  p99 %s  errors %d  CPU/call server %s Postgres %s", s.Name, sum.Rate(), ms(sum.P50), ms(sum.P99), sum.Errors,
+			cpuPerCall(cpu.Known, cpu.Server, sum.OK), cpuPerCall(cpu.Known, cpu.Postgres, sum.OK))
+		rows = append(rows, Row{Name: s.Name, Class: s.Class, Note: s.Note, Summary: sum, CPU: cpu})
 	}
 	return rows, nil
 }

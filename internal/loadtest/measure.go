@@ -30,10 +30,21 @@ const maxKeptErrors = 4
 // Measure runs call from w.Conns workers and summarises the counted window. A call
 // started before the window ends is waited for and counted, so Elapsed covers the tail.
 func Measure(ctx context.Context, w Window, call CallFunc) Summary {
+	sum, _ := measure(ctx, w, call, nil)
+	return sum
+}
+
+// measure is Measure, and the CPU the counted window took when probe is not nil.
+func measure(ctx context.Context, w Window, call CallFunc, probe *cpuProbe) (Summary, CPU) {
 	if w.Warmup > 0 {
 		run(ctx, w.Conns, w.Warmup, call, 0)
 	}
-	return run(ctx, w.Conns, w.Duration, call, countedSeqBase)
+	if probe == nil {
+		return run(ctx, w.Conns, w.Duration, call, countedSeqBase), CPU{}
+	}
+	before := probe.sample(ctx)
+	sum := run(ctx, w.Conns, w.Duration, call, countedSeqBase)
+	return sum, between(before, probe.sample(ctx))
 }
 
 // countedSeqBase starts the counted pass's seq numbers, so that they never repeat the

@@ -136,6 +136,7 @@ func TestWriteTable(t *testing.T) {
 		row("whoami", ClassRead, 400, 2*ms, 30*ms, 3),
 	}
 	rows[1].FirstErrors = []string{"HTTP 503"}
+	rows[1].CPU = CPU{Server: 200 * ms, Postgres: 800 * ms, Known: true}
 	rows[1].Note = "threads"
 	var b strings.Builder
 	if err := WriteTable(&b, rows); err != nil {
@@ -144,7 +145,8 @@ func TestWriteTable(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"| raw read | raw read | 1000 | 1.00× | baseline | 1.00 ms | 2.00 ms | 2.0 | 0 | baseline |",
-		"| whoami (threads) | read | 400 | 0.40× | ≥ 0.50× | 2.00 ms | 30.00 ms | 15.0 | 3 | FAIL (rate, tail, errors) |",
+		"| raw read | raw read | 1000 | 1.00× | baseline | 1.00 ms | 2.00 ms | 2.0 | 0 | baseline | n/a | n/a |",
+		"| whoami (threads) | read | 400 | 0.40× | ≥ 0.50× | 2.00 ms | 30.00 ms | 15.0 | 3 | FAIL (rate, tail, errors) | 500 µs | 2000 µs |",
 		"whoami: 3 errors, e.g. HTTP 503",
 	} {
 		if !strings.Contains(out, want) {

@@ -52,6 +52,7 @@ type Row struct {
 	Class Class
 	Note  string // what exactly was called, when the name does not say it
 	Summary
+	CPU CPU // what the counted window cost the server and Postgres
 }
 
 // Verdict is a row judged against its target.
@@ -105,8 +106,8 @@ func Judge(rows []Row) []Verdict {
 // of every row that had any.
 func WriteTable(w io.Writer, rows []Row) error {
 	var b strings.Builder
-	b.WriteString("| row | kind | calls/s | ratio | target | p50 | p99 | p99/p50 | errors | verdict |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| row | kind | calls/s | ratio | target | p50 | p99 | p99/p50 | errors | verdict | server CPU/call | Postgres CPU/call |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n")
 	for i, v := range Judge(rows) {
 		r := rows[i]
 		name := r.Name
@@ -117,8 +118,9 @@ func WriteTable(w io.Writer, rows []Row) error {
 		if v.Target > 0 {
 			target = fmt.Sprintf("≥ %.2f×", v.Target)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %d | %s |\n",
-			name, r.Class, r.Rate(), ratio(v.Ratio), target, ms(r.P50), ms(r.P99), tail(r.Summary), r.Errors, verdict(r.Class, v))
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %d | %s | %s | %s |\n",
+			name, r.Class, r.Rate(), ratio(v.Ratio), target, ms(r.P50), ms(r.P99), tail(r.Summary), r.Errors, verdict(r.Class, v),
+			cpuPerCall(r.CPU.Known, r.CPU.Server, r.OK), cpuPerCall(r.CPU.Known, r.CPU.Postgres, r.OK))
 	}
 	for _, r := range rows {
 		if len(r.FirstErrors) > 0 {
@@ -170,4 +172,12 @@ func verdict(c Class, v Verdict) string {
 		why = append(why, "errors")
 	}
 	return "FAIL (" + strings.Join(why, ", ") + ")"
+}
+
+// cpuPerCall prints CPU time per successful call in microseconds ("n/a" when unknown).
+func cpuPerCall(known bool, d time.Duration, calls int) string {
+	if !known || calls <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f µs", float64(PerCall(d, calls))/float64(time.Microsecond))
 }

@@ -195,6 +195,41 @@ type Tenant struct {
 	// Lookup holds the public id parts of the credentials under verification, comma
 	// separated (an agent key's and a connect code's).
 	Lookup string
+	// Visible is what the directory tables (organisation, project, agent, app_user) show
+	// beyond the tenant's own organisation and project. nil has the database compute it
+	// from the ids above (rr_set_directory, pipelined with the settings: no round trip, a
+	// few index reads), as a credential's bind does once per request; the bind returns
+	// it, and the request's later transactions carry it here.
+	Visible *Visible
+}
+
+// Visible lists the directory rows a tenant may see beyond its own organisation, the
+// projects its organisation hosts, the current project and its organisation's agents
+// (migration 000013): the directory policies compare rows with these lists alone, so
+// they hold no subquery (Citus refuses them, and per-row subqueries cost more than the
+// queries they guarded).
+type Visible struct {
+	Orgs     []uuid.UUID // the current project's host and member organisations, the hosts of the agent's projects
+	Projects []uuid.UUID // the projects the agent is a member of
+	Agents   []uuid.UUID // the current project's member agents
+	Users    []uuid.UUID // the people of the organisation
+}
+
+// idsSetting is a uuid[] literal ("{…,…}"); none is the empty setting, which matches
+// nothing.
+func idsSetting(ids []uuid.UUID) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	b := make([]byte, 0, 2+len(ids)*37)
+	b = append(b, '{')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, id.String()...)
+	}
+	return string(append(b, '}'))
 }
 
 func idSetting(id uuid.UUID) string {
@@ -206,7 +241,8 @@ func idSetting(id uuid.UUID) string {
 
 // tenantSettings are the transaction-local settings the policies read, in the order of
 // the values SetTenant gives them.
-var tenantSettings = []string{"app.org_id", "app.project_id", "app.agent_id", "app.lookup"}
+var tenantSettings = []string{"app.org_id", "app.project_id", "app.agent_id", "app.lookup",
+	"app.orgs", "app.projects", "app.agents", "app.users"}
 
 // setTenantSQL sets them all in one statement: SELECT set_config('app.org_id', $1, true), ….
 var setTenantSQL = func() string {
@@ -458,16 +494,24 @@ func (t *Tx) abort(ctx context.Context) {
 // SetTenant changes the RLS tenant for the rest of the transaction (once a credential has
 // been verified and the tenant it names is known). It is sent with the next statement.
 func (t *Tx) SetTenant(tn Tenant) {
-	values := []string{idSetting(tn.OrgID), idSetting(tn.ProjectID), idSetting(tn.AgentID), tn.Lookup}
+	var v Visible
+	if tn.Visible != nil {
+		v = *tn.Visible
+	}
+	values := []string{idSetting(tn.OrgID), idSetting(tn.ProjectID), idSetting(tn.AgentID), tn.Lookup,
+		idsSetting(v.Orgs), idsSetting(v.Projects), idsSetting(v.Agents), idsSetting(v.Users)}
 	if t.citus {
 		t.pending = append(t.pending, stmt{sql: setLocalSQL(tenantSettings, values), simple: true})
-		return
+	} else {
+		args := make([]any, len(values))
+		for i, v := range values {
+			args[i] = v
+		}
+		t.pending = append(t.pending, stmt{sql: setTenantSQL, args: args})
 	}
-	args := make([]any, len(values))
-	for i, v := range values {
-		args[i] = v
+	if tn.Visible == nil && (tn.OrgID != uuid.Nil || tn.ProjectID != uuid.Nil || tn.AgentID != uuid.Nil) {
+		t.pending = append(t.pending, stmt{sql: "SELECT rr_set_directory()"})
 	}
-	t.pending = append(t.pending, stmt{sql: setTenantSQL, args: args})
 }
 
 // sendSimple sends the pending statements up to the last simple one, in order, before

@@ -24,7 +24,10 @@ const (
 const MsgPartNotHeld = "this agent key does not hold a part %q in this project"
 
 // resolving is the RLS tenant while a Scope is being resolved: the project the credential
-// names, before the agreement that decides whether the Scope keeps it is read.
+// names, before the agreement that decides whether the Scope keeps it is read. The
+// directory it may see is computed in the database from it (pg.Tenant.Visible is nil),
+// which shows the project's members only to the host or a guest under an active
+// agreement; the bind statement returns it for the Scope.
 func resolving(s Scope) pg.Tenant {
 	return pg.Tenant{OrgID: s.OrgID, ProjectID: s.ProjectID, AgentID: s.AgentID}
 }
@@ -83,7 +86,8 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 		}
 		s = Scope{OrgID: orgID, AgentID: agentID}
 		tx.SetTenant(resolving(s))
-		if err := r.Q.TouchAgentMemberships(ctx, tx, agentID); err != nil {
+		// The touch returns nothing anyone reads: it travels with the identity's query.
+		if err := tx.Pipeline(func() error { return r.Q.TouchAgentMemberships(ctx, tx, agentID) }); err != nil {
 			return fmt.Errorf("resolve agent: touch: %w", err)
 		}
 		id, err := r.Q.AgentIdentity(ctx, tx, db.AgentIdentityParams{OrgID: orgID, ID: agentID})
@@ -91,6 +95,7 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 			return fmt.Errorf("resolve agent: identity: %w", err)
 		}
 		s.AgentSlug, s.AgentName, s.AgentModel, s.AgentKind, s.OrgName = id.Slug, id.Name, id.Model, id.Kind, id.OrgName
+		s.Visible = &pg.Visible{Orgs: id.VisibleOrgs, Projects: id.VisibleProjects, Agents: id.VisibleAgents, Users: id.VisibleUsers}
 		return nil
 	})
 	if err != nil {
@@ -211,4 +216,5 @@ func fill(s *Scope, m db.BindPartRow) {
 	if m.AgreementStatus != nil {
 		s.AgreementStatus, s.Grants = *m.AgreementStatus, m.AgreementGrants
 	}
+	s.Visible = &pg.Visible{Orgs: m.VisibleOrgs, Projects: m.VisibleProjects, Agents: m.VisibleAgents, Users: m.VisibleUsers}
 }

@@ -62,6 +62,12 @@ type Scope struct {
 	// host; empty status means none exists. Meaningless for the host itself.
 	AgreementStatus string
 	Grants          []string
+
+	// Visible is the directory (organisations, projects, agents, people) the caller may
+	// see beyond its own organisation and project, computed when it was bound; it holds
+	// the project's members only when the scope is admitted. nil (a Scope made by hand)
+	// has each transaction compute it.
+	Visible *pg.Visible
 }
 
 // Reasons of the agreement refusals: the machine-readable error codes of the threads and
@@ -75,7 +81,7 @@ const (
 // guest without an active agreement) carries no project: should a code path forget to ask
 // Admitted, its transactions still see none of the project's rows (fail closed).
 func (s Scope) Tenant() pg.Tenant {
-	t := pg.Tenant{OrgID: s.OrgID, AgentID: s.AgentID}
+	t := pg.Tenant{OrgID: s.OrgID, AgentID: s.AgentID, Visible: s.Visible}
 	if s.admitted() {
 		t.ProjectID = s.ProjectID
 	}

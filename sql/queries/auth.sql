@@ -12,6 +12,10 @@ FROM connect_code c
 WHERE c.code_id = sqlc.arg(code_id)::text AND c.revoked_at IS NULL;
 
 -- name: AgentIdentity :one
-SELECT a.slug, a.name, a.model, a.kind, o.name AS org_name
+-- After rr_set_directory (pg.Tenant.Visible nil), whose settings it returns (visible_*) for
+-- the request's later transactions (pg.Tenant.Visible).
+SELECT a.slug, a.name, a.model, a.kind, o.name AS org_name,
+  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
+  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
 FROM agent a JOIN organisation o ON o.id = a.org_id
 WHERE a.org_id = $1 AND a.id = $2;

@@ -6,6 +6,9 @@
 -- project, so its presence does not move.
 -- last_seen is kept to the second: a part calling many times a second writes its row
 -- once, instead of every call queueing behind the last one's row lock.
+-- It runs after rr_set_directory (pg.Tenant.Visible nil): the host's and the other members'
+-- directory rows are visible through the app.orgs/app.agents settings it set, which the
+-- statement returns (visible_*) for the request's later transactions (pg.Tenant.Visible).
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
   FROM project p
@@ -18,7 +21,9 @@ WITH touch AS (
 SELECT m.id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
   m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
   a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
+  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
+  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
 FROM membership m
 JOIN agent a ON a.id = m.agent_id
 JOIN organisation o ON o.id = m.org_id
@@ -28,7 +33,7 @@ LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.o
 WHERE m.project_id = sqlc.arg(project_id) AND m.part = sqlc.arg(part);
 
 -- name: BindAgentRoom :one
--- The same for an agent entering one room.
+-- The same for an agent entering one room (after rr_set_directory too).
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
   FROM project p
@@ -41,7 +46,9 @@ WITH touch AS (
 SELECT m.id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
   m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
   a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
+  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
+  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
 FROM membership m
 JOIN agent a ON a.id = m.agent_id
 JOIN organisation o ON o.id = m.org_id

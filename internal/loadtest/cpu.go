@@ -1,0 +1,111 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// clockTick is the unit of /proc/<pid>/stat's CPU times (USER_HZ: 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// CPU is the processor time a row's counted window took, by who spent it. On a machine
+// shared with other work, throughput moves with everyone else's load; the CPU a call costs
+// moves much less, so it is what to compare between versions measured at different times.
+type CPU struct {
+	Server   time.Duration // the relayroom process
+	Postgres time.Duration // every backend connected to the scratch database (the raw loops' too)
+	Known    bool          // false when /proc could not be read (not Linux, another user's cluster)
+}
+
+// PerCall divides d by n calls.
+func PerCall(d time.Duration, n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return d / time.Duration(n)
+}
+
+// cpuProbe reads the CPU times of the server process and of the database's backends.
+type cpuProbe struct {
+	serverPID int
+	pool      *pgxpool.Pool // any pool on the scratch database, to list its backends
+}
+
+type cpuSample struct {
+	server  time.Duration
+	backend map[int]time.Duration
+	ok      bool
+}
+
+func (p cpuProbe) sample(ctx context.Context) cpuSample {
+	s := cpuSample{backend: map[int]time.Duration{}, ok: true}
+	var err error
+	if s.server, err = procCPU(p.serverPID); err != nil {
+		s.ok = false
+	}
+	rows, err := p.pool.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+	if err != nil {
+		s.ok = false
+		return s
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid int
+		if err := rows.Scan(&pid); err != nil {
+			s.ok = false
+			return s
+		}
+		if t, err := procCPU(pid); err == nil {
+			s.backend[pid] = t
+		}
+	}
+	if rows.Err() != nil || len(s.backend) == 0 {
+		s.ok = false
+	}
+	return s
+}
+
+// between is the CPU spent from a to b. A backend that appeared meanwhile counts whole (it
+// was started for the window); one that ended meanwhile is lost, so Postgres is a floor.
+func between(a, b cpuSample) CPU {
+	c := CPU{Server: b.server - a.server, Known: a.ok && b.ok}
+	for pid, t := range b.backend {
+		c.Postgres += t - a.backend[pid]
+	}
+	return c
+}
+
+// procCPU is a process's user + system time from /proc/<pid>/stat.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(b))
+}
+
+// parseStatCPU reads utime and stime (fields 14 and 15) of a /proc/<pid>/stat line; the
+// command name (field 2) is in parentheses and may hold spaces.
+func parseStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("proc stat: no command name")
+	}
+	f := strings.Fields(stat[i+1:])
+	// f[0] is field 3 (state): utime is field 14, stime field 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("proc stat: %d fields", len(f)+2)
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("proc stat: utime %q stime %q", f[11], f[12])
+	}
+	return time.Duration(u+s) * clockTick, nil
+}
