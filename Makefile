@@ -1,6 +1,8 @@
 # relayroom: two commands on a fresh machine.
 #   make run    local Postgres (installed when missing) + demo data + the service
 #   make test   the same Postgres bootstrap, then every test with -race
+#   make test-citus   a Citus coordinator + 2 workers (Citus built when missing), the
+#               schema distributed, the end-to-end and isolation suites against it
 # Operator tools (bounded in time, loopback only; not part of make test):
 #   make loadtest   every tool at 32 connections beside raw pgx loops (docs/performance.md)
 #   make chaos      the security review's attacks against a real server (docs/reliability.md)
@@ -13,7 +15,7 @@ TEST_PG_DIR := $(CURDIR)/.data/test-pg
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
 CONFORMANCE := .ci/conformance
-.PHONY: run build test conformance-suite test-go check-generated generate fmt vet bench fuzz loadtest chaos pg-stop clean
+.PHONY: test-citus run build test conformance-suite test-go check-generated generate fmt vet bench fuzz loadtest chaos pg-stop clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/relayroom
@@ -27,6 +29,25 @@ test: check-generated conformance-suite
 	url=$$(bash $(PG) start $(TEST_PG_DIR) --fast); \
 	echo "test database: $$url"; \
 	DATABASE_URL="$$url" RELAYROOM_CONFORMANCE_DIR=$(CURDIR)/$(CONFORMANCE)/node_modules $(GO) test $(TEST_FLAGS) ./...
+
+# The same suites on a real Citus cluster (docs/scale.md): deploy/citus/cluster.sh builds
+# Citus from deploy/citus/vendor/ when PostgreSQL 15 has none, starts a coordinator and two
+# workers under .data/citus and prints the coordinator's URL. The relayroom database there
+# is migrated and distributed with the CLI, as an operator would; each test's database is
+# a clone of a distributed template on every node (internal/pg/pgtest). CITUS_PKGS: the
+# end-to-end suites of both toolsets (internal/app, threads, rooms), the isolation tests
+# (internal/app's matrix, the catalog and RLS tests of internal/pg, tenancy) and the
+# router-plan test (internal/pg).
+CITUS_DIR := $(CURDIR)/.data/citus
+CITUS_PKGS ?= ./internal/pg/... ./internal/tenancy/... ./internal/threads/... ./internal/rooms/... ./internal/app/...
+CITUS_FLAGS ?= -count=1 -timeout 30m
+test-citus: build conformance-suite
+	@set -euo pipefail; \
+	url=$$(bash deploy/citus/cluster.sh start $(CITUS_DIR)); \
+	echo "coordinator: $$url"; \
+	DATABASE_URL="$$url" ./$(BIN) migrate up >/dev/null; \
+	DATABASE_URL="$$url" ./$(BIN) migrate citus >/dev/null; \
+	DATABASE_URL="$$url" RELAYROOM_CONFORMANCE_DIR=$(CURDIR)/$(CONFORMANCE)/node_modules $(GO) test $(CITUS_FLAGS) $(CITUS_PKGS)
 
 # The official MCP conformance suite and the Node.js 22 it needs, both from the npm
 # registry at the versions pinned in $(CONFORMANCE)/package-lock.json; installed again
@@ -94,6 +115,7 @@ fuzz:
 	done
 
 pg-stop:
+	bash deploy/citus/cluster.sh stop $(CITUS_DIR)
 	bash $(PG) stop $(CURDIR)/.data/pg
 	bash $(PG) stop $(TEST_PG_DIR)
 	bash $(PG) stop $(CHAOS_PG_DIR)

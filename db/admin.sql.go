@@ -194,8 +194,11 @@ func (q *Queries) InsertConnectCode(ctx context.Context, db DBTX, arg InsertConn
 
 const listAgents = `-- name: ListAgents :many
 SELECT a.id, o.slug AS org_slug, a.slug, a.name, a.model, a.kind,
-  (SELECT count(*) FROM agent_key k WHERE k.org_id = a.org_id AND k.agent_id = a.id AND k.revoked_at IS NULL) AS active_keys
+  coalesce(k.n, 0)::bigint AS active_keys
 FROM agent a JOIN organisation o ON o.id = a.org_id
+LEFT JOIN (SELECT ak.org_id, ak.agent_id, count(*) AS n FROM agent_key ak
+           WHERE ak.revoked_at IS NULL GROUP BY ak.org_id, ak.agent_id) k
+  ON k.org_id = a.org_id AND k.agent_id = a.id
 ORDER BY o.slug, a.slug
 `
 
@@ -209,6 +212,8 @@ type ListAgentsRow struct {
 	ActiveKeys int64
 }
 
+// The key counts are a grouped subquery, not a correlated one: Citus refuses a correlated
+// subquery over a sharded table (agent_key) from reference tables (docs/scale.md).
 func (q *Queries) ListAgents(ctx context.Context, db DBTX) ([]ListAgentsRow, error) {
 	rows, err := db.Query(ctx, listAgents)
 	if err != nil {
@@ -401,9 +406,10 @@ func (q *Queries) ListOrganisations(ctx context.Context, db DBTX) ([]ListOrganis
 }
 
 const listProjects = `-- name: ListProjects :many
-SELECT p.id, p.slug, p.name, o.slug AS host_slug,
-  (SELECT count(*) FROM membership m WHERE m.project_id = p.id) AS members
+SELECT p.id, p.slug, p.name, o.slug AS host_slug, coalesce(m.n, 0)::bigint AS members
 FROM project p JOIN organisation o ON o.id = p.host_org_id
+LEFT JOIN (SELECT mm.project_id, count(*) AS n FROM membership mm GROUP BY mm.project_id) m
+  ON m.project_id = p.id
 ORDER BY o.slug, p.slug
 `
 
@@ -415,6 +421,7 @@ type ListProjectsRow struct {
 	Members  int64
 }
 
+// A grouped subquery, not a correlated one, as in ListAgents.
 func (q *Queries) ListProjects(ctx context.Context, db DBTX) ([]ListProjectsRow, error) {
 	rows, err := db.Query(ctx, listProjects)
 	if err != nil {
@@ -534,7 +541,7 @@ const upsertAgent = `-- name: UpsertAgent :one
 INSERT INTO agent (id, org_id, slug, name, model, kind)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (org_id, slug) DO UPDATE SET name = excluded.name, model = excluded.model,
-  kind = excluded.kind, updated_at = now()
+  kind = excluded.kind, updated_at = excluded.updated_at
 RETURNING id, (xmax = 0)::boolean AS created
 `
 
@@ -569,7 +576,7 @@ func (q *Queries) UpsertAgent(ctx context.Context, db DBTX, arg UpsertAgentParam
 const upsertAgreement = `-- name: UpsertAgreement :exec
 INSERT INTO agreement (project_id, guest_org_id, status, grants) VALUES ($1, $2, $3, $4)
 ON CONFLICT (project_id, guest_org_id) DO UPDATE SET status = excluded.status,
-  grants = excluded.grants, updated_at = now()
+  grants = excluded.grants, updated_at = excluded.updated_at
 `
 
 type UpsertAgreementParams struct {
@@ -594,7 +601,7 @@ INSERT INTO membership (project_id, id, agent_id, org_id, part, is_main, nicknam
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (project_id, agent_id) DO UPDATE SET part = excluded.part, is_main = excluded.is_main,
   nickname = excluded.nickname, access = excluded.access, capabilities = excluded.capabilities,
-  updated_at = now()
+  updated_at = excluded.updated_at
 RETURNING id
 `
 
@@ -648,7 +655,7 @@ const upsertOrganisation = `-- name: UpsertOrganisation :one
 INSERT INTO organisation (id, slug, name, plan, timezone)
 VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (slug) DO UPDATE SET name = excluded.name, plan = excluded.plan,
-  timezone = excluded.timezone, updated_at = now()
+  timezone = excluded.timezone, updated_at = excluded.updated_at
 RETURNING id, (xmax = 0)::boolean AS created
 `
 
@@ -666,6 +673,8 @@ type UpsertOrganisationRow struct {
 }
 
 // Operator writes used by `relayroom admin` (runs as the owning role, not the request role).
+// Upserts take updated_at from excluded (the column's default, now(), the same instant):
+// Citus refuses a function that is not IMMUTABLE in DO UPDATE SET (docs/scale.md).
 func (q *Queries) UpsertOrganisation(ctx context.Context, db DBTX, arg UpsertOrganisationParams) (UpsertOrganisationRow, error) {
 	row := db.QueryRow(ctx, upsertOrganisation,
 		arg.ID,
@@ -681,7 +690,7 @@ func (q *Queries) UpsertOrganisation(ctx context.Context, db DBTX, arg UpsertOrg
 
 const upsertProject = `-- name: UpsertProject :one
 INSERT INTO project (id, host_org_id, slug, name) VALUES ($1, $2, $3, $4)
-ON CONFLICT (host_org_id, slug) DO UPDATE SET name = excluded.name, updated_at = now()
+ON CONFLICT (host_org_id, slug) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at
 RETURNING id, (xmax = 0)::boolean AS created
 `
 
@@ -713,7 +722,7 @@ const upsertUser = `-- name: UpsertUser :one
 INSERT INTO app_user (id, email, name, password_hash)
 VALUES ($1, $2, $3, $4)
 ON CONFLICT (email) DO UPDATE SET name = excluded.name,
-  password_hash = coalesce(excluded.password_hash, app_user.password_hash), updated_at = now()
+  password_hash = coalesce(excluded.password_hash, app_user.password_hash), updated_at = excluded.updated_at
 RETURNING id
 `
 

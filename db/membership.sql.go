@@ -67,7 +67,8 @@ WITH touch AS (
   FROM project p
   WHERE mm.project_id = $1 AND mm.agent_id = $2 AND p.id = mm.project_id
     AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+      WHERE ag.project_id = $1 AND ag.project_id = mm.project_id
+        AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
     AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
   RETURNING mm.id
 )
@@ -155,7 +156,8 @@ WITH touch AS (
   FROM project p
   WHERE mm.project_id = $1 AND mm.part = $2 AND p.id = mm.project_id
     AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+      WHERE ag.project_id = $1 AND ag.project_id = mm.project_id
+        AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
     AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
   RETURNING mm.id
 )
@@ -212,6 +214,8 @@ type BindPartRow struct {
 // project, so its presence does not move.
 // last_seen is kept to the second: a part calling many times a second writes its row
 // once, instead of every call queueing behind the last one's row lock.
+// The agreement's project is pinned to the argument, not only joined: Citus routes the
+// subquery to the project's shard group only then (docs/scale.md).
 // It runs after rr_set_directory (pg.Tenant.Visible nil): the host's and the other members'
 // directory rows are visible through the app.orgs/app.agents settings it set, which the
 // statement returns (visible_*) for the request's later transactions (pg.Tenant.Visible).

@@ -510,8 +510,11 @@ FROM participant p
 JOIN thread t ON t.project_id = p.project_id AND t.id = p.thread_id
 WHERE p.project_id = $1 AND p.member_id = $2
   AND ($3::text IS NULL OR t.status = $3)
+  -- m.project_id = @project_id as well: Citus routes a subquery to one shard group only
+  -- when its own distribution column is pinned (docs/scale.md).
   AND ($4::text IS NULL OR t.subject ILIKE $4 OR EXISTS (
-        SELECT 1 FROM message m WHERE m.project_id = t.project_id AND m.thread_id = t.id AND m.body ILIKE $4))
+        SELECT 1 FROM message m WHERE m.project_id = $1 AND m.project_id = t.project_id
+          AND m.thread_id = t.id AND m.body ILIKE $4))
 ORDER BY p.thread_id DESC
 LIMIT $5
 `

@@ -673,7 +673,7 @@ const upsertWakeTarget = `-- name: UpsertWakeTarget :exec
 INSERT INTO wake_target (org_id, agent_id, url, secret_enc, created_at, updated_at)
 VALUES ($1, $2, $3, $4, now(), now())
 ON CONFLICT (org_id, agent_id) DO UPDATE SET url = EXCLUDED.url, secret_enc = EXCLUDED.secret_enc,
-  updated_at = now()
+  updated_at = excluded.updated_at
 `
 
 type UpsertWakeTargetParams struct {

@@ -21,7 +21,7 @@ const usage = `relayroom: agents from one company or many, working together over
 
 Usage:
   relayroom serve [flags]            serve the MCP endpoints (see: relayroom serve --help)
-  relayroom migrate up|down|status   manage the database schema
+  relayroom migrate up|down|status  manage the database schema (citus: distribute it)
   relayroom admin COMMAND ...        organisations, people, agents, projects (JSON output)
   relayroom dev                      local Postgres + demo data + serve (what 'make run' does)
   relayroom healthcheck              exit 0 when the local server is ready (container probes)

@@ -16,8 +16,9 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("relayroom migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "Postgres URL ($DATABASE_URL)")
+	shards := fs.Int("shards", 0, "citus: shards per co-location group (0: the cluster's citus.shard_count)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: relayroom migrate up | down [N] | status\n\n  up      apply every pending migration\n  down N  revert the last N migrations (default 1; 'all' reverts everything)\n  status  print {current, latest, dirty}")
+		fmt.Fprintln(stderr, "Usage: relayroom migrate up | down [N] | status | citus\n\n  up      apply every pending migration\n  down N  revert the last N migrations (default 1; 'all' reverts everything)\n  status  print {current, latest, dirty}\n  citus   on a Citus coordinator, after up: distribute the schema (docs/scale.md)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -62,6 +63,16 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	case "status":
+	case "citus":
+		// Flags may follow the command too (relayroom migrate citus -shards 8).
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return err
+		}
+		rep, err := pg.Distribute(ctx, *dbURL, pg.CitusOptions{ShardCount: *shards})
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, rep)
 	default:
 		fs.Usage()
 		return errUsage

@@ -20,6 +20,8 @@
 # Environment knobs (all optional):
 #   PGSH_PORT_BASE   first port probed for a new cluster (default 54330)
 #   PGSH_TIMEOUT     seconds to wait for the server to start or stop (default 60)
+#   PGSH_CONF        extra postgresql.conf lines, written last into the managed config on
+#                    every start (deploy/citus/cluster.sh preloads Citus this way)
 set -euo pipefail
 
 readonly PG_MAJOR=15
@@ -30,6 +32,7 @@ readonly DB_USER="postgres"
 readonly LISTEN_ADDR="127.0.0.1"
 readonly PORT_BASE="${PGSH_PORT_BASE:-54330}"
 readonly TIMEOUT="${PGSH_TIMEOUT:-60}"
+readonly EXTRA_CONF="${PGSH_CONF:-}"
 readonly APT_PACKAGES=(postgresql-15 postgresql-contrib postgresql-server-dev-15 make gcc dpkg-dev)
 readonly KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
 # Written into the data directory and included from postgresql.conf; rewritten on every
@@ -352,6 +355,7 @@ write_managed_conf() {
 		else
 			echo "max_connections = 100"
 		fi
+		if [[ -n $EXTRA_CONF ]]; then printf '%s\n' "$EXTRA_CONF"; fi
 	} >"$tmp"
 	is_root && chown postgres:postgres "$tmp"
 	chmod 600 "$tmp"

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,9 @@ type DB struct {
 	// waiting counts callers waiting for a connection of the App pool, for PoolExhausted
 	// (pgxpool's Stat counts waits that happened, not waits in progress).
 	waiting atomic.Int64
+	// citus: the database is a Citus coordinator, whose workers see a transaction's
+	// settings only when they are made with SET LOCAL (see setLocalSQL).
+	citus bool
 }
 
 // Options tune the pools.
@@ -94,7 +98,12 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		app.Close()
 		return nil, fmt.Errorf("pg open: ops pool: %w", err)
 	}
-	return &DB{App: app, Ops: ops, StatementTimeout: opt.StatementTimeout}, nil
+	d := &DB{App: app, Ops: ops, StatementTimeout: opt.StatementTimeout}
+	if err := ops.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&d.citus); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("pg open: look for the citus extension: %w", err)
+	}
+	return d, nil
 }
 
 type budgetKey struct{}
@@ -230,9 +239,40 @@ func idSetting(id uuid.UUID) string {
 	return id.String()
 }
 
-const setTenantSQL = `SELECT set_config('app.org_id', $1, true), set_config('app.project_id', $2, true),
- set_config('app.agent_id', $3, true), set_config('app.lookup', $4, true), set_config('app.orgs', $5, true),
- set_config('app.projects', $6, true), set_config('app.agents', $7, true), set_config('app.users', $8, true)`
+// tenantSettings are the transaction-local settings the policies read, in the order of
+// the values SetTenant gives them.
+var tenantSettings = []string{"app.org_id", "app.project_id", "app.agent_id", "app.lookup",
+	"app.orgs", "app.projects", "app.agents", "app.users"}
+
+// setTenantSQL sets them all in one statement: SELECT set_config('app.org_id', $1, true), ….
+var setTenantSQL = func() string {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i, name := range tenantSettings {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "set_config('%s', $%d, true)", name, i+1)
+	}
+	return b.String()
+}()
+
+// setLocalSQL is the Citus form of a transaction's settings: Citus sends the workers a
+// transaction's SET LOCAL commands (with citus.propagate_set_commands = 'local', set
+// first) and nothing that set_config does, and the workers are where the policies of
+// sharded tables are checked: with set_config alone every policy there would see no
+// tenant and match nothing. SET takes no parameters, so the values are quoted here (they
+// are uuids and credential ids; a quote is doubled all the same). It is one simple-protocol
+// query: a text that changes with every tenant would otherwise be prepared, and cached,
+// once per tenant.
+func setLocalSQL(names, values []string) string {
+	var b strings.Builder
+	b.WriteString("SET LOCAL citus.propagate_set_commands = 'local'")
+	for i, name := range names {
+		fmt.Fprintf(&b, "; SET LOCAL %s = '%s'", name, strings.ReplaceAll(values[i], "'", "''"))
+	}
+	return b.String()
+}
 
 // InTenant runs fn in a transaction whose RLS tenant is t. BEGIN, the tenant settings and
 // the statement timeout are not sent on their own: they travel in one pipelined batch with
@@ -261,7 +301,7 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 	if err != nil {
 		return err
 	}
-	tx := &Tx{conn: conn}
+	tx := &Tx{conn: conn, citus: d.citus}
 	defer func() {
 		if p := recover(); p != nil {
 			tx.abort(ctx)
@@ -282,6 +322,9 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 	tx.pending = []stmt{
 		{sql: "BEGIN"},
 		{sql: "SELECT set_config('statement_timeout', $1, true)", args: []any{fmt.Sprintf("%dms", timeout.Milliseconds())}},
+	}
+	if tx.citus {
+		tx.pending = []stmt{{sql: fmt.Sprintf("BEGIN; SET LOCAL statement_timeout = '%dms'", timeout.Milliseconds()), simple: true}}
 	}
 	tx.SetTenant(t)
 	if err := fn(tx); err != nil {
@@ -387,6 +430,8 @@ type stmt struct {
 	sql  string
 	args []any
 	tag  *pgconn.CommandTag // where to put its command tag, when someone reads it
+	// simple: sent alone by the simple protocol (no args, possibly several commands).
+	simple bool
 }
 
 // Tx is one transaction on one pooled connection. It satisfies db.DBTX. Statements that
@@ -403,6 +448,7 @@ type Tx struct {
 	// deadline, when not zero, bounds every statement on the client's side (the
 	// deadline from the request's budget plus clientGrace).
 	deadline time.Time
+	citus    bool // settings go by SET LOCAL (setLocalSQL)
 }
 
 // bound gives a statement the transaction's deadline. The returned cancel must run once
@@ -452,15 +498,79 @@ func (t *Tx) SetTenant(tn Tenant) {
 	if tn.Visible != nil {
 		v = *tn.Visible
 	}
-	t.pending = append(t.pending, stmt{sql: setTenantSQL, args: []any{idSetting(tn.OrgID), idSetting(tn.ProjectID), idSetting(tn.AgentID), tn.Lookup,
-		idsSetting(v.Orgs), idsSetting(v.Projects), idsSetting(v.Agents), idsSetting(v.Users)}})
+	values := []string{idSetting(tn.OrgID), idSetting(tn.ProjectID), idSetting(tn.AgentID), tn.Lookup,
+		idsSetting(v.Orgs), idsSetting(v.Projects), idsSetting(v.Agents), idsSetting(v.Users)}
+	if t.citus {
+		t.pending = append(t.pending, stmt{sql: setLocalSQL(tenantSettings, values), simple: true})
+	} else {
+		args := make([]any, len(values))
+		for i, v := range values {
+			args[i] = v
+		}
+		t.pending = append(t.pending, stmt{sql: setTenantSQL, args: args})
+	}
 	if tn.Visible == nil && (tn.OrgID != uuid.Nil || tn.ProjectID != uuid.Nil || tn.AgentID != uuid.Nil) {
 		t.pending = append(t.pending, stmt{sql: "SELECT rr_set_directory()"})
 	}
 }
 
+// sendSimple sends the pending statements up to the last simple one, in order, before
+// the rest are pipelined: each simple statement costs a round trip of its own (only on
+// Citus, where the tenant settings are simple statements).
+func (t *Tx) sendSimple(ctx context.Context) error {
+	last := -1
+	for i, p := range t.pending {
+		if p.simple {
+			last = i
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	head := t.pending[:last+1]
+	t.pending = t.pending[last+1:]
+	t.begun = true
+	for len(head) > 0 {
+		if head[0].simple {
+			tag, err := t.conn.Exec(ctx, head[0].sql, pgx.QueryExecModeSimpleProtocol)
+			if err != nil {
+				return fmt.Errorf("pg tx: settings: %w", err)
+			}
+			if head[0].tag != nil {
+				*head[0].tag = tag
+			}
+			head = head[1:]
+			continue
+		}
+		n := 0
+		b := &pgx.Batch{}
+		for ; n < len(head) && !head[n].simple; n++ {
+			b.Queue(head[n].sql, head[n].args...)
+		}
+		br := t.conn.SendBatch(ctx, b)
+		for i := 0; i < n; i++ {
+			tag, err := br.Exec()
+			if err != nil {
+				_ = br.Close() // the first error is the one worth returning
+				return fmt.Errorf("pg tx: pipelined statement: %w", err)
+			}
+			if head[i].tag != nil {
+				*head[i].tag = tag
+			}
+		}
+		if err := br.Close(); err != nil {
+			return fmt.Errorf("pg tx: pipelined statement: %w", err)
+		}
+		head = head[n:]
+	}
+	return nil
+}
+
 // send pipelines the pending statements with this one and reads the pending results.
 func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	if err := t.sendSimple(ctx); err != nil {
+		return nil, err
+	}
 	b := &pgx.Batch{}
 	for _, p := range t.pending {
 		b.Queue(p.sql, p.args...)

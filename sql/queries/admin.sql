@@ -1,10 +1,12 @@
 -- Operator writes used by `relayroom admin` (runs as the owning role, not the request role).
+-- Upserts take updated_at from excluded (the column's default, now(), the same instant):
+-- Citus refuses a function that is not IMMUTABLE in DO UPDATE SET (docs/scale.md).
 
 -- name: UpsertOrganisation :one
 INSERT INTO organisation (id, slug, name, plan, timezone)
 VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (slug) DO UPDATE SET name = excluded.name, plan = excluded.plan,
-  timezone = excluded.timezone, updated_at = now()
+  timezone = excluded.timezone, updated_at = excluded.updated_at
 RETURNING id, (xmax = 0)::boolean AS created;
 
 -- name: GetOrganisationBySlug :one
@@ -17,7 +19,7 @@ SELECT id, slug, name, plan, timezone, created_at FROM organisation ORDER BY slu
 INSERT INTO app_user (id, email, name, password_hash)
 VALUES ($1, $2, $3, $4)
 ON CONFLICT (email) DO UPDATE SET name = excluded.name,
-  password_hash = coalesce(excluded.password_hash, app_user.password_hash), updated_at = now()
+  password_hash = coalesce(excluded.password_hash, app_user.password_hash), updated_at = excluded.updated_at
 RETURNING id;
 
 -- name: UpsertOrgMember :exec
@@ -35,7 +37,7 @@ ORDER BY u.email, o.slug;
 INSERT INTO agent (id, org_id, slug, name, model, kind)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (org_id, slug) DO UPDATE SET name = excluded.name, model = excluded.model,
-  kind = excluded.kind, updated_at = now()
+  kind = excluded.kind, updated_at = excluded.updated_at
 RETURNING id, (xmax = 0)::boolean AS created;
 
 -- name: GetAgentBySlug :one
@@ -44,9 +46,14 @@ FROM agent a JOIN organisation o ON o.id = a.org_id
 WHERE o.slug = sqlc.arg(org_slug) AND a.slug = sqlc.arg(agent_slug);
 
 -- name: ListAgents :many
+-- The key counts are a grouped subquery, not a correlated one: Citus refuses a correlated
+-- subquery over a sharded table (agent_key) from reference tables (docs/scale.md).
 SELECT a.id, o.slug AS org_slug, a.slug, a.name, a.model, a.kind,
-  (SELECT count(*) FROM agent_key k WHERE k.org_id = a.org_id AND k.agent_id = a.id AND k.revoked_at IS NULL) AS active_keys
+  coalesce(k.n, 0)::bigint AS active_keys
 FROM agent a JOIN organisation o ON o.id = a.org_id
+LEFT JOIN (SELECT ak.org_id, ak.agent_id, count(*) AS n FROM agent_key ak
+           WHERE ak.revoked_at IS NULL GROUP BY ak.org_id, ak.agent_id) k
+  ON k.org_id = a.org_id AND k.agent_id = a.id
 ORDER BY o.slug, a.slug;
 
 -- name: CountActiveAgentKeys :one
@@ -60,7 +67,7 @@ UPDATE agent_key SET revoked_at = now() WHERE org_id = $1 AND agent_id = $2 AND 
 
 -- name: UpsertProject :one
 INSERT INTO project (id, host_org_id, slug, name) VALUES ($1, $2, $3, $4)
-ON CONFLICT (host_org_id, slug) DO UPDATE SET name = excluded.name, updated_at = now()
+ON CONFLICT (host_org_id, slug) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at
 RETURNING id, (xmax = 0)::boolean AS created;
 
 -- name: GetProjectBySlug :one
@@ -69,9 +76,11 @@ FROM project p JOIN organisation o ON o.id = p.host_org_id
 WHERE o.slug = sqlc.arg(host_slug) AND p.slug = sqlc.arg(project_slug);
 
 -- name: ListProjects :many
-SELECT p.id, p.slug, p.name, o.slug AS host_slug,
-  (SELECT count(*) FROM membership m WHERE m.project_id = p.id) AS members
+-- A grouped subquery, not a correlated one, as in ListAgents.
+SELECT p.id, p.slug, p.name, o.slug AS host_slug, coalesce(m.n, 0)::bigint AS members
 FROM project p JOIN organisation o ON o.id = p.host_org_id
+LEFT JOIN (SELECT mm.project_id, count(*) AS n FROM membership mm GROUP BY mm.project_id) m
+  ON m.project_id = p.id
 ORDER BY o.slug, p.slug;
 
 -- name: CountActiveConnectCodes :one
@@ -88,7 +97,7 @@ INSERT INTO membership (project_id, id, agent_id, org_id, part, is_main, nicknam
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (project_id, agent_id) DO UPDATE SET part = excluded.part, is_main = excluded.is_main,
   nickname = excluded.nickname, access = excluded.access, capabilities = excluded.capabilities,
-  updated_at = now()
+  updated_at = excluded.updated_at
 RETURNING id;
 
 -- name: ClearMainExcept :exec
@@ -108,7 +117,7 @@ ORDER BY m.part;
 -- name: UpsertAgreement :exec
 INSERT INTO agreement (project_id, guest_org_id, status, grants) VALUES ($1, $2, $3, $4)
 ON CONFLICT (project_id, guest_org_id) DO UPDATE SET status = excluded.status,
-  grants = excluded.grants, updated_at = now();
+  grants = excluded.grants, updated_at = excluded.updated_at;
 
 -- name: SetAgreementStatus :execrows
 UPDATE agreement SET status = $3, updated_at = now() WHERE project_id = $1 AND guest_org_id = $2;

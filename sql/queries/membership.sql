@@ -6,6 +6,8 @@
 -- project, so its presence does not move.
 -- last_seen is kept to the second: a part calling many times a second writes its row
 -- once, instead of every call queueing behind the last one's row lock.
+-- The agreement's project is pinned to the argument, not only joined: Citus routes the
+-- subquery to the project's shard group only then (docs/scale.md).
 -- It runs after rr_set_directory (pg.Tenant.Visible nil): the host's and the other members'
 -- directory rows are visible through the app.orgs/app.agents settings it set, which the
 -- statement returns (visible_*) for the request's later transactions (pg.Tenant.Visible).
@@ -14,7 +16,8 @@ WITH touch AS (
   FROM project p
   WHERE mm.project_id = sqlc.arg(project_id) AND mm.part = sqlc.arg(part) AND p.id = mm.project_id
     AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+      WHERE ag.project_id = sqlc.arg(project_id) AND ag.project_id = mm.project_id
+        AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
     AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
   RETURNING mm.id
 )
@@ -39,7 +42,8 @@ WITH touch AS (
   FROM project p
   WHERE mm.project_id = sqlc.arg(project_id) AND mm.agent_id = sqlc.arg(agent_id) AND p.id = mm.project_id
     AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+      WHERE ag.project_id = sqlc.arg(project_id) AND ag.project_id = mm.project_id
+        AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
     AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
   RETURNING mm.id
 )

@@ -75,8 +75,11 @@ FROM participant p
 JOIN thread t ON t.project_id = p.project_id AND t.id = p.thread_id
 WHERE p.project_id = @project_id AND p.member_id = @member_id
   AND (sqlc.narg(status)::text IS NULL OR t.status = sqlc.narg(status))
+  -- m.project_id = @project_id as well: Citus routes a subquery to one shard group only
+  -- when its own distribution column is pinned (docs/scale.md).
   AND (sqlc.narg(pattern)::text IS NULL OR t.subject ILIKE sqlc.narg(pattern) OR EXISTS (
-        SELECT 1 FROM message m WHERE m.project_id = t.project_id AND m.thread_id = t.id AND m.body ILIKE sqlc.narg(pattern)))
+        SELECT 1 FROM message m WHERE m.project_id = @project_id AND m.project_id = t.project_id
+          AND m.thread_id = t.id AND m.body ILIKE sqlc.narg(pattern)))
 ORDER BY p.thread_id DESC
 LIMIT @lim;
 

@@ -235,7 +235,7 @@ WHERE o.slug = sqlc.arg(org_slug) AND a.slug = sqlc.arg(agent_slug);
 INSERT INTO wake_target (org_id, agent_id, url, secret_enc, created_at, updated_at)
 VALUES (sqlc.arg(org_id), sqlc.arg(agent_id), sqlc.arg(url), sqlc.arg(secret_enc), now(), now())
 ON CONFLICT (org_id, agent_id) DO UPDATE SET url = EXCLUDED.url, secret_enc = EXCLUDED.secret_enc,
-  updated_at = now();
+  updated_at = excluded.updated_at;
 
 -- name: DeleteWakeTarget :execrows
 DELETE FROM wake_target WHERE org_id = sqlc.arg(org_id) AND agent_id = sqlc.arg(agent_id);

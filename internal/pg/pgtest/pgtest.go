@@ -1,6 +1,14 @@
 // Package pgtest gives each test its own real Postgres database, cloned from a template
 // that is migrated once per migration set (shared by every test binary of a run), so
 // tests run in parallel without seeing each other's rows.
+//
+// When DATABASE_URL names a Citus coordinator (its database has the citus extension and
+// registered workers: deploy/citus/cluster.sh start), the template is a distributed
+// database: made on every node, migrated and distributed once (`relayroom migrate
+// citus`), and each test's database is cloned from it on every node under the same name.
+// The clones are consistent: each node copies its own part (the coordinator its metadata
+// and reference tables, each worker its shards and metadata), and Citus reaches a
+// database's shards on the workers by the database's own name.
 package pgtest
 
 import (
@@ -10,8 +18,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -40,30 +50,79 @@ func New(t testing.TB) string {
 	base := BaseURL(t)
 	tpl := ensureTemplate(t, ctx, base)
 	name := "t_" + randomHex(8)
-	admin := connect(t, ctx, base)
+	// Workers first, the coordinator last: its database is the one that is used.
+	nodes := nodeURLs(t, ctx, base)
+	for i := len(nodes) - 1; i >= 0; i-- {
+		clone(t, ctx, nodes[i], name, tpl)
+	}
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			c := connect(t, context.Background(), n)
+			if _, err := c.Exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
+				t.Errorf("pgtest: drop %s: %v", name, err)
+			}
+			_ = c.Close(context.Background())
+		}
+	})
+	return withDatabase(t, base, name)
+}
+
+func clone(t testing.TB, ctx context.Context, server, name, tpl string) {
+	t.Helper()
+	admin := connect(t, ctx, server)
 	defer admin.Close(ctx)
 	// Concurrent clones of one template are fine; the template has no open connections.
 	var err error
 	for attempt := 0; attempt < 20; attempt++ {
 		_, err = admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, tpl))
 		if err == nil {
-			break
+			return
 		}
 		// "source database is being accessed by other users": another process is still
 		// closing its connection to the template.
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err != nil {
-		t.Fatalf("pgtest: create database from template: %v", err)
+	t.Fatalf("pgtest: create database from template: %v", err)
+}
+
+// nodeURLs returns base itself, then, when it is a Citus coordinator, the base database
+// of each worker registered in it (same credentials).
+func nodeURLs(t testing.TB, ctx context.Context, base string) []string {
+	t.Helper()
+	c := connect(t, ctx, base)
+	defer c.Close(ctx)
+	var hasCitus bool
+	if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&hasCitus); err != nil {
+		t.Fatalf("pgtest: look for citus: %v", err)
 	}
-	t.Cleanup(func() {
-		c := connect(t, context.Background(), base)
-		defer c.Close(context.Background())
-		if _, err := c.Exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
-			t.Errorf("pgtest: drop %s: %v", name, err)
+	if !hasCitus {
+		return []string{base}
+	}
+	rows, err := c.Query(ctx, "SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 AND isactive ORDER BY nodeid")
+	if err != nil {
+		t.Fatalf("pgtest: list the Citus workers: %v", err)
+	}
+	out := []string{base}
+	for rows.Next() {
+		var host string
+		var port int
+		if err := rows.Scan(&host, &port); err != nil {
+			t.Fatalf("pgtest: list the Citus workers: %v", err)
 		}
-	})
-	return withDatabase(t, base, name)
+		u, err := url.Parse(base)
+		if err != nil {
+			t.Fatalf("pgtest: parse DATABASE_URL: %v", err)
+		}
+		u.Host = net.JoinHostPort(host, strconv.Itoa(port))
+		out = append(out, u.String())
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("pgtest: list the Citus workers: %v", err)
+	}
+	if len(out) == 1 {
+		t.Fatal("pgtest: DATABASE_URL's database has the citus extension but no worker: register them (deploy/citus/cluster.sh start)")
+	}
+	return out
 }
 
 // Open returns pools on a fresh database.
@@ -78,7 +137,8 @@ func Open(t testing.TB) (*pg.DB, string) {
 	return d, u
 }
 
-// NewEmpty creates an empty database (for migration round trips) and returns its URL.
+// NewEmpty creates an empty database (for migration round trips) and returns its URL. On
+// a Citus coordinator it is a plain database on the coordinator alone.
 func NewEmpty(t testing.TB) string {
 	t.Helper()
 	ctx := context.Background()
@@ -115,23 +175,89 @@ func ensureTemplate(t testing.TB, ctx context.Context, base string) string {
 	if ready {
 		return name
 	}
-	if _, err := admin.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
-		t.Fatalf("pgtest: drop stale template: %v", err)
+	nodes := nodeURLs(t, ctx, base)
+	for _, n := range nodes {
+		c := connect(t, ctx, n)
+		for _, q := range []string{
+			fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name),
+			"CREATE DATABASE " + name,
+		} {
+			if _, err := c.Exec(ctx, q); err != nil {
+				t.Fatalf("pgtest: template on %s: %s: %v", redactURL(n), q, err)
+			}
+		}
+		_ = c.Close(ctx)
 	}
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("pgtest: create template: %v", err)
+	tplURL := withDatabase(t, base, name)
+	if len(nodes) > 1 {
+		citusTemplate(t, ctx, nodes, name)
 	}
-	if err := pg.MigrateUp(withDatabase(t, base, name)); err != nil {
+	if err := pg.MigrateUp(tplURL); err != nil {
 		t.Fatalf("pgtest: migrate template: %v", err)
 	}
 	// River's schema (its own, "river"), as the service migrates it on start.
-	if err := jobs.MigrateUp(ctx, withDatabase(t, base, name)); err != nil {
+	if err := jobs.MigrateUp(ctx, tplURL); err != nil {
 		t.Fatalf("pgtest: migrate template (river): %v", err)
 	}
-	if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s WITH is_template true", name)); err != nil {
-		t.Fatalf("pgtest: mark template: %v", err)
+	if len(nodes) > 1 {
+		// Few shards: a test database holds a handful of tenants, and every clone and
+		// every drop copies each shard.
+		if _, err := pg.Distribute(ctx, tplURL, pg.CitusOptions{ShardCount: citusTestShards}); err != nil {
+			t.Fatalf("pgtest: distribute template: %v", err)
+		}
+	}
+	for _, n := range nodes {
+		c := connect(t, ctx, n)
+		// No connection may stay on a template: Citus's maintenance daemon (one per
+		// database on every node) would hold it open, so connections are refused first
+		// and the daemon ended.
+		for _, q := range []string{
+			fmt.Sprintf("ALTER DATABASE %s WITH is_template true ALLOW_CONNECTIONS false", name),
+			fmt.Sprintf("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '%s'", name),
+		} {
+			if _, err := c.Exec(ctx, q); err != nil {
+				t.Fatalf("pgtest: mark template on %s: %v", redactURL(n), err)
+			}
+		}
+		_ = c.Close(ctx)
 	}
 	return name
+}
+
+// citusTestShards is the shard count of the test template's co-location groups.
+const citusTestShards = 4
+
+// citusTemplate makes the new database name a Citus database on every node, the
+// coordinator first, and registers the nodes in it (Citus keeps its node list per
+// database), as deploy/citus/cluster.sh does for the relayroom database.
+func citusTemplate(t testing.TB, ctx context.Context, nodes []string, name string) {
+	t.Helper()
+	for _, n := range nodes {
+		c := connect(t, ctx, withDatabase(t, n, name))
+		if _, err := c.Exec(ctx, "CREATE EXTENSION citus"); err != nil {
+			t.Fatalf("pgtest: citus on %s: %v", redactURL(n), err)
+		}
+		_ = c.Close(ctx)
+	}
+	c := connect(t, ctx, withDatabase(t, nodes[0], name))
+	defer c.Close(ctx)
+	for i, n := range nodes {
+		u, err := url.Parse(n)
+		if err != nil {
+			t.Fatalf("pgtest: parse %s: %v", redactURL(n), err)
+		}
+		port, err := strconv.Atoi(u.Port())
+		if err != nil {
+			t.Fatalf("pgtest: no port in %s: %v", redactURL(n), err)
+		}
+		q := "SELECT citus_add_node($1, $2)"
+		if i == 0 {
+			q = "SELECT citus_set_coordinator_host($1, $2)"
+		}
+		if _, err := c.Exec(ctx, q, u.Hostname(), port); err != nil {
+			t.Fatalf("pgtest: register %s: %v", redactURL(n), err)
+		}
+	}
 }
 
 func migrationsHash(t testing.TB) string {
