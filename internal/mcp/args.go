@@ -103,6 +103,7 @@ func optional(s *jsonschema.Schema) {
 	optional(s.Items)
 }
 
+// isFalse reports whether s is the schema false (as "additionalProperties": false).
 func isFalse(s *jsonschema.Schema) bool {
 	if s == nil {
 		return false

@@ -73,13 +73,7 @@ func compileSchema(raw json.RawMessage, formats map[string]FormatChecker) (*sche
 }
 
 // closed reports whether the root refuses unknown properties.
-func (s *schema) closed() bool {
-	if s.root.AdditionalProperties == nil {
-		return false
-	}
-	b, err := json.Marshal(s.root.AdditionalProperties)
-	return err == nil && string(b) == "false"
-}
+func (s *schema) closed() bool { return isFalse(s.root.AdditionalProperties) }
 
 // prepareArgs turns a call's raw arguments into what the tool's handler gets: defaults
 // applied, then validated. Every failure is an apperr Invalid whose message names the
@@ -285,7 +279,7 @@ func explainObject(s *jsonschema.Schema, v map[string]any, path string) string {
 		return "missing required arguments " + strings.Join(missing, ", ")
 	}
 	if s.AdditionalProperties != nil && len(s.PatternProperties) == 0 {
-		if b, err := json.Marshal(s.AdditionalProperties); err == nil && string(b) == "false" {
+		if isFalse(s.AdditionalProperties) {
 			var unknown []string
 			for _, name := range slices.Sorted(maps.Keys(v)) {
 				if _, ok := s.Properties[name]; !ok {

@@ -17,6 +17,22 @@ import (
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
+// Priorities of a task (send_task's priority).
+const (
+	PriorityLow    = "low"
+	PriorityNormal = "normal" // when send_task names none
+	PriorityHigh   = "high"
+	PriorityUrgent = "urgent"
+)
+
+// Outcomes of a task its recipient can respond with (respond_to_task's status).
+const (
+	StatusDone          = "done"
+	StatusFailed        = "failed"
+	StatusRejected      = "rejected"
+	StatusInputRequired = "input_required"
+)
+
 // Task statuses and the protocol's state names beside them (docs/rooms.md).
 var stateOf = map[string]string{
 	"pending":        "SUBMITTED",
@@ -38,22 +54,6 @@ type SendTaskInput struct {
 	AcceptanceCriteria string   `json:"acceptance_criteria,omitempty"`
 	VerificationMethod string   `json:"verification_method,omitempty"`
 }
-
-// Priorities of a task (send_task's priority).
-const (
-	PriorityLow    = "low"
-	PriorityNormal = "normal" // when send_task names none
-	PriorityHigh   = "high"
-	PriorityUrgent = "urgent"
-)
-
-// Outcomes of a task its recipient can respond with (respond_to_task's status).
-const (
-	StatusDone          = "done"
-	StatusFailed        = "failed"
-	StatusRejected      = "rejected"
-	StatusInputRequired = "input_required"
-)
 
 // SendTaskResult is send_task's answer.
 type SendTaskResult struct {

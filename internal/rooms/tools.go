@@ -81,9 +81,7 @@ func (s *Service) enterRoom(ctx context.Context, sc tenancy.Scope, a roomArg) (t
 }
 
 func listRoomsTool(s *Service) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "list_rooms",
-		Title: "List your rooms",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "list_rooms", Title: "List your rooms",
 		Description: "List every room you can work in through this address: each room's id, its name, the company that hosts it " +
 			"(host_company) and whether your company is the host or a guest there (role). Pass a room's id as room_id to the " +
 			"other tools. Rooms where your company is a guest without an active agreement are not listed. No arguments. " +
@@ -107,9 +105,7 @@ func labelArgs(category, tags string) []mcp.SchemaOption {
 }
 
 func readMemoryTool(s *Service, where string) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "read_memory",
-		Title: "Search the room's memory",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "read_memory", Title: "Search the room's memory",
 		Description: "Search the shared memory of " + where + " — every entry written by every agent of every organisation in it — " +
 			"for what is relevant to a natural-language description of what you need. Use it before doing work, to check what " +
 			"the room has already decided. Search is semantic and lexical at once, so exact names and ids match too. Deprecated " +
@@ -127,9 +123,7 @@ func readMemoryTool(s *Service, where string) mcp.Tool[tenancy.Scope] {
 }
 
 func writeMemoryTool(s *Service, where string) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "write_memory",
-		Title: "Write to the room's memory",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "write_memory", Title: "Write to the room's memory",
 		Description: "Record finished work, a decision, or anything other agents need — including agents of other companies — in " +
 			"the shared memory of " + where + ". Every agent in the project can read it unless is_private is true (then only your " +
 			"organisation). The room's conversation shows a card saying an entry was written. An entry cannot be deleted, only " +
@@ -150,9 +144,7 @@ type inboxInput struct {
 }
 
 func getInboxTool(s *Service, where string) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "get_inbox",
-		Title: "Read your task inbox",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "get_inbox", Title: "Read your task inbox",
 		Description: "Fetch the open tasks other agents — including agents of other companies — assigned to you in " + where + ". " +
 			"Reading a pending task marks it in_progress (there is no separate start step); pending_tasks counts the tasks this " +
 			"call handed out. Each task: {task_id, from, goal, priority, status, state, deadline, memory_refs, created_at, " +
@@ -166,9 +158,7 @@ func getInboxTool(s *Service, where string) mcp.Tool[tenancy.Scope] {
 }
 
 func sendTaskTool(s *Service, where string) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "send_task",
-		Title: "Assign a task to an agent",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "send_task", Title: "Assign a task to an agent",
 		Description: "Assign a piece of work to a named agent in " + where + " — one of your own company's, or (when the agreement " +
 			"grants task assignment) another company's. to_agent_slug is the agent's part name in the room. The task lands in " +
 			"that agent's inbox and a task card appears in the room; an always-on agent is woken to work on it, a session agent " +
@@ -187,9 +177,7 @@ func sendTaskTool(s *Service, where string) mcp.Tool[tenancy.Scope] {
 }
 
 func respondToTaskTool(s *Service, where string) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "respond_to_task",
-		Title: "Respond to a task",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "respond_to_task", Title: "Respond to a task",
 		Description: "Close out a task from your inbox in " + where + ": post the result and an outcome (done, failed, rejected, " +
 			"or input_required when you need more from the sender). Only the task's recipient can respond. The sender and " +
 			"everyone in the room see the response; after done, failed or rejected the task cannot change. Returns {success, " +
@@ -207,9 +195,7 @@ type postInput struct {
 }
 
 func postMessageTool(s *Service, where string) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "post_message",
-		Title: "Post to the room",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "post_message", Title: "Post to the room",
 		Description: "Post a message to " + where + ". Every agent and every person of every organisation in the project sees it, " +
 			"and it cannot be edited or unsent. Address someone with @Name (plain text). Read get_messages first. Returns " +
 			"{success, message_id, posted_at, visible_to}.",
@@ -225,9 +211,7 @@ type messagesInput struct {
 }
 
 func getMessagesTool(s *Service, where string) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "get_messages",
-		Title: "Read the room's conversation",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "get_messages", Title: "Read the room's conversation",
 		Description: "Read the recent conversation of " + where + " — every agent's and person's messages, plus the cards memory " +
 			"writes and tasks leave — before you post. Returns {messages:[{id, from, content, timestamp}], count}, oldest first: " +
 			"the newest limit messages, or those before the message id given as before (to page back).",

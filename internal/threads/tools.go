@@ -58,11 +58,9 @@ func entryArgs() []mcp.SchemaOption {
 }
 
 func sendTool(s *Service) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "send",
-		Title: "Start a thread",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "send", Title: "Start a thread",
 		Description: "Start a new thread addressed to one or more parts of this project (names from roster), or to every other part with " +
-			`to:["*"] (a broadcast: it costs each recipient's wake budget, use sparingly). Returns {threadId, messageId, to}; continue it with reply. ` +
+			`to:["` + Broadcast + `"] (a broadcast: it costs each recipient's wake budget, use sparingly). Returns {threadId, messageId, to}; continue it with reply. ` +
 			"All or nothing: if any part name is unknown the call fails and nothing is sent. urgent and needsHuman are capabilities a " +
 			"manager grants: without them urgent is refused and needsHuman is ignored (the message is still delivered). " +
 			fmt.Sprintf("Limits: 1-%d parts, subject 1-%d characters, body 1-%d.", MaxRecipients, MaxSubject, MaxBody),
@@ -76,9 +74,7 @@ func sendTool(s *Service) mcp.Tool[tenancy.Scope] {
 }
 
 func replyTool(s *Service) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "reply",
-		Title: "Reply in a thread",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "reply", Title: "Reply in a thread",
 		Description: "Add a reply to an existing open thread of this project; every other participant gets it in their inbox, and you become " +
 			"a participant. Refused on a closed or canceled thread (start a new one with send). Returns {threadId, messageId}. " +
 			"urgent/needsHuman behave as in send.",
@@ -90,9 +86,7 @@ func replyTool(s *Service) mcp.Tool[tenancy.Scope] {
 }
 
 func inboxTool(s *Service) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "inbox",
-		Title: "List your inbox",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "inbox", Title: "List your inbox",
 		Description: "List messages addressed to your part in open threads, newest first, as token-lean previews: {messageId, threadId, " +
 			fmt.Sprintf("subject, from, unread, at, preview}, the preview being the body on one line cut to ~%d characters. Call show with the ", PreviewRunes) +
 			"threadId to read full bodies. Reading never marks anything read: call ack for that. Messages of closed threads are not " +
@@ -116,9 +110,7 @@ type ackInput struct {
 }
 
 func ackTool(s *Service) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:        "ack",
-		Title:       "Mark a message read",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "ack", Title: "Mark a message read",
 		Description: "Mark one message of your inbox as read. Acking an already-read message is fine. Returns {messageId, unread:false}.",
 		Annotations: mcp.Annotations{Idempotent: true},
 	}, func(ctx context.Context, sc tenancy.Scope, in ackInput) (AckResult, error) {
@@ -128,9 +120,7 @@ func ackTool(s *Service) mcp.Tool[tenancy.Scope] {
 
 func eventTool(s *Service) mcp.Tool[tenancy.Scope] {
 	tokens := []mcp.SchemaOption{mcp.Minimum(0), mcp.Maximum(MaxUsageTokens)}
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "event",
-		Title: "Record a work event",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "event", Title: "Record a work event",
 		Description: "Record a work event for the dashboard's activity feed and usage charts. usage {input_tokens, output_tokens, " +
 			"cache_tokens, cost_usd, model} is optional, but model is required when usage is given. Special types: " +
 			fmt.Sprintf("composing (detail.threadId: shows you as typing in that thread for ~%d s; wakes nobody, not stored as activity); ", int(ComposingFor.Seconds())) +
@@ -153,9 +143,7 @@ func eventTool(s *Service) mcp.Tool[tenancy.Scope] {
 }
 
 func threadsTool(s *Service) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "threads",
-		Title: "List your threads",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "threads", Title: "List your threads",
 		Description: fmt.Sprintf("List the threads you take part in, newest first: {threads:[{id, subject, status, createdAt}]}, up to %d. ", MaxThreads) +
 			"Filter with status (open, closed, canceled) and query (text in the subject or any message, case-insensitive). " +
 			"To find threads you are not in, use search.",
@@ -179,9 +167,7 @@ type threadIDInput struct {
 }
 
 func showTool(s *Service) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "show",
-		Title: "Read a thread",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "show", Title: "Read a thread",
 		Description: "Fetch a thread of this project and all its messages in order: {thread:{id, subject, status, createdAt}, " +
 			"messages:[{id, from, body, createdAt}], composing?}. This is how you read full bodies after inbox. It marks nothing read.",
 		Annotations: mcp.Annotations{ReadOnly: true, Idempotent: true},
@@ -191,9 +177,7 @@ func showTool(s *Service) mcp.Tool[tenancy.Scope] {
 }
 
 func closeTool(s *Service) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "close",
-		Title: "Close a thread",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "close", Title: "Close a thread",
 		Description: "End a thread you take part in the moment it is resolved: it leaves every participant's inbox, its unread is marked " +
 			"read, it wakes nobody again and rejects further replies. Close early and often: it is the best way to avoid wake loops " +
 			fmt.Sprintf("(idle threads auto-close after %d minutes anyway). Idempotent. Returns {ok, threadId, status, lesson?}, status being ", int(DefaultIdle.Minutes())) +
@@ -215,9 +199,7 @@ type searchInput struct {
 }
 
 func searchTool(s *Service) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "search",
-		Title: "Search other threads",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "search", Title: "Search other threads",
 		Description: fmt.Sprintf("Find threads of this project you are NOT a participant in, by a case-insensitive substring (%d-%d characters) of ", MinSearchQuery, MaxQuery) +
 			"the subject or any message body, to pull context from conversations you were not sent. Returns " +
 			fmt.Sprintf("{threads:[{threadId, subject, status, createdAt}]}, newest first, up to %d; call show for full content.", MaxThreads),
@@ -232,9 +214,7 @@ func searchTool(s *Service) mcp.Tool[tenancy.Scope] {
 }
 
 func rosterTool(s *Service) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "roster",
-		Title: "List the parts of this project",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "roster", Title: "List the parts of this project",
 		Description: "List the parts (agents) in this project and whether each is online, so you know who to send or reply to: " +
 			"send and reply address parts by name, and this is how you discover them. No arguments. Returns {parts:[{part, isMain, " +
 			"nickname?, online, lastSeen, you, limitedUntil?}]}: online means seen in the last minute; you marks your own part; " +
@@ -250,9 +230,7 @@ func rosterTool(s *Service) mcp.Tool[tenancy.Scope] {
 }
 
 func whoamiTool(s *Service) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "whoami",
-		Title: "Report your own part",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "whoami", Title: "Report your own part",
 		Description: "Report your own part, project, and whether you are the project's main agent: handy for re-orienting after a " +
 			"context compaction or a restart. No arguments. Returns {part, project, projectId, isMain, nickname?}.",
 		Annotations: mcp.Annotations{ReadOnly: true, Idempotent: true},
@@ -262,9 +240,7 @@ func whoamiTool(s *Service) mcp.Tool[tenancy.Scope] {
 }
 
 func recallTool(s *Service) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "recall",
-		Title: "Recall trusted knowledge",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "recall", Title: "Recall trusted knowledge",
 		Description: "Search this project's trusted knowledge before starting non-trivial work. Returns only entries a person or CI " +
 			"confirmed and that have not expired, ranked by trigram similarity to the query weighted by confidence: " +
 			fmt.Sprintf("{queryId, entries:[{knowledgeId, kind, title, body, confidence, score, createdAt, expiresAt?}]}. query %d-%d characters, ", knowledge.MinRecallQuery, knowledge.MaxRecallQuery) +
@@ -281,9 +257,7 @@ func recallTool(s *Service) mcp.Tool[tenancy.Scope] {
 }
 
 func learnTool(s *Service) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "learn",
-		Title: "Propose knowledge",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "learn", Title: "Propose knowledge",
 		Description: "Record something worth remembering for this project: a fact, procedure, pitfall or decision. It is always stored " +
 			"as a candidate that people (or CI) must confirm before recall returns it; nothing you write reaches another agent on " +
 			"its own. Secrets are redacted on write. Needs write access (and, for a guest company's part, its agreement's write_memory " +
@@ -303,9 +277,7 @@ type recallUsedInput struct {
 }
 
 func recallUsedTool(s *Service) mcp.Tool[tenancy.Scope] {
-	return mcp.NewTool(mcp.Tool[tenancy.Scope]{
-		Name:  "recall_used",
-		Title: "Report a recalled entry as used",
+	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "recall_used", Title: "Report a recalled entry as used",
 		Description: "Report that an entry returned by recall actually shaped what you did (optional, best-effort; it measures recall " +
 			"quality). Only an entry that the named query returned is accepted, once. Returns {ok:true}.",
 		Annotations: mcp.Annotations{Idempotent: false},
