@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/tenancy"
@@ -35,7 +34,7 @@ projects:
 func newService(t *testing.T) (*admin.Service, *tenancy.Resolver) {
 	t.Helper()
 	d, _ := pgtest.Open(t)
-	return admin.New(d, "https://relay.example.test"), &tenancy.Resolver{DB: d, Q: db.New()}
+	return admin.New(d, "https://relay.example.test"), tenancy.NewResolver(d)
 }
 
 func parse(t *testing.T, s string) admin.File {

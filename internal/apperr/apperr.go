@@ -23,6 +23,10 @@ const (
 	Internal        Code = "internal"        // a bug or an unexpected failure
 )
 
+// ReasonInvalidArgument is the reason of an argument the schema let through but the
+// domain refuses, shared by every toolset whose wire carries reasons.
+const ReasonInvalidArgument = "invalid_argument"
+
 // Error is a domain error with a code, a message meant for the caller, and an optional
 // wrapped cause that is logged but never sent.
 type Error struct {

@@ -1,4 +1,4 @@
-// Package embed turns text into vectors for semantic memory search (DESIGN.md section 5).
+// Package embed turns text into vectors for semantic memory search (docs/embeddings.md).
 //
 // Three embedders sit behind one interface:
 //

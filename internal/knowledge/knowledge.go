@@ -285,11 +285,11 @@ func (s *Service) Learn(ctx context.Context, sc tenancy.Scope, in LearnInput) (L
 		return LearnResult{}, err
 	}
 	if !sc.CanWrite() {
-		return LearnResult{}, apperr.New(apperr.Forbidden, "learn needs write access to the project; your part has %s access", sc.Access).WithReason("write_access_required")
+		return LearnResult{}, apperr.New(apperr.Forbidden, "learn needs write access to the project; your part has %s access", sc.Access).WithReason(ReasonWriteAccessRequired)
 	}
 	now := s.now()
 	if in.ExpiresAt != nil && !in.ExpiresAt.After(now) {
-		return LearnResult{}, apperr.New(apperr.Invalid, "expiresAt must be in the future").WithReason("invalid_argument")
+		return LearnResult{}, apperr.New(apperr.Invalid, "expiresAt must be in the future").WithReason(apperr.ReasonInvalidArgument)
 	}
 	var out LearnResult
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
@@ -299,10 +299,10 @@ func (s *Service) Learn(ctx context.Context, sc tenancy.Scope, in LearnInput) (L
 		}
 		red, err := s.redact(st, in.Title, in.Body)
 		if err != nil {
-			return apperr.New(apperr.Conflict, "a redaction rule of this project cannot be applied (%v); nothing was written — ask a manager to fix the project's redaction rules", err).WithReason("redaction_unresolvable")
+			return apperr.New(apperr.Conflict, "a redaction rule of this project cannot be applied (%v); nothing was written — ask a manager to fix the project's redaction rules", err).WithReason(ReasonRedactionUnresolvable)
 		}
 		if secrets.IsEmptyAfterRedaction(red.Body) {
-			return apperr.New(apperr.Invalid, "the body is empty once secrets are redacted (%s); nothing was written", strings.Join(red.Kinds, ", ")).WithReason("empty_after_redaction")
+			return apperr.New(apperr.Invalid, "the body is empty once secrets are redacted (%s); nothing was written", strings.Join(red.Kinds, ", ")).WithReason(ReasonEmptyAfterRedaction)
 		}
 		if secrets.IsEmptyAfterRedaction(red.Title) {
 			red.Title = RedactedTitle
@@ -310,7 +310,7 @@ func (s *Service) Learn(ctx context.Context, sc tenancy.Scope, in LearnInput) (L
 		w, err := s.store(ctx, tx, sc, st, red, in.Kind, SourceLearn, nil, in.ExpiresAt)
 		if err != nil {
 			if pg.IsCheckViolation(err) {
-				return apperr.New(apperr.Invalid, "the entry is too long once secrets are redacted (title ≤ %d, body ≤ %d characters)", MaxTitle, MaxBody).WithReason("storage_failed")
+				return apperr.New(apperr.Invalid, "the entry is too long once secrets are redacted (title ≤ %d, body ≤ %d characters)", MaxTitle, MaxBody).WithReason(ReasonStorageFailed)
 			}
 			return err
 		}
@@ -579,7 +579,7 @@ func (s *Service) RecallUsed(ctx context.Context, sc tenancy.Scope, queryID, kno
 	qid, err1 := uuid.Parse(queryID)
 	kid, err2 := uuid.Parse(knowledgeID)
 	if err1 != nil || err2 != nil {
-		return apperr.New(apperr.Invalid, "queryId and knowledgeId must be ids returned by recall").WithReason("invalid_argument")
+		return apperr.New(apperr.Invalid, "queryId and knowledgeId must be ids returned by recall").WithReason(apperr.ReasonInvalidArgument)
 	}
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		q, err := s.Q.GetRecallQuery(ctx, tx, db.GetRecallQueryParams{ProjectID: sc.ProjectID, ID: qid})
@@ -589,7 +589,7 @@ func (s *Service) RecallUsed(ctx context.Context, sc tenancy.Scope, queryID, kno
 			err = pgx.ErrNoRows
 		}
 		if pg.IsNoRows(err) {
-			return apperr.New(apperr.NotFound, "no recall query %s in this project", queryID).WithReason("query_not_found")
+			return apperr.New(apperr.NotFound, "no recall query %s in this project", queryID).WithReason(ReasonQueryNotFound)
 		}
 		if err != nil {
 			return err
@@ -602,14 +602,14 @@ func (s *Service) RecallUsed(ctx context.Context, sc tenancy.Scope, queryID, kno
 			}
 		}
 		if !found {
-			return apperr.New(apperr.Invalid, "recall query %s did not return entry %s; only an entry the query returned can be reported as used", queryID, knowledgeID).WithReason("not_returned")
+			return apperr.New(apperr.Invalid, "recall query %s did not return entry %s; only an entry the query returned can be reported as used", queryID, knowledgeID).WithReason(ReasonNotReturned)
 		}
 		n, err := s.Q.InsertRecallUse(ctx, tx, db.InsertRecallUseParams{ProjectID: sc.ProjectID, QueryID: qid, KnowledgeID: kid, Now: s.now()})
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			return apperr.New(apperr.Conflict, "entry %s was already reported as used for query %s", knowledgeID, queryID).WithReason("already_reported")
+			return apperr.New(apperr.Conflict, "entry %s was already reported as used for query %s", knowledgeID, queryID).WithReason(ReasonAlreadyReported)
 		}
 		return nil
 	})
@@ -633,7 +633,7 @@ func (s *Service) Contradict(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, k
 	}
 	id, err := uuid.Parse(knowledgeID)
 	if err != nil {
-		return Contradiction{}, apperr.New(apperr.Invalid, "detail.contradicts must be a knowledgeId").WithReason("invalid_argument")
+		return Contradiction{}, apperr.New(apperr.Invalid, "detail.contradicts must be a knowledgeId").WithReason(apperr.ReasonInvalidArgument)
 	}
 	st, err := s.load(ctx, tx, sc.ProjectID)
 	if err != nil {
@@ -642,7 +642,7 @@ func (s *Service) Contradict(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, k
 	r, err := s.Q.Contradict(ctx, tx, db.ContradictParams{Penalty: float32(st.cfg.ContradictionPenalty),
 		Now: s.now(), ProjectID: sc.ProjectID, ID: id})
 	if pg.IsNoRows(err) {
-		return Contradiction{}, apperr.New(apperr.NotFound, "no candidate, trusted or demoted knowledge entry %s in this project", knowledgeID).WithReason("knowledge_not_found")
+		return Contradiction{}, apperr.New(apperr.NotFound, "no candidate, trusted or demoted knowledge entry %s in this project", knowledgeID).WithReason(ReasonKnowledgeNotFound)
 	}
 	if err != nil {
 		return Contradiction{}, err

@@ -8,51 +8,26 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/pg"
-	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
-const fixture = `
-organisations:
-  - {slug: acme, name: Acme Corp}
-  - {slug: initech, name: Initech}
-agents:
-  - {org: acme, slug: architect, name: Architect}
-  - {org: acme, slug: reader, name: Reader}
-  - {org: initech, slug: peter, name: Peter}
-projects:
-  - slug: one
-    name: One
-    host: acme
-    members:
-      - {agent: acme/architect, part: architect}
-      - {agent: acme/reader, part: reader, access: read}
-  - slug: two
-    name: Two
-    host: initech
-    members:
-      - {agent: initech/peter, part: peter}
-`
-
-var (
-	detOnce sync.Once
-	det     *secrets.Detector
-)
+// The cast: architect (write) and reader (read) in project one, peter in project two.
+var cast = []string{"architect", "reader, access: read"}
 
 type env struct {
+	*testfix.Bundle
 	d      *pg.DB
 	k      *knowledge.Service
 	res    admin.Result
@@ -61,49 +36,17 @@ type env struct {
 
 func setup(t testing.TB) *env {
 	t.Helper()
-	ctx := context.Background()
-	d, _ := pgtest.Open(t)
-	adm := admin.New(d, "http://x.test")
-	f, err := admin.ParseFile(strings.NewReader(fixture))
+	b := testfix.Seed(t, testfix.TwoProjects(cast...))
+	k, err := knowledge.New(knowledge.Deps{DB: b.DB, Detector: testfix.Detector(t), Now: time.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := adm.Apply(ctx, f, admin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	detOnce.Do(func() {
-		det, err = secrets.NewDetector()
-	})
-	if det == nil {
-		t.Fatal("detector", err)
-	}
-	k, err := knowledge.New(knowledge.Deps{DB: d, Q: db.New(), Detector: det, Now: time.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{d: d, res: res, scopes: map[string]tenancy.Scope{}, k: k}
-	r := &tenancy.Resolver{DB: d, Q: db.New()}
-	for _, p := range []struct{ project, part, agent string }{
-		{"one", "architect", "acme/architect"}, {"one", "reader", "acme/reader"}, {"two", "peter", "initech/peter"},
-	} {
-		sc, err := r.Part(ctx, res.Projects[p.project].ConnectCode, p.part, res.Agents[p.agent].Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.scopes[p.part] = sc
-	}
-	return e
+	return &env{Bundle: b, d: b.DB, res: b.Result, k: k, scopes: b.CastScopes(t, cast...)}
 }
 
 func (e *env) exec(t testing.TB, sql string, args ...any) {
 	t.Helper()
-	if err := e.d.Operator(context.Background(), func(tx *pg.Tx) error {
-		_, err := tx.Exec(context.Background(), sql, args...)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	e.Exec(t, sql, args...)
 }
 
 func wantErr(t testing.TB, err error, code apperr.Code, reason string) {
@@ -390,13 +333,7 @@ func TestCIConfirmsOverHTTPWithItsProjectToken(t *testing.T) {
 
 func countRows(t testing.TB, e *env, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := e.d.Operator(context.Background(), func(tx *pg.Tx) error {
-		return tx.QueryRow(context.Background(), sql, args...).Scan(&n)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return e.Count(t, sql, args...)
 }
 
 // TestRecallNeverScansBeyondItsProject reads the plan of the recall query: it must use

@@ -109,12 +109,12 @@ func (s *Service) decide(ctx context.Context, tx *pg.Tx, projectID, id uuid.UUID
 	if pg.IsNoRows(err) {
 		cur, err2 := s.Q.KnowledgeStatus(ctx, tx, db.KnowledgeStatusParams{ProjectID: projectID, ID: id})
 		if pg.IsNoRows(err2) {
-			return Decision{}, apperr.New(apperr.NotFound, "no knowledge entry %s in this project", id).WithReason("knowledge_not_found")
+			return Decision{}, apperr.New(apperr.NotFound, "no knowledge entry %s in this project", id).WithReason(ReasonKnowledgeNotFound)
 		}
 		if err2 != nil {
 			return Decision{}, err2
 		}
-		return Decision{}, apperr.New(apperr.Conflict, "knowledge entry %s is %s and cannot become %s", id, cur, to).WithReason("already_decided")
+		return Decision{}, apperr.New(apperr.Conflict, "knowledge entry %s is %s and cannot become %s", id, cur, to).WithReason(ReasonAlreadyDecided)
 	}
 	if err != nil {
 		return Decision{}, err

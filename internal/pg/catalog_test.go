@@ -31,7 +31,7 @@ var globalTables = []string{"schema_migrations"}
 var serviceTables = []string{"auth_throttle", "web_session", "oauth_client", "oauth_auth_request"}
 
 // TestCatalogTenancyRules reads the catalog and fails on a table that breaks the rules of
-// DESIGN.md section 5: tenant column first in the primary key and in every unique index,
+// docs/architecture.md (Database work): tenant column first in the primary key and in every unique index,
 // foreign keys between scoped tables including the tenant column, RLS enabled and forced,
 // and nothing visible to the request role without a tenant.
 func TestCatalogTenancyRules(t *testing.T) {

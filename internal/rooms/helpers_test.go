@@ -10,22 +10,20 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/embed"
 	"github.com/relayroom/relayroom/internal/pg"
-	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // The fixture: room "one" hosted by Acme with four guest companies, one per agreement
@@ -84,17 +82,7 @@ type env struct {
 	nextID int
 }
 
-// newDetector builds the secret detector once for the whole test binary (it takes ~50 ms
-// and 26 MB); parallel tests share it, as the service does.
-var newDetector = sync.OnceValues(secrets.NewDetector)
-
-func sharedDetector(t testing.TB) *secrets.Detector {
-	d, err := newDetector()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
+func sharedDetector(t testing.TB) *secrets.Detector { return testfix.Detector(t) }
 
 func newEnv(t testing.TB) *env {
 	return newEnvWith(t, func(*config.Config) {})
@@ -102,15 +90,8 @@ func newEnv(t testing.TB) *env {
 
 func newEnvWith(t testing.TB, tweak func(*config.Config)) *env {
 	t.Helper()
-	d, url := pgtest.Open(t)
-	f, err := admin.ParseFile(strings.NewReader(fixture))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := admin.New(d, "http://x.test").Apply(context.Background(), f, admin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testfix.Seed(t, fixture)
+	d, url, res := b.DB, b.URL, b.Result
 	// The embedder gets far longer than in production: tests of semantic search assert what
 	// the search finds, and a -race build on a busy machine can take seconds to embed. Tests
 	// of the deferral set a short wait themselves.
@@ -128,7 +109,7 @@ func newEnvWith(t testing.TB, tweak func(*config.Config)) *env {
 	e.h = a.Handler()
 	e.srv.Config.Handler = e.h
 	emb, _ := embed.New(embed.Config{Kind: cfg.Embedder})
-	e.svc = rooms.New(rooms.Deps{DB: d, Q: db.New(), Resolver: &tenancy.Resolver{DB: d, Q: db.New()}, Embedder: emb,
+	e.svc = rooms.New(rooms.Deps{DB: d, Resolver: b.Resolver, Embedder: emb,
 		Secrets: sharedDetector(t), SigningKey: []byte(cfg.SigningKey), PublicURL: e.srv.URL, EmbedTimeout: cfg.EmbedWait})
 	e.one, e.two = res.Projects["one"].ID, res.Projects["two"].ID
 	for k, v := range res.Agents {

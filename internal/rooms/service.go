@@ -2,7 +2,7 @@
 // under agreements, and the all-rooms address that serves every room an agent is in.
 //
 // The seven room tools (read_memory, write_memory, get_inbox, send_task, respond_to_task,
-// post_message, get_messages) and list_rooms follow /work/shared/spec/rooms-toolset.txt;
+// post_message, get_messages) and list_rooms follow the rooms contract (docs/contracts.md);
 // decisions beyond it are in docs/rooms.md.
 package rooms
 

@@ -8,35 +8,15 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/pg"
-	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
-const twoProjects = `
-organisations:
-  - {slug: acme, name: Acme Corp}
-  - {slug: initech, name: Initech}
-agents:
-  - {org: acme, slug: architect, name: Architect}
-  - {org: acme, slug: backend, name: Backend}
-  - {org: initech, slug: peter, name: Peter}
-projects:
-  - slug: one
-    name: One
-    host: acme
-    members:
-      - {agent: acme/architect, part: architect}
-      - {agent: acme/backend, part: backend}
-  - slug: two
-    name: Two
-    host: initech
-    members:
-      - {agent: initech/peter, part: peter}
-`
+// twoProjects: architect and backend in project one (Acme), peter in project two (Initech).
+var twoProjects = testfix.TwoProjects("architect", "backend")
 
 func setup(t *testing.T) (*pg.DB, *tenancy.Resolver, admin.Result) {
 	t.Helper()
@@ -46,17 +26,8 @@ func setup(t *testing.T) (*pg.DB, *tenancy.Resolver, admin.Result) {
 // setupFile seeds a fresh database from an admin file.
 func setupFile(t *testing.T, file string) (*pg.DB, *tenancy.Resolver, admin.Result) {
 	t.Helper()
-	d, _ := pgtest.Open(t)
-	svc := admin.New(d, "http://x.test")
-	f, err := admin.ParseFile(strings.NewReader(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := svc.Apply(context.Background(), f, admin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d, &tenancy.Resolver{DB: d, Q: db.New()}, res
+	b := testfix.Seed(t, file)
+	return b.DB, b.Resolver, b.Result
 }
 
 func wantCode(t *testing.T, err error, code apperr.Code) {

@@ -66,145 +66,199 @@ type EventResult struct {
 }
 
 func invalid(format string, args ...any) error {
-	return apperr.New(apperr.Invalid, format, args...).WithReason("invalid_argument")
+	return apperr.New(apperr.Invalid, format, args...).WithReason(apperr.ReasonInvalidArgument)
 }
 
 // Event records a work event: activity (every type but composing), usage per project,
 // part, model and day, the composing indicator, parking on a provider rate limit, and
-// contradictions of knowledge.
+// contradictions of knowledge. Each type with a meaning of its own has its method.
 func (s *Service) Event(ctx context.Context, sc tenancy.Scope, in EventInput) (EventResult, error) {
-	detail := map[string]json.RawMessage{}
+	detail, err := checkEvent(sc, in)
+	if err != nil {
+		return EventResult{}, err
+	}
+	ev := &event{in: in, detail: detail, now: s.now(), res: EventResult{EventID: newID().String(), Type: in.Type}}
+	switch in.Type {
+	case EventComposing:
+		err = s.composingEvent(ctx, sc, ev)
+	case EventLimited:
+		err = s.limitedEvent(ctx, sc, ev)
+	case EventError:
+		err = s.errorEvent(ctx, sc, ev)
+	default:
+		err = s.recordEvent(ctx, sc, ev, nil)
+	}
+	if err != nil {
+		return EventResult{}, err
+	}
+	return ev.res, nil
+}
+
+// event is one Event call on its way: its input, decoded detail, clock and answer.
+type event struct {
+	in     EventInput
+	detail eventDetail
+	now    time.Time
+	res    EventResult
+}
+
+// eventDetail is an event's detail object, its members still raw.
+type eventDetail map[string]json.RawMessage
+
+// str reads a string member: ok is false when it is absent or null.
+func (d eventDetail) str(k string) (v string, ok bool, err error) {
+	raw, ok := d[k]
+	if !ok || string(raw) == "null" {
+		return "", false, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", true, invalid("detail.%s must be a string", k)
+	}
+	return v, true, nil
+}
+
+// checkEvent checks what every event type shares: the detail is a bounded object, the
+// usage report is within bounds, and a part named in the detail is the caller's own.
+func checkEvent(sc tenancy.Scope, in EventInput) (eventDetail, error) {
+	detail := eventDetail{}
 	if len(in.Detail) > 0 && string(in.Detail) != "null" {
 		if len(in.Detail) > MaxDetailBytes {
-			return EventResult{}, invalid("detail is larger than %d bytes", MaxDetailBytes)
+			return nil, invalid("detail is larger than %d bytes", MaxDetailBytes)
 		}
 		if err := json.Unmarshal(in.Detail, &detail); err != nil {
-			return EventResult{}, invalid("detail must be an object")
+			return nil, invalid("detail must be an object")
 		}
 	}
 	if u := in.Usage; u != nil {
 		if strings.TrimSpace(u.Model) == "" {
-			return EventResult{}, apperr.New(apperr.Invalid, "usage needs model (the model id) so usage can be grouped by model").WithReason("usage_model_required")
+			return nil, apperr.New(apperr.Invalid, "usage needs model (the model id) so usage can be grouped by model").WithReason(ReasonUsageModelRequired)
 		}
 		for name, v := range map[string]*int64{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "cache_tokens": u.CacheTokens} {
 			if v != nil && (*v < 0 || *v > MaxUsageTokens) {
-				return EventResult{}, invalid("usage.%s must be between 0 and %d", name, MaxUsageTokens)
+				return nil, invalid("usage.%s must be between 0 and %d", name, MaxUsageTokens)
 			}
 		}
 		if c := u.CostUSD; c != nil && !(*c >= 0 && *c <= float64(MaxUsageCostUSD)) {
-			return EventResult{}, invalid("usage.cost_usd must be between 0 and %d", MaxUsageCostUSD)
+			return nil, invalid("usage.cost_usd must be between 0 and %d", MaxUsageCostUSD)
 		}
 	}
-	str := func(k string) (string, bool, error) {
-		raw, ok := detail[k]
-		if !ok || string(raw) == "null" {
-			return "", false, nil
-		}
-		var v string
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return "", true, invalid("detail.%s must be a string", k)
-		}
-		return v, true, nil
-	}
-	if p, ok, err := str("part"); err != nil {
-		return EventResult{}, err
+	if p, ok, err := detail.str("part"); err != nil {
+		return nil, err
 	} else if ok && p != sc.Part {
-		return EventResult{}, apperr.New(apperr.Forbidden, "you can only report events for your own part %q", sc.Part).WithReason("own_part_only")
+		return nil, apperr.New(apperr.Forbidden, "you can only report events for your own part %q", sc.Part).WithReason(ReasonOwnPartOnly)
 	}
+	return detail, nil
+}
 
-	now := s.now()
-	res := EventResult{EventID: newID().String(), Type: in.Type}
-	store := true
-	var composingThread uuid.UUID
+// composingEvent shows that the caller is writing in a thread, for ComposingFor; it is
+// an indicator, not activity.
+func (s *Service) composingEvent(ctx context.Context, sc tenancy.Scope, ev *event) error {
+	v, ok, err := ev.detail.str("threadId")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return apperr.New(apperr.Invalid, "composing needs detail.threadId, the thread you are writing in").WithReason(ReasonThreadRequired)
+	}
+	thread, err := parseID("detail.threadId", v)
+	if err != nil {
+		return err
+	}
+	return s.recordEvent(ctx, sc, ev, func(tx *pg.Tx) error {
+		if _, err := s.Q.GetThread(ctx, tx, db.GetThreadParams{ProjectID: sc.ProjectID, ID: thread}); pg.IsNoRows(err) {
+			return threadNotFound(thread.String())
+		} else if err != nil {
+			return err
+		}
+		if err := s.Q.UpsertComposing(ctx, tx, db.UpsertComposingParams{ProjectID: sc.ProjectID, ThreadID: thread, MemberID: sc.MemberID, ExpiresAt: ev.now.Add(ComposingFor)}); err != nil {
+			return err
+		}
+		secs := int(ComposingFor / time.Second)
+		ev.res.ComposingFor = &secs
+		return nil
+	})
+}
+
+// limitedEvent parks the caller until its provider's rate limit resets (at most
+// MaxParkWindow ahead), or unparks it when the reset is absent or past.
+func (s *Service) limitedEvent(ctx context.Context, sc tenancy.Scope, ev *event) error {
+	v, ok, err := ev.detail.str("resetAt")
+	if err != nil {
+		return apperr.New(apperr.Invalid, "detail.resetAt must be an RFC 3339 timestamp string").WithReason(ReasonInvalidResetAt)
+	}
 	var parkUntil *time.Time
-	var contradicts string
-	switch in.Type {
-	case EventComposing:
-		store = false
-		v, ok, err := str("threadId")
+	if ok {
+		t, err := parseResetAt(v)
 		if err != nil {
-			return EventResult{}, err
+			return err
 		}
-		if !ok {
-			return EventResult{}, apperr.New(apperr.Invalid, "composing needs detail.threadId, the thread you are writing in").WithReason("thread_required")
-		}
-		if composingThread, err = parseID("detail.threadId", v); err != nil {
-			return EventResult{}, err
-		}
-	case EventLimited:
-		v, ok, err := str("resetAt")
-		if err != nil {
-			return EventResult{}, apperr.New(apperr.Invalid, "detail.resetAt must be an RFC 3339 timestamp string").WithReason(reasonInvalidResetAt)
-		}
-		if ok {
-			t, err := parseResetAt(v)
-			if err != nil {
-				return EventResult{}, err
+		if t.After(ev.now) {
+			if t.Sub(ev.now) > MaxParkWindow {
+				t, ev.res.Clamped = ev.now.Add(MaxParkWindow), true
 			}
-			if t.After(now) {
-				if t.Sub(now) > MaxParkWindow {
-					t, res.Clamped = now.Add(MaxParkWindow), true
-				}
-				t = t.UTC()
-				parkUntil = &t
-			}
-		}
-	case EventError:
-		v, _, err := str("contradicts")
-		if err != nil {
-			return EventResult{}, err
-		}
-		contradicts = v
-		if contradicts != "" && !sc.CanWrite() {
-			return EventResult{}, apperr.New(apperr.Forbidden, "reporting a contradiction needs write access to the project; your part has %s access", sc.Access).WithReason("write_access_required")
+			t = t.UTC()
+			parkUntil = &t
 		}
 	}
+	return s.recordEvent(ctx, sc, ev, func(tx *pg.Tx) error {
+		got, err := s.Q.SetParkedUntil(ctx, tx, db.SetParkedUntilParams{ParkedUntil: parkUntil, Now: ev.now, ProjectID: sc.ProjectID, ID: sc.MemberID})
+		if err != nil {
+			return err
+		}
+		parked := got != nil
+		ev.res.Parked = &parked
+		if got != nil {
+			t := Time(*got)
+			ev.res.ParkedUntil = &t
+		}
+		return nil
+	})
+}
 
+// errorEvent records an error; with detail.contradicts it reports that a knowledge entry
+// was wrong, which needs write access.
+func (s *Service) errorEvent(ctx context.Context, sc tenancy.Scope, ev *event) error {
+	contradicts, _, err := ev.detail.str("contradicts")
+	if err != nil {
+		return err
+	}
+	if contradicts == "" {
+		return s.recordEvent(ctx, sc, ev, nil)
+	}
+	if !sc.CanWrite() {
+		return apperr.New(apperr.Forbidden, "reporting a contradiction needs write access to the project; your part has %s access", sc.Access).WithReason(knowledge.ReasonWriteAccessRequired)
+	}
+	return s.recordEvent(ctx, sc, ev, func(tx *pg.Tx) error {
+		if s.Knowledge == nil {
+			return apperr.New(apperr.Unavailable, "the knowledge base is not configured")
+		}
+		c, err := s.Knowledge.Contradict(ctx, tx, sc, contradicts)
+		if err != nil {
+			return err
+		}
+		ev.res.Contradiction = &c
+		return nil
+	})
+}
+
+// recordEvent runs the type's own statements (work, may be nil), then adds the usage
+// report and, for every type but composing, the activity row: one transaction.
+func (s *Service) recordEvent(ctx context.Context, sc tenancy.Scope, ev *event, work func(tx *pg.Tx) error) error {
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		switch in.Type {
-		case EventComposing:
-			if _, err := s.Q.GetThread(ctx, tx, db.GetThreadParams{ProjectID: sc.ProjectID, ID: composingThread}); pg.IsNoRows(err) {
-				return threadNotFound(composingThread.String())
-			} else if err != nil {
-				return err
-			}
-			if err := s.Q.UpsertComposing(ctx, tx, db.UpsertComposingParams{ProjectID: sc.ProjectID, ThreadID: composingThread, MemberID: sc.MemberID, ExpiresAt: now.Add(ComposingFor)}); err != nil {
-				return err
-			}
-			secs := int(ComposingFor / time.Second)
-			res.ComposingFor = &secs
-		case EventLimited:
-			got, err := s.Q.SetParkedUntil(ctx, tx, db.SetParkedUntilParams{ParkedUntil: parkUntil, Now: now, ProjectID: sc.ProjectID, ID: sc.MemberID})
-			if err != nil {
-				return err
-			}
-			parked := got != nil
-			res.Parked = &parked
-			if got != nil {
-				t := Time(*got)
-				res.ParkedUntil = &t
-			}
-		case EventError:
-			if contradicts != "" {
-				if s.Knowledge == nil {
-					return apperr.New(apperr.Unavailable, "the knowledge base is not configured")
-				}
-				c, err := s.Knowledge.Contradict(ctx, tx, sc, contradicts)
-				if err != nil {
-					return err
-				}
-				res.Contradiction = &c
-			}
-		}
-		if in.Usage != nil {
-			if err := s.Q.AddUsage(ctx, tx, usageParams(sc, in.Usage, now)); err != nil {
+		if work != nil {
+			if err := work(tx); err != nil {
 				return err
 			}
 		}
-		if !store {
+		if ev.in.Usage != nil {
+			if err := s.Q.AddUsage(ctx, tx, usageParams(sc, ev.in.Usage, ev.now)); err != nil {
+				return err
+			}
+		}
+		if ev.in.Type == EventComposing {
 			return nil
 		}
-		d := in.Detail
+		d := ev.in.Detail
 		if len(d) == 0 || string(d) == "null" {
 			d = json.RawMessage(`{}`)
 		}
@@ -218,17 +272,17 @@ func (s *Service) Event(ctx context.Context, sc tenancy.Scope, in EventInput) (E
 			d = masked
 		}
 		var usage []byte
-		if in.Usage != nil {
-			usage, _ = json.Marshal(in.Usage)
+		if ev.in.Usage != nil {
+			usage, _ = json.Marshal(ev.in.Usage)
 		}
 		member := sc.MemberID
-		return s.Q.InsertActivity(ctx, tx, db.InsertActivityParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(res.EventID), MemberID: &member,
-			Type: in.Type, Detail: d, Usage: usage, Now: now})
+		return s.Q.InsertActivity(ctx, tx, db.InsertActivityParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(ev.res.EventID), MemberID: &member,
+			Type: ev.in.Type, Detail: d, Usage: usage, Now: ev.now})
 	})
 	if err != nil {
-		return EventResult{}, pg.Classify("event", err)
+		return pg.Classify("event", err)
 	}
-	return res, nil
+	return nil
 }
 
 func usageParams(sc tenancy.Scope, u *Usage, now time.Time) db.AddUsageParams {
@@ -334,9 +388,6 @@ func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID
 	return res, nil
 }
 
-// reasonInvalidResetAt is the error code clients see for a resetAt they must fix.
-const reasonInvalidResetAt = "invalid_reset_at"
-
 // localTimestamp is an ISO 8601 date-time without a UTC offset: valid ISO, but it names no
 // instant, so it is refused with a message that says what is missing.
 const localTimestamp = "2006-01-02T15:04:05.999999999"
@@ -348,7 +399,7 @@ func parseResetAt(v string) (time.Time, error) {
 		return t, nil
 	}
 	if _, lerr := time.Parse(localTimestamp, v); lerr == nil {
-		return time.Time{}, apperr.New(apperr.Invalid, "detail.resetAt %q has no UTC offset, so it names no instant: write RFC 3339 with Z or an offset, e.g. %sZ or %s+02:00", v, v, v).WithReason(reasonInvalidResetAt)
+		return time.Time{}, apperr.New(apperr.Invalid, "detail.resetAt %q has no UTC offset, so it names no instant: write RFC 3339 with Z or an offset, e.g. %sZ or %s+02:00", v, v, v).WithReason(ReasonInvalidResetAt)
 	}
-	return time.Time{}, apperr.New(apperr.Invalid, "detail.resetAt %q is not an RFC 3339 timestamp (e.g. 2026-06-11T08:00:00Z)", v).WithReason(reasonInvalidResetAt)
+	return time.Time{}, apperr.New(apperr.Invalid, "detail.resetAt %q is not an RFC 3339 timestamp (e.g. 2026-06-11T08:00:00Z)", v).WithReason(ReasonInvalidResetAt)
 }

@@ -72,13 +72,13 @@ func newID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
 func parseID(name, v string) (uuid.UUID, error) {
 	id, err := uuid.Parse(v)
 	if err != nil {
-		return uuid.Nil, apperr.New(apperr.Invalid, "%s %q is not an id", name, v).WithReason("invalid_argument")
+		return uuid.Nil, apperr.New(apperr.Invalid, "%s %q is not an id", name, v).WithReason(apperr.ReasonInvalidArgument)
 	}
 	return id, nil
 }
 
 func threadNotFound(id string) error {
-	return apperr.New(apperr.NotFound, "no thread %s in this project", id).WithReason("thread_not_found")
+	return apperr.New(apperr.NotFound, "no thread %s in this project", id).WithReason(ReasonThreadNotFound)
 }
 
 // SendInput is send's arguments.
@@ -100,7 +100,7 @@ type SendResult struct {
 // checkFlags refuses urgent without the capability and drops needsHuman without it.
 func checkFlags(sc tenancy.Scope, urgent, needsHuman bool) (bool, error) {
 	if urgent && !sc.HasCapability(CapUrgent) {
-		return false, apperr.New(apperr.Forbidden, "urgent needs the urgent capability, which a manager grants to a part; send without urgent").WithReason("capability_required")
+		return false, apperr.New(apperr.Forbidden, "urgent needs the urgent capability, which a manager grants to a part; send without urgent").WithReason(ReasonCapabilityRequired)
 	}
 	return needsHuman && sc.HasCapability(CapNeedsHuman), nil
 }
@@ -113,7 +113,7 @@ func (s *Service) Send(ctx context.Context, sc tenancy.Scope, in SendInput) (Sen
 		return SendResult{}, err
 	}
 	if strings.TrimSpace(in.Subject) == "" || strings.TrimSpace(in.Body) == "" {
-		return SendResult{}, apperr.New(apperr.Invalid, "subject and body must not be blank").WithReason("invalid_argument")
+		return SendResult{}, apperr.New(apperr.Invalid, "subject and body must not be blank").WithReason(apperr.ReasonInvalidArgument)
 	}
 	if in.Subject, err = s.mask(in.Subject, MaxSubject); err != nil {
 		return SendResult{}, err
@@ -123,14 +123,14 @@ func (s *Service) Send(ctx context.Context, sc tenancy.Scope, in SendInput) (Sen
 	}
 	broadcast := slices.Contains(in.To, Broadcast)
 	if broadcast && len(in.To) != 1 {
-		return SendResult{}, apperr.New(apperr.Invalid, `"*" (every other part) cannot be combined with part names`).WithReason("invalid_recipient")
+		return SendResult{}, apperr.New(apperr.Invalid, `"*" (every other part) cannot be combined with part names`).WithReason(ReasonInvalidRecipient)
 	}
 	var parts []string
 	if !broadcast {
 		seen := map[string]bool{}
 		for _, p := range in.To {
 			if p == sc.Part {
-				return SendResult{}, apperr.New(apperr.Invalid, "you cannot send to your own part %q", p).WithReason("invalid_recipient")
+				return SendResult{}, apperr.New(apperr.Invalid, "you cannot send to your own part %q", p).WithReason(ReasonInvalidRecipient)
 			}
 			if !seen[p] {
 				seen[p] = true
@@ -148,7 +148,7 @@ func (s *Service) Send(ctx context.Context, sc tenancy.Scope, in SendInput) (Sen
 				return err
 			}
 			if len(rows) == 0 {
-				return apperr.New(apperr.Invalid, "there is no other part in this project to broadcast to").WithReason("invalid_recipient")
+				return apperr.New(apperr.Invalid, "there is no other part in this project to broadcast to").WithReason(ReasonInvalidRecipient)
 			}
 			for _, r := range rows {
 				ids, res.To = append(ids, r.ID), append(res.To, r.Part)
@@ -172,7 +172,7 @@ func (s *Service) Send(ctx context.Context, sc tenancy.Scope, in SendInput) (Sen
 				ids, res.To = append(ids, id), append(res.To, p)
 			}
 			if len(unknown) > 0 {
-				return apperr.New(apperr.NotFound, "no part named %s in this project (see roster); nothing was sent", quoteList(unknown)).WithReason("unknown_part")
+				return apperr.New(apperr.NotFound, "no part named %s in this project (see roster); nothing was sent", quoteList(unknown)).WithReason(ReasonUnknownPart)
 			}
 		}
 		tid, mid := uuid.MustParse(res.ThreadID), uuid.MustParse(res.MessageID)
@@ -259,7 +259,7 @@ func (s *Service) Reply(ctx context.Context, sc tenancy.Scope, in ReplyInput) (R
 		return ReplyResult{}, err
 	}
 	if strings.TrimSpace(in.Body) == "" {
-		return ReplyResult{}, apperr.New(apperr.Invalid, "body must not be blank").WithReason("invalid_argument")
+		return ReplyResult{}, apperr.New(apperr.Invalid, "body must not be blank").WithReason(apperr.ReasonInvalidArgument)
 	}
 	if in.Body, err = s.mask(in.Body, MaxBody); err != nil {
 		return ReplyResult{}, err
@@ -275,7 +275,7 @@ func (s *Service) Reply(ctx context.Context, sc tenancy.Scope, in ReplyInput) (R
 			return err
 		}
 		if t.Status != StatusOpen {
-			return apperr.New(apperr.Conflict, "thread %s is %s and takes no more replies; start a new thread with send", tid, t.Status).WithReason("thread_" + t.Status)
+			return apperr.New(apperr.Conflict, "thread %s is %s and takes no more replies; start a new thread with send", tid, t.Status).WithReason(endedReason(t.Status))
 		}
 		recipients, err := s.Q.ThreadRecipients(ctx, tx, db.ThreadRecipientsParams{ProjectID: sc.ProjectID, ThreadID: tid, SenderID: sc.MemberID})
 		if err != nil {
@@ -394,7 +394,7 @@ func (s *Service) Ack(ctx context.Context, sc tenancy.Scope, messageID string) (
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		row, err := s.Q.Ack(ctx, tx, db.AckParams{Now: &now, ProjectID: sc.ProjectID, MemberID: sc.MemberID, MessageID: mid})
 		if pg.IsNoRows(err) {
-			return apperr.New(apperr.NotFound, "no message %s addressed to your part", messageID).WithReason("message_not_found")
+			return apperr.New(apperr.NotFound, "no message %s addressed to your part", messageID).WithReason(ReasonMessageNotFound)
 		}
 		if err != nil || s.Waker == nil {
 			return err
@@ -467,7 +467,7 @@ func (s *Service) Threads(ctx context.Context, sc tenancy.Scope, in ThreadsInput
 // case-insensitive substring of the subject or of any message body.
 func (s *Service) Search(ctx context.Context, sc tenancy.Scope, query string) ([]SearchHit, error) {
 	if utf8.RuneCountInString(strings.TrimSpace(query)) < MinSearchQuery {
-		return nil, apperr.New(apperr.Invalid, "query needs at least %d characters", MinSearchQuery).WithReason("invalid_argument")
+		return nil, apperr.New(apperr.Invalid, "query needs at least %d characters", MinSearchQuery).WithReason(apperr.ReasonInvalidArgument)
 	}
 	var rows []db.SearchOtherThreadsRow
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
@@ -578,7 +578,7 @@ func (s *Service) Close(ctx context.Context, sc tenancy.Scope, in CloseInput) (C
 			return err
 		}
 		if !member {
-			return apperr.New(apperr.Forbidden, "only a participant can close thread %s; reply to it first if it concerns you", tid).WithReason("not_participant")
+			return apperr.New(apperr.Forbidden, "only a participant can close thread %s; reply to it first if it concerns you", tid).WithReason(ReasonNotParticipant)
 		}
 		res.Status = t.Status
 		if t.Status == StatusOpen {
@@ -633,4 +633,13 @@ func quoteList(ss []string) string {
 		q[i] = fmt.Sprintf("%q", s)
 	}
 	return strings.Join(q, ", ")
+}
+
+// endedReason is the reason of a reply refused because the thread ended: it names the
+// thread's status.
+func endedReason(status string) string {
+	if status == StatusCanceled {
+		return ReasonThreadCanceled
+	}
+	return ReasonThreadClosed
 }

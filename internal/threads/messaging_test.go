@@ -14,27 +14,61 @@ import (
 	"github.com/relayroom/relayroom/internal/threads"
 )
 
+// step runs one behaviour of a story as its own subtest, so a failure names what broke;
+// the story stops at the first broken step (the later ones build on it).
+func step(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	if !t.Run(name, f) {
+		t.FailNow()
+	}
+}
+
+// check fails the test with what a field is when it is not what it should be.
+func check[T comparable](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
+
 func TestSendInboxAckReplyClose(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	sent := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{
-		To: []string{"backend", "frontend"}, Subject: "Deploy plan", Body: "Pushed the migration.\n\nCan you review\tthe rollback path?"}))
-	if len(sent.To) != 2 || sent.ThreadID == "" || sent.MessageID == "" {
-		t.Fatalf("send: %+v", sent)
-	}
-	if len(e.waker.queued) != 1 || len(e.waker.queued[0].MemberIDs) != 2 || e.waker.queued[0].Source != "message" ||
-		e.waker.queued[0].ThreadID.String() != sent.ThreadID || e.waker.queued[0].ItemID.String() != sent.MessageID {
-		t.Fatalf("wake not queued with the message: %+v", e.waker.queued)
-	}
-
-	// inbox never changes state: twice, still unread.
-	for i := 0; i < 2; i++ {
-		in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{}))
-		if len(in) != 1 || !in[0].Unread || in[0].Subject != "Deploy plan" || in[0].From != "architect" ||
-			in[0].Preview != "Pushed the migration. Can you review the rollback path?" || in[0].MessageID != sent.MessageID {
-			t.Fatalf("inbox %d: %+v", i, in)
+	var sent threads.SendResult
+	step(t, "send reaches both recipients", func(t *testing.T) {
+		sent = must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{
+			To: []string{"backend", "frontend"}, Subject: "Deploy plan", Body: "Pushed the migration.\n\nCan you review\tthe rollback path?"}))
+		check(t, "recipients", len(sent.To), 2)
+		if sent.ThreadID == "" || sent.MessageID == "" {
+			t.Fatalf("send returned no ids: %+v", sent)
 		}
+	})
+	step(t, "send queues one wake for the message", func(t *testing.T) {
+		if len(e.waker.queued) != 1 {
+			t.Fatalf("wakes queued: %+v", e.waker.queued)
+		}
+		q := e.waker.queued[0]
+		check(t, "members woken", len(q.MemberIDs), 2)
+		check(t, "source", q.Source, "message")
+		check(t, "thread", q.ThreadID.String(), sent.ThreadID)
+		check(t, "item", q.ItemID.String(), sent.MessageID)
+	})
+	step(t, "inbox shows the message unread and never changes state", func(t *testing.T) {
+		for i := 0; i < 2; i++ {
+			in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{}))
+			if len(in) != 1 {
+				t.Fatalf("inbox %d: %+v", i, in)
+			}
+			check(t, "unread", in[0].Unread, true)
+			check(t, "subject", in[0].Subject, "Deploy plan")
+			check(t, "from", in[0].From, "architect")
+			check(t, "preview", in[0].Preview, "Pushed the migration. Can you review the rollback path?")
+			check(t, "messageId", in[0].MessageID, sent.MessageID)
+		}
+	})
+	step(t, "an inbox item has exactly its fields, at in ISO 8601 with milliseconds", func(t *testing.T) {
+		in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{}))
 		b, _ := json.Marshal(in[0])
 		if !regexp.MustCompile(`"at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"`).Match(b) {
 			t.Fatalf("at is not ISO with milliseconds: %s", b)
@@ -45,75 +79,95 @@ func TestSendInboxAckReplyClose(t *testing.T) {
 		if len(keys) != len(want) {
 			t.Fatalf("inbox item fields: %s", b)
 		}
-	}
-	// The sender has nothing in its own inbox.
-	if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("architect"), threads.InboxInput{})); len(in) != 0 {
-		t.Fatalf("sender's inbox: %+v", in)
-	}
-	ack := must[threads.AckResult](t)(e.svc.Ack(ctx, e.sc("backend"), sent.MessageID))
-	if ack.Unread {
-		t.Fatal("ack left it unread")
-	}
-	if _, err := e.svc.Ack(ctx, e.sc("backend"), sent.MessageID); err != nil {
-		t.Fatalf("second ack: %v", err)
-	}
-	if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{UnreadOnly: true})); len(in) != 0 {
-		t.Fatalf("unreadOnly after ack: %+v", in)
-	}
-	if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("frontend"), threads.InboxInput{UnreadOnly: true})); len(in) != 1 {
-		t.Fatalf("frontend's unread: %+v", in)
-	}
-	// A part cannot ack a message that is not addressed to it.
-	_, err := e.svc.Ack(ctx, e.sc("reader"), sent.MessageID)
-	wantErr(t, err, apperr.NotFound, "message_not_found")
-
-	// reply goes to every other participant; the replier joins.
-	rep := must[threads.ReplyResult](t)(e.svc.Reply(ctx, e.sc("backend"), threads.ReplyInput{ThreadID: sent.ThreadID, Body: "Looks fine."}))
-	for _, p := range []string{"architect", "frontend"} {
-		in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc(p), threads.InboxInput{}))
-		if len(in) == 0 || in[0].MessageID != rep.MessageID {
-			t.Fatalf("%s did not get the reply first: %+v", p, in)
+	})
+	step(t, "the sender has nothing in its own inbox", func(t *testing.T) {
+		if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("architect"), threads.InboxInput{})); len(in) != 0 {
+			t.Fatalf("sender's inbox: %+v", in)
 		}
-	}
-	// A non-participant found the thread and replies: it becomes a participant.
-	must[threads.ReplyResult](t)(e.svc.Reply(ctx, e.sc("reader"), threads.ReplyInput{ThreadID: sent.ThreadID, Body: "FYI"}))
-	if l := must[[]threads.ThreadSummary](t)(e.svc.Threads(ctx, e.sc("reader"), threads.ThreadsInput{})); len(l) != 1 {
-		t.Fatalf("reader is not a participant after replying: %+v", l)
-	}
-
-	shown := must[threads.ShowResult](t)(e.svc.Show(ctx, e.sc("frontend"), sent.ThreadID))
-	if shown.Thread.Status != "open" || len(shown.Messages) != 3 || shown.Messages[0].From != "architect" ||
-		!strings.Contains(shown.Messages[0].Body, "\n\nCan you review") || shown.Messages[1].Body != "Looks fine." {
-		t.Fatalf("show: %+v", shown)
-	}
-
-	cl := must[threads.CloseResult](t)(e.svc.Close(ctx, e.sc("frontend"), threads.CloseInput{ThreadID: sent.ThreadID}))
-	if !cl.OK || cl.Status != "closed" || cl.Lesson != nil {
-		t.Fatalf("close: %+v", cl)
-	}
-	if len(e.waker.canceled) != 1 || e.waker.canceled[0].String() != sent.ThreadID {
-		t.Fatalf("close did not cancel the thread's wakes: %v", e.waker.canceled)
-	}
-	for _, p := range []string{"architect", "backend", "reader"} {
-		if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc(p), threads.InboxInput{})); len(in) != 0 {
-			t.Fatalf("%s still sees the closed thread: %+v", p, in)
+	})
+	step(t, "ack marks read for the acker only, twice is fine", func(t *testing.T) {
+		ack := must[threads.AckResult](t)(e.svc.Ack(ctx, e.sc("backend"), sent.MessageID))
+		if ack.Unread {
+			t.Fatal("ack left it unread")
 		}
-	}
-	if n := e.count(t, "SELECT count(*) FROM delivery WHERE read_at IS NULL"); n != 0 {
-		t.Fatalf("close left %d unread", n)
-	}
-	// Further replies are refused with the status; close is idempotent.
-	_, err = e.svc.Reply(ctx, e.sc("architect"), threads.ReplyInput{ThreadID: sent.ThreadID, Body: "one more"})
-	wantErr(t, err, apperr.Conflict, "thread_closed")
-	if !strings.Contains(err.Error(), "closed") {
-		t.Fatalf("refusal does not name the status: %v", err)
-	}
-	if cl := must[threads.CloseResult](t)(e.svc.Close(ctx, e.sc("architect"), threads.CloseInput{ThreadID: sent.ThreadID})); cl.Status != "closed" {
-		t.Fatalf("second close: %+v", cl)
-	}
-	if st := must[[]threads.ThreadSummary](t)(e.svc.Threads(ctx, e.sc("architect"), threads.ThreadsInput{Status: ptr("closed")})); len(st) != 1 {
-		t.Fatalf("threads status=closed: %+v", st)
-	}
+		if _, err := e.svc.Ack(ctx, e.sc("backend"), sent.MessageID); err != nil {
+			t.Fatalf("second ack: %v", err)
+		}
+		if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{UnreadOnly: true})); len(in) != 0 {
+			t.Fatalf("unreadOnly after ack: %+v", in)
+		}
+		if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("frontend"), threads.InboxInput{UnreadOnly: true})); len(in) != 1 {
+			t.Fatalf("frontend's unread: %+v", in)
+		}
+	})
+	step(t, "a part cannot ack a message not addressed to it", func(t *testing.T) {
+		_, err := e.svc.Ack(ctx, e.sc("reader"), sent.MessageID)
+		wantErr(t, err, apperr.NotFound, "message_not_found")
+	})
+	var rep threads.ReplyResult
+	step(t, "reply goes to every other participant", func(t *testing.T) {
+		rep = must[threads.ReplyResult](t)(e.svc.Reply(ctx, e.sc("backend"), threads.ReplyInput{ThreadID: sent.ThreadID, Body: "Looks fine."}))
+		for _, p := range []string{"architect", "frontend"} {
+			in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc(p), threads.InboxInput{}))
+			if len(in) == 0 || in[0].MessageID != rep.MessageID {
+				t.Fatalf("%s did not get the reply first: %+v", p, in)
+			}
+		}
+	})
+	step(t, "a non-participant who replies becomes a participant", func(t *testing.T) {
+		must[threads.ReplyResult](t)(e.svc.Reply(ctx, e.sc("reader"), threads.ReplyInput{ThreadID: sent.ThreadID, Body: "FYI"}))
+		if l := must[[]threads.ThreadSummary](t)(e.svc.Threads(ctx, e.sc("reader"), threads.ThreadsInput{})); len(l) != 1 {
+			t.Fatalf("reader is not a participant after replying: %+v", l)
+		}
+	})
+	step(t, "show returns the thread with its messages in order", func(t *testing.T) {
+		shown := must[threads.ShowResult](t)(e.svc.Show(ctx, e.sc("frontend"), sent.ThreadID))
+		check(t, "status", shown.Thread.Status, "open")
+		if len(shown.Messages) != 3 {
+			t.Fatalf("messages: %+v", shown.Messages)
+		}
+		check(t, "first message's sender", shown.Messages[0].From, "architect")
+		if !strings.Contains(shown.Messages[0].Body, "\n\nCan you review") {
+			t.Errorf("first body lost its line breaks: %q", shown.Messages[0].Body)
+		}
+		check(t, "second body", shown.Messages[1].Body, "Looks fine.")
+	})
+	step(t, "close closes the thread and cancels its wakes", func(t *testing.T) {
+		cl := must[threads.CloseResult](t)(e.svc.Close(ctx, e.sc("frontend"), threads.CloseInput{ThreadID: sent.ThreadID}))
+		check(t, "ok", cl.OK, true)
+		check(t, "status", cl.Status, "closed")
+		if cl.Lesson != nil {
+			t.Errorf("close without a lesson returned one: %+v", cl.Lesson)
+		}
+		if len(e.waker.canceled) != 1 || e.waker.canceled[0].String() != sent.ThreadID {
+			t.Fatalf("close did not cancel the thread's wakes: %v", e.waker.canceled)
+		}
+	})
+	step(t, "a closed thread leaves every inbox", func(t *testing.T) {
+		for _, p := range []string{"architect", "backend", "reader"} {
+			if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc(p), threads.InboxInput{})); len(in) != 0 {
+				t.Fatalf("%s still sees the closed thread: %+v", p, in)
+			}
+		}
+		if n := e.count(t, "SELECT count(*) FROM delivery WHERE read_at IS NULL"); n != 0 {
+			t.Fatalf("close left %d unread", n)
+		}
+	})
+	step(t, "a reply to a closed thread is refused naming the status", func(t *testing.T) {
+		_, err := e.svc.Reply(ctx, e.sc("architect"), threads.ReplyInput{ThreadID: sent.ThreadID, Body: "one more"})
+		wantErr(t, err, apperr.Conflict, "thread_closed")
+		if !strings.Contains(err.Error(), "closed") {
+			t.Fatalf("refusal does not name the status: %v", err)
+		}
+	})
+	step(t, "close is idempotent and the thread lists as closed", func(t *testing.T) {
+		if cl := must[threads.CloseResult](t)(e.svc.Close(ctx, e.sc("architect"), threads.CloseInput{ThreadID: sent.ThreadID})); cl.Status != "closed" {
+			t.Fatalf("second close: %+v", cl)
+		}
+		if st := must[[]threads.ThreadSummary](t)(e.svc.Threads(ctx, e.sc("architect"), threads.ThreadsInput{Status: ptr("closed")})); len(st) != 1 {
+			t.Fatalf("threads status=closed: %+v", st)
+		}
+	})
 }
 
 func ptr[T any](v T) *T { return &v }

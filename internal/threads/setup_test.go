@@ -2,64 +2,28 @@ package threads_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/pg"
-	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/threads"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
-const fixture = `
-organisations:
-  - {slug: acme, name: Acme Corp}
-  - {slug: initech, name: Initech}
-agents:
-  - {org: acme, slug: architect, name: Architect}
-  - {org: acme, slug: backend, name: Backend}
-  - {org: acme, slug: frontend, name: Frontend}
-  - {org: acme, slug: reader, name: Reader}
-  - {org: initech, slug: peter, name: Peter}
-projects:
-  - slug: one
-    name: One
-    host: acme
-    members:
-      - {agent: acme/architect, part: architect, main: true, capabilities: [urgent, needsHuman]}
-      - {agent: acme/backend, part: backend}
-      - {agent: acme/frontend, part: frontend}
-      - {agent: acme/reader, part: reader, access: read}
-  - slug: two
-    name: Two
-    host: initech
-    members:
-      - {agent: initech/peter, part: peter}
-`
+// The cast: architect (main, with the urgent and needsHuman capabilities), backend,
+// frontend and reader (read access) in project one; peter in project two.
+var cast = []string{"architect, main: true, capabilities: [urgent, needsHuman]", "backend", "frontend", "reader, access: read"}
 
-var (
-	detOnce sync.Once
-	det     *secrets.Detector
-	detErr  error
-)
-
-func detector(t testing.TB) *secrets.Detector {
-	detOnce.Do(func() { det, detErr = secrets.NewDetector() })
-	if detErr != nil {
-		t.Fatal(detErr)
-	}
-	return det
-}
+func detector(t testing.TB) *secrets.Detector { return testfix.Detector(t) }
 
 // recWaker is a real, minimal Waker that records what it was asked inside the caller's
 // transaction, to assert the hook is called; it delivers nothing.
@@ -92,6 +56,7 @@ func (w *recWaker) CancelThread(_ context.Context, _ *pg.Tx, _, threadID uuid.UU
 }
 
 type env struct {
+	*testfix.Bundle
 	d      *pg.DB
 	url    string
 	svc    *threads.Service
@@ -103,33 +68,13 @@ type env struct {
 
 func setup(t testing.TB) *env {
 	t.Helper()
-	ctx := context.Background()
-	d, u := pgtest.Open(t)
-	adm := admin.New(d, "http://x.test")
-	f, err := admin.ParseFile(strings.NewReader(fixture))
-	if err != nil {
+	b := testfix.Seed(t, testfix.TwoProjects(cast...))
+	e := &env{Bundle: b, d: b.DB, url: b.URL, res: b.Result, waker: &recWaker{}, scopes: b.CastScopes(t, cast...)}
+	var err error
+	if e.know, err = knowledge.New(knowledge.Deps{DB: b.DB, Detector: detector(t), Now: time.Now}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := adm.Apply(ctx, f, admin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{d: d, url: u, res: res, waker: &recWaker{}, scopes: map[string]tenancy.Scope{}}
-	if e.know, err = knowledge.New(knowledge.Deps{DB: d, Q: db.New(), Detector: detector(t), Now: time.Now}); err != nil {
-		t.Fatal(err)
-	}
-	e.svc = threads.New(threads.Deps{DB: d, Q: db.New(), Now: time.Now, Knowledge: e.know, Waker: e.waker, Secrets: e.know.Detector})
-	r := &tenancy.Resolver{DB: d, Q: db.New()}
-	for _, p := range []struct{ project, part, agent string }{
-		{"one", "architect", "acme/architect"}, {"one", "backend", "acme/backend"}, {"one", "frontend", "acme/frontend"},
-		{"one", "reader", "acme/reader"}, {"two", "peter", "initech/peter"},
-	} {
-		sc, err := r.Part(ctx, res.Projects[p.project].ConnectCode, p.part, res.Agents[p.agent].Key)
-		if err != nil {
-			t.Fatalf("resolve %s: %v", p.part, err)
-		}
-		e.scopes[p.part] = sc
-	}
+	e.svc = threads.New(threads.Deps{DB: b.DB, Now: time.Now, Knowledge: e.know, Waker: e.waker, Secrets: e.know.Detector})
 	return e
 }
 
@@ -138,25 +83,12 @@ func (e *env) sc(part string) tenancy.Scope { return e.scopes[part] }
 // exec runs SQL as the operator (the owner), outside any tenant.
 func (e *env) exec(t testing.TB, sql string, args ...any) {
 	t.Helper()
-	err := e.d.Operator(context.Background(), func(tx *pg.Tx) error {
-		_, err := tx.Exec(context.Background(), sql, args...)
-		return err
-	})
-	if err != nil {
-		t.Fatalf("exec %s: %v", sql, err)
-	}
+	e.Exec(t, sql, args...)
 }
 
 func (e *env) count(t testing.TB, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	err := e.d.Operator(context.Background(), func(tx *pg.Tx) error {
-		return tx.QueryRow(context.Background(), sql, args...).Scan(&n)
-	})
-	if err != nil {
-		t.Fatalf("count %s: %v", sql, err)
-	}
-	return n
+	return e.Count(t, sql, args...)
 }
 
 func wantErr(t testing.TB, err error, code apperr.Code, reason string) {

@@ -3,17 +3,15 @@ package wake_test
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/pg"
-	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -79,23 +77,11 @@ func setup(t testing.TB) *fixture { return setupPool(t, 8) }
 func setupPool(t testing.TB, maxConns int32) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	u := pgtest.New(t)
-	d, err := pg.Open(ctx, u, pg.Options{MaxConns: maxConns, OpsMaxConns: 12})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(d.Close)
-	f, err := admin.ParseFile(strings.NewReader(seed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := admin.New(d, "http://x.test").Apply(ctx, f, admin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testfix.SeedWith(t, seed, testfix.Options{MaxConns: maxConns, OpsMaxConns: 12})
+	d, u, res := b.DB, b.URL, b.Result
 	c := &clock{t: time.Now().UTC().Truncate(time.Millisecond)}
 	fx := &fixture{t: t, ctx: ctx, d: d, url: u, res: res, clock: c,
-		svc:     wake.New(wake.Deps{DB: d, Q: db.New(), Now: c.Now, PollInterval: 50 * time.Millisecond}),
+		svc:     wake.New(wake.Deps{DB: d, Now: c.Now, PollInterval: 50 * time.Millisecond}),
 		project: res.Projects["one"].ID, other: res.Projects["two"].ID,
 		member: map[string]uuid.UUID{}, agent: map[string]wake.Agent{}}
 	fx.op(func(tx *pg.Tx) error {

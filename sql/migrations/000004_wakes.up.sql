@@ -1,5 +1,5 @@
--- Wakes: a stored nudge telling an idle part that work is waiting (DESIGN.md section 7,
--- docs/wakes.md), and each agent's webhook target.
+-- Wakes: a stored nudge telling an idle part that work is waiting (docs/wakes.md), and
+-- each agent's webhook target.
 --
 -- A wake moves through:
 --   pending    waiting for delivery. It is deliverable when the part is not parked and

@@ -1,0 +1,176 @@
+// Package testfix is the tests' one fixture: a Bundle (a fresh real database seeded from
+// an admin file, with the resolver and the operator's helpers) and factories for what
+// tests seed most (the usual cast of two projects, the shared secret detector, a part's
+// scope). Tests of every package build their setup from it instead of copying one.
+package testfix
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/secrets"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// PublicURL is the base of the URLs the seeding prints (none is ever fetched).
+const PublicURL = "http://x.test"
+
+// Bundle is one test's database, seeded.
+type Bundle struct {
+	DB       *pg.DB
+	URL      string       // the database's URL (for a second pool or a server under test)
+	Result   admin.Result // keys, connect codes and ids of what the file created
+	Resolver *tenancy.Resolver
+}
+
+// Options shape the bundle's pools; zero values are pgtest.Open's.
+type Options struct {
+	MaxConns, OpsMaxConns int32
+}
+
+// Seed opens a fresh database and applies an admin file (YAML) to it.
+func Seed(t testing.TB, file string) *Bundle {
+	t.Helper()
+	return SeedWith(t, file, Options{})
+}
+
+// SeedWith is Seed with pools of the given sizes.
+func SeedWith(t testing.TB, file string, o Options) *Bundle {
+	t.Helper()
+	var (
+		d   *pg.DB
+		url string
+	)
+	if o == (Options{}) {
+		d, url = pgtest.Open(t)
+	} else {
+		url = pgtest.New(t)
+		var err error
+		if d, err = pg.Open(context.Background(), url, pg.Options{MaxConns: o.MaxConns, OpsMaxConns: o.OpsMaxConns}); err != nil {
+			t.Fatalf("testfix: open: %v", err)
+		}
+		t.Cleanup(d.Close)
+	}
+	f, err := admin.ParseFile(strings.NewReader(file))
+	if err != nil {
+		t.Fatalf("testfix: admin file: %v", err)
+	}
+	res, err := admin.New(d, PublicURL).Apply(context.Background(), f, admin.Options{})
+	if err != nil {
+		t.Fatalf("testfix: apply: %v", err)
+	}
+	return &Bundle{DB: d, URL: url, Result: res, Resolver: tenancy.NewResolver(d)}
+}
+
+// PartScope resolves the threads scope of agent (org/slug) as part of project, the way
+// the threads endpoint does.
+func (b *Bundle) PartScope(t testing.TB, project, part, agent string) tenancy.Scope {
+	t.Helper()
+	p, ok := b.Result.Projects[project]
+	if !ok {
+		t.Fatalf("testfix: no project %q in the seed", project)
+	}
+	a, ok := b.Result.Agents[agent]
+	if !ok {
+		t.Fatalf("testfix: no agent %q in the seed", agent)
+	}
+	sc, err := b.Resolver.Part(context.Background(), p.ConnectCode, part, a.Key)
+	if err != nil {
+		t.Fatalf("testfix: resolve part %s: %v", part, err)
+	}
+	return sc
+}
+
+// CastScopes resolves the scope of every part of a TwoProjects cast, by part name.
+func (b *Bundle) CastScopes(t testing.TB, members ...string) map[string]tenancy.Scope {
+	t.Helper()
+	out := map[string]tenancy.Scope{}
+	for _, m := range members {
+		slug := memberSlug(m)
+		out[slug] = b.PartScope(t, "one", slug, "acme/"+slug)
+	}
+	out[Peter] = b.PartScope(t, "two", Peter, "initech/"+Peter)
+	return out
+}
+
+// Op runs fn as the operator (the owner, outside any tenant), failing the test on error.
+func (b *Bundle) Op(t testing.TB, fn func(tx *pg.Tx) error) {
+	t.Helper()
+	if err := b.DB.Operator(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Exec runs one statement as the operator.
+func (b *Bundle) Exec(t testing.TB, sql string, args ...any) {
+	t.Helper()
+	b.Op(t, func(tx *pg.Tx) error {
+		_, err := tx.Exec(context.Background(), sql, args...)
+		return err
+	})
+}
+
+// Count runs a query of one integer (a count) as the operator.
+func (b *Bundle) Count(t testing.TB, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	b.Op(t, func(tx *pg.Tx) error {
+		return tx.QueryRow(context.Background(), sql, args...).Scan(&n)
+	})
+	return n
+}
+
+// Peter is the one part of project "two" in a TwoProjects cast (Initech's agent).
+const Peter = "peter"
+
+// TwoProjects is the usual cast as an admin file: Acme hosts project "one", whose members
+// are Acme agents named by members, each the part of its own slug; Initech hosts project
+// "two" with its agent peter. A member is a slug, optionally followed by more fields of
+// its membership in YAML flow syntax: "reader, access: read".
+func TwoProjects(members ...string) string {
+	var agents, parts strings.Builder
+	for _, m := range members {
+		slug, extra, _ := strings.Cut(m, ",")
+		slug = strings.TrimSpace(slug)
+		fmt.Fprintf(&agents, "  - {org: acme, slug: %s, name: %s}\n", slug, title(slug))
+		if extra = strings.TrimSpace(extra); extra != "" {
+			extra = ", " + extra
+		}
+		fmt.Fprintf(&parts, "      - {agent: acme/%s, part: %s%s}\n", slug, slug, extra)
+	}
+	return "organisations:\n  - {slug: acme, name: Acme Corp}\n  - {slug: initech, name: Initech}\n" +
+		"agents:\n" + agents.String() + "  - {org: initech, slug: peter, name: Peter}\n" +
+		"projects:\n  - slug: one\n    name: One\n    host: acme\n    members:\n" + parts.String() +
+		"  - slug: two\n    name: Two\n    host: initech\n    members:\n      - {agent: initech/peter, part: peter}\n"
+}
+
+func memberSlug(m string) string {
+	slug, _, _ := strings.Cut(m, ",")
+	return strings.TrimSpace(slug)
+}
+
+func title(slug string) string {
+	if slug == "" {
+		return slug
+	}
+	return strings.ToUpper(slug[:1]) + slug[1:]
+}
+
+var detector = sync.OnceValues(secrets.NewDetector)
+
+// Detector is the secret detector, built once per test binary (it takes tens of
+// milliseconds and tens of MB) and shared by parallel tests, as the service shares one.
+func Detector(t testing.TB) *secrets.Detector {
+	t.Helper()
+	d, err := detector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
