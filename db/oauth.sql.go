@@ -330,6 +330,51 @@ func (q *Queries) ListGrants(ctx context.Context, db DBTX) ([]ListGrantsRow, err
 	return items, nil
 }
 
+const listOAuthClients = `-- name: ListOAuthClients :many
+
+SELECT client_id, client_name, source, redirect_uris, created_at, last_used_at, revoked_at
+FROM oauth_client ORDER BY last_used_at DESC, client_id
+`
+
+type ListOAuthClientsRow struct {
+	ClientID     string
+	ClientName   string
+	Source       string
+	RedirectUris []string
+	CreatedAt    time.Time
+	LastUsedAt   time.Time
+	RevokedAt    *time.Time
+}
+
+// Operator commands (relayroom admin oauth …), on the owner's pool.
+func (q *Queries) ListOAuthClients(ctx context.Context, db DBTX) ([]ListOAuthClientsRow, error) {
+	rows, err := db.Query(ctx, listOAuthClients)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListOAuthClientsRow{}
+	for rows.Next() {
+		var i ListOAuthClientsRow
+		if err := rows.Scan(
+			&i.ClientID,
+			&i.ClientName,
+			&i.Source,
+			&i.RedirectUris,
+			&i.CreatedAt,
+			&i.LastUsedAt,
+			&i.RevokedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const liveGrant = `-- name: LiveGrant :one
 SELECT g.id, g.user_id, g.client_id, g.resource, g.agent_id, g.part, g.scopes
 FROM oauth_grant g
@@ -538,6 +583,18 @@ func (q *Queries) RevokeGrant(ctx context.Context, db DBTX, arg RevokeGrantParam
 	return result.RowsAffected(), nil
 }
 
+const revokeGrantByID = `-- name: RevokeGrantByID :execrows
+UPDATE oauth_grant SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL
+`
+
+func (q *Queries) RevokeGrantByID(ctx context.Context, db DBTX, id uuid.UUID) (int64, error) {
+	result, err := db.Exec(ctx, revokeGrantByID, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const revokeGrantTokens = `-- name: RevokeGrantTokens :exec
 UPDATE oauth_token SET revoked_at = now()
 WHERE org_id = $1 AND grant_id = $2 AND revoked_at IS NULL
@@ -577,6 +634,15 @@ type RevokeTokenParams struct {
 
 func (q *Queries) RevokeToken(ctx context.Context, db DBTX, arg RevokeTokenParams) error {
 	_, err := db.Exec(ctx, revokeToken, arg.OrgID, arg.TokenID)
+	return err
+}
+
+const revokeTokensByGrantID = `-- name: RevokeTokensByGrantID :exec
+UPDATE oauth_token SET revoked_at = now() WHERE grant_id = $1 AND revoked_at IS NULL
+`
+
+func (q *Queries) RevokeTokensByGrantID(ctx context.Context, db DBTX, grantID uuid.UUID) error {
+	_, err := db.Exec(ctx, revokeTokensByGrantID, grantID)
 	return err
 }
 

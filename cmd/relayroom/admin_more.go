@@ -6,5 +6,6 @@ func moreAdminCommands() []map[string]adminCommand {
 	return []map[string]adminCommand{
 		threadsAdminCommands(),
 		wakeAdminCommands(),
+		oauthAdminCommands(),
 	}
 }

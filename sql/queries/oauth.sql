@@ -139,3 +139,15 @@ WHERE p.id = sqlc.arg(id);
 -- The projects a connect code's public id names (the threads resource); hashes compared in Go.
 SELECT project_id, secret_hash FROM connect_code
 WHERE code_id = sqlc.arg(code_id)::text AND revoked_at IS NULL;
+
+-- Operator commands (relayroom admin oauth …), on the owner's pool.
+
+-- name: ListOAuthClients :many
+SELECT client_id, client_name, source, redirect_uris, created_at, last_used_at, revoked_at
+FROM oauth_client ORDER BY last_used_at DESC, client_id;
+
+-- name: RevokeGrantByID :execrows
+UPDATE oauth_grant SET revoked_at = now() WHERE id = sqlc.arg(id) AND revoked_at IS NULL;
+
+-- name: RevokeTokensByGrantID :exec
+UPDATE oauth_token SET revoked_at = now() WHERE grant_id = sqlc.arg(grant_id) AND revoked_at IS NULL;
