@@ -216,7 +216,7 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 		fmt.Fprintf(&b, "\nProject %q (id %s)\n", ps.Slug, p.ID)
 		fmt.Fprintf(&b, "  room (one room):   %s\n", room)
 		fmt.Fprintf(&b, "  all rooms:         %s/api/mcp\n", public)
-		fmt.Fprintf(&b, "  desk:              %s/desk/mcp   (people's tokens; no demo credential yet)\n", public)
+		fmt.Fprintf(&b, "  desk:              %s/desk/mcp   (people's tokens; no desk tools yet)\n", public)
 		fmt.Fprintln(&b, "  threads, one URL per part:")
 		members := bannerMembers(ps)
 		for _, m := range members {
@@ -232,6 +232,18 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 			key := creds.Agents[m.agent]
 			fmt.Fprintf(&b, "  claude mcp add --transport http room-%s '%s' --header 'X-Agent-Key: %s'\n", m.part, room, key)
 			mcpServers["room-"+m.part] = map[string]any{"type": "http", "url": room, "headers": map[string]string{"X-Agent-Key": key}}
+		}
+		// Signing in (OAuth): the endpoint URL alone, without query (the part is chosen at
+		// consent), and a demo person of the project's host.
+		for _, u := range file.Users {
+			if u.Org != ps.Host || u.Password == "" {
+				continue
+			}
+			threads := strings.SplitN(admin.ThreadsURL(public, code, "x"), "?", 2)[0]
+			for _, ep := range []string{threads, room, public + "/api/mcp", public + "/desk/mcp"} {
+				fmt.Fprintf(&b, "  Or connect with only the URL: paste %s into your client and sign in as %s / %s\n", ep, u.Email, u.Password)
+			}
+			break
 		}
 	}
 	if len(agents) > 0 {
