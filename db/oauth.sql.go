@@ -45,6 +45,17 @@ func (q *Queries) AuthRequestByID(ctx context.Context, db DBTX, id string) (Auth
 	return i, err
 }
 
+const clientRevoked = `-- name: ClientRevoked :one
+SELECT (revoked_at IS NOT NULL)::boolean AS revoked FROM oauth_client WHERE client_id = $1::text
+`
+
+func (q *Queries) ClientRevoked(ctx context.Context, db DBTX, clientID string) (bool, error) {
+	row := db.QueryRow(ctx, clientRevoked, clientID)
+	var revoked bool
+	err := row.Scan(&revoked)
+	return revoked, err
+}
+
 const connectCodeRows = `-- name: ConnectCodeRows :many
 SELECT project_id, secret_hash FROM connect_code
 WHERE code_id = $1::text AND revoked_at IS NULL
@@ -212,10 +223,10 @@ func (q *Queries) InsertGrant(ctx context.Context, db DBTX, arg InsertGrantParam
 
 const insertOAuthClient = `-- name: InsertOAuthClient :exec
 
-INSERT INTO oauth_client (client_id, client_name, redirect_uris, source)
-VALUES ($1, $2, $3::text[], $4)
+INSERT INTO oauth_client (client_id, client_name, redirect_uris, source, fetched_until)
+VALUES ($1, $2, $3::text[], $4, $5)
 ON CONFLICT (client_id) DO UPDATE SET client_name = EXCLUDED.client_name,
-  redirect_uris = EXCLUDED.redirect_uris, last_used_at = now()
+  redirect_uris = EXCLUDED.redirect_uris, fetched_until = EXCLUDED.fetched_until, last_used_at = now()
 `
 
 type InsertOAuthClientParams struct {
@@ -223,6 +234,7 @@ type InsertOAuthClientParams struct {
 	ClientName   string
 	RedirectUris []string
 	Source       string
+	FetchedUntil *time.Time
 }
 
 // The OAuth 2.1 authorization server (internal/oauth, docs/auth.md). Clients and pending
@@ -235,6 +247,7 @@ func (q *Queries) InsertOAuthClient(ctx context.Context, db DBTX, arg InsertOAut
 		arg.ClientName,
 		arg.RedirectUris,
 		arg.Source,
+		arg.FetchedUntil,
 	)
 	return err
 }
@@ -317,6 +330,51 @@ func (q *Queries) ListGrants(ctx context.Context, db DBTX) ([]ListGrantsRow, err
 	return items, nil
 }
 
+const listOAuthClients = `-- name: ListOAuthClients :many
+
+SELECT client_id, client_name, source, redirect_uris, created_at, last_used_at, revoked_at
+FROM oauth_client ORDER BY last_used_at DESC, client_id
+`
+
+type ListOAuthClientsRow struct {
+	ClientID     string
+	ClientName   string
+	Source       string
+	RedirectUris []string
+	CreatedAt    time.Time
+	LastUsedAt   time.Time
+	RevokedAt    *time.Time
+}
+
+// Operator commands (relayroom admin oauth …), on the owner's pool.
+func (q *Queries) ListOAuthClients(ctx context.Context, db DBTX) ([]ListOAuthClientsRow, error) {
+	rows, err := db.Query(ctx, listOAuthClients)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListOAuthClientsRow{}
+	for rows.Next() {
+		var i ListOAuthClientsRow
+		if err := rows.Scan(
+			&i.ClientID,
+			&i.ClientName,
+			&i.Source,
+			&i.RedirectUris,
+			&i.CreatedAt,
+			&i.LastUsedAt,
+			&i.RevokedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const liveGrant = `-- name: LiveGrant :one
 SELECT g.id, g.user_id, g.client_id, g.resource, g.agent_id, g.part, g.scopes
 FROM oauth_grant g
@@ -379,7 +437,7 @@ func (q *Queries) MarkRefreshUsed(ctx context.Context, db DBTX, arg MarkRefreshU
 }
 
 const oAuthClientByID = `-- name: OAuthClientByID :one
-SELECT client_id, client_name, redirect_uris, source, created_at, last_used_at
+SELECT client_id, client_name, redirect_uris, source, fetched_until, created_at, last_used_at
 FROM oauth_client WHERE client_id = $1::text AND revoked_at IS NULL
 `
 
@@ -388,6 +446,7 @@ type OAuthClientByIDRow struct {
 	ClientName   string
 	RedirectUris []string
 	Source       string
+	FetchedUntil *time.Time
 	CreatedAt    time.Time
 	LastUsedAt   time.Time
 }
@@ -400,6 +459,7 @@ func (q *Queries) OAuthClientByID(ctx context.Context, db DBTX, clientID string)
 		&i.ClientName,
 		&i.RedirectUris,
 		&i.Source,
+		&i.FetchedUntil,
 		&i.CreatedAt,
 		&i.LastUsedAt,
 	)
@@ -523,6 +583,18 @@ func (q *Queries) RevokeGrant(ctx context.Context, db DBTX, arg RevokeGrantParam
 	return result.RowsAffected(), nil
 }
 
+const revokeGrantByID = `-- name: RevokeGrantByID :execrows
+UPDATE oauth_grant SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL
+`
+
+func (q *Queries) RevokeGrantByID(ctx context.Context, db DBTX, id uuid.UUID) (int64, error) {
+	result, err := db.Exec(ctx, revokeGrantByID, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const revokeGrantTokens = `-- name: RevokeGrantTokens :exec
 UPDATE oauth_token SET revoked_at = now()
 WHERE org_id = $1 AND grant_id = $2 AND revoked_at IS NULL
@@ -562,6 +634,15 @@ type RevokeTokenParams struct {
 
 func (q *Queries) RevokeToken(ctx context.Context, db DBTX, arg RevokeTokenParams) error {
 	_, err := db.Exec(ctx, revokeToken, arg.OrgID, arg.TokenID)
+	return err
+}
+
+const revokeTokensByGrantID = `-- name: RevokeTokensByGrantID :exec
+UPDATE oauth_token SET revoked_at = now() WHERE grant_id = $1 AND revoked_at IS NULL
+`
+
+func (q *Queries) RevokeTokensByGrantID(ctx context.Context, db DBTX, grantID uuid.UUID) error {
+	_, err := db.Exec(ctx, revokeTokensByGrantID, grantID)
 	return err
 }
 

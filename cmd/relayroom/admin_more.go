@@ -7,5 +7,6 @@ func moreAdminCommands() []map[string]adminCommand {
 		threadsAdminCommands(),
 		wakeAdminCommands(),
 		deskAdminCommands(),
+		oauthAdminCommands(),
 	}
 }

@@ -235,6 +235,18 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 			fmt.Fprintf(&b, "  claude mcp add --transport http room-%s '%s' --header 'X-Agent-Key: %s'\n", m.part, room, key)
 			mcpServers["room-"+m.part] = map[string]any{"type": "http", "url": room, "headers": map[string]string{"X-Agent-Key": key}}
 		}
+		// Signing in (OAuth): the endpoint URL alone, without query (the part is chosen at
+		// consent), and a demo person of the project's host.
+		for _, u := range file.Users {
+			if u.Org != ps.Host || u.Password == "" {
+				continue
+			}
+			threads := strings.SplitN(admin.ThreadsURL(public, code, "x"), "?", 2)[0]
+			for _, ep := range []string{threads, room, public + "/api/mcp"} {
+				fmt.Fprintf(&b, "  Or connect with only the URL: paste %s into your client and sign in as %s / %s\n", ep, u.Email, u.Password)
+			}
+			break
+		}
 	}
 	if len(creds.DeskTokens) > 0 {
 		deskBanner(&b, public, creds, mcpServers)

@@ -71,7 +71,7 @@ func TestHealthcheckFollowsReadiness(t *testing.T) {
 func TestBannerUsesEachProjectsParts(t *testing.T) {
 	file := admin.File{Projects: []admin.ProjectSpec{{Slug: "p", Host: "acme", Members: []admin.MemberSpec{
 		{Agent: "acme/architect", Part: "lead"}, {Agent: "acme/backend"},
-	}}}}
+	}}}, Users: []admin.UserSpec{{Email: "ana@acme.test", Org: "acme", Password: "demo-pw"}}}
 	creds := devCredentials{
 		Agents:       map[string]string{"acme/architect": "sk-qyt-AAA", "acme/backend": "sk-qyt-BBB", "acme/outsider": "sk-qyt-CCC"},
 		ConnectCodes: map[string]string{"p": "qyt_cc_CODE"},
@@ -82,6 +82,8 @@ func TestBannerUsesEachProjectsParts(t *testing.T) {
 	for _, want := range []string{
 		"relayroom-lead 'http://h/mcp/qyt_cc_CODE?part=lead' --header 'X-Agent-Key: sk-qyt-AAA'",
 		"relayroom-backend 'http://h/mcp/qyt_cc_CODE?part=backend' --header 'X-Agent-Key: sk-qyt-BBB'",
+		"Or connect with only the URL: paste http://h/mcp/qyt_cc_CODE into your client and sign in as ana@acme.test / demo-pw",
+		"Or connect with only the URL: paste http://h/api/mcp into your client and sign in as ana@acme.test / demo-pw",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("banner lacks %q:\n%s", want, s)

@@ -21,6 +21,10 @@ import (
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/oauth"
+	"github.com/relayroom/relayroom/internal/pg"
 )
 
 const signInDemo = demo + `
@@ -416,6 +420,29 @@ func TestAuthorizationRefusals(t *testing.T) {
 		ownerExec(t, s, `UPDATE oauth_client SET revoked_at = now() WHERE client_id = $1`, f.clientID)
 		if got := bearerStatus(t, room, m["access_token"].(string)); got != http.StatusUnauthorized {
 			t.Fatalf("revoked client's token: %d", got)
+		}
+	})
+	t.Run("an operator revokes a grant and its tokens end", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		_, m := f.exchange(t, f.code(t), nil)
+		d, err := pg.Open(context.Background(), s.dbURL, pg.Options{MaxConns: 2, OpsMaxConns: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		grants, err := oauth.ListGrants(context.Background(), d, db.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(grants, func(g db.ListGrantsRow) bool { return g.ClientID == f.clientID })
+		if i < 0 || grants[i].Email != anaEmail || grants[i].Resource != room {
+			t.Fatalf("grants %+v", grants)
+		}
+		if ok, err := oauth.RevokeGrant(context.Background(), d, db.New(), grants[i].ID); err != nil || !ok {
+			t.Fatalf("revoke: %v %v", ok, err)
+		}
+		if got := bearerStatus(t, room, m["access_token"].(string)); got != http.StatusUnauthorized {
+			t.Fatalf("token of a revoked grant: %d", got)
 		}
 	})
 	t.Run("consent without its CSRF token", func(t *testing.T) {

@@ -20,22 +20,12 @@ func TestSignInTablesShowOnlyNamedRows(t *testing.T) {
 	ctx := context.Background()
 	d, _ := pgtest.Open(t)
 	user := uuid.New()
-	err := d.Operator(ctx, func(tx *pg.Tx) error {
-		for _, stmt := range []string{
-			`INSERT INTO app_user (id, email) VALUES ('` + user.String() + `', 'p@example.test')`,
-			`INSERT INTO web_session (session_id, secret_hash, user_id, expires_at) VALUES ('sessA', '\x00', '` + user.String() + `', now() + interval '1 hour'), ('sessB', '\x00', '` + user.String() + `', now() + interval '1 hour')`,
-			`INSERT INTO oauth_client (client_id, redirect_uris, source) VALUES ('clientA', '{https://a.example/cb}', 'registration'), ('clientB', '{https://b.example/cb}', 'registration')`,
-			`INSERT INTO oauth_auth_request (id, client_id, redirect_uri, code_challenge, resource, expires_at) VALUES ('reqA', 'clientA', 'https://a.example/cb', 'c', 'r', now() + interval '1 hour'), ('reqB', 'clientB', 'https://b.example/cb', 'c', 'r', now() + interval '1 hour')`,
-		} {
-			if _, err := tx.Exec(ctx, stmt); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ownerExec(t, d,
+		`INSERT INTO app_user (id, email) VALUES ('`+user.String()+`', 'p@example.test')`,
+		`INSERT INTO web_session (session_id, secret_hash, user_id, expires_at) VALUES ('sessA', '\x00', '`+user.String()+`', now() + interval '1 hour'), ('sessB', '\x00', '`+user.String()+`', now() + interval '1 hour')`,
+		`INSERT INTO oauth_client (client_id, redirect_uris, source) VALUES ('clientA', '{https://a.example/cb}', 'registration'), ('clientB', '{https://b.example/cb}', 'registration')`,
+		`INSERT INTO oauth_auth_request (id, client_id, redirect_uri, code_challenge, resource, expires_at) VALUES ('reqA', 'clientA', 'https://a.example/cb', 'c', 'r', now() + interval '1 hour'), ('reqB', 'clientB', 'https://b.example/cb', 'c', 'r', now() + interval '1 hour')`,
+	)
 	count := func(lookup, table string) int {
 		var n int
 		err := d.InTenant(ctx, pg.Tenant{Lookup: lookup}, func(tx *pg.Tx) error {
@@ -69,22 +59,12 @@ func TestPruneDeletesWhatHasEnded(t *testing.T) {
 	ctx := context.Background()
 	d, _ := pgtest.Open(t)
 	user := uuid.New()
-	err := d.Operator(ctx, func(tx *pg.Tx) error {
-		for _, stmt := range []string{
-			`INSERT INTO app_user (id, email) VALUES ('` + user.String() + `', 'p@example.test')`,
-			`INSERT INTO web_session (session_id, secret_hash, user_id, expires_at) VALUES ('old', '\x00', '` + user.String() + `', now() - interval '1 second'), ('live', '\x00', '` + user.String() + `', now() + interval '1 hour')`,
-			`INSERT INTO oauth_client (client_id, redirect_uris, source, last_used_at) VALUES ('idle', '{https://a.example/cb}', 'registration', now() - interval '91 days'), ('used', '{https://b.example/cb}', 'registration', now() - interval '89 days')`,
-			`INSERT INTO oauth_auth_request (id, client_id, redirect_uri, code_challenge, resource, expires_at) VALUES ('old', 'used', 'https://b.example/cb', 'c', 'r', now() - interval '1 second'), ('live', 'used', 'https://b.example/cb', 'c', 'r', now() + interval '1 hour')`,
-		} {
-			if _, err := tx.Exec(ctx, stmt); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ownerExec(t, d,
+		`INSERT INTO app_user (id, email) VALUES ('`+user.String()+`', 'p@example.test')`,
+		`INSERT INTO web_session (session_id, secret_hash, user_id, expires_at) VALUES ('old', '\x00', '`+user.String()+`', now() - interval '1 second'), ('live', '\x00', '`+user.String()+`', now() + interval '1 hour')`,
+		`INSERT INTO oauth_client (client_id, redirect_uris, source, last_used_at) VALUES ('idle', '{https://a.example/cb}', 'registration', now() - interval '91 days'), ('used', '{https://b.example/cb}', 'registration', now() - interval '89 days')`,
+		`INSERT INTO oauth_auth_request (id, client_id, redirect_uri, code_challenge, resource, expires_at) VALUES ('old', 'used', 'https://b.example/cb', 'c', 'r', now() - interval '1 second'), ('live', 'used', 'https://b.example/cb', 'c', 'r', now() + interval '1 hour')`,
+	)
 	s, err := oauth.NewHandler(oauth.Deps{DB: d, Q: db.New(), PublicURL: "http://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
@@ -99,5 +79,22 @@ func TestPruneDeletesWhatHasEnded(t *testing.T) {
 	})
 	if err != nil || left != "live|used|live" {
 		t.Fatalf("left %q, %v", left, err)
+	}
+}
+
+// ownerExec runs statements as the owner (the operator role), to seed rows directly.
+func ownerExec(t *testing.T, d *pg.DB, stmts ...string) {
+	t.Helper()
+	ctx := context.Background()
+	err := d.Operator(ctx, func(tx *pg.Tx) error {
+		for _, stmt := range stmts {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -26,6 +26,8 @@ CREATE TABLE oauth_client (
   client_name    text NOT NULL DEFAULT '' CHECK (length(client_name) <= 200),
   redirect_uris  text[] NOT NULL CHECK (cardinality(redirect_uris) BETWEEN 1 AND 20),
   source         text NOT NULL CHECK (source IN ('registration', 'metadata_document')),
+  -- A client ID metadata document is fetched again after this (its HTTP caching headers).
+  fetched_until  timestamptz,
   created_at     timestamptz NOT NULL DEFAULT now(),
   last_used_at   timestamptz NOT NULL DEFAULT now(),
   revoked_at     timestamptz

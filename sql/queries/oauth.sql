@@ -4,14 +4,17 @@
 -- organisation's tenant.
 
 -- name: InsertOAuthClient :exec
-INSERT INTO oauth_client (client_id, client_name, redirect_uris, source)
-VALUES (sqlc.arg(client_id), sqlc.arg(client_name), sqlc.arg(redirect_uris)::text[], sqlc.arg(source))
+INSERT INTO oauth_client (client_id, client_name, redirect_uris, source, fetched_until)
+VALUES (sqlc.arg(client_id), sqlc.arg(client_name), sqlc.arg(redirect_uris)::text[], sqlc.arg(source), sqlc.narg(fetched_until))
 ON CONFLICT (client_id) DO UPDATE SET client_name = EXCLUDED.client_name,
-  redirect_uris = EXCLUDED.redirect_uris, last_used_at = now();
+  redirect_uris = EXCLUDED.redirect_uris, fetched_until = EXCLUDED.fetched_until, last_used_at = now();
 
 -- name: OAuthClientByID :one
-SELECT client_id, client_name, redirect_uris, source, created_at, last_used_at
+SELECT client_id, client_name, redirect_uris, source, fetched_until, created_at, last_used_at
 FROM oauth_client WHERE client_id = sqlc.arg(client_id)::text AND revoked_at IS NULL;
+
+-- name: ClientRevoked :one
+SELECT (revoked_at IS NOT NULL)::boolean AS revoked FROM oauth_client WHERE client_id = sqlc.arg(client_id)::text;
 
 -- name: TouchOAuthClient :exec
 -- last_used_at decides expiry of idle clients; written at most once an hour.
@@ -136,3 +139,15 @@ WHERE p.id = sqlc.arg(id);
 -- The projects a connect code's public id names (the threads resource); hashes compared in Go.
 SELECT project_id, secret_hash FROM connect_code
 WHERE code_id = sqlc.arg(code_id)::text AND revoked_at IS NULL;
+
+-- Operator commands (relayroom admin oauth …), on the owner's pool.
+
+-- name: ListOAuthClients :many
+SELECT client_id, client_name, source, redirect_uris, created_at, last_used_at, revoked_at
+FROM oauth_client ORDER BY last_used_at DESC, client_id;
+
+-- name: RevokeGrantByID :execrows
+UPDATE oauth_grant SET revoked_at = now() WHERE id = sqlc.arg(id) AND revoked_at IS NULL;
+
+-- name: RevokeTokensByGrantID :exec
+UPDATE oauth_token SET revoked_at = now() WHERE grant_id = sqlc.arg(grant_id) AND revoked_at IS NULL;

@@ -1,0 +1,72 @@
+package oauth
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// Operator commands (`relayroom admin oauth clients|grants list|revoke`), across tenants
+// on the owner's pool. Revoking ends every token at its next call (LiveGrant).
+
+// ListClients lists registered and document clients, most recently used first.
+func ListClients(ctx context.Context, d *pg.DB, q *db.Queries) ([]db.ListOAuthClientsRow, error) {
+	var rows []db.ListOAuthClientsRow
+	err := d.Operator(ctx, func(tx *pg.Tx) error {
+		var err error
+		rows, err = q.ListOAuthClients(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("oauth: list clients: %w", err)
+	}
+	return rows, nil
+}
+
+// RevokeClient revokes a client: its tokens stop working and it cannot authorize again.
+func RevokeClient(ctx context.Context, d *pg.DB, q *db.Queries, clientID string) (bool, error) {
+	var n int64
+	err := d.Operator(ctx, func(tx *pg.Tx) error {
+		var err error
+		n, err = q.RevokeOAuthClient(ctx, tx, clientID)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("oauth: revoke client: %w", err)
+	}
+	return n > 0, nil
+}
+
+// ListGrants lists what people consented to, newest first.
+func ListGrants(ctx context.Context, d *pg.DB, q *db.Queries) ([]db.ListGrantsRow, error) {
+	var rows []db.ListGrantsRow
+	err := d.Operator(ctx, func(tx *pg.Tx) error {
+		var err error
+		rows, err = q.ListGrants(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("oauth: list grants: %w", err)
+	}
+	return rows, nil
+}
+
+// RevokeGrant revokes one consent and every token issued under it.
+func RevokeGrant(ctx context.Context, d *pg.DB, q *db.Queries, id uuid.UUID) (bool, error) {
+	var n int64
+	err := d.Operator(ctx, func(tx *pg.Tx) error {
+		var err error
+		if n, err = q.RevokeGrantByID(ctx, tx, id); err != nil {
+			return err
+		}
+		return q.RevokeTokensByGrantID(ctx, tx, id)
+	})
+	if err != nil {
+		return false, fmt.Errorf("oauth: revoke grant: %w", err)
+	}
+	return n > 0, nil
+}
