@@ -40,6 +40,7 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 	e.Any(routeDeskMCP, echo.WrapHandler(deskH))
 	e.GET("/.well-known/oauth-protected-resource/*", a.resourceMetadata)
 	a.signInRoutes(e)
+	a.dashboardRoutes(e)
 	return e
 }
 

@@ -62,6 +62,12 @@ type Scope struct {
 	// host; empty status means none exists. Meaningless for the host itself.
 	AgreementStatus string
 	Grants          []string
+
+	// A person signed in to the dashboard (docs/dashboard.md) acts with no agent: UserID
+	// and UserName name them, OrgRole is their role in OrgID (owner, admin or member).
+	UserID   uuid.UUID
+	UserName string
+	OrgRole  string
 }
 
 // Reasons of the agreement refusals: the machine-readable error codes of the threads and
