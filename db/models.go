@@ -221,6 +221,7 @@ type OauthClient struct {
 	ClientName   string
 	RedirectUris []string
 	Source       string
+	FetchedUntil *time.Time
 	CreatedAt    time.Time
 	LastUsedAt   time.Time
 	RevokedAt    *time.Time

@@ -45,6 +45,17 @@ func (q *Queries) AuthRequestByID(ctx context.Context, db DBTX, id string) (Auth
 	return i, err
 }
 
+const clientRevoked = `-- name: ClientRevoked :one
+SELECT (revoked_at IS NOT NULL)::boolean AS revoked FROM oauth_client WHERE client_id = $1::text
+`
+
+func (q *Queries) ClientRevoked(ctx context.Context, db DBTX, clientID string) (bool, error) {
+	row := db.QueryRow(ctx, clientRevoked, clientID)
+	var revoked bool
+	err := row.Scan(&revoked)
+	return revoked, err
+}
+
 const connectCodeRows = `-- name: ConnectCodeRows :many
 SELECT project_id, secret_hash FROM connect_code
 WHERE code_id = $1::text AND revoked_at IS NULL
@@ -212,10 +223,10 @@ func (q *Queries) InsertGrant(ctx context.Context, db DBTX, arg InsertGrantParam
 
 const insertOAuthClient = `-- name: InsertOAuthClient :exec
 
-INSERT INTO oauth_client (client_id, client_name, redirect_uris, source)
-VALUES ($1, $2, $3::text[], $4)
+INSERT INTO oauth_client (client_id, client_name, redirect_uris, source, fetched_until)
+VALUES ($1, $2, $3::text[], $4, $5)
 ON CONFLICT (client_id) DO UPDATE SET client_name = EXCLUDED.client_name,
-  redirect_uris = EXCLUDED.redirect_uris, last_used_at = now()
+  redirect_uris = EXCLUDED.redirect_uris, fetched_until = EXCLUDED.fetched_until, last_used_at = now()
 `
 
 type InsertOAuthClientParams struct {
@@ -223,6 +234,7 @@ type InsertOAuthClientParams struct {
 	ClientName   string
 	RedirectUris []string
 	Source       string
+	FetchedUntil *time.Time
 }
 
 // The OAuth 2.1 authorization server (internal/oauth, docs/auth.md). Clients and pending
@@ -235,6 +247,7 @@ func (q *Queries) InsertOAuthClient(ctx context.Context, db DBTX, arg InsertOAut
 		arg.ClientName,
 		arg.RedirectUris,
 		arg.Source,
+		arg.FetchedUntil,
 	)
 	return err
 }
@@ -379,7 +392,7 @@ func (q *Queries) MarkRefreshUsed(ctx context.Context, db DBTX, arg MarkRefreshU
 }
 
 const oAuthClientByID = `-- name: OAuthClientByID :one
-SELECT client_id, client_name, redirect_uris, source, created_at, last_used_at
+SELECT client_id, client_name, redirect_uris, source, fetched_until, created_at, last_used_at
 FROM oauth_client WHERE client_id = $1::text AND revoked_at IS NULL
 `
 
@@ -388,6 +401,7 @@ type OAuthClientByIDRow struct {
 	ClientName   string
 	RedirectUris []string
 	Source       string
+	FetchedUntil *time.Time
 	CreatedAt    time.Time
 	LastUsedAt   time.Time
 }
@@ -400,6 +414,7 @@ func (q *Queries) OAuthClientByID(ctx context.Context, db DBTX, clientID string)
 		&i.ClientName,
 		&i.RedirectUris,
 		&i.Source,
+		&i.FetchedUntil,
 		&i.CreatedAt,
 		&i.LastUsedAt,
 	)

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/relayroom/relayroom/internal/mcp"
+	"github.com/relayroom/relayroom/internal/oauth"
 )
 
 // Browsers may call the service from pages on allowed origins only. The MCP transport
@@ -41,6 +42,12 @@ func isPublicDocument(path string) bool {
 	return strings.HasPrefix(path, "/.well-known/")
 }
 
+// isOAuthClientEndpoint: the authorization server's endpoints a client calls directly
+// (registration, token, revocation), as opposed to the pages a person's browser opens.
+func isOAuthClientEndpoint(path string) bool {
+	return path == oauth.RouteRegister || path == oauth.RouteToken || path == oauth.RouteRevoke
+}
+
 func isMCPPath(path string) bool {
 	return strings.HasPrefix(path, "/mcp/") || path == "/api/mcp" || strings.HasPrefix(path, "/api/mcp/") || path == "/desk/mcp"
 }
@@ -63,6 +70,17 @@ func (a *App) checkOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if origin == "" {
+			return next(c)
+		}
+		if isOAuthClientEndpoint(r.URL.Path) {
+			// Browser-based MCP clients register and exchange codes from their own origin.
+			// These endpoints use no cookie or ambient credential: any origin may call.
+			w.Header().Set("Access-Control-Allow-Origin", "*")
+			if r.Method == http.MethodOptions {
+				w.Header().Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+				w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+				return c.NoContent(http.StatusNoContent)
+			}
 			return next(c)
 		}
 		if !a.origins.allows(origin) {

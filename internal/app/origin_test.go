@@ -94,11 +94,32 @@ func TestOriginAndCORS(t *testing.T) {
 		}
 	})
 	t.Run("discovery documents and health answer any origin", func(t *testing.T) {
-		for _, u := range []string{s.base + "/healthz", s.base + "/.well-known/oauth-protected-resource/api/mcp"} {
+		for _, u := range []string{s.base + "/healthz", s.base + "/.well-known/oauth-protected-resource/api/mcp", s.base + "/.well-known/oauth-authorization-server"} {
 			resp := requestWithHeaders(t, http.MethodGet, u, map[string]string{"Origin": "http://evil.example"}, "")
 			if resp.status != http.StatusOK || resp.header.Get("Access-Control-Allow-Origin") != "*" {
 				t.Fatalf("%s: status %d, ACAO %q", u, resp.status, resp.header.Get("Access-Control-Allow-Origin"))
 			}
+		}
+	})
+}
+
+func TestBrowserClientsMayRegisterAndExchangeCodesFromAnyOrigin(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	for _, path := range []string{"/register", "/token", "/revoke"} {
+		t.Run(path, func(t *testing.T) {
+			resp := requestWithHeaders(t, http.MethodOptions, s.base+path, map[string]string{
+				"Origin": "https://inspector.example", "Access-Control-Request-Method": "POST",
+			}, "")
+			if resp.status != http.StatusNoContent || resp.header.Get("Access-Control-Allow-Origin") != "*" {
+				t.Fatalf("preflight: status %d, headers %v", resp.status, resp.header)
+			}
+		})
+	}
+	t.Run("the sign-in page is not opened to other origins", func(t *testing.T) {
+		resp := requestWithHeaders(t, http.MethodPost, s.base+"/login", map[string]string{"Origin": "https://evil.example"}, "")
+		if resp.status != http.StatusForbidden {
+			t.Fatalf("a foreign origin's sign-in post: %d", resp.status)
 		}
 	})
 }

@@ -85,6 +85,14 @@ func (a *App) periodicJobs() []jobs.Periodic {
 			},
 		},
 		{
+			// Ended sessions, authorization requests and tokens; idle OAuth clients (docs/auth.md).
+			Name: "oauth_prune", Every: 10 * time.Minute, RunOnStart: true,
+			Run: func(ctx context.Context) error {
+				_, err := a.oauth.Prune(ctx)
+				return err
+			},
+		},
+		{
 			// Memory written while the embedder was slow or down, or before the embedder
 			// changed, is embedded here; reads use the lexical search meanwhile.
 			Name: "memory_embed_backlog", Every: 30 * time.Second, RunOnStart: true,

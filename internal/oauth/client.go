@@ -75,11 +75,14 @@ func (s *Server) clientByID(ctx context.Context, id string) (client, error) {
 		}
 		return s.deps.Q.TouchOAuthClient(ctx, tx, id)
 	})
-	if pg.IsNoRows(err) {
-		return client{}, errNoClient
+	if err != nil && !pg.IsNoRows(err) {
+		return client{}, oidc.ErrServerError().WithParent(fmt.Errorf("read client: %w", err))
+	}
+	if s.isMetadataDocumentID(id) && (err != nil || row.FetchedUntil == nil || !s.deps.Now().Before(*row.FetchedUntil)) {
+		return s.fetchClient(ctx, id)
 	}
 	if err != nil {
-		return client{}, oidc.ErrServerError().WithParent(fmt.Errorf("read client: %w", err))
+		return client{}, errNoClient
 	}
 	return client{id: row.ClientID, name: row.ClientName, redirectURIs: row.RedirectUris}, nil
 }
@@ -236,7 +239,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	id := raw[:len(ClientIDPrefix)+24] // a public identifier: no checksum needed
 	name := strings.ToValidUTF8(strings.ReplaceAll(req.ClientName, "\x00", ""), "")
 	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
-		return s.deps.Q.InsertOAuthClient(ctx, tx, db.InsertOAuthClientParams{ClientID: id, ClientName: name, RedirectUris: uris, Source: "registration"})
+		return s.deps.Q.InsertOAuthClient(ctx, tx, db.InsertOAuthClientParams{ClientID: id, ClientName: name, RedirectUris: uris, Source: sourceRegistration})
 	})
 	if err != nil {
 		s.deps.Log.ErrorContext(ctx, "register client", "error", err.Error())

@@ -46,8 +46,8 @@ func (s *Server) Metadata() Metadata {
 		TokenEndpointAuthMethodsSupported:      []string{"none"},
 		RevocationEndpointAuthMethodsSupported: []string{"none"},
 		ScopesSupported:                        scopes,
-		// Advertised only once documents are resolved (clients then send a URL as client_id).
-		ClientIDMetadataDocumentSupported:          false,
+		// A client_id that is an https URL is resolved (cimd.go).
+		ClientIDMetadataDocumentSupported:          true,
 		AuthorizationResponseIssParameterSupported: true,
 		ServiceDocumentation:                       s.issuer + "/",
 	}

@@ -63,7 +63,10 @@ type Deps struct {
 	// Postgres counters, like failed authentications); nil: unlimited.
 	Registrations *throttle.Throttle
 	ClientAddress func(*http.Request) string
-	Now           func() time.Time
+	// MetadataDocumentsAllowPrivate lets client ID metadata documents be fetched from
+	// loopback and private addresses (and over http on 127.0.0.1): for tests only.
+	MetadataDocumentsAllowPrivate bool
+	Now                           func() time.Time
 }
 
 // Server is the authorization server: an http.Handler for its routes, and the access

@@ -289,3 +289,28 @@ func (s *Server) VerifyAccessToken(ctx context.Context, raw string) (auth.TokenG
 	}
 	return g, nil
 }
+
+// Prune deletes what has ended (a periodic job, on the owner's pool): expired sessions,
+// authorization requests and tokens, and clients idle for ClientIdleDays with their grants.
+func (s *Server) Prune(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.deps.DB.Operator(ctx, func(tx *pg.Tx) error {
+		for _, f := range []func() (int64, error){
+			func() (int64, error) { return s.deps.Q.PruneWebSessions(ctx, tx) },
+			func() (int64, error) { return s.deps.Q.PruneAuthRequests(ctx, tx) },
+			func() (int64, error) { return s.deps.Q.PruneOAuthTokens(ctx, tx) },
+			func() (int64, error) { return s.deps.Q.PruneOAuthClients(ctx, tx, ClientIdleDays) },
+		} {
+			k, err := f()
+			if err != nil {
+				return err
+			}
+			n += k
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("oauth: prune: %w", err)
+	}
+	return n, nil
+}

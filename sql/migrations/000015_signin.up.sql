@@ -26,6 +26,8 @@ CREATE TABLE oauth_client (
   client_name    text NOT NULL DEFAULT '' CHECK (length(client_name) <= 200),
   redirect_uris  text[] NOT NULL CHECK (cardinality(redirect_uris) BETWEEN 1 AND 20),
   source         text NOT NULL CHECK (source IN ('registration', 'metadata_document')),
+  -- A client ID metadata document is fetched again after this (its HTTP caching headers).
+  fetched_until  timestamptz,
   created_at     timestamptz NOT NULL DEFAULT now(),
   last_used_at   timestamptz NOT NULL DEFAULT now(),
   revoked_at     timestamptz
@@ -97,7 +99,13 @@ CREATE POLICY lookup ON web_session TO relayroom_app USING (session_id = ANY (rr
 
 ALTER TABLE oauth_client ENABLE ROW LEVEL SECURITY;
 ALTER TABLE oauth_client FORCE ROW LEVEL SECURITY;
-CREATE POLICY lookup ON oauth_client TO relayroom_app USING (client_id = ANY (rr_lookup()));
+-- A client is also visible through a pending request named in app.lookup (the consent page
+-- shows its name) and through its organisation's grants (tokens end with their client).
+CREATE POLICY lookup ON oauth_client TO relayroom_app USING (
+  client_id = ANY (rr_lookup())
+  OR EXISTS (SELECT 1 FROM oauth_auth_request r WHERE r.client_id = oauth_client.client_id AND r.id = ANY (rr_lookup()))
+  OR EXISTS (SELECT 1 FROM oauth_grant g WHERE g.client_id = oauth_client.client_id AND g.org_id = rr_org())
+);
 
 ALTER TABLE oauth_auth_request ENABLE ROW LEVEL SECURITY;
 ALTER TABLE oauth_auth_request FORCE ROW LEVEL SECURITY;

@@ -4,14 +4,17 @@
 -- organisation's tenant.
 
 -- name: InsertOAuthClient :exec
-INSERT INTO oauth_client (client_id, client_name, redirect_uris, source)
-VALUES (sqlc.arg(client_id), sqlc.arg(client_name), sqlc.arg(redirect_uris)::text[], sqlc.arg(source))
+INSERT INTO oauth_client (client_id, client_name, redirect_uris, source, fetched_until)
+VALUES (sqlc.arg(client_id), sqlc.arg(client_name), sqlc.arg(redirect_uris)::text[], sqlc.arg(source), sqlc.narg(fetched_until))
 ON CONFLICT (client_id) DO UPDATE SET client_name = EXCLUDED.client_name,
-  redirect_uris = EXCLUDED.redirect_uris, last_used_at = now();
+  redirect_uris = EXCLUDED.redirect_uris, fetched_until = EXCLUDED.fetched_until, last_used_at = now();
 
 -- name: OAuthClientByID :one
-SELECT client_id, client_name, redirect_uris, source, created_at, last_used_at
+SELECT client_id, client_name, redirect_uris, source, fetched_until, created_at, last_used_at
 FROM oauth_client WHERE client_id = sqlc.arg(client_id)::text AND revoked_at IS NULL;
+
+-- name: ClientRevoked :one
+SELECT (revoked_at IS NOT NULL)::boolean AS revoked FROM oauth_client WHERE client_id = sqlc.arg(client_id)::text;
 
 -- name: TouchOAuthClient :exec
 -- last_used_at decides expiry of idle clients; written at most once an hour.

@@ -1,0 +1,550 @@
+package app_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+const signInDemo = demo + `
+users:
+  - {email: ana@acme.test, name: Ana, org: acme, role: owner, password: "correct horse battery"}
+`
+
+const (
+	anaEmail    = "ana@acme.test"
+	anaPassword = "correct horse battery"
+	callbackURL = "http://127.0.0.1:33418/callback"
+)
+
+var (
+	csrfInput   = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+	choiceInput = regexp.MustCompile(`id="choice(\d+)" name="choice" value="([^"]+)"`)
+	choiceLabel = regexp.MustCompile(`<label for="choice(\d+)">([^<]+)</label>`)
+)
+
+// browser is a person's browser: a cookie jar, redirects followed on the server only, and
+// the redirect to the client's callback captured instead of followed.
+type browser struct {
+	t      *testing.T
+	base   string
+	client *http.Client
+}
+
+func newBrowser(t *testing.T, base string) *browser {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &browser{t: t, base: base, client: &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if !strings.HasPrefix(req.URL.String(), base) {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}}
+}
+
+func (b *browser) do(req *http.Request) (*http.Response, string) {
+	b.t.Helper()
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return resp, string(body)
+}
+
+func (b *browser) get(u string) (*http.Response, string) {
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return b.do(req)
+}
+
+func (b *browser) post(u string, form url.Values) (*http.Response, string) {
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return b.do(req)
+}
+
+func field(t *testing.T, re *regexp.Regexp, body string) string {
+	t.Helper()
+	m := re.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no %s in page:\n%s", re, body)
+	}
+	return html.UnescapeString(m[1])
+}
+
+// authorize opens an authorization URL, signs in when asked, and consents to the choice
+// whose label contains pick (deny when pick is ""). It returns the callback URL the
+// browser was sent to.
+func (b *browser) authorize(authURL, pick string) *url.URL {
+	b.t.Helper()
+	resp, body := b.get(authURL)
+	if resp.Request.URL.Path == "/login" {
+		form := url.Values{"email": {anaEmail}, "password": {anaPassword}, "csrf": {field(b.t, csrfInput, body)},
+			"return": {resp.Request.URL.Query().Get("return")}}
+		resp, body = b.post(b.base+"/login", form)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/consent" {
+		b.t.Fatalf("expected the consent page, got %d %s:\n%s", resp.StatusCode, resp.Request.URL, body)
+	}
+	if h := resp.Header.Get("Content-Security-Policy"); !strings.Contains(h, "frame-ancestors 'none'") {
+		b.t.Fatalf("consent page CSP %q", h)
+	}
+	form := url.Values{"csrf": {field(b.t, csrfInput, body)}, "id": {resp.Request.URL.Query().Get("id")}, "decision": {"deny"}}
+	if pick != "" {
+		labels := map[string]string{}
+		for _, m := range choiceLabel.FindAllStringSubmatch(body, -1) {
+			labels[m[1]] = html.UnescapeString(m[2])
+		}
+		for _, m := range choiceInput.FindAllStringSubmatch(body, -1) {
+			if strings.Contains(labels[m[1]], pick) {
+				form.Set("choice", html.UnescapeString(m[2]))
+			}
+		}
+		if form.Get("choice") == "" {
+			b.t.Fatalf("no choice %q on the consent page:\n%s", pick, body)
+		}
+		form.Set("decision", "allow")
+	}
+	resp, body = b.post(b.base+"/consent", form)
+	if resp.StatusCode != http.StatusSeeOther {
+		b.t.Fatalf("consent answered %d:\n%s", resp.StatusCode, body)
+	}
+	u, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return u
+}
+
+// sdkOAuthClient connects the go-sdk's client to an endpoint with nothing but its URL:
+// the SDK discovers the metadata, registers, and the browser signs in and consents.
+func sdkOAuthClient(t *testing.T, s *server, endpoint, pick string) *sdk.ClientSession {
+	t.Helper()
+	br := newBrowser(t, s.base)
+	h, err := sdkauth.NewAuthorizationCodeHandler(&sdkauth.AuthorizationCodeHandlerConfig{
+		DynamicClientRegistrationConfig: &sdkauth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			RedirectURIs: []string{callbackURL}, ClientName: "relayroom e2e", GrantTypes: []string{"authorization_code", "refresh_token"},
+			TokenEndpointAuthMethod: "none",
+		}},
+		RedirectURL:         callbackURL,
+		RequestRefreshToken: true,
+		AuthorizationCodeFetcher: func(ctx context.Context, args *sdkauth.AuthorizationArgs) (*sdkauth.AuthorizationResult, error) {
+			cb := br.authorize(args.URL, pick)
+			q := cb.Query()
+			if q.Get("error") != "" {
+				return nil, fmt.Errorf("authorization: %s", q.Get("error"))
+			}
+			return &sdkauth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "relayroom-e2e", Version: "1"}, nil).
+		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, OAuthHandler: h}, nil)
+	if err != nil {
+		t.Fatalf("connect %s with OAuth: %v", endpoint, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func TestAnMCPClientConnectsWithOnlyTheURL(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, signInDemo, nil)
+	t.Run("threads: the token acts as the part chosen at consent", func(t *testing.T) {
+		cs := sdkOAuthClient(t, s, strings.SplitN(s.threadsURL("escalations", "x"), "?", 2)[0], "part backend")
+		who, _ := callJSON(t, cs, "whoami", nil)
+		if who["part"] != "backend" || who["project"] != "Escalations" {
+			t.Fatalf("whoami: %v", who)
+		}
+	})
+	t.Run("one room: the token acts as the agent chosen", func(t *testing.T) {
+		cs := sdkOAuthClient(t, s, fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID), "Architect")
+		if names := toolNames(t, cs); len(names) == 0 {
+			t.Fatal("no tools")
+		}
+	})
+	t.Run("all rooms", func(t *testing.T) {
+		cs := sdkOAuthClient(t, s, s.base+"/api/mcp", "Backend")
+		if names := toolNames(t, cs); !slices.Contains(names, "list_rooms") {
+			t.Fatalf("tools %v", names)
+		}
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "list_rooms", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("list_rooms: %v %+v", err, res)
+		}
+	})
+}
+
+// flow is a hand-driven client: registration, PKCE, and the pieces each refusal changes.
+type flow struct {
+	s        *server
+	br       *browser
+	clientID string
+	verifier string
+	resource string
+}
+
+func newFlow(t *testing.T, s *server, resource string) *flow {
+	t.Helper()
+	body := `{"redirect_uris":["` + callbackURL + `","javascript:alert(1)"],"client_name":"hand","token_endpoint_auth_method":"none"}`
+	resp, err := http.Post(s.base+"/register", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var reg struct {
+		ClientID     string   `json:"client_id"`
+		RedirectURIs []string `json:"redirect_uris"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&reg); err != nil || resp.StatusCode != http.StatusCreated || reg.ClientID == "" {
+		t.Fatalf("register: %d %v", resp.StatusCode, err)
+	}
+	if !slices.Equal(reg.RedirectURIs, []string{callbackURL}) {
+		t.Fatalf("registered redirect URIs %v: the javascript: one must be dropped, the valid one kept", reg.RedirectURIs)
+	}
+	return &flow{s: s, br: newBrowser(t, s.base), clientID: reg.ClientID, verifier: strings.Repeat("v", 50), resource: resource}
+}
+
+func (f *flow) authURL(mod func(url.Values)) string {
+	sum := sha256.Sum256([]byte(f.verifier))
+	q := url.Values{"response_type": {"code"}, "client_id": {f.clientID}, "redirect_uri": {"http://127.0.0.1:50123/callback"},
+		"state": {"st"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"},
+		"resource": {f.resource}, "scope": {"rooms"}}
+	if mod != nil {
+		mod(q)
+	}
+	return f.s.base + "/authorize?" + q.Encode()
+}
+
+func (f *flow) token(t *testing.T, form url.Values) (int, map[string]any) {
+	t.Helper()
+	form.Set("client_id", f.clientID)
+	resp, err := http.PostForm(f.s.base+"/token", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatalf("token answer: %v", err)
+	}
+	return resp.StatusCode, m
+}
+
+func (f *flow) exchange(t *testing.T, code string, mod func(url.Values)) (int, map[string]any) {
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {"http://127.0.0.1:50123/callback"},
+		"code_verifier": {f.verifier}, "resource": {f.resource}}
+	if mod != nil {
+		mod(form)
+	}
+	return f.token(t, form)
+}
+
+func (f *flow) code(t *testing.T) string {
+	t.Helper()
+	cb := f.br.authorize(f.authURL(nil), "Architect")
+	q := cb.Query()
+	if q.Get("code") == "" || q.Get("state") != "st" || q.Get("iss") != f.s.base || cb.Port() != "50123" {
+		t.Fatalf("callback %s: want a code, state, iss and the loopback port asked for", cb)
+	}
+	return q.Get("code")
+}
+
+// ownerExec changes the seeded data as the database owner, as an operator would.
+func ownerExec(t *testing.T, s *server, sql string, args ...any) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func bearerStatus(t *testing.T, endpoint, token string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	status, _, _ := roundTrip(t, http.DefaultClient, req)
+	return status
+}
+
+func TestAuthorizationRefusals(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, signInDemo, nil)
+	room := fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID)
+	otherRoom := fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["other"].ID)
+
+	t.Run("wrong PKCE verifier", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		status, m := f.exchange(t, f.code(t), func(v url.Values) { v.Set("code_verifier", strings.Repeat("w", 50)) })
+		if status != http.StatusBadRequest || m["error"] != "invalid_grant" {
+			t.Fatalf("%d %v", status, m)
+		}
+	})
+	t.Run("plain PKCE is refused", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		resp, _ := f.br.get(f.authURL(func(v url.Values) { v.Set("code_challenge_method", "plain"); v.Set("code_challenge", f.verifier) }))
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		if resp.StatusCode != http.StatusFound || loc.Query().Get("error") != "invalid_request" {
+			t.Fatalf("%d %s", resp.StatusCode, loc)
+		}
+	})
+	t.Run("a resource that is not ours", func(t *testing.T) {
+		f := newFlow(t, s, "https://elsewhere.example/api/mcp")
+		resp, _ := f.br.get(f.authURL(nil))
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		if loc.Query().Get("error") != "invalid_target" || loc.Query().Get("iss") != s.base {
+			t.Fatalf("%d %s", resp.StatusCode, loc)
+		}
+	})
+	t.Run("resource mismatch at the token endpoint", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		status, m := f.exchange(t, f.code(t), func(v url.Values) { v.Set("resource", s.base+"/api/mcp") })
+		if status != http.StatusBadRequest || m["error"] != "invalid_target" {
+			t.Fatalf("%d %v", status, m)
+		}
+	})
+	t.Run("a replayed code revokes what it issued", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		code := f.code(t)
+		status, m := f.exchange(t, code, nil)
+		if status != http.StatusOK {
+			t.Fatalf("%d %v", status, m)
+		}
+		access := m["access_token"].(string)
+		if !strings.HasPrefix(access, "qyt_at_") || bearerStatus(t, room, access) != http.StatusOK {
+			t.Fatalf("the token does not work at its room")
+		}
+		if got := bearerStatus(t, otherRoom, access); got != http.StatusUnauthorized {
+			t.Fatalf("token used at another room: %d", got)
+		}
+		if status, m := f.exchange(t, code, nil); status != http.StatusBadRequest || m["error"] != "invalid_grant" {
+			t.Fatalf("replay: %d %v", status, m)
+		}
+		if got := bearerStatus(t, room, access); got != http.StatusUnauthorized {
+			t.Fatalf("the replayed code's token still works: %d", got)
+		}
+	})
+	t.Run("an expired code", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		code := f.code(t)
+		ownerExec(t, s, `UPDATE oauth_grant SET code_expires_at = now() - interval '1 second' WHERE client_id = $1`, f.clientID)
+		if status, m := f.exchange(t, code, nil); status != http.StatusBadRequest || m["error"] != "invalid_grant" {
+			t.Fatalf("%d %v", status, m)
+		}
+	})
+	t.Run("refresh rotates with one step of grace, then reuse revokes the family, and revocation ends tokens", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		_, m := f.exchange(t, f.code(t), nil)
+		r1 := m["refresh_token"].(string)
+		refresh := func(rt string) (int, map[string]any) {
+			return f.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}})
+		}
+		status, m2 := refresh(r1)
+		if status != http.StatusOK {
+			t.Fatalf("refresh: %d %v", status, m2)
+		}
+		if status, _ := refresh(r1); status != http.StatusOK {
+			t.Fatalf("the previous refresh token must still work until its successor is used: %d", status)
+		}
+		r2 := m2["refresh_token"].(string)
+		status, m3 := refresh(r2)
+		if status != http.StatusOK {
+			t.Fatalf("successor: %d %v", status, m3)
+		}
+		if status, _ := refresh(r1); status != http.StatusBadRequest {
+			t.Fatalf("reuse after grace: %d", status)
+		}
+		if got := bearerStatus(t, room, m3["access_token"].(string)); got != http.StatusUnauthorized {
+			t.Fatalf("reuse after grace must revoke the family: %d", got)
+		}
+		g := newFlow(t, s, room)
+		_, m = g.exchange(t, g.code(t), nil)
+		resp, err := http.PostForm(s.base+"/revoke", url.Values{"client_id": {g.clientID}, "token": {m["access_token"].(string)}})
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("revoke: %v %v", err, resp)
+		}
+		resp.Body.Close()
+		if got := bearerStatus(t, room, m["access_token"].(string)); got != http.StatusUnauthorized {
+			t.Fatalf("revoked token: %d", got)
+		}
+	})
+	t.Run("a token ends when its client is revoked", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		_, m := f.exchange(t, f.code(t), nil)
+		ownerExec(t, s, `UPDATE oauth_client SET revoked_at = now() WHERE client_id = $1`, f.clientID)
+		if got := bearerStatus(t, room, m["access_token"].(string)); got != http.StatusUnauthorized {
+			t.Fatalf("revoked client's token: %d", got)
+		}
+	})
+	t.Run("consent without its CSRF token", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		resp, body := f.br.get(f.authURL(nil))
+		if resp.Request.URL.Path == "/login" {
+			resp, body = f.br.post(s.base+"/login", url.Values{"email": {anaEmail}, "password": {anaPassword}, "csrf": {field(t, csrfInput, body)}, "return": {resp.Request.URL.Query().Get("return")}})
+		}
+		id := resp.Request.URL.Query().Get("id")
+		resp, _ = f.br.post(s.base+"/consent", url.Values{"id": {id}, "decision": {"allow"}, "choice": {field(t, choiceInput, body)}})
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("consent without CSRF: %d", resp.StatusCode)
+		}
+	})
+	t.Run("sign-in without its CSRF token", func(t *testing.T) {
+		br := newBrowser(t, s.base)
+		resp, _ := br.post(s.base+"/login", url.Values{"email": {anaEmail}, "password": {anaPassword}})
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("login without CSRF: %d", resp.StatusCode)
+		}
+	})
+}
+
+// Tokens rest on the agent's keys and the person's membership: each ends the tokens at
+// their next call. Its own server, since it changes the seeded agents and people.
+func TestTokensEndWithTheirAgentOrPerson(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, signInDemo, nil)
+	room := fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID)
+	f := newFlow(t, s, room)
+	_, m := f.exchange(t, f.code(t), nil)
+	tok := m["access_token"].(string)
+	if got := bearerStatus(t, room, tok); got != http.StatusOK {
+		t.Fatalf("fresh token: %d", got)
+	}
+	t.Run("the agent's keys revoked", func(t *testing.T) {
+		ownerExec(t, s, `UPDATE agent_key SET revoked_at = now() WHERE agent_id = (SELECT id FROM agent WHERE slug = 'architect')`)
+		if got := bearerStatus(t, room, tok); got != http.StatusUnauthorized {
+			t.Fatalf("token of an agent without keys: %d", got)
+		}
+	})
+	t.Run("the person removed from the organisation", func(t *testing.T) {
+		g := newFlow(t, s, s.base+"/api/mcp")
+		cb := g.br.authorize(g.authURL(nil), "Backend")
+		_, m := g.exchange(t, cb.Query().Get("code"), nil)
+		tok := m["access_token"].(string)
+		if got := bearerStatus(t, s.base+"/api/mcp", tok); got != http.StatusOK {
+			t.Fatalf("fresh token: %d", got)
+		}
+		ownerExec(t, s, `DELETE FROM org_member WHERE user_id = (SELECT id FROM app_user WHERE email = $1)`, anaEmail)
+		if got := bearerStatus(t, s.base+"/api/mcp", tok); got != http.StatusUnauthorized {
+			t.Fatalf("token of a person no longer in the organisation: %d", got)
+		}
+	})
+}
+
+func TestSessionCookieAndPages(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, signInDemo, nil)
+	br := newBrowser(t, s.base)
+	resp, body := br.get(s.base + "/login")
+	if h := resp.Header.Get("Content-Security-Policy"); !strings.Contains(h, "frame-ancestors 'none'") || resp.Header.Get("X-Frame-Options") != "DENY" {
+		t.Fatalf("login page headers %v", resp.Header)
+	}
+	csrf := field(t, csrfInput, body)
+	t.Run("an unknown email gets the same message as a wrong password", func(t *testing.T) {
+		resp, body := br.post(s.base+"/login", url.Values{"email": {"nobody@acme.test"}, "password": {"whatever123"}, "csrf": {csrf}})
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "Email or password is incorrect.") {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	})
+	t.Run("signing in sets an HttpOnly, SameSite=Lax session cookie and returns to a local path only", func(t *testing.T) {
+		noFollow := &http.Client{Jar: br.client.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		form := url.Values{"email": {anaEmail}, "password": {anaPassword}, "csrf": {csrf}, "return": {"//evil.example/x"}}
+		req, _ := http.NewRequest(http.MethodPost, s.base+"/login", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account" {
+			t.Fatalf("%d to %q", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		var cookie string
+		for _, c := range resp.Header.Values("Set-Cookie") {
+			if strings.HasPrefix(c, "rr_session=qyt_ss_") {
+				cookie = c
+			}
+		}
+		if !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Lax") || strings.Contains(cookie, "Secure") {
+			t.Fatalf("session cookie %q (http public URL: not Secure)", cookie)
+		}
+	})
+	t.Run("signing out ends the session", func(t *testing.T) {
+		_, body := br.get(s.base + "/account")
+		if !strings.Contains(body, anaEmail) {
+			t.Fatalf("account page: %s", body)
+		}
+		br.post(s.base+"/logout", url.Values{"csrf": {field(t, csrfInput, body)}})
+		resp, _ := br.get(s.base + "/account")
+		if resp.Request.URL.Path != "/login" {
+			t.Fatalf("after sign-out the account page is at %s", resp.Request.URL)
+		}
+	})
+}
+
+func TestFailedSignInsAreLimitedPerAccount(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, signInDemo, nil)
+	br := newBrowser(t, s.base)
+	_, body := br.get(s.base + "/login")
+	csrf := field(t, csrfInput, body)
+	var statuses []int
+	for range 6 {
+		resp, body := br.post(s.base+"/login", url.Values{"email": {anaEmail}, "password": {"wrong password"}, "csrf": {csrf}})
+		statuses = append(statuses, resp.StatusCode)
+		if resp.StatusCode == http.StatusUnauthorized && !strings.Contains(body, "Email or password is incorrect.") {
+			t.Fatalf("failure page: %s", body)
+		}
+	}
+	if !slices.Equal(statuses, []int{401, 401, 401, 401, 401, 429}) {
+		t.Fatalf("statuses %v", statuses)
+	}
+	// The right password is refused too while the account is blocked (from another browser).
+	other := newBrowser(t, s.base)
+	_, body = other.get(s.base + "/login")
+	resp, _ := other.post(s.base+"/login", url.Values{"email": {anaEmail}, "password": {anaPassword}, "csrf": {field(t, csrfInput, body)}})
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("blocked account signed in: %d", resp.StatusCode)
+	}
+}

@@ -1,0 +1,184 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// Client ID metadata documents (draft-ietf-oauth-client-id-metadata-document, MCP
+// 2025-11-25): a client_id that is an https URL names a JSON document describing the
+// client, fetched by the server. Bounds of that fetch:
+const (
+	MetadataDocumentMaxBytes = 64 << 10
+	MetadataDocumentTimeout  = 5 * time.Second
+	// A document is cached for its Cache-Control max-age, within these bounds (a missing
+	// header gets the default).
+	MetadataDocumentMinCache     = 5 * time.Minute
+	MetadataDocumentDefaultCache = time.Hour
+	MetadataDocumentMaxCache     = 24 * time.Hour
+)
+
+// isMetadataDocumentID reports a client_id that names a metadata document.
+func (s *Server) isMetadataDocumentID(id string) bool {
+	if strings.HasPrefix(id, "https://") {
+		return true
+	}
+	// Tests serve documents over http on loopback, when private addresses are allowed.
+	return s.deps.MetadataDocumentsAllowPrivate && strings.HasPrefix(id, "http://127.0.0.1:")
+}
+
+// blockedAddress refuses what a document URL must never reach: loopback, private,
+// link-local, unspecified and multicast addresses (SSRF), unless allowed for tests.
+func blockedAddress(ip net.IP) bool {
+	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast()
+}
+
+func (s *Server) documentClient() *http.Client {
+	dialer := &net.Dialer{Timeout: MetadataDocumentTimeout}
+	if !s.deps.MetadataDocumentsAllowPrivate {
+		// Checked on the address actually dialled, after resolution: a name that resolves to
+		// a private address (or is rebound to one) is refused too.
+		dialer.Control = func(_, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			if ip := net.ParseIP(host); ip == nil || blockedAddress(ip) {
+				return fmt.Errorf("client metadata document: address %s is not public", host)
+			}
+			return nil
+		}
+	}
+	return &http.Client{
+		Timeout:   MetadataDocumentTimeout,
+		Transport: &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: MetadataDocumentTimeout, ResponseHeaderTimeout: MetadataDocumentTimeout},
+		// The document must be at its URL: its client_id is that URL.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// metadataDocument is the part of a client's document we use.
+type metadataDocument struct {
+	ClientID                string   `json:"client_id"`
+	ClientName              string   `json:"client_name"`
+	RedirectURIs            []string `json:"redirect_uris"`
+	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
+}
+
+// cacheFor reads max-age from Cache-Control, within the bounds.
+func cacheFor(h http.Header) time.Duration {
+	d := MetadataDocumentDefaultCache
+	for _, part := range strings.Split(h.Get("Cache-Control"), ",") {
+		part = strings.TrimSpace(strings.ToLower(part))
+		if part == "no-store" || part == "no-cache" {
+			d = MetadataDocumentMinCache
+		}
+		if v, ok := strings.CutPrefix(part, "max-age="); ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				d = time.Duration(n) * time.Second
+			}
+		}
+	}
+	return min(max(d, MetadataDocumentMinCache), MetadataDocumentMaxCache)
+}
+
+// fetchClient resolves a metadata document into a client and keeps it (so grants can
+// reference it and the next authorization within its cache time needs no fetch).
+func (s *Server) fetchClient(ctx context.Context, id string) (client, error) {
+	refuse := func(format string, args ...any) (client, error) {
+		return client{}, oidc.ErrInvalidClient().WithDescription("client metadata document: %s", fmt.Sprintf(format, args...))
+	}
+	u, err := url.Parse(id)
+	if err != nil || u.Host == "" || u.Fragment != "" || u.User != nil || u.Path == "" || u.Path == "/" {
+		return refuse("the client_id must be an https URL with a path")
+	}
+	revoked := false
+	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
+		var err error
+		revoked, err = s.deps.Q.ClientRevoked(ctx, tx, id)
+		return err
+	})
+	if err != nil && !pg.IsNoRows(err) {
+		return client{}, oidc.ErrServerError().WithParent(fmt.Errorf("read client: %w", err))
+	}
+	if revoked {
+		return client{}, errNoClient
+	}
+	ctx, cancel := context.WithTimeout(ctx, MetadataDocumentTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
+	if err != nil {
+		return refuse("the client_id is not a URL")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.documentClient().Do(req)
+	if err != nil {
+		return refuse("could not be fetched (%s)", errors.Unwrap(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return refuse("fetching it answered HTTP %d", resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MetadataDocumentMaxBytes+1))
+	if err != nil {
+		return refuse("could not be read")
+	}
+	if len(body) > MetadataDocumentMaxBytes {
+		return refuse("larger than %d bytes", MetadataDocumentMaxBytes)
+	}
+	var doc metadataDocument
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return refuse("not a JSON object")
+	}
+	if doc.ClientID != id {
+		return refuse("its client_id must be its own URL")
+	}
+	if doc.TokenEndpointAuthMethod != "" && doc.TokenEndpointAuthMethod != "none" {
+		return refuse("only public clients (token_endpoint_auth_method none) are accepted")
+	}
+	var uris []string
+	for _, r := range doc.RedirectURIs {
+		if CheckRedirectURI(r) == nil && !slices.Contains(uris, r) && len(uris) < MaxRedirectURIs {
+			uris = append(uris, r)
+		}
+	}
+	if len(uris) == 0 {
+		return refuse("no acceptable redirect_uris")
+	}
+	name := doc.ClientName
+	if len(name) > MaxClientNameBytes {
+		name = name[:MaxClientNameBytes]
+	}
+	name = strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", ""), "")
+	until := s.deps.Now().Add(cacheFor(resp.Header))
+	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
+		return s.deps.Q.InsertOAuthClient(ctx, tx, db.InsertOAuthClientParams{ClientID: id, ClientName: name, RedirectUris: uris, Source: sourceDocument, FetchedUntil: &until})
+	})
+	if err != nil {
+		return client{}, oidc.ErrServerError().WithParent(fmt.Errorf("keep client: %w", err))
+	}
+	return client{id: id, name: name, redirectURIs: uris}, nil
+}
+
+// Client sources, as stored.
+const (
+	sourceRegistration = "registration"
+	sourceDocument     = "metadata_document"
+)
