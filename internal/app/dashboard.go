@@ -10,7 +10,7 @@ import (
 // sessions) and its LISTEN/NOTIFY hub, which Run starts.
 func (a *App) newDashboard() error {
 	a.dashHub = dashboard.NewHub(a.db, a.log)
-	h, err := dashboard.NewHandler(dashboard.Deps{Site: a.site, Resolver: a.resolver, Rooms: a.rooms, Hub: a.dashHub,
+	h, err := dashboard.NewHandler(dashboard.Deps{Site: a.site, Resolver: a.resolver, Rooms: a.rooms, Know: a.knowledge, Hub: a.dashHub,
 		StatementTimeout: a.cfg.StatementTimeout, Log: a.log})
 	if err != nil {
 		return err

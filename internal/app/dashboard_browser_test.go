@@ -16,9 +16,9 @@ import (
 // not work here).
 const chromiumPath = "/usr/bin/chromium"
 
-// browser starts a headless Chromium for one test; the test is skipped, saying why, when
+// headlessChromium starts a headless Chromium for one test; the test is skipped, saying why, when
 // the package is not installed.
-func browser(t *testing.T) context.Context {
+func headlessChromium(t *testing.T) context.Context {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Skipf("browser test skipped: %s is absent (apt-get install -y chromium; .ci/run installs it)", chromiumPath)
@@ -62,7 +62,7 @@ func jsString(s string) string {
 
 func TestDashboardInABrowser(t *testing.T) {
 	t.Parallel()
-	ctx := browser(t)
+	ctx := headlessChromium(t)
 	s := startServerFile(t, dashboardFile, nil)
 	room := s.res.Projects["escalations"].ID.String()
 	roomURL := s.base + "/api/mcp/p/" + room

@@ -23,6 +23,7 @@ users:
   - {email: ana@acme.test, name: Ana, org: acme, role: owner, password: "demo-password-ana"}
   - {email: gus@globex.test, name: Gus, org: globex, role: admin, password: "demo-password-gus"}
   - {email: ivy@initech.test, name: Ivy, org: initech, role: owner, password: "demo-password-ivy"}
+  - {email: mo@acme.test, name: Mo, org: acme, role: member, password: "demo-password-mo"}
 agents:
   - {org: acme, slug: architect, name: Architect, model: claude-opus-4, kind: always_on}
   - {org: globex, slug: qa-lead, name: QA Lead, model: gpt-5, kind: session}
@@ -130,6 +131,7 @@ func TestDashboard(t *testing.T) {
 	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
 	gus := signIn(t, s.base, "gus@globex.test", "demo-password-gus")
 	ivy := signIn(t, s.base, "ivy@initech.test", "demo-password-ivy")
+	mo := signIn(t, s.base, "mo@acme.test", "demo-password-mo")
 
 	t.Run("a person who is not signed in is sent to the sign-in page", func(t *testing.T) {
 		t.Parallel()
@@ -278,6 +280,39 @@ func TestDashboard(t *testing.T) {
 		}
 		if got := served(t, roomURL, qa, "read_memory", map[string]any{"query": "pager rotation weekly"}); !strings.Contains(got, "rotation is weekly") {
 			t.Fatalf("the host's entry was deprecated by a guest: %s", got)
+		}
+	})
+
+	t.Run("only the host's owners and admins decide knowledge, and an approval makes recall return it", func(t *testing.T) {
+		t.Parallel()
+		threads := s.threadsURL("escalations", "architect")
+		text := served(t, threads, architect, "learn", map[string]any{"title": "Rollbacks need the feature flag off first",
+			"body": "Turn the flag off before rolling back the deploy, or the migration reruns.", "kind": "procedure"})
+		id := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`).FindString(text)
+		path := "/app/rooms/" + room + "/knowledge/" + id + "/approve"
+		if status, _ := mo.postForm(path, url.Values{"csrf": {mo.csrf()}}); status != http.StatusForbidden {
+			t.Fatalf("a member approving: %d", status)
+		}
+		if status, _ := gus.postForm(path, url.Values{"csrf": {gus.csrf()}}); status != http.StatusForbidden {
+			t.Fatalf("a guest admin approving: %d", status)
+		}
+		if status, _ := ivy.postForm(path, url.Values{"csrf": {ivy.csrf()}}); status != http.StatusNotFound {
+			t.Fatalf("another company approving: %d", status)
+		}
+		if got := served(t, threads, architect, "recall", map[string]any{"query": "rollback feature flag"}); strings.Contains(got, "Rollbacks need") {
+			t.Fatalf("a refused approval made the entry trusted: %s", got)
+		}
+		if status, body := ana.get("/app/rooms/" + room + "/knowledge"); status != http.StatusOK || !strings.Contains(body, "Approve “Rollbacks need the feature flag off first”") {
+			t.Fatalf("review queue: %d %s", status, body)
+		}
+		if status, _ := ana.postForm(path, url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+			t.Fatalf("the owner approving: %d", status)
+		}
+		if got := served(t, threads, architect, "recall", map[string]any{"query": "rollback feature flag"}); !strings.Contains(got, "Rollbacks need") {
+			t.Fatalf("recall does not return the approved entry: %s", got)
+		}
+		if _, body := ana.get("/app/rooms/" + room + "/knowledge"); !strings.Contains(body, "approved by person:Ana") || !strings.Contains(body, "Recall hit rate") {
+			t.Fatalf("knowledge page after approval: %s", body)
 		}
 	})
 

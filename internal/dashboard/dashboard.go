@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
@@ -66,6 +67,7 @@ type Deps struct {
 	Site     *web.Site
 	Resolver *tenancy.Resolver
 	Rooms    *rooms.Service
+	Know     *knowledge.Service
 	Hub      *Hub
 	// StatementTimeout is the database budget of each page and of each live fetch.
 	StatementTimeout time.Duration
@@ -83,6 +85,7 @@ var funcs = template.FuncMap{
 	"when": func(t any) string { return timeOf(t).Format("2006-01-02 15:04 UTC") },
 	"iso":  func(t any) string { return timeOf(t).Format(time.RFC3339) },
 	"join": strings.Join,
+	"pct":  func(f float64) float64 { return f * 100 },
 }
 
 // timeOf reads a time or a non-nil time pointer (templates show optional times only
@@ -102,7 +105,7 @@ func timeOf(v any) time.Time {
 // NewHandler builds the pages.
 func NewHandler(d Deps) (*Handler, error) {
 	h := &Handler{deps: d, pages: map[string]*template.Template{}}
-	for _, name := range []string{"home", "room", "memory", "message"} {
+	for _, name := range []string{"home", "room", "memory", "knowledge", "message"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
@@ -145,6 +148,11 @@ type view struct {
 	Searched  bool
 	Filter    memoryFilterView
 	Companies []company
+
+	Candidates []knowledge.Review
+	Trusted    []knowledge.Review
+	HitRates   knowledge.HitRates
+	CanDecide  bool
 }
 
 type roomView struct {
@@ -262,6 +270,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.memory(w, r, sess, sc, http.StatusOK, "", "")
 		case len(rest) == 3 && rest[0] == "memory" && rest[2] == "deprecate" && post:
 			h.deprecate(w, r, sess, sc, rest[1])
+		case len(rest) == 1 && rest[0] == "knowledge" && get:
+			h.knowledgePage(w, r, sess, sc, http.StatusOK, "")
+		case len(rest) == 3 && rest[0] == "knowledge" && (rest[2] == "approve" || rest[2] == "reject") && post:
+			h.decide(w, r, sess, sc, rest[1], rest[2] == "approve")
 		default:
 			h.notFound(w, &sess)
 		}
