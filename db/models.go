@@ -255,19 +255,21 @@ type Membership struct {
 }
 
 type MemoryEntry struct {
-	ProjectID    uuid.UUID
-	ID           uuid.UUID
-	OrgID        uuid.UUID
-	AgentID      *uuid.UUID
-	Model        string
-	Content      string
-	Tags         []string
-	Category     *string
-	IsDecision   bool
-	IsPrivate    bool
-	DeprecatedAt *time.Time
-	CreatedAt    time.Time
-	Tsv          interface{}
+	ProjectID          uuid.UUID
+	ID                 uuid.UUID
+	OrgID              uuid.UUID
+	AgentID            *uuid.UUID
+	Model              string
+	Content            string
+	Tags               []string
+	Category           *string
+	IsDecision         bool
+	IsPrivate          bool
+	DeprecatedAt       *time.Time
+	CreatedAt          time.Time
+	Tsv                interface{}
+	DeprecatedByUserID *uuid.UUID
+	DeprecatedByName   *string
 }
 
 type MemoryVector struct {

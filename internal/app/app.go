@@ -17,6 +17,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/dashboard"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/idempotency"
 	"github.com/relayroom/relayroom/internal/jobs"
@@ -62,6 +63,10 @@ type App struct {
 	site   *web.Site
 	oauth  *oauth.Server
 	tokens auth.TokenVerifier
+
+	// The people's dashboard under /app/ and the listener that keeps its rooms live.
+	dash    *dashboard.Handler
+	dashHub *dashboard.Hub
 }
 
 func (a *App) public() string { return a.publicURL }
@@ -119,6 +124,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 	wakeCtx, stopWakes := context.WithCancel(context.WithoutCancel(ctx))
 	wakesDone := make(chan struct{})
 	go func() { defer close(wakesDone); a.wake.Run(wakeCtx) }()
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); a.dashHub.Run(wakeCtx) }()
+	defer func() { stopWakes(); <-hubDone }()
 	defer func() {
 		stopWakes()
 		<-wakesDone
@@ -177,6 +185,9 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 		return nil, err
 	}
 	if err := a.newSignIn(); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	if err := a.newDashboard(); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	for _, p := range a.periodicJobs() {

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/dashboard"
 	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/mcp"
 	"github.com/relayroom/relayroom/internal/pg"
@@ -155,6 +156,9 @@ func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		case routeWakeNext:
 			a.extendDeadlines(c, wake.MaxWait)
+			return next(c)
+		case dashboard.RouteEvents: // a live stream: it bounds its own lifetime and database budgets
+			a.extendDeadlines(c, dashboard.StreamLifetime)
 			return next(c)
 		}
 		// Every 503 of a route says when to retry, whichever handler wrote it.

@@ -47,6 +47,7 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 	}
 	e.GET("/.well-known/oauth-protected-resource/*", a.resourceMetadata)
 	a.signInRoutes(e)
+	a.dashboardRoutes(e)
 	return e
 }
 

@@ -48,6 +48,11 @@ func (s *Service) List(ctx context.Context, projectID uuid.UUID, status string, 
 	if err != nil {
 		return nil, pg.Classify("list knowledge", err)
 	}
+	return reviews(rows), nil
+}
+
+// reviews are rows of ListKnowledge as people see them.
+func reviews(rows []db.ListKnowledgeRow) []Review {
 	out := make([]Review, 0, len(rows))
 	for _, r := range rows {
 		rv := Review{ID: r.ID, Kind: r.Kind, Title: r.Title, Body: r.Body, Status: r.Status, Confidence: round(float64(r.Confidence)),
@@ -59,7 +64,7 @@ func (s *Service) List(ctx context.Context, projectID uuid.UUID, status string, 
 		}
 		out = append(out, rv)
 	}
-	return out, nil
+	return out
 }
 
 const timeFormat = "2006-01-02T15:04:05.000Z07:00"

@@ -68,10 +68,20 @@ func (s *Service) mask(text string, maxRunes int) (string, error) {
 
 // postMessage stores the message and wakes the room's always-on agents.
 func (s *Service) postMessage(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, id uuid.UUID, content string, at time.Time) error {
-	if err := s.Q.InsertRoomMessage(ctx, tx, db.InsertRoomMessageParams{
-		ProjectID: sc.ProjectID, ID: id, Kind: "message", AuthorAgentID: &sc.AgentID, AuthorOrgID: &sc.OrgID,
-		AuthorModel: sc.AgentModel, Content: content, CreatedAt: at,
-	}); err != nil {
+	var err error
+	if sc.IsPerson() {
+		// A person's post (the dashboard): agents read it as "Name [Organisation] (human)".
+		err = s.Q.InsertPersonMessage(ctx, tx, db.InsertPersonMessageParams{
+			ProjectID: sc.ProjectID, ID: id, AuthorUserID: &sc.UserID, AuthorName: &sc.UserName, AuthorOrgID: &sc.OrgID,
+			Content: content, CreatedAt: at,
+		})
+	} else {
+		err = s.Q.InsertRoomMessage(ctx, tx, db.InsertRoomMessageParams{
+			ProjectID: sc.ProjectID, ID: id, Kind: "message", AuthorAgentID: &sc.AgentID, AuthorOrgID: &sc.OrgID,
+			AuthorModel: sc.AgentModel, Content: content, CreatedAt: at,
+		})
+	}
+	if err != nil {
 		return err
 	}
 	if s.Wakes == nil {

@@ -72,6 +72,12 @@ type Scope struct {
 	// Person is set when the caller is a person holding a token that fixes their
 	// organisation (the desk endpoint); nil for an agent.
 	Person *Person
+
+	// A person signed in to the dashboard (docs/dashboard.md) acts with no agent: UserID
+	// and UserName name them, OrgRole is their role in OrgID (owner, admin or member).
+	UserID   uuid.UUID
+	UserName string
+	OrgRole  string
 }
 
 // Person is a person calling with a token: who they are, what their organisation says

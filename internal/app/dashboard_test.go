@@ -1,0 +1,350 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// dashboardFile is the demo (Acme hosts Escalations, Globex is its guest) plus Initech,
+// a company with nothing to do with it, hosting a room of its own.
+const dashboardFile = `
+organisations:
+  - {slug: acme, name: Acme Corp}
+  - {slug: globex, name: Globex}
+  - {slug: initech, name: Initech}
+users:
+  - {email: ana@acme.test, name: Ana, org: acme, role: owner, password: "demo-password-ana"}
+  - {email: gus@globex.test, name: Gus, org: globex, role: admin, password: "demo-password-gus"}
+  - {email: ivy@initech.test, name: Ivy, org: initech, role: owner, password: "demo-password-ivy"}
+  - {email: mo@acme.test, name: Mo, org: acme, role: member, password: "demo-password-mo"}
+agents:
+  - {org: acme, slug: architect, name: Architect, model: claude-opus-4, kind: always_on}
+  - {org: globex, slug: qa-lead, name: QA Lead, model: gpt-5, kind: session}
+  - {org: initech, slug: peter, name: Peter, model: gpt-5}
+projects:
+  - slug: escalations
+    name: Escalations
+    host: acme
+    members:
+      - {agent: acme/architect, part: architect, main: true, access: manager}
+      - {agent: globex/qa-lead, part: qa-lead, access: write}
+    guests:
+      - {org: globex, status: active, grants: [read_memory, write_memory, assign_tasks]}
+  - slug: tps
+    name: TPS Reports
+    host: initech
+    members:
+      - {agent: initech/peter, part: peter}
+`
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// person is a browser-like client signed in to the dashboard.
+type person struct {
+	t    testing.TB
+	base string
+	c    *http.Client
+}
+
+// signIn signs a person in through the sign-in form, as a browser does.
+func signIn(t testing.TB, base, email, password string) *person {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &person{t: t, base: base, c: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	_, body := p.get("/login")
+	m := csrfField.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no CSRF token on the sign-in page: %s", body)
+	}
+	status, _ := p.postForm("/login", url.Values{"csrf": {m[1]}, "email": {email}, "password": {password}, "return": {"/app/"}})
+	if status != http.StatusSeeOther {
+		t.Fatalf("sign in as %s: status %d", email, status)
+	}
+	return p
+}
+
+func (p *person) do(req *http.Request) (int, string, http.Header) {
+	p.t.Helper()
+	res, err := p.c.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var b strings.Builder
+	if _, err := bufio.NewReader(res.Body).WriteTo(&b); err != nil {
+		p.t.Fatal(err)
+	}
+	return res.StatusCode, b.String(), res.Header
+}
+
+func (p *person) get(path string) (int, string) {
+	p.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, p.base+path, nil)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	status, body, _ := p.do(req)
+	return status, body
+}
+
+func (p *person) postForm(path string, form url.Values) (int, string) {
+	p.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, p.base+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", p.base)
+	status, body, _ := p.do(req)
+	return status, body
+}
+
+// csrf is the session's form token, read from the home page.
+func (p *person) csrf() string {
+	p.t.Helper()
+	_, body := p.get("/app/")
+	m := csrfField.FindStringSubmatch(body)
+	if m == nil {
+		p.t.Fatalf("no CSRF token on the home page: %s", body)
+	}
+	return m[1]
+}
+
+func TestDashboard(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, dashboardFile, nil)
+	room := s.res.Projects["escalations"].ID.String()
+	other := s.res.Projects["tps"].ID.String()
+	roomURL := s.base + "/api/mcp/p/" + room
+	architect, qa := s.key("acme/architect"), s.key("globex/qa-lead")
+	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
+	gus := signIn(t, s.base, "gus@globex.test", "demo-password-gus")
+	ivy := signIn(t, s.base, "ivy@initech.test", "demo-password-ivy")
+	mo := signIn(t, s.base, "mo@acme.test", "demo-password-mo")
+
+	t.Run("a person who is not signed in is sent to the sign-in page", func(t *testing.T) {
+		t.Parallel()
+		anon := &person{t: t, base: s.base, c: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+		req, _ := http.NewRequest(http.MethodGet, s.base+"/app/rooms/"+room, nil)
+		status, _, h := anon.do(req)
+		if status != http.StatusSeeOther || !strings.HasPrefix(h.Get("Location"), "/login?return=") {
+			t.Fatalf("want a redirect to /login, got %d %q", status, h.Get("Location"))
+		}
+	})
+
+	t.Run("home lists the rooms of the person's company, as host and as guest", func(t *testing.T) {
+		t.Parallel()
+		for _, c := range []struct {
+			p          *person
+			want, hide string
+		}{{ana, "Escalations", "TPS Reports"}, {gus, "Escalations", "TPS Reports"}, {ivy, "TPS Reports", "Escalations"}} {
+			status, body := c.p.get("/app/")
+			if status != http.StatusOK || !strings.Contains(body, c.want) || strings.Contains(body, c.hide) {
+				t.Fatalf("home: %d, want %q without %q:\n%s", status, c.want, c.hide, body)
+			}
+		}
+	})
+
+	t.Run("every page sets a strict content security policy", func(t *testing.T) {
+		t.Parallel()
+		req, _ := http.NewRequest(http.MethodGet, s.base+"/app/rooms/"+room, nil)
+		_, _, h := ana.do(req)
+		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
+			t.Fatalf("CSP: %q", csp)
+		}
+	})
+
+	t.Run("another company's person gets 404 for every page and form of the room, and changes nothing", func(t *testing.T) {
+		t.Parallel()
+		secret := served(t, roomURL, architect, "write_memory", map[string]any{"content": "The escalation runbook lives in vault 7", "tags": []string{"runbook"}})
+		id := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`).FindString(secret)
+		token := ivy.csrf()
+		for _, path := range []string{"/app/rooms/" + room, "/app/rooms/" + room + "/memory", "/app/rooms/" + room + "/events"} {
+			status, body := ivy.get(path)
+			if status != http.StatusNotFound || strings.Contains(body, "vault 7") || strings.Contains(body, "Escalations") {
+				t.Fatalf("GET %s: want 404 without the room's content, got %d %s", path, status, body)
+			}
+		}
+		for _, path := range []string{"/app/rooms/" + room + "/messages", "/app/rooms/" + room + "/memory/" + id + "/deprecate"} {
+			status, _ := ivy.postForm(path, url.Values{"csrf": {token}, "content": {"from initech"}})
+			if status != http.StatusNotFound {
+				t.Fatalf("POST %s: want 404, got %d", path, status)
+			}
+		}
+		msgs := served(t, roomURL, architect, "get_messages", map[string]any{"limit": 50})
+		if strings.Contains(msgs, "from initech") {
+			t.Fatalf("another company's person posted: %s", msgs)
+		}
+		if got := served(t, roomURL, architect, "read_memory", map[string]any{"query": "escalation runbook vault"}); !strings.Contains(got, "vault 7") {
+			t.Fatalf("another company's person deprecated an entry: %s", got)
+		}
+		// The same 404 as an id that does not exist at all.
+		status, missing := ivy.get("/app/rooms/00000000-0000-7000-8000-000000000000")
+		status2, theirs := ivy.get("/app/rooms/" + room)
+		if status != status2 || missing != theirs {
+			t.Fatalf("another company's room answers unlike a missing one: %d vs %d", status, status2)
+		}
+		// And the other way round: Acme's people see nothing of Initech's room.
+		if status, _ := ana.get("/app/rooms/" + other); status != http.StatusNotFound {
+			t.Fatalf("Ana on Initech's room: %d", status)
+		}
+	})
+
+	t.Run("every form refuses a post without the session's CSRF token", func(t *testing.T) {
+		t.Parallel()
+		text := served(t, roomURL, architect, "write_memory", map[string]any{"content": "Deploys freeze on Fridays at noon"})
+		id := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`).FindString(text)
+		for _, token := range []string{"", gus.csrf()} { // none, and another session's
+			for _, path := range []string{"/app/rooms/" + room + "/messages", "/app/rooms/" + room + "/memory/" + id + "/deprecate"} {
+				status, _ := ana.postForm(path, url.Values{"csrf": {token}, "content": {"no token " + token}})
+				if status != http.StatusForbidden {
+					t.Fatalf("POST %s with token %q: want 403, got %d", path, token, status)
+				}
+			}
+		}
+		if got := served(t, roomURL, architect, "get_messages", map[string]any{"limit": 50}); strings.Contains(got, "no token") {
+			t.Fatalf("a post without the token was stored: %s", got)
+		}
+		if got := served(t, roomURL, architect, "read_memory", map[string]any{"query": "deploys freeze fridays"}); !strings.Contains(got, "Fridays at noon") {
+			t.Fatalf("a deprecation without the token was stored: %s", got)
+		}
+	})
+
+	t.Run("a person's post reaches agents as Name [Organisation] (human)", func(t *testing.T) {
+		t.Parallel()
+		for _, c := range []struct {
+			p    *person
+			text string
+			from string
+		}{{ana, "Host here: please look at ticket 41", "Ana [Acme Corp] (human)"}, {gus, "Guest here: ticket 41 reproduced", "Gus [Globex] (human)"}} {
+			status, _ := c.p.postForm("/app/rooms/"+room+"/messages", url.Values{"csrf": {c.p.csrf()}, "content": {c.text}})
+			if status != http.StatusSeeOther {
+				t.Fatalf("post: %d", status)
+			}
+			got := served(t, roomURL, qa, "get_messages", map[string]any{"limit": 50})
+			if !strings.Contains(got, `"from":"`+c.from+`","content":"`+c.text+`"`) {
+				t.Fatalf("want %q from %q in get_messages: %s", c.text, c.from, got)
+			}
+		}
+	})
+
+	t.Run("a blank message is refused beside the composer and not stored", func(t *testing.T) {
+		t.Parallel()
+		status, body := ana.postForm("/app/rooms/"+room+"/messages", url.Values{"csrf": {ana.csrf()}, "content": {"   "}})
+		if status != http.StatusBadRequest || !strings.Contains(body, "content must not be blank") {
+			t.Fatalf("blank post: %d %s", status, body)
+		}
+	})
+
+	t.Run("a deprecated entry leaves read_memory and shows who deprecated it", func(t *testing.T) {
+		t.Parallel()
+		text := served(t, roomURL, qa, "write_memory", map[string]any{"content": "Staging database password rotates monthly", "category": "ops"})
+		id := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`).FindString(text)
+		if status, body := ana.get("/app/rooms/" + room + "/memory?q=staging+rotates"); status != http.StatusOK || !strings.Contains(body, "rotates monthly") {
+			t.Fatalf("memory search: %d %s", status, body)
+		}
+		status, _ := ana.postForm("/app/rooms/"+room+"/memory/"+id+"/deprecate", url.Values{"csrf": {ana.csrf()}})
+		if status != http.StatusSeeOther {
+			t.Fatalf("deprecate: %d", status)
+		}
+		if got := served(t, roomURL, qa, "read_memory", map[string]any{"query": "staging database password rotates"}); strings.Contains(got, "rotates monthly") {
+			t.Fatalf("read_memory still returns the deprecated entry: %s", got)
+		}
+		_, body := ana.get("/app/rooms/" + room + "/memory?category=ops")
+		if !strings.Contains(body, "rotates monthly") || !strings.Contains(body, "Deprecated</span> by Ana") {
+			t.Fatalf("the Memory tab does not show the deprecation: %s", body)
+		}
+		// Deprecated once: a second time answers not found, nothing is deleted.
+		if status, _ := ana.postForm("/app/rooms/"+room+"/memory/"+id+"/deprecate", url.Values{"csrf": {ana.csrf()}}); status != http.StatusNotFound {
+			t.Fatalf("second deprecation: %d", status)
+		}
+	})
+
+	t.Run("a guest's person cannot deprecate the host's entries", func(t *testing.T) {
+		t.Parallel()
+		text := served(t, roomURL, architect, "write_memory", map[string]any{"content": "Host decision: pager rotation is weekly"})
+		id := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`).FindString(text)
+		if status, _ := gus.postForm("/app/rooms/"+room+"/memory/"+id+"/deprecate", url.Values{"csrf": {gus.csrf()}}); status != http.StatusNotFound {
+			t.Fatalf("guest deprecating the host's entry: %d", status)
+		}
+		if got := served(t, roomURL, qa, "read_memory", map[string]any{"query": "pager rotation weekly"}); !strings.Contains(got, "rotation is weekly") {
+			t.Fatalf("the host's entry was deprecated by a guest: %s", got)
+		}
+	})
+
+	t.Run("only the host's owners and admins decide knowledge, and an approval makes recall return it", func(t *testing.T) {
+		t.Parallel()
+		threads := s.threadsURL("escalations", "architect")
+		text := served(t, threads, architect, "learn", map[string]any{"title": "Rollbacks need the feature flag off first",
+			"body": "Turn the flag off before rolling back the deploy, or the migration reruns.", "kind": "procedure"})
+		id := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`).FindString(text)
+		path := "/app/rooms/" + room + "/knowledge/" + id + "/approve"
+		if status, _ := mo.postForm(path, url.Values{"csrf": {mo.csrf()}}); status != http.StatusForbidden {
+			t.Fatalf("a member approving: %d", status)
+		}
+		if status, _ := gus.postForm(path, url.Values{"csrf": {gus.csrf()}}); status != http.StatusForbidden {
+			t.Fatalf("a guest admin approving: %d", status)
+		}
+		if status, _ := ivy.postForm(path, url.Values{"csrf": {ivy.csrf()}}); status != http.StatusNotFound {
+			t.Fatalf("another company approving: %d", status)
+		}
+		if got := served(t, threads, architect, "recall", map[string]any{"query": "rollback feature flag"}); strings.Contains(got, "Rollbacks need") {
+			t.Fatalf("a refused approval made the entry trusted: %s", got)
+		}
+		if status, body := ana.get("/app/rooms/" + room + "/knowledge"); status != http.StatusOK || !strings.Contains(body, "Approve “Rollbacks need the feature flag off first”") {
+			t.Fatalf("review queue: %d %s", status, body)
+		}
+		if status, _ := ana.postForm(path, url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+			t.Fatalf("the owner approving: %d", status)
+		}
+		if got := served(t, threads, architect, "recall", map[string]any{"query": "rollback feature flag"}); !strings.Contains(got, "Rollbacks need") {
+			t.Fatalf("recall does not return the approved entry: %s", got)
+		}
+		if _, body := ana.get("/app/rooms/" + room + "/knowledge"); !strings.Contains(body, "approved by person:Ana") || !strings.Contains(body, "Recall hit rate") {
+			t.Fatalf("knowledge page after approval: %s", body)
+		}
+	})
+
+	t.Run("the live stream delivers an agent's message through LISTEN/NOTIFY", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/app/rooms/"+room+"/events", nil)
+		res, err := ana.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("stream: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+		}
+		r := bufio.NewReader(res.Body)
+		if _, err := r.ReadString('\n'); err != nil { // the stream is open: the subscription is in place
+			t.Fatal(err)
+		}
+		served(t, roomURL, qa, "post_message", map[string]any{"content": "live from the guest agent"})
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("the message never arrived: %v", err)
+			}
+			if strings.HasPrefix(line, "data: ") && strings.Contains(line, "live from the guest agent") {
+				if !strings.Contains(line, `"from":"QA Lead [Globex] (agent · gpt-5)"`) {
+					t.Fatalf("live message: %s", line)
+				}
+				return
+			}
+		}
+	})
+}

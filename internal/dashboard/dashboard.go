@@ -1,0 +1,483 @@
+// Package dashboard is the people's side of relayroom under /app/ (docs/dashboard.md):
+// server-rendered pages (html/template, embedded assets, one small script) over the same
+// services and tenancy.Scope as the MCP tools, with live room conversations over
+// Server-Sent Events woken by Postgres LISTEN/NOTIFY (Hub).
+package dashboard
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/knowledge"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/rooms"
+	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/web"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed assets
+var assetFiles embed.FS
+
+// Routes. Every page lives under Prefix; Routes lists the patterns the app mounts.
+const (
+	Prefix      = "/app/"
+	RouteAssets = Prefix + "assets/"
+	// RouteEvents is a room's live stream: the app exempts it from the per-request
+	// limits and deadlines, as it does the pager's long poll (it holds no body, and no
+	// database connection while it waits).
+	RouteEvents = Prefix + "rooms/:room/events"
+)
+
+// Routes are the echo patterns of the dashboard (RouteEvents apart, which is mounted on
+// its own so that the app can recognise it).
+var Routes = []string{"/app", Prefix, Prefix + "*"}
+
+// StreamLifetime bounds one live stream: the browser reconnects on its own afterwards
+// (EventSource, with Last-Event-ID), so a connection never outlives a deploy for long.
+const StreamLifetime = 10 * time.Minute
+
+// pingInterval keeps proxies from closing a quiet stream.
+const pingInterval = 25 * time.Second
+
+// maxFormBytes bounds a posted form (a message is at most 20,000 characters).
+const maxFormBytes = 128 << 10
+
+// liveFetch is how many of the newest messages a wake reads; more between two wakes is
+// beyond a conversation's pace, and the page's reload shows them all.
+const liveFetch = 50
+
+// Deps are what the pages need: the sign-in site (sessions, CSRF), the resolver that
+// turns a person into a Scope, and the services.
+type Deps struct {
+	Site     *web.Site
+	Resolver *tenancy.Resolver
+	Rooms    *rooms.Service
+	Know     *knowledge.Service
+	Hub      *Hub
+	// StatementTimeout is the database budget of each page and of each live fetch.
+	StatementTimeout time.Duration
+	Log              *slog.Logger
+}
+
+// Handler serves /app/.
+type Handler struct {
+	deps   Deps
+	pages  map[string]*template.Template
+	assets http.Handler
+}
+
+var funcs = template.FuncMap{
+	"when": func(t any) string { return timeOf(t).Format("2006-01-02 15:04 UTC") },
+	"iso":  func(t any) string { return timeOf(t).Format(time.RFC3339) },
+	"join": strings.Join,
+	"pct":  func(f float64) float64 { return f * 100 },
+}
+
+// timeOf reads a time or a non-nil time pointer (templates show optional times only
+// inside an if), in UTC.
+func timeOf(v any) time.Time {
+	switch t := v.(type) {
+	case time.Time:
+		return t.UTC()
+	case *time.Time:
+		if t != nil {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
+}
+
+// NewHandler builds the pages.
+func NewHandler(d Deps) (*Handler, error) {
+	h := &Handler{deps: d, pages: map[string]*template.Template{}}
+	for _, name := range []string{"home", "room", "memory", "knowledge", "message"} {
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
+		}
+		h.pages[name] = t
+	}
+	sub, err := fs.Sub(assetFiles, "assets")
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: assets: %w", err)
+	}
+	h.assets = http.StripPrefix(RouteAssets, http.FileServer(http.FS(sub)))
+	return h, nil
+}
+
+// SecurityHeaders are the sign-in pages' (no framing, no caching, no referrer) with a
+// policy that allows this site's own script and its live stream, nothing else.
+func SecurityHeaders(hd http.Header) {
+	web.SecurityHeaders(hd)
+	hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+}
+
+// view is what every template gets.
+type view struct {
+	Title   string
+	Error   string
+	Notice  string
+	CSRF    string
+	Person  web.Person
+	OrgName string
+	Message string
+
+	Rooms []rooms.PersonRoom
+	Room  *roomView
+
+	Messages []rooms.Message
+	LastID   string
+
+	Memory    []rooms.MemoryItem
+	Found     []rooms.MemoryEntry
+	Searched  bool
+	Filter    memoryFilterView
+	Companies []company
+
+	Candidates []knowledge.Review
+	Trusted    []knowledge.Review
+	HitRates   knowledge.HitRates
+	CanDecide  bool
+}
+
+type roomView struct {
+	ID        uuid.UUID
+	Name      string
+	HostName  string
+	OrgName   string
+	Role      string
+	IsHost    bool
+	Tab       string
+	CanWrite  bool
+	CanMemory bool
+}
+
+type company struct {
+	ID   uuid.UUID
+	Name string
+}
+
+type memoryFilterView struct {
+	Query, Org, Category, Tag string
+}
+
+func (h *Handler) render(w http.ResponseWriter, status int, name string, v view) {
+	var buf bytes.Buffer
+	if err := h.pages[name].ExecuteTemplate(&buf, "layout", v); err != nil {
+		h.deps.Log.Error("render dashboard page", "page", name, "error", err.Error())
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	SecurityHeaders(w.Header())
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes()) // the client may have gone; nothing to do about it
+}
+
+func (h *Handler) message(w http.ResponseWriter, status int, sess *web.Session, title, msg string) {
+	v := view{Title: title, Message: msg}
+	if sess != nil {
+		v.Person, v.CSRF = sess.Person, sess.CSRF()
+	}
+	h.render(w, status, "message", v)
+}
+
+func (h *Handler) notFound(w http.ResponseWriter, sess *web.Session) {
+	h.message(w, http.StatusNotFound, sess, "Not found", "There is no page here.")
+}
+
+func (h *Handler) unavailable(w http.ResponseWriter, r *http.Request, sess *web.Session, what string, err error) {
+	h.deps.Log.ErrorContext(r.Context(), "dashboard", "what", what, "error", err.Error())
+	h.message(w, http.StatusServiceUnavailable, sess, "Unavailable", "This page is unavailable right now. Please try again.")
+}
+
+// ServeHTTP routes /app/… . A person who is not signed in is sent to the sign-in page,
+// which returns here.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, RouteAssets) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h.assets.ServeHTTP(w, r)
+		return
+	}
+	sess, ok, err := h.deps.Site.Session(r)
+	if err != nil {
+		h.unavailable(w, r, nil, "session", err)
+		return
+	}
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/app"), "/"), "/")
+	if !ok {
+		if len(parts) >= 3 && parts[2] == "events" {
+			http.Error(w, "sign in first", http.StatusUnauthorized) // a stream cannot follow a redirect to a form
+			return
+		}
+		if r.Method != http.MethodGet {
+			h.message(w, http.StatusUnauthorized, nil, "Signed out", "Your session has ended. Please sign in again.")
+			return
+		}
+		http.Redirect(w, r, web.LoginURL(r.URL.RequestURI()), http.StatusSeeOther)
+		return
+	}
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			h.message(w, http.StatusBadRequest, &sess, "Bad request", "The form could not be read.")
+			return
+		}
+		if !sess.CheckCSRF(r) {
+			h.message(w, http.StatusForbidden, &sess, "Form expired", web.MsgFormExpired)
+			return
+		}
+	}
+	get, post := r.Method == http.MethodGet, r.Method == http.MethodPost
+	switch {
+	case len(parts) == 1 && parts[0] == "" && get:
+		h.home(w, r, sess)
+	case len(parts) >= 2 && parts[0] == "rooms":
+		id, err := uuid.Parse(parts[1])
+		if err != nil {
+			h.notFound(w, &sess)
+			return
+		}
+		sc, ok := h.room(w, r, sess, id)
+		if !ok {
+			return
+		}
+		rest := parts[2:]
+		switch {
+		case len(rest) == 0 && get:
+			h.roomPage(w, r, sess, sc, http.StatusOK, "")
+		case len(rest) == 1 && rest[0] == "messages" && post:
+			h.post(w, r, sess, sc)
+		case len(rest) == 1 && rest[0] == "events" && get:
+			h.events(w, r, sess, sc)
+		case len(rest) == 1 && rest[0] == "memory" && get:
+			h.memory(w, r, sess, sc, http.StatusOK, "", "")
+		case len(rest) == 3 && rest[0] == "memory" && rest[2] == "deprecate" && post:
+			h.deprecate(w, r, sess, sc, rest[1])
+		case len(rest) == 1 && rest[0] == "knowledge" && get:
+			h.knowledgePage(w, r, sess, sc, http.StatusOK, "")
+		case len(rest) == 3 && rest[0] == "knowledge" && (rest[2] == "approve" || rest[2] == "reject") && post:
+			h.decide(w, r, sess, sc, rest[1], rest[2] == "approve")
+		default:
+			h.notFound(w, &sess)
+		}
+	default:
+		h.notFound(w, &sess)
+	}
+}
+
+// orgs returns the person's organisations and the one the page acts for: ?org= when it is
+// one of theirs, else their first.
+func (h *Handler) orgs(r *http.Request, sess web.Session) ([]uuid.UUID, error) {
+	rows, err := h.deps.Resolver.PersonOrgs(r.Context(), sess.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uuid.UUID, 0, len(rows))
+	want, _ := uuid.Parse(r.URL.Query().Get("org"))
+	for _, o := range rows {
+		if o.OrgID == want {
+			out = append([]uuid.UUID{o.OrgID}, out...)
+		} else {
+			out = append(out, o.OrgID)
+		}
+	}
+	return out, nil
+}
+
+// room resolves the person in a room for the first of their organisations that hosts it
+// or has an agreement there. A room none of their organisations has anything to do with
+// answers 404, exactly like one that does not exist; a guest organisation whose agreement
+// is not active gets the agreement refusal.
+func (h *Handler) room(w http.ResponseWriter, r *http.Request, sess web.Session, id uuid.UUID) (tenancy.Scope, bool) {
+	orgs, err := h.orgs(r, sess)
+	if err != nil {
+		h.unavailable(w, r, &sess, "organisations", err)
+		return tenancy.Scope{}, false
+	}
+	for _, org := range orgs {
+		sc, found, err := h.deps.Resolver.PersonRoom(r.Context(), sess.ID, sess.Person.ID, org, id)
+		if err != nil {
+			h.unavailable(w, r, &sess, "room", err)
+			return tenancy.Scope{}, false
+		}
+		if !found {
+			continue
+		}
+		if err := sc.Admitted(); err != nil {
+			h.message(w, http.StatusForbidden, &sess, sc.ProjectName, tenancy.MsgNoAgreement)
+			return tenancy.Scope{}, false
+		}
+		return sc, true
+	}
+	h.notFound(w, &sess)
+	return tenancy.Scope{}, false
+}
+
+func (h *Handler) home(w http.ResponseWriter, r *http.Request, sess web.Session) {
+	orgs, err := h.orgs(r, sess)
+	if err != nil {
+		h.unavailable(w, r, &sess, "organisations", err)
+		return
+	}
+	v := view{Title: "Home", Person: sess.Person, CSRF: sess.CSRF()}
+	if len(orgs) == 0 {
+		v.Message = "You do not belong to any organisation yet."
+		h.render(w, http.StatusOK, "home", v)
+		return
+	}
+	list, err := h.deps.Rooms.PersonRooms(r.Context(), tenancy.Scope{OrgID: orgs[0]})
+	if err != nil {
+		h.unavailable(w, r, &sess, "rooms", err)
+		return
+	}
+	v.Rooms = list
+	h.render(w, http.StatusOK, "home", v)
+}
+
+func (h *Handler) roomView(sc tenancy.Scope, tab string) *roomView {
+	role := "guest"
+	if sc.IsHost() {
+		role = "host"
+	}
+	return &roomView{ID: sc.ProjectID, Name: sc.ProjectName, HostName: sc.HostName, OrgName: sc.OrgName, Role: role,
+		IsHost: sc.IsHost(), Tab: tab, CanWrite: sc.Granted(tenancy.GrantWriteMemory), CanMemory: sc.Granted(tenancy.GrantReadMemory)}
+}
+
+func (h *Handler) roomPage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, status int, errMsg string) {
+	res, err := h.deps.Rooms.GetMessages(r.Context(), sc, liveFetch, "")
+	if err != nil {
+		h.unavailable(w, r, &sess, "messages", err)
+		return
+	}
+	v := view{Title: sc.ProjectName, Person: sess.Person, CSRF: sess.CSRF(), Error: errMsg, Room: h.roomView(sc, "conversation"), Messages: res.Messages}
+	if n := len(res.Messages); n > 0 {
+		v.LastID = res.Messages[n-1].ID
+	}
+	h.render(w, status, "room", v)
+}
+
+// fetched reports a script's post (fetch), answered with a status rather than a page.
+func fetched(r *http.Request) bool { return r.Header.Get("X-Requested-With") == "fetch" }
+
+// post stores a person's message through the rooms service: agents read it with
+// get_messages as "Name [Organisation] (human)".
+func (h *Handler) post(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
+	_, err := h.deps.Rooms.PostMessage(r.Context(), sc, r.PostFormValue("content"))
+	if e, ok := apperr.As(err); ok && e.Code != apperr.Unavailable {
+		if fetched(r) {
+			http.Error(w, e.Message, http.StatusBadRequest)
+			return
+		}
+		h.roomPage(w, r, sess, sc, http.StatusBadRequest, e.Message)
+		return
+	}
+	if err != nil {
+		h.unavailable(w, r, &sess, "post message", err)
+		return
+	}
+	if fetched(r) {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	http.Redirect(w, r, roomURL(sc.ProjectID, ""), http.StatusSeeOther)
+}
+
+func roomURL(id uuid.UUID, tab string) string {
+	u := Prefix + "rooms/" + id.String()
+	if tab != "" {
+		u += "/" + tab
+	}
+	return u
+}
+
+func (h *Handler) memory(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, status int, errMsg, notice string) {
+	q := r.URL.Query()
+	f := memoryFilterView{Query: strings.TrimSpace(q.Get("q")), Org: q.Get("org_id"), Category: strings.TrimSpace(q.Get("category")), Tag: strings.TrimSpace(q.Get("tag"))}
+	if notice == "" && q.Get("notice") == "deprecated" {
+		notice = "The entry was marked deprecated: read_memory no longer returns it."
+	}
+	v := view{Title: sc.ProjectName + " · Memory", Person: sess.Person, CSRF: sess.CSRF(), Error: errMsg, Notice: notice,
+		Room: h.roomView(sc, "memory"), Filter: f, Companies: []company{{sc.HostOrgID, sc.HostName}}}
+	if !sc.IsHost() {
+		v.Companies = append(v.Companies, company{sc.OrgID, sc.OrgName})
+	}
+	if !sc.Granted(tenancy.GrantReadMemory) {
+		v.Message = rooms.MsgNoReadMemory
+		h.render(w, http.StatusForbidden, "memory", v)
+		return
+	}
+	var err error
+	if f.Query != "" {
+		// The same search as read_memory (semantic and lexical, fused), with its filters.
+		in := rooms.ReadMemoryInput{Query: f.Query, Limit: 20, Category: f.Category}
+		if f.Tag != "" {
+			in.Tags = []string{f.Tag}
+		}
+		var res rooms.ReadMemoryResult
+		res, err = h.deps.Rooms.ReadMemory(r.Context(), sc, in)
+		v.Found, v.Searched = res.Entries, true
+	} else {
+		mf := rooms.MemoryFilter{Category: f.Category, Tag: f.Tag}
+		if id, perr := uuid.Parse(f.Org); perr == nil {
+			mf.OrgID = &id
+		}
+		v.Memory, err = h.deps.Rooms.ListMemory(r.Context(), sc, mf)
+	}
+	if err != nil {
+		if e, ok := apperr.As(err); ok && e.Code != apperr.Unavailable {
+			v.Error = e.Message
+			h.render(w, http.StatusBadRequest, "memory", v)
+			return
+		}
+		h.unavailable(w, r, &sess, "memory", err)
+		return
+	}
+	h.render(w, status, "memory", v)
+}
+
+func (h *Handler) deprecate(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, idText string) {
+	id, err := uuid.Parse(idText)
+	if err != nil {
+		h.notFound(w, &sess)
+		return
+	}
+	_, err = h.deps.Rooms.DeprecateMemory(r.Context(), sc, id)
+	if e, ok := apperr.As(err); ok && e.Code == apperr.NotFound {
+		h.notFound(w, &sess)
+		return
+	}
+	if e, ok := apperr.As(err); ok && e.Code != apperr.Unavailable {
+		h.memory(w, r, sess, sc, http.StatusForbidden, e.Message, "")
+		return
+	}
+	if err != nil {
+		h.unavailable(w, r, &sess, "deprecate memory", err)
+		return
+	}
+	http.Redirect(w, r, roomURL(sc.ProjectID, "memory")+"?notice="+url.QueryEscape("deprecated"), http.StatusSeeOther)
+}
+
+// errStreamGone ends a stream whose person may no longer see the room.
+var errStreamGone = errors.New("dashboard: the room is no longer visible")
+
+// budget gives one database budget to a piece of a long request.
+func (h *Handler) budget(r *http.Request) *http.Request {
+	return r.WithContext(pg.WithBudget(r.Context(), h.deps.StatementTimeout))
+}

@@ -1,0 +1,121 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/web"
+)
+
+// events streams a room's new messages as Server-Sent Events: `message` events whose id is
+// the message id and whose data is the message as get_messages shows it. Each wake of the
+// Hub re-resolves the person (a signed-out session, an expired one or a revoked agreement
+// ends the stream) and reads what is new through the rooms service, under the person's
+// scope. The stream starts after ?after= (the newest message the page showed) or the
+// browser's Last-Event-ID when it reconnects.
+func (h *Handler) events(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
+	rc := http.NewResponseController(w)
+	// The stream outlives the server's write timeout (the app's limit middleware leaves
+	// this route's deadlines to it): its own lifetime bounds it.
+	if err := rc.SetWriteDeadline(time.Now().Add(StreamLifetime + time.Minute)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		h.deps.Log.WarnContext(r.Context(), "dashboard stream: write deadline", "error", err.Error())
+	}
+	after := r.Header.Get("Last-Event-ID")
+	if after == "" {
+		after = r.URL.Query().Get("after")
+	}
+	wakes, stop := h.deps.Hub.Subscribe(sc.ProjectID)
+	defer stop()
+
+	hd := w.Header()
+	SecurityHeaders(hd)
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("X-Accel-Buffering", "no") // a buffering proxy would hold the events
+	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprint(w, "retry: 2000\n: live\n\n"); err != nil {
+		return
+	}
+	if rc.Flush() != nil {
+		return
+	}
+	end := time.NewTimer(StreamLifetime)
+	defer end.Stop()
+	ping := time.NewTicker(pingInterval)
+	defer ping.Stop()
+	// What arrived between the page's render and the subscription is sent at once.
+	var err error
+	if after, err = h.send(w, r, sc, after); err != nil {
+		return
+	}
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-end.C:
+			return
+		case <-ping.C:
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+		case <-wakes:
+			sc, err = h.rebind(r, sess, sc)
+			if err == nil {
+				after, err = h.send(w, r, sc, after)
+			}
+			if err != nil {
+				if errors.Is(err, errStreamGone) {
+					_, _ = fmt.Fprint(w, "event: gone\ndata: {}\n\n")
+					_ = rc.Flush()
+				} else {
+					h.deps.Log.WarnContext(r.Context(), "dashboard stream", "error", err.Error())
+				}
+				return
+			}
+		}
+	}
+}
+
+// rebind resolves the person in the room again, as the page did.
+func (h *Handler) rebind(r *http.Request, sess web.Session, sc tenancy.Scope) (tenancy.Scope, error) {
+	next, found, err := h.deps.Resolver.PersonRoom(h.budget(r).Context(), sess.ID, sess.Person.ID, sc.OrgID, sc.ProjectID)
+	if err != nil {
+		return sc, err
+	}
+	if !found || next.Admitted() != nil {
+		return sc, errStreamGone
+	}
+	return next, nil
+}
+
+// send writes the messages newer than after and returns the newest id sent. Message ids
+// are UUIDv7, so their text sorts by time.
+func (h *Handler) send(w http.ResponseWriter, r *http.Request, sc tenancy.Scope, after string) (string, error) {
+	res, err := h.deps.Rooms.GetMessages(h.budget(r).Context(), sc, liveFetch, "")
+	if err != nil {
+		return after, fmt.Errorf("live messages: %w", err)
+	}
+	sent := false
+	for _, m := range res.Messages {
+		if m.ID <= after {
+			continue
+		}
+		data, err := json.Marshal(m) // get_messages' own fields: id, from, content, timestamp
+		if err != nil {
+			return after, fmt.Errorf("live message: %w", err)
+		}
+		if _, err := fmt.Fprintf(w, "id: %s\nevent: message\ndata: %s\n\n", m.ID, data); err != nil {
+			return after, fmt.Errorf("live write: %w", err)
+		}
+		after, sent = m.ID, true
+	}
+	if sent {
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			return after, fmt.Errorf("live flush: %w", err)
+		}
+	}
+	return after, nil
+}

@@ -1,0 +1,123 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// RoomChannel is the Postgres channel a new room message is announced on, with its
+// project id as the payload (the trigger of sql/migrations/000017_dashboard.up.sql).
+const RoomChannel = "rr_room"
+
+// Hub listens on RoomChannel on its own connection and wakes the live pages of this
+// replica that show the room named. Every replica runs one, so a message written through
+// any replica reaches every page. A wake carries nothing: the page fetches what is new
+// through the rooms service, under its person's scope.
+type Hub struct {
+	db  *pg.DB
+	log *slog.Logger
+
+	mu   sync.Mutex
+	subs map[uuid.UUID]map[chan struct{}]struct{}
+}
+
+// NewHub builds a hub; Run starts listening.
+func NewHub(d *pg.DB, log *slog.Logger) *Hub {
+	return &Hub{db: d, log: log, subs: map[uuid.UUID]map[chan struct{}]struct{}{}}
+}
+
+// Subscribe returns a channel that receives a token after each new message of the room
+// (bursts coalesce into one) and the function that ends the subscription.
+func (h *Hub) Subscribe(room uuid.UUID) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	if h.subs[room] == nil {
+		h.subs[room] = map[chan struct{}]struct{}{}
+	}
+	h.subs[room][ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		delete(h.subs[room], ch)
+		if len(h.subs[room]) == 0 {
+			delete(h.subs, room)
+		}
+		h.mu.Unlock()
+	}
+}
+
+func (h *Hub) wake(room uuid.UUID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs[room] {
+		select {
+		case ch <- struct{}{}:
+		default: // a wake is already pending: the page will fetch everything new
+		}
+	}
+}
+
+// wakeAll tells every page to check: after a reconnect a notification may have been lost.
+func (h *Hub) wakeAll() {
+	h.mu.Lock()
+	rooms := make([]uuid.UUID, 0, len(h.subs))
+	for r := range h.subs {
+		rooms = append(rooms, r)
+	}
+	h.mu.Unlock()
+	for _, r := range rooms {
+		h.wake(r)
+	}
+}
+
+// Run listens until ctx is done, reconnecting with a growing delay (at most 30 s).
+func (h *Hub) Run(ctx context.Context) {
+	delay := 500 * time.Millisecond
+	for ctx.Err() == nil {
+		err := h.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		h.log.WarnContext(ctx, "dashboard listener: reconnecting", "error", fmt.Sprint(err), "in", delay.String())
+		h.wakeAll()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 30*time.Second)
+	}
+}
+
+// listenOnce holds a connection of its own (not a pool's: a LISTEN ties it up for good).
+func (h *Hub) listenOnce(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, h.db.Ops.Config().ConnConfig.Copy())
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	if _, err := conn.Exec(ctx, "LISTEN "+RoomChannel); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	h.wakeAll()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return fmt.Errorf("wait: %w", err)
+		}
+		room, err := uuid.Parse(n.Payload)
+		if err != nil {
+			h.log.WarnContext(ctx, "dashboard listener: bad payload", "payload", n.Payload)
+			continue
+		}
+		h.wake(room)
+	}
+}

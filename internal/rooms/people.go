@@ -1,0 +1,135 @@
+package rooms
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// What the dashboard (people, docs/dashboard.md) does with rooms beyond the agents' tools.
+// Every function takes the person's Scope (tenancy.Resolver.PersonRoom) and runs under
+// its tenant, as the tools do.
+
+// MaxMemoryList bounds the Memory tab's listing.
+const MaxMemoryList = 100
+
+// PersonRoom is one room of a person's organisation.
+type PersonRoom struct {
+	ID              uuid.UUID
+	Name            string
+	HostName        string
+	IsHost          bool
+	AgreementStatus string // the organisation's agreement as a guest; empty for the host
+}
+
+// PersonRooms lists the rooms an organisation hosts or has an agreement for (in any state,
+// so that a guest's admin sees a pending one). sc needs only OrgID.
+func (s *Service) PersonRooms(ctx context.Context, sc tenancy.Scope) ([]PersonRoom, error) {
+	var rows []db.PersonRoomsRow
+	err := s.DB.InTenant(ctx, pg.Tenant{OrgID: sc.OrgID}, func(tx *pg.Tx) (err error) {
+		rows, err = s.Q.PersonRooms(ctx, tx, sc.OrgID)
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("person rooms", err)
+	}
+	out := make([]PersonRoom, 0, len(rows))
+	for _, r := range rows {
+		pr := PersonRoom{ID: r.ID, Name: r.Name, HostName: r.HostName, IsHost: r.HostOrgID == sc.OrgID}
+		if !pr.IsHost && r.AgreementStatus != nil {
+			pr.AgreementStatus = *r.AgreementStatus
+		}
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+// MemoryFilter narrows the Memory tab.
+type MemoryFilter struct {
+	OrgID    *uuid.UUID
+	Category string
+	Tag      string
+}
+
+// MemoryItem is one entry of the Memory tab.
+type MemoryItem struct {
+	ID           uuid.UUID
+	Company      string
+	WrittenBy    string
+	Model        string
+	Content      string
+	Tags         []string
+	Category     string
+	IsDecision   bool
+	IsPrivate    bool
+	CreatedAt    time.Time
+	DeprecatedAt *time.Time
+	DeprecatedBy string
+}
+
+// ListMemory is the Memory tab without a query: the newest entries, deprecated ones
+// included and marked, never another organisation's private ones. It needs the
+// read_memory grant, as read_memory does.
+func (s *Service) ListMemory(ctx context.Context, sc tenancy.Scope, f MemoryFilter) ([]MemoryItem, error) {
+	if err := requireGrant(sc, tenancy.GrantReadMemory, MsgNoReadMemory); err != nil {
+		return nil, err
+	}
+	arg := db.ListMemoryForPeopleParams{ProjectID: sc.ProjectID, ViewerOrgID: sc.OrgID, OrgID: f.OrgID, Lim: MaxMemoryList}
+	if c := strings.TrimSpace(f.Category); c != "" {
+		arg.Category = &c
+	}
+	if t := normTags([]string{f.Tag}); len(t) == 1 {
+		arg.Tag = &t[0]
+	}
+	var rows []db.ListMemoryForPeopleRow
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
+		rows, err = s.Q.ListMemoryForPeople(ctx, tx, arg)
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("list memory", err)
+	}
+	out := make([]MemoryItem, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, MemoryItem{ID: r.ID, Company: orUnknown(r.OrgName, "Unknown org"), WrittenBy: orUnknown(r.AgentName, "Unknown"),
+			Model: r.Model, Content: r.Content, Tags: r.Tags, Category: orUnknown(r.Category, ""), IsDecision: r.IsDecision,
+			IsPrivate: r.IsPrivate, CreatedAt: r.CreatedAt, DeprecatedAt: r.DeprecatedAt, DeprecatedBy: orUnknown(r.DeprecatedByName, "")})
+	}
+	return out, nil
+}
+
+// MsgMemoryNotFound answers an entry that does not exist, is already deprecated, is
+// another organisation's private entry, or is not the person's to deprecate.
+const MsgMemoryNotFound = "Memory entry not found: %s"
+
+// DeprecateMemory marks an entry deprecated by the person: read_memory stops returning it
+// and the Memory tab shows who and when. Entries are never deleted. The host's people and
+// the writing company's may deprecate; anything else answers not found.
+func (s *Service) DeprecateMemory(ctx context.Context, sc tenancy.Scope, id uuid.UUID) (time.Time, error) {
+	if err := requireGrant(sc, tenancy.GrantWriteMemory, MsgNoWriteMemory); err != nil {
+		return time.Time{}, err
+	}
+	if !sc.IsPerson() {
+		return time.Time{}, apperr.New(apperr.Forbidden, "Only a person can mark a memory entry deprecated")
+	}
+	var at *time.Time
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
+		at, err = s.Q.DeprecateMemoryEntry(ctx, tx, db.DeprecateMemoryEntryParams{UserID: &sc.UserID, UserName: &sc.UserName,
+			ProjectID: sc.ProjectID, ID: id, ViewerOrgID: sc.OrgID, ViewerIsHost: sc.IsHost()})
+		return err
+	})
+	if pg.IsNoRows(err) || (err == nil && at == nil) {
+		return time.Time{}, apperr.New(apperr.NotFound, MsgMemoryNotFound, id)
+	}
+	if err != nil {
+		return time.Time{}, pg.Classify("deprecate memory", err)
+	}
+	return *at, nil
+}

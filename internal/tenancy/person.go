@@ -1,0 +1,79 @@
+package tenancy
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// Roles of a person in an organisation (org_member.role).
+const (
+	RoleOwner  = "owner"
+	RoleAdmin  = "admin"
+	RoleMember = "member"
+)
+
+// IsPerson reports whether the caller is a person on the dashboard rather than an agent.
+func (s Scope) IsPerson() bool { return s.UserID != uuid.Nil }
+
+// IsOrgAdmin reports an owner or admin of the caller's organisation.
+func (s Scope) IsOrgAdmin() bool { return s.OrgRole == RoleOwner || s.OrgRole == RoleAdmin }
+
+// PersonOrgs returns the organisations of a signed-in person (by session id), oldest
+// membership first: the dashboard acts for one of them at a time.
+func (r *Resolver) PersonOrgs(ctx context.Context, sessionID string) ([]db.SessionOrgsRow, error) {
+	var orgs []db.SessionOrgsRow
+	err := r.DB.InTenant(ctx, pg.Tenant{Lookup: sessionID}, func(tx *pg.Tx) (err error) {
+		orgs, err = r.Q.SessionOrgs(ctx, tx, sessionID)
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("person organisations", err)
+	}
+	return orgs, nil
+}
+
+// PersonRoom resolves a signed-in person (their session) in a room, acting for orgID,
+// into the Scope the services take, as RoomByKey does for an agent: the organisation must
+// host the room or have an agreement with its host (Scope.Admitted then decides whether
+// it may act, exactly as for that organisation's agents). ok is false when the person
+// is not a member of orgID or the organisation has nothing to do with the room: the
+// dashboard answers 404 then, as for a room that does not exist.
+func (r *Resolver) PersonRoom(ctx context.Context, sessionID string, userID, orgID, projectID uuid.UUID) (Scope, bool, error) {
+	s := Scope{OrgID: orgID, ProjectID: projectID, UserID: userID}
+	var row db.BindPersonRoomRow
+	found := false
+	err := r.DB.InTenant(ctx, pg.Tenant{OrgID: orgID, ProjectID: projectID, Lookup: sessionID}, func(tx *pg.Tx) error {
+		var err error
+		row, err = r.Q.BindPersonRoom(ctx, tx, db.BindPersonRoomParams{SessionID: sessionID, ProjectID: projectID, OrgID: orgID})
+		if pg.IsNoRows(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("bind person: %w", err)
+		}
+		found = true
+		return nil
+	})
+	if err != nil {
+		return Scope{}, false, pg.Classify("resolve person", err)
+	}
+	if !found {
+		return Scope{}, false, nil
+	}
+	s.UserName, s.OrgRole, s.OrgName = row.UserName, row.Role, row.OrgName
+	s.ProjectName, s.HostOrgID, s.HostName = row.ProjectName, row.HostOrgID, row.HostName
+	if row.AgreementStatus != nil {
+		s.AgreementStatus, s.Grants = *row.AgreementStatus, row.AgreementGrants
+	}
+	// A person's access follows their role: admins manage, members write.
+	s.Access = AccessWrite
+	if s.IsOrgAdmin() {
+		s.Access = AccessManager
+	}
+	return s, true, nil
+}

@@ -1,0 +1,60 @@
+-- The people's dashboard (internal/dashboard, docs/dashboard.md). A person acts for one
+-- organisation they belong to; a room's rows become visible only once BindPersonRoom has
+-- found the organisation to be the room's host or a guest under an agreement.
+
+-- name: BindPersonRoom :one
+-- A signed-in person entering a room, for one of their organisations: the tenant names
+-- the session (app.lookup: the person and their memberships), the organisation and the
+-- candidate project; no row comes back unless the organisation hosts the project or has
+-- an agreement with its host (in any state: Scope.Admitted decides on it).
+SELECT u.name AS user_name, om.role, o.name AS org_name, p.name AS project_name,
+  p.host_org_id, ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
+FROM org_member om
+JOIN web_session s ON s.user_id = om.user_id AND s.session_id = sqlc.arg(session_id)::text AND s.expires_at > now()
+JOIN app_user u ON u.id = om.user_id
+JOIN organisation o ON o.id = om.org_id
+JOIN project p ON p.id = sqlc.arg(project_id)
+JOIN organisation ho ON ho.id = p.host_org_id
+LEFT JOIN agreement ag ON ag.project_id = p.id AND ag.guest_org_id = om.org_id
+WHERE om.org_id = sqlc.arg(org_id) AND (p.host_org_id = om.org_id OR ag.guest_org_id IS NOT NULL);
+
+-- name: PersonRooms :many
+-- The rooms of an organisation: those it hosts and those it has an agreement for.
+SELECT p.id, p.name, p.host_org_id, ho.name AS host_name, ag.status AS agreement_status
+FROM project p
+JOIN organisation ho ON ho.id = p.host_org_id
+LEFT JOIN agreement ag ON ag.project_id = p.id AND ag.guest_org_id = sqlc.arg(org_id)
+WHERE p.host_org_id = sqlc.arg(org_id) OR ag.guest_org_id IS NOT NULL
+ORDER BY p.name, p.id;
+
+-- name: InsertPersonMessage :exec
+-- A person's post: their name is kept with it (every company of the room reads it).
+INSERT INTO room_message (project_id, id, kind, author_user_id, author_name, author_org_id, content, created_at)
+VALUES (sqlc.arg(project_id), sqlc.arg(id), 'message', sqlc.arg(author_user_id), sqlc.arg(author_name),
+  sqlc.arg(author_org_id), sqlc.arg(content), sqlc.arg(created_at));
+
+-- name: ListMemoryForPeople :many
+-- The Memory tab without a query: the newest entries, deprecated ones included (marked),
+-- never another organisation's private ones, filtered by company, category and tag.
+SELECT e.id, e.org_id, o.name AS org_name, a.name AS agent_name, e.model, e.content, e.tags, e.category,
+  e.is_decision, e.is_private, e.deprecated_at, e.deprecated_by_name, e.created_at
+FROM memory_entry e
+LEFT JOIN organisation o ON o.id = e.org_id
+LEFT JOIN agent a ON a.id = e.agent_id
+WHERE e.project_id = sqlc.arg(project_id) AND (NOT e.is_private OR e.org_id = sqlc.arg(viewer_org_id))
+  AND (sqlc.narg(org_id)::uuid IS NULL OR e.org_id = sqlc.narg(org_id))
+  AND (sqlc.narg(category)::text IS NULL OR e.category = sqlc.narg(category))
+  AND (sqlc.narg(tag)::text IS NULL OR sqlc.narg(tag)::text = ANY (e.tags))
+ORDER BY e.created_at DESC, e.id DESC
+LIMIT sqlc.arg(lim);
+
+-- name: DeprecateMemoryEntry :one
+-- Marks an entry deprecated (never deleted): when and by whom. Another organisation's
+-- private entry answers like one that does not exist; only the host's people and the
+-- writing company's may deprecate.
+UPDATE memory_entry e SET deprecated_at = now(), deprecated_by_user_id = sqlc.arg(user_id),
+  deprecated_by_name = sqlc.arg(user_name)
+WHERE e.project_id = sqlc.arg(project_id) AND e.id = sqlc.arg(id) AND e.deprecated_at IS NULL
+  AND (NOT e.is_private OR e.org_id = sqlc.arg(viewer_org_id))
+  AND (e.org_id = sqlc.arg(viewer_org_id) OR sqlc.arg(viewer_is_host)::boolean)
+RETURNING e.deprecated_at;
