@@ -181,7 +181,7 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 		return nil, err
 	}
 	a.rooms = roomsSvc
-	if a.desk, err = newDesk(database, q, roomsSvc); err != nil {
+	if a.desk, err = newDesk(cfg, database, q, roomsSvc); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	// Wakes: queued by threads and rooms in the transaction of the work, delivered to
