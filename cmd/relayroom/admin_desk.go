@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"flag"
+	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -50,6 +53,43 @@ func deskAdminCommands() map[string]adminCommand {
 					return err
 				}
 				return printJSON(env.stdout, tok)
+			}
+		}},
+		"desk import": {help: "Import conversations into an inbox from a CSV file (UTF-8; columns customer_email, subject, body,\ncreated_at, status; at most 10 MB and 5,000 rows): every bad row is reported with its line and nothing\nis imported; importing the same rows again creates nothing; imported history sends and triggers nothing.\nUsage: relayroom admin desk import --workspace SLUG --inbox SLUG FILE", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			ws, inbox := fs.String("workspace", "", "the workspace (organisation slug)"), fs.String("inbox", "", "the inbox's slug")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "workspace", "inbox"); err != nil {
+					return err
+				}
+				if fs.NArg() != 1 {
+					return apperr.New(apperr.Invalid, "name one CSV file after the flags")
+				}
+				s, err := deskService(env)
+				if err != nil {
+					return err
+				}
+				org, err := s.WorkspaceID(ctx, *ws)
+				if err != nil {
+					return err
+				}
+				f, err := os.Open(fs.Arg(0))
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				sum, err := desk.ImportCSV(ctx, env.svc.DB, db.New(), org, *inbox, f, time.Now(), func(done, total int) {
+					fmt.Fprintf(os.Stderr, "imported %d of %d rows\n", done, total)
+				})
+				var ie *desk.ImportError
+				if errors.As(err, &ie) {
+					if perr := printJSON(env.stdout, ie); perr != nil {
+						return perr
+					}
+					return fmt.Errorf("the file was not imported: %d problem(s)", len(ie.Problems))
+				} else if err != nil {
+					return err
+				}
+				return printJSON(env.stdout, sum)
 			}
 		}},
 		"desk token list": {help: "List a workspace's personal access tokens (never their secrets).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {

@@ -160,7 +160,8 @@ type NewConversation struct {
 	CustomerEmail string
 	CustomerName  string
 	CreatedAt     time.Time
-	// ResolvedAt is required when Status is resolved, and ignored otherwise.
+	// ResolvedAt is when a resolved conversation was resolved (nil: unknown, as in
+	// imported history; it is then left out of resolution reports). Ignored otherwise.
 	ResolvedAt *time.Time
 	Messages   []NewMessage
 }
@@ -183,9 +184,6 @@ func AddConversation(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.U
 	}
 	var resolved *time.Time
 	if c.Status == StatusResolved {
-		if c.ResolvedAt == nil {
-			return 0, false, fmt.Errorf("desk: a resolved conversation needs its resolution time")
-		}
 		resolved = c.ResolvedAt
 	}
 	if ext != nil {
