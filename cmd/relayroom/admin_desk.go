@@ -30,6 +30,16 @@ func deskService(env adminEnv) (*desk.Service, error) {
 	return desk.New(desk.Deps{DB: env.svc.DB, Q: db.New(), CursorKey: key, Secrets: det, Now: time.Now})
 }
 
+// deskWorkspace is the desk service and the id of the workspace a command names.
+func deskWorkspace(ctx context.Context, env adminEnv, slug string) (*desk.Service, uuid.UUID, error) {
+	s, err := deskService(env)
+	if err != nil {
+		return nil, uuid.Nil, err
+	}
+	org, err := s.WorkspaceID(ctx, slug)
+	return s, org, err
+}
+
 func deskAdminCommands() map[string]adminCommand {
 	return map[string]adminCommand{
 		"desk token create": {help: "Issue a personal access token to a member of a workspace, for /desk/mcp (sent as\nAuthorization: Bearer). It is printed once, stored hashed, and expires (--expires).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
@@ -40,11 +50,7 @@ func deskAdminCommands() map[string]adminCommand {
 				if err := required(fs, "user", "workspace"); err != nil {
 					return err
 				}
-				s, err := deskService(env)
-				if err != nil {
-					return err
-				}
-				org, err := s.WorkspaceID(ctx, *ws)
+				s, org, err := deskWorkspace(ctx, env, *ws)
 				if err != nil {
 					return err
 				}
@@ -64,11 +70,7 @@ func deskAdminCommands() map[string]adminCommand {
 				if fs.NArg() != 1 {
 					return apperr.New(apperr.Invalid, "name one CSV file after the flags")
 				}
-				s, err := deskService(env)
-				if err != nil {
-					return err
-				}
-				org, err := s.WorkspaceID(ctx, *ws)
+				_, org, err := deskWorkspace(ctx, env, *ws)
 				if err != nil {
 					return err
 				}
@@ -98,11 +100,7 @@ func deskAdminCommands() map[string]adminCommand {
 				if err := required(fs, "workspace"); err != nil {
 					return err
 				}
-				s, err := deskService(env)
-				if err != nil {
-					return err
-				}
-				org, err := s.WorkspaceID(ctx, *ws)
+				s, org, err := deskWorkspace(ctx, env, *ws)
 				if err != nil {
 					return err
 				}
@@ -123,11 +121,7 @@ func deskAdminCommands() map[string]adminCommand {
 				if err != nil {
 					return apperr.New(apperr.Invalid, "--id must be a token id")
 				}
-				s, err := deskService(env)
-				if err != nil {
-					return err
-				}
-				org, err := s.WorkspaceID(ctx, *ws)
+				s, org, err := deskWorkspace(ctx, env, *ws)
 				if err != nil {
 					return err
 				}
