@@ -28,6 +28,7 @@ const adminUsage = `Usage: relayroom admin COMMAND [flags]   (every command prin
   wake set-webhook | wake clear-webhook | wake webhooks    where an agent's wakes are delivered
   wake list [--dead] | wake retry      wakes, the dead letters, and retrying one
   desk token create | desk token list | desk token revoke  people's personal access tokens for /desk/mcp
+  desk import --workspace SLUG --inbox SLUG FILE            conversations from a CSV file
 `
 
 type adminEnv struct {

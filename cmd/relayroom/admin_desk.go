@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"flag"
+	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -27,6 +30,16 @@ func deskService(env adminEnv) (*desk.Service, error) {
 	return desk.New(desk.Deps{DB: env.svc.DB, Q: db.New(), CursorKey: key, Secrets: det, Now: time.Now})
 }
 
+// deskWorkspace is the desk service and the id of the workspace a command names.
+func deskWorkspace(ctx context.Context, env adminEnv, slug string) (*desk.Service, uuid.UUID, error) {
+	s, err := deskService(env)
+	if err != nil {
+		return nil, uuid.Nil, err
+	}
+	org, err := s.WorkspaceID(ctx, slug)
+	return s, org, err
+}
+
 func deskAdminCommands() map[string]adminCommand {
 	return map[string]adminCommand{
 		"desk token create": {help: "Issue a personal access token to a member of a workspace, for /desk/mcp (sent as\nAuthorization: Bearer). It is printed once, stored hashed, and expires (--expires).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
@@ -37,11 +50,7 @@ func deskAdminCommands() map[string]adminCommand {
 				if err := required(fs, "user", "workspace"); err != nil {
 					return err
 				}
-				s, err := deskService(env)
-				if err != nil {
-					return err
-				}
-				org, err := s.WorkspaceID(ctx, *ws)
+				s, org, err := deskWorkspace(ctx, env, *ws)
 				if err != nil {
 					return err
 				}
@@ -52,17 +61,46 @@ func deskAdminCommands() map[string]adminCommand {
 				return printJSON(env.stdout, tok)
 			}
 		}},
+		"desk import": {help: "Import conversations into an inbox from a CSV file (UTF-8; columns customer_email, subject, body,\ncreated_at, status; at most 10 MB and 5,000 rows): every bad row is reported with its line and nothing\nis imported; importing the same rows again creates nothing; imported history sends and triggers nothing.\nUsage: relayroom admin desk import --workspace SLUG --inbox SLUG FILE", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			ws, inbox := fs.String("workspace", "", "the workspace (organisation slug)"), fs.String("inbox", "", "the inbox's slug")
+			return func(ctx context.Context, env adminEnv) error {
+				if err := required(fs, "workspace", "inbox"); err != nil {
+					return err
+				}
+				if fs.NArg() != 1 {
+					return apperr.New(apperr.Invalid, "name one CSV file after the flags")
+				}
+				_, org, err := deskWorkspace(ctx, env, *ws)
+				if err != nil {
+					return err
+				}
+				f, err := os.Open(fs.Arg(0))
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				sum, err := desk.ImportCSV(ctx, env.svc.DB, db.New(), org, *inbox, f, time.Now(), func(done, total int) {
+					fmt.Fprintf(os.Stderr, "imported %d of %d rows\n", done, total)
+				})
+				var ie *desk.ImportError
+				if errors.As(err, &ie) {
+					if perr := printJSON(env.stdout, ie); perr != nil {
+						return perr
+					}
+					return fmt.Errorf("the file was not imported: %d problem(s)", len(ie.Problems))
+				} else if err != nil {
+					return err
+				}
+				return printJSON(env.stdout, sum)
+			}
+		}},
 		"desk token list": {help: "List a workspace's personal access tokens (never their secrets).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
 			ws := fs.String("workspace", "", "the workspace (organisation slug)")
 			return func(ctx context.Context, env adminEnv) error {
 				if err := required(fs, "workspace"); err != nil {
 					return err
 				}
-				s, err := deskService(env)
-				if err != nil {
-					return err
-				}
-				org, err := s.WorkspaceID(ctx, *ws)
+				s, org, err := deskWorkspace(ctx, env, *ws)
 				if err != nil {
 					return err
 				}
@@ -83,11 +121,7 @@ func deskAdminCommands() map[string]adminCommand {
 				if err != nil {
 					return apperr.New(apperr.Invalid, "--id must be a token id")
 				}
-				s, err := deskService(env)
-				if err != nil {
-					return err
-				}
-				org, err := s.WorkspaceID(ctx, *ws)
+				s, org, err := deskWorkspace(ctx, env, *ws)
 				if err != nil {
 					return err
 				}

@@ -47,6 +47,14 @@ func (a *App) periodicJobs() []jobs.Periodic {
 			},
 		},
 		{
+			// Desk note keys are remembered 24 h (older ones are already treated as new).
+			Name: "desk_note_keys_expire", Every: 10 * time.Minute, RunOnStart: true,
+			Run: func(ctx context.Context) error {
+				_, err := a.desk.DeleteExpiredNoteKeys(ctx)
+				return err
+			},
+		},
+		{
 			// Failed-authentication counters of ended windows (docs/auth-limits.md).
 			Name: "auth_throttle_prune", Every: time.Minute,
 			Run: func(ctx context.Context) error {

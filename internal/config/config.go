@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/throttle"
 )
 
@@ -60,6 +61,8 @@ type Config struct {
 	// X-Forwarded-For names the client (none: the TCP peer is the client).
 	AuthFailures   throttle.Limits
 	TrustedProxies []netip.Prefix
+	// DeskLimits are the desk tools' rate limits by plan (nil: desk.DefaultLimits).
+	DeskLimits map[string]desk.Limits
 }
 
 // Defaults of the limits (docs/limits.md). The settings' documented defaults are these
@@ -193,6 +196,10 @@ func settings() []setting {
 			if err == nil && c.AttachmentMaxBytes <= 0 {
 				err = fmt.Errorf("must be positive")
 			}
+			return err
+		}},
+		{"RELAYROOM_DESK_RATE_LIMITS", "desk-rate-limits", desk.FormatLimits(desk.DefaultLimits()), "desk tools' calls per minute by plan: plan=memberReads/memberWrites/workspaceReads/workspaceWrites, for growth and scale (docs/desk.md)", func(c *Config, v string) (err error) {
+			c.DeskLimits, err = desk.ParseLimits(v)
 			return err
 		}},
 		{"RELAYROOM_SECRET_KEY", "secret-key", "", "32-byte key (hex or base64) sealing webhook secrets at rest; the same on every replica and for `relayroom admin` (unset: webhooks off, pagers still work)", func(c *Config, v string) error { c.SecretKey = v; return nil }},

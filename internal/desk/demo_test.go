@@ -65,3 +65,20 @@ func TestSeedDemo(t *testing.T) {
 		}
 	})
 }
+
+func TestParseLimits(t *testing.T) {
+	t.Parallel()
+	t.Run("the defaults read back as written", func(t *testing.T) {
+		got, err := desk.ParseLimits(desk.FormatLimits(desk.DefaultLimits()))
+		if err != nil || desk.FormatLimits(got) != desk.FormatLimits(desk.DefaultLimits()) || got[desk.PlanScale] != desk.DefaultLimits()[desk.PlanScale] {
+			t.Fatalf("%v %v", got, err)
+		}
+	})
+	t.Run("refuses what it cannot enforce", func(t *testing.T) {
+		for _, bad := range []string{"", "growth=1/1/1/1", "growth=1/1/1/1,scale=0/1/1/1", "growth=1/1/1,scale=1/1/1/1", "starter=1/1/1/1,growth=1/1/1/1,scale=1/1/1/1", "growth=a/1/1/1,scale=1/1/1/1"} {
+			if _, err := desk.ParseLimits(bad); err == nil {
+				t.Errorf("%q accepted", bad)
+			}
+		}
+	})
+}

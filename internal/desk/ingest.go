@@ -112,15 +112,19 @@ func CheckWorkspace(path string, w WorkspaceSpec) []string {
 		}
 		return strings.IndexFunc(s, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') }) < 0
 	}
-	var slugs []string
+	// slug checks the slug of item i of a list, unique within it.
+	slug := func(at, slug string, seen *[]string) {
+		if !slugOK(slug) {
+			add(at+".slug", "must be lower-case letters, digits and dashes, got %q", slug)
+		} else if slices.Contains(*seen, slug) {
+			add(at+".slug", "%q is declared twice", slug)
+		}
+		*seen = append(*seen, slug)
+	}
+	var inboxes, replies []string
 	for i, in := range w.Inboxes {
 		at := fmt.Sprintf("%s.inboxes[%d]", path, i)
-		if !slugOK(in.Slug) {
-			add(at+".slug", "must be lower-case letters, digits and dashes, got %q", in.Slug)
-		} else if slices.Contains(slugs, in.Slug) {
-			add(at+".slug", "%q is declared twice", in.Slug)
-		}
-		slugs = append(slugs, in.Slug)
+		slug(at, in.Slug, &inboxes)
 		if n := len([]rune(in.Name)); n < 1 || n > 200 {
 			add(at+".name", "must hold 1 to 200 characters")
 		}
@@ -130,15 +134,9 @@ func CheckWorkspace(path string, w WorkspaceSpec) []string {
 			}
 		}
 	}
-	slugs = nil
 	for i, r := range w.SavedReplies {
 		at := fmt.Sprintf("%s.saved_replies[%d]", path, i)
-		if !slugOK(r.Slug) {
-			add(at+".slug", "must be lower-case letters, digits and dashes, got %q", r.Slug)
-		} else if slices.Contains(slugs, r.Slug) {
-			add(at+".slug", "%q is declared twice", r.Slug)
-		}
-		slugs = append(slugs, r.Slug)
+		slug(at, r.Slug, &replies)
 		if n := len([]rune(r.Title)); n < 1 || n > 200 {
 			add(at+".title", "must hold 1 to 200 characters")
 		}
@@ -160,7 +158,8 @@ type NewConversation struct {
 	CustomerEmail string
 	CustomerName  string
 	CreatedAt     time.Time
-	// ResolvedAt is required when Status is resolved, and ignored otherwise.
+	// ResolvedAt is when a resolved conversation was resolved (nil: unknown, as in
+	// imported history; it is then left out of resolution reports). Ignored otherwise.
 	ResolvedAt *time.Time
 	Messages   []NewMessage
 }
@@ -183,9 +182,6 @@ func AddConversation(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.U
 	}
 	var resolved *time.Time
 	if c.Status == StatusResolved {
-		if c.ResolvedAt == nil {
-			return 0, false, fmt.Errorf("desk: a resolved conversation needs its resolution time")
-		}
 		resolved = c.ResolvedAt
 	}
 	if ext != nil {

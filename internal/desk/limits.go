@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/relayroom/relayroom/db"
@@ -78,3 +82,48 @@ func (s *Service) hit(ctx context.Context, c caller, write bool) error {
 }
 
 func max1(n int) int { return max(n, 1) }
+
+// FormatLimits writes limits as RELAYROOM_DESK_RATE_LIMITS reads them:
+// plan=memberReads/memberWrites/workspaceReads/workspaceWrites per minute, comma-separated.
+func FormatLimits(m map[string]Limits) string {
+	parts := make([]string, 0, len(m))
+	for _, plan := range slices.Sorted(maps.Keys(m)) {
+		l := m[plan]
+		parts = append(parts, fmt.Sprintf("%s=%d/%d/%d/%d", plan, l.MemberReads, l.MemberWrites, l.WorkspaceReads, l.WorkspaceWrites))
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseLimits reads FormatLimits' form. Both plans with MCP access must be given.
+func ParseLimits(s string) (map[string]Limits, error) {
+	out := map[string]Limits{}
+	for _, part := range strings.Split(s, ",") {
+		plan, nums, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || (plan != PlanGrowth && plan != PlanScale) {
+			return nil, fmt.Errorf("%q: want growth=… and scale=…, each memberReads/memberWrites/workspaceReads/workspaceWrites per minute", part)
+		}
+		var n [4]int
+		fields := strings.Split(nums, "/")
+		if len(fields) != 4 {
+			return nil, fmt.Errorf("%q: want four numbers: memberReads/memberWrites/workspaceReads/workspaceWrites", part)
+		}
+		for i, f := range fields {
+			v, err := strconv.Atoi(f)
+			if err != nil {
+				return nil, fmt.Errorf("%q: %w", part, err)
+			}
+			n[i] = v
+		}
+		l := Limits{Window: time.Minute, MemberReads: n[0], MemberWrites: n[1], WorkspaceReads: n[2], WorkspaceWrites: n[3]}
+		if err := l.check(); err != nil {
+			return nil, fmt.Errorf("%q: %w", part, err)
+		}
+		out[plan] = l
+	}
+	for _, p := range []string{PlanGrowth, PlanScale} {
+		if _, ok := out[p]; !ok {
+			return nil, fmt.Errorf("no limits for the %s plan", p)
+		}
+	}
+	return out, nil
+}

@@ -31,6 +31,42 @@ const (
 func conversationNotFound() error { return apperr.New(apperr.NotFound, MsgConversationNotFound) }
 func inboxNotFound() error        { return apperr.New(apperr.NotFound, MsgInboxNotFound) }
 
+// visibleInbox resolves an inbox_id argument to an inbox the caller sees; NOT_FOUND
+// otherwise, the same for an absent, a foreign, a hidden and a malformed id.
+func (s *Service) visibleInbox(ctx context.Context, tx *pg.Tx, c caller, public string) (int64, error) {
+	id, ok := parseID(PrefixInbox, public)
+	if !ok {
+		return 0, inboxNotFound()
+	}
+	visible, err := s.q.DeskInboxVisible(ctx, tx, db.DeskInboxVisibleParams{OrgID: c.org, ID: id, SeesAll: c.seesAll(), UserID: c.user})
+	if err != nil {
+		return 0, err
+	}
+	if !visible {
+		return 0, inboxNotFound()
+	}
+	return id, nil
+}
+
+// page turns rows fetched with limit+1 into a page of at most limit items and, when the
+// extra row came, the cursor after the page's last row.
+func page[R, T any](s *Service, tool string, c caller, args any, rows []R, limit int, item func(R) (T, error), after func(R) cursorPayload) ([]T, *string, error) {
+	out := make([]T, 0, min(len(rows), limit))
+	var next *string
+	for i, r := range rows {
+		if i == limit {
+			next = new(s.issueCursor(tool, c, args, after(rows[i-1])))
+			break
+		}
+		v, err := item(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, v)
+	}
+	return out, next, nil
+}
+
 func pageLimit(n int) int {
 	if n <= 0 {
 		return DefaultLimit
@@ -93,16 +129,9 @@ func (s *Service) SearchConversations(ctx context.Context, sc tenancy.Scope, in 
 	var rows []db.DeskConversationSearchRow
 	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) error {
 		if in.InboxID != "" {
-			id, ok := parseID(PrefixInbox, in.InboxID)
-			if !ok {
-				return inboxNotFound()
-			}
-			visible, err := s.q.DeskInboxVisible(ctx, tx, db.DeskInboxVisibleParams{OrgID: c.org, ID: id, SeesAll: c.seesAll(), UserID: c.user})
+			id, err := s.visibleInbox(ctx, tx, c, in.InboxID)
 			if err != nil {
 				return err
-			}
-			if !visible {
-				return inboxNotFound()
 			}
 			p.InboxID = &id
 		}
@@ -113,20 +142,17 @@ func (s *Service) SearchConversations(ctx context.Context, sc tenancy.Scope, in 
 	if err != nil {
 		return SearchResult{}, pg.Classify("desk: search conversations", err)
 	}
-	out := SearchResult{Conversations: make([]ConversationSummary, 0, min(len(rows), in.Limit))}
-	for i, r := range rows {
-		if i == in.Limit {
-			last := rows[i-1]
-			out.NextCursor = new(s.issueCursor(ToolSearchConversations, c, args, cursorPayload{Time: &last.UpdatedAt, ID: last.ID}))
-			break
-		}
-		out.Conversations = append(out.Conversations, ConversationSummary{
-			ID: publicID(PrefixConversation, r.ID), Subject: r.Subject, Status: r.Status, InboxID: publicID(PrefixInbox, r.InboxID),
-			AssigneeID: userIDp(c.org, r.AssigneeUserID), CustomerEmail: r.CustomerEmail, CustomerName: r.CustomerName,
-			CreatedAt: ts(r.CreatedAt), UpdatedAt: ts(r.UpdatedAt),
-		})
-	}
-	return out, nil
+	var out SearchResult
+	out.Conversations, out.NextCursor, err = page(s, ToolSearchConversations, c, args, rows, in.Limit,
+		func(r db.DeskConversationSearchRow) (ConversationSummary, error) {
+			return ConversationSummary{
+				ID: publicID(PrefixConversation, r.ID), Subject: r.Subject, Status: r.Status, InboxID: publicID(PrefixInbox, r.InboxID),
+				AssigneeID: userIDp(c.org, r.AssigneeUserID), CustomerEmail: r.CustomerEmail, CustomerName: r.CustomerName,
+				CreatedAt: ts(r.CreatedAt), UpdatedAt: ts(r.UpdatedAt),
+			}, nil
+		},
+		func(r db.DeskConversationSearchRow) cursorPayload { return cursorPayload{Time: &r.UpdatedAt, ID: r.ID} })
+	return out, err
 }
 
 // GetConversationInput is relaydesk_get_conversation's arguments.
@@ -216,19 +242,19 @@ func (s *Service) GetConversation(ctx context.Context, sc tenancy.Scope, in GetC
 		ID: publicID(PrefixConversation, conv.ID), Subject: conv.Subject, Status: conv.Status, InboxID: publicID(PrefixInbox, conv.InboxID),
 		AssigneeID: userIDp(c.org, conv.AssigneeUserID), CustomerEmail: conv.CustomerEmail, CustomerName: conv.CustomerName,
 		CreatedAt: ts(conv.CreatedAt), UpdatedAt: ts(conv.UpdatedAt), FirstReplyAt: tsp(conv.FirstReplyAt), ResolvedAt: tsp(conv.ResolvedAt),
-	}, Messages: make([]Message, 0, min(len(rows), in.Limit))}
-	for i, r := range rows {
-		if i == in.Limit {
-			last := rows[i-1]
-			out.NextCursor = new(s.issueCursor(ToolGetConversation, c, args, cursorPayload{Time: &last.CreatedAt, ID: last.ID}))
-			break
-		}
-		m := Message{ID: messageID(r.Type, r.ID), Type: r.Type, Body: r.Body, AuthorID: userIDp(c.org, r.AuthorUserID),
-			Attachments: []Attachment{}, CreatedAt: ts(r.CreatedAt)}
-		if err := json.Unmarshal(r.Attachments, &m.Attachments); err != nil {
-			return GetConversationResult{}, fmt.Errorf("desk: attachments of message %d: %w", r.ID, err)
-		}
-		out.Messages = append(out.Messages, m)
+	}}
+	out.Messages, out.NextCursor, err = page(s, ToolGetConversation, c, args, rows, in.Limit,
+		func(r db.DeskMessagesPageRow) (Message, error) {
+			m := Message{ID: messageID(r.Type, r.ID), Type: r.Type, Body: r.Body, AuthorID: userIDp(c.org, r.AuthorUserID),
+				Attachments: []Attachment{}, CreatedAt: ts(r.CreatedAt)}
+			if err := json.Unmarshal(r.Attachments, &m.Attachments); err != nil {
+				return m, fmt.Errorf("desk: attachments of message %d: %w", r.ID, err)
+			}
+			return m, nil
+		},
+		func(r db.DeskMessagesPageRow) cursorPayload { return cursorPayload{Time: &r.CreatedAt, ID: r.ID} })
+	if err != nil {
+		return GetConversationResult{}, err
 	}
 	return out, nil
 }
@@ -277,16 +303,13 @@ func (s *Service) ListInboxes(ctx context.Context, sc tenancy.Scope, in PageInpu
 	if err != nil {
 		return InboxesResult{}, pg.Classify("desk: list inboxes", err)
 	}
-	out := InboxesResult{Inboxes: make([]Inbox, 0, min(len(rows), in.Limit))}
-	for i, r := range rows {
-		if i == in.Limit {
-			last := rows[i-1]
-			out.NextCursor = new(s.issueCursor(ToolListInboxes, c, args, cursorPayload{Text: &last.Name, ID: last.ID}))
-			break
-		}
-		out.Inboxes = append(out.Inboxes, Inbox{ID: publicID(PrefixInbox, r.ID), Name: r.Name, OpenCount: r.OpenCount})
-	}
-	return out, nil
+	var out InboxesResult
+	out.Inboxes, out.NextCursor, err = page(s, ToolListInboxes, c, args, rows, in.Limit,
+		func(r db.DeskInboxesListRow) (Inbox, error) {
+			return Inbox{ID: publicID(PrefixInbox, r.ID), Name: r.Name, OpenCount: r.OpenCount}, nil
+		},
+		func(r db.DeskInboxesListRow) cursorPayload { return cursorPayload{Text: &r.Name, ID: r.ID} })
+	return out, err
 }
 
 // FindSavedRepliesInput is relaydesk_find_saved_replies' arguments.
@@ -338,14 +361,11 @@ func (s *Service) FindSavedReplies(ctx context.Context, sc tenancy.Scope, in Fin
 	if err != nil {
 		return SavedRepliesResult{}, pg.Classify("desk: find saved replies", err)
 	}
-	out := SavedRepliesResult{SavedReplies: make([]SavedReply, 0, min(len(rows), in.Limit))}
-	for i, r := range rows {
-		if i == in.Limit {
-			last := rows[i-1]
-			out.NextCursor = new(s.issueCursor(ToolFindSavedReplies, c, args, cursorPayload{Text: &last.Title, ID: last.ID}))
-			break
-		}
-		out.SavedReplies = append(out.SavedReplies, SavedReply{ID: publicID(PrefixReply, r.ID), Title: r.Title, Body: r.Body})
-	}
-	return out, nil
+	var out SavedRepliesResult
+	out.SavedReplies, out.NextCursor, err = page(s, ToolFindSavedReplies, c, args, rows, in.Limit,
+		func(r db.DeskSavedRepliesFindRow) (SavedReply, error) {
+			return SavedReply{ID: publicID(PrefixReply, r.ID), Title: r.Title, Body: r.Body}, nil
+		},
+		func(r db.DeskSavedRepliesFindRow) cursorPayload { return cursorPayload{Text: &r.Title, ID: r.ID} })
+	return out, err
 }

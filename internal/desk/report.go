@@ -95,16 +95,9 @@ func (s *Service) GetReport(ctx context.Context, sc tenancy.Scope, in ReportInpu
 	var rows []db.DeskReportRow
 	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) (err error) {
 		if in.InboxID != "" {
-			id, ok := parseID(PrefixInbox, in.InboxID)
-			if !ok {
-				return inboxNotFound()
-			}
-			visible, err := s.q.DeskInboxVisible(ctx, tx, db.DeskInboxVisibleParams{OrgID: c.org, ID: id, SeesAll: c.seesAll(), UserID: c.user})
+			id, err := s.visibleInbox(ctx, tx, c, in.InboxID)
 			if err != nil {
 				return err
-			}
-			if !visible {
-				return inboxNotFound()
 			}
 			p.InboxID = &id
 		}

@@ -150,8 +150,11 @@ func TestAddPrivateNote(t *testing.T) {
 			t.Fatalf("%+v %v", r, err)
 		}
 	})
-	t.Run("after 24 hours the key is new again", func(t *testing.T) {
+	t.Run("after 24 hours the key is new again, and the clean-up deletes it", func(t *testing.T) {
 		fx.clock.Add(desk.NoteKeyRetention + time.Second)
+		if n, err := fx.svc.DeleteExpiredNoteKeys(ctx); err != nil || n != 2 { // bo's and cy's
+			t.Fatalf("deleted %d: %v", n, err)
+		}
 		r, err := fx.svc.AddPrivateNote(ctx, bo, in)
 		if err != nil || r.Replayed || r.Note.ID == first.Note.ID {
 			t.Fatalf("%+v %v", r, err)

@@ -76,7 +76,9 @@ CREATE TABLE desk_conversation (
   PRIMARY KEY (org_id, id),
   FOREIGN KEY (org_id, inbox_id) REFERENCES desk_inbox (org_id, id) ON DELETE CASCADE,
   FOREIGN KEY (org_id, assignee_user_id) REFERENCES org_member (org_id, user_id) ON DELETE SET NULL (assignee_user_id),
-  CHECK ((status = 'resolved') = (resolved_at IS NOT NULL))
+  -- Resolved conversations have their resolution time, except imported history that does
+  -- not know it (left out of resolution reports rather than counted as instant).
+  CHECK (status = 'resolved' OR resolved_at IS NULL)
 );
 CREATE UNIQUE INDEX desk_conversation_external_key ON desk_conversation (org_id, external_id) WHERE external_id IS NOT NULL;
 -- Search's order and keyset (updated_at desc, id asc), with its filters.

@@ -1,0 +1,237 @@
+package desk
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/mail"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// Bounds of a CSV import file.
+const (
+	MaxImportBytes = 10 << 20 // 10 MB
+	MaxImportRows  = 5000
+	// ImportProgressEvery is how many rows pass between two progress reports.
+	ImportProgressEvery = 500
+)
+
+// ImportColumns are the columns an import file has, in any order, named in its header.
+var ImportColumns = []string{"customer_email", "subject", "body", "created_at", "status"}
+
+// RowProblem is a bad row of an import file: its line (1 is the header) and why.
+type RowProblem struct {
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+}
+
+// ImportError lists every bad row of a file; nothing of the file was imported.
+type ImportError struct {
+	Problems []RowProblem `json:"problems"`
+}
+
+func (e *ImportError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the file was not imported (%d problem(s)):", len(e.Problems))
+	for _, p := range e.Problems {
+		fmt.Fprintf(&b, "\n  line %d: %s", p.Line, p.Reason)
+	}
+	return b.String()
+}
+
+// ImportSummary is what an import did.
+type ImportSummary struct {
+	Rows    int `json:"rows"`
+	Created int `json:"created"`
+	// Existing counts rows imported before (by this file or another with the same row):
+	// importing a file again creates nothing.
+	Existing int `json:"existing"`
+}
+
+type importRow struct {
+	line int
+	conv NewConversation
+}
+
+// ImportCSV imports conversations into one inbox of a workspace from a CSV file: UTF-8,
+// a header naming the columns customer_email, subject, body, created_at (RFC 3339),
+// status (open, pending, resolved), at most MaxImportBytes and MaxImportRows rows. Each
+// row is a conversation whose customer message is body. Every bad row is reported with
+// its line and reason, and then nothing is imported; otherwise all rows are imported in
+// one transaction (owner's pool). A row's external id is the hash of its content, so
+// importing the same rows again creates nothing. Imported history sends nothing and
+// triggers nothing. progress, when not nil, is called every ImportProgressEvery rows.
+func ImportCSV(ctx context.Context, d *pg.DB, q *db.Queries, orgID uuid.UUID, inboxSlug string, file io.Reader, now time.Time, progress func(done, total int)) (ImportSummary, error) {
+	b, err := io.ReadAll(io.LimitReader(file, MaxImportBytes+1))
+	if err != nil {
+		return ImportSummary{}, fmt.Errorf("read the file: %w", err)
+	}
+	if len(b) > MaxImportBytes {
+		return ImportSummary{}, &ImportError{Problems: []RowProblem{{Line: 0, Reason: fmt.Sprintf("the file is larger than %d MB", MaxImportBytes>>20)}}}
+	}
+	rows, err := parseImport(b, now)
+	if err != nil {
+		return ImportSummary{}, err
+	}
+	sum := ImportSummary{Rows: len(rows)}
+	err = d.Operator(ctx, func(tx *pg.Tx) error {
+		inbox, err := q.DeskInboxBySlug(ctx, tx, db.DeskInboxBySlugParams{OrgID: orgID, Slug: inboxSlug})
+		if pg.IsNoRows(err) {
+			return fmt.Errorf("no inbox %q in this workspace", inboxSlug)
+		} else if err != nil {
+			return fmt.Errorf("find inbox: %w", err)
+		}
+		for i, r := range rows {
+			r.conv.InboxID = inbox
+			_, created, err := AddConversation(ctx, tx, q, orgID, r.conv)
+			if err != nil {
+				return fmt.Errorf("line %d: %w", r.line, err)
+			}
+			if created {
+				sum.Created++
+			} else {
+				sum.Existing++
+			}
+			if progress != nil && (i+1)%ImportProgressEvery == 0 {
+				progress(i+1, len(rows))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ImportSummary{}, err
+	}
+	return sum, nil
+}
+
+// parseImport reads and checks every row; any problem fails the whole file.
+func parseImport(b []byte, now time.Time) ([]importRow, error) {
+	var problems []RowProblem
+	bad := func(line int, format string, args ...any) {
+		problems = append(problems, RowProblem{Line: line, Reason: fmt.Sprintf(format, args...)})
+	}
+	b = bytes.TrimPrefix(b, []byte("\uFEFF")) // a byte-order mark is UTF-8's, not a column
+	if !utf8.Valid(b) {
+		// Name the lines: a person fixes a file line by line.
+		for i, l := range bytes.Split(b, []byte("\n")) {
+			if !utf8.Valid(l) {
+				bad(i+1, "not valid UTF-8 (save the file as UTF-8)")
+			}
+		}
+		return nil, &ImportError{Problems: problems}
+	}
+	r := csv.NewReader(bytes.NewReader(b))
+	r.FieldsPerRecord = -1
+	header, err := r.Read()
+	if err != nil {
+		return nil, &ImportError{Problems: []RowProblem{{Line: 1, Reason: "no header row: the first line names the columns " + strings.Join(ImportColumns, ", ")}}}
+	}
+	col := map[string]int{}
+	for i, h := range header {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if !slices.Contains(ImportColumns, h) {
+			bad(1, "unknown column %q (the columns are %s)", h, strings.Join(ImportColumns, ", "))
+		} else if _, dup := col[h]; dup {
+			bad(1, "column %q appears twice", h)
+		}
+		col[h] = i
+	}
+	for _, c := range ImportColumns {
+		if _, ok := col[c]; !ok {
+			bad(1, "missing column %q", c)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, &ImportError{Problems: problems}
+	}
+	var rows []importRow
+	seen := map[string]bool{}
+	records := 0
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		line, _ := r.FieldPos(0)
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				bad(pe.StartLine, "%v", pe.Err)
+				if pe.Err == csv.ErrQuote || pe.Err == csv.ErrBareQuote {
+					return nil, &ImportError{Problems: problems} // the rest cannot be read reliably
+				}
+				continue
+			}
+			return nil, fmt.Errorf("read line %d: %w", line, err)
+		}
+		if records++; records > MaxImportRows {
+			bad(line, "more than %d rows: split the file", MaxImportRows)
+			break
+		}
+		if len(rec) != len(header) {
+			bad(line, "%d fields, the header has %d", len(rec), len(header))
+			continue
+		}
+		get := func(c string) string { return strings.TrimSpace(rec[col[c]]) }
+		row := importRow{line: line}
+		c := &row.conv
+		var reasons []string
+		email := strings.ToLower(get("customer_email"))
+		if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 320 {
+			reasons = append(reasons, fmt.Sprintf("customer_email %q is not an email address", email))
+		}
+		subject, body := get("subject"), get("body")
+		if n := utf8.RuneCountInString(subject); n < 1 || n > 1000 {
+			reasons = append(reasons, "subject must hold 1 to 1000 characters")
+		}
+		if n := utf8.RuneCountInString(body); n < 1 || n > 100000 {
+			reasons = append(reasons, "body must hold 1 to 100000 characters")
+		}
+		if strings.ContainsRune(subject+body, 0) {
+			reasons = append(reasons, "subject and body must not contain the NUL character")
+		}
+		created, err := time.Parse(time.RFC3339, get("created_at"))
+		switch {
+		case err != nil:
+			reasons = append(reasons, fmt.Sprintf("created_at %q is not an ISO 8601 timestamp with a time zone (2026-11-06T17:00:00Z)", get("created_at")))
+		case created.After(now):
+			reasons = append(reasons, "created_at is in the future")
+		}
+		status := strings.ToLower(get("status"))
+		if status != StatusOpen && status != StatusPending && status != StatusResolved {
+			reasons = append(reasons, fmt.Sprintf("status %q must be open, pending or resolved", get("status")))
+		}
+		if len(reasons) > 0 {
+			bad(line, "%s", strings.Join(reasons, "; "))
+			continue
+		}
+		// The row's content is its identity: the same row imported again is the same
+		// conversation, whichever file or line it comes from.
+		h := sha256.Sum256([]byte(strings.Join([]string{email, subject, body, created.UTC().Format(time.RFC3339Nano)}, "\x00")))
+		c.ExternalID = "csv:" + hex.EncodeToString(h[:16])
+		if seen[c.ExternalID] {
+			continue
+		}
+		seen[c.ExternalID] = true
+		c.Subject, c.Status, c.CustomerEmail, c.CreatedAt = subject, status, email, created.UTC()
+		c.Messages = []NewMessage{{Type: TypeCustomer, Body: body, CreatedAt: created.UTC()}}
+		rows = append(rows, row)
+	}
+	if len(problems) > 0 {
+		return nil, &ImportError{Problems: problems}
+	}
+	return rows, nil
+}

@@ -1,0 +1,86 @@
+package desk_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/relayroom/relayroom/internal/desk"
+)
+
+func TestImportCSV(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	acme := fx.orgs["acme"]
+	imp := func(file string) (desk.ImportSummary, error) {
+		return desk.ImportCSV(ctx, fx.d, fx.q, acme, "support", strings.NewReader(file), now, nil)
+	}
+	good := "\uFEFFsubject,customer_email,body,created_at,status\n" +
+		"Cannot import contacts,Jo@Example.com,\"The importer says \"\"bad header\"\", line 1.\",2026-10-01T10:00:00Z,resolved\n" +
+		"Zeppelin export,max@example.com,Where is the zeppelin export?,2026-10-02T11:00:00-07:00,open\n"
+
+	t.Run("imports each row as a conversation with its customer message", func(t *testing.T) {
+		sum, err := imp(good)
+		if err != nil || sum != (desk.ImportSummary{Rows: 2, Created: 2}) {
+			t.Fatalf("%+v %v", sum, err)
+		}
+		r, err := fx.svc.SearchConversations(ctx, fx.scope("acme", "ana@acme.test"), desk.SearchInput{Query: "zeppelin"})
+		if err != nil || len(r.Conversations) != 1 || r.Conversations[0].CustomerEmail != "max@example.com" || r.Conversations[0].CreatedAt != "2026-10-02T18:00:00Z" {
+			t.Fatalf("%+v %v", r, err)
+		}
+	})
+	t.Run("importing the same file again creates nothing", func(t *testing.T) {
+		sum, err := imp(good)
+		if err != nil || sum != (desk.ImportSummary{Rows: 2, Existing: 2}) {
+			t.Fatalf("%+v %v", sum, err)
+		}
+	})
+	t.Run("every bad row is reported by line, and nothing is imported", func(t *testing.T) {
+		bad := "customer_email,subject,body,created_at,status\n" +
+			"ok@example.com,Fine row,Fine body,2026-10-01T10:00:00Z,open\n" +
+			"not-an-email,Subject,Body,2026-10-01T10:00:00Z,open\n" +
+			"a@example.com,,Body,2026-10-01T10:00:00Z,open\n" +
+			"b@example.com,Subject,Body,yesterday,closed\n" +
+			"c@example.com,Subject,Body,2099-01-01T00:00:00Z,open\n" +
+			"d@example.com,Subject\n"
+		_, err := imp(bad)
+		var ie *desk.ImportError
+		if !errors.As(err, &ie) {
+			t.Fatalf("%v", err)
+		}
+		lines := []int{}
+		for _, p := range ie.Problems {
+			lines = append(lines, p.Line)
+		}
+		if !slices.Equal(lines, []int{3, 4, 5, 6, 7}) || !strings.Contains(ie.Problems[2].Reason, "created_at") || !strings.Contains(ie.Problems[2].Reason, "status") {
+			t.Fatalf("%+v", ie.Problems)
+		}
+		r, _ := fx.svc.SearchConversations(ctx, fx.scope("acme", "ana@acme.test"), desk.SearchInput{Query: "Fine row"})
+		if len(r.Conversations) != 0 {
+			t.Fatal("a file with bad rows was partly imported")
+		}
+	})
+	t.Run("header, encoding and size are checked", func(t *testing.T) {
+		var many strings.Builder
+		many.WriteString("customer_email,subject,body,created_at,status\n")
+		for i := range desk.MaxImportRows + 1 {
+			fmt.Fprintf(&many, "u%d@example.com,S,B,2026-10-01T10:00:00Z,open\n", i)
+		}
+		for _, c := range []struct{ file, want string }{
+			{"email,subject,body,created_at,status\n", `unknown column "email"`},
+			{"customer_email,subject,body,created_at\n", `missing column "status"`},
+			{"customer_email,subject,body,created_at,status\nx@example.com,S\xff,B,2026-10-01T10:00:00Z,open\n", "line 2: not valid UTF-8"},
+			{many.String(), fmt.Sprintf("line %d: more than %d rows", desk.MaxImportRows+2, desk.MaxImportRows)},
+			{strings.Repeat("x", desk.MaxImportBytes+1), "larger than 10 MB"},
+		} {
+			_, err := imp(c.file)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("want %q, got %v", c.want, err)
+			}
+		}
+	})
+}
