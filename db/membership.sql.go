@@ -155,6 +155,9 @@ WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
   FROM project p
   WHERE mm.project_id = $1 AND mm.part = $2 AND p.id = mm.project_id
+    -- only the caller's own part: the transaction commits with this statement
+    -- (pg.Tx.CommitWithNext), whatever the resolver concludes from the row
+    AND mm.agent_id = rr_agent()
     AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
       WHERE ag.project_id = $1 AND ag.project_id = mm.project_id
         AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))

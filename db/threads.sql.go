@@ -760,6 +760,33 @@ func (q *Queries) SetParkedUntil(ctx context.Context, db DBTX, arg SetParkedUnti
 	return parked_until, err
 }
 
+const shareThread = `-- name: ShareThread :one
+SELECT id, subject, status FROM thread
+WHERE project_id = $1 AND id = $2 FOR KEY SHARE
+`
+
+type ShareThreadParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+type ShareThreadRow struct {
+	ID      uuid.UUID
+	Subject string
+	Status  string
+}
+
+// A reply's hold on its thread: KEY SHARE conflicts with the FOR UPDATE every path that
+// ends a thread takes first (close, the idle sweep, cancel), so a reply and an end are
+// ordered (the reply sees the end, or the end waits for the reply), but not with other
+// replies' holds or their touches: replies to one thread do not queue behind each other.
+func (q *Queries) ShareThread(ctx context.Context, db DBTX, arg ShareThreadParams) (ShareThreadRow, error) {
+	row := db.QueryRow(ctx, shareThread, arg.ProjectID, arg.ID)
+	var i ShareThreadRow
+	err := row.Scan(&i.ID, &i.Subject, &i.Status)
+	return i, err
+}
+
 const threadByProjectSlug = `-- name: ThreadByProjectSlug :one
 SELECT t.project_id, t.id, t.status FROM thread t
 JOIN project p ON p.id = t.project_id
@@ -866,8 +893,10 @@ func (q *Queries) ThreadRecipients(ctx context.Context, db DBTX, arg ThreadRecip
 }
 
 const touchThread = `-- name: TouchThread :exec
-UPDATE thread SET last_message_at = $1, needs_human = needs_human OR $2
+UPDATE thread SET last_message_at = $1::timestamptz, needs_human = needs_human OR $2::boolean
 WHERE project_id = $3 AND id = $4
+  AND (last_message_at < $1::timestamptz - interval '1 second'
+       OR ($2::boolean AND NOT needs_human))
 `
 
 type TouchThreadParams struct {
@@ -877,6 +906,8 @@ type TouchThreadParams struct {
 	ID         uuid.UUID
 }
 
+// last_message_at (read by the idle close, whose idle time is hours) is kept to the second:
+// a thread replied to many times a second is written once, not by every reply in turn.
 func (q *Queries) TouchThread(ctx context.Context, db DBTX, arg TouchThreadParams) error {
 	_, err := db.Exec(ctx, touchThread,
 		arg.Now,

@@ -254,3 +254,65 @@ func missingFrom(got, was string) []string {
 	}
 	return out
 }
+
+// TestCommitWithNext: the COMMIT travels with the next statement, so what it wrote stays
+// whatever fn returns afterwards; a statement that fails takes the COMMIT down with it and
+// leaves the pooled connection usable.
+func TestCommitWithNext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	seedDB, u := pgtest.Open(t)
+	fx := seedTwoTenants(t, seedDB)
+	// One connection: a transaction left open would block or poison the next.
+	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 1, OpsMaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	tenant := pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}
+	nick := func() string {
+		t.Helper()
+		var n *string
+		if err := d.InTenant(ctx, tenant, func(tx *pg.Tx) error {
+			return tx.QueryRow(ctx, "SELECT nickname FROM membership WHERE project_id = $1", fx.projectA).Scan(&n)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return deref(n)
+	}
+	refused := fmt.Errorf("refused after reading")
+	err = d.InTenant(ctx, tenant, func(tx *pg.Tx) error {
+		tx.CommitWithNext(ctx)
+		var n string
+		if err := tx.QueryRow(ctx, "UPDATE membership SET nickname = 'kept' WHERE project_id = $1 RETURNING nickname", fx.projectA).Scan(&n); err != nil {
+			return err
+		}
+		return refused
+	})
+	if err != refused || nick() != "kept" {
+		t.Fatalf("got %v, nickname %q: the write must be committed with its statement", err, nick())
+	}
+	err = d.InTenant(ctx, tenant, func(tx *pg.Tx) error {
+		tx.CommitWithNext(ctx)
+		var n string
+		return tx.QueryRow(ctx, "UPDATE membership SET access = 'owner' WHERE project_id = $1 RETURNING nickname", fx.projectA).Scan(&n)
+	})
+	if !pg.IsCheckViolation(err) {
+		t.Fatalf("want the statement's check violation, got %v", err)
+	}
+	if got := nick(); got != "kept" {
+		t.Fatalf("after a failed commit-with-next transaction: nickname %q", got)
+	}
+	// A request's idempotency claim travels with a COMMIT of its own: no early commit.
+	claimed := pg.WithClaim(ctx, &pg.Claim{SQL: "SELECT 1 WHERE false"})
+	err = d.InTenant(claimed, tenant, func(tx *pg.Tx) error {
+		tx.CommitWithNext(claimed)
+		if _, err := tx.Exec(claimed, "UPDATE membership SET nickname = 'undone' WHERE project_id = $1", fx.projectA); err != nil {
+			return err
+		}
+		return refused
+	})
+	if err != refused || nick() != "kept" {
+		t.Fatalf("with a claim the transaction must roll back on error: %v, nickname %q", err, nick())
+	}
+}

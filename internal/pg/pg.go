@@ -244,19 +244,6 @@ func idSetting(id uuid.UUID) string {
 var tenantSettings = []string{"app.org_id", "app.project_id", "app.agent_id", "app.lookup",
 	"app.orgs", "app.projects", "app.agents", "app.users"}
 
-// setTenantSQL sets them all in one statement: SELECT set_config('app.org_id', $1, true), ….
-var setTenantSQL = func() string {
-	var b strings.Builder
-	b.WriteString("SELECT ")
-	for i, name := range tenantSettings {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "set_config('%s', $%d, true)", name, i+1)
-	}
-	return b.String()
-}()
-
 // setLocalSQL is the Citus form of a transaction's settings: Citus sends the workers a
 // transaction's SET LOCAL commands (with citus.propagate_set_commands = 'local', set
 // first) and nothing that set_config does, and the workers are where the policies of
@@ -273,6 +260,15 @@ func setLocalSQL(names, values []string) string {
 	}
 	return b.String()
 }
+
+// The settings of a transaction; $9, when not empty, is its statement timeout.
+const setTenantSQL = `SELECT set_config('app.org_id', $1, true), set_config('app.project_id', $2, true),
+ set_config('app.agent_id', $3, true), set_config('app.lookup', $4, true), set_config('app.orgs', $5, true),
+ set_config('app.projects', $6, true), set_config('app.agents', $7, true), set_config('app.users', $8, true),
+ CASE WHEN $9::text <> '' THEN set_config('statement_timeout', $9, true) END`
+
+// setTenantDirectorySQL is setTenantSQL, then rr_set_directory on the settings it made.
+const setTenantDirectorySQL = `SELECT rr_set_directory() FROM (` + setTenantSQL + ` OFFSET 0) s`
 
 // InTenant runs fn in a transaction whose RLS tenant is t. BEGIN, the tenant settings and
 // the statement timeout are not sent on their own: they travel in one pipelined batch with
@@ -301,7 +297,7 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 	if err != nil {
 		return err
 	}
-	tx := &Tx{conn: conn, citus: d.citus}
+	tx := &Tx{conn: conn, citus: d.citus, settings: -1}
 	defer func() {
 		if p := recover(); p != nil {
 			tx.abort(ctx)
@@ -319,12 +315,14 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 			return fmt.Errorf("pg tx: %w", ErrDeadline)
 		}
 	}
-	tx.pending = []stmt{
-		{sql: "BEGIN"},
-		{sql: "SELECT set_config('statement_timeout', $1, true)", args: []any{fmt.Sprintf("%dms", timeout.Milliseconds())}},
-	}
+	tx.timeout = fmt.Sprintf("%dms", timeout.Milliseconds())
+	tx.pending = []stmt{{sql: "BEGIN"}}
 	if tx.citus {
-		tx.pending = []stmt{{sql: fmt.Sprintf("BEGIN; SET LOCAL statement_timeout = '%dms'", timeout.Milliseconds()), simple: true}}
+		// Sequential: a transaction that read several shards in parallel (one connection
+		// per shard) may not write a reference table afterwards ("cannot modify table …
+		// because there was a parallel operation"); the admin apply does both. Router
+		// queries, the request path, are not affected.
+		tx.pending = []stmt{{sql: fmt.Sprintf("BEGIN; SET LOCAL statement_timeout = '%dms'; SET LOCAL citus.multi_shard_modify_mode = 'sequential'", timeout.Milliseconds()), simple: true}}
 	}
 	tx.SetTenant(t)
 	if err := fn(tx); err != nil {
@@ -333,6 +331,19 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 	}
 	if !tx.begun && !tx.queued {
 		conn.Release() // fn sent nothing: there is no transaction to commit
+		return nil
+	}
+	if tx.committed {
+		// The COMMIT went with fn's last statement (CommitWithNext), and its error, if
+		// any, came back from that statement.
+		if len(tx.pending) > 0 {
+			tx.abort(ctx)
+			return fmt.Errorf("pg tx: statements queued after the commit")
+		}
+		conn.Release()
+		for _, f := range tx.afterCommit {
+			f()
+		}
 		return nil
 	}
 	// A request's claim (an idempotency key's record) travels with the COMMIT of each of
@@ -449,6 +460,15 @@ type Tx struct {
 	// deadline from the request's budget plus clientGrace).
 	deadline time.Time
 	citus    bool // settings go by SET LOCAL (setLocalSQL)
+	// timeout is the transaction's statement_timeout, set by its first settings
+	// statement (one statement with the tenant's settings).
+	timeout string
+	// settings is the index in pending of a settings statement not sent yet, or -1: a
+	// later SetTenant replaces it rather than queueing a second one.
+	settings int
+	// commitNext sends the COMMIT in the batch of the next statement (CommitWithNext);
+	// committed says it was sent.
+	commitNext, committed bool
 }
 
 // bound gives a statement the transaction's deadline. The returned cancel must run once
@@ -481,8 +501,8 @@ func (t *Tx) Pipeline(fn func() error) error {
 // is closed so the pool never hands out a connection inside a failed transaction.
 func (t *Tx) abort(ctx context.Context) {
 	defer t.conn.Release()
-	if !t.begun {
-		return
+	if !t.begun || t.conn.Conn().PgConn().TxStatus() == 'I' {
+		return // nothing began, or the transaction is over (committed with its last statement)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -493,24 +513,54 @@ func (t *Tx) abort(ctx context.Context) {
 
 // SetTenant changes the RLS tenant for the rest of the transaction (once a credential has
 // been verified and the tenant it names is known). It is sent with the next statement.
+//
+// It is one statement: the transaction's statement timeout (with its first settings), the
+// eight settings and, when the tenant comes without its directory lists, rr_set_directory
+// computing them from the settings just made (the subquery runs first: the outer select
+// needs its row). A SetTenant replaces one queued and not sent yet.
 func (t *Tx) SetTenant(tn Tenant) {
 	var v Visible
 	if tn.Visible != nil {
 		v = *tn.Visible
 	}
-	values := []string{idSetting(tn.OrgID), idSetting(tn.ProjectID), idSetting(tn.AgentID), tn.Lookup,
-		idsSetting(v.Orgs), idsSetting(v.Projects), idsSetting(v.Agents), idsSetting(v.Users)}
 	if t.citus {
+		values := []string{idSetting(tn.OrgID), idSetting(tn.ProjectID), idSetting(tn.AgentID), tn.Lookup,
+			idsSetting(v.Orgs), idsSetting(v.Projects), idsSetting(v.Agents), idsSetting(v.Users)}
 		t.pending = append(t.pending, stmt{sql: setLocalSQL(tenantSettings, values), simple: true})
-	} else {
-		args := make([]any, len(values))
-		for i, v := range values {
-			args[i] = v
+		if tn.Visible == nil && (tn.OrgID != uuid.Nil || tn.ProjectID != uuid.Nil || tn.AgentID != uuid.Nil) {
+			t.pending = append(t.pending, stmt{sql: "SELECT rr_set_directory()"})
 		}
-		t.pending = append(t.pending, stmt{sql: setTenantSQL, args: args})
+		return
 	}
+	timeout := ""
+	if !t.begun {
+		timeout = t.timeout
+	}
+	sql := setTenantSQL
 	if tn.Visible == nil && (tn.OrgID != uuid.Nil || tn.ProjectID != uuid.Nil || tn.AgentID != uuid.Nil) {
-		t.pending = append(t.pending, stmt{sql: "SELECT rr_set_directory()"})
+		sql = setTenantDirectorySQL
+	}
+	st := stmt{sql: sql, args: []any{idSetting(tn.OrgID), idSetting(tn.ProjectID), idSetting(tn.AgentID), tn.Lookup,
+		idsSetting(v.Orgs), idsSetting(v.Projects), idsSetting(v.Agents), idsSetting(v.Users), timeout}}
+	if t.settings >= 0 && t.settings == len(t.pending)-1 {
+		// The timeout rides with the first settings of the transaction only.
+		st.args[8] = t.pending[t.settings].args[8]
+		t.pending[t.settings] = st
+		return
+	}
+	t.settings = len(t.pending)
+	t.pending = append(t.pending, st)
+}
+
+// CommitWithNext sends the COMMIT in the same round trip as the transaction's next
+// statement, when nothing the caller decides after reading that statement's result may
+// undo the transaction (a credential's bind, whose one write is right whatever the
+// caller concludes from the row). The statement's error, or the COMMIT's, comes back from
+// reading its result; the transaction is over afterwards. Without effect when the
+// request carries an idempotency claim (it travels with the COMMIT, see Claim).
+func (t *Tx) CommitWithNext(ctx context.Context) {
+	if claimFrom(ctx) == nil {
+		t.commitNext = true
 	}
 }
 
@@ -576,9 +626,13 @@ func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults
 		b.Queue(p.sql, p.args...)
 	}
 	b.Queue(sql, args...)
+	if t.commitNext {
+		b.Queue("COMMIT")
+		t.commitNext, t.committed = false, true
+	}
 	pending := t.pending
 	n := len(pending)
-	t.pending = nil
+	t.pending, t.settings = nil, -1
 	t.begun = true
 	br := t.conn.SendBatch(ctx, b)
 	for i := 0; i < n; i++ {
@@ -603,7 +657,7 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 	}
 	ctx, cancel := t.bound(ctx)
 	defer cancel()
-	if len(t.pending) == 0 {
+	if len(t.pending) == 0 && !t.commitNext {
 		return t.conn.Exec(ctx, sql, args...)
 	}
 	br, err := t.send(ctx, sql, args)
@@ -620,7 +674,7 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 // Query implements db.DBTX.
 func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	ctx, cancel := t.bound(ctx)
-	if len(t.pending) == 0 {
+	if len(t.pending) == 0 && !t.commitNext {
 		rows, err := t.conn.Query(ctx, sql, args...)
 		if err != nil {
 			cancel()
@@ -645,7 +699,7 @@ func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, erro
 // QueryRow implements db.DBTX.
 func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	ctx, cancel := t.bound(ctx)
-	if len(t.pending) == 0 {
+	if len(t.pending) == 0 && !t.commitNext {
 		return &batchRow{row: t.conn.QueryRow(ctx, sql, args...), cancel: cancel}
 	}
 	br, err := t.send(ctx, sql, args)

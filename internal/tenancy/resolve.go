@@ -86,10 +86,12 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 		}
 		s = Scope{OrgID: orgID, AgentID: agentID}
 		tx.SetTenant(resolving(s))
-		// The touch returns nothing anyone reads: it travels with the identity's query.
+		// The touch returns nothing anyone reads: it travels with the identity's query,
+		// and so does the COMMIT (nothing after it can undo the touch).
 		if err := tx.Pipeline(func() error { return r.Q.TouchAgentMemberships(ctx, tx, agentID) }); err != nil {
 			return fmt.Errorf("resolve agent: touch: %w", err)
 		}
+		tx.CommitWithNext(ctx)
 		id, err := r.Q.AgentIdentity(ctx, tx, db.AgentIdentityParams{OrgID: orgID, ID: agentID})
 		if err != nil {
 			return fmt.Errorf("resolve agent: identity: %w", err)
@@ -153,7 +155,10 @@ func (r *Resolver) RoomByKey(ctx context.Context, key string, projectID uuid.UUI
 	return s, nil
 }
 
+// bindRoom is the transaction's last statement: it commits with it (the touch moves the
+// caller's own presence only where it is admitted, so a refusal has nothing to undo).
 func (r *Resolver) bindRoom(ctx context.Context, tx *pg.Tx, s *Scope) error {
+	tx.CommitWithNext(ctx)
 	row, err := r.Q.BindAgentRoom(ctx, tx, db.BindAgentRoomParams{ProjectID: s.ProjectID, AgentID: s.AgentID})
 	if pg.IsNoRows(err) {
 		return apperr.New(apperr.Forbidden, MsgNotParticipant)
@@ -185,6 +190,9 @@ func (r *Resolver) Part(ctx context.Context, connectCode, part, key string) (Sco
 		}
 		s = Scope{OrgID: orgID, AgentID: agentID, ProjectID: projectID}
 		tx.SetTenant(resolving(s))
+		// The bind's one write (last_seen) touches the caller's own part only when it is
+		// admitted, so the COMMIT goes with it: a refusal below has nothing to undo.
+		tx.CommitWithNext(ctx)
 		row, err := r.Q.BindPart(ctx, tx, db.BindPartParams{ProjectID: projectID, Part: part})
 		if err != nil && !pg.IsNoRows(err) {
 			return fmt.Errorf("resolve part: %w", err)

@@ -267,7 +267,7 @@ func (s *Service) Reply(ctx context.Context, sc tenancy.Scope, in ReplyInput) (R
 	now := s.now()
 	res := ReplyResult{ThreadID: tid.String(), MessageID: newID().String()}
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		t, err := s.Q.LockThread(ctx, tx, db.LockThreadParams{ProjectID: sc.ProjectID, ID: tid})
+		t, err := s.Q.ShareThread(ctx, tx, db.ShareThreadParams{ProjectID: sc.ProjectID, ID: tid})
 		if pg.IsNoRows(err) {
 			return threadNotFound(in.ThreadID)
 		}

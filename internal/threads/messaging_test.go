@@ -6,9 +6,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/threads"
@@ -381,5 +383,62 @@ func TestCancelByAPersonAndIdleAutoClose(t *testing.T) {
 	}
 	if must[threads.ShowResult](t)(e.svc.Show(ctx, e.sc("backend"), old.ThreadID)).Thread.Status != "closed" {
 		t.Fatal("idle thread not closed")
+	}
+}
+
+// TestRepliesDoNotQueueOnTheirThread: a reply holds its thread only against the paths that
+// end it (FOR KEY SHARE), so it never waits for another reply's hold or touch of the same
+// thread. Another transaction holds the lock a concurrent reply's touch takes (FOR NO KEY
+// UPDATE) while a reply runs: the reply must finish without ever waiting for a lock (it
+// used to take FOR UPDATE and queue behind every other reply until their commits).
+func TestRepliesDoNotQueueOnTheirThread(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	sent := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "Busy", Body: "first"}))
+	// Touched just now: the reply's own touch has nothing to write within this second.
+	e.exec(t, "UPDATE thread SET last_message_at = now() + interval '1 minute' WHERE id = $1", uuid.MustParse(sent.ThreadID))
+	holder, err := pgx.Connect(ctx, e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ends the hold when the test fails early; after the explicit rollback below it only
+	// reports that the transaction is closed already.
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM thread WHERE id = $1 FOR NO KEY UPDATE", uuid.MustParse(sent.ThreadID)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.svc.Reply(ctx, e.sc("backend"), threads.ReplyInput{ThreadID: sent.ThreadID, Body: "second"})
+		done <- err
+	}()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("reply: %v", err)
+			}
+			return
+		default:
+		}
+		var waiting int
+		if err := holder.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			<-done
+			t.Fatal("the reply waited for another transaction's hold on its thread")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -28,6 +28,14 @@ SELECT @project_id, m, @message_id, @thread_id FROM unnest(@member_ids::uuid[]) 
 SELECT id, subject, status, lesson_outcome, created_at FROM thread
 WHERE project_id = @project_id AND id = @id FOR UPDATE;
 
+-- name: ShareThread :one
+-- A reply's hold on its thread: KEY SHARE conflicts with the FOR UPDATE every path that
+-- ends a thread takes first (close, the idle sweep, cancel), so a reply and an end are
+-- ordered (the reply sees the end, or the end waits for the reply), but not with other
+-- replies' holds or their touches: replies to one thread do not queue behind each other.
+SELECT id, subject, status FROM thread
+WHERE project_id = @project_id AND id = @id FOR KEY SHARE;
+
 -- name: GetThread :one
 SELECT id, subject, status, needs_human, created_at, closed_at FROM thread
 WHERE project_id = @project_id AND id = @id;
@@ -38,8 +46,12 @@ SELECT member_id FROM participant
 WHERE project_id = @project_id AND thread_id = @thread_id AND member_id <> @sender_id;
 
 -- name: TouchThread :exec
-UPDATE thread SET last_message_at = @now, needs_human = needs_human OR @needs_human
-WHERE project_id = @project_id AND id = @id;
+-- last_message_at (read by the idle close, whose idle time is hours) is kept to the second:
+-- a thread replied to many times a second is written once, not by every reply in turn.
+UPDATE thread SET last_message_at = sqlc.arg(now)::timestamptz, needs_human = needs_human OR sqlc.arg(needs_human)::boolean
+WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id)
+  AND (last_message_at < sqlc.arg(now)::timestamptz - interval '1 second'
+       OR (sqlc.arg(needs_human)::boolean AND NOT needs_human));
 
 -- name: Inbox :many
 -- Newest first, open threads only; before pages by message id (UUIDv7, creation order).
