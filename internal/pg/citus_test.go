@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 )
 
@@ -346,4 +347,33 @@ func nestedPlans(t *testing.T, ctx context.Context, u, call string) []string {
 		t.Fatalf("%s: auto_explain reported no plan", call)
 	}
 	return plans
+}
+
+// TestCitusPlacement places tables by their primary key and the foreign keys of sharded
+// tables, as relayroom migrate citus does: a table only service tables reference stays on
+// the coordinator even when its key is id alone.
+func TestCitusPlacement(t *testing.T) {
+	t.Parallel()
+	pks := map[string][]string{
+		"organisation": {"id"}, "project": {"id"}, "oauth_client": {"client_id"},
+		"membership": {"project_id", "id"}, "oauth_grant": {"org_id", "id"},
+		"oauth_auth_request": {"id"}, "auth_throttle": {"subject"},
+	}
+	refs := map[string][]string{
+		"project":            {"organisation"},
+		"membership":         {"project"},
+		"oauth_grant":        {"oauth_client", "organisation"},
+		"oauth_auth_request": {"oauth_client"},
+	}
+	want := map[string]string{
+		"organisation": pg.DistReference, "project": pg.DistReference, "oauth_client": pg.DistReference,
+		"membership": pg.DistProject, "oauth_grant": pg.DistOrg,
+		"oauth_auth_request": pg.DistCoordinator, "auth_throttle": pg.DistCoordinator,
+	}
+	got := pg.Placement(pks, refs)
+	for table, w := range want {
+		if got[table] != w {
+			t.Errorf("%s: placed %q, want %q", table, got[table], w)
+		}
+	}
 }

@@ -327,7 +327,11 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 		{sql: "SELECT set_config('statement_timeout', $1, true)", args: []any{fmt.Sprintf("%dms", timeout.Milliseconds())}},
 	}
 	if tx.citus {
-		tx.pending = []stmt{{sql: fmt.Sprintf("BEGIN; SET LOCAL statement_timeout = '%dms'", timeout.Milliseconds()), simple: true}}
+		// Sequential: a transaction that read several shards in parallel (one connection
+		// per shard) may not write a reference table afterwards ("cannot modify table …
+		// because there was a parallel operation"); the admin apply does both. Router
+		// queries, the request path, are not affected.
+		tx.pending = []stmt{{sql: fmt.Sprintf("BEGIN; SET LOCAL statement_timeout = '%dms'; SET LOCAL citus.multi_shard_modify_mode = 'sequential'", timeout.Milliseconds()), simple: true}}
 	}
 	tx.SetTenant(t)
 	if err := fn(tx); err != nil {
