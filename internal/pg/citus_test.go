@@ -26,17 +26,20 @@ import (
 // periodic jobs; the admin CLI's queries in db/admin.sql.go are operator commands and not
 // checked) must be a router query: one shard group.
 var multiShard = map[string]string{
-	"CredentialRows":        "authentication: a credential's public id names no tenant",
-	"FindCIToken":           "a CI token's public id names no project",
-	"TouchAgentMemberships": "an agent's presence in every room it is in",
-	"AckWake":               "the pager acknowledges a wake by id; its request names no project",
-	"AgentWakeStatus":       "the pager reads a wake by id; its request names no project",
-	"NotifyWakeMembers":     "one NOTIFY for a batch of sends across projects",
-	"ResumeParkedParts":     "the sweep: parked parts of every project",
-	"PendingEmbeddings":     "the embedding backfill, across projects, a batch per run",
-	"ListWakes":             "operator command: wakes of every project",
-	"ListWakeTargets":       "operator command: every webhook",
-	"RetryDeadWake":         "operator command: a dead letter by id",
+	"CredentialRows":               "authentication: a credential's public id names no tenant",
+	"FindCIToken":                  "a CI token's public id names no project",
+	"TouchAgentMemberships":        "an agent's presence in every room it is in",
+	"AckWake":                      "the pager acknowledges a wake by id; its request names no project",
+	"AgentWakeStatus":              "the pager reads a wake by id; its request names no project",
+	"NotifyWakeMembers":            "one NOTIFY for a batch of sends across projects",
+	"ResumeParkedParts":            "the sweep: parked parts of every project",
+	"PendingEmbeddings":            "the embedding backfill, across projects, a batch per run",
+	"ExpireKnowledge":              "the expiry sweep, across projects, a batch per run",
+	"DeleteOldWakes":               "the wake retention sweep, across projects, a batch per statement",
+	"DeleteExpiredIdempotencyKeys": "the idempotency clean-up, across organisations, a batch per statement",
+	"ListWakes":                    "operator command: wakes of every project",
+	"ListWakeTargets":              "operator command: every webhook",
+	"RetryDeadWake":                "operator command: a dead letter by id",
 }
 
 // multiShardFunctions are the SECURITY DEFINER functions with a statement that spans
