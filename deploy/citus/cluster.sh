@@ -26,7 +26,10 @@ readonly DB=relayroom
 readonly HOST=127.0.0.1
 # Every node preloads Citus. Test runs open many databases at once, each with its own
 # pools and Citus's connections between nodes, hence the connection headroom.
+# Citus runs a maintenance daemon (a background worker) per database on every node, and
+# the tests make many databases at once.
 readonly NODE_CONF="shared_preload_libraries = 'citus'
+max_worker_processes = 64
 max_connections = 500
 citus.max_shared_pool_size = 400
 max_prepared_transactions = 200"
@@ -105,16 +108,25 @@ cmd_start() {
 		[[ -n $port ]] || die "no port in the URL pg.sh printed for $n: $url"
 		# A cluster created before Citus was preloaded (or by an older version of this
 		# script) picks the setting up on a restart.
-		if [[ "$(psql_on "$port" postgres -tAc "SHOW shared_preload_libraries")" != *citus* ]]; then
-			log "restarting $n to preload Citus"
-			PGSH_CONF="$NODE_CONF" bash "$PGSH" restart "$dir/$n"
+		if [[ "$(psql_on "$port" postgres -tAc "SHOW shared_preload_libraries")" != *citus* ||
+			"$(psql_on "$port" postgres -tAc "SHOW max_worker_processes")" != 64 ]]; then
+			# pg.sh writes the settings when it starts a stopped cluster.
+			log "restarting $n to preload Citus and its settings"
+			bash "$PGSH" stop "$dir/$n"
+			url="$(PGSH_PORT_BASE="${CITUS_PORT_BASE:-54360}" PGSH_CONF="$NODE_CONF" bash "$PGSH" start "$dir/$n" --fast)"
+			port="$(port_of "$url")"
 		fi
 		ports+=("$port")
 	done
+	# Only those missing: once the workers hold Citus's metadata, a worker refuses DDL
+	# (even a CREATE EXTENSION IF NOT EXISTS that would do nothing).
+	local ext
 	for port in "${ports[@]}"; do
-		psql_on "$port" "$DB" -c "CREATE EXTENSION IF NOT EXISTS citus" \
-			-c "CREATE EXTENSION IF NOT EXISTS vector" -c "CREATE EXTENSION IF NOT EXISTS pg_trgm" \
-			-c "CREATE EXTENSION IF NOT EXISTS btree_gin" >&2
+		for ext in citus vector pg_trgm btree_gin; do
+			if [[ "$(psql_on "$port" "$DB" -tAc "SELECT count(*) FROM pg_extension WHERE extname = '$ext'")" == 0 ]]; then
+				psql_on "$port" "$DB" -c "CREATE EXTENSION $ext" >&2
+			fi
+		done
 	done
 	local coord="${ports[0]}"
 	psql_on "$coord" "$DB" -tAc "SELECT citus_set_coordinator_host('${HOST}', ${coord})

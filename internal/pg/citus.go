@@ -48,21 +48,40 @@ type CitusReport struct {
 	ForeignKeys []string `json:"foreign_keys_without_on_delete_set_null"`
 }
 
-// Placement returns how Distribute places a table with this primary key: the rule
-// TestCatalogTenancyRules enforces decides it, so a new table is placed without a list
-// to update. A key of id alone is a directory (reference); a key led by project_id or
-// org_id is tenant data sharded by it; anything else stays on the coordinator.
-func Placement(primaryKey []string) string {
-	switch {
-	case slices.Equal(primaryKey, []string{"id"}):
-		return DistReference
-	case len(primaryKey) > 0 && primaryKey[0] == "project_id":
-		return DistProject
-	case len(primaryKey) > 0 && primaryKey[0] == "org_id":
-		return DistOrg
-	default:
-		return DistCoordinator
+// Placement decides where each table goes from its primary key and the foreign keys
+// between tables (refs: table → the tables its keys reference), by the rules
+// TestCatalogTenancyRules enforces, so a new table is placed without a list to update: a
+// primary key led by project_id or org_id is tenant data, sharded by it; a table a
+// sharded table references (directly, or through another reference table) is a directory
+// copied to every node (a reference table: Citus lets a sharded table reference only
+// those and its own group); anything else stays on the coordinator (no tenant: the schema
+// version, the refused-credential counters, sign-in sessions).
+func Placement(primaryKeys map[string][]string, refs map[string][]string) map[string]string {
+	out := make(map[string]string, len(primaryKeys))
+	var queue []string
+	for t, pk := range primaryKeys {
+		switch {
+		case len(pk) > 0 && pk[0] == "project_id":
+			out[t] = DistProject
+		case len(pk) > 0 && pk[0] == "org_id":
+			out[t] = DistOrg
+		default:
+			out[t] = DistCoordinator
+			continue
+		}
+		queue = append(queue, t)
 	}
+	for len(queue) > 0 {
+		t := queue[0]
+		queue = queue[1:]
+		for _, r := range refs[t] {
+			if out[r] == DistCoordinator {
+				out[r] = DistReference
+				queue = append(queue, r)
+			}
+		}
+	}
+	return out
 }
 
 // ErrNotCitus is returned by Distribute on a database without the citus extension.
@@ -263,6 +282,8 @@ func citusTables(ctx context.Context, tx pgx.Tx) ([]citusTable, error) {
 			          FROM pg_index i, unnest(i.indkey) WITH ORDINALITY k(attnum, ord)
 			          JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
 			          WHERE i.indrelid = c.oid AND i.indisprimary), '{}'),
+			coalesce((SELECT array_agg(DISTINCT f.confrelid::regclass::text) FROM pg_constraint f
+			          WHERE f.conrelid = c.oid AND f.contype = 'f' AND f.confrelid <> c.oid), '{}'),
 			coalesce(p.partmethod::text, ''), coalesce(p.colocationid, 0)
 		FROM pg_class c LEFT JOIN pg_dist_partition p ON p.logicalrelid = c.oid
 		WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'
@@ -270,15 +291,20 @@ func citusTables(ctx context.Context, tx pgx.Tx) ([]citusTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("citus: read tables: %w", err)
 	}
+	pks, refs := map[string][]string{}, map[string][]string{}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (citusTable, error) {
 		var t citusTable
-		var pk []string
-		err := r.Scan(&t.name, &pk, &t.current, &t.colocation)
-		t.method = Placement(pk)
+		var pk, ref []string
+		err := r.Scan(&t.name, &pk, &ref, &t.current, &t.colocation)
+		pks[t.name], refs[t.name] = pk, ref
 		return t, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("citus: read tables: %w", err)
+	}
+	place := Placement(pks, refs)
+	for i := range out {
+		out[i].method = place[out[i].name]
 	}
 	return out, nil
 }

@@ -206,6 +206,11 @@ func TestDirectoryVisibilityMatchesTheSubqueryPolicies(t *testing.T) {
 		}
 	}
 
+	if d.Citus() {
+		// The policies before 000013 held subqueries, which Citus refuses: the comparison
+		// with them runs on plain PostgreSQL (make test).
+		return
+	}
 	latest, err := pg.LatestMigration()
 	if err != nil {
 		t.Fatal(err)

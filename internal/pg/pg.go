@@ -158,6 +158,9 @@ const clientGrace = 250 * time.Millisecond
 // transaction could start.
 var ErrDeadline = fmt.Errorf("pg: the request's database time is spent: %w", context.DeadlineExceeded)
 
+// Citus reports whether the database is a Citus coordinator.
+func (d *DB) Citus() bool { return d.citus }
+
 // PoolExhausted reports whether every connection of the request pool is in use while
 // callers wait for one: the cause /readyz names when requests time out waiting.
 func (d *DB) PoolExhausted() bool {
@@ -562,6 +565,18 @@ func (t *Tx) CommitWithNext(ctx context.Context) {
 	if claimFrom(ctx) == nil {
 		t.commitNext = true
 	}
+}
+
+// SetLocal sets a setting for the rest of the transaction, sent with the next statement
+// (no round trip of its own on plain PostgreSQL). On Citus it is a SET LOCAL, which Citus
+// replays on the workers that run the transaction's statements (set_config's value would
+// stay on the coordinator).
+func (t *Tx) SetLocal(name, value string) {
+	if t.citus {
+		t.pending = append(t.pending, stmt{sql: setLocalSQL([]string{name}, []string{value}), simple: true})
+		return
+	}
+	t.pending = append(t.pending, stmt{sql: "SELECT set_config($1, $2, true)", args: []any{name, value}})
 }
 
 // sendSimple sends the pending statements up to the last simple one, in order, before

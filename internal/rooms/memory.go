@@ -392,10 +392,8 @@ func (s *Service) semanticAll(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, 
 		// Matches the partial expression index: the embedder is a literal, the distance
 		// the indexed expression. Iterative scans keep returning candidates past the
 		// project and visibility filters until the limit is met (pgvector 0.8).
-		if _, err := tx.Exec(ctx, "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-			fmt.Sprint(hnswEF)); err != nil {
-			return nil, fmt.Errorf("semantic search: settings: %w", err)
-		}
+		tx.SetLocal("hnsw.ef_search", fmt.Sprint(hnswEF))
+		tx.SetLocal("hnsw.iterative_scan", "relaxed_order")
 		sql = `SELECT id, cos FROM (
   SELECT e.id, 1 - (v.embedding::vector(100) <=> $5::vector(100)) AS cos
   FROM memory_vector v JOIN memory_entry e ON e.project_id = v.project_id AND e.id = v.memory_id

@@ -7,7 +7,8 @@
 -- * A shard is chosen from a constant or a parameter compared with the distribution
 --   column, never from a function call: `project_id = rr_project()` read every shard.
 --   Each function reads rr_project() once into a variable and passes it as a parameter
---   (EXECUTE … USING), so its queries are router queries on the project's shard group.
+--   (EXECUTE … USING), so its queries are router queries on the project's shard group;
+--   a correlated subquery pins its own project id too (Citus routes it only then).
 -- * A function's SET clause is a setting of the coordinator's session only, and the
 --   workers run the statements: rr_recall's pg_trgm.similarity_threshold = 0.5 (for the
 --   `%` of its typo channel) becomes an explicit similarity() >= 0.5 beside the `%`, so
@@ -115,9 +116,11 @@ BEGIN
     'SELECT t.* FROM thread t
      WHERE t.project_id = $4
        AND NOT EXISTS (SELECT 1 FROM participant p
-                       WHERE p.project_id = t.project_id AND p.thread_id = t.id AND p.member_id = $1)
+                       WHERE p.project_id = $4 AND p.project_id = t.project_id AND p.thread_id = t.id
+                         AND p.member_id = $1)
        AND (t.subject ILIKE $2 OR EXISTS (SELECT 1 FROM message m
-                       WHERE m.project_id = t.project_id AND m.thread_id = t.id AND m.body ILIKE $2))
+                       WHERE m.project_id = $4 AND m.project_id = t.project_id AND m.thread_id = t.id
+                         AND m.body ILIKE $2))
      ORDER BY t.id DESC
      LIMIT $3'
     USING member, pattern, lim, proj;
