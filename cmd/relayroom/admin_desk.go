@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/secrets"
@@ -27,7 +26,7 @@ func deskService(env adminEnv) (*desk.Service, error) {
 	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // crypto/rand does not fail on Linux
-	return desk.New(desk.Deps{DB: env.svc.DB, Q: db.New(), CursorKey: key, Secrets: det, Now: time.Now})
+	return desk.New(desk.Deps{DB: env.svc.DB, CursorKey: key, Secrets: det, Now: time.Now})
 }
 
 // deskWorkspace is the desk service and the id of the workspace a command names.
@@ -79,7 +78,7 @@ func deskAdminCommands() map[string]adminCommand {
 					return err
 				}
 				defer f.Close()
-				sum, err := desk.ImportCSV(ctx, env.svc.DB, db.New(), org, *inbox, f, time.Now(), func(done, total int) {
+				sum, err := desk.ImportCSV(ctx, env.svc.DB, org, *inbox, f, time.Now(), func(done, total int) {
 					fmt.Fprintf(os.Stderr, "imported %d of %d rows\n", done, total)
 				})
 				var ie *desk.ImportError

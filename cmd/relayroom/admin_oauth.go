@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/oauth"
 )
@@ -15,7 +14,7 @@ func oauthAdminCommands() map[string]adminCommand {
 	return map[string]adminCommand{
 		"oauth clients list": {help: "List OAuth clients (registered, or client ID metadata documents), most recently used first.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
 			return func(ctx context.Context, env adminEnv) error {
-				rows, err := oauth.ListClients(ctx, env.svc.DB, db.New())
+				rows, err := oauth.ListClients(ctx, env.svc.DB)
 				if err != nil {
 					return err
 				}
@@ -28,7 +27,7 @@ func oauthAdminCommands() map[string]adminCommand {
 				if err := required(fs, "client"); err != nil {
 					return err
 				}
-				revoked, err := oauth.RevokeClient(ctx, env.svc.DB, db.New(), *id)
+				revoked, err := oauth.RevokeClient(ctx, env.svc.DB, *id)
 				if err != nil {
 					return err
 				}
@@ -37,7 +36,7 @@ func oauthAdminCommands() map[string]adminCommand {
 		}},
 		"oauth grants list": {help: "List what people consented to (client, person, endpoint, agent or part), newest first.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
 			return func(ctx context.Context, env adminEnv) error {
-				rows, err := oauth.ListGrants(ctx, env.svc.DB, db.New())
+				rows, err := oauth.ListGrants(ctx, env.svc.DB)
 				if err != nil {
 					return err
 				}
@@ -54,7 +53,7 @@ func oauthAdminCommands() map[string]adminCommand {
 				if err != nil {
 					return apperr.New(apperr.Invalid, "--grant must be a grant id")
 				}
-				revoked, err := oauth.RevokeGrant(ctx, env.svc.DB, db.New(), g)
+				revoked, err := oauth.RevokeGrant(ctx, env.svc.DB, g)
 				if err != nil {
 					return err
 				}

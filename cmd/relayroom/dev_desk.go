@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
@@ -31,8 +30,7 @@ func seedDeskDemo(ctx context.Context, database *pg.DB, file admin.File, res adm
 	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // only tokens are issued here: no cursor outlives this process
-	q := db.New()
-	svc, err := desk.New(desk.Deps{DB: database, Q: q, CursorKey: key, Secrets: det, Now: time.Now})
+	svc, err := desk.New(desk.Deps{DB: database, CursorKey: key, Secrets: det, Now: time.Now})
 	if err != nil {
 		return err
 	}
@@ -63,7 +61,7 @@ func seedDeskDemo(ctx context.Context, database *pg.DB, file admin.File, res adm
 		}
 		org := res.Organisations[w.Workspace].ID
 		if err := database.Operator(ctx, func(tx *pg.Tx) error {
-			_, err := desk.SeedDemo(ctx, tx, q, org, tz, time.Now(), inboxes, members)
+			_, err := desk.SeedDemo(ctx, tx, org, tz, time.Now(), inboxes, members)
 			return err
 		}); err != nil {
 			return fmt.Errorf("desk demo %s: %w", w.Workspace, err)

@@ -430,7 +430,7 @@ func TestAuthorizationRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer d.Close()
-		grants, err := oauth.ListGrants(context.Background(), d, db.New())
+		grants, err := oauth.ListGrants(context.Background(), d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -438,7 +438,7 @@ func TestAuthorizationRefusals(t *testing.T) {
 		if i < 0 || grants[i].Email != anaEmail || grants[i].Resource != room {
 			t.Fatalf("grants %+v", grants)
 		}
-		if ok, err := oauth.RevokeGrant(context.Background(), d, db.New(), grants[i].ID); err != nil || !ok {
+		if ok, err := oauth.RevokeGrant(context.Background(), d, grants[i].ID); err != nil || !ok {
 			t.Fatalf("revoke: %v %v", ok, err)
 		}
 		if got := bearerStatus(t, room, m["access_token"].(string)); got != http.StatusUnauthorized {

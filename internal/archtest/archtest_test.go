@@ -25,6 +25,8 @@ var dbImporters = []string{
 	"db", "internal/pg",
 	"internal/admin", "internal/idempotency", "internal/knowledge", "internal/tenancy",
 	"internal/throttle", "internal/wake",
+	// sign-in's services: people's sessions (web) and the authorization server's storage
+	"internal/web", "internal/oauth",
 	"internal/threads", "internal/rooms", "internal/desk",
 }
 

@@ -39,7 +39,8 @@ var demoTopics = []struct{ subject, ask, answer string }{
 // of out. The newest is the contract's example, a CSV import question not yet answered.
 // Every conversation has an external id, so seeding again adds nothing. It returns how
 // many it added.
-func SeedDemo(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.UUID, tz string, now time.Time, inboxes []string, members []uuid.UUID) (int, error) {
+func SeedDemo(ctx context.Context, tx *pg.Tx, orgID uuid.UUID, tz string, now time.Time, inboxes []string, members []uuid.UUID) (int, error) {
+	q := db.New()
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
 		return 0, fmt.Errorf("desk demo: timezone: %w", err)

@@ -20,7 +20,7 @@ func TestSeedDemo(t *testing.T) {
 	seed := func() int {
 		var n int
 		err := fx.d.Operator(ctx, func(tx *pg.Tx) (err error) {
-			n, err = desk.SeedDemo(ctx, tx, fx.q, acme, "America/Los_Angeles", now, inboxes, members)
+			n, err = desk.SeedDemo(ctx, tx, acme, "America/Los_Angeles", now, inboxes, members)
 			return err
 		})
 		if err != nil {

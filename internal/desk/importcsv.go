@@ -74,7 +74,8 @@ type importRow struct {
 // one transaction (owner's pool). A row's external id is the hash of its content, so
 // importing the same rows again creates nothing. Imported history sends nothing and
 // triggers nothing. progress, when not nil, is called every ImportProgressEvery rows.
-func ImportCSV(ctx context.Context, d *pg.DB, q *db.Queries, orgID uuid.UUID, inboxSlug string, file io.Reader, now time.Time, progress func(done, total int)) (ImportSummary, error) {
+func ImportCSV(ctx context.Context, d *pg.DB, orgID uuid.UUID, inboxSlug string, file io.Reader, now time.Time, progress func(done, total int)) (ImportSummary, error) {
+	q := db.New()
 	b, err := io.ReadAll(io.LimitReader(file, MaxImportBytes+1))
 	if err != nil {
 		return ImportSummary{}, fmt.Errorf("read the file: %w", err)

@@ -17,7 +17,7 @@ func TestImportCSV(t *testing.T) {
 	fx := newFixture(t)
 	acme := fx.orgs["acme"]
 	imp := func(file string) (desk.ImportSummary, error) {
-		return desk.ImportCSV(ctx, fx.d, fx.q, acme, "support", strings.NewReader(file), now, nil)
+		return desk.ImportCSV(ctx, fx.d, acme, "support", strings.NewReader(file), now, nil)
 	}
 	good := "\uFEFFsubject,customer_email,body,created_at,status\n" +
 		"Cannot import contacts,Jo@Example.com,\"The importer says \"\"bad header\"\", line 1.\",2026-10-01T10:00:00Z,resolved\n" +

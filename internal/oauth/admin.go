@@ -14,7 +14,8 @@ import (
 // on the owner's pool. Revoking ends every token at its next call (LiveGrant).
 
 // ListClients lists registered and document clients, most recently used first.
-func ListClients(ctx context.Context, d *pg.DB, q *db.Queries) ([]db.ListOAuthClientsRow, error) {
+func ListClients(ctx context.Context, d *pg.DB) ([]db.ListOAuthClientsRow, error) {
+	q := db.New()
 	var rows []db.ListOAuthClientsRow
 	err := d.Operator(ctx, func(tx *pg.Tx) error {
 		var err error
@@ -28,7 +29,8 @@ func ListClients(ctx context.Context, d *pg.DB, q *db.Queries) ([]db.ListOAuthCl
 }
 
 // RevokeClient revokes a client: its tokens stop working and it cannot authorize again.
-func RevokeClient(ctx context.Context, d *pg.DB, q *db.Queries, clientID string) (bool, error) {
+func RevokeClient(ctx context.Context, d *pg.DB, clientID string) (bool, error) {
+	q := db.New()
 	var n int64
 	err := d.Operator(ctx, func(tx *pg.Tx) error {
 		var err error
@@ -42,7 +44,8 @@ func RevokeClient(ctx context.Context, d *pg.DB, q *db.Queries, clientID string)
 }
 
 // ListGrants lists what people consented to, newest first.
-func ListGrants(ctx context.Context, d *pg.DB, q *db.Queries) ([]db.ListGrantsRow, error) {
+func ListGrants(ctx context.Context, d *pg.DB) ([]db.ListGrantsRow, error) {
+	q := db.New()
 	var rows []db.ListGrantsRow
 	err := d.Operator(ctx, func(tx *pg.Tx) error {
 		var err error
@@ -56,7 +59,8 @@ func ListGrants(ctx context.Context, d *pg.DB, q *db.Queries) ([]db.ListGrantsRo
 }
 
 // RevokeGrant revokes one consent and every token issued under it.
-func RevokeGrant(ctx context.Context, d *pg.DB, q *db.Queries, id uuid.UUID) (bool, error) {
+func RevokeGrant(ctx context.Context, d *pg.DB, id uuid.UUID) (bool, error) {
+	q := db.New()
 	var n int64
 	err := d.Operator(ctx, func(tx *pg.Tx) error {
 		var err error
