@@ -152,21 +152,21 @@ func distribute(ctx context.Context, tx pgx.Tx, opt CitusOptions) (CitusReport, 
 		return rep, err
 	}
 
-	var todo []citusTable
+	var toPlace []citusTable
 	for _, t := range tables {
 		done := placed(t)
 		rep.Tables = append(rep.Tables, CitusTable{Name: t.name, Method: t.method, Done: !done && t.method != DistCoordinator})
 		if !done && t.method != DistCoordinator {
-			todo = append(todo, t)
+			toPlace = append(toPlace, t)
 		}
 	}
-	if len(todo) == 0 {
+	if len(toPlace) == 0 {
 		return rep, nil
 	}
 
 	// The foreign keys of every table to be placed, and those pointing at them.
-	names := make([]string, len(todo))
-	for i, t := range todo {
+	names := make([]string, len(toPlace))
+	for i, t := range toPlace {
 		names[i] = t.name
 	}
 	rows, err := tx.Query(ctx, `SELECT c.conrelid::regclass::text, c.conname, pg_get_constraintdef(c.oid),
@@ -213,12 +213,12 @@ func distribute(ctx context.Context, tx pgx.Tx, opt CitusOptions) (CitusReport, 
 	// local table" by now (Citus adds it to its metadata to enforce the key), which cannot
 	// join a co-location group: with its keys dropped above, Citus lets it go back to a
 	// plain table.
-	if slices.ContainsFunc(todo, func(t citusTable) bool { return t.current != "" }) {
+	if slices.ContainsFunc(toPlace, func(t citusTable) bool { return t.current != "" }) {
 		if _, err := tx.Exec(ctx, "SELECT remove_local_tables_from_metadata()"); err != nil {
 			return rep, fmt.Errorf("citus: turn Citus local tables back into plain ones: %w", err)
 		}
 	}
-	for _, t := range todo {
+	for _, t := range toPlace {
 		switch t.method {
 		case DistReference:
 			_, err = tx.Exec(ctx, "SELECT create_reference_table($1::regclass)", t.name)
