@@ -213,23 +213,11 @@ func holdRequest(t *testing.T, base, path, key string, contentLength int) net.Co
 	return rawRequest(t, base, postHead(path, key, contentLength), "{")
 }
 
-// answered reports whether the server has answered (or closed) a held connection.
-func answered(t *testing.T, conn net.Conn) bool {
-	t.Helper()
-	if err := conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	var b [1]byte
-	_, err := conn.Read(b[:])
-	var ne net.Error
-	return !(errors.As(err, &ne) && ne.Timeout())
-}
-
 // untilRefused repeats a request until a limit refuses it, while the held requests occupy
 // what the limit bounds (they reach the server asynchronously). Never refused while the
 // held requests still stand is the failure. On a loaded machine a held request can be
-// answered early (its credential check over the database budget) and then holds nothing:
-// the requests are held again, a few times at most.
+// answered early (its credential check over the database budget) and then holds nothing,
+// or reach the server late: the requests are held again, a few times at most.
 func untilRefused(t *testing.T, held []net.Conn, hold func() []net.Conn, do func() (int, http.Header, string)) (http.Header, string) {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
@@ -239,11 +227,10 @@ func untilRefused(t *testing.T, held []net.Conn, hold func() []net.Conn, do func
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		early := false
-		for _, c := range held {
-			early = early || answered(t, c)
-		}
-		if !early || attempt == 4 {
+		// Held again whether or not one was answered early: on a loaded machine a held
+		// request may also reach the limit late. A limit that is never applied fails all
+		// five rounds.
+		if attempt == 4 {
 			t.Fatal("never refused while the held requests stood")
 		}
 		for _, c := range held {
