@@ -334,6 +334,16 @@ func (q *Queries) ListRoomMessagesBefore(ctx context.Context, db DBTX, arg ListR
 	return items, nil
 }
 
+const notifyRoomsChanged = `-- name: NotifyRoomsChanged :exec
+SELECT pg_notify('rr_room', p::text) FROM unnest($1::uuid[]) AS p
+`
+
+// One NOTIFY per room on rr_room (rooms.RoomChannel), sent after the writers committed.
+func (q *Queries) NotifyRoomsChanged(ctx context.Context, db DBTX, projectIds []uuid.UUID) error {
+	_, err := db.Exec(ctx, notifyRoomsChanged, projectIds)
+	return err
+}
+
 const openTasks = `-- name: OpenTasks :many
 SELECT t.id, t.goal, t.priority, t.status, t.deadline, t.memory_refs, t.acceptance_criteria,
   t.verification_method, t.created_at, a.name AS from_name, o.name AS from_org

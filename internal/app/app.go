@@ -124,9 +124,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 	wakeCtx, stopWakes := context.WithCancel(context.WithoutCancel(ctx))
 	wakesDone := make(chan struct{})
 	go func() { defer close(wakesDone); a.wake.Run(wakeCtx) }()
-	hubDone := make(chan struct{})
+	hubDone, notifierDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(hubDone); a.dashHub.Run(wakeCtx) }()
-	defer func() { stopWakes(); <-hubDone }()
+	go func() { defer close(notifierDone); a.rooms.RunNotifier(wakeCtx) }()
+	defer func() { stopWakes(); <-hubDone; <-notifierDone }()
 	defer func() {
 		stopWakes()
 		<-wakesDone

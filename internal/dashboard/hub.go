@@ -11,11 +11,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/rooms"
 )
 
 // RoomChannel is the Postgres channel a new room message is announced on, with its
-// project id as the payload (the trigger of sql/migrations/000017_dashboard.up.sql).
-const RoomChannel = "rr_room"
+// project id as the payload, after the message's transaction committed (the rooms
+// service's notifier: rooms.RunNotifier).
+const RoomChannel = rooms.RoomChannel
 
 // Hub listens on RoomChannel on its own connection and wakes the live pages of this
 // replica that show the room named. Every replica runs one, so a message written through

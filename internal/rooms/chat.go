@@ -84,6 +84,7 @@ func (s *Service) postMessage(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, 
 	if err != nil {
 		return err
 	}
+	s.roomChanged(tx, sc.ProjectID)
 	if s.Wakes == nil {
 		return nil
 	}

@@ -72,6 +72,7 @@ projects:
 type env struct {
 	t      testing.TB
 	db     *pg.DB
+	url    string // the test database's URL, for a connection of a test's own (LISTEN)
 	h      http.Handler
 	srv    *httptest.Server
 	res    admin.Result
@@ -98,7 +99,7 @@ func newEnvWith(t testing.TB, tweak func(*config.Config)) *env {
 	cfg := config.Config{DatabaseURL: url, MaxBodyBytes: 4 << 20, StatementTimeout: 5 * time.Second, SigningKey: "test-signing-key-0123456789abcdef",
 		AttachmentMaxBytes: 25 << 20, EmbedWait: 30 * time.Second}
 	tweak(&cfg)
-	e := &env{t: t, db: d, res: res, keys: map[string]string{}}
+	e := &env{t: t, db: d, url: url, res: res, keys: map[string]string{}}
 	e.srv = httptest.NewUnstartedServer(nil)
 	e.srv.Start()
 	t.Cleanup(e.srv.Close)

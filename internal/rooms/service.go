@@ -75,6 +75,8 @@ type Deps struct {
 // Service is the rooms toolset. Build it with New.
 type Service struct {
 	Deps
+	// notes are the rooms to announce on RoomChannel (RunNotifier).
+	notes *roomNotes
 }
 
 // New builds the toolset; a nil Now is the wall clock, a nil Log discards, a nil Q is
@@ -89,7 +91,7 @@ func New(d Deps) *Service {
 	if d.Q == nil {
 		d.Q = db.New()
 	}
-	return &Service{Deps: d}
+	return &Service{Deps: d, notes: newRoomNotes()}
 }
 
 func (s *Service) now() time.Time {
@@ -210,10 +212,14 @@ func (s *Service) queueWake(ctx context.Context, tx *pg.Tx, r wake.Request) erro
 }
 
 func (s *Service) card(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, kind, content string, ref uuid.UUID, at time.Time) error {
-	return s.Q.InsertRoomMessage(ctx, tx, db.InsertRoomMessageParams{
+	if err := s.Q.InsertRoomMessage(ctx, tx, db.InsertRoomMessageParams{
 		ProjectID: sc.ProjectID, ID: newID(), Kind: kind, AuthorAgentID: &sc.AgentID, AuthorOrgID: &sc.OrgID,
 		AuthorModel: sc.AgentModel, Content: content, RefID: &ref, CreatedAt: at,
-	})
+	}); err != nil {
+		return err
+	}
+	s.roomChanged(tx, sc.ProjectID)
+	return nil
 }
 
 func excerpt(s string, n int) string {

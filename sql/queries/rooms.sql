@@ -139,3 +139,7 @@ ORDER BY task_id, id;
 
 -- name: AttachmentContent :one
 SELECT filename, content_type, content FROM task_attachment WHERE project_id = $1 AND id = $2;
+
+-- name: NotifyRoomsChanged :exec
+-- One NOTIFY per room on rr_room (rooms.RoomChannel), sent after the writers committed.
+SELECT pg_notify('rr_room', p::text) FROM unnest(@project_ids::uuid[]) AS p;
