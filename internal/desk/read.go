@@ -110,8 +110,8 @@ func (s *Service) SearchConversations(ctx context.Context, sc tenancy.Scope, in 
 		return SearchResult{}, err
 	}
 	in.Limit = pageLimit(in.Limit)
-	if n := len([]rune(in.Query)); n < MinQueryLen || n > MaxQueryLen {
-		return SearchResult{}, invalid("argument \"query\" must hold %d to %d characters", MinQueryLen, MaxQueryLen)
+	if err := checkQuery(in.Query); err != nil {
+		return SearchResult{}, err
 	}
 	args := in
 	args.Cursor = ""
@@ -340,8 +340,8 @@ func (s *Service) FindSavedReplies(ctx context.Context, sc tenancy.Scope, in Fin
 		return SavedRepliesResult{}, err
 	}
 	in.Limit = pageLimit(in.Limit)
-	if n := len([]rune(in.Query)); n < MinQueryLen || n > MaxQueryLen {
-		return SavedRepliesResult{}, invalid("argument \"query\" must hold %d to %d characters", MinQueryLen, MaxQueryLen)
+	if err := checkQuery(in.Query); err != nil {
+		return SavedRepliesResult{}, err
 	}
 	args := in
 	args.Cursor = ""
@@ -368,4 +368,12 @@ func (s *Service) FindSavedReplies(ctx context.Context, sc tenancy.Scope, in Fin
 		},
 		func(r db.DeskSavedRepliesFindRow) cursorPayload { return cursorPayload{Text: &r.Title, ID: r.ID} })
 	return out, err
+}
+
+// checkQuery bounds a search's query, in characters, as both search tools' schemas do.
+func checkQuery(q string) error {
+	if n := len([]rune(q)); n < MinQueryLen || n > MaxQueryLen {
+		return invalid("argument \"query\" must hold %d to %d characters", MinQueryLen, MaxQueryLen)
+	}
+	return nil
 }
