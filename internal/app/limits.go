@@ -16,13 +16,14 @@ import (
 	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/mcp"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/status"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
 // Route patterns the limits treat apart; routes() registers them under these names.
 const (
-	routeHealthz     = "/healthz"
-	routeReadyz      = "/readyz"
+	routeHealthz     = status.PathLive
+	routeReadyz      = status.PathReady
 	routeMetrics     = "/metrics"
 	routeThreadsMCP  = "/mcp/:code"
 	routeRoomMCP     = "/api/mcp/p/:project_id"

@@ -17,28 +17,27 @@ import (
 	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/rooms"
+	"github.com/relayroom/relayroom/internal/status"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
-// routes mounts every route: the service's own (health, metrics, index, resource
-// metadata), the MCP endpoints, and the HTTP surfaces beside MCP, which each package
-// declares in its NewHandler.
+// routes mounts every route: the service's own (metrics, resource metadata), the MCP
+// endpoints, and the HTTP surfaces beside MCP (the index, health and readiness among
+// them), which each package declares in its NewHandler.
 func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = a.httpError
 	e.Use(a.requestContext, a.recoverPanics, a.limit, a.checkOrigin)
 
-	e.GET(routeHealthz, func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
-	e.GET(routeReadyz, a.readyz)
 	e.GET(routeMetrics, echo.WrapHandler(promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{})))
-	e.GET("/", a.index)
 
 	e.Any(routeThreadsMCP, withPath(threadsH, connectCodeKey, "code"))
 	e.Any(routeRoomMCP, withPath(roomH, projectIDKey, "project_id"))
 	e.Any(routeAllRoomsMCP, echo.WrapHandler(allRoomsH))
 	e.Any(routeDeskMCP, echo.WrapHandler(deskH))
 	for _, h := range []httpapi.Handler{
+		status.NewHandler(status.HandlerDeps{DB: a.db, Log: a.log, PublicURL: a.public(), Version: Version}),
 		rooms.NewHandler(rooms.HandlerDeps{Service: a.rooms, Log: a.log}),
 		wake.NewHandler(wake.HandlerDeps{Service: a.wake, Log: a.log}),
 		knowledge.NewHandler(knowledge.HandlerDeps{Service: a.knowledge, Log: a.log}),
@@ -159,41 +158,6 @@ func (a *App) httpError(err error, c echo.Context) {
 		a.log.ErrorContext(c.Request().Context(), "handler error", "error", err.Error())
 	}
 	httpapi.WriteError(c.Response(), c.Request(), code, msg)
-}
-
-func (a *App) readyz(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
-	defer cancel()
-	// Checked first: with every connection taken, the ping below would only wait.
-	if a.db.PoolExhausted() {
-		a.log.WarnContext(ctx, "not ready: pool exhausted")
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "pool exhausted"})
-	}
-	if err := a.db.Ping(ctx); err != nil {
-		a.log.WarnContext(ctx, "not ready: database", "error", err.Error())
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database unreachable"})
-	}
-	st, err := a.db.Status(ctx)
-	if err != nil {
-		a.log.WarnContext(ctx, "not ready: migrations", "error", err.Error())
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "cannot read the schema version"})
-	}
-	if !st.UpToDate() {
-		return c.JSON(http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "reason": "migrations are not current", "migrations": st})
-	}
-	return c.JSON(http.StatusOK, map[string]any{"status": "ok", "migrations": st})
-}
-
-func (a *App) index(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{
-		"service": "relayroom", "version": Version,
-		"endpoints": map[string]string{
-			"threads":   a.public() + "/mcp/{connect_code}?part={part}",
-			"room":      a.public() + "/api/mcp/p/{project_id}",
-			"all_rooms": a.public() + "/api/mcp",
-			"desk":      a.public() + "/desk/mcp",
-		},
-	})
 }
 
 // resourceMetadata serves RFC 9728 documents for exactly the resources we protect, from
