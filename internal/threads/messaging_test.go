@@ -13,63 +13,47 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/threads"
 )
-
-// step runs one behaviour of a story as its own subtest, so a failure names what broke;
-// the story stops at the first broken step (the later ones build on it).
-func step(t *testing.T, name string, f func(t *testing.T)) {
-	t.Helper()
-	if !t.Run(name, f) {
-		t.FailNow()
-	}
-}
-
-// check fails the test with what a field is when it is not what it should be.
-func check[T comparable](t *testing.T, what string, got, want T) {
-	t.Helper()
-	if got != want {
-		t.Errorf("%s = %v, want %v", what, got, want)
-	}
-}
 
 func TestSendInboxAckReplyClose(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
 	var sent threads.SendResult
-	step(t, "send reaches both recipients", func(t *testing.T) {
+	testfix.Step(t, "send reaches both recipients", func(t *testing.T) {
 		sent = must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{
 			To: []string{"backend", "frontend"}, Subject: "Deploy plan", Body: "Pushed the migration.\n\nCan you review\tthe rollback path?"}))
-		check(t, "recipients", len(sent.To), 2)
+		testfix.Check(t, "recipients", len(sent.To), 2)
 		if sent.ThreadID == "" || sent.MessageID == "" {
 			t.Fatalf("send returned no ids: %+v", sent)
 		}
 	})
-	step(t, "send queues one wake for the message", func(t *testing.T) {
+	testfix.Step(t, "send queues one wake for the message", func(t *testing.T) {
 		if len(e.waker.queued) != 1 {
 			t.Fatalf("wakes queued: %+v", e.waker.queued)
 		}
 		q := e.waker.queued[0]
-		check(t, "members woken", len(q.MemberIDs), 2)
-		check(t, "source", q.Source, "message")
-		check(t, "thread", q.ThreadID.String(), sent.ThreadID)
-		check(t, "item", q.ItemID.String(), sent.MessageID)
+		testfix.Check(t, "members woken", len(q.MemberIDs), 2)
+		testfix.Check(t, "source", q.Source, "message")
+		testfix.Check(t, "thread", q.ThreadID.String(), sent.ThreadID)
+		testfix.Check(t, "item", q.ItemID.String(), sent.MessageID)
 	})
-	step(t, "inbox shows the message unread and never changes state", func(t *testing.T) {
+	testfix.Step(t, "inbox shows the message unread and never changes state", func(t *testing.T) {
 		for i := 0; i < 2; i++ {
 			in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{}))
 			if len(in) != 1 {
 				t.Fatalf("inbox %d: %+v", i, in)
 			}
-			check(t, "unread", in[0].Unread, true)
-			check(t, "subject", in[0].Subject, "Deploy plan")
-			check(t, "from", in[0].From, "architect")
-			check(t, "preview", in[0].Preview, "Pushed the migration. Can you review the rollback path?")
-			check(t, "messageId", in[0].MessageID, sent.MessageID)
+			testfix.Check(t, "unread", in[0].Unread, true)
+			testfix.Check(t, "subject", in[0].Subject, "Deploy plan")
+			testfix.Check(t, "from", in[0].From, "architect")
+			testfix.Check(t, "preview", in[0].Preview, "Pushed the migration. Can you review the rollback path?")
+			testfix.Check(t, "messageId", in[0].MessageID, sent.MessageID)
 		}
 	})
-	step(t, "an inbox item has exactly its fields, at in ISO 8601 with milliseconds", func(t *testing.T) {
+	testfix.Step(t, "an inbox item has exactly its fields, at in ISO 8601 with milliseconds", func(t *testing.T) {
 		in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{}))
 		b, _ := json.Marshal(in[0])
 		if !regexp.MustCompile(`"at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"`).Match(b) {
@@ -82,12 +66,12 @@ func TestSendInboxAckReplyClose(t *testing.T) {
 			t.Fatalf("inbox item fields: %s", b)
 		}
 	})
-	step(t, "the sender has nothing in its own inbox", func(t *testing.T) {
+	testfix.Step(t, "the sender has nothing in its own inbox", func(t *testing.T) {
 		if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("architect"), threads.InboxInput{})); len(in) != 0 {
 			t.Fatalf("sender's inbox: %+v", in)
 		}
 	})
-	step(t, "ack marks read for the acker only, twice is fine", func(t *testing.T) {
+	testfix.Step(t, "ack marks read for the acker only, twice is fine", func(t *testing.T) {
 		ack := must[threads.AckResult](t)(e.svc.Ack(ctx, e.sc("backend"), sent.MessageID))
 		if ack.Unread {
 			t.Fatal("ack left it unread")
@@ -102,12 +86,12 @@ func TestSendInboxAckReplyClose(t *testing.T) {
 			t.Fatalf("frontend's unread: %+v", in)
 		}
 	})
-	step(t, "a part cannot ack a message not addressed to it", func(t *testing.T) {
+	testfix.Step(t, "a part cannot ack a message not addressed to it", func(t *testing.T) {
 		_, err := e.svc.Ack(ctx, e.sc("reader"), sent.MessageID)
 		wantErr(t, err, apperr.NotFound, "message_not_found")
 	})
 	var rep threads.ReplyResult
-	step(t, "reply goes to every other participant", func(t *testing.T) {
+	testfix.Step(t, "reply goes to every other participant", func(t *testing.T) {
 		rep = must[threads.ReplyResult](t)(e.svc.Reply(ctx, e.sc("backend"), threads.ReplyInput{ThreadID: sent.ThreadID, Body: "Looks fine."}))
 		for _, p := range []string{"architect", "frontend"} {
 			in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc(p), threads.InboxInput{}))
@@ -116,28 +100,28 @@ func TestSendInboxAckReplyClose(t *testing.T) {
 			}
 		}
 	})
-	step(t, "a non-participant who replies becomes a participant", func(t *testing.T) {
+	testfix.Step(t, "a non-participant who replies becomes a participant", func(t *testing.T) {
 		must[threads.ReplyResult](t)(e.svc.Reply(ctx, e.sc("reader"), threads.ReplyInput{ThreadID: sent.ThreadID, Body: "FYI"}))
 		if l := must[[]threads.ThreadSummary](t)(e.svc.Threads(ctx, e.sc("reader"), threads.ThreadsInput{})); len(l) != 1 {
 			t.Fatalf("reader is not a participant after replying: %+v", l)
 		}
 	})
-	step(t, "show returns the thread with its messages in order", func(t *testing.T) {
+	testfix.Step(t, "show returns the thread with its messages in order", func(t *testing.T) {
 		shown := must[threads.ShowResult](t)(e.svc.Show(ctx, e.sc("frontend"), sent.ThreadID))
-		check(t, "status", shown.Thread.Status, "open")
+		testfix.Check(t, "status", shown.Thread.Status, "open")
 		if len(shown.Messages) != 3 {
 			t.Fatalf("messages: %+v", shown.Messages)
 		}
-		check(t, "first message's sender", shown.Messages[0].From, "architect")
+		testfix.Check(t, "first message's sender", shown.Messages[0].From, "architect")
 		if !strings.Contains(shown.Messages[0].Body, "\n\nCan you review") {
 			t.Errorf("first body lost its line breaks: %q", shown.Messages[0].Body)
 		}
-		check(t, "second body", shown.Messages[1].Body, "Looks fine.")
+		testfix.Check(t, "second body", shown.Messages[1].Body, "Looks fine.")
 	})
-	step(t, "close closes the thread and cancels its wakes", func(t *testing.T) {
+	testfix.Step(t, "close closes the thread and cancels its wakes", func(t *testing.T) {
 		cl := must[threads.CloseResult](t)(e.svc.Close(ctx, e.sc("frontend"), threads.CloseInput{ThreadID: sent.ThreadID}))
-		check(t, "ok", cl.OK, true)
-		check(t, "status", cl.Status, "closed")
+		testfix.Check(t, "ok", cl.OK, true)
+		testfix.Check(t, "status", cl.Status, "closed")
 		if cl.Lesson != nil {
 			t.Errorf("close without a lesson returned one: %+v", cl.Lesson)
 		}
@@ -145,7 +129,7 @@ func TestSendInboxAckReplyClose(t *testing.T) {
 			t.Fatalf("close did not cancel the thread's wakes: %v", e.waker.canceled)
 		}
 	})
-	step(t, "a closed thread leaves every inbox", func(t *testing.T) {
+	testfix.Step(t, "a closed thread leaves every inbox", func(t *testing.T) {
 		for _, p := range []string{"architect", "backend", "reader"} {
 			if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc(p), threads.InboxInput{})); len(in) != 0 {
 				t.Fatalf("%s still sees the closed thread: %+v", p, in)
@@ -155,14 +139,14 @@ func TestSendInboxAckReplyClose(t *testing.T) {
 			t.Fatalf("close left %d unread", n)
 		}
 	})
-	step(t, "a reply to a closed thread is refused naming the status", func(t *testing.T) {
+	testfix.Step(t, "a reply to a closed thread is refused naming the status", func(t *testing.T) {
 		_, err := e.svc.Reply(ctx, e.sc("architect"), threads.ReplyInput{ThreadID: sent.ThreadID, Body: "one more"})
 		wantErr(t, err, apperr.Conflict, "thread_closed")
 		if !strings.Contains(err.Error(), "closed") {
 			t.Fatalf("refusal does not name the status: %v", err)
 		}
 	})
-	step(t, "close is idempotent and the thread lists as closed", func(t *testing.T) {
+	testfix.Step(t, "close is idempotent and the thread lists as closed", func(t *testing.T) {
 		if cl := must[threads.CloseResult](t)(e.svc.Close(ctx, e.sc("architect"), threads.CloseInput{ThreadID: sent.ThreadID})); cl.Status != "closed" {
 			t.Fatalf("second close: %+v", cl)
 		}

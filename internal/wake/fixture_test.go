@@ -104,6 +104,14 @@ func setupPool(t testing.TB, maxConns int32) *fixture {
 	return fx
 }
 
+// in is the fixture failing t instead of the test that set it up: a story's step uses
+// it, since a subtest must not stop its parent.
+func (f *fixture) in(t testing.TB) *fixture {
+	g := *f
+	g.t = t
+	return &g
+}
+
 func (f *fixture) op(fn func(tx *pg.Tx) error) {
 	f.t.Helper()
 	if err := f.d.Operator(f.ctx, fn); err != nil {

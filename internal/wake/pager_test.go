@@ -15,6 +15,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -108,57 +109,82 @@ if [ -e %[1]s/fail-next ]; then rm %[1]s/fail-next; exit 3; fi`, out)
 		}
 		return strings.Split(s, "\n")
 	}
-	// 1. A message wakes the part: the command runs once with the wake, which is acked.
-	f.queue(f.msg("a"))
-	waitFor(t, "the first wake's command", 15*time.Second, func() bool { return len(lines()) == 1 })
-	first := strings.Fields(lines()[0])
-	if first[1] != "a" || first[2] != f.project.String() || first[3] != "1" || first[4] != "1" {
-		t.Fatalf("environment of the command: %v", first)
-	}
-	var w wake.Wake
-	b, err := os.ReadFile(filepath.Join(out, first[0]+".json"))
-	if err != nil || json.Unmarshal(b, &w) != nil || w.ID.String() != first[0] || w.Part != "a" || w.Count != 1 ||
-		w.Project != "One" {
-		t.Fatalf("stdin of the command: %s %v", b, err)
-	}
-	waitFor(t, "the ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
-
-	// 2. The server restarts; work queued while it is down is delivered once it is back.
-	// The pager's 25 s long poll does not hold up the graceful shutdown.
-	began := time.Now()
-	stop()
-	if d := time.Since(began); d > 5*time.Second {
-		t.Fatalf("shutdown took %v with a long poll open", d)
-	}
-	f.queue(f.msg("a"))
-	time.Sleep(700 * time.Millisecond) // the pager is now retrying against a closed port
-	runServer(t, f.url, addr)
-	waitFor(t, "the wake queued during the restart", 20*time.Second, func() bool { return len(lines()) == 2 })
-	waitFor(t, "its ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
-
-	// 3. A failing command leaves its wake unacknowledged: replayed after the lease.
-	if err := os.WriteFile(filepath.Join(out, "fail-next"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f.queue(f.msg("a"))
-	waitFor(t, "the failing run", 15*time.Second, func() bool { return len(lines()) == 3 })
-	time.Sleep(300 * time.Millisecond)
-	if st := f.status("a"); st != wake.StatusClaimed {
-		t.Fatalf("a failed command's wake is %s, want claimed (not acknowledged)", st)
-	}
-	// Expire the lease instead of waiting five minutes.
-	f.exec(`UPDATE wake SET lease_until = now() - interval '1 second' WHERE status = 'claimed'`)
-	f.exec(`SELECT pg_notify('rr_wake', '*')`) // what the next sweep tick would send
-	waitFor(t, "the replay", 15*time.Second, func() bool { return len(lines()) == 4 })
-	third, replay := strings.Fields(lines()[2]), strings.Fields(lines()[3])
-	if third[0] != replay[0] || replay[4] != "2" {
-		t.Fatalf("replay: %v after %v", replay, third)
-	}
-	waitFor(t, "the replay's ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
-	time.Sleep(500 * time.Millisecond)
-	if n := len(lines()); n != 4 {
-		t.Fatalf("%d runs for 3 wakes and one replay", n)
-	}
+	testfix.Step(t, "a message runs the command once with the wake in its environment", func(t *testing.T) {
+		f := f.in(t)
+		f.queue(f.msg("a"))
+		waitFor(t, "the first wake's command", 15*time.Second, func() bool { return len(lines()) == 1 })
+		first := strings.Fields(lines()[0])
+		if len(first) != 5 {
+			t.Fatalf("the command's run line: %q", first)
+		}
+		testfix.Check(t, "RELAYROOM_PART", first[1], "a")
+		testfix.Check(t, "RELAYROOM_PROJECT_ID", first[2], f.project.String())
+		testfix.Check(t, "RELAYROOM_WAKE_COUNT", first[3], "1")
+		testfix.Check(t, "RELAYROOM_WAKE_ATTEMPT", first[4], "1")
+	})
+	testfix.Step(t, "the command reads the wake as JSON on stdin", func(t *testing.T) {
+		first := strings.Fields(lines()[0])
+		b, err := os.ReadFile(filepath.Join(out, first[0]+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w wake.Wake
+		if err := json.Unmarshal(b, &w); err != nil {
+			t.Fatalf("stdin %s: %v", b, err)
+		}
+		testfix.Check(t, "id", w.ID.String(), first[0])
+		testfix.Check(t, "part", w.Part, "a")
+		testfix.Check(t, "count", w.Count, 1)
+		testfix.Check(t, "project", w.Project, "One")
+	})
+	testfix.Step(t, "the pager acknowledges the wake after the command succeeds", func(t *testing.T) {
+		f := f.in(t)
+		waitFor(t, "the ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
+	})
+	testfix.Step(t, "a long poll does not hold up the server's graceful shutdown", func(t *testing.T) {
+		// The pager's 25 s long poll is open.
+		began := time.Now()
+		stop()
+		if d := time.Since(began); d > 5*time.Second {
+			t.Fatalf("shutdown took %v with a long poll open", d)
+		}
+	})
+	testfix.Step(t, "work can be queued while the server is down", func(t *testing.T) {
+		f := f.in(t)
+		f.queue(f.msg("a"))
+		time.Sleep(700 * time.Millisecond) // the pager is now retrying against a closed port
+	})
+	runServer(t, f.url, addr) // for the rest of the story
+	testfix.Step(t, "work queued while the server was down is delivered once it is back", func(t *testing.T) {
+		f := f.in(t)
+		waitFor(t, "the wake queued during the restart", 20*time.Second, func() bool { return len(lines()) == 2 })
+		waitFor(t, "its ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
+	})
+	testfix.Step(t, "a failing command leaves its wake claimed, not acknowledged", func(t *testing.T) {
+		f := f.in(t)
+		if err := os.WriteFile(filepath.Join(out, "fail-next"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f.queue(f.msg("a"))
+		waitFor(t, "the failing run", 15*time.Second, func() bool { return len(lines()) == 3 })
+		time.Sleep(300 * time.Millisecond)
+		testfix.Check(t, "the failed command's wake", f.status("a"), wake.StatusClaimed)
+	})
+	testfix.Step(t, "the failed wake is replayed after its lease as the second attempt", func(t *testing.T) {
+		f := f.in(t)
+		// Expire the lease instead of waiting five minutes.
+		f.exec(`UPDATE wake SET lease_until = now() - interval '1 second' WHERE status = 'claimed'`)
+		f.exec(`SELECT pg_notify('rr_wake', '*')`) // what the next sweep tick would send
+		waitFor(t, "the replay", 15*time.Second, func() bool { return len(lines()) == 4 })
+		third, replay := strings.Fields(lines()[2]), strings.Fields(lines()[3])
+		testfix.Check(t, "the replayed wake's id", replay[0], third[0])
+		testfix.Check(t, "RELAYROOM_WAKE_ATTEMPT of the replay", replay[4], "2")
+		waitFor(t, "the replay's ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
+	})
+	testfix.Step(t, "no wake runs more than it should", func(t *testing.T) {
+		time.Sleep(500 * time.Millisecond)
+		testfix.Check(t, "runs for 3 wakes and one replay", len(lines()), 4)
+	})
 }
 
 // TestPagerRefusedKey: a bad key stops the pager with an error instead of looping.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -133,32 +134,50 @@ func TestWebhookSignedDelivery(t *testing.T) {
 	t.Parallel()
 	rec := newReceiver(t)
 	f, secret := webhookSetup(t, rec, 3)
-	f.queue(f.msg("a"))
-	waitFor(t, "delivery", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
-	hits := rec.got()
-	if len(hits) != 1 {
-		t.Fatalf("%d posts, want 1", len(hits))
-	}
-	h := hits[0]
-	if err := wake.Verify(secret, h.sig, h.body, time.Now(), 5*time.Minute); err != nil {
-		t.Fatalf("signature does not verify: %v", err)
-	}
-	if err := wake.Verify("whsec_wrong", h.sig, h.body, time.Now(), 5*time.Minute); err == nil {
-		t.Fatal("signature verified with the wrong secret")
-	}
-	if err := wake.Verify(secret, h.sig, append(h.body, ' '), time.Now(), 5*time.Minute); err == nil {
-		t.Fatal("signature verified a changed body")
-	}
-	var w wake.Wake
-	if err := json.Unmarshal(h.body, &w); err != nil || w.Part != "a" || w.Agent != "acme/alpha" || w.Count != 1 || w.ID.String() != h.id || w.Project != "One" {
-		t.Fatalf("body %s: %+v %v", h.body, w, err)
-	}
-	// The other parts have no webhook: their wakes stay for pagers.
-	f.queue(f.msg("b"))
-	time.Sleep(300 * time.Millisecond)
-	if st := f.status("b"); st != wake.StatusPending || len(rec.got()) != 1 {
-		t.Fatalf("b (no webhook): %s, %d posts", st, len(rec.got()))
-	}
+	var h hit
+	testfix.Step(t, "a queued wake is posted once and marked delivered", func(t *testing.T) {
+		f := f.in(t)
+		f.queue(f.msg("a"))
+		waitFor(t, "delivery", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
+		hits := rec.got()
+		if len(hits) != 1 {
+			t.Fatalf("%d posts, want 1", len(hits))
+		}
+		h = hits[0]
+	})
+	testfix.Step(t, "the signature verifies with the secret", func(t *testing.T) {
+		if err := wake.Verify(secret, h.sig, h.body, time.Now(), 5*time.Minute); err != nil {
+			t.Errorf("signature does not verify: %v", err)
+		}
+	})
+	testfix.Step(t, "the signature does not verify with another secret", func(t *testing.T) {
+		if err := wake.Verify("whsec_wrong", h.sig, h.body, time.Now(), 5*time.Minute); err == nil {
+			t.Error("signature verified with the wrong secret")
+		}
+	})
+	testfix.Step(t, "the signature does not verify a changed body", func(t *testing.T) {
+		if err := wake.Verify(secret, h.sig, append(h.body, ' '), time.Now(), 5*time.Minute); err == nil {
+			t.Error("signature verified a changed body")
+		}
+	})
+	testfix.Step(t, "the body is the wake", func(t *testing.T) {
+		var w wake.Wake
+		if err := json.Unmarshal(h.body, &w); err != nil {
+			t.Fatalf("body %s: %v", h.body, err)
+		}
+		testfix.Check(t, "id", w.ID.String(), h.id)
+		testfix.Check(t, "part", w.Part, "a")
+		testfix.Check(t, "agent", w.Agent, "acme/alpha")
+		testfix.Check(t, "count", w.Count, 1)
+		testfix.Check(t, "project", w.Project, "One")
+	})
+	testfix.Step(t, "a part without a webhook keeps its wake for pagers", func(t *testing.T) {
+		f := f.in(t)
+		f.queue(f.msg("b"))
+		time.Sleep(300 * time.Millisecond)
+		testfix.Check(t, "b's wake", f.status("b"), wake.StatusPending)
+		testfix.Check(t, "posts", len(rec.got()), 1)
+	})
 }
 
 // TestWebhookRetriesThenDelivers: 500s are retried with backoff until the receiver accepts.
