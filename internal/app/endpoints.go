@@ -226,7 +226,7 @@ func (a *App) deskEndpoint() mcp.Endpoint[tenancy.Scope] {
 		Instructions: "Helpdesk tools for a support person's assistant: search and read conversations, list inboxes, find saved " +
 			"replies, daily reports, and (Scale, with the user's approval) private notes. No tool sends anything to a customer.",
 		// People reach it with a bearer token that fixes the workspace: a personal access
-		// token today; sign-in's OAuth access tokens plug in through desk.Deps.AccessTokens.
+		// token, or an OAuth access token issued for this endpoint (deskTokens, signin.go).
 		Authenticate: a.limited(auth.BearerToken, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
 			return a.desk.Authenticate(ctx, auth.BearerToken(r))
 		}),

@@ -63,7 +63,7 @@ func (a *App) buildServices() error {
 	// The desk toolset signs its cursors with a key derived from the signing key (the
 	// one attachment links use, the same on every replica) and shares the detector; its
 	// rate limits are RELAYROOM_DESK_RATE_LIMITS.
-	if a.desk, err = desk.New(desk.Deps{DB: database, CursorKey: key, Secrets: det, Limits: cfg.DeskLimits, Now: time.Now}); err != nil {
+	if a.desk, err = desk.New(desk.Deps{DB: database, CursorKey: key, Secrets: det, Limits: cfg.DeskLimits, Now: time.Now, AccessTokens: deskTokens{a}}); err != nil {
 		return fmt.Errorf("app: %w", err)
 	}
 	a.idempotency = idempotency.New(database, time.Now)

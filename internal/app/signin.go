@@ -3,12 +3,15 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/oauth"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
@@ -76,18 +79,42 @@ func credential(r *http.Request) string {
 // works only at the resource it was issued for (its audience), elsewhere it is
 // invalid_token, answered with this endpoint's challenge.
 func (a *App) tokenGrant(ctx context.Context, r *http.Request, kind string) (auth.TokenGrant, error) {
-	g, err := a.tokens.VerifyAccessToken(ctx, bearerToken(r))
+	res, ok := auth.ResourceAt(a.public(), r.URL.EscapedPath())
+	return a.tokenAt(ctx, bearerToken(r), res, ok && res.Kind == kind)
+}
+
+// tokenAt verifies an access token for one resource; ok is false when the request's
+// address is not that resource (the token is then refused whatever its audience).
+func (a *App) tokenAt(ctx context.Context, token string, res auth.Resource, ok bool) (auth.TokenGrant, error) {
+	g, err := a.tokens.VerifyAccessToken(ctx, token)
 	if errors.Is(err, auth.ErrInvalidToken) {
 		return g, apperr.New(apperr.Unauthenticated, "invalid_token: the access token is invalid, expired or revoked")
 	}
 	if err != nil {
 		return g, pg.Classify("verify access token", err)
 	}
-	res, ok := auth.ResourceAt(a.public(), r.URL.EscapedPath())
-	if !ok || res.Kind != kind || res.URL != g.Resource {
+	if !ok || res.URL != g.Resource {
 		return g, apperr.New(apperr.Unauthenticated, "invalid_token: this access token was issued for another endpoint")
 	}
 	return g, nil
+}
+
+// deskTokens lets the desk accept OAuth access tokens (desk.AccessTokens): a token issued
+// for the desk endpoint gives the workspace, the person and the scopes they consented
+// to; the desk then reads the person's role in the workspace, as for a personal access
+// token. A token issued for another endpoint, or not an access token, is invalid_token.
+type deskTokens struct{ app *App }
+
+func (d deskTokens) Verify(ctx context.Context, token string) (desk.Grant, error) {
+	if !strings.HasPrefix(token, auth.AccessTokenPrefix) {
+		return desk.Grant{}, apperr.New(apperr.Unauthenticated, "%s", tenancy.MsgUnauthorized)
+	}
+	res, ok := auth.ResourceAt(d.app.public(), routeDeskMCP)
+	g, err := d.app.tokenAt(ctx, token, res, ok)
+	if err != nil {
+		return desk.Grant{}, err
+	}
+	return desk.Grant{OrgID: g.OrgID, UserID: g.PersonID, Scopes: g.Scopes}, nil
 }
 
 // tokenScope resolves a request that carries an access token into its Scope, for the
@@ -109,7 +136,7 @@ func (a *App) tokenScope(ctx context.Context, r *http.Request, kind string) (s t
 	case auth.ResourceAllRooms:
 		s, err = a.resolver.AgentGrant(ctx, g)
 	default:
-		err = apperr.New(apperr.Forbidden, "the desk toolset has no tools yet")
+		err = fmt.Errorf("tokenScope: endpoint kind %q resolves its tokens itself", kind)
 	}
 	return s, true, err
 }

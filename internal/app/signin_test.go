@@ -42,6 +42,7 @@ var (
 	csrfInput   = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 	choiceInput = regexp.MustCompile(`id="choice(\d+)" name="choice" value="([^"]+)"`)
 	choiceLabel = regexp.MustCompile(`<label for="choice(\d+)">([^<]+)</label>`)
+	scopeInput  = regexp.MustCompile(`name="scope" value="([^"]+)"`)
 )
 
 // browser is a person's browser: a cookie jar, redirects followed on the server only, and
@@ -50,6 +51,9 @@ type browser struct {
 	t      *testing.T
 	base   string
 	client *http.Client
+	// scopes are the permissions left ticked on a consent page that lists some (the
+	// desk's); nil leaves every listed one ticked, as the page does.
+	scopes []string
 }
 
 func newBrowser(t *testing.T, base string) *browser {
@@ -136,6 +140,11 @@ func (b *browser) authorize(authURL, pick string) *url.URL {
 		if form.Get("choice") == "" {
 			b.t.Fatalf("no choice %q on the consent page:\n%s", pick, body)
 		}
+		for _, m := range scopeInput.FindAllStringSubmatch(body, -1) {
+			if sc := html.UnescapeString(m[1]); b.scopes == nil || slices.Contains(b.scopes, sc) {
+				form.Add("scope", sc)
+			}
+		}
 		form.Set("decision", "allow")
 	}
 	resp, body = b.post(b.base+"/consent", form)
@@ -153,7 +162,13 @@ func (b *browser) authorize(authURL, pick string) *url.URL {
 // the SDK discovers the metadata, registers, and the browser signs in and consents.
 func sdkOAuthClient(t *testing.T, s *server, endpoint, pick string) *sdk.ClientSession {
 	t.Helper()
-	br := newBrowser(t, s.base)
+	return sdkOAuthClientWith(t, newBrowser(t, s.base), endpoint, pick)
+}
+
+// sdkOAuthClientWith is sdkOAuthClient with the person's browser given (which
+// permissions it leaves ticked).
+func sdkOAuthClientWith(t *testing.T, br *browser, endpoint, pick string) *sdk.ClientSession {
+	t.Helper()
 	h, err := sdkauth.NewAuthorizationCodeHandler(&sdkauth.AuthorizationCodeHandlerConfig{
 		DynamicClientRegistrationConfig: &sdkauth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			RedirectURIs: []string{callbackURL}, ClientName: "relayroom e2e", GrantTypes: []string{"authorization_code", "refresh_token"},

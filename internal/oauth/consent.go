@@ -159,7 +159,7 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 	var req db.AuthRequestByIDRow
 	found := false
 	if id != "" && !strings.Contains(id, ",") {
-		err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
+		err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id, SignIn: true}, func(tx *pg.Tx) error {
 			req, err = s.deps.Q.AuthRequestByID(ctx, tx, id)
 			return err
 		})

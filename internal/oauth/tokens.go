@@ -98,7 +98,7 @@ func (s *Server) exchangeCode(ctx context.Context, clientID string, req *oidc.Ac
 		if err := checkResource(form, g.Resource); err != nil {
 			return err
 		}
-		tx.SetTenant(pg.Tenant{OrgID: g.OrgID})
+		tx.SetTenant(grantTenant(g.OrgID, g.ID))
 		n, err := s.deps.Q.UseGrantCode(ctx, tx, db.UseGrantCodeParams{OrgID: g.OrgID, ID: g.ID})
 		if err != nil {
 			return fmt.Errorf("use code: %w", err)
@@ -140,6 +140,12 @@ func (s *Server) revokeGrant(ctx context.Context, orgID, grantID uuid.UUID) erro
 	return nil
 }
 
+// grantTenant is the tenant that reads one grant with its client (LiveGrant): its
+// organisation, and the grant named so that its client shows (rr_set_signin).
+func grantTenant(orgID, grantID uuid.UUID) pg.Tenant {
+	return pg.Tenant{OrgID: orgID, Lookup: grantID.String(), SignIn: true}
+}
+
 // findToken returns the stored token a credential names, of the given kind.
 func (s *Server) findToken(ctx context.Context, tx *pg.Tx, p auth.Parsed, kind string) (*db.OauthToken, error) {
 	rows, err := s.deps.Q.TokenRows(ctx, tx, p.ID)
@@ -177,7 +183,7 @@ func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Val
 			reused = t
 			return errBadGrant
 		}
-		tx.SetTenant(pg.Tenant{OrgID: t.OrgID})
+		tx.SetTenant(grantTenant(t.OrgID, t.GrantID))
 		live, err := s.deps.Q.LiveGrant(ctx, tx, db.LiveGrantParams{OrgID: t.OrgID, ID: t.GrantID})
 		if pg.IsNoRows(err) {
 			return errBadGrant
@@ -229,7 +235,7 @@ func (s *Server) revoke(ctx context.Context, clientID, raw string) error {
 		if err != nil || t == nil {
 			return err
 		}
-		tx.SetTenant(pg.Tenant{OrgID: t.OrgID})
+		tx.SetTenant(grantTenant(t.OrgID, t.GrantID))
 		g, err := s.deps.Q.LiveGrant(ctx, tx, db.LiveGrantParams{OrgID: t.OrgID, ID: t.GrantID})
 		if pg.IsNoRows(err) {
 			return nil // already ended
@@ -267,7 +273,7 @@ func (s *Server) VerifyAccessToken(ctx context.Context, raw string) (auth.TokenG
 		if t == nil || t.RevokedAt != nil || !s.deps.Now().Before(t.ExpiresAt) {
 			return auth.ErrInvalidToken
 		}
-		tx.SetTenant(pg.Tenant{OrgID: t.OrgID})
+		tx.SetTenant(grantTenant(t.OrgID, t.GrantID))
 		live, err := s.deps.Q.LiveGrant(ctx, tx, db.LiveGrantParams{OrgID: t.OrgID, ID: t.GrantID})
 		if pg.IsNoRows(err) {
 			return auth.ErrInvalidToken

@@ -204,6 +204,12 @@ type Tenant struct {
 	// few index reads), as a credential's bind does once per request; the bind returns
 	// it, and the request's later transactions carry it here.
 	Visible *Visible
+	// SignIn has the database compute what the sign-in credentials named in Lookup show
+	// (rr_set_signin, migration 000019): the person and memberships of a live session, the
+	// client of a pending authorization request, the client of a grant of OrgID named by
+	// its id. Without it the sign-in policies show people by their email and clients by
+	// their id only.
+	SignIn bool
 }
 
 // Visible lists the directory rows a tenant may see beyond its own organisation, the
@@ -245,7 +251,7 @@ func idSetting(id uuid.UUID) string {
 // tenantSettings are the transaction-local settings the policies read, in the order of
 // the values SetTenant gives them.
 var tenantSettings = []string{"app.org_id", "app.project_id", "app.agent_id", "app.lookup",
-	"app.orgs", "app.projects", "app.agents", "app.users"}
+	"app.orgs", "app.projects", "app.agents", "app.users", "app.signin_users", "app.signin_clients"}
 
 // setLocalSQL is the Citus form of a transaction's settings: Citus sends the workers a
 // transaction's SET LOCAL commands (with citus.propagate_set_commands = 'local', set
@@ -264,14 +270,24 @@ func setLocalSQL(names, values []string) string {
 	return b.String()
 }
 
-// The settings of a transaction; $9, when not empty, is its statement timeout.
+// The settings of a transaction; $9, when not empty, is its statement timeout. The
+// sign-in lists start empty with every tenant (rr_set_signin fills them on request): a
+// tenant that names other credentials must not inherit what the previous one showed.
 const setTenantSQL = `SELECT set_config('app.org_id', $1, true), set_config('app.project_id', $2, true),
  set_config('app.agent_id', $3, true), set_config('app.lookup', $4, true), set_config('app.orgs', $5, true),
  set_config('app.projects', $6, true), set_config('app.agents', $7, true), set_config('app.users', $8, true),
+ set_config('app.signin_users', '', true), set_config('app.signin_clients', '', true),
  CASE WHEN $9::text <> '' THEN set_config('statement_timeout', $9, true) END`
 
 // setTenantDirectorySQL is setTenantSQL, then rr_set_directory on the settings it made.
 const setTenantDirectorySQL = `SELECT rr_set_directory() FROM (` + setTenantSQL + ` OFFSET 0) s`
+
+// setTenantSignInSQL and setTenantBothSQL are setTenantSQL, then rr_set_signin (and
+// rr_set_directory) on the settings it made.
+const (
+	setTenantSignInSQL = `SELECT rr_set_signin() FROM (` + setTenantSQL + ` OFFSET 0) s`
+	setTenantBothSQL   = `SELECT rr_set_directory(), rr_set_signin() FROM (` + setTenantSQL + ` OFFSET 0) s`
+)
 
 // InTenant runs fn in a transaction whose RLS tenant is t. BEGIN, the tenant settings and
 // the statement timeout are not sent on their own: they travel in one pipelined batch with
@@ -514,13 +530,20 @@ func (t *Tx) abort(ctx context.Context) {
 	}
 }
 
+// needsDirectory: a tenant that comes without its directory lists has the database
+// compute them from its ids.
+func (tn Tenant) needsDirectory() bool {
+	return tn.Visible == nil && (tn.OrgID != uuid.Nil || tn.ProjectID != uuid.Nil || tn.AgentID != uuid.Nil)
+}
+
 // SetTenant changes the RLS tenant for the rest of the transaction (once a credential has
 // been verified and the tenant it names is known). It is sent with the next statement.
 //
 // It is one statement: the transaction's statement timeout (with its first settings), the
-// eight settings and, when the tenant comes without its directory lists, rr_set_directory
+// settings and, when the tenant comes without its directory lists, rr_set_directory
 // computing them from the settings just made (the subquery runs first: the outer select
-// needs its row). A SetTenant replaces one queued and not sent yet.
+// needs its row), and rr_set_signin when the tenant is marked SignIn. A SetTenant
+// replaces one queued and not sent yet.
 func (t *Tx) SetTenant(tn Tenant) {
 	var v Visible
 	if tn.Visible != nil {
@@ -528,10 +551,13 @@ func (t *Tx) SetTenant(tn Tenant) {
 	}
 	if t.citus {
 		values := []string{idSetting(tn.OrgID), idSetting(tn.ProjectID), idSetting(tn.AgentID), tn.Lookup,
-			idsSetting(v.Orgs), idsSetting(v.Projects), idsSetting(v.Agents), idsSetting(v.Users)}
+			idsSetting(v.Orgs), idsSetting(v.Projects), idsSetting(v.Agents), idsSetting(v.Users), "", ""}
 		t.pending = append(t.pending, stmt{sql: setLocalSQL(tenantSettings, values), simple: true})
-		if tn.Visible == nil && (tn.OrgID != uuid.Nil || tn.ProjectID != uuid.Nil || tn.AgentID != uuid.Nil) {
+		if tn.needsDirectory() {
 			t.pending = append(t.pending, stmt{sql: "SELECT rr_set_directory()"})
+		}
+		if tn.SignIn {
+			t.pending = append(t.pending, stmt{sql: "SELECT rr_set_signin()"})
 		}
 		return
 	}
@@ -540,8 +566,13 @@ func (t *Tx) SetTenant(tn Tenant) {
 		timeout = t.timeout
 	}
 	sql := setTenantSQL
-	if tn.Visible == nil && (tn.OrgID != uuid.Nil || tn.ProjectID != uuid.Nil || tn.AgentID != uuid.Nil) {
+	switch {
+	case tn.needsDirectory() && tn.SignIn:
+		sql = setTenantBothSQL
+	case tn.needsDirectory():
 		sql = setTenantDirectorySQL
+	case tn.SignIn:
+		sql = setTenantSignInSQL
 	}
 	st := stmt{sql: sql, args: []any{idSetting(tn.OrgID), idSetting(tn.ProjectID), idSetting(tn.AgentID), tn.Lookup,
 		idsSetting(v.Orgs), idsSetting(v.Projects), idsSetting(v.Agents), idsSetting(v.Users), timeout}}

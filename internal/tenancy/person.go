@@ -27,7 +27,7 @@ func (s Scope) IsOrgAdmin() bool { return s.OrgRole == RoleOwner || s.OrgRole ==
 // membership first: the dashboard acts for one of them at a time.
 func (r *Resolver) PersonOrgs(ctx context.Context, sessionID string) ([]db.SessionOrgsRow, error) {
 	var orgs []db.SessionOrgsRow
-	err := r.DB.InTenant(ctx, pg.Tenant{Lookup: sessionID}, func(tx *pg.Tx) (err error) {
+	err := r.DB.InTenant(ctx, pg.Tenant{Lookup: sessionID, SignIn: true}, func(tx *pg.Tx) (err error) {
 		orgs, err = r.Q.SessionOrgs(ctx, tx, sessionID)
 		return err
 	})
@@ -47,7 +47,7 @@ func (r *Resolver) PersonRoom(ctx context.Context, sessionID string, userID, org
 	s := Scope{OrgID: orgID, ProjectID: projectID, UserID: userID}
 	var row db.BindPersonRoomRow
 	found := false
-	err := r.DB.InTenant(ctx, pg.Tenant{OrgID: orgID, ProjectID: projectID, Lookup: sessionID}, func(tx *pg.Tx) error {
+	err := r.DB.InTenant(ctx, pg.Tenant{OrgID: orgID, ProjectID: projectID, Lookup: sessionID, SignIn: true}, func(tx *pg.Tx) error {
 		var err error
 		row, err = r.Q.BindPersonRoom(ctx, tx, db.BindPersonRoomParams{SessionID: sessionID, ProjectID: projectID, OrgID: orgID})
 		if pg.IsNoRows(err) {

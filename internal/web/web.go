@@ -347,7 +347,7 @@ func (s *Site) Session(r *http.Request) (Session, bool, error) {
 	}
 	ctx := r.Context()
 	var rows []db.WebSessionRowsRow
-	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: p.ID}, func(tx *pg.Tx) error {
+	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: p.ID, SignIn: true}, func(tx *pg.Tx) error {
 		var err error
 		rows, err = s.deps.Q.WebSessionRows(ctx, tx, p.ID)
 		return err
@@ -375,7 +375,7 @@ func (sess Session) CheckCSRF(r *http.Request) bool {
 }
 
 // Tenant is the lookup tenant that shows a session's person and their memberships.
-func (sess Session) Tenant() pg.Tenant { return pg.Tenant{Lookup: sess.ID} }
+func (sess Session) Tenant() pg.Tenant { return pg.Tenant{Lookup: sess.ID, SignIn: true} }
 
 func (s *Site) account(w http.ResponseWriter, r *http.Request) {
 	sess, ok, err := s.Session(r)
