@@ -14,7 +14,7 @@ import (
 
 const bindPersonRoom = `-- name: BindPersonRoom :one
 
-SELECT u.name AS user_name, om.role, o.name AS org_name, p.name AS project_name,
+SELECT u.name AS user_name, om.role, o.name AS org_name, o.plan, o.timezone, p.name AS project_name,
   p.host_org_id, ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
 FROM org_member om
 JOIN web_session s ON s.user_id = om.user_id AND s.session_id = $1::text AND s.expires_at > now()
@@ -36,6 +36,8 @@ type BindPersonRoomRow struct {
 	UserName        string
 	Role            string
 	OrgName         string
+	Plan            string
+	Timezone        string
 	ProjectName     string
 	HostOrgID       uuid.UUID
 	HostName        string
@@ -57,6 +59,8 @@ func (q *Queries) BindPersonRoom(ctx context.Context, db DBTX, arg BindPersonRoo
 		&i.UserName,
 		&i.Role,
 		&i.OrgName,
+		&i.Plan,
+		&i.Timezone,
 		&i.ProjectName,
 		&i.HostOrgID,
 		&i.HostName,

@@ -54,7 +54,7 @@ func (s *Service) Decide(ctx context.Context, sc tenancy.Scope, id uuid.UUID, ap
 	}
 	var d Decision
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		d, err = s.decide(ctx, tx, sc.ProjectID, id, to, "person:"+sc.UserName, conf)
+		d, err = s.decide(ctx, tx, sc.ProjectID, id, to, "person:"+sc.Person.Name, conf)
 		return err
 	})
 	return d, pg.Classify("decide knowledge", err)

@@ -72,7 +72,7 @@ func (s *Service) postMessage(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, 
 	if sc.IsPerson() {
 		// A person's post (the dashboard): agents read it as "Name [Organisation] (human)".
 		err = s.Q.InsertPersonMessage(ctx, tx, db.InsertPersonMessageParams{
-			ProjectID: sc.ProjectID, ID: id, AuthorUserID: &sc.UserID, AuthorName: &sc.UserName, AuthorOrgID: &sc.OrgID,
+			ProjectID: sc.ProjectID, ID: id, AuthorUserID: &sc.Person.UserID, AuthorName: &sc.Person.Name, AuthorOrgID: &sc.OrgID,
 			Content: content, CreatedAt: at,
 		})
 	} else {

@@ -121,7 +121,7 @@ func (s *Service) DeprecateMemory(ctx context.Context, sc tenancy.Scope, id uuid
 	}
 	var at *time.Time
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		at, err = s.Q.DeprecateMemoryEntry(ctx, tx, db.DeprecateMemoryEntryParams{UserID: &sc.UserID, UserName: &sc.UserName,
+		at, err = s.Q.DeprecateMemoryEntry(ctx, tx, db.DeprecateMemoryEntryParams{UserID: &sc.Person.UserID, UserName: &sc.Person.Name,
 			ProjectID: sc.ProjectID, ID: id, ViewerOrgID: sc.OrgID, ViewerIsHost: sc.IsHost()})
 		return err
 	})

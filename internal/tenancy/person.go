@@ -17,11 +17,13 @@ const (
 	RoleMember = "member"
 )
 
-// IsPerson reports whether the caller is a person on the dashboard rather than an agent.
-func (s Scope) IsPerson() bool { return s.UserID != uuid.Nil }
+// IsPerson reports whether the caller is a person rather than an agent.
+func (s Scope) IsPerson() bool { return s.Person != nil && s.Person.UserID != uuid.Nil }
 
-// IsOrgAdmin reports an owner or admin of the caller's organisation.
-func (s Scope) IsOrgAdmin() bool { return s.OrgRole == RoleOwner || s.OrgRole == RoleAdmin }
+// IsOrgAdmin reports a person who is an owner or admin of the caller's organisation.
+func (s Scope) IsOrgAdmin() bool {
+	return s.IsPerson() && (s.Person.Role == RoleOwner || s.Person.Role == RoleAdmin)
+}
 
 // PersonOrgs returns the organisations of a signed-in person (by session id), oldest
 // membership first: the dashboard acts for one of them at a time.
@@ -44,7 +46,7 @@ func (r *Resolver) PersonOrgs(ctx context.Context, sessionID string) ([]db.Sessi
 // is not a member of orgID or the organisation has nothing to do with the room: the
 // dashboard answers 404 then, as for a room that does not exist.
 func (r *Resolver) PersonRoom(ctx context.Context, sessionID string, userID, orgID, projectID uuid.UUID) (Scope, bool, error) {
-	s := Scope{OrgID: orgID, ProjectID: projectID, UserID: userID}
+	s := Scope{OrgID: orgID, ProjectID: projectID}
 	var row db.BindPersonRoomRow
 	found := false
 	err := r.DB.InTenant(ctx, pg.Tenant{OrgID: orgID, ProjectID: projectID, Lookup: sessionID, SignIn: true}, func(tx *pg.Tx) error {
@@ -65,7 +67,8 @@ func (r *Resolver) PersonRoom(ctx context.Context, sessionID string, userID, org
 	if !found {
 		return Scope{}, false, nil
 	}
-	s.UserName, s.OrgRole, s.OrgName = row.UserName, row.Role, row.OrgName
+	s.Person = &Person{UserID: userID, Name: row.UserName, Role: row.Role, Plan: row.Plan, Timezone: row.Timezone}
+	s.OrgName = row.OrgName
 	s.ProjectName, s.HostOrgID, s.HostName = row.ProjectName, row.HostOrgID, row.HostName
 	if row.AgreementStatus != nil {
 		s.AgreementStatus, s.Grants = *row.AgreementStatus, row.AgreementGrants

@@ -69,25 +69,21 @@ type Scope struct {
 	// has each transaction compute it.
 	Visible *pg.Visible
 
-	// Person is set when the caller is a person holding a token that fixes their
-	// organisation (the desk endpoint); nil for an agent.
+	// Person is set when the caller is a person rather than an agent: one holding a token
+	// that fixes their organisation (the desk endpoint), or one signed in to the dashboard
+	// (docs/dashboard.md), who acts in a room with no agent. nil for an agent.
 	Person *Person
-
-	// A person signed in to the dashboard (docs/dashboard.md) acts with no agent: UserID
-	// and UserName name them, OrgRole is their role in OrgID (owner, admin or member).
-	UserID   uuid.UUID
-	UserName string
-	OrgRole  string
 }
 
-// Person is a person calling with a token: who they are, what their organisation says
-// about them now, and what the token allows.
+// Person is a person acting for OrgID: who they are, what their organisation says about
+// them now, and (with a token) what the token allows.
 type Person struct {
 	UserID   uuid.UUID
-	Role     string // owner, admin or member; "" when no longer a member (the grant no longer stands)
-	Plan     string // the organisation's plan
-	Timezone string // the organisation's IANA timezone
-	Scopes   []string
+	Name     string   // their display name: agents read a person's room message as "Name [Organisation] (human)"
+	Role     string   // owner, admin or member; "" when no longer a member (the grant no longer stands)
+	Plan     string   // the organisation's plan
+	Timezone string   // the organisation's IANA timezone
+	Scopes   []string // what a token allows (the desk); none for a dashboard session
 }
 
 // Reasons of the agreement refusals: the machine-readable error codes of the threads and

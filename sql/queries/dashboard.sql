@@ -7,7 +7,7 @@
 -- the session (app.lookup: the person and their memberships), the organisation and the
 -- candidate project; no row comes back unless the organisation hosts the project or has
 -- an agreement with its host (in any state: Scope.Admitted decides on it).
-SELECT u.name AS user_name, om.role, o.name AS org_name, p.name AS project_name,
+SELECT u.name AS user_name, om.role, o.name AS org_name, o.plan, o.timezone, p.name AS project_name,
   p.host_org_id, ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
 FROM org_member om
 JOIN web_session s ON s.user_id = om.user_id AND s.session_id = sqlc.arg(session_id)::text AND s.expires_at > now()
