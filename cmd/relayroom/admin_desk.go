@@ -41,9 +41,9 @@ func deskWorkspace(ctx context.Context, env adminEnv, slug string) (*desk.Servic
 
 func deskAdminCommands() map[string]adminCommand {
 	return map[string]adminCommand{
-		"desk token create": {help: "Issue a personal access token to a member of a workspace, for /desk/mcp (sent as\nAuthorization: Bearer). It is printed once, stored hashed, and expires (--expires).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		"desk token create": {help: "Issue a personal access token to a member of a workspace, for /desk/mcp (sent as\nAuthorization: Bearer). It is printed once, stored hashed, and expires (--expires). With the\ningest:write scope (owners and admins) it also writes through the ingest API (POST /api/desk/…).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
 			user, ws := fs.String("user", "", "the member's email"), fs.String("workspace", "", "the workspace (organisation slug)")
-			scopes := fs.String("scopes", strings.Join(desk.Scopes, ","), "comma-separated scopes: "+strings.Join(desk.Scopes, ", "))
+			scopes := fs.String("scopes", strings.Join(desk.Scopes, ","), "comma-separated scopes: "+strings.Join(desk.TokenScopes, ", "))
 			expires := fs.Duration("expires", desk.DefaultTokenTTL, "lifetime of the token")
 			return func(ctx context.Context, env adminEnv) error {
 				if err := required(fs, "user", "workspace"); err != nil {
