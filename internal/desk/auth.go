@@ -234,3 +234,28 @@ func (s *Service) WorkspaceID(ctx context.Context, slug string) (uuid.UUID, erro
 	})
 	return id, err
 }
+
+// SetDeactivated deactivates a member of a workspace, or reactivates one (owner's pool:
+// `relayroom admin desk member deactivate|reactivate`). A deactivated member keeps their
+// role, restricted inboxes, assignments and everything they wrote; every token of theirs
+// still verifies and is answered AUTH_REQUIRED (the ingest API: 401) from the next call
+// on, no new token is issued to them, and they cannot be named as a reply's author or an
+// assignee. Deactivating keeps the first time; false when the person is not a member.
+func (s *Service) SetDeactivated(ctx context.Context, orgID uuid.UUID, email string, deactivated bool) (bool, error) {
+	var n int64
+	err := s.db.Operator(ctx, func(tx *pg.Tx) error {
+		m, err := s.q.DeskMemberIDByEmail(ctx, tx, db.DeskMemberIDByEmailParams{OrgID: orgID, Email: strings.ToLower(email)})
+		if pg.IsNoRows(err) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("find member: %w", err)
+		}
+		n, err = s.q.DeskMemberSetDeactivated(ctx, tx, db.DeskMemberSetDeactivatedParams{OrgID: orgID, UserID: m.UserID,
+			Deactivated: deactivated, At: s.clock()})
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("desk: set deactivated: %w", err)
+	}
+	return n == 1, nil
+}
