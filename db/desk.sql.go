@@ -311,6 +311,74 @@ func (q *Queries) DeskInboxMembersSet(ctx context.Context, db DBTX, arg DeskInbo
 	return err
 }
 
+const deskInboxSecretGet = `-- name: DeskInboxSecretGet :one
+SELECT connection_secret FROM desk_inbox WHERE org_id = $1 AND id = $2
+`
+
+type DeskInboxSecretGetParams struct {
+	OrgID uuid.UUID
+	ID    int64
+}
+
+func (q *Queries) DeskInboxSecretGet(ctx context.Context, db DBTX, arg DeskInboxSecretGetParams) ([]byte, error) {
+	row := db.QueryRow(ctx, deskInboxSecretGet, arg.OrgID, arg.ID)
+	var connection_secret []byte
+	err := row.Scan(&connection_secret)
+	return connection_secret, err
+}
+
+const deskInboxSecretSet = `-- name: DeskInboxSecretSet :execrows
+
+UPDATE desk_inbox SET connection_secret = $1
+WHERE org_id = $2 AND id = $3
+`
+
+type DeskInboxSecretSetParams struct {
+	ConnectionSecret []byte
+	OrgID            uuid.UUID
+	ID               int64
+}
+
+// Inbox connection secrets (sealed by the service; never read by a tool).
+func (q *Queries) DeskInboxSecretSet(ctx context.Context, db DBTX, arg DeskInboxSecretSetParams) (int64, error) {
+	result, err := db.Exec(ctx, deskInboxSecretSet, arg.ConnectionSecret, arg.OrgID, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const deskInboxSecretsAll = `-- name: DeskInboxSecretsAll :many
+SELECT org_id, id, connection_secret FROM desk_inbox WHERE connection_secret IS NOT NULL ORDER BY org_id, id
+`
+
+type DeskInboxSecretsAllRow struct {
+	OrgID            uuid.UUID
+	ID               int64
+	ConnectionSecret []byte
+}
+
+// Every stored secret of every workspace, for resealing under a new key (owner's pool).
+func (q *Queries) DeskInboxSecretsAll(ctx context.Context, db DBTX) ([]DeskInboxSecretsAllRow, error) {
+	rows, err := db.Query(ctx, deskInboxSecretsAll)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeskInboxSecretsAllRow{}
+	for rows.Next() {
+		var i DeskInboxSecretsAllRow
+		if err := rows.Scan(&i.OrgID, &i.ID, &i.ConnectionSecret); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deskInboxUpsert = `-- name: DeskInboxUpsert :one
 INSERT INTO desk_inbox AS i (org_id, id, slug, name, restricted, forwarding_address, connection_secret)
 VALUES ($1, $2, $3, $4, $5,
@@ -435,7 +503,7 @@ func (q *Queries) DeskInboxesList(ctx context.Context, db DBTX, arg DeskInboxesL
 }
 
 const deskMemberGrant = `-- name: DeskMemberGrant :one
-SELECT m.role, o.plan, o.timezone
+SELECT m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated, o.plan, o.timezone
 FROM org_member m JOIN organisation o ON o.id = m.org_id
 WHERE m.org_id = $1 AND m.user_id = $2
 `
@@ -446,22 +514,29 @@ type DeskMemberGrantParams struct {
 }
 
 type DeskMemberGrantRow struct {
-	Role     string
-	Plan     string
-	Timezone string
+	Role        string
+	Deactivated bool
+	Plan        string
+	Timezone    string
 }
 
-// What the workspace says about a verified token's holder: their role, and the
-// workspace's plan and timezone. No row: the person is no longer a member.
+// What the workspace says about a verified token's holder: their role, whether they are
+// deactivated, and the workspace's plan and timezone. No row: the person is no longer a
+// member.
 func (q *Queries) DeskMemberGrant(ctx context.Context, db DBTX, arg DeskMemberGrantParams) (DeskMemberGrantRow, error) {
 	row := db.QueryRow(ctx, deskMemberGrant, arg.OrgID, arg.UserID)
 	var i DeskMemberGrantRow
-	err := row.Scan(&i.Role, &i.Plan, &i.Timezone)
+	err := row.Scan(
+		&i.Role,
+		&i.Deactivated,
+		&i.Plan,
+		&i.Timezone,
+	)
 	return i, err
 }
 
 const deskMemberIDByEmail = `-- name: DeskMemberIDByEmail :one
-SELECT m.user_id, m.role FROM org_member m JOIN app_user u ON u.id = m.user_id
+SELECT m.user_id, m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated FROM org_member m JOIN app_user u ON u.id = m.user_id
 WHERE m.org_id = $1 AND u.email = $2
 `
 
@@ -471,14 +546,63 @@ type DeskMemberIDByEmailParams struct {
 }
 
 type DeskMemberIDByEmailRow struct {
-	UserID uuid.UUID
-	Role   string
+	UserID      uuid.UUID
+	Role        string
+	Deactivated bool
 }
 
 func (q *Queries) DeskMemberIDByEmail(ctx context.Context, db DBTX, arg DeskMemberIDByEmailParams) (DeskMemberIDByEmailRow, error) {
 	row := db.QueryRow(ctx, deskMemberIDByEmail, arg.OrgID, arg.Email)
 	var i DeskMemberIDByEmailRow
-	err := row.Scan(&i.UserID, &i.Role)
+	err := row.Scan(&i.UserID, &i.Role, &i.Deactivated)
+	return i, err
+}
+
+const deskMemberSetDeactivated = `-- name: DeskMemberSetDeactivated :execrows
+UPDATE org_member SET deactivated_at = CASE WHEN $1::boolean THEN coalesce(deactivated_at, $2::timestamptz) END
+WHERE org_id = $3 AND user_id = $4
+`
+
+type DeskMemberSetDeactivatedParams struct {
+	Deactivated bool
+	At          time.Time
+	OrgID       uuid.UUID
+	UserID      uuid.UUID
+}
+
+// Deactivates a member (keeping the first time) or reactivates one.
+func (q *Queries) DeskMemberSetDeactivated(ctx context.Context, db DBTX, arg DeskMemberSetDeactivatedParams) (int64, error) {
+	result, err := db.Exec(ctx, deskMemberSetDeactivated,
+		arg.Deactivated,
+		arg.At,
+		arg.OrgID,
+		arg.UserID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const deskMessageByExternal = `-- name: DeskMessageByExternal :one
+SELECT id, conversation_id, type FROM desk_message WHERE org_id = $1 AND external_id = $2
+`
+
+type DeskMessageByExternalParams struct {
+	OrgID      uuid.UUID
+	ExternalID *string
+}
+
+type DeskMessageByExternalRow struct {
+	ID             int64
+	ConversationID int64
+	Type           string
+}
+
+func (q *Queries) DeskMessageByExternal(ctx context.Context, db DBTX, arg DeskMessageByExternalParams) (DeskMessageByExternalRow, error) {
+	row := db.QueryRow(ctx, deskMessageByExternal, arg.OrgID, arg.ExternalID)
+	var i DeskMessageByExternalRow
+	err := row.Scan(&i.ID, &i.ConversationID, &i.Type)
 	return i, err
 }
 

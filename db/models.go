@@ -348,10 +348,11 @@ type OauthToken struct {
 }
 
 type OrgMember struct {
-	OrgID     uuid.UUID
-	UserID    uuid.UUID
-	Role      string
-	CreatedAt time.Time
+	OrgID         uuid.UUID
+	UserID        uuid.UUID
+	Role          string
+	CreatedAt     time.Time
+	DeactivatedAt *time.Time
 }
 
 type Organisation struct {

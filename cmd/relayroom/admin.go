@@ -29,6 +29,7 @@ const adminUsage = `Usage: relayroom admin COMMAND [flags]   (every command prin
   wake list [--dead] | wake retry      wakes, the dead letters, and retrying one
   desk token create | desk token list | desk token revoke  people's personal access tokens for /desk/mcp
   desk import --workspace SLUG --inbox SLUG FILE            conversations from a CSV file
+  desk member deactivate | desk member reactivate            a member's access to a desk workspace
 `
 
 type adminEnv struct {

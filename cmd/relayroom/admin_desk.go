@@ -41,9 +41,9 @@ func deskWorkspace(ctx context.Context, env adminEnv, slug string) (*desk.Servic
 
 func deskAdminCommands() map[string]adminCommand {
 	return map[string]adminCommand{
-		"desk token create": {help: "Issue a personal access token to a member of a workspace, for /desk/mcp (sent as\nAuthorization: Bearer). It is printed once, stored hashed, and expires (--expires).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		"desk token create": {help: "Issue a personal access token to a member of a workspace, for /desk/mcp (sent as\nAuthorization: Bearer). It is printed once, stored hashed, and expires (--expires). With the\ningest:write scope (owners and admins) it also writes through the ingest API (POST /api/desk/…).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
 			user, ws := fs.String("user", "", "the member's email"), fs.String("workspace", "", "the workspace (organisation slug)")
-			scopes := fs.String("scopes", strings.Join(desk.Scopes, ","), "comma-separated scopes: "+strings.Join(desk.Scopes, ", "))
+			scopes := fs.String("scopes", strings.Join(desk.Scopes, ","), "comma-separated scopes: "+strings.Join(desk.TokenScopes, ", "))
 			expires := fs.Duration("expires", desk.DefaultTokenTTL, "lifetime of the token")
 			return func(ctx context.Context, env adminEnv) error {
 				if err := required(fs, "user", "workspace"); err != nil {
@@ -131,5 +131,31 @@ func deskAdminCommands() map[string]adminCommand {
 				return printJSON(env.stdout, map[string]any{"id": tid, "revoked": revoked})
 			}
 		}},
+		"desk member deactivate": {help: "Deactivate a member of a workspace: their tokens are answered AUTH_REQUIRED from their next call\non; their role, inboxes, assignments and everything they wrote stay.", flags: deskMemberActivation(true)},
+		"desk member reactivate": {help: "Reactivate a deactivated member: their tokens that have not expired or been revoked work again.", flags: deskMemberActivation(false)},
+	}
+}
+
+// deskMemberActivation is the command that deactivates or reactivates a member.
+func deskMemberActivation(deactivate bool) func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+	return func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		user, ws := fs.String("user", "", "the member's email"), fs.String("workspace", "", "the workspace (organisation slug)")
+		return func(ctx context.Context, env adminEnv) error {
+			if err := required(fs, "user", "workspace"); err != nil {
+				return err
+			}
+			s, org, err := deskWorkspace(ctx, env, *ws)
+			if err != nil {
+				return err
+			}
+			ok, err := s.SetDeactivated(ctx, org, *user, deactivate)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return apperr.New(apperr.NotFound, "%s is not a member of workspace %s", *user, *ws)
+			}
+			return printJSON(env.stdout, map[string]any{"user": *user, "deactivated": deactivate})
+		}
 	}
 }

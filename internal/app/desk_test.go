@@ -59,7 +59,7 @@ desk:
 type deskServer struct {
 	*server
 	url    string
-	tokens map[string]string // by email; "ana-inboxes" holds only inboxes:read
+	tokens map[string]string // by email; "ana-inboxes" holds only inboxes:read, "ana-ingest" only ingest:write
 	d      *pg.DB
 	res    admin.Result
 }
@@ -108,6 +108,10 @@ func startDeskServer(t *testing.T) *deskServer {
 			t.Fatal(err)
 		}
 		ds.tokens["ana-inboxes"] = tok.Token
+		if tok, err = svc.CreateToken(ctx, res.Organisations["acme"].ID, "ana@acme.test", []string{desk.ScopeIngestWrite}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		ds.tokens["ana-ingest"] = tok.Token
 		ds.res = res
 	})
 	ds.server, ds.url = s, s.base+"/desk/mcp"
@@ -365,4 +369,88 @@ func mustLoad(t *testing.T, name string) *time.Location {
 		t.Fatal(err)
 	}
 	return loc
+}
+
+func TestDeskIngestAPI(t *testing.T) {
+	t.Parallel()
+	ds := startDeskServer(t)
+	ingest, convs := ds.tokens["ana-ingest"], ds.base+desk.RouteIngestConversations
+	errorCode := func(t *testing.T, body string) string {
+		t.Helper()
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Code == "" || e.Error.Message == "" {
+			t.Fatalf("error body %q", body)
+		}
+		return e.Error.Code
+	}
+	conv := `{"external_id": "mail-7781", "inbox_id": "inbox_1", "subject": "Export to PDF", "customer_email": "jo@customer.test",
+		"messages": [{"external_id": "mail-7781-1", "type": "customer", "body": "How do I export a zeppelin report to PDF?"}]}`
+
+	t.Run("another workspace's conversation is a 404 like a missing one", func(t *testing.T) {
+		var bodies []string
+		for _, id := range []string{"conv_2", "conv_999"} { // globex has conv_2, acme does not (yet)
+			status, _, body := post(t, ds.base+strings.Replace(desk.RouteIngestMessages, "{conversation_id}", id, 1), ingest,
+				`{"external_id": "m-`+id+`", "type": "customer", "body": "hello"}`)
+			if status != http.StatusNotFound {
+				t.Fatalf("%s: %d %s", id, status, body)
+			}
+			bodies = append(bodies, body)
+		}
+		if bodies[0] != bodies[1] {
+			t.Fatalf("%q != %q", bodies[0], bodies[1])
+		}
+	})
+	t.Run("a conversation is created once: 201, then 200 with the same id", func(t *testing.T) {
+		status, _, body := post(t, convs, ingest, conv)
+		var first desk.IngestResult
+		if status != http.StatusCreated || json.Unmarshal([]byte(body), &first) != nil || !first.Created {
+			t.Fatalf("%d %s", status, body)
+		}
+		status, _, body = post(t, convs, ingest, conv)
+		var again desk.IngestResult
+		if status != http.StatusOK || json.Unmarshal([]byte(body), &again) != nil || again.Created || again.ConversationID != first.ConversationID {
+			t.Fatalf("%d %s", status, body)
+		}
+		msgs := ds.base + strings.Replace(desk.RouteIngestMessages, "{conversation_id}", first.ConversationID, 1)
+		status, _, body = post(t, msgs, ingest, `{"external_id": "mail-7781-2", "type": "reply", "author_email": "bo@acme.test", "body": "Use File, then Export."}`)
+		if status != http.StatusCreated || !strings.Contains(body, `"message_id":"msg_`) {
+			t.Fatalf("%d %s", status, body)
+		}
+		// The desk tools see what was ingested.
+		found, text := callJSON(t, mustConnect(t, ds.url, ds.tokens["ana@acme.test"]), desk.ToolSearchConversations, map[string]any{"query": "zeppelin export"})
+		if c := found["conversations"].([]any); len(c) != 1 || c[0].(map[string]any)["id"] != first.ConversationID {
+			t.Fatalf("%s", text)
+		}
+	})
+	t.Run("a missing or bad token is a 401 with the ingest challenge", func(t *testing.T) {
+		for _, tok := range []string{"", desk.TokenPrefix + "nope"} {
+			status, h, body := post(t, convs, tok, conv)
+			if status != http.StatusUnauthorized || !strings.Contains(h.Get("WWW-Authenticate"), desk.ScopeIngestWrite) {
+				t.Fatalf("%d %v %s", status, h, body)
+			}
+			errorCode(t, body)
+		}
+	})
+	t.Run("a token without ingest:write is a 403, a member's too", func(t *testing.T) {
+		for _, tok := range []string{ds.tokens["ana@acme.test"], ds.tokens["bo@acme.test"]} {
+			status, _, body := post(t, convs, tok, conv)
+			if status != http.StatusForbidden || errorCode(t, body) != "forbidden" {
+				t.Fatalf("%d %s", status, body)
+			}
+		}
+	})
+	t.Run("unknown fields, trailing data and oversized bodies are a 400", func(t *testing.T) {
+		for name, body := range map[string]string{
+			"unknown":  `{"external_id": "x", "workspace_id": "globex"}`,
+			"trailing": conv + `{}`,
+			"oversize": `{"external_id": "` + strings.Repeat("x", desk.MaxIngestBytes) + `"}`,
+		} {
+			status, _, got := post(t, convs, ingest, body)
+			if status != http.StatusBadRequest || errorCode(t, got) != "invalid" {
+				t.Fatalf("%s: %d %s", name, status, got)
+			}
+		}
+	})
 }

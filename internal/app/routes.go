@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/rooms"
@@ -41,6 +42,7 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 		rooms.NewHandler(rooms.HandlerDeps{Service: a.rooms, Log: a.log}),
 		wake.NewHandler(wake.HandlerDeps{Service: a.wake, Log: a.log}),
 		knowledge.NewHandler(knowledge.HandlerDeps{Service: a.knowledge, Log: a.log}),
+		desk.NewHandler(desk.HandlerDeps{Service: a.desk, Log: a.log}),
 	} {
 		a.mount(e, h)
 	}

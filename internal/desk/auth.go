@@ -109,6 +109,8 @@ func (s *Service) resolve(ctx context.Context, verify func(*pg.Tx) (Grant, error
 			return nil // verified, but no longer a member: AUTH_REQUIRED from every tool
 		case err != nil:
 			return fmt.Errorf("desk: read membership: %w", err)
+		case m.Deactivated:
+			return nil // verified, but deactivated: AUTH_REQUIRED from every tool, like a removed member
 		}
 		sc.Person.Role, sc.Person.Plan, sc.Person.Timezone = m.Role, m.Plan, m.Timezone
 		return nil
@@ -140,11 +142,11 @@ type NewToken struct {
 // CheckScopes refuses an empty list, an unknown scope and a repeated one.
 func CheckScopes(scopes []string) error {
 	if len(scopes) == 0 {
-		return fmt.Errorf("at least one scope is required (%s)", strings.Join(Scopes, ", "))
+		return fmt.Errorf("at least one scope is required (%s)", strings.Join(TokenScopes, ", "))
 	}
 	for i, sc := range scopes {
-		if !slices.Contains(Scopes, sc) {
-			return fmt.Errorf("unknown scope %q (scopes: %s)", sc, strings.Join(Scopes, ", "))
+		if !slices.Contains(TokenScopes, sc) {
+			return fmt.Errorf("unknown scope %q (scopes: %s)", sc, strings.Join(TokenScopes, ", "))
 		}
 		if slices.Contains(scopes[:i], sc) {
 			return fmt.Errorf("scope %q is listed twice", sc)
@@ -173,6 +175,9 @@ func (s *Service) CreateToken(ctx context.Context, orgID uuid.UUID, email string
 			return fmt.Errorf("%s is not a member of this workspace", email)
 		} else if err != nil {
 			return fmt.Errorf("desk: find member: %w", err)
+		}
+		if m.Deactivated {
+			return fmt.Errorf("%s is deactivated in this workspace (reactivate them first)", email)
 		}
 		return s.q.DeskTokenInsert(ctx, tx, db.DeskTokenInsertParams{OrgID: orgID, ID: out.ID, UserID: m.UserID, TokenID: p.ID,
 			SecretHash: p.Hash(), Scopes: scopes, ExpiresAt: out.ExpiresAt})
@@ -228,4 +233,29 @@ func (s *Service) WorkspaceID(ctx context.Context, slug string) (uuid.UUID, erro
 		return nil
 	})
 	return id, err
+}
+
+// SetDeactivated deactivates a member of a workspace, or reactivates one (owner's pool:
+// `relayroom admin desk member deactivate|reactivate`). A deactivated member keeps their
+// role, restricted inboxes, assignments and everything they wrote; every token of theirs
+// still verifies and is answered AUTH_REQUIRED (the ingest API: 401) from the next call
+// on, no new token is issued to them, and they cannot be named as a reply's author or an
+// assignee. Deactivating keeps the first time; false when the person is not a member.
+func (s *Service) SetDeactivated(ctx context.Context, orgID uuid.UUID, email string, deactivated bool) (bool, error) {
+	var n int64
+	err := s.db.Operator(ctx, func(tx *pg.Tx) error {
+		m, err := s.q.DeskMemberIDByEmail(ctx, tx, db.DeskMemberIDByEmailParams{OrgID: orgID, Email: strings.ToLower(email)})
+		if pg.IsNoRows(err) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("find member: %w", err)
+		}
+		n, err = s.q.DeskMemberSetDeactivated(ctx, tx, db.DeskMemberSetDeactivatedParams{OrgID: orgID, UserID: m.UserID,
+			Deactivated: deactivated, At: s.clock()})
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("desk: set deactivated: %w", err)
+	}
+	return n == 1, nil
 }

@@ -166,6 +166,8 @@ type NewConversation struct {
 
 // NewMessage is one message of a NewConversation.
 type NewMessage struct {
+	// ExternalID is the sender's id of the message ("" for none).
+	ExternalID  string
 	Type        string
 	Body        string
 	AuthorID    *uuid.UUID
@@ -199,6 +201,16 @@ func AddConversation(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.U
 	row, err := q.DeskConversationInsert(ctx, tx, db.DeskConversationInsertParams{OrgID: orgID, ID: next, InboxID: c.InboxID,
 		Subject: c.Subject, Status: c.Status, AssigneeUserID: c.AssigneeID, CustomerEmail: c.CustomerEmail, CustomerName: c.CustomerName,
 		ExternalID: ext, CreatedAt: c.CreatedAt, ResolvedAt: resolved})
+	if pg.IsNoRows(err) && ext != nil {
+		// A concurrent call stored the same external id and committed while this
+		// statement waited on it: the statement's snapshot predates that row, a new
+		// statement sees it.
+		id, err := q.DeskConversationIDByExternal(ctx, tx, db.DeskConversationIDByExternalParams{OrgID: orgID, ExternalID: ext})
+		if err != nil {
+			return 0, false, fmt.Errorf("desk: find conversation: %w", err)
+		}
+		return id, false, nil
+	}
 	if err != nil {
 		return 0, false, fmt.Errorf("desk: add conversation: %w", err)
 	}
@@ -211,16 +223,17 @@ func AddConversation(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.U
 	}
 	first := last - int64(len(c.Messages)) + 1
 	for i, m := range c.Messages {
-		att := m.Attachments
-		if att == nil {
-			att = []Attachment{}
-		}
+		att := attachmentsOrEmpty(m.Attachments)
 		b, err := json.Marshal(att)
 		if err != nil {
 			return 0, false, fmt.Errorf("desk: attachments: %w", err)
 		}
+		var mext *string
+		if m.ExternalID != "" {
+			mext = &m.ExternalID
+		}
 		if _, err := q.DeskMessageInsert(ctx, tx, db.DeskMessageInsertParams{OrgID: orgID, ID: first + int64(i), ConversationID: row.ID,
-			Type: m.Type, Body: m.Body, AuthorUserID: m.AuthorID, Attachments: b, CreatedAt: m.CreatedAt}); err != nil {
+			Type: m.Type, Body: m.Body, AuthorUserID: m.AuthorID, Attachments: b, ExternalID: mext, CreatedAt: m.CreatedAt}); err != nil {
 			return 0, false, fmt.Errorf("desk: add message: %w", err)
 		}
 	}

@@ -54,31 +54,44 @@ func (s *Service) hit(ctx context.Context, c caller, write bool) error {
 	now := s.clock()
 	window := now.Truncate(l.Window)
 	member, workspace := "member:"+c.user.String()+":"+kind, "workspace:"+kind
-	var rows []db.DeskRateHitRow
-	err := s.db.InTenant(pg.WithoutClaim(ctx), c.tenant(), func(tx *pg.Tx) (err error) {
-		rows, err = s.q.DeskRateHit(ctx, tx, db.DeskRateHitParams{OrgID: c.org, WindowStart: window, Subjects: []string{member, workspace}})
-		return err
-	})
+	rows, err := s.countHits(ctx, c, window, []string{member, workspace})
 	if err != nil {
-		return pg.Classify("desk: rate limit", err)
+		return err
 	}
 	for _, r := range rows {
 		who, max := "Member", memberMax
 		if r.Subject == workspace {
 			who, max = "Workspace", workspaceMax
 		}
-		if int(r.Hits) <= max {
-			continue
+		if int(r.Hits) > max {
+			return rateLimited(fmt.Sprintf("%s %s-call limit exceeded.", who, kind), r.WindowStart.Add(l.Window).Sub(now))
 		}
-		retry := int(math.Ceil(r.WindowStart.Add(l.Window).Sub(now).Seconds()))
-		e := apperr.New(apperr.RateLimited, "%s %s-call limit exceeded.", who, kind)
-		e.Details = map[string]any{"retry_after_seconds": max1(retry)}
-		return e
-	}
-	if len(rows) != 2 {
-		return fmt.Errorf("desk: rate limit: %d counters answered, want 2", len(rows))
 	}
 	return nil
+}
+
+// countHits counts one call against each subject's window of the workspace, in one
+// statement of its own short transaction, and answers every subject's count.
+func (s *Service) countHits(ctx context.Context, c caller, window time.Time, subjects []string) ([]db.DeskRateHitRow, error) {
+	var rows []db.DeskRateHitRow
+	err := s.db.InTenant(pg.WithoutClaim(ctx), c.tenant(), func(tx *pg.Tx) (err error) {
+		rows, err = s.q.DeskRateHit(ctx, tx, db.DeskRateHitParams{OrgID: c.org, WindowStart: window, Subjects: subjects})
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("desk: rate limit", err)
+	}
+	if len(rows) != len(subjects) {
+		return nil, fmt.Errorf("desk: rate limit: %d counters answered, want %d", len(rows), len(subjects))
+	}
+	return rows, nil
+}
+
+// rateLimited is RATE_LIMITED with the whole seconds until the window ends (at least 1).
+func rateLimited(msg string, left time.Duration) error {
+	e := apperr.New(apperr.RateLimited, "%s", msg)
+	e.Details = map[string]any{"retry_after_seconds": max1(int(math.Ceil(left.Seconds())))}
+	return e
 }
 
 func max1(n int) int { return max(n, 1) }

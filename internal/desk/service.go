@@ -32,6 +32,10 @@ const (
 	ReasonAuthRequired        = "AUTH_REQUIRED"
 )
 
+// MsgAccessEnded answers a verified token whose holder was removed from the workspace or
+// deactivated in it.
+const MsgAccessEnded = "Your access to this workspace no longer stands (you are no longer an active member of it); reauthorise the connector."
+
 // Token scopes, each required by the tools that read or write what it names.
 const (
 	ScopeConversationsRead = "conversations:read"
@@ -165,6 +169,13 @@ func (c caller) seesAll() bool { return c.role == RoleOwner || c.role == RoleAdm
 
 func (c caller) tenant() pg.Tenant { return pg.Tenant{OrgID: c.org} }
 
+// scopeMissing is the FORBIDDEN of a token without the scope a call requires.
+func scopeMissing(scope string) error {
+	e := apperr.New(apperr.Forbidden, "The token lacks the %s scope this call requires; request that access and reauthorise.", scope)
+	e.Details = map[string]any{"required_scope": scope}
+	return e
+}
+
 func invalid(format string, args ...any) error {
 	return apperr.New(apperr.Invalid, format, args...)
 }
@@ -178,15 +189,13 @@ func (s *Service) admit(ctx context.Context, sc tenancy.Scope, scope string, wri
 		return caller{}, apperr.New(apperr.Unauthenticated, "This endpoint needs a person's token; reauthorise the connector.").WithReason(ReasonAuthRequired)
 	}
 	if p.Role == "" {
-		return caller{}, apperr.New(apperr.Unauthenticated, "Your access to this workspace no longer stands (you are no longer a member of it); reauthorise the connector.").WithReason(ReasonAuthRequired)
+		return caller{}, apperr.New(apperr.Unauthenticated, MsgAccessEnded).WithReason(ReasonAuthRequired)
 	}
 	if p.Plan != PlanGrowth && p.Plan != PlanScale {
 		return caller{}, apperr.New(apperr.Forbidden, "The workspace's %s plan does not include MCP access; it needs Growth or Scale.", p.Plan).WithReason(ReasonPlanRequired)
 	}
 	if !slices.Contains(p.Scopes, scope) {
-		e := apperr.New(apperr.Forbidden, "The token lacks the %s scope this tool requires; request that access and reauthorise.", scope)
-		e.Details = map[string]any{"required_scope": scope}
-		return caller{}, e
+		return caller{}, scopeMissing(scope)
 	}
 	c := caller{org: sc.OrgID, user: p.UserID, role: p.Role, plan: p.Plan, tz: p.Timezone}
 	if err := s.hit(ctx, c, write); err != nil {

@@ -300,7 +300,7 @@ func TestAccess(t *testing.T) {
 			t.Fatalf("the token still verifies: %v", err)
 		}
 		for _, tool := range tools {
-			wantErr(t, tool.run(sc), apperr.Unauthenticated, "AUTH_REQUIRED", "no longer a member")
+			wantErr(t, tool.run(sc), apperr.Unauthenticated, "AUTH_REQUIRED", "no longer an active member")
 		}
 	})
 	t.Run("expired, revoked, unknown and malformed tokens are refused at the HTTP level", func(t *testing.T) {

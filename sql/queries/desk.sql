@@ -12,9 +12,10 @@ FROM desk_token
 WHERE token_id = sqlc.arg(token_id)::text AND revoked_at IS NULL;
 
 -- name: DeskMemberGrant :one
--- What the workspace says about a verified token's holder: their role, and the
--- workspace's plan and timezone. No row: the person is no longer a member.
-SELECT m.role, o.plan, o.timezone
+-- What the workspace says about a verified token's holder: their role, whether they are
+-- deactivated, and the workspace's plan and timezone. No row: the person is no longer a
+-- member.
+SELECT m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated, o.plan, o.timezone
 FROM org_member m JOIN organisation o ON o.id = m.org_id
 WHERE m.org_id = sqlc.arg(org_id) AND m.user_id = sqlc.arg(user_id);
 
@@ -270,6 +271,9 @@ WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id);
 -- name: DeskConversationIDByExternal :one
 SELECT id FROM desk_conversation WHERE org_id = sqlc.arg(org_id) AND external_id = sqlc.arg(external_id);
 
+-- name: DeskMessageByExternal :one
+SELECT id, conversation_id, type FROM desk_message WHERE org_id = sqlc.arg(org_id) AND external_id = sqlc.arg(external_id);
+
 -- Personal access tokens (relayroom admin desk token …).
 
 -- name: DeskTokenInsert :exec
@@ -287,5 +291,23 @@ UPDATE desk_token SET revoked_at = sqlc.arg(at)
 WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND revoked_at IS NULL;
 
 -- name: DeskMemberIDByEmail :one
-SELECT m.user_id, m.role FROM org_member m JOIN app_user u ON u.id = m.user_id
+SELECT m.user_id, m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated FROM org_member m JOIN app_user u ON u.id = m.user_id
 WHERE m.org_id = sqlc.arg(org_id) AND u.email = sqlc.arg(email);
+
+-- name: DeskMemberSetDeactivated :execrows
+-- Deactivates a member (keeping the first time) or reactivates one.
+UPDATE org_member SET deactivated_at = CASE WHEN sqlc.arg(deactivated)::boolean THEN coalesce(deactivated_at, sqlc.arg(at)::timestamptz) END
+WHERE org_id = sqlc.arg(org_id) AND user_id = sqlc.arg(user_id);
+
+-- Inbox connection secrets (sealed by the service; never read by a tool).
+
+-- name: DeskInboxSecretSet :execrows
+UPDATE desk_inbox SET connection_secret = sqlc.narg(connection_secret)
+WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id);
+
+-- name: DeskInboxSecretGet :one
+SELECT connection_secret FROM desk_inbox WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id);
+
+-- name: DeskInboxSecretsAll :many
+-- Every stored secret of every workspace, for resealing under a new key (owner's pool).
+SELECT org_id, id, connection_secret FROM desk_inbox WHERE connection_secret IS NOT NULL ORDER BY org_id, id;

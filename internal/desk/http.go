@@ -1,0 +1,112 @@
+package desk
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/httpapi"
+)
+
+// HandlerDeps is what the desk's HTTP routes need.
+type HandlerDeps struct {
+	Service *Service
+	Log     *slog.Logger
+}
+
+// Paths of the ingest API.
+const (
+	RouteIngestConversations = "/api/desk/conversations"
+	RouteIngestMessages      = "/api/desk/conversations/{conversation_id}/messages"
+)
+
+// ingestChallenge is the WWW-Authenticate of a refused ingest token.
+const ingestChallenge = `Bearer realm="relaydesk-ingest", scope="` + ScopeIngestWrite + `"`
+
+// NewHandler serves the desk's HTTP API beside MCP: the ingest API, with which a
+// workspace's mail gateway or sync brings conversations and messages in
+// (docs/desk.md). Every route is authenticated with a personal access token carrying
+// ingest:write, sent as Authorization: Bearer.
+func NewHandler(d HandlerDeps) *httpapi.Mux {
+	h := &httpHandler{svc: d.Service, errs: httpapi.Errors{Log: d.Log, Challenge: ingestChallenge, Coded: true}}
+	m := &httpapi.Mux{}
+	m.Handle(httpapi.Route{Method: http.MethodPost, Path: RouteIngestConversations, Credential: auth.BearerToken}, h.conversation)
+	m.Handle(httpapi.Route{Method: http.MethodPost, Path: RouteIngestMessages, Credential: auth.BearerToken}, h.message)
+	return m
+}
+
+type httpHandler struct {
+	svc  *Service
+	errs httpapi.Errors
+}
+
+// decode reads a JSON body of at most MaxIngestBytes holding one object with only known
+// fields.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxIngestBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			return apperr.New(apperr.Invalid, "the body is larger than %d bytes", MaxIngestBytes)
+		}
+		return apperr.New(apperr.Invalid, "the body is not the expected JSON object: %s", err.Error())
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return apperr.New(apperr.Invalid, "the body holds more than one JSON value")
+	}
+	return nil
+}
+
+// answer writes an ingest result: 201 when something was stored, 200 when the external
+// id was already known and nothing was.
+func answer(w http.ResponseWriter, res IngestResult) {
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	httpapi.WriteJSON(w, status, res)
+}
+
+// conversation answers POST /api/desk/conversations.
+func (h *httpHandler) conversation(w http.ResponseWriter, r *http.Request) {
+	sc, err := h.svc.Authenticate(r.Context(), auth.BearerToken(r))
+	if err != nil {
+		h.errs.Write(w, r, err)
+		return
+	}
+	var in IngestConversation
+	if err := decode(w, r, &in); err != nil {
+		h.errs.Write(w, r, err)
+		return
+	}
+	res, err := h.svc.IngestConversation(r.Context(), sc, in)
+	if err != nil {
+		h.errs.Write(w, r, err)
+		return
+	}
+	answer(w, res)
+}
+
+// message answers POST /api/desk/conversations/{conversation_id}/messages.
+func (h *httpHandler) message(w http.ResponseWriter, r *http.Request) {
+	sc, err := h.svc.Authenticate(r.Context(), auth.BearerToken(r))
+	if err != nil {
+		h.errs.Write(w, r, err)
+		return
+	}
+	var in IngestAppend
+	if err := decode(w, r, &in); err != nil {
+		h.errs.Write(w, r, err)
+		return
+	}
+	res, err := h.svc.IngestMessage(r.Context(), sc, r.PathValue("conversation_id"), in)
+	if err != nil {
+		h.errs.Write(w, r, err)
+		return
+	}
+	answer(w, res)
+}

@@ -1,0 +1,211 @@
+package desk_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/desk"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+func TestIngest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	ana := fx.scope("acme", "ana@acme.test", desk.ScopeIngestWrite, desk.ScopeConversationsRead)
+	support := fx.res.Desk["acme"].Inboxes["support"].ID
+	newConv := func(ext string) desk.IngestConversation {
+		return desk.IngestConversation{ExternalID: ext, InboxID: support, Subject: "Webhook retries", CustomerEmail: "pat@customer.test",
+			CustomerName: "Pat", CreatedAt: new(at("2026-11-10T10:00:00Z")), Messages: []desk.IngestMessage{
+				{ExternalID: ext + "-m1", Type: desk.TypeCustomer, Body: "Our webhook receiver sees duplicate retries.", CreatedAt: new(at("2026-11-10T10:00:00Z")),
+					Attachments: []desk.Attachment{{Filename: "log.txt", Size: 812}}},
+				{ExternalID: ext + "-m2", Type: desk.TypeAutomated, Body: "We got your message.", CreatedAt: new(at("2026-11-10T10:00:02Z"))},
+			}}
+	}
+	read := func(conv string) desk.GetConversationResult {
+		t.Helper()
+		r, err := fx.svc.GetConversation(ctx, ana, desk.GetConversationInput{ConversationID: conv, Limit: desk.MaxLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+
+	t.Run("a conversation with its history is stored once per external id", func(t *testing.T) {
+		first, err := fx.svc.IngestConversation(ctx, ana, newConv("hs-1"))
+		if err != nil || !first.Created || !strings.HasPrefix(first.ConversationID, desk.PrefixConversation) {
+			t.Fatalf("%+v %v", first, err)
+		}
+		again, err := fx.svc.IngestConversation(ctx, ana, newConv("hs-1"))
+		if err != nil || again.Created || again.ConversationID != first.ConversationID {
+			t.Fatalf("replay %+v %v", again, err)
+		}
+		r := read(first.ConversationID)
+		if len(r.Messages) != 2 || r.Messages[0].Attachments[0].Filename != "log.txt" || r.Conversation.Status != desk.StatusOpen ||
+			r.Conversation.CustomerName != "Pat" || r.Conversation.CreatedAt != "2026-11-10T10:00:00Z" {
+			t.Fatalf("%+v", r)
+		}
+		found, err := fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: "duplicate retries"})
+		if err != nil || len(found.Conversations) != 1 || found.Conversations[0].ID != first.ConversationID {
+			t.Fatalf("search %+v %v", found, err)
+		}
+	})
+	t.Run("concurrent identical creates store one conversation", func(t *testing.T) {
+		var wg sync.WaitGroup
+		got := make([]desk.IngestResult, 6)
+		errs := make([]error, len(got))
+		for i := range got {
+			wg.Go(func() { got[i], errs[i] = fx.svc.IngestConversation(ctx, ana, newConv("race-1")) })
+		}
+		wg.Wait()
+		created := 0
+		for i, r := range got {
+			if errs[i] != nil || r.ConversationID != got[0].ConversationID {
+				t.Fatalf("%d: %+v %v", i, r, errs[i])
+			}
+			if r.Created {
+				created++
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%d calls created it", created)
+		}
+	})
+	t.Run("appending: a member's reply, then a replay, then a status change", func(t *testing.T) {
+		c, err := fx.svc.IngestConversation(ctx, ana, newConv("hs-2"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply := desk.IngestAppend{IngestMessage: desk.IngestMessage{ExternalID: "hs-2-r1", Type: desk.TypeReply, Body: "We deduplicate by delivery id.",
+			AuthorEmail: "Bo@acme.test", CreatedAt: new(at("2026-11-10T10:30:00Z"))}}
+		m, err := fx.svc.IngestMessage(ctx, ana, c.ConversationID, reply)
+		if err != nil || !m.Created || !strings.HasPrefix(m.MessageID, desk.PrefixMessage) {
+			t.Fatalf("%+v %v", m, err)
+		}
+		again, err := fx.svc.IngestMessage(ctx, ana, c.ConversationID, reply)
+		if err != nil || again.Created || again.MessageID != m.MessageID {
+			t.Fatalf("replay %+v %v", again, err)
+		}
+		r := read(c.ConversationID)
+		if len(r.Messages) != 3 || r.Conversation.FirstReplyAt == nil || *r.Conversation.FirstReplyAt != "2026-11-10T10:30:00Z" ||
+			r.Conversation.UpdatedAt != "2026-11-10T10:30:00Z" || r.Messages[2].AuthorID == nil {
+			t.Fatalf("%+v", r)
+		}
+		done := desk.IngestAppend{IngestMessage: desk.IngestMessage{ExternalID: "hs-2-a1", Type: desk.TypeAutomated, Body: "Marked as resolved.",
+			CreatedAt: new(at("2026-11-10T11:00:00Z"))}, Status: desk.StatusResolved}
+		if _, err := fx.svc.IngestMessage(ctx, ana, c.ConversationID, done); err != nil {
+			t.Fatal(err)
+		}
+		r = read(c.ConversationID)
+		if r.Conversation.Status != desk.StatusResolved || r.Conversation.ResolvedAt == nil || *r.Conversation.ResolvedAt != "2026-11-10T11:00:00Z" {
+			t.Fatalf("%+v", r.Conversation)
+		}
+	})
+	t.Run("a message's external id on another conversation is a conflict and writes nothing", func(t *testing.T) {
+		other, err := fx.svc.IngestConversation(ctx, ana, newConv("hs-3"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = fx.svc.IngestMessage(ctx, ana, other.ConversationID, desk.IngestAppend{IngestMessage: desk.IngestMessage{
+			ExternalID: "hs-1-m1", Type: desk.TypeCustomer, Body: "moved?"}})
+		wantErr(t, err, apperr.Conflict, desk.ReasonExternalIDConflict, "another conversation")
+		if n := len(read(other.ConversationID).Messages); n != 2 {
+			t.Fatalf("%d messages", n)
+		}
+	})
+	t.Run("refused: no ingest scope, a member's token, another workspace's ids", func(t *testing.T) {
+		noScope := fx.scope("acme", "ana@acme.test", desk.ScopeConversationsRead)
+		_, err := fx.svc.IngestConversation(ctx, noScope, newConv("x-1"))
+		if e := wantErr(t, err, apperr.Forbidden, "FORBIDDEN", desk.ScopeIngestWrite); e.Details["required_scope"] != desk.ScopeIngestWrite {
+			t.Fatalf("%+v", e)
+		}
+		bo := fx.scope("acme", "bo@acme.test", desk.ScopeIngestWrite)
+		_, err = fx.svc.IngestConversation(ctx, bo, newConv("x-2"))
+		wantErr(t, err, apperr.Forbidden, "FORBIDDEN", desk.MsgIngestRole)
+		gus := fx.scope("globex", "gus@globex.test", desk.ScopeIngestWrite)
+		// acme's refund is conv_3; globex has only conv_1.
+		_, err = fx.svc.IngestMessage(ctx, gus, fx.conv["refund"], desk.IngestAppend{IngestMessage: desk.IngestMessage{ExternalID: "g-1", Type: desk.TypeCustomer, Body: "hi"}})
+		wantErr(t, err, apperr.NotFound, "NOT_FOUND", desk.MsgConversationNotFound)
+		c := newConv("g-2")
+		c.InboxID = "inbox_99" // globex has inbox_1 and inbox_2 of its own
+		_, err = fx.svc.IngestConversation(ctx, gus, c)
+		wantErr(t, err, apperr.NotFound, "NOT_FOUND", desk.MsgInboxNotFound)
+	})
+	t.Run("bounds and shapes are checked before anything is written", func(t *testing.T) {
+		cases := map[string]func(*desk.IngestConversation){
+			"external_id":      func(c *desk.IngestConversation) { c.ExternalID = "" },
+			"customer_email":   func(c *desk.IngestConversation) { c.CustomerEmail = "not an address" },
+			"status":           func(c *desk.IngestConversation) { c.Status = "closed" },
+			"at most 100":      func(c *desk.IngestConversation) { c.Messages = make([]desk.IngestMessage, desk.MaxIngestMessages+1) },
+			"in the future":    func(c *desk.IngestConversation) { c.CreatedAt = new(now.Add(time.Hour)) },
+			"customer, reply":  func(c *desk.IngestConversation) { c.Messages[0].Type = desk.TypeNote },
+			"required for a":   func(c *desk.IngestConversation) { c.Messages[0].Type = desk.TypeReply },
+			"not an active":    func(c *desk.IngestConversation) { c.AssigneeEmail = "gus@globex.test" },
+			"before the":       func(c *desk.IngestConversation) { c.Messages[1].CreatedAt = new(at("2026-11-09T00:00:00Z")) },
+			"attachments[0]":   func(c *desk.IngestConversation) { c.Messages[0].Attachments[0].Size = -1 },
+			"only for a resol": func(c *desk.IngestConversation) { c.ResolvedAt = new(now) },
+		}
+		for want, mutate := range cases {
+			c := newConv("bad-" + want)
+			mutate(&c)
+			_, err := fx.svc.IngestConversation(ctx, ana, c)
+			wantErr(t, err, apperr.Invalid, "INVALID_ARGUMENT", want)
+		}
+		var n int
+		err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
+			return tx.QueryRow(ctx, "SELECT count(*) FROM desk_conversation WHERE external_id LIKE 'bad-%'").Scan(&n)
+		})
+		if err != nil || n != 0 {
+			t.Fatalf("%d stored, %v", n, err)
+		}
+	})
+	t.Run("a resolved conversation is resolved with its last message unless told", func(t *testing.T) {
+		c := newConv("hs-4")
+		c.Status = desk.StatusResolved
+		r, err := fx.svc.IngestConversation(ctx, ana, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := read(r.ConversationID).Conversation.ResolvedAt; got == nil || *got != "2026-11-10T10:00:02Z" {
+			t.Fatalf("%v", got)
+		}
+	})
+}
+
+func TestIngestRateLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	ana := fx.scope("acme", "ana@acme.test", desk.ScopeIngestWrite)
+	gus := fx.scope("globex", "gus@globex.test", desk.ScopeIngestWrite)
+	// Refused arguments are counted like any call, and cost no write.
+	bad := desk.IngestConversation{}
+	call := func() error {
+		_, err := fx.svc.IngestConversation(ctx, ana, bad)
+		return err
+	}
+	for i := range desk.IngestPerWindow {
+		if err := call(); !strings.Contains(fmt.Sprint(err), "external_id") {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	t.Run("the workspace's calls past the limit are refused until the window ends", func(t *testing.T) {
+		e := wantErr(t, call(), apperr.RateLimited, "RATE_LIMITED", desk.MsgIngestLimit)
+		if s, ok := e.Details["retry_after_seconds"].(int); !ok || s < 1 || s > 60 {
+			t.Fatalf("%v", e.Details)
+		}
+	})
+	t.Run("another workspace has its own budget", func(t *testing.T) {
+		_, err := fx.svc.IngestConversation(ctx, gus, bad)
+		wantErr(t, err, apperr.Invalid, "INVALID_ARGUMENT", "external_id")
+	})
+	t.Run("a new window starts over", func(t *testing.T) {
+		fx.clock.Add(desk.IngestWindow)
+		wantErr(t, call(), apperr.Invalid, "INVALID_ARGUMENT", "external_id")
+	})
+}
