@@ -174,3 +174,14 @@ func (m *builtinModel) embed(text string, v []float32) {
 	}
 	normalize(v)
 }
+
+// BuiltinVocabulary returns the builtin embedder's words, most frequent first (English as
+// Wikipedia and news write it). The load test draws realistic text from it: word
+// frequencies that follow Zipf's law, so a search word is as common as in real notes.
+func BuiltinVocabulary() ([]string, error) {
+	t, err := wordvec.Decode([]byte(builtinData))
+	if err != nil {
+		return nil, fmt.Errorf("embed: builtin: vocabulary: %w", err)
+	}
+	return t.Words, nil
+}

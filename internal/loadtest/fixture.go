@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -112,38 +113,78 @@ func (f Fixture) RoomURL(base string) string { return base + "/api/mcp/p/" + f.P
 // AllRoomsURL is the every-room endpoint on the server at base.
 func AllRoomsURL(base string) string { return base + "/api/mcp" }
 
-// vocabulary makes the seeded texts and the queries: ordinary words of the work agents
-// talk about, so that full-text, trigram and embedding search all find something.
-var vocabulary = strings.Fields(`
-invoice refund payment customer account billing subscription renewal discount quote
-server database replica backup restore failover migration schema column index
-deploy release pipeline build artifact container image cluster node region zone
-incident outage alert pager escalation postmortem runbook oncall latency timeout
-ticket request bug crash regression patch hotfix feature flag rollout rollback
-design review approval sign budget forecast vendor contract purchase license
-password credential token rotation access permission role audit compliance policy
-email newsletter campaign landing signup onboarding trial churn retention survey
-report dashboard metric chart weekly monthly quarter target goal milestone deadline
-shipment warehouse stock order delivery carrier tracking return label package
-meeting calendar agenda notes decision owner action follow summary minutes
-translation locale currency timezone holiday office travel expense reimbursement`)
+// vocabulary makes the seeded texts, the written texts and the queries: the builtin
+// embedder's 50,000 English words, drawn by Zipf's law over their frequency rank
+// (p(rank r) ∝ 1/(r+1)), the distribution of real text. About 45% of the drawn words are
+// among the 100 most frequent ("the", "of", "which"), and a content word occurs in a few
+// entries in a thousand, as in real notes. (An earlier fixture drew every word from 120
+// work words: each entry then held every query word, so recall and read_memory ranked the
+// whole project on every call, which no real project does.)
+var vocabulary = newZipfWords()
+
+// zipfWords is a vocabulary with the cumulative Zipf weight of every rank.
+type zipfWords struct {
+	words []string
+	cum   []float64 // cum[r] = Σ_{i ≤ r} 1/(i+1)
+}
+
+// functionWords is how many of the most frequent words count as function words
+// ("the", "of", "and"); queries are made of the words after them.
+const functionWords = 100
+
+func newZipfWords() zipfWords {
+	words, err := embed.BuiltinVocabulary()
+	if err != nil {
+		// The vocabulary is compiled into the binary: failing to decode it means the
+		// binary itself is damaged, and nothing in the load test can run.
+		panic(err)
+	}
+	z := zipfWords{words: words, cum: make([]float64, len(words))}
+	total := 0.0
+	for r := range words {
+		total += 1 / float64(r+1)
+		z.cum[r] = total
+	}
+	return z
+}
+
+// draw returns a word of rank in [lo, hi), Zipf-weighted within that range.
+func (z zipfWords) draw(rng *rand.Rand, lo, hi int) string {
+	base := 0.0
+	if lo > 0 {
+		base = z.cum[lo-1]
+	}
+	x := base + rng.Float64()*(z.cum[hi-1]-base)
+	return z.words[lo+sort.SearchFloat64s(z.cum[lo:hi], x)]
+}
 
 // sentence draws n words.
 func sentence(rng *rand.Rand, n int) string {
 	w := make([]string, n)
 	for i := range w {
-		w[i] = vocabulary[rng.IntN(len(vocabulary))]
+		w[i] = vocabulary.draw(rng, 0, len(vocabulary.words))
 	}
 	return strings.Join(w, " ")
 }
 
-// searchQueries are what recall and read_memory are asked: two to four words of the
-// vocabulary, as an agent asks.
-var searchQueries = []string{
-	"refund approval", "database failover runbook", "rollback a release",
-	"password rotation policy", "weekly metric report", "vendor contract renewal",
-	"pager escalation", "warehouse delivery tracking",
-}
+// searchQueries are what recall and read_memory are asked, as an agent asks: two or three
+// content words (ranks 100 to 20,000, Zipf-weighted: "election committee", "bridge
+// construction costs"), sometimes joined by a function word, the same 64 on every run.
+var searchQueries = func() []string {
+	rng := rand.New(rand.NewPCG(13, 64))
+	out := make([]string, 64)
+	for i := range out {
+		w := []string{}
+		for range 2 + rng.IntN(2) {
+			w = append(w, vocabulary.draw(rng, functionWords, 20000))
+		}
+		if rng.IntN(3) == 0 {
+			w = append(w[:1], append([]string{vocabulary.draw(rng, 0, functionWords)}, w[1:]...)...)
+		}
+		out[i] = strings.Join(w, " ")
+	}
+	return out
+}()
 
 // SeedKnowledge stores n trusted knowledge entries in the fixture's project (what recall
 // searches), in one statement on the owner's connection.

@@ -182,8 +182,10 @@ func (e *Env) WriteTools() []WriteTool {
 		{"send_task", "room, to one recipient", func(_, _ int, text string) Call {
 			return e.Room(CallerPart, "send_task", map[string]any{"to_agent_slug": RecipientPart, "goal": text})
 		}},
-		{"learn", "threads", func(_, seq int, text string) Call {
-			return e.Threads(CallerPart, "learn", map[string]any{"title": fmt.Sprintf("Lesson %d", seq), "body": text, "kind": "fact"})
+		// A varied title: "Lesson <n>" made every title trigram-close to every other, so
+		// the near-duplicate check compared each lesson with all earlier ones.
+		{"learn", "threads", func(w, seq int, text string) Call {
+			return e.Threads(CallerPart, "learn", map[string]any{"title": sentence(seeded(uint64(w)+200, seq), 6), "body": text, "kind": "fact"})
 		}},
 	}
 }

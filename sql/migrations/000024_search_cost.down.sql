@@ -1,0 +1,82 @@
+-- rr_recall and rr_near_duplicate as migration 000016 left them (CREATE OR REPLACE also
+-- drops the SET clauses 000024 added).
+
+CREATE OR REPLACE FUNCTION rr_recall(q text, title_q text, want_kind text, floor real, lim integer, at timestamptz)
+RETURNS SETOF knowledge
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $fn$
+DECLARE
+  proj uuid := rr_project();
+BEGIN
+  IF proj IS NULL THEN
+    RETURN;
+  END IF;
+  RETURN QUERY EXECUTE $q$
+  WITH fixed AS (
+    SELECT to_tsquery('english', string_agg(quote_literal(f.word), ' | ')) AS tsq
+    FROM (SELECT DISTINCT lower(qw) AS qw FROM regexp_split_to_table($3, '[^[:alpha:]]+') AS qw
+          WHERE length(qw) BETWEEN 4 AND 40) qws,
+    LATERAL (SELECT w.word FROM knowledge_word w
+             WHERE w.project_id = $1 AND w.word % qws.qw AND similarity(w.word, qws.qw) >= 0.5
+               AND w.word <> qws.qw
+             ORDER BY similarity(w.word, qws.qw) DESC, w.word
+             LIMIT 3) f
+  ),
+  cand AS (
+    (SELECT k.id FROM knowledge k
+     WHERE k.project_id = $1 AND k.status = 'trusted'
+       AND k.tsv @@ replace(plainto_tsquery('english', $2)::text, '&', '|')::tsquery
+       AND (k.expires_at IS NULL OR k.expires_at > $7)
+       AND ($4::text IS NULL OR k.kind = $4)
+     ORDER BY ts_rank(k.tsv, replace(plainto_tsquery('english', $2)::text, '&', '|')::tsquery) DESC
+     LIMIT 60)
+    UNION
+    (SELECT k.id FROM knowledge k
+     WHERE k.project_id = $1 AND k.status = 'trusted' AND k.title %> $3
+       AND (k.expires_at IS NULL OR k.expires_at > $7)
+       AND ($4::text IS NULL OR k.kind = $4)
+     ORDER BY word_similarity($3, k.title) DESC
+     LIMIT 60)
+    UNION
+    (SELECT k.id FROM knowledge k, fixed
+     WHERE fixed.tsq IS NOT NULL
+       AND k.project_id = $1 AND k.status = 'trusted' AND k.tsv @@ fixed.tsq
+       AND (k.expires_at IS NULL OR k.expires_at > $7)
+       AND ($4::text IS NULL OR k.kind = $4)
+     ORDER BY ts_rank(k.tsv, fixed.tsq) DESC
+     LIMIT 60)
+  )
+  SELECT (s.k).* FROM (
+    SELECT k, word_similarity($2, k.title || ' ' || k.body) * k.confidence AS score
+    FROM cand JOIN knowledge k ON k.project_id = $1 AND k.id = cand.id
+    WHERE k.status = 'trusted'
+    OFFSET 0
+  ) s
+  WHERE s.score >= $5
+  ORDER BY s.score DESC, (s.k).id
+  LIMIT $6
+  $q$ USING proj, q, title_q, want_kind, floor, lim, at;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION rr_near_duplicate(new_title text, new_text text, min_title real, min_text real)
+RETURNS uuid
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $fn$
+DECLARE
+  proj uuid := rr_project();
+  found uuid;
+BEGIN
+  IF proj IS NULL THEN
+    RETURN NULL;
+  END IF;
+  EXECUTE $q$
+  SELECT k.id FROM knowledge k
+  WHERE k.project_id = $1 AND k.status IN ('candidate', 'trusted')
+    AND k.title % $2
+    AND similarity(k.title, $2) >= $4
+    AND similarity(k.title || ' ' || k.body, $3) >= $5
+  ORDER BY similarity(k.title || ' ' || k.body, $3) DESC, k.id
+  LIMIT 1
+  $q$ INTO found USING proj, new_title, new_text, min_title, min_text;
+  RETURN found;
+END
+$fn$;
