@@ -118,6 +118,18 @@ func required(fs *flag.FlagSet, names ...string) error {
 	return nil
 }
 
+// applyToProject applies spec to an existing project (host/slug), keeping its name: the
+// member and agreement commands change one part of a project the way its file would.
+func applyToProject(ctx context.Context, env adminEnv, project string, spec admin.ProjectSpec) error {
+	name, err := env.svc.ProjectName(ctx, project)
+	if err != nil {
+		return err
+	}
+	spec.Host, spec.Slug, _ = strings.Cut(project, "/")
+	spec.Name = name
+	return applyOne(ctx, env, admin.File{Projects: []admin.ProjectSpec{spec}})
+}
+
 // applyOne applies a one-object file: the imperative `create` commands share the file's
 // validation and write path.
 func applyOne(ctx context.Context, env adminEnv, f admin.File) error {
@@ -265,13 +277,8 @@ func coreAdminCommands() map[string]adminCommand {
 				if err := required(fs, "project", "agent"); err != nil {
 					return err
 				}
-				host, slug, _ := strings.Cut(*project, "/")
-				p, err := env.svc.ProjectName(ctx, *project)
-				if err != nil {
-					return err
-				}
-				return applyOne(ctx, env, admin.File{Projects: []admin.ProjectSpec{{Slug: slug, Name: p, Host: host,
-					Members: []admin.MemberSpec{{Agent: *agent, Part: *part, Main: *main, Nickname: *nick, Access: *access, Capabilities: csv(*caps)}}}}})
+				return applyToProject(ctx, env, *project, admin.ProjectSpec{
+					Members: []admin.MemberSpec{{Agent: *agent, Part: *part, Main: *main, Nickname: *nick, Access: *access, Capabilities: csv(*caps)}}})
 			}
 		}},
 		"agreement list": oneFlag("List a project's guest agreements.", "project", "the project, as host/slug", func(ctx context.Context, env adminEnv, v string) (any, error) { return env.svc.ListAgreements(ctx, v) }),
@@ -282,13 +289,8 @@ func coreAdminCommands() map[string]adminCommand {
 				if err := required(fs, "project", "guest"); err != nil {
 					return err
 				}
-				host, slug, _ := strings.Cut(*project, "/")
-				p, err := env.svc.ProjectName(ctx, *project)
-				if err != nil {
-					return err
-				}
-				return applyOne(ctx, env, admin.File{Projects: []admin.ProjectSpec{{Slug: slug, Name: p, Host: host,
-					Guests: []admin.GuestSpec{{Org: *guest, Status: *status, Grants: csv(*grants)}}}}})
+				return applyToProject(ctx, env, *project, admin.ProjectSpec{
+					Guests: []admin.GuestSpec{{Org: *guest, Status: *status, Grants: csv(*grants)}}})
 			}
 		}},
 		"agreement revoke": {help: "Revoke a guest organisation's agreement; its agents are refused from their next call.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {

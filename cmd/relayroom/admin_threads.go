@@ -15,8 +15,14 @@ import (
 // threadsAdminCommands are people's commands of the threads toolset: cancel a thread,
 // review knowledge candidates, issue a project CI token. Each prints JSON.
 func threadsAdminCommands() map[string]adminCommand {
-	know := func(env adminEnv) (*knowledge.Service, error) {
-		return knowledge.New(knowledge.Deps{DB: env.svc.DB, Q: env.svc.Q})
+	// know builds the knowledge service and resolves the project (host/slug) a command names.
+	know := func(ctx context.Context, env adminEnv, project string) (*knowledge.Service, uuid.UUID, error) {
+		k, err := knowledge.New(knowledge.Deps{DB: env.svc.DB, Q: env.svc.Q})
+		if err != nil {
+			return nil, uuid.Nil, err
+		}
+		pid, err := k.ProjectID(ctx, project)
+		return k, pid, err
 	}
 	reviewer := func() string {
 		if u := os.Getenv("USER"); u != "" {
@@ -36,11 +42,7 @@ func threadsAdminCommands() map[string]adminCommand {
 				if err != nil {
 					return fmt.Errorf("--id: %q is not an id", *id)
 				}
-				k, err := know(env)
-				if err != nil {
-					return err
-				}
-				pid, err := k.ProjectID(ctx, *project)
+				k, pid, err := know(ctx, env, *project)
 				if err != nil {
 					return err
 				}
@@ -88,11 +90,7 @@ func threadsAdminCommands() map[string]adminCommand {
 				if err := required(fs, "project"); err != nil {
 					return err
 				}
-				k, err := know(env)
-				if err != nil {
-					return err
-				}
-				pid, err := k.ProjectID(ctx, *project)
+				k, pid, err := know(ctx, env, *project)
 				if err != nil {
 					return err
 				}
@@ -111,11 +109,7 @@ func threadsAdminCommands() map[string]adminCommand {
 				if err := required(fs, "project"); err != nil {
 					return err
 				}
-				k, err := know(env)
-				if err != nil {
-					return err
-				}
-				pid, err := k.ProjectID(ctx, *project)
+				k, pid, err := know(ctx, env, *project)
 				if err != nil {
 					return err
 				}

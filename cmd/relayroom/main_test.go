@@ -82,6 +82,36 @@ func TestAdminCLI(t *testing.T) {
 		t.Fatalf("agreement list after revoke: %s", out)
 	}
 
+	// The commands that change one part of an existing project keep its name.
+	code, _, stderr = runCLI(t, "admin", "agreement", "set", "--project", "acme/escalations", "--guest", "globex", "--grants", "read_memory")
+	if code != 0 {
+		t.Fatalf("agreement set: exit %d: %s", code, stderr)
+	}
+	code, out, _ = runCLI(t, "admin", "agreement", "list", "--project", "acme/escalations")
+	if code != 0 || !strings.Contains(out, `"active"`) || !strings.Contains(out, "read_memory") {
+		t.Fatalf("agreement list after set: exit %d: %s", code, out)
+	}
+	code, _, stderr = runCLI(t, "admin", "member", "add", "--project", "acme/escalations", "--agent", "acme/architect", "--part", "reviewer")
+	if code != 0 {
+		t.Fatalf("member add: exit %d: %s", code, stderr)
+	}
+	code, out, _ = runCLI(t, "admin", "member", "list", "--project", "acme/escalations")
+	if code != 0 || !strings.Contains(out, `"reviewer"`) {
+		t.Fatalf("member list after add (the architect's part is now reviewer): exit %d: %s", code, out)
+	}
+	code, out, _ = runCLI(t, "admin", "project", "list")
+	if code != 0 || !strings.Contains(out, `"Escalations"`) {
+		t.Fatalf("the project lost its name (exit %d): %s", code, out)
+	}
+	code, out, stderr = runCLI(t, "admin", "knowledge", "list", "--project", "acme/escalations")
+	if code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "[") {
+		t.Fatalf("knowledge list: exit %d: %s %s", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "admin", "project", "ci-token", "--project", "acme/escalations")
+	if code != 0 || !strings.Contains(out, "qyt_ci_") {
+		t.Fatalf("project ci-token: exit %d: %s %s", code, out, stderr)
+	}
+
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte("agents:\n  - {org: nobody, slug: x, name: X}\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 const demo = `
@@ -56,25 +57,33 @@ func TestApplyIssuesWorkingCredentialsOnceAndIsIdempotent(t *testing.T) {
 	}
 	key := first.Agents["acme/architect"].Key
 	p := first.Projects["escalations"]
-	if !strings.HasPrefix(key, "sk-qyt-") || !strings.HasPrefix(p.ConnectCode, "qyt_cc_") {
-		t.Fatalf("credentials not issued: %+v %+v", first.Agents, p)
-	}
-	wantThreads := "https://relay.example.test/mcp/" + p.ConnectCode + "?part=architect"
-	if p.URLs.Threads["architect"] != wantThreads || p.URLs.Room != "https://relay.example.test/api/mcp/p/"+p.ID.String() || p.URLs.AllRooms != "https://relay.example.test/api/mcp" {
-		t.Fatalf("urls: %+v", p.URLs)
-	}
-	// The issued credentials work: the key holds the part named in the URL.
-	sc, err := res.Part(ctx, p.ConnectCode, "architect", key)
-	if err != nil {
-		t.Fatalf("resolve part with the issued credentials: %v", err)
-	}
-	if !sc.IsMain || sc.Access != "manager" || !sc.HasCapability("urgent") || sc.OrgName != "Acme Corp" {
-		t.Fatalf("scope: %+v", sc)
-	}
-	guest, err := res.RoomByKey(ctx, first.Agents["globex/qa-lead"].Key, p.ID)
-	if err != nil || guest.IsHost() || !guest.Granted(tenancy.GrantAssignTasks) {
-		t.Fatalf("guest scope: %+v, %v", guest, err)
-	}
+	testfix.Step(t, "apply issues an agent key and a connect code", func(t *testing.T) {
+		testfix.Check(t, "the key has its prefix", strings.HasPrefix(key, "sk-qyt-"), true)
+		testfix.Check(t, "the connect code has its prefix", strings.HasPrefix(p.ConnectCode, "qyt_cc_"), true)
+	})
+	testfix.Step(t, "apply prints each endpoint's URL", func(t *testing.T) {
+		testfix.Check(t, "threads URL", p.URLs.Threads["architect"], "https://relay.example.test/mcp/"+p.ConnectCode+"?part=architect")
+		testfix.Check(t, "room URL", p.URLs.Room, "https://relay.example.test/api/mcp/p/"+p.ID.String())
+		testfix.Check(t, "all-rooms URL", p.URLs.AllRooms, "https://relay.example.test/api/mcp")
+	})
+	testfix.Step(t, "the issued key holds the part named in the URL", func(t *testing.T) {
+		sc, err := res.Part(ctx, p.ConnectCode, "architect", key)
+		if err != nil {
+			t.Fatalf("resolve part with the issued credentials: %v", err)
+		}
+		testfix.Check(t, "main", sc.IsMain, true)
+		testfix.Check(t, "access", sc.Access, "manager")
+		testfix.Check(t, "capability urgent", sc.HasCapability("urgent"), true)
+		testfix.Check(t, "organisation", sc.OrgName, "Acme Corp")
+	})
+	testfix.Step(t, "a guest's key enters the room as a guest with its grants", func(t *testing.T) {
+		guest, err := res.RoomByKey(ctx, first.Agents["globex/qa-lead"].Key, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testfix.Check(t, "host", guest.IsHost(), false)
+		testfix.Check(t, "granted assign_tasks", guest.Granted(tenancy.GrantAssignTasks), true)
+	})
 
 	// Applying again changes nothing and prints no credential.
 	second, err := svc.Apply(ctx, parse(t, demo), admin.Options{})

@@ -117,6 +117,22 @@ func (a *App) clientAddress(r *http.Request) string {
 
 func noCredential() error { return apperr.New(apperr.Unauthenticated, tenancy.MsgUnauthorized) }
 
+// agentOrToken authenticates an agents' endpoint under the limits: a sign-in access token
+// for the resource when one is sent without an agent key, otherwise the agent key, which
+// byKey resolves; neither is a 401.
+func (a *App) agentOrToken(resource string, byKey func(ctx context.Context, r *http.Request, key string) (tenancy.Scope, error)) func(context.Context, *http.Request) (tenancy.Scope, error) {
+	return a.limited(credential, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
+		if s, ok, err := a.tokenScope(ctx, r, resource); ok {
+			return s, err
+		}
+		key := auth.AgentKey(r)
+		if key == "" {
+			return tenancy.Scope{}, noCredential()
+		}
+		return byKey(ctx, r, key)
+	})
+}
+
 // admitted puts every tool of an endpoint behind the scope's agreement check, before its
 // handler runs: a guest whose organisation's agreement is not active is refused whatever
 // the tool, so a tool added later cannot forget it. App.Endpoints applies it to every
@@ -143,14 +159,7 @@ func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "threads", Service: "relayroom-threads", ServerName: "relayroom-threads", ServerVersion: Version,
 		Instructions: "Threads between the parts of this project. Start with whoami and roster; read inbox, open threads with show, close them when done.",
-		Authenticate: a.limited(credential, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
-			if s, ok, err := a.tokenScope(ctx, r, auth.ResourceThreads); ok {
-				return s, err
-			}
-			key := auth.AgentKey(r)
-			if key == "" {
-				return tenancy.Scope{}, noCredential()
-			}
+		Authenticate: a.agentOrToken(auth.ResourceThreads, func(ctx context.Context, r *http.Request, key string) (tenancy.Scope, error) {
 			part := r.URL.Query().Get("part")
 			if part == "" {
 				return tenancy.Scope{}, apperr.New(apperr.Forbidden, "the URL needs ?part=<your part>")
@@ -173,14 +182,7 @@ func (a *App) roomEndpoint() mcp.Endpoint[tenancy.Scope] {
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "rooms", Service: "quayutec-mcp", ServerName: "relayroom-rooms", ServerVersion: Version,
 		Instructions: "A room shared by companies: memory, tasks and chat.",
-		Authenticate: a.limited(credential, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
-			if s, ok, err := a.tokenScope(ctx, r, auth.ResourceRoom); ok {
-				return s, err
-			}
-			key := auth.AgentKey(r)
-			if key == "" {
-				return tenancy.Scope{}, noCredential()
-			}
+		Authenticate: a.agentOrToken(auth.ResourceRoom, func(ctx context.Context, r *http.Request, key string) (tenancy.Scope, error) {
 			id, err := uuid.Parse(pathValue(ctx, projectIDKey))
 			if err != nil {
 				// Not a room id at all: answered like a room the agent is not in.
@@ -204,14 +206,7 @@ func (a *App) allRoomsEndpoint() mcp.Endpoint[tenancy.Scope] {
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "all_rooms", Service: "quayutec-mcp", ServerName: "relayroom-rooms", ServerVersion: Version,
 		Instructions: "Every room your agent is in. Call list_rooms first and pass room_id to the other tools.",
-		Authenticate: a.limited(credential, func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
-			if s, ok, err := a.tokenScope(ctx, r, auth.ResourceAllRooms); ok {
-				return s, err
-			}
-			key := auth.AgentKey(r)
-			if key == "" {
-				return tenancy.Scope{}, noCredential()
-			}
+		Authenticate: a.agentOrToken(auth.ResourceAllRooms, func(ctx context.Context, _ *http.Request, key string) (tenancy.Scope, error) {
 			return a.resolver.Agent(ctx, key)
 		}),
 		Challenge: a.challenge(roomsScope),

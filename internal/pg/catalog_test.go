@@ -37,12 +37,7 @@ var serviceTables = []string{"auth_throttle", "web_session", "oauth_client", "oa
 func TestCatalogTenancyRules(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	u := pgtest.New(t)
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn, _ := freshConn(t)
 
 	tables := queryStrings(t, conn, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') ORDER BY 1`)
@@ -235,14 +230,7 @@ func TestRLSFailsClosed(t *testing.T) {
 func TestTenantSettingsDoNotLeak(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	seedDB, u := pgtest.Open(t)
-	fx := seedTwoTenants(t, seedDB)
-	// One connection, so every transaction below reuses the one before it.
-	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 1, OpsMaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, fx := oneConnTwoTenants(t)
 	for i := 0; i < 3; i++ {
 		if err := d.InTenant(ctx, pg.Tenant{ProjectID: fx.projectA}, func(tx *pg.Tx) error { return nil }); err != nil {
 			t.Fatal(err)

@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/relayroom/relayroom/internal/pg"
-	"github.com/relayroom/relayroom/internal/pg/pgtest"
 )
 
 // multiShard are the queries that read or write every shard of their table on a Citus
@@ -75,12 +74,7 @@ var refusedOnCitus = map[string]string{
 func TestCitusHotPathsAreRouterQueries(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	u := pgtest.New(t)
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn, u := freshConn(t)
 	var citus bool
 	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&citus); err != nil {
 		t.Fatal(err)

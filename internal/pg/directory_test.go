@@ -23,11 +23,7 @@ import (
 func TestPoliciesHoldNoSubquery(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn, _ := freshConn(t)
 	rows, err := conn.Query(ctx, `SELECT tablename || '.' || policyname, coalesce(qual, ''), coalesce(with_check, '')
 		FROM pg_policies WHERE schemaname = 'public' ORDER BY 1`)
 	if err != nil {
@@ -266,14 +262,7 @@ func missingFrom(got, was string) []string {
 func TestCommitWithNext(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	seedDB, u := pgtest.Open(t)
-	fx := seedTwoTenants(t, seedDB)
-	// One connection: a transaction left open would block or poison the next.
-	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 1, OpsMaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, fx := oneConnTwoTenants(t) // a transaction left open would block or poison the next
 	tenant := pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}
 	nick := func() string {
 		t.Helper()
@@ -286,7 +275,7 @@ func TestCommitWithNext(t *testing.T) {
 		return deref(n)
 	}
 	refused := fmt.Errorf("refused after reading")
-	err = d.InTenant(ctx, tenant, func(tx *pg.Tx) error {
+	err := d.InTenant(ctx, tenant, func(tx *pg.Tx) error {
 		tx.CommitWithNext(ctx)
 		var n string
 		if err := tx.QueryRow(ctx, "UPDATE membership SET nickname = 'kept' WHERE project_id = $1 RETURNING nickname", fx.projectA).Scan(&n); err != nil {

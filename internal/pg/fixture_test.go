@@ -6,7 +6,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/pg/pgtest"
 )
 
 type twoTenants struct {
@@ -56,4 +59,33 @@ func upper(s string) string {
 		return "A"
 	}
 	return "B"
+}
+
+// freshConn connects, as the owner, to a fresh migrated database (its URL returned too)
+// for reading the catalog; the connection closes with the test.
+func freshConn(t *testing.T) (*pgx.Conn, string) {
+	t.Helper()
+	ctx := context.Background()
+	u := pgtest.New(t)
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(ctx) })
+	return conn, u
+}
+
+// oneConnTwoTenants seeds two tenants and returns them with pools of one connection each,
+// so that every transaction reuses the connection of the one before it: what one leaves
+// behind (settings, an open transaction) the next one meets.
+func oneConnTwoTenants(t *testing.T) (*pg.DB, twoTenants) {
+	t.Helper()
+	seedDB, u := pgtest.Open(t)
+	fx := seedTwoTenants(t, seedDB)
+	d, err := pg.Open(context.Background(), u, pg.Options{MaxConns: 1, OpsMaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return d, fx
 }

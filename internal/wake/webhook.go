@@ -179,10 +179,7 @@ func (s *Service) SetWebhook(ctx context.Context, agentRef, rawURL string) (Targ
 	secret := SecretPrefix + base64.RawURLEncoding.EncodeToString(b)
 	var t Target
 	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		a, err := s.Q.WakeAgentByRef(ctx, tx, db.WakeAgentByRefParams{OrgSlug: org, AgentSlug: slug})
-		if pg.IsNoRows(err) {
-			return apperr.New(apperr.NotFound, "no agent %s", agentRef)
-		}
+		a, err := s.agentByRef(ctx, tx, agentRef, org, slug)
 		if err != nil {
 			return err
 		}
@@ -200,6 +197,16 @@ func (s *Service) SetWebhook(ctx context.Context, agentRef, rawURL string) (Targ
 	return t, secret, nil
 }
 
+// agentByRef finds the agent an operator's webhook command names (org/slug, split by
+// the caller before the transaction); NotFound when there is none.
+func (s *Service) agentByRef(ctx context.Context, tx *pg.Tx, agentRef, org, slug string) (db.WakeAgentByRefRow, error) {
+	a, err := s.Q.WakeAgentByRef(ctx, tx, db.WakeAgentByRefParams{OrgSlug: org, AgentSlug: slug})
+	if pg.IsNoRows(err) {
+		return a, apperr.New(apperr.NotFound, "no agent %s", agentRef)
+	}
+	return a, err
+}
+
 // ClearWebhook removes an agent's webhook: its wakes go to pagers again.
 func (s *Service) ClearWebhook(ctx context.Context, agentRef string) (bool, error) {
 	org, slug, err := splitRef(agentRef)
@@ -208,10 +215,7 @@ func (s *Service) ClearWebhook(ctx context.Context, agentRef string) (bool, erro
 	}
 	var n int64
 	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		a, err := s.Q.WakeAgentByRef(ctx, tx, db.WakeAgentByRefParams{OrgSlug: org, AgentSlug: slug})
-		if pg.IsNoRows(err) {
-			return apperr.New(apperr.NotFound, "no agent %s", agentRef)
-		}
+		a, err := s.agentByRef(ctx, tx, agentRef, org, slug)
 		if err != nil {
 			return err
 		}
