@@ -104,7 +104,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.register(w, r)
 	case p == RouteConsent:
 		s.consent(w, r)
-	case p == RouteAuthorize || p == RouteToken || p == RouteRevoke:
+	case p == RouteToken || p == RouteRevoke:
+		// Token answers hold credentials: no cache may keep them (RFC 6749 5.1; op sets
+		// only the content type).
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Pragma", "no-cache")
+		s.op.ServeHTTP(w, r)
+	case p == RouteAuthorize:
 		s.op.ServeHTTP(w, r)
 	default:
 		http.NotFound(w, r)
