@@ -30,6 +30,7 @@ const adminUsage = `Usage: relayroom admin COMMAND [flags]   (every command prin
   desk token create | desk token list | desk token revoke  people's personal access tokens for /desk/mcp
   desk import --workspace SLUG --inbox SLUG FILE            conversations from a CSV file
   desk member deactivate | desk member reactivate            a member's access to a desk workspace
+  desk inbox set-secret | desk inbox clear-secret | desk secrets reseal   inbox mail-connection secrets, sealed
 `
 
 type adminEnv struct {

@@ -1,17 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/secrets"
@@ -24,9 +27,13 @@ func deskService(env adminEnv) (*desk.Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	boxes, err := app.DeskBoxes(env.cfg)
+	if err != nil {
+		return nil, err
+	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // crypto/rand does not fail on Linux
-	return desk.New(desk.Deps{DB: env.svc.DB, CursorKey: key, Secrets: det, Now: time.Now})
+	return desk.New(desk.Deps{DB: env.svc.DB, CursorKey: key, Secrets: det, Boxes: boxes, Now: time.Now})
 }
 
 // deskWorkspace is the desk service and the id of the workspace a command names.
@@ -131,6 +138,21 @@ func deskAdminCommands() map[string]adminCommand {
 				return printJSON(env.stdout, map[string]any{"id": tid, "revoked": revoked})
 			}
 		}},
+		"desk inbox set-secret":   {help: "Store an inbox's mail-connection secret, read from the first line of stdin, sealed under\nRELAYROOM_SECRET_KEY (only the ciphertext is stored; nothing ever shows it). Setting it again replaces it.", flags: deskInboxSecret(true)},
+		"desk inbox clear-secret": {help: "Forget an inbox's mail-connection secret.", flags: deskInboxSecret(false)},
+		"desk secrets reseal": {help: "Seal every inbox secret of every workspace under RELAYROOM_SECRET_KEY, opening it with that key or\nRELAYROOM_SECRET_KEY_PREVIOUS: the second step of a key rotation (docs/desk.md).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+			return func(ctx context.Context, env adminEnv) error {
+				s, err := deskService(env)
+				if err != nil {
+					return err
+				}
+				res, err := s.ResealInboxSecrets(ctx)
+				if err != nil {
+					return err
+				}
+				return printJSON(env.stdout, res)
+			}
+		}},
 		"desk member deactivate": {help: "Deactivate a member of a workspace: their tokens are answered AUTH_REQUIRED from their next call\non; their role, inboxes, assignments and everything they wrote stay.", flags: deskMemberActivation(true)},
 		"desk member reactivate": {help: "Reactivate a deactivated member: their tokens that have not expired or been revoked work again.", flags: deskMemberActivation(false)},
 	}
@@ -156,6 +178,37 @@ func deskMemberActivation(deactivate bool) func(fs *flag.FlagSet) func(context.C
 				return apperr.New(apperr.NotFound, "%s is not a member of workspace %s", *user, *ws)
 			}
 			return printJSON(env.stdout, map[string]any{"user": *user, "deactivated": deactivate})
+		}
+	}
+}
+
+// deskInboxSecret is the command that stores (from stdin) or clears an inbox's secret.
+func deskInboxSecret(set bool) func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+	return func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		ws, inbox := fs.String("workspace", "", "the workspace (organisation slug)"), fs.String("inbox", "", "the inbox's slug")
+		return func(ctx context.Context, env adminEnv) error {
+			if err := required(fs, "workspace", "inbox"); err != nil {
+				return err
+			}
+			secret := ""
+			if set {
+				// stdin, so that the secret is in no argument list or shell history.
+				line, err := bufio.NewReader(io.LimitReader(os.Stdin, desk.MaxInboxSecret+2)).ReadString('\n')
+				if err != nil && !errors.Is(err, io.EOF) {
+					return fmt.Errorf("read the secret from stdin: %w", err)
+				}
+				if secret = strings.TrimRight(line, "\r\n"); secret == "" {
+					return apperr.New(apperr.Invalid, "the secret is read from stdin, which is empty")
+				}
+			}
+			s, org, err := deskWorkspace(ctx, env, *ws)
+			if err != nil {
+				return err
+			}
+			if err := s.SetInboxSecret(ctx, org, *inbox, secret); err != nil {
+				return err
+			}
+			return printJSON(env.stdout, map[string]any{"inbox": *inbox, "secret_stored": set})
 		}
 	}
 }

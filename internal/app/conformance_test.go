@@ -18,7 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/desk"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/secrets"
 )
 
 // conformanceScenarios are the official suite's server scenarios that apply to a
@@ -28,6 +32,20 @@ var conformanceScenarios = []string{
 	"server-stateless", "http-header-validation", "caching",
 	"sep-2164-resource-not-found", "dns-rebinding-protection",
 }
+
+// conformanceDesk adds to the demo file what the desk endpoint's run needs: a person in
+// Acme and Acme's desk workspace.
+const conformanceDesk = `
+users:
+  - {email: ana@acme.test, name: Ana, org: acme, role: owner}
+desk:
+  - workspace: acme
+    inboxes:
+      - {slug: support, name: Support}
+`
+
+// deskPath is the desk endpoint's path.
+const deskPath = "/desk/mcp"
 
 // conformanceCheck is one line of the suite's checks.json.
 type conformanceCheck struct {
@@ -40,7 +58,8 @@ type conformanceCheck struct {
 // TestConformance runs the official MCP conformance suite (npm package
 // @modelcontextprotocol/conformance, pinned in .ci/conformance) against each endpoint.
 // The suite sends no credential of its own, so each endpoint is reached through a
-// loopback proxy that adds a demo agent's key, as a configured client would. `make test`
+// loopback proxy that adds a demo agent's key (a person's desk token for /desk/mcp), as a
+// configured client would. `make test`
 // installs the suite and sets RELAYROOM_CONFORMANCE_DIR; without it the test is skipped,
 // except in CI, where a missing suite is a failure.
 func TestConformance(t *testing.T) {
@@ -55,7 +74,26 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	front := "http://" + ln.Addr().String()
-	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) { c.AllowedOrigins = []string{front} }})
+	// The desk endpoint is reached with a person's token: the demo's Acme (Scale) gets an
+	// owner and a desk workspace.
+	var deskToken string
+	s := startServerOpts(t, serverOptions{file: demo + conformanceDesk,
+		tune: func(c *config.Config) { c.AllowedOrigins = []string{front} },
+		before: func(ctx context.Context, d *pg.DB, res admin.Result) {
+			det, err := secrets.NewDetector()
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc, err := desk.New(desk.Deps{DB: d, CursorKey: make([]byte, 32), Secrets: det})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := svc.CreateToken(ctx, res.Organisations["acme"].ID, "ana@acme.test", desk.Scopes, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			deskToken = tok.Token
+		}})
 	backend, err := url.Parse(s.base)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +104,11 @@ func TestConformance(t *testing.T) {
 	direct := proxy.Director
 	proxy.Director = func(r *http.Request) {
 		direct(r)
-		r.Header.Set("X-Agent-Key", keyOf[r.URL.Path])
+		if r.URL.Path == deskPath {
+			r.Header.Set("Authorization", "Bearer "+deskToken)
+		} else {
+			r.Header.Set("X-Agent-Key", keyOf[r.URL.Path])
+		}
 		// The suite's header-validation scenario rebuilds the URL without its query;
 		// the part is put back so that those checks reach the protocol rules they test.
 		if p := partOf[r.URL.Path]; p != "" && r.URL.Query().Get("part") == "" {
@@ -87,6 +129,7 @@ func TestConformance(t *testing.T) {
 		"room":      front + room,
 		"all_rooms": front + "/api/mcp",
 		"threads":   front + threads + "?part=backend",
+		"desk":      front + deskPath,
 	}
 	// Each run is a Node process that mostly waits on the server: a few at a time.
 	slots := make(chan struct{}, 4)

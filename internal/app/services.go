@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/embed"
 	"github.com/relayroom/relayroom/internal/idempotency"
@@ -63,9 +64,33 @@ func (a *App) buildServices() error {
 	// The desk toolset signs its cursors with a key derived from the signing key (the
 	// one attachment links use, the same on every replica) and shares the detector; its
 	// rate limits are RELAYROOM_DESK_RATE_LIMITS.
-	if a.desk, err = desk.New(desk.Deps{DB: database, CursorKey: key, Secrets: det, Limits: cfg.DeskLimits, Now: time.Now, AccessTokens: deskTokens{a}}); err != nil {
+	boxes, err := DeskBoxes(cfg)
+	if err != nil {
+		return fmt.Errorf("app: %w", err)
+	}
+	if a.desk, err = desk.New(desk.Deps{DB: database, CursorKey: key, Secrets: det, Limits: cfg.DeskLimits, Boxes: boxes, Now: time.Now, AccessTokens: deskTokens{a}}); err != nil {
 		return fmt.Errorf("app: %w", err)
 	}
 	a.idempotency = idempotency.New(database, time.Now)
 	return nil
+}
+
+// DeskBoxes are the keys of the desk's inbox secrets: RELAYROOM_SECRET_KEY seals and
+// opens, RELAYROOM_SECRET_KEY_PREVIOUS (during a rotation) only opens. None without a
+// key. The server and the admin commands open them the same way.
+func DeskBoxes(cfg config.Config) ([]desk.Box, error) {
+	var boxes []desk.Box
+	for _, k := range []struct{ name, value string }{{SecretKeyEnv, cfg.SecretKey}, {SecretKeyEnv + "_PREVIOUS", cfg.SecretKeyPrevious}} {
+		b, err := wake.OptionalSecretBox(k.value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k.name, err)
+		}
+		if b != nil {
+			boxes = append(boxes, b)
+		}
+	}
+	if cfg.SecretKey == "" && cfg.SecretKeyPrevious != "" {
+		return nil, fmt.Errorf("%s_PREVIOUS is set without %s: set the new key too", SecretKeyEnv, SecretKeyEnv)
+	}
+	return boxes, nil
 }

@@ -53,6 +53,7 @@ type Config struct {
 	AttachmentMaxBytes int64
 	SigningKey         string
 	SecretKey          string
+	SecretKeyPrevious  string
 
 	// AllowedOrigins are browser origins, besides the public URL's own, whose requests
 	// are served (MCP requires servers to refuse other origins: DNS rebinding).
@@ -202,7 +203,8 @@ func settings() []setting {
 			c.DeskLimits, err = desk.ParseLimits(v)
 			return err
 		}},
-		{"RELAYROOM_SECRET_KEY", "secret-key", "", "32-byte key (hex or base64) sealing webhook secrets at rest; the same on every replica and for `relayroom admin` (unset: webhooks off, pagers still work)", func(c *Config, v string) error { c.SecretKey = v; return nil }},
+		{"RELAYROOM_SECRET_KEY", "secret-key", "", "32-byte key (hex or base64) sealing webhook secrets and desk inbox secrets at rest; the same on every replica and for `relayroom admin` (unset: webhooks off, pagers still work, inbox secrets cannot be stored)", func(c *Config, v string) error { c.SecretKey = v; return nil }},
+		{"RELAYROOM_SECRET_KEY_PREVIOUS", "secret-key-previous", "", "the RELAYROOM_SECRET_KEY being rotated out: it still opens desk inbox secrets until `relayroom admin desk secrets reseal` seals them under the new key (docs/desk.md)", func(c *Config, v string) error { c.SecretKeyPrevious = v; return nil }},
 		{"RELAYROOM_ALLOWED_ORIGINS", "allowed-origins", "", "comma-separated browser origins (scheme://host[:port]) allowed besides the public URL's own; requests carrying any other Origin get 403", func(c *Config, v string) (err error) {
 			c.AllowedOrigins, err = ParseOrigins(v)
 			return err

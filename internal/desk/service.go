@@ -108,6 +108,10 @@ type Deps struct {
 	// AccessTokens verifies tokens other than personal access tokens (OAuth access tokens
 	// once sign-in issues them); nil refuses them.
 	AccessTokens AccessTokens
+	// Boxes seal inbox connection secrets: the first (RELAYROOM_SECRET_KEY) seals and
+	// opens, the others (RELAYROOM_SECRET_KEY_PREVIOUS, during a rotation) only open.
+	// Empty: secrets cannot be stored; everything else works.
+	Boxes []Box
 	// Now is the clock of cursors, rate windows, reports and note keys (time.Now when nil).
 	Now func() time.Time
 }
@@ -120,6 +124,7 @@ type Service struct {
 	secrets   *secrets.Detector
 	limits    map[string]Limits
 	tokens    AccessTokens
+	boxes     []Box
 	now       func() time.Time
 }
 
@@ -132,11 +137,13 @@ func New(d Deps) (*Service, error) {
 		return nil, errors.New("desk: the cursor signing key must be at least 32 bytes")
 	case d.Secrets == nil:
 		return nil, errors.New("desk: a secrets detector is required")
+	case slices.Contains(d.Boxes, nil):
+		return nil, errors.New("desk: a secret box is nil")
 	}
 	if d.Q == nil {
 		d.Q = db.New()
 	}
-	s := &Service{db: d.DB, q: d.Q, secrets: d.Secrets, limits: d.Limits, tokens: d.AccessTokens, now: d.Now}
+	s := &Service{db: d.DB, q: d.Q, secrets: d.Secrets, limits: d.Limits, tokens: d.AccessTokens, boxes: slices.Clone(d.Boxes), now: d.Now}
 	if s.limits == nil {
 		s.limits = DefaultLimits()
 	}

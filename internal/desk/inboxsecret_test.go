@@ -1,0 +1,118 @@
+package desk_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/desk"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/wake"
+)
+
+func TestInboxSecrets(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	acme := fx.orgs["acme"]
+	box := func(hexDigit string) desk.Box {
+		b, err := wake.NewSecretBox(strings.Repeat(hexDigit, 64))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	oldKey, newKey := box("a"), box("b")
+	service := func(boxes ...desk.Box) *desk.Service {
+		s, err := desk.New(desk.Deps{DB: fx.d, Q: fx.q, CursorKey: []byte(strings.Repeat("k", 32)), Secrets: sharedDetector(t), Boxes: boxes, Now: fx.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	const secret = "imap-password-Zq81!"
+	stored := func(slug string) []byte {
+		var b []byte
+		err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
+			return tx.QueryRow(ctx, "SELECT connection_secret FROM desk_inbox WHERE org_id = $1 AND slug = $2", acme, slug).Scan(&b)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	old := service(oldKey)
+
+	t.Run("without a key a secret is refused and nothing is stored", func(t *testing.T) {
+		err := fx.svc.SetInboxSecret(ctx, acme, "support", secret)
+		wantErr(t, err, apperr.Invalid, "INVALID_ARGUMENT", "RELAYROOM_SECRET_KEY is not set")
+		if stored("support") != nil {
+			t.Fatal("stored")
+		}
+	})
+	t.Run("only the ciphertext is stored, and it opens again", func(t *testing.T) {
+		if err := old.SetInboxSecret(ctx, acme, "support", secret); err != nil {
+			t.Fatal(err)
+		}
+		if b := stored("support"); len(b) == 0 || bytes.Contains(b, []byte(secret)) {
+			t.Fatalf("stored %q", b)
+		}
+		if got, err := old.InboxSecret(ctx, acme, "support"); err != nil || got != secret {
+			t.Fatalf("%q %v", got, err)
+		}
+	})
+	t.Run("no tool returns the secret or the forwarding address", func(t *testing.T) {
+		r, err := old.ListInboxes(ctx, fx.scope("acme", "ana@acme.test"), desk.PageInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(r)
+		if len(r.Inboxes) != 2 || bytes.Contains(b, []byte(secret)) || bytes.Contains(b, []byte("support-fwd")) || bytes.Contains(b, []byte("secret")) {
+			t.Fatalf("%s", b)
+		}
+	})
+	t.Run("a ciphertext copied onto another inbox does not open", func(t *testing.T) {
+		err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
+			_, err := tx.Exec(ctx, "UPDATE desk_inbox SET connection_secret = $2 WHERE org_id = $1 AND slug = 'billing'", acme, stored("support"))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := old.InboxSecret(ctx, acme, "billing"); !errors.Is(err, desk.ErrSecretUnreadable) {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("rotation: the previous key opens until resealing under the new one", func(t *testing.T) {
+		rotating := service(newKey, oldKey)
+		if got, err := rotating.InboxSecret(ctx, acme, "support"); err != nil || got != secret {
+			t.Fatalf("%q %v", got, err)
+		}
+		if _, err := service(newKey).InboxSecret(ctx, acme, "support"); !errors.Is(err, desk.ErrSecretUnreadable) {
+			t.Fatalf("the new key alone opened an old secret: %v", err)
+		}
+		res, err := rotating.ResealInboxSecrets(ctx)
+		// The billing row holds support's ciphertext: no key opens it there.
+		if err != nil || res.Resealed != 1 || len(res.Unreadable) != 1 || !strings.HasSuffix(res.Unreadable[0], "/inbox_2") {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if got, err := service(newKey).InboxSecret(ctx, acme, "support"); err != nil || got != secret {
+			t.Fatalf("after resealing, the new key alone: %q %v", got, err)
+		}
+	})
+	t.Run("clearing forgets it", func(t *testing.T) {
+		if err := fx.svc.SetInboxSecret(ctx, acme, "support", ""); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := old.InboxSecret(ctx, acme, "support"); err != nil || got != "" || stored("support") != nil {
+			t.Fatalf("%q %v", got, err)
+		}
+	})
+	t.Run("an unknown inbox is not found", func(t *testing.T) {
+		wantErr(t, old.SetInboxSecret(ctx, acme, "nope", secret), apperr.NotFound, "NOT_FOUND", "no inbox")
+	})
+}
