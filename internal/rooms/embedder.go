@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/embed"
@@ -25,8 +26,18 @@ import (
 // the entries of a process that stopped with a queue.
 const maxQueuedEmbeddings = 20000
 
-// embedBatchMax is the most entries embedded and stored in one transaction.
+// embedBatchMax is the most entries RunEmbedder takes from the queue at once.
 const embedBatchMax = 256
+
+// storeChunk is the most vectors stored in one transaction. A pipelined batch is one
+// statement for statement_timeout, and each HNSW insert costs milliseconds: 500 at once
+// (the sweep's batch) ran past the 5 s timeout on a loaded machine and stored nothing.
+const storeChunk = 32
+
+// sweepGrace is how old an entry must be before the periodic sweep (EmbedPending) takes
+// it while RunEmbedder runs: younger ones are RunEmbedder's, and both inserting the same
+// vector row made one wait for the other's commit.
+const sweepGrace = time.Minute
 
 type embedQueue struct {
 	running atomic.Bool   // RunEmbedder is taking the queue
@@ -117,12 +128,15 @@ func (s *Service) embedRows(ctx context.Context, e embed.Embedder, rows []db.Pen
 	if len(vs) != len(rows) {
 		return fmt.Errorf("embed: %d vectors for %d texts", len(vs), len(rows))
 	}
-	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		// One round trip for the whole batch (with the COMMIT), not one per entry.
-		return tx.Pipeline(func() error { return s.storeVectors(ctx, tx, e.Name(), rows, vs) })
-	})
-	if err != nil {
-		return fmt.Errorf("store vectors: %w", err)
+	for lo := 0; lo < len(rows); lo += storeChunk {
+		hi := min(lo+storeChunk, len(rows))
+		err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
+			// One round trip for the chunk (with the COMMIT), not one per entry.
+			return tx.Pipeline(func() error { return s.storeVectors(ctx, tx, e.Name(), rows[lo:hi], vs[lo:hi]) })
+		})
+		if err != nil {
+			return fmt.Errorf("store vectors: %w", err)
+		}
 	}
 	return nil
 }

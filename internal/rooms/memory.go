@@ -218,7 +218,12 @@ func (s *Service) EmbedPending(ctx context.Context, limit int) (int, error) {
 	}
 	var rows []db.PendingEmbeddingsRow
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		rows, err = s.Q.PendingEmbeddings(ctx, tx, db.PendingEmbeddingsParams{Embedder: e.Name(), Lim: int32(limit)})
+		// Entries RunEmbedder has queued are left to it (sweepGrace).
+		before := s.now().Add(time.Second)
+		if s.deferEmbedding() {
+			before = s.now().Add(-sweepGrace)
+		}
+		rows, err = s.Q.PendingEmbeddings(ctx, tx, db.PendingEmbeddingsParams{Embedder: e.Name(), Before: before, Lim: int32(limit)})
 		return err
 	})
 	if err != nil || len(rows) == 0 {
