@@ -431,12 +431,14 @@ SELECT e.project_id, e.id, e.content
 FROM memory_entry e
 WHERE NOT EXISTS (SELECT 1 FROM memory_vector v
                   WHERE v.project_id = e.project_id AND v.memory_id = e.id AND v.embedder = $1)
+  AND e.created_at < $2
 ORDER BY e.created_at
-LIMIT $2
+LIMIT $3
 `
 
 type PendingEmbeddingsParams struct {
 	Embedder string
+	Before   time.Time
 	Lim      int32
 }
 
@@ -446,9 +448,10 @@ type PendingEmbeddingsRow struct {
 	Content   string
 }
 
-// Entries without a vector row for the embedder (never embedded, or embedded by another).
+// Entries without a vector row for the embedder (never embedded, or embedded by another),
+// written before @before.
 func (q *Queries) PendingEmbeddings(ctx context.Context, db DBTX, arg PendingEmbeddingsParams) ([]PendingEmbeddingsRow, error) {
-	rows, err := db.Query(ctx, pendingEmbeddings, arg.Embedder, arg.Lim)
+	rows, err := db.Query(ctx, pendingEmbeddings, arg.Embedder, arg.Before, arg.Lim)
 	if err != nil {
 		return nil, err
 	}

@@ -124,10 +124,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 	wakeCtx, stopWakes := context.WithCancel(context.WithoutCancel(ctx))
 	wakesDone := make(chan struct{})
 	go func() { defer close(wakesDone); a.wake.Run(wakeCtx) }()
-	hubDone, notifierDone := make(chan struct{}), make(chan struct{})
+	hubDone, notifierDone, embedderDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() { defer close(hubDone); a.dashHub.Run(wakeCtx) }()
 	go func() { defer close(notifierDone); a.rooms.RunNotifier(wakeCtx) }()
-	defer func() { stopWakes(); <-hubDone; <-notifierDone }()
+	// Memory vectors are made here, after write_memory's commit (docs/rooms.md, "Memory").
+	go func() { defer close(embedderDone); a.rooms.RunEmbedder(wakeCtx) }()
+	defer func() { stopWakes(); <-hubDone; <-notifierDone; <-embedderDone }()
 	defer func() {
 		stopWakes()
 		<-wakesDone

@@ -38,3 +38,6 @@ const LexicalSQL = lexicalSQL
 
 // ParseCursor exposes get_messages' cursor parsing to its fuzz test.
 var ParseCursor = parseCursor
+
+// EmbedderRunning reports whether write_memory leaves its vector to RunEmbedder.
+func (s *Service) EmbedderRunning() bool { return s.embeds.running.Load() }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,8 +45,11 @@ const (
 	// word lost more paraphrases than it found.
 	someTermsMin = 0.2
 	someTermsMax = 0.3
-	// hnswEF is the HNSW candidate list of a search (pgvector's default is 40).
-	hnswEF = 150
+	// hnswEF is the smallest HNSW candidate list of a search (pgvector's default); a
+	// search for more candidates uses their number. The search's cost grows with it: 150
+	// cost twice as much as 40 at 10,000 entries, for the same recall@10 (iterative scans
+	// keep going when the filters leave too few).
+	hnswEF = 40
 	// indexedEmbedder has an HNSW index (migration 000005) over its 100 dimensions.
 	indexedEmbedder = embed.BuiltinName
 	indexedDim      = 100
@@ -73,9 +75,11 @@ type WriteMemoryResult struct {
 }
 
 // WriteMemory checks the agreement, refuses anything that looks like a secret (storing
-// nothing), embeds the content (waiting at most EmbedTimeout), and stores the entry, its
-// vector and a card in the room's conversation in one transaction. The write never fails
-// because of the embedder: without a vector the entry waits for EmbedPending.
+// nothing), and stores the entry and a card in the room's conversation in one
+// transaction. Its vector is made after the commit by RunEmbedder when it runs
+// (embedder.go); otherwise the content is embedded first (waiting at most EmbedTimeout)
+// and the vector stored in the same transaction. The write never fails because of the
+// embedder: without a vector the entry waits for EmbedPending.
 func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMemoryInput) (WriteMemoryResult, error) {
 	if err := requireGrant(sc, tenancy.GrantWriteMemory, MsgNoWriteMemory); err != nil {
 		return WriteMemoryResult{}, err
@@ -105,7 +109,14 @@ func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMem
 	}
 	id, at := newID(), s.now()
 	e := s.embedder()
-	vec, embedded := s.embedOne(ctx, e, in.Content)
+	deferred := s.deferEmbedding()
+	var (
+		vec      *pgvector.Vector
+		embedded bool
+	)
+	if !deferred {
+		vec, embedded = s.embedOne(ctx, e, in.Content)
+	}
 
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		if err := s.Q.InsertMemoryEntry(ctx, tx, db.InsertMemoryEntryParams{
@@ -113,6 +124,11 @@ func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMem
 			Content: in.Content, Tags: tags, Category: category, IsDecision: in.IsDecision, IsPrivate: in.IsPrivate, CreatedAt: at,
 		}); err != nil {
 			return err
+		}
+		if deferred {
+			tx.AfterCommit(func() {
+				s.queueEmbedding(ctx, db.PendingEmbeddingsRow{ProjectID: sc.ProjectID, ID: id, Content: in.Content})
+			})
 		}
 		if embedded {
 			if err := s.Q.InsertMemoryVector(ctx, tx, db.InsertMemoryVectorParams{
@@ -202,29 +218,19 @@ func (s *Service) EmbedPending(ctx context.Context, limit int) (int, error) {
 	}
 	var rows []db.PendingEmbeddingsRow
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		rows, err = s.Q.PendingEmbeddings(ctx, tx, db.PendingEmbeddingsParams{Embedder: e.Name(), Lim: int32(limit)})
+		// Entries RunEmbedder has queued are left to it (sweepGrace).
+		before := s.now().Add(time.Second)
+		if s.deferEmbedding() {
+			before = s.now().Add(-sweepGrace)
+		}
+		rows, err = s.Q.PendingEmbeddings(ctx, tx, db.PendingEmbeddingsParams{Embedder: e.Name(), Before: before, Lim: int32(limit)})
 		return err
 	})
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
-	texts := make([]string, len(rows))
-	for i, r := range rows {
-		texts[i] = r.Content
-	}
-	vs, err := e.Embed(ctx, texts)
-	if err != nil {
+	if err := s.embedRows(ctx, e, rows); err != nil {
 		return 0, fmt.Errorf("rooms: embed pending: %w", err)
-	}
-	if len(vs) != len(rows) {
-		return 0, fmt.Errorf("rooms: embed pending: %d vectors for %d texts", len(vs), len(rows))
-	}
-	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		// One round trip for the whole batch (with the COMMIT), not one per entry.
-		return tx.Pipeline(func() error { return s.storeVectors(ctx, tx, e.Name(), rows, vs) })
-	})
-	if err != nil {
-		return 0, fmt.Errorf("rooms: embed pending: store: %w", err)
 	}
 	return len(rows), nil
 }
@@ -305,46 +311,42 @@ func (s *Service) ReadMemory(ctx context.Context, sc tenancy.Scope, in ReadMemor
 	qvec := s.queryVector(ctx, e, q)
 	candidates := max(3*limit, 30)
 
-	// The two halves run at once, each in its own read-only transaction on its own
-	// connection: the answer waits for the slower half, not for both in turn.
-	var (
-		sem, lex       []scored
-		semErr, lexErr error
-		wg             sync.WaitGroup
-	)
-	if qvec != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			semErr = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-				sem, err = s.semantic(ctx, tx, sc, e, qvec, f, candidates)
-				return err
-			})
-		}()
-	}
-	lexErr = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		if lex, err = s.lexical(ctx, tx, q, f, candidates); err != nil || qvec == nil || len(lex) == 0 {
-			return err
-		}
-		// A lexical match is ranked by its meaning too (fusedScore): its cosine, which
-		// the semantic half only has for its own candidates.
-		return s.lexicalCosines(ctx, tx, sc, e, qvec, lex)
-	})
-	wg.Wait()
+	// Both halves, the lexical matches' cosines and the final load run in one
+	// transaction, one after the other: under concurrency every extra transaction (its
+	// tenant binding, BEGIN and COMMIT) cost more than running the halves side by side on
+	// two connections saved (docs/performance.md, "Search and memory rows").
 	var entries []MemoryEntry
-	err := errors.Join(semErr, lexErr)
-	ranked := fuse(limit, qvec != nil, sem, lex)
-	if err == nil && len(ranked) > 0 {
-		err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-			// Loading is primary-key lookups whatever the values; its joins' row-level
-			// security makes planning cost more than running it: keep the generic plan.
-			if _, err := tx.Exec(ctx, "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"); err != nil {
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		var sem []scored
+		if qvec != nil {
+			var err error
+			if sem, err = s.semantic(ctx, tx, sc, e, qvec, f, candidates); err != nil {
 				return err
 			}
-			entries, err = s.loadEntries(ctx, tx, sc, ranked)
+		}
+		lex, err := s.lexical(ctx, tx, q, f, candidates)
+		if err != nil {
 			return err
-		})
-	}
+		}
+		if qvec != nil && len(lex) > 0 {
+			// A lexical match is ranked by its meaning too (fusedScore): its cosine, which
+			// the semantic half only has for its own candidates.
+			if err := s.lexicalCosines(ctx, tx, sc, e, qvec, lex); err != nil {
+				return err
+			}
+		}
+		ranked := fuse(limit, qvec != nil, sem, lex)
+		if len(ranked) == 0 {
+			return nil
+		}
+		// Loading is primary-key lookups whatever the values; its joins' row-level
+		// security makes planning cost more than running it: keep the generic plan.
+		if _, err := tx.Exec(ctx, "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"); err != nil {
+			return err
+		}
+		entries, err = s.loadEntries(ctx, tx, sc, ranked)
+		return err
+	})
 	if err != nil {
 		return ReadMemoryResult{}, pg.Classify("read memory", err)
 	}
@@ -392,7 +394,7 @@ func (s *Service) semanticAll(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, 
 		// Matches the partial expression index: the embedder is a literal, the distance
 		// the indexed expression. Iterative scans keep returning candidates past the
 		// project and visibility filters until the limit is met (pgvector 0.8).
-		tx.SetLocal("hnsw.ef_search", fmt.Sprint(hnswEF))
+		tx.SetLocal("hnsw.ef_search", fmt.Sprint(max(hnswEF, n)))
 		tx.SetLocal("hnsw.iterative_scan", "relaxed_order")
 		sql = `SELECT id, cos FROM (
   SELECT e.id, 1 - (v.embedding::vector(100) <=> $5::vector(100)) AS cos

@@ -77,6 +77,8 @@ type Service struct {
 	Deps
 	// notes are the rooms to announce on RoomChannel (RunNotifier).
 	notes *roomNotes
+	// embeds are the entries RunEmbedder embeds after write_memory's commit.
+	embeds *embedQueue
 }
 
 // New builds the toolset; a nil Now is the wall clock, a nil Log discards, a nil Q is
@@ -91,7 +93,7 @@ func New(d Deps) *Service {
 	if d.Q == nil {
 		d.Q = db.New()
 	}
-	return &Service{Deps: d, notes: newRoomNotes()}
+	return &Service{Deps: d, notes: newRoomNotes(), embeds: newEmbedQueue()}
 }
 
 func (s *Service) now() time.Time {

@@ -72,11 +72,13 @@ WHERE project_id = sqlc.arg(project_id) AND id = ANY(sqlc.arg(ids)::uuid[])
   AND (NOT is_private OR org_id = sqlc.arg(org_id));
 
 -- name: PendingEmbeddings :many
--- Entries without a vector row for the embedder (never embedded, or embedded by another).
+-- Entries without a vector row for the embedder (never embedded, or embedded by another),
+-- written before @before.
 SELECT e.project_id, e.id, e.content
 FROM memory_entry e
 WHERE NOT EXISTS (SELECT 1 FROM memory_vector v
                   WHERE v.project_id = e.project_id AND v.memory_id = e.id AND v.embedder = sqlc.arg(embedder))
+  AND e.created_at < sqlc.arg(before)
 ORDER BY e.created_at
 LIMIT sqlc.arg(lim);
 
