@@ -55,6 +55,48 @@ func (q *Queries) AgentIdentity(ctx context.Context, db DBTX, arg AgentIdentityP
 	return i, err
 }
 
+const assumeCredentialTenant = `-- name: AssumeCredentialTenant :exec
+SELECT rr_set_directory() FROM (
+  SELECT set_config('app.org_id', k.org_id::text, true), set_config('app.agent_id', k.agent_id::text, true),
+    set_config('app.project_id', coalesce(coalesce(c.project_id, $1::uuid)::text, ''), true),
+    set_config('app.lookup', '', true)
+  FROM agent_key k
+  LEFT JOIN connect_code c ON c.code_id = $2::text AND c.secret_hash = $3::bytea
+    AND c.revoked_at IS NULL
+  WHERE k.key_id = $4::text AND k.secret_hash = $5::bytea AND k.revoked_at IS NULL
+    AND ($2::text = '') = (c.code_id IS NULL)
+  OFFSET 0) verified
+`
+
+type AssumeCredentialTenantParams struct {
+	ProjectID *uuid.UUID
+	CodeID    string
+	CodeHash  []byte
+	KeyID     string
+	KeyHash   []byte
+}
+
+// Verifies an agent key (and a connect code, when code_id is not empty) and, only when they
+// match, makes the transaction's tenant theirs: the key's organisation and agent, and the
+// code's project (or project_id, the room of a per-room address); then the directory lists
+// (rr_set_directory) for that tenant. It runs under the app.lookup setting, like
+// CredentialRows, and clears it. The hashes are compared here, so the bind statement can
+// follow in the same pipelined round trip: a credential that does not match sets nothing,
+// and the statements after it see no tenant and find nothing. The comparison is not
+// constant-time, which is safe: what an attacker controls is a SHA-256 preimage, and
+// learning a prefix of a stored hash does not help find one. Plain PostgreSQL only: on
+// Citus the workers see no set_config (internal/pg), and the resolver verifies in Go.
+func (q *Queries) AssumeCredentialTenant(ctx context.Context, db DBTX, arg AssumeCredentialTenantParams) error {
+	_, err := db.Exec(ctx, assumeCredentialTenant,
+		arg.ProjectID,
+		arg.CodeID,
+		arg.CodeHash,
+		arg.KeyID,
+		arg.KeyHash,
+	)
+	return err
+}
+
 const credentialRows = `-- name: CredentialRows :many
 
 SELECT 'key'::text AS kind, k.org_id AS owner_id, k.agent_id, k.secret_hash
@@ -104,4 +146,57 @@ func (q *Queries) CredentialRows(ctx context.Context, db DBTX, arg CredentialRow
 		return nil, err
 	}
 	return items, nil
+}
+
+const ownAgentIdentity = `-- name: OwnAgentIdentity :one
+WITH touch AS (
+  UPDATE membership mm SET last_seen_at = now()
+  FROM project p
+  WHERE mm.agent_id = rr_agent() AND p.id = mm.project_id
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+  RETURNING mm.id
+)
+SELECT a.org_id, a.id, a.slug, a.name, a.model, a.kind, o.name AS org_name,
+  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
+  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
+FROM agent a JOIN organisation o ON o.id = a.org_id
+WHERE a.org_id = rr_org() AND a.id = rr_agent()
+`
+
+type OwnAgentIdentityRow struct {
+	OrgID           uuid.UUID
+	ID              uuid.UUID
+	Slug            string
+	Name            string
+	Model           string
+	Kind            string
+	OrgName         string
+	VisibleOrgs     []uuid.UUID
+	VisibleProjects []uuid.UUID
+	VisibleAgents   []uuid.UUID
+	VisibleUsers    []uuid.UUID
+}
+
+// AgentIdentity after AssumeCredentialTenant, in the same round trip, with the agent's
+// presence moved in every room where it is admitted (TouchAgentMemberships): the agent is
+// the tenant's, which only a verified key sets (no row otherwise).
+func (q *Queries) OwnAgentIdentity(ctx context.Context, db DBTX) (OwnAgentIdentityRow, error) {
+	row := db.QueryRow(ctx, ownAgentIdentity)
+	var i OwnAgentIdentityRow
+	err := row.Scan(
+		&i.OrgID,
+		&i.ID,
+		&i.Slug,
+		&i.Name,
+		&i.Model,
+		&i.Kind,
+		&i.OrgName,
+		&i.VisibleOrgs,
+		&i.VisibleProjects,
+		&i.VisibleAgents,
+		&i.VisibleUsers,
+	)
+	return i, err
 }

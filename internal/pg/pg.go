@@ -32,6 +32,8 @@ type DB struct {
 	// the bound of every statement of a transaction run without one.
 	StatementTimeout time.Duration
 
+	// roundTrips counts the exchanges with the server the transactions made (RoundTrips).
+	roundTrips atomic.Int64
 	// waiting counts callers waiting for a connection of the App pool, for PoolExhausted
 	// (pgxpool's Stat counts waits that happened, not waits in progress).
 	waiting atomic.Int64
@@ -157,6 +159,12 @@ const clientGrace = 250 * time.Millisecond
 // ErrDeadline is returned (wrapped) when a request's database budget is spent before its
 // transaction could start.
 var ErrDeadline = fmt.Errorf("pg: the request's database time is spent: %w", context.DeadlineExceeded)
+
+// RoundTrips is how many times the transactions of d sent statements and waited for their
+// answers (a pipelined batch is one), since it was opened: the cost that dominates a
+// request's time on a loaded machine, so tests can pin how many a path takes. Statement
+// preparation by pgx on a connection's first use of a text is not counted.
+func (d *DB) RoundTrips() int64 { return d.roundTrips.Load() }
 
 // Citus reports whether the database is a Citus coordinator.
 func (d *DB) Citus() bool { return d.citus }
@@ -316,7 +324,7 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 	if err != nil {
 		return err
 	}
-	tx := &Tx{conn: conn, citus: d.citus, settings: -1}
+	tx := &Tx{conn: conn, citus: d.citus, settings: -1, trips: &d.roundTrips}
 	defer func() {
 		if p := recover(); p != nil {
 			tx.abort(ctx)
@@ -488,6 +496,7 @@ type Tx struct {
 	// commitNext sends the COMMIT in the batch of the next statement (CommitWithNext);
 	// committed says it was sent.
 	commitNext, committed bool
+	trips                 *atomic.Int64 // DB.roundTrips
 }
 
 // bound gives a statement the transaction's deadline. The returned cancel must run once
@@ -525,6 +534,7 @@ func (t *Tx) abort(ctx context.Context) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
+	t.trips.Add(1)
 	if _, err := t.conn.Exec(rctx, "ROLLBACK"); err != nil {
 		_ = t.conn.Conn().Close(rctx) // the connection is discarded either way
 	}
@@ -627,6 +637,7 @@ func (t *Tx) sendSimple(ctx context.Context) error {
 	t.pending = t.pending[last+1:]
 	t.begun = true
 	for len(head) > 0 {
+		t.trips.Add(1)
 		if head[0].simple {
 			tag, err := t.conn.Exec(ctx, head[0].sql, pgx.QueryExecModeSimpleProtocol)
 			if err != nil {
@@ -680,6 +691,7 @@ func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults
 	n := len(pending)
 	t.pending, t.settings = nil, -1
 	t.begun = true
+	t.trips.Add(1)
 	br := t.conn.SendBatch(ctx, b)
 	for i := 0; i < n; i++ {
 		tag, err := br.Exec()
@@ -704,6 +716,7 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 	ctx, cancel := t.bound(ctx)
 	defer cancel()
 	if len(t.pending) == 0 && !t.commitNext {
+		t.trips.Add(1)
 		return t.conn.Exec(ctx, sql, args...)
 	}
 	br, err := t.send(ctx, sql, args)
@@ -721,6 +734,7 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	ctx, cancel := t.bound(ctx)
 	if len(t.pending) == 0 && !t.commitNext {
+		t.trips.Add(1)
 		rows, err := t.conn.Query(ctx, sql, args...)
 		if err != nil {
 			cancel()
@@ -746,6 +760,7 @@ func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, erro
 func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	ctx, cancel := t.bound(ctx)
 	if len(t.pending) == 0 && !t.commitNext {
+		t.trips.Add(1)
 		return &batchRow{row: t.conn.QueryRow(ctx, sql, args...), cancel: cancel}
 	}
 	br, err := t.send(ctx, sql, args)

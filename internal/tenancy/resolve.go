@@ -43,6 +43,59 @@ type Resolver struct {
 
 func unauthenticated(msg string) error { return apperr.New(apperr.Unauthenticated, "%s", msg) }
 
+// assume queues AssumeCredentialTenant: the credentials are verified in the database and,
+// when they match, the transaction's tenant becomes theirs, with no round trip of its own
+// (it travels with the bind statement that follows). The transaction's settings must name
+// the credentials' public ids (pg.Tenant.Lookup).
+func (r *Resolver) assume(ctx context.Context, tx *pg.Tx, key auth.Parsed, code *auth.Parsed, projectID *uuid.UUID) error {
+	p := db.AssumeCredentialTenantParams{KeyID: key.ID, KeyHash: key.Hash(), ProjectID: projectID}
+	if code != nil {
+		p.CodeID, p.CodeHash = code.ID, code.Hash()
+	}
+	if err := tx.Pipeline(func() error { return r.Q.AssumeCredentialTenant(ctx, tx, p) }); err != nil {
+		return fmt.Errorf("verify credentials: %w", err)
+	}
+	return nil
+}
+
+// bindVerified is the one-round-trip resolution (plain PostgreSQL): BEGIN, the lookup
+// settings, AssumeCredentialTenant, the bind statement (which reads the tenant that only
+// verified credentials set) and COMMIT, pipelined. found is false when the bind found no
+// row: the credentials, the part or the membership is wrong, and the caller takes the
+// statement-by-statement path, which says which. A revoked key or code, or an agreement
+// suspended a moment ago, is therefore seen by the very next call, as before: nothing is
+// cached. A guest without an active agreement gets its Scope (found): Admitted is the
+// caller's to check, as with the bind of the other path.
+func (r *Resolver) bindVerified(ctx context.Context, what string, key auth.Parsed, code *auth.Parsed, projectID *uuid.UUID, bind func(tx *pg.Tx) (db.BindPartRow, error)) (s Scope, found bool, err error) {
+	lookup := key.ID
+	if code != nil {
+		lookup += "," + code.ID
+	}
+	err = r.DB.InTenant(ctx, pg.Tenant{Lookup: lookup}, func(tx *pg.Tx) error {
+		if err := r.assume(ctx, tx, key, code, projectID); err != nil {
+			return err
+		}
+		// The bind's one write (last_seen) touches the caller's own admitted part only,
+		// so the COMMIT goes with it, as on the other path.
+		tx.CommitWithNext(ctx)
+		row, err := bind(tx)
+		if pg.IsNoRows(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("bind: %w", err)
+		}
+		found = true
+		s = Scope{OrgID: row.OrgID, AgentID: row.AgentID, ProjectID: row.ProjectID}
+		fill(&s, row)
+		return nil
+	})
+	if err != nil {
+		return Scope{}, true, pg.Classify(what, err)
+	}
+	return s, found, nil
+}
+
 // credentials verifies an agent key and, when code is not nil, a connect code, in one
 // query. It must be the transaction's first statement: the lookup tenant is its own.
 func (r *Resolver) credentials(ctx context.Context, tx *pg.Tx, key auth.Parsed, code *auth.Parsed) (orgID, agentID, projectID uuid.UUID, err error) {
@@ -77,6 +130,34 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 	k, err := auth.Parse(auth.AgentKeyPrefix, key)
 	if err != nil {
 		return Scope{}, unauthenticated(MsgUnauthorized) // no database work for a mistyped key
+	}
+	if !r.DB.Citus() {
+		var s Scope
+		found := false
+		err := r.DB.InTenant(ctx, pg.Tenant{Lookup: k.ID}, func(tx *pg.Tx) error {
+			if err := r.assume(ctx, tx, k, nil, nil); err != nil {
+				return err
+			}
+			tx.CommitWithNext(ctx)
+			id, err := r.Q.OwnAgentIdentity(ctx, tx)
+			if pg.IsNoRows(err) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("resolve agent: identity: %w", err)
+			}
+			found = true
+			s = Scope{OrgID: id.OrgID, AgentID: id.ID}
+			s.AgentSlug, s.AgentName, s.AgentModel, s.AgentKind, s.OrgName = id.Slug, id.Name, id.Model, id.Kind, id.OrgName
+			s.Visible = &pg.Visible{Orgs: id.VisibleOrgs, Projects: id.VisibleProjects, Agents: id.VisibleAgents, Users: id.VisibleUsers}
+			return nil
+		})
+		if err != nil {
+			return Scope{}, pg.Classify("resolve agent", err)
+		}
+		if found {
+			return s, nil
+		}
 	}
 	var s Scope
 	err = r.DB.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
@@ -139,6 +220,15 @@ func (r *Resolver) RoomByKey(ctx context.Context, key string, projectID uuid.UUI
 	if err != nil {
 		return Scope{}, unauthenticated(MsgUnauthorized)
 	}
+	if !r.DB.Citus() {
+		s, found, err := r.bindVerified(ctx, "resolve room", k, nil, &projectID, func(tx *pg.Tx) (db.BindPartRow, error) {
+			row, err := r.Q.BindOwnRoom(ctx, tx)
+			return db.BindPartRow(row), err
+		})
+		if found || err != nil {
+			return s, err
+		}
+	}
 	var s Scope
 	err = r.DB.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
 		orgID, agentID, _, err := r.credentials(ctx, tx, k, nil)
@@ -181,6 +271,22 @@ func (r *Resolver) Part(ctx context.Context, connectCode, part, key string) (Sco
 	k, err := auth.Parse(auth.AgentKeyPrefix, key)
 	if err != nil {
 		return Scope{}, unauthenticated(MsgUnauthorized)
+	}
+	if !r.DB.Citus() {
+		s, found, err := r.bindVerified(ctx, "resolve part", k, &code, nil, func(tx *pg.Tx) (db.BindPartRow, error) {
+			row, err := r.Q.BindOwnPart(ctx, tx, part)
+			return db.BindPartRow(row), err
+		})
+		if err == nil && found {
+			// A guest part without an active agreement is refused here, as below.
+			err = s.Admitted()
+		}
+		if err != nil {
+			return Scope{}, err
+		}
+		if found {
+			return s, nil
+		}
 	}
 	var s Scope
 	err = r.DB.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {

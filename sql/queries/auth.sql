@@ -11,6 +11,28 @@ SELECT 'code'::text, c.project_id, c.project_id, c.secret_hash
 FROM connect_code c
 WHERE c.code_id = sqlc.arg(code_id)::text AND c.revoked_at IS NULL;
 
+-- name: AssumeCredentialTenant :exec
+-- Verifies an agent key (and a connect code, when code_id is not empty) and, only when they
+-- match, makes the transaction's tenant theirs: the key's organisation and agent, and the
+-- code's project (or project_id, the room of a per-room address); then the directory lists
+-- (rr_set_directory) for that tenant. It runs under the app.lookup setting, like
+-- CredentialRows, and clears it. The hashes are compared here, so the bind statement can
+-- follow in the same pipelined round trip: a credential that does not match sets nothing,
+-- and the statements after it see no tenant and find nothing. The comparison is not
+-- constant-time, which is safe: what an attacker controls is a SHA-256 preimage, and
+-- learning a prefix of a stored hash does not help find one. Plain PostgreSQL only: on
+-- Citus the workers see no set_config (internal/pg), and the resolver verifies in Go.
+SELECT rr_set_directory() FROM (
+  SELECT set_config('app.org_id', k.org_id::text, true), set_config('app.agent_id', k.agent_id::text, true),
+    set_config('app.project_id', coalesce(coalesce(c.project_id, sqlc.narg(project_id)::uuid)::text, ''), true),
+    set_config('app.lookup', '', true)
+  FROM agent_key k
+  LEFT JOIN connect_code c ON c.code_id = sqlc.arg(code_id)::text AND c.secret_hash = sqlc.arg(code_hash)::bytea
+    AND c.revoked_at IS NULL
+  WHERE k.key_id = sqlc.arg(key_id)::text AND k.secret_hash = sqlc.arg(key_hash)::bytea AND k.revoked_at IS NULL
+    AND (sqlc.arg(code_id)::text = '') = (c.code_id IS NULL)
+  OFFSET 0) verified;
+
 -- name: AgentIdentity :one
 -- After rr_set_directory (pg.Tenant.Visible nil), whose settings it returns (visible_*) for
 -- the request's later transactions (pg.Tenant.Visible).
@@ -19,3 +41,22 @@ SELECT a.slug, a.name, a.model, a.kind, o.name AS org_name,
   rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
 FROM agent a JOIN organisation o ON o.id = a.org_id
 WHERE a.org_id = $1 AND a.id = $2;
+
+-- name: OwnAgentIdentity :one
+-- AgentIdentity after AssumeCredentialTenant, in the same round trip, with the agent's
+-- presence moved in every room where it is admitted (TouchAgentMemberships): the agent is
+-- the tenant's, which only a verified key sets (no row otherwise).
+WITH touch AS (
+  UPDATE membership mm SET last_seen_at = now()
+  FROM project p
+  WHERE mm.agent_id = rr_agent() AND p.id = mm.project_id
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+  RETURNING mm.id
+)
+SELECT a.org_id, a.id, a.slug, a.name, a.model, a.kind, o.name AS org_name,
+  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
+  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
+FROM agent a JOIN organisation o ON o.id = a.org_id
+WHERE a.org_id = rr_org() AND a.id = rr_agent();
