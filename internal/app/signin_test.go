@@ -221,6 +221,16 @@ func TestAnMCPClientConnectsWithOnlyTheURL(t *testing.T) {
 			t.Fatal("no tools")
 		}
 	})
+	t.Run("no root resource document: it could name none of the endpoints (docs/auth.md)", func(t *testing.T) {
+		resp, err := http.Get(s.base + "/.well-known/oauth-protected-resource")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("root protected-resource document: %d", resp.StatusCode)
+		}
+	})
 	t.Run("all rooms", func(t *testing.T) {
 		cs := sdkOAuthClient(t, s, s.base+"/api/mcp", "Backend")
 		if names := toolNames(t, cs); !slices.Contains(names, "list_rooms") {
