@@ -37,7 +37,8 @@ func (a *App) newSignIn() error {
 	if err != nil {
 		return err
 	}
-	as, err := oauth.NewHandler(oauth.Deps{DB: a.db, PublicURL: a.publicURL, Site: site, Log: a.log, Registrations: regs, ClientAddress: a.clientAddress})
+	as, err := oauth.NewHandler(oauth.Deps{DB: a.db, PublicURL: a.publicURL, Site: site, Log: a.log, Registrations: regs, ClientAddress: a.clientAddress,
+		MetadataDocumentsAllowPrivate: a.cfg.OAuthMetadataDocumentsAllowPrivate, MetadataDocumentRoots: a.cfg.OAuthMetadataDocumentRoots})
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func TestThePersonsDeskConnectsWithOnlyTheURL(t *testing.T) {
 	t.Run("the permissions left ticked are all the token may do", func(t *testing.T) {
 		br := newBrowser(t, s.base)
 		br.scopes = []string{desk.ScopeInboxesRead}
-		cs := sdkOAuthClientWith(t, br, deskURL, "Acme Corp")
+		cs := sdkOAuthClientWith(t, br, deskURL, "Acme Corp", "")
 		callJSON(t, cs, desk.ToolListInboxes, nil)
 		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: desk.ToolSearchConversations, Arguments: map[string]any{"query": "csv"}})
 		if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, `"required_scope":"conversations:read"`) {

@@ -162,14 +162,15 @@ func (b *browser) authorize(authURL, pick string) *url.URL {
 // the SDK discovers the metadata, registers, and the browser signs in and consents.
 func sdkOAuthClient(t *testing.T, s *server, endpoint, pick string) *sdk.ClientSession {
 	t.Helper()
-	return sdkOAuthClientWith(t, newBrowser(t, s.base), endpoint, pick)
+	return sdkOAuthClientWith(t, newBrowser(t, s.base), endpoint, pick, "")
 }
 
 // sdkOAuthClientWith is sdkOAuthClient with the person's browser given (which
-// permissions it leaves ticked).
-func sdkOAuthClientWith(t *testing.T, br *browser, endpoint, pick string) *sdk.ClientSession {
+// permissions it leaves ticked), and the client identified by its metadata document
+// at documentURL instead of registering (when not "").
+func sdkOAuthClientWith(t *testing.T, br *browser, endpoint, pick, documentURL string) *sdk.ClientSession {
 	t.Helper()
-	h, err := sdkauth.NewAuthorizationCodeHandler(&sdkauth.AuthorizationCodeHandlerConfig{
+	cfg := &sdkauth.AuthorizationCodeHandlerConfig{
 		DynamicClientRegistrationConfig: &sdkauth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			RedirectURIs: []string{callbackURL}, ClientName: "relayroom e2e", GrantTypes: []string{"authorization_code", "refresh_token"},
 			TokenEndpointAuthMethod: "none",
@@ -184,7 +185,12 @@ func sdkOAuthClientWith(t *testing.T, br *browser, endpoint, pick string) *sdk.C
 			}
 			return &sdkauth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
 		},
-	})
+	}
+	if documentURL != "" {
+		cfg.DynamicClientRegistrationConfig = nil
+		cfg.ClientIDMetadataDocumentConfig = &sdkauth.ClientIDMetadataDocumentConfig{URL: documentURL}
+	}
+	h, err := sdkauth.NewAuthorizationCodeHandler(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +219,16 @@ func TestAnMCPClientConnectsWithOnlyTheURL(t *testing.T) {
 		cs := sdkOAuthClient(t, s, fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID), "Architect")
 		if names := toolNames(t, cs); len(names) == 0 {
 			t.Fatal("no tools")
+		}
+	})
+	t.Run("no root resource document: it could name none of the endpoints (docs/auth.md)", func(t *testing.T) {
+		resp, err := http.Get(s.base + "/.well-known/oauth-protected-resource")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("root protected-resource document: %d", resp.StatusCode)
 		}
 	})
 	t.Run("all rooms", func(t *testing.T) {

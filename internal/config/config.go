@@ -3,6 +3,7 @@
 package config
 
 import (
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"net"
@@ -64,6 +65,12 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// DeskLimits are the desk tools' rate limits by plan (nil: desk.DefaultLimits).
 	DeskLimits map[string]desk.Limits
+	// OAuthMetadataDocumentsAllowPrivate lets client ID metadata documents be fetched
+	// from loopback and private addresses, trusting OAuthMetadataDocumentRoots besides the
+	// system's: for end-to-end tests, which serve a document from a local TLS server.
+	// Never read from the environment (it would open the server to SSRF).
+	OAuthMetadataDocumentsAllowPrivate bool
+	OAuthMetadataDocumentRoots         *x509.CertPool
 }
 
 // Defaults of the limits (docs/limits.md). The settings' documented defaults are these

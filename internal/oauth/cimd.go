@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,8 +68,9 @@ func (s *Server) documentClient() *http.Client {
 		}
 	}
 	return &http.Client{
-		Timeout:   MetadataDocumentTimeout,
-		Transport: &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: MetadataDocumentTimeout, ResponseHeaderTimeout: MetadataDocumentTimeout},
+		Timeout: MetadataDocumentTimeout,
+		Transport: &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: MetadataDocumentTimeout, ResponseHeaderTimeout: MetadataDocumentTimeout,
+			TLSClientConfig: &tls.Config{RootCAs: s.deps.MetadataDocumentRoots, MinVersion: tls.VersionTLS12}},
 		// The document must be at its URL: its client_id is that URL.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}

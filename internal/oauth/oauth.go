@@ -9,6 +9,7 @@
 package oauth
 
 import (
+	"crypto/x509"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -67,7 +68,10 @@ type Deps struct {
 	// MetadataDocumentsAllowPrivate lets client ID metadata documents be fetched from
 	// loopback and private addresses (and over http on 127.0.0.1): for tests only.
 	MetadataDocumentsAllowPrivate bool
-	Now                           func() time.Time
+	// MetadataDocumentRoots, when not nil, are the certificate authorities trusted for
+	// metadata documents (tests: a local TLS server's); nil: the system's.
+	MetadataDocumentRoots *x509.CertPool
+	Now                   func() time.Time
 }
 
 // Server is the authorization server: an http.Handler for its routes, and the access
