@@ -217,6 +217,90 @@ func (q *Queries) ListMemoryForPeople(ctx context.Context, db DBTX, arg ListMemo
 	return items, nil
 }
 
+const needsYou = `-- name: NeedsYou :many
+SELECT n.kind::text AS kind, n.id::uuid AS id, n.title::text AS title, n.at::timestamptz AS at FROM (
+  (SELECT 'thread' AS kind, t.id, t.subject AS title, t.last_message_at AS at FROM thread t
+   WHERE t.project_id = $1 AND t.status = 'open' AND t.needs_human
+     AND ($2::boolean OR EXISTS (
+       SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
+       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = $3))
+   ORDER BY t.last_message_at DESC LIMIT $4)
+  UNION ALL
+  (SELECT 'task', k.id, k.goal, k.updated_at FROM room_task k
+   WHERE k.project_id = $1 AND k.status = 'done' AND k.review IS NULL
+     AND k.from_org_id = $3
+   ORDER BY k.updated_at DESC LIMIT $4)
+  UNION ALL
+  (SELECT 'knowledge', q.id, q.title, q.created_at FROM knowledge q
+   WHERE q.project_id = $1 AND q.status = 'candidate' AND $5::boolean
+   ORDER BY q.created_at DESC LIMIT $4)
+  UNION ALL
+  (SELECT 'agreement', g.guest_org_id, coalesce(o.name, ''), g.updated_at FROM agreement g
+   LEFT JOIN organisation o ON o.id = g.guest_org_id
+   WHERE g.project_id = $1 AND g.status = 'pending' AND $2::boolean
+   ORDER BY g.updated_at DESC LIMIT $4)
+  UNION ALL
+  (SELECT 'wake', w.id, w.part, w.created_at FROM wake w
+   WHERE w.project_id = $1 AND w.status = 'dead'
+     AND ($2::boolean OR w.agent_id IN (
+       SELECT m.agent_id FROM membership m WHERE m.project_id = w.project_id AND m.org_id = $3))
+   ORDER BY w.created_at DESC LIMIT $4)
+) n
+ORDER BY n.at DESC, n.id
+`
+
+type NeedsYouParams struct {
+	ProjectID     uuid.UUID
+	ViewerIsHost  bool
+	ViewerOrgID   uuid.UUID
+	Lim           int32
+	ViewerReviews bool
+}
+
+type NeedsYouRow struct {
+	Kind  string
+	ID    uuid.UUID
+	Title string
+	At    time.Time
+}
+
+// What in one room waits for the person's organisation, newest first, at most lim of each
+// kind, in one statement: open threads flagged needsHuman (for a guest, those its parts
+// take part in), done results its agents sent that nobody accepted or rejected yet, and
+// for the host's reviewers the knowledge candidates; for the host, agreements its guests
+// have not accepted; dead wakes (for a guest, its own agents'). id is the guest
+// organisation's for an agreement.
+func (q *Queries) NeedsYou(ctx context.Context, db DBTX, arg NeedsYouParams) ([]NeedsYouRow, error) {
+	rows, err := db.Query(ctx, needsYou,
+		arg.ProjectID,
+		arg.ViewerIsHost,
+		arg.ViewerOrgID,
+		arg.Lim,
+		arg.ViewerReviews,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []NeedsYouRow{}
+	for rows.Next() {
+		var i NeedsYouRow
+		if err := rows.Scan(
+			&i.Kind,
+			&i.ID,
+			&i.Title,
+			&i.At,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const personRooms = `-- name: PersonRooms :many
 SELECT p.id, p.name, p.host_org_id, ho.name AS host_name, ag.status AS agreement_status
 FROM project p

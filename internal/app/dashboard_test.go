@@ -163,6 +163,11 @@ func TestDashboard(t *testing.T) {
 		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
 			t.Fatalf("CSP: %q", csp)
 		}
+		// Under no-referrer Chromium posts the page's forms with "Origin: null", which the
+		// origin check refuses: nobody could sign in (the browser test shows it).
+		if rp := h.Get("Referrer-Policy"); rp != "same-origin" {
+			t.Fatalf("Referrer-Policy: %q, want same-origin", rp)
+		}
 	})
 
 	t.Run("another company's person gets 404 for every page and form of the room, and changes nothing", func(t *testing.T) {

@@ -138,6 +138,7 @@ type view struct {
 	Message string
 
 	Rooms []rooms.PersonRoom
+	Needs []need
 	Room  *roomView
 
 	Messages []rooms.Message
@@ -348,7 +349,71 @@ func (h *Handler) home(w http.ResponseWriter, r *http.Request, sess web.Session)
 		return
 	}
 	v.Rooms = list
+	if v.Needs, err = h.needs(r, sess, orgs[0], list); err != nil {
+		h.unavailable(w, r, &sess, "needs you", err)
+		return
+	}
 	h.render(w, http.StatusOK, "home", v)
+}
+
+// need is one line of the home page's "needs you" panel, with the page that deals with it.
+type need struct {
+	rooms.Need
+	Room     string
+	RoomName string
+	URL      string
+	What     string
+}
+
+// needs gathers what waits for the person across their organisation's rooms: per room the
+// person is resolved as on the room's own pages (one statement) and the room's needs are
+// read in one more (rooms.Service.NeedsYou); a guest's pending agreement comes from the
+// room list itself.
+func (h *Handler) needs(r *http.Request, sess web.Session, org uuid.UUID, list []rooms.PersonRoom) ([]need, error) {
+	var out []need
+	for _, pr := range list {
+		if !pr.IsHost && pr.AgreementStatus == tenancy.AgreementPending {
+			out = append(out, need{Need: rooms.Need{Kind: rooms.NeedAgreement, ID: org, Title: pr.HostName}, Room: pr.ID.String(),
+				RoomName: pr.Name, URL: roomURL(pr.ID, ""), What: "Agreement waiting for your company's acceptance"})
+			continue
+		}
+		if !pr.IsHost && pr.AgreementStatus != tenancy.AgreementActive {
+			continue
+		}
+		sc, found, err := h.deps.Resolver.PersonRoom(r.Context(), sess.ID, sess.Person.ID, org, pr.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			continue
+		}
+		items, err := h.deps.Rooms.NeedsYou(r.Context(), sc)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			n := need{Need: it, Room: pr.ID.String(), RoomName: pr.Name, URL: roomURL(pr.ID, "")}
+			switch it.Kind {
+			case rooms.NeedThread:
+				n.What = "Thread flagged for people"
+			case rooms.NeedTask:
+				n.What, n.URL = "Result to accept or reject", roomURL(pr.ID, "tasks")+"#task-"+it.ID.String()
+			case rooms.NeedKnowledge:
+				n.What, n.URL = "Knowledge to review", roomURL(pr.ID, "knowledge")+"#k-"+it.ID.String()
+			case rooms.NeedAgreement:
+				// The directory shows the host only the organisations that have parts in the
+				// room, so an invited company without any is unnamed.
+				n.What = "Agreement not yet accepted by an invited company"
+				if it.Title != "" {
+					n.What = "Agreement not yet accepted by " + it.Title
+				}
+			case rooms.NeedWake:
+				n.What = "Wake that could not be delivered to " + it.Title
+			}
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 func (h *Handler) roomView(sc tenancy.Scope, tab string) *roomView {

@@ -133,3 +133,47 @@ func (s *Service) DeprecateMemory(ctx context.Context, sc tenancy.Scope, id uuid
 	}
 	return *at, nil
 }
+
+// Kinds of what waits for people (NeedsYou).
+const (
+	NeedThread    = "thread"    // an open thread flagged needsHuman
+	NeedTask      = "task"      // a done result the organisation's agent sent, not yet accepted or rejected
+	NeedKnowledge = "knowledge" // a knowledge candidate (the host's reviewers)
+	NeedAgreement = "agreement" // an agreement a guest has not accepted
+	NeedWake      = "wake"      // a wake that could not be delivered
+)
+
+// MaxNeedsPerKind bounds each kind of NeedsYou in one room.
+const MaxNeedsPerKind = 10
+
+// Need is one thing in a room waiting for a person: ID is the thread's, task's, knowledge
+// entry's or wake's, or the guest organisation's for an agreement.
+type Need struct {
+	Kind  string
+	ID    uuid.UUID
+	Title string
+	At    time.Time
+}
+
+// NeedsYou lists what in the room waits for the person's organisation (the home page's
+// "needs you" panel), in one statement. A guest that is not admitted sees nothing of the
+// room (its own pending agreement is on PersonRooms).
+func (s *Service) NeedsYou(ctx context.Context, sc tenancy.Scope) ([]Need, error) {
+	if sc.Admitted() != nil {
+		return nil, nil
+	}
+	var rows []db.NeedsYouRow
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
+		rows, err = s.Q.NeedsYou(ctx, tx, db.NeedsYouParams{ProjectID: sc.ProjectID, ViewerIsHost: sc.IsHost(),
+			ViewerOrgID: sc.OrgID, ViewerReviews: sc.IsHost() && sc.IsOrgAdmin(), Lim: MaxNeedsPerKind})
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("needs you", err)
+	}
+	out := make([]Need, len(rows))
+	for i, r := range rows {
+		out[i] = Need(r)
+	}
+	return out, nil
+}

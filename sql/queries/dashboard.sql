@@ -58,3 +58,40 @@ WHERE e.project_id = sqlc.arg(project_id) AND e.id = sqlc.arg(id) AND e.deprecat
   AND (NOT e.is_private OR e.org_id = sqlc.arg(viewer_org_id))
   AND (e.org_id = sqlc.arg(viewer_org_id) OR sqlc.arg(viewer_is_host)::boolean)
 RETURNING e.deprecated_at;
+
+-- name: NeedsYou :many
+-- What in one room waits for the person's organisation, newest first, at most lim of each
+-- kind, in one statement: open threads flagged needsHuman (for a guest, those its parts
+-- take part in), done results its agents sent that nobody accepted or rejected yet, and
+-- for the host's reviewers the knowledge candidates; for the host, agreements its guests
+-- have not accepted; dead wakes (for a guest, its own agents'). id is the guest
+-- organisation's for an agreement.
+SELECT n.kind::text AS kind, n.id::uuid AS id, n.title::text AS title, n.at::timestamptz AS at FROM (
+  (SELECT 'thread' AS kind, t.id, t.subject AS title, t.last_message_at AS at FROM thread t
+   WHERE t.project_id = sqlc.arg(project_id) AND t.status = 'open' AND t.needs_human
+     AND (sqlc.arg(viewer_is_host)::boolean OR EXISTS (
+       SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
+       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = sqlc.arg(viewer_org_id)))
+   ORDER BY t.last_message_at DESC LIMIT sqlc.arg(lim))
+  UNION ALL
+  (SELECT 'task', k.id, k.goal, k.updated_at FROM room_task k
+   WHERE k.project_id = sqlc.arg(project_id) AND k.status = 'done' AND k.review IS NULL
+     AND k.from_org_id = sqlc.arg(viewer_org_id)
+   ORDER BY k.updated_at DESC LIMIT sqlc.arg(lim))
+  UNION ALL
+  (SELECT 'knowledge', q.id, q.title, q.created_at FROM knowledge q
+   WHERE q.project_id = sqlc.arg(project_id) AND q.status = 'candidate' AND sqlc.arg(viewer_reviews)::boolean
+   ORDER BY q.created_at DESC LIMIT sqlc.arg(lim))
+  UNION ALL
+  (SELECT 'agreement', g.guest_org_id, coalesce(o.name, ''), g.updated_at FROM agreement g
+   LEFT JOIN organisation o ON o.id = g.guest_org_id
+   WHERE g.project_id = sqlc.arg(project_id) AND g.status = 'pending' AND sqlc.arg(viewer_is_host)::boolean
+   ORDER BY g.updated_at DESC LIMIT sqlc.arg(lim))
+  UNION ALL
+  (SELECT 'wake', w.id, w.part, w.created_at FROM wake w
+   WHERE w.project_id = sqlc.arg(project_id) AND w.status = 'dead'
+     AND (sqlc.arg(viewer_is_host)::boolean OR w.agent_id IN (
+       SELECT m.agent_id FROM membership m WHERE m.project_id = w.project_id AND m.org_id = sqlc.arg(viewer_org_id)))
+   ORDER BY w.created_at DESC LIMIT sqlc.arg(lim))
+) n
+ORDER BY n.at DESC, n.id;
