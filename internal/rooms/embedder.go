@@ -17,14 +17,18 @@ import (
 // and 32 writers inserting into one index at once also waited on each other's page
 // locks. While RunEmbedder runs, write_memory commits the entry without its vector and
 // hands it here after the commit; RunEmbedder embeds what has queued up in one batch and
-// stores the vectors in one transaction. Until then the entry is found lexically, as
+// stores the vectors a chunk to a transaction. Until then the entry is found lexically, as
 // after an embedder outage. Without RunEmbedder (a Service used directly, as most tests
 // do) write_memory embeds in its own transaction, as before.
 
-// maxQueuedEmbeddings bounds the entries waiting in memory. Past it an entry is not
-// queued: the periodic EmbedPending sweep finds it by its missing vector, as it finds
-// the entries of a process that stopped with a queue.
-const maxQueuedEmbeddings = 20000
+// maxQueuedEmbeddings bounds the entries waiting for RunEmbedder. Past it write_memory
+// embeds and stores its vector itself, as without RunEmbedder: the queue absorbs bursts,
+// and under sustained writes (when RunEmbedder, one connection among the requests' many,
+// falls behind) the writers pay for their vectors again, so the backlog stays bounded by
+// a few seconds of writes. An entry the queue refuses anyway (a race past the bound) is
+// found by the periodic EmbedPending sweep by its missing vector, as are the entries of
+// a process that stopped with a queue.
+const maxQueuedEmbeddings = 1000
 
 // embedBatchMax is the most entries RunEmbedder takes from the queue at once.
 const embedBatchMax = 256
@@ -73,8 +77,17 @@ func (q *embedQueue) take(n int) []db.PendingEmbeddingsRow {
 	return out
 }
 
-// deferEmbedding reports whether write_memory leaves its entry's vector to RunEmbedder.
-func (s *Service) deferEmbedding() bool { return s.embeds != nil && s.embeds.running.Load() }
+// deferEmbedding reports whether write_memory leaves its entry's vector to RunEmbedder:
+// it runs and has room in its queue.
+func (s *Service) deferEmbedding() bool {
+	return s.embeds != nil && s.embeds.running.Load() && s.embeds.len() < maxQueuedEmbeddings
+}
+
+func (q *embedQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending)
+}
 
 // queueEmbedding hands a committed entry to RunEmbedder.
 func (s *Service) queueEmbedding(ctx context.Context, r db.PendingEmbeddingsRow) {

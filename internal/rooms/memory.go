@@ -220,7 +220,7 @@ func (s *Service) EmbedPending(ctx context.Context, limit int) (int, error) {
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
 		// Entries RunEmbedder has queued are left to it (sweepGrace).
 		before := s.now().Add(time.Second)
-		if s.deferEmbedding() {
+		if s.embeds != nil && s.embeds.running.Load() {
 			before = s.now().Add(-sweepGrace)
 		}
 		rows, err = s.Q.PendingEmbeddings(ctx, tx, db.PendingEmbeddingsParams{Embedder: e.Name(), Before: before, Lim: int32(limit)})
