@@ -523,7 +523,10 @@ func (s *Service) Show(ctx context.Context, sc tenancy.Scope, threadID string) (
 			return err
 		}
 		res.Thread.ID, res.Thread.Subject, res.Thread.Status, res.Thread.CreatedAt = t.ID.String(), t.Subject, t.Status, Time(t.CreatedAt)
-		tx.CommitWithNext(ctx) // the last read: no round trip for the COMMIT
+		open := t.Status == StatusOpen
+		if !open {
+			tx.CommitWithNext(ctx) // the last read: no round trip for the COMMIT
+		}
 		msgs, err := s.Q.ThreadMessages(ctx, tx, db.ThreadMessagesParams{ProjectID: sc.ProjectID, ThreadID: tid})
 		if err != nil {
 			return err
@@ -532,7 +535,8 @@ func (s *Service) Show(ctx context.Context, sc tenancy.Scope, threadID string) (
 		for _, m := range msgs {
 			res.Messages = append(res.Messages, ShownMessage{ID: m.ID.String(), From: m.FromPart, Body: m.Body, CreatedAt: Time(m.CreatedAt)})
 		}
-		if t.Status == StatusOpen {
+		if open {
+			tx.CommitWithNext(ctx) // the last read: no round trip for the COMMIT
 			res.Composing, err = s.Q.ComposingParts(ctx, tx, db.ComposingPartsParams{ProjectID: sc.ProjectID, ThreadID: tid, Now: s.now()})
 		}
 		return err
