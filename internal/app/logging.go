@@ -132,8 +132,14 @@ const tooDeeplyEncoded = "[redacted: too deeply percent-encoded]"
 // layers as there are, up to maxDecodeRounds, mixed freely) and case-insensitively, and
 // masked in the original text: the rest of s keeps its own encoding.
 func RedactCredentials(s string) string {
-	if strings.IndexByte(s, '%') < 0 && !containsQYT(s) {
+	plain := strings.IndexByte(s, '%') < 0
+	if plain && !containsQYT(s) {
 		return s // the common case: nothing to decode, no prefix
+	}
+	if plain {
+		// Nothing to decode (every threads URL: its connect code is in the path): the
+		// matches' offsets are s's own, with no per-byte map to build.
+		return maskMatches(s, credentialPattern.FindAllStringSubmatchIndex(s, -1), func(i int) int { return i }, func(i int) int { return i + 1 }, s)
 	}
 	units, ok := percentDecode(s)
 	if !ok {
@@ -146,16 +152,22 @@ func RedactCredentials(s string) string {
 	if !containsQYT(string(decoded)) {
 		return s
 	}
-	matches := credentialPattern.FindAllSubmatchIndex(decoded, -1)
+	return maskMatches(s, credentialPattern.FindAllSubmatchIndex(decoded, -1), func(i int) int { return units[i].start }, func(i int) int { return units[i].end }, string(decoded))
+}
+
+// maskMatches replaces in s each credential matched in decoded (the text the pattern ran
+// on) by its lower-case prefix and "[redacted]"; start and end map a byte of decoded to
+// the span of s it came from.
+func maskMatches(s string, matches [][]int, start, end func(int) int, decoded string) string {
 	if matches == nil {
 		return s
 	}
 	var b strings.Builder
 	last := 0 // in s
 	for _, m := range matches {
-		from, to := units[m[0]].start, units[m[1]-1].end
+		from, to := start(m[0]), end(m[1]-1)
 		b.WriteString(s[last:from])
-		b.WriteString(strings.ToLower(string(decoded[m[2]:m[3]])))
+		b.WriteString(strings.ToLower(decoded[m[2]:m[3]]))
 		b.WriteString("[redacted]")
 		last = to
 	}

@@ -2,6 +2,7 @@ package pg_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -308,5 +309,25 @@ func TestCommitWithNext(t *testing.T) {
 	})
 	if err != refused || nick() != "kept" {
 		t.Fatalf("with a claim the transaction must roll back on error: %v, nickname %q", err, nick())
+	}
+	// A read committed with its one statement is one round trip (BEGIN, settings, the
+	// query, COMMIT), and a statement after it is refused instead of running outside the
+	// transaction, without its tenant.
+	before := d.RoundTrips()
+	var second error
+	err = d.InTenant(ctx, tenant, func(tx *pg.Tx) error {
+		tx.CommitWithNext(ctx)
+		var n *string
+		if err := tx.QueryRow(ctx, "SELECT nickname FROM membership WHERE project_id = $1", fx.projectA).Scan(&n); err != nil {
+			return err
+		}
+		_, second = tx.Exec(ctx, "SELECT 1")
+		return nil
+	})
+	if err != nil || !errors.Is(second, pg.ErrCommitted) {
+		t.Fatalf("read committed with its statement: %v; a statement after it: %v, want ErrCommitted", err, second)
+	}
+	if n := d.RoundTrips() - before; n != 1 {
+		t.Fatalf("a read committed with its statement took %d round trips, want 1", n)
 	}
 }

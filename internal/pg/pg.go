@@ -599,9 +599,11 @@ func (t *Tx) SetTenant(tn Tenant) {
 // CommitWithNext sends the COMMIT in the same round trip as the transaction's next
 // statement, when nothing the caller decides after reading that statement's result may
 // undo the transaction (a credential's bind, whose one write is right whatever the
-// caller concludes from the row). The statement's error, or the COMMIT's, comes back from
-// reading its result; the transaction is over afterwards. Without effect when the
-// request carries an idempotency claim (it travels with the COMMIT, see Claim).
+// caller concludes from the row; a read tool's last query). The statement's error, or the
+// COMMIT's, comes back from reading its result; the transaction is over afterwards, and a
+// statement sent after it fails (ErrCommitted) rather than run without the tenant.
+// Without effect when the request carries an idempotency claim (it travels with the
+// COMMIT, see Claim).
 func (t *Tx) CommitWithNext(ctx context.Context) {
 	if claimFrom(ctx) == nil {
 		t.commitNext = true
@@ -706,8 +708,15 @@ func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults
 	return br, nil
 }
 
+// ErrCommitted is returned for a statement sent after the transaction committed with an
+// earlier one (CommitWithNext): it would run outside the transaction and its tenant.
+var ErrCommitted = errors.New("pg tx: statement after the transaction committed")
+
 // Exec implements db.DBTX.
 func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.committed {
+		return pgconn.CommandTag{}, ErrCommitted
+	}
 	if t.pipelined {
 		t.pending = append(t.pending, stmt{sql: sql, args: args})
 		t.queued = true
@@ -732,6 +741,9 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 
 // Query implements db.DBTX.
 func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.committed {
+		return nil, ErrCommitted
+	}
 	ctx, cancel := t.bound(ctx)
 	if len(t.pending) == 0 && !t.commitNext {
 		t.trips.Add(1)
@@ -758,6 +770,9 @@ func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, erro
 
 // QueryRow implements db.DBTX.
 func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if t.committed {
+		return errRow{ErrCommitted}
+	}
 	ctx, cancel := t.bound(ctx)
 	if len(t.pending) == 0 && !t.commitNext {
 		t.trips.Add(1)

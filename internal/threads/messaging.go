@@ -329,6 +329,7 @@ func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, in InboxInput) ([
 	}
 	out := make([]InboxItem, 0, in.Limit)
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		tx.CommitWithNext(ctx) // a read of one statement: no round trip for the COMMIT
 		if in.UnreadOnly {
 			rows, err := s.Q.InboxUnread(ctx, tx, db.InboxUnreadParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Before: before, Lim: int32(in.Limit)})
 			for _, r := range rows {
@@ -450,6 +451,7 @@ func (s *Service) Threads(ctx context.Context, sc tenancy.Scope, in ThreadsInput
 	}
 	var rows []db.ListMyThreadsRow
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
+		tx.CommitWithNext(ctx) // a read of one statement: no round trip for the COMMIT
 		rows, err = s.Q.ListMyThreads(ctx, tx, db.ListMyThreadsParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Status: in.Status, Pattern: pattern, Lim: int32(in.Limit)})
 		return err
 	})
@@ -471,6 +473,7 @@ func (s *Service) Search(ctx context.Context, sc tenancy.Scope, query string) ([
 	}
 	var rows []db.SearchOtherThreadsRow
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
+		tx.CommitWithNext(ctx) // a read of one statement: no round trip for the COMMIT
 		rows, err = s.Q.SearchOtherThreads(ctx, tx, db.SearchOtherThreadsParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Pattern: likePattern(query), Lim: MaxThreads})
 		return err
 	})
@@ -520,6 +523,10 @@ func (s *Service) Show(ctx context.Context, sc tenancy.Scope, threadID string) (
 			return err
 		}
 		res.Thread.ID, res.Thread.Subject, res.Thread.Status, res.Thread.CreatedAt = t.ID.String(), t.Subject, t.Status, Time(t.CreatedAt)
+		open := t.Status == StatusOpen
+		if !open {
+			tx.CommitWithNext(ctx) // the last read: no round trip for the COMMIT
+		}
 		msgs, err := s.Q.ThreadMessages(ctx, tx, db.ThreadMessagesParams{ProjectID: sc.ProjectID, ThreadID: tid})
 		if err != nil {
 			return err
@@ -528,7 +535,8 @@ func (s *Service) Show(ctx context.Context, sc tenancy.Scope, threadID string) (
 		for _, m := range msgs {
 			res.Messages = append(res.Messages, ShownMessage{ID: m.ID.String(), From: m.FromPart, Body: m.Body, CreatedAt: Time(m.CreatedAt)})
 		}
-		if t.Status == StatusOpen {
+		if open {
+			tx.CommitWithNext(ctx) // the last read: no round trip for the COMMIT
 			res.Composing, err = s.Q.ComposingParts(ctx, tx, db.ComposingPartsParams{ProjectID: sc.ProjectID, ThreadID: tid, Now: s.now()})
 		}
 		return err
