@@ -18,7 +18,7 @@ SELECT p.id, p.name, p.host_org_id, ho.name AS host_name, m.org_id,
 FROM membership m
 JOIN project p ON p.id = m.project_id
 JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement a ON a.project_id = p.id AND a.guest_org_id = m.org_id
+LEFT JOIN agreement a ON a.project_id = m.project_id AND a.guest_org_id = m.org_id
 WHERE m.agent_id = $1
 ORDER BY p.name, p.id
 `
@@ -34,6 +34,8 @@ type AgentRoomsRow struct {
 
 // Every room an agent is a member of, with its host and the agent's organisation's
 // agreement there; the caller filters guests without an active agreement.
+// joined on membership's project_id (the distribution column), not project's: on Citus a
+// join between two sharded tables must be on it
 func (q *Queries) AgentRooms(ctx context.Context, db DBTX, agentID uuid.UUID) ([]AgentRoomsRow, error) {
 	rows, err := db.Query(ctx, agentRooms, agentID)
 	if err != nil {

@@ -218,7 +218,6 @@ SELECT project_id, id FROM thread
 WHERE status = 'open' AND last_message_at < $1
 ORDER BY last_message_at
 LIMIT $2
-FOR UPDATE SKIP LOCKED
 `
 
 type IdleThreadsParams struct {
@@ -231,7 +230,8 @@ type IdleThreadsRow struct {
 	ID        uuid.UUID
 }
 
-// Cross-tenant (operator): open threads without a message since the cutoff.
+// Cross-tenant (operator): open threads without a message since the cutoff, oldest first,
+// read without locks from every shard; each project's are then locked by LockIdleThreads.
 func (q *Queries) IdleThreads(ctx context.Context, db DBTX, arg IdleThreadsParams) ([]IdleThreadsRow, error) {
 	rows, err := db.Query(ctx, idleThreads, arg.Cutoff, arg.Lim)
 	if err != nil {
@@ -565,6 +565,40 @@ func (q *Queries) ListMyThreads(ctx context.Context, db DBTX, arg ListMyThreadsP
 	return items, nil
 }
 
+const lockIdleThreads = `-- name: LockIdleThreads :many
+SELECT id FROM thread
+WHERE project_id = $1 AND id = ANY ($2::uuid[]) AND status = 'open' AND last_message_at < $3
+FOR UPDATE SKIP LOCKED
+`
+
+type LockIdleThreadsParams struct {
+	ProjectID uuid.UUID
+	Ids       []uuid.UUID
+	Cutoff    time.Time
+}
+
+// Of a project's idle candidates, those still open and idle, locked; one a reply or a
+// close holds is skipped until the next run. One project: a router query on Citus.
+func (q *Queries) LockIdleThreads(ctx context.Context, db DBTX, arg LockIdleThreadsParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, lockIdleThreads, arg.ProjectID, arg.Ids, arg.Cutoff)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockThread = `-- name: LockThread :one
 SELECT id, subject, status, lesson_outcome, created_at FROM thread
 WHERE project_id = $1 AND id = $2 FOR UPDATE
@@ -787,30 +821,28 @@ func (q *Queries) ShareThread(ctx context.Context, db DBTX, arg ShareThreadParam
 	return i, err
 }
 
-const threadByProjectSlug = `-- name: ThreadByProjectSlug :one
-SELECT t.project_id, t.id, t.status FROM thread t
-JOIN project p ON p.id = t.project_id
-JOIN organisation o ON o.id = p.host_org_id
-WHERE o.slug = $1 AND p.slug = $2 AND t.id = $3
-FOR UPDATE OF t
+const threadForCancel = `-- name: ThreadForCancel :one
+SELECT project_id, id, status FROM thread WHERE project_id = $1 AND id = $2
+FOR UPDATE
 `
 
-type ThreadByProjectSlugParams struct {
-	HostSlug    string
-	ProjectSlug string
-	ThreadID    uuid.UUID
+type ThreadForCancelParams struct {
+	ProjectID uuid.UUID
+	ThreadID  uuid.UUID
 }
 
-type ThreadByProjectSlugRow struct {
+type ThreadForCancelRow struct {
 	ProjectID uuid.UUID
 	ID        uuid.UUID
 	Status    string
 }
 
-// Operator: a thread of host/slug, for people's commands.
-func (q *Queries) ThreadByProjectSlug(ctx context.Context, db DBTX, arg ThreadByProjectSlugParams) (ThreadByProjectSlugRow, error) {
-	row := db.QueryRow(ctx, threadByProjectSlug, arg.HostSlug, arg.ProjectSlug, arg.ThreadID)
-	var i ThreadByProjectSlugRow
+// Operator: a thread of a project (found by ProjectIDBySlug), locked, for people's
+// commands. The project is found first: FOR UPDATE of a thread joined to reference tables
+// is refused on Citus.
+func (q *Queries) ThreadForCancel(ctx context.Context, db DBTX, arg ThreadForCancelParams) (ThreadForCancelRow, error) {
+	row := db.QueryRow(ctx, threadForCancel, arg.ProjectID, arg.ThreadID)
+	var i ThreadForCancelRow
 	err := row.Scan(&i.ProjectID, &i.ID, &i.Status)
 	return i, err
 }

@@ -33,6 +33,51 @@ func (q *Queries) AckWake(ctx context.Context, db DBTX, arg AckWakeParams) (uuid
 	return project_id, err
 }
 
+const agentWakeProjects = `-- name: AgentWakeProjects :many
+SELECT c.project_id FROM (
+  SELECT w.project_id, min(w.created_at) AS oldest FROM wake w
+  WHERE w.agent_id = $1
+    AND (w.status = 'pending' OR (w.status = 'claimed' AND w.lease_until <= $2::timestamptz))
+  GROUP BY w.project_id
+  UNION ALL
+  SELECT e.project_id, min(e.created_at) FROM wake_event e WHERE e.agent_id = $1
+  GROUP BY e.project_id
+) c
+GROUP BY c.project_id
+ORDER BY min(c.oldest), c.project_id
+LIMIT $3::integer
+`
+
+type AgentWakeProjectsParams struct {
+	AgentID uuid.UUID
+	Now     time.Time
+	MaxRows int32
+}
+
+// The pager's candidates: the agent's projects with wake events to fold or wakes to claim
+// (pending, or claimed with the lease run out), the oldest first. The pager's request
+// names no project, so this reads every shard (wake_agent_idx, wake_event_agent_idx),
+// without locks; the fold and the claim then run per project (router statements).
+func (q *Queries) AgentWakeProjects(ctx context.Context, db DBTX, arg AgentWakeProjectsParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, agentWakeProjects, arg.AgentID, arg.Now, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var project_id uuid.UUID
+		if err := rows.Scan(&project_id); err != nil {
+			return nil, err
+		}
+		items = append(items, project_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const agentWakeStatus = `-- name: AgentWakeStatus :one
 SELECT status FROM wake WHERE agent_id = $1 AND id = $2
 `
@@ -47,6 +92,39 @@ func (q *Queries) AgentWakeStatus(ctx context.Context, db DBTX, arg AgentWakeSta
 	var status string
 	err := row.Scan(&status)
 	return status, err
+}
+
+const alwaysOnMembers = `-- name: AlwaysOnMembers :many
+SELECT m.id FROM membership m JOIN agent a ON a.id = m.agent_id
+WHERE m.project_id = $1::uuid AND m.id = ANY ($2::uuid[])
+  AND a.kind = 'always_on'
+`
+
+type AlwaysOnMembersParams struct {
+	ProjectID uuid.UUID
+	MemberIds []uuid.UUID
+}
+
+// Of the parts named, those whose agent is always-on (rooms' AlwaysOnOnly requests queue
+// only these): read before QueueWakeEvents, which must not read the agent table.
+func (q *Queries) AlwaysOnMembers(ctx context.Context, db DBTX, arg AlwaysOnMembersParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, alwaysOnMembers, arg.ProjectID, arg.MemberIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const cancelThreadWakeEvents = `-- name: CancelThreadWakeEvents :exec
@@ -117,20 +195,20 @@ WITH c AS (
   SELECT w.project_id, w.id
   FROM wake w
   JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
-  WHERE w.agent_id = $3
+  WHERE w.project_id = $3::uuid AND w.agent_id = $4
     AND (w.status = 'pending' OR (w.status = 'claimed' AND w.lease_until <= $2::timestamptz))
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
     -- online: it sees the work itself; the wake waits (coalescing) until it has been quiet
     -- for the online window, unless acks or a close withdraw it first
-    AND (m.last_seen_at IS NULL OR m.last_seen_at <= $4::timestamptz)
+    AND (m.last_seen_at IS NULL OR m.last_seen_at <= $5::timestamptz)
     -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
-    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
-         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = $3::uuid)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = $3::uuid
                     AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
-         OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
-             AND x.charged_at > $5::timestamptz AND x.status <> 'canceled')
-            < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = w.project_id))
+         OR (SELECT count(*) FROM wake x WHERE x.project_id = $3::uuid AND x.member_id = w.member_id
+             AND x.charged_at > $6::timestamptz AND x.status <> 'canceled')
+            < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = $3::uuid))
   ORDER BY w.created_at
   LIMIT 1
   FOR UPDATE OF w SKIP LOCKED
@@ -138,15 +216,16 @@ WITH c AS (
 UPDATE wake w SET status = 'claimed', lease_until = $1::timestamptz,
   charged_at = COALESCE(w.charged_at, $2::timestamptz),
   attempts = w.attempts + 1, updated_at = $2::timestamptz
-FROM c WHERE w.project_id = c.project_id AND w.id = c.id
+FROM c WHERE w.project_id = $3::uuid AND w.project_id = c.project_id AND w.id = c.id
 RETURNING w.project_id, w.id, w.part, w.urgent, w.sources, w.count, w.thread_counts,
   w.other_count, w.last_item_id, w.created_at, w.attempts, w.lease_until,
-  (SELECT p.name FROM project p WHERE p.id = w.project_id)::text AS project_name
+  (SELECT p.name FROM project p WHERE p.id = $3::uuid)::text AS project_name
 `
 
 type ClaimWakeParams struct {
 	LeaseUntil  time.Time
 	Now         time.Time
+	ProjectID   uuid.UUID
 	AgentID     uuid.UUID
 	OnlineSince time.Time
 	Since       time.Time
@@ -168,13 +247,15 @@ type ClaimWakeRow struct {
 	ProjectName  string
 }
 
-// The pager: the agent's oldest deliverable wake (not parked, within budget or urgent, the
-// agreement active for a guest's part: one raised before a revocation waits, like a parked
-// one), or one whose lease ran out (replay, not charged again).
+// The pager: the agent's oldest deliverable wake in a project (not parked, within budget
+// or urgent, the agreement active for a guest's part: one raised before a revocation
+// waits, like a parked one), or one whose lease ran out (replay, not charged again).
+// Every subquery names the project itself: a router query on Citus.
 func (q *Queries) ClaimWake(ctx context.Context, db DBTX, arg ClaimWakeParams) (ClaimWakeRow, error) {
 	row := db.QueryRow(ctx, claimWake,
 		arg.LeaseUntil,
 		arg.Now,
+		arg.ProjectID,
 		arg.AgentID,
 		arg.OnlineSince,
 		arg.Since,
@@ -272,13 +353,12 @@ func (q *Queries) FinishWakeSend(ctx context.Context, db DBTX, arg FinishWakeSen
 const foldWakeEvents = `-- name: FoldWakeEvents :execrows
 WITH pick AS (
   SELECT e.project_id, e.id FROM wake_event e
-  WHERE e.agent_id = ANY ($2::uuid[])
+  WHERE e.project_id = $1::uuid AND e.agent_id = ANY ($2::uuid[])
   LIMIT $3::integer
   FOR UPDATE OF e SKIP LOCKED
 ), ev AS (
-  DELETE FROM wake_event e USING pick
-  WHERE e.project_id = pick.project_id AND e.id = pick.id
-  RETURNING e.project_id, e.id, e.member_id, e.agent_id, e.part, e.source, e.urgent, e.thread_id, e.item_id, e.created_at
+  SELECT e.project_id, e.id, e.member_id, e.agent_id, e.part, e.source, e.urgent, e.thread_id, e.item_id, e.created_at FROM wake_event e JOIN pick ON e.project_id = pick.project_id AND e.id = pick.id
+  WHERE e.project_id = $1::uuid
 ), per_thread AS (
   SELECT project_id, member_id, thread_id, count(*)::integer AS n FROM ev GROUP BY project_id, member_id, thread_id
 ), per_part AS (
@@ -290,38 +370,50 @@ WITH pick AS (
     (SELECT COALESCE(jsonb_object_agg(pt.thread_id::text, pt.n), '{}'::jsonb) FROM per_thread pt
      WHERE pt.project_id = ev.project_id AND pt.member_id = ev.member_id AND pt.thread_id IS NOT NULL) AS thread_counts
   FROM ev GROUP BY ev.project_id, ev.member_id
+), upsert AS (
+  INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
+    thread_counts, other_count, last_item_id, created_at, updated_at)
+  SELECT p.project_id, p.id, p.member_id, p.agent_id, p.part, 'pending', p.urgent, p.sources, p.count,
+    p.thread_counts, p.other_count, p.last_item_id, p.created_at, $4::timestamptz
+  FROM per_part p
+  ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
+    count = wake.count + EXCLUDED.count,
+    urgent = wake.urgent OR EXCLUDED.urgent,
+    sources = ARRAY(SELECT DISTINCT s FROM unnest(wake.sources || EXCLUDED.sources) AS s ORDER BY s),
+    thread_counts = (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb) FROM (
+        SELECT k, sum(v::integer) AS n FROM (
+          SELECT a.k, a.v FROM jsonb_each_text(wake.thread_counts) AS a (k, v)
+          UNION ALL SELECT b.k, b.v FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) s),
+    other_count = wake.other_count + EXCLUDED.other_count,
+    last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
+    updated_at = EXCLUDED.updated_at
 )
-INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
-  thread_counts, other_count, last_item_id, created_at, updated_at)
-SELECT p.project_id, p.id, p.member_id, p.agent_id, p.part, 'pending', p.urgent, p.sources, p.count,
-  p.thread_counts, p.other_count, p.last_item_id, p.created_at, $1::timestamptz
-FROM per_part p
-ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
-  count = wake.count + EXCLUDED.count,
-  urgent = wake.urgent OR EXCLUDED.urgent,
-  sources = ARRAY(SELECT DISTINCT s FROM unnest(wake.sources || EXCLUDED.sources) AS s ORDER BY s),
-  thread_counts = (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb) FROM (
-      SELECT k, sum(v::integer) AS n FROM (
-        SELECT a.k, a.v FROM jsonb_each_text(wake.thread_counts) AS a (k, v)
-        UNION ALL SELECT b.k, b.v FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) s),
-  other_count = wake.other_count + EXCLUDED.other_count,
-  last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
-  updated_at = EXCLUDED.updated_at
+DELETE FROM wake_event e USING pick
+WHERE e.project_id = $1::uuid AND e.project_id = pick.project_id AND e.id = pick.id
 `
 
 type FoldWakeEventsParams struct {
-	Now      time.Time
-	AgentIds []uuid.UUID
-	MaxRows  int32
+	ProjectID uuid.UUID
+	AgentIds  []uuid.UUID
+	MaxRows   int32
+	Now       time.Time
 }
 
-// The coalescing: the agents' wake events (at most max_rows) are deleted and added to
-// their part's pending wake, made if the part has none (with the id of its first event):
-// count and thread shares summed, sources united, urgent if any was, the latest item
-// kept. Events another fold holds are skipped (SKIP LOCKED): that fold adds them, so
-// folds never wait on each other and senders never wait on a fold.
+// The coalescing: a project's wake events of the agents given (at most max_rows) are
+// deleted and added to their part's pending wake, made if the part has none (with the id
+// of its first event): count and thread shares summed, sources united, urgent if any
+// was, the latest item kept. Events another fold holds are skipped (SKIP LOCKED): that
+// fold adds them, so folds never wait on each other and senders never wait on a fold.
+// It counts the events folded. One project per statement, and the DELETE on top with the
+// upsert in a CTE: Citus plans neither FOR UPDATE across shard groups nor an INSERT …
+// SELECT with a data-modifying CTE, and plans this one on the project's shard group.
 func (q *Queries) FoldWakeEvents(ctx context.Context, db DBTX, arg FoldWakeEventsParams) (int64, error) {
-	result, err := db.Exec(ctx, foldWakeEvents, arg.Now, arg.AgentIds, arg.MaxRows)
+	result, err := db.Exec(ctx, foldWakeEvents,
+		arg.ProjectID,
+		arg.AgentIds,
+		arg.MaxRows,
+		arg.Now,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -475,19 +567,15 @@ func (q *Queries) NotifyWakes(ctx context.Context, db DBTX, payload string) erro
 const queueWakeEvents = `-- name: QueueWakeEvents :exec
 
 WITH req AS (
-  SELECT unnest($7::uuid[]) AS member_id, unnest($8::uuid[]) AS id
+  SELECT unnest($8::uuid[]) AS member_id, unnest($9::uuid[]) AS id
 )
 INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
 SELECT m.project_id, req.id, m.id, m.agent_id, m.part, $1::text, $2::boolean,
   $3::uuid, $4::uuid, $5::timestamptz
 FROM req
 JOIN membership m ON m.project_id = $6::uuid AND m.id = req.member_id
-WHERE true
-  -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a
-  -- wake names the project, its threads and its last item
-  AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
-       OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
-                  AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
+LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id AND ag.status = 'active'
+WHERE m.org_id = $7::uuid OR ag.project_id IS NOT NULL
 `
 
 type QueueWakeEventsParams struct {
@@ -497,6 +585,7 @@ type QueueWakeEventsParams struct {
 	ItemID    *uuid.UUID
 	Now       time.Time
 	ProjectID uuid.UUID
+	HostOrgID uuid.UUID
 	MemberIds []uuid.UUID
 	Ids       []uuid.UUID
 }
@@ -511,6 +600,10 @@ type QueueWakeEventsParams struct {
 // the part's pending wake when it is about to be delivered: FoldWakeEvents). Listeners
 // are told after the commit (NotifyWakeMembers), not here: a NOTIFY in the transaction
 // would serialise every sender's commit behind Postgres' one notify lock.
+// The host comes from the caller's scope and no reference table is read: on Citus an
+// INSERT … SELECT that reads one is sent to every shard; this one is a router query.
+// a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a wake
+// names the project, its threads and its last item
 func (q *Queries) QueueWakeEvents(ctx context.Context, db DBTX, arg QueueWakeEventsParams) error {
 	_, err := db.Exec(ctx, queueWakeEvents,
 		arg.Source,
@@ -519,51 +612,7 @@ func (q *Queries) QueueWakeEvents(ctx context.Context, db DBTX, arg QueueWakeEve
 		arg.ItemID,
 		arg.Now,
 		arg.ProjectID,
-		arg.MemberIds,
-		arg.Ids,
-	)
-	return err
-}
-
-const queueWakeEventsAlwaysOn = `-- name: QueueWakeEventsAlwaysOn :exec
-WITH req AS (
-  SELECT unnest($7::uuid[]) AS member_id, unnest($8::uuid[]) AS id
-)
-INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
-SELECT m.project_id, req.id, m.id, m.agent_id, m.part, $1::text, $2::boolean,
-  $3::uuid, $4::uuid, $5::timestamptz
-FROM req
-JOIN membership m ON m.project_id = $6::uuid AND m.id = req.member_id
-WHERE EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
-  -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a
-  -- wake names the project, its threads and its last item
-  AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
-       OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
-                  AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
-`
-
-type QueueWakeEventsAlwaysOnParams struct {
-	Source    string
-	Urgent    bool
-	ThreadID  *uuid.UUID
-	ItemID    *uuid.UUID
-	Now       time.Time
-	ProjectID uuid.UUID
-	MemberIds []uuid.UUID
-	Ids       []uuid.UUID
-}
-
-// QueueWakeEvents for rooms' AlwaysOnOnly requests: only parts whose agent is always-on
-// (a second statement so the common one does not read agent at all: a cheaper plan
-// under RLS on the send path).
-func (q *Queries) QueueWakeEventsAlwaysOn(ctx context.Context, db DBTX, arg QueueWakeEventsAlwaysOnParams) error {
-	_, err := db.Exec(ctx, queueWakeEventsAlwaysOn,
-		arg.Source,
-		arg.Urgent,
-		arg.ThreadID,
-		arg.ItemID,
-		arg.Now,
-		arg.ProjectID,
+		arg.HostOrgID,
 		arg.MemberIds,
 		arg.Ids,
 	)
@@ -604,34 +653,36 @@ func (q *Queries) RetryDeadWake(ctx context.Context, db DBTX, id uuid.UUID) (int
 const takeWebhookWakes = `-- name: TakeWebhookWakes :many
 WITH c AS (
   SELECT w.project_id, w.id
-  FROM wake_target t
-  JOIN wake w ON w.agent_id = t.agent_id AND w.status = 'pending'
+  FROM wake w
   JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
-  WHERE true
+  WHERE w.project_id = $2::uuid AND w.agent_id = ANY ($3::uuid[])
+    AND w.status = 'pending'
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
     -- online: it sees the work itself; the wake waits (coalescing) until it has been quiet
     -- for the online window, unless acks or a close withdraw it first
-    AND (m.last_seen_at IS NULL OR m.last_seen_at <= $2::timestamptz)
+    AND (m.last_seen_at IS NULL OR m.last_seen_at <= $4::timestamptz)
     -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
-    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
-         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = $2::uuid)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = $2::uuid
                     AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
-         OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
-             AND x.charged_at > $3::timestamptz AND x.status <> 'canceled')
-            < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = w.project_id))
+         OR (SELECT count(*) FROM wake x WHERE x.project_id = $2::uuid AND x.member_id = w.member_id
+             AND x.charged_at > $5::timestamptz AND x.status <> 'canceled')
+            < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = $2::uuid))
   ORDER BY w.created_at
-  LIMIT $4::integer
+  LIMIT $6::integer
   FOR UPDATE OF w SKIP LOCKED
 )
 UPDATE wake w SET status = 'sending', charged_at = COALESCE(w.charged_at, $1::timestamptz),
   updated_at = $1::timestamptz
-FROM c WHERE w.project_id = c.project_id AND w.id = c.id
+FROM c WHERE w.project_id = $2::uuid AND w.project_id = c.project_id AND w.id = c.id
 RETURNING w.project_id, w.id
 `
 
 type TakeWebhookWakesParams struct {
 	Now         time.Time
+	ProjectID   uuid.UUID
+	AgentIds    []uuid.UUID
 	OnlineSince time.Time
 	Since       time.Time
 	MaxRows     int32
@@ -642,11 +693,15 @@ type TakeWebhookWakesRow struct {
 	ID        uuid.UUID
 }
 
-// Deliverable wakes of agents with a webhook (not parked, within budget or urgent), charged
-// and marked sending for the delivery job enqueued in the same transaction.
+// A project's deliverable wakes of the agents given (those with a webhook; not parked,
+// within budget or urgent), charged and marked sending for the delivery job enqueued in
+// the same transaction. Every subquery names the project itself: on Citus the statement
+// is then a router query, which FOR UPDATE needs.
 func (q *Queries) TakeWebhookWakes(ctx context.Context, db DBTX, arg TakeWebhookWakesParams) ([]TakeWebhookWakesRow, error) {
 	rows, err := db.Query(ctx, takeWebhookWakes,
 		arg.Now,
+		arg.ProjectID,
+		arg.AgentIds,
 		arg.OnlineSince,
 		arg.Since,
 		arg.MaxRows,
@@ -716,31 +771,40 @@ func (q *Queries) WakeAgentByRef(ctx context.Context, db DBTX, arg WakeAgentByRe
 	return i, err
 }
 
-const wakeEventAgents = `-- name: WakeEventAgents :many
-SELECT DISTINCT e.agent_id FROM wake_event e
-WHERE NOT $1::boolean OR EXISTS (SELECT 1 FROM wake_target t WHERE t.agent_id = e.agent_id)
-LIMIT $2::integer
+const wakeEventBacklog = `-- name: WakeEventBacklog :many
+SELECT e.project_id, array_agg(DISTINCT e.agent_id)::uuid[] AS agent_ids FROM wake_event e
+WHERE NOT $1::boolean OR e.agent_id = ANY ($2::uuid[])
+GROUP BY e.project_id
+LIMIT $3::integer
 `
 
-type WakeEventAgentsParams struct {
-	WebhookOnly bool
-	MaxRows     int32
+type WakeEventBacklogParams struct {
+	WebhookOnly   bool
+	WebhookAgents []uuid.UUID
+	MaxRows       int32
 }
 
-// The agents with events to fold (the sweep: all; the webhook dispatch: those with a webhook).
-func (q *Queries) WakeEventAgents(ctx context.Context, db DBTX, arg WakeEventAgentsParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, wakeEventAgents, arg.WebhookOnly, arg.MaxRows)
+type WakeEventBacklogRow struct {
+	ProjectID uuid.UUID
+	AgentIds  []uuid.UUID
+}
+
+// Projects with wake events to fold, with their agents (the sweep: every agent; the
+// webhook dispatch: the agents given, those with a webhook). It reads every shard of
+// wake_event, without locks; each project is then folded by its own router statement.
+func (q *Queries) WakeEventBacklog(ctx context.Context, db DBTX, arg WakeEventBacklogParams) ([]WakeEventBacklogRow, error) {
+	rows, err := db.Query(ctx, wakeEventBacklog, arg.WebhookOnly, arg.WebhookAgents, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []uuid.UUID{}
+	items := []WakeEventBacklogRow{}
 	for rows.Next() {
-		var agent_id uuid.UUID
-		if err := rows.Scan(&agent_id); err != nil {
+		var i WakeEventBacklogRow
+		if err := rows.Scan(&i.ProjectID, &i.AgentIds); err != nil {
 			return nil, err
 		}
-		items = append(items, agent_id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -751,13 +815,12 @@ func (q *Queries) WakeEventAgents(ctx context.Context, db DBTX, arg WakeEventAge
 const wakeForDelivery = `-- name: WakeForDelivery :one
 SELECT w.project_id, w.id, w.member_id, w.agent_id, w.part, w.status, w.urgent, w.sources,
   w.count, w.thread_counts, w.other_count, w.last_item_id, w.created_at, w.attempts,
-  m.parked_until, t.url, t.secret_enc, a.slug AS agent_slug, o.slug AS org_slug, p.name AS project_name
+  m.parked_until, a.org_id AS agent_org_id, a.slug AS agent_slug, o.slug AS org_slug, p.name AS project_name
 FROM wake w
 JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
 JOIN agent a ON a.id = w.agent_id
 JOIN organisation o ON o.id = a.org_id
 JOIN project p ON p.id = w.project_id
-LEFT JOIN wake_target t ON t.agent_id = w.agent_id
 WHERE w.project_id = $1 AND w.id = $2
 `
 
@@ -782,13 +845,14 @@ type WakeForDeliveryRow struct {
 	CreatedAt    time.Time
 	Attempts     int32
 	ParkedUntil  *time.Time
-	Url          *string
-	SecretEnc    []byte
+	AgentOrgID   uuid.UUID
 	AgentSlug    string
 	OrgSlug      string
 	ProjectName  string
 }
 
+// The wake a delivery job sends; its webhook is read apart (WakeTarget): wake_target is
+// sharded by organisation, wake by project, and Citus joins only within one group.
 func (q *Queries) WakeForDelivery(ctx context.Context, db DBTX, arg WakeForDeliveryParams) (WakeForDeliveryRow, error) {
 	row := db.QueryRow(ctx, wakeForDelivery, arg.ProjectID, arg.ID)
 	var i WakeForDeliveryRow
@@ -808,8 +872,7 @@ func (q *Queries) WakeForDelivery(ctx context.Context, db DBTX, arg WakeForDeliv
 		&i.CreatedAt,
 		&i.Attempts,
 		&i.ParkedUntil,
-		&i.Url,
-		&i.SecretEnc,
+		&i.AgentOrgID,
 		&i.AgentSlug,
 		&i.OrgSlug,
 		&i.ProjectName,
@@ -817,48 +880,136 @@ func (q *Queries) WakeForDelivery(ctx context.Context, db DBTX, arg WakeForDeliv
 	return i, err
 }
 
+const wakeTarget = `-- name: WakeTarget :one
+SELECT url, secret_enc FROM wake_target WHERE org_id = $1 AND agent_id = $2
+`
+
+type WakeTargetParams struct {
+	OrgID   uuid.UUID
+	AgentID uuid.UUID
+}
+
+type WakeTargetRow struct {
+	Url       string
+	SecretEnc []byte
+}
+
+// An agent's webhook, for a delivery.
+func (q *Queries) WakeTarget(ctx context.Context, db DBTX, arg WakeTargetParams) (WakeTargetRow, error) {
+	row := db.QueryRow(ctx, wakeTarget, arg.OrgID, arg.AgentID)
+	var i WakeTargetRow
+	err := row.Scan(&i.Url, &i.SecretEnc)
+	return i, err
+}
+
+const webhookAgents = `-- name: WebhookAgents :many
+SELECT agent_id FROM wake_target
+`
+
+// The agents with a webhook (the dispatch's candidates): one row per configured webhook.
+func (q *Queries) WebhookAgents(ctx context.Context, db DBTX) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, webhookAgents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var agent_id uuid.UUID
+		if err := rows.Scan(&agent_id); err != nil {
+			return nil, err
+		}
+		items = append(items, agent_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookWakeProjects = `-- name: WebhookWakeProjects :many
+SELECT DISTINCT w.project_id FROM wake w
+WHERE w.agent_id = ANY ($1::uuid[]) AND w.status = 'pending'
+LIMIT $2::integer
+`
+
+type WebhookWakeProjectsParams struct {
+	AgentIds []uuid.UUID
+	MaxRows  int32
+}
+
+// Projects with pending wakes of the agents given (those with a webhook): the dispatch's
+// candidates, read from every shard without locks (wake_agent_idx).
+func (q *Queries) WebhookWakeProjects(ctx context.Context, db DBTX, arg WebhookWakeProjectsParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, webhookWakeProjects, arg.AgentIds, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var project_id uuid.UUID
+		if err := rows.Scan(&project_id); err != nil {
+			return nil, err
+		}
+		items = append(items, project_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const withdrawAckedWake = `-- name: WithdrawAckedWake :exec
 WITH ev AS (
   DELETE FROM wake_event e
   WHERE e.project_id = $3 AND e.member_id = $4 AND e.item_id = $5::uuid
 ), w AS (
-  SELECT wk.project_id, wk.id, COALESCE((wk.thread_counts->>$1::uuid::text)::integer, 0) AS had,
-    (SELECT count(*)::integer FROM delivery d
-     JOIN message msg ON msg.project_id = d.project_id AND msg.id = d.message_id
-     WHERE d.project_id = wk.project_id AND d.member_id = wk.member_id AND d.thread_id = $1::uuid
-       AND d.read_at IS NULL AND d.open AND msg.created_at >= wk.created_at) AS unread
-  FROM wake wk
-  WHERE wk.project_id = $3 AND wk.member_id = $4 AND wk.status = 'pending'
-    AND jsonb_exists(wk.thread_counts, $1::uuid::text)
+  SELECT x.project_id, x.id, x.had, least(x.unread, x.had) AS keep, to_jsonb(least(x.unread, x.had)) AS keep_json
+  FROM (
+    SELECT wk.project_id, wk.id, COALESCE((wk.thread_counts->>$1::text)::integer, 0) AS had,
+      (SELECT count(*)::integer FROM delivery d
+       JOIN message msg ON msg.project_id = d.project_id AND msg.id = d.message_id
+       WHERE d.project_id = $3 AND msg.project_id = $3 AND d.member_id = wk.member_id AND d.thread_id = $6::uuid
+         AND d.read_at IS NULL AND d.open AND msg.created_at >= wk.created_at) AS unread
+    FROM wake wk
+    WHERE wk.project_id = $3 AND wk.member_id = $4 AND wk.status = 'pending'
+      AND jsonb_exists(wk.thread_counts, $1::text)
+  ) x
 )
 UPDATE wake SET
-  thread_counts = CASE WHEN least(w.unread, w.had) = 0 THEN wake.thread_counts - $1::uuid::text
-    ELSE jsonb_set(wake.thread_counts, ARRAY[$1::uuid::text], to_jsonb(least(w.unread, w.had))) END,
-  count = wake.count - w.had + least(w.unread, w.had),
-  status = CASE WHEN wake.count - w.had + least(w.unread, w.had) <= 0 THEN 'canceled' ELSE wake.status END,
+  thread_counts = CASE WHEN w.keep = 0 THEN wake.thread_counts - $1::text
+    ELSE jsonb_set(wake.thread_counts, ARRAY[$1::text], w.keep_json) END,
+  count = wake.count - w.had + w.keep,
+  status = CASE WHEN wake.count - w.had + w.keep <= 0 THEN 'canceled' ELSE wake.status END,
   updated_at = $2::timestamptz
-FROM w WHERE wake.project_id = w.project_id AND wake.id = w.id
+FROM w WHERE wake.project_id = $3 AND wake.project_id = w.project_id AND wake.id = w.id
 `
 
 type WithdrawAckedWakeParams struct {
-	ThreadID  uuid.UUID
+	ThreadKey string
 	Now       time.Time
 	ProjectID uuid.UUID
 	MemberID  uuid.UUID
 	MessageID uuid.UUID
+	ThreadID  uuid.UUID
 }
 
 // Acking a message withdraws it from the part's wakes not delivered yet: its event, if not
 // folded yet, goes; the pending wake's share for the message's thread is recounted from
 // what is still unread there since the wake began (never raised, so acking twice changes
-// nothing), and a wake left with nothing is canceled.
+// nothing), and a wake left with nothing is canceled. thread_key is the thread's id as
+// text (the key of thread_counts), passed as such, and the new share is made into jsonb
+// in the CTE: Citus refuses a function that is not immutable (the uuid to text cast,
+// to_jsonb) inside CASE.
 func (q *Queries) WithdrawAckedWake(ctx context.Context, db DBTX, arg WithdrawAckedWakeParams) error {
 	_, err := db.Exec(ctx, withdrawAckedWake,
-		arg.ThreadID,
+		arg.ThreadKey,
 		arg.Now,
 		arg.ProjectID,
 		arg.MemberID,
 		arg.MessageID,
+		arg.ThreadID,
 	)
 	return err
 }

@@ -45,6 +45,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	duration := fs.Duration("duration", 5*time.Second, "measured time of every row")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured time before every row")
 	entries := fs.Int("entries", 10000, "trusted knowledge entries and memory entries seeded for recall and read_memory")
+	replicas := fs.Int("replicas", 0, "serve with this many replicas behind HAProxy (deploy/replicas/replicas.sh); 0: one server called directly")
+	replicasScript := fs.String("replicas-script", "deploy/replicas/replicas.sh", "the script that starts the replicas and HAProxy")
 	only := fs.String("only", "", "regular expression: measure only the rows whose name matches (the raw loops always run)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -61,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts := loadtest.Options{
 		Bin: *bin, ClusterURL: *clusterURL, Database: *database, DemoPath: *demo, LogDir: *logDir,
 		Window:  loadtest.Window{Conns: *conns, Duration: *duration, Warmup: *warmup},
-		Entries: *entries, Progress: stderr,
+		Entries: *entries, Progress: stderr, Replicas: *replicas, ReplicasScript: *replicasScript,
 	}
 	if *only != "" {
 		re, err := regexp.Compile(*only)

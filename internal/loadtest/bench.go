@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -21,7 +24,12 @@ type Options struct {
 	Entries    int            // knowledge and memory entries seeded for recall and read_memory
 	Only       *regexp.Regexp // rows to run (nil: all); the raw loops always run
 	ServerEnv  []string       // extra settings of the server (KEY=value)
-	Progress   io.Writer      // what is being done, as it is done
+	// Replicas, when above zero, serves with that many `relayroom serve` processes behind
+	// HAProxy, started by ReplicasScript (deploy/replicas/replicas.sh) in LogDir/replicas;
+	// zero is one server called directly.
+	Replicas       int
+	ReplicasScript string
+	Progress       io.Writer // what is being done, as it is done
 }
 
 // Run prepares a scratch database, starts the server, measures every row and stops the
@@ -52,20 +60,14 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(o.LogDir, "server.log")
-	srv, err := StartServer(ctx, ServerOptions{Bin: o.Bin, DatabaseURL: dbURL, LogPath: logPath, Env: o.ServerEnv})
+	base, pids, stop, err := startServers(ctx, o, dbURL, say)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err := srv.Stop(30 * time.Second); err != nil {
-			say("stopping the server: %v", err)
-		}
-	}()
-	say("relayroom serve at %s (pid %d, log %s)", srv.Base, srv.PID(), logPath)
+	defer stop()
 	client := NewClient(o.Window.Conns, 60*time.Second, nil)
 	defer client.Close()
-	env, err := NewEnv(client, srv.Base, f)
+	env, err := NewEnv(client, base, f)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +94,7 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		Scenario{Name: "raw read (end)", Class: ClassRawRead, Note: "the same loop again", Call: raw.Read},
 		Scenario{Name: "raw insert (end)", Class: ClassRawWrite, Note: "the same loop again", Call: raw.Insert},
 	)
-	probe := &cpuProbe{serverPID: srv.PID(), pool: raw.pool}
+	probe := &cpuProbe{serverPIDs: pids, pool: raw.pool}
 	rows := make([]Row, 0, len(scenarios))
 	for _, s := range scenarios {
 		if err := ctx.Err(); err != nil {
@@ -104,4 +106,54 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		rows = append(rows, Row{Name: s.Name, Class: s.Class, Note: s.Note, Summary: sum, CPU: cpu})
 	}
 	return rows, nil
+}
+
+// startServers starts one server, or o.Replicas behind HAProxy, and returns the base URL
+// the calls go to, the servers' process ids and how to stop them.
+func startServers(ctx context.Context, o Options, dbURL string, say func(string, ...any)) (string, []int, func(), error) {
+	if o.Replicas <= 0 {
+		logPath := filepath.Join(o.LogDir, "server.log")
+		srv, err := StartServer(ctx, ServerOptions{Bin: o.Bin, DatabaseURL: dbURL, LogPath: logPath, Env: o.ServerEnv})
+		if err != nil {
+			return "", nil, nil, err
+		}
+		say("relayroom serve at %s (pid %d, log %s)", srv.Base, srv.PID(), logPath)
+		return srv.Base, []int{srv.PID()}, func() {
+			if err := srv.Stop(30 * time.Second); err != nil {
+				say("stopping the server: %v", err)
+			}
+		}, nil
+	}
+	dir := filepath.Join(o.LogDir, "replicas")
+	cmd := exec.CommandContext(ctx, "bash", o.ReplicasScript, "start", dir, strconv.Itoa(o.Replicas), dbURL, o.Bin)
+	cmd.Env = append(os.Environ(), o.ServerEnv...)
+	cmd.Stderr = o.Progress
+	out, err := cmd.Output()
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("start %d replicas: %w", o.Replicas, err)
+	}
+	stop := func() {
+		c := exec.Command("bash", o.ReplicasScript, "stop", dir)
+		c.Stderr = o.Progress
+		if err := c.Run(); err != nil {
+			say("stopping the replicas: %v", err)
+		}
+	}
+	var pids []int
+	for i := 1; i <= o.Replicas; i++ {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("replica%d.pid", i)))
+		if err == nil {
+			var pid int
+			if _, err = fmt.Sscan(string(b), &pid); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		if err != nil {
+			stop()
+			return "", nil, nil, fmt.Errorf("replica %d: %w", i, err)
+		}
+	}
+	base := strings.TrimSpace(string(out))
+	say("%d replicas behind haproxy at %s (pids %v, logs in %s)", o.Replicas, base, pids, dir)
+	return base, pids, stop, nil
 }

@@ -31,10 +31,11 @@ func PerCall(d time.Duration, n int) time.Duration {
 	return d / time.Duration(n)
 }
 
-// cpuProbe reads the CPU times of the server process and of the database's backends.
+// cpuProbe reads the CPU times of the server processes (every replica's, summed) and of
+// the database's backends.
 type cpuProbe struct {
-	serverPID int
-	pool      *pgxpool.Pool // any pool on the scratch database, to list its backends
+	serverPIDs []int
+	pool       *pgxpool.Pool // any pool on the scratch database, to list its backends
 }
 
 type cpuSample struct {
@@ -46,8 +47,12 @@ type cpuSample struct {
 func (p cpuProbe) sample(ctx context.Context) cpuSample {
 	s := cpuSample{backend: map[int]time.Duration{}, ok: true}
 	var err error
-	if s.server, err = procCPU(p.serverPID); err != nil {
-		s.ok = false
+	for _, pid := range p.serverPIDs {
+		t, err := procCPU(pid)
+		if err != nil {
+			s.ok = false
+		}
+		s.server += t
 	}
 	rows, err := p.pool.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
 	if err != nil {

@@ -36,6 +36,12 @@ var multiShard = map[string]string{
 	"ExpireKnowledge":              "the expiry sweep, across projects, a batch per run",
 	"DeleteOldWakes":               "the wake retention sweep, across projects, a batch per statement",
 	"DeleteExpiredIdempotencyKeys": "the idempotency clean-up, across organisations, a batch per statement",
+	"AgentWakeProjects":            "the pager's candidates: its agent's projects with wakes; its request names no project",
+	"AgentRooms":                   "an agent's rooms across projects (the all-rooms address)",
+	"WakeEventBacklog":             "the sweep: projects with wake events to fold, a bounded list, without locks",
+	"WebhookAgents":                "the dispatch: agents with a webhook (one row per configured webhook)",
+	"WebhookWakeProjects":          "the dispatch: projects with pending webhook wakes, a bounded list, without locks",
+	"IdleThreads":                  "the idle sweep: candidates across projects, a batch per run, without locks",
 	"ListWakes":                    "operator command: wakes of every project",
 	"ListWakeTargets":              "operator command: every webhook",
 	"RetryDeadWake":                "operator command: a dead letter by id",
@@ -53,18 +59,7 @@ var multiShardFunctions = map[string]string{
 // docs/scale.md lists under "Still refused on Citus" with the way out of each. The test
 // checks they are still refused, so the list stays true when one is fixed.
 var refusedOnCitus = map[string]string{
-	"ClaimWake":               "FOR UPDATE SKIP LOCKED across shards (the pager's claim)",
-	"FoldWakeEvents":          "FOR UPDATE SKIP LOCKED across shards (the wake fold)",
-	"TakeWebhookWakes":        "FOR UPDATE SKIP LOCKED across shards (webhook dispatch)",
-	"WakeForDelivery":         "FOR UPDATE across shards",
-	"IdleThreads":             "FOR UPDATE SKIP LOCKED across shards (the idle sweep)",
-	"ThreadByProjectSlug":     "FOR UPDATE through a join on reference tables (operator command)",
-	"AgentRooms":              "a join across co-location groups by agent_id",
-	"WakeEventAgents":         "a join across co-location groups",
-	"WithdrawAckedWake":       "a join across co-location groups",
-	"QueueWakeEvents":         "no distributed plan for the INSERT … SELECT",
-	"QueueWakeEventsAlwaysOn": "no distributed plan for the INSERT … SELECT",
-	"ClaimIdempotencyKey":     "no distributed plan (and no local transaction id to tell a write)",
+	"ClaimIdempotencyKey": "no distributed plan (and no local transaction id to tell a write)",
 }
 
 // TestCitusHotPathsAreRouterQueries reads, on a Citus coordinator, the plan of every query

@@ -92,7 +92,7 @@ func (s *Service) postMessage(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, 
 	if err != nil {
 		return err
 	}
-	return s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, MemberIDs: others, Source: "room_message",
+	return s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, HostOrgID: sc.HostOrgID, MemberIDs: others, Source: "room_message",
 		ItemID: id, Broadcast: true, AlwaysOnOnly: true})
 }
 

@@ -183,7 +183,7 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 				return err
 			}
 			if to.AgentID != sc.AgentID {
-				if err := s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, MemberIDs: []uuid.UUID{to.ID}, Source: "task",
+				if err := s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, HostOrgID: sc.HostOrgID, MemberIDs: []uuid.UUID{to.ID}, Source: "task",
 					ItemID: id, Urgent: priority == PriorityUrgent, AlwaysOnOnly: true}); err != nil {
 					return err
 				}
@@ -387,7 +387,7 @@ func (s *Service) RespondToTask(ctx context.Context, sc tenancy.Scope, in Respon
 		if t.FromAgentID != nil && *t.FromAgentID != sc.AgentID {
 			m, err := s.Q.SenderMember(ctx, tx, db.SenderMemberParams{ProjectID: sc.ProjectID, AgentID: *t.FromAgentID})
 			if err == nil {
-				return s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, MemberIDs: []uuid.UUID{m}, Source: "task", ItemID: id, AlwaysOnOnly: true})
+				return s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, HostOrgID: sc.HostOrgID, MemberIDs: []uuid.UUID{m}, Source: "task", ItemID: id, AlwaysOnOnly: true})
 			}
 			if !pg.IsNoRows(err) {
 				return err

@@ -313,25 +313,47 @@ func (s *Service) CloseIdle(ctx context.Context, idle time.Duration) (int, error
 		n := 0
 		err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 			now := s.now()
-			rows, err := s.Q.IdleThreads(ctx, tx, db.IdleThreadsParams{Cutoff: now.Add(-idle), Lim: idleCloseBatch})
+			cutoff := now.Add(-idle)
+			rows, err := s.Q.IdleThreads(ctx, tx, db.IdleThreadsParams{Cutoff: cutoff, Lim: idleCloseBatch})
 			if err != nil {
 				return err
 			}
-			by := "idle"
-			n = len(rows)
-			// The batch's writes return nothing anyone reads: pipelined, a batch costs a few
-			// round trips instead of several per thread.
-			return tx.Pipeline(func() error {
-				for _, r := range rows {
-					if err := s.Q.EndThread(ctx, tx, db.EndThreadParams{Status: StatusClosed, Now: &now, ClosedBy: &by, ProjectID: r.ProjectID, ID: r.ID}); err != nil {
-						return err
-					}
-					if err := s.endThread(ctx, tx, r.ProjectID, r.ID, now); err != nil {
-						return err
-					}
+			n = 0
+			// The candidates were read without locks (from every shard on Citus); each
+			// project's are locked by one router statement, skipping those a reply or a
+			// close holds, and closed.
+			var order []uuid.UUID
+			byProject := map[uuid.UUID][]uuid.UUID{}
+			for _, r := range rows {
+				if byProject[r.ProjectID] == nil {
+					order = append(order, r.ProjectID)
 				}
-				return nil
-			})
+				byProject[r.ProjectID] = append(byProject[r.ProjectID], r.ID)
+			}
+			by := "idle"
+			for _, p := range order {
+				ids, err := s.Q.LockIdleThreads(ctx, tx, db.LockIdleThreadsParams{ProjectID: p, Ids: byProject[p], Cutoff: cutoff})
+				if err != nil {
+					return err
+				}
+				n += len(ids)
+				// The writes return nothing anyone reads: pipelined, they travel with the
+				// next project's lock or the COMMIT.
+				if err := tx.Pipeline(func() error {
+					for _, id := range ids {
+						if err := s.Q.EndThread(ctx, tx, db.EndThreadParams{Status: StatusClosed, Now: &now, ClosedBy: &by, ProjectID: p, ID: id}); err != nil {
+							return err
+						}
+						if err := s.endThread(ctx, tx, p, id, now); err != nil {
+							return err
+						}
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			return total, pg.Classify("close idle threads", err)
@@ -361,7 +383,16 @@ func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID
 	}
 	var res CancelResult
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		t, err := s.Q.ThreadByProjectSlug(ctx, tx, db.ThreadByProjectSlugParams{HostSlug: host, ProjectSlug: slug, ThreadID: threadID})
+		// The project first, then its thread locked: on Citus FOR UPDATE needs the
+		// project's id as a value.
+		projectID, err := s.Q.ProjectIDBySlug(ctx, tx, db.ProjectIDBySlugParams{HostSlug: host, ProjectSlug: slug})
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "no thread %s in project %s", threadID, project)
+		}
+		if err != nil {
+			return err
+		}
+		t, err := s.Q.ThreadForCancel(ctx, tx, db.ThreadForCancelParams{ProjectID: projectID, ThreadID: threadID})
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "no thread %s in project %s", threadID, project)
 		}

@@ -229,7 +229,7 @@ func (s *Service) storeMessagePipelined(ctx context.Context, tx *pg.Tx, sc tenan
 	if s.Waker == nil {
 		return nil
 	}
-	return s.Waker.Queue(ctx, tx, wake.Request{ProjectID: sc.ProjectID, MemberIDs: recipients, Source: "message",
+	return s.Waker.Queue(ctx, tx, wake.Request{ProjectID: sc.ProjectID, HostOrgID: sc.HostOrgID, MemberIDs: recipients, Source: "message",
 		ThreadID: threadID, ItemID: messageID, Urgent: urgent, Broadcast: broadcast})
 }
 

@@ -212,17 +212,17 @@ func BenchmarkQueue(b *testing.B) {
 	ctx := context.Background()
 	d, _ := seedSweepBench(b)
 	svc := wake.New(wake.Deps{DB: d, Q: db.New()})
-	type target struct{ project, member uuid.UUID }
+	type target struct{ project, host, member uuid.UUID }
 	var targets []target
 	err := d.Operator(ctx, func(tx *pg.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT project_id, id FROM membership ORDER BY id LIMIT 5000`)
+		rows, err := tx.Query(ctx, `SELECT m.project_id, p.host_org_id, m.id FROM membership m JOIN project p ON p.id = m.project_id ORDER BY m.id LIMIT 5000`)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var t target
-			if err := rows.Scan(&t.project, &t.member); err != nil {
+			if err := rows.Scan(&t.project, &t.host, &t.member); err != nil {
 				return err
 			}
 			targets = append(targets, t)
@@ -248,7 +248,7 @@ func BenchmarkQueue(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			t := targets[i%len(targets)]
 			err := d.InTenant(ctx, pg.Tenant{ProjectID: t.project}, func(tx *pg.Tx) error {
-				return svc.Queue(ctx, tx, wake.Request{ProjectID: t.project, MemberIDs: []uuid.UUID{t.member},
+				return svc.Queue(ctx, tx, wake.Request{ProjectID: t.project, HostOrgID: t.host, MemberIDs: []uuid.UUID{t.member},
 					Source: "message", ThreadID: uuid.Must(uuid.NewV7()), ItemID: uuid.Must(uuid.NewV7())})
 			})
 			if err != nil {
@@ -307,7 +307,7 @@ func BenchmarkQueueOnePart(b *testing.B) {
 		return func(tx *pg.Tx) error {
 			now := f.clock.Now()
 			if alt == "events" {
-				return f.svc.Queue(f.ctx, tx, wake.Request{ProjectID: f.project, MemberIDs: []uuid.UUID{member}, Source: "message",
+				return f.svc.Queue(f.ctx, tx, wake.Request{ProjectID: f.project, HostOrgID: f.host[f.project], MemberIDs: []uuid.UUID{member}, Source: "message",
 					ThreadID: uuid.Must(uuid.NewV7()), ItemID: uuid.Must(uuid.NewV7())})
 			}
 			_, err := tx.Exec(f.ctx, queueAlternatives[alt], []uuid.UUID{member}, []uuid.UUID{uuid.Must(uuid.NewV7())}, f.project,

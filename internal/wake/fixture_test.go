@@ -67,7 +67,8 @@ type fixture struct {
 	clock   *clock
 	project uuid.UUID
 	other   uuid.UUID
-	member  map[string]uuid.UUID // part → membership id (project one, and "peter" in two)
+	member  map[string]uuid.UUID    // part → membership id (project one, and "peter" in two)
+	host    map[uuid.UUID]uuid.UUID // project → its host organisation
 	agent   map[string]wake.Agent
 }
 
@@ -83,7 +84,22 @@ func setupPool(t testing.TB, maxConns int32) *fixture {
 	fx := &fixture{t: t, ctx: ctx, d: d, url: u, res: res, clock: c,
 		svc:     wake.New(wake.Deps{DB: d, Now: c.Now, PollInterval: 50 * time.Millisecond}),
 		project: res.Projects["one"].ID, other: res.Projects["two"].ID,
-		member: map[string]uuid.UUID{}, agent: map[string]wake.Agent{}}
+		member: map[string]uuid.UUID{}, agent: map[string]wake.Agent{}, host: map[uuid.UUID]uuid.UUID{}}
+	fx.op(func(tx *pg.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id, host_org_id FROM project`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, host uuid.UUID
+			if err := rows.Scan(&id, &host); err != nil {
+				return err
+			}
+			fx.host[id] = host
+		}
+		return rows.Err()
+	})
 	fx.op(func(tx *pg.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT m.part, m.id, m.agent_id, m.org_id FROM membership m`)
 		if err != nil {
@@ -130,6 +146,7 @@ func (f *fixture) queue(r wake.Request) {
 	if r.ProjectID == uuid.Nil {
 		r.ProjectID = f.project
 	}
+	r.HostOrgID = f.host[r.ProjectID]
 	if err := f.d.InTenant(f.ctx, pg.Tenant{ProjectID: r.ProjectID}, func(tx *pg.Tx) error {
 		return f.svc.Queue(f.ctx, tx, r)
 	}); err != nil {
@@ -138,7 +155,7 @@ func (f *fixture) queue(r wake.Request) {
 }
 
 func (f *fixture) msg(parts ...string) wake.Request {
-	r := wake.Request{Source: "message", ItemID: uuid.Must(uuid.NewV7())}
+	r := wake.Request{Source: "message", ItemID: uuid.Must(uuid.NewV7()), HostOrgID: f.host[f.project]}
 	for _, p := range parts {
 		r.MemberIDs = append(r.MemberIDs, f.member[p])
 	}

@@ -46,32 +46,45 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Agent, error) {
 	return a, nil
 }
 
+// claimProjects bounds the projects one claim looks at: an agent in more rooms with work
+// waiting gets the oldest ones' first, the rest at its next claim.
+const claimProjects = 100
+
 func (s *Service) claim(ctx context.Context, a Agent) (*Wake, error) {
 	now := s.now()
 	var w *Wake
 	err := s.DB.InTenant(ctx, pg.Tenant{OrgID: a.OrgID, AgentID: a.ID}, func(tx *pg.Tx) error {
-		// The agent's wake events are folded into its pending wakes first, in the same
-		// round trip as the claim (pipelined), so the claim sees every message so far.
-		if err := tx.Pipeline(func() error {
-			_, err := s.Q.FoldWakeEvents(ctx, tx, db.FoldWakeEventsParams{Now: now, AgentIds: []uuid.UUID{a.ID}, MaxRows: foldBatch})
-			return err
-		}); err != nil {
-			return err
-		}
-		r, err := s.Q.ClaimWake(ctx, tx, db.ClaimWakeParams{AgentID: a.ID, Now: now, Since: now.Add(-time.Hour), LeaseUntil: now.Add(s.lease()),
-			OnlineSince: now.Add(-s.onlineWindow())})
-		if pg.IsNoRows(err) {
-			// Nothing deliverable (held while online or parked, over budget): the fold
-			// still commits, so the pending wake is current for the sweep, acks and the
-			// admin listing.
-			return nil
-		}
+		// The pager names no project: its agent's projects with events or claimable
+		// wakes are listed first (oldest first), then, project by project, the events are
+		// folded into the pending wakes and a wake claimed, in one round trip (pipelined):
+		// on Citus both are router statements, which FOR UPDATE needs.
+		projects, err := s.Q.AgentWakeProjects(ctx, tx, db.AgentWakeProjectsParams{AgentID: a.ID, Now: now, MaxRows: claimProjects})
 		if err != nil {
 			return err
 		}
-		w = &Wake{ID: r.ID, ProjectID: r.ProjectID, Project: r.ProjectName, Part: r.Part, Count: int(r.Count), Sources: r.Sources,
-			ThreadIDs: threadIDs(r.ThreadCounts), Urgent: r.Urgent, LastItemID: r.LastItemID,
-			CreatedAt: r.CreatedAt, Attempt: int(r.Attempts), LeaseUntil: r.LeaseUntil}
+		for _, p := range projects {
+			if err := tx.Pipeline(func() error {
+				_, err := s.Q.FoldWakeEvents(ctx, tx, db.FoldWakeEventsParams{Now: now, ProjectID: p, AgentIds: []uuid.UUID{a.ID}, MaxRows: foldBatch})
+				return err
+			}); err != nil {
+				return err
+			}
+			r, err := s.Q.ClaimWake(ctx, tx, db.ClaimWakeParams{ProjectID: p, AgentID: a.ID, Now: now, Since: now.Add(-time.Hour),
+				LeaseUntil: now.Add(s.lease()), OnlineSince: now.Add(-s.onlineWindow())})
+			if pg.IsNoRows(err) {
+				// Nothing deliverable here (held while online or parked, over budget):
+				// the fold still commits, so the pending wake is current for the sweep,
+				// acks and the admin listing.
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			w = &Wake{ID: r.ID, ProjectID: r.ProjectID, Project: r.ProjectName, Part: r.Part, Count: int(r.Count), Sources: r.Sources,
+				ThreadIDs: threadIDs(r.ThreadCounts), Urgent: r.Urgent, LastItemID: r.LastItemID,
+				CreatedAt: r.CreatedAt, Attempt: int(r.Attempts), LeaseUntil: r.LeaseUntil}
+			return nil
+		}
 		return nil
 	})
 	if err != nil {

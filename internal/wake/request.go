@@ -10,6 +10,9 @@ import "github.com/google/uuid"
 // work, so a committed message always has its wake, and a rolled-back one never does.
 type Request struct {
 	ProjectID uuid.UUID
+	// HostOrgID is the project's host (tenancy.Scope.HostOrgID): its parts are woken
+	// without an agreement.
+	HostOrgID uuid.UUID
 	MemberIDs []uuid.UUID
 	// Source says what arrived: "message" (threads), "task" or "room_message" (rooms).
 	Source string

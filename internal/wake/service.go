@@ -140,7 +140,10 @@ func (s *Service) Queue(ctx context.Context, tx *pg.Tx, r Request) error {
 	}
 	now := s.now()
 	var err error
-	arg := db.QueueWakeEventsParams{ProjectID: r.ProjectID, MemberIds: members, Ids: make([]uuid.UUID, len(members)),
+	if r.HostOrgID == uuid.Nil {
+		return fmt.Errorf("wake queue: the request names no host organisation")
+	}
+	arg := db.QueueWakeEventsParams{ProjectID: r.ProjectID, HostOrgID: r.HostOrgID, MemberIds: members, Ids: make([]uuid.UUID, len(members)),
 		Urgent: r.Urgent, Source: r.Source, Now: now}
 	for i := range arg.Ids {
 		arg.Ids[i] = uuid.Must(uuid.NewV7())
@@ -151,14 +154,20 @@ func (s *Service) Queue(ctx context.Context, tx *pg.Tx, r Request) error {
 	if r.ItemID != uuid.Nil {
 		arg.ItemID = &r.ItemID
 	}
-	// Two statements of the same shape: the common one does not read agent at all (a
-	// cheaper plan under RLS on the send path).
+	// The statement that queues does not read the agent table (on Citus an INSERT …
+	// SELECT reading a reference table goes to every shard): rooms' AlwaysOnOnly requests
+	// first keep the parts of always-on agents, by a router read.
 	if r.AlwaysOnOnly {
-		err = s.Q.QueueWakeEventsAlwaysOn(ctx, tx, db.QueueWakeEventsAlwaysOnParams(arg))
-	} else {
-		err = s.Q.QueueWakeEvents(ctx, tx, arg)
+		members, err = s.Q.AlwaysOnMembers(ctx, tx, db.AlwaysOnMembersParams{ProjectID: r.ProjectID, MemberIds: members})
+		if err != nil {
+			return fmt.Errorf("wake queue: %w", err)
+		}
+		if len(members) == 0 {
+			return nil
+		}
+		arg.MemberIds, arg.Ids = members, arg.Ids[:len(members)]
 	}
-	if err != nil {
+	if err = s.Q.QueueWakeEvents(ctx, tx, arg); err != nil {
 		return fmt.Errorf("wake queue: %w", err)
 	}
 	tx.AfterCommit(func() { s.noteQueued(r.ProjectID, members) })
@@ -226,7 +235,7 @@ func (s *Service) notifyLoop(ctx context.Context) {
 // nothing is canceled, so a part that read its messages is not nudged about them.
 func (s *Service) Withdraw(ctx context.Context, tx *pg.Tx, projectID, memberID, threadID, messageID uuid.UUID) error {
 	err := s.Q.WithdrawAckedWake(ctx, tx, db.WithdrawAckedWakeParams{ProjectID: projectID, MemberID: memberID,
-		ThreadID: threadID, MessageID: messageID, Now: s.now()})
+		ThreadID: threadID, ThreadKey: threadID.String(), MessageID: messageID, Now: s.now()})
 	if err != nil {
 		return fmt.Errorf("wake withdraw: %w", err)
 	}
@@ -251,35 +260,61 @@ func (s *Service) CancelThread(ctx context.Context, tx *pg.Tx, projectID, thread
 	return nil
 }
 
-// foldBatch bounds the events one fold statement coalesces (and the agents it reads),
-// so each stays well within the statement timeout; foldBatches bounds one Coalesce, so
-// a sweep tick under a flood of sends still ends (the next tick takes the rest).
+// foldBatch bounds the events one fold statement coalesces, and the events one
+// transaction of Coalesce folds before it commits, so each stays well within the
+// statement timeout; foldProjects bounds the projects one transaction looks at, and
+// foldBatches the transactions of one Coalesce, so a sweep tick under a flood of sends
+// still ends (the next tick takes the rest).
 const (
-	foldBatch   = 5000
-	foldBatches = 20
+	foldBatch    = 5000
+	foldProjects = 1000
+	foldBatches  = 20
 )
 
 // Coalesce folds wake events into their parts' pending wakes (every agent's, or only
 // those of agents with a webhook), as the sweep and the webhook dispatch do before
-// delivering; a pager's claim folds its own agent's events itself. It returns how many
-// events it folded.
+// delivering; a pager's claim folds its own agent's events itself. It lists the projects
+// with events first (a read of every shard, without locks), then folds each project's
+// by itself: on Citus each fold is a router statement. It returns how many events it
+// folded.
 func (s *Service) Coalesce(ctx context.Context, now time.Time, webhookOnly bool) (int64, error) {
 	var total int64
 	for range foldBatches {
 		var n int64
+		more := false
 		err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
-			agents, err := s.Q.WakeEventAgents(ctx, tx, db.WakeEventAgentsParams{WebhookOnly: webhookOnly, MaxRows: foldBatch})
-			if err != nil || len(agents) == 0 {
+			n, more = 0, false
+			arg := db.WakeEventBacklogParams{WebhookOnly: webhookOnly, MaxRows: foldProjects}
+			if webhookOnly {
+				agents, err := s.Q.WebhookAgents(ctx, tx)
+				if err != nil || len(agents) == 0 {
+					return err
+				}
+				arg.WebhookAgents = agents
+			}
+			backlog, err := s.Q.WakeEventBacklog(ctx, tx, arg)
+			if err != nil {
 				return err
 			}
-			n, err = s.Q.FoldWakeEvents(ctx, tx, db.FoldWakeEventsParams{Now: now, AgentIds: agents, MaxRows: foldBatch})
-			return err
+			more = len(backlog) == foldProjects
+			for _, b := range backlog {
+				k, err := s.Q.FoldWakeEvents(ctx, tx, db.FoldWakeEventsParams{Now: now, ProjectID: b.ProjectID, AgentIds: b.AgentIds, MaxRows: foldBatch})
+				if err != nil {
+					return err
+				}
+				n += k
+				if k == foldBatch || n >= foldBatch {
+					more = true
+					break
+				}
+			}
+			return nil
 		})
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("wake coalesce: %w", err)
 		}
-		if n < foldBatch {
+		if !more {
 			break
 		}
 	}

@@ -213,7 +213,7 @@ func TestConcurrentSendersOneWake(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := f.msg("a")
-			r.ProjectID = f.project
+			r.ProjectID, r.HostOrgID = f.project, f.host[f.project]
 			r.ThreadID = threads[i%2]
 			r.Urgent = i == 7
 			errs <- f.d.InTenant(f.ctx, pg.Tenant{ProjectID: f.project}, func(tx *pg.Tx) error {

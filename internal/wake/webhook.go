@@ -345,7 +345,7 @@ func (s *Service) Dispatch(ctx context.Context, now time.Time) (int, error) {
 	for total < dispatchPerCall {
 		n, err := s.dispatchBatch(ctx, now)
 		total += n
-		if err != nil || n < 500 {
+		if err != nil || n < dispatchBatchSize {
 			return total, err
 		}
 	}
@@ -353,23 +353,47 @@ func (s *Service) Dispatch(ctx context.Context, now time.Time) (int, error) {
 }
 
 // dispatchPerCall bounds the deliveries one dispatch enqueues; the next notification or
-// sweep tick takes the rest.
-const dispatchPerCall = 10000
+// sweep tick takes the rest. dispatchBatchSize bounds one transaction's takes, and
+// dispatchProjects the projects with pending webhook wakes it looks at (a project whose
+// wakes are all held, parked or over budget, still takes a slot of it).
+const (
+	dispatchPerCall   = 10000
+	dispatchBatchSize = 500
+	dispatchProjects  = 5000
+)
 
+// dispatchBatch takes up to dispatchBatchSize deliverable webhook wakes, project by
+// project (each take is a router statement on Citus), and enqueues their deliveries.
 func (s *Service) dispatchBatch(ctx context.Context, now time.Time) (int, error) {
 	n := 0
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		rows, err := s.Q.TakeWebhookWakes(ctx, tx, db.TakeWebhookWakesParams{Now: now, Since: now.Add(-time.Hour), MaxRows: 500,
-			OnlineSince: now.Add(-s.onlineWindow())})
+		agents, err := s.Q.WebhookAgents(ctx, tx)
+		if err != nil || len(agents) == 0 {
+			return err
+		}
+		projects, err := s.Q.WebhookWakeProjects(ctx, tx, db.WebhookWakeProjectsParams{AgentIds: agents, MaxRows: dispatchProjects})
 		if err != nil {
 			return err
 		}
-		params := make([]river.InsertManyParams, len(rows))
-		for i, r := range rows {
-			params[i] = river.InsertManyParams{Args: DeliverArgs{ProjectID: r.ProjectID, WakeID: r.ID},
-				InsertOpts: &river.InsertOpts{MaxAttempts: s.maxAttempts()}}
+		var params []river.InsertManyParams
+		for _, p := range projects {
+			if len(params) >= dispatchBatchSize {
+				break
+			}
+			rows, err := s.Q.TakeWebhookWakes(ctx, tx, db.TakeWebhookWakesParams{ProjectID: p, AgentIds: agents, Now: now,
+				Since: now.Add(-time.Hour), MaxRows: int32(dispatchBatchSize - len(params)), OnlineSince: now.Add(-s.onlineWindow())})
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				params = append(params, river.InsertManyParams{Args: DeliverArgs{ProjectID: r.ProjectID, WakeID: r.ID},
+					InsertOpts: &river.InsertOpts{MaxAttempts: s.maxAttempts()}})
+			}
 		}
-		n = len(rows)
+		n = len(params)
+		if n == 0 {
+			return nil
+		}
 		return s.Jobs.InsertManyTx(ctx, jobs.PgxTx(tx), params)
 	})
 	if err != nil {
@@ -391,9 +415,21 @@ type permanentError struct{ error }
 func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) error {
 	s := w.s
 	var row db.WakeForDeliveryRow
+	var target db.WakeTargetRow
+	hasTarget := false
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		var err error
 		row, err = s.Q.WakeForDelivery(ctx, tx, db.WakeForDeliveryParams{ProjectID: j.Args.ProjectID, ID: j.Args.WakeID})
+		if err != nil {
+			return err
+		}
+		// The webhook is read apart: wake_target is sharded by organisation (Citus joins
+		// only within one shard group). None (deleted meanwhile) is no row.
+		target, err = s.Q.WakeTarget(ctx, tx, db.WakeTargetParams{OrgID: row.AgentOrgID, AgentID: row.AgentID})
+		if pg.IsNoRows(err) {
+			return nil
+		}
+		hasTarget = err == nil
 		return err
 	})
 	if pg.IsNoRows(err) {
@@ -421,13 +457,13 @@ func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) err
 		}
 		return err
 	}
-	if row.Url == nil || s.Box == nil {
+	if !hasTarget || s.Box == nil {
 		return finish(StatusPending, 0, nil) // no webhook (any more): a pager may take it
 	}
 	if row.ParkedUntil != nil {
 		return finish(StatusPending, 0, nil) // parked meanwhile: delivered after the sweep unparks it
 	}
-	secret, err := s.Box.Open(row.SecretEnc, row.AgentID[:])
+	secret, err := s.Box.Open(target.SecretEnc, row.AgentID[:])
 	if err != nil {
 		msg := "cannot decrypt the webhook secret (was RELAYROOM_SECRET_KEY changed? set the webhook again)"
 		return finish(StatusDead, 1, &msg)
@@ -436,7 +472,7 @@ func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) err
 		Agent: row.OrgSlug + "/" + row.AgentSlug, Count: int(row.Count), Sources: row.Sources,
 		ThreadIDs: threadIDs(row.ThreadCounts), Urgent: row.Urgent, LastItemID: row.LastItemID,
 		CreatedAt: row.CreatedAt, Attempt: j.Attempt}
-	sendErr := s.post(ctx, *row.Url, string(secret), wk)
+	sendErr := s.post(ctx, target.Url, string(secret), wk)
 	if sendErr == nil {
 		return finish(StatusDelivered, 1, nil)
 	}

@@ -147,6 +147,8 @@ SELECT p.id, p.name, p.host_org_id, ho.name AS host_name, m.org_id,
 FROM membership m
 JOIN project p ON p.id = m.project_id
 JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement a ON a.project_id = p.id AND a.guest_org_id = m.org_id
+-- joined on membership's project_id (the distribution column), not project's: on Citus a
+-- join between two sharded tables must be on it
+LEFT JOIN agreement a ON a.project_id = m.project_id AND a.guest_org_id = m.org_id
 WHERE m.agent_id = $1
 ORDER BY p.name, p.id;

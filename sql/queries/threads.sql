@@ -152,20 +152,26 @@ WHERE project_id = @project_id AND id = @id
 RETURNING parked_until;
 
 -- name: IdleThreads :many
--- Cross-tenant (operator): open threads without a message since the cutoff.
+-- Cross-tenant (operator): open threads without a message since the cutoff, oldest first,
+-- read without locks from every shard; each project's are then locked by LockIdleThreads.
 SELECT project_id, id FROM thread
 WHERE status = 'open' AND last_message_at < @cutoff
 ORDER BY last_message_at
-LIMIT @lim
+LIMIT @lim;
+
+-- name: LockIdleThreads :many
+-- Of a project's idle candidates, those still open and idle, locked; one a reply or a
+-- close holds is skipped until the next run. One project: a router query on Citus.
+SELECT id FROM thread
+WHERE project_id = @project_id AND id = ANY (@ids::uuid[]) AND status = 'open' AND last_message_at < @cutoff
 FOR UPDATE SKIP LOCKED;
 
--- name: ThreadByProjectSlug :one
--- Operator: a thread of host/slug, for people's commands.
-SELECT t.project_id, t.id, t.status FROM thread t
-JOIN project p ON p.id = t.project_id
-JOIN organisation o ON o.id = p.host_org_id
-WHERE o.slug = @host_slug AND p.slug = @project_slug AND t.id = @thread_id
-FOR UPDATE OF t;
+-- name: ThreadForCancel :one
+-- Operator: a thread of a project (found by ProjectIDBySlug), locked, for people's
+-- commands. The project is found first: FOR UPDATE of a thread joined to reference tables
+-- is refused on Citus.
+SELECT project_id, id, status FROM thread WHERE project_id = @project_id AND id = @thread_id
+FOR UPDATE;
 
 -- name: IsParticipant :one
 SELECT EXISTS (SELECT 1 FROM participant WHERE project_id = @project_id AND thread_id = @thread_id AND member_id = @member_id);

@@ -10,6 +10,8 @@
 -- the part's pending wake when it is about to be delivered: FoldWakeEvents). Listeners
 -- are told after the commit (NotifyWakeMembers), not here: a NOTIFY in the transaction
 -- would serialise every sender's commit behind Postgres' one notify lock.
+-- The host comes from the caller's scope and no reference table is read: on Citus an
+-- INSERT … SELECT that reads one is sent to every shard; this one is a router query.
 WITH req AS (
   SELECT unnest(sqlc.arg(member_ids)::uuid[]) AS member_id, unnest(sqlc.arg(ids)::uuid[]) AS id
 )
@@ -18,53 +20,48 @@ SELECT m.project_id, req.id, m.id, m.agent_id, m.part, sqlc.arg(source)::text, s
   sqlc.narg(thread_id)::uuid, sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz
 FROM req
 JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
-WHERE true
-  -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a
-  -- wake names the project, its threads and its last item
-  AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
-       OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
-                  AND ag.guest_org_id = m.org_id AND ag.status = 'active'));
+LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id AND ag.status = 'active'
+-- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a wake
+-- names the project, its threads and its last item
+WHERE m.org_id = sqlc.arg(host_org_id)::uuid OR ag.project_id IS NOT NULL;
 
--- name: QueueWakeEventsAlwaysOn :exec
--- QueueWakeEvents for rooms' AlwaysOnOnly requests: only parts whose agent is always-on
--- (a second statement so the common one does not read agent at all: a cheaper plan
--- under RLS on the send path).
-WITH req AS (
-  SELECT unnest(sqlc.arg(member_ids)::uuid[]) AS member_id, unnest(sqlc.arg(ids)::uuid[]) AS id
-)
-INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
-SELECT m.project_id, req.id, m.id, m.agent_id, m.part, sqlc.arg(source)::text, sqlc.arg(urgent)::boolean,
-  sqlc.narg(thread_id)::uuid, sqlc.narg(item_id)::uuid, sqlc.arg(now)::timestamptz
-FROM req
-JOIN membership m ON m.project_id = sqlc.arg(project_id)::uuid AND m.id = req.member_id
-WHERE EXISTS (SELECT 1 FROM agent a WHERE a.id = m.agent_id AND a.kind = 'always_on')
-  -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a
-  -- wake names the project, its threads and its last item
-  AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
-       OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
-                  AND ag.guest_org_id = m.org_id AND ag.status = 'active'));
+-- name: AlwaysOnMembers :many
+-- Of the parts named, those whose agent is always-on (rooms' AlwaysOnOnly requests queue
+-- only these): read before QueueWakeEvents, which must not read the agent table.
+SELECT m.id FROM membership m JOIN agent a ON a.id = m.agent_id
+WHERE m.project_id = sqlc.arg(project_id)::uuid AND m.id = ANY (sqlc.arg(member_ids)::uuid[])
+  AND a.kind = 'always_on';
 
--- name: WakeEventAgents :many
--- The agents with events to fold (the sweep: all; the webhook dispatch: those with a webhook).
-SELECT DISTINCT e.agent_id FROM wake_event e
-WHERE NOT sqlc.arg(webhook_only)::boolean OR EXISTS (SELECT 1 FROM wake_target t WHERE t.agent_id = e.agent_id)
+-- name: WakeEventBacklog :many
+-- Projects with wake events to fold, with their agents (the sweep: every agent; the
+-- webhook dispatch: the agents given, those with a webhook). It reads every shard of
+-- wake_event, without locks; each project is then folded by its own router statement.
+SELECT e.project_id, array_agg(DISTINCT e.agent_id)::uuid[] AS agent_ids FROM wake_event e
+WHERE NOT sqlc.arg(webhook_only)::boolean OR e.agent_id = ANY (sqlc.arg(webhook_agents)::uuid[])
+GROUP BY e.project_id
 LIMIT sqlc.arg(max_rows)::integer;
 
+-- name: WebhookAgents :many
+-- The agents with a webhook (the dispatch's candidates): one row per configured webhook.
+SELECT agent_id FROM wake_target;
+
 -- name: FoldWakeEvents :execrows
--- The coalescing: the agents' wake events (at most max_rows) are deleted and added to
--- their part's pending wake, made if the part has none (with the id of its first event):
--- count and thread shares summed, sources united, urgent if any was, the latest item
--- kept. Events another fold holds are skipped (SKIP LOCKED): that fold adds them, so
--- folds never wait on each other and senders never wait on a fold.
+-- The coalescing: a project's wake events of the agents given (at most max_rows) are
+-- deleted and added to their part's pending wake, made if the part has none (with the id
+-- of its first event): count and thread shares summed, sources united, urgent if any
+-- was, the latest item kept. Events another fold holds are skipped (SKIP LOCKED): that
+-- fold adds them, so folds never wait on each other and senders never wait on a fold.
+-- It counts the events folded. One project per statement, and the DELETE on top with the
+-- upsert in a CTE: Citus plans neither FOR UPDATE across shard groups nor an INSERT …
+-- SELECT with a data-modifying CTE, and plans this one on the project's shard group.
 WITH pick AS (
   SELECT e.project_id, e.id FROM wake_event e
-  WHERE e.agent_id = ANY (sqlc.arg(agent_ids)::uuid[])
+  WHERE e.project_id = sqlc.arg(project_id)::uuid AND e.agent_id = ANY (sqlc.arg(agent_ids)::uuid[])
   LIMIT sqlc.arg(max_rows)::integer
   FOR UPDATE OF e SKIP LOCKED
 ), ev AS (
-  DELETE FROM wake_event e USING pick
-  WHERE e.project_id = pick.project_id AND e.id = pick.id
-  RETURNING e.*
+  SELECT e.* FROM wake_event e JOIN pick ON e.project_id = pick.project_id AND e.id = pick.id
+  WHERE e.project_id = sqlc.arg(project_id)::uuid
 ), per_thread AS (
   SELECT project_id, member_id, thread_id, count(*)::integer AS n FROM ev GROUP BY project_id, member_id, thread_id
 ), per_part AS (
@@ -76,23 +73,26 @@ WITH pick AS (
     (SELECT COALESCE(jsonb_object_agg(pt.thread_id::text, pt.n), '{}'::jsonb) FROM per_thread pt
      WHERE pt.project_id = ev.project_id AND pt.member_id = ev.member_id AND pt.thread_id IS NOT NULL) AS thread_counts
   FROM ev GROUP BY ev.project_id, ev.member_id
+), upsert AS (
+  INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
+    thread_counts, other_count, last_item_id, created_at, updated_at)
+  SELECT p.project_id, p.id, p.member_id, p.agent_id, p.part, 'pending', p.urgent, p.sources, p.count,
+    p.thread_counts, p.other_count, p.last_item_id, p.created_at, sqlc.arg(now)::timestamptz
+  FROM per_part p
+  ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
+    count = wake.count + EXCLUDED.count,
+    urgent = wake.urgent OR EXCLUDED.urgent,
+    sources = ARRAY(SELECT DISTINCT s FROM unnest(wake.sources || EXCLUDED.sources) AS s ORDER BY s),
+    thread_counts = (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb) FROM (
+        SELECT k, sum(v::integer) AS n FROM (
+          SELECT a.k, a.v FROM jsonb_each_text(wake.thread_counts) AS a (k, v)
+          UNION ALL SELECT b.k, b.v FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) s),
+    other_count = wake.other_count + EXCLUDED.other_count,
+    last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
+    updated_at = EXCLUDED.updated_at
 )
-INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
-  thread_counts, other_count, last_item_id, created_at, updated_at)
-SELECT p.project_id, p.id, p.member_id, p.agent_id, p.part, 'pending', p.urgent, p.sources, p.count,
-  p.thread_counts, p.other_count, p.last_item_id, p.created_at, sqlc.arg(now)::timestamptz
-FROM per_part p
-ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
-  count = wake.count + EXCLUDED.count,
-  urgent = wake.urgent OR EXCLUDED.urgent,
-  sources = ARRAY(SELECT DISTINCT s FROM unnest(wake.sources || EXCLUDED.sources) AS s ORDER BY s),
-  thread_counts = (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb) FROM (
-      SELECT k, sum(v::integer) AS n FROM (
-        SELECT a.k, a.v FROM jsonb_each_text(wake.thread_counts) AS a (k, v)
-        UNION ALL SELECT b.k, b.v FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) s),
-  other_count = wake.other_count + EXCLUDED.other_count,
-  last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
-  updated_at = EXCLUDED.updated_at;
+DELETE FROM wake_event e USING pick
+WHERE e.project_id = sqlc.arg(project_id)::uuid AND e.project_id = pick.project_id AND e.id = pick.id;
 
 -- name: CancelThreadWakeEvents :exec
 -- Closing a thread: its events not folded yet go (CancelThreadWakes takes its share out
@@ -134,47 +134,61 @@ RETURNING id, status;
 UPDATE membership SET parked_until = NULL, updated_at = sqlc.arg(now)::timestamptz
 WHERE parked_until IS NOT NULL AND parked_until <= sqlc.arg(now)::timestamptz;
 
+-- name: WebhookWakeProjects :many
+-- Projects with pending wakes of the agents given (those with a webhook): the dispatch's
+-- candidates, read from every shard without locks (wake_agent_idx).
+SELECT DISTINCT w.project_id FROM wake w
+WHERE w.agent_id = ANY (sqlc.arg(agent_ids)::uuid[]) AND w.status = 'pending'
+LIMIT sqlc.arg(max_rows)::integer;
+
 -- name: TakeWebhookWakes :many
--- Deliverable wakes of agents with a webhook (not parked, within budget or urgent), charged
--- and marked sending for the delivery job enqueued in the same transaction.
+-- A project's deliverable wakes of the agents given (those with a webhook; not parked,
+-- within budget or urgent), charged and marked sending for the delivery job enqueued in
+-- the same transaction. Every subquery names the project itself: on Citus the statement
+-- is then a router query, which FOR UPDATE needs.
 WITH c AS (
   SELECT w.project_id, w.id
-  FROM wake_target t
-  JOIN wake w ON w.agent_id = t.agent_id AND w.status = 'pending'
+  FROM wake w
   JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
-  WHERE true
+  WHERE w.project_id = sqlc.arg(project_id)::uuid AND w.agent_id = ANY (sqlc.arg(agent_ids)::uuid[])
+    AND w.status = 'pending'
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
     -- online: it sees the work itself; the wake waits (coalescing) until it has been quiet
     -- for the online window, unless acks or a close withdraw it first
     AND (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
     -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
-    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
-         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = sqlc.arg(project_id)::uuid)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = sqlc.arg(project_id)::uuid
                     AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
-         OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
+         OR (SELECT count(*) FROM wake x WHERE x.project_id = sqlc.arg(project_id)::uuid AND x.member_id = w.member_id
              AND x.charged_at > sqlc.arg(since)::timestamptz AND x.status <> 'canceled')
-            < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = w.project_id))
+            < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = sqlc.arg(project_id)::uuid))
   ORDER BY w.created_at
   LIMIT sqlc.arg(max_rows)::integer
   FOR UPDATE OF w SKIP LOCKED
 )
 UPDATE wake w SET status = 'sending', charged_at = COALESCE(w.charged_at, sqlc.arg(now)::timestamptz),
   updated_at = sqlc.arg(now)::timestamptz
-FROM c WHERE w.project_id = c.project_id AND w.id = c.id
+FROM c WHERE w.project_id = sqlc.arg(project_id)::uuid AND w.project_id = c.project_id AND w.id = c.id
 RETURNING w.project_id, w.id;
 
 -- name: WakeForDelivery :one
+-- The wake a delivery job sends; its webhook is read apart (WakeTarget): wake_target is
+-- sharded by organisation, wake by project, and Citus joins only within one group.
 SELECT w.project_id, w.id, w.member_id, w.agent_id, w.part, w.status, w.urgent, w.sources,
   w.count, w.thread_counts, w.other_count, w.last_item_id, w.created_at, w.attempts,
-  m.parked_until, t.url, t.secret_enc, a.slug AS agent_slug, o.slug AS org_slug, p.name AS project_name
+  m.parked_until, a.org_id AS agent_org_id, a.slug AS agent_slug, o.slug AS org_slug, p.name AS project_name
 FROM wake w
 JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
 JOIN agent a ON a.id = w.agent_id
 JOIN organisation o ON o.id = a.org_id
 JOIN project p ON p.id = w.project_id
-LEFT JOIN wake_target t ON t.agent_id = w.agent_id
 WHERE w.project_id = sqlc.arg(project_id) AND w.id = sqlc.arg(id);
+
+-- name: WakeTarget :one
+-- An agent's webhook, for a delivery.
+SELECT url, secret_enc FROM wake_target WHERE org_id = sqlc.arg(org_id) AND agent_id = sqlc.arg(agent_id);
 
 -- name: FinishWakeSend :execrows
 -- The webhook's outcome: delivered, dead, back to pending (parked meanwhile) or still sending.
@@ -184,28 +198,47 @@ UPDATE wake SET status = sqlc.arg(status)::text, attempts = attempts + sqlc.arg(
   updated_at = sqlc.arg(now)::timestamptz
 WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id) AND status = 'sending';
 
+-- name: AgentWakeProjects :many
+-- The pager's candidates: the agent's projects with wake events to fold or wakes to claim
+-- (pending, or claimed with the lease run out), the oldest first. The pager's request
+-- names no project, so this reads every shard (wake_agent_idx, wake_event_agent_idx),
+-- without locks; the fold and the claim then run per project (router statements).
+SELECT c.project_id FROM (
+  SELECT w.project_id, min(w.created_at) AS oldest FROM wake w
+  WHERE w.agent_id = sqlc.arg(agent_id)
+    AND (w.status = 'pending' OR (w.status = 'claimed' AND w.lease_until <= sqlc.arg(now)::timestamptz))
+  GROUP BY w.project_id
+  UNION ALL
+  SELECT e.project_id, min(e.created_at) FROM wake_event e WHERE e.agent_id = sqlc.arg(agent_id)
+  GROUP BY e.project_id
+) c
+GROUP BY c.project_id
+ORDER BY min(c.oldest), c.project_id
+LIMIT sqlc.arg(max_rows)::integer;
+
 -- name: ClaimWake :one
--- The pager: the agent's oldest deliverable wake (not parked, within budget or urgent, the
--- agreement active for a guest's part: one raised before a revocation waits, like a parked
--- one), or one whose lease ran out (replay, not charged again).
+-- The pager: the agent's oldest deliverable wake in a project (not parked, within budget
+-- or urgent, the agreement active for a guest's part: one raised before a revocation
+-- waits, like a parked one), or one whose lease ran out (replay, not charged again).
+-- Every subquery names the project itself: a router query on Citus.
 WITH c AS (
   SELECT w.project_id, w.id
   FROM wake w
   JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
-  WHERE w.agent_id = sqlc.arg(agent_id)
+  WHERE w.project_id = sqlc.arg(project_id)::uuid AND w.agent_id = sqlc.arg(agent_id)
     AND (w.status = 'pending' OR (w.status = 'claimed' AND w.lease_until <= sqlc.arg(now)::timestamptz))
     AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
     -- online: it sees the work itself; the wake waits (coalescing) until it has been quiet
     -- for the online window, unless acks or a close withdraw it first
     AND (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
     -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
-    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = m.project_id)
-         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = m.project_id
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = sqlc.arg(project_id)::uuid)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = sqlc.arg(project_id)::uuid
                     AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
-         OR (SELECT count(*) FROM wake x WHERE x.project_id = w.project_id AND x.member_id = w.member_id
+         OR (SELECT count(*) FROM wake x WHERE x.project_id = sqlc.arg(project_id)::uuid AND x.member_id = w.member_id
              AND x.charged_at > sqlc.arg(since)::timestamptz AND x.status <> 'canceled')
-            < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = w.project_id))
+            < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = sqlc.arg(project_id)::uuid))
   ORDER BY w.created_at
   LIMIT 1
   FOR UPDATE OF w SKIP LOCKED
@@ -213,10 +246,10 @@ WITH c AS (
 UPDATE wake w SET status = 'claimed', lease_until = sqlc.arg(lease_until)::timestamptz,
   charged_at = COALESCE(w.charged_at, sqlc.arg(now)::timestamptz),
   attempts = w.attempts + 1, updated_at = sqlc.arg(now)::timestamptz
-FROM c WHERE w.project_id = c.project_id AND w.id = c.id
+FROM c WHERE w.project_id = sqlc.arg(project_id)::uuid AND w.project_id = c.project_id AND w.id = c.id
 RETURNING w.project_id, w.id, w.part, w.urgent, w.sources, w.count, w.thread_counts,
   w.other_count, w.last_item_id, w.created_at, w.attempts, w.lease_until,
-  (SELECT p.name FROM project p WHERE p.id = w.project_id)::text AS project_name;
+  (SELECT p.name FROM project p WHERE p.id = sqlc.arg(project_id)::uuid)::text AS project_name;
 
 -- name: AckWake :one
 UPDATE wake SET status = 'delivered', delivered_at = sqlc.arg(now)::timestamptz, lease_until = NULL,
@@ -276,24 +309,30 @@ DELETE FROM wake WHERE (project_id, id) IN (
 -- Acking a message withdraws it from the part's wakes not delivered yet: its event, if not
 -- folded yet, goes; the pending wake's share for the message's thread is recounted from
 -- what is still unread there since the wake began (never raised, so acking twice changes
--- nothing), and a wake left with nothing is canceled.
+-- nothing), and a wake left with nothing is canceled. thread_key is the thread's id as
+-- text (the key of thread_counts), passed as such, and the new share is made into jsonb
+-- in the CTE: Citus refuses a function that is not immutable (the uuid to text cast,
+-- to_jsonb) inside CASE.
 WITH ev AS (
   DELETE FROM wake_event e
   WHERE e.project_id = sqlc.arg(project_id) AND e.member_id = sqlc.arg(member_id) AND e.item_id = sqlc.arg(message_id)::uuid
 ), w AS (
-  SELECT wk.project_id, wk.id, COALESCE((wk.thread_counts->>sqlc.arg(thread_id)::uuid::text)::integer, 0) AS had,
-    (SELECT count(*)::integer FROM delivery d
-     JOIN message msg ON msg.project_id = d.project_id AND msg.id = d.message_id
-     WHERE d.project_id = wk.project_id AND d.member_id = wk.member_id AND d.thread_id = sqlc.arg(thread_id)::uuid
-       AND d.read_at IS NULL AND d.open AND msg.created_at >= wk.created_at) AS unread
-  FROM wake wk
-  WHERE wk.project_id = sqlc.arg(project_id) AND wk.member_id = sqlc.arg(member_id) AND wk.status = 'pending'
-    AND jsonb_exists(wk.thread_counts, sqlc.arg(thread_id)::uuid::text)
+  SELECT x.project_id, x.id, x.had, least(x.unread, x.had) AS keep, to_jsonb(least(x.unread, x.had)) AS keep_json
+  FROM (
+    SELECT wk.project_id, wk.id, COALESCE((wk.thread_counts->>sqlc.arg(thread_key)::text)::integer, 0) AS had,
+      (SELECT count(*)::integer FROM delivery d
+       JOIN message msg ON msg.project_id = d.project_id AND msg.id = d.message_id
+       WHERE d.project_id = sqlc.arg(project_id) AND msg.project_id = sqlc.arg(project_id) AND d.member_id = wk.member_id AND d.thread_id = sqlc.arg(thread_id)::uuid
+         AND d.read_at IS NULL AND d.open AND msg.created_at >= wk.created_at) AS unread
+    FROM wake wk
+    WHERE wk.project_id = sqlc.arg(project_id) AND wk.member_id = sqlc.arg(member_id) AND wk.status = 'pending'
+      AND jsonb_exists(wk.thread_counts, sqlc.arg(thread_key)::text)
+  ) x
 )
 UPDATE wake SET
-  thread_counts = CASE WHEN least(w.unread, w.had) = 0 THEN wake.thread_counts - sqlc.arg(thread_id)::uuid::text
-    ELSE jsonb_set(wake.thread_counts, ARRAY[sqlc.arg(thread_id)::uuid::text], to_jsonb(least(w.unread, w.had))) END,
-  count = wake.count - w.had + least(w.unread, w.had),
-  status = CASE WHEN wake.count - w.had + least(w.unread, w.had) <= 0 THEN 'canceled' ELSE wake.status END,
+  thread_counts = CASE WHEN w.keep = 0 THEN wake.thread_counts - sqlc.arg(thread_key)::text
+    ELSE jsonb_set(wake.thread_counts, ARRAY[sqlc.arg(thread_key)::text], w.keep_json) END,
+  count = wake.count - w.had + w.keep,
+  status = CASE WHEN wake.count - w.had + w.keep <= 0 THEN 'canceled' ELSE wake.status END,
   updated_at = sqlc.arg(now)::timestamptz
-FROM w WHERE wake.project_id = w.project_id AND wake.id = w.id;
+FROM w WHERE wake.project_id = sqlc.arg(project_id) AND wake.project_id = w.project_id AND wake.id = w.id;

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# deploy/replicas/replicas.sh: N `relayroom serve` replicas on loopback behind HAProxy
+# (Debian's haproxy package), against one database (a plain PostgreSQL or a Citus
+# coordinator). See docs/scale.md.
+#
+#   replicas.sh start DIR N DATABASE_URL [BIN]   start N replicas (free loopback ports)
+#                      and HAProxy in front of them, wait until every replica answers
+#                      /readyz, print the balancer's URL as the only line on stdout
+#   replicas.sh stop DIR                         stop HAProxy and the replicas of DIR
+#   replicas.sh kill DIR I                       SIGKILL replica I (1-based): a crash
+#
+# DIR keeps haproxy.cfg, the pid files and the logs. BIN defaults to bin/relayroom.
+# Every replica gets the same RELAYROOM_PUBLIC_URL (the balancer's) and the caller's
+# environment (RELAYROOM_SECRET_KEY must be the same on every replica).
+set -euo pipefail
+
+readonly HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PROG="$(basename "$0")"
+readonly PROG
+log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
+die() {
+	printf '%s: error: %s\n' "$PROG" "$*" >&2
+	exit 1
+}
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+wait_ready() { # url seconds
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		if curl -fsS -o /dev/null "$1/readyz" 2>/dev/null; then return 0; fi
+		sleep 0.1
+	done
+	return 1
+}
+
+cmd_start() {
+	local dir=$1 n=$2 url=$3 bin=${4:-bin/relayroom}
+	[[ $n =~ ^[1-9][0-9]?$ ]] || die "N must be 1-99, got $n"
+	command -v haproxy >/dev/null || die "haproxy is not installed (apt-get install haproxy)"
+	[[ -x $bin ]] || die "no relayroom binary at $bin (make build)"
+	mkdir -p "$dir"
+	dir="$(cd "$dir" && pwd)"
+	cmd_stop "$dir" 2>/dev/null || true
+	local lb_port servers="" i port
+	lb_port=$(free_port)
+	local public="http://127.0.0.1:${lb_port}"
+	for ((i = 1; i <= n; i++)); do
+		port=$(free_port)
+		DATABASE_URL="$url" RELAYROOM_ADDR="127.0.0.1:${port}" RELAYROOM_PUBLIC_URL="$public" \
+			setsid "$bin" serve >>"$dir/replica$i.log" 2>&1 </dev/null &
+		echo $! >"$dir/replica$i.pid"
+		echo "$port" >"$dir/replica$i.port"
+		servers+="    server r$i 127.0.0.1:${port}"$'\n'
+	done
+	for ((i = 1; i <= n; i++)); do
+		wait_ready "http://127.0.0.1:$(cat "$dir/replica$i.port")" 60 || die "replica $i did not become ready (log: $dir/replica$i.log)"
+	done
+	python3 - "$HERE/haproxy.cfg" "$dir/haproxy.cfg" "127.0.0.1:${lb_port}" "$servers" <<'PY'
+import sys
+src, dst, bind, servers = sys.argv[1:]
+text = open(src).read().replace("__BIND__", bind).replace("__SERVERS__\n", servers)
+open(dst, "w").write(text)
+PY
+	haproxy -c -q -f "$dir/haproxy.cfg" || die "haproxy refused $dir/haproxy.cfg"
+	haproxy -D -f "$dir/haproxy.cfg" -p "$dir/haproxy.pid" >>"$dir/haproxy.log" 2>&1
+	wait_ready "$public" 30 || die "haproxy does not answer on $public"
+	log "$n replicas behind haproxy at $public (dir $dir)"
+	echo "$public"
+}
+
+stop_pid() { # pidfile
+	[[ -f $1 ]] || return 0
+	local pid
+	pid=$(cat "$1")
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid" 2>/dev/null || true
+		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	rm -f "$1"
+}
+
+cmd_stop() {
+	local dir=$1 f
+	[[ -d $dir ]] || return 0
+	stop_pid "$dir/haproxy.pid"
+	for f in "$dir"/replica*.pid; do
+		[[ -e $f ]] && stop_pid "$f"
+	done
+	return 0
+}
+
+cmd_kill() {
+	local f="$1/replica$2.pid"
+	[[ -f $f ]] || die "no replica $2 in $1"
+	kill -KILL "$(cat "$f")"
+	rm -f "$f"
+}
+
+case "${1:-}" in
+start) [[ $# -ge 4 ]] || die "usage: $PROG start DIR N DATABASE_URL [BIN]"; cmd_start "$2" "$3" "$4" "${5:-}" ;;
+stop) [[ $# -eq 2 ]] || die "usage: $PROG stop DIR"; cmd_stop "$2" ;;
+kill) [[ $# -eq 3 ]] || die "usage: $PROG kill DIR I"; cmd_kill "$2" "$3" ;;
+*) echo "usage: $PROG start DIR N DATABASE_URL [BIN] | stop DIR | kill DIR I" >&2; exit 2 ;;
+esac
