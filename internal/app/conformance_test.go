@@ -33,11 +33,15 @@ var conformanceScenarios = []string{
 	"sep-2164-resource-not-found", "dns-rebinding-protection",
 }
 
-// conformanceDesk adds to the demo file what the desk endpoint's run needs: a person in
-// Acme and Acme's desk workspace.
+// conformanceTokenScenarios run again with an OAuth access token instead of a key: the
+// credential is resolved before any method is handled, the same way for every method, so
+// these few carry the token through the handshake, a listing, the stateless and the
+// header rules without doubling the suite's time.
+var conformanceTokenScenarios = []string{"server-initialize", "tools-list", "server-stateless", "http-header-validation"}
+
+// conformanceDesk adds to the sign-in demo what the desk endpoint's run needs: Acme's
+// desk workspace (Ana, Acme's owner, is in signInDemo).
 const conformanceDesk = `
-users:
-  - {email: ana@acme.test, name: Ana, org: acme, role: owner}
 desk:
   - workspace: acme
     inboxes:
@@ -59,7 +63,8 @@ type conformanceCheck struct {
 // @modelcontextprotocol/conformance, pinned in .ci/conformance) against each endpoint.
 // The suite sends no credential of its own, so each endpoint is reached through a
 // loopback proxy that adds a demo agent's key (a person's desk token for /desk/mcp), as a
-// configured client would. `make test`
+// configured client would, and again
+// through one that adds a person's OAuth access token, as a client that signed in would. `make test`
 // installs the suite and sets RELAYROOM_CONFORMANCE_DIR; without it the test is skipped,
 // except in CI, where a missing suite is a failure.
 func TestConformance(t *testing.T) {
@@ -74,11 +79,18 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	front := "http://" + ln.Addr().String()
-	// The desk endpoint is reached with a person's token: the demo's Acme (Scale) gets an
-	// owner and a desk workspace.
+	// A second front door sends a person's OAuth access token (issued for that endpoint
+	// through sign-in and consent) instead of a key: the same scenarios must pass.
+	lnTok, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	frontTok := "http://" + lnTok.Addr().String()
+	// The desk endpoint is reached with a person's token: the demo's Acme (Scale) gets a
+	// desk workspace, and Ana, its owner, a personal token.
 	var deskToken string
-	s := startServerOpts(t, serverOptions{file: demo + conformanceDesk,
-		tune: func(c *config.Config) { c.AllowedOrigins = []string{front} },
+	s := startServerOpts(t, serverOptions{file: signInDemo + conformanceDesk,
+		tune: func(c *config.Config) { c.AllowedOrigins = []string{front, frontTok} },
 		before: func(ctx context.Context, d *pg.DB, res admin.Result) {
 			det, err := secrets.NewDetector()
 			if err != nil {
@@ -88,7 +100,7 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tok, err := svc.CreateToken(ctx, res.Organisations["acme"].ID, "ana@acme.test", desk.Scopes, time.Hour)
+			tok, err := svc.CreateToken(ctx, res.Organisations["acme"].ID, anaEmail, desk.Scopes, time.Hour)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,26 +110,33 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyOf := map[string]string{}  // path → the key the proxy adds
-	partOf := map[string]string{} // threads path → the part the proxy names
-	proxy := httputil.NewSingleHostReverseProxy(backend)
-	direct := proxy.Director
-	proxy.Director = func(r *http.Request) {
-		direct(r)
-		if r.URL.Path == deskPath {
-			r.Header.Set("Authorization", "Bearer "+deskToken)
-		} else {
-			r.Header.Set("X-Agent-Key", keyOf[r.URL.Path])
+	keyOf := map[string]string{}   // path → the key the proxy adds
+	tokenOf := map[string]string{} // path → the access token the token proxy adds
+	partOf := map[string]string{}  // threads path → the part the proxy names
+	serve := func(ln net.Listener, credential func(h http.Header, path string)) {
+		proxy := httputil.NewSingleHostReverseProxy(backend)
+		direct := proxy.Director
+		proxy.Director = func(r *http.Request) {
+			direct(r)
+			credential(r.Header, r.URL.Path)
+			// The suite's header-validation scenario rebuilds the URL without its query;
+			// the part is put back so that those checks reach the protocol rules they test.
+			if p := partOf[r.URL.Path]; p != "" && r.URL.Query().Get("part") == "" {
+				r.URL.RawQuery = "part=" + p
+			}
 		}
-		// The suite's header-validation scenario rebuilds the URL without its query;
-		// the part is put back so that those checks reach the protocol rules they test.
-		if p := partOf[r.URL.Path]; p != "" && r.URL.Query().Get("part") == "" {
-			r.URL.RawQuery = "part=" + p
-		}
+		srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}}
+		srv.Start()
+		t.Cleanup(srv.Close)
 	}
-	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}}
-	srv.Start()
-	t.Cleanup(srv.Close)
+	serve(ln, func(h http.Header, path string) {
+		if path == deskPath {
+			h.Set("Authorization", "Bearer "+deskToken)
+			return
+		}
+		h.Set("X-Agent-Key", keyOf[path])
+	})
+	serve(lnTok, func(h http.Header, path string) { h.Set("Authorization", "Bearer "+tokenOf[path]) })
 
 	room := "/api/mcp/p/" + s.res.Projects["escalations"].ID.String()
 	threads := "/mcp/" + s.res.Projects["escalations"].ConnectCode
@@ -125,16 +144,26 @@ func TestConformance(t *testing.T) {
 	keyOf["/api/mcp"] = s.key("globex/qa-lead")
 	keyOf[threads] = s.key("acme/backend")
 	partOf[threads] = "backend"
+	tokenOf[room] = accessToken(t, s, s.base+room, "Architect", "rooms")
+	tokenOf["/api/mcp"] = accessToken(t, s, s.base+"/api/mcp", "Backend", "rooms")
+	tokenOf[threads] = accessToken(t, s, s.base+threads, "part backend", "threads")
 	endpoints := map[string]string{
-		"room":      front + room,
-		"all_rooms": front + "/api/mcp",
-		"threads":   front + threads + "?part=backend",
-		"desk":      front + deskPath,
+		"room":            front + room,
+		"all_rooms":       front + "/api/mcp",
+		"threads":         front + threads + "?part=backend",
+		"desk":            front + deskPath,
+		"room_token":      frontTok + room,
+		"all_rooms_token": frontTok + "/api/mcp",
+		"threads_token":   frontTok + threads + "?part=backend",
 	}
 	// Each run is a Node process that mostly waits on the server: a few at a time.
 	slots := make(chan struct{}, 4)
 	for name, u := range endpoints {
-		for _, scenario := range conformanceScenarios {
+		scenarios := conformanceScenarios
+		if strings.HasSuffix(name, "_token") {
+			scenarios = conformanceTokenScenarios
+		}
+		for _, scenario := range scenarios {
 			t.Run(name+"/"+scenario, func(t *testing.T) {
 				t.Parallel()
 				slots <- struct{}{}

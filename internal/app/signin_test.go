@@ -318,6 +318,20 @@ func (f *flow) code(t *testing.T) string {
 	return q.Get("code")
 }
 
+// accessToken is an access token for resource, issued to a newly registered client after
+// Ana signs in and consents to the choice whose label contains pick.
+func accessToken(t *testing.T, s *server, resource, pick, scope string) string {
+	t.Helper()
+	f := newFlow(t, s, resource)
+	cb := f.br.authorize(f.authURL(func(q url.Values) { q.Set("scope", scope) }), pick)
+	status, tok := f.exchange(t, cb.Query().Get("code"), nil)
+	at, _ := tok["access_token"].(string)
+	if status != http.StatusOK || at == "" {
+		t.Fatalf("token for %s: %d %v", resource, status, tok)
+	}
+	return at
+}
+
 // ownerExec changes the seeded data as the database owner, as an operator would.
 func ownerExec(t *testing.T, s *server, sql string, args ...any) {
 	t.Helper()
