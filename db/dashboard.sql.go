@@ -70,6 +70,21 @@ func (q *Queries) BindPersonRoom(ctx context.Context, db DBTX, arg BindPersonRoo
 	return i, err
 }
 
+const cancelTask = `-- name: CancelTask :exec
+UPDATE room_task SET status = 'canceled', updated_at = now()
+WHERE project_id = $1 AND id = $2
+`
+
+type CancelTaskParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+func (q *Queries) CancelTask(ctx context.Context, db DBTX, arg CancelTaskParams) error {
+	_, err := db.Exec(ctx, cancelTask, arg.ProjectID, arg.ID)
+	return err
+}
+
 const deprecateMemoryEntry = `-- name: DeprecateMemoryEntry :one
 UPDATE memory_entry e SET deprecated_at = now(), deprecated_by_user_id = $1,
   deprecated_by_name = $2
@@ -103,6 +118,40 @@ func (q *Queries) DeprecateMemoryEntry(ctx context.Context, db DBTX, arg Depreca
 	var deprecated_at *time.Time
 	err := row.Scan(&deprecated_at)
 	return deprecated_at, err
+}
+
+const insertPersonCard = `-- name: InsertPersonCard :exec
+INSERT INTO room_message (project_id, id, kind, author_user_id, author_name, author_org_id, content, ref_id, created_at)
+VALUES ($1, $2, $3, $4, $5,
+  $6, $7, $8, $9)
+`
+
+type InsertPersonCardParams struct {
+	ProjectID    uuid.UUID
+	ID           uuid.UUID
+	Kind         string
+	AuthorUserID *uuid.UUID
+	AuthorName   *string
+	AuthorOrgID  *uuid.UUID
+	Content      string
+	RefID        *uuid.UUID
+	CreatedAt    time.Time
+}
+
+// A card a person's action leaves in the conversation (a task reviewed or canceled).
+func (q *Queries) InsertPersonCard(ctx context.Context, db DBTX, arg InsertPersonCardParams) error {
+	_, err := db.Exec(ctx, insertPersonCard,
+		arg.ProjectID,
+		arg.ID,
+		arg.Kind,
+		arg.AuthorUserID,
+		arg.AuthorName,
+		arg.AuthorOrgID,
+		arg.Content,
+		arg.RefID,
+		arg.CreatedAt,
+	)
+	return err
 }
 
 const insertPersonMessage = `-- name: InsertPersonMessage :exec
@@ -334,6 +383,96 @@ func (q *Queries) PersonRooms(ctx context.Context, db DBTX, orgID uuid.UUID) ([]
 			&i.HostOrgID,
 			&i.HostName,
 			&i.AgreementStatus,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const tasksForPeople = `-- name: TasksForPeople :many
+SELECT k.id, k.goal, k.priority, k.deadline, k.status, k.result, k.review, k.review_comment, k.reviewed_at,
+  k.acceptance_criteria, k.created_at, k.updated_at, k.from_org_id, k.to_org_id,
+  coalesce(fa.name, '')::text AS from_agent_name, coalesce(fo.name, '')::text AS from_org_name,
+  coalesce(ta.name, '')::text AS to_agent_name, coalesce(m.part, '')::text AS to_part
+FROM room_task k
+LEFT JOIN agent fa ON fa.id = k.from_agent_id
+LEFT JOIN organisation fo ON fo.id = k.from_org_id
+LEFT JOIN agent ta ON ta.id = k.to_agent_id
+LEFT JOIN membership m ON m.project_id = k.project_id AND m.id = k.to_member_id
+WHERE k.project_id = $1
+  AND ($2::boolean OR k.from_org_id = $3 OR k.to_org_id = $3)
+ORDER BY k.id DESC
+LIMIT $4
+`
+
+type TasksForPeopleParams struct {
+	ProjectID    uuid.UUID
+	ViewerIsHost bool
+	ViewerOrgID  uuid.UUID
+	Lim          int32
+}
+
+type TasksForPeopleRow struct {
+	ID                 uuid.UUID
+	Goal               string
+	Priority           string
+	Deadline           *time.Time
+	Status             string
+	Result             *string
+	Review             *string
+	ReviewComment      *string
+	ReviewedAt         *time.Time
+	AcceptanceCriteria *string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	FromOrgID          uuid.UUID
+	ToOrgID            uuid.UUID
+	FromAgentName      string
+	FromOrgName        string
+	ToAgentName        string
+	ToPart             string
+}
+
+// The Tasks tab: the room's tasks, newest first; a guest's people see only the tasks their
+// company sent or received.
+func (q *Queries) TasksForPeople(ctx context.Context, db DBTX, arg TasksForPeopleParams) ([]TasksForPeopleRow, error) {
+	rows, err := db.Query(ctx, tasksForPeople,
+		arg.ProjectID,
+		arg.ViewerIsHost,
+		arg.ViewerOrgID,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TasksForPeopleRow{}
+	for rows.Next() {
+		var i TasksForPeopleRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Goal,
+			&i.Priority,
+			&i.Deadline,
+			&i.Status,
+			&i.Result,
+			&i.Review,
+			&i.ReviewComment,
+			&i.ReviewedAt,
+			&i.AcceptanceCriteria,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.FromOrgID,
+			&i.ToOrgID,
+			&i.FromAgentName,
+			&i.FromOrgName,
+			&i.ToAgentName,
+			&i.ToPart,
 		); err != nil {
 			return nil, err
 		}

@@ -729,7 +729,7 @@ func (q *Queries) TaskAttachments(ctx context.Context, db DBTX, arg TaskAttachme
 }
 
 const taskForUpdate = `-- name: TaskForUpdate :one
-SELECT id, from_agent_id, from_org_id, to_agent_id, to_member_id, status, review, goal
+SELECT id, from_agent_id, from_org_id, to_agent_id, to_org_id, to_member_id, status, review, goal
 FROM room_task WHERE project_id = $1 AND id = $2
 FOR UPDATE
 `
@@ -744,6 +744,7 @@ type TaskForUpdateRow struct {
 	FromAgentID *uuid.UUID
 	FromOrgID   uuid.UUID
 	ToAgentID   uuid.UUID
+	ToOrgID     uuid.UUID
 	ToMemberID  uuid.UUID
 	Status      string
 	Review      *string
@@ -758,6 +759,7 @@ func (q *Queries) TaskForUpdate(ctx context.Context, db DBTX, arg TaskForUpdateP
 		&i.FromAgentID,
 		&i.FromOrgID,
 		&i.ToAgentID,
+		&i.ToOrgID,
 		&i.ToMemberID,
 		&i.Status,
 		&i.Review,

@@ -2,9 +2,13 @@ package app_test
 
 import (
 	"context"
+	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/pg"
 )
@@ -112,4 +116,89 @@ func TestDashboardNeedsYou(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestDashboardTasks(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, needsFile, nil)
+	room := s.res.Projects["escalations"].ID.String()
+	roomURL := s.base + "/api/mcp/p/" + room
+	architect, qa := s.key("acme/architect"), s.key("globex/qa-lead")
+	uuidRe := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`)
+	send := func(key, to, goal string) string {
+		t.Helper()
+		return uuidRe.FindString(served(t, roomURL, key, "send_task", map[string]any{"to_agent_slug": to, "goal": goal}))
+	}
+	done := send(qa, "architect", "Reproduce the login bug")
+	served(t, roomURL, architect, "respond_to_task", map[string]any{"task_id": done, "status": "done",
+		"result": "Reproduced on staging.\nThe session cookie is dropped after the redirect."})
+	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
+	gus := signIn(t, s.base, "gus@globex.test", "demo-password-gus")
+	tasks := "/app/rooms/" + room + "/tasks"
+
+	t.Run("the tab shows state, assignee and the full result; only the sender's people get accept and reject", func(t *testing.T) {
+		_, body := gus.get(tasks)
+		for _, w := range []string{`id="task-` + done + `"`, "Reproduce the login bug", "state-done", "Architect", "The session cookie is dropped after the redirect.", "Accept the result", "Reject the result"} {
+			if !strings.Contains(body, w) {
+				t.Fatalf("missing %q: %s", w, body)
+			}
+		}
+		if _, body := ana.get(tasks); !strings.Contains(body, "Reproduce the login bug") || strings.Contains(body, "Accept the result") {
+			t.Fatalf("the host's page: %s", body)
+		}
+	})
+
+	t.Run("a person of another company cannot accept, and nothing changes", func(t *testing.T) {
+		status, body := ana.postForm(tasks+"/"+done+"/review", url.Values{"csrf": {ana.csrf()}, "verdict": {"accepted"}})
+		if status != http.StatusForbidden || !strings.Contains(body, "Only the company that sent task") {
+			t.Fatalf("%d: %s", status, body)
+		}
+		if _, body := gus.get(tasks); !strings.Contains(body, "Accept the result") {
+			t.Fatal("the task was reviewed anyway")
+		}
+	})
+
+	t.Run("an unknown task answers 404", func(t *testing.T) {
+		if status, _ := gus.postForm(tasks+"/"+uuid.NewString()+"/review", url.Values{"csrf": {gus.csrf()}, "verdict": {"accepted"}}); status != http.StatusNotFound {
+			t.Fatalf("status %d", status)
+		}
+	})
+
+	t.Run("the sender's admin accepts; agents see the card by the person; a second review is refused", func(t *testing.T) {
+		status, _ := gus.postForm(tasks+"/"+done+"/review", url.Values{"csrf": {gus.csrf()}, "verdict": {"accepted"}, "comment": {"Thanks, confirmed"}})
+		if status != http.StatusSeeOther {
+			t.Fatalf("status %d", status)
+		}
+		if _, body := gus.get(tasks); !strings.Contains(body, "result accepted") || !strings.Contains(body, "Thanks, confirmed") || strings.Contains(body, "Accept the result") {
+			t.Fatalf("after accepting: %s", body)
+		}
+		if got := served(t, roomURL, architect, "get_messages", map[string]any{"limit": 20}); !strings.Contains(got, `Gus [Globex] (human)`) || !strings.Contains(got, "accepted") {
+			t.Fatalf("no card by the person: %s", got)
+		}
+		status, body := gus.postForm(tasks+"/"+done+"/review", url.Values{"csrf": {gus.csrf()}, "verdict": {"rejected"}})
+		if status != http.StatusConflict || !strings.Contains(body, "already accepted") {
+			t.Fatalf("%d: %s", status, body)
+		}
+	})
+
+	t.Run("the host's people cancel an open task; a guest cannot cancel the host's task", func(t *testing.T) {
+		open := send(qa, "architect", "Rotate the staging certificates")
+		hosts := send(architect, "qa-lead", "Write the regression test")
+		status, body := gus.postForm(tasks+"/"+hosts+"/cancel", url.Values{"csrf": {gus.csrf()}})
+		if status != http.StatusForbidden || !strings.Contains(body, "can cancel it") {
+			t.Fatalf("%d: %s", status, body)
+		}
+		if status, _ := ana.postForm(tasks+"/"+open+"/cancel", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+			t.Fatalf("status %d", status)
+		}
+		if got := served(t, roomURL, architect, "get_inbox", map[string]any{}); strings.Contains(got, "Rotate the staging certificates") {
+			t.Fatalf("the canceled task is still in the inbox: %s", got)
+		}
+		if _, body := ana.get(tasks); !strings.Contains(body, "state-canceled") {
+			t.Fatalf("not shown canceled: %s", body)
+		}
+		if status, _ := ana.postForm(tasks+"/"+open+"/cancel", url.Values{"csrf": {ana.csrf()}}); status != http.StatusConflict {
+			t.Fatalf("canceling twice: %d", status)
+		}
+	})
 }

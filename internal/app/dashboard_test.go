@@ -175,13 +175,14 @@ func TestDashboard(t *testing.T) {
 		secret := served(t, roomURL, architect, "write_memory", map[string]any{"content": "The escalation runbook lives in vault 7", "tags": []string{"runbook"}})
 		id := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`).FindString(secret)
 		token := ivy.csrf()
-		for _, path := range []string{"/app/rooms/" + room, "/app/rooms/" + room + "/memory", "/app/rooms/" + room + "/events"} {
+		for _, path := range []string{"/app/rooms/" + room, "/app/rooms/" + room + "/memory", "/app/rooms/" + room + "/events", "/app/rooms/" + room + "/tasks"} {
 			status, body := ivy.get(path)
 			if status != http.StatusNotFound || strings.Contains(body, "vault 7") || strings.Contains(body, "Escalations") {
 				t.Fatalf("GET %s: want 404 without the room's content, got %d %s", path, status, body)
 			}
 		}
-		for _, path := range []string{"/app/rooms/" + room + "/messages", "/app/rooms/" + room + "/memory/" + id + "/deprecate"} {
+		for _, path := range []string{"/app/rooms/" + room + "/messages", "/app/rooms/" + room + "/memory/" + id + "/deprecate",
+			"/app/rooms/" + room + "/tasks/" + id + "/review", "/app/rooms/" + room + "/tasks/" + id + "/cancel"} {
 			status, _ := ivy.postForm(path, url.Values{"csrf": {token}, "content": {"from initech"}})
 			if status != http.StatusNotFound {
 				t.Fatalf("POST %s: want 404, got %d", path, status)
@@ -211,7 +212,7 @@ func TestDashboard(t *testing.T) {
 		text := served(t, roomURL, architect, "write_memory", map[string]any{"content": "Deploys freeze on Fridays at noon"})
 		id := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`).FindString(text)
 		for _, token := range []string{"", gus.csrf()} { // none, and another session's
-			for _, path := range []string{"/app/rooms/" + room + "/messages", "/app/rooms/" + room + "/memory/" + id + "/deprecate"} {
+			for _, path := range []string{"/app/rooms/" + room + "/messages", "/app/rooms/" + room + "/memory/" + id + "/deprecate", "/app/rooms/" + room + "/tasks/" + id + "/cancel"} {
 				status, _ := ana.postForm(path, url.Values{"csrf": {token}, "content": {"no token " + token}})
 				if status != http.StatusForbidden {
 					t.Fatalf("POST %s with token %q: want 403, got %d", path, token, status)

@@ -86,6 +86,17 @@ var funcs = template.FuncMap{
 	"iso":  func(t any) string { return timeOf(t).Format(time.RFC3339) },
 	"join": strings.Join,
 	"pct":  func(f float64) float64 { return f * 100 },
+	// local shows a time in the viewer's timezone (their organisation's), named.
+	"local": func(t any, tz string) string { return inZone(timeOf(t), tz).Format("2006-01-02 15:04 MST") },
+}
+
+// inZone is t in the IANA zone tz; an unknown zone shows UTC rather than fail a page.
+func inZone(t time.Time, tz string) time.Time {
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return t.UTC()
+	}
+	return t.In(loc)
 }
 
 // timeOf reads a time or a non-nil time pointer (templates show optional times only
@@ -105,7 +116,7 @@ func timeOf(v any) time.Time {
 // NewHandler builds the pages.
 func NewHandler(d Deps) (*Handler, error) {
 	h := &Handler{deps: d, pages: map[string]*template.Template{}}
-	for _, name := range []string{"home", "room", "memory", "knowledge", "message"} {
+	for _, name := range []string{"home", "room", "memory", "knowledge", "tasks", "message"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
@@ -150,6 +161,8 @@ type view struct {
 	Filter    memoryFilterView
 	Companies []company
 
+	Tasks []taskRow
+
 	Candidates []knowledge.Review
 	Trusted    []knowledge.Review
 	HitRates   knowledge.HitRates
@@ -166,6 +179,7 @@ type roomView struct {
 	Tab       string
 	CanWrite  bool
 	CanMemory bool
+	Timezone  string // the viewer's (their organisation's), for times shown
 }
 
 type company struct {
@@ -271,6 +285,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.memory(w, r, sess, sc, http.StatusOK, "", "")
 		case len(rest) == 3 && rest[0] == "memory" && rest[2] == "deprecate" && post:
 			h.deprecate(w, r, sess, sc, rest[1])
+		case len(rest) == 1 && rest[0] == "tasks" && get:
+			h.tasksPage(w, r, sess, sc, http.StatusOK, "")
+		case len(rest) == 3 && rest[0] == "tasks" && (rest[2] == "review" || rest[2] == "cancel") && post:
+			h.taskAction(w, r, sess, sc, rest[1], rest[2])
 		case len(rest) == 1 && rest[0] == "knowledge" && get:
 			h.knowledgePage(w, r, sess, sc, http.StatusOK, "")
 		case len(rest) == 3 && rest[0] == "knowledge" && (rest[2] == "approve" || rest[2] == "reject") && post:
@@ -422,7 +440,8 @@ func (h *Handler) roomView(sc tenancy.Scope, tab string) *roomView {
 		role = "host"
 	}
 	return &roomView{ID: sc.ProjectID, Name: sc.ProjectName, HostName: sc.HostName, OrgName: sc.OrgName, Role: role,
-		IsHost: sc.IsHost(), Tab: tab, CanWrite: sc.Granted(tenancy.GrantWriteMemory), CanMemory: sc.Granted(tenancy.GrantReadMemory)}
+		IsHost: sc.IsHost(), Tab: tab, CanWrite: sc.Granted(tenancy.GrantWriteMemory), CanMemory: sc.Granted(tenancy.GrantReadMemory),
+		Timezone: sc.Person.Timezone}
 }
 
 func (h *Handler) roomPage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, status int, errMsg string) {

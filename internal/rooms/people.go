@@ -2,6 +2,7 @@ package rooms
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -176,4 +177,96 @@ func (s *Service) NeedsYou(ctx context.Context, sc tenancy.Scope) ([]Need, error
 		out[i] = Need(r)
 	}
 	return out, nil
+}
+
+// MaxTaskList bounds the Tasks tab.
+const MaxTaskList = 100
+
+// PersonTask is a task as the Tasks tab shows it: the whole of it, with its files.
+type PersonTask struct {
+	db.TasksForPeopleRow
+	Attachments []Attachment
+}
+
+// Final reports a task nobody works on any more.
+func (t PersonTask) Final() bool { return finalStatus(t.Status) }
+
+func finalStatus(status string) bool {
+	return status == "done" || status == "failed" || status == "rejected" || status == "canceled"
+}
+
+// TasksForPeople lists the room's tasks for the Tasks tab (a guest's people: those their
+// company sent or received), newest first, with their files as signed download links, in
+// two statements.
+func (s *Service) TasksForPeople(ctx context.Context, sc tenancy.Scope) ([]PersonTask, error) {
+	if err := requireAgreement(sc); err != nil {
+		return nil, err
+	}
+	var out []PersonTask
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		rows, err := s.Q.TasksForPeople(ctx, tx, db.TasksForPeopleParams{ProjectID: sc.ProjectID, ViewerIsHost: sc.IsHost(),
+			ViewerOrgID: sc.OrgID, Lim: MaxTaskList})
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		ids, idx := make([]uuid.UUID, len(rows)), map[uuid.UUID]int{}
+		out = make([]PersonTask, len(rows))
+		for i, r := range rows {
+			out[i], ids[i], idx[r.ID] = PersonTask{TasksForPeopleRow: r}, r.ID, i
+		}
+		files, err := s.Q.TaskAttachments(ctx, tx, db.TaskAttachmentsParams{ProjectID: sc.ProjectID, TaskIds: ids, InlineMax: 0})
+		if err != nil {
+			return err
+		}
+		exp := s.now().Add(LinkTTLSeconds * time.Second)
+		for _, f := range files {
+			i := idx[f.TaskID]
+			out[i].Attachments = append(out[i].Attachments, Attachment{ID: f.ID.String(), UploadedByOrgID: f.UploadedByOrgID.String(),
+				Filename: f.Filename, ContentType: f.ContentType, SizeBytes: f.SizeBytes, Sha256: f.Sha256,
+				DownloadURL: s.downloadURL(sc.ProjectID, f.ID, exp), ExpiresIn: LinkTTLSeconds})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, pg.Classify("tasks for people", err)
+	}
+	return out, nil
+}
+
+// CancelTask cancels a task nobody can finish: a person of the sending company or of the
+// host may, while it is not final. A guest's people see only their company's tasks.
+func (s *Service) CancelTask(ctx context.Context, sc tenancy.Scope, taskID string) error {
+	if err := requireAgreement(sc); err != nil {
+		return err
+	}
+	if !sc.IsPerson() {
+		return apperr.New(apperr.Forbidden, "Only people cancel tasks, on the dashboard")
+	}
+	id, err := uuid.Parse(taskID)
+	if err != nil {
+		return taskNotFound(taskID)
+	}
+	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		t, err := s.Q.TaskForUpdate(ctx, tx, db.TaskForUpdateParams{ProjectID: sc.ProjectID, ID: id})
+		if pg.IsNoRows(err) || (err == nil && !sc.IsHost() && t.FromOrgID != sc.OrgID && t.ToOrgID != sc.OrgID) {
+			return taskNotFound(taskID)
+		}
+		if err != nil {
+			return err
+		}
+		if !sc.IsHost() && t.FromOrgID != sc.OrgID {
+			return apperr.New(apperr.Forbidden, "Only the company that sent task %s, or the room's host, can cancel it", id)
+		}
+		if finalStatus(t.Status) {
+			return apperr.New(apperr.Conflict, "Task %s is %s and cannot be canceled", id, t.Status)
+		}
+		if err := s.Q.CancelTask(ctx, tx, db.CancelTaskParams{ProjectID: sc.ProjectID, ID: id}); err != nil {
+			return err
+		}
+		return s.card(ctx, tx, sc, "task", fmt.Sprintf("[task] %q canceled by %s.", excerpt(t.Goal, 80), sc.Person.Name), id, s.now())
+	})
+	if err != nil {
+		return pg.Classify("cancel task", err)
+	}
+	return nil
 }

@@ -215,10 +215,18 @@ func (s *Service) queueWake(ctx context.Context, tx *pg.Tx, r wake.Request) erro
 }
 
 func (s *Service) card(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, kind, content string, ref uuid.UUID, at time.Time) error {
-	if err := s.Q.InsertRoomMessage(ctx, tx, db.InsertRoomMessageParams{
-		ProjectID: sc.ProjectID, ID: newID(), Kind: kind, AuthorAgentID: &sc.AgentID, AuthorOrgID: &sc.OrgID,
-		AuthorModel: sc.AgentModel, Content: content, RefID: &ref, CreatedAt: at,
-	}); err != nil {
+	var err error
+	if sc.IsPerson() {
+		// A person's action (the dashboard): the card names them as their posts do.
+		err = s.Q.InsertPersonCard(ctx, tx, db.InsertPersonCardParams{ProjectID: sc.ProjectID, ID: newID(), Kind: kind,
+			AuthorUserID: &sc.Person.UserID, AuthorName: &sc.Person.Name, AuthorOrgID: &sc.OrgID, Content: content, RefID: &ref, CreatedAt: at})
+	} else {
+		err = s.Q.InsertRoomMessage(ctx, tx, db.InsertRoomMessageParams{
+			ProjectID: sc.ProjectID, ID: newID(), Kind: kind, AuthorAgentID: &sc.AgentID, AuthorOrgID: &sc.OrgID,
+			AuthorModel: sc.AgentModel, Content: content, RefID: &ref, CreatedAt: at,
+		})
+	}
+	if err != nil {
 		return err
 	}
 	s.roomChanged(tx, sc.ProjectID)

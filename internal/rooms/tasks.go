@@ -410,8 +410,9 @@ type ReviewResult struct {
 	Review string `json:"review"`
 }
 
-// ReviewTask accepts or rejects a done result. Only the sender may (people will too, once
-// they can sign in); afterwards the task never changes.
+// ReviewTask accepts or rejects a done result. Only the sender may: the agent that sent
+// it, or on the dashboard a person of the sending company; afterwards the task never
+// changes.
 func (s *Service) ReviewTask(ctx context.Context, sc tenancy.Scope, taskID, verdict, comment string) (ReviewResult, error) {
 	if err := requireAgreement(sc); err != nil {
 		return ReviewResult{}, err
@@ -436,7 +437,12 @@ func (s *Service) ReviewTask(ctx context.Context, sc tenancy.Scope, taskID, verd
 		if err != nil {
 			return err
 		}
-		if t.FromAgentID == nil || *t.FromAgentID != sc.AgentID {
+		switch {
+		case sc.IsPerson() && !sc.IsHost() && t.FromOrgID != sc.OrgID && t.ToOrgID != sc.OrgID:
+			return taskNotFound(taskID) // a guest's people see only their company's tasks
+		case sc.IsPerson() && t.FromOrgID != sc.OrgID:
+			return apperr.New(apperr.Forbidden, "Only the company that sent task %s can accept or reject its result", id)
+		case !sc.IsPerson() && (t.FromAgentID == nil || *t.FromAgentID != sc.AgentID):
 			return apperr.New(apperr.Forbidden, "Only the agent that sent task %s can accept or reject its result", id)
 		}
 		if t.Review != nil {

@@ -95,3 +95,30 @@ SELECT n.kind::text AS kind, n.id::uuid AS id, n.title::text AS title, n.at::tim
    ORDER BY w.created_at DESC LIMIT sqlc.arg(lim))
 ) n
 ORDER BY n.at DESC, n.id;
+
+-- name: InsertPersonCard :exec
+-- A card a person's action leaves in the conversation (a task reviewed or canceled).
+INSERT INTO room_message (project_id, id, kind, author_user_id, author_name, author_org_id, content, ref_id, created_at)
+VALUES (sqlc.arg(project_id), sqlc.arg(id), sqlc.arg(kind), sqlc.arg(author_user_id), sqlc.arg(author_name),
+  sqlc.arg(author_org_id), sqlc.arg(content), sqlc.arg(ref_id), sqlc.arg(created_at));
+
+-- name: TasksForPeople :many
+-- The Tasks tab: the room's tasks, newest first; a guest's people see only the tasks their
+-- company sent or received.
+SELECT k.id, k.goal, k.priority, k.deadline, k.status, k.result, k.review, k.review_comment, k.reviewed_at,
+  k.acceptance_criteria, k.created_at, k.updated_at, k.from_org_id, k.to_org_id,
+  coalesce(fa.name, '')::text AS from_agent_name, coalesce(fo.name, '')::text AS from_org_name,
+  coalesce(ta.name, '')::text AS to_agent_name, coalesce(m.part, '')::text AS to_part
+FROM room_task k
+LEFT JOIN agent fa ON fa.id = k.from_agent_id
+LEFT JOIN organisation fo ON fo.id = k.from_org_id
+LEFT JOIN agent ta ON ta.id = k.to_agent_id
+LEFT JOIN membership m ON m.project_id = k.project_id AND m.id = k.to_member_id
+WHERE k.project_id = sqlc.arg(project_id)
+  AND (sqlc.arg(viewer_is_host)::boolean OR k.from_org_id = sqlc.arg(viewer_org_id) OR k.to_org_id = sqlc.arg(viewer_org_id))
+ORDER BY k.id DESC
+LIMIT sqlc.arg(lim);
+
+-- name: CancelTask :exec
+UPDATE room_task SET status = 'canceled', updated_at = now()
+WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id);

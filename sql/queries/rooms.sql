@@ -111,7 +111,7 @@ WHERE project_id = sqlc.arg(project_id) AND id = ANY(sqlc.arg(ids)::uuid[]) AND 
 RETURNING id;
 
 -- name: TaskForUpdate :one
-SELECT id, from_agent_id, from_org_id, to_agent_id, to_member_id, status, review, goal
+SELECT id, from_agent_id, from_org_id, to_agent_id, to_org_id, to_member_id, status, review, goal
 FROM room_task WHERE project_id = $1 AND id = $2
 FOR UPDATE;
 

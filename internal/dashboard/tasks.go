@@ -1,0 +1,84 @@
+package dashboard
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/rooms"
+	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/web"
+)
+
+// Notices of the Tasks tab after a form (?notice=).
+var taskNotices = map[string]string{
+	"accepted": "The result was accepted.",
+	"rejected": "The result was rejected.",
+	"canceled": "The task was canceled.",
+}
+
+// tasksPage is the Tasks tab: every task the person's company may see, with its state,
+// assignee, deadline, files, the full result, and the forms to accept, reject or cancel.
+func (h *Handler) tasksPage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, status int, errMsg string) {
+	v := view{Title: sc.ProjectName + " · Tasks", Person: sess.Person, CSRF: sess.CSRF(), Error: errMsg,
+		Notice: taskNotices[r.URL.Query().Get("notice")], Room: h.roomView(sc, "tasks")}
+	list, err := h.deps.Rooms.TasksForPeople(r.Context(), sc)
+	if err != nil {
+		h.unavailable(w, r, &sess, "tasks", err)
+		return
+	}
+	v.Tasks = taskRows(sc, list)
+	h.render(w, status, "tasks", v)
+}
+
+// taskAction accepts or rejects a done result (the sending company's people) or cancels a
+// task (the sending company's or the host's people). A task the person may not see answers
+// 404, as a missing one does; a refusal is shown on the tab, nothing changed.
+func (h *Handler) taskAction(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, taskID, action string) {
+	var err error
+	notice := action
+	switch action {
+	case "review":
+		notice = r.PostFormValue("verdict")
+		_, err = h.deps.Rooms.ReviewTask(r.Context(), sc, taskID, notice, r.PostFormValue("comment"))
+	case "cancel":
+		notice = "canceled"
+		err = h.deps.Rooms.CancelTask(r.Context(), sc, taskID)
+	}
+	if e, ok := apperr.As(err); ok && e.Code == apperr.NotFound {
+		h.notFound(w, &sess)
+		return
+	}
+	if e, ok := apperr.As(err); ok && e.Code != apperr.Unavailable {
+		status := http.StatusBadRequest
+		switch e.Code {
+		case apperr.Forbidden:
+			status = http.StatusForbidden
+		case apperr.Conflict:
+			status = http.StatusConflict
+		}
+		h.tasksPage(w, r, sess, sc, status, e.Message)
+		return
+	}
+	if err != nil {
+		h.unavailable(w, r, &sess, "task "+action, err)
+		return
+	}
+	http.Redirect(w, r, roomURL(sc.ProjectID, "tasks")+"?notice="+url.QueryEscape(notice)+"#task-"+url.PathEscape(taskID), http.StatusSeeOther)
+}
+
+// taskRow is a task with what the person may do with it (the service decides again).
+type taskRow struct {
+	rooms.PersonTask
+	CanReview, CanCancel bool
+}
+
+func taskRows(sc tenancy.Scope, list []rooms.PersonTask) []taskRow {
+	out := make([]taskRow, len(list))
+	for i, t := range list {
+		sent := t.FromOrgID == sc.OrgID
+		out[i] = taskRow{PersonTask: t, CanReview: sent && t.Status == "done" && t.Review == nil,
+			CanCancel: (sent || sc.IsHost()) && !t.Final()}
+	}
+	return out
+}
