@@ -61,7 +61,7 @@ var (
 	detectorErr  error
 )
 
-func sharedDetector(t *testing.T) *secrets.Detector {
+func sharedDetector(t testing.TB) *secrets.Detector {
 	t.Helper()
 	detectorOnce.Do(func() { detector, detectorErr = secrets.NewDetector() })
 	if detectorErr != nil {
@@ -84,7 +84,7 @@ func (c *clock) Add(d time.Duration) {
 }
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	d     *pg.DB
 	q     *db.Queries
 	svc   *desk.Service
@@ -111,7 +111,7 @@ func newFixture(t *testing.T) *fixture {
 	return newFixtureWith(t, nil)
 }
 
-func newFixtureWith(t *testing.T, limits map[string]desk.Limits) *fixture {
+func newFixtureWith(t testing.TB, limits map[string]desk.Limits) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	d, _ := pgtest.Open(t)

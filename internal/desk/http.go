@@ -10,6 +10,7 @@ import (
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/httpapi"
+	"github.com/relayroom/relayroom/internal/tenancy"
 )
 
 // HandlerDeps is what the desk's HTTP routes need.
@@ -34,8 +35,14 @@ const ingestChallenge = `Bearer realm="relaydesk-ingest", scope="` + ScopeIngest
 func NewHandler(d HandlerDeps) *httpapi.Mux {
 	h := &httpHandler{svc: d.Service, errs: httpapi.Errors{Log: d.Log, Challenge: ingestChallenge, Coded: true}}
 	m := &httpapi.Mux{}
-	m.Handle(httpapi.Route{Method: http.MethodPost, Path: RouteIngestConversations, Credential: auth.BearerToken}, h.conversation)
-	m.Handle(httpapi.Route{Method: http.MethodPost, Path: RouteIngestMessages, Credential: auth.BearerToken}, h.message)
+	m.Handle(httpapi.Route{Method: http.MethodPost, Path: RouteIngestConversations, Credential: auth.BearerToken},
+		route(h, func(r *http.Request, sc tenancy.Scope, in IngestConversation) (IngestResult, error) {
+			return h.svc.IngestConversation(r.Context(), sc, in)
+		}))
+	m.Handle(httpapi.Route{Method: http.MethodPost, Path: RouteIngestMessages, Credential: auth.BearerToken},
+		route(h, func(r *http.Request, sc tenancy.Scope, in IngestAppend) (IngestResult, error) {
+			return h.svc.IngestMessage(r.Context(), sc, r.PathValue("conversation_id"), in)
+		}))
 	return m
 }
 
@@ -71,42 +78,24 @@ func answer(w http.ResponseWriter, res IngestResult) {
 	httpapi.WriteJSON(w, status, res)
 }
 
-// conversation answers POST /api/desk/conversations.
-func (h *httpHandler) conversation(w http.ResponseWriter, r *http.Request) {
-	sc, err := h.svc.Authenticate(r.Context(), auth.BearerToken(r))
-	if err != nil {
-		h.errs.Write(w, r, err)
-		return
+// route answers an ingest route: the token, then the body as T, then the call.
+func route[T any](h *httpHandler, call func(r *http.Request, sc tenancy.Scope, in T) (IngestResult, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sc, err := h.svc.Authenticate(r.Context(), auth.BearerToken(r))
+		if err != nil {
+			h.errs.Write(w, r, err)
+			return
+		}
+		var in T
+		if err := decode(w, r, &in); err != nil {
+			h.errs.Write(w, r, err)
+			return
+		}
+		res, err := call(r, sc, in)
+		if err != nil {
+			h.errs.Write(w, r, err)
+			return
+		}
+		answer(w, res)
 	}
-	var in IngestConversation
-	if err := decode(w, r, &in); err != nil {
-		h.errs.Write(w, r, err)
-		return
-	}
-	res, err := h.svc.IngestConversation(r.Context(), sc, in)
-	if err != nil {
-		h.errs.Write(w, r, err)
-		return
-	}
-	answer(w, res)
-}
-
-// message answers POST /api/desk/conversations/{conversation_id}/messages.
-func (h *httpHandler) message(w http.ResponseWriter, r *http.Request) {
-	sc, err := h.svc.Authenticate(r.Context(), auth.BearerToken(r))
-	if err != nil {
-		h.errs.Write(w, r, err)
-		return
-	}
-	var in IngestAppend
-	if err := decode(w, r, &in); err != nil {
-		h.errs.Write(w, r, err)
-		return
-	}
-	res, err := h.svc.IngestMessage(r.Context(), sc, r.PathValue("conversation_id"), in)
-	if err != nil {
-		h.errs.Write(w, r, err)
-		return
-	}
-	answer(w, res)
 }
