@@ -28,7 +28,7 @@ import (
 // a few seconds of writes. An entry the queue refuses anyway (a race past the bound) is
 // found by the periodic EmbedPending sweep by its missing vector, as are the entries of
 // a process that stopped with a queue.
-const maxQueuedEmbeddings = 1000
+const maxQueuedEmbeddings = 256
 
 // embedBatchMax is the most entries RunEmbedder takes from the queue at once.
 const embedBatchMax = 256
