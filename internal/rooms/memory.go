@@ -128,7 +128,7 @@ func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMem
 		}
 		if deferred {
 			tx.AfterCommit(func() {
-				s.queueEmbedding(ctx, db.PendingEmbeddingsRow{ProjectID: sc.ProjectID, ID: id, Content: in.Content})
+				s.queueEmbedding(db.PendingEmbeddingsRow{ProjectID: sc.ProjectID, ID: id, Content: in.Content})
 			})
 		}
 		if embedded {
