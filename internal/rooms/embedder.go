@@ -25,10 +25,9 @@ import (
 // embeds and stores its vector itself, as without RunEmbedder: the queue absorbs bursts,
 // and under sustained writes (when RunEmbedder, one connection among the requests' many,
 // falls behind) the writers pay for their vectors again, so the backlog stays bounded by
-// a few seconds of writes. An entry the queue refuses anyway (a race past the bound) is
-// found by the periodic EmbedPending sweep by its missing vector, as are the entries of
-// a process that stopped with a queue.
-const maxQueuedEmbeddings = 1000
+// a few seconds of writes. The entries of a process that stopped with a queue are found
+// by the periodic EmbedPending sweep by their missing vector.
+const maxQueuedEmbeddings = 256
 
 // embedBatchMax is the most entries RunEmbedder takes from the queue at once.
 const embedBatchMax = 256
@@ -53,19 +52,16 @@ type embedQueue struct {
 
 func newEmbedQueue() *embedQueue { return &embedQueue{signal: make(chan struct{}, 1)} }
 
-// add queues an entry; false when the queue is full (the sweep will find the entry).
-func (q *embedQueue) add(r db.PendingEmbeddingsRow) bool {
+// add queues an entry. It never refuses one: the bound is checked before the write
+// (deferEmbedding), so the queue can pass it only by the writes already under way.
+func (q *embedQueue) add(r db.PendingEmbeddingsRow) {
 	q.mu.Lock()
-	full := len(q.pending) >= maxQueuedEmbeddings
-	if !full {
-		q.pending = append(q.pending, r)
-	}
+	q.pending = append(q.pending, r)
 	q.mu.Unlock()
 	select {
 	case q.signal <- struct{}{}:
 	default:
 	}
-	return !full
 }
 
 func (q *embedQueue) take(n int) []db.PendingEmbeddingsRow {
@@ -90,11 +86,7 @@ func (q *embedQueue) len() int {
 }
 
 // queueEmbedding hands a committed entry to RunEmbedder.
-func (s *Service) queueEmbedding(ctx context.Context, r db.PendingEmbeddingsRow) {
-	if !s.embeds.add(r) {
-		s.log().WarnContext(ctx, "rooms: embedding queue full; the periodic sweep embeds the entry", "memory_id", r.ID.String())
-	}
-}
+func (s *Service) queueEmbedding(r db.PendingEmbeddingsRow) { s.embeds.add(r) }
 
 // RunEmbedder embeds and stores the vectors of the entries write_memory queues, batch
 // after batch, until ctx ends. A batch that fails is logged and left to the periodic
