@@ -39,7 +39,7 @@ test: check-generated conformance-suite
 # (internal/app's matrix, the catalog and RLS tests of internal/pg, tenancy) and the
 # router-plan test (internal/pg).
 CITUS_DIR := $(CURDIR)/.data/citus
-CITUS_PKGS ?= ./internal/pg/... ./internal/tenancy/... ./internal/threads/... ./internal/rooms/... ./internal/app/...
+CITUS_PKGS ?= ./internal/pg/... ./internal/tenancy/... ./internal/threads/... ./internal/rooms/... ./internal/wake/... ./internal/app/...
 CITUS_FLAGS ?= -count=1 -timeout 30m
 test-citus: build conformance-suite
 	@set -euo pipefail; \
