@@ -394,6 +394,56 @@ func (q *Queries) PersonRooms(ctx context.Context, db DBTX, orgID uuid.UUID) ([]
 	return items, nil
 }
 
+const rosterForPeople = `-- name: RosterForPeople :many
+SELECT m.part, m.is_main, m.org_id, coalesce(a.name, '')::text AS agent_name, coalesce(o.name, '')::text AS org_name,
+  m.last_seen_at, m.parked_until
+FROM membership m
+LEFT JOIN agent a ON a.id = m.agent_id
+LEFT JOIN organisation o ON o.id = m.org_id
+WHERE m.project_id = $1
+ORDER BY m.is_main DESC, m.part
+`
+
+type RosterForPeopleRow struct {
+	Part        string
+	IsMain      bool
+	OrgID       uuid.UUID
+	AgentName   string
+	OrgName     string
+	LastSeenAt  *time.Time
+	ParkedUntil *time.Time
+}
+
+// The room's parts for people: who, which company, last seen, and until when a part is
+// parked (its wake budget spent: the amber "limited until" badge).
+func (q *Queries) RosterForPeople(ctx context.Context, db DBTX, projectID uuid.UUID) ([]RosterForPeopleRow, error) {
+	rows, err := db.Query(ctx, rosterForPeople, projectID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RosterForPeopleRow{}
+	for rows.Next() {
+		var i RosterForPeopleRow
+		if err := rows.Scan(
+			&i.Part,
+			&i.IsMain,
+			&i.OrgID,
+			&i.AgentName,
+			&i.OrgName,
+			&i.LastSeenAt,
+			&i.ParkedUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const tasksForPeople = `-- name: TasksForPeople :many
 SELECT k.id, k.goal, k.priority, k.deadline, k.status, k.result, k.review, k.review_comment, k.reviewed_at,
   k.acceptance_criteria, k.created_at, k.updated_at, k.from_org_id, k.to_org_id,

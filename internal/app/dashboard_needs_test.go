@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -201,4 +202,38 @@ func TestDashboardTasks(t *testing.T) {
 			t.Fatalf("canceling twice: %d", status)
 		}
 	})
+}
+
+func TestDashboardRosterLimitedBadge(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, needsFile, nil)
+	room := s.res.Projects["escalations"].ID.String()
+	d := openSeeded(t, s)
+	// The qa-lead is parked until 15:30 UTC tomorrow; Acme's people read Tokyo time, Globex's UTC.
+	until := time.Now().UTC().Add(24 * time.Hour).Truncate(24 * time.Hour).Add(24*time.Hour + 15*time.Hour + 30*time.Minute)
+	if err := d.Operator(context.Background(), func(tx *pg.Tx) error {
+		if _, err := tx.Exec(context.Background(), `UPDATE membership SET parked_until = $2 WHERE project_id = $1 AND part = 'qa-lead'`, room, until); err != nil {
+			return err
+		}
+		_, err := tx.Exec(context.Background(), `UPDATE organisation SET timezone = 'Asia/Tokyo' WHERE slug = 'acme'`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ email, password, want string }{
+		{"ana@acme.test", "demo-password-ana", "limited until 00:30"}, // 15:30 UTC is 00:30 in Tokyo
+		{"gus@globex.test", "demo-password-gus", "limited until 15:30"},
+	} {
+		t.Run(c.email+" reads "+c.want, func(t *testing.T) {
+			_, body := signIn(t, s.base, c.email, c.password).get("/app/rooms/" + room)
+			i := strings.Index(body, "<strong>qa-lead</strong>")
+			if i < 0 || !strings.Contains(body[i:], `class="badge amber"`) || !strings.Contains(body[i:], c.want) {
+				t.Fatalf("want the amber %q badge on qa-lead: %s", c.want, body)
+			}
+			// The main part is listed first; it is not parked.
+			if j := strings.Index(body, "<strong>architect</strong>"); j < 0 || j > i || strings.Contains(body[j:i], "amber") {
+				t.Fatalf("the architect is not parked: %s", body)
+			}
+		})
+	}
 }

@@ -88,6 +88,8 @@ var funcs = template.FuncMap{
 	"pct":  func(f float64) float64 { return f * 100 },
 	// local shows a time in the viewer's timezone (their organisation's), named.
 	"local": func(t any, tz string) string { return inZone(timeOf(t), tz).Format("2006-01-02 15:04 MST") },
+	// clock is the hour and minute in the viewer's timezone, as the "limited until" badge shows it.
+	"clock": func(t any, tz string) string { return inZone(timeOf(t), tz).Format("15:04") },
 }
 
 // inZone is t in the IANA zone tz; an unknown zone shows UTC rather than fail a page.
@@ -161,7 +163,8 @@ type view struct {
 	Filter    memoryFilterView
 	Companies []company
 
-	Tasks []taskRow
+	Tasks  []taskRow
+	Roster []rooms.RosterEntry
 
 	Candidates []knowledge.Review
 	Trusted    []knowledge.Review
@@ -450,7 +453,13 @@ func (h *Handler) roomPage(w http.ResponseWriter, r *http.Request, sess web.Sess
 		h.unavailable(w, r, &sess, "messages", err)
 		return
 	}
-	v := view{Title: sc.ProjectName, Person: sess.Person, CSRF: sess.CSRF(), Error: errMsg, Room: h.roomView(sc, "conversation"), Messages: res.Messages}
+	roster, err := h.deps.Rooms.RosterForPeople(r.Context(), sc)
+	if err != nil {
+		h.unavailable(w, r, &sess, "roster", err)
+		return
+	}
+	v := view{Title: sc.ProjectName, Person: sess.Person, CSRF: sess.CSRF(), Error: errMsg, Room: h.roomView(sc, "conversation"),
+		Messages: res.Messages, Roster: roster}
 	if n := len(res.Messages); n > 0 {
 		v.LastID = res.Messages[n-1].ID
 	}

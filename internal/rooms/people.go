@@ -270,3 +270,33 @@ func (s *Service) CancelTask(ctx context.Context, sc tenancy.Scope, taskID strin
 	}
 	return nil
 }
+
+// RosterEntry is one part of the room as people see it.
+type RosterEntry struct {
+	db.RosterForPeopleRow
+	// Limited is set while the part is parked (its wake budget is spent): until then it is
+	// not woken.
+	Limited bool
+}
+
+// RosterForPeople lists the room's parts with their last sighting and parking, in one
+// statement.
+func (s *Service) RosterForPeople(ctx context.Context, sc tenancy.Scope) ([]RosterEntry, error) {
+	if err := requireAgreement(sc); err != nil {
+		return nil, err
+	}
+	var rows []db.RosterForPeopleRow
+	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
+		rows, err = s.Q.RosterForPeople(ctx, tx, sc.ProjectID)
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("roster for people", err)
+	}
+	now := s.now()
+	out := make([]RosterEntry, len(rows))
+	for i, r := range rows {
+		out[i] = RosterEntry{RosterForPeopleRow: r, Limited: r.ParkedUntil != nil && r.ParkedUntil.After(now)}
+	}
+	return out, nil
+}

@@ -122,3 +122,14 @@ LIMIT sqlc.arg(lim);
 -- name: CancelTask :exec
 UPDATE room_task SET status = 'canceled', updated_at = now()
 WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id);
+
+-- name: RosterForPeople :many
+-- The room's parts for people: who, which company, last seen, and until when a part is
+-- parked (its wake budget spent: the amber "limited until" badge).
+SELECT m.part, m.is_main, m.org_id, coalesce(a.name, '')::text AS agent_name, coalesce(o.name, '')::text AS org_name,
+  m.last_seen_at, m.parked_until
+FROM membership m
+LEFT JOIN agent a ON a.id = m.agent_id
+LEFT JOIN organisation o ON o.id = m.org_id
+WHERE m.project_id = sqlc.arg(project_id)
+ORDER BY m.is_main DESC, m.part;
