@@ -203,8 +203,9 @@ func AddConversation(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.U
 		ExternalID: ext, CreatedAt: c.CreatedAt, ResolvedAt: resolved})
 	if pg.IsNoRows(err) && ext != nil {
 		// A concurrent call stored the same external id and committed while this
-		// statement waited on it: the statement's snapshot predates that row, a new
-		// statement sees it.
+		// statement waited on it, so the statement's snapshot predates that row: a new
+		// statement sees it. (Concurrent creators of one workspace usually meet first on
+		// the counter's row, which orders them before this statement starts.)
 		id, err := q.DeskConversationIDByExternal(ctx, tx, db.DeskConversationIDByExternalParams{OrgID: orgID, ExternalID: ext})
 		if err != nil {
 			return 0, false, fmt.Errorf("desk: find conversation: %w", err)
