@@ -58,11 +58,10 @@ var multiShardFunctions = map[string]string{
 // plainOnly are the queries the service sends on plain PostgreSQL only: the one-round-trip
 // credential resolution (tenancy.Resolver), which sets the tenant with set_config inside a
 // statement, which Citus workers would not see. On Citus the resolver takes the
-// statement-by-statement path (CredentialRows, BindPart, BindAgentRoom, AgentIdentity).
+// statement-by-statement path (CredentialRows, BindPart, AgentIdentity; BindAgentRoom serves both).
 var plainOnly = map[string]string{
 	"AssumeCredentialTenant": "sets the tenant with set_config (one-round-trip resolution)",
 	"BindOwnPart":            "reads the tenant AssumeCredentialTenant set",
-	"BindOwnRoom":            "reads the tenant AssumeCredentialTenant set",
 	"OwnAgentIdentity":       "reads the tenant AssumeCredentialTenant set",
 }
 

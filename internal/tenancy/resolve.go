@@ -222,7 +222,7 @@ func (r *Resolver) RoomByKey(ctx context.Context, key string, projectID uuid.UUI
 	}
 	if !r.DB.Citus() {
 		s, found, err := r.bindVerified(ctx, "resolve room", k, nil, &projectID, func(tx *pg.Tx) (db.BindPartRow, error) {
-			row, err := r.Q.BindOwnRoom(ctx, tx)
+			row, err := r.Q.BindAgentRoom(ctx, tx, projectID)
 			return db.BindPartRow(row), err
 		})
 		if found || err != nil {
@@ -249,7 +249,7 @@ func (r *Resolver) RoomByKey(ctx context.Context, key string, projectID uuid.UUI
 // caller's own presence only where it is admitted, so a refusal has nothing to undo).
 func (r *Resolver) bindRoom(ctx context.Context, tx *pg.Tx, s *Scope) error {
 	tx.CommitWithNext(ctx)
-	row, err := r.Q.BindAgentRoom(ctx, tx, db.BindAgentRoomParams{ProjectID: s.ProjectID, AgentID: s.AgentID})
+	row, err := r.Q.BindAgentRoom(ctx, tx, s.ProjectID)
 	if pg.IsNoRows(err) {
 		return apperr.New(apperr.Forbidden, MsgNotParticipant)
 	}

@@ -39,11 +39,13 @@ LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.o
 WHERE m.project_id = sqlc.arg(project_id) AND m.part = sqlc.arg(part);
 
 -- name: BindAgentRoom :one
--- The same for an agent entering one room (after rr_set_directory too).
+-- The same for an agent entering one room (after rr_set_directory too). The agent is the
+-- tenant's (rr_agent()), so the statement also serves right after AssumeCredentialTenant,
+-- in the same round trip: only verified credentials set it.
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
   FROM project p
-  WHERE mm.project_id = sqlc.arg(project_id) AND mm.agent_id = sqlc.arg(agent_id) AND p.id = mm.project_id
+  WHERE mm.project_id = sqlc.arg(project_id) AND mm.agent_id = rr_agent() AND p.id = mm.project_id
     AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
       WHERE ag.project_id = sqlc.arg(project_id) AND ag.project_id = mm.project_id
         AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
@@ -62,7 +64,7 @@ JOIN organisation o ON o.id = m.org_id
 JOIN project p ON p.id = m.project_id
 JOIN organisation ho ON ho.id = p.host_org_id
 LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
-WHERE m.project_id = sqlc.arg(project_id) AND m.agent_id = sqlc.arg(agent_id);
+WHERE m.project_id = sqlc.arg(project_id) AND m.agent_id = rr_agent() AND m.org_id = rr_org();
 
 -- name: BindOwnPart :one
 -- BindPart after AssumeCredentialTenant, in the same round trip: the project and the
@@ -96,32 +98,6 @@ JOIN project p ON p.id = m.project_id
 JOIN organisation ho ON ho.id = p.host_org_id
 LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
 WHERE m.project_id = rr_project() AND m.part = sqlc.arg(part) AND m.agent_id = rr_agent() AND m.org_id = rr_org();
-
--- name: BindOwnRoom :one
--- BindAgentRoom after AssumeCredentialTenant, in the same round trip (as BindOwnPart).
-WITH touch AS (
-  UPDATE membership mm SET last_seen_at = now()
-  FROM project p
-  WHERE mm.project_id = rr_project() AND mm.agent_id = rr_agent() AND p.id = mm.project_id
-    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id
-        AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
-    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
-  RETURNING mm.id
-)
-SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
-  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
-  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
-  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
-  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
-FROM membership m
-JOIN agent a ON a.id = m.agent_id
-JOIN organisation o ON o.id = m.org_id
-JOIN project p ON p.id = m.project_id
-JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
-WHERE m.project_id = rr_project() AND m.agent_id = rr_agent() AND m.org_id = rr_org();
 
 -- name: TouchAgentMemberships :exec
 -- Presence in every room of an agent, except those where it is a guest without an active
