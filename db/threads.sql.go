@@ -46,22 +46,26 @@ func (q *Queries) Ack(ctx context.Context, db DBTX, arg AckParams) (AckRow, erro
 
 const addParticipants = `-- name: AddParticipants :exec
 INSERT INTO participant (project_id, thread_id, member_id, joined_at)
-SELECT $1, $2, m, $3 FROM unnest($4::uuid[]) AS m
+SELECT m.project_id, $1, m.id, $2 FROM membership m
+WHERE m.project_id = $3 AND m.id = ANY ($4::uuid[])
 ON CONFLICT DO NOTHING
 `
 
 type AddParticipantsParams struct {
-	ProjectID uuid.UUID
 	ThreadID  uuid.UUID
 	Now       time.Time
+	ProjectID uuid.UUID
 	MemberIds []uuid.UUID
 }
 
+// Read from membership, not from the array alone (every id is a membership of the
+// project: the foreign key): on Citus an INSERT … SELECT that reads no sharded table is
+// pulled to the coordinator and copied to the shard, which row-level security refuses.
 func (q *Queries) AddParticipants(ctx context.Context, db DBTX, arg AddParticipantsParams) error {
 	_, err := db.Exec(ctx, addParticipants,
-		arg.ProjectID,
 		arg.ThreadID,
 		arg.Now,
+		arg.ProjectID,
 		arg.MemberIds,
 	)
 	return err
@@ -407,21 +411,23 @@ func (q *Queries) InsertActivity(ctx context.Context, db DBTX, arg InsertActivit
 
 const insertDeliveries = `-- name: InsertDeliveries :exec
 INSERT INTO delivery (project_id, member_id, message_id, thread_id)
-SELECT $1, m, $2, $3 FROM unnest($4::uuid[]) AS m
+SELECT m.project_id, m.id, $1, $2 FROM membership m
+WHERE m.project_id = $3 AND m.id = ANY ($4::uuid[])
 `
 
 type InsertDeliveriesParams struct {
-	ProjectID uuid.UUID
 	MessageID uuid.UUID
 	ThreadID  uuid.UUID
+	ProjectID uuid.UUID
 	MemberIds []uuid.UUID
 }
 
+// From membership, as AddParticipants, for the same reason.
 func (q *Queries) InsertDeliveries(ctx context.Context, db DBTX, arg InsertDeliveriesParams) error {
 	_, err := db.Exec(ctx, insertDeliveries,
-		arg.ProjectID,
 		arg.MessageID,
 		arg.ThreadID,
+		arg.ProjectID,
 		arg.MemberIds,
 	)
 	return err

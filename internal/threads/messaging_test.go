@@ -394,7 +394,9 @@ func TestRepliesDoNotQueueOnTheirThread(t *testing.T) {
 	// Ends the hold when the test fails early; after the explicit rollback below it only
 	// reports that the transaction is closed already.
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM thread WHERE id = $1 FOR NO KEY UPDATE", uuid.MustParse(sent.ThreadID)); err != nil {
+	// By project and id: on Citus a lock must name its shard (the distribution column).
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM thread WHERE project_id = $1 AND id = $2 FOR NO KEY UPDATE",
+		e.sc("architect").ProjectID, uuid.MustParse(sent.ThreadID)); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

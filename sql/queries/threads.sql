@@ -16,13 +16,19 @@ INSERT INTO message (project_id, id, thread_id, sender_id, from_part, body, urge
 VALUES (@project_id, @id, @thread_id, @sender_id, @from_part, @body, @urgent, @needs_human, @broadcast, @now);
 
 -- name: AddParticipants :exec
+-- Read from membership, not from the array alone (every id is a membership of the
+-- project: the foreign key): on Citus an INSERT … SELECT that reads no sharded table is
+-- pulled to the coordinator and copied to the shard, which row-level security refuses.
 INSERT INTO participant (project_id, thread_id, member_id, joined_at)
-SELECT @project_id, @thread_id, m, @now FROM unnest(@member_ids::uuid[]) AS m
+SELECT m.project_id, @thread_id, m.id, @now FROM membership m
+WHERE m.project_id = @project_id AND m.id = ANY (@member_ids::uuid[])
 ON CONFLICT DO NOTHING;
 
 -- name: InsertDeliveries :exec
+-- From membership, as AddParticipants, for the same reason.
 INSERT INTO delivery (project_id, member_id, message_id, thread_id)
-SELECT @project_id, m, @message_id, @thread_id FROM unnest(@member_ids::uuid[]) AS m;
+SELECT m.project_id, m.id, @message_id, @thread_id FROM membership m
+WHERE m.project_id = @project_id AND m.id = ANY (@member_ids::uuid[]);
 
 -- name: LockThread :one
 SELECT id, subject, status, lesson_outcome, created_at FROM thread
