@@ -12,61 +12,18 @@ import (
 	"github.com/google/uuid"
 )
 
-const clearMainExcept = `-- name: ClearMainExcept :exec
-UPDATE membership SET is_main = false, updated_at = now()
-WHERE project_id = $1 AND is_main AND agent_id <> $2
-`
-
-type ClearMainExceptParams struct {
-	ProjectID uuid.UUID
-	AgentID   uuid.UUID
-}
-
-// Makes room for a new main agent: the partial unique index allows one per project.
-func (q *Queries) ClearMainExcept(ctx context.Context, db DBTX, arg ClearMainExceptParams) error {
-	_, err := db.Exec(ctx, clearMainExcept, arg.ProjectID, arg.AgentID)
-	return err
-}
-
-const countActiveAgentKeys = `-- name: CountActiveAgentKeys :one
-SELECT count(*) FROM agent_key WHERE org_id = $1 AND agent_id = $2 AND revoked_at IS NULL
-`
-
-type CountActiveAgentKeysParams struct {
-	OrgID   uuid.UUID
-	AgentID uuid.UUID
-}
-
-func (q *Queries) CountActiveAgentKeys(ctx context.Context, db DBTX, arg CountActiveAgentKeysParams) (int64, error) {
-	row := db.QueryRow(ctx, countActiveAgentKeys, arg.OrgID, arg.AgentID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
-const countActiveConnectCodes = `-- name: CountActiveConnectCodes :one
-SELECT count(*) FROM connect_code WHERE project_id = $1 AND revoked_at IS NULL
-`
-
-func (q *Queries) CountActiveConnectCodes(ctx context.Context, db DBTX, projectID uuid.UUID) (int64, error) {
-	row := db.QueryRow(ctx, countActiveConnectCodes, projectID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
-const getAgentBySlug = `-- name: GetAgentBySlug :one
+const agentGetBySlug = `-- name: AgentGetBySlug :one
 SELECT a.id, a.org_id, a.slug, a.name, a.model, a.kind
 FROM agent a JOIN organisation o ON o.id = a.org_id
 WHERE o.slug = $1 AND a.slug = $2
 `
 
-type GetAgentBySlugParams struct {
+type AgentGetBySlugParams struct {
 	OrgSlug   string
 	AgentSlug string
 }
 
-type GetAgentBySlugRow struct {
+type AgentGetBySlugRow struct {
 	ID    uuid.UUID
 	OrgID uuid.UUID
 	Slug  string
@@ -75,9 +32,9 @@ type GetAgentBySlugRow struct {
 	Kind  string
 }
 
-func (q *Queries) GetAgentBySlug(ctx context.Context, db DBTX, arg GetAgentBySlugParams) (GetAgentBySlugRow, error) {
-	row := db.QueryRow(ctx, getAgentBySlug, arg.OrgSlug, arg.AgentSlug)
-	var i GetAgentBySlugRow
+func (q *Queries) AgentGetBySlug(ctx context.Context, db DBTX, arg AgentGetBySlugParams) (AgentGetBySlugRow, error) {
+	row := db.QueryRow(ctx, agentGetBySlug, arg.OrgSlug, arg.AgentSlug)
+	var i AgentGetBySlugRow
 	err := row.Scan(
 		&i.ID,
 		&i.OrgID,
@@ -89,70 +46,27 @@ func (q *Queries) GetAgentBySlug(ctx context.Context, db DBTX, arg GetAgentBySlu
 	return i, err
 }
 
-const getOrganisationBySlug = `-- name: GetOrganisationBySlug :one
-SELECT id, slug, name, plan, timezone, created_at FROM organisation WHERE slug = $1
+const agentKeyCountActive = `-- name: AgentKeyCountActive :one
+SELECT count(*) FROM agent_key WHERE org_id = $1 AND agent_id = $2 AND revoked_at IS NULL
 `
 
-type GetOrganisationBySlugRow struct {
-	ID        uuid.UUID
-	Slug      string
-	Name      string
-	Plan      string
-	Timezone  string
-	CreatedAt time.Time
+type AgentKeyCountActiveParams struct {
+	OrgID   uuid.UUID
+	AgentID uuid.UUID
 }
 
-func (q *Queries) GetOrganisationBySlug(ctx context.Context, db DBTX, slug string) (GetOrganisationBySlugRow, error) {
-	row := db.QueryRow(ctx, getOrganisationBySlug, slug)
-	var i GetOrganisationBySlugRow
-	err := row.Scan(
-		&i.ID,
-		&i.Slug,
-		&i.Name,
-		&i.Plan,
-		&i.Timezone,
-		&i.CreatedAt,
-	)
-	return i, err
+func (q *Queries) AgentKeyCountActive(ctx context.Context, db DBTX, arg AgentKeyCountActiveParams) (int64, error) {
+	row := db.QueryRow(ctx, agentKeyCountActive, arg.OrgID, arg.AgentID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
-const getProjectBySlug = `-- name: GetProjectBySlug :one
-SELECT p.id, p.host_org_id, p.slug, p.name, o.slug AS host_slug
-FROM project p JOIN organisation o ON o.id = p.host_org_id
-WHERE o.slug = $1 AND p.slug = $2
-`
-
-type GetProjectBySlugParams struct {
-	HostSlug    string
-	ProjectSlug string
-}
-
-type GetProjectBySlugRow struct {
-	ID        uuid.UUID
-	HostOrgID uuid.UUID
-	Slug      string
-	Name      string
-	HostSlug  string
-}
-
-func (q *Queries) GetProjectBySlug(ctx context.Context, db DBTX, arg GetProjectBySlugParams) (GetProjectBySlugRow, error) {
-	row := db.QueryRow(ctx, getProjectBySlug, arg.HostSlug, arg.ProjectSlug)
-	var i GetProjectBySlugRow
-	err := row.Scan(
-		&i.ID,
-		&i.HostOrgID,
-		&i.Slug,
-		&i.Name,
-		&i.HostSlug,
-	)
-	return i, err
-}
-
-const insertAgentKey = `-- name: InsertAgentKey :exec
+const agentKeyInsert = `-- name: AgentKeyInsert :exec
 INSERT INTO agent_key (org_id, id, agent_id, key_id, secret_hash) VALUES ($1, $2, $3, $4, $5)
 `
 
-type InsertAgentKeyParams struct {
+type AgentKeyInsertParams struct {
 	OrgID      uuid.UUID
 	ID         uuid.UUID
 	AgentID    uuid.UUID
@@ -160,8 +74,8 @@ type InsertAgentKeyParams struct {
 	SecretHash []byte
 }
 
-func (q *Queries) InsertAgentKey(ctx context.Context, db DBTX, arg InsertAgentKeyParams) error {
-	_, err := db.Exec(ctx, insertAgentKey,
+func (q *Queries) AgentKeyInsert(ctx context.Context, db DBTX, arg AgentKeyInsertParams) error {
+	_, err := db.Exec(ctx, agentKeyInsert,
 		arg.OrgID,
 		arg.ID,
 		arg.AgentID,
@@ -171,28 +85,24 @@ func (q *Queries) InsertAgentKey(ctx context.Context, db DBTX, arg InsertAgentKe
 	return err
 }
 
-const insertConnectCode = `-- name: InsertConnectCode :exec
-INSERT INTO connect_code (project_id, id, code_id, secret_hash) VALUES ($1, $2, $3, $4)
+const agentKeyRevoke = `-- name: AgentKeyRevoke :execrows
+UPDATE agent_key SET revoked_at = now() WHERE org_id = $1 AND agent_id = $2 AND revoked_at IS NULL
 `
 
-type InsertConnectCodeParams struct {
-	ProjectID  uuid.UUID
-	ID         uuid.UUID
-	CodeID     string
-	SecretHash []byte
+type AgentKeyRevokeParams struct {
+	OrgID   uuid.UUID
+	AgentID uuid.UUID
 }
 
-func (q *Queries) InsertConnectCode(ctx context.Context, db DBTX, arg InsertConnectCodeParams) error {
-	_, err := db.Exec(ctx, insertConnectCode,
-		arg.ProjectID,
-		arg.ID,
-		arg.CodeID,
-		arg.SecretHash,
-	)
-	return err
+func (q *Queries) AgentKeyRevoke(ctx context.Context, db DBTX, arg AgentKeyRevokeParams) (int64, error) {
+	result, err := db.Exec(ctx, agentKeyRevoke, arg.OrgID, arg.AgentID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
-const listAgents = `-- name: ListAgents :many
+const agentList = `-- name: AgentList :many
 SELECT a.id, o.slug AS org_slug, a.slug, a.name, a.model, a.kind,
   coalesce(k.n, 0)::bigint AS active_keys
 FROM agent a JOIN organisation o ON o.id = a.org_id
@@ -202,7 +112,7 @@ LEFT JOIN (SELECT ak.org_id, ak.agent_id, count(*) AS n FROM agent_key ak
 ORDER BY o.slug, a.slug
 `
 
-type ListAgentsRow struct {
+type AgentListRow struct {
 	ID         uuid.UUID
 	OrgSlug    string
 	Slug       string
@@ -214,15 +124,15 @@ type ListAgentsRow struct {
 
 // The key counts are a grouped subquery, not a correlated one: Citus refuses a correlated
 // subquery over a sharded table (agent_key) from reference tables (docs/scale.md).
-func (q *Queries) ListAgents(ctx context.Context, db DBTX) ([]ListAgentsRow, error) {
-	rows, err := db.Query(ctx, listAgents)
+func (q *Queries) AgentList(ctx context.Context, db DBTX) ([]AgentListRow, error) {
+	rows, err := db.Query(ctx, agentList)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListAgentsRow{}
+	items := []AgentListRow{}
 	for rows.Next() {
-		var i ListAgentsRow
+		var i AgentListRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.OrgSlug,
@@ -242,29 +152,65 @@ func (q *Queries) ListAgents(ctx context.Context, db DBTX) ([]ListAgentsRow, err
 	return items, nil
 }
 
-const listAgreements = `-- name: ListAgreements :many
+const agentUpsert = `-- name: AgentUpsert :one
+INSERT INTO agent (id, org_id, slug, name, model, kind)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (org_id, slug) DO UPDATE SET name = excluded.name, model = excluded.model,
+  kind = excluded.kind, updated_at = excluded.updated_at
+RETURNING id, (xmax = 0)::boolean AS created
+`
+
+type AgentUpsertParams struct {
+	ID    uuid.UUID
+	OrgID uuid.UUID
+	Slug  string
+	Name  string
+	Model string
+	Kind  string
+}
+
+type AgentUpsertRow struct {
+	ID      uuid.UUID
+	Created bool
+}
+
+func (q *Queries) AgentUpsert(ctx context.Context, db DBTX, arg AgentUpsertParams) (AgentUpsertRow, error) {
+	row := db.QueryRow(ctx, agentUpsert,
+		arg.ID,
+		arg.OrgID,
+		arg.Slug,
+		arg.Name,
+		arg.Model,
+		arg.Kind,
+	)
+	var i AgentUpsertRow
+	err := row.Scan(&i.ID, &i.Created)
+	return i, err
+}
+
+const agreementList = `-- name: AgreementList :many
 SELECT o.slug AS guest_slug, a.status, a.grants, a.updated_at
 FROM agreement a JOIN organisation o ON o.id = a.guest_org_id
 WHERE a.project_id = $1
 ORDER BY o.slug
 `
 
-type ListAgreementsRow struct {
+type AgreementListRow struct {
 	GuestSlug string
 	Status    string
 	Grants    []string
 	UpdatedAt time.Time
 }
 
-func (q *Queries) ListAgreements(ctx context.Context, db DBTX, projectID uuid.UUID) ([]ListAgreementsRow, error) {
-	rows, err := db.Query(ctx, listAgreements, projectID)
+func (q *Queries) AgreementList(ctx context.Context, db DBTX, projectID uuid.UUID) ([]AgreementListRow, error) {
+	rows, err := db.Query(ctx, agreementList, projectID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListAgreementsRow{}
+	items := []AgreementListRow{}
 	for rows.Next() {
-		var i ListAgreementsRow
+		var i AgreementListRow
 		if err := rows.Scan(
 			&i.GuestSlug,
 			&i.Status,
@@ -281,7 +227,7 @@ func (q *Queries) ListAgreements(ctx context.Context, db DBTX, projectID uuid.UU
 	return items, nil
 }
 
-const listAllAgreementKeys = `-- name: ListAllAgreementKeys :many
+const agreementListAllKeys = `-- name: AgreementListAllKeys :many
 SELECT ho.slug AS host_slug, p.slug AS project_slug, g.slug AS guest_slug
 FROM agreement a
 JOIN project p ON p.id = a.project_id
@@ -289,21 +235,21 @@ JOIN organisation ho ON ho.id = p.host_org_id
 JOIN organisation g ON g.id = a.guest_org_id
 `
 
-type ListAllAgreementKeysRow struct {
+type AgreementListAllKeysRow struct {
 	HostSlug    string
 	ProjectSlug string
 	GuestSlug   string
 }
 
-func (q *Queries) ListAllAgreementKeys(ctx context.Context, db DBTX) ([]ListAllAgreementKeysRow, error) {
-	rows, err := db.Query(ctx, listAllAgreementKeys)
+func (q *Queries) AgreementListAllKeys(ctx context.Context, db DBTX) ([]AgreementListAllKeysRow, error) {
+	rows, err := db.Query(ctx, agreementListAllKeys)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListAllAgreementKeysRow{}
+	items := []AgreementListAllKeysRow{}
 	for rows.Next() {
-		var i ListAllAgreementKeysRow
+		var i AgreementListAllKeysRow
 		if err := rows.Scan(&i.HostSlug, &i.ProjectSlug, &i.GuestSlug); err != nil {
 			return nil, err
 		}
@@ -315,7 +261,108 @@ func (q *Queries) ListAllAgreementKeys(ctx context.Context, db DBTX) ([]ListAllA
 	return items, nil
 }
 
-const listMembers = `-- name: ListMembers :many
+const agreementSetStatus = `-- name: AgreementSetStatus :execrows
+UPDATE agreement SET status = $3, updated_at = now() WHERE project_id = $1 AND guest_org_id = $2
+`
+
+type AgreementSetStatusParams struct {
+	ProjectID  uuid.UUID
+	GuestOrgID uuid.UUID
+	Status     string
+}
+
+func (q *Queries) AgreementSetStatus(ctx context.Context, db DBTX, arg AgreementSetStatusParams) (int64, error) {
+	result, err := db.Exec(ctx, agreementSetStatus, arg.ProjectID, arg.GuestOrgID, arg.Status)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const agreementUpsert = `-- name: AgreementUpsert :exec
+INSERT INTO agreement (project_id, guest_org_id, status, grants) VALUES ($1, $2, $3, $4)
+ON CONFLICT (project_id, guest_org_id) DO UPDATE SET status = excluded.status,
+  grants = excluded.grants, updated_at = excluded.updated_at
+`
+
+type AgreementUpsertParams struct {
+	ProjectID  uuid.UUID
+	GuestOrgID uuid.UUID
+	Status     string
+	Grants     []string
+}
+
+func (q *Queries) AgreementUpsert(ctx context.Context, db DBTX, arg AgreementUpsertParams) error {
+	_, err := db.Exec(ctx, agreementUpsert,
+		arg.ProjectID,
+		arg.GuestOrgID,
+		arg.Status,
+		arg.Grants,
+	)
+	return err
+}
+
+const connectCodeCountActive = `-- name: ConnectCodeCountActive :one
+SELECT count(*) FROM connect_code WHERE project_id = $1 AND revoked_at IS NULL
+`
+
+func (q *Queries) ConnectCodeCountActive(ctx context.Context, db DBTX, projectID uuid.UUID) (int64, error) {
+	row := db.QueryRow(ctx, connectCodeCountActive, projectID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const connectCodeInsert = `-- name: ConnectCodeInsert :exec
+INSERT INTO connect_code (project_id, id, code_id, secret_hash) VALUES ($1, $2, $3, $4)
+`
+
+type ConnectCodeInsertParams struct {
+	ProjectID  uuid.UUID
+	ID         uuid.UUID
+	CodeID     string
+	SecretHash []byte
+}
+
+func (q *Queries) ConnectCodeInsert(ctx context.Context, db DBTX, arg ConnectCodeInsertParams) error {
+	_, err := db.Exec(ctx, connectCodeInsert,
+		arg.ProjectID,
+		arg.ID,
+		arg.CodeID,
+		arg.SecretHash,
+	)
+	return err
+}
+
+const connectCodeRevoke = `-- name: ConnectCodeRevoke :execrows
+UPDATE connect_code SET revoked_at = now() WHERE project_id = $1 AND revoked_at IS NULL
+`
+
+func (q *Queries) ConnectCodeRevoke(ctx context.Context, db DBTX, projectID uuid.UUID) (int64, error) {
+	result, err := db.Exec(ctx, connectCodeRevoke, projectID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const membershipClearMainExcept = `-- name: MembershipClearMainExcept :exec
+UPDATE membership SET is_main = false, updated_at = now()
+WHERE project_id = $1 AND is_main AND agent_id <> $2
+`
+
+type MembershipClearMainExceptParams struct {
+	ProjectID uuid.UUID
+	AgentID   uuid.UUID
+}
+
+// Makes room for a new main agent: the partial unique index allows one per project.
+func (q *Queries) MembershipClearMainExcept(ctx context.Context, db DBTX, arg MembershipClearMainExceptParams) error {
+	_, err := db.Exec(ctx, membershipClearMainExcept, arg.ProjectID, arg.AgentID)
+	return err
+}
+
+const membershipList = `-- name: MembershipList :many
 SELECT m.part, m.is_main, m.nickname, m.access, m.capabilities, m.last_seen_at,
   a.slug AS agent_slug, o.slug AS org_slug
 FROM membership m
@@ -325,7 +372,7 @@ WHERE m.project_id = $1
 ORDER BY m.part
 `
 
-type ListMembersRow struct {
+type MembershipListRow struct {
 	Part         string
 	IsMain       bool
 	Nickname     *string
@@ -336,15 +383,15 @@ type ListMembersRow struct {
 	OrgSlug      string
 }
 
-func (q *Queries) ListMembers(ctx context.Context, db DBTX, projectID uuid.UUID) ([]ListMembersRow, error) {
-	rows, err := db.Query(ctx, listMembers, projectID)
+func (q *Queries) MembershipList(ctx context.Context, db DBTX, projectID uuid.UUID) ([]MembershipListRow, error) {
+	rows, err := db.Query(ctx, membershipList, projectID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListMembersRow{}
+	items := []MembershipListRow{}
 	for rows.Next() {
-		var i ListMembersRow
+		var i MembershipListRow
 		if err := rows.Scan(
 			&i.Part,
 			&i.IsMain,
@@ -365,11 +412,65 @@ func (q *Queries) ListMembers(ctx context.Context, db DBTX, projectID uuid.UUID)
 	return items, nil
 }
 
-const listOrganisations = `-- name: ListOrganisations :many
-SELECT id, slug, name, plan, timezone, created_at FROM organisation ORDER BY slug
+const membershipUpsert = `-- name: MembershipUpsert :one
+INSERT INTO membership (project_id, id, agent_id, org_id, part, is_main, nickname, access, capabilities)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (project_id, agent_id) DO UPDATE SET part = excluded.part, is_main = excluded.is_main,
+  nickname = excluded.nickname, access = excluded.access, capabilities = excluded.capabilities,
+  updated_at = excluded.updated_at
+RETURNING id
 `
 
-type ListOrganisationsRow struct {
+type MembershipUpsertParams struct {
+	ProjectID    uuid.UUID
+	ID           uuid.UUID
+	AgentID      uuid.UUID
+	OrgID        uuid.UUID
+	Part         string
+	IsMain       bool
+	Nickname     *string
+	Access       string
+	Capabilities []string
+}
+
+func (q *Queries) MembershipUpsert(ctx context.Context, db DBTX, arg MembershipUpsertParams) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, membershipUpsert,
+		arg.ProjectID,
+		arg.ID,
+		arg.AgentID,
+		arg.OrgID,
+		arg.Part,
+		arg.IsMain,
+		arg.Nickname,
+		arg.Access,
+		arg.Capabilities,
+	)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
+const orgMemberUpsert = `-- name: OrgMemberUpsert :exec
+INSERT INTO org_member (org_id, user_id, role) VALUES ($1, $2, $3)
+ON CONFLICT (org_id, user_id) DO UPDATE SET role = excluded.role
+`
+
+type OrgMemberUpsertParams struct {
+	OrgID  uuid.UUID
+	UserID uuid.UUID
+	Role   string
+}
+
+func (q *Queries) OrgMemberUpsert(ctx context.Context, db DBTX, arg OrgMemberUpsertParams) error {
+	_, err := db.Exec(ctx, orgMemberUpsert, arg.OrgID, arg.UserID, arg.Role)
+	return err
+}
+
+const organisationGetBySlug = `-- name: OrganisationGetBySlug :one
+SELECT id, slug, name, plan, timezone, created_at FROM organisation WHERE slug = $1
+`
+
+type OrganisationGetBySlugRow struct {
 	ID        uuid.UUID
 	Slug      string
 	Name      string
@@ -378,15 +479,42 @@ type ListOrganisationsRow struct {
 	CreatedAt time.Time
 }
 
-func (q *Queries) ListOrganisations(ctx context.Context, db DBTX) ([]ListOrganisationsRow, error) {
-	rows, err := db.Query(ctx, listOrganisations)
+func (q *Queries) OrganisationGetBySlug(ctx context.Context, db DBTX, slug string) (OrganisationGetBySlugRow, error) {
+	row := db.QueryRow(ctx, organisationGetBySlug, slug)
+	var i OrganisationGetBySlugRow
+	err := row.Scan(
+		&i.ID,
+		&i.Slug,
+		&i.Name,
+		&i.Plan,
+		&i.Timezone,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const organisationList = `-- name: OrganisationList :many
+SELECT id, slug, name, plan, timezone, created_at FROM organisation ORDER BY slug
+`
+
+type OrganisationListRow struct {
+	ID        uuid.UUID
+	Slug      string
+	Name      string
+	Plan      string
+	Timezone  string
+	CreatedAt time.Time
+}
+
+func (q *Queries) OrganisationList(ctx context.Context, db DBTX) ([]OrganisationListRow, error) {
+	rows, err := db.Query(ctx, organisationList)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListOrganisationsRow{}
+	items := []OrganisationListRow{}
 	for rows.Next() {
-		var i ListOrganisationsRow
+		var i OrganisationListRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Slug,
@@ -405,7 +533,77 @@ func (q *Queries) ListOrganisations(ctx context.Context, db DBTX) ([]ListOrganis
 	return items, nil
 }
 
-const listProjects = `-- name: ListProjects :many
+const organisationUpsert = `-- name: OrganisationUpsert :one
+
+INSERT INTO organisation (id, slug, name, plan, timezone)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (slug) DO UPDATE SET name = excluded.name, plan = excluded.plan,
+  timezone = excluded.timezone, updated_at = excluded.updated_at
+RETURNING id, (xmax = 0)::boolean AS created
+`
+
+type OrganisationUpsertParams struct {
+	ID       uuid.UUID
+	Slug     string
+	Name     string
+	Plan     string
+	Timezone string
+}
+
+type OrganisationUpsertRow struct {
+	ID      uuid.UUID
+	Created bool
+}
+
+// Operator writes used by `relayroom admin` (runs as the owning role, not the request role).
+// Upserts take updated_at from excluded (the column's default, now(), the same instant):
+// Citus refuses a function that is not IMMUTABLE in DO UPDATE SET (docs/scale.md).
+func (q *Queries) OrganisationUpsert(ctx context.Context, db DBTX, arg OrganisationUpsertParams) (OrganisationUpsertRow, error) {
+	row := db.QueryRow(ctx, organisationUpsert,
+		arg.ID,
+		arg.Slug,
+		arg.Name,
+		arg.Plan,
+		arg.Timezone,
+	)
+	var i OrganisationUpsertRow
+	err := row.Scan(&i.ID, &i.Created)
+	return i, err
+}
+
+const projectGetBySlug = `-- name: ProjectGetBySlug :one
+SELECT p.id, p.host_org_id, p.slug, p.name, o.slug AS host_slug
+FROM project p JOIN organisation o ON o.id = p.host_org_id
+WHERE o.slug = $1 AND p.slug = $2
+`
+
+type ProjectGetBySlugParams struct {
+	HostSlug    string
+	ProjectSlug string
+}
+
+type ProjectGetBySlugRow struct {
+	ID        uuid.UUID
+	HostOrgID uuid.UUID
+	Slug      string
+	Name      string
+	HostSlug  string
+}
+
+func (q *Queries) ProjectGetBySlug(ctx context.Context, db DBTX, arg ProjectGetBySlugParams) (ProjectGetBySlugRow, error) {
+	row := db.QueryRow(ctx, projectGetBySlug, arg.HostSlug, arg.ProjectSlug)
+	var i ProjectGetBySlugRow
+	err := row.Scan(
+		&i.ID,
+		&i.HostOrgID,
+		&i.Slug,
+		&i.Name,
+		&i.HostSlug,
+	)
+	return i, err
+}
+
+const projectList = `-- name: ProjectList :many
 SELECT p.id, p.slug, p.name, o.slug AS host_slug, coalesce(m.n, 0)::bigint AS members
 FROM project p JOIN organisation o ON o.id = p.host_org_id
 LEFT JOIN (SELECT mm.project_id, count(*) AS n FROM membership mm GROUP BY mm.project_id) m
@@ -413,7 +611,7 @@ LEFT JOIN (SELECT mm.project_id, count(*) AS n FROM membership mm GROUP BY mm.pr
 ORDER BY o.slug, p.slug
 `
 
-type ListProjectsRow struct {
+type ProjectListRow struct {
 	ID       uuid.UUID
 	Slug     string
 	Name     string
@@ -421,16 +619,16 @@ type ListProjectsRow struct {
 	Members  int64
 }
 
-// A grouped subquery, not a correlated one, as in ListAgents.
-func (q *Queries) ListProjects(ctx context.Context, db DBTX) ([]ListProjectsRow, error) {
-	rows, err := db.Query(ctx, listProjects)
+// A grouped subquery, not a correlated one, as in AgentList.
+func (q *Queries) ProjectList(ctx context.Context, db DBTX) ([]ProjectListRow, error) {
+	rows, err := db.Query(ctx, projectList)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListProjectsRow{}
+	items := []ProjectListRow{}
 	for rows.Next() {
-		var i ListProjectsRow
+		var i ProjectListRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Slug,
@@ -448,7 +646,37 @@ func (q *Queries) ListProjects(ctx context.Context, db DBTX) ([]ListProjectsRow,
 	return items, nil
 }
 
-const listUsers = `-- name: ListUsers :many
+const projectUpsert = `-- name: ProjectUpsert :one
+INSERT INTO project (id, host_org_id, slug, name) VALUES ($1, $2, $3, $4)
+ON CONFLICT (host_org_id, slug) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at
+RETURNING id, (xmax = 0)::boolean AS created
+`
+
+type ProjectUpsertParams struct {
+	ID        uuid.UUID
+	HostOrgID uuid.UUID
+	Slug      string
+	Name      string
+}
+
+type ProjectUpsertRow struct {
+	ID      uuid.UUID
+	Created bool
+}
+
+func (q *Queries) ProjectUpsert(ctx context.Context, db DBTX, arg ProjectUpsertParams) (ProjectUpsertRow, error) {
+	row := db.QueryRow(ctx, projectUpsert,
+		arg.ID,
+		arg.HostOrgID,
+		arg.Slug,
+		arg.Name,
+	)
+	var i ProjectUpsertRow
+	err := row.Scan(&i.ID, &i.Created)
+	return i, err
+}
+
+const userList = `-- name: UserList :many
 SELECT u.id, u.email, u.name, o.slug AS org_slug, om.role
 FROM app_user u
 JOIN org_member om ON om.user_id = u.id
@@ -456,7 +684,7 @@ JOIN organisation o ON o.id = om.org_id
 ORDER BY u.email, o.slug
 `
 
-type ListUsersRow struct {
+type UserListRow struct {
 	ID      uuid.UUID
 	Email   string
 	Name    string
@@ -464,15 +692,15 @@ type ListUsersRow struct {
 	Role    string
 }
 
-func (q *Queries) ListUsers(ctx context.Context, db DBTX) ([]ListUsersRow, error) {
-	rows, err := db.Query(ctx, listUsers)
+func (q *Queries) UserList(ctx context.Context, db DBTX) ([]UserListRow, error) {
+	rows, err := db.Query(ctx, userList)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListUsersRow{}
+	items := []UserListRow{}
 	for rows.Next() {
-		var i ListUsersRow
+		var i UserListRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Email,
@@ -490,235 +718,7 @@ func (q *Queries) ListUsers(ctx context.Context, db DBTX) ([]ListUsersRow, error
 	return items, nil
 }
 
-const revokeAgentKeys = `-- name: RevokeAgentKeys :execrows
-UPDATE agent_key SET revoked_at = now() WHERE org_id = $1 AND agent_id = $2 AND revoked_at IS NULL
-`
-
-type RevokeAgentKeysParams struct {
-	OrgID   uuid.UUID
-	AgentID uuid.UUID
-}
-
-func (q *Queries) RevokeAgentKeys(ctx context.Context, db DBTX, arg RevokeAgentKeysParams) (int64, error) {
-	result, err := db.Exec(ctx, revokeAgentKeys, arg.OrgID, arg.AgentID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const revokeConnectCodes = `-- name: RevokeConnectCodes :execrows
-UPDATE connect_code SET revoked_at = now() WHERE project_id = $1 AND revoked_at IS NULL
-`
-
-func (q *Queries) RevokeConnectCodes(ctx context.Context, db DBTX, projectID uuid.UUID) (int64, error) {
-	result, err := db.Exec(ctx, revokeConnectCodes, projectID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const setAgreementStatus = `-- name: SetAgreementStatus :execrows
-UPDATE agreement SET status = $3, updated_at = now() WHERE project_id = $1 AND guest_org_id = $2
-`
-
-type SetAgreementStatusParams struct {
-	ProjectID  uuid.UUID
-	GuestOrgID uuid.UUID
-	Status     string
-}
-
-func (q *Queries) SetAgreementStatus(ctx context.Context, db DBTX, arg SetAgreementStatusParams) (int64, error) {
-	result, err := db.Exec(ctx, setAgreementStatus, arg.ProjectID, arg.GuestOrgID, arg.Status)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const upsertAgent = `-- name: UpsertAgent :one
-INSERT INTO agent (id, org_id, slug, name, model, kind)
-VALUES ($1, $2, $3, $4, $5, $6)
-ON CONFLICT (org_id, slug) DO UPDATE SET name = excluded.name, model = excluded.model,
-  kind = excluded.kind, updated_at = excluded.updated_at
-RETURNING id, (xmax = 0)::boolean AS created
-`
-
-type UpsertAgentParams struct {
-	ID    uuid.UUID
-	OrgID uuid.UUID
-	Slug  string
-	Name  string
-	Model string
-	Kind  string
-}
-
-type UpsertAgentRow struct {
-	ID      uuid.UUID
-	Created bool
-}
-
-func (q *Queries) UpsertAgent(ctx context.Context, db DBTX, arg UpsertAgentParams) (UpsertAgentRow, error) {
-	row := db.QueryRow(ctx, upsertAgent,
-		arg.ID,
-		arg.OrgID,
-		arg.Slug,
-		arg.Name,
-		arg.Model,
-		arg.Kind,
-	)
-	var i UpsertAgentRow
-	err := row.Scan(&i.ID, &i.Created)
-	return i, err
-}
-
-const upsertAgreement = `-- name: UpsertAgreement :exec
-INSERT INTO agreement (project_id, guest_org_id, status, grants) VALUES ($1, $2, $3, $4)
-ON CONFLICT (project_id, guest_org_id) DO UPDATE SET status = excluded.status,
-  grants = excluded.grants, updated_at = excluded.updated_at
-`
-
-type UpsertAgreementParams struct {
-	ProjectID  uuid.UUID
-	GuestOrgID uuid.UUID
-	Status     string
-	Grants     []string
-}
-
-func (q *Queries) UpsertAgreement(ctx context.Context, db DBTX, arg UpsertAgreementParams) error {
-	_, err := db.Exec(ctx, upsertAgreement,
-		arg.ProjectID,
-		arg.GuestOrgID,
-		arg.Status,
-		arg.Grants,
-	)
-	return err
-}
-
-const upsertMembership = `-- name: UpsertMembership :one
-INSERT INTO membership (project_id, id, agent_id, org_id, part, is_main, nickname, access, capabilities)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-ON CONFLICT (project_id, agent_id) DO UPDATE SET part = excluded.part, is_main = excluded.is_main,
-  nickname = excluded.nickname, access = excluded.access, capabilities = excluded.capabilities,
-  updated_at = excluded.updated_at
-RETURNING id
-`
-
-type UpsertMembershipParams struct {
-	ProjectID    uuid.UUID
-	ID           uuid.UUID
-	AgentID      uuid.UUID
-	OrgID        uuid.UUID
-	Part         string
-	IsMain       bool
-	Nickname     *string
-	Access       string
-	Capabilities []string
-}
-
-func (q *Queries) UpsertMembership(ctx context.Context, db DBTX, arg UpsertMembershipParams) (uuid.UUID, error) {
-	row := db.QueryRow(ctx, upsertMembership,
-		arg.ProjectID,
-		arg.ID,
-		arg.AgentID,
-		arg.OrgID,
-		arg.Part,
-		arg.IsMain,
-		arg.Nickname,
-		arg.Access,
-		arg.Capabilities,
-	)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
-}
-
-const upsertOrgMember = `-- name: UpsertOrgMember :exec
-INSERT INTO org_member (org_id, user_id, role) VALUES ($1, $2, $3)
-ON CONFLICT (org_id, user_id) DO UPDATE SET role = excluded.role
-`
-
-type UpsertOrgMemberParams struct {
-	OrgID  uuid.UUID
-	UserID uuid.UUID
-	Role   string
-}
-
-func (q *Queries) UpsertOrgMember(ctx context.Context, db DBTX, arg UpsertOrgMemberParams) error {
-	_, err := db.Exec(ctx, upsertOrgMember, arg.OrgID, arg.UserID, arg.Role)
-	return err
-}
-
-const upsertOrganisation = `-- name: UpsertOrganisation :one
-
-INSERT INTO organisation (id, slug, name, plan, timezone)
-VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (slug) DO UPDATE SET name = excluded.name, plan = excluded.plan,
-  timezone = excluded.timezone, updated_at = excluded.updated_at
-RETURNING id, (xmax = 0)::boolean AS created
-`
-
-type UpsertOrganisationParams struct {
-	ID       uuid.UUID
-	Slug     string
-	Name     string
-	Plan     string
-	Timezone string
-}
-
-type UpsertOrganisationRow struct {
-	ID      uuid.UUID
-	Created bool
-}
-
-// Operator writes used by `relayroom admin` (runs as the owning role, not the request role).
-// Upserts take updated_at from excluded (the column's default, now(), the same instant):
-// Citus refuses a function that is not IMMUTABLE in DO UPDATE SET (docs/scale.md).
-func (q *Queries) UpsertOrganisation(ctx context.Context, db DBTX, arg UpsertOrganisationParams) (UpsertOrganisationRow, error) {
-	row := db.QueryRow(ctx, upsertOrganisation,
-		arg.ID,
-		arg.Slug,
-		arg.Name,
-		arg.Plan,
-		arg.Timezone,
-	)
-	var i UpsertOrganisationRow
-	err := row.Scan(&i.ID, &i.Created)
-	return i, err
-}
-
-const upsertProject = `-- name: UpsertProject :one
-INSERT INTO project (id, host_org_id, slug, name) VALUES ($1, $2, $3, $4)
-ON CONFLICT (host_org_id, slug) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at
-RETURNING id, (xmax = 0)::boolean AS created
-`
-
-type UpsertProjectParams struct {
-	ID        uuid.UUID
-	HostOrgID uuid.UUID
-	Slug      string
-	Name      string
-}
-
-type UpsertProjectRow struct {
-	ID      uuid.UUID
-	Created bool
-}
-
-func (q *Queries) UpsertProject(ctx context.Context, db DBTX, arg UpsertProjectParams) (UpsertProjectRow, error) {
-	row := db.QueryRow(ctx, upsertProject,
-		arg.ID,
-		arg.HostOrgID,
-		arg.Slug,
-		arg.Name,
-	)
-	var i UpsertProjectRow
-	err := row.Scan(&i.ID, &i.Created)
-	return i, err
-}
-
-const upsertUser = `-- name: UpsertUser :one
+const userUpsert = `-- name: UserUpsert :one
 INSERT INTO app_user (id, email, name, password_hash)
 VALUES ($1, $2, $3, $4)
 ON CONFLICT (email) DO UPDATE SET name = excluded.name,
@@ -726,15 +726,15 @@ ON CONFLICT (email) DO UPDATE SET name = excluded.name,
 RETURNING id
 `
 
-type UpsertUserParams struct {
+type UserUpsertParams struct {
 	ID           uuid.UUID
 	Email        string
 	Name         string
 	PasswordHash *string
 }
 
-func (q *Queries) UpsertUser(ctx context.Context, db DBTX, arg UpsertUserParams) (uuid.UUID, error) {
-	row := db.QueryRow(ctx, upsertUser,
+func (q *Queries) UserUpsert(ctx context.Context, db DBTX, arg UserUpsertParams) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, userUpsert,
 		arg.ID,
 		arg.Email,
 		arg.Name,

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 )
 
-const agentIdentity = `-- name: AgentIdentity :one
+const agentGetIdentity = `-- name: AgentGetIdentity :one
 SELECT a.slug, a.name, a.model, a.kind, o.name AS org_name,
   rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
   rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
@@ -19,12 +19,12 @@ FROM agent a JOIN organisation o ON o.id = a.org_id
 WHERE a.org_id = $1 AND a.id = $2
 `
 
-type AgentIdentityParams struct {
+type AgentGetIdentityParams struct {
 	OrgID uuid.UUID
 	ID    uuid.UUID
 }
 
-type AgentIdentityRow struct {
+type AgentGetIdentityRow struct {
 	Slug            string
 	Name            string
 	Model           string
@@ -38,9 +38,9 @@ type AgentIdentityRow struct {
 
 // After rr_set_directory (pg.Tenant.Visible nil), whose settings it returns (visible_*) for
 // the request's later transactions (pg.Tenant.Visible).
-func (q *Queries) AgentIdentity(ctx context.Context, db DBTX, arg AgentIdentityParams) (AgentIdentityRow, error) {
-	row := db.QueryRow(ctx, agentIdentity, arg.OrgID, arg.ID)
-	var i AgentIdentityRow
+func (q *Queries) AgentGetIdentity(ctx context.Context, db DBTX, arg AgentGetIdentityParams) (AgentGetIdentityRow, error) {
+	row := db.QueryRow(ctx, agentGetIdentity, arg.OrgID, arg.ID)
+	var i AgentGetIdentityRow
 	err := row.Scan(
 		&i.Slug,
 		&i.Name,
@@ -179,8 +179,8 @@ type OwnAgentIdentityRow struct {
 	VisibleUsers    []uuid.UUID
 }
 
-// AgentIdentity after AssumeCredentialTenant, in the same round trip, with the agent's
-// presence moved in every room where it is admitted (TouchAgentMemberships): the agent is
+// AgentGetIdentity after AssumeCredentialTenant, in the same round trip, with the agent's
+// presence moved in every room where it is admitted (MembershipTouchByAgent): the agent is
 // the tenant's, which only a verified key sets (no row otherwise).
 func (q *Queries) OwnAgentIdentity(ctx context.Context, db DBTX) (OwnAgentIdentityRow, error) {
 	row := db.QueryRow(ctx, ownAgentIdentity)

@@ -12,64 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const bindPersonRoom = `-- name: BindPersonRoom :one
-
-SELECT u.name AS user_name, om.role, o.name AS org_name, o.plan, o.timezone, p.name AS project_name,
-  p.host_org_id, ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
-FROM org_member om
-JOIN web_session s ON s.user_id = om.user_id AND s.session_id = $1::text AND s.expires_at > now()
-JOIN app_user u ON u.id = om.user_id
-JOIN organisation o ON o.id = om.org_id
-JOIN project p ON p.id = $2
-JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = p.id AND ag.guest_org_id = om.org_id
-WHERE om.org_id = $3 AND (p.host_org_id = om.org_id OR ag.guest_org_id IS NOT NULL)
-`
-
-type BindPersonRoomParams struct {
-	SessionID string
-	ProjectID uuid.UUID
-	OrgID     uuid.UUID
-}
-
-type BindPersonRoomRow struct {
-	UserName        string
-	Role            string
-	OrgName         string
-	Plan            string
-	Timezone        string
-	ProjectName     string
-	HostOrgID       uuid.UUID
-	HostName        string
-	AgreementStatus *string
-	AgreementGrants []string
-}
-
-// The people's dashboard (internal/dashboard, docs/dashboard.md). A person acts for one
-// organisation they belong to; a room's rows become visible only once BindPersonRoom has
-// found the organisation to be the room's host or a guest under an agreement.
-// A signed-in person entering a room, for one of their organisations: the tenant names
-// the session (app.lookup: the person and their memberships), the organisation and the
-// candidate project; no row comes back unless the organisation hosts the project or has
-// an agreement with its host (in any state: Scope.Admitted decides on it).
-func (q *Queries) BindPersonRoom(ctx context.Context, db DBTX, arg BindPersonRoomParams) (BindPersonRoomRow, error) {
-	row := db.QueryRow(ctx, bindPersonRoom, arg.SessionID, arg.ProjectID, arg.OrgID)
-	var i BindPersonRoomRow
-	err := row.Scan(
-		&i.UserName,
-		&i.Role,
-		&i.OrgName,
-		&i.Plan,
-		&i.Timezone,
-		&i.ProjectName,
-		&i.HostOrgID,
-		&i.HostName,
-		&i.AgreementStatus,
-		&i.AgreementGrants,
-	)
-	return i, err
-}
-
 const cancelTask = `-- name: CancelTask :exec
 UPDATE room_task SET status = 'canceled', updated_at = now()
 WHERE project_id = $1 AND id = $2
@@ -83,41 +25,6 @@ type CancelTaskParams struct {
 func (q *Queries) CancelTask(ctx context.Context, db DBTX, arg CancelTaskParams) error {
 	_, err := db.Exec(ctx, cancelTask, arg.ProjectID, arg.ID)
 	return err
-}
-
-const deprecateMemoryEntry = `-- name: DeprecateMemoryEntry :one
-UPDATE memory_entry e SET deprecated_at = now(), deprecated_by_user_id = $1,
-  deprecated_by_name = $2
-WHERE e.project_id = $3 AND e.id = $4 AND e.deprecated_at IS NULL
-  AND (NOT e.is_private OR e.org_id = $5)
-  AND (e.org_id = $5 OR $6::boolean)
-RETURNING e.deprecated_at
-`
-
-type DeprecateMemoryEntryParams struct {
-	UserID       *uuid.UUID
-	UserName     *string
-	ProjectID    uuid.UUID
-	ID           uuid.UUID
-	ViewerOrgID  uuid.UUID
-	ViewerIsHost bool
-}
-
-// Marks an entry deprecated (never deleted): when and by whom. Another organisation's
-// private entry answers like one that does not exist; only the host's people and the
-// writing company's may deprecate.
-func (q *Queries) DeprecateMemoryEntry(ctx context.Context, db DBTX, arg DeprecateMemoryEntryParams) (*time.Time, error) {
-	row := db.QueryRow(ctx, deprecateMemoryEntry,
-		arg.UserID,
-		arg.UserName,
-		arg.ProjectID,
-		arg.ID,
-		arg.ViewerOrgID,
-		arg.ViewerIsHost,
-	)
-	var deprecated_at *time.Time
-	err := row.Scan(&deprecated_at)
-	return deprecated_at, err
 }
 
 const insertPersonCard = `-- name: InsertPersonCard :exec
@@ -154,37 +61,42 @@ func (q *Queries) InsertPersonCard(ctx context.Context, db DBTX, arg InsertPerso
 	return err
 }
 
-const insertPersonMessage = `-- name: InsertPersonMessage :exec
-INSERT INTO room_message (project_id, id, kind, author_user_id, author_name, author_org_id, content, created_at)
-VALUES ($1, $2, 'message', $3, $4,
-  $5, $6, $7)
+const memoryEntryDeprecate = `-- name: MemoryEntryDeprecate :one
+UPDATE memory_entry e SET deprecated_at = now(), deprecated_by_user_id = $1,
+  deprecated_by_name = $2
+WHERE e.project_id = $3 AND e.id = $4 AND e.deprecated_at IS NULL
+  AND (NOT e.is_private OR e.org_id = $5)
+  AND (e.org_id = $5 OR $6::boolean)
+RETURNING e.deprecated_at
 `
 
-type InsertPersonMessageParams struct {
+type MemoryEntryDeprecateParams struct {
+	UserID       *uuid.UUID
+	UserName     *string
 	ProjectID    uuid.UUID
 	ID           uuid.UUID
-	AuthorUserID *uuid.UUID
-	AuthorName   *string
-	AuthorOrgID  *uuid.UUID
-	Content      string
-	CreatedAt    time.Time
+	ViewerOrgID  uuid.UUID
+	ViewerIsHost bool
 }
 
-// A person's post: their name is kept with it (every company of the room reads it).
-func (q *Queries) InsertPersonMessage(ctx context.Context, db DBTX, arg InsertPersonMessageParams) error {
-	_, err := db.Exec(ctx, insertPersonMessage,
+// Marks an entry deprecated (never deleted): when and by whom. Another organisation's
+// private entry answers like one that does not exist; only the host's people and the
+// writing company's may deprecate.
+func (q *Queries) MemoryEntryDeprecate(ctx context.Context, db DBTX, arg MemoryEntryDeprecateParams) (*time.Time, error) {
+	row := db.QueryRow(ctx, memoryEntryDeprecate,
+		arg.UserID,
+		arg.UserName,
 		arg.ProjectID,
 		arg.ID,
-		arg.AuthorUserID,
-		arg.AuthorName,
-		arg.AuthorOrgID,
-		arg.Content,
-		arg.CreatedAt,
+		arg.ViewerOrgID,
+		arg.ViewerIsHost,
 	)
-	return err
+	var deprecated_at *time.Time
+	err := row.Scan(&deprecated_at)
+	return deprecated_at, err
 }
 
-const listMemoryForPeople = `-- name: ListMemoryForPeople :many
+const memoryEntryListForPeople = `-- name: MemoryEntryListForPeople :many
 SELECT e.id, e.org_id, o.name AS org_name, a.name AS agent_name, e.model, e.content, e.tags, e.category,
   e.is_decision, e.is_private, e.deprecated_at, e.deprecated_by_name, e.created_at
 FROM memory_entry e
@@ -198,7 +110,7 @@ ORDER BY e.created_at DESC, e.id DESC
 LIMIT $6
 `
 
-type ListMemoryForPeopleParams struct {
+type MemoryEntryListForPeopleParams struct {
 	ProjectID   uuid.UUID
 	ViewerOrgID uuid.UUID
 	OrgID       *uuid.UUID
@@ -207,7 +119,7 @@ type ListMemoryForPeopleParams struct {
 	Lim         int32
 }
 
-type ListMemoryForPeopleRow struct {
+type MemoryEntryListForPeopleRow struct {
 	ID               uuid.UUID
 	OrgID            uuid.UUID
 	OrgName          *string
@@ -225,8 +137,8 @@ type ListMemoryForPeopleRow struct {
 
 // The Memory tab without a query: the newest entries, deprecated ones included (marked),
 // never another organisation's private ones, filtered by company, category and tag.
-func (q *Queries) ListMemoryForPeople(ctx context.Context, db DBTX, arg ListMemoryForPeopleParams) ([]ListMemoryForPeopleRow, error) {
-	rows, err := db.Query(ctx, listMemoryForPeople,
+func (q *Queries) MemoryEntryListForPeople(ctx context.Context, db DBTX, arg MemoryEntryListForPeopleParams) ([]MemoryEntryListForPeopleRow, error) {
+	rows, err := db.Query(ctx, memoryEntryListForPeople,
 		arg.ProjectID,
 		arg.ViewerOrgID,
 		arg.OrgID,
@@ -238,9 +150,9 @@ func (q *Queries) ListMemoryForPeople(ctx context.Context, db DBTX, arg ListMemo
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListMemoryForPeopleRow{}
+	items := []MemoryEntryListForPeopleRow{}
 	for rows.Next() {
-		var i ListMemoryForPeopleRow
+		var i MemoryEntryListForPeopleRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.OrgID,
@@ -350,7 +262,7 @@ func (q *Queries) NeedsYou(ctx context.Context, db DBTX, arg NeedsYouParams) ([]
 	return items, nil
 }
 
-const personRooms = `-- name: PersonRooms :many
+const personListRooms = `-- name: PersonListRooms :many
 SELECT p.id, p.name, p.host_org_id, ho.name AS host_name, ag.status AS agreement_status
 FROM project p
 JOIN organisation ho ON ho.id = p.host_org_id
@@ -359,7 +271,7 @@ WHERE p.host_org_id = $1 OR ag.guest_org_id IS NOT NULL
 ORDER BY p.name, p.id
 `
 
-type PersonRoomsRow struct {
+type PersonListRoomsRow struct {
 	ID              uuid.UUID
 	Name            string
 	HostOrgID       uuid.UUID
@@ -368,15 +280,15 @@ type PersonRoomsRow struct {
 }
 
 // The rooms of an organisation: those it hosts and those it has an agreement for.
-func (q *Queries) PersonRooms(ctx context.Context, db DBTX, orgID uuid.UUID) ([]PersonRoomsRow, error) {
-	rows, err := db.Query(ctx, personRooms, orgID)
+func (q *Queries) PersonListRooms(ctx context.Context, db DBTX, orgID uuid.UUID) ([]PersonListRoomsRow, error) {
+	rows, err := db.Query(ctx, personListRooms, orgID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []PersonRoomsRow{}
+	items := []PersonListRoomsRow{}
 	for rows.Next() {
-		var i PersonRoomsRow
+		var i PersonListRoomsRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Name,
@@ -392,6 +304,36 @@ func (q *Queries) PersonRooms(ctx context.Context, db DBTX, orgID uuid.UUID) ([]
 		return nil, err
 	}
 	return items, nil
+}
+
+const roomMessageInsertFromPerson = `-- name: RoomMessageInsertFromPerson :exec
+INSERT INTO room_message (project_id, id, kind, author_user_id, author_name, author_org_id, content, created_at)
+VALUES ($1, $2, 'message', $3, $4,
+  $5, $6, $7)
+`
+
+type RoomMessageInsertFromPersonParams struct {
+	ProjectID    uuid.UUID
+	ID           uuid.UUID
+	AuthorUserID *uuid.UUID
+	AuthorName   *string
+	AuthorOrgID  *uuid.UUID
+	Content      string
+	CreatedAt    time.Time
+}
+
+// A person's post: their name is kept with it (every company of the room reads it).
+func (q *Queries) RoomMessageInsertFromPerson(ctx context.Context, db DBTX, arg RoomMessageInsertFromPersonParams) error {
+	_, err := db.Exec(ctx, roomMessageInsertFromPerson,
+		arg.ProjectID,
+		arg.ID,
+		arg.AuthorUserID,
+		arg.AuthorName,
+		arg.AuthorOrgID,
+		arg.Content,
+		arg.CreatedAt,
+	)
+	return err
 }
 
 const rosterForPeople = `-- name: RosterForPeople :many
@@ -442,6 +384,64 @@ func (q *Queries) RosterForPeople(ctx context.Context, db DBTX, projectID uuid.U
 		return nil, err
 	}
 	return items, nil
+}
+
+const scopeBindPersonRoom = `-- name: ScopeBindPersonRoom :one
+
+SELECT u.name AS user_name, om.role, o.name AS org_name, o.plan, o.timezone, p.name AS project_name,
+  p.host_org_id, ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
+FROM org_member om
+JOIN web_session s ON s.user_id = om.user_id AND s.session_id = $1::text AND s.expires_at > now()
+JOIN app_user u ON u.id = om.user_id
+JOIN organisation o ON o.id = om.org_id
+JOIN project p ON p.id = $2
+JOIN organisation ho ON ho.id = p.host_org_id
+LEFT JOIN agreement ag ON ag.project_id = p.id AND ag.guest_org_id = om.org_id
+WHERE om.org_id = $3 AND (p.host_org_id = om.org_id OR ag.guest_org_id IS NOT NULL)
+`
+
+type ScopeBindPersonRoomParams struct {
+	SessionID string
+	ProjectID uuid.UUID
+	OrgID     uuid.UUID
+}
+
+type ScopeBindPersonRoomRow struct {
+	UserName        string
+	Role            string
+	OrgName         string
+	Plan            string
+	Timezone        string
+	ProjectName     string
+	HostOrgID       uuid.UUID
+	HostName        string
+	AgreementStatus *string
+	AgreementGrants []string
+}
+
+// The people's dashboard (internal/dashboard, docs/dashboard.md). A person acts for one
+// organisation they belong to; a room's rows become visible only once ScopeBindPersonRoom has
+// found the organisation to be the room's host or a guest under an agreement.
+// A signed-in person entering a room, for one of their organisations: the tenant names
+// the session (app.lookup: the person and their memberships), the organisation and the
+// candidate project; no row comes back unless the organisation hosts the project or has
+// an agreement with its host (in any state: Scope.Admitted decides on it).
+func (q *Queries) ScopeBindPersonRoom(ctx context.Context, db DBTX, arg ScopeBindPersonRoomParams) (ScopeBindPersonRoomRow, error) {
+	row := db.QueryRow(ctx, scopeBindPersonRoom, arg.SessionID, arg.ProjectID, arg.OrgID)
+	var i ScopeBindPersonRoomRow
+	err := row.Scan(
+		&i.UserName,
+		&i.Role,
+		&i.OrgName,
+		&i.Plan,
+		&i.Timezone,
+		&i.ProjectName,
+		&i.HostOrgID,
+		&i.HostName,
+		&i.AgreementStatus,
+		&i.AgreementGrants,
+	)
+	return i, err
 }
 
 const tasksForPeople = `-- name: TasksForPeople :many

@@ -69,17 +69,17 @@ func (q *Queries) DeskConversationGet(ctx context.Context, db DBTX, arg DeskConv
 	return i, err
 }
 
-const deskConversationIDByExternal = `-- name: DeskConversationIDByExternal :one
+const deskConversationGetIDByExternal = `-- name: DeskConversationGetIDByExternal :one
 SELECT id FROM desk_conversation WHERE org_id = $1 AND external_id = $2
 `
 
-type DeskConversationIDByExternalParams struct {
+type DeskConversationGetIDByExternalParams struct {
 	OrgID      uuid.UUID
 	ExternalID *string
 }
 
-func (q *Queries) DeskConversationIDByExternal(ctx context.Context, db DBTX, arg DeskConversationIDByExternalParams) (int64, error) {
-	row := db.QueryRow(ctx, deskConversationIDByExternal, arg.OrgID, arg.ExternalID)
+func (q *Queries) DeskConversationGetIDByExternal(ctx context.Context, db DBTX, arg DeskConversationGetIDByExternalParams) (int64, error) {
+	row := db.QueryRow(ctx, deskConversationGetIDByExternal, arg.OrgID, arg.ExternalID)
 	var id int64
 	err := row.Scan(&id)
 	return id, err
@@ -271,44 +271,79 @@ func (q *Queries) DeskCounterTake(ctx context.Context, db DBTX, arg DeskCounterT
 	return last, err
 }
 
-const deskInboxBySlug = `-- name: DeskInboxBySlug :one
+const deskInboxGetBySlug = `-- name: DeskInboxGetBySlug :one
 
 SELECT id FROM desk_inbox WHERE org_id = $1 AND slug = $2
 `
 
-type DeskInboxBySlugParams struct {
+type DeskInboxGetBySlugParams struct {
 	OrgID uuid.UUID
 	Slug  string
 }
 
 // Writing a workspace's data: admin apply, the ingest API, CSV import, the demo seed.
-func (q *Queries) DeskInboxBySlug(ctx context.Context, db DBTX, arg DeskInboxBySlugParams) (int64, error) {
-	row := db.QueryRow(ctx, deskInboxBySlug, arg.OrgID, arg.Slug)
+func (q *Queries) DeskInboxGetBySlug(ctx context.Context, db DBTX, arg DeskInboxGetBySlugParams) (int64, error) {
+	row := db.QueryRow(ctx, deskInboxGetBySlug, arg.OrgID, arg.Slug)
 	var id int64
 	err := row.Scan(&id)
 	return id, err
 }
 
-const deskInboxMembersSet = `-- name: DeskInboxMembersSet :exec
-WITH gone AS (
-  DELETE FROM desk_inbox_member im
-  WHERE im.org_id = $1 AND im.inbox_id = $2 AND NOT (im.user_id = ANY ($3::uuid[]))
-)
-INSERT INTO desk_inbox_member (org_id, inbox_id, user_id)
-SELECT $1, $2, u FROM unnest($3::uuid[]) u
-ON CONFLICT DO NOTHING
+const deskInboxList = `-- name: DeskInboxList :many
+SELECT i.id, i.name,
+  (SELECT count(*) FROM desk_conversation c WHERE c.org_id = i.org_id AND c.inbox_id = i.id AND c.status = 'open')::bigint AS open_count
+FROM desk_inbox i
+WHERE i.org_id = $1
+  AND ($2::bool OR NOT i.restricted OR EXISTS (
+        SELECT 1 FROM desk_inbox_member im
+        WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $3))
+  AND ($4::text IS NULL OR (i.name, i.id) > ($4::text, $5::bigint))
+ORDER BY i.name, i.id
+LIMIT $6
 `
 
-type DeskInboxMembersSetParams struct {
-	OrgID   uuid.UUID
-	InboxID int64
-	UserIds []uuid.UUID
+type DeskInboxListParams struct {
+	OrgID     uuid.UUID
+	SeesAll   bool
+	UserID    uuid.UUID
+	AfterName *string
+	AfterID   int64
+	Lim       int32
 }
 
-// Replaces the members an inbox is restricted to.
-func (q *Queries) DeskInboxMembersSet(ctx context.Context, db DBTX, arg DeskInboxMembersSetParams) error {
-	_, err := db.Exec(ctx, deskInboxMembersSet, arg.OrgID, arg.InboxID, arg.UserIds)
-	return err
+type DeskInboxListRow struct {
+	ID        int64
+	Name      string
+	OpenCount int64
+}
+
+// A page of the inboxes the member sees, by name then id, after the keyset (after_name,
+// after_id), with each inbox's open conversations counted.
+func (q *Queries) DeskInboxList(ctx context.Context, db DBTX, arg DeskInboxListParams) ([]DeskInboxListRow, error) {
+	rows, err := db.Query(ctx, deskInboxList,
+		arg.OrgID,
+		arg.SeesAll,
+		arg.UserID,
+		arg.AfterName,
+		arg.AfterID,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeskInboxListRow{}
+	for rows.Next() {
+		var i DeskInboxListRow
+		if err := rows.Scan(&i.ID, &i.Name, &i.OpenCount); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const deskInboxSecretGet = `-- name: DeskInboxSecretGet :one
@@ -379,6 +414,28 @@ func (q *Queries) DeskInboxSecretsAll(ctx context.Context, db DBTX) ([]DeskInbox
 	return items, nil
 }
 
+const deskInboxSetMembers = `-- name: DeskInboxSetMembers :exec
+WITH gone AS (
+  DELETE FROM desk_inbox_member im
+  WHERE im.org_id = $1 AND im.inbox_id = $2 AND NOT (im.user_id = ANY ($3::uuid[]))
+)
+INSERT INTO desk_inbox_member (org_id, inbox_id, user_id)
+SELECT $1, $2, u FROM unnest($3::uuid[]) u
+ON CONFLICT DO NOTHING
+`
+
+type DeskInboxSetMembersParams struct {
+	OrgID   uuid.UUID
+	InboxID int64
+	UserIds []uuid.UUID
+}
+
+// Replaces the members an inbox is restricted to.
+func (q *Queries) DeskInboxSetMembers(ctx context.Context, db DBTX, arg DeskInboxSetMembersParams) error {
+	_, err := db.Exec(ctx, deskInboxSetMembers, arg.OrgID, arg.InboxID, arg.UserIds)
+	return err
+}
+
 const deskInboxUpsert = `-- name: DeskInboxUpsert :one
 INSERT INTO desk_inbox AS i (org_id, id, slug, name, restricted, forwarding_address, connection_secret)
 VALUES ($1, $2, $3, $4, $5,
@@ -445,61 +502,27 @@ func (q *Queries) DeskInboxVisible(ctx context.Context, db DBTX, arg DeskInboxVi
 	return visible, err
 }
 
-const deskInboxesList = `-- name: DeskInboxesList :many
-SELECT i.id, i.name,
-  (SELECT count(*) FROM desk_conversation c WHERE c.org_id = i.org_id AND c.inbox_id = i.id AND c.status = 'open')::bigint AS open_count
-FROM desk_inbox i
-WHERE i.org_id = $1
-  AND ($2::bool OR NOT i.restricted OR EXISTS (
-        SELECT 1 FROM desk_inbox_member im
-        WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $3))
-  AND ($4::text IS NULL OR (i.name, i.id) > ($4::text, $5::bigint))
-ORDER BY i.name, i.id
-LIMIT $6
+const deskMemberGetIDByEmail = `-- name: DeskMemberGetIDByEmail :one
+SELECT m.user_id, m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated FROM org_member m JOIN app_user u ON u.id = m.user_id
+WHERE m.org_id = $1 AND u.email = $2
 `
 
-type DeskInboxesListParams struct {
-	OrgID     uuid.UUID
-	SeesAll   bool
-	UserID    uuid.UUID
-	AfterName *string
-	AfterID   int64
-	Lim       int32
+type DeskMemberGetIDByEmailParams struct {
+	OrgID uuid.UUID
+	Email string
 }
 
-type DeskInboxesListRow struct {
-	ID        int64
-	Name      string
-	OpenCount int64
+type DeskMemberGetIDByEmailRow struct {
+	UserID      uuid.UUID
+	Role        string
+	Deactivated bool
 }
 
-// A page of the inboxes the member sees, by name then id, after the keyset (after_name,
-// after_id), with each inbox's open conversations counted.
-func (q *Queries) DeskInboxesList(ctx context.Context, db DBTX, arg DeskInboxesListParams) ([]DeskInboxesListRow, error) {
-	rows, err := db.Query(ctx, deskInboxesList,
-		arg.OrgID,
-		arg.SeesAll,
-		arg.UserID,
-		arg.AfterName,
-		arg.AfterID,
-		arg.Lim,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DeskInboxesListRow{}
-	for rows.Next() {
-		var i DeskInboxesListRow
-		if err := rows.Scan(&i.ID, &i.Name, &i.OpenCount); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+func (q *Queries) DeskMemberGetIDByEmail(ctx context.Context, db DBTX, arg DeskMemberGetIDByEmailParams) (DeskMemberGetIDByEmailRow, error) {
+	row := db.QueryRow(ctx, deskMemberGetIDByEmail, arg.OrgID, arg.Email)
+	var i DeskMemberGetIDByEmailRow
+	err := row.Scan(&i.UserID, &i.Role, &i.Deactivated)
+	return i, err
 }
 
 const deskMemberGrant = `-- name: DeskMemberGrant :one
@@ -532,29 +555,6 @@ func (q *Queries) DeskMemberGrant(ctx context.Context, db DBTX, arg DeskMemberGr
 		&i.Plan,
 		&i.Timezone,
 	)
-	return i, err
-}
-
-const deskMemberIDByEmail = `-- name: DeskMemberIDByEmail :one
-SELECT m.user_id, m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated FROM org_member m JOIN app_user u ON u.id = m.user_id
-WHERE m.org_id = $1 AND u.email = $2
-`
-
-type DeskMemberIDByEmailParams struct {
-	OrgID uuid.UUID
-	Email string
-}
-
-type DeskMemberIDByEmailRow struct {
-	UserID      uuid.UUID
-	Role        string
-	Deactivated bool
-}
-
-func (q *Queries) DeskMemberIDByEmail(ctx context.Context, db DBTX, arg DeskMemberIDByEmailParams) (DeskMemberIDByEmailRow, error) {
-	row := db.QueryRow(ctx, deskMemberIDByEmail, arg.OrgID, arg.Email)
-	var i DeskMemberIDByEmailRow
-	err := row.Scan(&i.UserID, &i.Role, &i.Deactivated)
 	return i, err
 }
 
@@ -661,7 +661,7 @@ func (q *Queries) DeskMessageInsert(ctx context.Context, db DBTX, arg DeskMessag
 	return created, err
 }
 
-const deskMessagesPage = `-- name: DeskMessagesPage :many
+const deskMessagePage = `-- name: DeskMessagePage :many
 SELECT m.id, m.type, m.body, m.author_user_id, m.attachments, m.created_at
 FROM desk_message m
 WHERE m.org_id = $1 AND m.conversation_id = $2
@@ -672,7 +672,7 @@ ORDER BY m.created_at, m.id
 LIMIT $6
 `
 
-type DeskMessagesPageParams struct {
+type DeskMessagePageParams struct {
 	OrgID          uuid.UUID
 	ConversationID int64
 	IncludeNotes   bool
@@ -681,7 +681,7 @@ type DeskMessagesPageParams struct {
 	Lim            int32
 }
 
-type DeskMessagesPageRow struct {
+type DeskMessagePageRow struct {
 	ID           int64
 	Type         string
 	Body         string
@@ -691,8 +691,8 @@ type DeskMessagesPageRow struct {
 }
 
 // A page of a conversation's messages, oldest first, notes only when asked for.
-func (q *Queries) DeskMessagesPage(ctx context.Context, db DBTX, arg DeskMessagesPageParams) ([]DeskMessagesPageRow, error) {
-	rows, err := db.Query(ctx, deskMessagesPage,
+func (q *Queries) DeskMessagePage(ctx context.Context, db DBTX, arg DeskMessagePageParams) ([]DeskMessagePageRow, error) {
+	rows, err := db.Query(ctx, deskMessagePage,
 		arg.OrgID,
 		arg.ConversationID,
 		arg.IncludeNotes,
@@ -704,9 +704,9 @@ func (q *Queries) DeskMessagesPage(ctx context.Context, db DBTX, arg DeskMessage
 		return nil, err
 	}
 	defer rows.Close()
-	items := []DeskMessagesPageRow{}
+	items := []DeskMessagePageRow{}
 	for rows.Next() {
-		var i DeskMessagesPageRow
+		var i DeskMessagePageRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Type,
@@ -776,6 +776,27 @@ func (q *Queries) DeskNoteClaim(ctx context.Context, db DBTX, arg DeskNoteClaimP
 	return created, err
 }
 
+const deskNoteKeyDeleteExpired = `-- name: DeskNoteKeyDeleteExpired :execrows
+DELETE FROM desk_note_key k
+USING (SELECT o.org_id, o.user_id, o.key FROM desk_note_key o
+       WHERE o.created_at <= $1 ORDER BY o.created_at LIMIT $2) old
+WHERE k.org_id = old.org_id AND k.user_id = old.user_id AND k.key = old.key
+`
+
+type DeskNoteKeyDeleteExpiredParams struct {
+	ExpiredBefore time.Time
+	Batch         int32
+}
+
+// The periodic clean-up, across workspaces (owner's pool), a bounded batch per statement.
+func (q *Queries) DeskNoteKeyDeleteExpired(ctx context.Context, db DBTX, arg DeskNoteKeyDeleteExpiredParams) (int64, error) {
+	result, err := db.Exec(ctx, deskNoteKeyDeleteExpired, arg.ExpiredBefore, arg.Batch)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const deskNoteKeyGet = `-- name: DeskNoteKeyGet :one
 SELECT k.fingerprint, m.id AS message_id, m.conversation_id, m.body
 FROM desk_note_key k JOIN desk_message m ON m.org_id = k.org_id AND m.id = k.message_id
@@ -813,27 +834,6 @@ func (q *Queries) DeskNoteKeyGet(ctx context.Context, db DBTX, arg DeskNoteKeyGe
 		&i.Body,
 	)
 	return i, err
-}
-
-const deskNoteKeysDeleteExpired = `-- name: DeskNoteKeysDeleteExpired :execrows
-DELETE FROM desk_note_key k
-USING (SELECT o.org_id, o.user_id, o.key FROM desk_note_key o
-       WHERE o.created_at <= $1 ORDER BY o.created_at LIMIT $2) old
-WHERE k.org_id = old.org_id AND k.user_id = old.user_id AND k.key = old.key
-`
-
-type DeskNoteKeysDeleteExpiredParams struct {
-	ExpiredBefore time.Time
-	Batch         int32
-}
-
-// The periodic clean-up, across workspaces (owner's pool), a bounded batch per statement.
-func (q *Queries) DeskNoteKeysDeleteExpired(ctx context.Context, db DBTX, arg DeskNoteKeysDeleteExpiredParams) (int64, error) {
-	result, err := db.Exec(ctx, deskNoteKeysDeleteExpired, arg.ExpiredBefore, arg.Batch)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const deskRateHit = `-- name: DeskRateHit :many
@@ -961,7 +961,7 @@ func (q *Queries) DeskReport(ctx context.Context, db DBTX, arg DeskReportParams)
 	return items, nil
 }
 
-const deskSavedRepliesFind = `-- name: DeskSavedRepliesFind :many
+const deskSavedReplyFind = `-- name: DeskSavedReplyFind :many
 SELECT r.id, r.title, r.body
 FROM desk_saved_reply r
 WHERE r.org_id = $1
@@ -971,7 +971,7 @@ ORDER BY r.title, r.id
 LIMIT $5
 `
 
-type DeskSavedRepliesFindParams struct {
+type DeskSavedReplyFindParams struct {
 	OrgID      uuid.UUID
 	Query      string
 	AfterTitle *string
@@ -979,7 +979,7 @@ type DeskSavedRepliesFindParams struct {
 	Lim        int32
 }
 
-type DeskSavedRepliesFindRow struct {
+type DeskSavedReplyFindRow struct {
 	ID    int64
 	Title string
 	Body  string
@@ -987,8 +987,8 @@ type DeskSavedRepliesFindRow struct {
 
 // A page of the saved replies whose title or body holds every word of the query, by title
 // then id, after the keyset (after_title, after_id).
-func (q *Queries) DeskSavedRepliesFind(ctx context.Context, db DBTX, arg DeskSavedRepliesFindParams) ([]DeskSavedRepliesFindRow, error) {
-	rows, err := db.Query(ctx, deskSavedRepliesFind,
+func (q *Queries) DeskSavedReplyFind(ctx context.Context, db DBTX, arg DeskSavedReplyFindParams) ([]DeskSavedReplyFindRow, error) {
+	rows, err := db.Query(ctx, deskSavedReplyFind,
 		arg.OrgID,
 		arg.Query,
 		arg.AfterTitle,
@@ -999,9 +999,9 @@ func (q *Queries) DeskSavedRepliesFind(ctx context.Context, db DBTX, arg DeskSav
 		return nil, err
 	}
 	defer rows.Close()
-	items := []DeskSavedRepliesFindRow{}
+	items := []DeskSavedReplyFindRow{}
 	for rows.Next() {
-		var i DeskSavedRepliesFindRow
+		var i DeskSavedReplyFindRow
 		if err := rows.Scan(&i.ID, &i.Title, &i.Body); err != nil {
 			return nil, err
 		}
@@ -1013,17 +1013,17 @@ func (q *Queries) DeskSavedRepliesFind(ctx context.Context, db DBTX, arg DeskSav
 	return items, nil
 }
 
-const deskSavedReplyBySlug = `-- name: DeskSavedReplyBySlug :one
+const deskSavedReplyGetBySlug = `-- name: DeskSavedReplyGetBySlug :one
 SELECT id FROM desk_saved_reply WHERE org_id = $1 AND slug = $2
 `
 
-type DeskSavedReplyBySlugParams struct {
+type DeskSavedReplyGetBySlugParams struct {
 	OrgID uuid.UUID
 	Slug  string
 }
 
-func (q *Queries) DeskSavedReplyBySlug(ctx context.Context, db DBTX, arg DeskSavedReplyBySlugParams) (int64, error) {
-	row := db.QueryRow(ctx, deskSavedReplyBySlug, arg.OrgID, arg.Slug)
+func (q *Queries) DeskSavedReplyGetBySlug(ctx context.Context, db DBTX, arg DeskSavedReplyGetBySlugParams) (int64, error) {
+	row := db.QueryRow(ctx, deskSavedReplyGetBySlug, arg.OrgID, arg.Slug)
 	var id int64
 	err := row.Scan(&id)
 	return id, err
@@ -1087,6 +1087,51 @@ func (q *Queries) DeskTokenInsert(ctx context.Context, db DBTX, arg DeskTokenIns
 	return err
 }
 
+const deskTokenList = `-- name: DeskTokenList :many
+SELECT t.id, u.email, t.token_id, t.scopes, t.created_at, t.expires_at, t.revoked_at
+FROM desk_token t JOIN app_user u ON u.id = t.user_id
+WHERE t.org_id = $1
+ORDER BY t.created_at, t.id
+`
+
+type DeskTokenListRow struct {
+	ID        uuid.UUID
+	Email     string
+	TokenID   string
+	Scopes    []string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	RevokedAt *time.Time
+}
+
+func (q *Queries) DeskTokenList(ctx context.Context, db DBTX, orgID uuid.UUID) ([]DeskTokenListRow, error) {
+	rows, err := db.Query(ctx, deskTokenList, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeskTokenListRow{}
+	for rows.Next() {
+		var i DeskTokenListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Email,
+			&i.TokenID,
+			&i.Scopes,
+			&i.CreatedAt,
+			&i.ExpiresAt,
+			&i.RevokedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deskTokenRevoke = `-- name: DeskTokenRevoke :execrows
 UPDATE desk_token SET revoked_at = $1
 WHERE org_id = $2 AND id = $3 AND revoked_at IS NULL
@@ -1145,51 +1190,6 @@ func (q *Queries) DeskTokenRows(ctx context.Context, db DBTX, tokenID string) ([
 			&i.SecretHash,
 			&i.Scopes,
 			&i.ExpiresAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const deskTokensList = `-- name: DeskTokensList :many
-SELECT t.id, u.email, t.token_id, t.scopes, t.created_at, t.expires_at, t.revoked_at
-FROM desk_token t JOIN app_user u ON u.id = t.user_id
-WHERE t.org_id = $1
-ORDER BY t.created_at, t.id
-`
-
-type DeskTokensListRow struct {
-	ID        uuid.UUID
-	Email     string
-	TokenID   string
-	Scopes    []string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	RevokedAt *time.Time
-}
-
-func (q *Queries) DeskTokensList(ctx context.Context, db DBTX, orgID uuid.UUID) ([]DeskTokensListRow, error) {
-	rows, err := db.Query(ctx, deskTokensList, orgID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DeskTokensListRow{}
-	for rows.Next() {
-		var i DeskTokensListRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Email,
-			&i.TokenID,
-			&i.Scopes,
-			&i.CreatedAt,
-			&i.ExpiresAt,
-			&i.RevokedAt,
 		); err != nil {
 			return nil, err
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 )
 
-const claimIdempotencyKey = `-- name: ClaimIdempotencyKey :execrows
+const idempotencyKeyClaim = `-- name: IdempotencyKeyClaim :execrows
 
 WITH wrote AS MATERIALIZED (
   SELECT pg_current_xact_id_if_assigned() IS NOT NULL AS yes
@@ -30,7 +30,7 @@ FROM wrote
 WHERE wrote.yes AND (SELECT count(*) FROM expired) >= 0
 `
 
-type ClaimIdempotencyKeyParams struct {
+type IdempotencyKeyClaimParams struct {
 	OrgID         uuid.UUID
 	AgentID       uuid.UUID
 	Principal     string
@@ -50,8 +50,8 @@ type ClaimIdempotencyKeyParams struct {
 // waits on the index until the first commits, then fails). An expired row (older than
 // the retention) is replaced: it is deleted first, in the same statement.
 // Referencing expired makes the DELETE run (to completion) before the INSERT's row.
-func (q *Queries) ClaimIdempotencyKey(ctx context.Context, db DBTX, arg ClaimIdempotencyKeyParams) (int64, error) {
-	result, err := db.Exec(ctx, claimIdempotencyKey,
+func (q *Queries) IdempotencyKeyClaim(ctx context.Context, db DBTX, arg IdempotencyKeyClaimParams) (int64, error) {
+	result, err := db.Exec(ctx, idempotencyKeyClaim,
 		arg.OrgID,
 		arg.AgentID,
 		arg.Principal,
@@ -67,34 +67,34 @@ func (q *Queries) ClaimIdempotencyKey(ctx context.Context, db DBTX, arg ClaimIde
 	return result.RowsAffected(), nil
 }
 
-const deleteExpiredIdempotencyKeys = `-- name: DeleteExpiredIdempotencyKeys :execrows
+const idempotencyKeyDeleteExpired = `-- name: IdempotencyKeyDeleteExpired :execrows
 DELETE FROM idempotency_key k
 USING (SELECT o.org_id, o.agent_id, o.principal, o.key FROM idempotency_key o
        WHERE o.created_at <= $1 ORDER BY o.created_at LIMIT $2) old
 WHERE k.org_id = old.org_id AND k.agent_id = old.agent_id AND k.principal = old.principal AND k.key = old.key
 `
 
-type DeleteExpiredIdempotencyKeysParams struct {
+type IdempotencyKeyDeleteExpiredParams struct {
 	ExpiredBefore time.Time
 	Batch         int32
 }
 
 // The periodic clean-up, across tenants (owner's pool), a bounded batch per statement.
-func (q *Queries) DeleteExpiredIdempotencyKeys(ctx context.Context, db DBTX, arg DeleteExpiredIdempotencyKeysParams) (int64, error) {
-	result, err := db.Exec(ctx, deleteExpiredIdempotencyKeys, arg.ExpiredBefore, arg.Batch)
+func (q *Queries) IdempotencyKeyDeleteExpired(ctx context.Context, db DBTX, arg IdempotencyKeyDeleteExpiredParams) (int64, error) {
+	result, err := db.Exec(ctx, idempotencyKeyDeleteExpired, arg.ExpiredBefore, arg.Batch)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const idempotencyKeyRecord = `-- name: IdempotencyKeyRecord :one
+const idempotencyKeyGet = `-- name: IdempotencyKeyGet :one
 SELECT fingerprint, tool, created_at, response, answered_at FROM idempotency_key
 WHERE org_id = $1 AND agent_id = $2 AND principal = $3
   AND key = $4 AND created_at > $5
 `
 
-type IdempotencyKeyRecordParams struct {
+type IdempotencyKeyGetParams struct {
 	OrgID         uuid.UUID
 	AgentID       uuid.UUID
 	Principal     string
@@ -102,7 +102,7 @@ type IdempotencyKeyRecordParams struct {
 	ExpiredBefore time.Time
 }
 
-type IdempotencyKeyRecordRow struct {
+type IdempotencyKeyGetRow struct {
 	Fingerprint []byte
 	Tool        string
 	CreatedAt   time.Time
@@ -111,15 +111,15 @@ type IdempotencyKeyRecordRow struct {
 }
 
 // The live record of a key, if any (an expired one counts as absent).
-func (q *Queries) IdempotencyKeyRecord(ctx context.Context, db DBTX, arg IdempotencyKeyRecordParams) (IdempotencyKeyRecordRow, error) {
-	row := db.QueryRow(ctx, idempotencyKeyRecord,
+func (q *Queries) IdempotencyKeyGet(ctx context.Context, db DBTX, arg IdempotencyKeyGetParams) (IdempotencyKeyGetRow, error) {
+	row := db.QueryRow(ctx, idempotencyKeyGet,
 		arg.OrgID,
 		arg.AgentID,
 		arg.Principal,
 		arg.Key,
 		arg.ExpiredBefore,
 	)
-	var i IdempotencyKeyRecordRow
+	var i IdempotencyKeyGetRow
 	err := row.Scan(
 		&i.Fingerprint,
 		&i.Tool,
@@ -130,13 +130,13 @@ func (q *Queries) IdempotencyKeyRecord(ctx context.Context, db DBTX, arg Idempot
 	return i, err
 }
 
-const saveIdempotencyAnswer = `-- name: SaveIdempotencyAnswer :exec
+const idempotencyKeySaveAnswer = `-- name: IdempotencyKeySaveAnswer :exec
 UPDATE idempotency_key SET response = $1, answered_at = $2
 WHERE org_id = $3 AND agent_id = $4 AND principal = $5
   AND key = $6
 `
 
-type SaveIdempotencyAnswerParams struct {
+type IdempotencyKeySaveAnswerParams struct {
 	Response   []byte
 	AnsweredAt *time.Time
 	OrgID      uuid.UUID
@@ -146,8 +146,8 @@ type SaveIdempotencyAnswerParams struct {
 }
 
 // The answer of a claimed key, stored right after the write committed.
-func (q *Queries) SaveIdempotencyAnswer(ctx context.Context, db DBTX, arg SaveIdempotencyAnswerParams) error {
-	_, err := db.Exec(ctx, saveIdempotencyAnswer,
+func (q *Queries) IdempotencyKeySaveAnswer(ctx context.Context, db DBTX, arg IdempotencyKeySaveAnswerParams) error {
+	_, err := db.Exec(ctx, idempotencyKeySaveAnswer,
 		arg.Response,
 		arg.AnsweredAt,
 		arg.OrgID,

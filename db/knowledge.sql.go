@@ -13,49 +13,12 @@ import (
 	"github.com/google/uuid"
 )
 
-const contradict = `-- name: Contradict :one
-UPDATE knowledge SET
-  confidence = greatest(confidence - $1::real, 0),
-  contradictions = contradictions + 1,
-  status = 'demoted',
-  updated_at = $2
-WHERE project_id = $3 AND id = $4 AND status IN ('candidate', 'trusted', 'demoted')
-RETURNING id, status, confidence
-`
-
-type ContradictParams struct {
-	Penalty   float32
-	Now       time.Time
-	ProjectID uuid.UUID
-	ID        uuid.UUID
-}
-
-type ContradictRow struct {
-	ID         uuid.UUID
-	Status     string
-	Confidence float32
-}
-
-// One contradiction demotes a candidate or trusted entry and lowers its confidence; an
-// entry already demoted counts the contradiction and stays demoted.
-func (q *Queries) Contradict(ctx context.Context, db DBTX, arg ContradictParams) (ContradictRow, error) {
-	row := db.QueryRow(ctx, contradict,
-		arg.Penalty,
-		arg.Now,
-		arg.ProjectID,
-		arg.ID,
-	)
-	var i ContradictRow
-	err := row.Scan(&i.ID, &i.Status, &i.Confidence)
-	return i, err
-}
-
-const countAgentLessons = `-- name: CountAgentLessons :one
+const agentLessonCount = `-- name: AgentLessonCount :one
 SELECT count(*) FROM agent_lesson
 WHERE org_id = $1 AND agent_id = $2 AND created_at > $3
 `
 
-type CountAgentLessonsParams struct {
+type AgentLessonCountParams struct {
 	OrgID   uuid.UUID
 	AgentID uuid.UUID
 	Since   time.Time
@@ -63,85 +26,61 @@ type CountAgentLessonsParams struct {
 
 // An agent's lessons since a time, in every project (agent_lesson is in the agent's
 // organisation's tenant).
-func (q *Queries) CountAgentLessons(ctx context.Context, db DBTX, arg CountAgentLessonsParams) (int64, error) {
-	row := db.QueryRow(ctx, countAgentLessons, arg.OrgID, arg.AgentID, arg.Since)
+func (q *Queries) AgentLessonCount(ctx context.Context, db DBTX, arg AgentLessonCountParams) (int64, error) {
+	row := db.QueryRow(ctx, agentLessonCount, arg.OrgID, arg.AgentID, arg.Since)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
-const decideKnowledge = `-- name: DecideKnowledge :one
-UPDATE knowledge SET status = $1, confidence = CASE WHEN $1 = 'trusted' THEN greatest(confidence, $2::real) ELSE confidence END,
-  decided_by = $3, decided_at = $4, updated_at = $4
-WHERE project_id = $5 AND id = $6 AND status = ANY($7::text[])
-RETURNING id, status, confidence
+const agentLessonRecord = `-- name: AgentLessonRecord :exec
+WITH expired AS (
+  DELETE FROM agent_lesson old
+  WHERE old.org_id = $1 AND old.agent_id = $2 AND old.created_at <= $5::timestamptz
+)
+INSERT INTO agent_lesson (org_id, agent_id, id, created_at) VALUES ($1, $2, $3, $4)
 `
 
-type DecideKnowledgeParams struct {
-	Status     string
-	Confidence float32
-	DecidedBy  *string
-	Now        *time.Time
-	ProjectID  uuid.UUID
-	ID         uuid.UUID
-	FromStatus []string
+type AgentLessonRecordParams struct {
+	OrgID   uuid.UUID
+	AgentID uuid.UUID
+	ID      uuid.UUID
+	Now     time.Time
+	Since   time.Time
 }
 
-type DecideKnowledgeRow struct {
-	ID         uuid.UUID
-	Status     string
-	Confidence float32
-}
-
-// A person or CI moves a candidate (or a demoted entry) to trusted or rejected.
-func (q *Queries) DecideKnowledge(ctx context.Context, db DBTX, arg DecideKnowledgeParams) (DecideKnowledgeRow, error) {
-	row := db.QueryRow(ctx, decideKnowledge,
-		arg.Status,
-		arg.Confidence,
-		arg.DecidedBy,
-		arg.Now,
-		arg.ProjectID,
+// Counts a recorded lesson for its agent and forgets the agent's lessons older than the
+// window, in one statement.
+func (q *Queries) AgentLessonRecord(ctx context.Context, db DBTX, arg AgentLessonRecordParams) error {
+	_, err := db.Exec(ctx, agentLessonRecord,
+		arg.OrgID,
+		arg.AgentID,
 		arg.ID,
-		arg.FromStatus,
+		arg.Now,
+		arg.Since,
 	)
-	var i DecideKnowledgeRow
-	err := row.Scan(&i.ID, &i.Status, &i.Confidence)
-	return i, err
+	return err
 }
 
-const expireKnowledge = `-- name: ExpireKnowledge :execrows
-UPDATE knowledge SET status = 'expired', updated_at = $1
-WHERE status IN ('candidate', 'trusted') AND expires_at IS NOT NULL AND expires_at <= $1
-`
-
-// Cross-tenant (operator): entries past their expiry are retired.
-func (q *Queries) ExpireKnowledge(ctx context.Context, db DBTX, now time.Time) (int64, error) {
-	result, err := db.Exec(ctx, expireKnowledge, now)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const findCIToken = `-- name: FindCIToken :many
+const cITokenFind = `-- name: CITokenFind :many
 SELECT project_id, id, secret_hash FROM ci_token WHERE token_id = $1 AND revoked_at IS NULL
 `
 
-type FindCITokenRow struct {
+type CITokenFindRow struct {
 	ProjectID  uuid.UUID
 	ID         uuid.UUID
 	SecretHash []byte
 }
 
-func (q *Queries) FindCIToken(ctx context.Context, db DBTX, tokenID string) ([]FindCITokenRow, error) {
-	rows, err := db.Query(ctx, findCIToken, tokenID)
+func (q *Queries) CITokenFind(ctx context.Context, db DBTX, tokenID string) ([]CITokenFindRow, error) {
+	rows, err := db.Query(ctx, cITokenFind, tokenID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []FindCITokenRow{}
+	items := []CITokenFindRow{}
 	for rows.Next() {
-		var i FindCITokenRow
+		var i CITokenFindRow
 		if err := rows.Scan(&i.ProjectID, &i.ID, &i.SecretHash); err != nil {
 			return nil, err
 		}
@@ -153,12 +92,123 @@ func (q *Queries) FindCIToken(ctx context.Context, db DBTX, tokenID string) ([]F
 	return items, nil
 }
 
-const findNearDuplicate = `-- name: FindNearDuplicate :one
+const cITokenInsert = `-- name: CITokenInsert :exec
+INSERT INTO ci_token (project_id, id, token_id, secret_hash) VALUES ($1, $2, $3, $4)
+`
+
+type CITokenInsertParams struct {
+	ProjectID  uuid.UUID
+	ID         uuid.UUID
+	TokenID    string
+	SecretHash []byte
+}
+
+func (q *Queries) CITokenInsert(ctx context.Context, db DBTX, arg CITokenInsertParams) error {
+	_, err := db.Exec(ctx, cITokenInsert,
+		arg.ProjectID,
+		arg.ID,
+		arg.TokenID,
+		arg.SecretHash,
+	)
+	return err
+}
+
+const knowledgeContradict = `-- name: KnowledgeContradict :one
+UPDATE knowledge SET
+  confidence = greatest(confidence - $1::real, 0),
+  contradictions = contradictions + 1,
+  status = 'demoted',
+  updated_at = $2
+WHERE project_id = $3 AND id = $4 AND status IN ('candidate', 'trusted', 'demoted')
+RETURNING id, status, confidence
+`
+
+type KnowledgeContradictParams struct {
+	Penalty   float32
+	Now       time.Time
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+type KnowledgeContradictRow struct {
+	ID         uuid.UUID
+	Status     string
+	Confidence float32
+}
+
+// One contradiction demotes a candidate or trusted entry and lowers its confidence; an
+// entry already demoted counts the contradiction and stays demoted.
+func (q *Queries) KnowledgeContradict(ctx context.Context, db DBTX, arg KnowledgeContradictParams) (KnowledgeContradictRow, error) {
+	row := db.QueryRow(ctx, knowledgeContradict,
+		arg.Penalty,
+		arg.Now,
+		arg.ProjectID,
+		arg.ID,
+	)
+	var i KnowledgeContradictRow
+	err := row.Scan(&i.ID, &i.Status, &i.Confidence)
+	return i, err
+}
+
+const knowledgeDecide = `-- name: KnowledgeDecide :one
+UPDATE knowledge SET status = $1, confidence = CASE WHEN $1 = 'trusted' THEN greatest(confidence, $2::real) ELSE confidence END,
+  decided_by = $3, decided_at = $4, updated_at = $4
+WHERE project_id = $5 AND id = $6 AND status = ANY($7::text[])
+RETURNING id, status, confidence
+`
+
+type KnowledgeDecideParams struct {
+	Status     string
+	Confidence float32
+	DecidedBy  *string
+	Now        *time.Time
+	ProjectID  uuid.UUID
+	ID         uuid.UUID
+	FromStatus []string
+}
+
+type KnowledgeDecideRow struct {
+	ID         uuid.UUID
+	Status     string
+	Confidence float32
+}
+
+// A person or CI moves a candidate (or a demoted entry) to trusted or rejected.
+func (q *Queries) KnowledgeDecide(ctx context.Context, db DBTX, arg KnowledgeDecideParams) (KnowledgeDecideRow, error) {
+	row := db.QueryRow(ctx, knowledgeDecide,
+		arg.Status,
+		arg.Confidence,
+		arg.DecidedBy,
+		arg.Now,
+		arg.ProjectID,
+		arg.ID,
+		arg.FromStatus,
+	)
+	var i KnowledgeDecideRow
+	err := row.Scan(&i.ID, &i.Status, &i.Confidence)
+	return i, err
+}
+
+const knowledgeExpire = `-- name: KnowledgeExpire :execrows
+UPDATE knowledge SET status = 'expired', updated_at = $1
+WHERE status IN ('candidate', 'trusted') AND expires_at IS NOT NULL AND expires_at <= $1
+`
+
+// Cross-tenant (operator): entries past their expiry are retired.
+func (q *Queries) KnowledgeExpire(ctx context.Context, db DBTX, now time.Time) (int64, error) {
+	result, err := db.Exec(ctx, knowledgeExpire, now)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const knowledgeFindNearDuplicate = `-- name: KnowledgeFindNearDuplicate :one
 SELECT d.id::uuid AS id FROM (SELECT rr_near_duplicate($1::text, $2::text, $3::real, $4::real) AS id) d
 WHERE d.id IS NOT NULL
 `
 
-type FindNearDuplicateParams struct {
+type KnowledgeFindNearDuplicateParams struct {
 	Title    string
 	Text     string
 	MinTitle float32
@@ -167,8 +217,8 @@ type FindNearDuplicateParams struct {
 
 // rr_near_duplicate (migration 000003) searches the transaction's project only.
 // No row when there is none.
-func (q *Queries) FindNearDuplicate(ctx context.Context, db DBTX, arg FindNearDuplicateParams) (uuid.UUID, error) {
-	row := db.QueryRow(ctx, findNearDuplicate,
+func (q *Queries) KnowledgeFindNearDuplicate(ctx context.Context, db DBTX, arg KnowledgeFindNearDuplicateParams) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, knowledgeFindNearDuplicate,
 		arg.Title,
 		arg.Text,
 		arg.MinTitle,
@@ -179,50 +229,23 @@ func (q *Queries) FindNearDuplicate(ctx context.Context, db DBTX, arg FindNearDu
 	return id, err
 }
 
-const getRecallQuery = `-- name: GetRecallQuery :one
-SELECT id, member_id, returned FROM recall_query WHERE project_id = $1 AND id = $2
+const knowledgeGetStatus = `-- name: KnowledgeGetStatus :one
+SELECT status FROM knowledge WHERE project_id = $1 AND id = $2
 `
 
-type GetRecallQueryParams struct {
+type KnowledgeGetStatusParams struct {
 	ProjectID uuid.UUID
 	ID        uuid.UUID
 }
 
-type GetRecallQueryRow struct {
-	ID       uuid.UUID
-	MemberID *uuid.UUID
-	Returned []uuid.UUID
+func (q *Queries) KnowledgeGetStatus(ctx context.Context, db DBTX, arg KnowledgeGetStatusParams) (string, error) {
+	row := db.QueryRow(ctx, knowledgeGetStatus, arg.ProjectID, arg.ID)
+	var status string
+	err := row.Scan(&status)
+	return status, err
 }
 
-func (q *Queries) GetRecallQuery(ctx context.Context, db DBTX, arg GetRecallQueryParams) (GetRecallQueryRow, error) {
-	row := db.QueryRow(ctx, getRecallQuery, arg.ProjectID, arg.ID)
-	var i GetRecallQueryRow
-	err := row.Scan(&i.ID, &i.MemberID, &i.Returned)
-	return i, err
-}
-
-const insertCIToken = `-- name: InsertCIToken :exec
-INSERT INTO ci_token (project_id, id, token_id, secret_hash) VALUES ($1, $2, $3, $4)
-`
-
-type InsertCITokenParams struct {
-	ProjectID  uuid.UUID
-	ID         uuid.UUID
-	TokenID    string
-	SecretHash []byte
-}
-
-func (q *Queries) InsertCIToken(ctx context.Context, db DBTX, arg InsertCITokenParams) error {
-	_, err := db.Exec(ctx, insertCIToken,
-		arg.ProjectID,
-		arg.ID,
-		arg.TokenID,
-		arg.SecretHash,
-	)
-	return err
-}
-
-const insertKnowledge = `-- name: InsertKnowledge :exec
+const knowledgeInsert = `-- name: KnowledgeInsert :exec
 INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source, source_thread_id,
   author_member_id, author_agent_id, author_part, duplicate_of, expires_at, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, 'candidate', $6, $7, $8,
@@ -230,7 +253,7 @@ VALUES ($1, $2, $3, $4, $5, 'candidate', $6, $7, $8,
   $13, $14, $14)
 `
 
-type InsertKnowledgeParams struct {
+type KnowledgeInsertParams struct {
 	ProjectID      uuid.UUID
 	ID             uuid.UUID
 	Kind           string
@@ -247,8 +270,8 @@ type InsertKnowledgeParams struct {
 	Now            time.Time
 }
 
-func (q *Queries) InsertKnowledge(ctx context.Context, db DBTX, arg InsertKnowledgeParams) error {
-	_, err := db.Exec(ctx, insertKnowledge,
+func (q *Queries) KnowledgeInsert(ctx context.Context, db DBTX, arg KnowledgeInsertParams) error {
+	_, err := db.Exec(ctx, knowledgeInsert,
 		arg.ProjectID,
 		arg.ID,
 		arg.Kind,
@@ -267,75 +290,7 @@ func (q *Queries) InsertKnowledge(ctx context.Context, db DBTX, arg InsertKnowle
 	return err
 }
 
-const insertRecallQuery = `-- name: InsertRecallQuery :exec
-INSERT INTO recall_query (project_id, id, member_id, query, returned, created_at)
-VALUES ($1, $2, $3, $4, $5::uuid[], $6)
-`
-
-type InsertRecallQueryParams struct {
-	ProjectID uuid.UUID
-	ID        uuid.UUID
-	MemberID  *uuid.UUID
-	Query     string
-	Returned  []uuid.UUID
-	Now       time.Time
-}
-
-func (q *Queries) InsertRecallQuery(ctx context.Context, db DBTX, arg InsertRecallQueryParams) error {
-	_, err := db.Exec(ctx, insertRecallQuery,
-		arg.ProjectID,
-		arg.ID,
-		arg.MemberID,
-		arg.Query,
-		arg.Returned,
-		arg.Now,
-	)
-	return err
-}
-
-const insertRecallUse = `-- name: InsertRecallUse :execrows
-INSERT INTO recall_use (project_id, query_id, knowledge_id, created_at)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT DO NOTHING
-`
-
-type InsertRecallUseParams struct {
-	ProjectID   uuid.UUID
-	QueryID     uuid.UUID
-	KnowledgeID uuid.UUID
-	Now         time.Time
-}
-
-func (q *Queries) InsertRecallUse(ctx context.Context, db DBTX, arg InsertRecallUseParams) (int64, error) {
-	result, err := db.Exec(ctx, insertRecallUse,
-		arg.ProjectID,
-		arg.QueryID,
-		arg.KnowledgeID,
-		arg.Now,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const knowledgeStatus = `-- name: KnowledgeStatus :one
-SELECT status FROM knowledge WHERE project_id = $1 AND id = $2
-`
-
-type KnowledgeStatusParams struct {
-	ProjectID uuid.UUID
-	ID        uuid.UUID
-}
-
-func (q *Queries) KnowledgeStatus(ctx context.Context, db DBTX, arg KnowledgeStatusParams) (string, error) {
-	row := db.QueryRow(ctx, knowledgeStatus, arg.ProjectID, arg.ID)
-	var status string
-	err := row.Scan(&status)
-	return status, err
-}
-
-const listKnowledge = `-- name: ListKnowledge :many
+const knowledgeList = `-- name: KnowledgeList :many
 SELECT id, kind, title, body, status, confidence, source, source_thread_id, author_part, duplicate_of,
   contradictions, expires_at, decided_by, decided_at, created_at
 FROM knowledge
@@ -344,13 +299,13 @@ ORDER BY created_at DESC, id DESC
 LIMIT $3
 `
 
-type ListKnowledgeParams struct {
+type KnowledgeListParams struct {
 	ProjectID uuid.UUID
 	Status    *string
 	Lim       int32
 }
 
-type ListKnowledgeRow struct {
+type KnowledgeListRow struct {
 	ID             uuid.UUID
 	Kind           string
 	Title          string
@@ -368,15 +323,15 @@ type ListKnowledgeRow struct {
 	CreatedAt      time.Time
 }
 
-func (q *Queries) ListKnowledge(ctx context.Context, db DBTX, arg ListKnowledgeParams) ([]ListKnowledgeRow, error) {
-	rows, err := db.Query(ctx, listKnowledge, arg.ProjectID, arg.Status, arg.Lim)
+func (q *Queries) KnowledgeList(ctx context.Context, db DBTX, arg KnowledgeListParams) ([]KnowledgeListRow, error) {
+	rows, err := db.Query(ctx, knowledgeList, arg.ProjectID, arg.Status, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListKnowledgeRow{}
+	items := []KnowledgeListRow{}
 	for rows.Next() {
-		var i ListKnowledgeRow
+		var i KnowledgeListRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Kind,
@@ -404,45 +359,7 @@ func (q *Queries) ListKnowledge(ctx context.Context, db DBTX, arg ListKnowledgeP
 	return items, nil
 }
 
-const projectIDBySlug = `-- name: ProjectIDBySlug :one
-SELECT p.id FROM project p JOIN organisation o ON o.id = p.host_org_id
-WHERE o.slug = $1 AND p.slug = $2
-`
-
-type ProjectIDBySlugParams struct {
-	HostSlug    string
-	ProjectSlug string
-}
-
-// Operator: the project "host/slug" names.
-func (q *Queries) ProjectIDBySlug(ctx context.Context, db DBTX, arg ProjectIDBySlugParams) (uuid.UUID, error) {
-	row := db.QueryRow(ctx, projectIDBySlug, arg.HostSlug, arg.ProjectSlug)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
-}
-
-const projectKnowledgeSettings = `-- name: ProjectKnowledgeSettings :one
-
-SELECT knowledge_config, settings FROM project WHERE id = $1
-`
-
-type ProjectKnowledgeSettingsRow struct {
-	KnowledgeConfig json.RawMessage
-	Settings        json.RawMessage
-}
-
-// Knowledge base. Every query is bounded by the project_id from the Scope (or, for the
-// operator's commands and sweeps, by the project they name).
-// Read on every decision: no caching, so a change takes effect on the next call.
-func (q *Queries) ProjectKnowledgeSettings(ctx context.Context, db DBTX, projectID uuid.UUID) (ProjectKnowledgeSettingsRow, error) {
-	row := db.QueryRow(ctx, projectKnowledgeSettings, projectID)
-	var i ProjectKnowledgeSettingsRow
-	err := row.Scan(&i.KnowledgeConfig, &i.Settings)
-	return i, err
-}
-
-const recall = `-- name: Recall :many
+const knowledgeRecall = `-- name: KnowledgeRecall :many
 SELECT k.id, k.kind, k.title, k.body, k.confidence, k.expires_at, k.created_at,
   (word_similarity($1::text, k.title || ' ' || k.body) * k.confidence)::real AS score
 FROM rr_recall($1::text, $2::text, $3::text, $4::real, $5::integer, $6::timestamptz) AS k
@@ -450,7 +367,7 @@ WHERE k.project_id = $7::uuid
 ORDER BY score DESC, k.id
 `
 
-type RecallParams struct {
+type KnowledgeRecallParams struct {
 	Query      string
 	TitleQuery string
 	Kind       *string
@@ -460,7 +377,7 @@ type RecallParams struct {
 	ProjectID  uuid.UUID
 }
 
-type RecallRow struct {
+type KnowledgeRecallRow struct {
 	ID         uuid.UUID
 	Kind       string
 	Title      string
@@ -474,8 +391,8 @@ type RecallRow struct {
 // rr_recall (migration 000003) reads only rr_project(), the transaction's tenant, and
 // returns the best entries in order; the score of those few is computed again here. The
 // project_id argument is checked against the tenant, so a mismatch returns nothing.
-func (q *Queries) Recall(ctx context.Context, db DBTX, arg RecallParams) ([]RecallRow, error) {
-	rows, err := db.Query(ctx, recall,
+func (q *Queries) KnowledgeRecall(ctx context.Context, db DBTX, arg KnowledgeRecallParams) ([]KnowledgeRecallRow, error) {
+	rows, err := db.Query(ctx, knowledgeRecall,
 		arg.Query,
 		arg.TitleQuery,
 		arg.Kind,
@@ -488,9 +405,9 @@ func (q *Queries) Recall(ctx context.Context, db DBTX, arg RecallParams) ([]Reca
 		return nil, err
 	}
 	defer rows.Close()
-	items := []RecallRow{}
+	items := []KnowledgeRecallRow{}
 	for rows.Next() {
-		var i RecallRow
+		var i KnowledgeRecallRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Kind,
@@ -511,55 +428,138 @@ func (q *Queries) Recall(ctx context.Context, db DBTX, arg RecallParams) ([]Reca
 	return items, nil
 }
 
-const recallHitRate = `-- name: RecallHitRate :one
+const projectGetIDBySlug = `-- name: ProjectGetIDBySlug :one
+SELECT p.id FROM project p JOIN organisation o ON o.id = p.host_org_id
+WHERE o.slug = $1 AND p.slug = $2
+`
+
+type ProjectGetIDBySlugParams struct {
+	HostSlug    string
+	ProjectSlug string
+}
+
+// Operator: the project "host/slug" names.
+func (q *Queries) ProjectGetIDBySlug(ctx context.Context, db DBTX, arg ProjectGetIDBySlugParams) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, projectGetIDBySlug, arg.HostSlug, arg.ProjectSlug)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
+const projectGetKnowledgeSettings = `-- name: ProjectGetKnowledgeSettings :one
+
+SELECT knowledge_config, settings FROM project WHERE id = $1
+`
+
+type ProjectGetKnowledgeSettingsRow struct {
+	KnowledgeConfig json.RawMessage
+	Settings        json.RawMessage
+}
+
+// Knowledge base. Every query is bounded by the project_id from the Scope (or, for the
+// operator's commands and sweeps, by the project they name).
+// Read on every decision: no caching, so a change takes effect on the next call.
+func (q *Queries) ProjectGetKnowledgeSettings(ctx context.Context, db DBTX, projectID uuid.UUID) (ProjectGetKnowledgeSettingsRow, error) {
+	row := db.QueryRow(ctx, projectGetKnowledgeSettings, projectID)
+	var i ProjectGetKnowledgeSettingsRow
+	err := row.Scan(&i.KnowledgeConfig, &i.Settings)
+	return i, err
+}
+
+const recallQueryGet = `-- name: RecallQueryGet :one
+SELECT id, member_id, returned FROM recall_query WHERE project_id = $1 AND id = $2
+`
+
+type RecallQueryGetParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+type RecallQueryGetRow struct {
+	ID       uuid.UUID
+	MemberID *uuid.UUID
+	Returned []uuid.UUID
+}
+
+func (q *Queries) RecallQueryGet(ctx context.Context, db DBTX, arg RecallQueryGetParams) (RecallQueryGetRow, error) {
+	row := db.QueryRow(ctx, recallQueryGet, arg.ProjectID, arg.ID)
+	var i RecallQueryGetRow
+	err := row.Scan(&i.ID, &i.MemberID, &i.Returned)
+	return i, err
+}
+
+const recallQueryHitRate = `-- name: RecallQueryHitRate :one
 SELECT
   coalesce((SELECT sum(cardinality(q.returned)) FROM recall_query q WHERE q.project_id = $1 AND q.created_at >= $2), 0)::bigint AS returned,
   (SELECT count(*) FROM recall_use u JOIN recall_query q ON q.project_id = u.project_id AND q.id = u.query_id
     WHERE u.project_id = $1 AND q.created_at >= $2)::bigint AS used
 `
 
-type RecallHitRateParams struct {
+type RecallQueryHitRateParams struct {
 	ProjectID uuid.UUID
 	Since     time.Time
 }
 
-type RecallHitRateRow struct {
+type RecallQueryHitRateRow struct {
 	Returned int64
 	Used     int64
 }
 
-func (q *Queries) RecallHitRate(ctx context.Context, db DBTX, arg RecallHitRateParams) (RecallHitRateRow, error) {
-	row := db.QueryRow(ctx, recallHitRate, arg.ProjectID, arg.Since)
-	var i RecallHitRateRow
+func (q *Queries) RecallQueryHitRate(ctx context.Context, db DBTX, arg RecallQueryHitRateParams) (RecallQueryHitRateRow, error) {
+	row := db.QueryRow(ctx, recallQueryHitRate, arg.ProjectID, arg.Since)
+	var i RecallQueryHitRateRow
 	err := row.Scan(&i.Returned, &i.Used)
 	return i, err
 }
 
-const recordAgentLesson = `-- name: RecordAgentLesson :exec
-WITH expired AS (
-  DELETE FROM agent_lesson old
-  WHERE old.org_id = $1 AND old.agent_id = $2 AND old.created_at <= $5::timestamptz
-)
-INSERT INTO agent_lesson (org_id, agent_id, id, created_at) VALUES ($1, $2, $3, $4)
+const recallQueryInsert = `-- name: RecallQueryInsert :exec
+INSERT INTO recall_query (project_id, id, member_id, query, returned, created_at)
+VALUES ($1, $2, $3, $4, $5::uuid[], $6)
 `
 
-type RecordAgentLessonParams struct {
-	OrgID   uuid.UUID
-	AgentID uuid.UUID
-	ID      uuid.UUID
-	Now     time.Time
-	Since   time.Time
+type RecallQueryInsertParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+	MemberID  *uuid.UUID
+	Query     string
+	Returned  []uuid.UUID
+	Now       time.Time
 }
 
-// Counts a recorded lesson for its agent and forgets the agent's lessons older than the
-// window, in one statement.
-func (q *Queries) RecordAgentLesson(ctx context.Context, db DBTX, arg RecordAgentLessonParams) error {
-	_, err := db.Exec(ctx, recordAgentLesson,
-		arg.OrgID,
-		arg.AgentID,
+func (q *Queries) RecallQueryInsert(ctx context.Context, db DBTX, arg RecallQueryInsertParams) error {
+	_, err := db.Exec(ctx, recallQueryInsert,
+		arg.ProjectID,
 		arg.ID,
+		arg.MemberID,
+		arg.Query,
+		arg.Returned,
 		arg.Now,
-		arg.Since,
 	)
 	return err
+}
+
+const recallUseInsert = `-- name: RecallUseInsert :execrows
+INSERT INTO recall_use (project_id, query_id, knowledge_id, created_at)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT DO NOTHING
+`
+
+type RecallUseInsertParams struct {
+	ProjectID   uuid.UUID
+	QueryID     uuid.UUID
+	KnowledgeID uuid.UUID
+	Now         time.Time
+}
+
+func (q *Queries) RecallUseInsert(ctx context.Context, db DBTX, arg RecallUseInsertParams) (int64, error) {
+	result, err := db.Exec(ctx, recallUseInsert,
+		arg.ProjectID,
+		arg.QueryID,
+		arg.KnowledgeID,
+		arg.Now,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

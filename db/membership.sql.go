@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 )
 
-const agentRooms = `-- name: AgentRooms :many
+const agentListRooms = `-- name: AgentListRooms :many
 SELECT p.id, p.name, p.host_org_id, ho.name AS host_name, m.org_id,
   a.status AS agreement_status
 FROM membership m
@@ -23,7 +23,7 @@ WHERE m.agent_id = $1
 ORDER BY p.name, p.id
 `
 
-type AgentRoomsRow struct {
+type AgentListRoomsRow struct {
 	ID              uuid.UUID
 	Name            string
 	HostOrgID       uuid.UUID
@@ -36,15 +36,15 @@ type AgentRoomsRow struct {
 // agreement there; the caller filters guests without an active agreement.
 // joined on membership's project_id (the distribution column), not project's: on Citus a
 // join between two sharded tables must be on it
-func (q *Queries) AgentRooms(ctx context.Context, db DBTX, agentID uuid.UUID) ([]AgentRoomsRow, error) {
-	rows, err := db.Query(ctx, agentRooms, agentID)
+func (q *Queries) AgentListRooms(ctx context.Context, db DBTX, agentID uuid.UUID) ([]AgentListRoomsRow, error) {
+	rows, err := db.Query(ctx, agentListRooms, agentID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []AgentRoomsRow{}
+	items := []AgentListRoomsRow{}
 	for rows.Next() {
-		var i AgentRoomsRow
+		var i AgentListRoomsRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Name,
@@ -61,94 +61,6 @@ func (q *Queries) AgentRooms(ctx context.Context, db DBTX, agentID uuid.UUID) ([
 		return nil, err
 	}
 	return items, nil
-}
-
-const bindAgentRoom = `-- name: BindAgentRoom :one
-WITH touch AS (
-  UPDATE membership mm SET last_seen_at = now()
-  FROM project p
-  WHERE mm.project_id = $1 AND mm.agent_id = rr_agent() AND p.id = mm.project_id
-    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = $1 AND ag.project_id = mm.project_id
-        AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
-    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
-  RETURNING mm.id
-)
-SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
-  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
-  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
-  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
-  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
-FROM membership m
-JOIN agent a ON a.id = m.agent_id
-JOIN organisation o ON o.id = m.org_id
-JOIN project p ON p.id = m.project_id
-JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
-WHERE m.project_id = $1 AND m.agent_id = rr_agent() AND m.org_id = rr_org()
-`
-
-type BindAgentRoomRow struct {
-	ID              uuid.UUID
-	ProjectID       uuid.UUID
-	AgentID         uuid.UUID
-	OrgID           uuid.UUID
-	Part            string
-	IsMain          bool
-	Nickname        *string
-	Access          string
-	Capabilities    []string
-	ParkedUntil     *time.Time
-	AgentSlug       string
-	AgentName       string
-	AgentModel      string
-	AgentKind       string
-	OrgName         string
-	ProjectName     string
-	HostOrgID       uuid.UUID
-	HostName        string
-	AgreementStatus *string
-	AgreementGrants []string
-	VisibleOrgs     []uuid.UUID
-	VisibleProjects []uuid.UUID
-	VisibleAgents   []uuid.UUID
-	VisibleUsers    []uuid.UUID
-}
-
-// The same for an agent entering one room (after rr_set_directory too). The agent is the
-// tenant's (rr_agent()), so the statement also serves right after AssumeCredentialTenant,
-// in the same round trip: only verified credentials set it.
-func (q *Queries) BindAgentRoom(ctx context.Context, db DBTX, projectID uuid.UUID) (BindAgentRoomRow, error) {
-	row := db.QueryRow(ctx, bindAgentRoom, projectID)
-	var i BindAgentRoomRow
-	err := row.Scan(
-		&i.ID,
-		&i.ProjectID,
-		&i.AgentID,
-		&i.OrgID,
-		&i.Part,
-		&i.IsMain,
-		&i.Nickname,
-		&i.Access,
-		&i.Capabilities,
-		&i.ParkedUntil,
-		&i.AgentSlug,
-		&i.AgentName,
-		&i.AgentModel,
-		&i.AgentKind,
-		&i.OrgName,
-		&i.ProjectName,
-		&i.HostOrgID,
-		&i.HostName,
-		&i.AgreementStatus,
-		&i.AgreementGrants,
-		&i.VisibleOrgs,
-		&i.VisibleProjects,
-		&i.VisibleAgents,
-		&i.VisibleUsers,
-	)
-	return i, err
 }
 
 const bindOwnPart = `-- name: BindOwnPart :one
@@ -207,11 +119,11 @@ type BindOwnPartRow struct {
 	VisibleUsers    []uuid.UUID
 }
 
-// BindPart after AssumeCredentialTenant, in the same round trip: the project and the
+// ScopeBindPart after AssumeCredentialTenant, in the same round trip: the project and the
 // agent are the tenant's (rr_project(), rr_agent()), which only verified credentials set,
 // and the part must be the key's agent's own in the key's organisation (no row otherwise:
 // the resolver then finds out why the slow way). Plain PostgreSQL only (Citus routes a
-// statement by a literal project id, which this one does not have: BindPart is used there).
+// statement by a literal project id, which this one does not have: ScopeBindPart is used there).
 func (q *Queries) BindOwnPart(ctx context.Context, db DBTX, part string) (BindOwnPartRow, error) {
 	row := db.QueryRow(ctx, bindOwnPart, part)
 	var i BindOwnPartRow
@@ -244,7 +156,154 @@ func (q *Queries) BindOwnPart(ctx context.Context, db DBTX, part string) (BindOw
 	return i, err
 }
 
-const bindPart = `-- name: BindPart :one
+const membershipListParts = `-- name: MembershipListParts :many
+SELECT m.part, m.is_main, m.nickname, m.last_seen_at, m.parked_until, m.agent_id
+FROM membership m
+WHERE m.project_id = $1
+ORDER BY m.is_main DESC, m.part
+`
+
+type MembershipListPartsRow struct {
+	Part        string
+	IsMain      bool
+	Nickname    *string
+	LastSeenAt  *time.Time
+	ParkedUntil *time.Time
+	AgentID     uuid.UUID
+}
+
+func (q *Queries) MembershipListParts(ctx context.Context, db DBTX, projectID uuid.UUID) ([]MembershipListPartsRow, error) {
+	rows, err := db.Query(ctx, membershipListParts, projectID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []MembershipListPartsRow{}
+	for rows.Next() {
+		var i MembershipListPartsRow
+		if err := rows.Scan(
+			&i.Part,
+			&i.IsMain,
+			&i.Nickname,
+			&i.LastSeenAt,
+			&i.ParkedUntil,
+			&i.AgentID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const membershipTouchByAgent = `-- name: MembershipTouchByAgent :exec
+UPDATE membership mm SET last_seen_at = now()
+FROM project p
+WHERE mm.agent_id = $1 AND p.id = mm.project_id
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+  AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+`
+
+// Presence in every room of an agent, except those where it is a guest without an active
+// agreement (as in ScopeBindPart).
+func (q *Queries) MembershipTouchByAgent(ctx context.Context, db DBTX, agentID uuid.UUID) error {
+	_, err := db.Exec(ctx, membershipTouchByAgent, agentID)
+	return err
+}
+
+const scopeBindAgentRoom = `-- name: ScopeBindAgentRoom :one
+WITH touch AS (
+  UPDATE membership mm SET last_seen_at = now()
+  FROM project p
+  WHERE mm.project_id = $1 AND mm.agent_id = rr_agent() AND p.id = mm.project_id
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = $1 AND ag.project_id = mm.project_id
+        AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+  RETURNING mm.id
+)
+SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
+  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
+  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
+  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
+  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
+FROM membership m
+JOIN agent a ON a.id = m.agent_id
+JOIN organisation o ON o.id = m.org_id
+JOIN project p ON p.id = m.project_id
+JOIN organisation ho ON ho.id = p.host_org_id
+LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+WHERE m.project_id = $1 AND m.agent_id = rr_agent() AND m.org_id = rr_org()
+`
+
+type ScopeBindAgentRoomRow struct {
+	ID              uuid.UUID
+	ProjectID       uuid.UUID
+	AgentID         uuid.UUID
+	OrgID           uuid.UUID
+	Part            string
+	IsMain          bool
+	Nickname        *string
+	Access          string
+	Capabilities    []string
+	ParkedUntil     *time.Time
+	AgentSlug       string
+	AgentName       string
+	AgentModel      string
+	AgentKind       string
+	OrgName         string
+	ProjectName     string
+	HostOrgID       uuid.UUID
+	HostName        string
+	AgreementStatus *string
+	AgreementGrants []string
+	VisibleOrgs     []uuid.UUID
+	VisibleProjects []uuid.UUID
+	VisibleAgents   []uuid.UUID
+	VisibleUsers    []uuid.UUID
+}
+
+// The same for an agent entering one room (after rr_set_directory too). The agent is the
+// tenant's (rr_agent()), so the statement also serves right after AssumeCredentialTenant,
+// in the same round trip: only verified credentials set it.
+func (q *Queries) ScopeBindAgentRoom(ctx context.Context, db DBTX, projectID uuid.UUID) (ScopeBindAgentRoomRow, error) {
+	row := db.QueryRow(ctx, scopeBindAgentRoom, projectID)
+	var i ScopeBindAgentRoomRow
+	err := row.Scan(
+		&i.ID,
+		&i.ProjectID,
+		&i.AgentID,
+		&i.OrgID,
+		&i.Part,
+		&i.IsMain,
+		&i.Nickname,
+		&i.Access,
+		&i.Capabilities,
+		&i.ParkedUntil,
+		&i.AgentSlug,
+		&i.AgentName,
+		&i.AgentModel,
+		&i.AgentKind,
+		&i.OrgName,
+		&i.ProjectName,
+		&i.HostOrgID,
+		&i.HostName,
+		&i.AgreementStatus,
+		&i.AgreementGrants,
+		&i.VisibleOrgs,
+		&i.VisibleProjects,
+		&i.VisibleAgents,
+		&i.VisibleUsers,
+	)
+	return i, err
+}
+
+const scopeBindPart = `-- name: ScopeBindPart :one
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
   FROM project p
@@ -273,12 +332,12 @@ LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.o
 WHERE m.project_id = $1 AND m.part = $2
 `
 
-type BindPartParams struct {
+type ScopeBindPartParams struct {
 	ProjectID uuid.UUID
 	Part      string
 }
 
-type BindPartRow struct {
+type ScopeBindPartRow struct {
 	ID              uuid.UUID
 	ProjectID       uuid.UUID
 	AgentID         uuid.UUID
@@ -317,9 +376,9 @@ type BindPartRow struct {
 // It runs after rr_set_directory (pg.Tenant.Visible nil): the host's and the other members'
 // directory rows are visible through the app.orgs/app.agents settings it set, which the
 // statement returns (visible_*) for the request's later transactions (pg.Tenant.Visible).
-func (q *Queries) BindPart(ctx context.Context, db DBTX, arg BindPartParams) (BindPartRow, error) {
-	row := db.QueryRow(ctx, bindPart, arg.ProjectID, arg.Part)
-	var i BindPartRow
+func (q *Queries) ScopeBindPart(ctx context.Context, db DBTX, arg ScopeBindPartParams) (ScopeBindPartRow, error) {
+	row := db.QueryRow(ctx, scopeBindPart, arg.ProjectID, arg.Part)
+	var i ScopeBindPartRow
 	err := row.Scan(
 		&i.ID,
 		&i.ProjectID,
@@ -347,63 +406,4 @@ func (q *Queries) BindPart(ctx context.Context, db DBTX, arg BindPartParams) (Bi
 		&i.VisibleUsers,
 	)
 	return i, err
-}
-
-const listParts = `-- name: ListParts :many
-SELECT m.part, m.is_main, m.nickname, m.last_seen_at, m.parked_until, m.agent_id
-FROM membership m
-WHERE m.project_id = $1
-ORDER BY m.is_main DESC, m.part
-`
-
-type ListPartsRow struct {
-	Part        string
-	IsMain      bool
-	Nickname    *string
-	LastSeenAt  *time.Time
-	ParkedUntil *time.Time
-	AgentID     uuid.UUID
-}
-
-func (q *Queries) ListParts(ctx context.Context, db DBTX, projectID uuid.UUID) ([]ListPartsRow, error) {
-	rows, err := db.Query(ctx, listParts, projectID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []ListPartsRow{}
-	for rows.Next() {
-		var i ListPartsRow
-		if err := rows.Scan(
-			&i.Part,
-			&i.IsMain,
-			&i.Nickname,
-			&i.LastSeenAt,
-			&i.ParkedUntil,
-			&i.AgentID,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const touchAgentMemberships = `-- name: TouchAgentMemberships :exec
-UPDATE membership mm SET last_seen_at = now()
-FROM project p
-WHERE mm.agent_id = $1 AND p.id = mm.project_id
-    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
-  AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
-`
-
-// Presence in every room of an agent, except those where it is a guest without an active
-// agreement (as in BindPart).
-func (q *Queries) TouchAgentMemberships(ctx context.Context, db DBTX, agentID uuid.UUID) error {
-	_, err := db.Exec(ctx, touchAgentMemberships, agentID)
-	return err
 }

@@ -12,13 +12,52 @@ import (
 	"github.com/google/uuid"
 )
 
-const authRequestByID = `-- name: AuthRequestByID :one
+const agentListByOrg = `-- name: AgentListByOrg :many
+SELECT id, slug, name FROM agent WHERE org_id = $1 ORDER BY name, slug
+`
+
+type AgentListByOrgRow struct {
+	ID   uuid.UUID
+	Slug string
+	Name string
+}
+
+func (q *Queries) AgentListByOrg(ctx context.Context, db DBTX, orgID uuid.UUID) ([]AgentListByOrgRow, error) {
+	rows, err := db.Query(ctx, agentListByOrg, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AgentListByOrgRow{}
+	for rows.Next() {
+		var i AgentListByOrgRow
+		if err := rows.Scan(&i.ID, &i.Slug, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const authRequestDelete = `-- name: AuthRequestDelete :exec
+DELETE FROM oauth_auth_request WHERE id = $1::text
+`
+
+func (q *Queries) AuthRequestDelete(ctx context.Context, db DBTX, id string) error {
+	_, err := db.Exec(ctx, authRequestDelete, id)
+	return err
+}
+
+const authRequestGetByID = `-- name: AuthRequestGetByID :one
 SELECT r.id, r.client_id, r.redirect_uri, r.state, r.code_challenge, r.resource, r.scopes, c.client_name
 FROM oauth_auth_request r JOIN oauth_client c ON c.client_id = r.client_id
 WHERE r.id = $1::text AND r.expires_at > now() AND c.revoked_at IS NULL
 `
 
-type AuthRequestByIDRow struct {
+type AuthRequestGetByIDRow struct {
 	ID            string
 	ClientID      string
 	RedirectUri   string
@@ -29,9 +68,9 @@ type AuthRequestByIDRow struct {
 	ClientName    string
 }
 
-func (q *Queries) AuthRequestByID(ctx context.Context, db DBTX, id string) (AuthRequestByIDRow, error) {
-	row := db.QueryRow(ctx, authRequestByID, id)
-	var i AuthRequestByIDRow
+func (q *Queries) AuthRequestGetByID(ctx context.Context, db DBTX, id string) (AuthRequestGetByIDRow, error) {
+	row := db.QueryRow(ctx, authRequestGetByID, id)
+	var i AuthRequestGetByIDRow
 	err := row.Scan(
 		&i.ID,
 		&i.ClientID,
@@ -45,15 +84,47 @@ func (q *Queries) AuthRequestByID(ctx context.Context, db DBTX, id string) (Auth
 	return i, err
 }
 
-const clientRevoked = `-- name: ClientRevoked :one
-SELECT (revoked_at IS NOT NULL)::boolean AS revoked FROM oauth_client WHERE client_id = $1::text
+const authRequestInsert = `-- name: AuthRequestInsert :exec
+INSERT INTO oauth_auth_request (id, client_id, redirect_uri, state, code_challenge, resource, scopes, expires_at)
+VALUES ($1, $2, $3, $4, $5,
+  $6, $7::text[], $8)
 `
 
-func (q *Queries) ClientRevoked(ctx context.Context, db DBTX, clientID string) (bool, error) {
-	row := db.QueryRow(ctx, clientRevoked, clientID)
-	var revoked bool
-	err := row.Scan(&revoked)
-	return revoked, err
+type AuthRequestInsertParams struct {
+	ID            string
+	ClientID      string
+	RedirectUri   string
+	State         string
+	CodeChallenge string
+	Resource      string
+	Scopes        []string
+	ExpiresAt     time.Time
+}
+
+func (q *Queries) AuthRequestInsert(ctx context.Context, db DBTX, arg AuthRequestInsertParams) error {
+	_, err := db.Exec(ctx, authRequestInsert,
+		arg.ID,
+		arg.ClientID,
+		arg.RedirectUri,
+		arg.State,
+		arg.CodeChallenge,
+		arg.Resource,
+		arg.Scopes,
+		arg.ExpiresAt,
+	)
+	return err
+}
+
+const authRequestPrune = `-- name: AuthRequestPrune :execrows
+DELETE FROM oauth_auth_request WHERE expires_at < now()
+`
+
+func (q *Queries) AuthRequestPrune(ctx context.Context, db DBTX) (int64, error) {
+	result, err := db.Exec(ctx, authRequestPrune)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const connectCodeRows = `-- name: ConnectCodeRows :many
@@ -87,54 +158,111 @@ func (q *Queries) ConnectCodeRows(ctx context.Context, db DBTX, codeID string) (
 	return items, nil
 }
 
-const deleteAuthRequest = `-- name: DeleteAuthRequest :exec
-DELETE FROM oauth_auth_request WHERE id = $1::text
+const oAuthClientGetByID = `-- name: OAuthClientGetByID :one
+SELECT client_id, client_name, redirect_uris, source, fetched_until, created_at, last_used_at
+FROM oauth_client WHERE client_id = $1::text AND revoked_at IS NULL
 `
 
-func (q *Queries) DeleteAuthRequest(ctx context.Context, db DBTX, id string) error {
-	_, err := db.Exec(ctx, deleteAuthRequest, id)
+type OAuthClientGetByIDRow struct {
+	ClientID     string
+	ClientName   string
+	RedirectUris []string
+	Source       string
+	FetchedUntil *time.Time
+	CreatedAt    time.Time
+	LastUsedAt   time.Time
+}
+
+func (q *Queries) OAuthClientGetByID(ctx context.Context, db DBTX, clientID string) (OAuthClientGetByIDRow, error) {
+	row := db.QueryRow(ctx, oAuthClientGetByID, clientID)
+	var i OAuthClientGetByIDRow
+	err := row.Scan(
+		&i.ClientID,
+		&i.ClientName,
+		&i.RedirectUris,
+		&i.Source,
+		&i.FetchedUntil,
+		&i.CreatedAt,
+		&i.LastUsedAt,
+	)
+	return i, err
+}
+
+const oAuthClientInsert = `-- name: OAuthClientInsert :exec
+
+INSERT INTO oauth_client (client_id, client_name, redirect_uris, source, fetched_until)
+VALUES ($1, $2, $3::text[], $4, $5)
+ON CONFLICT (client_id) DO UPDATE SET client_name = EXCLUDED.client_name,
+  redirect_uris = EXCLUDED.redirect_uris, fetched_until = EXCLUDED.fetched_until, last_used_at = now()
+`
+
+type OAuthClientInsertParams struct {
+	ClientID     string
+	ClientName   string
+	RedirectUris []string
+	Source       string
+	FetchedUntil *time.Time
+}
+
+// The OAuth 2.1 authorization server (internal/oauth, docs/auth.md). Clients and pending
+// authorization requests are read by the id named in app.lookup; grants and tokens are
+// org-scoped, found first by the code or token id named in app.lookup, then under their
+// organisation's tenant.
+func (q *Queries) OAuthClientInsert(ctx context.Context, db DBTX, arg OAuthClientInsertParams) error {
+	_, err := db.Exec(ctx, oAuthClientInsert,
+		arg.ClientID,
+		arg.ClientName,
+		arg.RedirectUris,
+		arg.Source,
+		arg.FetchedUntil,
+	)
 	return err
 }
 
-const grantsByCode = `-- name: GrantsByCode :many
-SELECT org_id, id, client_id, resource, code_hash, code_challenge, redirect_uri,
-  code_expires_at, code_used_at, revoked_at
-FROM oauth_grant WHERE code_id = $1::text
+const oAuthClientIsRevoked = `-- name: OAuthClientIsRevoked :one
+SELECT (revoked_at IS NOT NULL)::boolean AS revoked FROM oauth_client WHERE client_id = $1::text
 `
 
-type GrantsByCodeRow struct {
-	OrgID         uuid.UUID
-	ID            uuid.UUID
-	ClientID      string
-	Resource      string
-	CodeHash      []byte
-	CodeChallenge string
-	RedirectUri   string
-	CodeExpiresAt time.Time
-	CodeUsedAt    *time.Time
-	RevokedAt     *time.Time
+func (q *Queries) OAuthClientIsRevoked(ctx context.Context, db DBTX, clientID string) (bool, error) {
+	row := db.QueryRow(ctx, oAuthClientIsRevoked, clientID)
+	var revoked bool
+	err := row.Scan(&revoked)
+	return revoked, err
 }
 
-// The grants an authorization code's public id names; the hash is compared in Go.
-func (q *Queries) GrantsByCode(ctx context.Context, db DBTX, codeID string) ([]GrantsByCodeRow, error) {
-	rows, err := db.Query(ctx, grantsByCode, codeID)
+const oAuthClientList = `-- name: OAuthClientList :many
+
+SELECT client_id, client_name, source, redirect_uris, created_at, last_used_at, revoked_at
+FROM oauth_client ORDER BY last_used_at DESC, client_id
+`
+
+type OAuthClientListRow struct {
+	ClientID     string
+	ClientName   string
+	Source       string
+	RedirectUris []string
+	CreatedAt    time.Time
+	LastUsedAt   time.Time
+	RevokedAt    *time.Time
+}
+
+// Operator commands (relayroom admin oauth …), on the owner's pool.
+func (q *Queries) OAuthClientList(ctx context.Context, db DBTX) ([]OAuthClientListRow, error) {
+	rows, err := db.Query(ctx, oAuthClientList)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []GrantsByCodeRow{}
+	items := []OAuthClientListRow{}
 	for rows.Next() {
-		var i GrantsByCodeRow
+		var i OAuthClientListRow
 		if err := rows.Scan(
-			&i.OrgID,
-			&i.ID,
 			&i.ClientID,
-			&i.Resource,
-			&i.CodeHash,
-			&i.CodeChallenge,
-			&i.RedirectUri,
-			&i.CodeExpiresAt,
-			&i.CodeUsedAt,
+			&i.ClientName,
+			&i.Source,
+			&i.RedirectUris,
+			&i.CreatedAt,
+			&i.LastUsedAt,
 			&i.RevokedAt,
 		); err != nil {
 			return nil, err
@@ -147,38 +275,87 @@ func (q *Queries) GrantsByCode(ctx context.Context, db DBTX, codeID string) ([]G
 	return items, nil
 }
 
-const insertAuthRequest = `-- name: InsertAuthRequest :exec
-INSERT INTO oauth_auth_request (id, client_id, redirect_uri, state, code_challenge, resource, scopes, expires_at)
-VALUES ($1, $2, $3, $4, $5,
-  $6, $7::text[], $8)
+const oAuthClientPrune = `-- name: OAuthClientPrune :execrows
+DELETE FROM oauth_client WHERE last_used_at < now() - make_interval(days => $1::int)
 `
 
-type InsertAuthRequestParams struct {
-	ID            string
-	ClientID      string
-	RedirectUri   string
-	State         string
-	CodeChallenge string
-	Resource      string
-	Scopes        []string
-	ExpiresAt     time.Time
+// Idle clients expire (registrations are anonymous and frequent); their grants and tokens
+// go with them.
+func (q *Queries) OAuthClientPrune(ctx context.Context, db DBTX, idleDays int32) (int64, error) {
+	result, err := db.Exec(ctx, oAuthClientPrune, idleDays)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
-func (q *Queries) InsertAuthRequest(ctx context.Context, db DBTX, arg InsertAuthRequestParams) error {
-	_, err := db.Exec(ctx, insertAuthRequest,
-		arg.ID,
-		arg.ClientID,
-		arg.RedirectUri,
-		arg.State,
-		arg.CodeChallenge,
-		arg.Resource,
-		arg.Scopes,
-		arg.ExpiresAt,
-	)
+const oAuthClientRevoke = `-- name: OAuthClientRevoke :execrows
+UPDATE oauth_client SET revoked_at = now() WHERE client_id = $1::text AND revoked_at IS NULL
+`
+
+func (q *Queries) OAuthClientRevoke(ctx context.Context, db DBTX, clientID string) (int64, error) {
+	result, err := db.Exec(ctx, oAuthClientRevoke, clientID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const oAuthClientTouch = `-- name: OAuthClientTouch :exec
+UPDATE oauth_client SET last_used_at = now()
+WHERE client_id = $1::text AND last_used_at < now() - interval '1 hour'
+`
+
+// last_used_at decides expiry of idle clients; written at most once an hour.
+func (q *Queries) OAuthClientTouch(ctx context.Context, db DBTX, clientID string) error {
+	_, err := db.Exec(ctx, oAuthClientTouch, clientID)
 	return err
 }
 
-const insertGrant = `-- name: InsertGrant :exec
+const oAuthGrantGetLive = `-- name: OAuthGrantGetLive :one
+SELECT g.id, g.user_id, g.client_id, g.resource, g.agent_id, g.part, g.scopes
+FROM oauth_grant g
+JOIN oauth_client c ON c.client_id = g.client_id AND c.revoked_at IS NULL
+JOIN org_member om ON om.org_id = g.org_id AND om.user_id = g.user_id
+WHERE g.org_id = $1 AND g.id = $2 AND g.revoked_at IS NULL
+  AND (g.agent_id IS NULL OR EXISTS (SELECT 1 FROM agent_key k
+       WHERE k.org_id = g.org_id AND k.agent_id = g.agent_id AND k.revoked_at IS NULL))
+`
+
+type OAuthGrantGetLiveParams struct {
+	OrgID uuid.UUID
+	ID    uuid.UUID
+}
+
+type OAuthGrantGetLiveRow struct {
+	ID       uuid.UUID
+	UserID   uuid.UUID
+	ClientID string
+	Resource string
+	AgentID  *uuid.UUID
+	Part     *string
+	Scopes   []string
+}
+
+// A grant as its tokens act, under its organisation's tenant, only while everything it
+// rests on holds: not revoked, its client not revoked, its person still a member of the
+// organisation, and (when it acts as an agent) the agent still holding an active key.
+func (q *Queries) OAuthGrantGetLive(ctx context.Context, db DBTX, arg OAuthGrantGetLiveParams) (OAuthGrantGetLiveRow, error) {
+	row := db.QueryRow(ctx, oAuthGrantGetLive, arg.OrgID, arg.ID)
+	var i OAuthGrantGetLiveRow
+	err := row.Scan(
+		&i.ID,
+		&i.UserID,
+		&i.ClientID,
+		&i.Resource,
+		&i.AgentID,
+		&i.Part,
+		&i.Scopes,
+	)
+	return i, err
+}
+
+const oAuthGrantInsert = `-- name: OAuthGrantInsert :exec
 INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, agent_id, part, scopes,
   code_id, code_hash, code_challenge, redirect_uri, code_expires_at)
 VALUES ($1, $2, $3, $4, $5,
@@ -186,7 +363,7 @@ VALUES ($1, $2, $3, $4, $5,
   $11, $12, $13)
 `
 
-type InsertGrantParams struct {
+type OAuthGrantInsertParams struct {
 	OrgID         uuid.UUID
 	ID            uuid.UUID
 	ClientID      string
@@ -202,8 +379,8 @@ type InsertGrantParams struct {
 	CodeExpiresAt time.Time
 }
 
-func (q *Queries) InsertGrant(ctx context.Context, db DBTX, arg InsertGrantParams) error {
-	_, err := db.Exec(ctx, insertGrant,
+func (q *Queries) OAuthGrantInsert(ctx context.Context, db DBTX, arg OAuthGrantInsertParams) error {
+	_, err := db.Exec(ctx, oAuthGrantInsert,
 		arg.OrgID,
 		arg.ID,
 		arg.ClientID,
@@ -221,70 +398,13 @@ func (q *Queries) InsertGrant(ctx context.Context, db DBTX, arg InsertGrantParam
 	return err
 }
 
-const insertOAuthClient = `-- name: InsertOAuthClient :exec
-
-INSERT INTO oauth_client (client_id, client_name, redirect_uris, source, fetched_until)
-VALUES ($1, $2, $3::text[], $4, $5)
-ON CONFLICT (client_id) DO UPDATE SET client_name = EXCLUDED.client_name,
-  redirect_uris = EXCLUDED.redirect_uris, fetched_until = EXCLUDED.fetched_until, last_used_at = now()
-`
-
-type InsertOAuthClientParams struct {
-	ClientID     string
-	ClientName   string
-	RedirectUris []string
-	Source       string
-	FetchedUntil *time.Time
-}
-
-// The OAuth 2.1 authorization server (internal/oauth, docs/auth.md). Clients and pending
-// authorization requests are read by the id named in app.lookup; grants and tokens are
-// org-scoped, found first by the code or token id named in app.lookup, then under their
-// organisation's tenant.
-func (q *Queries) InsertOAuthClient(ctx context.Context, db DBTX, arg InsertOAuthClientParams) error {
-	_, err := db.Exec(ctx, insertOAuthClient,
-		arg.ClientID,
-		arg.ClientName,
-		arg.RedirectUris,
-		arg.Source,
-		arg.FetchedUntil,
-	)
-	return err
-}
-
-const insertToken = `-- name: InsertToken :exec
-INSERT INTO oauth_token (org_id, token_id, grant_id, kind, secret_hash, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6)
-`
-
-type InsertTokenParams struct {
-	OrgID      uuid.UUID
-	TokenID    string
-	GrantID    uuid.UUID
-	Kind       string
-	SecretHash []byte
-	ExpiresAt  time.Time
-}
-
-func (q *Queries) InsertToken(ctx context.Context, db DBTX, arg InsertTokenParams) error {
-	_, err := db.Exec(ctx, insertToken,
-		arg.OrgID,
-		arg.TokenID,
-		arg.GrantID,
-		arg.Kind,
-		arg.SecretHash,
-		arg.ExpiresAt,
-	)
-	return err
-}
-
-const listGrants = `-- name: ListGrants :many
+const oAuthGrantList = `-- name: OAuthGrantList :many
 SELECT g.org_id, g.id, g.client_id, c.client_name, u.email, g.resource, g.agent_id, g.part, g.scopes, g.created_at, g.revoked_at
 FROM oauth_grant g JOIN oauth_client c ON c.client_id = g.client_id JOIN app_user u ON u.id = g.user_id
 ORDER BY g.created_at DESC
 `
 
-type ListGrantsRow struct {
+type OAuthGrantListRow struct {
 	OrgID      uuid.UUID
 	ID         uuid.UUID
 	ClientID   string
@@ -298,15 +418,15 @@ type ListGrantsRow struct {
 	RevokedAt  *time.Time
 }
 
-func (q *Queries) ListGrants(ctx context.Context, db DBTX) ([]ListGrantsRow, error) {
-	rows, err := db.Query(ctx, listGrants)
+func (q *Queries) OAuthGrantList(ctx context.Context, db DBTX) ([]OAuthGrantListRow, error) {
+	rows, err := db.Query(ctx, oAuthGrantList)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListGrantsRow{}
+	items := []OAuthGrantListRow{}
 	for rows.Next() {
-		var i ListGrantsRow
+		var i OAuthGrantListRow
 		if err := rows.Scan(
 			&i.OrgID,
 			&i.ID,
@@ -330,39 +450,45 @@ func (q *Queries) ListGrants(ctx context.Context, db DBTX) ([]ListGrantsRow, err
 	return items, nil
 }
 
-const listOAuthClients = `-- name: ListOAuthClients :many
-
-SELECT client_id, client_name, source, redirect_uris, created_at, last_used_at, revoked_at
-FROM oauth_client ORDER BY last_used_at DESC, client_id
+const oAuthGrantListByCode = `-- name: OAuthGrantListByCode :many
+SELECT org_id, id, client_id, resource, code_hash, code_challenge, redirect_uri,
+  code_expires_at, code_used_at, revoked_at
+FROM oauth_grant WHERE code_id = $1::text
 `
 
-type ListOAuthClientsRow struct {
-	ClientID     string
-	ClientName   string
-	Source       string
-	RedirectUris []string
-	CreatedAt    time.Time
-	LastUsedAt   time.Time
-	RevokedAt    *time.Time
+type OAuthGrantListByCodeRow struct {
+	OrgID         uuid.UUID
+	ID            uuid.UUID
+	ClientID      string
+	Resource      string
+	CodeHash      []byte
+	CodeChallenge string
+	RedirectUri   string
+	CodeExpiresAt time.Time
+	CodeUsedAt    *time.Time
+	RevokedAt     *time.Time
 }
 
-// Operator commands (relayroom admin oauth …), on the owner's pool.
-func (q *Queries) ListOAuthClients(ctx context.Context, db DBTX) ([]ListOAuthClientsRow, error) {
-	rows, err := db.Query(ctx, listOAuthClients)
+// The grants an authorization code's public id names; the hash is compared in Go.
+func (q *Queries) OAuthGrantListByCode(ctx context.Context, db DBTX, codeID string) ([]OAuthGrantListByCodeRow, error) {
+	rows, err := db.Query(ctx, oAuthGrantListByCode, codeID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListOAuthClientsRow{}
+	items := []OAuthGrantListByCodeRow{}
 	for rows.Next() {
-		var i ListOAuthClientsRow
+		var i OAuthGrantListByCodeRow
 		if err := rows.Scan(
+			&i.OrgID,
+			&i.ID,
 			&i.ClientID,
-			&i.ClientName,
-			&i.Source,
-			&i.RedirectUris,
-			&i.CreatedAt,
-			&i.LastUsedAt,
+			&i.Resource,
+			&i.CodeHash,
+			&i.CodeChallenge,
+			&i.RedirectUri,
+			&i.CodeExpiresAt,
+			&i.CodeUsedAt,
 			&i.RevokedAt,
 		); err != nil {
 			return nil, err
@@ -375,284 +501,157 @@ func (q *Queries) ListOAuthClients(ctx context.Context, db DBTX) ([]ListOAuthCli
 	return items, nil
 }
 
-const liveGrant = `-- name: LiveGrant :one
-SELECT g.id, g.user_id, g.client_id, g.resource, g.agent_id, g.part, g.scopes
-FROM oauth_grant g
-JOIN oauth_client c ON c.client_id = g.client_id AND c.revoked_at IS NULL
-JOIN org_member om ON om.org_id = g.org_id AND om.user_id = g.user_id
-WHERE g.org_id = $1 AND g.id = $2 AND g.revoked_at IS NULL
-  AND (g.agent_id IS NULL OR EXISTS (SELECT 1 FROM agent_key k
-       WHERE k.org_id = g.org_id AND k.agent_id = g.agent_id AND k.revoked_at IS NULL))
-`
-
-type LiveGrantParams struct {
-	OrgID uuid.UUID
-	ID    uuid.UUID
-}
-
-type LiveGrantRow struct {
-	ID       uuid.UUID
-	UserID   uuid.UUID
-	ClientID string
-	Resource string
-	AgentID  *uuid.UUID
-	Part     *string
-	Scopes   []string
-}
-
-// A grant as its tokens act, under its organisation's tenant, only while everything it
-// rests on holds: not revoked, its client not revoked, its person still a member of the
-// organisation, and (when it acts as an agent) the agent still holding an active key.
-func (q *Queries) LiveGrant(ctx context.Context, db DBTX, arg LiveGrantParams) (LiveGrantRow, error) {
-	row := db.QueryRow(ctx, liveGrant, arg.OrgID, arg.ID)
-	var i LiveGrantRow
-	err := row.Scan(
-		&i.ID,
-		&i.UserID,
-		&i.ClientID,
-		&i.Resource,
-		&i.AgentID,
-		&i.Part,
-		&i.Scopes,
-	)
-	return i, err
-}
-
-const markRefreshUsed = `-- name: MarkRefreshUsed :execrows
-UPDATE oauth_token SET used_at = now()
-WHERE org_id = $1 AND token_id = $2 AND used_at IS NULL
-`
-
-type MarkRefreshUsedParams struct {
-	OrgID   uuid.UUID
-	TokenID string
-}
-
-func (q *Queries) MarkRefreshUsed(ctx context.Context, db DBTX, arg MarkRefreshUsedParams) (int64, error) {
-	result, err := db.Exec(ctx, markRefreshUsed, arg.OrgID, arg.TokenID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const oAuthClientByID = `-- name: OAuthClientByID :one
-SELECT client_id, client_name, redirect_uris, source, fetched_until, created_at, last_used_at
-FROM oauth_client WHERE client_id = $1::text AND revoked_at IS NULL
-`
-
-type OAuthClientByIDRow struct {
-	ClientID     string
-	ClientName   string
-	RedirectUris []string
-	Source       string
-	FetchedUntil *time.Time
-	CreatedAt    time.Time
-	LastUsedAt   time.Time
-}
-
-func (q *Queries) OAuthClientByID(ctx context.Context, db DBTX, clientID string) (OAuthClientByIDRow, error) {
-	row := db.QueryRow(ctx, oAuthClientByID, clientID)
-	var i OAuthClientByIDRow
-	err := row.Scan(
-		&i.ClientID,
-		&i.ClientName,
-		&i.RedirectUris,
-		&i.Source,
-		&i.FetchedUntil,
-		&i.CreatedAt,
-		&i.LastUsedAt,
-	)
-	return i, err
-}
-
-const orgAgents = `-- name: OrgAgents :many
-SELECT id, slug, name FROM agent WHERE org_id = $1 ORDER BY name, slug
-`
-
-type OrgAgentsRow struct {
-	ID   uuid.UUID
-	Slug string
-	Name string
-}
-
-func (q *Queries) OrgAgents(ctx context.Context, db DBTX, orgID uuid.UUID) ([]OrgAgentsRow, error) {
-	rows, err := db.Query(ctx, orgAgents, orgID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []OrgAgentsRow{}
-	for rows.Next() {
-		var i OrgAgentsRow
-		if err := rows.Scan(&i.ID, &i.Slug, &i.Name); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const orgName = `-- name: OrgName :one
-
-SELECT name FROM organisation WHERE id = $1
-`
-
-// Consent: what a person may choose (under the tenant of one of their organisations, with
-// the project of the resource when there is one).
-func (q *Queries) OrgName(ctx context.Context, db DBTX, id uuid.UUID) (string, error) {
-	row := db.QueryRow(ctx, orgName, id)
-	var name string
-	err := row.Scan(&name)
-	return name, err
-}
-
-const projectTitle = `-- name: ProjectTitle :one
-SELECT p.name, o.name AS host_name FROM project p JOIN organisation o ON o.id = p.host_org_id
-WHERE p.id = $1
-`
-
-type ProjectTitleRow struct {
-	Name     string
-	HostName string
-}
-
-func (q *Queries) ProjectTitle(ctx context.Context, db DBTX, id uuid.UUID) (ProjectTitleRow, error) {
-	row := db.QueryRow(ctx, projectTitle, id)
-	var i ProjectTitleRow
-	err := row.Scan(&i.Name, &i.HostName)
-	return i, err
-}
-
-const pruneAuthRequests = `-- name: PruneAuthRequests :execrows
-DELETE FROM oauth_auth_request WHERE expires_at < now()
-`
-
-func (q *Queries) PruneAuthRequests(ctx context.Context, db DBTX) (int64, error) {
-	result, err := db.Exec(ctx, pruneAuthRequests)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const pruneOAuthClients = `-- name: PruneOAuthClients :execrows
-DELETE FROM oauth_client WHERE last_used_at < now() - make_interval(days => $1::int)
-`
-
-// Idle clients expire (registrations are anonymous and frequent); their grants and tokens
-// go with them.
-func (q *Queries) PruneOAuthClients(ctx context.Context, db DBTX, idleDays int32) (int64, error) {
-	result, err := db.Exec(ctx, pruneOAuthClients, idleDays)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const pruneOAuthTokens = `-- name: PruneOAuthTokens :execrows
-DELETE FROM oauth_token WHERE expires_at < now() - interval '1 day'
-`
-
-func (q *Queries) PruneOAuthTokens(ctx context.Context, db DBTX) (int64, error) {
-	result, err := db.Exec(ctx, pruneOAuthTokens)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const revokeGrant = `-- name: RevokeGrant :execrows
+const oAuthGrantRevoke = `-- name: OAuthGrantRevoke :execrows
 UPDATE oauth_grant SET revoked_at = now()
 WHERE org_id = $1 AND id = $2 AND revoked_at IS NULL
 `
 
-type RevokeGrantParams struct {
+type OAuthGrantRevokeParams struct {
 	OrgID uuid.UUID
 	ID    uuid.UUID
 }
 
-func (q *Queries) RevokeGrant(ctx context.Context, db DBTX, arg RevokeGrantParams) (int64, error) {
-	result, err := db.Exec(ctx, revokeGrant, arg.OrgID, arg.ID)
+func (q *Queries) OAuthGrantRevoke(ctx context.Context, db DBTX, arg OAuthGrantRevokeParams) (int64, error) {
+	result, err := db.Exec(ctx, oAuthGrantRevoke, arg.OrgID, arg.ID)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const revokeGrantByID = `-- name: RevokeGrantByID :execrows
+const oAuthGrantRevokeByID = `-- name: OAuthGrantRevokeByID :execrows
 UPDATE oauth_grant SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL
 `
 
-func (q *Queries) RevokeGrantByID(ctx context.Context, db DBTX, id uuid.UUID) (int64, error) {
-	result, err := db.Exec(ctx, revokeGrantByID, id)
+func (q *Queries) OAuthGrantRevokeByID(ctx context.Context, db DBTX, id uuid.UUID) (int64, error) {
+	result, err := db.Exec(ctx, oAuthGrantRevokeByID, id)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const revokeGrantTokens = `-- name: RevokeGrantTokens :exec
-UPDATE oauth_token SET revoked_at = now()
-WHERE org_id = $1 AND grant_id = $2 AND revoked_at IS NULL
+const oAuthGrantUseCode = `-- name: OAuthGrantUseCode :execrows
+UPDATE oauth_grant SET code_used_at = now()
+WHERE org_id = $1 AND id = $2 AND code_used_at IS NULL
 `
 
-type RevokeGrantTokensParams struct {
-	OrgID   uuid.UUID
-	GrantID uuid.UUID
+type OAuthGrantUseCodeParams struct {
+	OrgID uuid.UUID
+	ID    uuid.UUID
 }
 
-func (q *Queries) RevokeGrantTokens(ctx context.Context, db DBTX, arg RevokeGrantTokensParams) error {
-	_, err := db.Exec(ctx, revokeGrantTokens, arg.OrgID, arg.GrantID)
+// Spends a code once: a second exchange finds it used (and revokes the grant).
+func (q *Queries) OAuthGrantUseCode(ctx context.Context, db DBTX, arg OAuthGrantUseCodeParams) (int64, error) {
+	result, err := db.Exec(ctx, oAuthGrantUseCode, arg.OrgID, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const oAuthTokenInsert = `-- name: OAuthTokenInsert :exec
+INSERT INTO oauth_token (org_id, token_id, grant_id, kind, secret_hash, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+`
+
+type OAuthTokenInsertParams struct {
+	OrgID      uuid.UUID
+	TokenID    string
+	GrantID    uuid.UUID
+	Kind       string
+	SecretHash []byte
+	ExpiresAt  time.Time
+}
+
+func (q *Queries) OAuthTokenInsert(ctx context.Context, db DBTX, arg OAuthTokenInsertParams) error {
+	_, err := db.Exec(ctx, oAuthTokenInsert,
+		arg.OrgID,
+		arg.TokenID,
+		arg.GrantID,
+		arg.Kind,
+		arg.SecretHash,
+		arg.ExpiresAt,
+	)
 	return err
 }
 
-const revokeOAuthClient = `-- name: RevokeOAuthClient :execrows
-UPDATE oauth_client SET revoked_at = now() WHERE client_id = $1::text AND revoked_at IS NULL
+const oAuthTokenMarkRefreshUsed = `-- name: OAuthTokenMarkRefreshUsed :execrows
+UPDATE oauth_token SET used_at = now()
+WHERE org_id = $1 AND token_id = $2 AND used_at IS NULL
 `
 
-func (q *Queries) RevokeOAuthClient(ctx context.Context, db DBTX, clientID string) (int64, error) {
-	result, err := db.Exec(ctx, revokeOAuthClient, clientID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const revokeToken = `-- name: RevokeToken :exec
-UPDATE oauth_token SET revoked_at = now()
-WHERE org_id = $1 AND token_id = $2 AND revoked_at IS NULL
-`
-
-type RevokeTokenParams struct {
+type OAuthTokenMarkRefreshUsedParams struct {
 	OrgID   uuid.UUID
 	TokenID string
 }
 
-func (q *Queries) RevokeToken(ctx context.Context, db DBTX, arg RevokeTokenParams) error {
-	_, err := db.Exec(ctx, revokeToken, arg.OrgID, arg.TokenID)
+func (q *Queries) OAuthTokenMarkRefreshUsed(ctx context.Context, db DBTX, arg OAuthTokenMarkRefreshUsedParams) (int64, error) {
+	result, err := db.Exec(ctx, oAuthTokenMarkRefreshUsed, arg.OrgID, arg.TokenID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const oAuthTokenPrune = `-- name: OAuthTokenPrune :execrows
+DELETE FROM oauth_token WHERE expires_at < now() - interval '1 day'
+`
+
+func (q *Queries) OAuthTokenPrune(ctx context.Context, db DBTX) (int64, error) {
+	result, err := db.Exec(ctx, oAuthTokenPrune)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const oAuthTokenRevoke = `-- name: OAuthTokenRevoke :exec
+UPDATE oauth_token SET revoked_at = now()
+WHERE org_id = $1 AND token_id = $2 AND revoked_at IS NULL
+`
+
+type OAuthTokenRevokeParams struct {
+	OrgID   uuid.UUID
+	TokenID string
+}
+
+func (q *Queries) OAuthTokenRevoke(ctx context.Context, db DBTX, arg OAuthTokenRevokeParams) error {
+	_, err := db.Exec(ctx, oAuthTokenRevoke, arg.OrgID, arg.TokenID)
 	return err
 }
 
-const revokeTokensByGrantID = `-- name: RevokeTokensByGrantID :exec
+const oAuthTokenRevokeByGrant = `-- name: OAuthTokenRevokeByGrant :exec
+UPDATE oauth_token SET revoked_at = now()
+WHERE org_id = $1 AND grant_id = $2 AND revoked_at IS NULL
+`
+
+type OAuthTokenRevokeByGrantParams struct {
+	OrgID   uuid.UUID
+	GrantID uuid.UUID
+}
+
+func (q *Queries) OAuthTokenRevokeByGrant(ctx context.Context, db DBTX, arg OAuthTokenRevokeByGrantParams) error {
+	_, err := db.Exec(ctx, oAuthTokenRevokeByGrant, arg.OrgID, arg.GrantID)
+	return err
+}
+
+const oAuthTokenRevokeByGrantID = `-- name: OAuthTokenRevokeByGrantID :exec
 UPDATE oauth_token SET revoked_at = now() WHERE grant_id = $1 AND revoked_at IS NULL
 `
 
-func (q *Queries) RevokeTokensByGrantID(ctx context.Context, db DBTX, grantID uuid.UUID) error {
-	_, err := db.Exec(ctx, revokeTokensByGrantID, grantID)
+func (q *Queries) OAuthTokenRevokeByGrantID(ctx context.Context, db DBTX, grantID uuid.UUID) error {
+	_, err := db.Exec(ctx, oAuthTokenRevokeByGrantID, grantID)
 	return err
 }
 
-const revokeUnusedRefreshTokens = `-- name: RevokeUnusedRefreshTokens :exec
+const oAuthTokenRevokeUnusedRefresh = `-- name: OAuthTokenRevokeUnusedRefresh :exec
 UPDATE oauth_token SET revoked_at = now()
 WHERE org_id = $1 AND grant_id = $2 AND kind = 'refresh'
   AND created_at < $3 AND revoked_at IS NULL
 `
 
-type RevokeUnusedRefreshTokensParams struct {
+type OAuthTokenRevokeUnusedRefreshParams struct {
 	OrgID   uuid.UUID
 	GrantID uuid.UUID
 	Before  time.Time
@@ -660,64 +659,19 @@ type RevokeUnusedRefreshTokensParams struct {
 
 // When a refresh token's successor is first used, the refresh tokens of the grant issued
 // before that successor stop being accepted (the one-step grace ends).
-func (q *Queries) RevokeUnusedRefreshTokens(ctx context.Context, db DBTX, arg RevokeUnusedRefreshTokensParams) error {
-	_, err := db.Exec(ctx, revokeUnusedRefreshTokens, arg.OrgID, arg.GrantID, arg.Before)
+func (q *Queries) OAuthTokenRevokeUnusedRefresh(ctx context.Context, db DBTX, arg OAuthTokenRevokeUnusedRefreshParams) error {
+	_, err := db.Exec(ctx, oAuthTokenRevokeUnusedRefresh, arg.OrgID, arg.GrantID, arg.Before)
 	return err
 }
 
-const roomChoices = `-- name: RoomChoices :many
-SELECT a.id, a.slug, a.name, m.part
-FROM membership m JOIN agent a ON a.id = m.agent_id
-WHERE m.project_id = $1 AND m.org_id = $2
-ORDER BY m.part
-`
-
-type RoomChoicesParams struct {
-	ProjectID uuid.UUID
-	OrgID     uuid.UUID
-}
-
-type RoomChoicesRow struct {
-	ID   uuid.UUID
-	Slug string
-	Name string
-	Part string
-}
-
-// The organisation's agents that are members of a project, with their parts.
-func (q *Queries) RoomChoices(ctx context.Context, db DBTX, arg RoomChoicesParams) ([]RoomChoicesRow, error) {
-	rows, err := db.Query(ctx, roomChoices, arg.ProjectID, arg.OrgID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []RoomChoicesRow{}
-	for rows.Next() {
-		var i RoomChoicesRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Slug,
-			&i.Name,
-			&i.Part,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const tokenRows = `-- name: TokenRows :many
+const oAuthTokenRows = `-- name: OAuthTokenRows :many
 SELECT org_id, token_id, grant_id, kind, secret_hash, created_at, expires_at, used_at, revoked_at
 FROM oauth_token WHERE token_id = $1::text
 `
 
 // The tokens a public id names (any kind, any state); hashes are compared in Go.
-func (q *Queries) TokenRows(ctx context.Context, db DBTX, tokenID string) ([]OauthToken, error) {
-	rows, err := db.Query(ctx, tokenRows, tokenID)
+func (q *Queries) OAuthTokenRows(ctx context.Context, db DBTX, tokenID string) ([]OauthToken, error) {
+	rows, err := db.Query(ctx, oAuthTokenRows, tokenID)
 	if err != nil {
 		return nil, err
 	}
@@ -746,32 +700,78 @@ func (q *Queries) TokenRows(ctx context.Context, db DBTX, tokenID string) ([]Oau
 	return items, nil
 }
 
-const touchOAuthClient = `-- name: TouchOAuthClient :exec
-UPDATE oauth_client SET last_used_at = now()
-WHERE client_id = $1::text AND last_used_at < now() - interval '1 hour'
+const organisationGetName = `-- name: OrganisationGetName :one
+
+SELECT name FROM organisation WHERE id = $1
 `
 
-// last_used_at decides expiry of idle clients; written at most once an hour.
-func (q *Queries) TouchOAuthClient(ctx context.Context, db DBTX, clientID string) error {
-	_, err := db.Exec(ctx, touchOAuthClient, clientID)
-	return err
+// Consent: what a person may choose (under the tenant of one of their organisations, with
+// the project of the resource when there is one).
+func (q *Queries) OrganisationGetName(ctx context.Context, db DBTX, id uuid.UUID) (string, error) {
+	row := db.QueryRow(ctx, organisationGetName, id)
+	var name string
+	err := row.Scan(&name)
+	return name, err
 }
 
-const useGrantCode = `-- name: UseGrantCode :execrows
-UPDATE oauth_grant SET code_used_at = now()
-WHERE org_id = $1 AND id = $2 AND code_used_at IS NULL
+const projectGetTitle = `-- name: ProjectGetTitle :one
+SELECT p.name, o.name AS host_name FROM project p JOIN organisation o ON o.id = p.host_org_id
+WHERE p.id = $1
 `
 
-type UseGrantCodeParams struct {
-	OrgID uuid.UUID
-	ID    uuid.UUID
+type ProjectGetTitleRow struct {
+	Name     string
+	HostName string
 }
 
-// Spends a code once: a second exchange finds it used (and revokes the grant).
-func (q *Queries) UseGrantCode(ctx context.Context, db DBTX, arg UseGrantCodeParams) (int64, error) {
-	result, err := db.Exec(ctx, useGrantCode, arg.OrgID, arg.ID)
+func (q *Queries) ProjectGetTitle(ctx context.Context, db DBTX, id uuid.UUID) (ProjectGetTitleRow, error) {
+	row := db.QueryRow(ctx, projectGetTitle, id)
+	var i ProjectGetTitleRow
+	err := row.Scan(&i.Name, &i.HostName)
+	return i, err
+}
+
+const roomListChoices = `-- name: RoomListChoices :many
+SELECT a.id, a.slug, a.name, m.part
+FROM membership m JOIN agent a ON a.id = m.agent_id
+WHERE m.project_id = $1 AND m.org_id = $2
+ORDER BY m.part
+`
+
+type RoomListChoicesParams struct {
+	ProjectID uuid.UUID
+	OrgID     uuid.UUID
+}
+
+type RoomListChoicesRow struct {
+	ID   uuid.UUID
+	Slug string
+	Name string
+	Part string
+}
+
+// The organisation's agents that are members of a project, with their parts.
+func (q *Queries) RoomListChoices(ctx context.Context, db DBTX, arg RoomListChoicesParams) ([]RoomListChoicesRow, error) {
+	rows, err := db.Query(ctx, roomListChoices, arg.ProjectID, arg.OrgID)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	items := []RoomListChoicesRow{}
+	for rows.Next() {
+		var i RoomListChoicesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Slug,
+			&i.Name,
+			&i.Part,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

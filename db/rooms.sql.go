@@ -13,35 +13,72 @@ import (
 	pgvector "github.com/pgvector/pgvector-go"
 )
 
-const attachmentContent = `-- name: AttachmentContent :one
+const agentExistsInOrg = `-- name: AgentExistsInOrg :one
+SELECT EXISTS (SELECT 1 FROM agent WHERE org_id = $1 AND slug = $2)
+`
+
+type AgentExistsInOrgParams struct {
+	OrgID uuid.UUID
+	Slug  string
+}
+
+func (q *Queries) AgentExistsInOrg(ctx context.Context, db DBTX, arg AgentExistsInOrgParams) (bool, error) {
+	row := db.QueryRow(ctx, agentExistsInOrg, arg.OrgID, arg.Slug)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const agreementGetForRoom = `-- name: AgreementGetForRoom :one
+SELECT status, grants FROM agreement WHERE project_id = $1 AND guest_org_id = $2
+`
+
+type AgreementGetForRoomParams struct {
+	ProjectID  uuid.UUID
+	GuestOrgID uuid.UUID
+}
+
+type AgreementGetForRoomRow struct {
+	Status string
+	Grants []string
+}
+
+func (q *Queries) AgreementGetForRoom(ctx context.Context, db DBTX, arg AgreementGetForRoomParams) (AgreementGetForRoomRow, error) {
+	row := db.QueryRow(ctx, agreementGetForRoom, arg.ProjectID, arg.GuestOrgID)
+	var i AgreementGetForRoomRow
+	err := row.Scan(&i.Status, &i.Grants)
+	return i, err
+}
+
+const attachmentGetContent = `-- name: AttachmentGetContent :one
 SELECT filename, content_type, content FROM task_attachment WHERE project_id = $1 AND id = $2
 `
 
-type AttachmentContentParams struct {
+type AttachmentGetContentParams struct {
 	ProjectID uuid.UUID
 	ID        uuid.UUID
 }
 
-type AttachmentContentRow struct {
+type AttachmentGetContentRow struct {
 	Filename    string
 	ContentType string
 	Content     []byte
 }
 
-func (q *Queries) AttachmentContent(ctx context.Context, db DBTX, arg AttachmentContentParams) (AttachmentContentRow, error) {
-	row := db.QueryRow(ctx, attachmentContent, arg.ProjectID, arg.ID)
-	var i AttachmentContentRow
+func (q *Queries) AttachmentGetContent(ctx context.Context, db DBTX, arg AttachmentGetContentParams) (AttachmentGetContentRow, error) {
+	row := db.QueryRow(ctx, attachmentGetContent, arg.ProjectID, arg.ID)
+	var i AttachmentGetContentRow
 	err := row.Scan(&i.Filename, &i.ContentType, &i.Content)
 	return i, err
 }
 
-const insertAttachment = `-- name: InsertAttachment :exec
+const attachmentInsert = `-- name: AttachmentInsert :exec
 INSERT INTO task_attachment (project_id, id, task_id, uploaded_by_org_id, uploaded_by_agent,
   filename, content_type, size_bytes, sha256, content)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 `
 
-type InsertAttachmentParams struct {
+type AttachmentInsertParams struct {
 	ProjectID       uuid.UUID
 	ID              uuid.UUID
 	TaskID          uuid.UUID
@@ -54,8 +91,8 @@ type InsertAttachmentParams struct {
 	Content         []byte
 }
 
-func (q *Queries) InsertAttachment(ctx context.Context, db DBTX, arg InsertAttachmentParams) error {
-	_, err := db.Exec(ctx, insertAttachment,
+func (q *Queries) AttachmentInsert(ctx context.Context, db DBTX, arg AttachmentInsertParams) error {
+	_, err := db.Exec(ctx, attachmentInsert,
 		arg.ProjectID,
 		arg.ID,
 		arg.TaskID,
@@ -70,13 +107,68 @@ func (q *Queries) InsertAttachment(ctx context.Context, db DBTX, arg InsertAttac
 	return err
 }
 
-const insertMemoryEntry = `-- name: InsertMemoryEntry :exec
+const attachmentListByTask = `-- name: AttachmentListByTask :many
+SELECT id, task_id, uploaded_by_org_id, filename, content_type, size_bytes, sha256,
+  (CASE WHEN size_bytes <= $1::bigint THEN content END)::bytea AS small_content
+FROM task_attachment
+WHERE project_id = $2 AND task_id = ANY($3::uuid[])
+ORDER BY task_id, id
+`
+
+type AttachmentListByTaskParams struct {
+	InlineMax int64
+	ProjectID uuid.UUID
+	TaskIds   []uuid.UUID
+}
+
+type AttachmentListByTaskRow struct {
+	ID              uuid.UUID
+	TaskID          uuid.UUID
+	UploadedByOrgID uuid.UUID
+	Filename        string
+	ContentType     string
+	SizeBytes       int64
+	Sha256          string
+	SmallContent    []byte
+}
+
+// Attachments of the given tasks; the bytes only of files small enough to inline.
+func (q *Queries) AttachmentListByTask(ctx context.Context, db DBTX, arg AttachmentListByTaskParams) ([]AttachmentListByTaskRow, error) {
+	rows, err := db.Query(ctx, attachmentListByTask, arg.InlineMax, arg.ProjectID, arg.TaskIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AttachmentListByTaskRow{}
+	for rows.Next() {
+		var i AttachmentListByTaskRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TaskID,
+			&i.UploadedByOrgID,
+			&i.Filename,
+			&i.ContentType,
+			&i.SizeBytes,
+			&i.Sha256,
+			&i.SmallContent,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const memoryEntryInsert = `-- name: MemoryEntryInsert :exec
 INSERT INTO memory_entry (project_id, id, org_id, agent_id, model, content, tags, category,
   is_decision, is_private, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 `
 
-type InsertMemoryEntryParams struct {
+type MemoryEntryInsertParams struct {
 	ProjectID  uuid.UUID
 	ID         uuid.UUID
 	OrgID      uuid.UUID
@@ -90,8 +182,8 @@ type InsertMemoryEntryParams struct {
 	CreatedAt  time.Time
 }
 
-func (q *Queries) InsertMemoryEntry(ctx context.Context, db DBTX, arg InsertMemoryEntryParams) error {
-	_, err := db.Exec(ctx, insertMemoryEntry,
+func (q *Queries) MemoryEntryInsert(ctx context.Context, db DBTX, arg MemoryEntryInsertParams) error {
+	_, err := db.Exec(ctx, memoryEntryInsert,
 		arg.ProjectID,
 		arg.ID,
 		arg.OrgID,
@@ -107,21 +199,98 @@ func (q *Queries) InsertMemoryEntry(ctx context.Context, db DBTX, arg InsertMemo
 	return err
 }
 
-const insertMemoryVector = `-- name: InsertMemoryVector :exec
+const memoryEntryListUnembedded = `-- name: MemoryEntryListUnembedded :many
+SELECT e.project_id, e.id, e.content
+FROM memory_entry e
+WHERE NOT EXISTS (SELECT 1 FROM memory_vector v
+                  WHERE v.project_id = e.project_id AND v.memory_id = e.id AND v.embedder = $1)
+  AND e.created_at < $2
+ORDER BY e.created_at
+LIMIT $3
+`
+
+type MemoryEntryListUnembeddedParams struct {
+	Embedder string
+	Before   time.Time
+	Lim      int32
+}
+
+type MemoryEntryListUnembeddedRow struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+	Content   string
+}
+
+// Entries without a vector row for the embedder (never embedded, or embedded by another),
+// written before @before.
+func (q *Queries) MemoryEntryListUnembedded(ctx context.Context, db DBTX, arg MemoryEntryListUnembeddedParams) ([]MemoryEntryListUnembeddedRow, error) {
+	rows, err := db.Query(ctx, memoryEntryListUnembedded, arg.Embedder, arg.Before, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []MemoryEntryListUnembeddedRow{}
+	for rows.Next() {
+		var i MemoryEntryListUnembeddedRow
+		if err := rows.Scan(&i.ProjectID, &i.ID, &i.Content); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const memoryEntryVisibleIDs = `-- name: MemoryEntryVisibleIDs :many
+SELECT id FROM memory_entry
+WHERE project_id = $1 AND id = ANY($2::uuid[])
+  AND (NOT is_private OR org_id = $3)
+`
+
+type MemoryEntryVisibleIDsParams struct {
+	ProjectID uuid.UUID
+	Ids       []uuid.UUID
+	OrgID     uuid.UUID
+}
+
+// Which of the given ids are entries the caller's organisation can read.
+func (q *Queries) MemoryEntryVisibleIDs(ctx context.Context, db DBTX, arg MemoryEntryVisibleIDsParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, memoryEntryVisibleIDs, arg.ProjectID, arg.Ids, arg.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const memoryVectorInsert = `-- name: MemoryVectorInsert :exec
 INSERT INTO memory_vector (project_id, memory_id, embedder, embedding)
 VALUES ($1, $2, $3, $4)
 ON CONFLICT (project_id, memory_id, embedder) DO NOTHING
 `
 
-type InsertMemoryVectorParams struct {
+type MemoryVectorInsertParams struct {
 	ProjectID uuid.UUID
 	MemoryID  uuid.UUID
 	Embedder  string
 	Embedding *pgvector.Vector
 }
 
-func (q *Queries) InsertMemoryVector(ctx context.Context, db DBTX, arg InsertMemoryVectorParams) error {
-	_, err := db.Exec(ctx, insertMemoryVector,
+func (q *Queries) MemoryVectorInsert(ctx context.Context, db DBTX, arg MemoryVectorInsertParams) error {
+	_, err := db.Exec(ctx, memoryVectorInsert,
 		arg.ProjectID,
 		arg.MemoryID,
 		arg.Embedder,
@@ -130,12 +299,116 @@ func (q *Queries) InsertMemoryVector(ctx context.Context, db DBTX, arg InsertMem
 	return err
 }
 
-const insertRoomMessage = `-- name: InsertRoomMessage :exec
+const roomMemberGetByPart = `-- name: RoomMemberGetByPart :one
+
+SELECT m.id, m.agent_id, m.org_id, m.part, a.name AS agent_name, a.kind AS agent_kind,
+  o.name AS org_name
+FROM membership m
+JOIN agent a ON a.id = m.agent_id
+JOIN organisation o ON o.id = m.org_id
+WHERE m.project_id = $1 AND m.part = $2
+`
+
+type RoomMemberGetByPartParams struct {
+	ProjectID uuid.UUID
+	Part      string
+}
+
+type RoomMemberGetByPartRow struct {
+	ID        uuid.UUID
+	AgentID   uuid.UUID
+	OrgID     uuid.UUID
+	Part      string
+	AgentName string
+	AgentKind string
+	OrgName   string
+}
+
+// Rooms toolset. Every statement names its project_id from the caller's Scope; RLS
+// (project_id = rr_project()) is the second wall.
+func (q *Queries) RoomMemberGetByPart(ctx context.Context, db DBTX, arg RoomMemberGetByPartParams) (RoomMemberGetByPartRow, error) {
+	row := db.QueryRow(ctx, roomMemberGetByPart, arg.ProjectID, arg.Part)
+	var i RoomMemberGetByPartRow
+	err := row.Scan(
+		&i.ID,
+		&i.AgentID,
+		&i.OrgID,
+		&i.Part,
+		&i.AgentName,
+		&i.AgentKind,
+		&i.OrgName,
+	)
+	return i, err
+}
+
+const roomMemberGetSender = `-- name: RoomMemberGetSender :one
+SELECT id FROM membership WHERE project_id = $1 AND agent_id = $2
+`
+
+type RoomMemberGetSenderParams struct {
+	ProjectID uuid.UUID
+	AgentID   uuid.UUID
+}
+
+func (q *Queries) RoomMemberGetSender(ctx context.Context, db DBTX, arg RoomMemberGetSenderParams) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, roomMemberGetSender, arg.ProjectID, arg.AgentID)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
+const roomMemberListAgents = `-- name: RoomMemberListAgents :many
+SELECT m.id FROM membership m WHERE m.project_id = $1 AND m.agent_id <> $2 ORDER BY m.id
+`
+
+type RoomMemberListAgentsParams struct {
+	ProjectID uuid.UUID
+	AgentID   uuid.UUID
+}
+
+// Agent members other than the caller, for waking on a new room message.
+func (q *Queries) RoomMemberListAgents(ctx context.Context, db DBTX, arg RoomMemberListAgentsParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, roomMemberListAgents, arg.ProjectID, arg.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const roomMessageExists = `-- name: RoomMessageExists :one
+SELECT EXISTS (SELECT 1 FROM room_message WHERE project_id = $1 AND id = $2)
+`
+
+type RoomMessageExistsParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+func (q *Queries) RoomMessageExists(ctx context.Context, db DBTX, arg RoomMessageExistsParams) (bool, error) {
+	row := db.QueryRow(ctx, roomMessageExists, arg.ProjectID, arg.ID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const roomMessageInsert = `-- name: RoomMessageInsert :exec
 INSERT INTO room_message (project_id, id, kind, author_agent_id, author_org_id, author_model, content, ref_id, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 `
 
-type InsertRoomMessageParams struct {
+type RoomMessageInsertParams struct {
 	ProjectID     uuid.UUID
 	ID            uuid.UUID
 	Kind          string
@@ -147,8 +420,8 @@ type InsertRoomMessageParams struct {
 	CreatedAt     time.Time
 }
 
-func (q *Queries) InsertRoomMessage(ctx context.Context, db DBTX, arg InsertRoomMessageParams) error {
-	_, err := db.Exec(ctx, insertRoomMessage,
+func (q *Queries) RoomMessageInsert(ctx context.Context, db DBTX, arg RoomMessageInsertParams) error {
+	_, err := db.Exec(ctx, roomMessageInsert,
 		arg.ProjectID,
 		arg.ID,
 		arg.Kind,
@@ -162,51 +435,7 @@ func (q *Queries) InsertRoomMessage(ctx context.Context, db DBTX, arg InsertRoom
 	return err
 }
 
-const insertTask = `-- name: InsertTask :exec
-INSERT INTO room_task (project_id, id, from_agent_id, from_org_id, to_member_id, to_agent_id,
-  to_org_id, goal, priority, deadline, memory_refs, acceptance_criteria, verification_method,
-  created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)
-`
-
-type InsertTaskParams struct {
-	ProjectID          uuid.UUID
-	ID                 uuid.UUID
-	FromAgentID        *uuid.UUID
-	FromOrgID          uuid.UUID
-	ToMemberID         uuid.UUID
-	ToAgentID          uuid.UUID
-	ToOrgID            uuid.UUID
-	Goal               string
-	Priority           string
-	Deadline           *time.Time
-	MemoryRefs         []uuid.UUID
-	AcceptanceCriteria *string
-	VerificationMethod *string
-	CreatedAt          time.Time
-}
-
-func (q *Queries) InsertTask(ctx context.Context, db DBTX, arg InsertTaskParams) error {
-	_, err := db.Exec(ctx, insertTask,
-		arg.ProjectID,
-		arg.ID,
-		arg.FromAgentID,
-		arg.FromOrgID,
-		arg.ToMemberID,
-		arg.ToAgentID,
-		arg.ToOrgID,
-		arg.Goal,
-		arg.Priority,
-		arg.Deadline,
-		arg.MemoryRefs,
-		arg.AcceptanceCriteria,
-		arg.VerificationMethod,
-		arg.CreatedAt,
-	)
-	return err
-}
-
-const listRoomMessages = `-- name: ListRoomMessages :many
+const roomMessageList = `-- name: RoomMessageList :many
 SELECT rm.id, rm.kind, rm.content, rm.created_at, rm.author_model,
   rm.author_agent_id, rm.author_user_id,
   a.name AS agent_name, rm.author_name, u.name AS user_name, o.name AS org_name
@@ -219,7 +448,7 @@ ORDER BY rm.id DESC
 LIMIT 100
 `
 
-type ListRoomMessagesRow struct {
+type RoomMessageListRow struct {
 	ID            uuid.UUID
 	Kind          string
 	Content       string
@@ -238,15 +467,15 @@ type ListRoomMessagesRow struct {
 // generic plan (planning it costs ten times its execution: the joins' row-level security
 // policies), so nothing in it may depend on a parameter's value to plan well: no
 // "cursor IS NULL OR …" and no parameter in LIMIT.
-func (q *Queries) ListRoomMessages(ctx context.Context, db DBTX, projectID uuid.UUID) ([]ListRoomMessagesRow, error) {
-	rows, err := db.Query(ctx, listRoomMessages, projectID)
+func (q *Queries) RoomMessageList(ctx context.Context, db DBTX, projectID uuid.UUID) ([]RoomMessageListRow, error) {
+	rows, err := db.Query(ctx, roomMessageList, projectID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListRoomMessagesRow{}
+	items := []RoomMessageListRow{}
 	for rows.Next() {
-		var i ListRoomMessagesRow
+		var i RoomMessageListRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Kind,
@@ -270,7 +499,7 @@ func (q *Queries) ListRoomMessages(ctx context.Context, db DBTX, projectID uuid.
 	return items, nil
 }
 
-const listRoomMessagesBefore = `-- name: ListRoomMessagesBefore :many
+const roomMessageListBefore = `-- name: RoomMessageListBefore :many
 SELECT rm.id, rm.kind, rm.content, rm.created_at, rm.author_model,
   rm.author_agent_id, rm.author_user_id,
   a.name AS agent_name, rm.author_name, u.name AS user_name, o.name AS org_name
@@ -283,12 +512,12 @@ ORDER BY rm.id DESC
 LIMIT 100
 `
 
-type ListRoomMessagesBeforeParams struct {
+type RoomMessageListBeforeParams struct {
 	ProjectID uuid.UUID
 	Before    uuid.UUID
 }
 
-type ListRoomMessagesBeforeRow struct {
+type RoomMessageListBeforeRow struct {
 	ID            uuid.UUID
 	Kind          string
 	Content       string
@@ -302,15 +531,15 @@ type ListRoomMessagesBeforeRow struct {
 	OrgName       *string
 }
 
-func (q *Queries) ListRoomMessagesBefore(ctx context.Context, db DBTX, arg ListRoomMessagesBeforeParams) ([]ListRoomMessagesBeforeRow, error) {
-	rows, err := db.Query(ctx, listRoomMessagesBefore, arg.ProjectID, arg.Before)
+func (q *Queries) RoomMessageListBefore(ctx context.Context, db DBTX, arg RoomMessageListBeforeParams) ([]RoomMessageListBeforeRow, error) {
+	rows, err := db.Query(ctx, roomMessageListBefore, arg.ProjectID, arg.Before)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListRoomMessagesBeforeRow{}
+	items := []RoomMessageListBeforeRow{}
 	for rows.Next() {
-		var i ListRoomMessagesBeforeRow
+		var i RoomMessageListBeforeRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Kind,
@@ -334,17 +563,101 @@ func (q *Queries) ListRoomMessagesBefore(ctx context.Context, db DBTX, arg ListR
 	return items, nil
 }
 
-const notifyRoomsChanged = `-- name: NotifyRoomsChanged :exec
+const roomNotifyChanged = `-- name: RoomNotifyChanged :exec
 SELECT pg_notify('rr_room', p::text) FROM unnest($1::uuid[]) AS p
 `
 
 // One NOTIFY per room on rr_room (rooms.RoomChannel), sent after the writers committed.
-func (q *Queries) NotifyRoomsChanged(ctx context.Context, db DBTX, projectIds []uuid.UUID) error {
-	_, err := db.Exec(ctx, notifyRoomsChanged, projectIds)
+func (q *Queries) RoomNotifyChanged(ctx context.Context, db DBTX, projectIds []uuid.UUID) error {
+	_, err := db.Exec(ctx, roomNotifyChanged, projectIds)
 	return err
 }
 
-const openTasks = `-- name: OpenTasks :many
+const taskGetForUpdate = `-- name: TaskGetForUpdate :one
+SELECT id, from_agent_id, from_org_id, to_agent_id, to_org_id, to_member_id, status, review, goal
+FROM room_task WHERE project_id = $1 AND id = $2
+FOR UPDATE
+`
+
+type TaskGetForUpdateParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+type TaskGetForUpdateRow struct {
+	ID          uuid.UUID
+	FromAgentID *uuid.UUID
+	FromOrgID   uuid.UUID
+	ToAgentID   uuid.UUID
+	ToOrgID     uuid.UUID
+	ToMemberID  uuid.UUID
+	Status      string
+	Review      *string
+	Goal        string
+}
+
+func (q *Queries) TaskGetForUpdate(ctx context.Context, db DBTX, arg TaskGetForUpdateParams) (TaskGetForUpdateRow, error) {
+	row := db.QueryRow(ctx, taskGetForUpdate, arg.ProjectID, arg.ID)
+	var i TaskGetForUpdateRow
+	err := row.Scan(
+		&i.ID,
+		&i.FromAgentID,
+		&i.FromOrgID,
+		&i.ToAgentID,
+		&i.ToOrgID,
+		&i.ToMemberID,
+		&i.Status,
+		&i.Review,
+		&i.Goal,
+	)
+	return i, err
+}
+
+const taskInsert = `-- name: TaskInsert :exec
+INSERT INTO room_task (project_id, id, from_agent_id, from_org_id, to_member_id, to_agent_id,
+  to_org_id, goal, priority, deadline, memory_refs, acceptance_criteria, verification_method,
+  created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)
+`
+
+type TaskInsertParams struct {
+	ProjectID          uuid.UUID
+	ID                 uuid.UUID
+	FromAgentID        *uuid.UUID
+	FromOrgID          uuid.UUID
+	ToMemberID         uuid.UUID
+	ToAgentID          uuid.UUID
+	ToOrgID            uuid.UUID
+	Goal               string
+	Priority           string
+	Deadline           *time.Time
+	MemoryRefs         []uuid.UUID
+	AcceptanceCriteria *string
+	VerificationMethod *string
+	CreatedAt          time.Time
+}
+
+func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams) error {
+	_, err := db.Exec(ctx, taskInsert,
+		arg.ProjectID,
+		arg.ID,
+		arg.FromAgentID,
+		arg.FromOrgID,
+		arg.ToMemberID,
+		arg.ToAgentID,
+		arg.ToOrgID,
+		arg.Goal,
+		arg.Priority,
+		arg.Deadline,
+		arg.MemoryRefs,
+		arg.AcceptanceCriteria,
+		arg.VerificationMethod,
+		arg.CreatedAt,
+	)
+	return err
+}
+
+const taskListOpen = `-- name: TaskListOpen :many
 SELECT t.id, t.goal, t.priority, t.status, t.deadline, t.memory_refs, t.acceptance_criteria,
   t.verification_method, t.created_at, a.name AS from_name, o.name AS from_org
 FROM room_task t
@@ -356,12 +669,12 @@ ORDER BY t.id
 LIMIT 100
 `
 
-type OpenTasksParams struct {
+type TaskListOpenParams struct {
 	ProjectID uuid.UUID
 	ToAgentID uuid.UUID
 }
 
-type OpenTasksRow struct {
+type TaskListOpenRow struct {
 	ID                 uuid.UUID
 	Goal               string
 	Priority           string
@@ -378,15 +691,15 @@ type OpenTasksRow struct {
 // The caller's open tasks, oldest first: at most 100 (get_inbox's largest limit; the
 // caller keeps the first `limit`). No parameter in LIMIT, so the cached generic plan
 // serves every call and the joins' row-level security is not planned again each time.
-func (q *Queries) OpenTasks(ctx context.Context, db DBTX, arg OpenTasksParams) ([]OpenTasksRow, error) {
-	rows, err := db.Query(ctx, openTasks, arg.ProjectID, arg.ToAgentID)
+func (q *Queries) TaskListOpen(ctx context.Context, db DBTX, arg TaskListOpenParams) ([]TaskListOpenRow, error) {
+	rows, err := db.Query(ctx, taskListOpen, arg.ProjectID, arg.ToAgentID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []OpenTasksRow{}
+	items := []TaskListOpenRow{}
 	for rows.Next() {
-		var i OpenTasksRow
+		var i TaskListOpenRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Goal,
@@ -410,80 +723,20 @@ func (q *Queries) OpenTasks(ctx context.Context, db DBTX, arg OpenTasksParams) (
 	return items, nil
 }
 
-const orgAgentExists = `-- name: OrgAgentExists :one
-SELECT EXISTS (SELECT 1 FROM agent WHERE org_id = $1 AND slug = $2)
-`
-
-type OrgAgentExistsParams struct {
-	OrgID uuid.UUID
-	Slug  string
-}
-
-func (q *Queries) OrgAgentExists(ctx context.Context, db DBTX, arg OrgAgentExistsParams) (bool, error) {
-	row := db.QueryRow(ctx, orgAgentExists, arg.OrgID, arg.Slug)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
-}
-
-const pendingEmbeddings = `-- name: PendingEmbeddings :many
-SELECT e.project_id, e.id, e.content
-FROM memory_entry e
-WHERE NOT EXISTS (SELECT 1 FROM memory_vector v
-                  WHERE v.project_id = e.project_id AND v.memory_id = e.id AND v.embedder = $1)
-  AND e.created_at < $2
-ORDER BY e.created_at
-LIMIT $3
-`
-
-type PendingEmbeddingsParams struct {
-	Embedder string
-	Before   time.Time
-	Lim      int32
-}
-
-type PendingEmbeddingsRow struct {
-	ProjectID uuid.UUID
-	ID        uuid.UUID
-	Content   string
-}
-
-// Entries without a vector row for the embedder (never embedded, or embedded by another),
-// written before @before.
-func (q *Queries) PendingEmbeddings(ctx context.Context, db DBTX, arg PendingEmbeddingsParams) ([]PendingEmbeddingsRow, error) {
-	rows, err := db.Query(ctx, pendingEmbeddings, arg.Embedder, arg.Before, arg.Lim)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []PendingEmbeddingsRow{}
-	for rows.Next() {
-		var i PendingEmbeddingsRow
-		if err := rows.Scan(&i.ProjectID, &i.ID, &i.Content); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const respondTask = `-- name: RespondTask :exec
+const taskRespond = `-- name: TaskRespond :exec
 UPDATE room_task SET status = $3, result = $4, responded_at = now(), updated_at = now()
 WHERE project_id = $1 AND id = $2
 `
 
-type RespondTaskParams struct {
+type TaskRespondParams struct {
 	ProjectID uuid.UUID
 	ID        uuid.UUID
 	Status    string
 	Result    *string
 }
 
-func (q *Queries) RespondTask(ctx context.Context, db DBTX, arg RespondTaskParams) error {
-	_, err := db.Exec(ctx, respondTask,
+func (q *Queries) TaskRespond(ctx context.Context, db DBTX, arg TaskRespondParams) error {
+	_, err := db.Exec(ctx, taskRespond,
 		arg.ProjectID,
 		arg.ID,
 		arg.Status,
@@ -492,20 +745,20 @@ func (q *Queries) RespondTask(ctx context.Context, db DBTX, arg RespondTaskParam
 	return err
 }
 
-const reviewTask = `-- name: ReviewTask :exec
+const taskReview = `-- name: TaskReview :exec
 UPDATE room_task SET review = $3, review_comment = $4, reviewed_at = now(), updated_at = now()
 WHERE project_id = $1 AND id = $2
 `
 
-type ReviewTaskParams struct {
+type TaskReviewParams struct {
 	ProjectID     uuid.UUID
 	ID            uuid.UUID
 	Review        *string
 	ReviewComment *string
 }
 
-func (q *Queries) ReviewTask(ctx context.Context, db DBTX, arg ReviewTaskParams) error {
-	_, err := db.Exec(ctx, reviewTask,
+func (q *Queries) TaskReview(ctx context.Context, db DBTX, arg TaskReviewParams) error {
+	_, err := db.Exec(ctx, taskReview,
 		arg.ProjectID,
 		arg.ID,
 		arg.Review,
@@ -514,138 +767,13 @@ func (q *Queries) ReviewTask(ctx context.Context, db DBTX, arg ReviewTaskParams)
 	return err
 }
 
-const roomAgentMembers = `-- name: RoomAgentMembers :many
-SELECT m.id FROM membership m WHERE m.project_id = $1 AND m.agent_id <> $2 ORDER BY m.id
-`
-
-type RoomAgentMembersParams struct {
-	ProjectID uuid.UUID
-	AgentID   uuid.UUID
-}
-
-// Agent members other than the caller, for waking on a new room message.
-func (q *Queries) RoomAgentMembers(ctx context.Context, db DBTX, arg RoomAgentMembersParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, roomAgentMembers, arg.ProjectID, arg.AgentID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const roomAgreement = `-- name: RoomAgreement :one
-SELECT status, grants FROM agreement WHERE project_id = $1 AND guest_org_id = $2
-`
-
-type RoomAgreementParams struct {
-	ProjectID  uuid.UUID
-	GuestOrgID uuid.UUID
-}
-
-type RoomAgreementRow struct {
-	Status string
-	Grants []string
-}
-
-func (q *Queries) RoomAgreement(ctx context.Context, db DBTX, arg RoomAgreementParams) (RoomAgreementRow, error) {
-	row := db.QueryRow(ctx, roomAgreement, arg.ProjectID, arg.GuestOrgID)
-	var i RoomAgreementRow
-	err := row.Scan(&i.Status, &i.Grants)
-	return i, err
-}
-
-const roomMemberByPart = `-- name: RoomMemberByPart :one
-
-SELECT m.id, m.agent_id, m.org_id, m.part, a.name AS agent_name, a.kind AS agent_kind,
-  o.name AS org_name
-FROM membership m
-JOIN agent a ON a.id = m.agent_id
-JOIN organisation o ON o.id = m.org_id
-WHERE m.project_id = $1 AND m.part = $2
-`
-
-type RoomMemberByPartParams struct {
-	ProjectID uuid.UUID
-	Part      string
-}
-
-type RoomMemberByPartRow struct {
-	ID        uuid.UUID
-	AgentID   uuid.UUID
-	OrgID     uuid.UUID
-	Part      string
-	AgentName string
-	AgentKind string
-	OrgName   string
-}
-
-// Rooms toolset. Every statement names its project_id from the caller's Scope; RLS
-// (project_id = rr_project()) is the second wall.
-func (q *Queries) RoomMemberByPart(ctx context.Context, db DBTX, arg RoomMemberByPartParams) (RoomMemberByPartRow, error) {
-	row := db.QueryRow(ctx, roomMemberByPart, arg.ProjectID, arg.Part)
-	var i RoomMemberByPartRow
-	err := row.Scan(
-		&i.ID,
-		&i.AgentID,
-		&i.OrgID,
-		&i.Part,
-		&i.AgentName,
-		&i.AgentKind,
-		&i.OrgName,
-	)
-	return i, err
-}
-
-const roomMessageExists = `-- name: RoomMessageExists :one
-SELECT EXISTS (SELECT 1 FROM room_message WHERE project_id = $1 AND id = $2)
-`
-
-type RoomMessageExistsParams struct {
-	ProjectID uuid.UUID
-	ID        uuid.UUID
-}
-
-func (q *Queries) RoomMessageExists(ctx context.Context, db DBTX, arg RoomMessageExistsParams) (bool, error) {
-	row := db.QueryRow(ctx, roomMessageExists, arg.ProjectID, arg.ID)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
-}
-
-const senderMember = `-- name: SenderMember :one
-SELECT id FROM membership WHERE project_id = $1 AND agent_id = $2
-`
-
-type SenderMemberParams struct {
-	ProjectID uuid.UUID
-	AgentID   uuid.UUID
-}
-
-func (q *Queries) SenderMember(ctx context.Context, db DBTX, arg SenderMemberParams) (uuid.UUID, error) {
-	row := db.QueryRow(ctx, senderMember, arg.ProjectID, arg.AgentID)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
-}
-
-const startPendingTasks = `-- name: StartPendingTasks :many
+const taskStartPending = `-- name: TaskStartPending :many
 UPDATE room_task SET status = 'in_progress', updated_at = now()
 WHERE project_id = $1 AND id = ANY($2::uuid[]) AND status = 'pending'
 RETURNING id
 `
 
-type StartPendingTasksParams struct {
+type TaskStartPendingParams struct {
 	ProjectID uuid.UUID
 	Ids       []uuid.UUID
 }
@@ -653,136 +781,8 @@ type StartPendingTasksParams struct {
 // get_inbox hands out the listed pending tasks: they become in_progress. Row locks make
 // concurrent calls safe: a second call waits, re-reads the row, no longer finds it
 // pending, and does not return it.
-func (q *Queries) StartPendingTasks(ctx context.Context, db DBTX, arg StartPendingTasksParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, startPendingTasks, arg.ProjectID, arg.Ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const taskAttachments = `-- name: TaskAttachments :many
-SELECT id, task_id, uploaded_by_org_id, filename, content_type, size_bytes, sha256,
-  (CASE WHEN size_bytes <= $1::bigint THEN content END)::bytea AS small_content
-FROM task_attachment
-WHERE project_id = $2 AND task_id = ANY($3::uuid[])
-ORDER BY task_id, id
-`
-
-type TaskAttachmentsParams struct {
-	InlineMax int64
-	ProjectID uuid.UUID
-	TaskIds   []uuid.UUID
-}
-
-type TaskAttachmentsRow struct {
-	ID              uuid.UUID
-	TaskID          uuid.UUID
-	UploadedByOrgID uuid.UUID
-	Filename        string
-	ContentType     string
-	SizeBytes       int64
-	Sha256          string
-	SmallContent    []byte
-}
-
-// Attachments of the given tasks; the bytes only of files small enough to inline.
-func (q *Queries) TaskAttachments(ctx context.Context, db DBTX, arg TaskAttachmentsParams) ([]TaskAttachmentsRow, error) {
-	rows, err := db.Query(ctx, taskAttachments, arg.InlineMax, arg.ProjectID, arg.TaskIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []TaskAttachmentsRow{}
-	for rows.Next() {
-		var i TaskAttachmentsRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.TaskID,
-			&i.UploadedByOrgID,
-			&i.Filename,
-			&i.ContentType,
-			&i.SizeBytes,
-			&i.Sha256,
-			&i.SmallContent,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const taskForUpdate = `-- name: TaskForUpdate :one
-SELECT id, from_agent_id, from_org_id, to_agent_id, to_org_id, to_member_id, status, review, goal
-FROM room_task WHERE project_id = $1 AND id = $2
-FOR UPDATE
-`
-
-type TaskForUpdateParams struct {
-	ProjectID uuid.UUID
-	ID        uuid.UUID
-}
-
-type TaskForUpdateRow struct {
-	ID          uuid.UUID
-	FromAgentID *uuid.UUID
-	FromOrgID   uuid.UUID
-	ToAgentID   uuid.UUID
-	ToOrgID     uuid.UUID
-	ToMemberID  uuid.UUID
-	Status      string
-	Review      *string
-	Goal        string
-}
-
-func (q *Queries) TaskForUpdate(ctx context.Context, db DBTX, arg TaskForUpdateParams) (TaskForUpdateRow, error) {
-	row := db.QueryRow(ctx, taskForUpdate, arg.ProjectID, arg.ID)
-	var i TaskForUpdateRow
-	err := row.Scan(
-		&i.ID,
-		&i.FromAgentID,
-		&i.FromOrgID,
-		&i.ToAgentID,
-		&i.ToOrgID,
-		&i.ToMemberID,
-		&i.Status,
-		&i.Review,
-		&i.Goal,
-	)
-	return i, err
-}
-
-const visibleMemoryIDs = `-- name: VisibleMemoryIDs :many
-SELECT id FROM memory_entry
-WHERE project_id = $1 AND id = ANY($2::uuid[])
-  AND (NOT is_private OR org_id = $3)
-`
-
-type VisibleMemoryIDsParams struct {
-	ProjectID uuid.UUID
-	Ids       []uuid.UUID
-	OrgID     uuid.UUID
-}
-
-// Which of the given ids are entries the caller's organisation can read.
-func (q *Queries) VisibleMemoryIDs(ctx context.Context, db DBTX, arg VisibleMemoryIDsParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, visibleMemoryIDs, arg.ProjectID, arg.Ids, arg.OrgID)
+func (q *Queries) TaskStartPending(ctx context.Context, db DBTX, arg TaskStartPendingParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, taskStartPending, arg.ProjectID, arg.Ids)
 	if err != nil {
 		return nil, err
 	}

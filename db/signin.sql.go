@@ -12,20 +12,49 @@ import (
 	"github.com/google/uuid"
 )
 
-const createWebSession = `-- name: CreateWebSession :exec
+const personGetByEmail = `-- name: PersonGetByEmail :one
+
+SELECT id, password_hash FROM app_user WHERE email = $1::text
+`
+
+type PersonGetByEmailRow struct {
+	ID           uuid.UUID
+	PasswordHash *string
+}
+
+// People's sign-in (internal/web, docs/auth.md). Runs as the request role: the email typed
+// or the session id is named in app.lookup, which is all the service tables' and
+// app_user's sign-in policies show.
+func (q *Queries) PersonGetByEmail(ctx context.Context, db DBTX, email string) (PersonGetByEmailRow, error) {
+	row := db.QueryRow(ctx, personGetByEmail, email)
+	var i PersonGetByEmailRow
+	err := row.Scan(&i.ID, &i.PasswordHash)
+	return i, err
+}
+
+const webSessionDelete = `-- name: WebSessionDelete :exec
+DELETE FROM web_session WHERE session_id = $1::text
+`
+
+func (q *Queries) WebSessionDelete(ctx context.Context, db DBTX, sessionID string) error {
+	_, err := db.Exec(ctx, webSessionDelete, sessionID)
+	return err
+}
+
+const webSessionInsert = `-- name: WebSessionInsert :exec
 INSERT INTO web_session (session_id, secret_hash, user_id, expires_at)
 VALUES ($1, $2, $3, $4)
 `
 
-type CreateWebSessionParams struct {
+type WebSessionInsertParams struct {
 	SessionID  string
 	SecretHash []byte
 	UserID     uuid.UUID
 	ExpiresAt  time.Time
 }
 
-func (q *Queries) CreateWebSession(ctx context.Context, db DBTX, arg CreateWebSessionParams) error {
-	_, err := db.Exec(ctx, createWebSession,
+func (q *Queries) WebSessionInsert(ctx context.Context, db DBTX, arg WebSessionInsertParams) error {
+	_, err := db.Exec(ctx, webSessionInsert,
 		arg.SessionID,
 		arg.SecretHash,
 		arg.UserID,
@@ -34,69 +63,28 @@ func (q *Queries) CreateWebSession(ctx context.Context, db DBTX, arg CreateWebSe
 	return err
 }
 
-const deleteWebSession = `-- name: DeleteWebSession :exec
-DELETE FROM web_session WHERE session_id = $1::text
-`
-
-func (q *Queries) DeleteWebSession(ctx context.Context, db DBTX, sessionID string) error {
-	_, err := db.Exec(ctx, deleteWebSession, sessionID)
-	return err
-}
-
-const personByEmail = `-- name: PersonByEmail :one
-
-SELECT id, password_hash FROM app_user WHERE email = $1::text
-`
-
-type PersonByEmailRow struct {
-	ID           uuid.UUID
-	PasswordHash *string
-}
-
-// People's sign-in (internal/web, docs/auth.md). Runs as the request role: the email typed
-// or the session id is named in app.lookup, which is all the service tables' and
-// app_user's sign-in policies show.
-func (q *Queries) PersonByEmail(ctx context.Context, db DBTX, email string) (PersonByEmailRow, error) {
-	row := db.QueryRow(ctx, personByEmail, email)
-	var i PersonByEmailRow
-	err := row.Scan(&i.ID, &i.PasswordHash)
-	return i, err
-}
-
-const pruneWebSessions = `-- name: PruneWebSessions :execrows
-DELETE FROM web_session WHERE expires_at < now()
-`
-
-func (q *Queries) PruneWebSessions(ctx context.Context, db DBTX) (int64, error) {
-	result, err := db.Exec(ctx, pruneWebSessions)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const sessionOrgs = `-- name: SessionOrgs :many
+const webSessionListOrgs = `-- name: WebSessionListOrgs :many
 SELECT om.org_id, om.role FROM org_member om
 JOIN web_session s ON s.user_id = om.user_id
 WHERE s.session_id = $1::text
 ORDER BY om.created_at, om.org_id
 `
 
-type SessionOrgsRow struct {
+type WebSessionListOrgsRow struct {
 	OrgID uuid.UUID
 	Role  string
 }
 
 // The organisations of a session's person (the session named in app.lookup).
-func (q *Queries) SessionOrgs(ctx context.Context, db DBTX, sessionID string) ([]SessionOrgsRow, error) {
-	rows, err := db.Query(ctx, sessionOrgs, sessionID)
+func (q *Queries) WebSessionListOrgs(ctx context.Context, db DBTX, sessionID string) ([]WebSessionListOrgsRow, error) {
+	rows, err := db.Query(ctx, webSessionListOrgs, sessionID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []SessionOrgsRow{}
+	items := []WebSessionListOrgsRow{}
 	for rows.Next() {
-		var i SessionOrgsRow
+		var i WebSessionListOrgsRow
 		if err := rows.Scan(&i.OrgID, &i.Role); err != nil {
 			return nil, err
 		}
@@ -106,6 +94,18 @@ func (q *Queries) SessionOrgs(ctx context.Context, db DBTX, sessionID string) ([
 		return nil, err
 	}
 	return items, nil
+}
+
+const webSessionPrune = `-- name: WebSessionPrune :execrows
+DELETE FROM web_session WHERE expires_at < now()
+`
+
+func (q *Queries) WebSessionPrune(ctx context.Context, db DBTX) (int64, error) {
+	result, err := db.Exec(ctx, webSessionPrune)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const webSessionRows = `-- name: WebSessionRows :many

@@ -14,132 +14,48 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const ack = `-- name: Ack :one
-UPDATE delivery SET read_at = coalesce(read_at, $1)
-WHERE project_id = $2 AND member_id = $3 AND message_id = $4
-RETURNING message_id, thread_id
+const activityEventInsert = `-- name: ActivityEventInsert :exec
+INSERT INTO activity_event (project_id, id, member_id, type, detail, usage, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 `
 
-type AckParams struct {
-	Now       *time.Time
+type ActivityEventInsertParams struct {
 	ProjectID uuid.UUID
-	MemberID  uuid.UUID
-	MessageID uuid.UUID
-}
-
-type AckRow struct {
-	MessageID uuid.UUID
-	ThreadID  uuid.UUID
-}
-
-func (q *Queries) Ack(ctx context.Context, db DBTX, arg AckParams) (AckRow, error) {
-	row := db.QueryRow(ctx, ack,
-		arg.Now,
-		arg.ProjectID,
-		arg.MemberID,
-		arg.MessageID,
-	)
-	var i AckRow
-	err := row.Scan(&i.MessageID, &i.ThreadID)
-	return i, err
-}
-
-const addParticipants = `-- name: AddParticipants :exec
-INSERT INTO participant (project_id, thread_id, member_id, joined_at)
-SELECT m.project_id, $1, m.id, $2 FROM membership m
-WHERE m.project_id = $3 AND m.id = ANY ($4::uuid[])
-ON CONFLICT DO NOTHING
-`
-
-type AddParticipantsParams struct {
-	ThreadID  uuid.UUID
+	ID        uuid.UUID
+	MemberID  *uuid.UUID
+	Type      string
+	Detail    json.RawMessage
+	Usage     []byte
 	Now       time.Time
-	ProjectID uuid.UUID
-	MemberIds []uuid.UUID
 }
 
-// Read from membership, not from the array alone (every id is a membership of the
-// project: the foreign key): on Citus an INSERT … SELECT that reads no sharded table is
-// pulled to the coordinator and copied to the shard, which row-level security refuses.
-func (q *Queries) AddParticipants(ctx context.Context, db DBTX, arg AddParticipantsParams) error {
-	_, err := db.Exec(ctx, addParticipants,
-		arg.ThreadID,
-		arg.Now,
+func (q *Queries) ActivityEventInsert(ctx context.Context, db DBTX, arg ActivityEventInsertParams) error {
+	_, err := db.Exec(ctx, activityEventInsert,
 		arg.ProjectID,
-		arg.MemberIds,
-	)
-	return err
-}
-
-const addUsage = `-- name: AddUsage :exec
-INSERT INTO usage_daily (project_id, member_id, model, day, events, input_tokens, output_tokens, cache_tokens, cost_usd)
-VALUES ($1, $2, $3, $4, 1, $5, $6, $7, $8)
-ON CONFLICT (project_id, member_id, model, day) DO UPDATE SET
-  -- A day's totals stop at what their columns hold (bigint, numeric(18, 6)) instead of
-  -- failing the event: each report is bounded, their sum is not.
-  events = usage_daily.events + 1,
-  input_tokens = LEAST(usage_daily.input_tokens::numeric + EXCLUDED.input_tokens, 9223372036854775807)::bigint,
-  output_tokens = LEAST(usage_daily.output_tokens::numeric + EXCLUDED.output_tokens, 9223372036854775807)::bigint,
-  cache_tokens = LEAST(usage_daily.cache_tokens::numeric + EXCLUDED.cache_tokens, 9223372036854775807)::bigint,
-  cost_usd = LEAST(usage_daily.cost_usd + EXCLUDED.cost_usd, 999999999999.999999)
-`
-
-type AddUsageParams struct {
-	ProjectID    uuid.UUID
-	MemberID     uuid.UUID
-	Model        string
-	Day          pgtype.Date
-	InputTokens  int64
-	OutputTokens int64
-	CacheTokens  int64
-	CostUsd      pgtype.Numeric
-}
-
-func (q *Queries) AddUsage(ctx context.Context, db DBTX, arg AddUsageParams) error {
-	_, err := db.Exec(ctx, addUsage,
-		arg.ProjectID,
+		arg.ID,
 		arg.MemberID,
-		arg.Model,
-		arg.Day,
-		arg.InputTokens,
-		arg.OutputTokens,
-		arg.CacheTokens,
-		arg.CostUsd,
+		arg.Type,
+		arg.Detail,
+		arg.Usage,
+		arg.Now,
 	)
 	return err
 }
 
-const closeDeliveries = `-- name: CloseDeliveries :exec
-UPDATE delivery SET open = false, read_at = coalesce(read_at, $1)
-WHERE project_id = $2 AND thread_id = $3 AND open
-`
-
-type CloseDeliveriesParams struct {
-	Now       *time.Time
-	ProjectID uuid.UUID
-	ThreadID  uuid.UUID
-}
-
-// A finished thread leaves every inbox and its unread is marked read.
-func (q *Queries) CloseDeliveries(ctx context.Context, db DBTX, arg CloseDeliveriesParams) error {
-	_, err := db.Exec(ctx, closeDeliveries, arg.Now, arg.ProjectID, arg.ThreadID)
-	return err
-}
-
-const composingParts = `-- name: ComposingParts :many
+const composingListParts = `-- name: ComposingListParts :many
 SELECT m.part FROM composing c JOIN membership m ON m.project_id = c.project_id AND m.id = c.member_id
 WHERE c.project_id = $1 AND c.thread_id = $2 AND c.expires_at > $3
 ORDER BY m.part
 `
 
-type ComposingPartsParams struct {
+type ComposingListPartsParams struct {
 	ProjectID uuid.UUID
 	ThreadID  uuid.UUID
 	Now       time.Time
 }
 
-func (q *Queries) ComposingParts(ctx context.Context, db DBTX, arg ComposingPartsParams) ([]string, error) {
-	rows, err := db.Query(ctx, composingParts, arg.ProjectID, arg.ThreadID, arg.Now)
+func (q *Queries) ComposingListParts(ctx context.Context, db DBTX, arg ComposingListPartsParams) ([]string, error) {
+	rows, err := db.Query(ctx, composingListParts, arg.ProjectID, arg.ThreadID, arg.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -158,105 +74,101 @@ func (q *Queries) ComposingParts(ctx context.Context, db DBTX, arg ComposingPart
 	return items, nil
 }
 
-const endThread = `-- name: EndThread :exec
-UPDATE thread SET status = $1, closed_at = $2, closed_by = $3, closed_by_member = $4
-WHERE project_id = $5 AND id = $6 AND status = 'open'
+const composingUpsert = `-- name: ComposingUpsert :exec
+INSERT INTO composing (project_id, thread_id, member_id, expires_at)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (project_id, thread_id, member_id) DO UPDATE SET expires_at = EXCLUDED.expires_at
 `
 
-type EndThreadParams struct {
-	Status         string
-	Now            *time.Time
-	ClosedBy       *string
-	ClosedByMember *uuid.UUID
-	ProjectID      uuid.UUID
-	ID             uuid.UUID
+type ComposingUpsertParams struct {
+	ProjectID uuid.UUID
+	ThreadID  uuid.UUID
+	MemberID  uuid.UUID
+	ExpiresAt time.Time
 }
 
-func (q *Queries) EndThread(ctx context.Context, db DBTX, arg EndThreadParams) error {
-	_, err := db.Exec(ctx, endThread,
-		arg.Status,
-		arg.Now,
-		arg.ClosedBy,
-		arg.ClosedByMember,
+func (q *Queries) ComposingUpsert(ctx context.Context, db DBTX, arg ComposingUpsertParams) error {
+	_, err := db.Exec(ctx, composingUpsert,
 		arg.ProjectID,
-		arg.ID,
+		arg.ThreadID,
+		arg.MemberID,
+		arg.ExpiresAt,
 	)
 	return err
 }
 
-const getThread = `-- name: GetThread :one
-SELECT id, subject, status, needs_human, created_at, closed_at FROM thread
-WHERE project_id = $1 AND id = $2
+const deliveryAck = `-- name: DeliveryAck :one
+UPDATE delivery SET read_at = coalesce(read_at, $1)
+WHERE project_id = $2 AND member_id = $3 AND message_id = $4
+RETURNING message_id, thread_id
 `
 
-type GetThreadParams struct {
+type DeliveryAckParams struct {
+	Now       *time.Time
 	ProjectID uuid.UUID
-	ID        uuid.UUID
+	MemberID  uuid.UUID
+	MessageID uuid.UUID
 }
 
-type GetThreadRow struct {
-	ID         uuid.UUID
-	Subject    string
-	Status     string
-	NeedsHuman bool
-	CreatedAt  time.Time
-	ClosedAt   *time.Time
+type DeliveryAckRow struct {
+	MessageID uuid.UUID
+	ThreadID  uuid.UUID
 }
 
-func (q *Queries) GetThread(ctx context.Context, db DBTX, arg GetThreadParams) (GetThreadRow, error) {
-	row := db.QueryRow(ctx, getThread, arg.ProjectID, arg.ID)
-	var i GetThreadRow
-	err := row.Scan(
-		&i.ID,
-		&i.Subject,
-		&i.Status,
-		&i.NeedsHuman,
-		&i.CreatedAt,
-		&i.ClosedAt,
+func (q *Queries) DeliveryAck(ctx context.Context, db DBTX, arg DeliveryAckParams) (DeliveryAckRow, error) {
+	row := db.QueryRow(ctx, deliveryAck,
+		arg.Now,
+		arg.ProjectID,
+		arg.MemberID,
+		arg.MessageID,
 	)
+	var i DeliveryAckRow
+	err := row.Scan(&i.MessageID, &i.ThreadID)
 	return i, err
 }
 
-const idleThreads = `-- name: IdleThreads :many
-SELECT project_id, id FROM thread
-WHERE status = 'open' AND last_message_at < $1
-ORDER BY last_message_at
-LIMIT $2
+const deliveryClose = `-- name: DeliveryClose :exec
+UPDATE delivery SET open = false, read_at = coalesce(read_at, $1)
+WHERE project_id = $2 AND thread_id = $3 AND open
 `
 
-type IdleThreadsParams struct {
-	Cutoff time.Time
-	Lim    int32
-}
-
-type IdleThreadsRow struct {
+type DeliveryCloseParams struct {
+	Now       *time.Time
 	ProjectID uuid.UUID
-	ID        uuid.UUID
+	ThreadID  uuid.UUID
 }
 
-// Cross-tenant (operator): open threads without a message since the cutoff, oldest first,
-// read without locks from every shard; each project's are then locked by LockIdleThreads.
-func (q *Queries) IdleThreads(ctx context.Context, db DBTX, arg IdleThreadsParams) ([]IdleThreadsRow, error) {
-	rows, err := db.Query(ctx, idleThreads, arg.Cutoff, arg.Lim)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []IdleThreadsRow{}
-	for rows.Next() {
-		var i IdleThreadsRow
-		if err := rows.Scan(&i.ProjectID, &i.ID); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// A finished thread leaves every inbox and its unread is marked read.
+func (q *Queries) DeliveryClose(ctx context.Context, db DBTX, arg DeliveryCloseParams) error {
+	_, err := db.Exec(ctx, deliveryClose, arg.Now, arg.ProjectID, arg.ThreadID)
+	return err
 }
 
-const inbox = `-- name: Inbox :many
+const deliveryInsert = `-- name: DeliveryInsert :exec
+INSERT INTO delivery (project_id, member_id, message_id, thread_id)
+SELECT m.project_id, m.id, $1, $2 FROM membership m
+WHERE m.project_id = $3 AND m.id = ANY ($4::uuid[])
+`
+
+type DeliveryInsertParams struct {
+	MessageID uuid.UUID
+	ThreadID  uuid.UUID
+	ProjectID uuid.UUID
+	MemberIds []uuid.UUID
+}
+
+// From membership, as ParticipantAdd, for the same reason.
+func (q *Queries) DeliveryInsert(ctx context.Context, db DBTX, arg DeliveryInsertParams) error {
+	_, err := db.Exec(ctx, deliveryInsert,
+		arg.MessageID,
+		arg.ThreadID,
+		arg.ProjectID,
+		arg.MemberIds,
+	)
+	return err
+}
+
+const deliveryListInbox = `-- name: DeliveryListInbox :many
 SELECT d.message_id, d.thread_id, t.subject, m.from_part, (d.read_at IS NULL)::boolean AS unread,
   m.created_at, left(m.body, 600)::text AS body_head
 FROM delivery d
@@ -268,14 +180,14 @@ ORDER BY d.message_id DESC
 LIMIT $4
 `
 
-type InboxParams struct {
+type DeliveryListInboxParams struct {
 	ProjectID uuid.UUID
 	MemberID  uuid.UUID
 	Before    uuid.UUID
 	Lim       int32
 }
 
-type InboxRow struct {
+type DeliveryListInboxRow struct {
 	MessageID uuid.UUID
 	ThreadID  uuid.UUID
 	Subject   string
@@ -286,8 +198,8 @@ type InboxRow struct {
 }
 
 // Newest first, open threads only; before pages by message id (UUIDv7, creation order).
-func (q *Queries) Inbox(ctx context.Context, db DBTX, arg InboxParams) ([]InboxRow, error) {
-	rows, err := db.Query(ctx, inbox,
+func (q *Queries) DeliveryListInbox(ctx context.Context, db DBTX, arg DeliveryListInboxParams) ([]DeliveryListInboxRow, error) {
+	rows, err := db.Query(ctx, deliveryListInbox,
 		arg.ProjectID,
 		arg.MemberID,
 		arg.Before,
@@ -297,9 +209,9 @@ func (q *Queries) Inbox(ctx context.Context, db DBTX, arg InboxParams) ([]InboxR
 		return nil, err
 	}
 	defer rows.Close()
-	items := []InboxRow{}
+	items := []DeliveryListInboxRow{}
 	for rows.Next() {
-		var i InboxRow
+		var i DeliveryListInboxRow
 		if err := rows.Scan(
 			&i.MessageID,
 			&i.ThreadID,
@@ -319,7 +231,7 @@ func (q *Queries) Inbox(ctx context.Context, db DBTX, arg InboxParams) ([]InboxR
 	return items, nil
 }
 
-const inboxUnread = `-- name: InboxUnread :many
+const deliveryListInboxUnread = `-- name: DeliveryListInboxUnread :many
 SELECT d.message_id, d.thread_id, t.subject, m.from_part, true AS unread,
   m.created_at, left(m.body, 600)::text AS body_head
 FROM delivery d
@@ -331,14 +243,14 @@ ORDER BY d.message_id DESC
 LIMIT $4
 `
 
-type InboxUnreadParams struct {
+type DeliveryListInboxUnreadParams struct {
 	ProjectID uuid.UUID
 	MemberID  uuid.UUID
 	Before    uuid.UUID
 	Lim       int32
 }
 
-type InboxUnreadRow struct {
+type DeliveryListInboxUnreadRow struct {
 	MessageID uuid.UUID
 	ThreadID  uuid.UUID
 	Subject   string
@@ -348,8 +260,8 @@ type InboxUnreadRow struct {
 	BodyHead  string
 }
 
-func (q *Queries) InboxUnread(ctx context.Context, db DBTX, arg InboxUnreadParams) ([]InboxUnreadRow, error) {
-	rows, err := db.Query(ctx, inboxUnread,
+func (q *Queries) DeliveryListInboxUnread(ctx context.Context, db DBTX, arg DeliveryListInboxUnreadParams) ([]DeliveryListInboxUnreadRow, error) {
+	rows, err := db.Query(ctx, deliveryListInboxUnread,
 		arg.ProjectID,
 		arg.MemberID,
 		arg.Before,
@@ -359,9 +271,9 @@ func (q *Queries) InboxUnread(ctx context.Context, db DBTX, arg InboxUnreadParam
 		return nil, err
 	}
 	defer rows.Close()
-	items := []InboxUnreadRow{}
+	items := []DeliveryListInboxUnreadRow{}
 	for rows.Next() {
-		var i InboxUnreadRow
+		var i DeliveryListInboxUnreadRow
 		if err := rows.Scan(
 			&i.MessageID,
 			&i.ThreadID,
@@ -370,196 +282,6 @@ func (q *Queries) InboxUnread(ctx context.Context, db DBTX, arg InboxUnreadParam
 			&i.Unread,
 			&i.CreatedAt,
 			&i.BodyHead,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const insertActivity = `-- name: InsertActivity :exec
-INSERT INTO activity_event (project_id, id, member_id, type, detail, usage, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-`
-
-type InsertActivityParams struct {
-	ProjectID uuid.UUID
-	ID        uuid.UUID
-	MemberID  *uuid.UUID
-	Type      string
-	Detail    json.RawMessage
-	Usage     []byte
-	Now       time.Time
-}
-
-func (q *Queries) InsertActivity(ctx context.Context, db DBTX, arg InsertActivityParams) error {
-	_, err := db.Exec(ctx, insertActivity,
-		arg.ProjectID,
-		arg.ID,
-		arg.MemberID,
-		arg.Type,
-		arg.Detail,
-		arg.Usage,
-		arg.Now,
-	)
-	return err
-}
-
-const insertDeliveries = `-- name: InsertDeliveries :exec
-INSERT INTO delivery (project_id, member_id, message_id, thread_id)
-SELECT m.project_id, m.id, $1, $2 FROM membership m
-WHERE m.project_id = $3 AND m.id = ANY ($4::uuid[])
-`
-
-type InsertDeliveriesParams struct {
-	MessageID uuid.UUID
-	ThreadID  uuid.UUID
-	ProjectID uuid.UUID
-	MemberIds []uuid.UUID
-}
-
-// From membership, as AddParticipants, for the same reason.
-func (q *Queries) InsertDeliveries(ctx context.Context, db DBTX, arg InsertDeliveriesParams) error {
-	_, err := db.Exec(ctx, insertDeliveries,
-		arg.MessageID,
-		arg.ThreadID,
-		arg.ProjectID,
-		arg.MemberIds,
-	)
-	return err
-}
-
-const insertMessage = `-- name: InsertMessage :exec
-INSERT INTO message (project_id, id, thread_id, sender_id, from_part, body, urgent, needs_human, broadcast, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-`
-
-type InsertMessageParams struct {
-	ProjectID  uuid.UUID
-	ID         uuid.UUID
-	ThreadID   uuid.UUID
-	SenderID   *uuid.UUID
-	FromPart   string
-	Body       string
-	Urgent     bool
-	NeedsHuman bool
-	Broadcast  bool
-	Now        time.Time
-}
-
-func (q *Queries) InsertMessage(ctx context.Context, db DBTX, arg InsertMessageParams) error {
-	_, err := db.Exec(ctx, insertMessage,
-		arg.ProjectID,
-		arg.ID,
-		arg.ThreadID,
-		arg.SenderID,
-		arg.FromPart,
-		arg.Body,
-		arg.Urgent,
-		arg.NeedsHuman,
-		arg.Broadcast,
-		arg.Now,
-	)
-	return err
-}
-
-const insertThread = `-- name: InsertThread :exec
-INSERT INTO thread (project_id, id, subject, created_by, needs_human, last_message_at, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $6)
-`
-
-type InsertThreadParams struct {
-	ProjectID  uuid.UUID
-	ID         uuid.UUID
-	Subject    string
-	CreatedBy  *uuid.UUID
-	NeedsHuman bool
-	Now        time.Time
-}
-
-func (q *Queries) InsertThread(ctx context.Context, db DBTX, arg InsertThreadParams) error {
-	_, err := db.Exec(ctx, insertThread,
-		arg.ProjectID,
-		arg.ID,
-		arg.Subject,
-		arg.CreatedBy,
-		arg.NeedsHuman,
-		arg.Now,
-	)
-	return err
-}
-
-const isParticipant = `-- name: IsParticipant :one
-SELECT EXISTS (SELECT 1 FROM participant WHERE project_id = $1 AND thread_id = $2 AND member_id = $3)
-`
-
-type IsParticipantParams struct {
-	ProjectID uuid.UUID
-	ThreadID  uuid.UUID
-	MemberID  uuid.UUID
-}
-
-func (q *Queries) IsParticipant(ctx context.Context, db DBTX, arg IsParticipantParams) (bool, error) {
-	row := db.QueryRow(ctx, isParticipant, arg.ProjectID, arg.ThreadID, arg.MemberID)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
-}
-
-const listMyThreads = `-- name: ListMyThreads :many
-SELECT t.id, t.subject, t.status, t.created_at
-FROM participant p
-JOIN thread t ON t.project_id = p.project_id AND t.id = p.thread_id
-WHERE p.project_id = $1 AND p.member_id = $2
-  AND ($3::text IS NULL OR t.status = $3)
-  -- m.project_id = @project_id as well: Citus routes a subquery to one shard group only
-  -- when its own distribution column is pinned (docs/scale.md).
-  AND ($4::text IS NULL OR t.subject ILIKE $4 OR EXISTS (
-        SELECT 1 FROM message m WHERE m.project_id = $1 AND m.project_id = t.project_id
-          AND m.thread_id = t.id AND m.body ILIKE $4))
-ORDER BY p.thread_id DESC
-LIMIT $5
-`
-
-type ListMyThreadsParams struct {
-	ProjectID uuid.UUID
-	MemberID  uuid.UUID
-	Status    *string
-	Pattern   *string
-	Lim       int32
-}
-
-type ListMyThreadsRow struct {
-	ID        uuid.UUID
-	Subject   string
-	Status    string
-	CreatedAt time.Time
-}
-
-func (q *Queries) ListMyThreads(ctx context.Context, db DBTX, arg ListMyThreadsParams) ([]ListMyThreadsRow, error) {
-	rows, err := db.Query(ctx, listMyThreads,
-		arg.ProjectID,
-		arg.MemberID,
-		arg.Status,
-		arg.Pattern,
-		arg.Lim,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []ListMyThreadsRow{}
-	for rows.Next() {
-		var i ListMyThreadsRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Subject,
-			&i.Status,
-			&i.CreatedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -605,62 +327,31 @@ func (q *Queries) LockIdleThreads(ctx context.Context, db DBTX, arg LockIdleThre
 	return items, nil
 }
 
-const lockThread = `-- name: LockThread :one
-SELECT id, subject, status, lesson_outcome, created_at FROM thread
-WHERE project_id = $1 AND id = $2 FOR UPDATE
-`
-
-type LockThreadParams struct {
-	ProjectID uuid.UUID
-	ID        uuid.UUID
-}
-
-type LockThreadRow struct {
-	ID            uuid.UUID
-	Subject       string
-	Status        string
-	LessonOutcome *string
-	CreatedAt     time.Time
-}
-
-func (q *Queries) LockThread(ctx context.Context, db DBTX, arg LockThreadParams) (LockThreadRow, error) {
-	row := db.QueryRow(ctx, lockThread, arg.ProjectID, arg.ID)
-	var i LockThreadRow
-	err := row.Scan(
-		&i.ID,
-		&i.Subject,
-		&i.Status,
-		&i.LessonOutcome,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
-const membersByParts = `-- name: MembersByParts :many
+const membershipListByParts = `-- name: MembershipListByParts :many
 
 SELECT id, part FROM membership WHERE project_id = $1 AND part = ANY($2::text[])
 `
 
-type MembersByPartsParams struct {
+type MembershipListByPartsParams struct {
 	ProjectID uuid.UUID
 	Parts     []string
 }
 
-type MembersByPartsRow struct {
+type MembershipListByPartsRow struct {
 	ID   uuid.UUID
 	Part string
 }
 
 // Threads toolset. Every query is bounded by the caller's project_id (from the Scope).
-func (q *Queries) MembersByParts(ctx context.Context, db DBTX, arg MembersByPartsParams) ([]MembersByPartsRow, error) {
-	rows, err := db.Query(ctx, membersByParts, arg.ProjectID, arg.Parts)
+func (q *Queries) MembershipListByParts(ctx context.Context, db DBTX, arg MembershipListByPartsParams) ([]MembershipListByPartsRow, error) {
+	rows, err := db.Query(ctx, membershipListByParts, arg.ProjectID, arg.Parts)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []MembersByPartsRow{}
+	items := []MembershipListByPartsRow{}
 	for rows.Next() {
-		var i MembersByPartsRow
+		var i MembershipListByPartsRow
 		if err := rows.Scan(&i.ID, &i.Part); err != nil {
 			return nil, err
 		}
@@ -672,30 +363,30 @@ func (q *Queries) MembersByParts(ctx context.Context, db DBTX, arg MembersByPart
 	return items, nil
 }
 
-const otherMembers = `-- name: OtherMembers :many
+const membershipListOthers = `-- name: MembershipListOthers :many
 SELECT id, part FROM membership WHERE project_id = $1 AND id <> $2 ORDER BY part
 `
 
-type OtherMembersParams struct {
+type MembershipListOthersParams struct {
 	ProjectID uuid.UUID
 	MemberID  uuid.UUID
 }
 
-type OtherMembersRow struct {
+type MembershipListOthersRow struct {
 	ID   uuid.UUID
 	Part string
 }
 
 // Every other part of the project: the recipients of a broadcast.
-func (q *Queries) OtherMembers(ctx context.Context, db DBTX, arg OtherMembersParams) ([]OtherMembersRow, error) {
-	rows, err := db.Query(ctx, otherMembers, arg.ProjectID, arg.MemberID)
+func (q *Queries) MembershipListOthers(ctx context.Context, db DBTX, arg MembershipListOthersParams) ([]MembershipListOthersRow, error) {
+	rows, err := db.Query(ctx, membershipListOthers, arg.ProjectID, arg.MemberID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []OtherMembersRow{}
+	items := []MembershipListOthersRow{}
 	for rows.Next() {
-		var i OtherMembersRow
+		var i MembershipListOthersRow
 		if err := rows.Scan(&i.ID, &i.Part); err != nil {
 			return nil, err
 		}
@@ -707,47 +398,98 @@ func (q *Queries) OtherMembers(ctx context.Context, db DBTX, arg OtherMembersPar
 	return items, nil
 }
 
-const searchOtherThreads = `-- name: SearchOtherThreads :many
-SELECT t.id, t.subject, t.status, t.created_at
-FROM rr_search_threads($1::uuid, $2::text, $3::integer) AS t
-WHERE t.project_id = $4::uuid
-ORDER BY t.id DESC
+const membershipSetParkedUntil = `-- name: MembershipSetParkedUntil :one
+UPDATE membership SET parked_until = $1, updated_at = $2
+WHERE project_id = $3 AND id = $4
+RETURNING parked_until
 `
 
-type SearchOtherThreadsParams struct {
-	MemberID  uuid.UUID
-	Pattern   string
-	Lim       int32
-	ProjectID uuid.UUID
+type MembershipSetParkedUntilParams struct {
+	ParkedUntil *time.Time
+	Now         time.Time
+	ProjectID   uuid.UUID
+	ID          uuid.UUID
 }
 
-type SearchOtherThreadsRow struct {
+func (q *Queries) MembershipSetParkedUntil(ctx context.Context, db DBTX, arg MembershipSetParkedUntilParams) (*time.Time, error) {
+	row := db.QueryRow(ctx, membershipSetParkedUntil,
+		arg.ParkedUntil,
+		arg.Now,
+		arg.ProjectID,
+		arg.ID,
+	)
+	var parked_until *time.Time
+	err := row.Scan(&parked_until)
+	return parked_until, err
+}
+
+const messageInsert = `-- name: MessageInsert :exec
+INSERT INTO message (project_id, id, thread_id, sender_id, from_part, body, urgent, needs_human, broadcast, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+`
+
+type MessageInsertParams struct {
+	ProjectID  uuid.UUID
+	ID         uuid.UUID
+	ThreadID   uuid.UUID
+	SenderID   *uuid.UUID
+	FromPart   string
+	Body       string
+	Urgent     bool
+	NeedsHuman bool
+	Broadcast  bool
+	Now        time.Time
+}
+
+func (q *Queries) MessageInsert(ctx context.Context, db DBTX, arg MessageInsertParams) error {
+	_, err := db.Exec(ctx, messageInsert,
+		arg.ProjectID,
+		arg.ID,
+		arg.ThreadID,
+		arg.SenderID,
+		arg.FromPart,
+		arg.Body,
+		arg.Urgent,
+		arg.NeedsHuman,
+		arg.Broadcast,
+		arg.Now,
+	)
+	return err
+}
+
+const messageListByThread = `-- name: MessageListByThread :many
+SELECT id, from_part, body, urgent, created_at FROM message
+WHERE project_id = $1 AND thread_id = $2
+ORDER BY id
+`
+
+type MessageListByThreadParams struct {
+	ProjectID uuid.UUID
+	ThreadID  uuid.UUID
+}
+
+type MessageListByThreadRow struct {
 	ID        uuid.UUID
-	Subject   string
-	Status    string
+	FromPart  string
+	Body      string
+	Urgent    bool
 	CreatedAt time.Time
 }
 
-// Threads the part does not take part in whose subject or any message contains the text;
-// rr_search_threads (migration 000002) reads only rr_project(), the transaction's tenant.
-func (q *Queries) SearchOtherThreads(ctx context.Context, db DBTX, arg SearchOtherThreadsParams) ([]SearchOtherThreadsRow, error) {
-	rows, err := db.Query(ctx, searchOtherThreads,
-		arg.MemberID,
-		arg.Pattern,
-		arg.Lim,
-		arg.ProjectID,
-	)
+func (q *Queries) MessageListByThread(ctx context.Context, db DBTX, arg MessageListByThreadParams) ([]MessageListByThreadRow, error) {
+	rows, err := db.Query(ctx, messageListByThread, arg.ProjectID, arg.ThreadID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []SearchOtherThreadsRow{}
+	items := []MessageListByThreadRow{}
 	for rows.Next() {
-		var i SearchOtherThreadsRow
+		var i MessageListByThreadRow
 		if err := rows.Scan(
 			&i.ID,
-			&i.Subject,
-			&i.Status,
+			&i.FromPart,
+			&i.Body,
+			&i.Urgent,
 			&i.CreatedAt,
 		); err != nil {
 			return nil, err
@@ -760,71 +502,74 @@ func (q *Queries) SearchOtherThreads(ctx context.Context, db DBTX, arg SearchOth
 	return items, nil
 }
 
-const setLessonOutcome = `-- name: SetLessonOutcome :exec
-UPDATE thread SET lesson_outcome = $1 WHERE project_id = $2 AND id = $3
+const participantAdd = `-- name: ParticipantAdd :exec
+INSERT INTO participant (project_id, thread_id, member_id, joined_at)
+SELECT m.project_id, $1, m.id, $2 FROM membership m
+WHERE m.project_id = $3 AND m.id = ANY ($4::uuid[])
+ON CONFLICT DO NOTHING
 `
 
-type SetLessonOutcomeParams struct {
-	Outcome   *string
+type ParticipantAddParams struct {
+	ThreadID  uuid.UUID
+	Now       time.Time
 	ProjectID uuid.UUID
-	ID        uuid.UUID
+	MemberIds []uuid.UUID
 }
 
-func (q *Queries) SetLessonOutcome(ctx context.Context, db DBTX, arg SetLessonOutcomeParams) error {
-	_, err := db.Exec(ctx, setLessonOutcome, arg.Outcome, arg.ProjectID, arg.ID)
+// Read from membership, not from the array alone (every id is a membership of the
+// project: the foreign key): on Citus an INSERT … SELECT that reads no sharded table is
+// pulled to the coordinator and copied to the shard, which row-level security refuses.
+func (q *Queries) ParticipantAdd(ctx context.Context, db DBTX, arg ParticipantAddParams) error {
+	_, err := db.Exec(ctx, participantAdd,
+		arg.ThreadID,
+		arg.Now,
+		arg.ProjectID,
+		arg.MemberIds,
+	)
 	return err
 }
 
-const setParkedUntil = `-- name: SetParkedUntil :one
-UPDATE membership SET parked_until = $1, updated_at = $2
-WHERE project_id = $3 AND id = $4
-RETURNING parked_until
+const participantExists = `-- name: ParticipantExists :one
+SELECT EXISTS (SELECT 1 FROM participant WHERE project_id = $1 AND thread_id = $2 AND member_id = $3)
 `
 
-type SetParkedUntilParams struct {
-	ParkedUntil *time.Time
-	Now         time.Time
-	ProjectID   uuid.UUID
-	ID          uuid.UUID
+type ParticipantExistsParams struct {
+	ProjectID uuid.UUID
+	ThreadID  uuid.UUID
+	MemberID  uuid.UUID
 }
 
-func (q *Queries) SetParkedUntil(ctx context.Context, db DBTX, arg SetParkedUntilParams) (*time.Time, error) {
-	row := db.QueryRow(ctx, setParkedUntil,
-		arg.ParkedUntil,
+func (q *Queries) ParticipantExists(ctx context.Context, db DBTX, arg ParticipantExistsParams) (bool, error) {
+	row := db.QueryRow(ctx, participantExists, arg.ProjectID, arg.ThreadID, arg.MemberID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const threadEnd = `-- name: ThreadEnd :exec
+UPDATE thread SET status = $1, closed_at = $2, closed_by = $3, closed_by_member = $4
+WHERE project_id = $5 AND id = $6 AND status = 'open'
+`
+
+type ThreadEndParams struct {
+	Status         string
+	Now            *time.Time
+	ClosedBy       *string
+	ClosedByMember *uuid.UUID
+	ProjectID      uuid.UUID
+	ID             uuid.UUID
+}
+
+func (q *Queries) ThreadEnd(ctx context.Context, db DBTX, arg ThreadEndParams) error {
+	_, err := db.Exec(ctx, threadEnd,
+		arg.Status,
 		arg.Now,
+		arg.ClosedBy,
+		arg.ClosedByMember,
 		arg.ProjectID,
 		arg.ID,
 	)
-	var parked_until *time.Time
-	err := row.Scan(&parked_until)
-	return parked_until, err
-}
-
-const shareThread = `-- name: ShareThread :one
-SELECT id, subject, status FROM thread
-WHERE project_id = $1 AND id = $2 FOR KEY SHARE
-`
-
-type ShareThreadParams struct {
-	ProjectID uuid.UUID
-	ID        uuid.UUID
-}
-
-type ShareThreadRow struct {
-	ID      uuid.UUID
-	Subject string
-	Status  string
-}
-
-// A reply's hold on its thread: KEY SHARE conflicts with the FOR UPDATE every path that
-// ends a thread takes first (close, the idle sweep, cancel), so a reply and an end are
-// ordered (the reply sees the end, or the end waits for the reply), but not with other
-// replies' holds or their touches: replies to one thread do not queue behind each other.
-func (q *Queries) ShareThread(ctx context.Context, db DBTX, arg ShareThreadParams) (ShareThreadRow, error) {
-	row := db.QueryRow(ctx, shareThread, arg.ProjectID, arg.ID)
-	var i ShareThreadRow
-	err := row.Scan(&i.ID, &i.Subject, &i.Status)
-	return i, err
+	return err
 }
 
 const threadForCancel = `-- name: ThreadForCancel :one
@@ -843,7 +588,7 @@ type ThreadForCancelRow struct {
 	Status    string
 }
 
-// Operator: a thread of a project (found by ProjectIDBySlug), locked, for people's
+// Operator: a thread of a project (found by ProjectGetIDBySlug), locked, for people's
 // commands. The project is found first: FOR UPDATE of a thread joined to reference tables
 // is refused on Citus.
 func (q *Queries) ThreadForCancel(ctx context.Context, db DBTX, arg ThreadForCancelParams) (ThreadForCancelRow, error) {
@@ -853,39 +598,153 @@ func (q *Queries) ThreadForCancel(ctx context.Context, db DBTX, arg ThreadForCan
 	return i, err
 }
 
-const threadMessages = `-- name: ThreadMessages :many
-SELECT id, from_part, body, urgent, created_at FROM message
-WHERE project_id = $1 AND thread_id = $2
-ORDER BY id
+const threadGet = `-- name: ThreadGet :one
+SELECT id, subject, status, needs_human, created_at, closed_at FROM thread
+WHERE project_id = $1 AND id = $2
 `
 
-type ThreadMessagesParams struct {
+type ThreadGetParams struct {
 	ProjectID uuid.UUID
-	ThreadID  uuid.UUID
-}
-
-type ThreadMessagesRow struct {
 	ID        uuid.UUID
-	FromPart  string
-	Body      string
-	Urgent    bool
-	CreatedAt time.Time
 }
 
-func (q *Queries) ThreadMessages(ctx context.Context, db DBTX, arg ThreadMessagesParams) ([]ThreadMessagesRow, error) {
-	rows, err := db.Query(ctx, threadMessages, arg.ProjectID, arg.ThreadID)
+type ThreadGetRow struct {
+	ID         uuid.UUID
+	Subject    string
+	Status     string
+	NeedsHuman bool
+	CreatedAt  time.Time
+	ClosedAt   *time.Time
+}
+
+func (q *Queries) ThreadGet(ctx context.Context, db DBTX, arg ThreadGetParams) (ThreadGetRow, error) {
+	row := db.QueryRow(ctx, threadGet, arg.ProjectID, arg.ID)
+	var i ThreadGetRow
+	err := row.Scan(
+		&i.ID,
+		&i.Subject,
+		&i.Status,
+		&i.NeedsHuman,
+		&i.CreatedAt,
+		&i.ClosedAt,
+	)
+	return i, err
+}
+
+const threadInsert = `-- name: ThreadInsert :exec
+INSERT INTO thread (project_id, id, subject, created_by, needs_human, last_message_at, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $6)
+`
+
+type ThreadInsertParams struct {
+	ProjectID  uuid.UUID
+	ID         uuid.UUID
+	Subject    string
+	CreatedBy  *uuid.UUID
+	NeedsHuman bool
+	Now        time.Time
+}
+
+func (q *Queries) ThreadInsert(ctx context.Context, db DBTX, arg ThreadInsertParams) error {
+	_, err := db.Exec(ctx, threadInsert,
+		arg.ProjectID,
+		arg.ID,
+		arg.Subject,
+		arg.CreatedBy,
+		arg.NeedsHuman,
+		arg.Now,
+	)
+	return err
+}
+
+const threadListIdle = `-- name: ThreadListIdle :many
+SELECT project_id, id FROM thread
+WHERE status = 'open' AND last_message_at < $1
+ORDER BY last_message_at
+LIMIT $2
+`
+
+type ThreadListIdleParams struct {
+	Cutoff time.Time
+	Lim    int32
+}
+
+type ThreadListIdleRow struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+// Cross-tenant (operator): open threads without a message since the cutoff, oldest first,
+// read without locks from every shard; each project's are then locked by LockIdleThreads.
+func (q *Queries) ThreadListIdle(ctx context.Context, db DBTX, arg ThreadListIdleParams) ([]ThreadListIdleRow, error) {
+	rows, err := db.Query(ctx, threadListIdle, arg.Cutoff, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ThreadMessagesRow{}
+	items := []ThreadListIdleRow{}
 	for rows.Next() {
-		var i ThreadMessagesRow
+		var i ThreadListIdleRow
+		if err := rows.Scan(&i.ProjectID, &i.ID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const threadListMine = `-- name: ThreadListMine :many
+SELECT t.id, t.subject, t.status, t.created_at
+FROM participant p
+JOIN thread t ON t.project_id = p.project_id AND t.id = p.thread_id
+WHERE p.project_id = $1 AND p.member_id = $2
+  AND ($3::text IS NULL OR t.status = $3)
+  -- m.project_id = @project_id as well: Citus routes a subquery to one shard group only
+  -- when its own distribution column is pinned (docs/scale.md).
+  AND ($4::text IS NULL OR t.subject ILIKE $4 OR EXISTS (
+        SELECT 1 FROM message m WHERE m.project_id = $1 AND m.project_id = t.project_id
+          AND m.thread_id = t.id AND m.body ILIKE $4))
+ORDER BY p.thread_id DESC
+LIMIT $5
+`
+
+type ThreadListMineParams struct {
+	ProjectID uuid.UUID
+	MemberID  uuid.UUID
+	Status    *string
+	Pattern   *string
+	Lim       int32
+}
+
+type ThreadListMineRow struct {
+	ID        uuid.UUID
+	Subject   string
+	Status    string
+	CreatedAt time.Time
+}
+
+func (q *Queries) ThreadListMine(ctx context.Context, db DBTX, arg ThreadListMineParams) ([]ThreadListMineRow, error) {
+	rows, err := db.Query(ctx, threadListMine,
+		arg.ProjectID,
+		arg.MemberID,
+		arg.Status,
+		arg.Pattern,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ThreadListMineRow{}
+	for rows.Next() {
+		var i ThreadListMineRow
 		if err := rows.Scan(
 			&i.ID,
-			&i.FromPart,
-			&i.Body,
-			&i.Urgent,
+			&i.Subject,
+			&i.Status,
 			&i.CreatedAt,
 		); err != nil {
 			return nil, err
@@ -898,20 +757,20 @@ func (q *Queries) ThreadMessages(ctx context.Context, db DBTX, arg ThreadMessage
 	return items, nil
 }
 
-const threadRecipients = `-- name: ThreadRecipients :many
+const threadListRecipients = `-- name: ThreadListRecipients :many
 SELECT member_id FROM participant
 WHERE project_id = $1 AND thread_id = $2 AND member_id <> $3
 `
 
-type ThreadRecipientsParams struct {
+type ThreadListRecipientsParams struct {
 	ProjectID uuid.UUID
 	ThreadID  uuid.UUID
 	SenderID  uuid.UUID
 }
 
 // Everyone in the thread but the sender of a reply.
-func (q *Queries) ThreadRecipients(ctx context.Context, db DBTX, arg ThreadRecipientsParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, threadRecipients, arg.ProjectID, arg.ThreadID, arg.SenderID)
+func (q *Queries) ThreadListRecipients(ctx context.Context, db DBTX, arg ThreadListRecipientsParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, threadListRecipients, arg.ProjectID, arg.ThreadID, arg.SenderID)
 	if err != nil {
 		return nil, err
 	}
@@ -930,14 +789,140 @@ func (q *Queries) ThreadRecipients(ctx context.Context, db DBTX, arg ThreadRecip
 	return items, nil
 }
 
-const touchThread = `-- name: TouchThread :exec
+const threadLock = `-- name: ThreadLock :one
+SELECT id, subject, status, lesson_outcome, created_at FROM thread
+WHERE project_id = $1 AND id = $2 FOR UPDATE
+`
+
+type ThreadLockParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+type ThreadLockRow struct {
+	ID            uuid.UUID
+	Subject       string
+	Status        string
+	LessonOutcome *string
+	CreatedAt     time.Time
+}
+
+func (q *Queries) ThreadLock(ctx context.Context, db DBTX, arg ThreadLockParams) (ThreadLockRow, error) {
+	row := db.QueryRow(ctx, threadLock, arg.ProjectID, arg.ID)
+	var i ThreadLockRow
+	err := row.Scan(
+		&i.ID,
+		&i.Subject,
+		&i.Status,
+		&i.LessonOutcome,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const threadSearchOthers = `-- name: ThreadSearchOthers :many
+SELECT t.id, t.subject, t.status, t.created_at
+FROM rr_search_threads($1::uuid, $2::text, $3::integer) AS t
+WHERE t.project_id = $4::uuid
+ORDER BY t.id DESC
+`
+
+type ThreadSearchOthersParams struct {
+	MemberID  uuid.UUID
+	Pattern   string
+	Lim       int32
+	ProjectID uuid.UUID
+}
+
+type ThreadSearchOthersRow struct {
+	ID        uuid.UUID
+	Subject   string
+	Status    string
+	CreatedAt time.Time
+}
+
+// Threads the part does not take part in whose subject or any message contains the text;
+// rr_search_threads (migration 000002) reads only rr_project(), the transaction's tenant.
+func (q *Queries) ThreadSearchOthers(ctx context.Context, db DBTX, arg ThreadSearchOthersParams) ([]ThreadSearchOthersRow, error) {
+	rows, err := db.Query(ctx, threadSearchOthers,
+		arg.MemberID,
+		arg.Pattern,
+		arg.Lim,
+		arg.ProjectID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ThreadSearchOthersRow{}
+	for rows.Next() {
+		var i ThreadSearchOthersRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Subject,
+			&i.Status,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const threadSetLessonOutcome = `-- name: ThreadSetLessonOutcome :exec
+UPDATE thread SET lesson_outcome = $1 WHERE project_id = $2 AND id = $3
+`
+
+type ThreadSetLessonOutcomeParams struct {
+	Outcome   *string
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+func (q *Queries) ThreadSetLessonOutcome(ctx context.Context, db DBTX, arg ThreadSetLessonOutcomeParams) error {
+	_, err := db.Exec(ctx, threadSetLessonOutcome, arg.Outcome, arg.ProjectID, arg.ID)
+	return err
+}
+
+const threadShare = `-- name: ThreadShare :one
+SELECT id, subject, status FROM thread
+WHERE project_id = $1 AND id = $2 FOR KEY SHARE
+`
+
+type ThreadShareParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+type ThreadShareRow struct {
+	ID      uuid.UUID
+	Subject string
+	Status  string
+}
+
+// A reply's hold on its thread: KEY SHARE conflicts with the FOR UPDATE every path that
+// ends a thread takes first (close, the idle sweep, cancel), so a reply and an end are
+// ordered (the reply sees the end, or the end waits for the reply), but not with other
+// replies' holds or their touches: replies to one thread do not queue behind each other.
+func (q *Queries) ThreadShare(ctx context.Context, db DBTX, arg ThreadShareParams) (ThreadShareRow, error) {
+	row := db.QueryRow(ctx, threadShare, arg.ProjectID, arg.ID)
+	var i ThreadShareRow
+	err := row.Scan(&i.ID, &i.Subject, &i.Status)
+	return i, err
+}
+
+const threadTouch = `-- name: ThreadTouch :exec
 UPDATE thread SET last_message_at = $1::timestamptz, needs_human = needs_human OR $2::boolean
 WHERE project_id = $3 AND id = $4
   AND (last_message_at < $1::timestamptz - interval '1 second'
        OR ($2::boolean AND NOT needs_human))
 `
 
-type TouchThreadParams struct {
+type ThreadTouchParams struct {
 	Now        time.Time
 	NeedsHuman bool
 	ProjectID  uuid.UUID
@@ -946,8 +931,8 @@ type TouchThreadParams struct {
 
 // last_message_at (read by the idle close, whose idle time is hours) is kept to the second:
 // a thread replied to many times a second is written once, not by every reply in turn.
-func (q *Queries) TouchThread(ctx context.Context, db DBTX, arg TouchThreadParams) error {
-	_, err := db.Exec(ctx, touchThread,
+func (q *Queries) ThreadTouch(ctx context.Context, db DBTX, arg ThreadTouchParams) error {
+	_, err := db.Exec(ctx, threadTouch,
 		arg.Now,
 		arg.NeedsHuman,
 		arg.ProjectID,
@@ -956,25 +941,40 @@ func (q *Queries) TouchThread(ctx context.Context, db DBTX, arg TouchThreadParam
 	return err
 }
 
-const upsertComposing = `-- name: UpsertComposing :exec
-INSERT INTO composing (project_id, thread_id, member_id, expires_at)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (project_id, thread_id, member_id) DO UPDATE SET expires_at = EXCLUDED.expires_at
+const usageAdd = `-- name: UsageAdd :exec
+INSERT INTO usage_daily (project_id, member_id, model, day, events, input_tokens, output_tokens, cache_tokens, cost_usd)
+VALUES ($1, $2, $3, $4, 1, $5, $6, $7, $8)
+ON CONFLICT (project_id, member_id, model, day) DO UPDATE SET
+  -- A day's totals stop at what their columns hold (bigint, numeric(18, 6)) instead of
+  -- failing the event: each report is bounded, their sum is not.
+  events = usage_daily.events + 1,
+  input_tokens = LEAST(usage_daily.input_tokens::numeric + EXCLUDED.input_tokens, 9223372036854775807)::bigint,
+  output_tokens = LEAST(usage_daily.output_tokens::numeric + EXCLUDED.output_tokens, 9223372036854775807)::bigint,
+  cache_tokens = LEAST(usage_daily.cache_tokens::numeric + EXCLUDED.cache_tokens, 9223372036854775807)::bigint,
+  cost_usd = LEAST(usage_daily.cost_usd + EXCLUDED.cost_usd, 999999999999.999999)
 `
 
-type UpsertComposingParams struct {
-	ProjectID uuid.UUID
-	ThreadID  uuid.UUID
-	MemberID  uuid.UUID
-	ExpiresAt time.Time
+type UsageAddParams struct {
+	ProjectID    uuid.UUID
+	MemberID     uuid.UUID
+	Model        string
+	Day          pgtype.Date
+	InputTokens  int64
+	OutputTokens int64
+	CacheTokens  int64
+	CostUsd      pgtype.Numeric
 }
 
-func (q *Queries) UpsertComposing(ctx context.Context, db DBTX, arg UpsertComposingParams) error {
-	_, err := db.Exec(ctx, upsertComposing,
+func (q *Queries) UsageAdd(ctx context.Context, db DBTX, arg UsageAddParams) error {
+	_, err := db.Exec(ctx, usageAdd,
 		arg.ProjectID,
-		arg.ThreadID,
 		arg.MemberID,
-		arg.ExpiresAt,
+		arg.Model,
+		arg.Day,
+		arg.InputTokens,
+		arg.OutputTokens,
+		arg.CacheTokens,
+		arg.CostUsd,
 	)
 	return err
 }

@@ -9,20 +9,20 @@ import (
 	"context"
 )
 
-const pruneAuthThrottle = `-- name: PruneAuthThrottle :execrows
+const authThrottlePrune = `-- name: AuthThrottlePrune :execrows
 DELETE FROM auth_throttle
 WHERE window_start + make_interval(secs => $1::float8) < now()
 `
 
-func (q *Queries) PruneAuthThrottle(ctx context.Context, db DBTX, windowSeconds float64) (int64, error) {
-	result, err := db.Exec(ctx, pruneAuthThrottle, windowSeconds)
+func (q *Queries) AuthThrottlePrune(ctx context.Context, db DBTX, windowSeconds float64) (int64, error) {
+	result, err := db.Exec(ctx, authThrottlePrune, windowSeconds)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const recordAuthFailures = `-- name: RecordAuthFailures :many
+const authThrottleRecordFailures = `-- name: AuthThrottleRecordFailures :many
 
 INSERT INTO auth_throttle AS t (subject, window_start, failures)
 SELECT s, now(), 1 FROM unnest($1::text[]) AS s ORDER BY s
@@ -35,32 +35,32 @@ RETURNING subject, failures,
   extract(epoch FROM t.window_start + make_interval(secs => $2::float8) - now())::float8 AS seconds_left
 `
 
-type RecordAuthFailuresParams struct {
+type AuthThrottleRecordFailuresParams struct {
 	Subjects      []string
 	WindowSeconds float64
 }
 
-type RecordAuthFailuresRow struct {
+type AuthThrottleRecordFailuresRow struct {
 	Subject     string
 	Failures    int32
 	SecondsLeft float64
 }
 
-// Failed authentication counters (docs/auth-limits.md). RecordAuthFailures runs as the
+// Failed authentication counters (docs/auth-limits.md). AuthThrottleRecordFailures runs as the
 // request role under app.lookup naming its subjects; the prune runs as the owner.
 // Counts one refused authentication against each subject. A subject's window restarts when
 // it has ended; seconds_left is what remains of the window, which is how long a subject
 // over its limit stays blocked. Subjects are locked in order, so two concurrent refusals
 // naming the same subjects cannot deadlock.
-func (q *Queries) RecordAuthFailures(ctx context.Context, db DBTX, arg RecordAuthFailuresParams) ([]RecordAuthFailuresRow, error) {
-	rows, err := db.Query(ctx, recordAuthFailures, arg.Subjects, arg.WindowSeconds)
+func (q *Queries) AuthThrottleRecordFailures(ctx context.Context, db DBTX, arg AuthThrottleRecordFailuresParams) ([]AuthThrottleRecordFailuresRow, error) {
+	rows, err := db.Query(ctx, authThrottleRecordFailures, arg.Subjects, arg.WindowSeconds)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []RecordAuthFailuresRow{}
+	items := []AuthThrottleRecordFailuresRow{}
 	for rows.Next() {
-		var i RecordAuthFailuresRow
+		var i AuthThrottleRecordFailuresRow
 		if err := rows.Scan(&i.Subject, &i.Failures, &i.SecondsLeft); err != nil {
 			return nil, err
 		}

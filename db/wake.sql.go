@@ -13,24 +13,27 @@ import (
 	"github.com/google/uuid"
 )
 
-const ackWake = `-- name: AckWake :one
-UPDATE wake SET status = 'delivered', delivered_at = $1::timestamptz, lease_until = NULL,
-  updated_at = $1::timestamptz
-WHERE agent_id = $2 AND id = $3 AND status = 'claimed'
-RETURNING project_id
+const agentGetByRef = `-- name: AgentGetByRef :one
+SELECT a.id, a.org_id, a.kind FROM agent a JOIN organisation o ON o.id = a.org_id
+WHERE o.slug = $1 AND a.slug = $2
 `
 
-type AckWakeParams struct {
-	Now     time.Time
-	AgentID uuid.UUID
-	ID      uuid.UUID
+type AgentGetByRefParams struct {
+	OrgSlug   string
+	AgentSlug string
 }
 
-func (q *Queries) AckWake(ctx context.Context, db DBTX, arg AckWakeParams) (uuid.UUID, error) {
-	row := db.QueryRow(ctx, ackWake, arg.Now, arg.AgentID, arg.ID)
-	var project_id uuid.UUID
-	err := row.Scan(&project_id)
-	return project_id, err
+type AgentGetByRefRow struct {
+	ID    uuid.UUID
+	OrgID uuid.UUID
+	Kind  string
+}
+
+func (q *Queries) AgentGetByRef(ctx context.Context, db DBTX, arg AgentGetByRefParams) (AgentGetByRefRow, error) {
+	row := db.QueryRow(ctx, agentGetByRef, arg.OrgSlug, arg.AgentSlug)
+	var i AgentGetByRefRow
+	err := row.Scan(&i.ID, &i.OrgID, &i.Kind)
+	return i, err
 }
 
 const agentWakeProjects = `-- name: AgentWakeProjects :many
@@ -78,22 +81,6 @@ func (q *Queries) AgentWakeProjects(ctx context.Context, db DBTX, arg AgentWakeP
 	return items, nil
 }
 
-const agentWakeStatus = `-- name: AgentWakeStatus :one
-SELECT status FROM wake WHERE agent_id = $1 AND id = $2
-`
-
-type AgentWakeStatusParams struct {
-	AgentID uuid.UUID
-	ID      uuid.UUID
-}
-
-func (q *Queries) AgentWakeStatus(ctx context.Context, db DBTX, arg AgentWakeStatusParams) (string, error) {
-	row := db.QueryRow(ctx, agentWakeStatus, arg.AgentID, arg.ID)
-	var status string
-	err := row.Scan(&status)
-	return status, err
-}
-
 const alwaysOnMembers = `-- name: AlwaysOnMembers :many
 SELECT m.id FROM membership m JOIN agent a ON a.id = m.agent_id
 WHERE m.project_id = $1::uuid AND m.id = ANY ($2::uuid[])
@@ -106,7 +93,7 @@ type AlwaysOnMembersParams struct {
 }
 
 // Of the parts named, those whose agent is always-on (rooms' AlwaysOnOnly requests queue
-// only these): read before QueueWakeEvents, which must not read the agent table.
+// only these): read before WakeEventQueue, which must not read the agent table.
 func (q *Queries) AlwaysOnMembers(ctx context.Context, db DBTX, arg AlwaysOnMembersParams) ([]uuid.UUID, error) {
 	rows, err := db.Query(ctx, alwaysOnMembers, arg.ProjectID, arg.MemberIds)
 	if err != nil {
@@ -127,23 +114,42 @@ func (q *Queries) AlwaysOnMembers(ctx context.Context, db DBTX, arg AlwaysOnMemb
 	return items, nil
 }
 
-const cancelThreadWakeEvents = `-- name: CancelThreadWakeEvents :exec
-DELETE FROM wake_event WHERE project_id = $1 AND thread_id = $2
+const membershipResumeParked = `-- name: MembershipResumeParked :execrows
+UPDATE membership SET parked_until = NULL, updated_at = $1::timestamptz
+WHERE parked_until IS NOT NULL AND parked_until <= $1::timestamptz
 `
 
-type CancelThreadWakeEventsParams struct {
-	ProjectID uuid.UUID
-	ThreadID  *uuid.UUID
+// The sweep: parts whose park ran out are unparked on the first tick past resetAt. Their
+// pending wakes become deliverable by that alone.
+func (q *Queries) MembershipResumeParked(ctx context.Context, db DBTX, now time.Time) (int64, error) {
+	result, err := db.Exec(ctx, membershipResumeParked, now)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
-// Closing a thread: its events not folded yet go (CancelThreadWakes takes its share out
-// of the wakes they were folded into).
-func (q *Queries) CancelThreadWakeEvents(ctx context.Context, db DBTX, arg CancelThreadWakeEventsParams) error {
-	_, err := db.Exec(ctx, cancelThreadWakeEvents, arg.ProjectID, arg.ThreadID)
-	return err
+const wakeAck = `-- name: WakeAck :one
+UPDATE wake SET status = 'delivered', delivered_at = $1::timestamptz, lease_until = NULL,
+  updated_at = $1::timestamptz
+WHERE agent_id = $2 AND id = $3 AND status = 'claimed'
+RETURNING project_id
+`
+
+type WakeAckParams struct {
+	Now     time.Time
+	AgentID uuid.UUID
+	ID      uuid.UUID
 }
 
-const cancelThreadWakes = `-- name: CancelThreadWakes :many
+func (q *Queries) WakeAck(ctx context.Context, db DBTX, arg WakeAckParams) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, wakeAck, arg.Now, arg.AgentID, arg.ID)
+	var project_id uuid.UUID
+	err := row.Scan(&project_id)
+	return project_id, err
+}
+
+const wakeCancelThread = `-- name: WakeCancelThread :many
 UPDATE wake SET
   count = greatest(count - COALESCE((thread_counts->>$1::uuid::text)::integer, 0), 0),
   thread_counts = thread_counts - $1::uuid::text,
@@ -157,28 +163,28 @@ WHERE project_id = $3 AND status IN ('pending', 'claimed', 'sending')
 RETURNING id, status
 `
 
-type CancelThreadWakesParams struct {
+type WakeCancelThreadParams struct {
 	ThreadID  uuid.UUID
 	Now       time.Time
 	ProjectID uuid.UUID
 }
 
-type CancelThreadWakesRow struct {
+type WakeCancelThreadRow struct {
 	ID     uuid.UUID
 	Status string
 }
 
 // Closing a thread: its share of every undelivered wake goes; a wake left with nothing is
 // canceled.
-func (q *Queries) CancelThreadWakes(ctx context.Context, db DBTX, arg CancelThreadWakesParams) ([]CancelThreadWakesRow, error) {
-	rows, err := db.Query(ctx, cancelThreadWakes, arg.ThreadID, arg.Now, arg.ProjectID)
+func (q *Queries) WakeCancelThread(ctx context.Context, db DBTX, arg WakeCancelThreadParams) ([]WakeCancelThreadRow, error) {
+	rows, err := db.Query(ctx, wakeCancelThread, arg.ThreadID, arg.Now, arg.ProjectID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []CancelThreadWakesRow{}
+	items := []WakeCancelThreadRow{}
 	for rows.Next() {
-		var i CancelThreadWakesRow
+		var i WakeCancelThreadRow
 		if err := rows.Scan(&i.ID, &i.Status); err != nil {
 			return nil, err
 		}
@@ -190,7 +196,7 @@ func (q *Queries) CancelThreadWakes(ctx context.Context, db DBTX, arg CancelThre
 	return items, nil
 }
 
-const claimWake = `-- name: ClaimWake :one
+const wakeClaim = `-- name: WakeClaim :one
 WITH c AS (
   SELECT w.project_id, w.id
   FROM wake w
@@ -222,7 +228,7 @@ RETURNING w.project_id, w.id, w.part, w.urgent, w.sources, w.count, w.thread_cou
   (SELECT p.name FROM project p WHERE p.id = $3::uuid)::text AS project_name
 `
 
-type ClaimWakeParams struct {
+type WakeClaimParams struct {
 	LeaseUntil  time.Time
 	Now         time.Time
 	ProjectID   uuid.UUID
@@ -231,7 +237,7 @@ type ClaimWakeParams struct {
 	Since       time.Time
 }
 
-type ClaimWakeRow struct {
+type WakeClaimRow struct {
 	ProjectID    uuid.UUID
 	ID           uuid.UUID
 	Part         string
@@ -251,8 +257,8 @@ type ClaimWakeRow struct {
 // or urgent, the agreement active for a guest's part: one raised before a revocation
 // waits, like a parked one), or one whose lease ran out (replay, not charged again).
 // Every subquery names the project itself: a router query on Citus.
-func (q *Queries) ClaimWake(ctx context.Context, db DBTX, arg ClaimWakeParams) (ClaimWakeRow, error) {
-	row := db.QueryRow(ctx, claimWake,
+func (q *Queries) WakeClaim(ctx context.Context, db DBTX, arg WakeClaimParams) (WakeClaimRow, error) {
+	row := db.QueryRow(ctx, wakeClaim,
 		arg.LeaseUntil,
 		arg.Now,
 		arg.ProjectID,
@@ -260,7 +266,7 @@ func (q *Queries) ClaimWake(ctx context.Context, db DBTX, arg ClaimWakeParams) (
 		arg.OnlineSince,
 		arg.Since,
 	)
-	var i ClaimWakeRow
+	var i WakeClaimRow
 	err := row.Scan(
 		&i.ProjectID,
 		&i.ID,
@@ -279,496 +285,25 @@ func (q *Queries) ClaimWake(ctx context.Context, db DBTX, arg ClaimWakeParams) (
 	return i, err
 }
 
-const deleteOldWakes = `-- name: DeleteOldWakes :execrows
+const wakeDeleteOld = `-- name: WakeDeleteOld :execrows
 DELETE FROM wake WHERE (project_id, id) IN (
   SELECT w.project_id, w.id FROM wake w
   WHERE w.status IN ('delivered', 'canceled') AND w.updated_at < $1::timestamptz
   LIMIT $2::integer)
 `
 
-type DeleteOldWakesParams struct {
+type WakeDeleteOldParams struct {
 	Before  time.Time
 	MaxRows int32
 }
 
 // The daily clean-up, in batches (each within the statement timeout).
-func (q *Queries) DeleteOldWakes(ctx context.Context, db DBTX, arg DeleteOldWakesParams) (int64, error) {
-	result, err := db.Exec(ctx, deleteOldWakes, arg.Before, arg.MaxRows)
+func (q *Queries) WakeDeleteOld(ctx context.Context, db DBTX, arg WakeDeleteOldParams) (int64, error) {
+	result, err := db.Exec(ctx, wakeDeleteOld, arg.Before, arg.MaxRows)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const deleteWakeTarget = `-- name: DeleteWakeTarget :execrows
-DELETE FROM wake_target WHERE org_id = $1 AND agent_id = $2
-`
-
-type DeleteWakeTargetParams struct {
-	OrgID   uuid.UUID
-	AgentID uuid.UUID
-}
-
-func (q *Queries) DeleteWakeTarget(ctx context.Context, db DBTX, arg DeleteWakeTargetParams) (int64, error) {
-	result, err := db.Exec(ctx, deleteWakeTarget, arg.OrgID, arg.AgentID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const finishWakeSend = `-- name: FinishWakeSend :execrows
-UPDATE wake SET status = $1::text, attempts = attempts + $2::integer,
-  last_error = $3,
-  delivered_at = CASE WHEN $1::text = 'delivered' THEN $4::timestamptz END,
-  updated_at = $4::timestamptz
-WHERE project_id = $5 AND id = $6 AND status = 'sending'
-`
-
-type FinishWakeSendParams struct {
-	Status    string
-	Attempted int32
-	LastError *string
-	Now       time.Time
-	ProjectID uuid.UUID
-	ID        uuid.UUID
-}
-
-// The webhook's outcome: delivered, dead, back to pending (parked meanwhile) or still sending.
-func (q *Queries) FinishWakeSend(ctx context.Context, db DBTX, arg FinishWakeSendParams) (int64, error) {
-	result, err := db.Exec(ctx, finishWakeSend,
-		arg.Status,
-		arg.Attempted,
-		arg.LastError,
-		arg.Now,
-		arg.ProjectID,
-		arg.ID,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const foldWakeEvents = `-- name: FoldWakeEvents :execrows
-WITH pick AS (
-  SELECT e.project_id, e.id FROM wake_event e
-  WHERE e.project_id = $1::uuid AND e.agent_id = ANY ($2::uuid[])
-  LIMIT $3::integer
-  FOR UPDATE OF e SKIP LOCKED
-), ev AS (
-  SELECT e.project_id, e.id, e.member_id, e.agent_id, e.part, e.source, e.urgent, e.thread_id, e.item_id, e.created_at FROM wake_event e JOIN pick ON e.project_id = pick.project_id AND e.id = pick.id
-  WHERE e.project_id = $1::uuid
-), per_thread AS (
-  SELECT project_id, member_id, thread_id, count(*)::integer AS n FROM ev GROUP BY project_id, member_id, thread_id
-), per_part AS (
-  SELECT ev.project_id, ev.member_id, min(ev.agent_id::text)::uuid AS agent_id, min(ev.part) AS part,
-    bool_or(ev.urgent) AS urgent, array_agg(DISTINCT ev.source ORDER BY ev.source) AS sources,
-    count(*)::integer AS count, count(*) FILTER (WHERE ev.thread_id IS NULL)::integer AS other_count,
-    (array_agg(ev.item_id ORDER BY ev.id DESC) FILTER (WHERE ev.item_id IS NOT NULL))[1] AS last_item_id,
-    min(ev.created_at) AS created_at, (array_agg(ev.id ORDER BY ev.id))[1] AS id,
-    (SELECT COALESCE(jsonb_object_agg(pt.thread_id::text, pt.n), '{}'::jsonb) FROM per_thread pt
-     WHERE pt.project_id = ev.project_id AND pt.member_id = ev.member_id AND pt.thread_id IS NOT NULL) AS thread_counts
-  FROM ev GROUP BY ev.project_id, ev.member_id
-), upsert AS (
-  INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
-    thread_counts, other_count, last_item_id, created_at, updated_at)
-  SELECT p.project_id, p.id, p.member_id, p.agent_id, p.part, 'pending', p.urgent, p.sources, p.count,
-    p.thread_counts, p.other_count, p.last_item_id, p.created_at, $4::timestamptz
-  FROM per_part p
-  ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
-    count = wake.count + EXCLUDED.count,
-    urgent = wake.urgent OR EXCLUDED.urgent,
-    sources = ARRAY(SELECT DISTINCT s FROM unnest(wake.sources || EXCLUDED.sources) AS s ORDER BY s),
-    thread_counts = (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb) FROM (
-        SELECT k, sum(v::integer) AS n FROM (
-          SELECT a.k, a.v FROM jsonb_each_text(wake.thread_counts) AS a (k, v)
-          UNION ALL SELECT b.k, b.v FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) s),
-    other_count = wake.other_count + EXCLUDED.other_count,
-    last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
-    updated_at = EXCLUDED.updated_at
-)
-DELETE FROM wake_event e USING pick
-WHERE e.project_id = $1::uuid AND e.project_id = pick.project_id AND e.id = pick.id
-`
-
-type FoldWakeEventsParams struct {
-	ProjectID uuid.UUID
-	AgentIds  []uuid.UUID
-	MaxRows   int32
-	Now       time.Time
-}
-
-// The coalescing: a project's wake events of the agents given (at most max_rows) are
-// deleted and added to their part's pending wake, made if the part has none (with the id
-// of its first event): count and thread shares summed, sources united, urgent if any
-// was, the latest item kept. Events another fold holds are skipped (SKIP LOCKED): that
-// fold adds them, so folds never wait on each other and senders never wait on a fold.
-// It counts the events folded. One project per statement, and the DELETE on top with the
-// upsert in a CTE: Citus plans neither FOR UPDATE across shard groups nor an INSERT …
-// SELECT with a data-modifying CTE, and plans this one on the project's shard group.
-func (q *Queries) FoldWakeEvents(ctx context.Context, db DBTX, arg FoldWakeEventsParams) (int64, error) {
-	result, err := db.Exec(ctx, foldWakeEvents,
-		arg.ProjectID,
-		arg.AgentIds,
-		arg.MaxRows,
-		arg.Now,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const listWakeTargets = `-- name: ListWakeTargets :many
-SELECT o.slug AS org_slug, a.slug AS agent_slug, t.url, t.created_at, t.updated_at
-FROM wake_target t JOIN agent a ON a.id = t.agent_id JOIN organisation o ON o.id = t.org_id
-ORDER BY o.slug, a.slug
-`
-
-type ListWakeTargetsRow struct {
-	OrgSlug   string
-	AgentSlug string
-	Url       string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
-func (q *Queries) ListWakeTargets(ctx context.Context, db DBTX) ([]ListWakeTargetsRow, error) {
-	rows, err := db.Query(ctx, listWakeTargets)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []ListWakeTargetsRow{}
-	for rows.Next() {
-		var i ListWakeTargetsRow
-		if err := rows.Scan(
-			&i.OrgSlug,
-			&i.AgentSlug,
-			&i.Url,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const listWakes = `-- name: ListWakes :many
-SELECT w.project_id, p.slug AS project_slug, w.id, w.part, o.slug AS org_slug, a.slug AS agent_slug,
-  w.status, w.urgent, w.sources, w.count, w.attempts, w.last_error, w.created_at, w.updated_at,
-  w.delivered_at
-FROM wake w
-JOIN project p ON p.id = w.project_id
-JOIN agent a ON a.id = w.agent_id
-JOIN organisation o ON o.id = a.org_id
-WHERE ($1::text IS NULL OR w.status = $1::text)
-ORDER BY w.updated_at DESC
-LIMIT $2::integer
-`
-
-type ListWakesParams struct {
-	Status  *string
-	MaxRows int32
-}
-
-type ListWakesRow struct {
-	ProjectID   uuid.UUID
-	ProjectSlug string
-	ID          uuid.UUID
-	Part        string
-	OrgSlug     string
-	AgentSlug   string
-	Status      string
-	Urgent      bool
-	Sources     []string
-	Count       int32
-	Attempts    int32
-	LastError   *string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	DeliveredAt *time.Time
-}
-
-// For people: wakes by status (dead letters first of all), newest first.
-func (q *Queries) ListWakes(ctx context.Context, db DBTX, arg ListWakesParams) ([]ListWakesRow, error) {
-	rows, err := db.Query(ctx, listWakes, arg.Status, arg.MaxRows)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []ListWakesRow{}
-	for rows.Next() {
-		var i ListWakesRow
-		if err := rows.Scan(
-			&i.ProjectID,
-			&i.ProjectSlug,
-			&i.ID,
-			&i.Part,
-			&i.OrgSlug,
-			&i.AgentSlug,
-			&i.Status,
-			&i.Urgent,
-			&i.Sources,
-			&i.Count,
-			&i.Attempts,
-			&i.LastError,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.DeliveredAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const notifyWakeMembers = `-- name: NotifyWakeMembers :exec
-SELECT pg_notify('rr_wake', CASE WHEN count(DISTINCT m.agent_id) > 150 THEN '*'
-  ELSE string_agg(DISTINCT m.agent_id::text, ',') END)
-FROM membership m
-JOIN (SELECT unnest($1::uuid[]) AS project_id, unnest($2::uuid[]) AS id) r
-  ON m.project_id = r.project_id AND m.id = r.id
-HAVING count(*) > 0
-`
-
-type NotifyWakeMembersParams struct {
-	ProjectIds []uuid.UUID
-	MemberIds  []uuid.UUID
-}
-
-// After queueing commits: every replica's listener is told which agents may have work,
-// for many sends at once (one NOTIFY, one turn of the notify lock, per batch). Past 150
-// agents, "*" keeps the payload under NOTIFY's 8000 bytes.
-func (q *Queries) NotifyWakeMembers(ctx context.Context, db DBTX, arg NotifyWakeMembersParams) error {
-	_, err := db.Exec(ctx, notifyWakeMembers, arg.ProjectIds, arg.MemberIds)
-	return err
-}
-
-const notifyWakes = `-- name: NotifyWakes :exec
-SELECT pg_notify('rr_wake', $1::text)
-`
-
-func (q *Queries) NotifyWakes(ctx context.Context, db DBTX, payload string) error {
-	_, err := db.Exec(ctx, notifyWakes, payload)
-	return err
-}
-
-const queueWakeEvents = `-- name: QueueWakeEvents :exec
-
-WITH req AS (
-  SELECT unnest($8::uuid[]) AS member_id, unnest($9::uuid[]) AS id
-)
-INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
-SELECT m.project_id, req.id, m.id, m.agent_id, m.part, $1::text, $2::boolean,
-  $3::uuid, $4::uuid, $5::timestamptz
-FROM req
-JOIN membership m ON m.project_id = $6::uuid AND m.id = req.member_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id AND ag.status = 'active'
-WHERE m.org_id = $7::uuid OR ag.project_id IS NOT NULL
-`
-
-type QueueWakeEventsParams struct {
-	Source    string
-	Urgent    bool
-	ThreadID  *uuid.UUID
-	ItemID    *uuid.UUID
-	Now       time.Time
-	ProjectID uuid.UUID
-	HostOrgID uuid.UUID
-	MemberIds []uuid.UUID
-	Ids       []uuid.UUID
-}
-
-// Wakes (internal/wake, docs/wakes.md). Queue and cancel run in the caller's tenant
-// transaction; the pager's claim and ack run in the agent's tenant; the sweep, webhook
-// dispatch and admin listing run on the owner's pool.
-// A request's wakes in one statement that only inserts: each part named (ids made in Go,
-// one per part), less those of guests without an active agreement, gets a wake event
-// (an online part's too: its wake is held while it stays online, not dropped); nothing shared is updated, so
-// concurrent senders to one part never wait on each other (the events are coalesced into
-// the part's pending wake when it is about to be delivered: FoldWakeEvents). Listeners
-// are told after the commit (NotifyWakeMembers), not here: a NOTIFY in the transaction
-// would serialise every sender's commit behind Postgres' one notify lock.
-// The host comes from the caller's scope and no reference table is read: on Citus an
-// INSERT … SELECT that reads one is sent to every shard; this one is a router query.
-// a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a wake
-// names the project, its threads and its last item
-func (q *Queries) QueueWakeEvents(ctx context.Context, db DBTX, arg QueueWakeEventsParams) error {
-	_, err := db.Exec(ctx, queueWakeEvents,
-		arg.Source,
-		arg.Urgent,
-		arg.ThreadID,
-		arg.ItemID,
-		arg.Now,
-		arg.ProjectID,
-		arg.HostOrgID,
-		arg.MemberIds,
-		arg.Ids,
-	)
-	return err
-}
-
-const resumeParkedParts = `-- name: ResumeParkedParts :execrows
-UPDATE membership SET parked_until = NULL, updated_at = $1::timestamptz
-WHERE parked_until IS NOT NULL AND parked_until <= $1::timestamptz
-`
-
-// The sweep: parts whose park ran out are unparked on the first tick past resetAt. Their
-// pending wakes become deliverable by that alone.
-func (q *Queries) ResumeParkedParts(ctx context.Context, db DBTX, now time.Time) (int64, error) {
-	result, err := db.Exec(ctx, resumeParkedParts, now)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const retryDeadWake = `-- name: RetryDeadWake :execrows
-UPDATE wake SET status = 'pending', attempts = 0, last_error = NULL, updated_at = now()
-WHERE wake.id = $1 AND wake.status = 'dead'
-  AND NOT EXISTS (SELECT 1 FROM wake o WHERE o.project_id = wake.project_id
-                  AND o.member_id = wake.member_id AND o.status = 'pending')
-`
-
-// A person sends a dead letter again: it becomes pending (and is re-dispatched).
-func (q *Queries) RetryDeadWake(ctx context.Context, db DBTX, id uuid.UUID) (int64, error) {
-	result, err := db.Exec(ctx, retryDeadWake, id)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const takeWebhookWakes = `-- name: TakeWebhookWakes :many
-WITH c AS (
-  SELECT w.project_id, w.id
-  FROM wake w
-  JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
-  WHERE w.project_id = $2::uuid AND w.agent_id = ANY ($3::uuid[])
-    AND w.status = 'pending'
-    AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
-    -- online: it sees the work itself; the wake waits (coalescing) until it has been quiet
-    -- for the online window, unless acks or a close withdraw it first
-    AND (m.last_seen_at IS NULL OR m.last_seen_at <= $4::timestamptz)
-    -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
-    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = $2::uuid)
-         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = $2::uuid
-                    AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
-    AND (w.urgent OR w.charged_at IS NOT NULL
-         OR (SELECT count(*) FROM wake x WHERE x.project_id = $2::uuid AND x.member_id = w.member_id
-             AND x.charged_at > $5::timestamptz AND x.status <> 'canceled')
-            < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = $2::uuid))
-  ORDER BY w.created_at
-  LIMIT $6::integer
-  FOR UPDATE OF w SKIP LOCKED
-)
-UPDATE wake w SET status = 'sending', charged_at = COALESCE(w.charged_at, $1::timestamptz),
-  updated_at = $1::timestamptz
-FROM c WHERE w.project_id = $2::uuid AND w.project_id = c.project_id AND w.id = c.id
-RETURNING w.project_id, w.id
-`
-
-type TakeWebhookWakesParams struct {
-	Now         time.Time
-	ProjectID   uuid.UUID
-	AgentIds    []uuid.UUID
-	OnlineSince time.Time
-	Since       time.Time
-	MaxRows     int32
-}
-
-type TakeWebhookWakesRow struct {
-	ProjectID uuid.UUID
-	ID        uuid.UUID
-}
-
-// A project's deliverable wakes of the agents given (those with a webhook; not parked,
-// within budget or urgent), charged and marked sending for the delivery job enqueued in
-// the same transaction. Every subquery names the project itself: on Citus the statement
-// is then a router query, which FOR UPDATE needs.
-func (q *Queries) TakeWebhookWakes(ctx context.Context, db DBTX, arg TakeWebhookWakesParams) ([]TakeWebhookWakesRow, error) {
-	rows, err := db.Query(ctx, takeWebhookWakes,
-		arg.Now,
-		arg.ProjectID,
-		arg.AgentIds,
-		arg.OnlineSince,
-		arg.Since,
-		arg.MaxRows,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []TakeWebhookWakesRow{}
-	for rows.Next() {
-		var i TakeWebhookWakesRow
-		if err := rows.Scan(&i.ProjectID, &i.ID); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const upsertWakeTarget = `-- name: UpsertWakeTarget :exec
-INSERT INTO wake_target (org_id, agent_id, url, secret_enc, created_at, updated_at)
-VALUES ($1, $2, $3, $4, now(), now())
-ON CONFLICT (org_id, agent_id) DO UPDATE SET url = EXCLUDED.url, secret_enc = EXCLUDED.secret_enc,
-  updated_at = excluded.updated_at
-`
-
-type UpsertWakeTargetParams struct {
-	OrgID     uuid.UUID
-	AgentID   uuid.UUID
-	Url       string
-	SecretEnc []byte
-}
-
-func (q *Queries) UpsertWakeTarget(ctx context.Context, db DBTX, arg UpsertWakeTargetParams) error {
-	_, err := db.Exec(ctx, upsertWakeTarget,
-		arg.OrgID,
-		arg.AgentID,
-		arg.Url,
-		arg.SecretEnc,
-	)
-	return err
-}
-
-const wakeAgentByRef = `-- name: WakeAgentByRef :one
-SELECT a.id, a.org_id, a.kind FROM agent a JOIN organisation o ON o.id = a.org_id
-WHERE o.slug = $1 AND a.slug = $2
-`
-
-type WakeAgentByRefParams struct {
-	OrgSlug   string
-	AgentSlug string
-}
-
-type WakeAgentByRefRow struct {
-	ID    uuid.UUID
-	OrgID uuid.UUID
-	Kind  string
-}
-
-func (q *Queries) WakeAgentByRef(ctx context.Context, db DBTX, arg WakeAgentByRefParams) (WakeAgentByRefRow, error) {
-	row := db.QueryRow(ctx, wakeAgentByRef, arg.OrgSlug, arg.AgentSlug)
-	var i WakeAgentByRefRow
-	err := row.Scan(&i.ID, &i.OrgID, &i.Kind)
-	return i, err
 }
 
 const wakeEventBacklog = `-- name: WakeEventBacklog :many
@@ -812,7 +347,197 @@ func (q *Queries) WakeEventBacklog(ctx context.Context, db DBTX, arg WakeEventBa
 	return items, nil
 }
 
-const wakeForDelivery = `-- name: WakeForDelivery :one
+const wakeEventCancelThread = `-- name: WakeEventCancelThread :exec
+DELETE FROM wake_event WHERE project_id = $1 AND thread_id = $2
+`
+
+type WakeEventCancelThreadParams struct {
+	ProjectID uuid.UUID
+	ThreadID  *uuid.UUID
+}
+
+// Closing a thread: its events not folded yet go (WakeCancelThread takes its share out
+// of the wakes they were folded into).
+func (q *Queries) WakeEventCancelThread(ctx context.Context, db DBTX, arg WakeEventCancelThreadParams) error {
+	_, err := db.Exec(ctx, wakeEventCancelThread, arg.ProjectID, arg.ThreadID)
+	return err
+}
+
+const wakeEventFold = `-- name: WakeEventFold :execrows
+WITH pick AS (
+  SELECT e.project_id, e.id FROM wake_event e
+  WHERE e.project_id = $1::uuid AND e.agent_id = ANY ($2::uuid[])
+  LIMIT $3::integer
+  FOR UPDATE OF e SKIP LOCKED
+), ev AS (
+  SELECT e.project_id, e.id, e.member_id, e.agent_id, e.part, e.source, e.urgent, e.thread_id, e.item_id, e.created_at FROM wake_event e JOIN pick ON e.project_id = pick.project_id AND e.id = pick.id
+  WHERE e.project_id = $1::uuid
+), per_thread AS (
+  SELECT project_id, member_id, thread_id, count(*)::integer AS n FROM ev GROUP BY project_id, member_id, thread_id
+), per_part AS (
+  SELECT ev.project_id, ev.member_id, min(ev.agent_id::text)::uuid AS agent_id, min(ev.part) AS part,
+    bool_or(ev.urgent) AS urgent, array_agg(DISTINCT ev.source ORDER BY ev.source) AS sources,
+    count(*)::integer AS count, count(*) FILTER (WHERE ev.thread_id IS NULL)::integer AS other_count,
+    (array_agg(ev.item_id ORDER BY ev.id DESC) FILTER (WHERE ev.item_id IS NOT NULL))[1] AS last_item_id,
+    min(ev.created_at) AS created_at, (array_agg(ev.id ORDER BY ev.id))[1] AS id,
+    (SELECT COALESCE(jsonb_object_agg(pt.thread_id::text, pt.n), '{}'::jsonb) FROM per_thread pt
+     WHERE pt.project_id = ev.project_id AND pt.member_id = ev.member_id AND pt.thread_id IS NOT NULL) AS thread_counts
+  FROM ev GROUP BY ev.project_id, ev.member_id
+), upsert AS (
+  INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
+    thread_counts, other_count, last_item_id, created_at, updated_at)
+  SELECT p.project_id, p.id, p.member_id, p.agent_id, p.part, 'pending', p.urgent, p.sources, p.count,
+    p.thread_counts, p.other_count, p.last_item_id, p.created_at, $4::timestamptz
+  FROM per_part p
+  ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
+    count = wake.count + EXCLUDED.count,
+    urgent = wake.urgent OR EXCLUDED.urgent,
+    sources = ARRAY(SELECT DISTINCT s FROM unnest(wake.sources || EXCLUDED.sources) AS s ORDER BY s),
+    thread_counts = (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb) FROM (
+        SELECT k, sum(v::integer) AS n FROM (
+          SELECT a.k, a.v FROM jsonb_each_text(wake.thread_counts) AS a (k, v)
+          UNION ALL SELECT b.k, b.v FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) s),
+    other_count = wake.other_count + EXCLUDED.other_count,
+    last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
+    updated_at = EXCLUDED.updated_at
+)
+DELETE FROM wake_event e USING pick
+WHERE e.project_id = $1::uuid AND e.project_id = pick.project_id AND e.id = pick.id
+`
+
+type WakeEventFoldParams struct {
+	ProjectID uuid.UUID
+	AgentIds  []uuid.UUID
+	MaxRows   int32
+	Now       time.Time
+}
+
+// The coalescing: a project's wake events of the agents given (at most max_rows) are
+// deleted and added to their part's pending wake, made if the part has none (with the id
+// of its first event): count and thread shares summed, sources united, urgent if any
+// was, the latest item kept. Events another fold holds are skipped (SKIP LOCKED): that
+// fold adds them, so folds never wait on each other and senders never wait on a fold.
+// It counts the events folded. One project per statement, and the DELETE on top with the
+// upsert in a CTE: Citus plans neither FOR UPDATE across shard groups nor an INSERT …
+// SELECT with a data-modifying CTE, and plans this one on the project's shard group.
+func (q *Queries) WakeEventFold(ctx context.Context, db DBTX, arg WakeEventFoldParams) (int64, error) {
+	result, err := db.Exec(ctx, wakeEventFold,
+		arg.ProjectID,
+		arg.AgentIds,
+		arg.MaxRows,
+		arg.Now,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const wakeEventQueue = `-- name: WakeEventQueue :exec
+
+WITH req AS (
+  SELECT unnest($8::uuid[]) AS member_id, unnest($9::uuid[]) AS id
+)
+INSERT INTO wake_event (project_id, id, member_id, agent_id, part, source, urgent, thread_id, item_id, created_at)
+SELECT m.project_id, req.id, m.id, m.agent_id, m.part, $1::text, $2::boolean,
+  $3::uuid, $4::uuid, $5::timestamptz
+FROM req
+JOIN membership m ON m.project_id = $6::uuid AND m.id = req.member_id
+LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id AND ag.status = 'active'
+WHERE m.org_id = $7::uuid OR ag.project_id IS NOT NULL
+`
+
+type WakeEventQueueParams struct {
+	Source    string
+	Urgent    bool
+	ThreadID  *uuid.UUID
+	ItemID    *uuid.UUID
+	Now       time.Time
+	ProjectID uuid.UUID
+	HostOrgID uuid.UUID
+	MemberIds []uuid.UUID
+	Ids       []uuid.UUID
+}
+
+// Wakes (internal/wake, docs/wakes.md). Queue and cancel run in the caller's tenant
+// transaction; the pager's claim and ack run in the agent's tenant; the sweep, webhook
+// dispatch and admin listing run on the owner's pool.
+// A request's wakes in one statement that only inserts: each part named (ids made in Go,
+// one per part), less those of guests without an active agreement, gets a wake event
+// (an online part's too: its wake is held while it stays online, not dropped); nothing shared is updated, so
+// concurrent senders to one part never wait on each other (the events are coalesced into
+// the part's pending wake when it is about to be delivered: WakeEventFold). Listeners
+// are told after the commit (WakeNotifyMembers), not here: a NOTIFY in the transaction
+// would serialise every sender's commit behind Postgres' one notify lock.
+// The host comes from the caller's scope and no reference table is read: on Citus an
+// INSERT … SELECT that reads one is sent to every shard; this one is a router query.
+// a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted): a wake
+// names the project, its threads and its last item
+func (q *Queries) WakeEventQueue(ctx context.Context, db DBTX, arg WakeEventQueueParams) error {
+	_, err := db.Exec(ctx, wakeEventQueue,
+		arg.Source,
+		arg.Urgent,
+		arg.ThreadID,
+		arg.ItemID,
+		arg.Now,
+		arg.ProjectID,
+		arg.HostOrgID,
+		arg.MemberIds,
+		arg.Ids,
+	)
+	return err
+}
+
+const wakeFinishSend = `-- name: WakeFinishSend :execrows
+UPDATE wake SET status = $1::text, attempts = attempts + $2::integer,
+  last_error = $3,
+  delivered_at = CASE WHEN $1::text = 'delivered' THEN $4::timestamptz END,
+  updated_at = $4::timestamptz
+WHERE project_id = $5 AND id = $6 AND status = 'sending'
+`
+
+type WakeFinishSendParams struct {
+	Status    string
+	Attempted int32
+	LastError *string
+	Now       time.Time
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+// The webhook's outcome: delivered, dead, back to pending (parked meanwhile) or still sending.
+func (q *Queries) WakeFinishSend(ctx context.Context, db DBTX, arg WakeFinishSendParams) (int64, error) {
+	result, err := db.Exec(ctx, wakeFinishSend,
+		arg.Status,
+		arg.Attempted,
+		arg.LastError,
+		arg.Now,
+		arg.ProjectID,
+		arg.ID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const wakeGetAgentStatus = `-- name: WakeGetAgentStatus :one
+SELECT status FROM wake WHERE agent_id = $1 AND id = $2
+`
+
+type WakeGetAgentStatusParams struct {
+	AgentID uuid.UUID
+	ID      uuid.UUID
+}
+
+func (q *Queries) WakeGetAgentStatus(ctx context.Context, db DBTX, arg WakeGetAgentStatusParams) (string, error) {
+	row := db.QueryRow(ctx, wakeGetAgentStatus, arg.AgentID, arg.ID)
+	var status string
+	err := row.Scan(&status)
+	return status, err
+}
+
+const wakeGetForDelivery = `-- name: WakeGetForDelivery :one
 SELECT w.project_id, w.id, w.member_id, w.agent_id, w.part, w.status, w.urgent, w.sources,
   w.count, w.thread_counts, w.other_count, w.last_item_id, w.created_at, w.attempts,
   m.parked_until, a.org_id AS agent_org_id, a.slug AS agent_slug, o.slug AS org_slug, p.name AS project_name
@@ -824,12 +549,12 @@ JOIN project p ON p.id = w.project_id
 WHERE w.project_id = $1 AND w.id = $2
 `
 
-type WakeForDeliveryParams struct {
+type WakeGetForDeliveryParams struct {
 	ProjectID uuid.UUID
 	ID        uuid.UUID
 }
 
-type WakeForDeliveryRow struct {
+type WakeGetForDeliveryRow struct {
 	ProjectID    uuid.UUID
 	ID           uuid.UUID
 	MemberID     uuid.UUID
@@ -853,9 +578,9 @@ type WakeForDeliveryRow struct {
 
 // The wake a delivery job sends; its webhook is read apart (WakeTarget): wake_target is
 // sharded by organisation, wake by project, and Citus joins only within one group.
-func (q *Queries) WakeForDelivery(ctx context.Context, db DBTX, arg WakeForDeliveryParams) (WakeForDeliveryRow, error) {
-	row := db.QueryRow(ctx, wakeForDelivery, arg.ProjectID, arg.ID)
-	var i WakeForDeliveryRow
+func (q *Queries) WakeGetForDelivery(ctx context.Context, db DBTX, arg WakeGetForDeliveryParams) (WakeGetForDeliveryRow, error) {
+	row := db.QueryRow(ctx, wakeGetForDelivery, arg.ProjectID, arg.ID)
+	var i WakeGetForDeliveryRow
 	err := row.Scan(
 		&i.ProjectID,
 		&i.ID,
@@ -880,6 +605,200 @@ func (q *Queries) WakeForDelivery(ctx context.Context, db DBTX, arg WakeForDeliv
 	return i, err
 }
 
+const wakeList = `-- name: WakeList :many
+SELECT w.project_id, p.slug AS project_slug, w.id, w.part, o.slug AS org_slug, a.slug AS agent_slug,
+  w.status, w.urgent, w.sources, w.count, w.attempts, w.last_error, w.created_at, w.updated_at,
+  w.delivered_at
+FROM wake w
+JOIN project p ON p.id = w.project_id
+JOIN agent a ON a.id = w.agent_id
+JOIN organisation o ON o.id = a.org_id
+WHERE ($1::text IS NULL OR w.status = $1::text)
+ORDER BY w.updated_at DESC
+LIMIT $2::integer
+`
+
+type WakeListParams struct {
+	Status  *string
+	MaxRows int32
+}
+
+type WakeListRow struct {
+	ProjectID   uuid.UUID
+	ProjectSlug string
+	ID          uuid.UUID
+	Part        string
+	OrgSlug     string
+	AgentSlug   string
+	Status      string
+	Urgent      bool
+	Sources     []string
+	Count       int32
+	Attempts    int32
+	LastError   *string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	DeliveredAt *time.Time
+}
+
+// For people: wakes by status (dead letters first of all), newest first.
+func (q *Queries) WakeList(ctx context.Context, db DBTX, arg WakeListParams) ([]WakeListRow, error) {
+	rows, err := db.Query(ctx, wakeList, arg.Status, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WakeListRow{}
+	for rows.Next() {
+		var i WakeListRow
+		if err := rows.Scan(
+			&i.ProjectID,
+			&i.ProjectSlug,
+			&i.ID,
+			&i.Part,
+			&i.OrgSlug,
+			&i.AgentSlug,
+			&i.Status,
+			&i.Urgent,
+			&i.Sources,
+			&i.Count,
+			&i.Attempts,
+			&i.LastError,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeliveredAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const wakeNotify = `-- name: WakeNotify :exec
+SELECT pg_notify('rr_wake', $1::text)
+`
+
+func (q *Queries) WakeNotify(ctx context.Context, db DBTX, payload string) error {
+	_, err := db.Exec(ctx, wakeNotify, payload)
+	return err
+}
+
+const wakeNotifyMembers = `-- name: WakeNotifyMembers :exec
+SELECT pg_notify('rr_wake', CASE WHEN count(DISTINCT m.agent_id) > 150 THEN '*'
+  ELSE string_agg(DISTINCT m.agent_id::text, ',') END)
+FROM membership m
+JOIN (SELECT unnest($1::uuid[]) AS project_id, unnest($2::uuid[]) AS id) r
+  ON m.project_id = r.project_id AND m.id = r.id
+HAVING count(*) > 0
+`
+
+type WakeNotifyMembersParams struct {
+	ProjectIds []uuid.UUID
+	MemberIds  []uuid.UUID
+}
+
+// After queueing commits: every replica's listener is told which agents may have work,
+// for many sends at once (one NOTIFY, one turn of the notify lock, per batch). Past 150
+// agents, "*" keeps the payload under NOTIFY's 8000 bytes.
+func (q *Queries) WakeNotifyMembers(ctx context.Context, db DBTX, arg WakeNotifyMembersParams) error {
+	_, err := db.Exec(ctx, wakeNotifyMembers, arg.ProjectIds, arg.MemberIds)
+	return err
+}
+
+const wakeRetryDead = `-- name: WakeRetryDead :execrows
+UPDATE wake SET status = 'pending', attempts = 0, last_error = NULL, updated_at = now()
+WHERE wake.id = $1 AND wake.status = 'dead'
+  AND NOT EXISTS (SELECT 1 FROM wake o WHERE o.project_id = wake.project_id
+                  AND o.member_id = wake.member_id AND o.status = 'pending')
+`
+
+// A person sends a dead letter again: it becomes pending (and is re-dispatched).
+func (q *Queries) WakeRetryDead(ctx context.Context, db DBTX, id uuid.UUID) (int64, error) {
+	result, err := db.Exec(ctx, wakeRetryDead, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const wakeTakeWebhook = `-- name: WakeTakeWebhook :many
+WITH c AS (
+  SELECT w.project_id, w.id
+  FROM wake w
+  JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
+  WHERE w.project_id = $2::uuid AND w.agent_id = ANY ($3::uuid[])
+    AND w.status = 'pending'
+    AND m.parked_until IS NULL -- parked until the sweep's first tick past resetAt clears it
+    -- online: it sees the work itself; the wake waits (coalescing) until it has been quiet
+    -- for the online window, unless acks or a close withdraw it first
+    AND (m.last_seen_at IS NULL OR m.last_seen_at <= $4::timestamptz)
+    -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
+    AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = $2::uuid)
+         OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = $2::uuid
+                    AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
+    AND (w.urgent OR w.charged_at IS NOT NULL
+         OR (SELECT count(*) FROM wake x WHERE x.project_id = $2::uuid AND x.member_id = w.member_id
+             AND x.charged_at > $5::timestamptz AND x.status <> 'canceled')
+            < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = $2::uuid))
+  ORDER BY w.created_at
+  LIMIT $6::integer
+  FOR UPDATE OF w SKIP LOCKED
+)
+UPDATE wake w SET status = 'sending', charged_at = COALESCE(w.charged_at, $1::timestamptz),
+  updated_at = $1::timestamptz
+FROM c WHERE w.project_id = $2::uuid AND w.project_id = c.project_id AND w.id = c.id
+RETURNING w.project_id, w.id
+`
+
+type WakeTakeWebhookParams struct {
+	Now         time.Time
+	ProjectID   uuid.UUID
+	AgentIds    []uuid.UUID
+	OnlineSince time.Time
+	Since       time.Time
+	MaxRows     int32
+}
+
+type WakeTakeWebhookRow struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+// A project's deliverable wakes of the agents given (those with a webhook; not parked,
+// within budget or urgent), charged and marked sending for the delivery job enqueued in
+// the same transaction. Every subquery names the project itself: on Citus the statement
+// is then a router query, which FOR UPDATE needs.
+func (q *Queries) WakeTakeWebhook(ctx context.Context, db DBTX, arg WakeTakeWebhookParams) ([]WakeTakeWebhookRow, error) {
+	rows, err := db.Query(ctx, wakeTakeWebhook,
+		arg.Now,
+		arg.ProjectID,
+		arg.AgentIds,
+		arg.OnlineSince,
+		arg.Since,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WakeTakeWebhookRow{}
+	for rows.Next() {
+		var i WakeTakeWebhookRow
+		if err := rows.Scan(&i.ProjectID, &i.ID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const wakeTarget = `-- name: WakeTarget :one
 SELECT url, secret_enc FROM wake_target WHERE org_id = $1 AND agent_id = $2
 `
@@ -900,6 +819,141 @@ func (q *Queries) WakeTarget(ctx context.Context, db DBTX, arg WakeTargetParams)
 	var i WakeTargetRow
 	err := row.Scan(&i.Url, &i.SecretEnc)
 	return i, err
+}
+
+const wakeTargetDelete = `-- name: WakeTargetDelete :execrows
+DELETE FROM wake_target WHERE org_id = $1 AND agent_id = $2
+`
+
+type WakeTargetDeleteParams struct {
+	OrgID   uuid.UUID
+	AgentID uuid.UUID
+}
+
+func (q *Queries) WakeTargetDelete(ctx context.Context, db DBTX, arg WakeTargetDeleteParams) (int64, error) {
+	result, err := db.Exec(ctx, wakeTargetDelete, arg.OrgID, arg.AgentID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const wakeTargetList = `-- name: WakeTargetList :many
+SELECT o.slug AS org_slug, a.slug AS agent_slug, t.url, t.created_at, t.updated_at
+FROM wake_target t JOIN agent a ON a.id = t.agent_id JOIN organisation o ON o.id = t.org_id
+ORDER BY o.slug, a.slug
+`
+
+type WakeTargetListRow struct {
+	OrgSlug   string
+	AgentSlug string
+	Url       string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+func (q *Queries) WakeTargetList(ctx context.Context, db DBTX) ([]WakeTargetListRow, error) {
+	rows, err := db.Query(ctx, wakeTargetList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WakeTargetListRow{}
+	for rows.Next() {
+		var i WakeTargetListRow
+		if err := rows.Scan(
+			&i.OrgSlug,
+			&i.AgentSlug,
+			&i.Url,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const wakeTargetUpsert = `-- name: WakeTargetUpsert :exec
+INSERT INTO wake_target (org_id, agent_id, url, secret_enc, created_at, updated_at)
+VALUES ($1, $2, $3, $4, now(), now())
+ON CONFLICT (org_id, agent_id) DO UPDATE SET url = EXCLUDED.url, secret_enc = EXCLUDED.secret_enc,
+  updated_at = excluded.updated_at
+`
+
+type WakeTargetUpsertParams struct {
+	OrgID     uuid.UUID
+	AgentID   uuid.UUID
+	Url       string
+	SecretEnc []byte
+}
+
+func (q *Queries) WakeTargetUpsert(ctx context.Context, db DBTX, arg WakeTargetUpsertParams) error {
+	_, err := db.Exec(ctx, wakeTargetUpsert,
+		arg.OrgID,
+		arg.AgentID,
+		arg.Url,
+		arg.SecretEnc,
+	)
+	return err
+}
+
+const wakeWithdrawAcked = `-- name: WakeWithdrawAcked :exec
+WITH ev AS (
+  DELETE FROM wake_event e
+  WHERE e.project_id = $3 AND e.member_id = $4 AND e.item_id = $5::uuid
+), w AS (
+  SELECT x.project_id, x.id, x.had, least(x.unread, x.had) AS keep, to_jsonb(least(x.unread, x.had)) AS keep_json
+  FROM (
+    SELECT wk.project_id, wk.id, COALESCE((wk.thread_counts->>$1::text)::integer, 0) AS had,
+      (SELECT count(*)::integer FROM delivery d
+       JOIN message msg ON msg.project_id = d.project_id AND msg.id = d.message_id
+       WHERE d.project_id = $3 AND msg.project_id = $3 AND d.member_id = wk.member_id AND d.thread_id = $6::uuid
+         AND d.read_at IS NULL AND d.open AND msg.created_at >= wk.created_at) AS unread
+    FROM wake wk
+    WHERE wk.project_id = $3 AND wk.member_id = $4 AND wk.status = 'pending'
+      AND jsonb_exists(wk.thread_counts, $1::text)
+  ) x
+)
+UPDATE wake SET
+  thread_counts = CASE WHEN w.keep = 0 THEN wake.thread_counts - $1::text
+    ELSE jsonb_set(wake.thread_counts, ARRAY[$1::text], w.keep_json) END,
+  count = wake.count - w.had + w.keep,
+  status = CASE WHEN wake.count - w.had + w.keep <= 0 THEN 'canceled' ELSE wake.status END,
+  updated_at = $2::timestamptz
+FROM w WHERE wake.project_id = $3 AND wake.project_id = w.project_id AND wake.id = w.id
+`
+
+type WakeWithdrawAckedParams struct {
+	ThreadKey string
+	Now       time.Time
+	ProjectID uuid.UUID
+	MemberID  uuid.UUID
+	MessageID uuid.UUID
+	ThreadID  uuid.UUID
+}
+
+// Acking a message withdraws it from the part's wakes not delivered yet: its event, if not
+// folded yet, goes; the pending wake's share for the message's thread is recounted from
+// what is still unread there since the wake began (never raised, so acking twice changes
+// nothing), and a wake left with nothing is canceled. thread_key is the thread's id as
+// text (the key of thread_counts), passed as such, and the new share is made into jsonb
+// in the CTE: Citus refuses a function that is not immutable (the uuid to text cast,
+// to_jsonb) inside CASE.
+func (q *Queries) WakeWithdrawAcked(ctx context.Context, db DBTX, arg WakeWithdrawAckedParams) error {
+	_, err := db.Exec(ctx, wakeWithdrawAcked,
+		arg.ThreadKey,
+		arg.Now,
+		arg.ProjectID,
+		arg.MemberID,
+		arg.MessageID,
+		arg.ThreadID,
+	)
+	return err
 }
 
 const webhookAgents = `-- name: WebhookAgents :many
@@ -958,58 +1012,4 @@ func (q *Queries) WebhookWakeProjects(ctx context.Context, db DBTX, arg WebhookW
 		return nil, err
 	}
 	return items, nil
-}
-
-const withdrawAckedWake = `-- name: WithdrawAckedWake :exec
-WITH ev AS (
-  DELETE FROM wake_event e
-  WHERE e.project_id = $3 AND e.member_id = $4 AND e.item_id = $5::uuid
-), w AS (
-  SELECT x.project_id, x.id, x.had, least(x.unread, x.had) AS keep, to_jsonb(least(x.unread, x.had)) AS keep_json
-  FROM (
-    SELECT wk.project_id, wk.id, COALESCE((wk.thread_counts->>$1::text)::integer, 0) AS had,
-      (SELECT count(*)::integer FROM delivery d
-       JOIN message msg ON msg.project_id = d.project_id AND msg.id = d.message_id
-       WHERE d.project_id = $3 AND msg.project_id = $3 AND d.member_id = wk.member_id AND d.thread_id = $6::uuid
-         AND d.read_at IS NULL AND d.open AND msg.created_at >= wk.created_at) AS unread
-    FROM wake wk
-    WHERE wk.project_id = $3 AND wk.member_id = $4 AND wk.status = 'pending'
-      AND jsonb_exists(wk.thread_counts, $1::text)
-  ) x
-)
-UPDATE wake SET
-  thread_counts = CASE WHEN w.keep = 0 THEN wake.thread_counts - $1::text
-    ELSE jsonb_set(wake.thread_counts, ARRAY[$1::text], w.keep_json) END,
-  count = wake.count - w.had + w.keep,
-  status = CASE WHEN wake.count - w.had + w.keep <= 0 THEN 'canceled' ELSE wake.status END,
-  updated_at = $2::timestamptz
-FROM w WHERE wake.project_id = $3 AND wake.project_id = w.project_id AND wake.id = w.id
-`
-
-type WithdrawAckedWakeParams struct {
-	ThreadKey string
-	Now       time.Time
-	ProjectID uuid.UUID
-	MemberID  uuid.UUID
-	MessageID uuid.UUID
-	ThreadID  uuid.UUID
-}
-
-// Acking a message withdraws it from the part's wakes not delivered yet: its event, if not
-// folded yet, goes; the pending wake's share for the message's thread is recounted from
-// what is still unread there since the wake began (never raised, so acking twice changes
-// nothing), and a wake left with nothing is canceled. thread_key is the thread's id as
-// text (the key of thread_counts), passed as such, and the new share is made into jsonb
-// in the CTE: Citus refuses a function that is not immutable (the uuid to text cast,
-// to_jsonb) inside CASE.
-func (q *Queries) WithdrawAckedWake(ctx context.Context, db DBTX, arg WithdrawAckedWakeParams) error {
-	_, err := db.Exec(ctx, withdrawAckedWake,
-		arg.ThreadKey,
-		arg.Now,
-		arg.ProjectID,
-		arg.MemberID,
-		arg.MessageID,
-		arg.ThreadID,
-	)
-	return err
 }

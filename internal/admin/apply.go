@@ -82,7 +82,7 @@ func (s *Service) Apply(ctx context.Context, f File, opt Options) (Result, error
 		}
 		orgIDs := map[string]uuid.UUID{}
 		for _, o := range f.Organisations {
-			row, err := s.Q.UpsertOrganisation(ctx, tx, db.UpsertOrganisationParams{ID: newID(), Slug: o.Slug, Name: o.Name, Plan: o.Plan, Timezone: o.Timezone})
+			row, err := s.Q.OrganisationUpsert(ctx, tx, db.OrganisationUpsertParams{ID: newID(), Slug: o.Slug, Name: o.Name, Plan: o.Plan, Timezone: o.Timezone})
 			if err != nil {
 				return fmt.Errorf("apply organisation %s: %w", o.Slug, err)
 			}
@@ -93,7 +93,7 @@ func (s *Service) Apply(ctx context.Context, f File, opt Options) (Result, error
 			if id, ok := orgIDs[slug]; ok {
 				return id, nil
 			}
-			o, err := s.Q.GetOrganisationBySlug(ctx, tx, slug)
+			o, err := s.Q.OrganisationGetBySlug(ctx, tx, slug)
 			if err != nil {
 				return uuid.Nil, fmt.Errorf("organisation %s: %w", slug, err)
 			}
@@ -110,7 +110,7 @@ func (s *Service) Apply(ctx context.Context, f File, opt Options) (Result, error
 				}
 				hash = &h
 			}
-			id, err := s.Q.UpsertUser(ctx, tx, db.UpsertUserParams{ID: newID(), Email: u.Email, Name: u.Name, PasswordHash: hash})
+			id, err := s.Q.UserUpsert(ctx, tx, db.UserUpsertParams{ID: newID(), Email: u.Email, Name: u.Name, PasswordHash: hash})
 			if err != nil {
 				return fmt.Errorf("apply user %s: %w", u.Email, err)
 			}
@@ -118,7 +118,7 @@ func (s *Service) Apply(ctx context.Context, f File, opt Options) (Result, error
 			if err != nil {
 				return err
 			}
-			if err := s.Q.UpsertOrgMember(ctx, tx, db.UpsertOrgMemberParams{OrgID: oid, UserID: id, Role: u.Role}); err != nil {
+			if err := s.Q.OrgMemberUpsert(ctx, tx, db.OrgMemberUpsertParams{OrgID: oid, UserID: id, Role: u.Role}); err != nil {
 				return fmt.Errorf("apply user %s: membership: %w", u.Email, err)
 			}
 			res.Users[u.Email] = ID{id}
@@ -128,7 +128,7 @@ func (s *Service) Apply(ctx context.Context, f File, opt Options) (Result, error
 			if err != nil {
 				return err
 			}
-			row, err := s.Q.UpsertAgent(ctx, tx, db.UpsertAgentParams{ID: newID(), OrgID: oid, Slug: a.Slug, Name: a.Name, Model: a.Model, Kind: a.Kind})
+			row, err := s.Q.AgentUpsert(ctx, tx, db.AgentUpsertParams{ID: newID(), OrgID: oid, Slug: a.Slug, Name: a.Name, Model: a.Model, Kind: a.Kind})
 			if err != nil {
 				return fmt.Errorf("apply agent %s/%s: %w", a.Org, a.Slug, err)
 			}
@@ -167,7 +167,7 @@ func (s *Service) applyProject(ctx context.Context, tx *pg.Tx, p ProjectSpec, or
 	if err != nil {
 		return ProjectOut{}, err
 	}
-	row, err := s.Q.UpsertProject(ctx, tx, db.UpsertProjectParams{ID: newID(), HostOrgID: hostID, Slug: p.Slug, Name: p.Name})
+	row, err := s.Q.ProjectUpsert(ctx, tx, db.ProjectUpsertParams{ID: newID(), HostOrgID: hostID, Slug: p.Slug, Name: p.Name})
 	if err != nil {
 		return ProjectOut{}, err
 	}
@@ -180,18 +180,18 @@ func (s *Service) applyProject(ctx context.Context, tx *pg.Tx, p ProjectSpec, or
 		if grants == nil {
 			grants = []string{}
 		}
-		if err := s.Q.UpsertAgreement(ctx, tx, db.UpsertAgreementParams{ProjectID: row.ID, GuestOrgID: gid, Status: g.Status, Grants: grants}); err != nil {
+		if err := s.Q.AgreementUpsert(ctx, tx, db.AgreementUpsertParams{ProjectID: row.ID, GuestOrgID: gid, Status: g.Status, Grants: grants}); err != nil {
 			return ProjectOut{}, fmt.Errorf("agreement with %s: %w", g.Org, err)
 		}
 	}
 	for _, m := range p.Members {
 		orgSlug, agentSlug, _ := strings.Cut(m.Agent, "/")
-		a, err := s.Q.GetAgentBySlug(ctx, tx, db.GetAgentBySlugParams{OrgSlug: orgSlug, AgentSlug: agentSlug})
+		a, err := s.Q.AgentGetBySlug(ctx, tx, db.AgentGetBySlugParams{OrgSlug: orgSlug, AgentSlug: agentSlug})
 		if err != nil {
 			return ProjectOut{}, fmt.Errorf("member %s: %w", m.Agent, err)
 		}
 		if m.Main {
-			if err := s.Q.ClearMainExcept(ctx, tx, db.ClearMainExceptParams{ProjectID: row.ID, AgentID: a.ID}); err != nil {
+			if err := s.Q.MembershipClearMainExcept(ctx, tx, db.MembershipClearMainExceptParams{ProjectID: row.ID, AgentID: a.ID}); err != nil {
 				return ProjectOut{}, fmt.Errorf("member %s: %w", m.Agent, err)
 			}
 		}
@@ -203,7 +203,7 @@ func (s *Service) applyProject(ctx context.Context, tx *pg.Tx, p ProjectSpec, or
 		if caps == nil {
 			caps = []string{}
 		}
-		if _, err := s.Q.UpsertMembership(ctx, tx, db.UpsertMembershipParams{
+		if _, err := s.Q.MembershipUpsert(ctx, tx, db.MembershipUpsertParams{
 			ProjectID: row.ID, ID: newID(), AgentID: a.ID, OrgID: a.OrgID, Part: m.Part,
 			IsMain: m.Main, Nickname: nick, Access: m.Access, Capabilities: caps,
 		}); err != nil {
@@ -218,7 +218,7 @@ func (s *Service) applyProject(ctx context.Context, tx *pg.Tx, p ProjectSpec, or
 		return ProjectOut{}, err
 	}
 	if out.ConnectCode != "" {
-		members, err := s.Q.ListMembers(ctx, tx, row.ID)
+		members, err := s.Q.MembershipList(ctx, tx, row.ID)
 		if err != nil {
 			return ProjectOut{}, err
 		}
@@ -234,11 +234,11 @@ func (s *Service) applyProject(ctx context.Context, tx *pg.Tx, p ProjectSpec, or
 // the old ones) and returns it; "" means the existing key stays and is not shown again.
 func (s *Service) ensureAgentKey(ctx context.Context, tx *pg.Tx, orgID, agentID uuid.UUID, rotate bool) (string, error) {
 	if rotate {
-		if _, err := s.Q.RevokeAgentKeys(ctx, tx, db.RevokeAgentKeysParams{OrgID: orgID, AgentID: agentID}); err != nil {
+		if _, err := s.Q.AgentKeyRevoke(ctx, tx, db.AgentKeyRevokeParams{OrgID: orgID, AgentID: agentID}); err != nil {
 			return "", fmt.Errorf("revoke keys: %w", err)
 		}
 	} else {
-		n, err := s.Q.CountActiveAgentKeys(ctx, tx, db.CountActiveAgentKeysParams{OrgID: orgID, AgentID: agentID})
+		n, err := s.Q.AgentKeyCountActive(ctx, tx, db.AgentKeyCountActiveParams{OrgID: orgID, AgentID: agentID})
 		if err != nil {
 			return "", fmt.Errorf("count keys: %w", err)
 		}
@@ -250,7 +250,7 @@ func (s *Service) ensureAgentKey(ctx context.Context, tx *pg.Tx, orgID, agentID 
 	if err != nil {
 		return "", fmt.Errorf("generate key: %w", err)
 	}
-	if err := s.Q.InsertAgentKey(ctx, tx, db.InsertAgentKeyParams{OrgID: orgID, ID: newID(), AgentID: agentID, KeyID: p.ID, SecretHash: p.Hash()}); err != nil {
+	if err := s.Q.AgentKeyInsert(ctx, tx, db.AgentKeyInsertParams{OrgID: orgID, ID: newID(), AgentID: agentID, KeyID: p.ID, SecretHash: p.Hash()}); err != nil {
 		return "", fmt.Errorf("store key: %w", err)
 	}
 	return raw, nil
@@ -258,11 +258,11 @@ func (s *Service) ensureAgentKey(ctx context.Context, tx *pg.Tx, orgID, agentID 
 
 func (s *Service) ensureConnectCode(ctx context.Context, tx *pg.Tx, projectID uuid.UUID, rotate bool) (string, error) {
 	if rotate {
-		if _, err := s.Q.RevokeConnectCodes(ctx, tx, projectID); err != nil {
+		if _, err := s.Q.ConnectCodeRevoke(ctx, tx, projectID); err != nil {
 			return "", fmt.Errorf("revoke connect codes: %w", err)
 		}
 	} else {
-		n, err := s.Q.CountActiveConnectCodes(ctx, tx, projectID)
+		n, err := s.Q.ConnectCodeCountActive(ctx, tx, projectID)
 		if err != nil {
 			return "", fmt.Errorf("count connect codes: %w", err)
 		}
@@ -274,7 +274,7 @@ func (s *Service) ensureConnectCode(ctx context.Context, tx *pg.Tx, projectID uu
 	if err != nil {
 		return "", fmt.Errorf("generate connect code: %w", err)
 	}
-	if err := s.Q.InsertConnectCode(ctx, tx, db.InsertConnectCodeParams{ProjectID: projectID, ID: newID(), CodeID: p.ID, SecretHash: p.Hash()}); err != nil {
+	if err := s.Q.ConnectCodeInsert(ctx, tx, db.ConnectCodeInsertParams{ProjectID: projectID, ID: newID(), CodeID: p.ID, SecretHash: p.Hash()}); err != nil {
 		return "", fmt.Errorf("store connect code: %w", err)
 	}
 	return raw, nil
@@ -282,21 +282,21 @@ func (s *Service) ensureConnectCode(ctx context.Context, tx *pg.Tx, projectID uu
 
 func (s *Service) loadKnown(ctx context.Context, tx *pg.Tx) (known, error) {
 	k := known{orgs: map[string]bool{}, agents: map[string]bool{}, agreements: map[string]map[string]bool{}}
-	orgs, err := s.Q.ListOrganisations(ctx, tx)
+	orgs, err := s.Q.OrganisationList(ctx, tx)
 	if err != nil {
 		return k, fmt.Errorf("load organisations: %w", err)
 	}
 	for _, o := range orgs {
 		k.orgs[o.Slug] = true
 	}
-	agents, err := s.Q.ListAgents(ctx, tx)
+	agents, err := s.Q.AgentList(ctx, tx)
 	if err != nil {
 		return k, fmt.Errorf("load agents: %w", err)
 	}
 	for _, a := range agents {
 		k.agents[a.OrgSlug+"/"+a.Slug] = true
 	}
-	ags, err := s.Q.ListAllAgreementKeys(ctx, tx)
+	ags, err := s.Q.AgreementListAllKeys(ctx, tx)
 	if err != nil {
 		return k, fmt.Errorf("load agreements: %w", err)
 	}

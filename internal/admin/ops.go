@@ -14,68 +14,68 @@ import (
 // file, so the CLI's `create` and a file share one validation and one write path.
 
 // ListOrganisations lists every organisation.
-func (s *Service) ListOrganisations(ctx context.Context) ([]db.ListOrganisationsRow, error) {
-	var out []db.ListOrganisationsRow
+func (s *Service) ListOrganisations(ctx context.Context) ([]db.OrganisationListRow, error) {
+	var out []db.OrganisationListRow
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		out, err = s.Q.ListOrganisations(ctx, tx)
+		out, err = s.Q.OrganisationList(ctx, tx)
 		return err
 	})
 	return out, wrap("list organisations", err)
 }
 
 // ListUsers lists people with their organisations and roles.
-func (s *Service) ListUsers(ctx context.Context) ([]db.ListUsersRow, error) {
-	var out []db.ListUsersRow
+func (s *Service) ListUsers(ctx context.Context) ([]db.UserListRow, error) {
+	var out []db.UserListRow
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		out, err = s.Q.ListUsers(ctx, tx)
+		out, err = s.Q.UserList(ctx, tx)
 		return err
 	})
 	return out, wrap("list users", err)
 }
 
 // ListAgents lists every agent with its count of active keys.
-func (s *Service) ListAgents(ctx context.Context) ([]db.ListAgentsRow, error) {
-	var out []db.ListAgentsRow
+func (s *Service) ListAgents(ctx context.Context) ([]db.AgentListRow, error) {
+	var out []db.AgentListRow
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		out, err = s.Q.ListAgents(ctx, tx)
+		out, err = s.Q.AgentList(ctx, tx)
 		return err
 	})
 	return out, wrap("list agents", err)
 }
 
 // ListProjects lists every project.
-func (s *Service) ListProjects(ctx context.Context) ([]db.ListProjectsRow, error) {
-	var out []db.ListProjectsRow
+func (s *Service) ListProjects(ctx context.Context) ([]db.ProjectListRow, error) {
+	var out []db.ProjectListRow
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		out, err = s.Q.ListProjects(ctx, tx)
+		out, err = s.Q.ProjectList(ctx, tx)
 		return err
 	})
 	return out, wrap("list projects", err)
 }
 
 // ListMembers lists a project's parts; project is "host/slug".
-func (s *Service) ListMembers(ctx context.Context, project string) ([]db.ListMembersRow, error) {
-	var out []db.ListMembersRow
+func (s *Service) ListMembers(ctx context.Context, project string) ([]db.MembershipListRow, error) {
+	var out []db.MembershipListRow
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		p, err := s.project(ctx, tx, project)
 		if err != nil {
 			return err
 		}
-		out, err = s.Q.ListMembers(ctx, tx, p.ID)
+		out, err = s.Q.MembershipList(ctx, tx, p.ID)
 		return err
 	})
 	return out, wrap("list members", err)
 }
 
 // ListAgreements lists a project's guest agreements.
-func (s *Service) ListAgreements(ctx context.Context, project string) ([]db.ListAgreementsRow, error) {
-	var out []db.ListAgreementsRow
+func (s *Service) ListAgreements(ctx context.Context, project string) ([]db.AgreementListRow, error) {
+	var out []db.AgreementListRow
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		p, err := s.project(ctx, tx, project)
 		if err != nil {
 			return err
 		}
-		out, err = s.Q.ListAgreements(ctx, tx, p.ID)
+		out, err = s.Q.AgreementList(ctx, tx, p.ID)
 		return err
 	})
 	return out, wrap("list agreements", err)
@@ -86,7 +86,7 @@ func (s *Service) RotateAgentKey(ctx context.Context, agent string) (AgentOut, e
 	var out AgentOut
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		org, slug, _ := strings.Cut(agent, "/")
-		a, err := s.Q.GetAgentBySlug(ctx, tx, db.GetAgentBySlugParams{OrgSlug: org, AgentSlug: slug})
+		a, err := s.Q.AgentGetBySlug(ctx, tx, db.AgentGetBySlugParams{OrgSlug: org, AgentSlug: slug})
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "unknown agent %q", agent)
 		}
@@ -112,7 +112,7 @@ func (s *Service) RotateConnectCode(ctx context.Context, project string) (Projec
 		if out.ConnectCode, err = s.ensureConnectCode(ctx, tx, p.ID, true); err != nil {
 			return err
 		}
-		members, err := s.Q.ListMembers(ctx, tx, p.ID)
+		members, err := s.Q.MembershipList(ctx, tx, p.ID)
 		if err != nil {
 			return err
 		}
@@ -138,14 +138,14 @@ func (s *Service) SetAgreementStatus(ctx context.Context, project, guest, status
 		if err != nil {
 			return err
 		}
-		g, err := s.Q.GetOrganisationBySlug(ctx, tx, guest)
+		g, err := s.Q.OrganisationGetBySlug(ctx, tx, guest)
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "unknown organisation %q", guest)
 		}
 		if err != nil {
 			return err
 		}
-		n, err := s.Q.SetAgreementStatus(ctx, tx, db.SetAgreementStatusParams{ProjectID: p.ID, GuestOrgID: g.ID, Status: status})
+		n, err := s.Q.AgreementSetStatus(ctx, tx, db.AgreementSetStatusParams{ProjectID: p.ID, GuestOrgID: g.ID, Status: status})
 		if err != nil {
 			return err
 		}
@@ -158,12 +158,12 @@ func (s *Service) SetAgreementStatus(ctx context.Context, project, guest, status
 }
 
 // project finds "host/slug".
-func (s *Service) project(ctx context.Context, tx *pg.Tx, ref string) (db.GetProjectBySlugRow, error) {
+func (s *Service) project(ctx context.Context, tx *pg.Tx, ref string) (db.ProjectGetBySlugRow, error) {
 	host, slug, ok := strings.Cut(ref, "/")
 	if !ok {
-		return db.GetProjectBySlugRow{}, apperr.New(apperr.Invalid, "a project is named \"host/slug\", got %q", ref)
+		return db.ProjectGetBySlugRow{}, apperr.New(apperr.Invalid, "a project is named \"host/slug\", got %q", ref)
 	}
-	p, err := s.Q.GetProjectBySlug(ctx, tx, db.GetProjectBySlugParams{HostSlug: host, ProjectSlug: slug})
+	p, err := s.Q.ProjectGetBySlug(ctx, tx, db.ProjectGetBySlugParams{HostSlug: host, ProjectSlug: slug})
 	if pg.IsNoRows(err) {
 		return p, apperr.New(apperr.NotFound, "unknown project %q", ref)
 	}

@@ -479,7 +479,7 @@ func TestAuthorizationRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		i := slices.IndexFunc(grants, func(g db.ListGrantsRow) bool { return g.ClientID == f.clientID })
+		i := slices.IndexFunc(grants, func(g db.OAuthGrantListRow) bool { return g.ClientID == f.clientID })
 		if i < 0 || grants[i].Email != anaEmail || grants[i].Resource != room {
 			t.Fatalf("grants %+v", grants)
 		}

@@ -170,7 +170,7 @@ func (s *Service) CreateToken(ctx context.Context, orgID uuid.UUID, email string
 	}
 	out := NewToken{ID: uuid.Must(uuid.NewV7()), Token: raw, ExpiresAt: s.clock().Add(ttl).Truncate(time.Second)}
 	err = s.db.Operator(ctx, func(tx *pg.Tx) error {
-		m, err := s.q.DeskMemberIDByEmail(ctx, tx, db.DeskMemberIDByEmailParams{OrgID: orgID, Email: strings.ToLower(email)})
+		m, err := s.q.DeskMemberGetIDByEmail(ctx, tx, db.DeskMemberGetIDByEmailParams{OrgID: orgID, Email: strings.ToLower(email)})
 		if pg.IsNoRows(err) {
 			return fmt.Errorf("%s is not a member of this workspace", email)
 		} else if err != nil {
@@ -192,7 +192,7 @@ func (s *Service) CreateToken(ctx context.Context, orgID uuid.UUID, email string
 func (s *Service) ListTokens(ctx context.Context, orgID uuid.UUID) ([]Token, error) {
 	var out []Token
 	err := s.db.Operator(ctx, func(tx *pg.Tx) error {
-		rows, err := s.q.DeskTokensList(ctx, tx, orgID)
+		rows, err := s.q.DeskTokenList(ctx, tx, orgID)
 		if err != nil {
 			return fmt.Errorf("desk: list tokens: %w", err)
 		}
@@ -223,7 +223,7 @@ func (s *Service) RevokeToken(ctx context.Context, orgID, id uuid.UUID) (bool, e
 func (s *Service) WorkspaceID(ctx context.Context, slug string) (uuid.UUID, error) {
 	var id uuid.UUID
 	err := s.db.Operator(ctx, func(tx *pg.Tx) error {
-		o, err := s.q.GetOrganisationBySlug(ctx, tx, slug)
+		o, err := s.q.OrganisationGetBySlug(ctx, tx, slug)
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "no workspace %q", slug)
 		} else if err != nil {
@@ -244,7 +244,7 @@ func (s *Service) WorkspaceID(ctx context.Context, slug string) (uuid.UUID, erro
 func (s *Service) SetDeactivated(ctx context.Context, orgID uuid.UUID, email string, deactivated bool) (bool, error) {
 	var n int64
 	err := s.db.Operator(ctx, func(tx *pg.Tx) error {
-		m, err := s.q.DeskMemberIDByEmail(ctx, tx, db.DeskMemberIDByEmailParams{OrgID: orgID, Email: strings.ToLower(email)})
+		m, err := s.q.DeskMemberGetIDByEmail(ctx, tx, db.DeskMemberGetIDByEmailParams{OrgID: orgID, Email: strings.ToLower(email)})
 		if pg.IsNoRows(err) {
 			return nil
 		} else if err != nil {

@@ -89,7 +89,7 @@ func ImportCSV(ctx context.Context, d *pg.DB, orgID uuid.UUID, inboxSlug string,
 	}
 	sum := ImportSummary{Rows: len(rows)}
 	err = d.Operator(ctx, func(tx *pg.Tx) error {
-		inbox, err := q.DeskInboxBySlug(ctx, tx, db.DeskInboxBySlugParams{OrgID: orgID, Slug: inboxSlug})
+		inbox, err := q.DeskInboxGetBySlug(ctx, tx, db.DeskInboxGetBySlugParams{OrgID: orgID, Slug: inboxSlug})
 		if pg.IsNoRows(err) {
 			return fmt.Errorf("no inbox %q in this workspace", inboxSlug)
 		} else if err != nil {

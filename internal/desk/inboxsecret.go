@@ -45,7 +45,7 @@ func (s *Service) open(sealed []byte, org uuid.UUID, inbox int64) ([]byte, error
 }
 
 func (s *Service) inboxBySlug(ctx context.Context, tx *pg.Tx, org uuid.UUID, slug string) (int64, error) {
-	id, err := s.q.DeskInboxBySlug(ctx, tx, db.DeskInboxBySlugParams{OrgID: org, Slug: slug})
+	id, err := s.q.DeskInboxGetBySlug(ctx, tx, db.DeskInboxGetBySlugParams{OrgID: org, Slug: slug})
 	if pg.IsNoRows(err) {
 		return 0, apperr.New(apperr.NotFound, "no inbox %q in this workspace", slug)
 	} else if err != nil {

@@ -55,7 +55,7 @@ type WorkspaceOut struct {
 func ApplyWorkspace(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.UUID, w WorkspaceSpec) (WorkspaceOut, error) {
 	out := WorkspaceOut{Inboxes: map[string]PublicRef{}, SavedReplies: map[string]PublicRef{}}
 	for _, in := range w.Inboxes {
-		id, err := q.DeskInboxBySlug(ctx, tx, db.DeskInboxBySlugParams{OrgID: orgID, Slug: in.Slug})
+		id, err := q.DeskInboxGetBySlug(ctx, tx, db.DeskInboxGetBySlugParams{OrgID: orgID, Slug: in.Slug})
 		if pg.IsNoRows(err) {
 			id, err = q.DeskCounterTake(ctx, tx, db.DeskCounterTakeParams{OrgID: orgID, Kind: counterInbox, N: 1})
 		}
@@ -72,7 +72,7 @@ func ApplyWorkspace(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.UU
 		}
 		users := make([]uuid.UUID, 0, len(in.Members))
 		for _, email := range in.Members {
-			m, err := q.DeskMemberIDByEmail(ctx, tx, db.DeskMemberIDByEmailParams{OrgID: orgID, Email: strings.ToLower(email)})
+			m, err := q.DeskMemberGetIDByEmail(ctx, tx, db.DeskMemberGetIDByEmailParams{OrgID: orgID, Email: strings.ToLower(email)})
 			if pg.IsNoRows(err) {
 				return out, fmt.Errorf("inbox %s: %s is not a member of workspace %s", in.Slug, email, w.Workspace)
 			} else if err != nil {
@@ -80,13 +80,13 @@ func ApplyWorkspace(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.UU
 			}
 			users = append(users, m.UserID)
 		}
-		if err := q.DeskInboxMembersSet(ctx, tx, db.DeskInboxMembersSetParams{OrgID: orgID, InboxID: id, UserIds: users}); err != nil {
+		if err := q.DeskInboxSetMembers(ctx, tx, db.DeskInboxSetMembersParams{OrgID: orgID, InboxID: id, UserIds: users}); err != nil {
 			return out, fmt.Errorf("inbox %s: members: %w", in.Slug, err)
 		}
 		out.Inboxes[in.Slug] = PublicRef{publicID(PrefixInbox, id)}
 	}
 	for _, r := range w.SavedReplies {
-		id, err := q.DeskSavedReplyBySlug(ctx, tx, db.DeskSavedReplyBySlugParams{OrgID: orgID, Slug: r.Slug})
+		id, err := q.DeskSavedReplyGetBySlug(ctx, tx, db.DeskSavedReplyGetBySlugParams{OrgID: orgID, Slug: r.Slug})
 		if pg.IsNoRows(err) {
 			id, err = q.DeskCounterTake(ctx, tx, db.DeskCounterTakeParams{OrgID: orgID, Kind: counterReply, N: 1})
 		}
@@ -188,7 +188,7 @@ func AddConversation(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.U
 	}
 	if ext != nil {
 		// Known already: nothing to add, and no number spent.
-		if id, err := q.DeskConversationIDByExternal(ctx, tx, db.DeskConversationIDByExternalParams{OrgID: orgID, ExternalID: ext}); err == nil {
+		if id, err := q.DeskConversationGetIDByExternal(ctx, tx, db.DeskConversationGetIDByExternalParams{OrgID: orgID, ExternalID: ext}); err == nil {
 			return id, false, nil
 		} else if !pg.IsNoRows(err) {
 			return 0, false, fmt.Errorf("desk: find conversation: %w", err)
@@ -206,7 +206,7 @@ func AddConversation(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.U
 		// statement waited on it, so the statement's snapshot predates that row: a new
 		// statement sees it. (Concurrent creators of one workspace usually meet first on
 		// the counter's row, which orders them before this statement starts.)
-		id, err := q.DeskConversationIDByExternal(ctx, tx, db.DeskConversationIDByExternalParams{OrgID: orgID, ExternalID: ext})
+		id, err := q.DeskConversationGetIDByExternal(ctx, tx, db.DeskConversationGetIDByExternalParams{OrgID: orgID, ExternalID: ext})
 		if err != nil {
 			return 0, false, fmt.Errorf("desk: find conversation: %w", err)
 		}

@@ -151,7 +151,7 @@ func checkStatus(field, v string) error {
 
 // member finds an active member of the workspace by email, for an author or an assignee.
 func (s *Service) member(ctx context.Context, tx *pg.Tx, org uuid.UUID, field, email string) (*uuid.UUID, error) {
-	m, err := s.q.DeskMemberIDByEmail(ctx, tx, db.DeskMemberIDByEmailParams{OrgID: org, Email: strings.ToLower(email)})
+	m, err := s.q.DeskMemberGetIDByEmail(ctx, tx, db.DeskMemberGetIDByEmailParams{OrgID: org, Email: strings.ToLower(email)})
 	if pg.IsNoRows(err) || (err == nil && m.Deactivated) {
 		return nil, invalid("%q: %s is not an active member of the workspace", field, email)
 	} else if err != nil {

@@ -127,7 +127,7 @@ func (s *Service) DeleteExpiredNoteKeys(ctx context.Context) (int64, error) {
 	for {
 		var n int64
 		err := s.db.Operator(ctx, func(tx *pg.Tx) (err error) {
-			n, err = s.q.DeskNoteKeysDeleteExpired(ctx, tx, db.DeskNoteKeysDeleteExpiredParams{
+			n, err = s.q.DeskNoteKeyDeleteExpired(ctx, tx, db.DeskNoteKeyDeleteExpiredParams{
 				ExpiredBefore: s.clock().Add(-NoteKeyRetention), Batch: NoteKeyCleanupBatch})
 			return err
 		})

@@ -215,7 +215,7 @@ func (s *Service) GetConversation(ctx context.Context, sc tenancy.Scope, in GetC
 	if !ok {
 		return GetConversationResult{}, conversationNotFound()
 	}
-	p := db.DeskMessagesPageParams{OrgID: c.org, ConversationID: id, IncludeNotes: in.IncludePrivateNotes, Lim: int32(in.Limit + 1)}
+	p := db.DeskMessagePageParams{OrgID: c.org, ConversationID: id, IncludeNotes: in.IncludePrivateNotes, Lim: int32(in.Limit + 1)}
 	if in.Cursor != "" {
 		cur, err := s.readCursor(ToolGetConversation, c, args, in.Cursor)
 		if err != nil {
@@ -224,7 +224,7 @@ func (s *Service) GetConversation(ctx context.Context, sc tenancy.Scope, in GetC
 		p.AfterCreated, p.AfterID = cur.Time, cur.ID
 	}
 	var conv db.DeskConversationGetRow
-	var rows []db.DeskMessagesPageRow
+	var rows []db.DeskMessagePageRow
 	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) (err error) {
 		conv, err = s.q.DeskConversationGet(ctx, tx, db.DeskConversationGetParams{OrgID: c.org, ID: id, SeesAll: c.seesAll(), UserID: c.user})
 		if pg.IsNoRows(err) {
@@ -232,7 +232,7 @@ func (s *Service) GetConversation(ctx context.Context, sc tenancy.Scope, in GetC
 		} else if err != nil {
 			return err
 		}
-		rows, err = s.q.DeskMessagesPage(ctx, tx, p)
+		rows, err = s.q.DeskMessagePage(ctx, tx, p)
 		return err
 	})
 	if err != nil {
@@ -244,7 +244,7 @@ func (s *Service) GetConversation(ctx context.Context, sc tenancy.Scope, in GetC
 		CreatedAt: ts(conv.CreatedAt), UpdatedAt: ts(conv.UpdatedAt), FirstReplyAt: tsp(conv.FirstReplyAt), ResolvedAt: tsp(conv.ResolvedAt),
 	}}
 	out.Messages, out.NextCursor, err = page(s, ToolGetConversation, c, args, rows, in.Limit,
-		func(r db.DeskMessagesPageRow) (Message, error) {
+		func(r db.DeskMessagePageRow) (Message, error) {
 			m := Message{ID: messageID(r.Type, r.ID), Type: r.Type, Body: r.Body, AuthorID: userIDp(c.org, r.AuthorUserID),
 				Attachments: []Attachment{}, CreatedAt: ts(r.CreatedAt)}
 			if err := json.Unmarshal(r.Attachments, &m.Attachments); err != nil {
@@ -252,7 +252,7 @@ func (s *Service) GetConversation(ctx context.Context, sc tenancy.Scope, in GetC
 			}
 			return m, nil
 		},
-		func(r db.DeskMessagesPageRow) cursorPayload { return cursorPayload{Time: &r.CreatedAt, ID: r.ID} })
+		func(r db.DeskMessagePageRow) cursorPayload { return cursorPayload{Time: &r.CreatedAt, ID: r.ID} })
 	if err != nil {
 		return GetConversationResult{}, err
 	}
@@ -287,7 +287,7 @@ func (s *Service) ListInboxes(ctx context.Context, sc tenancy.Scope, in PageInpu
 	in.Limit = pageLimit(in.Limit)
 	args := in
 	args.Cursor = ""
-	p := db.DeskInboxesListParams{OrgID: c.org, SeesAll: c.seesAll(), UserID: c.user, Lim: int32(in.Limit + 1)}
+	p := db.DeskInboxListParams{OrgID: c.org, SeesAll: c.seesAll(), UserID: c.user, Lim: int32(in.Limit + 1)}
 	if in.Cursor != "" {
 		cur, err := s.readCursor(ToolListInboxes, c, args, in.Cursor)
 		if err != nil {
@@ -295,9 +295,9 @@ func (s *Service) ListInboxes(ctx context.Context, sc tenancy.Scope, in PageInpu
 		}
 		p.AfterName, p.AfterID = cur.Text, cur.ID
 	}
-	var rows []db.DeskInboxesListRow
+	var rows []db.DeskInboxListRow
 	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) (err error) {
-		rows, err = s.q.DeskInboxesList(ctx, tx, p)
+		rows, err = s.q.DeskInboxList(ctx, tx, p)
 		return err
 	})
 	if err != nil {
@@ -305,10 +305,10 @@ func (s *Service) ListInboxes(ctx context.Context, sc tenancy.Scope, in PageInpu
 	}
 	var out InboxesResult
 	out.Inboxes, out.NextCursor, err = page(s, ToolListInboxes, c, args, rows, in.Limit,
-		func(r db.DeskInboxesListRow) (Inbox, error) {
+		func(r db.DeskInboxListRow) (Inbox, error) {
 			return Inbox{ID: publicID(PrefixInbox, r.ID), Name: r.Name, OpenCount: r.OpenCount}, nil
 		},
-		func(r db.DeskInboxesListRow) cursorPayload { return cursorPayload{Text: &r.Name, ID: r.ID} })
+		func(r db.DeskInboxListRow) cursorPayload { return cursorPayload{Text: &r.Name, ID: r.ID} })
 	return out, err
 }
 
@@ -345,7 +345,7 @@ func (s *Service) FindSavedReplies(ctx context.Context, sc tenancy.Scope, in Fin
 	}
 	args := in
 	args.Cursor = ""
-	p := db.DeskSavedRepliesFindParams{OrgID: c.org, Query: in.Query, Lim: int32(in.Limit + 1)}
+	p := db.DeskSavedReplyFindParams{OrgID: c.org, Query: in.Query, Lim: int32(in.Limit + 1)}
 	if in.Cursor != "" {
 		cur, err := s.readCursor(ToolFindSavedReplies, c, args, in.Cursor)
 		if err != nil {
@@ -353,9 +353,9 @@ func (s *Service) FindSavedReplies(ctx context.Context, sc tenancy.Scope, in Fin
 		}
 		p.AfterTitle, p.AfterID = cur.Text, cur.ID
 	}
-	var rows []db.DeskSavedRepliesFindRow
+	var rows []db.DeskSavedReplyFindRow
 	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) (err error) {
-		rows, err = s.q.DeskSavedRepliesFind(ctx, tx, p)
+		rows, err = s.q.DeskSavedReplyFind(ctx, tx, p)
 		return err
 	})
 	if err != nil {
@@ -363,10 +363,10 @@ func (s *Service) FindSavedReplies(ctx context.Context, sc tenancy.Scope, in Fin
 	}
 	var out SavedRepliesResult
 	out.SavedReplies, out.NextCursor, err = page(s, ToolFindSavedReplies, c, args, rows, in.Limit,
-		func(r db.DeskSavedRepliesFindRow) (SavedReply, error) {
+		func(r db.DeskSavedReplyFindRow) (SavedReply, error) {
 			return SavedReply{ID: publicID(PrefixReply, r.ID), Title: r.Title, Body: r.Body}, nil
 		},
-		func(r db.DeskSavedRepliesFindRow) cursorPayload { return cursorPayload{Text: &r.Title, ID: r.ID} })
+		func(r db.DeskSavedReplyFindRow) cursorPayload { return cursorPayload{Text: &r.Title, ID: r.ID} })
 	return out, err
 }
 

@@ -93,7 +93,7 @@ func (s *Store) Begin(ctx context.Context, call mcp.IdempotentCall) (context.Con
 		key: call.Key, fingerprint: call.Fingerprint, tool: call.Tool}
 	// sqlc writes the statement; it is not run here but carried to the COMMIT.
 	var rec recorder
-	if _, err := s.Q.ClaimIdempotencyKey(ctx, &rec, db.ClaimIdempotencyKeyParams{
+	if _, err := s.Q.IdempotencyKeyClaim(ctx, &rec, db.IdempotencyKeyClaimParams{
 		OrgID: sc.OrgID, AgentID: sc.AgentID, Principal: r.principal, Key: r.key, Fingerprint: r.fingerprint[:],
 		Tool: r.tool, CreatedAt: now, ExpiredBefore: now.Add(-Retention),
 	}); err != nil {
@@ -125,7 +125,7 @@ func (r *run) Save(ctx context.Context, answer json.RawMessage) error {
 	defer cancel()
 	err := r.s.DB.InTenant(ctx, r.tenant, func(tx *pg.Tx) error {
 		return tx.Pipeline(func() error {
-			return r.s.Q.SaveIdempotencyAnswer(ctx, tx, db.SaveIdempotencyAnswerParams{Response: answer, AnsweredAt: &at,
+			return r.s.Q.IdempotencyKeySaveAnswer(ctx, tx, db.IdempotencyKeySaveAnswerParams{Response: answer, AnsweredAt: &at,
 				OrgID: r.tenant.OrgID, AgentID: r.tenant.AgentID, Principal: r.principal, Key: r.key})
 		})
 	})
@@ -170,10 +170,10 @@ func (r *run) Earlier(ctx context.Context) (json.RawMessage, error) {
 	}
 }
 
-func (r *run) lookup(ctx context.Context) (db.IdempotencyKeyRecordRow, bool, error) {
-	var rec db.IdempotencyKeyRecordRow
+func (r *run) lookup(ctx context.Context) (db.IdempotencyKeyGetRow, bool, error) {
+	var rec db.IdempotencyKeyGetRow
 	err := r.s.DB.InTenant(ctx, r.tenant, func(tx *pg.Tx) (err error) {
-		rec, err = r.s.Q.IdempotencyKeyRecord(ctx, tx, db.IdempotencyKeyRecordParams{OrgID: r.tenant.OrgID, AgentID: r.tenant.AgentID,
+		rec, err = r.s.Q.IdempotencyKeyGet(ctx, tx, db.IdempotencyKeyGetParams{OrgID: r.tenant.OrgID, AgentID: r.tenant.AgentID,
 			Principal: r.principal, Key: r.key, ExpiredBefore: r.s.now().Add(-Retention)})
 		return err
 	})
@@ -189,7 +189,7 @@ func (s *Store) DeleteExpired(ctx context.Context) (int64, error) {
 	for {
 		var n int64
 		err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-			n, err = s.Q.DeleteExpiredIdempotencyKeys(ctx, tx, db.DeleteExpiredIdempotencyKeysParams{
+			n, err = s.Q.IdempotencyKeyDeleteExpired(ctx, tx, db.IdempotencyKeyDeleteExpiredParams{
 				ExpiredBefore: s.now().Add(-Retention), Batch: CleanupBatch})
 			return err
 		})

@@ -164,7 +164,7 @@ type settings struct {
 }
 
 func (s *Service) load(ctx context.Context, tx *pg.Tx, projectID uuid.UUID) (settings, error) {
-	row, err := s.Q.ProjectKnowledgeSettings(ctx, tx, projectID)
+	row, err := s.Q.ProjectGetKnowledgeSettings(ctx, tx, projectID)
 	if err != nil {
 		return settings{}, err
 	}
@@ -337,7 +337,7 @@ type Written struct {
 // one exists (both are then reviewed together; the new one is not a second, unlinked copy).
 func (s *Service) store(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, st settings, red Redacted, kind, source string, threadID *uuid.UUID, expires *time.Time) (Written, error) {
 	w := Written{ID: uuid.Must(uuid.NewV7())}
-	dup, err := s.Q.FindNearDuplicate(ctx, tx, db.FindNearDuplicateParams{
+	dup, err := s.Q.KnowledgeFindNearDuplicate(ctx, tx, db.KnowledgeFindNearDuplicateParams{
 		Title: red.Title, MinTitle: float32(st.cfg.DuplicateSimilarity) * 0.75,
 		Text: red.Title + " " + red.Body, MinText: float32(st.cfg.DuplicateSimilarity),
 	})
@@ -355,7 +355,7 @@ func (s *Service) store(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, st set
 	if sc.AgentID != uuid.Nil {
 		agent = &sc.AgentID
 	}
-	err = s.Q.InsertKnowledge(ctx, tx, db.InsertKnowledgeParams{
+	err = s.Q.KnowledgeInsert(ctx, tx, db.KnowledgeInsertParams{
 		ProjectID: sc.ProjectID, ID: w.ID, Kind: kind, Title: red.Title, Body: red.Body, Confidence: 0.5,
 		Source: source, SourceThreadID: threadID, AuthorMemberID: member, AuthorAgentID: agent, AuthorPart: part,
 		DuplicateOf: w.DuplicateOf, ExpiresAt: expires, Now: s.now(),
@@ -458,7 +458,7 @@ func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req L
 	// The limit is per agent across every project, as the contract says: an agent in
 	// five projects gets 60 lessons an hour, not 300.
 	since := s.now().Add(-time.Hour)
-	n, err := s.Q.CountAgentLessons(ctx, tx, db.CountAgentLessonsParams{OrgID: sc.OrgID, AgentID: sc.AgentID, Since: since})
+	n, err := s.Q.AgentLessonCount(ctx, tx, db.AgentLessonCountParams{OrgID: sc.OrgID, AgentID: sc.AgentID, Since: since})
 	if err != nil {
 		return LessonOutcome{}, err
 	}
@@ -491,7 +491,7 @@ func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req L
 	if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT lesson"); err != nil {
 		return LessonOutcome{}, err
 	}
-	if err := s.Q.RecordAgentLesson(ctx, tx, db.RecordAgentLessonParams{OrgID: sc.OrgID, AgentID: sc.AgentID, ID: w.ID, Since: since, Now: s.now()}); err != nil {
+	if err := s.Q.AgentLessonRecord(ctx, tx, db.AgentLessonRecordParams{OrgID: sc.OrgID, AgentID: sc.AgentID, ID: w.ID, Since: since, Now: s.now()}); err != nil {
 		return LessonOutcome{}, err
 	}
 	return LessonOutcome{Recorded: true, KnowledgeID: w.ID.String(), Title: red.Title}, nil
@@ -545,7 +545,7 @@ func (s *Service) Recall(ctx context.Context, sc tenancy.Scope, in RecallInput) 
 			fmt.Sprintf("%dms", RecallTimeout.Milliseconds()), strconv.FormatFloat(TitleThreshold, 'f', 3, 64)); err != nil {
 			return err
 		}
-		rows, err := s.Q.Recall(ctx, tx, db.RecallParams{Query: in.Query, TitleQuery: contentWords(in.Query), ProjectID: sc.ProjectID, Now: now, Kind: in.Kind,
+		rows, err := s.Q.KnowledgeRecall(ctx, tx, db.KnowledgeRecallParams{Query: in.Query, TitleQuery: contentWords(in.Query), ProjectID: sc.ProjectID, Now: now, Kind: in.Kind,
 			Floor: float32(st.cfg.RecallFloor), Lim: int32(in.Limit)})
 		if err != nil {
 			return err
@@ -561,7 +561,7 @@ func (s *Service) Recall(ctx context.Context, sc tenancy.Scope, in RecallInput) 
 		}
 		qid := uuid.MustParse(out.QueryID)
 		member := memberOf(sc)
-		return s.Q.InsertRecallQuery(ctx, tx, db.InsertRecallQueryParams{ProjectID: sc.ProjectID, ID: qid, MemberID: member, Query: in.Query, Returned: ids, Now: now})
+		return s.Q.RecallQueryInsert(ctx, tx, db.RecallQueryInsertParams{ProjectID: sc.ProjectID, ID: qid, MemberID: member, Query: in.Query, Returned: ids, Now: now})
 	})
 	if err != nil {
 		return RecallResult{}, pg.Classify("recall", err)
@@ -582,7 +582,7 @@ func (s *Service) RecallUsed(ctx context.Context, sc tenancy.Scope, queryID, kno
 		return apperr.New(apperr.Invalid, "queryId and knowledgeId must be ids returned by recall").WithReason(apperr.ReasonInvalidArgument)
 	}
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		q, err := s.Q.GetRecallQuery(ctx, tx, db.GetRecallQueryParams{ProjectID: sc.ProjectID, ID: qid})
+		q, err := s.Q.RecallQueryGet(ctx, tx, db.RecallQueryGetParams{ProjectID: sc.ProjectID, ID: qid})
 		// A query belongs to the part that ran it: another part's query id answers as
 		// if it did not exist, so parts cannot inflate each other's hit rate.
 		if err == nil && !sameMember(q.MemberID, sc) {
@@ -604,7 +604,7 @@ func (s *Service) RecallUsed(ctx context.Context, sc tenancy.Scope, queryID, kno
 		if !found {
 			return apperr.New(apperr.Invalid, "recall query %s did not return entry %s; only an entry the query returned can be reported as used", queryID, knowledgeID).WithReason(ReasonNotReturned)
 		}
-		n, err := s.Q.InsertRecallUse(ctx, tx, db.InsertRecallUseParams{ProjectID: sc.ProjectID, QueryID: qid, KnowledgeID: kid, Now: s.now()})
+		n, err := s.Q.RecallUseInsert(ctx, tx, db.RecallUseInsertParams{ProjectID: sc.ProjectID, QueryID: qid, KnowledgeID: kid, Now: s.now()})
 		if err != nil {
 			return err
 		}
@@ -639,7 +639,7 @@ func (s *Service) Contradict(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, k
 	if err != nil {
 		return Contradiction{}, err
 	}
-	r, err := s.Q.Contradict(ctx, tx, db.ContradictParams{Penalty: float32(st.cfg.ContradictionPenalty),
+	r, err := s.Q.KnowledgeContradict(ctx, tx, db.KnowledgeContradictParams{Penalty: float32(st.cfg.ContradictionPenalty),
 		Now: s.now(), ProjectID: sc.ProjectID, ID: id})
 	if pg.IsNoRows(err) {
 		return Contradiction{}, apperr.New(apperr.NotFound, "no candidate, trusted or demoted knowledge entry %s in this project", knowledgeID).WithReason(ReasonKnowledgeNotFound)
@@ -661,7 +661,7 @@ type HitRate struct {
 func (s *Service) RecallHitRate(ctx context.Context, sc tenancy.Scope, since time.Time) (HitRate, error) {
 	var h HitRate
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		r, err := s.Q.RecallHitRate(ctx, tx, db.RecallHitRateParams{ProjectID: sc.ProjectID, Since: since})
+		r, err := s.Q.RecallQueryHitRate(ctx, tx, db.RecallQueryHitRateParams{ProjectID: sc.ProjectID, Since: since})
 		h.Returned, h.Used = r.Returned, r.Used
 		return err
 	})
@@ -676,7 +676,7 @@ func (s *Service) RecallHitRate(ctx context.Context, sc tenancy.Scope, since tim
 func (s *Service) ExpireDue(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		n, err = s.Q.ExpireKnowledge(ctx, tx, s.now())
+		n, err = s.Q.KnowledgeExpire(ctx, tx, s.now())
 		return err
 	})
 	return n, pg.Classify("expire knowledge", err)

@@ -28,9 +28,9 @@ func (s *Service) ReviewQueue(ctx context.Context, sc tenancy.Scope, status stri
 	if status != "" {
 		st = &status
 	}
-	var rows []db.ListKnowledgeRow
+	var rows []db.KnowledgeListRow
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		rows, err = s.Q.ListKnowledge(ctx, tx, db.ListKnowledgeParams{ProjectID: sc.ProjectID, Status: st, Lim: int32(limit)})
+		rows, err = s.Q.KnowledgeList(ctx, tx, db.KnowledgeListParams{ProjectID: sc.ProjectID, Status: st, Lim: int32(limit)})
 		return err
 	})
 	if err != nil {
@@ -76,7 +76,7 @@ func (s *Service) LearningHitRates(ctx context.Context, sc tenancy.Scope, now ti
 			since time.Time
 			into  *HitRate
 		}{{now.Add(-24 * time.Hour), &h.Day}, {now.Add(-7 * 24 * time.Hour), &h.Week}} {
-			r, err := s.Q.RecallHitRate(ctx, tx, db.RecallHitRateParams{ProjectID: sc.ProjectID, Since: w.since})
+			r, err := s.Q.RecallQueryHitRate(ctx, tx, db.RecallQueryHitRateParams{ProjectID: sc.ProjectID, Since: w.since})
 			if err != nil {
 				return err
 			}

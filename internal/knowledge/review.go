@@ -40,9 +40,9 @@ func (s *Service) List(ctx context.Context, projectID uuid.UUID, status string, 
 	if status != "" {
 		st = &status
 	}
-	var rows []db.ListKnowledgeRow
+	var rows []db.KnowledgeListRow
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		rows, err = s.Q.ListKnowledge(ctx, tx, db.ListKnowledgeParams{ProjectID: projectID, Status: st, Lim: int32(limit)})
+		rows, err = s.Q.KnowledgeList(ctx, tx, db.KnowledgeListParams{ProjectID: projectID, Status: st, Lim: int32(limit)})
 		return err
 	})
 	if err != nil {
@@ -51,8 +51,8 @@ func (s *Service) List(ctx context.Context, projectID uuid.UUID, status string, 
 	return reviews(rows), nil
 }
 
-// reviews are rows of ListKnowledge as people see them.
-func reviews(rows []db.ListKnowledgeRow) []Review {
+// reviews are rows of KnowledgeList as people see them.
+func reviews(rows []db.KnowledgeListRow) []Review {
 	out := make([]Review, 0, len(rows))
 	for _, r := range rows {
 		rv := Review{ID: r.ID, Kind: r.Kind, Title: r.Title, Body: r.Body, Status: r.Status, Confidence: round(float64(r.Confidence)),
@@ -109,10 +109,10 @@ func (s *Service) decide(ctx context.Context, tx *pg.Tx, projectID, id uuid.UUID
 		from = append(from, StatusTrusted)
 	}
 	now := s.now()
-	r, err := s.Q.DecideKnowledge(ctx, tx, db.DecideKnowledgeParams{Status: to, Confidence: float32(conf(st.cfg)), DecidedBy: &by,
+	r, err := s.Q.KnowledgeDecide(ctx, tx, db.KnowledgeDecideParams{Status: to, Confidence: float32(conf(st.cfg)), DecidedBy: &by,
 		Now: &now, ProjectID: projectID, ID: id, FromStatus: from})
 	if pg.IsNoRows(err) {
-		cur, err2 := s.Q.KnowledgeStatus(ctx, tx, db.KnowledgeStatusParams{ProjectID: projectID, ID: id})
+		cur, err2 := s.Q.KnowledgeGetStatus(ctx, tx, db.KnowledgeGetStatusParams{ProjectID: projectID, ID: id})
 		if pg.IsNoRows(err2) {
 			return Decision{}, apperr.New(apperr.NotFound, "no knowledge entry %s in this project", id).WithReason(ReasonKnowledgeNotFound)
 		}
@@ -134,7 +134,7 @@ func (s *Service) IssueCIToken(ctx context.Context, projectID uuid.UUID) (string
 		return "", err
 	}
 	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		return s.Q.InsertCIToken(ctx, tx, db.InsertCITokenParams{ProjectID: projectID, ID: uuid.Must(uuid.NewV7()), TokenID: p.ID, SecretHash: p.Hash()})
+		return s.Q.CITokenInsert(ctx, tx, db.CITokenInsertParams{ProjectID: projectID, ID: uuid.Must(uuid.NewV7()), TokenID: p.ID, SecretHash: p.Hash()})
 	})
 	if err != nil {
 		return "", pg.Classify("issue ci token", err)
@@ -158,7 +158,7 @@ func (s *Service) ConfirmCI(ctx context.Context, token string, projectID, id uui
 	}
 	var d Decision
 	err = s.DB.InTenant(ctx, pg.Tenant{Lookup: p.ID}, func(tx *pg.Tx) error {
-		rows, err := s.Q.FindCIToken(ctx, tx, p.ID)
+		rows, err := s.Q.CITokenFind(ctx, tx, p.ID)
 		if err != nil {
 			return err
 		}
@@ -193,7 +193,7 @@ func (s *Service) ProjectID(ctx context.Context, ref string) (uuid.UUID, error) 
 	}
 	var id uuid.UUID
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		id, err = s.Q.ProjectIDBySlug(ctx, tx, db.ProjectIDBySlugParams{HostSlug: host, ProjectSlug: slug})
+		id, err = s.Q.ProjectGetIDBySlug(ctx, tx, db.ProjectGetIDBySlugParams{HostSlug: host, ProjectSlug: slug})
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "unknown project %q", ref)
 		}

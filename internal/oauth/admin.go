@@ -11,15 +11,15 @@ import (
 )
 
 // Operator commands (`relayroom admin oauth clients|grants list|revoke`), across tenants
-// on the owner's pool. Revoking ends every token at its next call (LiveGrant).
+// on the owner's pool. Revoking ends every token at its next call (OAuthGrantGetLive).
 
 // ListClients lists registered and document clients, most recently used first.
-func ListClients(ctx context.Context, d *pg.DB) ([]db.ListOAuthClientsRow, error) {
+func ListClients(ctx context.Context, d *pg.DB) ([]db.OAuthClientListRow, error) {
 	q := db.New()
-	var rows []db.ListOAuthClientsRow
+	var rows []db.OAuthClientListRow
 	err := d.Operator(ctx, func(tx *pg.Tx) error {
 		var err error
-		rows, err = q.ListOAuthClients(ctx, tx)
+		rows, err = q.OAuthClientList(ctx, tx)
 		return err
 	})
 	if err != nil {
@@ -34,7 +34,7 @@ func RevokeClient(ctx context.Context, d *pg.DB, clientID string) (bool, error) 
 	var n int64
 	err := d.Operator(ctx, func(tx *pg.Tx) error {
 		var err error
-		n, err = q.RevokeOAuthClient(ctx, tx, clientID)
+		n, err = q.OAuthClientRevoke(ctx, tx, clientID)
 		return err
 	})
 	if err != nil {
@@ -44,12 +44,12 @@ func RevokeClient(ctx context.Context, d *pg.DB, clientID string) (bool, error) 
 }
 
 // ListGrants lists what people consented to, newest first.
-func ListGrants(ctx context.Context, d *pg.DB) ([]db.ListGrantsRow, error) {
+func ListGrants(ctx context.Context, d *pg.DB) ([]db.OAuthGrantListRow, error) {
 	q := db.New()
-	var rows []db.ListGrantsRow
+	var rows []db.OAuthGrantListRow
 	err := d.Operator(ctx, func(tx *pg.Tx) error {
 		var err error
-		rows, err = q.ListGrants(ctx, tx)
+		rows, err = q.OAuthGrantList(ctx, tx)
 		return err
 	})
 	if err != nil {
@@ -64,10 +64,10 @@ func RevokeGrant(ctx context.Context, d *pg.DB, id uuid.UUID) (bool, error) {
 	var n int64
 	err := d.Operator(ctx, func(tx *pg.Tx) error {
 		var err error
-		if n, err = q.RevokeGrantByID(ctx, tx, id); err != nil {
+		if n, err = q.OAuthGrantRevokeByID(ctx, tx, id); err != nil {
 			return err
 		}
-		return q.RevokeTokensByGrantID(ctx, tx, id)
+		return q.OAuthTokenRevokeByGrantID(ctx, tx, id)
 	})
 	if err != nil {
 		return false, fmt.Errorf("oauth: revoke grant: %w", err)

@@ -114,7 +114,7 @@ func (s *Server) fetchClient(ctx context.Context, id string) (client, error) {
 	revoked := false
 	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
 		var err error
-		revoked, err = s.deps.Q.ClientRevoked(ctx, tx, id)
+		revoked, err = s.deps.Q.OAuthClientIsRevoked(ctx, tx, id)
 		return err
 	})
 	if err != nil && !pg.IsNoRows(err) {
@@ -171,7 +171,7 @@ func (s *Server) fetchClient(ctx context.Context, id string) (client, error) {
 	name = strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", ""), "")
 	until := s.deps.Now().Add(cacheFor(resp.Header))
 	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
-		return s.deps.Q.InsertOAuthClient(ctx, tx, db.InsertOAuthClientParams{ClientID: id, ClientName: name, RedirectUris: uris, Source: sourceDocument, FetchedUntil: &until})
+		return s.deps.Q.OAuthClientInsert(ctx, tx, db.OAuthClientInsertParams{ClientID: id, ClientName: name, RedirectUris: uris, Source: sourceDocument, FetchedUntil: &until})
 	})
 	if err != nil {
 		return client{}, oidc.ErrServerError().WithParent(fmt.Errorf("keep client: %w", err))

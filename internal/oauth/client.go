@@ -67,13 +67,13 @@ func (s *Server) clientByID(ctx context.Context, id string) (client, error) {
 	if id == "" || len(id) > 2048 || strings.Contains(id, ",") {
 		return client{}, errNoClient
 	}
-	var row db.OAuthClientByIDRow
+	var row db.OAuthClientGetByIDRow
 	err := s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
 		var err error
-		if row, err = s.deps.Q.OAuthClientByID(ctx, tx, id); err != nil {
+		if row, err = s.deps.Q.OAuthClientGetByID(ctx, tx, id); err != nil {
 			return err
 		}
-		return s.deps.Q.TouchOAuthClient(ctx, tx, id)
+		return s.deps.Q.OAuthClientTouch(ctx, tx, id)
 	})
 	if err != nil && !pg.IsNoRows(err) {
 		return client{}, oidc.ErrServerError().WithParent(fmt.Errorf("read client: %w", err))
@@ -239,7 +239,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	id := raw[:len(ClientIDPrefix)+24] // a public identifier: no checksum needed
 	name := strings.ToValidUTF8(strings.ReplaceAll(req.ClientName, "\x00", ""), "")
 	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
-		return s.deps.Q.InsertOAuthClient(ctx, tx, db.InsertOAuthClientParams{ClientID: id, ClientName: name, RedirectUris: uris, Source: sourceRegistration})
+		return s.deps.Q.OAuthClientInsert(ctx, tx, db.OAuthClientInsertParams{ClientID: id, ClientName: name, RedirectUris: uris, Source: sourceRegistration})
 	})
 	if err != nil {
 		s.deps.Log.ErrorContext(ctx, "register client", "error", err.Error())

@@ -33,7 +33,7 @@ func (s *Server) choices(ctx context.Context, sess web.Session, res auth.Resourc
 	var opts []option
 	var words, question string
 	err := s.deps.DB.InTenant(ctx, sess.Tenant(), func(tx *pg.Tx) error {
-		orgs, err := s.deps.Q.SessionOrgs(ctx, tx, sess.ID)
+		orgs, err := s.deps.Q.WebSessionListOrgs(ctx, tx, sess.ID)
 		if err != nil {
 			return fmt.Errorf("consent: organisations: %w", err)
 		}
@@ -69,7 +69,7 @@ func (s *Server) choices(ctx context.Context, sess web.Session, res auth.Resourc
 		}
 		if projectID != uuid.Nil {
 			tx.SetTenant(pg.Tenant{ProjectID: projectID})
-			t, err := s.deps.Q.ProjectTitle(ctx, tx, projectID)
+			t, err := s.deps.Q.ProjectGetTitle(ctx, tx, projectID)
 			if err != nil && !pg.IsNoRows(err) {
 				return fmt.Errorf("consent: project: %w", err)
 			}
@@ -79,7 +79,7 @@ func (s *Server) choices(ctx context.Context, sess web.Session, res auth.Resourc
 		}
 		for _, o := range orgs {
 			tx.SetTenant(pg.Tenant{OrgID: o.OrgID, ProjectID: projectID})
-			orgName, err := s.deps.Q.OrgName(ctx, tx, o.OrgID)
+			orgName, err := s.deps.Q.OrganisationGetName(ctx, tx, o.OrgID)
 			if err != nil {
 				return fmt.Errorf("consent: organisation: %w", err)
 			}
@@ -87,7 +87,7 @@ func (s *Server) choices(ctx context.Context, sess web.Session, res auth.Resourc
 			case auth.ResourceDesk:
 				opts = append(opts, option{value: o.OrgID.String(), label: orgName, orgID: o.OrgID})
 			case auth.ResourceAllRooms:
-				agents, err := s.deps.Q.OrgAgents(ctx, tx, o.OrgID)
+				agents, err := s.deps.Q.AgentListByOrg(ctx, tx, o.OrgID)
 				if err != nil {
 					return fmt.Errorf("consent: agents: %w", err)
 				}
@@ -98,7 +98,7 @@ func (s *Server) choices(ctx context.Context, sess web.Session, res auth.Resourc
 				if projectID == uuid.Nil {
 					continue
 				}
-				rows, err := s.deps.Q.RoomChoices(ctx, tx, db.RoomChoicesParams{ProjectID: projectID, OrgID: o.OrgID})
+				rows, err := s.deps.Q.RoomListChoices(ctx, tx, db.RoomListChoicesParams{ProjectID: projectID, OrgID: o.OrgID})
 				if err != nil {
 					return fmt.Errorf("consent: members: %w", err)
 				}
@@ -156,11 +156,11 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, web.LoginURL(RouteConsent+"?id="+url.QueryEscape(id)), http.StatusSeeOther)
 		return
 	}
-	var req db.AuthRequestByIDRow
+	var req db.AuthRequestGetByIDRow
 	found := false
 	if id != "" && !strings.Contains(id, ",") {
 		err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id, SignIn: true}, func(tx *pg.Tx) error {
-			req, err = s.deps.Q.AuthRequestByID(ctx, tx, id)
+			req, err = s.deps.Q.AuthRequestGetByID(ctx, tx, id)
 			return err
 		})
 		found = err == nil
@@ -233,7 +233,7 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 	}
 	code, cp, err := auth.Generate(auth.CodePrefix)
 	if err == nil {
-		g := db.InsertGrantParams{
+		g := db.OAuthGrantInsertParams{
 			OrgID: chosen.orgID, ID: uuid.Must(uuid.NewV7()), ClientID: req.ClientID, UserID: sess.Person.ID,
 			Resource: req.Resource, Scopes: granted, CodeID: cp.ID, CodeHash: cp.Hash(), CodeChallenge: req.CodeChallenge,
 			RedirectUri: req.RedirectUri, CodeExpiresAt: s.deps.Now().Add(CodeLifetime),
@@ -245,10 +245,10 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 			g.Part = &chosen.part
 		}
 		err = s.deps.DB.InTenant(ctx, pg.Tenant{OrgID: chosen.orgID, Lookup: req.ID}, func(tx *pg.Tx) error {
-			if err := s.deps.Q.InsertGrant(ctx, tx, g); err != nil {
+			if err := s.deps.Q.OAuthGrantInsert(ctx, tx, g); err != nil {
 				return err
 			}
-			return s.deps.Q.DeleteAuthRequest(ctx, tx, req.ID)
+			return s.deps.Q.AuthRequestDelete(ctx, tx, req.ID)
 		})
 	}
 	if err != nil {
@@ -260,10 +260,10 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 }
 
 // finish ends a request without a grant (deny), telling the client.
-func (s *Server) finish(w http.ResponseWriter, r *http.Request, req db.AuthRequestByIDRow, v url.Values) {
+func (s *Server) finish(w http.ResponseWriter, r *http.Request, req db.AuthRequestGetByIDRow, v url.Values) {
 	ctx := r.Context()
 	if err := s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: req.ID}, func(tx *pg.Tx) error {
-		return s.deps.Q.DeleteAuthRequest(ctx, tx, req.ID)
+		return s.deps.Q.AuthRequestDelete(ctx, tx, req.ID)
 	}); err != nil {
 		s.deps.Log.ErrorContext(ctx, "consent: end request", "error", err.Error())
 	}

@@ -66,7 +66,7 @@ func (o *opServer) Authorize(ctx context.Context, r *op.ClientRequest[oidc.AuthR
 	}
 	id := uuid.NewString() // random (v4): it names a pending request in the consent URL
 	err := o.s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
-		return o.s.deps.Q.InsertAuthRequest(ctx, tx, db.InsertAuthRequestParams{
+		return o.s.deps.Q.AuthRequestInsert(ctx, tx, db.AuthRequestInsertParams{
 			ID: id, ClientID: r.Client.GetID(), RedirectUri: d.RedirectURI, State: d.State,
 			CodeChallenge: d.CodeChallenge, Resource: res.URL, Scopes: d.Scopes,
 			ExpiresAt: o.s.deps.Now().Add(AuthRequestLifetime),

@@ -35,11 +35,11 @@ func (s *Server) issue(ctx context.Context, tx *pg.Tx, orgID, grantID uuid.UUID,
 	if err != nil {
 		return nil, fmt.Errorf("issue token: %w", err)
 	}
-	for _, t := range []db.InsertTokenParams{
+	for _, t := range []db.OAuthTokenInsertParams{
 		{OrgID: orgID, TokenID: ap.ID, GrantID: grantID, Kind: kindAccess, SecretHash: ap.Hash(), ExpiresAt: now.Add(AccessTokenLifetime)},
 		{OrgID: orgID, TokenID: rp.ID, GrantID: grantID, Kind: kindRefresh, SecretHash: rp.Hash(), ExpiresAt: now.Add(RefreshTokenLifetime)},
 	} {
-		if err := s.deps.Q.InsertToken(ctx, tx, t); err != nil {
+		if err := s.deps.Q.OAuthTokenInsert(ctx, tx, t); err != nil {
 			return nil, fmt.Errorf("issue token: %w", err)
 		}
 	}
@@ -69,13 +69,13 @@ func (s *Server) exchangeCode(ctx context.Context, clientID string, req *oidc.Ac
 		return nil, errBadGrant
 	}
 	var resp *oidc.AccessTokenResponse
-	var replayed *db.GrantsByCodeRow
+	var replayed *db.OAuthGrantListByCodeRow
 	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: code.ID}, func(tx *pg.Tx) error {
-		rows, err := s.deps.Q.GrantsByCode(ctx, tx, code.ID)
+		rows, err := s.deps.Q.OAuthGrantListByCode(ctx, tx, code.ID)
 		if err != nil {
 			return fmt.Errorf("read code: %w", err)
 		}
-		var g *db.GrantsByCodeRow
+		var g *db.OAuthGrantListByCodeRow
 		for i := range rows {
 			if code.Matches(rows[i].CodeHash) {
 				g = &rows[i]
@@ -99,14 +99,14 @@ func (s *Server) exchangeCode(ctx context.Context, clientID string, req *oidc.Ac
 			return err
 		}
 		tx.SetTenant(grantTenant(g.OrgID, g.ID))
-		n, err := s.deps.Q.UseGrantCode(ctx, tx, db.UseGrantCodeParams{OrgID: g.OrgID, ID: g.ID})
+		n, err := s.deps.Q.OAuthGrantUseCode(ctx, tx, db.OAuthGrantUseCodeParams{OrgID: g.OrgID, ID: g.ID})
 		if err != nil {
 			return fmt.Errorf("use code: %w", err)
 		}
 		if n != 1 {
 			return errBadGrant // spent concurrently
 		}
-		live, err := s.deps.Q.LiveGrant(ctx, tx, db.LiveGrantParams{OrgID: g.OrgID, ID: g.ID})
+		live, err := s.deps.Q.OAuthGrantGetLive(ctx, tx, db.OAuthGrantGetLiveParams{OrgID: g.OrgID, ID: g.ID})
 		if pg.IsNoRows(err) {
 			return errBadGrant
 		}
@@ -129,10 +129,10 @@ func (s *Server) exchangeCode(ctx context.Context, clientID string, req *oidc.Ac
 
 func (s *Server) revokeGrant(ctx context.Context, orgID, grantID uuid.UUID) error {
 	err := s.deps.DB.InTenant(ctx, pg.Tenant{OrgID: orgID}, func(tx *pg.Tx) error {
-		if _, err := s.deps.Q.RevokeGrant(ctx, tx, db.RevokeGrantParams{OrgID: orgID, ID: grantID}); err != nil {
+		if _, err := s.deps.Q.OAuthGrantRevoke(ctx, tx, db.OAuthGrantRevokeParams{OrgID: orgID, ID: grantID}); err != nil {
 			return err
 		}
-		return s.deps.Q.RevokeGrantTokens(ctx, tx, db.RevokeGrantTokensParams{OrgID: orgID, GrantID: grantID})
+		return s.deps.Q.OAuthTokenRevokeByGrant(ctx, tx, db.OAuthTokenRevokeByGrantParams{OrgID: orgID, GrantID: grantID})
 	})
 	if err != nil {
 		return fmt.Errorf("revoke grant: %w", err)
@@ -140,7 +140,7 @@ func (s *Server) revokeGrant(ctx context.Context, orgID, grantID uuid.UUID) erro
 	return nil
 }
 
-// grantTenant is the tenant that reads one grant with its client (LiveGrant): its
+// grantTenant is the tenant that reads one grant with its client (OAuthGrantGetLive): its
 // organisation, and the grant named so that its client shows (rr_set_signin).
 func grantTenant(orgID, grantID uuid.UUID) pg.Tenant {
 	return pg.Tenant{OrgID: orgID, Lookup: grantID.String(), SignIn: true}
@@ -148,7 +148,7 @@ func grantTenant(orgID, grantID uuid.UUID) pg.Tenant {
 
 // findToken returns the stored token a credential names, of the given kind.
 func (s *Server) findToken(ctx context.Context, tx *pg.Tx, p auth.Parsed, kind string) (*db.OauthToken, error) {
-	rows, err := s.deps.Q.TokenRows(ctx, tx, p.ID)
+	rows, err := s.deps.Q.OAuthTokenRows(ctx, tx, p.ID)
 	if err != nil {
 		return nil, fmt.Errorf("read token: %w", err)
 	}
@@ -184,7 +184,7 @@ func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Val
 			return errBadGrant
 		}
 		tx.SetTenant(grantTenant(t.OrgID, t.GrantID))
-		live, err := s.deps.Q.LiveGrant(ctx, tx, db.LiveGrantParams{OrgID: t.OrgID, ID: t.GrantID})
+		live, err := s.deps.Q.OAuthGrantGetLive(ctx, tx, db.OAuthGrantGetLiveParams{OrgID: t.OrgID, ID: t.GrantID})
 		if pg.IsNoRows(err) {
 			return errBadGrant
 		}
@@ -199,10 +199,10 @@ func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Val
 		}
 		if t.UsedAt == nil {
 			// First use: its predecessors' grace ends now.
-			if _, err := s.deps.Q.MarkRefreshUsed(ctx, tx, db.MarkRefreshUsedParams{OrgID: t.OrgID, TokenID: t.TokenID}); err != nil {
+			if _, err := s.deps.Q.OAuthTokenMarkRefreshUsed(ctx, tx, db.OAuthTokenMarkRefreshUsedParams{OrgID: t.OrgID, TokenID: t.TokenID}); err != nil {
 				return fmt.Errorf("use refresh token: %w", err)
 			}
-			if err := s.deps.Q.RevokeUnusedRefreshTokens(ctx, tx, db.RevokeUnusedRefreshTokensParams{OrgID: t.OrgID, GrantID: t.GrantID, Before: t.CreatedAt}); err != nil {
+			if err := s.deps.Q.OAuthTokenRevokeUnusedRefresh(ctx, tx, db.OAuthTokenRevokeUnusedRefreshParams{OrgID: t.OrgID, GrantID: t.GrantID, Before: t.CreatedAt}); err != nil {
 				return fmt.Errorf("end grace: %w", err)
 			}
 		}
@@ -236,7 +236,7 @@ func (s *Server) revoke(ctx context.Context, clientID, raw string) error {
 			return err
 		}
 		tx.SetTenant(grantTenant(t.OrgID, t.GrantID))
-		g, err := s.deps.Q.LiveGrant(ctx, tx, db.LiveGrantParams{OrgID: t.OrgID, ID: t.GrantID})
+		g, err := s.deps.Q.OAuthGrantGetLive(ctx, tx, db.OAuthGrantGetLiveParams{OrgID: t.OrgID, ID: t.GrantID})
 		if pg.IsNoRows(err) {
 			return nil // already ended
 		}
@@ -247,12 +247,12 @@ func (s *Server) revoke(ctx context.Context, clientID, raw string) error {
 			return nil
 		}
 		if kind == kindAccess {
-			return s.deps.Q.RevokeToken(ctx, tx, db.RevokeTokenParams{OrgID: t.OrgID, TokenID: t.TokenID})
+			return s.deps.Q.OAuthTokenRevoke(ctx, tx, db.OAuthTokenRevokeParams{OrgID: t.OrgID, TokenID: t.TokenID})
 		}
-		if _, err := s.deps.Q.RevokeGrant(ctx, tx, db.RevokeGrantParams{OrgID: t.OrgID, ID: t.GrantID}); err != nil {
+		if _, err := s.deps.Q.OAuthGrantRevoke(ctx, tx, db.OAuthGrantRevokeParams{OrgID: t.OrgID, ID: t.GrantID}); err != nil {
 			return fmt.Errorf("revoke grant: %w", err)
 		}
-		return s.deps.Q.RevokeGrantTokens(ctx, tx, db.RevokeGrantTokensParams{OrgID: t.OrgID, GrantID: t.GrantID})
+		return s.deps.Q.OAuthTokenRevokeByGrant(ctx, tx, db.OAuthTokenRevokeByGrantParams{OrgID: t.OrgID, GrantID: t.GrantID})
 	})
 }
 
@@ -274,7 +274,7 @@ func (s *Server) VerifyAccessToken(ctx context.Context, raw string) (auth.TokenG
 			return auth.ErrInvalidToken
 		}
 		tx.SetTenant(grantTenant(t.OrgID, t.GrantID))
-		live, err := s.deps.Q.LiveGrant(ctx, tx, db.LiveGrantParams{OrgID: t.OrgID, ID: t.GrantID})
+		live, err := s.deps.Q.OAuthGrantGetLive(ctx, tx, db.OAuthGrantGetLiveParams{OrgID: t.OrgID, ID: t.GrantID})
 		if pg.IsNoRows(err) {
 			return auth.ErrInvalidToken
 		}
@@ -302,10 +302,10 @@ func (s *Server) Prune(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.deps.DB.Operator(ctx, func(tx *pg.Tx) error {
 		for _, f := range []func() (int64, error){
-			func() (int64, error) { return s.deps.Q.PruneWebSessions(ctx, tx) },
-			func() (int64, error) { return s.deps.Q.PruneAuthRequests(ctx, tx) },
-			func() (int64, error) { return s.deps.Q.PruneOAuthTokens(ctx, tx) },
-			func() (int64, error) { return s.deps.Q.PruneOAuthClients(ctx, tx, ClientIdleDays) },
+			func() (int64, error) { return s.deps.Q.WebSessionPrune(ctx, tx) },
+			func() (int64, error) { return s.deps.Q.AuthRequestPrune(ctx, tx) },
+			func() (int64, error) { return s.deps.Q.OAuthTokenPrune(ctx, tx) },
+			func() (int64, error) { return s.deps.Q.OAuthClientPrune(ctx, tx, ClientIdleDays) },
 		} {
 			k, err := f()
 			if err != nil {

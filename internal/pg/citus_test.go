@@ -25,26 +25,26 @@ import (
 // periodic jobs; the admin CLI's queries in db/admin.sql.go are operator commands and not
 // checked) must be a router query: one shard group.
 var multiShard = map[string]string{
-	"CredentialRows":               "authentication: a credential's public id names no tenant",
-	"FindCIToken":                  "a CI token's public id names no project",
-	"TouchAgentMemberships":        "an agent's presence in every room it is in",
-	"AckWake":                      "the pager acknowledges a wake by id; its request names no project",
-	"AgentWakeStatus":              "the pager reads a wake by id; its request names no project",
-	"NotifyWakeMembers":            "one NOTIFY for a batch of sends across projects",
-	"ResumeParkedParts":            "the sweep: parked parts of every project",
-	"PendingEmbeddings":            "the embedding backfill, across projects, a batch per run",
-	"ExpireKnowledge":              "the expiry sweep, across projects, a batch per run",
-	"DeleteOldWakes":               "the wake retention sweep, across projects, a batch per statement",
-	"DeleteExpiredIdempotencyKeys": "the idempotency clean-up, across organisations, a batch per statement",
-	"AgentWakeProjects":            "the pager's candidates: its agent's projects with wakes; its request names no project",
-	"AgentRooms":                   "an agent's rooms across projects (the all-rooms address)",
-	"WakeEventBacklog":             "the sweep: projects with wake events to fold, a bounded list, without locks",
-	"WebhookAgents":                "the dispatch: agents with a webhook (one row per configured webhook)",
-	"WebhookWakeProjects":          "the dispatch: projects with pending webhook wakes, a bounded list, without locks",
-	"IdleThreads":                  "the idle sweep: candidates across projects, a batch per run, without locks",
-	"ListWakes":                    "operator command: wakes of every project",
-	"ListWakeTargets":              "operator command: every webhook",
-	"RetryDeadWake":                "operator command: a dead letter by id",
+	"CredentialRows":              "authentication: a credential's public id names no tenant",
+	"CITokenFind":                 "a CI token's public id names no project",
+	"MembershipTouchByAgent":      "an agent's presence in every room it is in",
+	"WakeAck":                     "the pager acknowledges a wake by id; its request names no project",
+	"WakeGetAgentStatus":          "the pager reads a wake by id; its request names no project",
+	"WakeNotifyMembers":           "one NOTIFY for a batch of sends across projects",
+	"MembershipResumeParked":      "the sweep: parked parts of every project",
+	"MemoryEntryListUnembedded":   "the embedding backfill, across projects, a batch per run",
+	"KnowledgeExpire":             "the expiry sweep, across projects, a batch per run",
+	"WakeDeleteOld":               "the wake retention sweep, across projects, a batch per statement",
+	"IdempotencyKeyDeleteExpired": "the idempotency clean-up, across organisations, a batch per statement",
+	"AgentWakeProjects":           "the pager's candidates: its agent's projects with wakes; its request names no project",
+	"AgentListRooms":              "an agent's rooms across projects (the all-rooms address)",
+	"WakeEventBacklog":            "the sweep: projects with wake events to fold, a bounded list, without locks",
+	"WebhookAgents":               "the dispatch: agents with a webhook (one row per configured webhook)",
+	"WebhookWakeProjects":         "the dispatch: projects with pending webhook wakes, a bounded list, without locks",
+	"ThreadListIdle":              "the idle sweep: candidates across projects, a batch per run, without locks",
+	"WakeList":                    "operator command: wakes of every project",
+	"WakeTargetList":              "operator command: every webhook",
+	"WakeRetryDead":               "operator command: a dead letter by id",
 }
 
 // multiShardFunctions are the SECURITY DEFINER functions with a statement that spans
@@ -58,7 +58,7 @@ var multiShardFunctions = map[string]string{
 // plainOnly are the queries the service sends on plain PostgreSQL only: the one-round-trip
 // credential resolution (tenancy.Resolver), which sets the tenant with set_config inside a
 // statement, which Citus workers would not see. On Citus the resolver takes the
-// statement-by-statement path (CredentialRows, BindPart, AgentIdentity; BindAgentRoom serves both).
+// statement-by-statement path (CredentialRows, ScopeBindPart, AgentGetIdentity; ScopeBindAgentRoom serves both).
 var plainOnly = map[string]string{
 	"AssumeCredentialTenant": "sets the tenant with set_config (one-round-trip resolution)",
 	"BindOwnPart":            "reads the tenant AssumeCredentialTenant set",
@@ -69,7 +69,7 @@ var plainOnly = map[string]string{
 // docs/scale.md lists under "Still refused on Citus" with the way out of each. The test
 // checks they are still refused, so the list stays true when one is fixed.
 var refusedOnCitus = map[string]string{
-	"ClaimIdempotencyKey": "no distributed plan (and no local transaction id to tell a write)",
+	"IdempotencyKeyClaim": "no distributed plan (and no local transaction id to tell a write)",
 }
 
 // TestCitusHotPathsAreRouterQueries reads, on a Citus coordinator, the plan of every query
@@ -106,7 +106,7 @@ func TestCitusHotPathsAreRouterQueries(t *testing.T) {
 			// Rows pulled to the coordinator are copied into the shard, and Citus refuses
 			// COPY under row-level security: such a statement fails at run time. With ON
 			// CONFLICT they go through intermediate results instead, upserted on the
-			// worker under the policies (FoldWakeEvents' upsert, run by the wake suite on
+			// worker under the policies (WakeEventFold' upsert, run by the wake suite on
 			// the coordinator in the agent's tenant).
 			if strings.Contains(plan, "pull to coordinator") && !strings.Contains(q.sql, "ON CONFLICT") {
 				t.Errorf("%s pulls its rows to the coordinator (COPY into a shard, refused under row-level security):\n%s\n%s", q.name, q.sql, plan)

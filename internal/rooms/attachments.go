@@ -43,7 +43,7 @@ type Attachment struct {
 // inline while the 256 KB budget lasts, anything else as a signed 60-second link. Binary
 // content (NUL bytes, invalid UTF-8) is never inlined.
 func (s *Service) attachInline(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, ids []uuid.UUID, tasks []InboxTask) error {
-	rows, err := s.Q.TaskAttachments(ctx, tx, db.TaskAttachmentsParams{ProjectID: sc.ProjectID, TaskIds: ids, InlineMax: InlineMax})
+	rows, err := s.Q.AttachmentListByTask(ctx, tx, db.AttachmentListByTaskParams{ProjectID: sc.ProjectID, TaskIds: ids, InlineMax: InlineMax})
 	if err != nil || len(rows) == 0 {
 		return err
 	}
@@ -115,7 +115,7 @@ func (s *Service) Download(ctx context.Context, projectID, attachmentID, exp, si
 	}
 	var f File
 	err := s.DB.InTenant(ctx, pg.Tenant{ProjectID: p}, func(tx *pg.Tx) error {
-		r, err := s.Q.AttachmentContent(ctx, tx, db.AttachmentContentParams{ProjectID: p, ID: id})
+		r, err := s.Q.AttachmentGetContent(ctx, tx, db.AttachmentGetContentParams{ProjectID: p, ID: id})
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "Attachment not found")
 		}
@@ -174,7 +174,7 @@ func (s *Service) CanAttach(ctx context.Context, sc tenancy.Scope, taskID string
 // checkAttacher finds the task (answered like a missing one when it is another room's)
 // and refuses a caller that is neither the sending company nor the host.
 func (s *Service) checkAttacher(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, id uuid.UUID, taskID string) error {
-	t, err := s.Q.TaskForUpdate(ctx, tx, db.TaskForUpdateParams{ProjectID: sc.ProjectID, ID: id})
+	t, err := s.Q.TaskGetForUpdate(ctx, tx, db.TaskGetForUpdateParams{ProjectID: sc.ProjectID, ID: id})
 	if pg.IsNoRows(err) {
 		return taskNotFound(taskID)
 	}
@@ -239,7 +239,7 @@ func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename
 		if err := s.checkAttacher(ctx, tx, sc, id, taskID); err != nil {
 			return err
 		}
-		return s.Q.InsertAttachment(ctx, tx, db.InsertAttachmentParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(res.ID), TaskID: id,
+		return s.Q.AttachmentInsert(ctx, tx, db.AttachmentInsertParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(res.ID), TaskID: id,
 			UploadedByOrgID: sc.OrgID, UploadedByAgent: &sc.AgentID, Filename: filename, ContentType: contentType,
 			SizeBytes: res.SizeBytes, Sha256: res.Sha256, Content: content})
 	})

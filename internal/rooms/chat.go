@@ -71,12 +71,12 @@ func (s *Service) postMessage(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, 
 	var err error
 	if sc.IsPerson() {
 		// A person's post (the dashboard): agents read it as "Name [Organisation] (human)".
-		err = s.Q.InsertPersonMessage(ctx, tx, db.InsertPersonMessageParams{
+		err = s.Q.RoomMessageInsertFromPerson(ctx, tx, db.RoomMessageInsertFromPersonParams{
 			ProjectID: sc.ProjectID, ID: id, AuthorUserID: &sc.Person.UserID, AuthorName: &sc.Person.Name, AuthorOrgID: &sc.OrgID,
 			Content: content, CreatedAt: at,
 		})
 	} else {
-		err = s.Q.InsertRoomMessage(ctx, tx, db.InsertRoomMessageParams{
+		err = s.Q.RoomMessageInsert(ctx, tx, db.RoomMessageInsertParams{
 			ProjectID: sc.ProjectID, ID: id, Kind: "message", AuthorAgentID: &sc.AgentID, AuthorOrgID: &sc.OrgID,
 			AuthorModel: sc.AgentModel, Content: content, CreatedAt: at,
 		})
@@ -88,7 +88,7 @@ func (s *Service) postMessage(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, 
 	if s.Wakes == nil {
 		return nil
 	}
-	others, err := s.Q.RoomAgentMembers(ctx, tx, db.RoomAgentMembersParams{ProjectID: sc.ProjectID, AgentID: sc.AgentID})
+	others, err := s.Q.RoomMemberListAgents(ctx, tx, db.RoomMemberListAgentsParams{ProjectID: sc.ProjectID, AgentID: sc.AgentID})
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func (s *Service) GetMessages(ctx context.Context, sc tenancy.Scope, limit int, 
 	if err != nil {
 		return MessagesResult{}, err
 	}
-	var rows []db.ListRoomMessagesRow
+	var rows []db.RoomMessageListRow
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		if cursor != nil {
 			ok, err := s.Q.RoomMessageExists(ctx, tx, db.RoomMessageExistsParams{ProjectID: sc.ProjectID, ID: *cursor})
@@ -159,12 +159,12 @@ func (s *Service) GetMessages(ctx context.Context, sc tenancy.Scope, limit int, 
 		tx.CommitWithNext(ctx) // the last read: no round trip for the COMMIT
 		if cursor == nil {
 			var err error
-			rows, err = s.Q.ListRoomMessages(ctx, tx, sc.ProjectID)
+			rows, err = s.Q.RoomMessageList(ctx, tx, sc.ProjectID)
 			return err
 		}
-		before, err := s.Q.ListRoomMessagesBefore(ctx, tx, db.ListRoomMessagesBeforeParams{ProjectID: sc.ProjectID, Before: *cursor})
+		before, err := s.Q.RoomMessageListBefore(ctx, tx, db.RoomMessageListBeforeParams{ProjectID: sc.ProjectID, Before: *cursor})
 		for _, r := range before {
-			rows = append(rows, db.ListRoomMessagesRow(r))
+			rows = append(rows, db.RoomMessageListRow(r))
 		}
 		return err
 	})
@@ -181,7 +181,7 @@ func (s *Service) GetMessages(ctx context.Context, sc tenancy.Scope, limit int, 
 }
 
 // messageFrom is "Name [Organisation] (agent · model)" or "Name [Organisation] (human)".
-func messageFrom(r db.ListRoomMessagesRow) string {
+func messageFrom(r db.RoomMessageListRow) string {
 	org := orUnknown(r.OrgName, "Unknown org")
 	// A person's name is the one kept with the message (every company reads it); the
 	// directory's is only the caller's own organisation's, for messages from before.

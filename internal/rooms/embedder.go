@@ -47,14 +47,14 @@ type embedQueue struct {
 	signal  chan struct{} // capacity 1: "something is queued"
 
 	mu      sync.Mutex
-	pending []db.PendingEmbeddingsRow
+	pending []db.MemoryEntryListUnembeddedRow
 }
 
 func newEmbedQueue() *embedQueue { return &embedQueue{signal: make(chan struct{}, 1)} }
 
 // add queues an entry. It never refuses one: the bound is checked before the write
 // (deferEmbedding), so the queue can pass it only by the writes already under way.
-func (q *embedQueue) add(r db.PendingEmbeddingsRow) {
+func (q *embedQueue) add(r db.MemoryEntryListUnembeddedRow) {
 	q.mu.Lock()
 	q.pending = append(q.pending, r)
 	q.mu.Unlock()
@@ -64,11 +64,11 @@ func (q *embedQueue) add(r db.PendingEmbeddingsRow) {
 	}
 }
 
-func (q *embedQueue) take(n int) []db.PendingEmbeddingsRow {
+func (q *embedQueue) take(n int) []db.MemoryEntryListUnembeddedRow {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	k := min(n, len(q.pending))
-	out := append([]db.PendingEmbeddingsRow(nil), q.pending[:k]...)
+	out := append([]db.MemoryEntryListUnembeddedRow(nil), q.pending[:k]...)
 	q.pending = append(q.pending[:0], q.pending[k:]...)
 	return out
 }
@@ -86,7 +86,7 @@ func (q *embedQueue) len() int {
 }
 
 // queueEmbedding hands a committed entry to RunEmbedder.
-func (s *Service) queueEmbedding(r db.PendingEmbeddingsRow) { s.embeds.add(r) }
+func (s *Service) queueEmbedding(r db.MemoryEntryListUnembeddedRow) { s.embeds.add(r) }
 
 // RunEmbedder embeds and stores the vectors of the entries write_memory queues, batch
 // after batch, until ctx ends. A batch that fails is logged and left to the periodic
@@ -118,7 +118,7 @@ func (s *Service) RunEmbedder(ctx context.Context) {
 // embedRows embeds the rows' contents with e and stores one vector row each, in one
 // transaction on the operator pool (ON CONFLICT DO NOTHING: the sweep and the queue may
 // meet on an entry).
-func (s *Service) embedRows(ctx context.Context, e embed.Embedder, rows []db.PendingEmbeddingsRow) error {
+func (s *Service) embedRows(ctx context.Context, e embed.Embedder, rows []db.MemoryEntryListUnembeddedRow) error {
 	if e.Name() == embed.KindNone || len(rows) == 0 {
 		return nil
 	}

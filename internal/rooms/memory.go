@@ -120,7 +120,7 @@ func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMem
 	}
 
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		if err := s.Q.InsertMemoryEntry(ctx, tx, db.InsertMemoryEntryParams{
+		if err := s.Q.MemoryEntryInsert(ctx, tx, db.MemoryEntryInsertParams{
 			ProjectID: sc.ProjectID, ID: id, OrgID: sc.OrgID, AgentID: &sc.AgentID, Model: sc.AgentModel,
 			Content: in.Content, Tags: tags, Category: category, IsDecision: in.IsDecision, IsPrivate: in.IsPrivate, CreatedAt: at,
 		}); err != nil {
@@ -128,11 +128,11 @@ func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMem
 		}
 		if deferred {
 			tx.AfterCommit(func() {
-				s.queueEmbedding(db.PendingEmbeddingsRow{ProjectID: sc.ProjectID, ID: id, Content: in.Content})
+				s.queueEmbedding(db.MemoryEntryListUnembeddedRow{ProjectID: sc.ProjectID, ID: id, Content: in.Content})
 			})
 		}
 		if embedded {
-			if err := s.Q.InsertMemoryVector(ctx, tx, db.InsertMemoryVectorParams{
+			if err := s.Q.MemoryVectorInsert(ctx, tx, db.MemoryVectorInsertParams{
 				ProjectID: sc.ProjectID, MemoryID: id, Embedder: e.Name(), Embedding: vec,
 			}); err != nil {
 				return err
@@ -217,14 +217,14 @@ func (s *Service) EmbedPending(ctx context.Context, limit int) (int, error) {
 	if e.Name() == embed.KindNone || limit <= 0 {
 		return 0, nil
 	}
-	var rows []db.PendingEmbeddingsRow
+	var rows []db.MemoryEntryListUnembeddedRow
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
 		// Entries RunEmbedder has queued are left to it (sweepGrace).
 		before := s.now().Add(time.Second)
 		if s.embeds != nil && s.embeds.running.Load() {
 			before = s.now().Add(-sweepGrace)
 		}
-		rows, err = s.Q.PendingEmbeddings(ctx, tx, db.PendingEmbeddingsParams{Embedder: e.Name(), Before: before, Lim: int32(limit)})
+		rows, err = s.Q.MemoryEntryListUnembedded(ctx, tx, db.MemoryEntryListUnembeddedParams{Embedder: e.Name(), Before: before, Lim: int32(limit)})
 		return err
 	})
 	if err != nil || len(rows) == 0 {
@@ -236,14 +236,14 @@ func (s *Service) EmbedPending(ctx context.Context, limit int) (int, error) {
 	return len(rows), nil
 }
 
-func (s *Service) storeVectors(ctx context.Context, tx *pg.Tx, embedder string, rows []db.PendingEmbeddingsRow, vs [][]float32) error {
+func (s *Service) storeVectors(ctx context.Context, tx *pg.Tx, embedder string, rows []db.MemoryEntryListUnembeddedRow, vs [][]float32) error {
 	for i, r := range rows {
 		var v *pgvector.Vector
 		if !embed.IsZero(vs[i]) {
 			vv := pgvector.NewVector(vs[i])
 			v = &vv
 		}
-		if err := s.Q.InsertMemoryVector(ctx, tx, db.InsertMemoryVectorParams{
+		if err := s.Q.MemoryVectorInsert(ctx, tx, db.MemoryVectorInsertParams{
 			ProjectID: r.ProjectID, MemoryID: r.ID, Embedder: embedder, Embedding: v,
 		}); err != nil {
 			return err

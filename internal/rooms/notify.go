@@ -83,7 +83,7 @@ func (s *Service) RunNotifier(ctx context.Context) {
 		if len(ids) == 0 {
 			continue
 		}
-		err := s.DB.Operator(ctx, func(tx *pg.Tx) error { return s.Q.NotifyRoomsChanged(ctx, tx, ids) })
+		err := s.DB.Operator(ctx, func(tx *pg.Tx) error { return s.Q.RoomNotifyChanged(ctx, tx, ids) })
 		if err == nil {
 			continue
 		}

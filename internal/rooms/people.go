@@ -33,9 +33,9 @@ type PersonRoom struct {
 // PersonRooms lists the rooms an organisation hosts or has an agreement for (in any state,
 // so that a guest's admin sees a pending one). sc needs only OrgID.
 func (s *Service) PersonRooms(ctx context.Context, sc tenancy.Scope) ([]PersonRoom, error) {
-	var rows []db.PersonRoomsRow
+	var rows []db.PersonListRoomsRow
 	err := s.DB.InTenant(ctx, pg.Tenant{OrgID: sc.OrgID}, func(tx *pg.Tx) (err error) {
-		rows, err = s.Q.PersonRooms(ctx, tx, sc.OrgID)
+		rows, err = s.Q.PersonListRooms(ctx, tx, sc.OrgID)
 		return err
 	})
 	if err != nil {
@@ -82,16 +82,16 @@ func (s *Service) ListMemory(ctx context.Context, sc tenancy.Scope, f MemoryFilt
 	if err := requireGrant(sc, tenancy.GrantReadMemory, MsgNoReadMemory); err != nil {
 		return nil, err
 	}
-	arg := db.ListMemoryForPeopleParams{ProjectID: sc.ProjectID, ViewerOrgID: sc.OrgID, OrgID: f.OrgID, Lim: MaxMemoryList}
+	arg := db.MemoryEntryListForPeopleParams{ProjectID: sc.ProjectID, ViewerOrgID: sc.OrgID, OrgID: f.OrgID, Lim: MaxMemoryList}
 	if c := strings.TrimSpace(f.Category); c != "" {
 		arg.Category = &c
 	}
 	if t := normTags([]string{f.Tag}); len(t) == 1 {
 		arg.Tag = &t[0]
 	}
-	var rows []db.ListMemoryForPeopleRow
+	var rows []db.MemoryEntryListForPeopleRow
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		rows, err = s.Q.ListMemoryForPeople(ctx, tx, arg)
+		rows, err = s.Q.MemoryEntryListForPeople(ctx, tx, arg)
 		return err
 	})
 	if err != nil {
@@ -122,7 +122,7 @@ func (s *Service) DeprecateMemory(ctx context.Context, sc tenancy.Scope, id uuid
 	}
 	var at *time.Time
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		at, err = s.Q.DeprecateMemoryEntry(ctx, tx, db.DeprecateMemoryEntryParams{UserID: &sc.Person.UserID, UserName: &sc.Person.Name,
+		at, err = s.Q.MemoryEntryDeprecate(ctx, tx, db.MemoryEntryDeprecateParams{UserID: &sc.Person.UserID, UserName: &sc.Person.Name,
 			ProjectID: sc.ProjectID, ID: id, ViewerOrgID: sc.OrgID, ViewerIsHost: sc.IsHost()})
 		return err
 	})
@@ -214,7 +214,7 @@ func (s *Service) TasksForPeople(ctx context.Context, sc tenancy.Scope) ([]Perso
 		for i, r := range rows {
 			out[i], ids[i], idx[r.ID] = PersonTask{TasksForPeopleRow: r}, r.ID, i
 		}
-		files, err := s.Q.TaskAttachments(ctx, tx, db.TaskAttachmentsParams{ProjectID: sc.ProjectID, TaskIds: ids, InlineMax: 0})
+		files, err := s.Q.AttachmentListByTask(ctx, tx, db.AttachmentListByTaskParams{ProjectID: sc.ProjectID, TaskIds: ids, InlineMax: 0})
 		if err != nil {
 			return err
 		}
@@ -247,7 +247,7 @@ func (s *Service) CancelTask(ctx context.Context, sc tenancy.Scope, taskID strin
 		return taskNotFound(taskID)
 	}
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		t, err := s.Q.TaskForUpdate(ctx, tx, db.TaskForUpdateParams{ProjectID: sc.ProjectID, ID: id})
+		t, err := s.Q.TaskGetForUpdate(ctx, tx, db.TaskGetForUpdateParams{ProjectID: sc.ProjectID, ID: id})
 		if pg.IsNoRows(err) || (err == nil && !sc.IsHost() && t.FromOrgID != sc.OrgID && t.ToOrgID != sc.OrgID) {
 			return taskNotFound(taskID)
 		}

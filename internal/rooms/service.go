@@ -164,10 +164,10 @@ type Room struct {
 // ListRooms lists every room the agent is in, except rooms where its company is a guest
 // without an active agreement (pending or revoked): those are not the agent's to use.
 func (s *Service) ListRooms(ctx context.Context, sc tenancy.Scope) ([]Room, error) {
-	var rows []db.AgentRoomsRow
+	var rows []db.AgentListRoomsRow
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
 		tx.CommitWithNext(ctx) // a read of one statement: no round trip for the COMMIT
-		rows, err = s.Q.AgentRooms(ctx, tx, sc.AgentID)
+		rows, err = s.Q.AgentListRooms(ctx, tx, sc.AgentID)
 		return err
 	})
 	if err != nil {
@@ -221,7 +221,7 @@ func (s *Service) card(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, kind, c
 		err = s.Q.InsertPersonCard(ctx, tx, db.InsertPersonCardParams{ProjectID: sc.ProjectID, ID: newID(), Kind: kind,
 			AuthorUserID: &sc.Person.UserID, AuthorName: &sc.Person.Name, AuthorOrgID: &sc.OrgID, Content: content, RefID: &ref, CreatedAt: at})
 	} else {
-		err = s.Q.InsertRoomMessage(ctx, tx, db.InsertRoomMessageParams{
+		err = s.Q.RoomMessageInsert(ctx, tx, db.RoomMessageInsertParams{
 			ProjectID: sc.ProjectID, ID: newID(), Kind: kind, AuthorAgentID: &sc.AgentID, AuthorOrgID: &sc.OrgID,
 			AuthorModel: sc.AgentModel, Content: content, RefID: &ref, CreatedAt: at,
 		})

@@ -132,13 +132,13 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 	slug := strings.TrimSpace(in.ToAgentSlug)
 	var (
 		res SendTaskResult
-		to  db.RoomMemberByPartRow
+		to  db.RoomMemberGetByPartRow
 	)
 	id, at := newID(), s.now()
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		to, err = s.Q.RoomMemberByPart(ctx, tx, db.RoomMemberByPartParams{ProjectID: sc.ProjectID, Part: slug})
+		to, err = s.Q.RoomMemberGetByPart(ctx, tx, db.RoomMemberGetByPartParams{ProjectID: sc.ProjectID, Part: slug})
 		if pg.IsNoRows(err) {
-			exists, err := s.Q.OrgAgentExists(ctx, tx, db.OrgAgentExistsParams{OrgID: sc.OrgID, Slug: slug})
+			exists, err := s.Q.AgentExistsInOrg(ctx, tx, db.AgentExistsInOrgParams{OrgID: sc.OrgID, Slug: slug})
 			if err != nil {
 				return err
 			}
@@ -156,7 +156,7 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 			}
 		}
 		if len(refs) > 0 {
-			found, err := s.Q.VisibleMemoryIDs(ctx, tx, db.VisibleMemoryIDsParams{ProjectID: sc.ProjectID, Ids: refs, OrgID: sc.OrgID})
+			found, err := s.Q.MemoryEntryVisibleIDs(ctx, tx, db.MemoryEntryVisibleIDsParams{ProjectID: sc.ProjectID, Ids: refs, OrgID: sc.OrgID})
 			if err != nil {
 				return err
 			}
@@ -170,7 +170,7 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 		// return nothing anyone reads (see pg.Tx.Pipeline).
 		assigned := fmt.Sprintf("%s (%s)", to.AgentName, to.OrgName)
 		if err := tx.Pipeline(func() error {
-			if err := s.Q.InsertTask(ctx, tx, db.InsertTaskParams{
+			if err := s.Q.TaskInsert(ctx, tx, db.TaskInsertParams{
 				ProjectID: sc.ProjectID, ID: id, FromAgentID: &sc.AgentID, FromOrgID: sc.OrgID,
 				ToMemberID: to.ID, ToAgentID: to.AgentID, ToOrgID: to.OrgID, Goal: goal, Priority: priority,
 				Deadline: deadline, MemoryRefs: refs, AcceptanceCriteria: optText(in.AcceptanceCriteria),
@@ -205,14 +205,14 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 
 // crossCompany checks a task between two companies: each guest side needs an active
 // agreement granting assign_tasks (the host side needs none).
-func (s *Service) crossCompany(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, to db.RoomMemberByPartRow) error {
+func (s *Service) crossCompany(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, to db.RoomMemberGetByPartRow) error {
 	if !sc.IsHost() && !sc.Granted(tenancy.GrantAssignTasks) {
 		return apperr.New(apperr.Forbidden, MsgNoAssignTasks)
 	}
 	if to.OrgID == sc.HostOrgID {
 		return nil
 	}
-	ag, err := s.Q.RoomAgreement(ctx, tx, db.RoomAgreementParams{ProjectID: sc.ProjectID, GuestOrgID: to.OrgID})
+	ag, err := s.Q.AgreementGetForRoom(ctx, tx, db.AgreementGetForRoomParams{ProjectID: sc.ProjectID, GuestOrgID: to.OrgID})
 	if err != nil && !pg.IsNoRows(err) {
 		return err
 	}
@@ -268,7 +268,7 @@ func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, limit int) (Inbox
 		pending int
 	)
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		rows, err := s.Q.OpenTasks(ctx, tx, db.OpenTasksParams{ProjectID: sc.ProjectID, ToAgentID: sc.AgentID})
+		rows, err := s.Q.TaskListOpen(ctx, tx, db.TaskListOpenParams{ProjectID: sc.ProjectID, ToAgentID: sc.AgentID})
 		if err != nil {
 			return err
 		}
@@ -281,7 +281,7 @@ func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, limit int) (Inbox
 		}
 		var moved []uuid.UUID
 		if len(pendingIDs) > 0 {
-			if moved, err = s.Q.StartPendingTasks(ctx, tx, db.StartPendingTasksParams{ProjectID: sc.ProjectID, Ids: pendingIDs}); err != nil {
+			if moved, err = s.Q.TaskStartPending(ctx, tx, db.TaskStartPendingParams{ProjectID: sc.ProjectID, Ids: pendingIDs}); err != nil {
 				return err
 			}
 		}
@@ -360,7 +360,7 @@ func (s *Service) RespondToTask(ctx context.Context, sc tenancy.Scope, in Respon
 	}
 	at := s.now()
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		t, err := s.Q.TaskForUpdate(ctx, tx, db.TaskForUpdateParams{ProjectID: sc.ProjectID, ID: id})
+		t, err := s.Q.TaskGetForUpdate(ctx, tx, db.TaskGetForUpdateParams{ProjectID: sc.ProjectID, ID: id})
 		if pg.IsNoRows(err) {
 			return taskNotFound(in.TaskID)
 		}
@@ -373,7 +373,7 @@ func (s *Service) RespondToTask(ctx context.Context, sc tenancy.Scope, in Respon
 		if !slices.Contains(openStatuses, t.Status) {
 			return apperr.New(apperr.Conflict, "Task %s is already %s and cannot change", id, t.Status)
 		}
-		if err := s.Q.RespondTask(ctx, tx, db.RespondTaskParams{ProjectID: sc.ProjectID, ID: id, Status: in.Status, Result: &in.Result}); err != nil {
+		if err := s.Q.TaskRespond(ctx, tx, db.TaskRespondParams{ProjectID: sc.ProjectID, ID: id, Status: in.Status, Result: &in.Result}); err != nil {
 			return err
 		}
 		// The whole result: the contract lets the sender and everyone in the room see the
@@ -385,7 +385,7 @@ func (s *Service) RespondToTask(ctx context.Context, sc tenancy.Scope, in Respon
 			return err
 		}
 		if t.FromAgentID != nil && *t.FromAgentID != sc.AgentID {
-			m, err := s.Q.SenderMember(ctx, tx, db.SenderMemberParams{ProjectID: sc.ProjectID, AgentID: *t.FromAgentID})
+			m, err := s.Q.RoomMemberGetSender(ctx, tx, db.RoomMemberGetSenderParams{ProjectID: sc.ProjectID, AgentID: *t.FromAgentID})
 			if err == nil {
 				return s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, HostOrgID: sc.HostOrgID, MemberIDs: []uuid.UUID{m}, Source: "task", ItemID: id, AlwaysOnOnly: true})
 			}
@@ -430,7 +430,7 @@ func (s *Service) ReviewTask(ctx context.Context, sc tenancy.Scope, taskID, verd
 	at := s.now()
 	var status string
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		t, err := s.Q.TaskForUpdate(ctx, tx, db.TaskForUpdateParams{ProjectID: sc.ProjectID, ID: id})
+		t, err := s.Q.TaskGetForUpdate(ctx, tx, db.TaskGetForUpdateParams{ProjectID: sc.ProjectID, ID: id})
 		if pg.IsNoRows(err) {
 			return taskNotFound(taskID)
 		}
@@ -452,7 +452,7 @@ func (s *Service) ReviewTask(ctx context.Context, sc tenancy.Scope, taskID, verd
 			return apperr.New(apperr.Conflict, "Task %s is %s: only a done result can be accepted or rejected", id, t.Status)
 		}
 		status = t.Status
-		if err := s.Q.ReviewTask(ctx, tx, db.ReviewTaskParams{ProjectID: sc.ProjectID, ID: id, Review: &verdict, ReviewComment: optText(comment)}); err != nil {
+		if err := s.Q.TaskReview(ctx, tx, db.TaskReviewParams{ProjectID: sc.ProjectID, ID: id, Review: &verdict, ReviewComment: optText(comment)}); err != nil {
 			return err
 		}
 		return s.card(ctx, tx, sc, "task", fmt.Sprintf("[task] Result of %q %s.", excerpt(t.Goal, 80), verdict), id, at)

@@ -27,10 +27,10 @@ func (s Scope) IsOrgAdmin() bool {
 
 // PersonOrgs returns the organisations of a signed-in person (by session id), oldest
 // membership first: the dashboard acts for one of them at a time.
-func (r *Resolver) PersonOrgs(ctx context.Context, sessionID string) ([]db.SessionOrgsRow, error) {
-	var orgs []db.SessionOrgsRow
+func (r *Resolver) PersonOrgs(ctx context.Context, sessionID string) ([]db.WebSessionListOrgsRow, error) {
+	var orgs []db.WebSessionListOrgsRow
 	err := r.DB.InTenant(ctx, pg.Tenant{Lookup: sessionID, SignIn: true}, func(tx *pg.Tx) (err error) {
-		orgs, err = r.Q.SessionOrgs(ctx, tx, sessionID)
+		orgs, err = r.Q.WebSessionListOrgs(ctx, tx, sessionID)
 		return err
 	})
 	if err != nil {
@@ -47,11 +47,11 @@ func (r *Resolver) PersonOrgs(ctx context.Context, sessionID string) ([]db.Sessi
 // dashboard answers 404 then, as for a room that does not exist.
 func (r *Resolver) PersonRoom(ctx context.Context, sessionID string, userID, orgID, projectID uuid.UUID) (Scope, bool, error) {
 	s := Scope{OrgID: orgID, ProjectID: projectID}
-	var row db.BindPersonRoomRow
+	var row db.ScopeBindPersonRoomRow
 	found := false
 	err := r.DB.InTenant(ctx, pg.Tenant{OrgID: orgID, ProjectID: projectID, Lookup: sessionID, SignIn: true}, func(tx *pg.Tx) error {
 		var err error
-		row, err = r.Q.BindPersonRoom(ctx, tx, db.BindPersonRoomParams{SessionID: sessionID, ProjectID: projectID, OrgID: orgID})
+		row, err = r.Q.ScopeBindPersonRoom(ctx, tx, db.ScopeBindPersonRoomParams{SessionID: sessionID, ProjectID: projectID, OrgID: orgID})
 		if pg.IsNoRows(err) {
 			return nil
 		}

@@ -66,7 +66,7 @@ func (r *Resolver) assume(ctx context.Context, tx *pg.Tx, key auth.Parsed, code 
 // suspended a moment ago, is therefore seen by the very next call, as before: nothing is
 // cached. A guest without an active agreement gets its Scope (found): Admitted is the
 // caller's to check, as with the bind of the other path.
-func (r *Resolver) bindVerified(ctx context.Context, what string, key auth.Parsed, code *auth.Parsed, projectID *uuid.UUID, bind func(tx *pg.Tx) (db.BindPartRow, error)) (s Scope, found bool, err error) {
+func (r *Resolver) bindVerified(ctx context.Context, what string, key auth.Parsed, code *auth.Parsed, projectID *uuid.UUID, bind func(tx *pg.Tx) (db.ScopeBindPartRow, error)) (s Scope, found bool, err error) {
 	lookup := key.ID
 	if code != nil {
 		lookup += "," + code.ID
@@ -169,11 +169,11 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 		tx.SetTenant(resolving(s))
 		// The touch returns nothing anyone reads: it travels with the identity's query,
 		// and so does the COMMIT (nothing after it can undo the touch).
-		if err := tx.Pipeline(func() error { return r.Q.TouchAgentMemberships(ctx, tx, agentID) }); err != nil {
+		if err := tx.Pipeline(func() error { return r.Q.MembershipTouchByAgent(ctx, tx, agentID) }); err != nil {
 			return fmt.Errorf("resolve agent: touch: %w", err)
 		}
 		tx.CommitWithNext(ctx)
-		id, err := r.Q.AgentIdentity(ctx, tx, db.AgentIdentityParams{OrgID: orgID, ID: agentID})
+		id, err := r.Q.AgentGetIdentity(ctx, tx, db.AgentGetIdentityParams{OrgID: orgID, ID: agentID})
 		if err != nil {
 			return fmt.Errorf("resolve agent: identity: %w", err)
 		}
@@ -221,9 +221,9 @@ func (r *Resolver) RoomByKey(ctx context.Context, key string, projectID uuid.UUI
 		return Scope{}, unauthenticated(MsgUnauthorized)
 	}
 	if !r.DB.Citus() {
-		s, found, err := r.bindVerified(ctx, "resolve room", k, nil, &projectID, func(tx *pg.Tx) (db.BindPartRow, error) {
-			row, err := r.Q.BindAgentRoom(ctx, tx, projectID)
-			return db.BindPartRow(row), err
+		s, found, err := r.bindVerified(ctx, "resolve room", k, nil, &projectID, func(tx *pg.Tx) (db.ScopeBindPartRow, error) {
+			row, err := r.Q.ScopeBindAgentRoom(ctx, tx, projectID)
+			return db.ScopeBindPartRow(row), err
 		})
 		if found || err != nil {
 			return s, err
@@ -249,14 +249,14 @@ func (r *Resolver) RoomByKey(ctx context.Context, key string, projectID uuid.UUI
 // caller's own presence only where it is admitted, so a refusal has nothing to undo).
 func (r *Resolver) bindRoom(ctx context.Context, tx *pg.Tx, s *Scope) error {
 	tx.CommitWithNext(ctx)
-	row, err := r.Q.BindAgentRoom(ctx, tx, s.ProjectID)
+	row, err := r.Q.ScopeBindAgentRoom(ctx, tx, s.ProjectID)
 	if pg.IsNoRows(err) {
 		return apperr.New(apperr.Forbidden, MsgNotParticipant)
 	}
 	if err != nil {
 		return fmt.Errorf("bind room: %w", err)
 	}
-	fill(s, db.BindPartRow(row))
+	fill(s, db.ScopeBindPartRow(row))
 	return nil
 }
 
@@ -273,9 +273,9 @@ func (r *Resolver) Part(ctx context.Context, connectCode, part, key string) (Sco
 		return Scope{}, unauthenticated(MsgUnauthorized)
 	}
 	if !r.DB.Citus() {
-		s, found, err := r.bindVerified(ctx, "resolve part", k, &code, nil, func(tx *pg.Tx) (db.BindPartRow, error) {
+		s, found, err := r.bindVerified(ctx, "resolve part", k, &code, nil, func(tx *pg.Tx) (db.ScopeBindPartRow, error) {
 			row, err := r.Q.BindOwnPart(ctx, tx, part)
-			return db.BindPartRow(row), err
+			return db.ScopeBindPartRow(row), err
 		})
 		if err == nil && found {
 			// A guest part without an active agreement is refused here, as below.
@@ -299,7 +299,7 @@ func (r *Resolver) Part(ctx context.Context, connectCode, part, key string) (Sco
 		// The bind's one write (last_seen) touches the caller's own part only when it is
 		// admitted, so the COMMIT goes with it: a refusal below has nothing to undo.
 		tx.CommitWithNext(ctx)
-		row, err := r.Q.BindPart(ctx, tx, db.BindPartParams{ProjectID: projectID, Part: part})
+		row, err := r.Q.ScopeBindPart(ctx, tx, db.ScopeBindPartParams{ProjectID: projectID, Part: part})
 		if err != nil && !pg.IsNoRows(err) {
 			return fmt.Errorf("resolve part: %w", err)
 		}
@@ -321,7 +321,7 @@ func (r *Resolver) Part(ctx context.Context, connectCode, part, key string) (Sco
 	return s, nil
 }
 
-func fill(s *Scope, m db.BindPartRow) {
+func fill(s *Scope, m db.ScopeBindPartRow) {
 	s.MemberID, s.Part, s.IsMain, s.Nickname = m.ID, m.Part, m.IsMain, m.Nickname
 	s.Access, s.Capabilities, s.ParkedUntil = m.Access, m.Capabilities, m.ParkedUntil
 	s.AgentSlug, s.AgentName, s.AgentModel, s.AgentKind, s.OrgName = m.AgentSlug, m.AgentName, m.AgentModel, m.AgentKind, m.OrgName

@@ -25,10 +25,10 @@ const MsgTokenPart = "this token is bound to part %q: it cannot act as part %q"
 func (r *Resolver) AgentGrant(ctx context.Context, g auth.TokenGrant) (Scope, error) {
 	s := Scope{OrgID: g.OrgID, AgentID: g.AgentID}
 	err := r.DB.InTenant(ctx, resolving(s), func(tx *pg.Tx) error {
-		if err := r.Q.TouchAgentMemberships(ctx, tx, g.AgentID); err != nil {
+		if err := r.Q.MembershipTouchByAgent(ctx, tx, g.AgentID); err != nil {
 			return fmt.Errorf("resolve agent: touch: %w", err)
 		}
-		id, err := r.Q.AgentIdentity(ctx, tx, db.AgentIdentityParams{OrgID: g.OrgID, ID: g.AgentID})
+		id, err := r.Q.AgentGetIdentity(ctx, tx, db.AgentGetIdentityParams{OrgID: g.OrgID, ID: g.AgentID})
 		if pg.IsNoRows(err) {
 			return unauthenticated(MsgUnauthorized)
 		}
@@ -84,7 +84,7 @@ func (r *Resolver) PartGrant(ctx context.Context, g auth.TokenGrant, connectCode
 		}
 		s = Scope{OrgID: g.OrgID, AgentID: g.AgentID, ProjectID: projectID}
 		tx.SetTenant(resolving(s))
-		row, err := r.Q.BindPart(ctx, tx, db.BindPartParams{ProjectID: projectID, Part: part})
+		row, err := r.Q.ScopeBindPart(ctx, tx, db.ScopeBindPartParams{ProjectID: projectID, Part: part})
 		if err != nil && !pg.IsNoRows(err) {
 			return fmt.Errorf("resolve part: %w", err)
 		}

@@ -30,7 +30,7 @@ const MaxDetailBytes = 8 << 10
 // Bounds of one usage report, far above any real call. usage_daily adds reports up per
 // part, model and day in bigint and numeric(18,6) columns (the latter holds less than
 // 10^12 dollars): a report beyond these is refused rather than overflowing the column,
-// and AddUsage caps a day's totals at what the columns hold.
+// and UsageAdd caps a day's totals at what the columns hold.
 const (
 	MaxUsageTokens  int64 = 1_000_000_000_000
 	MaxUsageCostUSD int64 = 1_000_000
@@ -165,12 +165,12 @@ func (s *Service) composingEvent(ctx context.Context, sc tenancy.Scope, ev *even
 		return err
 	}
 	return s.recordEvent(ctx, sc, ev, func(tx *pg.Tx) error {
-		if _, err := s.Q.GetThread(ctx, tx, db.GetThreadParams{ProjectID: sc.ProjectID, ID: thread}); pg.IsNoRows(err) {
+		if _, err := s.Q.ThreadGet(ctx, tx, db.ThreadGetParams{ProjectID: sc.ProjectID, ID: thread}); pg.IsNoRows(err) {
 			return threadNotFound(thread.String())
 		} else if err != nil {
 			return err
 		}
-		if err := s.Q.UpsertComposing(ctx, tx, db.UpsertComposingParams{ProjectID: sc.ProjectID, ThreadID: thread, MemberID: sc.MemberID, ExpiresAt: ev.now.Add(ComposingFor)}); err != nil {
+		if err := s.Q.ComposingUpsert(ctx, tx, db.ComposingUpsertParams{ProjectID: sc.ProjectID, ThreadID: thread, MemberID: sc.MemberID, ExpiresAt: ev.now.Add(ComposingFor)}); err != nil {
 			return err
 		}
 		secs := int(ComposingFor / time.Second)
@@ -201,7 +201,7 @@ func (s *Service) limitedEvent(ctx context.Context, sc tenancy.Scope, ev *event)
 		}
 	}
 	return s.recordEvent(ctx, sc, ev, func(tx *pg.Tx) error {
-		got, err := s.Q.SetParkedUntil(ctx, tx, db.SetParkedUntilParams{ParkedUntil: parkUntil, Now: ev.now, ProjectID: sc.ProjectID, ID: sc.MemberID})
+		got, err := s.Q.MembershipSetParkedUntil(ctx, tx, db.MembershipSetParkedUntilParams{ParkedUntil: parkUntil, Now: ev.now, ProjectID: sc.ProjectID, ID: sc.MemberID})
 		if err != nil {
 			return err
 		}
@@ -251,7 +251,7 @@ func (s *Service) recordEvent(ctx context.Context, sc tenancy.Scope, ev *event, 
 			}
 		}
 		if ev.in.Usage != nil {
-			if err := s.Q.AddUsage(ctx, tx, usageParams(sc, ev.in.Usage, ev.now)); err != nil {
+			if err := s.Q.UsageAdd(ctx, tx, usageParams(sc, ev.in.Usage, ev.now)); err != nil {
 				return err
 			}
 		}
@@ -276,7 +276,7 @@ func (s *Service) recordEvent(ctx context.Context, sc tenancy.Scope, ev *event, 
 			usage, _ = json.Marshal(ev.in.Usage)
 		}
 		member := sc.MemberID
-		return s.Q.InsertActivity(ctx, tx, db.InsertActivityParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(ev.res.EventID), MemberID: &member,
+		return s.Q.ActivityEventInsert(ctx, tx, db.ActivityEventInsertParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(ev.res.EventID), MemberID: &member,
 			Type: ev.in.Type, Detail: d, Usage: usage, Now: ev.now})
 	})
 	if err != nil {
@@ -285,7 +285,7 @@ func (s *Service) recordEvent(ctx context.Context, sc tenancy.Scope, ev *event, 
 	return nil
 }
 
-func usageParams(sc tenancy.Scope, u *Usage, now time.Time) db.AddUsageParams {
+func usageParams(sc tenancy.Scope, u *Usage, now time.Time) db.UsageAddParams {
 	v := func(p *int64) int64 {
 		if p == nil {
 			return 0
@@ -299,7 +299,7 @@ func usageParams(sc tenancy.Scope, u *Usage, now time.Time) db.AddUsageParams {
 	}
 	_ = cost.Scan(strconv.FormatFloat(c, 'f', 6, 64))
 	y, m, d := now.UTC().Date()
-	return db.AddUsageParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Model: u.Model,
+	return db.UsageAddParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Model: u.Model,
 		Day:         pgtype.Date{Time: time.Date(y, m, d, 0, 0, 0, 0, time.UTC), Valid: true},
 		InputTokens: v(u.InputTokens), OutputTokens: v(u.OutputTokens), CacheTokens: v(u.CacheTokens), CostUsd: cost}
 }
@@ -314,7 +314,7 @@ func (s *Service) CloseIdle(ctx context.Context, idle time.Duration) (int, error
 		err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 			now := s.now()
 			cutoff := now.Add(-idle)
-			rows, err := s.Q.IdleThreads(ctx, tx, db.IdleThreadsParams{Cutoff: cutoff, Lim: idleCloseBatch})
+			rows, err := s.Q.ThreadListIdle(ctx, tx, db.ThreadListIdleParams{Cutoff: cutoff, Lim: idleCloseBatch})
 			if err != nil {
 				return err
 			}
@@ -341,7 +341,7 @@ func (s *Service) CloseIdle(ctx context.Context, idle time.Duration) (int, error
 				// next project's lock or the COMMIT.
 				if err := tx.Pipeline(func() error {
 					for _, id := range ids {
-						if err := s.Q.EndThread(ctx, tx, db.EndThreadParams{Status: StatusClosed, Now: &now, ClosedBy: &by, ProjectID: p, ID: id}); err != nil {
+						if err := s.Q.ThreadEnd(ctx, tx, db.ThreadEndParams{Status: StatusClosed, Now: &now, ClosedBy: &by, ProjectID: p, ID: id}); err != nil {
 							return err
 						}
 						if err := s.endThread(ctx, tx, p, id, now); err != nil {
@@ -385,7 +385,7 @@ func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		// The project first, then its thread locked: on Citus FOR UPDATE needs the
 		// project's id as a value.
-		projectID, err := s.Q.ProjectIDBySlug(ctx, tx, db.ProjectIDBySlugParams{HostSlug: host, ProjectSlug: slug})
+		projectID, err := s.Q.ProjectGetIDBySlug(ctx, tx, db.ProjectGetIDBySlugParams{HostSlug: host, ProjectSlug: slug})
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "no thread %s in project %s", threadID, project)
 		}
@@ -407,7 +407,7 @@ func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID
 			return nil
 		}
 		now, by := s.now(), "person"
-		if err := s.Q.EndThread(ctx, tx, db.EndThreadParams{Status: StatusCanceled, Now: &now, ClosedBy: &by, ProjectID: t.ProjectID, ID: t.ID}); err != nil {
+		if err := s.Q.ThreadEnd(ctx, tx, db.ThreadEndParams{Status: StatusCanceled, Now: &now, ClosedBy: &by, ProjectID: t.ProjectID, ID: t.ID}); err != nil {
 			return err
 		}
 		res.Status = StatusCanceled

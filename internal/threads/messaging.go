@@ -143,7 +143,7 @@ func (s *Service) Send(ctx context.Context, sc tenancy.Scope, in SendInput) (Sen
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		var ids []uuid.UUID
 		if broadcast {
-			rows, err := s.Q.OtherMembers(ctx, tx, db.OtherMembersParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID})
+			rows, err := s.Q.MembershipListOthers(ctx, tx, db.MembershipListOthersParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID})
 			if err != nil {
 				return err
 			}
@@ -154,7 +154,7 @@ func (s *Service) Send(ctx context.Context, sc tenancy.Scope, in SendInput) (Sen
 				ids, res.To = append(ids, r.ID), append(res.To, r.Part)
 			}
 		} else {
-			rows, err := s.Q.MembersByParts(ctx, tx, db.MembersByPartsParams{ProjectID: sc.ProjectID, Parts: parts})
+			rows, err := s.Q.MembershipListByParts(ctx, tx, db.MembershipListByPartsParams{ProjectID: sc.ProjectID, Parts: parts})
 			if err != nil {
 				return err
 			}
@@ -178,7 +178,7 @@ func (s *Service) Send(ctx context.Context, sc tenancy.Scope, in SendInput) (Sen
 		tid, mid := uuid.MustParse(res.ThreadID), uuid.MustParse(res.MessageID)
 		sender := sc.MemberID
 		return tx.Pipeline(func() error {
-			if err := s.Q.InsertThread(ctx, tx, db.InsertThreadParams{ProjectID: sc.ProjectID, ID: tid, Subject: in.Subject, CreatedBy: &sender, NeedsHuman: needsHuman, Now: now}); err != nil {
+			if err := s.Q.ThreadInsert(ctx, tx, db.ThreadInsertParams{ProjectID: sc.ProjectID, ID: tid, Subject: in.Subject, CreatedBy: &sender, NeedsHuman: needsHuman, Now: now}); err != nil {
 				return err
 			}
 			return s.storeMessage(ctx, tx, sc, tid, mid, in.Body, in.Urgent, needsHuman, broadcast, ids, now)
@@ -212,18 +212,18 @@ func (s *Service) storeMessage(ctx context.Context, tx *pg.Tx, sc tenancy.Scope,
 }
 
 func (s *Service) storeMessagePipelined(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, sender, threadID, messageID uuid.UUID, body string, urgent, needsHuman, broadcast bool, recipients []uuid.UUID, now time.Time) error {
-	if err := s.Q.InsertMessage(ctx, tx, db.InsertMessageParams{ProjectID: sc.ProjectID, ID: messageID, ThreadID: threadID, SenderID: &sender,
+	if err := s.Q.MessageInsert(ctx, tx, db.MessageInsertParams{ProjectID: sc.ProjectID, ID: messageID, ThreadID: threadID, SenderID: &sender,
 		FromPart: sc.Part, Body: body, Urgent: urgent, NeedsHuman: needsHuman, Broadcast: broadcast, Now: now}); err != nil {
 		return err
 	}
-	if err := s.Q.AddParticipants(ctx, tx, db.AddParticipantsParams{ProjectID: sc.ProjectID, ThreadID: threadID, Now: now,
+	if err := s.Q.ParticipantAdd(ctx, tx, db.ParticipantAddParams{ProjectID: sc.ProjectID, ThreadID: threadID, Now: now,
 		MemberIds: append([]uuid.UUID{sender}, recipients...)}); err != nil {
 		return err
 	}
 	if len(recipients) == 0 {
 		return nil
 	}
-	if err := s.Q.InsertDeliveries(ctx, tx, db.InsertDeliveriesParams{ProjectID: sc.ProjectID, MessageID: messageID, ThreadID: threadID, MemberIds: recipients}); err != nil {
+	if err := s.Q.DeliveryInsert(ctx, tx, db.DeliveryInsertParams{ProjectID: sc.ProjectID, MessageID: messageID, ThreadID: threadID, MemberIds: recipients}); err != nil {
 		return err
 	}
 	if s.Waker == nil {
@@ -267,7 +267,7 @@ func (s *Service) Reply(ctx context.Context, sc tenancy.Scope, in ReplyInput) (R
 	now := s.now()
 	res := ReplyResult{ThreadID: tid.String(), MessageID: newID().String()}
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		t, err := s.Q.ShareThread(ctx, tx, db.ShareThreadParams{ProjectID: sc.ProjectID, ID: tid})
+		t, err := s.Q.ThreadShare(ctx, tx, db.ThreadShareParams{ProjectID: sc.ProjectID, ID: tid})
 		if pg.IsNoRows(err) {
 			return threadNotFound(in.ThreadID)
 		}
@@ -277,11 +277,11 @@ func (s *Service) Reply(ctx context.Context, sc tenancy.Scope, in ReplyInput) (R
 		if t.Status != StatusOpen {
 			return apperr.New(apperr.Conflict, "thread %s is %s and takes no more replies; start a new thread with send", tid, t.Status).WithReason(endedReason(t.Status))
 		}
-		recipients, err := s.Q.ThreadRecipients(ctx, tx, db.ThreadRecipientsParams{ProjectID: sc.ProjectID, ThreadID: tid, SenderID: sc.MemberID})
+		recipients, err := s.Q.ThreadListRecipients(ctx, tx, db.ThreadListRecipientsParams{ProjectID: sc.ProjectID, ThreadID: tid, SenderID: sc.MemberID})
 		if err != nil {
 			return err
 		}
-		if err := s.Q.TouchThread(ctx, tx, db.TouchThreadParams{Now: now, NeedsHuman: needsHuman, ProjectID: sc.ProjectID, ID: tid}); err != nil {
+		if err := s.Q.ThreadTouch(ctx, tx, db.ThreadTouchParams{Now: now, NeedsHuman: needsHuman, ProjectID: sc.ProjectID, ID: tid}); err != nil {
 			return err
 		}
 		return s.storeMessage(ctx, tx, sc, tid, uuid.MustParse(res.MessageID), in.Body, in.Urgent, needsHuman, false, recipients, now)
@@ -331,14 +331,14 @@ func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, in InboxInput) ([
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		tx.CommitWithNext(ctx) // a read of one statement: no round trip for the COMMIT
 		if in.UnreadOnly {
-			rows, err := s.Q.InboxUnread(ctx, tx, db.InboxUnreadParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Before: before, Lim: int32(in.Limit)})
+			rows, err := s.Q.DeliveryListInboxUnread(ctx, tx, db.DeliveryListInboxUnreadParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Before: before, Lim: int32(in.Limit)})
 			for _, r := range rows {
 				out = append(out, InboxItem{MessageID: r.MessageID.String(), ThreadID: r.ThreadID.String(), Subject: r.Subject, From: r.FromPart,
 					Unread: true, At: Time(r.CreatedAt), Preview: Preview(r.BodyHead)})
 			}
 			return err
 		}
-		rows, err := s.Q.Inbox(ctx, tx, db.InboxParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Before: before, Lim: int32(in.Limit)})
+		rows, err := s.Q.DeliveryListInbox(ctx, tx, db.DeliveryListInboxParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Before: before, Lim: int32(in.Limit)})
 		for _, r := range rows {
 			out = append(out, InboxItem{MessageID: r.MessageID.String(), ThreadID: r.ThreadID.String(), Subject: r.Subject, From: r.FromPart,
 				Unread: r.Unread, At: Time(r.CreatedAt), Preview: Preview(r.BodyHead)})
@@ -393,7 +393,7 @@ func (s *Service) Ack(ctx context.Context, sc tenancy.Scope, messageID string) (
 	}
 	now := s.now()
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		row, err := s.Q.Ack(ctx, tx, db.AckParams{Now: &now, ProjectID: sc.ProjectID, MemberID: sc.MemberID, MessageID: mid})
+		row, err := s.Q.DeliveryAck(ctx, tx, db.DeliveryAckParams{Now: &now, ProjectID: sc.ProjectID, MemberID: sc.MemberID, MessageID: mid})
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "no message %s addressed to your part", messageID).WithReason(ReasonMessageNotFound)
 		}
@@ -449,10 +449,10 @@ func (s *Service) Threads(ctx context.Context, sc tenancy.Scope, in ThreadsInput
 		p := likePattern(*in.Query)
 		pattern = &p
 	}
-	var rows []db.ListMyThreadsRow
+	var rows []db.ThreadListMineRow
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
 		tx.CommitWithNext(ctx) // a read of one statement: no round trip for the COMMIT
-		rows, err = s.Q.ListMyThreads(ctx, tx, db.ListMyThreadsParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Status: in.Status, Pattern: pattern, Lim: int32(in.Limit)})
+		rows, err = s.Q.ThreadListMine(ctx, tx, db.ThreadListMineParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Status: in.Status, Pattern: pattern, Lim: int32(in.Limit)})
 		return err
 	})
 	if err != nil {
@@ -471,10 +471,10 @@ func (s *Service) Search(ctx context.Context, sc tenancy.Scope, query string) ([
 	if utf8.RuneCountInString(strings.TrimSpace(query)) < MinSearchQuery {
 		return nil, apperr.New(apperr.Invalid, "query needs at least %d characters", MinSearchQuery).WithReason(apperr.ReasonInvalidArgument)
 	}
-	var rows []db.SearchOtherThreadsRow
+	var rows []db.ThreadSearchOthersRow
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
 		tx.CommitWithNext(ctx) // a read of one statement: no round trip for the COMMIT
-		rows, err = s.Q.SearchOtherThreads(ctx, tx, db.SearchOtherThreadsParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Pattern: likePattern(query), Lim: MaxThreads})
+		rows, err = s.Q.ThreadSearchOthers(ctx, tx, db.ThreadSearchOthersParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Pattern: likePattern(query), Lim: MaxThreads})
 		return err
 	})
 	if err != nil {
@@ -515,7 +515,7 @@ func (s *Service) Show(ctx context.Context, sc tenancy.Scope, threadID string) (
 	}
 	var res ShowResult
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		t, err := s.Q.GetThread(ctx, tx, db.GetThreadParams{ProjectID: sc.ProjectID, ID: tid})
+		t, err := s.Q.ThreadGet(ctx, tx, db.ThreadGetParams{ProjectID: sc.ProjectID, ID: tid})
 		if pg.IsNoRows(err) {
 			return threadNotFound(threadID)
 		}
@@ -527,7 +527,7 @@ func (s *Service) Show(ctx context.Context, sc tenancy.Scope, threadID string) (
 		if !open {
 			tx.CommitWithNext(ctx) // the last read: no round trip for the COMMIT
 		}
-		msgs, err := s.Q.ThreadMessages(ctx, tx, db.ThreadMessagesParams{ProjectID: sc.ProjectID, ThreadID: tid})
+		msgs, err := s.Q.MessageListByThread(ctx, tx, db.MessageListByThreadParams{ProjectID: sc.ProjectID, ThreadID: tid})
 		if err != nil {
 			return err
 		}
@@ -537,7 +537,7 @@ func (s *Service) Show(ctx context.Context, sc tenancy.Scope, threadID string) (
 		}
 		if open {
 			tx.CommitWithNext(ctx) // the last read: no round trip for the COMMIT
-			res.Composing, err = s.Q.ComposingParts(ctx, tx, db.ComposingPartsParams{ProjectID: sc.ProjectID, ThreadID: tid, Now: s.now()})
+			res.Composing, err = s.Q.ComposingListParts(ctx, tx, db.ComposingListPartsParams{ProjectID: sc.ProjectID, ThreadID: tid, Now: s.now()})
 		}
 		return err
 	})
@@ -574,14 +574,14 @@ func (s *Service) Close(ctx context.Context, sc tenancy.Scope, in CloseInput) (C
 	now := s.now()
 	res := CloseResult{OK: true, ThreadID: tid.String()}
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		t, err := s.Q.LockThread(ctx, tx, db.LockThreadParams{ProjectID: sc.ProjectID, ID: tid})
+		t, err := s.Q.ThreadLock(ctx, tx, db.ThreadLockParams{ProjectID: sc.ProjectID, ID: tid})
 		if pg.IsNoRows(err) {
 			return threadNotFound(in.ThreadID)
 		}
 		if err != nil {
 			return err
 		}
-		member, err := s.Q.IsParticipant(ctx, tx, db.IsParticipantParams{ProjectID: sc.ProjectID, ThreadID: tid, MemberID: sc.MemberID})
+		member, err := s.Q.ParticipantExists(ctx, tx, db.ParticipantExistsParams{ProjectID: sc.ProjectID, ThreadID: tid, MemberID: sc.MemberID})
 		if err != nil {
 			return err
 		}
@@ -591,7 +591,7 @@ func (s *Service) Close(ctx context.Context, sc tenancy.Scope, in CloseInput) (C
 		res.Status = t.Status
 		if t.Status == StatusOpen {
 			closedBy, member := "agent", sc.MemberID
-			if err := s.Q.EndThread(ctx, tx, db.EndThreadParams{Status: StatusClosed, Now: &now, ClosedBy: &closedBy, ClosedByMember: &member, ProjectID: sc.ProjectID, ID: tid}); err != nil {
+			if err := s.Q.ThreadEnd(ctx, tx, db.ThreadEndParams{Status: StatusClosed, Now: &now, ClosedBy: &closedBy, ClosedByMember: &member, ProjectID: sc.ProjectID, ID: tid}); err != nil {
 				return err
 			}
 			res.Status = StatusClosed
@@ -613,7 +613,7 @@ func (s *Service) Close(ctx context.Context, sc tenancy.Scope, in CloseInput) (C
 		res.Lesson = &out
 		if t.LessonOutcome == nil && out.Code != knowledge.OutcomeThreadCanceled {
 			o := out.Outcome()
-			return s.Q.SetLessonOutcome(ctx, tx, db.SetLessonOutcomeParams{Outcome: &o, ProjectID: sc.ProjectID, ID: tid})
+			return s.Q.ThreadSetLessonOutcome(ctx, tx, db.ThreadSetLessonOutcomeParams{Outcome: &o, ProjectID: sc.ProjectID, ID: tid})
 		}
 		return nil
 	})
@@ -626,7 +626,7 @@ func (s *Service) Close(ctx context.Context, sc tenancy.Scope, in CloseInput) (C
 // endThread takes a finished thread out of every inbox, marks its unread read and cancels
 // its pending wakes.
 func (s *Service) endThread(ctx context.Context, tx *pg.Tx, projectID, threadID uuid.UUID, now time.Time) error {
-	if err := s.Q.CloseDeliveries(ctx, tx, db.CloseDeliveriesParams{Now: &now, ProjectID: projectID, ThreadID: threadID}); err != nil {
+	if err := s.Q.DeliveryClose(ctx, tx, db.DeliveryCloseParams{Now: &now, ProjectID: projectID, ThreadID: threadID}); err != nil {
 		return err
 	}
 	if s.Waker == nil {

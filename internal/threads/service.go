@@ -76,10 +76,10 @@ type RosterEntry struct {
 
 // Roster lists every part of the caller's project, main first.
 func (s *Service) Roster(ctx context.Context, sc tenancy.Scope) ([]RosterEntry, error) {
-	var rows []db.ListPartsRow
+	var rows []db.MembershipListPartsRow
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
 		tx.CommitWithNext(ctx) // a read of one statement: no round trip for the COMMIT
-		rows, err = s.Q.ListParts(ctx, tx, sc.ProjectID)
+		rows, err = s.Q.MembershipListParts(ctx, tx, sc.ProjectID)
 		return err
 	})
 	if err != nil {

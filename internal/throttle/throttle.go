@@ -244,13 +244,13 @@ func (t *Throttle) Abandoned(ctx context.Context, at Attempt) {
 	}
 }
 
-func (t *Throttle) record(ctx context.Context, subjects []string) ([]db.RecordAuthFailuresRow, error) {
+func (t *Throttle) record(ctx context.Context, subjects []string) ([]db.AuthThrottleRecordFailuresRow, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	var rows []db.RecordAuthFailuresRow
+	var rows []db.AuthThrottleRecordFailuresRow
 	err := t.db.InTenant(ctx, pg.Tenant{Lookup: strings.Join(subjects, ",")}, func(tx *pg.Tx) error {
 		var err error
-		rows, err = t.q.RecordAuthFailures(ctx, tx, db.RecordAuthFailuresParams{Subjects: subjects, WindowSeconds: t.limits.Window.Seconds()})
+		rows, err = t.q.AuthThrottleRecordFailures(ctx, tx, db.AuthThrottleRecordFailuresParams{Subjects: subjects, WindowSeconds: t.limits.Window.Seconds()})
 		return err
 	})
 	if err != nil {
@@ -293,7 +293,7 @@ func (t *Throttle) Prune(ctx context.Context) (int64, error) {
 	var n int64
 	err := t.db.Operator(ctx, func(tx *pg.Tx) error {
 		var err error
-		n, err = t.q.PruneAuthThrottle(ctx, tx, t.limits.Window.Seconds())
+		n, err = t.q.AuthThrottlePrune(ctx, tx, t.limits.Window.Seconds())
 		return err
 	})
 	if err != nil {

@@ -64,12 +64,12 @@ func (s *Service) claim(ctx context.Context, a Agent) (*Wake, error) {
 		}
 		for _, p := range projects {
 			if err := tx.Pipeline(func() error {
-				_, err := s.Q.FoldWakeEvents(ctx, tx, db.FoldWakeEventsParams{Now: now, ProjectID: p, AgentIds: []uuid.UUID{a.ID}, MaxRows: foldBatch})
+				_, err := s.Q.WakeEventFold(ctx, tx, db.WakeEventFoldParams{Now: now, ProjectID: p, AgentIds: []uuid.UUID{a.ID}, MaxRows: foldBatch})
 				return err
 			}); err != nil {
 				return err
 			}
-			r, err := s.Q.ClaimWake(ctx, tx, db.ClaimWakeParams{ProjectID: p, AgentID: a.ID, Now: now, Since: now.Add(-time.Hour),
+			r, err := s.Q.WakeClaim(ctx, tx, db.WakeClaimParams{ProjectID: p, AgentID: a.ID, Now: now, Since: now.Add(-time.Hour),
 				LeaseUntil: now.Add(s.lease()), OnlineSince: now.Add(-s.onlineWindow())})
 			if pg.IsNoRows(err) {
 				// Nothing deliverable here (held while online or parked, over budget):
@@ -131,11 +131,11 @@ func (s *Service) Ack(ctx context.Context, a Agent, id uuid.UUID) (string, error
 	now := s.now()
 	status := StatusDelivered
 	err := s.DB.InTenant(ctx, pg.Tenant{OrgID: a.OrgID, AgentID: a.ID}, func(tx *pg.Tx) error {
-		_, err := s.Q.AckWake(ctx, tx, db.AckWakeParams{AgentID: a.ID, ID: id, Now: now})
+		_, err := s.Q.WakeAck(ctx, tx, db.WakeAckParams{AgentID: a.ID, ID: id, Now: now})
 		if !pg.IsNoRows(err) {
 			return err
 		}
-		st, err := s.Q.AgentWakeStatus(ctx, tx, db.AgentWakeStatusParams{AgentID: a.ID, ID: id})
+		st, err := s.Q.WakeGetAgentStatus(ctx, tx, db.WakeGetAgentStatusParams{AgentID: a.ID, ID: id})
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "no such wake")
 		}

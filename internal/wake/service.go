@@ -143,7 +143,7 @@ func (s *Service) Queue(ctx context.Context, tx *pg.Tx, r Request) error {
 	if r.HostOrgID == uuid.Nil {
 		return fmt.Errorf("wake queue: the request names no host organisation")
 	}
-	arg := db.QueueWakeEventsParams{ProjectID: r.ProjectID, HostOrgID: r.HostOrgID, MemberIds: members, Ids: make([]uuid.UUID, len(members)),
+	arg := db.WakeEventQueueParams{ProjectID: r.ProjectID, HostOrgID: r.HostOrgID, MemberIds: members, Ids: make([]uuid.UUID, len(members)),
 		Urgent: r.Urgent, Source: r.Source, Now: now}
 	for i := range arg.Ids {
 		arg.Ids[i] = uuid.Must(uuid.NewV7())
@@ -167,7 +167,7 @@ func (s *Service) Queue(ctx context.Context, tx *pg.Tx, r Request) error {
 		}
 		arg.MemberIds, arg.Ids = members, arg.Ids[:len(members)]
 	}
-	if err = s.Q.QueueWakeEvents(ctx, tx, arg); err != nil {
+	if err = s.Q.WakeEventQueue(ctx, tx, arg); err != nil {
 		return fmt.Errorf("wake queue: %w", err)
 	}
 	tx.AfterCommit(func() { s.noteQueued(r.ProjectID, members) })
@@ -207,7 +207,7 @@ func (s *Service) notifyLoop(ctx context.Context) {
 			return
 		case first = <-s.notes:
 		}
-		arg := db.NotifyWakeMembersParams{ProjectIds: []uuid.UUID{first.project}, MemberIds: []uuid.UUID{first.member}}
+		arg := db.WakeNotifyMembersParams{ProjectIds: []uuid.UUID{first.project}, MemberIds: []uuid.UUID{first.member}}
 	drain:
 		for len(arg.MemberIds) < notifyBuffer {
 			select {
@@ -219,9 +219,9 @@ func (s *Service) notifyLoop(ctx context.Context) {
 		}
 		err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 			if s.overflow.Swap(false) {
-				return s.Q.NotifyWakes(ctx, tx, "*")
+				return s.Q.WakeNotify(ctx, tx, "*")
 			}
-			return s.Q.NotifyWakeMembers(ctx, tx, arg)
+			return s.Q.WakeNotifyMembers(ctx, tx, arg)
 		})
 		if err != nil && ctx.Err() == nil {
 			s.Log.WarnContext(ctx, "wake notify", "error", err.Error())
@@ -234,7 +234,7 @@ func (s *Service) notifyLoop(ctx context.Context) {
 // wake's share for its thread is recounted from what is still unread; a wake left with
 // nothing is canceled, so a part that read its messages is not nudged about them.
 func (s *Service) Withdraw(ctx context.Context, tx *pg.Tx, projectID, memberID, threadID, messageID uuid.UUID) error {
-	err := s.Q.WithdrawAckedWake(ctx, tx, db.WithdrawAckedWakeParams{ProjectID: projectID, MemberID: memberID,
+	err := s.Q.WakeWithdrawAcked(ctx, tx, db.WakeWithdrawAckedParams{ProjectID: projectID, MemberID: memberID,
 		ThreadID: threadID, ThreadKey: threadID.String(), MessageID: messageID, Now: s.now()})
 	if err != nil {
 		return fmt.Errorf("wake withdraw: %w", err)
@@ -249,10 +249,10 @@ func (s *Service) Withdraw(ctx context.Context, tx *pg.Tx, projectID, memberID, 
 func (s *Service) CancelThread(ctx context.Context, tx *pg.Tx, projectID, threadID uuid.UUID) error {
 	err := tx.Pipeline(func() error {
 		// The delete travels with the update: one round trip.
-		return s.Q.CancelThreadWakeEvents(ctx, tx, db.CancelThreadWakeEventsParams{ProjectID: projectID, ThreadID: &threadID})
+		return s.Q.WakeEventCancelThread(ctx, tx, db.WakeEventCancelThreadParams{ProjectID: projectID, ThreadID: &threadID})
 	})
 	if err == nil {
-		_, err = s.Q.CancelThreadWakes(ctx, tx, db.CancelThreadWakesParams{ProjectID: projectID, ThreadID: threadID, Now: s.now()})
+		_, err = s.Q.WakeCancelThread(ctx, tx, db.WakeCancelThreadParams{ProjectID: projectID, ThreadID: threadID, Now: s.now()})
 	}
 	if err != nil {
 		return fmt.Errorf("wake cancel thread: %w", err)
@@ -298,7 +298,7 @@ func (s *Service) Coalesce(ctx context.Context, now time.Time, webhookOnly bool)
 			}
 			more = len(backlog) == foldProjects
 			for _, b := range backlog {
-				k, err := s.Q.FoldWakeEvents(ctx, tx, db.FoldWakeEventsParams{Now: now, ProjectID: b.ProjectID, AgentIds: b.AgentIds, MaxRows: foldBatch})
+				k, err := s.Q.WakeEventFold(ctx, tx, db.WakeEventFoldParams{Now: now, ProjectID: b.ProjectID, AgentIds: b.AgentIds, MaxRows: foldBatch})
 				if err != nil {
 					return err
 				}
@@ -350,12 +350,12 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (SweepResult, error)
 		return res, fmt.Errorf("wake sweep: %w", err)
 	}
 	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		n, err := s.Q.ResumeParkedParts(ctx, tx, now)
+		n, err := s.Q.MembershipResumeParked(ctx, tx, now)
 		if err != nil {
 			return fmt.Errorf("resume parked: %w", err)
 		}
 		res.Resumed = n
-		return s.Q.NotifyWakes(ctx, tx, "*")
+		return s.Q.WakeNotify(ctx, tx, "*")
 	})
 	if err != nil {
 		return res, fmt.Errorf("wake sweep: %w", err)
@@ -392,7 +392,7 @@ func (s *Service) Cleanup(ctx context.Context, before time.Time) (int64, error) 
 		var n int64
 		err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 			var err error
-			n, err = s.Q.DeleteOldWakes(ctx, tx, db.DeleteOldWakesParams{Before: before, MaxRows: 5000})
+			n, err = s.Q.WakeDeleteOld(ctx, tx, db.WakeDeleteOldParams{Before: before, MaxRows: 5000})
 			return err
 		})
 		total += n

@@ -183,7 +183,7 @@ func (s *Service) SetWebhook(ctx context.Context, agentRef, rawURL string) (Targ
 		if err != nil {
 			return err
 		}
-		if err := s.Q.UpsertWakeTarget(ctx, tx, db.UpsertWakeTargetParams{OrgID: a.OrgID, AgentID: a.ID, Url: rawURL,
+		if err := s.Q.WakeTargetUpsert(ctx, tx, db.WakeTargetUpsertParams{OrgID: a.OrgID, AgentID: a.ID, Url: rawURL,
 			SecretEnc: s.Box.Seal([]byte(secret), a.ID[:])}); err != nil {
 			return err
 		}
@@ -199,8 +199,8 @@ func (s *Service) SetWebhook(ctx context.Context, agentRef, rawURL string) (Targ
 
 // agentByRef finds the agent an operator's webhook command names (org/slug, split by
 // the caller before the transaction); NotFound when there is none.
-func (s *Service) agentByRef(ctx context.Context, tx *pg.Tx, agentRef, org, slug string) (db.WakeAgentByRefRow, error) {
-	a, err := s.Q.WakeAgentByRef(ctx, tx, db.WakeAgentByRefParams{OrgSlug: org, AgentSlug: slug})
+func (s *Service) agentByRef(ctx context.Context, tx *pg.Tx, agentRef, org, slug string) (db.AgentGetByRefRow, error) {
+	a, err := s.Q.AgentGetByRef(ctx, tx, db.AgentGetByRefParams{OrgSlug: org, AgentSlug: slug})
 	if pg.IsNoRows(err) {
 		return a, apperr.New(apperr.NotFound, "no agent %s", agentRef)
 	}
@@ -219,7 +219,7 @@ func (s *Service) ClearWebhook(ctx context.Context, agentRef string) (bool, erro
 		if err != nil {
 			return err
 		}
-		n, err = s.Q.DeleteWakeTarget(ctx, tx, db.DeleteWakeTargetParams{OrgID: a.OrgID, AgentID: a.ID})
+		n, err = s.Q.WakeTargetDelete(ctx, tx, db.WakeTargetDeleteParams{OrgID: a.OrgID, AgentID: a.ID})
 		return err
 	})
 	if err != nil {
@@ -232,7 +232,7 @@ func (s *Service) ClearWebhook(ctx context.Context, agentRef string) (bool, erro
 func (s *Service) Webhooks(ctx context.Context) ([]Target, error) {
 	var out []Target
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		rows, err := s.Q.ListWakeTargets(ctx, tx)
+		rows, err := s.Q.WakeTargetList(ctx, tx)
 		for _, r := range rows {
 			out = append(out, Target{Agent: r.OrgSlug + "/" + r.AgentSlug, URL: r.Url, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt})
 		}
@@ -271,13 +271,13 @@ func (s *Service) List(ctx context.Context, status string, limit int) ([]Listed,
 	if _, err := s.Coalesce(ctx, s.now(), false); err != nil {
 		return nil, err
 	}
-	arg := db.ListWakesParams{MaxRows: int32(limit)}
+	arg := db.WakeListParams{MaxRows: int32(limit)}
 	if status != "" {
 		arg.Status = &status
 	}
 	out := []Listed{}
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		rows, err := s.Q.ListWakes(ctx, tx, arg)
+		rows, err := s.Q.WakeList(ctx, tx, arg)
 		for _, r := range rows {
 			out = append(out, Listed{ID: r.ID, ProjectID: r.ProjectID, Project: r.ProjectSlug, Part: r.Part,
 				Agent: r.OrgSlug + "/" + r.AgentSlug, Status: r.Status, Urgent: r.Urgent, Sources: r.Sources,
@@ -295,14 +295,14 @@ func (s *Service) List(ctx context.Context, status string, limit int) ([]Listed,
 // Retry makes a dead wake pending again (refused while the part has another pending wake).
 func (s *Service) Retry(ctx context.Context, id uuid.UUID) error {
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		n, err := s.Q.RetryDeadWake(ctx, tx, id)
+		n, err := s.Q.WakeRetryDead(ctx, tx, id)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
 			return apperr.New(apperr.Conflict, "wake %s is not a dead letter, or its part already has a pending wake", id)
 		}
-		return s.Q.NotifyWakes(ctx, tx, "*")
+		return s.Q.WakeNotify(ctx, tx, "*")
 	})
 	return pg.Classify("wake retry", err)
 }
@@ -380,7 +380,7 @@ func (s *Service) dispatchBatch(ctx context.Context, now time.Time) (int, error)
 			if len(params) >= dispatchBatchSize {
 				break
 			}
-			rows, err := s.Q.TakeWebhookWakes(ctx, tx, db.TakeWebhookWakesParams{ProjectID: p, AgentIds: agents, Now: now,
+			rows, err := s.Q.WakeTakeWebhook(ctx, tx, db.WakeTakeWebhookParams{ProjectID: p, AgentIds: agents, Now: now,
 				Since: now.Add(-time.Hour), MaxRows: int32(dispatchBatchSize - len(params)), OnlineSince: now.Add(-s.onlineWindow())})
 			if err != nil {
 				return err
@@ -414,12 +414,12 @@ type permanentError struct{ error }
 
 func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) error {
 	s := w.s
-	var row db.WakeForDeliveryRow
+	var row db.WakeGetForDeliveryRow
 	var target db.WakeTargetRow
 	hasTarget := false
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		var err error
-		row, err = s.Q.WakeForDelivery(ctx, tx, db.WakeForDeliveryParams{ProjectID: j.Args.ProjectID, ID: j.Args.WakeID})
+		row, err = s.Q.WakeGetForDelivery(ctx, tx, db.WakeGetForDeliveryParams{ProjectID: j.Args.ProjectID, ID: j.Args.WakeID})
 		if err != nil {
 			return err
 		}
@@ -444,7 +444,7 @@ func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) err
 	finish := func(status string, attempted int32, lastErr *string) error {
 		set := func(status string, lastErr *string) error {
 			return s.DB.Operator(ctx, func(tx *pg.Tx) error {
-				_, err := s.Q.FinishWakeSend(ctx, tx, db.FinishWakeSendParams{ProjectID: row.ProjectID, ID: row.ID,
+				_, err := s.Q.WakeFinishSend(ctx, tx, db.WakeFinishSendParams{ProjectID: row.ProjectID, ID: row.ID,
 					Status: status, Attempted: attempted, LastError: lastErr, Now: s.now()})
 				return err
 			})

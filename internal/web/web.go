@@ -289,7 +289,7 @@ func (s *Site) login(w http.ResponseWriter, r *http.Request) {
 	raw, parsed, err := auth.Generate(SessionPrefix)
 	if err == nil {
 		err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: parsed.ID}, func(tx *pg.Tx) error {
-			return s.deps.Q.CreateWebSession(ctx, tx, db.CreateWebSessionParams{SessionID: parsed.ID, SecretHash: parsed.Hash(), UserID: person, ExpiresAt: time.Now().Add(SessionLifetime)})
+			return s.deps.Q.WebSessionInsert(ctx, tx, db.WebSessionInsertParams{SessionID: parsed.ID, SecretHash: parsed.Hash(), UserID: person, ExpiresAt: time.Now().Add(SessionLifetime)})
 		})
 	}
 	if err != nil {
@@ -304,14 +304,14 @@ func (s *Site) login(w http.ResponseWriter, r *http.Request) {
 // checkPassword returns the person whose email and password these are, or
 // auth.ErrPasswordMismatch for anything else (unknown email, no password set).
 func (s *Site) checkPassword(ctx context.Context, email, password string) (uuid.UUID, error) {
-	var row db.PersonByEmailRow
+	var row db.PersonGetByEmailRow
 	found := false
 	// An email is named in app.lookup, which splits on commas: one with a comma cannot be
 	// a person's (and is refused like any unknown email).
 	if email != "" && !strings.Contains(email, ",") {
 		err := s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: email}, func(tx *pg.Tx) error {
 			var err error
-			row, err = s.deps.Q.PersonByEmail(ctx, tx, email)
+			row, err = s.deps.Q.PersonGetByEmail(ctx, tx, email)
 			return err
 		})
 		switch {
@@ -413,7 +413,7 @@ func (s *Site) logout(w http.ResponseWriter, r *http.Request) {
 		}
 		ctx := r.Context()
 		if err := s.deps.DB.InTenant(ctx, sess.Tenant(), func(tx *pg.Tx) error {
-			return s.deps.Q.DeleteWebSession(ctx, tx, sess.ID)
+			return s.deps.Q.WebSessionDelete(ctx, tx, sess.ID)
 		}); err != nil {
 			s.deps.Log.ErrorContext(ctx, "sign out", "error", err.Error())
 			s.Message(w, http.StatusServiceUnavailable, "Sign out", "Signing out is unavailable right now. Please try again.")

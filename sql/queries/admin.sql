@@ -2,50 +2,50 @@
 -- Upserts take updated_at from excluded (the column's default, now(), the same instant):
 -- Citus refuses a function that is not IMMUTABLE in DO UPDATE SET (docs/scale.md).
 
--- name: UpsertOrganisation :one
+-- name: OrganisationUpsert :one
 INSERT INTO organisation (id, slug, name, plan, timezone)
 VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (slug) DO UPDATE SET name = excluded.name, plan = excluded.plan,
   timezone = excluded.timezone, updated_at = excluded.updated_at
 RETURNING id, (xmax = 0)::boolean AS created;
 
--- name: GetOrganisationBySlug :one
+-- name: OrganisationGetBySlug :one
 SELECT id, slug, name, plan, timezone, created_at FROM organisation WHERE slug = $1;
 
--- name: ListOrganisations :many
+-- name: OrganisationList :many
 SELECT id, slug, name, plan, timezone, created_at FROM organisation ORDER BY slug;
 
--- name: UpsertUser :one
+-- name: UserUpsert :one
 INSERT INTO app_user (id, email, name, password_hash)
 VALUES ($1, $2, $3, $4)
 ON CONFLICT (email) DO UPDATE SET name = excluded.name,
   password_hash = coalesce(excluded.password_hash, app_user.password_hash), updated_at = excluded.updated_at
 RETURNING id;
 
--- name: UpsertOrgMember :exec
+-- name: OrgMemberUpsert :exec
 INSERT INTO org_member (org_id, user_id, role) VALUES ($1, $2, $3)
 ON CONFLICT (org_id, user_id) DO UPDATE SET role = excluded.role;
 
--- name: ListUsers :many
+-- name: UserList :many
 SELECT u.id, u.email, u.name, o.slug AS org_slug, om.role
 FROM app_user u
 JOIN org_member om ON om.user_id = u.id
 JOIN organisation o ON o.id = om.org_id
 ORDER BY u.email, o.slug;
 
--- name: UpsertAgent :one
+-- name: AgentUpsert :one
 INSERT INTO agent (id, org_id, slug, name, model, kind)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (org_id, slug) DO UPDATE SET name = excluded.name, model = excluded.model,
   kind = excluded.kind, updated_at = excluded.updated_at
 RETURNING id, (xmax = 0)::boolean AS created;
 
--- name: GetAgentBySlug :one
+-- name: AgentGetBySlug :one
 SELECT a.id, a.org_id, a.slug, a.name, a.model, a.kind
 FROM agent a JOIN organisation o ON o.id = a.org_id
 WHERE o.slug = sqlc.arg(org_slug) AND a.slug = sqlc.arg(agent_slug);
 
--- name: ListAgents :many
+-- name: AgentList :many
 -- The key counts are a grouped subquery, not a correlated one: Citus refuses a correlated
 -- subquery over a sharded table (agent_key) from reference tables (docs/scale.md).
 SELECT a.id, o.slug AS org_slug, a.slug, a.name, a.model, a.kind,
@@ -56,43 +56,43 @@ LEFT JOIN (SELECT ak.org_id, ak.agent_id, count(*) AS n FROM agent_key ak
   ON k.org_id = a.org_id AND k.agent_id = a.id
 ORDER BY o.slug, a.slug;
 
--- name: CountActiveAgentKeys :one
+-- name: AgentKeyCountActive :one
 SELECT count(*) FROM agent_key WHERE org_id = $1 AND agent_id = $2 AND revoked_at IS NULL;
 
--- name: InsertAgentKey :exec
+-- name: AgentKeyInsert :exec
 INSERT INTO agent_key (org_id, id, agent_id, key_id, secret_hash) VALUES ($1, $2, $3, $4, $5);
 
--- name: RevokeAgentKeys :execrows
+-- name: AgentKeyRevoke :execrows
 UPDATE agent_key SET revoked_at = now() WHERE org_id = $1 AND agent_id = $2 AND revoked_at IS NULL;
 
--- name: UpsertProject :one
+-- name: ProjectUpsert :one
 INSERT INTO project (id, host_org_id, slug, name) VALUES ($1, $2, $3, $4)
 ON CONFLICT (host_org_id, slug) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at
 RETURNING id, (xmax = 0)::boolean AS created;
 
--- name: GetProjectBySlug :one
+-- name: ProjectGetBySlug :one
 SELECT p.id, p.host_org_id, p.slug, p.name, o.slug AS host_slug
 FROM project p JOIN organisation o ON o.id = p.host_org_id
 WHERE o.slug = sqlc.arg(host_slug) AND p.slug = sqlc.arg(project_slug);
 
--- name: ListProjects :many
--- A grouped subquery, not a correlated one, as in ListAgents.
+-- name: ProjectList :many
+-- A grouped subquery, not a correlated one, as in AgentList.
 SELECT p.id, p.slug, p.name, o.slug AS host_slug, coalesce(m.n, 0)::bigint AS members
 FROM project p JOIN organisation o ON o.id = p.host_org_id
 LEFT JOIN (SELECT mm.project_id, count(*) AS n FROM membership mm GROUP BY mm.project_id) m
   ON m.project_id = p.id
 ORDER BY o.slug, p.slug;
 
--- name: CountActiveConnectCodes :one
+-- name: ConnectCodeCountActive :one
 SELECT count(*) FROM connect_code WHERE project_id = $1 AND revoked_at IS NULL;
 
--- name: InsertConnectCode :exec
+-- name: ConnectCodeInsert :exec
 INSERT INTO connect_code (project_id, id, code_id, secret_hash) VALUES ($1, $2, $3, $4);
 
--- name: RevokeConnectCodes :execrows
+-- name: ConnectCodeRevoke :execrows
 UPDATE connect_code SET revoked_at = now() WHERE project_id = $1 AND revoked_at IS NULL;
 
--- name: UpsertMembership :one
+-- name: MembershipUpsert :one
 INSERT INTO membership (project_id, id, agent_id, org_id, part, is_main, nickname, access, capabilities)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (project_id, agent_id) DO UPDATE SET part = excluded.part, is_main = excluded.is_main,
@@ -100,12 +100,12 @@ ON CONFLICT (project_id, agent_id) DO UPDATE SET part = excluded.part, is_main =
   updated_at = excluded.updated_at
 RETURNING id;
 
--- name: ClearMainExcept :exec
+-- name: MembershipClearMainExcept :exec
 -- Makes room for a new main agent: the partial unique index allows one per project.
 UPDATE membership SET is_main = false, updated_at = now()
 WHERE project_id = $1 AND is_main AND agent_id <> $2;
 
--- name: ListMembers :many
+-- name: MembershipList :many
 SELECT m.part, m.is_main, m.nickname, m.access, m.capabilities, m.last_seen_at,
   a.slug AS agent_slug, o.slug AS org_slug
 FROM membership m
@@ -114,21 +114,21 @@ JOIN organisation o ON o.id = m.org_id
 WHERE m.project_id = $1
 ORDER BY m.part;
 
--- name: UpsertAgreement :exec
+-- name: AgreementUpsert :exec
 INSERT INTO agreement (project_id, guest_org_id, status, grants) VALUES ($1, $2, $3, $4)
 ON CONFLICT (project_id, guest_org_id) DO UPDATE SET status = excluded.status,
   grants = excluded.grants, updated_at = excluded.updated_at;
 
--- name: SetAgreementStatus :execrows
+-- name: AgreementSetStatus :execrows
 UPDATE agreement SET status = $3, updated_at = now() WHERE project_id = $1 AND guest_org_id = $2;
 
--- name: ListAgreements :many
+-- name: AgreementList :many
 SELECT o.slug AS guest_slug, a.status, a.grants, a.updated_at
 FROM agreement a JOIN organisation o ON o.id = a.guest_org_id
 WHERE a.project_id = $1
 ORDER BY o.slug;
 
--- name: ListAllAgreementKeys :many
+-- name: AgreementListAllKeys :many
 SELECT ho.slug AS host_slug, p.slug AS project_slug, g.slug AS guest_slug
 FROM agreement a
 JOIN project p ON p.id = a.project_id

@@ -33,7 +33,7 @@ SELECT rr_set_directory() FROM (
     AND (sqlc.arg(code_id)::text = '') = (c.code_id IS NULL)
   OFFSET 0) verified;
 
--- name: AgentIdentity :one
+-- name: AgentGetIdentity :one
 -- After rr_set_directory (pg.Tenant.Visible nil), whose settings it returns (visible_*) for
 -- the request's later transactions (pg.Tenant.Visible).
 SELECT a.slug, a.name, a.model, a.kind, o.name AS org_name,
@@ -43,8 +43,8 @@ FROM agent a JOIN organisation o ON o.id = a.org_id
 WHERE a.org_id = $1 AND a.id = $2;
 
 -- name: OwnAgentIdentity :one
--- AgentIdentity after AssumeCredentialTenant, in the same round trip, with the agent's
--- presence moved in every room where it is admitted (TouchAgentMemberships): the agent is
+-- AgentGetIdentity after AssumeCredentialTenant, in the same round trip, with the agent's
+-- presence moved in every room where it is admitted (MembershipTouchByAgent): the agent is
 -- the tenant's, which only a verified key sets (no row otherwise).
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()

@@ -1,8 +1,8 @@
 -- The people's dashboard (internal/dashboard, docs/dashboard.md). A person acts for one
--- organisation they belong to; a room's rows become visible only once BindPersonRoom has
+-- organisation they belong to; a room's rows become visible only once ScopeBindPersonRoom has
 -- found the organisation to be the room's host or a guest under an agreement.
 
--- name: BindPersonRoom :one
+-- name: ScopeBindPersonRoom :one
 -- A signed-in person entering a room, for one of their organisations: the tenant names
 -- the session (app.lookup: the person and their memberships), the organisation and the
 -- candidate project; no row comes back unless the organisation hosts the project or has
@@ -18,7 +18,7 @@ JOIN organisation ho ON ho.id = p.host_org_id
 LEFT JOIN agreement ag ON ag.project_id = p.id AND ag.guest_org_id = om.org_id
 WHERE om.org_id = sqlc.arg(org_id) AND (p.host_org_id = om.org_id OR ag.guest_org_id IS NOT NULL);
 
--- name: PersonRooms :many
+-- name: PersonListRooms :many
 -- The rooms of an organisation: those it hosts and those it has an agreement for.
 SELECT p.id, p.name, p.host_org_id, ho.name AS host_name, ag.status AS agreement_status
 FROM project p
@@ -27,13 +27,13 @@ LEFT JOIN agreement ag ON ag.project_id = p.id AND ag.guest_org_id = sqlc.arg(or
 WHERE p.host_org_id = sqlc.arg(org_id) OR ag.guest_org_id IS NOT NULL
 ORDER BY p.name, p.id;
 
--- name: InsertPersonMessage :exec
+-- name: RoomMessageInsertFromPerson :exec
 -- A person's post: their name is kept with it (every company of the room reads it).
 INSERT INTO room_message (project_id, id, kind, author_user_id, author_name, author_org_id, content, created_at)
 VALUES (sqlc.arg(project_id), sqlc.arg(id), 'message', sqlc.arg(author_user_id), sqlc.arg(author_name),
   sqlc.arg(author_org_id), sqlc.arg(content), sqlc.arg(created_at));
 
--- name: ListMemoryForPeople :many
+-- name: MemoryEntryListForPeople :many
 -- The Memory tab without a query: the newest entries, deprecated ones included (marked),
 -- never another organisation's private ones, filtered by company, category and tag.
 SELECT e.id, e.org_id, o.name AS org_name, a.name AS agent_name, e.model, e.content, e.tags, e.category,
@@ -48,7 +48,7 @@ WHERE e.project_id = sqlc.arg(project_id) AND (NOT e.is_private OR e.org_id = sq
 ORDER BY e.created_at DESC, e.id DESC
 LIMIT sqlc.arg(lim);
 
--- name: DeprecateMemoryEntry :one
+-- name: MemoryEntryDeprecate :one
 -- Marks an entry deprecated (never deleted): when and by whom. Another organisation's
 -- private entry answers like one that does not exist; only the host's people and the
 -- writing company's may deprecate.

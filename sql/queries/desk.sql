@@ -37,7 +37,7 @@ INSERT INTO desk_counter AS c (org_id, kind, last) VALUES (sqlc.arg(org_id), sql
 ON CONFLICT (org_id, kind) DO UPDATE SET last = c.last + EXCLUDED.last
 RETURNING last;
 
--- name: DeskInboxesList :many
+-- name: DeskInboxList :many
 -- A page of the inboxes the member sees, by name then id, after the keyset (after_name,
 -- after_id), with each inbox's open conversations counted.
 SELECT i.id, i.name,
@@ -91,7 +91,7 @@ WHERE c.org_id = sqlc.arg(org_id) AND c.id = sqlc.arg(id)
         SELECT 1 FROM desk_inbox_member im
         WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)));
 
--- name: DeskMessagesPage :many
+-- name: DeskMessagePage :many
 -- A page of a conversation's messages, oldest first, notes only when asked for.
 SELECT m.id, m.type, m.body, m.author_user_id, m.attachments, m.created_at
 FROM desk_message m
@@ -102,7 +102,7 @@ WHERE m.org_id = sqlc.arg(org_id) AND m.conversation_id = sqlc.arg(conversation_
 ORDER BY m.created_at, m.id
 LIMIT sqlc.arg(lim);
 
--- name: DeskSavedRepliesFind :many
+-- name: DeskSavedReplyFind :many
 -- A page of the saved replies whose title or body holds every word of the query, by title
 -- then id, after the keyset (after_title, after_id).
 SELECT r.id, r.title, r.body
@@ -178,7 +178,7 @@ FROM desk_note_key k JOIN desk_message m ON m.org_id = k.org_id AND m.id = k.mes
 WHERE k.org_id = sqlc.arg(org_id) AND k.user_id = sqlc.arg(user_id) AND k.key = sqlc.arg(key)
   AND k.created_at > sqlc.arg(expired_before)::timestamptz;
 
--- name: DeskNoteKeysDeleteExpired :execrows
+-- name: DeskNoteKeyDeleteExpired :execrows
 -- The periodic clean-up, across workspaces (owner's pool), a bounded batch per statement.
 DELETE FROM desk_note_key k
 USING (SELECT o.org_id, o.user_id, o.key FROM desk_note_key o
@@ -187,7 +187,7 @@ WHERE k.org_id = old.org_id AND k.user_id = old.user_id AND k.key = old.key;
 
 -- Writing a workspace's data: admin apply, the ingest API, CSV import, the demo seed.
 
--- name: DeskInboxBySlug :one
+-- name: DeskInboxGetBySlug :one
 SELECT id FROM desk_inbox WHERE org_id = sqlc.arg(org_id) AND slug = sqlc.arg(slug);
 
 -- name: DeskInboxUpsert :one
@@ -200,7 +200,7 @@ ON CONFLICT (org_id, slug) DO UPDATE SET name = EXCLUDED.name, restricted = EXCL
   connection_secret = coalesce(EXCLUDED.connection_secret, i.connection_secret)
 RETURNING id;
 
--- name: DeskInboxMembersSet :exec
+-- name: DeskInboxSetMembers :exec
 -- Replaces the members an inbox is restricted to.
 WITH gone AS (
   DELETE FROM desk_inbox_member im
@@ -210,7 +210,7 @@ INSERT INTO desk_inbox_member (org_id, inbox_id, user_id)
 SELECT sqlc.arg(org_id), sqlc.arg(inbox_id), u FROM unnest(sqlc.arg(user_ids)::uuid[]) u
 ON CONFLICT DO NOTHING;
 
--- name: DeskSavedReplyBySlug :one
+-- name: DeskSavedReplyGetBySlug :one
 SELECT id FROM desk_saved_reply WHERE org_id = sqlc.arg(org_id) AND slug = sqlc.arg(slug);
 
 -- name: DeskSavedReplyUpsert :one
@@ -268,7 +268,7 @@ UPDATE desk_conversation SET status = sqlc.arg(status),
   updated_at = greatest(updated_at, sqlc.arg(at)::timestamptz)
 WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id);
 
--- name: DeskConversationIDByExternal :one
+-- name: DeskConversationGetIDByExternal :one
 SELECT id FROM desk_conversation WHERE org_id = sqlc.arg(org_id) AND external_id = sqlc.arg(external_id);
 
 -- name: DeskMessageByExternal :one
@@ -280,7 +280,7 @@ SELECT id, conversation_id, type FROM desk_message WHERE org_id = sqlc.arg(org_i
 INSERT INTO desk_token (org_id, id, user_id, token_id, secret_hash, scopes, expires_at)
 VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(user_id), sqlc.arg(token_id), sqlc.arg(secret_hash), sqlc.arg(scopes), sqlc.arg(expires_at));
 
--- name: DeskTokensList :many
+-- name: DeskTokenList :many
 SELECT t.id, u.email, t.token_id, t.scopes, t.created_at, t.expires_at, t.revoked_at
 FROM desk_token t JOIN app_user u ON u.id = t.user_id
 WHERE t.org_id = sqlc.arg(org_id)
@@ -290,7 +290,7 @@ ORDER BY t.created_at, t.id;
 UPDATE desk_token SET revoked_at = sqlc.arg(at)
 WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND revoked_at IS NULL;
 
--- name: DeskMemberIDByEmail :one
+-- name: DeskMemberGetIDByEmail :one
 SELECT m.user_id, m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated FROM org_member m JOIN app_user u ON u.id = m.user_id
 WHERE m.org_id = sqlc.arg(org_id) AND u.email = sqlc.arg(email);
 

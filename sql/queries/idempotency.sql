@@ -1,7 +1,7 @@
 -- Idempotency keys (internal/idempotency, docs/idempotency.md). Every statement runs in the
 -- calling agent's tenant (org and agent); the clean-up runs on the owner's pool.
 
--- name: ClaimIdempotencyKey :execrows
+-- name: IdempotencyKeyClaim :execrows
 -- Pipelined before the COMMIT of the request's write transaction (pg.Claim): it records
 -- the key only when the transaction wrote something (it has a transaction id), so a
 -- transaction that only read leaves the claim to a later one. A live row with the same
@@ -24,19 +24,19 @@ FROM wrote
 -- Referencing expired makes the DELETE run (to completion) before the INSERT's row.
 WHERE wrote.yes AND (SELECT count(*) FROM expired) >= 0;
 
--- name: IdempotencyKeyRecord :one
+-- name: IdempotencyKeyGet :one
 -- The live record of a key, if any (an expired one counts as absent).
 SELECT fingerprint, tool, created_at, response, answered_at FROM idempotency_key
 WHERE org_id = sqlc.arg(org_id) AND agent_id = sqlc.arg(agent_id) AND principal = sqlc.arg(principal)
   AND key = sqlc.arg(key) AND created_at > sqlc.arg(expired_before);
 
--- name: SaveIdempotencyAnswer :exec
+-- name: IdempotencyKeySaveAnswer :exec
 -- The answer of a claimed key, stored right after the write committed.
 UPDATE idempotency_key SET response = sqlc.arg(response), answered_at = sqlc.arg(answered_at)
 WHERE org_id = sqlc.arg(org_id) AND agent_id = sqlc.arg(agent_id) AND principal = sqlc.arg(principal)
   AND key = sqlc.arg(key);
 
--- name: DeleteExpiredIdempotencyKeys :execrows
+-- name: IdempotencyKeyDeleteExpired :execrows
 -- The periodic clean-up, across tenants (owner's pool), a bounded batch per statement.
 DELETE FROM idempotency_key k
 USING (SELECT o.org_id, o.agent_id, o.principal, o.key FROM idempotency_key o

@@ -1,17 +1,17 @@
 -- Knowledge base. Every query is bounded by the project_id from the Scope (or, for the
 -- operator's commands and sweeps, by the project they name).
 
--- name: ProjectKnowledgeSettings :one
+-- name: ProjectGetKnowledgeSettings :one
 -- Read on every decision: no caching, so a change takes effect on the next call.
 SELECT knowledge_config, settings FROM project WHERE id = @project_id;
 
--- name: CountAgentLessons :one
+-- name: AgentLessonCount :one
 -- An agent's lessons since a time, in every project (agent_lesson is in the agent's
 -- organisation's tenant).
 SELECT count(*) FROM agent_lesson
 WHERE org_id = @org_id AND agent_id = @agent_id AND created_at > @since;
 
--- name: RecordAgentLesson :exec
+-- name: AgentLessonRecord :exec
 -- Counts a recorded lesson for its agent and forgets the agent's lessons older than the
 -- window, in one statement.
 WITH expired AS (
@@ -20,20 +20,20 @@ WITH expired AS (
 )
 INSERT INTO agent_lesson (org_id, agent_id, id, created_at) VALUES (@org_id, @agent_id, @id, @now);
 
--- name: FindNearDuplicate :one
+-- name: KnowledgeFindNearDuplicate :one
 -- rr_near_duplicate (migration 000003) searches the transaction's project only.
 -- No row when there is none.
 SELECT d.id::uuid AS id FROM (SELECT rr_near_duplicate(@title::text, @text::text, @min_title::real, @min_text::real) AS id) d
 WHERE d.id IS NOT NULL;
 
--- name: InsertKnowledge :exec
+-- name: KnowledgeInsert :exec
 INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source, source_thread_id,
   author_member_id, author_agent_id, author_part, duplicate_of, expires_at, created_at, updated_at)
 VALUES (@project_id, @id, @kind, @title, @body, 'candidate', @confidence, @source, sqlc.narg(source_thread_id),
   sqlc.narg(author_member_id), sqlc.narg(author_agent_id), sqlc.narg(author_part), sqlc.narg(duplicate_of),
   sqlc.narg(expires_at), @now, @now);
 
--- name: Recall :many
+-- name: KnowledgeRecall :many
 -- rr_recall (migration 000003) reads only rr_project(), the transaction's tenant, and
 -- returns the best entries in order; the score of those few is computed again here. The
 -- project_id argument is checked against the tenant, so a mismatch returns nothing.
@@ -43,19 +43,19 @@ FROM rr_recall(@query::text, @title_query::text, sqlc.narg(kind)::text, @floor::
 WHERE k.project_id = @project_id::uuid
 ORDER BY score DESC, k.id;
 
--- name: InsertRecallQuery :exec
+-- name: RecallQueryInsert :exec
 INSERT INTO recall_query (project_id, id, member_id, query, returned, created_at)
 VALUES (@project_id, @id, @member_id, @query, @returned::uuid[], @now);
 
--- name: GetRecallQuery :one
+-- name: RecallQueryGet :one
 SELECT id, member_id, returned FROM recall_query WHERE project_id = @project_id AND id = @id;
 
--- name: InsertRecallUse :execrows
+-- name: RecallUseInsert :execrows
 INSERT INTO recall_use (project_id, query_id, knowledge_id, created_at)
 VALUES (@project_id, @query_id, @knowledge_id, @now)
 ON CONFLICT DO NOTHING;
 
--- name: Contradict :one
+-- name: KnowledgeContradict :one
 -- One contradiction demotes a candidate or trusted entry and lowers its confidence; an
 -- entry already demoted counts the contradiction and stays demoted.
 UPDATE knowledge SET
@@ -66,7 +66,7 @@ UPDATE knowledge SET
 WHERE project_id = @project_id AND id = @id AND status IN ('candidate', 'trusted', 'demoted')
 RETURNING id, status, confidence;
 
--- name: ListKnowledge :many
+-- name: KnowledgeList :many
 SELECT id, kind, title, body, status, confidence, source, source_thread_id, author_part, duplicate_of,
   contradictions, expires_at, decided_by, decided_at, created_at
 FROM knowledge
@@ -74,34 +74,34 @@ WHERE project_id = @project_id AND (sqlc.narg(status)::text IS NULL OR status = 
 ORDER BY created_at DESC, id DESC
 LIMIT @lim;
 
--- name: DecideKnowledge :one
+-- name: KnowledgeDecide :one
 -- A person or CI moves a candidate (or a demoted entry) to trusted or rejected.
 UPDATE knowledge SET status = @status, confidence = CASE WHEN @status = 'trusted' THEN greatest(confidence, @confidence::real) ELSE confidence END,
   decided_by = @decided_by, decided_at = @now, updated_at = @now
 WHERE project_id = @project_id AND id = @id AND status = ANY(@from_status::text[])
 RETURNING id, status, confidence;
 
--- name: KnowledgeStatus :one
+-- name: KnowledgeGetStatus :one
 SELECT status FROM knowledge WHERE project_id = @project_id AND id = @id;
 
--- name: ExpireKnowledge :execrows
+-- name: KnowledgeExpire :execrows
 -- Cross-tenant (operator): entries past their expiry are retired.
 UPDATE knowledge SET status = 'expired', updated_at = @now
 WHERE status IN ('candidate', 'trusted') AND expires_at IS NOT NULL AND expires_at <= @now;
 
--- name: RecallHitRate :one
+-- name: RecallQueryHitRate :one
 SELECT
   coalesce((SELECT sum(cardinality(q.returned)) FROM recall_query q WHERE q.project_id = @project_id AND q.created_at >= @since), 0)::bigint AS returned,
   (SELECT count(*) FROM recall_use u JOIN recall_query q ON q.project_id = u.project_id AND q.id = u.query_id
     WHERE u.project_id = @project_id AND q.created_at >= @since)::bigint AS used;
 
--- name: InsertCIToken :exec
+-- name: CITokenInsert :exec
 INSERT INTO ci_token (project_id, id, token_id, secret_hash) VALUES (@project_id, @id, @token_id, @secret_hash);
 
--- name: FindCIToken :many
+-- name: CITokenFind :many
 SELECT project_id, id, secret_hash FROM ci_token WHERE token_id = @token_id AND revoked_at IS NULL;
 
--- name: ProjectIDBySlug :one
+-- name: ProjectGetIDBySlug :one
 -- Operator: the project "host/slug" names.
 SELECT p.id FROM project p JOIN organisation o ON o.id = p.host_org_id
 WHERE o.slug = @host_slug AND p.slug = @project_slug;

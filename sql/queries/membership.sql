@@ -1,4 +1,4 @@
--- name: BindPart :one
+-- name: ScopeBindPart :one
 -- Resolves the caller's part with everything its Scope needs, and moves its last_seen in
 -- the same statement: presence follows every authenticated call at no extra round trip.
 -- The agreement is read here too (the Scope decides admission from it, no second
@@ -38,7 +38,7 @@ JOIN organisation ho ON ho.id = p.host_org_id
 LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
 WHERE m.project_id = sqlc.arg(project_id) AND m.part = sqlc.arg(part);
 
--- name: BindAgentRoom :one
+-- name: ScopeBindAgentRoom :one
 -- The same for an agent entering one room (after rr_set_directory too). The agent is the
 -- tenant's (rr_agent()), so the statement also serves right after AssumeCredentialTenant,
 -- in the same round trip: only verified credentials set it.
@@ -67,11 +67,11 @@ LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.o
 WHERE m.project_id = sqlc.arg(project_id) AND m.agent_id = rr_agent() AND m.org_id = rr_org();
 
 -- name: BindOwnPart :one
--- BindPart after AssumeCredentialTenant, in the same round trip: the project and the
+-- ScopeBindPart after AssumeCredentialTenant, in the same round trip: the project and the
 -- agent are the tenant's (rr_project(), rr_agent()), which only verified credentials set,
 -- and the part must be the key's agent's own in the key's organisation (no row otherwise:
 -- the resolver then finds out why the slow way). Plain PostgreSQL only (Citus routes a
--- statement by a literal project id, which this one does not have: BindPart is used there).
+-- statement by a literal project id, which this one does not have: ScopeBindPart is used there).
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
   FROM project p
@@ -99,9 +99,9 @@ JOIN organisation ho ON ho.id = p.host_org_id
 LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
 WHERE m.project_id = rr_project() AND m.part = sqlc.arg(part) AND m.agent_id = rr_agent() AND m.org_id = rr_org();
 
--- name: TouchAgentMemberships :exec
+-- name: MembershipTouchByAgent :exec
 -- Presence in every room of an agent, except those where it is a guest without an active
--- agreement (as in BindPart).
+-- agreement (as in ScopeBindPart).
 UPDATE membership mm SET last_seen_at = now()
 FROM project p
 WHERE mm.agent_id = $1 AND p.id = mm.project_id
@@ -109,13 +109,13 @@ WHERE mm.agent_id = $1 AND p.id = mm.project_id
       WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
   AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second');
 
--- name: ListParts :many
+-- name: MembershipListParts :many
 SELECT m.part, m.is_main, m.nickname, m.last_seen_at, m.parked_until, m.agent_id
 FROM membership m
 WHERE m.project_id = $1
 ORDER BY m.is_main DESC, m.part;
 
--- name: AgentRooms :many
+-- name: AgentListRooms :many
 -- Every room an agent is a member of, with its host and the agent's organisation's
 -- agreement there; the caller filters guests without an active agreement.
 SELECT p.id, p.name, p.host_org_id, ho.name AS host_name, m.org_id,

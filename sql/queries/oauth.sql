@@ -3,99 +3,99 @@
 -- org-scoped, found first by the code or token id named in app.lookup, then under their
 -- organisation's tenant.
 
--- name: InsertOAuthClient :exec
+-- name: OAuthClientInsert :exec
 INSERT INTO oauth_client (client_id, client_name, redirect_uris, source, fetched_until)
 VALUES (sqlc.arg(client_id), sqlc.arg(client_name), sqlc.arg(redirect_uris)::text[], sqlc.arg(source), sqlc.narg(fetched_until))
 ON CONFLICT (client_id) DO UPDATE SET client_name = EXCLUDED.client_name,
   redirect_uris = EXCLUDED.redirect_uris, fetched_until = EXCLUDED.fetched_until, last_used_at = now();
 
--- name: OAuthClientByID :one
+-- name: OAuthClientGetByID :one
 SELECT client_id, client_name, redirect_uris, source, fetched_until, created_at, last_used_at
 FROM oauth_client WHERE client_id = sqlc.arg(client_id)::text AND revoked_at IS NULL;
 
--- name: ClientRevoked :one
+-- name: OAuthClientIsRevoked :one
 SELECT (revoked_at IS NOT NULL)::boolean AS revoked FROM oauth_client WHERE client_id = sqlc.arg(client_id)::text;
 
--- name: TouchOAuthClient :exec
+-- name: OAuthClientTouch :exec
 -- last_used_at decides expiry of idle clients; written at most once an hour.
 UPDATE oauth_client SET last_used_at = now()
 WHERE client_id = sqlc.arg(client_id)::text AND last_used_at < now() - interval '1 hour';
 
--- name: PruneOAuthClients :execrows
+-- name: OAuthClientPrune :execrows
 -- Idle clients expire (registrations are anonymous and frequent); their grants and tokens
 -- go with them.
 DELETE FROM oauth_client WHERE last_used_at < now() - make_interval(days => sqlc.arg(idle_days)::int);
 
--- name: RevokeOAuthClient :execrows
+-- name: OAuthClientRevoke :execrows
 UPDATE oauth_client SET revoked_at = now() WHERE client_id = sqlc.arg(client_id)::text AND revoked_at IS NULL;
 
--- name: InsertAuthRequest :exec
+-- name: AuthRequestInsert :exec
 INSERT INTO oauth_auth_request (id, client_id, redirect_uri, state, code_challenge, resource, scopes, expires_at)
 VALUES (sqlc.arg(id), sqlc.arg(client_id), sqlc.arg(redirect_uri), sqlc.arg(state), sqlc.arg(code_challenge),
   sqlc.arg(resource), sqlc.arg(scopes)::text[], sqlc.arg(expires_at));
 
--- name: AuthRequestByID :one
+-- name: AuthRequestGetByID :one
 SELECT r.id, r.client_id, r.redirect_uri, r.state, r.code_challenge, r.resource, r.scopes, c.client_name
 FROM oauth_auth_request r JOIN oauth_client c ON c.client_id = r.client_id
 WHERE r.id = sqlc.arg(id)::text AND r.expires_at > now() AND c.revoked_at IS NULL;
 
--- name: DeleteAuthRequest :exec
+-- name: AuthRequestDelete :exec
 DELETE FROM oauth_auth_request WHERE id = sqlc.arg(id)::text;
 
--- name: PruneAuthRequests :execrows
+-- name: AuthRequestPrune :execrows
 DELETE FROM oauth_auth_request WHERE expires_at < now();
 
--- name: InsertGrant :exec
+-- name: OAuthGrantInsert :exec
 INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, agent_id, part, scopes,
   code_id, code_hash, code_challenge, redirect_uri, code_expires_at)
 VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(client_id), sqlc.arg(user_id), sqlc.arg(resource),
   sqlc.narg(agent_id), sqlc.narg(part), sqlc.arg(scopes)::text[], sqlc.arg(code_id), sqlc.arg(code_hash),
   sqlc.arg(code_challenge), sqlc.arg(redirect_uri), sqlc.arg(code_expires_at));
 
--- name: GrantsByCode :many
+-- name: OAuthGrantListByCode :many
 -- The grants an authorization code's public id names; the hash is compared in Go.
 SELECT org_id, id, client_id, resource, code_hash, code_challenge, redirect_uri,
   code_expires_at, code_used_at, revoked_at
 FROM oauth_grant WHERE code_id = sqlc.arg(code_id)::text;
 
--- name: UseGrantCode :execrows
+-- name: OAuthGrantUseCode :execrows
 -- Spends a code once: a second exchange finds it used (and revokes the grant).
 UPDATE oauth_grant SET code_used_at = now()
 WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND code_used_at IS NULL;
 
--- name: RevokeGrant :execrows
+-- name: OAuthGrantRevoke :execrows
 UPDATE oauth_grant SET revoked_at = now()
 WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND revoked_at IS NULL;
 
--- name: RevokeGrantTokens :exec
+-- name: OAuthTokenRevokeByGrant :exec
 UPDATE oauth_token SET revoked_at = now()
 WHERE org_id = sqlc.arg(org_id) AND grant_id = sqlc.arg(grant_id) AND revoked_at IS NULL;
 
--- name: InsertToken :exec
+-- name: OAuthTokenInsert :exec
 INSERT INTO oauth_token (org_id, token_id, grant_id, kind, secret_hash, expires_at)
 VALUES (sqlc.arg(org_id), sqlc.arg(token_id), sqlc.arg(grant_id), sqlc.arg(kind), sqlc.arg(secret_hash), sqlc.arg(expires_at));
 
--- name: TokenRows :many
+-- name: OAuthTokenRows :many
 -- The tokens a public id names (any kind, any state); hashes are compared in Go.
 SELECT org_id, token_id, grant_id, kind, secret_hash, created_at, expires_at, used_at, revoked_at
 FROM oauth_token WHERE token_id = sqlc.arg(token_id)::text;
 
--- name: MarkRefreshUsed :execrows
+-- name: OAuthTokenMarkRefreshUsed :execrows
 UPDATE oauth_token SET used_at = now()
 WHERE org_id = sqlc.arg(org_id) AND token_id = sqlc.arg(token_id) AND used_at IS NULL;
 
--- name: RevokeToken :exec
+-- name: OAuthTokenRevoke :exec
 UPDATE oauth_token SET revoked_at = now()
 WHERE org_id = sqlc.arg(org_id) AND token_id = sqlc.arg(token_id) AND revoked_at IS NULL;
 
--- name: RevokeUnusedRefreshTokens :exec
+-- name: OAuthTokenRevokeUnusedRefresh :exec
 -- When a refresh token's successor is first used, the refresh tokens of the grant issued
 -- before that successor stop being accepted (the one-step grace ends).
 UPDATE oauth_token SET revoked_at = now()
 WHERE org_id = sqlc.arg(org_id) AND grant_id = sqlc.arg(grant_id) AND kind = 'refresh'
   AND created_at < sqlc.arg(before) AND revoked_at IS NULL;
 
--- name: LiveGrant :one
+-- name: OAuthGrantGetLive :one
 -- A grant as its tokens act, under its organisation's tenant, only while everything it
 -- rests on holds: not revoked, its client not revoked, its person still a member of the
 -- organisation, and (when it acts as an agent) the agent still holding an active key.
@@ -107,31 +107,31 @@ WHERE g.org_id = sqlc.arg(org_id) AND g.id = sqlc.arg(id) AND g.revoked_at IS NU
   AND (g.agent_id IS NULL OR EXISTS (SELECT 1 FROM agent_key k
        WHERE k.org_id = g.org_id AND k.agent_id = g.agent_id AND k.revoked_at IS NULL));
 
--- name: ListGrants :many
+-- name: OAuthGrantList :many
 SELECT g.org_id, g.id, g.client_id, c.client_name, u.email, g.resource, g.agent_id, g.part, g.scopes, g.created_at, g.revoked_at
 FROM oauth_grant g JOIN oauth_client c ON c.client_id = g.client_id JOIN app_user u ON u.id = g.user_id
 ORDER BY g.created_at DESC;
 
--- name: PruneOAuthTokens :execrows
+-- name: OAuthTokenPrune :execrows
 DELETE FROM oauth_token WHERE expires_at < now() - interval '1 day';
 
 -- Consent: what a person may choose (under the tenant of one of their organisations, with
 -- the project of the resource when there is one).
 
--- name: OrgName :one
+-- name: OrganisationGetName :one
 SELECT name FROM organisation WHERE id = sqlc.arg(id);
 
--- name: OrgAgents :many
+-- name: AgentListByOrg :many
 SELECT id, slug, name FROM agent WHERE org_id = sqlc.arg(org_id) ORDER BY name, slug;
 
--- name: RoomChoices :many
+-- name: RoomListChoices :many
 -- The organisation's agents that are members of a project, with their parts.
 SELECT a.id, a.slug, a.name, m.part
 FROM membership m JOIN agent a ON a.id = m.agent_id
 WHERE m.project_id = sqlc.arg(project_id) AND m.org_id = sqlc.arg(org_id)
 ORDER BY m.part;
 
--- name: ProjectTitle :one
+-- name: ProjectGetTitle :one
 SELECT p.name, o.name AS host_name FROM project p JOIN organisation o ON o.id = p.host_org_id
 WHERE p.id = sqlc.arg(id);
 
@@ -142,12 +142,12 @@ WHERE code_id = sqlc.arg(code_id)::text AND revoked_at IS NULL;
 
 -- Operator commands (relayroom admin oauth …), on the owner's pool.
 
--- name: ListOAuthClients :many
+-- name: OAuthClientList :many
 SELECT client_id, client_name, source, redirect_uris, created_at, last_used_at, revoked_at
 FROM oauth_client ORDER BY last_used_at DESC, client_id;
 
--- name: RevokeGrantByID :execrows
+-- name: OAuthGrantRevokeByID :execrows
 UPDATE oauth_grant SET revoked_at = now() WHERE id = sqlc.arg(id) AND revoked_at IS NULL;
 
--- name: RevokeTokensByGrantID :exec
+-- name: OAuthTokenRevokeByGrantID :exec
 UPDATE oauth_token SET revoked_at = now() WHERE grant_id = sqlc.arg(grant_id) AND revoked_at IS NULL;

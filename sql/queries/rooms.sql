@@ -1,7 +1,7 @@
 -- Rooms toolset. Every statement names its project_id from the caller's Scope; RLS
 -- (project_id = rr_project()) is the second wall.
 
--- name: RoomMemberByPart :one
+-- name: RoomMemberGetByPart :one
 SELECT m.id, m.agent_id, m.org_id, m.part, a.name AS agent_name, a.kind AS agent_kind,
   o.name AS org_name
 FROM membership m
@@ -9,24 +9,24 @@ JOIN agent a ON a.id = m.agent_id
 JOIN organisation o ON o.id = m.org_id
 WHERE m.project_id = $1 AND m.part = $2;
 
--- name: OrgAgentExists :one
+-- name: AgentExistsInOrg :one
 SELECT EXISTS (SELECT 1 FROM agent WHERE org_id = $1 AND slug = $2);
 
--- name: RoomAgreement :one
+-- name: AgreementGetForRoom :one
 SELECT status, grants FROM agreement WHERE project_id = $1 AND guest_org_id = $2;
 
--- name: RoomAgentMembers :many
+-- name: RoomMemberListAgents :many
 -- Agent members other than the caller, for waking on a new room message.
 SELECT m.id FROM membership m WHERE m.project_id = $1 AND m.agent_id <> $2 ORDER BY m.id;
 
--- name: InsertRoomMessage :exec
+-- name: RoomMessageInsert :exec
 INSERT INTO room_message (project_id, id, kind, author_agent_id, author_org_id, author_model, content, ref_id, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
 -- name: RoomMessageExists :one
 SELECT EXISTS (SELECT 1 FROM room_message WHERE project_id = $1 AND id = $2);
 
--- name: ListRoomMessages :many
+-- name: RoomMessageList :many
 -- The newest 100 messages (get_messages' largest limit), newest first; the caller keeps
 -- the first `limit` and reverses them to oldest first. The statement runs with its
 -- generic plan (planning it costs ten times its execution: the joins' row-level security
@@ -43,7 +43,7 @@ WHERE rm.project_id = sqlc.arg(project_id)
 ORDER BY rm.id DESC
 LIMIT 100;
 
--- name: ListRoomMessagesBefore :many
+-- name: RoomMessageListBefore :many
 SELECT rm.id, rm.kind, rm.content, rm.created_at, rm.author_model,
   rm.author_agent_id, rm.author_user_id,
   a.name AS agent_name, rm.author_name, u.name AS user_name, o.name AS org_name
@@ -55,23 +55,23 @@ WHERE rm.project_id = sqlc.arg(project_id) AND rm.id < sqlc.arg(before)
 ORDER BY rm.id DESC
 LIMIT 100;
 
--- name: InsertMemoryEntry :exec
+-- name: MemoryEntryInsert :exec
 INSERT INTO memory_entry (project_id, id, org_id, agent_id, model, content, tags, category,
   is_decision, is_private, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
 
--- name: InsertMemoryVector :exec
+-- name: MemoryVectorInsert :exec
 INSERT INTO memory_vector (project_id, memory_id, embedder, embedding)
 VALUES ($1, $2, $3, $4)
 ON CONFLICT (project_id, memory_id, embedder) DO NOTHING;
 
--- name: VisibleMemoryIDs :many
+-- name: MemoryEntryVisibleIDs :many
 -- Which of the given ids are entries the caller's organisation can read.
 SELECT id FROM memory_entry
 WHERE project_id = sqlc.arg(project_id) AND id = ANY(sqlc.arg(ids)::uuid[])
   AND (NOT is_private OR org_id = sqlc.arg(org_id));
 
--- name: PendingEmbeddings :many
+-- name: MemoryEntryListUnembedded :many
 -- Entries without a vector row for the embedder (never embedded, or embedded by another),
 -- written before @before.
 SELECT e.project_id, e.id, e.content
@@ -82,13 +82,13 @@ WHERE NOT EXISTS (SELECT 1 FROM memory_vector v
 ORDER BY e.created_at
 LIMIT sqlc.arg(lim);
 
--- name: InsertTask :exec
+-- name: TaskInsert :exec
 INSERT INTO room_task (project_id, id, from_agent_id, from_org_id, to_member_id, to_agent_id,
   to_org_id, goal, priority, deadline, memory_refs, acceptance_criteria, verification_method,
   created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14);
 
--- name: OpenTasks :many
+-- name: TaskListOpen :many
 -- The caller's open tasks, oldest first: at most 100 (get_inbox's largest limit; the
 -- caller keeps the first `limit`). No parameter in LIMIT, so the cached generic plan
 -- serves every call and the joins' row-level security is not planned again each time.
@@ -102,7 +102,7 @@ WHERE t.project_id = $1 AND t.to_agent_id = $2
 ORDER BY t.id
 LIMIT 100;
 
--- name: StartPendingTasks :many
+-- name: TaskStartPending :many
 -- get_inbox hands out the listed pending tasks: they become in_progress. Row locks make
 -- concurrent calls safe: a second call waits, re-reads the row, no longer finds it
 -- pending, and does not return it.
@@ -110,28 +110,28 @@ UPDATE room_task SET status = 'in_progress', updated_at = now()
 WHERE project_id = sqlc.arg(project_id) AND id = ANY(sqlc.arg(ids)::uuid[]) AND status = 'pending'
 RETURNING id;
 
--- name: TaskForUpdate :one
+-- name: TaskGetForUpdate :one
 SELECT id, from_agent_id, from_org_id, to_agent_id, to_org_id, to_member_id, status, review, goal
 FROM room_task WHERE project_id = $1 AND id = $2
 FOR UPDATE;
 
--- name: RespondTask :exec
+-- name: TaskRespond :exec
 UPDATE room_task SET status = $3, result = $4, responded_at = now(), updated_at = now()
 WHERE project_id = $1 AND id = $2;
 
--- name: ReviewTask :exec
+-- name: TaskReview :exec
 UPDATE room_task SET review = $3, review_comment = $4, reviewed_at = now(), updated_at = now()
 WHERE project_id = $1 AND id = $2;
 
--- name: SenderMember :one
+-- name: RoomMemberGetSender :one
 SELECT id FROM membership WHERE project_id = $1 AND agent_id = $2;
 
--- name: InsertAttachment :exec
+-- name: AttachmentInsert :exec
 INSERT INTO task_attachment (project_id, id, task_id, uploaded_by_org_id, uploaded_by_agent,
   filename, content_type, size_bytes, sha256, content)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
 
--- name: TaskAttachments :many
+-- name: AttachmentListByTask :many
 -- Attachments of the given tasks; the bytes only of files small enough to inline.
 SELECT id, task_id, uploaded_by_org_id, filename, content_type, size_bytes, sha256,
   (CASE WHEN size_bytes <= sqlc.arg(inline_max)::bigint THEN content END)::bytea AS small_content
@@ -139,9 +139,9 @@ FROM task_attachment
 WHERE project_id = sqlc.arg(project_id) AND task_id = ANY(sqlc.arg(task_ids)::uuid[])
 ORDER BY task_id, id;
 
--- name: AttachmentContent :one
+-- name: AttachmentGetContent :one
 SELECT filename, content_type, content FROM task_attachment WHERE project_id = $1 AND id = $2;
 
--- name: NotifyRoomsChanged :exec
+-- name: RoomNotifyChanged :exec
 -- One NOTIFY per room on rr_room (rooms.RoomChannel), sent after the writers committed.
 SELECT pg_notify('rr_room', p::text) FROM unnest(@project_ids::uuid[]) AS p;

@@ -2,10 +2,10 @@
 -- or the session id is named in app.lookup, which is all the service tables' and
 -- app_user's sign-in policies show.
 
--- name: PersonByEmail :one
+-- name: PersonGetByEmail :one
 SELECT id, password_hash FROM app_user WHERE email = sqlc.arg(email)::text;
 
--- name: CreateWebSession :exec
+-- name: WebSessionInsert :exec
 INSERT INTO web_session (session_id, secret_hash, user_id, expires_at)
 VALUES (sqlc.arg(session_id), sqlc.arg(secret_hash), sqlc.arg(user_id), sqlc.arg(expires_at));
 
@@ -15,15 +15,15 @@ SELECT s.secret_hash, s.user_id, u.email, u.name
 FROM web_session s JOIN app_user u ON u.id = s.user_id
 WHERE s.session_id = sqlc.arg(session_id)::text AND s.expires_at > now();
 
--- name: DeleteWebSession :exec
+-- name: WebSessionDelete :exec
 DELETE FROM web_session WHERE session_id = sqlc.arg(session_id)::text;
 
--- name: SessionOrgs :many
+-- name: WebSessionListOrgs :many
 -- The organisations of a session's person (the session named in app.lookup).
 SELECT om.org_id, om.role FROM org_member om
 JOIN web_session s ON s.user_id = om.user_id
 WHERE s.session_id = sqlc.arg(session_id)::text
 ORDER BY om.created_at, om.org_id;
 
--- name: PruneWebSessions :execrows
+-- name: WebSessionPrune :execrows
 DELETE FROM web_session WHERE expires_at < now();

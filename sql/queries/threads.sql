@@ -1,21 +1,21 @@
 -- Threads toolset. Every query is bounded by the caller's project_id (from the Scope).
 
--- name: MembersByParts :many
+-- name: MembershipListByParts :many
 SELECT id, part FROM membership WHERE project_id = @project_id AND part = ANY(@parts::text[]);
 
--- name: OtherMembers :many
+-- name: MembershipListOthers :many
 -- Every other part of the project: the recipients of a broadcast.
 SELECT id, part FROM membership WHERE project_id = @project_id AND id <> @member_id ORDER BY part;
 
--- name: InsertThread :exec
+-- name: ThreadInsert :exec
 INSERT INTO thread (project_id, id, subject, created_by, needs_human, last_message_at, created_at)
 VALUES (@project_id, @id, @subject, @created_by, @needs_human, @now, @now);
 
--- name: InsertMessage :exec
+-- name: MessageInsert :exec
 INSERT INTO message (project_id, id, thread_id, sender_id, from_part, body, urgent, needs_human, broadcast, created_at)
 VALUES (@project_id, @id, @thread_id, @sender_id, @from_part, @body, @urgent, @needs_human, @broadcast, @now);
 
--- name: AddParticipants :exec
+-- name: ParticipantAdd :exec
 -- Read from membership, not from the array alone (every id is a membership of the
 -- project: the foreign key): on Citus an INSERT … SELECT that reads no sharded table is
 -- pulled to the coordinator and copied to the shard, which row-level security refuses.
@@ -24,17 +24,17 @@ SELECT m.project_id, @thread_id, m.id, @now FROM membership m
 WHERE m.project_id = @project_id AND m.id = ANY (@member_ids::uuid[])
 ON CONFLICT DO NOTHING;
 
--- name: InsertDeliveries :exec
--- From membership, as AddParticipants, for the same reason.
+-- name: DeliveryInsert :exec
+-- From membership, as ParticipantAdd, for the same reason.
 INSERT INTO delivery (project_id, member_id, message_id, thread_id)
 SELECT m.project_id, m.id, @message_id, @thread_id FROM membership m
 WHERE m.project_id = @project_id AND m.id = ANY (@member_ids::uuid[]);
 
--- name: LockThread :one
+-- name: ThreadLock :one
 SELECT id, subject, status, lesson_outcome, created_at FROM thread
 WHERE project_id = @project_id AND id = @id FOR UPDATE;
 
--- name: ShareThread :one
+-- name: ThreadShare :one
 -- A reply's hold on its thread: KEY SHARE conflicts with the FOR UPDATE every path that
 -- ends a thread takes first (close, the idle sweep, cancel), so a reply and an end are
 -- ordered (the reply sees the end, or the end waits for the reply), but not with other
@@ -42,16 +42,16 @@ WHERE project_id = @project_id AND id = @id FOR UPDATE;
 SELECT id, subject, status FROM thread
 WHERE project_id = @project_id AND id = @id FOR KEY SHARE;
 
--- name: GetThread :one
+-- name: ThreadGet :one
 SELECT id, subject, status, needs_human, created_at, closed_at FROM thread
 WHERE project_id = @project_id AND id = @id;
 
--- name: ThreadRecipients :many
+-- name: ThreadListRecipients :many
 -- Everyone in the thread but the sender of a reply.
 SELECT member_id FROM participant
 WHERE project_id = @project_id AND thread_id = @thread_id AND member_id <> @sender_id;
 
--- name: TouchThread :exec
+-- name: ThreadTouch :exec
 -- last_message_at (read by the idle close, whose idle time is hours) is kept to the second:
 -- a thread replied to many times a second is written once, not by every reply in turn.
 UPDATE thread SET last_message_at = sqlc.arg(now)::timestamptz, needs_human = needs_human OR sqlc.arg(needs_human)::boolean
@@ -59,7 +59,7 @@ WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id)
   AND (last_message_at < sqlc.arg(now)::timestamptz - interval '1 second'
        OR (sqlc.arg(needs_human)::boolean AND NOT needs_human));
 
--- name: Inbox :many
+-- name: DeliveryListInbox :many
 -- Newest first, open threads only; before pages by message id (UUIDv7, creation order).
 SELECT d.message_id, d.thread_id, t.subject, m.from_part, (d.read_at IS NULL)::boolean AS unread,
   m.created_at, left(m.body, 600)::text AS body_head
@@ -71,7 +71,7 @@ WHERE d.project_id = @project_id AND d.member_id = @member_id AND d.open
 ORDER BY d.message_id DESC
 LIMIT @lim;
 
--- name: InboxUnread :many
+-- name: DeliveryListInboxUnread :many
 SELECT d.message_id, d.thread_id, t.subject, m.from_part, true AS unread,
   m.created_at, left(m.body, 600)::text AS body_head
 FROM delivery d
@@ -82,12 +82,12 @@ WHERE d.project_id = @project_id AND d.member_id = @member_id AND d.open AND d.r
 ORDER BY d.message_id DESC
 LIMIT @lim;
 
--- name: Ack :one
+-- name: DeliveryAck :one
 UPDATE delivery SET read_at = coalesce(read_at, @now)
 WHERE project_id = @project_id AND member_id = @member_id AND message_id = @message_id
 RETURNING message_id, thread_id;
 
--- name: ListMyThreads :many
+-- name: ThreadListMine :many
 SELECT t.id, t.subject, t.status, t.created_at
 FROM participant p
 JOIN thread t ON t.project_id = p.project_id AND t.id = p.thread_id
@@ -101,24 +101,24 @@ WHERE p.project_id = @project_id AND p.member_id = @member_id
 ORDER BY p.thread_id DESC
 LIMIT @lim;
 
--- name: ThreadMessages :many
+-- name: MessageListByThread :many
 SELECT id, from_part, body, urgent, created_at FROM message
 WHERE project_id = @project_id AND thread_id = @thread_id
 ORDER BY id;
 
--- name: EndThread :exec
+-- name: ThreadEnd :exec
 UPDATE thread SET status = @status, closed_at = @now, closed_by = @closed_by, closed_by_member = sqlc.narg(closed_by_member)
 WHERE project_id = @project_id AND id = @id AND status = 'open';
 
--- name: CloseDeliveries :exec
+-- name: DeliveryClose :exec
 -- A finished thread leaves every inbox and its unread is marked read.
 UPDATE delivery SET open = false, read_at = coalesce(read_at, @now)
 WHERE project_id = @project_id AND thread_id = @thread_id AND open;
 
--- name: SetLessonOutcome :exec
+-- name: ThreadSetLessonOutcome :exec
 UPDATE thread SET lesson_outcome = @outcome WHERE project_id = @project_id AND id = @id;
 
--- name: SearchOtherThreads :many
+-- name: ThreadSearchOthers :many
 -- Threads the part does not take part in whose subject or any message contains the text;
 -- rr_search_threads (migration 000002) reads only rr_project(), the transaction's tenant.
 SELECT t.id, t.subject, t.status, t.created_at
@@ -126,21 +126,21 @@ FROM rr_search_threads(@member_id::uuid, @pattern::text, @lim::integer) AS t
 WHERE t.project_id = @project_id::uuid
 ORDER BY t.id DESC;
 
--- name: InsertActivity :exec
+-- name: ActivityEventInsert :exec
 INSERT INTO activity_event (project_id, id, member_id, type, detail, usage, created_at)
 VALUES (@project_id, @id, @member_id, @type, @detail, sqlc.narg(usage), @now);
 
--- name: UpsertComposing :exec
+-- name: ComposingUpsert :exec
 INSERT INTO composing (project_id, thread_id, member_id, expires_at)
 VALUES (@project_id, @thread_id, @member_id, @expires_at)
 ON CONFLICT (project_id, thread_id, member_id) DO UPDATE SET expires_at = EXCLUDED.expires_at;
 
--- name: ComposingParts :many
+-- name: ComposingListParts :many
 SELECT m.part FROM composing c JOIN membership m ON m.project_id = c.project_id AND m.id = c.member_id
 WHERE c.project_id = @project_id AND c.thread_id = @thread_id AND c.expires_at > @now
 ORDER BY m.part;
 
--- name: AddUsage :exec
+-- name: UsageAdd :exec
 INSERT INTO usage_daily (project_id, member_id, model, day, events, input_tokens, output_tokens, cache_tokens, cost_usd)
 VALUES (@project_id, @member_id, @model, @day, 1, @input_tokens, @output_tokens, @cache_tokens, @cost_usd)
 ON CONFLICT (project_id, member_id, model, day) DO UPDATE SET
@@ -152,12 +152,12 @@ ON CONFLICT (project_id, member_id, model, day) DO UPDATE SET
   cache_tokens = LEAST(usage_daily.cache_tokens::numeric + EXCLUDED.cache_tokens, 9223372036854775807)::bigint,
   cost_usd = LEAST(usage_daily.cost_usd + EXCLUDED.cost_usd, 999999999999.999999);
 
--- name: SetParkedUntil :one
+-- name: MembershipSetParkedUntil :one
 UPDATE membership SET parked_until = sqlc.narg(parked_until), updated_at = @now
 WHERE project_id = @project_id AND id = @id
 RETURNING parked_until;
 
--- name: IdleThreads :many
+-- name: ThreadListIdle :many
 -- Cross-tenant (operator): open threads without a message since the cutoff, oldest first,
 -- read without locks from every shard; each project's are then locked by LockIdleThreads.
 SELECT project_id, id FROM thread
@@ -173,11 +173,11 @@ WHERE project_id = @project_id AND id = ANY (@ids::uuid[]) AND status = 'open' A
 FOR UPDATE SKIP LOCKED;
 
 -- name: ThreadForCancel :one
--- Operator: a thread of a project (found by ProjectIDBySlug), locked, for people's
+-- Operator: a thread of a project (found by ProjectGetIDBySlug), locked, for people's
 -- commands. The project is found first: FOR UPDATE of a thread joined to reference tables
 -- is refused on Citus.
 SELECT project_id, id, status FROM thread WHERE project_id = @project_id AND id = @thread_id
 FOR UPDATE;
 
--- name: IsParticipant :one
+-- name: ParticipantExists :one
 SELECT EXISTS (SELECT 1 FROM participant WHERE project_id = @project_id AND thread_id = @thread_id AND member_id = @member_id);

@@ -1,7 +1,7 @@
--- Failed authentication counters (docs/auth-limits.md). RecordAuthFailures runs as the
+-- Failed authentication counters (docs/auth-limits.md). AuthThrottleRecordFailures runs as the
 -- request role under app.lookup naming its subjects; the prune runs as the owner.
 
--- name: RecordAuthFailures :many
+-- name: AuthThrottleRecordFailures :many
 -- Counts one refused authentication against each subject. A subject's window restarts when
 -- it has ended; seconds_left is what remains of the window, which is how long a subject
 -- over its limit stays blocked. Subjects are locked in order, so two concurrent refusals
@@ -16,6 +16,6 @@ ON CONFLICT (subject) DO UPDATE SET
 RETURNING subject, failures,
   extract(epoch FROM t.window_start + make_interval(secs => sqlc.arg(window_seconds)::float8) - now())::float8 AS seconds_left;
 
--- name: PruneAuthThrottle :execrows
+-- name: AuthThrottlePrune :execrows
 DELETE FROM auth_throttle
 WHERE window_start + make_interval(secs => sqlc.arg(window_seconds)::float8) < now();

@@ -2,13 +2,13 @@
 -- transaction; the pager's claim and ack run in the agent's tenant; the sweep, webhook
 -- dispatch and admin listing run on the owner's pool.
 
--- name: QueueWakeEvents :exec
+-- name: WakeEventQueue :exec
 -- A request's wakes in one statement that only inserts: each part named (ids made in Go,
 -- one per part), less those of guests without an active agreement, gets a wake event
 -- (an online part's too: its wake is held while it stays online, not dropped); nothing shared is updated, so
 -- concurrent senders to one part never wait on each other (the events are coalesced into
--- the part's pending wake when it is about to be delivered: FoldWakeEvents). Listeners
--- are told after the commit (NotifyWakeMembers), not here: a NOTIFY in the transaction
+-- the part's pending wake when it is about to be delivered: WakeEventFold). Listeners
+-- are told after the commit (WakeNotifyMembers), not here: a NOTIFY in the transaction
 -- would serialise every sender's commit behind Postgres' one notify lock.
 -- The host comes from the caller's scope and no reference table is read: on Citus an
 -- INSERT … SELECT that reads one is sent to every shard; this one is a router query.
@@ -27,7 +27,7 @@ WHERE m.org_id = sqlc.arg(host_org_id)::uuid OR ag.project_id IS NOT NULL;
 
 -- name: AlwaysOnMembers :many
 -- Of the parts named, those whose agent is always-on (rooms' AlwaysOnOnly requests queue
--- only these): read before QueueWakeEvents, which must not read the agent table.
+-- only these): read before WakeEventQueue, which must not read the agent table.
 SELECT m.id FROM membership m JOIN agent a ON a.id = m.agent_id
 WHERE m.project_id = sqlc.arg(project_id)::uuid AND m.id = ANY (sqlc.arg(member_ids)::uuid[])
   AND a.kind = 'always_on';
@@ -45,7 +45,7 @@ LIMIT sqlc.arg(max_rows)::integer;
 -- The agents with a webhook (the dispatch's candidates): one row per configured webhook.
 SELECT agent_id FROM wake_target;
 
--- name: FoldWakeEvents :execrows
+-- name: WakeEventFold :execrows
 -- The coalescing: a project's wake events of the agents given (at most max_rows) are
 -- deleted and added to their part's pending wake, made if the part has none (with the id
 -- of its first event): count and thread shares summed, sources united, urgent if any
@@ -94,15 +94,15 @@ WITH pick AS (
 DELETE FROM wake_event e USING pick
 WHERE e.project_id = sqlc.arg(project_id)::uuid AND e.project_id = pick.project_id AND e.id = pick.id;
 
--- name: CancelThreadWakeEvents :exec
--- Closing a thread: its events not folded yet go (CancelThreadWakes takes its share out
+-- name: WakeEventCancelThread :exec
+-- Closing a thread: its events not folded yet go (WakeCancelThread takes its share out
 -- of the wakes they were folded into).
 DELETE FROM wake_event WHERE project_id = sqlc.arg(project_id) AND thread_id = sqlc.arg(thread_id);
 
--- name: NotifyWakes :exec
+-- name: WakeNotify :exec
 SELECT pg_notify('rr_wake', sqlc.arg(payload)::text);
 
--- name: NotifyWakeMembers :exec
+-- name: WakeNotifyMembers :exec
 -- After queueing commits: every replica's listener is told which agents may have work,
 -- for many sends at once (one NOTIFY, one turn of the notify lock, per batch). Past 150
 -- agents, "*" keeps the payload under NOTIFY's 8000 bytes.
@@ -113,7 +113,7 @@ JOIN (SELECT unnest(sqlc.arg(project_ids)::uuid[]) AS project_id, unnest(sqlc.ar
   ON m.project_id = r.project_id AND m.id = r.id
 HAVING count(*) > 0;
 
--- name: CancelThreadWakes :many
+-- name: WakeCancelThread :many
 -- Closing a thread: its share of every undelivered wake goes; a wake left with nothing is
 -- canceled.
 UPDATE wake SET
@@ -128,7 +128,7 @@ WHERE project_id = sqlc.arg(project_id) AND status IN ('pending', 'claimed', 'se
   AND jsonb_exists(thread_counts, sqlc.arg(thread_id)::uuid::text)
 RETURNING id, status;
 
--- name: ResumeParkedParts :execrows
+-- name: MembershipResumeParked :execrows
 -- The sweep: parts whose park ran out are unparked on the first tick past resetAt. Their
 -- pending wakes become deliverable by that alone.
 UPDATE membership SET parked_until = NULL, updated_at = sqlc.arg(now)::timestamptz
@@ -141,7 +141,7 @@ SELECT DISTINCT w.project_id FROM wake w
 WHERE w.agent_id = ANY (sqlc.arg(agent_ids)::uuid[]) AND w.status = 'pending'
 LIMIT sqlc.arg(max_rows)::integer;
 
--- name: TakeWebhookWakes :many
+-- name: WakeTakeWebhook :many
 -- A project's deliverable wakes of the agents given (those with a webhook; not parked,
 -- within budget or urgent), charged and marked sending for the delivery job enqueued in
 -- the same transaction. Every subquery names the project itself: on Citus the statement
@@ -173,7 +173,7 @@ UPDATE wake w SET status = 'sending', charged_at = COALESCE(w.charged_at, sqlc.a
 FROM c WHERE w.project_id = sqlc.arg(project_id)::uuid AND w.project_id = c.project_id AND w.id = c.id
 RETURNING w.project_id, w.id;
 
--- name: WakeForDelivery :one
+-- name: WakeGetForDelivery :one
 -- The wake a delivery job sends; its webhook is read apart (WakeTarget): wake_target is
 -- sharded by organisation, wake by project, and Citus joins only within one group.
 SELECT w.project_id, w.id, w.member_id, w.agent_id, w.part, w.status, w.urgent, w.sources,
@@ -190,7 +190,7 @@ WHERE w.project_id = sqlc.arg(project_id) AND w.id = sqlc.arg(id);
 -- An agent's webhook, for a delivery.
 SELECT url, secret_enc FROM wake_target WHERE org_id = sqlc.arg(org_id) AND agent_id = sqlc.arg(agent_id);
 
--- name: FinishWakeSend :execrows
+-- name: WakeFinishSend :execrows
 -- The webhook's outcome: delivered, dead, back to pending (parked meanwhile) or still sending.
 UPDATE wake SET status = sqlc.arg(status)::text, attempts = attempts + sqlc.arg(attempted)::integer,
   last_error = sqlc.narg(last_error),
@@ -216,7 +216,7 @@ GROUP BY c.project_id
 ORDER BY min(c.oldest), c.project_id
 LIMIT sqlc.arg(max_rows)::integer;
 
--- name: ClaimWake :one
+-- name: WakeClaim :one
 -- The pager: the agent's oldest deliverable wake in a project (not parked, within budget
 -- or urgent, the agreement active for a guest's part: one raised before a revocation
 -- waits, like a parked one), or one whose lease ran out (replay, not charged again).
@@ -251,34 +251,34 @@ RETURNING w.project_id, w.id, w.part, w.urgent, w.sources, w.count, w.thread_cou
   w.other_count, w.last_item_id, w.created_at, w.attempts, w.lease_until,
   (SELECT p.name FROM project p WHERE p.id = sqlc.arg(project_id)::uuid)::text AS project_name;
 
--- name: AckWake :one
+-- name: WakeAck :one
 UPDATE wake SET status = 'delivered', delivered_at = sqlc.arg(now)::timestamptz, lease_until = NULL,
   updated_at = sqlc.arg(now)::timestamptz
 WHERE agent_id = sqlc.arg(agent_id) AND id = sqlc.arg(id) AND status = 'claimed'
 RETURNING project_id;
 
--- name: AgentWakeStatus :one
+-- name: WakeGetAgentStatus :one
 SELECT status FROM wake WHERE agent_id = sqlc.arg(agent_id) AND id = sqlc.arg(id);
 
--- name: WakeAgentByRef :one
+-- name: AgentGetByRef :one
 SELECT a.id, a.org_id, a.kind FROM agent a JOIN organisation o ON o.id = a.org_id
 WHERE o.slug = sqlc.arg(org_slug) AND a.slug = sqlc.arg(agent_slug);
 
--- name: UpsertWakeTarget :exec
+-- name: WakeTargetUpsert :exec
 INSERT INTO wake_target (org_id, agent_id, url, secret_enc, created_at, updated_at)
 VALUES (sqlc.arg(org_id), sqlc.arg(agent_id), sqlc.arg(url), sqlc.arg(secret_enc), now(), now())
 ON CONFLICT (org_id, agent_id) DO UPDATE SET url = EXCLUDED.url, secret_enc = EXCLUDED.secret_enc,
   updated_at = excluded.updated_at;
 
--- name: DeleteWakeTarget :execrows
+-- name: WakeTargetDelete :execrows
 DELETE FROM wake_target WHERE org_id = sqlc.arg(org_id) AND agent_id = sqlc.arg(agent_id);
 
--- name: ListWakeTargets :many
+-- name: WakeTargetList :many
 SELECT o.slug AS org_slug, a.slug AS agent_slug, t.url, t.created_at, t.updated_at
 FROM wake_target t JOIN agent a ON a.id = t.agent_id JOIN organisation o ON o.id = t.org_id
 ORDER BY o.slug, a.slug;
 
--- name: ListWakes :many
+-- name: WakeList :many
 -- For people: wakes by status (dead letters first of all), newest first.
 SELECT w.project_id, p.slug AS project_slug, w.id, w.part, o.slug AS org_slug, a.slug AS agent_slug,
   w.status, w.urgent, w.sources, w.count, w.attempts, w.last_error, w.created_at, w.updated_at,
@@ -291,21 +291,21 @@ WHERE (sqlc.narg(status)::text IS NULL OR w.status = sqlc.narg(status)::text)
 ORDER BY w.updated_at DESC
 LIMIT sqlc.arg(max_rows)::integer;
 
--- name: RetryDeadWake :execrows
+-- name: WakeRetryDead :execrows
 -- A person sends a dead letter again: it becomes pending (and is re-dispatched).
 UPDATE wake SET status = 'pending', attempts = 0, last_error = NULL, updated_at = now()
 WHERE wake.id = sqlc.arg(id) AND wake.status = 'dead'
   AND NOT EXISTS (SELECT 1 FROM wake o WHERE o.project_id = wake.project_id
                   AND o.member_id = wake.member_id AND o.status = 'pending');
 
--- name: DeleteOldWakes :execrows
+-- name: WakeDeleteOld :execrows
 -- The daily clean-up, in batches (each within the statement timeout).
 DELETE FROM wake WHERE (project_id, id) IN (
   SELECT w.project_id, w.id FROM wake w
   WHERE w.status IN ('delivered', 'canceled') AND w.updated_at < sqlc.arg(before)::timestamptz
   LIMIT sqlc.arg(max_rows)::integer);
 
--- name: WithdrawAckedWake :exec
+-- name: WakeWithdrawAcked :exec
 -- Acking a message withdraws it from the part's wakes not delivered yet: its event, if not
 -- folded yet, goes; the pending wake's share for the message's thread is recounted from
 -- what is still unread there since the wake began (never raised, so acking twice changes
