@@ -55,7 +55,60 @@ func (q *Queries) AgentGetIdentity(ctx context.Context, db DBTX, arg AgentGetIde
 	return i, err
 }
 
-const assumeCredentialTenant = `-- name: AssumeCredentialTenant :exec
+const agentGetOwnIdentity = `-- name: AgentGetOwnIdentity :one
+WITH touch AS (
+  UPDATE membership mm SET last_seen_at = now()
+  FROM project p
+  WHERE mm.agent_id = rr_agent() AND p.id = mm.project_id
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+  RETURNING mm.id
+)
+SELECT a.org_id, a.id, a.slug, a.name, a.model, a.kind, o.name AS org_name,
+  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
+  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
+FROM agent a JOIN organisation o ON o.id = a.org_id
+WHERE a.org_id = rr_org() AND a.id = rr_agent()
+`
+
+type AgentGetOwnIdentityRow struct {
+	OrgID           uuid.UUID
+	ID              uuid.UUID
+	Slug            string
+	Name            string
+	Model           string
+	Kind            string
+	OrgName         string
+	VisibleOrgs     []uuid.UUID
+	VisibleProjects []uuid.UUID
+	VisibleAgents   []uuid.UUID
+	VisibleUsers    []uuid.UUID
+}
+
+// AgentGetIdentity after CredentialAssumeTenant, in the same round trip, with the agent's
+// presence moved in every room where it is admitted (MembershipTouchByAgent): the agent is
+// the tenant's, which only a verified key sets (no row otherwise).
+func (q *Queries) AgentGetOwnIdentity(ctx context.Context, db DBTX) (AgentGetOwnIdentityRow, error) {
+	row := db.QueryRow(ctx, agentGetOwnIdentity)
+	var i AgentGetOwnIdentityRow
+	err := row.Scan(
+		&i.OrgID,
+		&i.ID,
+		&i.Slug,
+		&i.Name,
+		&i.Model,
+		&i.Kind,
+		&i.OrgName,
+		&i.VisibleOrgs,
+		&i.VisibleProjects,
+		&i.VisibleAgents,
+		&i.VisibleUsers,
+	)
+	return i, err
+}
+
+const credentialAssumeTenant = `-- name: CredentialAssumeTenant :exec
 SELECT rr_set_directory() FROM (
   SELECT set_config('app.org_id', k.org_id::text, true), set_config('app.agent_id', k.agent_id::text, true),
     set_config('app.project_id', coalesce(coalesce(c.project_id, $1::uuid)::text, ''), true),
@@ -68,7 +121,7 @@ SELECT rr_set_directory() FROM (
   OFFSET 0) verified
 `
 
-type AssumeCredentialTenantParams struct {
+type CredentialAssumeTenantParams struct {
 	ProjectID *uuid.UUID
 	CodeID    string
 	CodeHash  []byte
@@ -86,8 +139,8 @@ type AssumeCredentialTenantParams struct {
 // constant-time, which is safe: what an attacker controls is a SHA-256 preimage, and
 // learning a prefix of a stored hash does not help find one. Plain PostgreSQL only: on
 // Citus the workers see no set_config (internal/pg), and the resolver verifies in Go.
-func (q *Queries) AssumeCredentialTenant(ctx context.Context, db DBTX, arg AssumeCredentialTenantParams) error {
-	_, err := db.Exec(ctx, assumeCredentialTenant,
+func (q *Queries) CredentialAssumeTenant(ctx context.Context, db DBTX, arg CredentialAssumeTenantParams) error {
+	_, err := db.Exec(ctx, credentialAssumeTenant,
 		arg.ProjectID,
 		arg.CodeID,
 		arg.CodeHash,
@@ -146,57 +199,4 @@ func (q *Queries) CredentialRows(ctx context.Context, db DBTX, arg CredentialRow
 		return nil, err
 	}
 	return items, nil
-}
-
-const ownAgentIdentity = `-- name: OwnAgentIdentity :one
-WITH touch AS (
-  UPDATE membership mm SET last_seen_at = now()
-  FROM project p
-  WHERE mm.agent_id = rr_agent() AND p.id = mm.project_id
-    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
-    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
-  RETURNING mm.id
-)
-SELECT a.org_id, a.id, a.slug, a.name, a.model, a.kind, o.name AS org_name,
-  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
-  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
-FROM agent a JOIN organisation o ON o.id = a.org_id
-WHERE a.org_id = rr_org() AND a.id = rr_agent()
-`
-
-type OwnAgentIdentityRow struct {
-	OrgID           uuid.UUID
-	ID              uuid.UUID
-	Slug            string
-	Name            string
-	Model           string
-	Kind            string
-	OrgName         string
-	VisibleOrgs     []uuid.UUID
-	VisibleProjects []uuid.UUID
-	VisibleAgents   []uuid.UUID
-	VisibleUsers    []uuid.UUID
-}
-
-// AgentGetIdentity after AssumeCredentialTenant, in the same round trip, with the agent's
-// presence moved in every room where it is admitted (MembershipTouchByAgent): the agent is
-// the tenant's, which only a verified key sets (no row otherwise).
-func (q *Queries) OwnAgentIdentity(ctx context.Context, db DBTX) (OwnAgentIdentityRow, error) {
-	row := db.QueryRow(ctx, ownAgentIdentity)
-	var i OwnAgentIdentityRow
-	err := row.Scan(
-		&i.OrgID,
-		&i.ID,
-		&i.Slug,
-		&i.Name,
-		&i.Model,
-		&i.Kind,
-		&i.OrgName,
-		&i.VisibleOrgs,
-		&i.VisibleProjects,
-		&i.VisibleAgents,
-		&i.VisibleUsers,
-	)
-	return i, err
 }

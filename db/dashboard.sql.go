@@ -12,53 +12,54 @@ import (
 	"github.com/google/uuid"
 )
 
-const cancelTask = `-- name: CancelTask :exec
-UPDATE room_task SET status = 'canceled', updated_at = now()
-WHERE project_id = $1 AND id = $2
+const membershipListForPeople = `-- name: MembershipListForPeople :many
+SELECT m.part, m.is_main, m.org_id, coalesce(a.name, '')::text AS agent_name, coalesce(o.name, '')::text AS org_name,
+  m.last_seen_at, m.parked_until
+FROM membership m
+LEFT JOIN agent a ON a.id = m.agent_id
+LEFT JOIN organisation o ON o.id = m.org_id
+WHERE m.project_id = $1
+ORDER BY m.is_main DESC, m.part
 `
 
-type CancelTaskParams struct {
-	ProjectID uuid.UUID
-	ID        uuid.UUID
+type MembershipListForPeopleRow struct {
+	Part        string
+	IsMain      bool
+	OrgID       uuid.UUID
+	AgentName   string
+	OrgName     string
+	LastSeenAt  *time.Time
+	ParkedUntil *time.Time
 }
 
-func (q *Queries) CancelTask(ctx context.Context, db DBTX, arg CancelTaskParams) error {
-	_, err := db.Exec(ctx, cancelTask, arg.ProjectID, arg.ID)
-	return err
-}
-
-const insertPersonCard = `-- name: InsertPersonCard :exec
-INSERT INTO room_message (project_id, id, kind, author_user_id, author_name, author_org_id, content, ref_id, created_at)
-VALUES ($1, $2, $3, $4, $5,
-  $6, $7, $8, $9)
-`
-
-type InsertPersonCardParams struct {
-	ProjectID    uuid.UUID
-	ID           uuid.UUID
-	Kind         string
-	AuthorUserID *uuid.UUID
-	AuthorName   *string
-	AuthorOrgID  *uuid.UUID
-	Content      string
-	RefID        *uuid.UUID
-	CreatedAt    time.Time
-}
-
-// A card a person's action leaves in the conversation (a task reviewed or canceled).
-func (q *Queries) InsertPersonCard(ctx context.Context, db DBTX, arg InsertPersonCardParams) error {
-	_, err := db.Exec(ctx, insertPersonCard,
-		arg.ProjectID,
-		arg.ID,
-		arg.Kind,
-		arg.AuthorUserID,
-		arg.AuthorName,
-		arg.AuthorOrgID,
-		arg.Content,
-		arg.RefID,
-		arg.CreatedAt,
-	)
-	return err
+// The room's parts for people: who, which company, last seen, and until when a part is
+// parked (its wake budget spent: the amber "limited until" badge).
+func (q *Queries) MembershipListForPeople(ctx context.Context, db DBTX, projectID uuid.UUID) ([]MembershipListForPeopleRow, error) {
+	rows, err := db.Query(ctx, membershipListForPeople, projectID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []MembershipListForPeopleRow{}
+	for rows.Next() {
+		var i MembershipListForPeopleRow
+		if err := rows.Scan(
+			&i.Part,
+			&i.IsMain,
+			&i.OrgID,
+			&i.AgentName,
+			&i.OrgName,
+			&i.LastSeenAt,
+			&i.ParkedUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const memoryEntryDeprecate = `-- name: MemoryEntryDeprecate :one
@@ -178,90 +179,6 @@ func (q *Queries) MemoryEntryListForPeople(ctx context.Context, db DBTX, arg Mem
 	return items, nil
 }
 
-const needsYou = `-- name: NeedsYou :many
-SELECT n.kind::text AS kind, n.id::uuid AS id, n.title::text AS title, n.at::timestamptz AS at FROM (
-  (SELECT 'thread' AS kind, t.id, t.subject AS title, t.last_message_at AS at FROM thread t
-   WHERE t.project_id = $1 AND t.status = 'open' AND t.needs_human
-     AND ($2::boolean OR EXISTS (
-       SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = $3))
-   ORDER BY t.last_message_at DESC LIMIT $4)
-  UNION ALL
-  (SELECT 'task', k.id, k.goal, k.updated_at FROM room_task k
-   WHERE k.project_id = $1 AND k.status = 'done' AND k.review IS NULL
-     AND k.from_org_id = $3
-   ORDER BY k.updated_at DESC LIMIT $4)
-  UNION ALL
-  (SELECT 'knowledge', q.id, q.title, q.created_at FROM knowledge q
-   WHERE q.project_id = $1 AND q.status = 'candidate' AND $5::boolean
-   ORDER BY q.created_at DESC LIMIT $4)
-  UNION ALL
-  (SELECT 'agreement', g.guest_org_id, coalesce(o.name, ''), g.updated_at FROM agreement g
-   LEFT JOIN organisation o ON o.id = g.guest_org_id
-   WHERE g.project_id = $1 AND g.status = 'pending' AND $2::boolean
-   ORDER BY g.updated_at DESC LIMIT $4)
-  UNION ALL
-  (SELECT 'wake', w.id, w.part, w.created_at FROM wake w
-   WHERE w.project_id = $1 AND w.status = 'dead'
-     AND ($2::boolean OR w.agent_id IN (
-       SELECT m.agent_id FROM membership m WHERE m.project_id = w.project_id AND m.org_id = $3))
-   ORDER BY w.created_at DESC LIMIT $4)
-) n
-ORDER BY n.at DESC, n.id
-`
-
-type NeedsYouParams struct {
-	ProjectID     uuid.UUID
-	ViewerIsHost  bool
-	ViewerOrgID   uuid.UUID
-	Lim           int32
-	ViewerReviews bool
-}
-
-type NeedsYouRow struct {
-	Kind  string
-	ID    uuid.UUID
-	Title string
-	At    time.Time
-}
-
-// What in one room waits for the person's organisation, newest first, at most lim of each
-// kind, in one statement: open threads flagged needsHuman (for a guest, those its parts
-// take part in), done results its agents sent that nobody accepted or rejected yet, and
-// for the host's reviewers the knowledge candidates; for the host, agreements its guests
-// have not accepted; dead wakes (for a guest, its own agents'). id is the guest
-// organisation's for an agreement.
-func (q *Queries) NeedsYou(ctx context.Context, db DBTX, arg NeedsYouParams) ([]NeedsYouRow, error) {
-	rows, err := db.Query(ctx, needsYou,
-		arg.ProjectID,
-		arg.ViewerIsHost,
-		arg.ViewerOrgID,
-		arg.Lim,
-		arg.ViewerReviews,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []NeedsYouRow{}
-	for rows.Next() {
-		var i NeedsYouRow
-		if err := rows.Scan(
-			&i.Kind,
-			&i.ID,
-			&i.Title,
-			&i.At,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const personListRooms = `-- name: PersonListRooms :many
 SELECT p.id, p.name, p.host_org_id, ho.name AS host_name, ag.status AS agreement_status
 FROM project p
@@ -306,6 +223,90 @@ func (q *Queries) PersonListRooms(ctx context.Context, db DBTX, orgID uuid.UUID)
 	return items, nil
 }
 
+const roomListNeedsYou = `-- name: RoomListNeedsYou :many
+SELECT n.kind::text AS kind, n.id::uuid AS id, n.title::text AS title, n.at::timestamptz AS at FROM (
+  (SELECT 'thread' AS kind, t.id, t.subject AS title, t.last_message_at AS at FROM thread t
+   WHERE t.project_id = $1 AND t.status = 'open' AND t.needs_human
+     AND ($2::boolean OR EXISTS (
+       SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
+       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = $3))
+   ORDER BY t.last_message_at DESC LIMIT $4)
+  UNION ALL
+  (SELECT 'task', k.id, k.goal, k.updated_at FROM room_task k
+   WHERE k.project_id = $1 AND k.status = 'done' AND k.review IS NULL
+     AND k.from_org_id = $3
+   ORDER BY k.updated_at DESC LIMIT $4)
+  UNION ALL
+  (SELECT 'knowledge', q.id, q.title, q.created_at FROM knowledge q
+   WHERE q.project_id = $1 AND q.status = 'candidate' AND $5::boolean
+   ORDER BY q.created_at DESC LIMIT $4)
+  UNION ALL
+  (SELECT 'agreement', g.guest_org_id, coalesce(o.name, ''), g.updated_at FROM agreement g
+   LEFT JOIN organisation o ON o.id = g.guest_org_id
+   WHERE g.project_id = $1 AND g.status = 'pending' AND $2::boolean
+   ORDER BY g.updated_at DESC LIMIT $4)
+  UNION ALL
+  (SELECT 'wake', w.id, w.part, w.created_at FROM wake w
+   WHERE w.project_id = $1 AND w.status = 'dead'
+     AND ($2::boolean OR w.agent_id IN (
+       SELECT m.agent_id FROM membership m WHERE m.project_id = w.project_id AND m.org_id = $3))
+   ORDER BY w.created_at DESC LIMIT $4)
+) n
+ORDER BY n.at DESC, n.id
+`
+
+type RoomListNeedsYouParams struct {
+	ProjectID     uuid.UUID
+	ViewerIsHost  bool
+	ViewerOrgID   uuid.UUID
+	Lim           int32
+	ViewerReviews bool
+}
+
+type RoomListNeedsYouRow struct {
+	Kind  string
+	ID    uuid.UUID
+	Title string
+	At    time.Time
+}
+
+// What in one room waits for the person's organisation, newest first, at most lim of each
+// kind, in one statement: open threads flagged needsHuman (for a guest, those its parts
+// take part in), done results its agents sent that nobody accepted or rejected yet, and
+// for the host's reviewers the knowledge candidates; for the host, agreements its guests
+// have not accepted; dead wakes (for a guest, its own agents'). id is the guest
+// organisation's for an agreement.
+func (q *Queries) RoomListNeedsYou(ctx context.Context, db DBTX, arg RoomListNeedsYouParams) ([]RoomListNeedsYouRow, error) {
+	rows, err := db.Query(ctx, roomListNeedsYou,
+		arg.ProjectID,
+		arg.ViewerIsHost,
+		arg.ViewerOrgID,
+		arg.Lim,
+		arg.ViewerReviews,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RoomListNeedsYouRow{}
+	for rows.Next() {
+		var i RoomListNeedsYouRow
+		if err := rows.Scan(
+			&i.Kind,
+			&i.ID,
+			&i.Title,
+			&i.At,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const roomMessageInsertFromPerson = `-- name: RoomMessageInsertFromPerson :exec
 INSERT INTO room_message (project_id, id, kind, author_user_id, author_name, author_org_id, content, created_at)
 VALUES ($1, $2, 'message', $3, $4,
@@ -336,54 +337,38 @@ func (q *Queries) RoomMessageInsertFromPerson(ctx context.Context, db DBTX, arg 
 	return err
 }
 
-const rosterForPeople = `-- name: RosterForPeople :many
-SELECT m.part, m.is_main, m.org_id, coalesce(a.name, '')::text AS agent_name, coalesce(o.name, '')::text AS org_name,
-  m.last_seen_at, m.parked_until
-FROM membership m
-LEFT JOIN agent a ON a.id = m.agent_id
-LEFT JOIN organisation o ON o.id = m.org_id
-WHERE m.project_id = $1
-ORDER BY m.is_main DESC, m.part
+const roomMessageInsertPersonCard = `-- name: RoomMessageInsertPersonCard :exec
+INSERT INTO room_message (project_id, id, kind, author_user_id, author_name, author_org_id, content, ref_id, created_at)
+VALUES ($1, $2, $3, $4, $5,
+  $6, $7, $8, $9)
 `
 
-type RosterForPeopleRow struct {
-	Part        string
-	IsMain      bool
-	OrgID       uuid.UUID
-	AgentName   string
-	OrgName     string
-	LastSeenAt  *time.Time
-	ParkedUntil *time.Time
+type RoomMessageInsertPersonCardParams struct {
+	ProjectID    uuid.UUID
+	ID           uuid.UUID
+	Kind         string
+	AuthorUserID *uuid.UUID
+	AuthorName   *string
+	AuthorOrgID  *uuid.UUID
+	Content      string
+	RefID        *uuid.UUID
+	CreatedAt    time.Time
 }
 
-// The room's parts for people: who, which company, last seen, and until when a part is
-// parked (its wake budget spent: the amber "limited until" badge).
-func (q *Queries) RosterForPeople(ctx context.Context, db DBTX, projectID uuid.UUID) ([]RosterForPeopleRow, error) {
-	rows, err := db.Query(ctx, rosterForPeople, projectID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []RosterForPeopleRow{}
-	for rows.Next() {
-		var i RosterForPeopleRow
-		if err := rows.Scan(
-			&i.Part,
-			&i.IsMain,
-			&i.OrgID,
-			&i.AgentName,
-			&i.OrgName,
-			&i.LastSeenAt,
-			&i.ParkedUntil,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// A card a person's action leaves in the conversation (a task reviewed or canceled).
+func (q *Queries) RoomMessageInsertPersonCard(ctx context.Context, db DBTX, arg RoomMessageInsertPersonCardParams) error {
+	_, err := db.Exec(ctx, roomMessageInsertPersonCard,
+		arg.ProjectID,
+		arg.ID,
+		arg.Kind,
+		arg.AuthorUserID,
+		arg.AuthorName,
+		arg.AuthorOrgID,
+		arg.Content,
+		arg.RefID,
+		arg.CreatedAt,
+	)
+	return err
 }
 
 const scopeBindPersonRoom = `-- name: ScopeBindPersonRoom :one
@@ -444,7 +429,22 @@ func (q *Queries) ScopeBindPersonRoom(ctx context.Context, db DBTX, arg ScopeBin
 	return i, err
 }
 
-const tasksForPeople = `-- name: TasksForPeople :many
+const taskCancel = `-- name: TaskCancel :exec
+UPDATE room_task SET status = 'canceled', updated_at = now()
+WHERE project_id = $1 AND id = $2
+`
+
+type TaskCancelParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+func (q *Queries) TaskCancel(ctx context.Context, db DBTX, arg TaskCancelParams) error {
+	_, err := db.Exec(ctx, taskCancel, arg.ProjectID, arg.ID)
+	return err
+}
+
+const taskListForPeople = `-- name: TaskListForPeople :many
 SELECT k.id, k.goal, k.priority, k.deadline, k.status, k.result, k.review, k.review_comment, k.reviewed_at,
   k.acceptance_criteria, k.created_at, k.updated_at, k.from_org_id, k.to_org_id,
   coalesce(fa.name, '')::text AS from_agent_name, coalesce(fo.name, '')::text AS from_org_name,
@@ -460,14 +460,14 @@ ORDER BY k.id DESC
 LIMIT $4
 `
 
-type TasksForPeopleParams struct {
+type TaskListForPeopleParams struct {
 	ProjectID    uuid.UUID
 	ViewerIsHost bool
 	ViewerOrgID  uuid.UUID
 	Lim          int32
 }
 
-type TasksForPeopleRow struct {
+type TaskListForPeopleRow struct {
 	ID                 uuid.UUID
 	Goal               string
 	Priority           string
@@ -490,8 +490,8 @@ type TasksForPeopleRow struct {
 
 // The Tasks tab: the room's tasks, newest first; a guest's people see only the tasks their
 // company sent or received.
-func (q *Queries) TasksForPeople(ctx context.Context, db DBTX, arg TasksForPeopleParams) ([]TasksForPeopleRow, error) {
-	rows, err := db.Query(ctx, tasksForPeople,
+func (q *Queries) TaskListForPeople(ctx context.Context, db DBTX, arg TaskListForPeopleParams) ([]TaskListForPeopleRow, error) {
+	rows, err := db.Query(ctx, taskListForPeople,
 		arg.ProjectID,
 		arg.ViewerIsHost,
 		arg.ViewerOrgID,
@@ -501,9 +501,9 @@ func (q *Queries) TasksForPeople(ctx context.Context, db DBTX, arg TasksForPeopl
 		return nil, err
 	}
 	defer rows.Close()
-	items := []TasksForPeopleRow{}
+	items := []TaskListForPeopleRow{}
 	for rows.Next() {
-		var i TasksForPeopleRow
+		var i TaskListForPeopleRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Goal,

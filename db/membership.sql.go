@@ -63,99 +63,6 @@ func (q *Queries) AgentListRooms(ctx context.Context, db DBTX, agentID uuid.UUID
 	return items, nil
 }
 
-const bindOwnPart = `-- name: BindOwnPart :one
-WITH touch AS (
-  UPDATE membership mm SET last_seen_at = now()
-  FROM project p
-  WHERE mm.project_id = rr_project() AND mm.part = $1 AND p.id = mm.project_id
-    -- only the caller's own part: the transaction commits with this statement
-    -- (pg.Tx.CommitWithNext), whatever the resolver concludes from the row
-    AND mm.agent_id = rr_agent()
-    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id
-        AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
-    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
-  RETURNING mm.id
-)
-SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
-  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
-  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
-  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
-  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
-FROM membership m
-JOIN agent a ON a.id = m.agent_id
-JOIN organisation o ON o.id = m.org_id
-JOIN project p ON p.id = m.project_id
-JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
-WHERE m.project_id = rr_project() AND m.part = $1 AND m.agent_id = rr_agent() AND m.org_id = rr_org()
-`
-
-type BindOwnPartRow struct {
-	ID              uuid.UUID
-	ProjectID       uuid.UUID
-	AgentID         uuid.UUID
-	OrgID           uuid.UUID
-	Part            string
-	IsMain          bool
-	Nickname        *string
-	Access          string
-	Capabilities    []string
-	ParkedUntil     *time.Time
-	AgentSlug       string
-	AgentName       string
-	AgentModel      string
-	AgentKind       string
-	OrgName         string
-	ProjectName     string
-	HostOrgID       uuid.UUID
-	HostName        string
-	AgreementStatus *string
-	AgreementGrants []string
-	VisibleOrgs     []uuid.UUID
-	VisibleProjects []uuid.UUID
-	VisibleAgents   []uuid.UUID
-	VisibleUsers    []uuid.UUID
-}
-
-// ScopeBindPart after AssumeCredentialTenant, in the same round trip: the project and the
-// agent are the tenant's (rr_project(), rr_agent()), which only verified credentials set,
-// and the part must be the key's agent's own in the key's organisation (no row otherwise:
-// the resolver then finds out why the slow way). Plain PostgreSQL only (Citus routes a
-// statement by a literal project id, which this one does not have: ScopeBindPart is used there).
-func (q *Queries) BindOwnPart(ctx context.Context, db DBTX, part string) (BindOwnPartRow, error) {
-	row := db.QueryRow(ctx, bindOwnPart, part)
-	var i BindOwnPartRow
-	err := row.Scan(
-		&i.ID,
-		&i.ProjectID,
-		&i.AgentID,
-		&i.OrgID,
-		&i.Part,
-		&i.IsMain,
-		&i.Nickname,
-		&i.Access,
-		&i.Capabilities,
-		&i.ParkedUntil,
-		&i.AgentSlug,
-		&i.AgentName,
-		&i.AgentModel,
-		&i.AgentKind,
-		&i.OrgName,
-		&i.ProjectName,
-		&i.HostOrgID,
-		&i.HostName,
-		&i.AgreementStatus,
-		&i.AgreementGrants,
-		&i.VisibleOrgs,
-		&i.VisibleProjects,
-		&i.VisibleAgents,
-		&i.VisibleUsers,
-	)
-	return i, err
-}
-
 const membershipListParts = `-- name: MembershipListParts :many
 SELECT m.part, m.is_main, m.nickname, m.last_seen_at, m.parked_until, m.agent_id
 FROM membership m
@@ -269,11 +176,104 @@ type ScopeBindAgentRoomRow struct {
 }
 
 // The same for an agent entering one room (after rr_set_directory too). The agent is the
-// tenant's (rr_agent()), so the statement also serves right after AssumeCredentialTenant,
+// tenant's (rr_agent()), so the statement also serves right after CredentialAssumeTenant,
 // in the same round trip: only verified credentials set it.
 func (q *Queries) ScopeBindAgentRoom(ctx context.Context, db DBTX, projectID uuid.UUID) (ScopeBindAgentRoomRow, error) {
 	row := db.QueryRow(ctx, scopeBindAgentRoom, projectID)
 	var i ScopeBindAgentRoomRow
+	err := row.Scan(
+		&i.ID,
+		&i.ProjectID,
+		&i.AgentID,
+		&i.OrgID,
+		&i.Part,
+		&i.IsMain,
+		&i.Nickname,
+		&i.Access,
+		&i.Capabilities,
+		&i.ParkedUntil,
+		&i.AgentSlug,
+		&i.AgentName,
+		&i.AgentModel,
+		&i.AgentKind,
+		&i.OrgName,
+		&i.ProjectName,
+		&i.HostOrgID,
+		&i.HostName,
+		&i.AgreementStatus,
+		&i.AgreementGrants,
+		&i.VisibleOrgs,
+		&i.VisibleProjects,
+		&i.VisibleAgents,
+		&i.VisibleUsers,
+	)
+	return i, err
+}
+
+const scopeBindOwnPart = `-- name: ScopeBindOwnPart :one
+WITH touch AS (
+  UPDATE membership mm SET last_seen_at = now()
+  FROM project p
+  WHERE mm.project_id = rr_project() AND mm.part = $1 AND p.id = mm.project_id
+    -- only the caller's own part: the transaction commits with this statement
+    -- (pg.Tx.CommitWithNext), whatever the resolver concludes from the row
+    AND mm.agent_id = rr_agent()
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = mm.project_id
+        AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+  RETURNING mm.id
+)
+SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
+  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
+  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
+  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+  rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
+  rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
+FROM membership m
+JOIN agent a ON a.id = m.agent_id
+JOIN organisation o ON o.id = m.org_id
+JOIN project p ON p.id = m.project_id
+JOIN organisation ho ON ho.id = p.host_org_id
+LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+WHERE m.project_id = rr_project() AND m.part = $1 AND m.agent_id = rr_agent() AND m.org_id = rr_org()
+`
+
+type ScopeBindOwnPartRow struct {
+	ID              uuid.UUID
+	ProjectID       uuid.UUID
+	AgentID         uuid.UUID
+	OrgID           uuid.UUID
+	Part            string
+	IsMain          bool
+	Nickname        *string
+	Access          string
+	Capabilities    []string
+	ParkedUntil     *time.Time
+	AgentSlug       string
+	AgentName       string
+	AgentModel      string
+	AgentKind       string
+	OrgName         string
+	ProjectName     string
+	HostOrgID       uuid.UUID
+	HostName        string
+	AgreementStatus *string
+	AgreementGrants []string
+	VisibleOrgs     []uuid.UUID
+	VisibleProjects []uuid.UUID
+	VisibleAgents   []uuid.UUID
+	VisibleUsers    []uuid.UUID
+}
+
+// ScopeBindPart after CredentialAssumeTenant, in the same round trip: the project and the
+// agent are the tenant's (rr_project(), rr_agent()), which only verified credentials set,
+// and the part must be the key's agent's own in the key's organisation (no row otherwise:
+// the resolver then finds out why the slow way). Plain PostgreSQL only (Citus routes a
+// statement by a literal project id, which this one does not have: ScopeBindPart is used there).
+func (q *Queries) ScopeBindOwnPart(ctx context.Context, db DBTX, part string) (ScopeBindOwnPartRow, error) {
+	row := db.QueryRow(ctx, scopeBindOwnPart, part)
+	var i ScopeBindOwnPartRow
 	err := row.Scan(
 		&i.ID,
 		&i.ProjectID,

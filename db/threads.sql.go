@@ -293,40 +293,6 @@ func (q *Queries) DeliveryListInboxUnread(ctx context.Context, db DBTX, arg Deli
 	return items, nil
 }
 
-const lockIdleThreads = `-- name: LockIdleThreads :many
-SELECT id FROM thread
-WHERE project_id = $1 AND id = ANY ($2::uuid[]) AND status = 'open' AND last_message_at < $3
-FOR UPDATE SKIP LOCKED
-`
-
-type LockIdleThreadsParams struct {
-	ProjectID uuid.UUID
-	Ids       []uuid.UUID
-	Cutoff    time.Time
-}
-
-// Of a project's idle candidates, those still open and idle, locked; one a reply or a
-// close holds is skipped until the next run. One project: a router query on Citus.
-func (q *Queries) LockIdleThreads(ctx context.Context, db DBTX, arg LockIdleThreadsParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, lockIdleThreads, arg.ProjectID, arg.Ids, arg.Cutoff)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const membershipListByParts = `-- name: MembershipListByParts :many
 
 SELECT id, part FROM membership WHERE project_id = $1 AND part = ANY($2::text[])
@@ -572,32 +538,6 @@ func (q *Queries) ThreadEnd(ctx context.Context, db DBTX, arg ThreadEndParams) e
 	return err
 }
 
-const threadForCancel = `-- name: ThreadForCancel :one
-SELECT project_id, id, status FROM thread WHERE project_id = $1 AND id = $2
-FOR UPDATE
-`
-
-type ThreadForCancelParams struct {
-	ProjectID uuid.UUID
-	ThreadID  uuid.UUID
-}
-
-type ThreadForCancelRow struct {
-	ProjectID uuid.UUID
-	ID        uuid.UUID
-	Status    string
-}
-
-// Operator: a thread of a project (found by ProjectGetIDBySlug), locked, for people's
-// commands. The project is found first: FOR UPDATE of a thread joined to reference tables
-// is refused on Citus.
-func (q *Queries) ThreadForCancel(ctx context.Context, db DBTX, arg ThreadForCancelParams) (ThreadForCancelRow, error) {
-	row := db.QueryRow(ctx, threadForCancel, arg.ProjectID, arg.ThreadID)
-	var i ThreadForCancelRow
-	err := row.Scan(&i.ProjectID, &i.ID, &i.Status)
-	return i, err
-}
-
 const threadGet = `-- name: ThreadGet :one
 SELECT id, subject, status, needs_human, created_at, closed_at FROM thread
 WHERE project_id = $1 AND id = $2
@@ -628,6 +568,32 @@ func (q *Queries) ThreadGet(ctx context.Context, db DBTX, arg ThreadGetParams) (
 		&i.CreatedAt,
 		&i.ClosedAt,
 	)
+	return i, err
+}
+
+const threadGetForCancel = `-- name: ThreadGetForCancel :one
+SELECT project_id, id, status FROM thread WHERE project_id = $1 AND id = $2
+FOR UPDATE
+`
+
+type ThreadGetForCancelParams struct {
+	ProjectID uuid.UUID
+	ThreadID  uuid.UUID
+}
+
+type ThreadGetForCancelRow struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+	Status    string
+}
+
+// Operator: a thread of a project (found by ProjectGetIDBySlug), locked, for people's
+// commands. The project is found first: FOR UPDATE of a thread joined to reference tables
+// is refused on Citus.
+func (q *Queries) ThreadGetForCancel(ctx context.Context, db DBTX, arg ThreadGetForCancelParams) (ThreadGetForCancelRow, error) {
+	row := db.QueryRow(ctx, threadGetForCancel, arg.ProjectID, arg.ThreadID)
+	var i ThreadGetForCancelRow
+	err := row.Scan(&i.ProjectID, &i.ID, &i.Status)
 	return i, err
 }
 
@@ -675,7 +641,7 @@ type ThreadListIdleRow struct {
 }
 
 // Cross-tenant (operator): open threads without a message since the cutoff, oldest first,
-// read without locks from every shard; each project's are then locked by LockIdleThreads.
+// read without locks from every shard; each project's are then locked by ThreadLockIdle.
 func (q *Queries) ThreadListIdle(ctx context.Context, db DBTX, arg ThreadListIdleParams) ([]ThreadListIdleRow, error) {
 	rows, err := db.Query(ctx, threadListIdle, arg.Cutoff, arg.Lim)
 	if err != nil {
@@ -818,6 +784,40 @@ func (q *Queries) ThreadLock(ctx context.Context, db DBTX, arg ThreadLockParams)
 		&i.CreatedAt,
 	)
 	return i, err
+}
+
+const threadLockIdle = `-- name: ThreadLockIdle :many
+SELECT id FROM thread
+WHERE project_id = $1 AND id = ANY ($2::uuid[]) AND status = 'open' AND last_message_at < $3
+FOR UPDATE SKIP LOCKED
+`
+
+type ThreadLockIdleParams struct {
+	ProjectID uuid.UUID
+	Ids       []uuid.UUID
+	Cutoff    time.Time
+}
+
+// Of a project's idle candidates, those still open and idle, locked; one a reply or a
+// close holds is skipped until the next run. One project: a router query on Citus.
+func (q *Queries) ThreadLockIdle(ctx context.Context, db DBTX, arg ThreadLockIdleParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, threadLockIdle, arg.ProjectID, arg.Ids, arg.Cutoff)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const threadSearchOthers = `-- name: ThreadSearchOthers :many

@@ -36,66 +36,21 @@ func (q *Queries) AgentGetByRef(ctx context.Context, db DBTX, arg AgentGetByRefP
 	return i, err
 }
 
-const agentWakeProjects = `-- name: AgentWakeProjects :many
-SELECT c.project_id FROM (
-  SELECT w.project_id, min(w.created_at) AS oldest FROM wake w
-  WHERE w.agent_id = $1
-    AND (w.status = 'pending' OR (w.status = 'claimed' AND w.lease_until <= $2::timestamptz))
-  GROUP BY w.project_id
-  UNION ALL
-  SELECT e.project_id, min(e.created_at) FROM wake_event e WHERE e.agent_id = $1
-  GROUP BY e.project_id
-) c
-GROUP BY c.project_id
-ORDER BY min(c.oldest), c.project_id
-LIMIT $3::integer
-`
-
-type AgentWakeProjectsParams struct {
-	AgentID uuid.UUID
-	Now     time.Time
-	MaxRows int32
-}
-
-// The pager's candidates: the agent's projects with wake events to fold or wakes to claim
-// (pending, or claimed with the lease run out), the oldest first. The pager's request
-// names no project, so this reads every shard (wake_agent_idx, wake_event_agent_idx),
-// without locks; the fold and the claim then run per project (router statements).
-func (q *Queries) AgentWakeProjects(ctx context.Context, db DBTX, arg AgentWakeProjectsParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, agentWakeProjects, arg.AgentID, arg.Now, arg.MaxRows)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var project_id uuid.UUID
-		if err := rows.Scan(&project_id); err != nil {
-			return nil, err
-		}
-		items = append(items, project_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const alwaysOnMembers = `-- name: AlwaysOnMembers :many
+const membershipListAlwaysOn = `-- name: MembershipListAlwaysOn :many
 SELECT m.id FROM membership m JOIN agent a ON a.id = m.agent_id
 WHERE m.project_id = $1::uuid AND m.id = ANY ($2::uuid[])
   AND a.kind = 'always_on'
 `
 
-type AlwaysOnMembersParams struct {
+type MembershipListAlwaysOnParams struct {
 	ProjectID uuid.UUID
 	MemberIds []uuid.UUID
 }
 
 // Of the parts named, those whose agent is always-on (rooms' AlwaysOnOnly requests queue
 // only these): read before WakeEventQueue, which must not read the agent table.
-func (q *Queries) AlwaysOnMembers(ctx context.Context, db DBTX, arg AlwaysOnMembersParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, alwaysOnMembers, arg.ProjectID, arg.MemberIds)
+func (q *Queries) MembershipListAlwaysOn(ctx context.Context, db DBTX, arg MembershipListAlwaysOnParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, membershipListAlwaysOn, arg.ProjectID, arg.MemberIds)
 	if err != nil {
 		return nil, err
 	}
@@ -306,47 +261,6 @@ func (q *Queries) WakeDeleteOld(ctx context.Context, db DBTX, arg WakeDeleteOldP
 	return result.RowsAffected(), nil
 }
 
-const wakeEventBacklog = `-- name: WakeEventBacklog :many
-SELECT e.project_id, array_agg(DISTINCT e.agent_id)::uuid[] AS agent_ids FROM wake_event e
-WHERE NOT $1::boolean OR e.agent_id = ANY ($2::uuid[])
-GROUP BY e.project_id
-LIMIT $3::integer
-`
-
-type WakeEventBacklogParams struct {
-	WebhookOnly   bool
-	WebhookAgents []uuid.UUID
-	MaxRows       int32
-}
-
-type WakeEventBacklogRow struct {
-	ProjectID uuid.UUID
-	AgentIds  []uuid.UUID
-}
-
-// Projects with wake events to fold, with their agents (the sweep: every agent; the
-// webhook dispatch: the agents given, those with a webhook). It reads every shard of
-// wake_event, without locks; each project is then folded by its own router statement.
-func (q *Queries) WakeEventBacklog(ctx context.Context, db DBTX, arg WakeEventBacklogParams) ([]WakeEventBacklogRow, error) {
-	rows, err := db.Query(ctx, wakeEventBacklog, arg.WebhookOnly, arg.WebhookAgents, arg.MaxRows)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []WakeEventBacklogRow{}
-	for rows.Next() {
-		var i WakeEventBacklogRow
-		if err := rows.Scan(&i.ProjectID, &i.AgentIds); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const wakeEventCancelThread = `-- name: WakeEventCancelThread :exec
 DELETE FROM wake_event WHERE project_id = $1 AND thread_id = $2
 `
@@ -431,6 +345,47 @@ func (q *Queries) WakeEventFold(ctx context.Context, db DBTX, arg WakeEventFoldP
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const wakeEventListBacklog = `-- name: WakeEventListBacklog :many
+SELECT e.project_id, array_agg(DISTINCT e.agent_id)::uuid[] AS agent_ids FROM wake_event e
+WHERE NOT $1::boolean OR e.agent_id = ANY ($2::uuid[])
+GROUP BY e.project_id
+LIMIT $3::integer
+`
+
+type WakeEventListBacklogParams struct {
+	WebhookOnly   bool
+	WebhookAgents []uuid.UUID
+	MaxRows       int32
+}
+
+type WakeEventListBacklogRow struct {
+	ProjectID uuid.UUID
+	AgentIds  []uuid.UUID
+}
+
+// Projects with wake events to fold, with their agents (the sweep: every agent; the
+// webhook dispatch: the agents given, those with a webhook). It reads every shard of
+// wake_event, without locks; each project is then folded by its own router statement.
+func (q *Queries) WakeEventListBacklog(ctx context.Context, db DBTX, arg WakeEventListBacklogParams) ([]WakeEventListBacklogRow, error) {
+	rows, err := db.Query(ctx, wakeEventListBacklog, arg.WebhookOnly, arg.WebhookAgents, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WakeEventListBacklogRow{}
+	for rows.Next() {
+		var i WakeEventListBacklogRow
+		if err := rows.Scan(&i.ProjectID, &i.AgentIds); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const wakeEventQueue = `-- name: WakeEventQueue :exec
@@ -576,7 +531,7 @@ type WakeGetForDeliveryRow struct {
 	ProjectName  string
 }
 
-// The wake a delivery job sends; its webhook is read apart (WakeTarget): wake_target is
+// The wake a delivery job sends; its webhook is read apart (WakeTargetGet): wake_target is
 // sharded by organisation, wake by project, and Citus joins only within one group.
 func (q *Queries) WakeGetForDelivery(ctx context.Context, db DBTX, arg WakeGetForDeliveryParams) (WakeGetForDeliveryRow, error) {
 	row := db.QueryRow(ctx, wakeGetForDelivery, arg.ProjectID, arg.ID)
@@ -671,6 +626,109 @@ func (q *Queries) WakeList(ctx context.Context, db DBTX, arg WakeListParams) ([]
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const wakeListAgentProjects = `-- name: WakeListAgentProjects :many
+SELECT c.project_id FROM (
+  SELECT w.project_id, min(w.created_at) AS oldest FROM wake w
+  WHERE w.agent_id = $1
+    AND (w.status = 'pending' OR (w.status = 'claimed' AND w.lease_until <= $2::timestamptz))
+  GROUP BY w.project_id
+  UNION ALL
+  SELECT e.project_id, min(e.created_at) FROM wake_event e WHERE e.agent_id = $1
+  GROUP BY e.project_id
+) c
+GROUP BY c.project_id
+ORDER BY min(c.oldest), c.project_id
+LIMIT $3::integer
+`
+
+type WakeListAgentProjectsParams struct {
+	AgentID uuid.UUID
+	Now     time.Time
+	MaxRows int32
+}
+
+// The pager's candidates: the agent's projects with wake events to fold or wakes to claim
+// (pending, or claimed with the lease run out), the oldest first. The pager's request
+// names no project, so this reads every shard (wake_agent_idx, wake_event_agent_idx),
+// without locks; the fold and the claim then run per project (router statements).
+func (q *Queries) WakeListAgentProjects(ctx context.Context, db DBTX, arg WakeListAgentProjectsParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, wakeListAgentProjects, arg.AgentID, arg.Now, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var project_id uuid.UUID
+		if err := rows.Scan(&project_id); err != nil {
+			return nil, err
+		}
+		items = append(items, project_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const wakeListWebhookAgents = `-- name: WakeListWebhookAgents :many
+SELECT agent_id FROM wake_target
+`
+
+// The agents with a webhook (the dispatch's candidates): one row per configured webhook.
+func (q *Queries) WakeListWebhookAgents(ctx context.Context, db DBTX) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, wakeListWebhookAgents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var agent_id uuid.UUID
+		if err := rows.Scan(&agent_id); err != nil {
+			return nil, err
+		}
+		items = append(items, agent_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const wakeListWebhookProjects = `-- name: WakeListWebhookProjects :many
+SELECT DISTINCT w.project_id FROM wake w
+WHERE w.agent_id = ANY ($1::uuid[]) AND w.status = 'pending'
+LIMIT $2::integer
+`
+
+type WakeListWebhookProjectsParams struct {
+	AgentIds []uuid.UUID
+	MaxRows  int32
+}
+
+// Projects with pending wakes of the agents given (those with a webhook): the dispatch's
+// candidates, read from every shard without locks (wake_agent_idx).
+func (q *Queries) WakeListWebhookProjects(ctx context.Context, db DBTX, arg WakeListWebhookProjectsParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, wakeListWebhookProjects, arg.AgentIds, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var project_id uuid.UUID
+		if err := rows.Scan(&project_id); err != nil {
+			return nil, err
+		}
+		items = append(items, project_id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -799,28 +857,6 @@ func (q *Queries) WakeTakeWebhook(ctx context.Context, db DBTX, arg WakeTakeWebh
 	return items, nil
 }
 
-const wakeTarget = `-- name: WakeTarget :one
-SELECT url, secret_enc FROM wake_target WHERE org_id = $1 AND agent_id = $2
-`
-
-type WakeTargetParams struct {
-	OrgID   uuid.UUID
-	AgentID uuid.UUID
-}
-
-type WakeTargetRow struct {
-	Url       string
-	SecretEnc []byte
-}
-
-// An agent's webhook, for a delivery.
-func (q *Queries) WakeTarget(ctx context.Context, db DBTX, arg WakeTargetParams) (WakeTargetRow, error) {
-	row := db.QueryRow(ctx, wakeTarget, arg.OrgID, arg.AgentID)
-	var i WakeTargetRow
-	err := row.Scan(&i.Url, &i.SecretEnc)
-	return i, err
-}
-
 const wakeTargetDelete = `-- name: WakeTargetDelete :execrows
 DELETE FROM wake_target WHERE org_id = $1 AND agent_id = $2
 `
@@ -836,6 +872,28 @@ func (q *Queries) WakeTargetDelete(ctx context.Context, db DBTX, arg WakeTargetD
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const wakeTargetGet = `-- name: WakeTargetGet :one
+SELECT url, secret_enc FROM wake_target WHERE org_id = $1 AND agent_id = $2
+`
+
+type WakeTargetGetParams struct {
+	OrgID   uuid.UUID
+	AgentID uuid.UUID
+}
+
+type WakeTargetGetRow struct {
+	Url       string
+	SecretEnc []byte
+}
+
+// An agent's webhook, for a delivery.
+func (q *Queries) WakeTargetGet(ctx context.Context, db DBTX, arg WakeTargetGetParams) (WakeTargetGetRow, error) {
+	row := db.QueryRow(ctx, wakeTargetGet, arg.OrgID, arg.AgentID)
+	var i WakeTargetGetRow
+	err := row.Scan(&i.Url, &i.SecretEnc)
+	return i, err
 }
 
 const wakeTargetList = `-- name: WakeTargetList :many
@@ -954,62 +1012,4 @@ func (q *Queries) WakeWithdrawAcked(ctx context.Context, db DBTX, arg WakeWithdr
 		arg.ThreadID,
 	)
 	return err
-}
-
-const webhookAgents = `-- name: WebhookAgents :many
-SELECT agent_id FROM wake_target
-`
-
-// The agents with a webhook (the dispatch's candidates): one row per configured webhook.
-func (q *Queries) WebhookAgents(ctx context.Context, db DBTX) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, webhookAgents)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var agent_id uuid.UUID
-		if err := rows.Scan(&agent_id); err != nil {
-			return nil, err
-		}
-		items = append(items, agent_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const webhookWakeProjects = `-- name: WebhookWakeProjects :many
-SELECT DISTINCT w.project_id FROM wake w
-WHERE w.agent_id = ANY ($1::uuid[]) AND w.status = 'pending'
-LIMIT $2::integer
-`
-
-type WebhookWakeProjectsParams struct {
-	AgentIds []uuid.UUID
-	MaxRows  int32
-}
-
-// Projects with pending wakes of the agents given (those with a webhook): the dispatch's
-// candidates, read from every shard without locks (wake_agent_idx).
-func (q *Queries) WebhookWakeProjects(ctx context.Context, db DBTX, arg WebhookWakeProjectsParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, webhookWakeProjects, arg.AgentIds, arg.MaxRows)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var project_id uuid.UUID
-		if err := rows.Scan(&project_id); err != nil {
-			return nil, err
-		}
-		items = append(items, project_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }

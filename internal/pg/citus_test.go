@@ -36,11 +36,11 @@ var multiShard = map[string]string{
 	"KnowledgeExpire":             "the expiry sweep, across projects, a batch per run",
 	"WakeDeleteOld":               "the wake retention sweep, across projects, a batch per statement",
 	"IdempotencyKeyDeleteExpired": "the idempotency clean-up, across organisations, a batch per statement",
-	"AgentWakeProjects":           "the pager's candidates: its agent's projects with wakes; its request names no project",
+	"WakeListAgentProjects":       "the pager's candidates: its agent's projects with wakes; its request names no project",
 	"AgentListRooms":              "an agent's rooms across projects (the all-rooms address)",
-	"WakeEventBacklog":            "the sweep: projects with wake events to fold, a bounded list, without locks",
-	"WebhookAgents":               "the dispatch: agents with a webhook (one row per configured webhook)",
-	"WebhookWakeProjects":         "the dispatch: projects with pending webhook wakes, a bounded list, without locks",
+	"WakeEventListBacklog":        "the sweep: projects with wake events to fold, a bounded list, without locks",
+	"WakeListWebhookAgents":       "the dispatch: agents with a webhook (one row per configured webhook)",
+	"WakeListWebhookProjects":     "the dispatch: projects with pending webhook wakes, a bounded list, without locks",
 	"ThreadListIdle":              "the idle sweep: candidates across projects, a batch per run, without locks",
 	"WakeList":                    "operator command: wakes of every project",
 	"WakeTargetList":              "operator command: every webhook",
@@ -60,9 +60,9 @@ var multiShardFunctions = map[string]string{
 // statement, which Citus workers would not see. On Citus the resolver takes the
 // statement-by-statement path (CredentialRows, ScopeBindPart, AgentGetIdentity; ScopeBindAgentRoom serves both).
 var plainOnly = map[string]string{
-	"AssumeCredentialTenant": "sets the tenant with set_config (one-round-trip resolution)",
-	"BindOwnPart":            "reads the tenant AssumeCredentialTenant set",
-	"OwnAgentIdentity":       "reads the tenant AssumeCredentialTenant set",
+	"CredentialAssumeTenant": "sets the tenant with set_config (one-round-trip resolution)",
+	"ScopeBindOwnPart":       "reads the tenant CredentialAssumeTenant set",
+	"AgentGetOwnIdentity":    "reads the tenant CredentialAssumeTenant set",
 }
 
 // refusedOnCitus are the queries a Citus coordinator refuses to plan today, the gaps

@@ -163,9 +163,9 @@ func (s *Service) NeedsYou(ctx context.Context, sc tenancy.Scope) ([]Need, error
 	if sc.Admitted() != nil {
 		return nil, nil
 	}
-	var rows []db.NeedsYouRow
+	var rows []db.RoomListNeedsYouRow
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		rows, err = s.Q.NeedsYou(ctx, tx, db.NeedsYouParams{ProjectID: sc.ProjectID, ViewerIsHost: sc.IsHost(),
+		rows, err = s.Q.RoomListNeedsYou(ctx, tx, db.RoomListNeedsYouParams{ProjectID: sc.ProjectID, ViewerIsHost: sc.IsHost(),
 			ViewerOrgID: sc.OrgID, ViewerReviews: sc.IsHost() && sc.IsOrgAdmin(), Lim: MaxNeedsPerKind})
 		return err
 	})
@@ -184,7 +184,7 @@ const MaxTaskList = 100
 
 // PersonTask is a task as the Tasks tab shows it: the whole of it, with its files.
 type PersonTask struct {
-	db.TasksForPeopleRow
+	db.TaskListForPeopleRow
 	Attachments []Attachment
 }
 
@@ -204,7 +204,7 @@ func (s *Service) TasksForPeople(ctx context.Context, sc tenancy.Scope) ([]Perso
 	}
 	var out []PersonTask
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		rows, err := s.Q.TasksForPeople(ctx, tx, db.TasksForPeopleParams{ProjectID: sc.ProjectID, ViewerIsHost: sc.IsHost(),
+		rows, err := s.Q.TaskListForPeople(ctx, tx, db.TaskListForPeopleParams{ProjectID: sc.ProjectID, ViewerIsHost: sc.IsHost(),
 			ViewerOrgID: sc.OrgID, Lim: MaxTaskList})
 		if err != nil || len(rows) == 0 {
 			return err
@@ -212,7 +212,7 @@ func (s *Service) TasksForPeople(ctx context.Context, sc tenancy.Scope) ([]Perso
 		ids, idx := make([]uuid.UUID, len(rows)), map[uuid.UUID]int{}
 		out = make([]PersonTask, len(rows))
 		for i, r := range rows {
-			out[i], ids[i], idx[r.ID] = PersonTask{TasksForPeopleRow: r}, r.ID, i
+			out[i], ids[i], idx[r.ID] = PersonTask{TaskListForPeopleRow: r}, r.ID, i
 		}
 		files, err := s.Q.AttachmentListByTask(ctx, tx, db.AttachmentListByTaskParams{ProjectID: sc.ProjectID, TaskIds: ids, InlineMax: 0})
 		if err != nil {
@@ -260,7 +260,7 @@ func (s *Service) CancelTask(ctx context.Context, sc tenancy.Scope, taskID strin
 		if finalStatus(t.Status) {
 			return apperr.New(apperr.Conflict, "Task %s is %s and cannot be canceled", id, t.Status)
 		}
-		if err := s.Q.CancelTask(ctx, tx, db.CancelTaskParams{ProjectID: sc.ProjectID, ID: id}); err != nil {
+		if err := s.Q.TaskCancel(ctx, tx, db.TaskCancelParams{ProjectID: sc.ProjectID, ID: id}); err != nil {
 			return err
 		}
 		return s.card(ctx, tx, sc, "task", fmt.Sprintf("[task] %q canceled by %s.", excerpt(t.Goal, 80), sc.Person.Name), id, s.now())
@@ -273,7 +273,7 @@ func (s *Service) CancelTask(ctx context.Context, sc tenancy.Scope, taskID strin
 
 // RosterEntry is one part of the room as people see it.
 type RosterEntry struct {
-	db.RosterForPeopleRow
+	db.MembershipListForPeopleRow
 	// Limited is set while the part is parked (its wake budget is spent): until then it is
 	// not woken.
 	Limited bool
@@ -285,9 +285,9 @@ func (s *Service) RosterForPeople(ctx context.Context, sc tenancy.Scope) ([]Rost
 	if err := requireAgreement(sc); err != nil {
 		return nil, err
 	}
-	var rows []db.RosterForPeopleRow
+	var rows []db.MembershipListForPeopleRow
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		rows, err = s.Q.RosterForPeople(ctx, tx, sc.ProjectID)
+		rows, err = s.Q.MembershipListForPeople(ctx, tx, sc.ProjectID)
 		return err
 	})
 	if err != nil {
@@ -296,7 +296,7 @@ func (s *Service) RosterForPeople(ctx context.Context, sc tenancy.Scope) ([]Rost
 	now := s.now()
 	out := make([]RosterEntry, len(rows))
 	for i, r := range rows {
-		out[i] = RosterEntry{RosterForPeopleRow: r, Limited: r.ParkedUntil != nil && r.ParkedUntil.After(now)}
+		out[i] = RosterEntry{MembershipListForPeopleRow: r, Limited: r.ParkedUntil != nil && r.ParkedUntil.After(now)}
 	}
 	return out, nil
 }

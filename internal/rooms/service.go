@@ -218,7 +218,7 @@ func (s *Service) card(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, kind, c
 	var err error
 	if sc.IsPerson() {
 		// A person's action (the dashboard): the card names them as their posts do.
-		err = s.Q.InsertPersonCard(ctx, tx, db.InsertPersonCardParams{ProjectID: sc.ProjectID, ID: newID(), Kind: kind,
+		err = s.Q.RoomMessageInsertPersonCard(ctx, tx, db.RoomMessageInsertPersonCardParams{ProjectID: sc.ProjectID, ID: newID(), Kind: kind,
 			AuthorUserID: &sc.Person.UserID, AuthorName: &sc.Person.Name, AuthorOrgID: &sc.OrgID, Content: content, RefID: &ref, CreatedAt: at})
 	} else {
 		err = s.Q.RoomMessageInsert(ctx, tx, db.RoomMessageInsertParams{

@@ -43,23 +43,23 @@ type Resolver struct {
 
 func unauthenticated(msg string) error { return apperr.New(apperr.Unauthenticated, "%s", msg) }
 
-// assume queues AssumeCredentialTenant: the credentials are verified in the database and,
+// assume queues CredentialAssumeTenant: the credentials are verified in the database and,
 // when they match, the transaction's tenant becomes theirs, with no round trip of its own
 // (it travels with the bind statement that follows). The transaction's settings must name
 // the credentials' public ids (pg.Tenant.Lookup).
 func (r *Resolver) assume(ctx context.Context, tx *pg.Tx, key auth.Parsed, code *auth.Parsed, projectID *uuid.UUID) error {
-	p := db.AssumeCredentialTenantParams{KeyID: key.ID, KeyHash: key.Hash(), ProjectID: projectID}
+	p := db.CredentialAssumeTenantParams{KeyID: key.ID, KeyHash: key.Hash(), ProjectID: projectID}
 	if code != nil {
 		p.CodeID, p.CodeHash = code.ID, code.Hash()
 	}
-	if err := tx.Pipeline(func() error { return r.Q.AssumeCredentialTenant(ctx, tx, p) }); err != nil {
+	if err := tx.Pipeline(func() error { return r.Q.CredentialAssumeTenant(ctx, tx, p) }); err != nil {
 		return fmt.Errorf("verify credentials: %w", err)
 	}
 	return nil
 }
 
 // bindVerified is the one-round-trip resolution (plain PostgreSQL): BEGIN, the lookup
-// settings, AssumeCredentialTenant, the bind statement (which reads the tenant that only
+// settings, CredentialAssumeTenant, the bind statement (which reads the tenant that only
 // verified credentials set) and COMMIT, pipelined. found is false when the bind found no
 // row: the credentials, the part or the membership is wrong, and the caller takes the
 // statement-by-statement path, which says which. A revoked key or code, or an agreement
@@ -139,7 +139,7 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 				return err
 			}
 			tx.CommitWithNext(ctx)
-			id, err := r.Q.OwnAgentIdentity(ctx, tx)
+			id, err := r.Q.AgentGetOwnIdentity(ctx, tx)
 			if pg.IsNoRows(err) {
 				return nil
 			}
@@ -274,7 +274,7 @@ func (r *Resolver) Part(ctx context.Context, connectCode, part, key string) (Sco
 	}
 	if !r.DB.Citus() {
 		s, found, err := r.bindVerified(ctx, "resolve part", k, &code, nil, func(tx *pg.Tx) (db.ScopeBindPartRow, error) {
-			row, err := r.Q.BindOwnPart(ctx, tx, part)
+			row, err := r.Q.ScopeBindOwnPart(ctx, tx, part)
 			return db.ScopeBindPartRow(row), err
 		})
 		if err == nil && found {

@@ -332,7 +332,7 @@ func (s *Service) CloseIdle(ctx context.Context, idle time.Duration) (int, error
 			}
 			by := "idle"
 			for _, p := range order {
-				ids, err := s.Q.LockIdleThreads(ctx, tx, db.LockIdleThreadsParams{ProjectID: p, Ids: byProject[p], Cutoff: cutoff})
+				ids, err := s.Q.ThreadLockIdle(ctx, tx, db.ThreadLockIdleParams{ProjectID: p, Ids: byProject[p], Cutoff: cutoff})
 				if err != nil {
 					return err
 				}
@@ -392,7 +392,7 @@ func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID
 		if err != nil {
 			return err
 		}
-		t, err := s.Q.ThreadForCancel(ctx, tx, db.ThreadForCancelParams{ProjectID: projectID, ThreadID: threadID})
+		t, err := s.Q.ThreadGetForCancel(ctx, tx, db.ThreadGetForCancelParams{ProjectID: projectID, ThreadID: threadID})
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "no thread %s in project %s", threadID, project)
 		}

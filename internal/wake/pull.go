@@ -58,7 +58,7 @@ func (s *Service) claim(ctx context.Context, a Agent) (*Wake, error) {
 		// wakes are listed first (oldest first), then, project by project, the events are
 		// folded into the pending wakes and a wake claimed, in one round trip (pipelined):
 		// on Citus both are router statements, which FOR UPDATE needs.
-		projects, err := s.Q.AgentWakeProjects(ctx, tx, db.AgentWakeProjectsParams{AgentID: a.ID, Now: now, MaxRows: claimProjects})
+		projects, err := s.Q.WakeListAgentProjects(ctx, tx, db.WakeListAgentProjectsParams{AgentID: a.ID, Now: now, MaxRows: claimProjects})
 		if err != nil {
 			return err
 		}

@@ -158,7 +158,7 @@ func (s *Service) Queue(ctx context.Context, tx *pg.Tx, r Request) error {
 	// SELECT reading a reference table goes to every shard): rooms' AlwaysOnOnly requests
 	// first keep the parts of always-on agents, by a router read.
 	if r.AlwaysOnOnly {
-		members, err = s.Q.AlwaysOnMembers(ctx, tx, db.AlwaysOnMembersParams{ProjectID: r.ProjectID, MemberIds: members})
+		members, err = s.Q.MembershipListAlwaysOn(ctx, tx, db.MembershipListAlwaysOnParams{ProjectID: r.ProjectID, MemberIds: members})
 		if err != nil {
 			return fmt.Errorf("wake queue: %w", err)
 		}
@@ -284,15 +284,15 @@ func (s *Service) Coalesce(ctx context.Context, now time.Time, webhookOnly bool)
 		more := false
 		err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 			n, more = 0, false
-			arg := db.WakeEventBacklogParams{WebhookOnly: webhookOnly, MaxRows: foldProjects}
+			arg := db.WakeEventListBacklogParams{WebhookOnly: webhookOnly, MaxRows: foldProjects}
 			if webhookOnly {
-				agents, err := s.Q.WebhookAgents(ctx, tx)
+				agents, err := s.Q.WakeListWebhookAgents(ctx, tx)
 				if err != nil || len(agents) == 0 {
 					return err
 				}
 				arg.WebhookAgents = agents
 			}
-			backlog, err := s.Q.WakeEventBacklog(ctx, tx, arg)
+			backlog, err := s.Q.WakeEventListBacklog(ctx, tx, arg)
 			if err != nil {
 				return err
 			}

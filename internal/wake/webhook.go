@@ -367,11 +367,11 @@ const (
 func (s *Service) dispatchBatch(ctx context.Context, now time.Time) (int, error) {
 	n := 0
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		agents, err := s.Q.WebhookAgents(ctx, tx)
+		agents, err := s.Q.WakeListWebhookAgents(ctx, tx)
 		if err != nil || len(agents) == 0 {
 			return err
 		}
-		projects, err := s.Q.WebhookWakeProjects(ctx, tx, db.WebhookWakeProjectsParams{AgentIds: agents, MaxRows: dispatchProjects})
+		projects, err := s.Q.WakeListWebhookProjects(ctx, tx, db.WakeListWebhookProjectsParams{AgentIds: agents, MaxRows: dispatchProjects})
 		if err != nil {
 			return err
 		}
@@ -415,7 +415,7 @@ type permanentError struct{ error }
 func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) error {
 	s := w.s
 	var row db.WakeGetForDeliveryRow
-	var target db.WakeTargetRow
+	var target db.WakeTargetGetRow
 	hasTarget := false
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		var err error
@@ -425,7 +425,7 @@ func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) err
 		}
 		// The webhook is read apart: wake_target is sharded by organisation (Citus joins
 		// only within one shard group). None (deleted meanwhile) is no row.
-		target, err = s.Q.WakeTarget(ctx, tx, db.WakeTargetParams{OrgID: row.AgentOrgID, AgentID: row.AgentID})
+		target, err = s.Q.WakeTargetGet(ctx, tx, db.WakeTargetGetParams{OrgID: row.AgentOrgID, AgentID: row.AgentID})
 		if pg.IsNoRows(err) {
 			return nil
 		}

@@ -11,7 +11,7 @@ SELECT 'code'::text, c.project_id, c.project_id, c.secret_hash
 FROM connect_code c
 WHERE c.code_id = sqlc.arg(code_id)::text AND c.revoked_at IS NULL;
 
--- name: AssumeCredentialTenant :exec
+-- name: CredentialAssumeTenant :exec
 -- Verifies an agent key (and a connect code, when code_id is not empty) and, only when they
 -- match, makes the transaction's tenant theirs: the key's organisation and agent, and the
 -- code's project (or project_id, the room of a per-room address); then the directory lists
@@ -42,8 +42,8 @@ SELECT a.slug, a.name, a.model, a.kind, o.name AS org_name,
 FROM agent a JOIN organisation o ON o.id = a.org_id
 WHERE a.org_id = $1 AND a.id = $2;
 
--- name: OwnAgentIdentity :one
--- AgentGetIdentity after AssumeCredentialTenant, in the same round trip, with the agent's
+-- name: AgentGetOwnIdentity :one
+-- AgentGetIdentity after CredentialAssumeTenant, in the same round trip, with the agent's
 -- presence moved in every room where it is admitted (MembershipTouchByAgent): the agent is
 -- the tenant's, which only a verified key sets (no row otherwise).
 WITH touch AS (

@@ -59,7 +59,7 @@ WHERE e.project_id = sqlc.arg(project_id) AND e.id = sqlc.arg(id) AND e.deprecat
   AND (e.org_id = sqlc.arg(viewer_org_id) OR sqlc.arg(viewer_is_host)::boolean)
 RETURNING e.deprecated_at;
 
--- name: NeedsYou :many
+-- name: RoomListNeedsYou :many
 -- What in one room waits for the person's organisation, newest first, at most lim of each
 -- kind, in one statement: open threads flagged needsHuman (for a guest, those its parts
 -- take part in), done results its agents sent that nobody accepted or rejected yet, and
@@ -96,13 +96,13 @@ SELECT n.kind::text AS kind, n.id::uuid AS id, n.title::text AS title, n.at::tim
 ) n
 ORDER BY n.at DESC, n.id;
 
--- name: InsertPersonCard :exec
+-- name: RoomMessageInsertPersonCard :exec
 -- A card a person's action leaves in the conversation (a task reviewed or canceled).
 INSERT INTO room_message (project_id, id, kind, author_user_id, author_name, author_org_id, content, ref_id, created_at)
 VALUES (sqlc.arg(project_id), sqlc.arg(id), sqlc.arg(kind), sqlc.arg(author_user_id), sqlc.arg(author_name),
   sqlc.arg(author_org_id), sqlc.arg(content), sqlc.arg(ref_id), sqlc.arg(created_at));
 
--- name: TasksForPeople :many
+-- name: TaskListForPeople :many
 -- The Tasks tab: the room's tasks, newest first; a guest's people see only the tasks their
 -- company sent or received.
 SELECT k.id, k.goal, k.priority, k.deadline, k.status, k.result, k.review, k.review_comment, k.reviewed_at,
@@ -119,11 +119,11 @@ WHERE k.project_id = sqlc.arg(project_id)
 ORDER BY k.id DESC
 LIMIT sqlc.arg(lim);
 
--- name: CancelTask :exec
+-- name: TaskCancel :exec
 UPDATE room_task SET status = 'canceled', updated_at = now()
 WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id);
 
--- name: RosterForPeople :many
+-- name: MembershipListForPeople :many
 -- The room's parts for people: who, which company, last seen, and until when a part is
 -- parked (its wake budget spent: the amber "limited until" badge).
 SELECT m.part, m.is_main, m.org_id, coalesce(a.name, '')::text AS agent_name, coalesce(o.name, '')::text AS org_name,

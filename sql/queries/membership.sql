@@ -40,7 +40,7 @@ WHERE m.project_id = sqlc.arg(project_id) AND m.part = sqlc.arg(part);
 
 -- name: ScopeBindAgentRoom :one
 -- The same for an agent entering one room (after rr_set_directory too). The agent is the
--- tenant's (rr_agent()), so the statement also serves right after AssumeCredentialTenant,
+-- tenant's (rr_agent()), so the statement also serves right after CredentialAssumeTenant,
 -- in the same round trip: only verified credentials set it.
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
@@ -66,8 +66,8 @@ JOIN organisation ho ON ho.id = p.host_org_id
 LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
 WHERE m.project_id = sqlc.arg(project_id) AND m.agent_id = rr_agent() AND m.org_id = rr_org();
 
--- name: BindOwnPart :one
--- ScopeBindPart after AssumeCredentialTenant, in the same round trip: the project and the
+-- name: ScopeBindOwnPart :one
+-- ScopeBindPart after CredentialAssumeTenant, in the same round trip: the project and the
 -- agent are the tenant's (rr_project(), rr_agent()), which only verified credentials set,
 -- and the part must be the key's agent's own in the key's organisation (no row otherwise:
 -- the resolver then finds out why the slow way). Plain PostgreSQL only (Citus routes a

@@ -159,20 +159,20 @@ RETURNING parked_until;
 
 -- name: ThreadListIdle :many
 -- Cross-tenant (operator): open threads without a message since the cutoff, oldest first,
--- read without locks from every shard; each project's are then locked by LockIdleThreads.
+-- read without locks from every shard; each project's are then locked by ThreadLockIdle.
 SELECT project_id, id FROM thread
 WHERE status = 'open' AND last_message_at < @cutoff
 ORDER BY last_message_at
 LIMIT @lim;
 
--- name: LockIdleThreads :many
+-- name: ThreadLockIdle :many
 -- Of a project's idle candidates, those still open and idle, locked; one a reply or a
 -- close holds is skipped until the next run. One project: a router query on Citus.
 SELECT id FROM thread
 WHERE project_id = @project_id AND id = ANY (@ids::uuid[]) AND status = 'open' AND last_message_at < @cutoff
 FOR UPDATE SKIP LOCKED;
 
--- name: ThreadForCancel :one
+-- name: ThreadGetForCancel :one
 -- Operator: a thread of a project (found by ProjectGetIDBySlug), locked, for people's
 -- commands. The project is found first: FOR UPDATE of a thread joined to reference tables
 -- is refused on Citus.

@@ -25,14 +25,14 @@ LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.o
 -- names the project, its threads and its last item
 WHERE m.org_id = sqlc.arg(host_org_id)::uuid OR ag.project_id IS NOT NULL;
 
--- name: AlwaysOnMembers :many
+-- name: MembershipListAlwaysOn :many
 -- Of the parts named, those whose agent is always-on (rooms' AlwaysOnOnly requests queue
 -- only these): read before WakeEventQueue, which must not read the agent table.
 SELECT m.id FROM membership m JOIN agent a ON a.id = m.agent_id
 WHERE m.project_id = sqlc.arg(project_id)::uuid AND m.id = ANY (sqlc.arg(member_ids)::uuid[])
   AND a.kind = 'always_on';
 
--- name: WakeEventBacklog :many
+-- name: WakeEventListBacklog :many
 -- Projects with wake events to fold, with their agents (the sweep: every agent; the
 -- webhook dispatch: the agents given, those with a webhook). It reads every shard of
 -- wake_event, without locks; each project is then folded by its own router statement.
@@ -41,7 +41,7 @@ WHERE NOT sqlc.arg(webhook_only)::boolean OR e.agent_id = ANY (sqlc.arg(webhook_
 GROUP BY e.project_id
 LIMIT sqlc.arg(max_rows)::integer;
 
--- name: WebhookAgents :many
+-- name: WakeListWebhookAgents :many
 -- The agents with a webhook (the dispatch's candidates): one row per configured webhook.
 SELECT agent_id FROM wake_target;
 
@@ -134,7 +134,7 @@ RETURNING id, status;
 UPDATE membership SET parked_until = NULL, updated_at = sqlc.arg(now)::timestamptz
 WHERE parked_until IS NOT NULL AND parked_until <= sqlc.arg(now)::timestamptz;
 
--- name: WebhookWakeProjects :many
+-- name: WakeListWebhookProjects :many
 -- Projects with pending wakes of the agents given (those with a webhook): the dispatch's
 -- candidates, read from every shard without locks (wake_agent_idx).
 SELECT DISTINCT w.project_id FROM wake w
@@ -174,7 +174,7 @@ FROM c WHERE w.project_id = sqlc.arg(project_id)::uuid AND w.project_id = c.proj
 RETURNING w.project_id, w.id;
 
 -- name: WakeGetForDelivery :one
--- The wake a delivery job sends; its webhook is read apart (WakeTarget): wake_target is
+-- The wake a delivery job sends; its webhook is read apart (WakeTargetGet): wake_target is
 -- sharded by organisation, wake by project, and Citus joins only within one group.
 SELECT w.project_id, w.id, w.member_id, w.agent_id, w.part, w.status, w.urgent, w.sources,
   w.count, w.thread_counts, w.other_count, w.last_item_id, w.created_at, w.attempts,
@@ -186,7 +186,7 @@ JOIN organisation o ON o.id = a.org_id
 JOIN project p ON p.id = w.project_id
 WHERE w.project_id = sqlc.arg(project_id) AND w.id = sqlc.arg(id);
 
--- name: WakeTarget :one
+-- name: WakeTargetGet :one
 -- An agent's webhook, for a delivery.
 SELECT url, secret_enc FROM wake_target WHERE org_id = sqlc.arg(org_id) AND agent_id = sqlc.arg(agent_id);
 
@@ -198,7 +198,7 @@ UPDATE wake SET status = sqlc.arg(status)::text, attempts = attempts + sqlc.arg(
   updated_at = sqlc.arg(now)::timestamptz
 WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id) AND status = 'sending';
 
--- name: AgentWakeProjects :many
+-- name: WakeListAgentProjects :many
 -- The pager's candidates: the agent's projects with wake events to fold or wakes to claim
 -- (pending, or claimed with the lease run out), the oldest first. The pager's request
 -- names no project, so this reads every shard (wake_agent_idx, wake_event_agent_idx),
