@@ -1,88 +1,12 @@
 package app_test
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
-
-// chromiumPath is Debian's chromium package, which .ci/run installs (browser downloads do
-// not work here).
-const chromiumPath = "/usr/bin/chromium"
-
-// headlessChromium starts a headless Chromium for one test; the test is skipped, saying why,
-// when the package is not installed. CDP_DEBUG=1 logs the DevTools protocol to stderr.
-func headlessChromium(t *testing.T) context.Context {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("browser test skipped: %s is absent (apt-get install -y chromium; .ci/run installs it)", chromiumPath)
-	}
-	// As root Chromium runs only without its sandbox; /dev/shm is small in containers.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromiumPath), chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(412, 915),
-		chromedp.UserDataDir(t.TempDir()))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	var copts []chromedp.ContextOption
-	if os.Getenv("CDP_DEBUG") != "" {
-		copts = append(copts, chromedp.WithDebugf(func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }))
-	}
-	ctx, cancelCtx := chromedp.NewContext(actx, copts...)
-	// A bound on the whole test, so a stuck browser fails it rather than hang the run.
-	ctx, cancelTime := context.WithTimeout(ctx, browserTestBound)
-	t.Cleanup(func() { cancelTime(); cancelCtx(); cancelAlloc() })
-	return ctx
-}
-
-// browserTestBound ends a stuck browser test; waitBound a wait that will not succeed. Neither
-// times anything: on a loaded machine Chromium alone takes 10-20 s to start.
-const (
-	browserTestBound = 5 * time.Minute
-	waitBound        = 30 * time.Second
-)
-
-// screenshot saves the page under the test's artifacts (go test -artifacts keeps them).
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
-	if err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
-	}
-	path := filepath.Join(t.ArtifactDir(), name+".png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
-}
-
-// waitText waits until the element's text contains want. It asks again after a navigation
-// (a form post replaces the page under a running query); the bound only ends a failing test.
-func waitText(ctx context.Context, sel, want string) error {
-	expr := `(document.querySelector(` + jsString(sel) + `)||{textContent:""}).textContent.includes(` + jsString(want) + `)`
-	deadline := time.Now().Add(waitBound)
-	for {
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
-		if err == nil && ok {
-			return nil
-		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+jsString(sel)+`)||{textContent:"(absent)"}).textContent`))
-			return fmt.Errorf("%s never contained %q (last error %v): %s", sel, want, err, text)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func jsString(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return `"` + r.Replace(s) + `"`
-}
 
 func TestDashboardInABrowser(t *testing.T) {
 	t.Parallel()

@@ -170,15 +170,30 @@ func sdkOAuthClient(t *testing.T, s *server, endpoint, pick string) *sdk.ClientS
 // at documentURL instead of registering (when not "").
 func sdkOAuthClientWith(t *testing.T, br *browser, endpoint, pick, documentURL string) *sdk.ClientSession {
 	t.Helper()
+	return sdkOAuthConnect(t, endpoint, callbackURL, documentURL, 30*time.Second, func(_ context.Context, authURL string) (*url.URL, error) {
+		return br.authorize(authURL, pick), nil
+	})
+}
+
+// sdkOAuthConnect connects the go-sdk's client to endpoint with nothing but its URL, its
+// redirect URI, and its client ID metadata document when documentURL is not ""; consent
+// opens the authorization URL and returns the callback URL the person's browser was
+// sent to. bound only ends a connection that will not succeed.
+func sdkOAuthConnect(t *testing.T, endpoint, redirectURL, documentURL string, bound time.Duration,
+	consent func(ctx context.Context, authURL string) (*url.URL, error)) *sdk.ClientSession {
+	t.Helper()
 	cfg := &sdkauth.AuthorizationCodeHandlerConfig{
 		DynamicClientRegistrationConfig: &sdkauth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
-			RedirectURIs: []string{callbackURL}, ClientName: "relayroom e2e", GrantTypes: []string{"authorization_code", "refresh_token"},
+			RedirectURIs: []string{redirectURL}, ClientName: "relayroom e2e", GrantTypes: []string{"authorization_code", "refresh_token"},
 			TokenEndpointAuthMethod: "none",
 		}},
-		RedirectURL:         callbackURL,
+		RedirectURL:         redirectURL,
 		RequestRefreshToken: true,
 		AuthorizationCodeFetcher: func(ctx context.Context, args *sdkauth.AuthorizationArgs) (*sdkauth.AuthorizationResult, error) {
-			cb := br.authorize(args.URL, pick)
+			cb, err := consent(ctx, args.URL)
+			if err != nil {
+				return nil, err
+			}
 			q := cb.Query()
 			if q.Get("error") != "" {
 				return nil, fmt.Errorf("authorization: %s", q.Get("error"))
@@ -194,7 +209,7 @@ func sdkOAuthClientWith(t *testing.T, br *browser, endpoint, pick, documentURL s
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	t.Cleanup(cancel)
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "relayroom-e2e", Version: "1"}, nil).
 		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, OAuthHandler: h}, nil)

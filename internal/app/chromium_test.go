@@ -1,0 +1,143 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath is Debian's chromium package, which .ci/run installs (browser downloads do
+// not work here).
+const chromiumPath = "/usr/bin/chromium"
+
+// headlessChromium starts a headless Chromium for one test; the test is skipped, saying why,
+// when the package is not installed. CDP_DEBUG=1 logs the DevTools protocol to stderr.
+func headlessChromium(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is absent: .ci/run installs it, and CI must run the browser tests", chromiumPath)
+		}
+		t.Skipf("browser test skipped: %s is absent (apt-get install -y chromium; .ci/run installs it)", chromiumPath)
+	}
+	// As root Chromium runs only without its sandbox; /dev/shm is small in containers.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromiumPath), chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(412, 915),
+		chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	var copts []chromedp.ContextOption
+	if os.Getenv("CDP_DEBUG") != "" {
+		copts = append(copts, chromedp.WithDebugf(func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }))
+	}
+	ctx, cancelCtx := chromedp.NewContext(actx, copts...)
+	// A bound on the whole test, so a stuck browser fails it rather than hang the run.
+	ctx, cancelTime := context.WithTimeout(ctx, browserTestBound)
+	t.Cleanup(func() { cancelTime(); cancelCtx(); cancelAlloc() })
+	return ctx
+}
+
+// browserTestBound ends a stuck browser test; waitBound a wait that will not succeed. Neither
+// times anything: on a loaded machine Chromium alone takes 10-20 s to start.
+const (
+	browserTestBound = 5 * time.Minute
+	waitBound        = 30 * time.Second
+)
+
+// screenshot saves the page under the test's artifacts (go test -artifacts keeps them).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(t.ArtifactDir(), name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+// waitText waits until the element's text contains want. It asks again after a navigation
+// (a form post replaces the page under a running query); the bound only ends a failing test.
+func waitText(ctx context.Context, sel, want string) error {
+	expr := `(document.querySelector(` + jsString(sel) + `)||{textContent:""}).textContent.includes(` + jsString(want) + `)`
+	deadline := time.Now().Add(waitBound)
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		if err == nil && ok {
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+jsString(sel)+`)||{textContent:"(absent)"}).textContent`))
+			return fmt.Errorf("%s never contained %q (last error %v): %s", sel, want, err, text)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func jsString(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
+}
+
+
+// chromiumConsent opens an authorization URL in the browser as a person would: signs in as
+// Ana when the login page comes first (not when the browser's session cookie is still
+// good), ticks the choice whose label contains pick on the consent page and presses
+// Allow. Chromium itself follows the server's redirect to the client's callback; the
+// caller waits for it there.
+func chromiumConsent(ctx context.Context, authURL, pick string) error {
+	if err := chromedp.Do(ctx, chromedp.Navigate(authURL)); err != nil {
+		return fmt.Errorf("open %s: %w", authURL, err)
+	}
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		return fmt.Errorf("location: %w", err)
+	}
+	u, err := url.Parse(loc)
+	if err != nil {
+		return fmt.Errorf("location %q: %w", loc, err)
+	}
+	if u.Path == "/login" {
+		err := chromedp.Do(ctx,
+			chromedp.WaitVisible("#email"),
+			chromedp.SendKeys("#email", anaEmail),
+			chromedp.SendKeys("#password", anaPassword),
+			chromedp.Submit("#password"),
+		)
+		if err != nil {
+			return fmt.Errorf("sign in: %w", err)
+		}
+	}
+	allow := `button[name="decision"][value="allow"]`
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(allow)); err != nil {
+		return fmt.Errorf("the consent page never showed its Allow button: %w (%s)", err, pageText(ctx))
+	}
+	picked, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		for (const l of document.querySelectorAll('label[for^="choice"]')) {
+			if (l.textContent.includes(`+jsString(pick)+`)) { document.getElementById(l.htmlFor).click(); return true; }
+		}
+		return false;
+	})()`))
+	if err != nil || !picked {
+		return fmt.Errorf("no choice %q on the consent page (%v): %s", pick, err, pageText(ctx))
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(allow)); err != nil {
+		return fmt.Errorf("allow: %w", err)
+	}
+	return nil
+}
+
+// pageText is the open page's address and text, for a failure message.
+func pageText(ctx context.Context) string {
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+	return loc + ": " + text
+}
