@@ -87,7 +87,6 @@ func jsString(s string) string {
 	return `"` + r.Replace(s) + `"`
 }
 
-
 // chromiumConsent opens an authorization URL in the browser as a person would: signs in as
 // Ana when the login page comes first (not when the browser's session cookie is still
 // good), ticks the choice whose label contains pick on the consent page and presses
