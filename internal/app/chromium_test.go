@@ -64,10 +64,9 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Logf("screenshot: %s", path)
 }
 
-// waitText waits until the element's text contains want. It asks again after a navigation
+// waitFor waits until the JavaScript expression is true. It asks again after a navigation
 // (a form post replaces the page under a running query); the bound only ends a failing test.
-func waitText(ctx context.Context, sel, want string) error {
-	expr := `(document.querySelector(` + jsString(sel) + `)||{textContent:""}).textContent.includes(` + jsString(want) + `)`
+func waitFor(ctx context.Context, expr string) error {
 	deadline := time.Now().Add(waitBound)
 	for {
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
@@ -75,11 +74,27 @@ func waitText(ctx context.Context, sel, want string) error {
 			return nil
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+jsString(sel)+`)||{textContent:"(absent)"}).textContent`))
-			return fmt.Errorf("%s never contained %q (last error %v): %s", sel, want, err, text)
+			return fmt.Errorf("never true (last error %v): %s", err, expr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// waitText waits until the element's text contains want.
+func waitText(ctx context.Context, sel, want string) error {
+	if err := waitFor(ctx, `(document.querySelector(`+jsString(sel)+`)||{textContent:""}).textContent.includes(`+jsString(want)+`)`); err != nil {
+		text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+jsString(sel)+`)||{textContent:"(absent)"}).textContent`))
+		return fmt.Errorf("%s never contained %q (%w): %s", sel, want, err, text)
+	}
+	return nil
+}
+
+// waitLocation waits until the browser's page is at an address starting with prefix.
+func waitLocation(ctx context.Context, prefix string) error {
+	if err := waitFor(ctx, `location.href.startsWith(`+jsString(prefix)+`)`); err != nil {
+		return fmt.Errorf("the browser never reached %s (%w): %s", prefix, err, pageText(ctx))
+	}
+	return nil
 }
 
 func jsString(s string) string {

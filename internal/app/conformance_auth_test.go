@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -14,13 +15,16 @@ import (
 // scenarios against the issuer, in one run (the grant scenario reads the metadata the
 // first one fetched, so it cannot run alone): the metadata document, and the
 // authorization code grant with PKCE and resource, for which the suite prints the
-// authorization URL and waits on its own loopback callback. The person's browser (signin_test.go) opens that URL, signs
+// authorization URL and waits on its own loopback callback. The person's browser opens that URL, signs
 // in, consents and is sent to the callback, as someone running the suite by hand would.
+// That browser is headless Chromium (chromium_test.go), so the suite's grant is driven
+// through a real browser's form posts, cookies and redirect.
 // Every check must succeed: a warning (client ID metadata documents not advertised) or a
 // skip counts as a failure here.
 func TestAuthorizationServerConformance(t *testing.T) {
 	t.Parallel()
 	node, suite := conformanceSuite(t)
+	ctx := headlessChromium(t)
 	s := startServerFile(t, signInDemo, nil)
 	t.Run("authorization-server-metadata-endpoint and authorization-code-grant", func(t *testing.T) {
 		// The suite's callback listens on the port it is given: one free a moment ago.
@@ -64,21 +68,19 @@ func TestAuthorizationServerConformance(t *testing.T) {
 				continue
 			}
 			opened = true
-			// The browser is sent to the suite's callback, which it follows.
-			cb := newBrowser(t, s.base).authorize(line, "Backend")
-			// The suite prints the URL as it starts listening: the callback may not
-			// accept a connection at once.
-			for i := 0; ; i++ {
-				resp, err := http.Get(cb.String())
-				if err == nil {
-					_ = resp.Body.Close()
-					break
-				}
-				if i == 50 {
-					t.Errorf("the suite's callback: %v", err)
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
+			// The suite prints the URL as it starts listening: the browser is sent to
+			// the callback once it accepts connections. Failures are reported without
+			// stopping, so that the suite's output keeps being read until it ends.
+			if err := waitListening(port); err != nil {
+				t.Errorf("the suite's callback: %v", err)
+				continue
+			}
+			if err := chromiumConsent(ctx, line, "Backend"); err != nil {
+				t.Errorf("sign in and consent in the browser: %v", err)
+				continue
+			}
+			if err := waitLocation(ctx, "http://127.0.0.1:"+port+"/callback?"); err != nil {
+				t.Error(err)
 			}
 		}
 		r := <-done
@@ -101,4 +103,20 @@ func TestAuthorizationServerConformance(t *testing.T) {
 			}
 		}
 	})
+}
+
+// waitListening waits until something accepts connections on the loopback port; the
+// bound only ends a failing test.
+func waitListening(port string) error {
+	deadline := time.Now().Add(waitBound)
+	for {
+		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing listens on port %s: %w", port, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
