@@ -40,6 +40,10 @@ func headlessChromium(t *testing.T) context.Context {
 	// A bound on the whole test, so a stuck browser fails it rather than hang the run.
 	ctx, cancelTime := context.WithTimeout(ctx, browserTestBound)
 	t.Cleanup(func() { cancelTime(); cancelCtx(); cancelAlloc() })
+	// Chromium starts here, so that its start-up is not spent inside a step's bound.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
 	return ctx
 }
 
@@ -119,19 +123,23 @@ func chromiumConsent(ctx context.Context, authURL, pick string) error {
 	if err != nil {
 		return fmt.Errorf("location %q: %w", loc, err)
 	}
+	// Each wait has its own bound, so that a page that never comes fails the test in
+	// waitBound with what the browser shows instead of at the whole test's bound.
+	step, cancel := context.WithTimeout(ctx, waitBound)
+	defer cancel()
 	if u.Path == "/login" {
-		err := chromedp.Do(ctx,
+		err := chromedp.Do(step,
 			chromedp.WaitVisible("#email"),
 			chromedp.SendKeys("#email", anaEmail),
 			chromedp.SendKeys("#password", anaPassword),
 			chromedp.Submit("#password"),
 		)
 		if err != nil {
-			return fmt.Errorf("sign in: %w", err)
+			return fmt.Errorf("sign in: %w (%s)", err, pageText(ctx))
 		}
 	}
 	allow := `button[name="decision"][value="allow"]`
-	if err := chromedp.Do(ctx, chromedp.WaitVisible(allow)); err != nil {
+	if err := chromedp.Do(step, chromedp.WaitVisible(allow)); err != nil {
 		return fmt.Errorf("the consent page never showed its Allow button: %w (%s)", err, pageText(ctx))
 	}
 	picked, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
@@ -143,7 +151,7 @@ func chromiumConsent(ctx context.Context, authURL, pick string) error {
 	if err != nil || !picked {
 		return fmt.Errorf("no choice %q on the consent page (%v): %s", pick, err, pageText(ctx))
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(allow)); err != nil {
+	if err := chromedp.Do(step, chromedp.Click(allow)); err != nil {
 		return fmt.Errorf("allow: %w", err)
 	}
 	return nil

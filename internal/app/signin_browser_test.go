@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -80,10 +79,6 @@ func TestAnMCPClientSignsInInChromium(t *testing.T) {
 	t.Parallel()
 	ctx := headlessChromium(t)
 	s := startServerFile(t, signInDemo, nil)
-	// Chromium starts here, so that its start-up is not spent inside a connection.
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
 	t.Run("one room: sign in, pick the agent, allow; the token lists and calls tools as that agent", func(t *testing.T) {
 		cs := sdkOAuthClientInChromium(t, ctx, fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID), "Architect")
 		if names := toolNames(t, cs); !slices.Contains(names, "post_message") || !slices.Contains(names, "get_messages") {
