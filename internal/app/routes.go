@@ -46,6 +46,7 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 	} {
 		a.mount(e, h)
 	}
+	e.GET("/.well-known/oauth-protected-resource", a.resourceMetadata)
 	e.GET("/.well-known/oauth-protected-resource/*", a.resourceMetadata)
 	a.signInRoutes(e)
 	a.dashboardRoutes(e)
@@ -164,10 +165,14 @@ func (a *App) httpError(err error, c echo.Context) {
 
 // resourceMetadata serves RFC 9728 documents for exactly the resources we protect, from
 // the one helper (auth.ResourceAt) that also makes the challenges and checks audiences: the
-// resource is the endpoint URL as a person pastes it, without query.
+// resource is the endpoint URL as a person pastes it, without query. The root location
+// describes the origin (auth.Origin) for clients that fall back to it.
 func (a *App) resourceMetadata(c echo.Context) error {
 	path := strings.TrimPrefix(c.Request().URL.EscapedPath(), "/.well-known/oauth-protected-resource")
 	res, ok := auth.ResourceAt(a.public(), path)
+	if path == "" {
+		res, ok = auth.Origin(a.public()), true
+	}
 	if !ok {
 		return c.JSON(http.StatusNotFound, map[string]string{"error": "no protected resource at this path"})
 	}

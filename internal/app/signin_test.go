@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/oauth"
 	"github.com/relayroom/relayroom/internal/pg"
 )
@@ -236,14 +237,33 @@ func TestAnMCPClientConnectsWithOnlyTheURL(t *testing.T) {
 			t.Fatal("no tools")
 		}
 	})
-	t.Run("no root resource document: it could name none of the endpoints (docs/auth.md)", func(t *testing.T) {
+	t.Run("the root resource document describes the origin with every endpoint's scopes", func(t *testing.T) {
 		resp, err := http.Get(s.base + "/.well-known/oauth-protected-resource")
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusNotFound {
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("root protected-resource document: %d", resp.StatusCode)
+		}
+		var doc struct {
+			Resource             string   `json:"resource"`
+			AuthorizationServers []string `json:"authorization_servers"`
+			ScopesSupported      []string `json:"scopes_supported"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Resource != s.base {
+			t.Fatalf("resource %q, want the origin %q", doc.Resource, s.base)
+		}
+		if !slices.Equal(doc.AuthorizationServers, []string{s.base}) {
+			t.Fatalf("authorization servers %v", doc.AuthorizationServers)
+		}
+		for _, want := range append([]string{auth.ScopeThreads, auth.ScopeRooms}, auth.DeskScopes...) {
+			if !slices.Contains(doc.ScopesSupported, want) {
+				t.Fatalf("scopes %v lack %q", doc.ScopesSupported, want)
+			}
 		}
 	})
 	t.Run("all rooms", func(t *testing.T) {

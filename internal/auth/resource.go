@@ -12,6 +12,10 @@ const (
 	ResourceRoom     = "room"
 	ResourceAllRooms = "all_rooms"
 	ResourceDesk     = "desk"
+	// ResourceOrigin is the service's origin itself: only the root metadata document
+	// describes it. No token is ever issued for it (ParseResource refuses it), so a client
+	// that reads it still needs an endpoint's own document to connect.
+	ResourceOrigin = "origin"
 )
 
 // Scopes each endpoint asks for in its 401 and lists in its metadata. A person's token
@@ -45,6 +49,8 @@ func (r Resource) Scopes() []string {
 		return []string{ScopeThreads}
 	case ResourceDesk:
 		return DeskScopes
+	case ResourceOrigin:
+		return append([]string{ScopeThreads, ScopeRooms}, DeskScopes...)
 	default:
 		return []string{ScopeRooms}
 	}
@@ -57,6 +63,8 @@ func (r Resource) Name() string {
 		return "relayroom threads"
 	case ResourceDesk:
 		return "relaydesk"
+	case ResourceOrigin:
+		return "relayroom"
 	default:
 		return "relayroom rooms"
 	}
@@ -90,6 +98,14 @@ func ResourceAt(publicURL, path string) (Resource, bool) {
 		return Resource{}, false
 	}
 	return r, true
+}
+
+// Origin is the resource the root metadata document (RFC 9728 3, at
+// /.well-known/oauth-protected-resource itself) describes: the public URL's origin, with
+// every endpoint's scopes. It exists for clients whose last fallback is the root location;
+// it is never a token's audience.
+func Origin(publicURL string) Resource {
+	return Resource{Kind: ResourceOrigin, URL: strings.TrimRight(publicURL, "/")}
 }
 
 // ParseResource checks a `resource` parameter (RFC 8707) against our endpoints: it must

@@ -363,7 +363,7 @@ func TestRecallNeverScansBeyondItsProject(t *testing.T) {
 		if _, err := tx.Exec(ctx, "SELECT set_config('app.project_id', $1, true), set_config('pg_trgm.word_similarity_threshold', '0.5', true)", arch.ProjectID.String()); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, "EXPLAIN "+recallBody(t, e), arch.ProjectID, "deploy rollback", "deploy rollback", nil, float32(0.3), int32(5), time.Now())
+		rows, err := tx.Query(ctx, "EXPLAIN "+recallBody(t, e), arch.ProjectID, "deploy rollback", "deploy rollback", nil, float32(0.3), int32(5), time.Now(), int32(60))
 		if err != nil {
 			return err
 		}
@@ -427,14 +427,14 @@ func recallBody(t testing.TB, e *env) string {
 	}
 	// The function runs its query with EXECUTE … USING (so that Citus can route it and each
 	// call is planned with its values): the query is the text between the $q$ quotes, its
-	// parameters the project, then the function's arguments.
+	// parameters the project, then the function's arguments, then each channel's cap.
 	start, end := strings.Index(src, "$q$"), strings.LastIndex(src, "$q$")
 	if start < 0 || end <= start {
 		t.Fatalf("rr_recall no longer runs one EXECUTE'd query:\n%s", src)
 	}
 	src = src[start+3 : end]
 	// Typed, as the USING values are.
-	for i, typ := range []string{"uuid", "text", "text", "text", "real", "integer", "timestamptz"} {
+	for i, typ := range []string{"uuid", "text", "text", "text", "real", "integer", "timestamptz", "integer"} {
 		src = regexp.MustCompile(fmt.Sprintf(`\$%d\b`, i+1)).ReplaceAllString(src, fmt.Sprintf("$$%d::%s", i+1, typ))
 	}
 	return src

@@ -69,7 +69,7 @@ BEGIN
   WHERE s.score >= $5
   ORDER BY s.score DESC, (s.k).id
   LIMIT $6
-  $q$ USING proj, q, title_q, want_kind, floor, lim, at, 3 * greatest(lim, 1);
+  $q$ USING proj, q, title_q, want_kind, floor, lim, at, 60;
 END
 $fn$;
 

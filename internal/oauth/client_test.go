@@ -1,0 +1,45 @@
+package oauth_test
+
+import (
+	"testing"
+
+	"github.com/relayroom/relayroom/internal/oauth"
+)
+
+// TestRedirectURIs: the redirect URIs the clients people use register with are accepted,
+// and the ones that would hand a code to a script, a file or a stranger are refused.
+func TestRedirectURIs(t *testing.T) {
+	t.Parallel()
+	t.Run("known clients' redirect URIs are accepted", func(t *testing.T) {
+		for _, u := range []string{
+			"https://claude.ai/api/mcp/auth_callback",
+			"https://claude.com/api/mcp/auth_callback",
+			"http://localhost:33418/callback",
+			"https://chatgpt.com/connector/oauth/abc123",
+			"http://127.0.0.1:33418/",
+			"http://[::1]:8080/callback",
+			"https://vscode.dev/redirect",
+			"cursor://anysphere.cursor-mcp/oauth/callback",
+		} {
+			if err := oauth.CheckRedirectURI(u); err != nil {
+				t.Errorf("%s refused: %v", u, err)
+			}
+		}
+	})
+	t.Run("dangerous or foreign redirect URIs are refused", func(t *testing.T) {
+		for _, u := range []string{
+			"javascript:alert(1)",
+			"data:text/html,hi",
+			"file:///etc/passwd",
+			"http://evil.example/callback",
+			"https://claude.ai/api/mcp/auth_callback#frag",
+			"https://user@claude.ai/cb",
+			"/relative/callback",
+			"",
+		} {
+			if err := oauth.CheckRedirectURI(u); err == nil {
+				t.Errorf("%q accepted", u)
+			}
+		}
+	})
+}
