@@ -12,6 +12,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relayroom/relayroom/internal/desk"
 )
 
 // callbackPage is what the client's loopback listener shows the person once the browser
@@ -78,7 +80,7 @@ func sdkOAuthClientInChromium(t *testing.T, ctx context.Context, endpoint, pick 
 func TestAnMCPClientSignsInInChromium(t *testing.T) {
 	t.Parallel()
 	ctx := headlessChromium(t)
-	s := startServerFile(t, signInDemo, nil)
+	s := startServerFile(t, signInDeskDemo, nil)
 	t.Run("one room: sign in, pick the agent, allow; the token lists and calls tools as that agent", func(t *testing.T) {
 		cs := sdkOAuthClientInChromium(t, ctx, fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID), "Architect")
 		if names := toolNames(t, cs); !slices.Contains(names, "post_message") || !slices.Contains(names, "get_messages") {
@@ -95,6 +97,18 @@ func TestAnMCPClientSignsInInChromium(t *testing.T) {
 		who, _ := callJSON(t, cs, "whoami", nil)
 		if who["part"] != "backend" || who["project"] != "Escalations" {
 			t.Fatalf("whoami: %v", who)
+		}
+	})
+	t.Run("all rooms: the agent chosen lists its rooms", func(t *testing.T) {
+		cs := sdkOAuthClientInChromium(t, ctx, s.base+"/api/mcp", "Backend")
+		if _, text := callJSON(t, cs, "list_rooms", map[string]any{}); !strings.Contains(text, "Escalations") {
+			t.Fatalf("list_rooms: %s", text)
+		}
+	})
+	t.Run("desk: the workspace chosen, every permission left ticked", func(t *testing.T) {
+		cs := sdkOAuthClientInChromium(t, ctx, s.base+"/desk/mcp", "Acme Corp")
+		if _, text := callJSON(t, cs, desk.ToolListInboxes, nil); !strings.Contains(text, `"name":"Support"`) {
+			t.Fatalf("list_inboxes: %s", text)
 		}
 	})
 }
