@@ -441,11 +441,14 @@ func TestDeskIngestAPI(t *testing.T) {
 			}
 		}
 	})
-	t.Run("unknown fields, trailing data and oversized bodies are a 400", func(t *testing.T) {
+	t.Run("unknown fields, trailing data, oversized bodies and unstorable text are a 400", func(t *testing.T) {
 		for name, body := range map[string]string{
 			"unknown":  `{"external_id": "x", "workspace_id": "globex"}`,
 			"trailing": conv + `{}`,
 			"oversize": `{"external_id": "` + strings.Repeat("x", desk.MaxIngestBytes) + `"}`,
+			// Postgres stores neither: refused at the edge, never an internal error.
+			"NUL":           strings.NewReplacer("mail-7781", "mail-nul", "Export to PDF", `Export\u0000to PDF`).Replace(conv),
+			"invalid UTF-8": strings.NewReplacer("mail-7781", "mail-utf8", "Export to PDF", "Export \xff to PDF").Replace(conv),
 		} {
 			status, _, got := post(t, convs, ingest, body)
 			if status != http.StatusBadRequest || errorCode(t, got) != "invalid" {

@@ -1,6 +1,7 @@
 package desk
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 // HandlerDeps is what the desk's HTTP routes need.
@@ -54,12 +56,24 @@ type httpHandler struct {
 // decode reads a JSON body of at most MaxIngestBytes holding one object with only known
 // fields.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxIngestBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxIngestBytes))
+	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			return apperr.New(apperr.Invalid, "the body is larger than %d bytes", MaxIngestBytes)
 		}
+		return apperr.New(apperr.Invalid, "cannot read the body: %v", err)
+	}
+	// The raw bytes are checked: decoding would hide invalid UTF-8 behind U+FFFD, and a
+	// NUL would fail inside the database as an internal error.
+	if path, err := text.CheckJSON(raw); err != nil && !errors.Is(err, text.ErrSyntax) {
+		if path == "" {
+			path = "body"
+		}
+		return apperr.New(apperr.Invalid, "%s %v", path, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return apperr.New(apperr.Invalid, "the body is not the expected JSON object: %s", err.Error())
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
