@@ -253,6 +253,36 @@ func TestDashboard(t *testing.T) {
 		}
 	})
 
+	t.Run("a NUL or invalid UTF-8 in a form or a search is a 400, never an internal error", func(t *testing.T) {
+		t.Parallel()
+		for _, content := range []string{"nul\x00here", "bad \xff byte"} {
+			if status, body := ana.postForm("/app/rooms/"+room+"/messages", url.Values{"csrf": {ana.csrf()}, "content": {content}}); status != http.StatusBadRequest {
+				t.Fatalf("post %q: %d %s", content, status, body)
+			}
+		}
+		jar, err := cookiejar.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		anon := &person{t: t, base: ana.base, c: &http.Client{Timeout: 30 * time.Second, Jar: jar,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+		_, page := anon.get("/login")
+		m := csrfField.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no CSRF token on the sign-in page: %s", page)
+		}
+		for _, email := range []string{"ana\x00@acme.test", "ana\xff@acme.test"} {
+			if status, body := anon.postForm("/login", url.Values{"csrf": {m[1]}, "email": {email}, "password": {"x"}}); status != http.StatusBadRequest {
+				t.Fatalf("sign in as %q: %d %.300s", email, status, body)
+			}
+		}
+		for _, q := range []string{"%00", "%FF"} {
+			if status, body := ana.get("/app/rooms/" + room + "/memory?q=" + q); status != http.StatusBadRequest {
+				t.Fatalf("search %s: %d %.300s", q, status, body)
+			}
+		}
+	})
+
 	t.Run("a deprecated entry leaves read_memory and shows who deprecated it", func(t *testing.T) {
 		t.Parallel()
 		text := served(t, roomURL, qa, "write_memory", map[string]any{"content": "Staging database password rotates monthly", "category": "ops"})

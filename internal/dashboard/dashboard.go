@@ -251,12 +251,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, web.LoginURL(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
+	// Every page's query (a search, a filter) and every posted form is read here, so a
+	// NUL or invalid UTF-8 is a 400 before any service sees it.
+	if err := web.ParseForm(w, r, maxFormBytes); err != nil {
+		h.message(w, http.StatusBadRequest, &sess, "Bad request", "The form could not be read.")
+		return
+	}
 	if r.Method == http.MethodPost {
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-		if err := r.ParseForm(); err != nil {
-			h.message(w, http.StatusBadRequest, &sess, "Bad request", "The form could not be read.")
-			return
-		}
 		if !sess.CheckCSRF(r) {
 			h.message(w, http.StatusForbidden, &sess, "Form expired", web.MsgFormExpired)
 			return

@@ -139,8 +139,7 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 	site := s.deps.Site
 	ctx := r.Context()
 	if r.Method == http.MethodPost {
-		r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-		if err := r.ParseForm(); err != nil {
+		if err := web.ParseForm(w, r, 16<<10); err != nil {
 			site.Message(w, http.StatusBadRequest, "Allow access?", "The form could not be read.")
 			return
 		}

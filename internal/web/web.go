@@ -28,6 +28,7 @@ import (
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/text"
 	"github.com/relayroom/relayroom/internal/throttle"
 )
 
@@ -248,8 +249,7 @@ func accountKey(email string) string {
 }
 
 func (s *Site) login(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if err := r.ParseForm(); err != nil {
+	if err := ParseForm(w, r, 16<<10); err != nil {
 		s.Message(w, http.StatusBadRequest, "Sign in", "The form could not be read.")
 		return
 	}
@@ -368,6 +368,27 @@ func (s *Site) Session(r *http.Request) (Session, bool, error) {
 		}
 	}
 	return Session{}, false, nil
+}
+
+// ParseForm reads a posted form of at most maxBytes and refuses one whose fields (or
+// query parameters) are not storable text: a NUL or invalid UTF-8 would otherwise fail
+// inside the database as an internal error. Every page that takes a form reads it here.
+func ParseForm(w http.ResponseWriter, r *http.Request, maxBytes int64) error {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBytes)
+	if err := r.ParseForm(); err != nil {
+		return fmt.Errorf("web: read form: %w", err)
+	}
+	for name, values := range r.Form {
+		if err := text.Check(name); err != nil {
+			return fmt.Errorf("web: a field name %w", err)
+		}
+		for _, v := range values {
+			if err := text.Check(v); err != nil {
+				return fmt.Errorf("web: field %q %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // CSRF is the token of the session's forms: derived from the session's secret, so it
