@@ -399,6 +399,15 @@ func TestAuthorizationRefusals(t *testing.T) {
 	room := fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID)
 	otherRoom := fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["other"].ID)
 
+	t.Run("a consent id with a NUL or invalid UTF-8 is a 400, signed in or not", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		f.code(t) // signs the flow's browser in
+		for _, id := range []string{"%00", "%FF"} {
+			if resp, body := f.br.get(s.base + "/consent?id=" + id); resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("consent?id=%s: %d %.300s", id, resp.StatusCode, body)
+			}
+		}
+	})
 	t.Run("wrong PKCE verifier", func(t *testing.T) {
 		f := newFlow(t, s, room)
 		status, m := f.exchange(t, f.code(t), func(v url.Values) { v.Set("code_verifier", strings.Repeat("w", 50)) })

@@ -138,11 +138,10 @@ func redirectHost(uri string) string {
 func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 	site := s.deps.Site
 	ctx := r.Context()
-	if r.Method == http.MethodPost {
-		if err := web.ParseForm(w, r, 16<<10); err != nil {
-			site.Message(w, http.StatusBadRequest, "Allow access?", "The form could not be read.")
-			return
-		}
+	// The query (GET) and the form (POST) alike: a NUL or invalid UTF-8 in the id is a 400.
+	if err := web.ParseForm(w, r, 16<<10); err != nil {
+		site.Message(w, http.StatusBadRequest, "Allow access?", "The form could not be read.")
+		return
 	}
 	id := r.FormValue("id")
 	sess, ok, err := site.Session(r)
