@@ -238,7 +238,7 @@ func TestWebhookDeadLetter(t *testing.T) {
 	rec2 := newReceiver(t, 410)
 	g, _ := webhookSetup(t, rec2, 4)
 	g.queue(g.msg("a"))
-	waitFor(t, "dead letter on 410", 10*time.Second, func() bool { return g.status("a") == wake.StatusDead })
+	waitFor(t, "dead letter on 410", 30*time.Second, func() bool { return g.status("a") == wake.StatusDead })
 	time.Sleep(500 * time.Millisecond)
 	if n := len(rec2.got()); n != 1 {
 		t.Fatalf("a 410 was retried: %d posts", n)
