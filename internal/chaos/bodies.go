@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/relayroom/relayroom/internal/loadtest"
 )
 
 // bigBodyLimitGrowth is how much the server's resident memory may grow, at its peak, while
@@ -27,13 +29,8 @@ const bigBodyAnswerTimeout = 30 * time.Second
 
 // bigBodies posts BigBodies unauthenticated JSON bodies of BodyBytes at once and samples
 // the server's memory (VmRSS, VmHWM) before, during and after.
-func bigBodies(ctx context.Context, b *bench) (Finding, error) {
+func bigBodies(ctx context.Context, b *bench, srv *loadtest.Server) (Finding, error) {
 	o := b.o
-	srv, err := b.startServer(ctx, "b-big-bodies")
-	if err != nil {
-		return Finding{}, err
-	}
-	defer b.stopServer(srv)
 	// A real JSON-RPC call that parses: the review's bodies were read and parsed before
 	// the credential was looked at. One buffer serves every request.
 	prefix := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_rooms","arguments":{"pad":"`

@@ -102,10 +102,26 @@ func (b *bench) env(s *loadtest.Server, conns int, timeout time.Duration) (*load
 	return loadtest.NewEnv(loadtest.NewClient(conns, timeout, nil), s.Base, b.fixture)
 }
 
-// attack is one of the six, run against its own fresh server where it needs one.
+// attack is one of the six. Those with a server name run against a fresh server the
+// runner starts before and stops after them (its log is LogDir/<server>.log); the kill -9
+// attack, which replaces its server, has none and starts its own.
 type attack struct {
-	name string
-	run  func(ctx context.Context, b *bench) (Finding, error)
+	name   string
+	server string
+	run    func(ctx context.Context, b *bench, srv *loadtest.Server) (Finding, error)
+}
+
+// runAttack runs a, with its fresh server when it takes one.
+func (b *bench) runAttack(ctx context.Context, a attack) (Finding, error) {
+	if a.server == "" {
+		return a.run(ctx, b, nil)
+	}
+	srv, err := b.startServer(ctx, a.server)
+	if err != nil {
+		return Finding{}, err
+	}
+	defer b.stopServer(srv)
+	return a.run(ctx, b, srv)
 }
 
 // Run starts the private cluster, runs every attack in turn and stops the cluster.
@@ -133,12 +149,12 @@ func Run(ctx context.Context, o Options) ([]Finding, error) {
 	}
 	b := &bench{o: o, dbURL: dbURL, fixture: f, say: say}
 	attacks := []attack{
-		{"(a) slow clients", slowClients},
-		{"(b) big unauthenticated bodies", bigBodies},
-		{"(c) wrong-key flood", wrongKeyFlood},
-		{"(d) locked table", lockedTable},
-		{"(e) kill -9 under writes", killUnderWrites},
-		{"(f) Postgres restart under load", postgresRestart},
+		{"(a) slow clients", "a-slow-clients", slowClients},
+		{"(b) big unauthenticated bodies", "b-big-bodies", bigBodies},
+		{"(c) wrong-key flood", "c-wrong-key-flood", wrongKeyFlood},
+		{"(d) locked table", "d-locked-table", lockedTable},
+		{"(e) kill -9 under writes", "", killUnderWrites},
+		{"(f) Postgres restart under load", "f-postgres-restart", postgresRestart},
 	}
 	var out []Finding
 	for _, a := range attacks {
@@ -150,7 +166,7 @@ func Run(ctx context.Context, o Options) ([]Finding, error) {
 		}
 		say("%s …", a.name)
 		t0 := time.Now()
-		fd, err := a.run(ctx, b)
+		fd, err := b.runAttack(ctx, a)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", a.name, err)
 		}

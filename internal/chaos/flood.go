@@ -25,13 +25,8 @@ const floodSource = "127.0.0.2"
 // wrongKeyFlood measures legitimate whoami calls/s alone, then again while FloodConns
 // connections send agent keys with valid checksums and wrong secrets (each one gets past
 // the checksum, so the server has to look it up), from a second loopback address.
-func wrongKeyFlood(ctx context.Context, b *bench) (Finding, error) {
+func wrongKeyFlood(ctx context.Context, b *bench, srv *loadtest.Server) (Finding, error) {
 	o := b.o
-	srv, err := b.startServer(ctx, "c-wrong-key-flood")
-	if err != nil {
-		return Finding{}, err
-	}
-	defer b.stopServer(srv)
 	env, err := b.env(srv, o.LegitConns, 30*time.Second)
 	if err != nil {
 		return Finding{}, err

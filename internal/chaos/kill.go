@@ -51,7 +51,7 @@ type write struct {
 // own Idempotency-Key and a unique marker in its text, kills the server with SIGKILL
 // mid-load and starts it again, Kills times; then it retries every write whose answer was
 // lost with the same key and body, and counts the markers in the database.
-func killUnderWrites(ctx context.Context, b *bench) (Finding, error) {
+func killUnderWrites(ctx context.Context, b *bench, _ *loadtest.Server) (Finding, error) {
 	o := b.o
 	srv, err := b.startServer(ctx, "e-kill-9")
 	if err != nil {

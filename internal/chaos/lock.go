@@ -23,13 +23,8 @@ const lockedTableName = "room_message"
 // lockedTable holds an ACCESS EXCLUSIVE lock on room_message for LockHold while
 // LockedCalls post_message calls wait behind it, and meanwhile calls threads roster (which
 // never touches that table) in a loop and asks /readyz.
-func lockedTable(ctx context.Context, b *bench) (Finding, error) {
+func lockedTable(ctx context.Context, b *bench, srv *loadtest.Server) (Finding, error) {
 	o := b.o
-	srv, err := b.startServer(ctx, "d-locked-table")
-	if err != nil {
-		return Finding{}, err
-	}
-	defer b.stopServer(srv)
 	timeout := o.LockHold + 30*time.Second
 	env, err := b.env(srv, o.LockedCalls+1, timeout)
 	if err != nil {

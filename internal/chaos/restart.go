@@ -15,13 +15,8 @@ import (
 // Postgres (pg_ctl restart -m fast) after a third of RestartLoad, keeps the load on for
 // the other two thirds once the restart is done, and reports the failed calls and how long
 // until calls succeeded again.
-func postgresRestart(ctx context.Context, b *bench) (Finding, error) {
+func postgresRestart(ctx context.Context, b *bench, srv *loadtest.Server) (Finding, error) {
 	o := b.o
-	srv, err := b.startServer(ctx, "f-postgres-restart")
-	if err != nil {
-		return Finding{}, err
-	}
-	defer b.stopServer(srv)
 	env, err := b.env(srv, o.RestartConns, 30*time.Second)
 	if err != nil {
 		return Finding{}, err

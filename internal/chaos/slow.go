@@ -7,18 +7,15 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/relayroom/relayroom/internal/loadtest"
 )
 
 // slowClients opens SlowConns connections that each send a POST's headers (announcing a
 // body) and "{", then nothing; it watches when the server closes them, samples the
 // server's open descriptors, and asks /healthz while they hang.
-func slowClients(ctx context.Context, b *bench) (Finding, error) {
+func slowClients(ctx context.Context, b *bench, srv *loadtest.Server) (Finding, error) {
 	o := b.o
-	srv, err := b.startServer(ctx, "a-slow-clients")
-	if err != nil {
-		return Finding{}, err
-	}
-	defer b.stopServer(srv)
 	host := strings.TrimPrefix(srv.Base, "http://")
 	head := "POST /api/mcp HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n{"
 	fds0, err := srv.OpenFiles()
