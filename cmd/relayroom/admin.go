@@ -141,21 +141,38 @@ func applyOne(ctx context.Context, env adminEnv, f admin.File) error {
 	return printJSON(env.stdout, res)
 }
 
-// oneFlag is a command that takes one required flag and prints what fn returns.
-func oneFlag(help, name, usage string, fn func(ctx context.Context, env adminEnv, v string) (any, error)) adminCommand {
+// command is an admin command whose flags are declared by flags (need names the required
+// ones) and which prints as JSON what run returns.
+func command(help string, flags func(fs *flag.FlagSet) (need []string, run runFunc)) adminCommand {
 	return adminCommand{help: help, flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
-		v := fs.String(name, "", usage)
+		need, run := flags(fs)
 		return func(ctx context.Context, env adminEnv) error {
-			if err := required(fs, name); err != nil {
+			if err := required(fs, need...); err != nil {
 				return err
 			}
-			out, err := fn(ctx, env, *v)
+			v, err := run(ctx, env)
 			if err != nil {
 				return err
 			}
-			return printJSON(env.stdout, out)
+			return printJSON(env.stdout, v)
 		}
 	}}
+}
+
+// runFunc is what a command does once its flags are read.
+type runFunc = func(ctx context.Context, env adminEnv) (any, error)
+
+// list is a command without flags that prints what fn returns.
+func list(help string, fn runFunc) adminCommand {
+	return command(help, func(*flag.FlagSet) ([]string, runFunc) { return nil, fn })
+}
+
+// oneFlag is a command that takes one required flag and prints what fn returns.
+func oneFlag(help, name, usage string, fn func(ctx context.Context, env adminEnv, v string) (any, error)) adminCommand {
+	return command(help, func(fs *flag.FlagSet) ([]string, runFunc) {
+		v := fs.String(name, "", usage)
+		return []string{name}, func(ctx context.Context, env adminEnv) (any, error) { return fn(ctx, env, *v) }
+	})
 }
 
 func csv(s string) []string {
@@ -182,17 +199,6 @@ func adminCommands() map[string]adminCommand {
 }
 
 func coreAdminCommands() map[string]adminCommand {
-	list := func(help string, fn func(ctx context.Context, env adminEnv) (any, error)) adminCommand {
-		return adminCommand{help: help, flags: func(*flag.FlagSet) func(context.Context, adminEnv) error {
-			return func(ctx context.Context, env adminEnv) error {
-				v, err := fn(ctx, env)
-				if err != nil {
-					return err
-				}
-				return printJSON(env.stdout, v)
-			}
-		}}
-	}
 	return map[string]adminCommand{
 		"apply": {help: "Create or update the organisations, users, agents and projects that FILE declares, idempotently by slug.\nPrints the ids and every credential newly issued (a key is shown once, when created). A file with any\nproblem is refused whole, each problem named by its path.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
 			file := fs.String("f", "", "the file (YAML or JSON; - for stdin)")

@@ -46,27 +46,35 @@ func deskWorkspace(ctx context.Context, env adminEnv, slug string) (*desk.Servic
 	return s, org, err
 }
 
+// workspaceCommand is a desk command on one workspace: --workspace plus the flags that
+// flags declares (need names the required ones); what run returns is printed as JSON.
+func workspaceCommand(help string, flags func(fs *flag.FlagSet) (need []string, run deskRun)) adminCommand {
+	return command(help, func(fs *flag.FlagSet) ([]string, runFunc) {
+		ws := fs.String("workspace", "", "the workspace (organisation slug)")
+		need, run := flags(fs)
+		return append(need, "workspace"), func(ctx context.Context, env adminEnv) (any, error) {
+			s, org, err := deskWorkspace(ctx, env, *ws)
+			if err != nil {
+				return nil, err
+			}
+			return run(ctx, s, org)
+		}
+	})
+}
+
+// deskRun is the run function of a workspaceCommand.
+type deskRun = func(ctx context.Context, s *desk.Service, org uuid.UUID) (any, error)
+
 func deskAdminCommands() map[string]adminCommand {
 	return map[string]adminCommand{
-		"desk token create": {help: "Issue a personal access token to a member of a workspace, for /desk/mcp (sent as\nAuthorization: Bearer). It is printed once, stored hashed, and expires (--expires). With the\ningest:write scope (owners and admins) it also writes through the ingest API (POST /api/desk/…).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
-			user, ws := fs.String("user", "", "the member's email"), fs.String("workspace", "", "the workspace (organisation slug)")
+		"desk token create": workspaceCommand("Issue a personal access token to a member of a workspace, for /desk/mcp (sent as\nAuthorization: Bearer). It is printed once, stored hashed, and expires (--expires). With the\ningest:write scope (owners and admins) it also writes through the ingest API (POST /api/desk/…).", func(fs *flag.FlagSet) ([]string, deskRun) {
+			user := fs.String("user", "", "the member's email")
 			scopes := fs.String("scopes", strings.Join(desk.Scopes, ","), "comma-separated scopes: "+strings.Join(desk.TokenScopes, ", "))
 			expires := fs.Duration("expires", desk.DefaultTokenTTL, "lifetime of the token")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "user", "workspace"); err != nil {
-					return err
-				}
-				s, org, err := deskWorkspace(ctx, env, *ws)
-				if err != nil {
-					return err
-				}
-				tok, err := s.CreateToken(ctx, org, *user, strings.Split(*scopes, ","), *expires)
-				if err != nil {
-					return err
-				}
-				return printJSON(env.stdout, tok)
+			return []string{"user"}, func(ctx context.Context, s *desk.Service, org uuid.UUID) (any, error) {
+				return s.CreateToken(ctx, org, *user, strings.Split(*scopes, ","), *expires)
 			}
-		}},
+		}),
 		"desk import": {help: "Import conversations into an inbox from a CSV file (UTF-8; columns customer_email, subject, body,\ncreated_at, status; at most 10 MB and 5,000 rows): every bad row is reported with its line and nothing\nis imported; importing the same rows again creates nothing; imported history sends and triggers nothing.\nUsage: relayroom admin desk import --workspace SLUG --inbox SLUG FILE", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
 			ws, inbox := fs.String("workspace", "", "the workspace (organisation slug)"), fs.String("inbox", "", "the inbox's slug")
 			return func(ctx context.Context, env adminEnv) error {
@@ -100,115 +108,71 @@ func deskAdminCommands() map[string]adminCommand {
 				return printJSON(env.stdout, sum)
 			}
 		}},
-		"desk token list": {help: "List a workspace's personal access tokens (never their secrets).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
-			ws := fs.String("workspace", "", "the workspace (organisation slug)")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "workspace"); err != nil {
-					return err
-				}
-				s, org, err := deskWorkspace(ctx, env, *ws)
-				if err != nil {
-					return err
-				}
-				ts, err := s.ListTokens(ctx, org)
-				if err != nil {
-					return err
-				}
-				return printJSON(env.stdout, ts)
-			}
-		}},
-		"desk token revoke": {help: "Revoke a personal access token: refused from its next call on.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
-			ws, id := fs.String("workspace", "", "the workspace (organisation slug)"), fs.String("id", "", "the token's id (from desk token list)")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "workspace", "id"); err != nil {
-					return err
-				}
+		"desk token list": workspaceCommand("List a workspace's personal access tokens (never their secrets).", func(fs *flag.FlagSet) ([]string, deskRun) {
+			return nil, func(ctx context.Context, s *desk.Service, org uuid.UUID) (any, error) { return s.ListTokens(ctx, org) }
+		}),
+		"desk token revoke": workspaceCommand("Revoke a personal access token: refused from its next call on.", func(fs *flag.FlagSet) ([]string, deskRun) {
+			id := fs.String("id", "", "the token's id (from desk token list)")
+			return []string{"id"}, func(ctx context.Context, s *desk.Service, org uuid.UUID) (any, error) {
 				tid, err := uuid.Parse(*id)
 				if err != nil {
-					return apperr.New(apperr.Invalid, "--id must be a token id")
-				}
-				s, org, err := deskWorkspace(ctx, env, *ws)
-				if err != nil {
-					return err
+					return nil, apperr.New(apperr.Invalid, "--id must be a token id")
 				}
 				revoked, err := s.RevokeToken(ctx, org, tid)
-				if err != nil {
-					return err
-				}
-				return printJSON(env.stdout, map[string]any{"id": tid, "revoked": revoked})
+				return map[string]any{"id": tid, "revoked": revoked}, err
 			}
-		}},
-		"desk inbox set-secret":   {help: "Store an inbox's mail-connection secret, read from the first line of stdin, sealed under\nRELAYROOM_SECRET_KEY (only the ciphertext is stored; nothing ever shows it). Setting it again replaces it.", flags: deskInboxSecret(true)},
-		"desk inbox clear-secret": {help: "Forget an inbox's mail-connection secret.", flags: deskInboxSecret(false)},
-		"desk secrets reseal": {help: "Seal every inbox secret of every workspace under RELAYROOM_SECRET_KEY, opening it with that key or\nRELAYROOM_SECRET_KEY_PREVIOUS: the second step of a key rotation (docs/desk.md).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
-			return func(ctx context.Context, env adminEnv) error {
-				s, err := deskService(env)
-				if err != nil {
-					return err
-				}
-				res, err := s.ResealInboxSecrets(ctx)
-				if err != nil {
-					return err
-				}
-				return printJSON(env.stdout, res)
+		}),
+		"desk inbox set-secret":   workspaceCommand("Store an inbox's mail-connection secret, read from the first line of stdin, sealed under\nRELAYROOM_SECRET_KEY (only the ciphertext is stored; nothing ever shows it). Setting it again replaces it.", deskInboxSecret(true)),
+		"desk inbox clear-secret": workspaceCommand("Forget an inbox's mail-connection secret.", deskInboxSecret(false)),
+		"desk secrets reseal": list("Seal every inbox secret of every workspace under RELAYROOM_SECRET_KEY, opening it with that key or\nRELAYROOM_SECRET_KEY_PREVIOUS: the second step of a key rotation (docs/desk.md).", func(ctx context.Context, env adminEnv) (any, error) {
+			s, err := deskService(env)
+			if err != nil {
+				return nil, err
 			}
-		}},
-		"desk member deactivate": {help: "Deactivate a member of a workspace: their tokens are answered AUTH_REQUIRED from their next call\non; their role, inboxes, assignments and everything they wrote stay.", flags: deskMemberActivation(true)},
-		"desk member reactivate": {help: "Reactivate a deactivated member: their tokens that have not expired or been revoked work again.", flags: deskMemberActivation(false)},
+			return s.ResealInboxSecrets(ctx)
+		}),
+		"desk member deactivate": workspaceCommand("Deactivate a member of a workspace: their tokens are answered AUTH_REQUIRED from their next call\non; their role, inboxes, assignments and everything they wrote stay.", deskMemberActivation(true)),
+		"desk member reactivate": workspaceCommand("Reactivate a deactivated member: their tokens that have not expired or been revoked work again.", deskMemberActivation(false)),
 	}
 }
 
-// deskMemberActivation is the command that deactivates or reactivates a member.
-func deskMemberActivation(deactivate bool) func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
-	return func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
-		user, ws := fs.String("user", "", "the member's email"), fs.String("workspace", "", "the workspace (organisation slug)")
-		return func(ctx context.Context, env adminEnv) error {
-			if err := required(fs, "user", "workspace"); err != nil {
-				return err
-			}
-			s, org, err := deskWorkspace(ctx, env, *ws)
-			if err != nil {
-				return err
-			}
+// deskMemberActivation declares the command that deactivates or reactivates a member.
+func deskMemberActivation(deactivate bool) func(fs *flag.FlagSet) ([]string, deskRun) {
+	return func(fs *flag.FlagSet) ([]string, deskRun) {
+		user := fs.String("user", "", "the member's email")
+		return []string{"user"}, func(ctx context.Context, s *desk.Service, org uuid.UUID) (any, error) {
 			ok, err := s.SetDeactivated(ctx, org, *user, deactivate)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if !ok {
-				return apperr.New(apperr.NotFound, "%s is not a member of workspace %s", *user, *ws)
+				return nil, apperr.New(apperr.NotFound, "%s is not a member of workspace %s", *user, fs.Lookup("workspace").Value)
 			}
-			return printJSON(env.stdout, map[string]any{"user": *user, "deactivated": deactivate})
+			return map[string]any{"user": *user, "deactivated": deactivate}, nil
 		}
 	}
 }
 
-// deskInboxSecret is the command that stores (from stdin) or clears an inbox's secret.
-func deskInboxSecret(set bool) func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
-	return func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
-		ws, inbox := fs.String("workspace", "", "the workspace (organisation slug)"), fs.String("inbox", "", "the inbox's slug")
-		return func(ctx context.Context, env adminEnv) error {
-			if err := required(fs, "workspace", "inbox"); err != nil {
-				return err
-			}
+// deskInboxSecret declares the command that stores (from stdin) or clears an inbox's secret.
+func deskInboxSecret(set bool) func(fs *flag.FlagSet) ([]string, deskRun) {
+	return func(fs *flag.FlagSet) ([]string, deskRun) {
+		inbox := fs.String("inbox", "", "the inbox's slug")
+		return []string{"inbox"}, func(ctx context.Context, s *desk.Service, org uuid.UUID) (any, error) {
 			secret := ""
 			if set {
 				// stdin, so that the secret is in no argument list or shell history.
 				line, err := bufio.NewReader(io.LimitReader(os.Stdin, desk.MaxInboxSecret+2)).ReadString('\n')
 				if err != nil && !errors.Is(err, io.EOF) {
-					return fmt.Errorf("read the secret from stdin: %w", err)
+					return nil, fmt.Errorf("read the secret from stdin: %w", err)
 				}
 				if secret = strings.TrimRight(line, "\r\n"); secret == "" {
-					return apperr.New(apperr.Invalid, "the secret is read from stdin, which is empty")
+					return nil, apperr.New(apperr.Invalid, "the secret is read from stdin, which is empty")
 				}
 			}
-			s, org, err := deskWorkspace(ctx, env, *ws)
-			if err != nil {
-				return err
-			}
 			if err := s.SetInboxSecret(ctx, org, *inbox, secret); err != nil {
-				return err
+				return nil, err
 			}
-			return printJSON(env.stdout, map[string]any{"inbox": *inbox, "secret_stored": set})
+			return map[string]any{"inbox": *inbox, "secret_stored": set}, nil
 		}
 	}
 }

@@ -23,98 +23,77 @@ func wakeService(env adminEnv, needKey bool) (*wake.Service, error) {
 	return wake.New(wake.Deps{DB: env.svc.DB, Q: env.svc.Q, Box: box}), nil
 }
 
+// wakeRun is what a wake command does with the wake service.
+type wakeRun = func(ctx context.Context, s *wake.Service) (any, error)
+
+// wakeCommand is a wake command: the flags that flags declares (need names the required
+// ones), the wake service (with the server key when needKey), and run's result printed.
+func wakeCommand(help string, needKey bool, flags func(fs *flag.FlagSet) (need []string, run wakeRun)) adminCommand {
+	return command(help, func(fs *flag.FlagSet) ([]string, runFunc) {
+		need, run := flags(fs)
+		return need, func(ctx context.Context, env adminEnv) (any, error) {
+			s, err := wakeService(env, needKey)
+			if err != nil {
+				return nil, err
+			}
+			return run(ctx, s)
+		}
+	})
+}
+
 func wakeAdminCommands() map[string]adminCommand {
 	return map[string]adminCommand{
-		"wake set-webhook": {help: "Deliver an agent's wakes to an HTTPS webhook (http only for localhost). A new signing secret is\nprinted once; only its ciphertext is stored, under RELAYROOM_SECRET_KEY (which must match the server's).\nSetting it again replaces the URL and the secret. See docs/wakes.md for verifying the signature.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		"wake set-webhook": wakeCommand("Deliver an agent's wakes to an HTTPS webhook (http only for localhost). A new signing secret is\nprinted once; only its ciphertext is stored, under RELAYROOM_SECRET_KEY (which must match the server's).\nSetting it again replaces the URL and the secret. See docs/wakes.md for verifying the signature.", true, func(fs *flag.FlagSet) ([]string, wakeRun) {
 			agent, url := fs.String("agent", "", "the agent, org/slug"), fs.String("url", "", "the webhook URL")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "agent", "url"); err != nil {
-					return err
-				}
-				s, err := wakeService(env, true)
-				if err != nil {
-					return err
-				}
+			return []string{"agent", "url"}, func(ctx context.Context, s *wake.Service) (any, error) {
 				t, secret, err := s.SetWebhook(ctx, *agent, *url)
 				if err != nil {
-					return err
+					return nil, err
 				}
-				return printJSON(env.stdout, map[string]any{"agent": t.Agent, "url": t.URL, "secret": secret,
-					"note": "the secret is shown once: store it where the webhook receiver reads it"})
+				return map[string]any{"agent": t.Agent, "url": t.URL, "secret": secret,
+					"note": "the secret is shown once: store it where the webhook receiver reads it"}, nil
 			}
-		}},
-		"wake clear-webhook": {help: "Stop delivering an agent's wakes by webhook (pagers get them again).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		}),
+		"wake clear-webhook": wakeCommand("Stop delivering an agent's wakes by webhook (pagers get them again).", false, func(fs *flag.FlagSet) ([]string, wakeRun) {
 			agent := fs.String("agent", "", "the agent, org/slug")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "agent"); err != nil {
-					return err
-				}
-				s, err := wakeService(env, false)
-				if err != nil {
-					return err
-				}
+			return []string{"agent"}, func(ctx context.Context, s *wake.Service) (any, error) {
 				removed, err := s.ClearWebhook(ctx, *agent)
-				if err != nil {
-					return err
-				}
-				return printJSON(env.stdout, map[string]any{"agent": *agent, "removed": removed})
+				return map[string]any{"agent": *agent, "removed": removed}, err
 			}
-		}},
-		"wake webhooks": {help: "List the agents that have a webhook (never their secrets).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
-			return func(ctx context.Context, env adminEnv) error {
-				s, err := wakeService(env, false)
-				if err != nil {
-					return err
-				}
+		}),
+		"wake webhooks": wakeCommand("List the agents that have a webhook (never their secrets).", false, func(fs *flag.FlagSet) ([]string, wakeRun) {
+			return nil, func(ctx context.Context, s *wake.Service) (any, error) {
 				ts, err := s.Webhooks(ctx)
-				if err != nil {
-					return err
-				}
 				if ts == nil {
 					ts = []wake.Target{}
 				}
-				return printJSON(env.stdout, ts)
+				return ts, err
 			}
-		}},
-		"wake list": {help: "List wakes across projects, newest first: --dead shows the dead letters (webhook deliveries\nthat failed every attempt or were refused), with their last error.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		}),
+		"wake list": wakeCommand("List wakes across projects, newest first: --dead shows the dead letters (webhook deliveries\nthat failed every attempt or were refused), with their last error.", false, func(fs *flag.FlagSet) ([]string, wakeRun) {
 			dead := fs.Bool("dead", false, "only dead letters")
 			status := fs.String("status", "", "only this status: pending, claimed, sending, delivered, canceled or dead")
 			limit := fs.Int("limit", 100, "at most this many")
-			return func(ctx context.Context, env adminEnv) error {
-				s, err := wakeService(env, false)
-				if err != nil {
-					return err
-				}
+			return nil, func(ctx context.Context, s *wake.Service) (any, error) {
 				st := *status
 				if *dead {
 					st = wake.StatusDead
 				}
-				ws, err := s.List(ctx, st, *limit)
-				if err != nil {
-					return err
-				}
-				return printJSON(env.stdout, ws)
+				return s.List(ctx, st, *limit)
 			}
-		}},
-		"wake retry": {help: "Send a dead letter again: it becomes deliverable (refused while its part has another pending wake).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		}),
+		"wake retry": wakeCommand("Send a dead letter again: it becomes deliverable (refused while its part has another pending wake).", false, func(fs *flag.FlagSet) ([]string, wakeRun) {
 			id := fs.String("id", "", "the wake id (from wake list --dead)")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "id"); err != nil {
-					return err
-				}
+			return []string{"id"}, func(ctx context.Context, s *wake.Service) (any, error) {
 				wid, err := uuid.Parse(*id)
 				if err != nil {
-					return apperr.New(apperr.Invalid, "--id must be a wake id")
-				}
-				s, err := wakeService(env, false)
-				if err != nil {
-					return err
+					return nil, apperr.New(apperr.Invalid, "--id must be a wake id")
 				}
 				if err := s.Retry(ctx, wid); err != nil {
-					return err
+					return nil, err
 				}
-				return printJSON(env.stdout, map[string]any{"id": wid, "status": wake.StatusPending})
+				return map[string]any{"id": wid, "status": wake.StatusPending}, nil
 			}
-		}},
+		}),
 	}
 }
