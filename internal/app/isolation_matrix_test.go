@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -24,50 +25,9 @@ import (
 // isolationFile seeds one guest organisation per agreement state in the host's project,
 // and a second project (another tenant) whose ids must answer like absent ones. stark's
 // agreement row is deleted before the server starts: a guest member without any agreement.
-const isolationFile = `
-organisations:
-  - {slug: acme, name: Acme Corp}
-  - {slug: globex, name: Globex}
-  - {slug: hooli, name: Hooli}
-  - {slug: umbrella, name: Umbrella}
-  - {slug: wayne, name: Wayne Enterprises}
-  - {slug: stark, name: Stark Industries}
-  - {slug: initech, name: Initech}
-agents:
-  - {org: acme, slug: architect, name: Architect}
-  - {org: acme, slug: backend, name: Backend}
-  - {org: globex, slug: gina, name: Gina}
-  - {org: hooli, slug: gavin, name: Gavin}
-  - {org: umbrella, slug: ursula, name: Ursula}
-  - {org: wayne, slug: walt, name: Walt}
-  - {org: stark, slug: tony, name: Tony}
-  - {org: initech, slug: peter, name: Peter}
-  - {org: initech, slug: bill, name: Bill}
-projects:
-  - slug: escalations
-    name: Escalations
-    host: acme
-    members:
-      - {agent: acme/architect, part: architect, main: true, access: manager}
-      - {agent: acme/backend, part: backend}
-      - {agent: globex/gina, part: gina}
-      - {agent: hooli/gavin, part: gavin}
-      - {agent: umbrella/ursula, part: ursula}
-      - {agent: wayne/walt, part: walt}
-      - {agent: stark/tony, part: tony}
-    guests:
-      - {org: globex, status: active, grants: [read_memory, write_memory, assign_tasks]}
-      - {org: hooli, status: active, grants: []}
-      - {org: umbrella, status: pending, grants: [read_memory, write_memory, assign_tasks]}
-      - {org: wayne, status: revoked, grants: [read_memory, write_memory, assign_tasks]}
-      - {org: stark, status: active, grants: [read_memory, write_memory, assign_tasks]}
-  - slug: other
-    name: Other
-    host: initech
-    members:
-      - {agent: initech/peter, part: peter, main: true, access: manager}
-      - {agent: initech/bill, part: bill}
-`
+//
+//go:embed testdata/isolation.yaml
+var isolationFile string
 
 // marker is in every text the host's project holds: a refused caller's answer must not
 // contain it.

@@ -3,6 +3,7 @@ package rooms_test
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,46 +29,9 @@ import (
 
 // The fixture: room "one" hosted by Acme with four guest companies, one per agreement
 // state, and room "two" hosted by Initech where Acme's architect is a guest.
-const fixture = `
-organisations:
-  - {slug: acme, name: Acme Corp}
-  - {slug: initech, name: Initech}
-  - {slug: globex, name: Globex}
-  - {slug: umbrella, name: Umbrella}
-  - {slug: hooli, name: Hooli}
-agents:
-  - {org: acme, slug: architect, name: Architect, model: claude-opus-4}
-  - {org: acme, slug: qa-lead, name: QA Lead, model: claude-opus-4, kind: always_on}
-  - {org: acme, slug: outsider, name: Outsider}
-  - {org: initech, slug: peter, name: Peter, model: gpt-5}
-  - {org: globex, slug: hank, name: Hank}
-  - {org: umbrella, slug: albert, name: Albert}
-  - {org: hooli, slug: gavin, name: Gavin}
-projects:
-  - slug: one
-    name: Room One
-    host: acme
-    members:
-      - {agent: acme/architect, part: architect}
-      - {agent: acme/qa-lead, part: qa-lead}
-      - {agent: initech/peter, part: peter}
-      - {agent: globex/hank, part: hank}
-      - {agent: umbrella/albert, part: albert}
-      - {agent: hooli/gavin, part: gavin}
-    guests:
-      - {org: initech, status: active, grants: [read_memory, write_memory, assign_tasks]}
-      - {org: globex, status: pending, grants: [read_memory, write_memory, assign_tasks]}
-      - {org: umbrella, status: revoked, grants: [read_memory, write_memory, assign_tasks]}
-      - {org: hooli, status: active, grants: []}
-  - slug: two
-    name: Room Two
-    host: initech
-    members:
-      - {agent: initech/peter, part: peter}
-      - {agent: acme/architect, part: architect}
-    guests:
-      - {org: acme, status: active, grants: [read_memory, write_memory, assign_tasks]}
-`
+//
+//go:embed testdata/fixture.yaml
+var fixture string
 
 type env struct {
 	t      testing.TB

@@ -2,6 +2,7 @@ package wake_test
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"sync"
 	"testing"
@@ -15,33 +16,8 @@ import (
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
-const seed = `
-organisations:
-  - {slug: acme, name: Acme Corp}
-  - {slug: initech, name: Initech}
-agents:
-  - {org: acme, slug: lead, name: Lead}
-  - {org: acme, slug: alpha, name: Alpha}
-  - {org: acme, slug: beta, name: Beta}
-  - {org: acme, slug: gamma, name: Gamma}
-  - {org: acme, slug: bot, name: Bot, kind: always_on}
-  - {org: initech, slug: peter, name: Peter}
-projects:
-  - slug: one
-    name: One
-    host: acme
-    members:
-      - {agent: acme/lead, part: lead, main: true}
-      - {agent: acme/alpha, part: a}
-      - {agent: acme/beta, part: b}
-      - {agent: acme/gamma, part: c}
-      - {agent: acme/bot, part: bot}
-  - slug: two
-    name: Two
-    host: initech
-    members:
-      - {agent: initech/peter, part: peter}
-`
+//go:embed testdata/seed.yaml
+var seed string
 
 // clock is the injected time of a test.
 type clock struct {
