@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -43,17 +42,21 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 		wake.NewHandler(wake.HandlerDeps{Service: a.wake, Log: a.log}),
 		knowledge.NewHandler(knowledge.HandlerDeps{Service: a.knowledge, Log: a.log}),
 		desk.NewHandler(desk.HandlerDeps{Service: a.desk, Log: a.log}),
+		auth.NewMetadataHandler(a.public()),
 	} {
 		a.mount(e, h)
 	}
-	e.GET("/.well-known/oauth-protected-resource", a.resourceMetadata)
-	e.GET("/.well-known/oauth-protected-resource/*", a.resourceMetadata)
 	a.signInRoutes(e)
 	a.dashboardRoutes(e)
 	return e
 }
 
-var pathValuePattern = regexp.MustCompile(`\{([a-z_]+)\}`)
+// pathValuePattern and pathRestPattern turn a net/http pattern's {name} into echo's
+// :name and a trailing {name...} into echo's *.
+var (
+	pathValuePattern = regexp.MustCompile(`\{([a-z_]+)\}`)
+	pathRestPattern  = regexp.MustCompile(`\{[a-z_]+\.\.\.\}$`)
+)
 
 // mount serves a surface's routes on echo's router (so that the limits, logs and metrics
 // see each route's pattern), each under the failed-authentication limits when it reads a
@@ -64,7 +67,7 @@ func (a *App) mount(e *echo.Echo, h httpapi.Handler) {
 		if rt.Credential != nil {
 			next = a.limitedRoute(rt.Credential, next)
 		}
-		e.Add(rt.Method, pathValuePattern.ReplaceAllString(rt.Path, ":$1"), next)
+		e.Add(rt.Method, pathValuePattern.ReplaceAllString(pathRestPattern.ReplaceAllString(rt.Path, "*"), ":$1"), next)
 	}
 }
 
@@ -161,21 +164,4 @@ func (a *App) httpError(err error, c echo.Context) {
 		a.log.ErrorContext(c.Request().Context(), "handler error", "error", err.Error())
 	}
 	httpapi.WriteError(c.Response(), c.Request(), code, msg)
-}
-
-// resourceMetadata serves RFC 9728 documents for exactly the resources we protect, from
-// the one helper (auth.ResourceAt) that also makes the challenges and checks audiences: the
-// resource is the endpoint URL as a person pastes it, without query. The root location
-// describes the origin (auth.Origin) for clients that fall back to it.
-func (a *App) resourceMetadata(c echo.Context) error {
-	path := strings.TrimPrefix(c.Request().URL.EscapedPath(), "/.well-known/oauth-protected-resource")
-	res, ok := auth.ResourceAt(a.public(), path)
-	if path == "" {
-		res, ok = auth.Origin(a.public()), true
-	}
-	if !ok {
-		return c.JSON(http.StatusNotFound, map[string]string{"error": "no protected resource at this path"})
-	}
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, auth.Metadata(a.public(), res.Path, res.Name(), res.Scopes()))
 }

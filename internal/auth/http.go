@@ -36,7 +36,7 @@ func Challenge(metadataURL, scope string) string {
 // well-known prefix inserted before the resource's path, its query kept (the threads
 // resource includes ?part=, and clients compare the resource byte for byte).
 func MetadataPath(resourcePathAndQuery string) string {
-	return "/.well-known/oauth-protected-resource" + resourcePathAndQuery
+	return PathMetadata + resourcePathAndQuery
 }
 
 // ResourceMetadata is the RFC 9728 protected-resource metadata document.
