@@ -121,10 +121,10 @@ func required(fs *flag.FlagSet, names ...string) error {
 
 // applyToProject applies spec to an existing project (host/slug), keeping its name: the
 // member and agreement commands change one part of a project the way its file would.
-func applyToProject(ctx context.Context, env adminEnv, project string, spec admin.ProjectSpec) error {
+func applyToProject(ctx context.Context, env adminEnv, project string, spec admin.ProjectSpec) (admin.Result, error) {
 	name, err := env.svc.ProjectName(ctx, project)
 	if err != nil {
-		return err
+		return admin.Result{}, err
 	}
 	spec.Host, spec.Slug, _ = strings.Cut(project, "/")
 	spec.Name = name
@@ -133,12 +133,8 @@ func applyToProject(ctx context.Context, env adminEnv, project string, spec admi
 
 // applyOne applies a one-object file: the imperative `create` commands share the file's
 // validation and write path.
-func applyOne(ctx context.Context, env adminEnv, f admin.File) error {
-	res, err := env.svc.Apply(ctx, f, admin.Options{})
-	if err != nil {
-		return err
-	}
-	return printJSON(env.stdout, res)
+func applyOne(ctx context.Context, env adminEnv, f admin.File) (admin.Result, error) {
+	return env.svc.Apply(ctx, f, admin.Options{})
 }
 
 // command is an admin command whose flags are declared by flags (need names the required
@@ -200,117 +196,89 @@ func adminCommands() map[string]adminCommand {
 
 func coreAdminCommands() map[string]adminCommand {
 	return map[string]adminCommand{
-		"apply": {help: "Create or update the organisations, users, agents and projects that FILE declares, idempotently by slug.\nPrints the ids and every credential newly issued (a key is shown once, when created). A file with any\nproblem is refused whole, each problem named by its path.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		"apply": command("Create or update the organisations, users, agents and projects that FILE declares, idempotently by slug.\nPrints the ids and every credential newly issued (a key is shown once, when created). A file with any\nproblem is refused whole, each problem named by its path.", func(fs *flag.FlagSet) ([]string, runFunc) {
 			file := fs.String("f", "", "the file (YAML or JSON; - for stdin)")
 			rotate := fs.Bool("rotate-keys", false, "revoke the declared agents' keys and projects' connect codes and issue new ones")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "f"); err != nil {
-					return err
-				}
+			return []string{"f"}, func(ctx context.Context, env adminEnv) (any, error) {
 				r := io.Reader(os.Stdin)
 				if *file != "-" {
 					fh, err := os.Open(*file)
 					if err != nil {
-						return fmt.Errorf("open %s: %w", *file, err)
+						return nil, fmt.Errorf("open %s: %w", *file, err)
 					}
 					defer fh.Close()
 					r = fh
 				}
 				f, err := admin.ParseFile(r)
 				if err != nil {
-					return err
+					return nil, err
 				}
-				res, err := env.svc.Apply(ctx, f, admin.Options{RotateKeys: *rotate})
-				if err != nil {
-					return err
-				}
-				return printJSON(env.stdout, res)
+				return env.svc.Apply(ctx, f, admin.Options{RotateKeys: *rotate})
 			}
-		}},
+		}),
 		"org list": list("List organisations.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListOrganisations(ctx) }),
-		"org create": {help: "Create or update an organisation.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		"org create": command("Create or update an organisation.", func(fs *flag.FlagSet) ([]string, runFunc) {
 			slug, name := fs.String("slug", "", "organisation slug"), fs.String("name", "", "display name")
 			plan, tz := fs.String("plan", "trial", "trial, starter, growth or scale"), fs.String("timezone", "UTC", "IANA time zone")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "slug", "name"); err != nil {
-					return err
-				}
+			return []string{"slug", "name"}, func(ctx context.Context, env adminEnv) (any, error) {
 				return applyOne(ctx, env, admin.File{Organisations: []admin.OrgSpec{{Slug: *slug, Name: *name, Plan: *plan, Timezone: *tz}}})
 			}
-		}},
+		}),
 		"user list": list("List people with their organisations and roles.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListUsers(ctx) }),
-		"user create": {help: "Create or update a person and their role in an organisation. The password is read from\n$RELAYROOM_PASSWORD when set (never from a flag, which other users of the machine could see).", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		"user create": command("Create or update a person and their role in an organisation. The password is read from\n$RELAYROOM_PASSWORD when set (never from a flag, which other users of the machine could see).", func(fs *flag.FlagSet) ([]string, runFunc) {
 			email, name := fs.String("email", "", "email address"), fs.String("name", "", "display name")
 			org, role := fs.String("org", "", "organisation slug"), fs.String("role", "member", "owner, admin or member")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "email", "org"); err != nil {
-					return err
-				}
+			return []string{"email", "org"}, func(ctx context.Context, env adminEnv) (any, error) {
 				return applyOne(ctx, env, admin.File{Users: []admin.UserSpec{{Email: *email, Name: *name, Org: *org, Role: *role, Password: os.Getenv("RELAYROOM_PASSWORD")}}})
 			}
-		}},
+		}),
 		"agent list": list("List agents with their number of active keys.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListAgents(ctx) }),
-		"agent create": {help: "Create or update an agent; a new agent's key is printed once.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		"agent create": command("Create or update an agent; a new agent's key is printed once.", func(fs *flag.FlagSet) ([]string, runFunc) {
 			org, slug, name := fs.String("org", "", "organisation slug"), fs.String("slug", "", "agent slug"), fs.String("name", "", "display name")
 			model, kind := fs.String("model", "", "model id, e.g. claude-opus-4"), fs.String("kind", "session", "always_on or session")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "org", "slug", "name"); err != nil {
-					return err
-				}
+			return []string{"org", "slug", "name"}, func(ctx context.Context, env adminEnv) (any, error) {
 				return applyOne(ctx, env, admin.File{Agents: []admin.AgentSpec{{Org: *org, Slug: *slug, Name: *name, Model: *model, Kind: *kind}}})
 			}
-		}},
+		}),
 		"agent rotate-key": oneFlag("Revoke an agent's keys and issue a new one (printed once).", "agent", "the agent, as org/slug", func(ctx context.Context, env adminEnv, v string) (any, error) { return env.svc.RotateAgentKey(ctx, v) }),
 		"project list":     list("List projects.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListProjects(ctx) }),
-		"project create": {help: "Create or update a project hosted by an organisation; a new project's connect code is printed once.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		"project create": command("Create or update a project hosted by an organisation; a new project's connect code is printed once.", func(fs *flag.FlagSet) ([]string, runFunc) {
 			host, slug, name := fs.String("host", "", "host organisation slug"), fs.String("slug", "", "project slug"), fs.String("name", "", "display name")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "host", "slug", "name"); err != nil {
-					return err
-				}
+			return []string{"host", "slug", "name"}, func(ctx context.Context, env adminEnv) (any, error) {
 				return applyOne(ctx, env, admin.File{Projects: []admin.ProjectSpec{{Slug: *slug, Name: *name, Host: *host}}})
 			}
-		}},
+		}),
 		"project rotate-code": oneFlag("Revoke a project's connect codes and issue a new one (printed once, with the parts' URLs).", "project", "the project, as host/slug", func(ctx context.Context, env adminEnv, v string) (any, error) {
 			return env.svc.RotateConnectCode(ctx, v)
 		}),
 		"member list": oneFlag("List a project's parts.", "project", "the project, as host/slug", func(ctx context.Context, env adminEnv, v string) (any, error) { return env.svc.ListMembers(ctx, v) }),
-		"member add": {help: "Add an agent to a project as a part, or update its membership.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		"member add": command("Add an agent to a project as a part, or update its membership.", func(fs *flag.FlagSet) ([]string, runFunc) {
 			project, agent := fs.String("project", "", "the project, as host/slug"), fs.String("agent", "", "the agent, as org/slug")
 			part, main := fs.String("part", "", "part name (default: the agent's slug)"), fs.Bool("main", false, "make it the project's main agent")
 			nick, access := fs.String("nickname", "", "nickname"), fs.String("access", "write", "read, write or manager")
 			caps := fs.String("capabilities", "", "comma-separated: urgent, needsHuman")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "project", "agent"); err != nil {
-					return err
-				}
+			return []string{"project", "agent"}, func(ctx context.Context, env adminEnv) (any, error) {
 				return applyToProject(ctx, env, *project, admin.ProjectSpec{
 					Members: []admin.MemberSpec{{Agent: *agent, Part: *part, Main: *main, Nickname: *nick, Access: *access, Capabilities: csv(*caps)}}})
 			}
-		}},
+		}),
 		"agreement list": oneFlag("List a project's guest agreements.", "project", "the project, as host/slug", func(ctx context.Context, env adminEnv, v string) (any, error) { return env.svc.ListAgreements(ctx, v) }),
-		"agreement set": {help: "Create or update a guest organisation's agreement: status and grants.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		"agreement set": command("Create or update a guest organisation's agreement: status and grants.", func(fs *flag.FlagSet) ([]string, runFunc) {
 			project, guest := fs.String("project", "", "the project, as host/slug"), fs.String("guest", "", "guest organisation slug")
 			status, grants := fs.String("status", "active", "pending, active or revoked"), fs.String("grants", "", "comma-separated: read_memory, write_memory, assign_tasks")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "project", "guest"); err != nil {
-					return err
-				}
+			return []string{"project", "guest"}, func(ctx context.Context, env adminEnv) (any, error) {
 				return applyToProject(ctx, env, *project, admin.ProjectSpec{
 					Guests: []admin.GuestSpec{{Org: *guest, Status: *status, Grants: csv(*grants)}}})
 			}
-		}},
-		"agreement revoke": {help: "Revoke a guest organisation's agreement; its agents are refused from their next call.", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		}),
+		"agreement revoke": command("Revoke a guest organisation's agreement; its agents are refused from their next call.", func(fs *flag.FlagSet) ([]string, runFunc) {
 			project, guest := fs.String("project", "", "the project, as host/slug"), fs.String("guest", "", "guest organisation slug")
-			return func(ctx context.Context, env adminEnv) error {
-				if err := required(fs, "project", "guest"); err != nil {
-					return err
-				}
+			return []string{"project", "guest"}, func(ctx context.Context, env adminEnv) (any, error) {
 				if err := env.svc.SetAgreementStatus(ctx, *project, *guest, "revoked"); err != nil {
-					return err
+					return nil, err
 				}
-				return printJSON(env.stdout, map[string]any{"project": *project, "guest": *guest, "status": "revoked"})
+				return map[string]any{"project": *project, "guest": *guest, "status": "revoked"}, nil
 			}
-		}},
+		}),
 	}
 }

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/relayroom/relayroom/internal/pg/pgtest"
+)
+
+// TestAdminToolsetCommands drives the desk, wake, knowledge, thread and OAuth commands
+// the way a script does: each prints JSON on stdout and exits 0, or prints a JSON error
+// on stderr and exits 1, and a missing required flag is named.
+func TestAdminToolsetCommands(t *testing.T) {
+	t.Setenv("DATABASE_URL", pgtest.New(t))
+	t.Setenv("RELAYROOM_PUBLIC_URL", "https://relay.example.test")
+	if code, _, stderr := runCLI(t, "admin", "apply", "-f", "../../deploy/demo.yaml"); code != 0 {
+		t.Fatalf("apply the demo: exit %d: %s", code, stderr)
+	}
+	ok := func(t *testing.T, args ...string) string {
+		t.Helper()
+		code, out, stderr := runCLI(t, append([]string{"admin"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, stderr)
+		}
+		return out
+	}
+	fails := func(t *testing.T, want string, args ...string) {
+		t.Helper()
+		code, _, stderr := runCLI(t, append([]string{"admin"}, args...)...)
+		var e struct{ Error string }
+		if code != 1 || json.Unmarshal([]byte(stderr), &e) != nil || !strings.Contains(e.Error, want) {
+			t.Fatalf("%s: exit %d, stderr %s; want exit 1 and an error containing %q", strings.Join(args, " "), code, stderr, want)
+		}
+	}
+
+	t.Run("a desk token is printed once, listed without its secret, and revoked", func(t *testing.T) {
+		var tok struct {
+			ID    string `json:"id"`
+			Token string `json:"token"`
+		}
+		if err := json.Unmarshal([]byte(ok(t, "desk", "token", "create", "--workspace", "acme", "--user", "ana@acme.test")), &tok); err != nil || tok.ID == "" || tok.Token == "" {
+			t.Fatalf("token create printed %+v (%v)", tok, err)
+		}
+		if list := ok(t, "desk", "token", "list", "--workspace", "acme"); !strings.Contains(list, tok.ID) || strings.Contains(list, tok.Token) {
+			t.Fatalf("token list must name the token and never show its secret: %s", list)
+		}
+		if out := ok(t, "desk", "token", "revoke", "--workspace", "acme", "--id", tok.ID); !strings.Contains(out, `"revoked": true`) {
+			t.Fatalf("token revoke: %s", out)
+		}
+	})
+	t.Run("a desk command names its missing flags and bad values", func(t *testing.T) {
+		fails(t, "--id, --workspace", "desk", "token", "revoke")
+		fails(t, "--id must be a token id", "desk", "token", "revoke", "--workspace", "acme", "--id", "x")
+		fails(t, "nobody@acme.test is not a member of workspace acme", "desk", "member", "deactivate", "--workspace", "acme", "--user", "nobody@acme.test")
+	})
+	t.Run("the knowledge queue of a project is listed and an unknown entry refused", func(t *testing.T) {
+		if out := strings.TrimSpace(ok(t, "knowledge", "list", "--project", "acme/escalations")); !strings.HasPrefix(out, "[") {
+			t.Fatalf("knowledge list: %s", out)
+		}
+		fails(t, `--id: "x" is not an id`, "knowledge", "approve", "--project", "acme/escalations", "--id", "x")
+		fails(t, "--project", "knowledge", "list")
+	})
+	t.Run("a thread id is checked before anything is canceled", func(t *testing.T) {
+		fails(t, `--thread: "x" is not an id`, "thread", "cancel", "--project", "acme/escalations", "--thread", "x")
+	})
+	t.Run("wake lists answer empty lists, not null", func(t *testing.T) {
+		if out := strings.TrimSpace(ok(t, "wake", "webhooks")); out != "[]" {
+			t.Fatalf("wake webhooks: %s", out)
+		}
+		fails(t, "--id must be a wake id", "wake", "retry", "--id", "x")
+	})
+	t.Run("oauth clients and grants", func(t *testing.T) {
+		if out := ok(t, "oauth", "clients", "revoke", "--client", "nobody"); !strings.Contains(out, `"revoked": false`) {
+			t.Fatalf("revoking an unknown client: %s", out)
+		}
+		fails(t, "--grant must be a grant id", "oauth", "grants", "revoke", "--grant", "x")
+	})
+}
