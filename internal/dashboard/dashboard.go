@@ -521,14 +521,8 @@ func (h *Handler) memory(w http.ResponseWriter, r *http.Request, sess web.Sessio
 	}
 	var err error
 	if f.Query != "" {
-		// The same search as read_memory (semantic and lexical, fused), with its filters.
-		in := rooms.ReadMemoryInput{Query: f.Query, Limit: 20, Category: f.Category}
-		if f.Tag != "" {
-			in.Tags = []string{f.Tag}
-		}
-		var res rooms.ReadMemoryResult
-		res, err = h.deps.Rooms.ReadMemory(r.Context(), sc, in)
-		v.Found, v.Searched = res.Entries, true
+		v.Found, err = h.searchMemory(r, sc, f)
+		v.Searched = true
 	} else {
 		mf := rooms.MemoryFilter{Category: f.Category, Tag: f.Tag}
 		if id, perr := uuid.Parse(f.Org); perr == nil {
