@@ -41,9 +41,12 @@ func (h *Handler) tasksPageWith(w http.ResponseWriter, r *http.Request, sess web
 	}
 	v.Tasks = taskRows(sc, list)
 	for i := range v.Tasks {
-		if v.Tasks[i].ID.String() == up.Task {
-			v.Tasks[i].UploadError = up.Message
+		if up.Message != "" && v.Tasks[i].ID.String() == up.Task && v.Tasks[i].CanUpload {
+			v.Tasks[i].UploadError, up.Message = up.Message, ""
 		}
+	}
+	if up.Message != "" { // a task without the person's file field: said at the top
+		v.Error = up.Message
 	}
 	v.MaxUpload = h.deps.Rooms.MaxAttachment()
 	h.render(w, status, "tasks", v)
