@@ -49,8 +49,8 @@ func TestLearningCountsUsesOnTheQuerysDayAndWeek(t *testing.T) {
 		}
 	}
 	recall(time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC), "zebra husbandry", false) // Friday, returns nothing
-	recall(time.Date(2026, 11, 29, 23, 59, 0, 0, time.UTC), "invoices close", false)  // Sunday
-	recall(time.Date(2026, 11, 30, 0, 1, 0, 0, time.UTC), "invoices close", true)     // Monday: a new week
+	recall(time.Date(2026, 11, 29, 23, 59, 0, 0, time.UTC), "invoices close", false) // Sunday
+	recall(time.Date(2026, 11, 30, 0, 1, 0, 0, time.UTC), "invoices close", true)    // Monday: a new week
 	got, err := k.Learning(ctx, arch, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
