@@ -525,15 +525,17 @@ func (q *Queries) KnowledgeRetitle(ctx context.Context, db DBTX, arg KnowledgeRe
 const knowledgeSetExpiry = `-- name: KnowledgeSetExpiry :one
 UPDATE knowledge SET expires_at = $1,
   status = CASE WHEN $1::timestamptz <= $2::timestamptz THEN 'expired' ELSE status END,
-  decided_by = $3, decided_at = $2, updated_at = $2
+  decided_by = CASE WHEN $1::timestamptz <= $2::timestamptz THEN $3::text ELSE decided_by END,
+  decided_at = CASE WHEN $1::timestamptz <= $2::timestamptz THEN $2::timestamptz ELSE decided_at END,
+  updated_at = $2
 WHERE project_id = $4 AND id = $5 AND status = 'trusted'
 RETURNING id, status, confidence
 `
 
 type KnowledgeSetExpiryParams struct {
 	ExpiresAt *time.Time
-	Now       *time.Time
-	DecidedBy *string
+	Now       time.Time
+	DecidedBy string
 	ProjectID uuid.UUID
 	ID        uuid.UUID
 }
@@ -545,7 +547,8 @@ type KnowledgeSetExpiryRow struct {
 }
 
 // A person sets when a trusted entry stops being recalled; an expiry not after now
-// retires it at once (recall already excludes it from that instant).
+// retires it at once (recall already excludes it from that instant) and records who did;
+// a later expiry keeps the approval's decided_by, which the trusted list shows.
 func (q *Queries) KnowledgeSetExpiry(ctx context.Context, db DBTX, arg KnowledgeSetExpiryParams) (KnowledgeSetExpiryRow, error) {
 	row := db.QueryRow(ctx, knowledgeSetExpiry,
 		arg.ExpiresAt,

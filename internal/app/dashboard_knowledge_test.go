@@ -165,6 +165,15 @@ func TestDashboardKnowledge(t *testing.T) {
 		if got := served(t, threads, architect, "recall", map[string]any{"query": "support hours phones weekdays"}); !strings.Contains(got, "Support hours") {
 			t.Fatalf("a refused expiry retired the entry: %s", got)
 		}
+		if status, _ := ana.postForm(base+"/"+id+"/expire", url.Values{"csrf": {ana.csrf()}, "expires_at": {"2099-01-01T09:00"}}); status != http.StatusSeeOther {
+			t.Fatalf("a later expiry: %d", status)
+		}
+		if got := served(t, threads, architect, "recall", map[string]any{"query": "support hours phones weekdays"}); !strings.Contains(got, `"expiresAt":"2099-01-01T09:00:00`) {
+			t.Fatalf("a later expiry (Acme's timezone is UTC) is not on the entry: %s", got)
+		}
+		if _, body := ana.get(base); !strings.Contains(body, "approved by person:Ana · expires 2099-01-01") {
+			t.Fatalf("a later expiry changed who approved the entry: %s", body)
+		}
 		if status, _ := ana.postForm(base+"/"+id+"/expire", url.Values{"csrf": {ana.csrf()}, "expires_at": {""}}); status != http.StatusSeeOther {
 			t.Fatalf("expire now: %d", status)
 		}

@@ -143,7 +143,7 @@ func (s *Service) Expire(ctx context.Context, sc tenancy.Scope, id uuid.UUID, at
 	var d Decision
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		by := "person:" + sc.Person.Name
-		r, err := s.Q.KnowledgeSetExpiry(ctx, tx, db.KnowledgeSetExpiryParams{ExpiresAt: &at, Now: &now, DecidedBy: &by, ProjectID: sc.ProjectID, ID: id})
+		r, err := s.Q.KnowledgeSetExpiry(ctx, tx, db.KnowledgeSetExpiryParams{ExpiresAt: &at, Now: now, DecidedBy: by, ProjectID: sc.ProjectID, ID: id})
 		if pg.IsNoRows(err) {
 			return s.notTrusted(ctx, tx, sc, id, StatusExpired)
 		}

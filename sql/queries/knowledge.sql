@@ -120,10 +120,13 @@ RETURNING id, status, confidence;
 
 -- name: KnowledgeSetExpiry :one
 -- A person sets when a trusted entry stops being recalled; an expiry not after now
--- retires it at once (recall already excludes it from that instant).
+-- retires it at once (recall already excludes it from that instant) and records who did;
+-- a later expiry keeps the approval's decided_by, which the trusted list shows.
 UPDATE knowledge SET expires_at = @expires_at,
   status = CASE WHEN @expires_at::timestamptz <= @now::timestamptz THEN 'expired' ELSE status END,
-  decided_by = @decided_by, decided_at = @now, updated_at = @now
+  decided_by = CASE WHEN @expires_at::timestamptz <= @now::timestamptz THEN @decided_by::text ELSE decided_by END,
+  decided_at = CASE WHEN @expires_at::timestamptz <= @now::timestamptz THEN @now::timestamptz ELSE decided_at END,
+  updated_at = @now
 WHERE project_id = @project_id AND id = @id AND status = 'trusted'
 RETURNING id, status, confidence;
 
