@@ -6,6 +6,7 @@
 # Operator tools (bounded in time, loopback only; not part of make test):
 #   make loadtest   every tool at 32 connections beside raw pgx loops (docs/performance.md)
 #   make chaos      the security review's attacks against a real server (docs/reliability.md)
+#   make screenshots  the dashboard's screenshots in docs/img, from the browser tests
 
 SHELL := /bin/bash
 GO ?= go
@@ -15,7 +16,7 @@ TEST_PG_DIR := $(CURDIR)/.data/test-pg
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
 CONFORMANCE := .ci/conformance
-.PHONY: test-citus run build test conformance-suite test-go check-generated generate fmt vet bench fuzz loadtest chaos pg-stop clean
+.PHONY: screenshots test-citus run build test conformance-suite test-go check-generated generate fmt vet bench fuzz loadtest chaos pg-stop clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/relayroom
@@ -29,6 +30,14 @@ test: check-generated conformance-suite
 	url=$$(bash $(PG) start $(TEST_PG_DIR) --fast); \
 	echo "test database: $$url"; \
 	DATABASE_URL="$$url" RELAYROOM_CONFORMANCE_DIR=$(CURDIR)/$(CONFORMANCE)/node_modules $(GO) test $(TEST_FLAGS) ./...
+
+# The dashboard's screenshots in docs/img, from the browser tests (Debian's chromium;
+# docs/dashboard.md shows them). Each browser test also keeps its own under its artifacts.
+screenshots:
+	@set -euo pipefail; \
+	url=$$(bash $(PG) start $(TEST_PG_DIR) --fast); \
+	mkdir -p docs/img; \
+	DATABASE_URL="$$url" RELAYROOM_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run 'Dashboard.*InABrowser' ./internal/app
 
 # The same suites on a real Citus cluster (docs/scale.md): deploy/citus/cluster.sh builds
 # Citus from deploy/citus/vendor/ when PostgreSQL 15 has none, starts a coordinator and two

@@ -189,6 +189,38 @@ func (q *Queries) KnowledgeDecide(ctx context.Context, db DBTX, arg KnowledgeDec
 	return i, err
 }
 
+const knowledgeDemoteTrusted = `-- name: KnowledgeDemoteTrusted :one
+UPDATE knowledge SET status = 'demoted', decided_by = $1, decided_at = $2, updated_at = $2
+WHERE project_id = $3 AND id = $4 AND status = 'trusted'
+RETURNING id, status, confidence
+`
+
+type KnowledgeDemoteTrustedParams struct {
+	DecidedBy *string
+	Now       *time.Time
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+type KnowledgeDemoteTrustedRow struct {
+	ID         uuid.UUID
+	Status     string
+	Confidence float32
+}
+
+// A person takes a trusted entry out of recall; it can be approved again later.
+func (q *Queries) KnowledgeDemoteTrusted(ctx context.Context, db DBTX, arg KnowledgeDemoteTrustedParams) (KnowledgeDemoteTrustedRow, error) {
+	row := db.QueryRow(ctx, knowledgeDemoteTrusted,
+		arg.DecidedBy,
+		arg.Now,
+		arg.ProjectID,
+		arg.ID,
+	)
+	var i KnowledgeDemoteTrustedRow
+	err := row.Scan(&i.ID, &i.Status, &i.Confidence)
+	return i, err
+}
+
 const knowledgeExpire = `-- name: KnowledgeExpire :execrows
 UPDATE knowledge SET status = 'expired', updated_at = $1
 WHERE status IN ('candidate', 'trusted') AND expires_at IS NOT NULL AND expires_at <= $1
@@ -227,6 +259,44 @@ func (q *Queries) KnowledgeFindNearDuplicate(ctx context.Context, db DBTX, arg K
 	var id uuid.UUID
 	err := row.Scan(&id)
 	return id, err
+}
+
+const knowledgeGetCitation = `-- name: KnowledgeGetCitation :one
+SELECT k.id AS knowledge_id, k.title, k.status AS knowledge_status, t.id AS thread_id, t.subject, t.status, t.created_at
+FROM knowledge k JOIN thread t ON t.project_id = k.project_id AND t.id = k.source_thread_id
+WHERE k.project_id = $1 AND k.id = $2
+`
+
+type KnowledgeGetCitationParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+type KnowledgeGetCitationRow struct {
+	KnowledgeID     uuid.UUID
+	Title           string
+	KnowledgeStatus string
+	ThreadID        uuid.UUID
+	Subject         string
+	Status          string
+	CreatedAt       time.Time
+}
+
+// The thread a lesson cites (source_thread_id), with the entry: no row when the entry
+// is not in the project or cites no thread of it.
+func (q *Queries) KnowledgeGetCitation(ctx context.Context, db DBTX, arg KnowledgeGetCitationParams) (KnowledgeGetCitationRow, error) {
+	row := db.QueryRow(ctx, knowledgeGetCitation, arg.ProjectID, arg.ID)
+	var i KnowledgeGetCitationRow
+	err := row.Scan(
+		&i.KnowledgeID,
+		&i.Title,
+		&i.KnowledgeStatus,
+		&i.ThreadID,
+		&i.Subject,
+		&i.Status,
+		&i.CreatedAt,
+	)
+	return i, err
 }
 
 const knowledgeGetStatus = `-- name: KnowledgeGetStatus :one
@@ -428,6 +498,70 @@ func (q *Queries) KnowledgeRecall(ctx context.Context, db DBTX, arg KnowledgeRec
 	return items, nil
 }
 
+const knowledgeRetitle = `-- name: KnowledgeRetitle :exec
+UPDATE knowledge SET title = $1, updated_at = $2
+WHERE project_id = $3 AND id = $4 AND status IN ('candidate', 'demoted')
+`
+
+type KnowledgeRetitleParams struct {
+	Title     string
+	Now       time.Time
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+// A person edits a candidate's (or a demoted entry's) title before approving it, in the
+// approval's transaction; the stored tsv and the word list follow the title.
+func (q *Queries) KnowledgeRetitle(ctx context.Context, db DBTX, arg KnowledgeRetitleParams) error {
+	_, err := db.Exec(ctx, knowledgeRetitle,
+		arg.Title,
+		arg.Now,
+		arg.ProjectID,
+		arg.ID,
+	)
+	return err
+}
+
+const knowledgeSetExpiry = `-- name: KnowledgeSetExpiry :one
+UPDATE knowledge SET expires_at = $1,
+  status = CASE WHEN $1::timestamptz <= $2::timestamptz THEN 'expired' ELSE status END,
+  decided_by = CASE WHEN $1::timestamptz <= $2::timestamptz THEN $3::text ELSE decided_by END,
+  decided_at = CASE WHEN $1::timestamptz <= $2::timestamptz THEN $2::timestamptz ELSE decided_at END,
+  updated_at = $2
+WHERE project_id = $4 AND id = $5 AND status = 'trusted'
+RETURNING id, status, confidence
+`
+
+type KnowledgeSetExpiryParams struct {
+	ExpiresAt *time.Time
+	Now       time.Time
+	DecidedBy string
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+type KnowledgeSetExpiryRow struct {
+	ID         uuid.UUID
+	Status     string
+	Confidence float32
+}
+
+// A person sets when a trusted entry stops being recalled; an expiry not after now
+// retires it at once (recall already excludes it from that instant) and records who did;
+// a later expiry keeps the approval's decided_by, which the trusted list shows.
+func (q *Queries) KnowledgeSetExpiry(ctx context.Context, db DBTX, arg KnowledgeSetExpiryParams) (KnowledgeSetExpiryRow, error) {
+	row := db.QueryRow(ctx, knowledgeSetExpiry,
+		arg.ExpiresAt,
+		arg.Now,
+		arg.DecidedBy,
+		arg.ProjectID,
+		arg.ID,
+	)
+	var i KnowledgeSetExpiryRow
+	err := row.Scan(&i.ID, &i.Status, &i.Confidence)
+	return i, err
+}
+
 const projectGetIDBySlug = `-- name: ProjectGetIDBySlug :one
 SELECT p.id FROM project p JOIN organisation o ON o.id = p.host_org_id
 WHERE o.slug = $1 AND p.slug = $2
@@ -464,6 +598,72 @@ func (q *Queries) ProjectGetKnowledgeSettings(ctx context.Context, db DBTX, proj
 	var i ProjectGetKnowledgeSettingsRow
 	err := row.Scan(&i.KnowledgeConfig, &i.Settings)
 	return i, err
+}
+
+const projectMergeKnowledgeSettings = `-- name: ProjectMergeKnowledgeSettings :execrows
+UPDATE project SET knowledge_config = knowledge_config || $1::jsonb,
+  settings = CASE WHEN $2::jsonb IS NULL THEN settings ELSE settings || jsonb_build_object('redactionRules', $2::jsonb) END
+WHERE id = $3
+`
+
+type ProjectMergeKnowledgeSettingsParams struct {
+	ConfigPatch json.RawMessage
+	Rules       json.RawMessage
+	ProjectID   uuid.UUID
+}
+
+// The knowledge settings page saves by merging: knowledge_config || patch keeps every
+// key it does not name (a distillOnClose set by SQL stays), and redactionRules is
+// replaced inside settings without touching its other keys.
+func (q *Queries) ProjectMergeKnowledgeSettings(ctx context.Context, db DBTX, arg ProjectMergeKnowledgeSettingsParams) (int64, error) {
+	result, err := db.Exec(ctx, projectMergeKnowledgeSettings, arg.ConfigPatch, arg.Rules, arg.ProjectID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const recallQueryDailyHitRate = `-- name: RecallQueryDailyHitRate :many
+SELECT q.day::timestamptz AS day, q.returned::bigint AS returned, coalesce(u.used, 0)::bigint AS used
+FROM (SELECT date_trunc('day', rq.created_at, 'UTC') AS day, sum(cardinality(rq.returned)) AS returned
+      FROM recall_query rq WHERE rq.project_id = $1 AND rq.created_at >= $2 GROUP BY 1) q
+LEFT JOIN (SELECT date_trunc('day', rq.created_at, 'UTC') AS day, count(*) AS used
+      FROM recall_use ru JOIN recall_query rq ON rq.project_id = ru.project_id AND rq.id = ru.query_id
+      WHERE ru.project_id = $1 AND rq.created_at >= $2 GROUP BY 1) u ON u.day = q.day
+ORDER BY q.day
+`
+
+type RecallQueryDailyHitRateParams struct {
+	ProjectID uuid.UUID
+	Since     time.Time
+}
+
+type RecallQueryDailyHitRateRow struct {
+	Day      time.Time
+	Returned int64
+	Used     int64
+}
+
+// The Learning panel's series: entries returned and used per UTC day since a time (a
+// use counts on the day of the query that returned it, as RecallQueryHitRate counts it).
+func (q *Queries) RecallQueryDailyHitRate(ctx context.Context, db DBTX, arg RecallQueryDailyHitRateParams) ([]RecallQueryDailyHitRateRow, error) {
+	rows, err := db.Query(ctx, recallQueryDailyHitRate, arg.ProjectID, arg.Since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecallQueryDailyHitRateRow{}
+	for rows.Next() {
+		var i RecallQueryDailyHitRateRow
+		if err := rows.Scan(&i.Day, &i.Returned, &i.Used); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const recallQueryGet = `-- name: RecallQueryGet :one
@@ -536,6 +736,49 @@ func (q *Queries) RecallQueryInsert(ctx context.Context, db DBTX, arg RecallQuer
 		arg.Now,
 	)
 	return err
+}
+
+const recallQueryListEmpty = `-- name: RecallQueryListEmpty :many
+SELECT query, count(*)::bigint AS times, max(created_at)::timestamptz AS last_at
+FROM recall_query
+WHERE project_id = $1 AND created_at >= $2 AND cardinality(returned) = 0
+GROUP BY query
+ORDER BY last_at DESC, query
+LIMIT $3
+`
+
+type RecallQueryListEmptyParams struct {
+	ProjectID uuid.UUID
+	Since     time.Time
+	Lim       int32
+}
+
+type RecallQueryListEmptyRow struct {
+	Query  string
+	Times  int64
+	LastAt time.Time
+}
+
+// The queries that returned nothing since a time, most recent first, each once with how
+// often it was asked.
+func (q *Queries) RecallQueryListEmpty(ctx context.Context, db DBTX, arg RecallQueryListEmptyParams) ([]RecallQueryListEmptyRow, error) {
+	rows, err := db.Query(ctx, recallQueryListEmpty, arg.ProjectID, arg.Since, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecallQueryListEmptyRow{}
+	for rows.Next() {
+		var i RecallQueryListEmptyRow
+		if err := rows.Scan(&i.Query, &i.Times, &i.LastAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const recallUseInsert = `-- name: RecallUseInsert :execrows

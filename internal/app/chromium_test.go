@@ -57,7 +57,7 @@ const (
 // screenshot saves the page under the test's artifacts (go test -artifacts keeps them).
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100 is PNG; below it chromedp writes JPEG
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -66,6 +66,39 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", path)
+	// RELAYROOM_SCREENSHOTS=docs/img (make screenshots) also keeps it for the docs, under
+	// its bare name; a relative directory is the module's (tests run in their package's).
+	if dir := os.Getenv(screenshotsEnv); dir != "" {
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(moduleRoot(t), dir)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// screenshotsEnv names the directory that keeps the browser tests' screenshots for the
+// docs (docs/dashboard.md shows docs/img).
+const screenshotsEnv = "RELAYROOM_SCREENSHOTS"
+
+// moduleRoot is the directory of go.mod above the test's working directory.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = up
+	}
 }
 
 // waitFor waits until the JavaScript expression is true. It asks again after a navigation

@@ -163,13 +163,11 @@ type view struct {
 	Filter    memoryFilterView
 	Companies []company
 
-	Tasks  []taskRow
-	Roster []rooms.RosterEntry
+	Tasks     []taskRow
+	MaxUpload int64
+	Roster    []rooms.RosterEntry
 
-	Candidates []knowledge.Review
-	Trusted    []knowledge.Review
-	HitRates   knowledge.HitRates
-	CanDecide  bool
+	Know *knowledgeView
 }
 
 type roomView struct {
@@ -251,6 +249,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, web.LoginURL(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
+	// A file upload is a multipart body of up to the attachment limit: it is read as a
+	// stream, with its own CSRF check, not as a form.
+	if r.Method == http.MethodPost && isUpload(parts) {
+		h.upload(w, r, sess, parts)
+		return
+	}
 	// Every page's query (a search, a filter) and every posted form is read here, so a
 	// NUL or invalid UTF-8 is a 400 before any service sees it.
 	if err := web.ParseForm(w, r, maxFormBytes); err != nil {
@@ -293,10 +297,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.tasksPage(w, r, sess, sc, http.StatusOK, "")
 		case len(rest) == 3 && rest[0] == "tasks" && (rest[2] == "review" || rest[2] == "cancel") && post:
 			h.taskAction(w, r, sess, sc, rest[1], rest[2])
-		case len(rest) == 1 && rest[0] == "knowledge" && get:
-			h.knowledgePage(w, r, sess, sc, http.StatusOK, "")
-		case len(rest) == 3 && rest[0] == "knowledge" && (rest[2] == "approve" || rest[2] == "reject") && post:
-			h.decide(w, r, sess, sc, rest[1], rest[2] == "approve")
+		case len(rest) >= 1 && rest[0] == "knowledge":
+			h.knowledgeRoutes(w, r, sess, sc, rest[1:])
 		default:
 			h.notFound(w, &sess)
 		}
@@ -519,14 +521,8 @@ func (h *Handler) memory(w http.ResponseWriter, r *http.Request, sess web.Sessio
 	}
 	var err error
 	if f.Query != "" {
-		// The same search as read_memory (semantic and lexical, fused), with its filters.
-		in := rooms.ReadMemoryInput{Query: f.Query, Limit: 20, Category: f.Category}
-		if f.Tag != "" {
-			in.Tags = []string{f.Tag}
-		}
-		var res rooms.ReadMemoryResult
-		res, err = h.deps.Rooms.ReadMemory(r.Context(), sc, in)
-		v.Found, v.Searched = res.Entries, true
+		v.Found, err = h.searchMemory(r, sc, f)
+		v.Searched = true
 	} else {
 		mf := rooms.MemoryFilter{Category: f.Category, Tag: f.Tag}
 		if id, perr := uuid.Parse(f.Org); perr == nil {

@@ -1,8 +1,10 @@
 package dashboard
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,21 +18,115 @@ import (
 // knowledgeList bounds each list of the Knowledge tab.
 const knowledgeList = 50
 
-// knowledgePage is the review queue (candidates to approve or reject), the trusted
-// entries, and the Learning panel's recall hit rate (used / returned, day and week).
-func (h *Handler) knowledgePage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, status int, errMsg string) {
-	v := view{Title: sc.ProjectName + " · Knowledge", Person: sess.Person, CSRF: sess.CSRF(), Error: errMsg,
-		Room: h.roomView(sc, "knowledge"), CanDecide: sc.IsHost() && sc.IsOrgAdmin()}
-	if r.URL.Query().Get("notice") != "" {
-		v.Notice = "Decision saved."
-	}
-	ctx := r.Context()
-	var err error
-	if v.Candidates, err = h.deps.Know.ReviewQueue(ctx, sc, knowledge.StatusCandidate, knowledgeList); err == nil {
-		if v.Trusted, err = h.deps.Know.ReviewQueue(ctx, sc, knowledge.StatusTrusted, knowledgeList); err == nil {
-			v.HitRates, err = h.deps.Know.LearningHitRates(ctx, sc, time.Now())
+// Pages of the Knowledge tab: they share one template (knowledge.html), which picks the
+// page by knowledgeView.Page.
+const (
+	knowledgeMain     = "main"
+	knowledgeThread   = "thread"
+	knowledgeSettings = "settings"
+)
+
+// Notices of the Knowledge tab after a form (?notice=).
+var knowledgeNotices = map[string]string{
+	"approved": "The entry was approved: recall returns it.",
+	"rejected": "The entry was rejected.",
+	"demoted":  "The entry was demoted: recall no longer returns it until it is approved again.",
+	"expired":  "The expiry was saved.",
+	"settings": "The knowledge settings were saved.",
+	// "decided" is what earlier pages linked to.
+	"decided": "Decision saved.",
+}
+
+// knowledgeView is what the Knowledge tab's pages show.
+type knowledgeView struct {
+	Page       string
+	CanDecide  bool
+	Candidates []reviewCard
+	Demoted    []reviewCard
+	Trusted    []knowledge.Review
+	Learning   knowledge.Learning
+	DayChart   template.HTML
+	WeekChart  template.HTML
+	// Field is the refusal of one entry's form, shown beside its field; Title keeps what
+	// the person typed.
+	Field    fieldError
+	Citation knowledge.Citation
+	Settings settingsForm
+}
+
+// reviewCard is an entry of the review queue with what its forms need.
+type reviewCard struct {
+	knowledge.Review
+	Room              uuid.UUID
+	IsHost, CanDecide bool
+	CSRF              string
+	Field             fieldError // this entry's refused field, if any
+}
+
+func reviewCards(v view, list []knowledge.Review) []reviewCard {
+	out := make([]reviewCard, len(list))
+	for i, rv := range list {
+		out[i] = reviewCard{Review: rv, Room: v.Room.ID, IsHost: v.Room.IsHost, CanDecide: v.Know.CanDecide, CSRF: v.CSRF}
+		if v.Know.Field.Entry == rv.ID {
+			out[i].Field = v.Know.Field
 		}
 	}
+	return out
+}
+
+// fieldError is a refused form's message beside the field it is about.
+type fieldError struct {
+	Entry   uuid.UUID
+	Field   string
+	Message string
+	Value   string
+}
+
+// knowledgeRoutes serves everything under /app/rooms/{id}/knowledge.
+func (h *Handler) knowledgeRoutes(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, rest []string) {
+	get, post := r.Method == http.MethodGet, r.Method == http.MethodPost
+	switch {
+	case len(rest) == 0 && get:
+		h.knowledgePage(w, r, sess, sc, http.StatusOK, "", fieldError{})
+	case len(rest) == 1 && rest[0] == "settings" && get:
+		h.settingsPage(w, r, sess, sc, http.StatusOK, nil)
+	case len(rest) == 1 && rest[0] == "settings" && post:
+		h.saveSettings(w, r, sess, sc)
+	case len(rest) == 2 && rest[1] == "thread" && get:
+		h.citedThread(w, r, sess, sc, rest[0])
+	case len(rest) == 2 && post:
+		h.knowledgeAction(w, r, sess, sc, rest[0], rest[1])
+	default:
+		h.notFound(w, &sess)
+	}
+}
+
+func (h *Handler) knowledgeBase(sess web.Session, sc tenancy.Scope, title, page string) view {
+	return view{Title: sc.ProjectName + " · " + title, Person: sess.Person, CSRF: sess.CSRF(), Room: h.roomView(sc, "knowledge"),
+		Know: &knowledgeView{Page: page, CanDecide: sc.IsHost() && sc.IsOrgAdmin()}}
+}
+
+// knowledgePage is the Learning panel (recall hit rate per day and week, as charts with
+// their tables, and the queries that returned nothing), the review queue (candidates to
+// approve, with their title editable, or reject; demoted entries to approve again) and
+// the trusted entries (demote, expire).
+func (h *Handler) knowledgePage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, status int, errMsg string, fe fieldError) {
+	v := h.knowledgeBase(sess, sc, "Knowledge", knowledgeMain)
+	v.Error, v.Know.Field = errMsg, fe
+	v.Notice = knowledgeNotices[r.URL.Query().Get("notice")]
+	k, ctx := v.Know, r.Context()
+	var (
+		err                 error
+		candidates, demoted []knowledge.Review
+	)
+	if k.Learning, err = h.deps.Know.Learning(ctx, sc, time.Now()); err == nil {
+		if candidates, err = h.deps.Know.ReviewQueue(ctx, sc, knowledge.StatusCandidate, knowledgeList); err == nil {
+			if demoted, err = h.deps.Know.ReviewQueue(ctx, sc, knowledge.StatusDemoted, knowledgeList); err == nil {
+				k.Trusted, err = h.deps.Know.ReviewQueue(ctx, sc, knowledge.StatusTrusted, knowledgeList)
+			}
+		}
+	}
+	k.Candidates, k.Demoted = reviewCards(v, candidates), reviewCards(v, demoted)
 	if e, ok := apperr.As(err); ok && e.Code == apperr.Forbidden {
 		v.Message = e.Message
 		h.render(w, http.StatusForbidden, "knowledge", v)
@@ -40,29 +136,106 @@ func (h *Handler) knowledgePage(w http.ResponseWriter, r *http.Request, sess web
 		h.unavailable(w, r, &sess, "knowledge", err)
 		return
 	}
+	k.DayChart = hitRateChart("Recall hit rate per day", k.Learning.Days, "01-02")
+	k.WeekChart = hitRateChart("Recall hit rate per week", k.Learning.Weeks, "01-02")
 	h.render(w, status, "knowledge", v)
 }
 
-// decide approves or rejects an entry: a person's approval makes it trusted, so recall
-// returns it.
-func (h *Handler) decide(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, idText string, approve bool) {
+// knowledgeAction approves (with the title as edited), rejects, demotes or expires an
+// entry. Only the host's owners and admins may (the service decides); a refusal of a
+// field is shown beside it, nothing changed.
+func (h *Handler) knowledgeAction(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, idText, action string) {
 	id, err := uuid.Parse(idText)
 	if err != nil {
 		h.notFound(w, &sess)
 		return
 	}
-	_, err = h.deps.Know.Decide(r.Context(), sc, id, approve)
+	fe := fieldError{Entry: id}
+	ctx := r.Context()
+	switch action {
+	case "approve":
+		fe.Value = r.PostFormValue("title")
+		_, err = h.deps.Know.ApproveAs(ctx, sc, id, fe.Value)
+		action = "approved"
+	case "reject":
+		_, err = h.deps.Know.Decide(ctx, sc, id, false)
+		action = "rejected"
+	case "demote":
+		_, err = h.deps.Know.Demote(ctx, sc, id)
+		action = "demoted"
+	case "expire":
+		fe.Value = strings.TrimSpace(r.PostFormValue("expires_at"))
+		var at time.Time
+		if at, err = parseLocal(fe.Value, sc.Person.Timezone); err == nil {
+			_, err = h.deps.Know.Expire(ctx, sc, id, at)
+		}
+		action = "expired"
+	default:
+		h.notFound(w, &sess)
+		return
+	}
 	e, isApp := apperr.As(err)
 	switch {
 	case err == nil:
-		http.Redirect(w, r, roomURL(sc.ProjectID, "knowledge")+"?notice="+url.QueryEscape("decided"), http.StatusSeeOther)
+		http.Redirect(w, r, roomURL(sc.ProjectID, "knowledge")+"?notice="+url.QueryEscape(action)+"#k-"+id.String(), http.StatusSeeOther)
 	case isApp && e.Code == apperr.NotFound:
 		h.notFound(w, &sess)
-	case isApp && e.Code == apperr.Forbidden:
-		h.knowledgePage(w, r, sess, sc, http.StatusForbidden, e.Message)
-	case isApp && e.Code == apperr.Conflict:
-		h.knowledgePage(w, r, sess, sc, http.StatusConflict, e.Message)
+	case isApp && e.Code != apperr.Unavailable:
+		status := http.StatusBadRequest
+		switch e.Code {
+		case apperr.Forbidden:
+			status = http.StatusForbidden
+		case apperr.Conflict:
+			status = http.StatusConflict
+		}
+		if fe.Field = knowledge.ErrorField(err); fe.Field != "" {
+			fe.Message = e.Message
+			h.knowledgePage(w, r, sess, sc, status, "", fe)
+			return
+		}
+		h.knowledgePage(w, r, sess, sc, status, e.Message, fieldError{})
 	default:
-		h.unavailable(w, r, &sess, "decide knowledge", err)
+		h.unavailable(w, r, &sess, "knowledge "+action, err)
 	}
+}
+
+// localInput is the format of a datetime-local field.
+const localInput = "2006-01-02T15:04"
+
+// parseLocal reads a datetime-local field in the viewer's timezone; blank is the zero
+// time (now, for an expiry).
+func parseLocal(v, tz string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		loc = time.UTC
+	}
+	t, err := time.ParseInLocation(localInput, v, loc)
+	if err != nil {
+		return time.Time{}, knowledge.FieldError(knowledge.FieldExpiresAt, "the expiry must be a date and time such as 2026-12-31T17:00 (got %q)", v)
+	}
+	return t, nil
+}
+
+// citedThread shows the thread a lesson cites, for its reviewers.
+func (h *Handler) citedThread(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, idText string) {
+	id, err := uuid.Parse(idText)
+	if err != nil {
+		h.notFound(w, &sess)
+		return
+	}
+	c, err := h.deps.Know.Cited(r.Context(), sc, id)
+	if e, ok := apperr.As(err); ok && e.Code == apperr.NotFound {
+		h.notFound(w, &sess)
+		return
+	}
+	if err != nil {
+		h.unavailable(w, r, &sess, "cited thread", err)
+		return
+	}
+	v := h.knowledgeBase(sess, sc, "Thread cited by “"+c.Title+"”", knowledgeThread)
+	v.Know.Citation = c
+	h.render(w, http.StatusOK, "knowledge", v)
 }

@@ -15,11 +15,23 @@ var taskNotices = map[string]string{
 	"accepted": "The result was accepted.",
 	"rejected": "The result was rejected.",
 	"canceled": "The task was canceled.",
+	"uploaded": "The file was attached to the task.",
+}
+
+// uploadRefusal is a refused upload, shown beside the task's file field.
+type uploadRefusal struct {
+	Task    string
+	Message string
 }
 
 // tasksPage is the Tasks tab: every task the person's company may see, with its state,
 // assignee, deadline, files, the full result, and the forms to accept, reject or cancel.
 func (h *Handler) tasksPage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, status int, errMsg string) {
+	h.tasksPageWith(w, r, sess, sc, status, errMsg, uploadRefusal{})
+}
+
+// tasksPageWith is the Tasks tab with a refused upload beside its task's file field.
+func (h *Handler) tasksPageWith(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, status int, errMsg string, up uploadRefusal) {
 	v := view{Title: sc.ProjectName + " · Tasks", Person: sess.Person, CSRF: sess.CSRF(), Error: errMsg,
 		Notice: taskNotices[r.URL.Query().Get("notice")], Room: h.roomView(sc, "tasks")}
 	list, err := h.deps.Rooms.TasksForPeople(r.Context(), sc)
@@ -28,6 +40,15 @@ func (h *Handler) tasksPage(w http.ResponseWriter, r *http.Request, sess web.Ses
 		return
 	}
 	v.Tasks = taskRows(sc, list)
+	for i := range v.Tasks {
+		if up.Message != "" && v.Tasks[i].ID.String() == up.Task && v.Tasks[i].CanUpload {
+			v.Tasks[i].UploadError, up.Message = up.Message, ""
+		}
+	}
+	if up.Message != "" { // a task without the person's file field: said at the top
+		v.Error = up.Message
+	}
+	v.MaxUpload = h.deps.Rooms.MaxAttachment()
 	h.render(w, status, "tasks", v)
 }
 
@@ -71,6 +92,10 @@ func (h *Handler) taskAction(w http.ResponseWriter, r *http.Request, sess web.Se
 type taskRow struct {
 	rooms.PersonTask
 	CanReview, CanCancel bool
+	// CanUpload: the sending company's and the host's people attach files (as the
+	// contract's upload rule says); UploadError is a refused upload's message.
+	CanUpload   bool
+	UploadError string
 }
 
 func taskRows(sc tenancy.Scope, list []rooms.PersonTask) []taskRow {
@@ -78,7 +103,7 @@ func taskRows(sc tenancy.Scope, list []rooms.PersonTask) []taskRow {
 	for i, t := range list {
 		sent := t.FromOrgID == sc.OrgID
 		out[i] = taskRow{PersonTask: t, CanReview: sent && t.Status == "done" && t.Review == nil,
-			CanCancel: (sent || sc.IsHost()) && !t.Final()}
+			CanCancel: (sent || sc.IsHost()) && !t.Final(), CanUpload: sent || sc.IsHost()}
 	}
 	return out
 }

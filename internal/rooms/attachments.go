@@ -235,12 +235,17 @@ func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename
 	sum := sha256.Sum256(content)
 	res := UploadResult{ID: newID().String(), TaskID: id.String(), UploadedByOrgID: sc.OrgID.String(), Filename: filename,
 		ContentType: contentType, SizeBytes: int64(len(content)), Sha256: hex.EncodeToString(sum[:])}
+	// A person (the dashboard) uploads for their company with no agent.
+	var agent *uuid.UUID
+	if sc.AgentID != uuid.Nil {
+		agent = &sc.AgentID
+	}
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		if err := s.checkAttacher(ctx, tx, sc, id, taskID); err != nil {
 			return err
 		}
 		return s.Q.AttachmentInsert(ctx, tx, db.AttachmentInsertParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(res.ID), TaskID: id,
-			UploadedByOrgID: sc.OrgID, UploadedByAgent: &sc.AgentID, Filename: filename, ContentType: contentType,
+			UploadedByOrgID: sc.OrgID, UploadedByAgent: agent, Filename: filename, ContentType: contentType,
 			SizeBytes: res.SizeBytes, Sha256: res.Sha256, Content: content})
 	})
 	if err != nil {

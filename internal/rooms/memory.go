@@ -271,6 +271,8 @@ type MemoryEntry struct {
 	Tags       []string `json:"tags"`
 	Content    string   `json:"content"`
 	Relevance  *string  `json:"relevance,omitempty"`
+	// OrgID is the writing company's, for the dashboard's company filter; not on the wire.
+	OrgID uuid.UUID `json:"-"`
 }
 
 // ReadMemoryResult is read_memory's answer: found+entries, or message+entries when empty.
@@ -594,7 +596,7 @@ func (s *Service) loadEntries(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, 
 	for i, r := range list {
 		ids[i] = r.id
 	}
-	rows, err := tx.Query(ctx, `SELECT e.id, a.name, o.name, e.model, e.created_at, e.is_decision, e.category, e.tags, e.content
+	rows, err := tx.Query(ctx, `SELECT e.id, a.name, o.name, e.model, e.created_at, e.is_decision, e.category, e.tags, e.content, e.org_id
 FROM memory_entry e
 LEFT JOIN agent a ON a.id = e.agent_id
 LEFT JOIN organisation o ON o.id = e.org_id
@@ -606,19 +608,19 @@ WHERE e.project_id = $1 AND e.id = ANY($2::uuid[]) AND e.deprecated_at IS NULL
 	byID := map[uuid.UUID]MemoryEntry{}
 	for rows.Next() {
 		var (
-			id             uuid.UUID
+			id, orgID      uuid.UUID
 			name, org, cat *string
 			model, content string
 			at             time.Time
 			dec            bool
 			tags           []string
 		)
-		if err := rows.Scan(&id, &name, &org, &model, &at, &dec, &cat, &tags, &content); err != nil {
+		if err := rows.Scan(&id, &name, &org, &model, &at, &dec, &cat, &tags, &content, &orgID); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load entries: %w", err)
 		}
 		me := MemoryEntry{ID: id.String(), WrittenBy: nameOrg(name, org), Model: model, Timestamp: ts(at),
-			IsDecision: dec, Category: cat, Tags: tags, Content: content}
+			IsDecision: dec, Category: cat, Tags: tags, Content: content, OrgID: orgID}
 		if me.Tags == nil {
 			me.Tags = []string{}
 		}

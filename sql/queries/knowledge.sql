@@ -105,3 +105,63 @@ SELECT project_id, id, secret_hash FROM ci_token WHERE token_id = @token_id AND 
 -- Operator: the project "host/slug" names.
 SELECT p.id FROM project p JOIN organisation o ON o.id = p.host_org_id
 WHERE o.slug = @host_slug AND p.slug = @project_slug;
+
+-- name: KnowledgeRetitle :exec
+-- A person edits a candidate's (or a demoted entry's) title before approving it, in the
+-- approval's transaction; the stored tsv and the word list follow the title.
+UPDATE knowledge SET title = @title, updated_at = @now
+WHERE project_id = @project_id AND id = @id AND status IN ('candidate', 'demoted');
+
+-- name: KnowledgeDemoteTrusted :one
+-- A person takes a trusted entry out of recall; it can be approved again later.
+UPDATE knowledge SET status = 'demoted', decided_by = @decided_by, decided_at = @now, updated_at = @now
+WHERE project_id = @project_id AND id = @id AND status = 'trusted'
+RETURNING id, status, confidence;
+
+-- name: KnowledgeSetExpiry :one
+-- A person sets when a trusted entry stops being recalled; an expiry not after now
+-- retires it at once (recall already excludes it from that instant) and records who did;
+-- a later expiry keeps the approval's decided_by, which the trusted list shows.
+UPDATE knowledge SET expires_at = @expires_at,
+  status = CASE WHEN @expires_at::timestamptz <= @now::timestamptz THEN 'expired' ELSE status END,
+  decided_by = CASE WHEN @expires_at::timestamptz <= @now::timestamptz THEN @decided_by::text ELSE decided_by END,
+  decided_at = CASE WHEN @expires_at::timestamptz <= @now::timestamptz THEN @now::timestamptz ELSE decided_at END,
+  updated_at = @now
+WHERE project_id = @project_id AND id = @id AND status = 'trusted'
+RETURNING id, status, confidence;
+
+-- name: KnowledgeGetCitation :one
+-- The thread a lesson cites (source_thread_id), with the entry: no row when the entry
+-- is not in the project or cites no thread of it.
+SELECT k.id AS knowledge_id, k.title, k.status AS knowledge_status, t.id AS thread_id, t.subject, t.status, t.created_at
+FROM knowledge k JOIN thread t ON t.project_id = k.project_id AND t.id = k.source_thread_id
+WHERE k.project_id = @project_id AND k.id = @id;
+
+-- name: RecallQueryDailyHitRate :many
+-- The Learning panel's series: entries returned and used per UTC day since a time (a
+-- use counts on the day of the query that returned it, as RecallQueryHitRate counts it).
+SELECT q.day::timestamptz AS day, q.returned::bigint AS returned, coalesce(u.used, 0)::bigint AS used
+FROM (SELECT date_trunc('day', rq.created_at, 'UTC') AS day, sum(cardinality(rq.returned)) AS returned
+      FROM recall_query rq WHERE rq.project_id = @project_id AND rq.created_at >= @since GROUP BY 1) q
+LEFT JOIN (SELECT date_trunc('day', rq.created_at, 'UTC') AS day, count(*) AS used
+      FROM recall_use ru JOIN recall_query rq ON rq.project_id = ru.project_id AND rq.id = ru.query_id
+      WHERE ru.project_id = @project_id AND rq.created_at >= @since GROUP BY 1) u ON u.day = q.day
+ORDER BY q.day;
+
+-- name: RecallQueryListEmpty :many
+-- The queries that returned nothing since a time, most recent first, each once with how
+-- often it was asked.
+SELECT query, count(*)::bigint AS times, max(created_at)::timestamptz AS last_at
+FROM recall_query
+WHERE project_id = @project_id AND created_at >= @since AND cardinality(returned) = 0
+GROUP BY query
+ORDER BY last_at DESC, query
+LIMIT @lim;
+
+-- name: ProjectMergeKnowledgeSettings :execrows
+-- The knowledge settings page saves by merging: knowledge_config || patch keeps every
+-- key it does not name (a distillOnClose set by SQL stays), and redactionRules is
+-- replaced inside settings without touching its other keys.
+UPDATE project SET knowledge_config = knowledge_config || @config_patch::jsonb,
+  settings = CASE WHEN @rules::jsonb IS NULL THEN settings ELSE settings || jsonb_build_object('redactionRules', @rules::jsonb) END
+WHERE id = @project_id;
