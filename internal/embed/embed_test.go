@@ -11,9 +11,12 @@ import (
 func TestNew(t *testing.T) {
 	for _, kind := range []string{"", "builtin", " Builtin "} {
 		e, err := New(Config{Kind: kind})
-		if err != nil || e.Name() != BuiltinName {
+		if err != nil || e.Name() != USEName || e.Dim() != 512 {
 			t.Errorf("kind %q: %v, %v", kind, e, err)
 		}
+	}
+	if e, err := New(Config{Kind: "glove"}); err != nil || e.Name() != BuiltinName {
+		t.Errorf("kind glove: %v, %v", e, err)
 	}
 	e, err := New(Config{Kind: "openai", BaseURL: "http://localhost:11434", Model: "nomic-embed-text"})
 	if err != nil || e.Name() != "openai:nomic-embed-text" {
@@ -31,7 +34,7 @@ func TestNew(t *testing.T) {
 	}
 	_, err = New(Config{Kind: "sentence-transformers"})
 	if err == nil || !strings.Contains(err.Error(), `unknown embedder kind "sentence-transformers"`) ||
-		!strings.Contains(err.Error(), `"builtin", "openai" or "none"`) {
+		!strings.Contains(err.Error(), `"builtin", "glove", "openai" or "none"`) {
 		t.Errorf("bad kind: %v", err)
 	}
 }
