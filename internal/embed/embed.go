@@ -184,3 +184,36 @@ func normalize(v []float32) {
 		v[i] = float32(float64(v[i]) * inv)
 	}
 }
+
+// EmbedParallel embeds texts with e in up to workers concurrent batches and returns the
+// vectors in order. It is for bulk work off the request path (seeding fixtures); a server
+// embeds one batch at a time so that background work leaves cores to requests.
+func EmbedParallel(ctx context.Context, e Embedder, texts []string, workers int) ([][]float32, error) {
+	workers = max(1, min(workers, len(texts)))
+	out := make([][]float32, len(texts))
+	errs := make([]error, workers)
+	chunk := (len(texts) + workers - 1) / max(workers, 1)
+	done := make(chan struct{}, workers)
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, len(texts))
+		go func() {
+			defer func() { done <- struct{}{} }()
+			if lo >= hi {
+				return
+			}
+			vs, err := e.Embed(ctx, texts[lo:hi])
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			copy(out[lo:hi], vs)
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("embed: parallel: %w", err)
+	}
+	return out, nil
+}

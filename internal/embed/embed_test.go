@@ -68,3 +68,26 @@ func TestCosine(t *testing.T) {
 		t.Error("IsZero")
 	}
 }
+
+func TestEmbedParallelKeepsOrder(t *testing.T) {
+	t.Parallel()
+	texts := []string{"alpha", "bravo charlie", "", "delta echo foxtrot", "golf"}
+	b := testBuiltin()
+	want := embedAll(t, b, texts...)
+	for _, workers := range []int{1, 2, 3, 8} {
+		got, err := EmbedParallel(context.Background(), b, texts, workers)
+		if err != nil || len(got) != len(texts) {
+			t.Fatalf("workers %d: %d vectors, %v", workers, len(got), err)
+		}
+		for i := range texts {
+			if Cosine(got[i], want[i]) != Cosine(want[i], want[i]) {
+				t.Errorf("workers %d: text %d out of place", workers, i)
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := EmbedParallel(ctx, b, texts, 2); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}

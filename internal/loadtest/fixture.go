@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -231,7 +232,7 @@ func SeedMemory(ctx context.Context, f Fixture, host, author string, n int) erro
 		texts[i] = sentence(rng, 12+rng.IntN(14))
 	}
 	emb := embed.NewUSE()
-	vs, err := emb.Embed(ctx, texts)
+	vs, err := embed.EmbedParallel(ctx, emb, texts, runtime.GOMAXPROCS(0))
 	if err != nil {
 		return fmt.Errorf("embed the seeded memory: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,7 +76,7 @@ func seedMemory(b *testing.B, e *env, n int) {
 			ids[i] = uuid.Must(uuid.NewV7())
 			texts[i] = benchText(rng, 12+rng.IntN(14))
 		}
-		vs, err := emb.Embed(ctx, texts)
+		vs, err := embed.EmbedParallel(ctx, emb, texts, runtime.GOMAXPROCS(0))
 		if err != nil {
 			b.Fatal(err)
 		}

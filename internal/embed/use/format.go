@@ -261,12 +261,10 @@ func Decode(data []byte) (*File, error) {
 		switch t.Enc {
 		case EncFloat32:
 			raw := r.take(4 * n)
-			for j := range t.Data {
-				if r.err != nil {
-					break
-				}
-				t.Data[j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*j:]))
+			if r.err != nil {
+				return nil, r.err
 			}
+			decodeFloat32(t.Data, raw)
 		case EncInt8Rows, EncInt8Cols:
 			ns := n / max(cols, 1)
 			if t.Enc == EncInt8Cols {
@@ -277,14 +275,9 @@ func Decode(data []byte) (*File, error) {
 			if r.err != nil {
 				return nil, r.err
 			}
-			for j := range t.Data {
-				g := j / cols
-				if t.Enc == EncInt8Cols {
-					g = j % cols
-				}
-				s := math.Float32frombits(binary.LittleEndian.Uint32(rawS[4*g:]))
-				t.Data[j] = s * float32(int8(codes[j]))
-			}
+			scales := make([]float32, ns)
+			decodeFloat32(scales, rawS)
+			dequantize(t.Data, codes, scales, cols, t.Enc == EncInt8Cols)
 		default:
 			if r.err == nil {
 				r.err = corrupt("tensor %s: unknown encoding %d", t.Name, t.Enc)
@@ -335,4 +328,37 @@ func (r *reader) uvarint(limit int) int {
 	}
 	r.b = r.b[n:]
 	return int(x)
+}
+
+// decodeFloat32 fills dst from little-endian float32 bytes (len(raw) ≥ 4·len(dst)).
+//
+// It and dequantize are exempt from the race detector (go:norace): they only write a
+// slice their caller has just allocated, and instrumenting 7 million writes made every
+// model load, and so every -race test that embeds, seconds slower.
+//
+//go:norace
+func decodeFloat32(dst []float32, raw []byte) {
+	for j := range dst {
+		dst[j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*j:]))
+	}
+}
+
+// dequantize fills dst (rows × cols) with scale · code, one scale per row or, byCol,
+// per column.
+//
+//go:norace
+func dequantize(dst []float32, codes []byte, scales []float32, cols int, byCol bool) {
+	for r := 0; r*cols < len(dst); r++ {
+		row, code := dst[r*cols:(r+1)*cols], codes[r*cols:(r+1)*cols]
+		if byCol {
+			for c := range row {
+				row[c] = scales[c] * float32(int8(code[c]))
+			}
+			continue
+		}
+		s := scales[r]
+		for c := range row {
+			row[c] = s * float32(int8(code[c]))
+		}
+	}
 }
