@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
@@ -105,6 +106,19 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 		return err
 	}
 	cfg = a.cfg // the limits with their defaults applied
+	// The builtin embedders load their model on first use; a server loads it now, so the
+	// first read_memory does not wait for it (the sentence encoder takes a few hundred
+	// milliseconds) and a damaged model stops startup instead of every search.
+	if l, ok := a.rooms.Embedder.(interface {
+		Load() error
+		LoadTime() time.Duration
+	}); ok {
+		if err := l.Load(); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("serve: %w", err)
+		}
+		log.Info("embedder loaded", "embedder", a.rooms.Embedder.Name(), "load_time", l.LoadTime().String())
+	}
 	conns := newConnLimiter(ln, connCap(cfg.MaxConnections, cfg.MaxConns+opsPoolSize, log))
 	srv := &http.Server{
 		Handler:           a.echo,

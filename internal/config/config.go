@@ -184,7 +184,7 @@ func settings() []setting {
 		{"RELAYROOM_MAX_INFLIGHT_BYTES", "max-inflight-bytes", strconv.Itoa(DefaultMaxInflightBytes), "request body bytes all requests in progress may hold together; beyond it: 429 with Retry-After", func(c *Config, v string) error {
 			return positiveInt(&c.MaxInflightBytes, v)
 		}},
-		{"RELAYROOM_EMBEDDER", "embedder", "builtin", "builtin (offline word vectors), openai (any OpenAI-compatible /v1/embeddings) or none", func(c *Config, v string) error { c.Embedder = v; return nil }},
+		{"RELAYROOM_EMBEDDER", "embedder", "builtin", "builtin (offline sentence encoder), glove (offline word vectors), openai (any OpenAI-compatible /v1/embeddings) or none", func(c *Config, v string) error { c.Embedder = v; return nil }},
 		{"RELAYROOM_EMBED_URL", "embed-url", "", "base URL of the OpenAI-compatible embeddings server", func(c *Config, v string) error { c.EmbedURL = v; return nil }},
 		{"RELAYROOM_EMBED_MODEL", "embed-model", "", "embedding model name", func(c *Config, v string) error { c.EmbedModel = v; return nil }},
 		{"RELAYROOM_EMBED_API_KEY", "embed-api-key", "", "API key of the embeddings server", func(c *Config, v string) error { c.EmbedAPIKey = v; return nil }},

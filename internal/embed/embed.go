@@ -1,10 +1,13 @@
 // Package embed turns text into vectors for semantic memory search (docs/embeddings.md).
 //
-// Three embedders sit behind one interface:
+// Four embedders sit behind one interface:
 //
-//   - builtin (the default): GloVe word vectors shipped inside the binary, combined into a
-//     sentence vector by SIF weighting. Offline, microseconds per text, genuinely semantic
-//     for synonyms and related words, blind to word order and to words outside its 50,000.
+//   - builtin (the default): Google's Universal Sentence Encoder Lite, a small
+//     transformer shipped inside the binary and run in pure Go (package use). Offline,
+//     milliseconds per text, reads whole sentences: finds paraphrases that share no word.
+//   - glove: the previous default, GloVe word vectors shipped inside the binary, combined
+//     into a sentence vector by SIF weighting. Microseconds per text, good on synonyms,
+//     blind to word order and to words outside its 50,000.
 //   - openai: any server speaking OpenAI's POST /v1/embeddings (OpenAI, Ollama, vLLM, TEI).
 //   - none: no semantic search; callers fall back to lexical search.
 //
@@ -26,15 +29,15 @@ import (
 //
 // Implementations are safe for concurrent use.
 type Embedder interface {
-	// Name is a stable id recorded with every vector, e.g. "builtin-glove100-v1",
-	// "openai:<model>", "none". It changes whenever the vectors an input maps to change.
+	// Name is a stable id recorded with every vector, e.g. "builtin-use-lite-v1",
+	// "builtin-glove100-v1", "openai:<model>", "none". It changes whenever the vectors an input maps to change.
 	Name() string
 	// Dim is the vector length, 0 for none (and for openai until learnt from a response
 	// when not configured).
 	Dim() int
 	// Embed returns one L2-normalised vector per text, in order.
 	//
-	// A text with nothing to embed (empty, or for builtin no known word) yields a zero
+	// A text with nothing to embed (blank, or for glove no known word) yields a zero
 	// vector, not an error, so one odd text does not fail a batch. A zero vector carries
 	// no semantic signal: test it with IsZero, do not store it, and treat the text as
 	// lexical-only. Cosine returns 0 for it.
@@ -47,7 +50,8 @@ var ErrDisabled = errors.New("embed: semantic embedding is disabled (embedder no
 
 // Kinds accepted by Config.Kind.
 const (
-	KindBuiltin = "builtin"
+	KindBuiltin = "builtin" // Universal Sentence Encoder Lite (USE)
+	KindGlove   = "glove"   // GloVe word vectors (Builtin)
 	KindOpenAI  = "openai"
 	KindNone    = "none"
 )
@@ -56,7 +60,7 @@ const (
 // (RELAYROOM_EMBEDDER, RELAYROOM_EMBED_URL, RELAYROOM_EMBED_MODEL, RELAYROOM_EMBED_API_KEY,
 // RELAYROOM_EMBED_DIM); see docs/embeddings.md.
 type Config struct {
-	// Kind is "builtin" (the default when empty), "openai" or "none".
+	// Kind is "builtin" (the default when empty), "glove", "openai" or "none".
 	Kind string
 
 	// The rest configures openai only.
@@ -98,11 +102,14 @@ func (c Config) String() string {
 // GoString keeps %#v from printing the key too.
 func (c Config) GoString() string { return c.String() }
 
-// New builds the embedder cfg.Kind names. It does no I/O: the builtin table loads on first
-// use (or on Builtin.Load), and openai is first contacted by Embed.
+// New builds the embedder cfg.Kind names. It does no I/O: the builtin model and the glove
+// table load on first use (or on USE.Load, Builtin.Load), and openai is first contacted by
+// Embed.
 func New(cfg Config) (Embedder, error) {
 	switch kind := strings.ToLower(strings.TrimSpace(cfg.Kind)); kind {
 	case "", KindBuiltin:
+		return NewUSE(), nil
+	case KindGlove:
 		return NewBuiltin(), nil
 	case KindOpenAI:
 		e, err := NewOpenAI(cfg)
@@ -113,7 +120,7 @@ func New(cfg Config) (Embedder, error) {
 	case KindNone:
 		return None{}, nil
 	default:
-		return nil, fmt.Errorf("embed: new: unknown embedder kind %q (want %q, %q or %q)", cfg.Kind, KindBuiltin, KindOpenAI, KindNone)
+		return nil, fmt.Errorf("embed: new: unknown embedder kind %q (want %q, %q, %q or %q)", cfg.Kind, KindBuiltin, KindGlove, KindOpenAI, KindNone)
 	}
 }
 
@@ -176,4 +183,37 @@ func normalize(v []float32) {
 	for i := range v {
 		v[i] = float32(float64(v[i]) * inv)
 	}
+}
+
+// EmbedParallel embeds texts with e in up to workers concurrent batches and returns the
+// vectors in order. It is for bulk work off the request path (seeding fixtures); a server
+// embeds one batch at a time so that background work leaves cores to requests.
+func EmbedParallel(ctx context.Context, e Embedder, texts []string, workers int) ([][]float32, error) {
+	workers = max(1, min(workers, len(texts)))
+	out := make([][]float32, len(texts))
+	errs := make([]error, workers)
+	chunk := (len(texts) + workers - 1) / max(workers, 1)
+	done := make(chan struct{}, workers)
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, len(texts))
+		go func() {
+			defer func() { done <- struct{}{} }()
+			if lo >= hi {
+				return
+			}
+			vs, err := e.Embed(ctx, texts[lo:hi])
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			copy(out[lo:hi], vs)
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("embed: parallel: %w", err)
+	}
+	return out, nil
 }

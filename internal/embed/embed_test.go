@@ -11,9 +11,12 @@ import (
 func TestNew(t *testing.T) {
 	for _, kind := range []string{"", "builtin", " Builtin "} {
 		e, err := New(Config{Kind: kind})
-		if err != nil || e.Name() != BuiltinName {
+		if err != nil || e.Name() != USEName || e.Dim() != 512 {
 			t.Errorf("kind %q: %v, %v", kind, e, err)
 		}
+	}
+	if e, err := New(Config{Kind: "glove"}); err != nil || e.Name() != BuiltinName {
+		t.Errorf("kind glove: %v, %v", e, err)
 	}
 	e, err := New(Config{Kind: "openai", BaseURL: "http://localhost:11434", Model: "nomic-embed-text"})
 	if err != nil || e.Name() != "openai:nomic-embed-text" {
@@ -31,7 +34,7 @@ func TestNew(t *testing.T) {
 	}
 	_, err = New(Config{Kind: "sentence-transformers"})
 	if err == nil || !strings.Contains(err.Error(), `unknown embedder kind "sentence-transformers"`) ||
-		!strings.Contains(err.Error(), `"builtin", "openai" or "none"`) {
+		!strings.Contains(err.Error(), `"builtin", "glove", "openai" or "none"`) {
 		t.Errorf("bad kind: %v", err)
 	}
 }
@@ -63,5 +66,28 @@ func TestCosine(t *testing.T) {
 	}
 	if !IsZero(nil) || !IsZero([]float32{0, 0}) || IsZero([]float32{0, 1e-9}) {
 		t.Error("IsZero")
+	}
+}
+
+func TestEmbedParallelKeepsOrder(t *testing.T) {
+	t.Parallel()
+	texts := []string{"alpha", "bravo charlie", "", "delta echo foxtrot", "golf"}
+	b := testBuiltin()
+	want := embedAll(t, b, texts...)
+	for _, workers := range []int{1, 2, 3, 8} {
+		got, err := EmbedParallel(context.Background(), b, texts, workers)
+		if err != nil || len(got) != len(texts) {
+			t.Fatalf("workers %d: %d vectors, %v", workers, len(got), err)
+		}
+		for i := range texts {
+			if Cosine(got[i], want[i]) != Cosine(want[i], want[i]) {
+				t.Errorf("workers %d: text %d out of place", workers, i)
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := EmbedParallel(ctx, b, texts, 2); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -214,8 +215,8 @@ FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(t, b, o)`, f.ProjectID(
 	})
 }
 
-// SeedMemory stores n memory entries of the project's host organisation with their
-// builtin-embedder vectors, as the embedding backlog would have left them. The HNSW
+// SeedMemory stores n memory entries of the project's host organisation with the default
+// (builtin) embedder's vectors, as the embedding backlog would have left them. The HNSW
 // indexes of memory_vector are dropped and built again once at the end: much faster than
 // growing them row by row.
 func SeedMemory(ctx context.Context, f Fixture, host, author string, n int) error {
@@ -230,8 +231,8 @@ func SeedMemory(ctx context.Context, f Fixture, host, author string, n int) erro
 		ids[i] = uuid.Must(uuid.NewV7())
 		texts[i] = sentence(rng, 12+rng.IntN(14))
 	}
-	emb := embed.NewBuiltin()
-	vs, err := emb.Embed(ctx, texts)
+	emb := embed.NewUSE()
+	vs, err := embed.EmbedParallel(ctx, emb, texts, runtime.GOMAXPROCS(0))
 	if err != nil {
 		return fmt.Errorf("embed the seeded memory: %w", err)
 	}

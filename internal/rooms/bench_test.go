@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,22 +52,23 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// seedMemory stores n entries with builtin vectors in room one, in batches.
+// seedMemory stores n entries with the default (builtin) embedder's vectors in room one,
+// in batches.
 func seedMemory(b *testing.B, e *env, n int) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
-	emb := embed.NewBuiltin()
+	emb := embed.NewUSE()
 	acme, arch := e.res.Organisations["acme"].ID, e.res.Agents["acme/architect"].ID
 	start := time.Now()
 	// Building the HNSW index once over all rows is much faster than growing it row by
 	// row: drop it, load, and build it again with the migration's definition.
 	var def string
 	if err := e.db.Operator(ctx, func(tx *pg.Tx) error {
-		return tx.QueryRow(ctx, "SELECT indexdef FROM pg_indexes WHERE indexname = 'memory_vector_builtin_hnsw'").Scan(&def)
+		return tx.QueryRow(ctx, "SELECT indexdef FROM pg_indexes WHERE indexname = 'memory_vector_use_hnsw'").Scan(&def)
 	}); err != nil {
 		b.Fatal(err)
 	}
-	e.exec("DROP INDEX memory_vector_builtin_hnsw")
+	e.exec("DROP INDEX memory_vector_use_hnsw")
 	for done := 0; done < n; {
 		k := min(2000, n-done)
 		ids, texts, vecs := make([]uuid.UUID, k), make([]string, k), make([]string, k)
@@ -74,7 +76,7 @@ func seedMemory(b *testing.B, e *env, n int) {
 			ids[i] = uuid.Must(uuid.NewV7())
 			texts[i] = benchText(rng, 12+rng.IntN(14))
 		}
-		vs, err := emb.Embed(ctx, texts)
+		vs, err := embed.EmbedParallel(ctx, emb, texts, runtime.GOMAXPROCS(0))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -94,7 +96,7 @@ SELECT $1, id, $2, $3, c FROM unnest($4::uuid[], $5::text[]) AS u(id, c)`, e.one
 				return err
 			}
 			_, err := tx.Exec(ctx, `INSERT INTO memory_vector (project_id, memory_id, embedder, embedding)
-SELECT $1, id, $2, v::vector FROM unnest($3::uuid[], $4::text[]) AS u(id, v)`, e.one, embed.BuiltinName, ids, vecs)
+SELECT $1, id, $2, v::vector FROM unnest($3::uuid[], $4::text[]) AS u(id, v)`, e.one, emb.Name(), ids, vecs)
 			return err
 		})
 		if err != nil {

@@ -24,17 +24,23 @@ import (
 // Search tuning.
 const (
 	// minCosine drops semantic candidates that are no closer than unrelated text: with the
-	// builtin embedder related texts score 0.3–0.8 and unrelated ones around 0.
+	// builtin embedder (the Universal Sentence Encoder) unrelated texts score about
+	// 0.1–0.3 and paraphrases 0.2–0.8.
 	minCosine = 0.2
 	// minRelevance drops entries whose fused score (see fusedScore) is below it.
 	minRelevance = minCosine
 	// absentBelow: when even the best entry scores below it, the room has nothing on the
-	// query and read_memory says so. Calibrated on the tune split of
-	// testdata/paraphrases.json with the builtin embedder: every off-topic query's best
-	// entry scored 0.24–0.38 there. The price is real: about half of the paraphrases'
-	// own entries score below 0.40 too, and those queries are answered only when some
-	// other entry scores higher (docs/rooms.md, "Paraphrase retrieval").
-	absentBelow = 0.40
+	// query and read_memory says so (absentCut picks it by embedder). Calibrated on the
+	// tune split of testdata/paraphrases.json with the builtin embedder (the Universal
+	// Sentence Encoder): every off-topic query's best entry scored 0.21–0.33 there, and
+	// 0.34 is the lowest cut that empties them all. The price: 2 of the 47 tune
+	// paraphrases found in the top 3 without a cut have their best entry below it
+	// (docs/rooms.md, "Paraphrase retrieval").
+	absentBelow = 0.34
+	// absentBelowGlove is the same cut for the GloVe embedder (RELAYROOM_EMBEDDER=glove),
+	// calibrated the same way on its scale: off-topic queries' best entries scored
+	// 0.24–0.38 there. Any other embedder (openai) gets absentBelow until calibrated.
+	absentBelowGlove = 0.40
 	// strongLexical is the lexical score from which a match is exact (the whole query as
 	// a substring, 3) or has every query word (2 + rank): rr_memory_lexical's scale.
 	strongLexical = 2.0
@@ -51,10 +57,28 @@ const (
 	// scan is 1.000 at 150, 0.982 at 64 and 0.962 at 40 (iterative scans keep going
 	// when the filters leave too few).
 	hnswEF = 64
-	// indexedEmbedder has an HNSW index (migration 000005) over its 100 dimensions.
-	indexedEmbedder = embed.BuiltinName
-	indexedDim      = 100
 )
+
+// absentCut is absentBelow for the embedder called name.
+func absentCut(name string) float64 {
+	if name == embed.BuiltinName {
+		return absentBelowGlove
+	}
+	return absentBelow
+}
+
+// hnswIndexed reports whether embedder name has an HNSW index over memory_vector and for
+// how many dimensions: the builtin Universal Sentence Encoder (migration 000028) and GloVe
+// (000005). Other embedders are searched exactly within the project.
+func hnswIndexed(name string) (dim int, ok bool) {
+	switch name {
+	case embed.USEName:
+		return embed.USEDim, true
+	case embed.BuiltinName:
+		return 100, true
+	}
+	return 0, false
+}
 
 // WriteMemoryInput is write_memory's arguments.
 type WriteMemoryInput struct {
@@ -338,7 +362,7 @@ func (s *Service) ReadMemory(ctx context.Context, sc tenancy.Scope, in ReadMemor
 				return err
 			}
 		}
-		ranked := fuse(limit, qvec != nil, sem, lex)
+		ranked := fuse(limit, qvec != nil, absentCut(e.Name()), sem, lex)
 		if len(ranked) == 0 {
 			return nil
 		}
@@ -393,17 +417,19 @@ const visible = `e.project_id = $1 AND e.deprecated_at IS NULL AND (NOT e.is_pri
 
 func (s *Service) semanticAll(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, e embed.Embedder, qvec []float32, f filter, n int) ([]scored, error) {
 	var sql string
-	if e.Name() == indexedEmbedder && len(qvec) == indexedDim {
-		// Matches the partial expression index: the embedder is a literal, the distance
-		// the indexed expression. Iterative scans keep returning candidates past the
-		// project and visibility filters until the limit is met (pgvector 0.8).
+	if dim, ok := hnswIndexed(e.Name()); ok && len(qvec) == dim {
+		// Matches the partial expression index: the embedder is a literal (a constant
+		// name, never user input), the distance the indexed expression. Iterative scans
+		// keep returning candidates past the project and visibility filters until the
+		// limit is met (pgvector 0.8).
 		tx.SetLocal("hnsw.ef_search", fmt.Sprint(max(hnswEF, n)))
 		tx.SetLocal("hnsw.iterative_scan", "relaxed_order")
+		vec := fmt.Sprintf("vector(%d)", dim)
 		sql = `SELECT id, cos FROM (
-  SELECT e.id, 1 - (v.embedding::vector(100) <=> $5::vector(100)) AS cos
+  SELECT e.id, 1 - (v.embedding::` + vec + ` <=> $5::` + vec + `) AS cos
   FROM memory_vector v JOIN memory_entry e ON e.project_id = v.project_id AND e.id = v.memory_id
-  WHERE v.project_id = $1 AND v.embedder = '` + indexedEmbedder + `' AND v.embedding IS NOT NULL AND ` + visible + `
-  ORDER BY v.embedding::vector(100) <=> $5::vector(100)
+  WHERE v.project_id = $1 AND v.embedder = '` + e.Name() + `' AND v.embedding IS NOT NULL AND ` + visible + `
+  ORDER BY v.embedding::` + vec + ` <=> $5::` + vec + `
   LIMIT $6) t ORDER BY cos DESC`
 	} else {
 		// Any other embedder: an exact scan of the project's vectors of that embedder.
@@ -532,13 +558,13 @@ func fusedScore(cos float64, lexScore float64, lexical bool) float64 {
 // rr_memory_lexical's) into the answer's order, best first, at most limit.
 //
 // Semantic search: every candidate gets its fusedScore; candidates below minRelevance
-// are dropped, and when even the best one is below absentBelow the room has nothing on
+// are dropped, and when even the best one is below cut (absentCut) the room has nothing on
 // the query and the answer is empty. The order is the score's, so the relevance each
 // entry reports is what ranked it. Lexical only — no query vector, or no candidate with
 // a vector of the current embedder (just after a switch of embedder, before
 // EmbedPending caught up): the lexical order, no score, no threshold (a cosine-scale
 // threshold means nothing without cosines).
-func fuse(limit int, semantic bool, sem, lex []scored) []ranked {
+func fuse(limit int, semantic bool, cut float64, sem, lex []scored) []ranked {
 	if semantic && len(sem) == 0 && !slices.ContainsFunc(lex, func(x scored) bool { return x.cos != nil }) {
 		semantic = false
 	}
@@ -585,7 +611,7 @@ func fuse(limit int, semantic bool, sem, lex []scored) []ranked {
 	}
 	// Ties keep the semantic half's order, then the lexical half's: deterministic.
 	sort.SliceStable(out, func(i, j int) bool { return *out[i].score > *out[j].score })
-	if len(out) == 0 || *out[0].score < absentBelow {
+	if len(out) == 0 || *out[0].score < cut {
 		return nil
 	}
 	return out[:min(limit, len(out))]

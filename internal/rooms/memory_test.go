@@ -287,7 +287,7 @@ func TestChangingEmbedderReEmbedsAndNeverMixesSpaces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := e.count("SELECT count(*) FROM memory_vector WHERE embedder = $1", embed.BuiltinName); n != 2 {
+	if n := e.count("SELECT count(*) FROM memory_vector WHERE embedder = $1", embed.USEName); n != 2 {
 		t.Fatalf("builtin vectors: %d", n)
 	}
 	// Switch to another embedder: its query is never compared with builtin vectors, so

@@ -41,14 +41,15 @@ func loadParaphrases(t testing.TB) paraphraseSet {
 	return s
 }
 
-// Floors of the paraphrase test with the builtin embedder: what the search reaches today
-// (tune 30/84, held-out 11/41; docs/rooms.md, "Paraphrase retrieval"), not the goal of
-// 0.80 hit@3, which static word vectors do not reach. A change that loses quality fails
-// here; one that gains should raise them. Every off-topic query of the tune split must
-// find nothing; the held-out ones are reported, and at most one may find something.
+// Floors of the paraphrase test with the builtin embedder (the Universal Sentence
+// Encoder): what the search reaches today, less about two pairs (tune 45/84, held-out
+// 22/41; docs/rooms.md, "Paraphrase retrieval"), not the goal of 0.80 hit@3, which this
+// model does not reach either. A change that loses quality fails here; one that gains
+// should raise them. Every off-topic query of the tune split must find nothing; the
+// held-out ones are reported, and at most one may find something.
 const (
-	minHit3Tune        = 0.35
-	minHit3Heldout     = 0.26
+	minHit3Tune        = 0.50
+	minHit3Heldout     = 0.48
 	maxAbsentFoundHeld = 1
 )
 

