@@ -142,33 +142,95 @@ func (q *Queries) DeskConversationInsert(ctx context.Context, db DBTX, arg DeskC
 }
 
 const deskConversationSearch = `-- name: DeskConversationSearch :many
-SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
-  c.created_at, c.updated_at
-FROM desk_conversation c JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
-WHERE c.org_id = $1
-  AND c.search @@ desk_query($2::text)
-  AND ($3::text IS NULL OR c.status = $3::text)
-  AND ($4::bigint IS NULL OR c.inbox_id = $4::bigint)
-  AND ($5::bool OR NOT i.restricted OR EXISTS (
-        SELECT 1 FROM desk_inbox_member im
-        WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $6))
-  AND ($7::timestamptz IS NULL
-       OR c.updated_at < $7::timestamptz
-       OR (c.updated_at = $7::timestamptz AND c.id > $8::bigint))
-ORDER BY c.updated_at DESC, c.id
-LIMIT $9
+WITH head_page AS MATERIALIZED (
+  SELECT h.id, h.updated_at
+  FROM (SELECT c.id, c.inbox_id, c.updated_at, c.search FROM desk_conversation c
+        WHERE c.org_id = $1
+          AND ($6::text IS NULL OR c.status = $6::text)
+          AND ($7::bigint IS NULL OR c.inbox_id = $7::bigint)
+          AND ($8::timestamptz IS NULL
+               OR c.updated_at < $8::timestamptz
+               OR (c.updated_at = $8::timestamptz AND c.id > $9::bigint))
+        ORDER BY c.updated_at DESC, c.id
+        LIMIT $10::int) h
+  -- Visibility as a condition, not a join, keeps the rows in order: the LIMIT stops
+  -- reading as soon as it has a page.
+  WHERE h.search @@ desk_query($5::text)
+    AND EXISTS (SELECT 1 FROM desk_inbox i WHERE i.org_id = $1 AND i.id = h.inbox_id
+      AND ($2::bool OR NOT i.restricted OR EXISTS (
+            SELECT 1 FROM desk_inbox_member im
+            WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $3)))
+  ORDER BY h.updated_at DESC, h.id
+  LIMIT $4
+), walked AS MATERIALIZED (
+  -- The second count runs only when the first does not decide.
+  SELECT (SELECT count(*) FROM head_page) >= $4
+    OR (SELECT count(*) FROM (SELECT 1 FROM desk_conversation c
+        WHERE c.org_id = $1
+          AND ($6::text IS NULL OR c.status = $6::text)
+          AND ($7::bigint IS NULL OR c.inbox_id = $7::bigint)
+          AND ($8::timestamptz IS NULL
+               OR c.updated_at < $8::timestamptz
+               OR (c.updated_at = $8::timestamptz AND c.id > $9::bigint))
+        ORDER BY c.updated_at DESC, c.id
+        LIMIT $10::int) n) < $10::int AS done
+), cand AS MATERIALIZED (
+  SELECT s.id::bigint AS id FROM (SELECT rr_desk_search_candidates($5::text, $6::text,
+    $7::bigint, $8::timestamptz, $9::bigint, $10::int) AS id) s
+  WHERE NOT (SELECT w.done FROM walked w)
+), few AS MATERIALIZED (
+  SELECT count(*) <= $10::int AS few FROM cand
+)
+SELECT p.id, p.subject, p.status, p.inbox_id, p.assignee_user_id, p.customer_email, p.customer_name,
+  p.created_at, p.updated_at
+FROM (
+  (SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
+     c.created_at, c.updated_at
+   FROM head_page hp JOIN desk_conversation c ON c.org_id = $1 AND c.id = hp.id
+   WHERE (SELECT w.done FROM walked w))
+  UNION ALL
+  (SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
+     c.created_at, c.updated_at
+   FROM cand JOIN desk_conversation c ON c.org_id = $1 AND c.id = cand.id
+     JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
+   WHERE NOT (SELECT w.done FROM walked w) AND (SELECT f.few FROM few f)
+     AND ($2::bool OR NOT i.restricted OR EXISTS (
+           SELECT 1 FROM desk_inbox_member im
+           WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $3))
+   ORDER BY c.updated_at DESC, c.id
+   LIMIT $4)
+  UNION ALL
+  (SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
+     c.created_at, c.updated_at
+   FROM desk_conversation c JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
+   WHERE NOT (SELECT w.done FROM walked w) AND NOT (SELECT f.few FROM few f)
+     AND c.org_id = $1
+     AND desk_matches(c.search, desk_query($5::text))
+     AND ($6::text IS NULL OR c.status = $6::text)
+     AND ($7::bigint IS NULL OR c.inbox_id = $7::bigint)
+     AND ($8::timestamptz IS NULL
+          OR c.updated_at < $8::timestamptz
+          OR (c.updated_at = $8::timestamptz AND c.id > $9::bigint))
+     AND ($2::bool OR NOT i.restricted OR EXISTS (
+           SELECT 1 FROM desk_inbox_member im
+           WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $3))
+   ORDER BY c.updated_at DESC, c.id
+   LIMIT $4)
+) p
+ORDER BY p.updated_at DESC, p.id
 `
 
 type DeskConversationSearchParams struct {
 	OrgID        uuid.UUID
+	SeesAll      bool
+	UserID       uuid.UUID
+	Lim          int32
 	Query        string
 	Status       *string
 	InboxID      *int64
-	SeesAll      bool
-	UserID       uuid.UUID
 	AfterUpdated *time.Time
 	AfterID      int64
-	Lim          int32
+	Cap          int32
 }
 
 type DeskConversationSearchRow struct {
@@ -186,17 +248,32 @@ type DeskConversationSearchRow struct {
 // A page of the conversations whose subject and public messages hold every word of the
 // query, in inboxes the member sees, filters AND-ed, by updated_at desc then id asc, after
 // the keyset (after_updated, after_id).
+//
+// Three plans, one answer: each applies the same filters, order and keyset, and a later
+// one runs only when the earlier could not decide (their conditions are one-time
+// filters). PostgreSQL cannot estimate a prefix tsquery's matches, so the statement
+// decides by what it finds, `cap` rows of work at a time:
+//  1. head_page: the first `cap` conversations in the page's order, tested one by one
+//     until a page is found. When they hold a page of visible matches (a common term), or
+//     are all there is, that is the page.
+//  2. cand: otherwise the full-text index finds the matches (rr_desk_search_candidates,
+//     migration 000025: under RLS the request role cannot use the index), at most cap + 1;
+//     at most `cap` (a rare term) are sorted and the page cut from them.
+//  3. Otherwise (more than `cap` matches, fewer than a page in the first `cap` rows) the
+//     walk by updated_at goes on until it has a page; desk_matches keeps the planner on
+//     that walk (a plain @@ is estimated so rare that it would sort every match instead).
 func (q *Queries) DeskConversationSearch(ctx context.Context, db DBTX, arg DeskConversationSearchParams) ([]DeskConversationSearchRow, error) {
 	rows, err := db.Query(ctx, deskConversationSearch,
 		arg.OrgID,
+		arg.SeesAll,
+		arg.UserID,
+		arg.Lim,
 		arg.Query,
 		arg.Status,
 		arg.InboxID,
-		arg.SeesAll,
-		arg.UserID,
 		arg.AfterUpdated,
 		arg.AfterID,
-		arg.Lim,
+		arg.Cap,
 	)
 	if err != nil {
 		return nil, err

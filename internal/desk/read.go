@@ -115,7 +115,8 @@ func (s *Service) SearchConversations(ctx context.Context, sc tenancy.Scope, in 
 	}
 	args := in
 	args.Cursor = ""
-	p := db.DeskConversationSearchParams{OrgID: c.org, Query: in.Query, SeesAll: c.seesAll(), UserID: c.user, Lim: int32(in.Limit + 1)}
+	p := db.DeskConversationSearchParams{OrgID: c.org, Query: in.Query, SeesAll: c.seesAll(), UserID: c.user, Lim: int32(in.Limit + 1),
+		Cap: int32(s.searchCap)}
 	if in.Status != "" {
 		p.Status = &in.Status
 	}

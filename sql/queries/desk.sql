@@ -65,21 +65,96 @@ SELECT EXISTS (
 -- A page of the conversations whose subject and public messages hold every word of the
 -- query, in inboxes the member sees, filters AND-ed, by updated_at desc then id asc, after
 -- the keyset (after_updated, after_id).
-SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
-  c.created_at, c.updated_at
-FROM desk_conversation c JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
-WHERE c.org_id = sqlc.arg(org_id)
-  AND c.search @@ desk_query(sqlc.arg(query)::text)
-  AND (sqlc.narg(status)::text IS NULL OR c.status = sqlc.narg(status)::text)
-  AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
-  AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
-        SELECT 1 FROM desk_inbox_member im
-        WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
-  AND (sqlc.narg(after_updated)::timestamptz IS NULL
-       OR c.updated_at < sqlc.narg(after_updated)::timestamptz
-       OR (c.updated_at = sqlc.narg(after_updated)::timestamptz AND c.id > sqlc.arg(after_id)::bigint))
-ORDER BY c.updated_at DESC, c.id
-LIMIT sqlc.arg(lim);
+--
+-- Three plans, one answer: each applies the same filters, order and keyset, and a later
+-- one runs only when the earlier could not decide (their conditions are one-time
+-- filters). PostgreSQL cannot estimate a prefix tsquery's matches, so the statement
+-- decides by what it finds, `cap` rows of work at a time:
+-- 1. head_page: the first `cap` conversations in the page's order, tested one by one
+--    until a page is found. When they hold a page of visible matches (a common term), or
+--    are all there is, that is the page.
+-- 2. cand: otherwise the full-text index finds the matches (rr_desk_search_candidates,
+--    migration 000025: under RLS the request role cannot use the index), at most cap + 1;
+--    at most `cap` (a rare term) are sorted and the page cut from them.
+-- 3. Otherwise (more than `cap` matches, fewer than a page in the first `cap` rows) the
+--    walk by updated_at goes on until it has a page; desk_matches keeps the planner on
+--    that walk (a plain @@ is estimated so rare that it would sort every match instead).
+WITH head_page AS MATERIALIZED (
+  SELECT h.id, h.updated_at
+  FROM (SELECT c.id, c.inbox_id, c.updated_at, c.search FROM desk_conversation c
+        WHERE c.org_id = sqlc.arg(org_id)
+          AND (sqlc.narg(status)::text IS NULL OR c.status = sqlc.narg(status)::text)
+          AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
+          AND (sqlc.narg(after_updated)::timestamptz IS NULL
+               OR c.updated_at < sqlc.narg(after_updated)::timestamptz
+               OR (c.updated_at = sqlc.narg(after_updated)::timestamptz AND c.id > sqlc.arg(after_id)::bigint))
+        ORDER BY c.updated_at DESC, c.id
+        LIMIT sqlc.arg(cap)::int) h
+  -- Visibility as a condition, not a join, keeps the rows in order: the LIMIT stops
+  -- reading as soon as it has a page.
+  WHERE h.search @@ desk_query(sqlc.arg(query)::text)
+    AND EXISTS (SELECT 1 FROM desk_inbox i WHERE i.org_id = sqlc.arg(org_id) AND i.id = h.inbox_id
+      AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
+            SELECT 1 FROM desk_inbox_member im
+            WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id))))
+  ORDER BY h.updated_at DESC, h.id
+  LIMIT sqlc.arg(lim)
+), walked AS MATERIALIZED (
+  -- The second count runs only when the first does not decide.
+  SELECT (SELECT count(*) FROM head_page) >= sqlc.arg(lim)
+    OR (SELECT count(*) FROM (SELECT 1 FROM desk_conversation c
+        WHERE c.org_id = sqlc.arg(org_id)
+          AND (sqlc.narg(status)::text IS NULL OR c.status = sqlc.narg(status)::text)
+          AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
+          AND (sqlc.narg(after_updated)::timestamptz IS NULL
+               OR c.updated_at < sqlc.narg(after_updated)::timestamptz
+               OR (c.updated_at = sqlc.narg(after_updated)::timestamptz AND c.id > sqlc.arg(after_id)::bigint))
+        ORDER BY c.updated_at DESC, c.id
+        LIMIT sqlc.arg(cap)::int) n) < sqlc.arg(cap)::int AS done
+), cand AS MATERIALIZED (
+  SELECT s.id::bigint AS id FROM (SELECT rr_desk_search_candidates(sqlc.arg(query)::text, sqlc.narg(status)::text,
+    sqlc.narg(inbox_id)::bigint, sqlc.narg(after_updated)::timestamptz, sqlc.arg(after_id)::bigint, sqlc.arg(cap)::int) AS id) s
+  WHERE NOT (SELECT w.done FROM walked w)
+), few AS MATERIALIZED (
+  SELECT count(*) <= sqlc.arg(cap)::int AS few FROM cand
+)
+SELECT p.id, p.subject, p.status, p.inbox_id, p.assignee_user_id, p.customer_email, p.customer_name,
+  p.created_at, p.updated_at
+FROM (
+  (SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
+     c.created_at, c.updated_at
+   FROM head_page hp JOIN desk_conversation c ON c.org_id = sqlc.arg(org_id) AND c.id = hp.id
+   WHERE (SELECT w.done FROM walked w))
+  UNION ALL
+  (SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
+     c.created_at, c.updated_at
+   FROM cand JOIN desk_conversation c ON c.org_id = sqlc.arg(org_id) AND c.id = cand.id
+     JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
+   WHERE NOT (SELECT w.done FROM walked w) AND (SELECT f.few FROM few f)
+     AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
+           SELECT 1 FROM desk_inbox_member im
+           WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
+   ORDER BY c.updated_at DESC, c.id
+   LIMIT sqlc.arg(lim))
+  UNION ALL
+  (SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
+     c.created_at, c.updated_at
+   FROM desk_conversation c JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
+   WHERE NOT (SELECT w.done FROM walked w) AND NOT (SELECT f.few FROM few f)
+     AND c.org_id = sqlc.arg(org_id)
+     AND desk_matches(c.search, desk_query(sqlc.arg(query)::text))
+     AND (sqlc.narg(status)::text IS NULL OR c.status = sqlc.narg(status)::text)
+     AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
+     AND (sqlc.narg(after_updated)::timestamptz IS NULL
+          OR c.updated_at < sqlc.narg(after_updated)::timestamptz
+          OR (c.updated_at = sqlc.narg(after_updated)::timestamptz AND c.id > sqlc.arg(after_id)::bigint))
+     AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
+           SELECT 1 FROM desk_inbox_member im
+           WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
+   ORDER BY c.updated_at DESC, c.id
+   LIMIT sqlc.arg(lim))
+) p
+ORDER BY p.updated_at DESC, p.id;
 
 -- name: DeskConversationGet :one
 -- One conversation, when the member sees its inbox (no row otherwise, as when absent).
