@@ -960,34 +960,38 @@ func (q *Queries) DeskRateHit(ctx context.Context, db DBTX, arg DeskRateHitParam
 
 const deskReport = `-- name: DeskReport :many
 WITH days AS (
-  SELECT d::date AS day
+  SELECT d::date AS day, (row_number() OVER (ORDER BY d))::int AS n
   FROM generate_series($1::text::date, $2::text::date, interval '1 day') d
+), edges AS (
+  SELECT array_agg(days.day::timestamp AT TIME ZONE $3::text ORDER BY days.day)
+    || (($2::text::date + 1)::timestamp AT TIME ZONE $3::text) AS e
+  FROM days
 ), bounds AS (
-  SELECT ($1::text::date)::timestamp AT TIME ZONE $3::text AS lo,
-         ($2::text::date + 1)::timestamp AT TIME ZONE $3::text AS hi
+  SELECT e.e AS e, e.e[1] AS lo, e.e[array_length(e.e, 1)] AS hi FROM edges e
 ), obs AS (
-  SELECT (c.created_at AT TIME ZONE $3::text)::date AS day, 0::float8 AS secs
+  SELECT width_bucket(c.created_at, b.e) AS n, 0::float8 AS secs
   FROM desk_conversation c, bounds b
   WHERE $4::text = 'conversation_volume' AND c.org_id = $5
     AND c.created_at >= b.lo AND c.created_at < b.hi
     AND ($6::bigint IS NULL OR c.inbox_id = $6::bigint)
   UNION ALL
-  SELECT (c.first_reply_at AT TIME ZONE $3::text)::date, extract(epoch FROM c.first_reply_at - c.created_at)::float8
+  SELECT width_bucket(c.first_reply_at, b.e), extract(epoch FROM c.first_reply_at - c.created_at)::float8
   FROM desk_conversation c, bounds b
   WHERE $4::text = 'first_response_time' AND c.org_id = $5
     AND c.first_reply_at >= b.lo AND c.first_reply_at < b.hi
     AND ($6::bigint IS NULL OR c.inbox_id = $6::bigint)
   UNION ALL
-  SELECT (c.resolved_at AT TIME ZONE $3::text)::date, extract(epoch FROM c.resolved_at - c.created_at)::float8
+  SELECT width_bucket(c.resolved_at, b.e), extract(epoch FROM c.resolved_at - c.created_at)::float8
   FROM desk_conversation c, bounds b
   WHERE $4::text = 'resolution_time' AND c.org_id = $5
     AND c.resolved_at >= b.lo AND c.resolved_at < b.hi
     AND ($6::bigint IS NULL OR c.inbox_id = $6::bigint)
+), per_day AS (
+  SELECT o.n, count(*) AS observations, avg(o.secs) AS mean_seconds FROM obs o GROUP BY o.n
 )
-SELECT to_char(d.day, 'YYYY-MM-DD')::text AS day, count(o.day)::bigint AS observations,
-  coalesce(avg(o.secs), 0)::float8 AS mean_seconds
-FROM days d LEFT JOIN obs o ON o.day = d.day
-GROUP BY d.day
+SELECT to_char(d.day, 'YYYY-MM-DD')::text AS day, coalesce(p.observations, 0)::bigint AS observations,
+  coalesce(p.mean_seconds, 0)::float8 AS mean_seconds
+FROM days d LEFT JOIN per_day p ON p.n = d.n
 ORDER BY d.day
 `
 
@@ -1010,7 +1014,10 @@ type DeskReportRow struct {
 // observations of the metric fall on that day and their mean in seconds. An observation
 // belongs to the day its event happened there: a conversation's creation (volume), its
 // first public reply by a member (first response), its resolution (resolution time).
-// A day is the local calendar day, 23 or 25 hours long across a DST change.
+// A day is the local calendar day, 23 or 25 hours long across a DST change. The days'
+// starts are computed once (edges: each day's local midnight as an instant, then the
+// end's), and an event's day is found by a binary search of its time among them
+// (width_bucket), not by converting every event to local time and sorting by it.
 func (q *Queries) DeskReport(ctx context.Context, db DBTX, arg DeskReportParams) ([]DeskReportRow, error) {
 	rows, err := db.Query(ctx, deskReport,
 		arg.StartDate,

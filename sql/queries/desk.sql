@@ -193,36 +193,43 @@ LIMIT sqlc.arg(lim);
 -- observations of the metric fall on that day and their mean in seconds. An observation
 -- belongs to the day its event happened there: a conversation's creation (volume), its
 -- first public reply by a member (first response), its resolution (resolution time).
--- A day is the local calendar day, 23 or 25 hours long across a DST change.
+-- A day is the local calendar day, 23 or 25 hours long across a DST change. The days'
+-- starts are computed once (edges: each day's local midnight as an instant, then the
+-- end's), and an event's day is found by a binary search of its time among them
+-- (width_bucket), not by converting every event to local time and sorting by it.
 WITH days AS (
-  SELECT d::date AS day
+  SELECT d::date AS day, (row_number() OVER (ORDER BY d))::int AS n
   FROM generate_series(sqlc.arg(start_date)::text::date, sqlc.arg(end_date)::text::date, interval '1 day') d
+), edges AS (
+  SELECT array_agg(days.day::timestamp AT TIME ZONE sqlc.arg(tz)::text ORDER BY days.day)
+    || ((sqlc.arg(end_date)::text::date + 1)::timestamp AT TIME ZONE sqlc.arg(tz)::text) AS e
+  FROM days
 ), bounds AS (
-  SELECT (sqlc.arg(start_date)::text::date)::timestamp AT TIME ZONE sqlc.arg(tz)::text AS lo,
-         (sqlc.arg(end_date)::text::date + 1)::timestamp AT TIME ZONE sqlc.arg(tz)::text AS hi
+  SELECT e.e AS e, e.e[1] AS lo, e.e[array_length(e.e, 1)] AS hi FROM edges e
 ), obs AS (
-  SELECT (c.created_at AT TIME ZONE sqlc.arg(tz)::text)::date AS day, 0::float8 AS secs
+  SELECT width_bucket(c.created_at, b.e) AS n, 0::float8 AS secs
   FROM desk_conversation c, bounds b
   WHERE sqlc.arg(metric)::text = 'conversation_volume' AND c.org_id = sqlc.arg(org_id)
     AND c.created_at >= b.lo AND c.created_at < b.hi
     AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
   UNION ALL
-  SELECT (c.first_reply_at AT TIME ZONE sqlc.arg(tz)::text)::date, extract(epoch FROM c.first_reply_at - c.created_at)::float8
+  SELECT width_bucket(c.first_reply_at, b.e), extract(epoch FROM c.first_reply_at - c.created_at)::float8
   FROM desk_conversation c, bounds b
   WHERE sqlc.arg(metric)::text = 'first_response_time' AND c.org_id = sqlc.arg(org_id)
     AND c.first_reply_at >= b.lo AND c.first_reply_at < b.hi
     AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
   UNION ALL
-  SELECT (c.resolved_at AT TIME ZONE sqlc.arg(tz)::text)::date, extract(epoch FROM c.resolved_at - c.created_at)::float8
+  SELECT width_bucket(c.resolved_at, b.e), extract(epoch FROM c.resolved_at - c.created_at)::float8
   FROM desk_conversation c, bounds b
   WHERE sqlc.arg(metric)::text = 'resolution_time' AND c.org_id = sqlc.arg(org_id)
     AND c.resolved_at >= b.lo AND c.resolved_at < b.hi
     AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
+), per_day AS (
+  SELECT o.n, count(*) AS observations, avg(o.secs) AS mean_seconds FROM obs o GROUP BY o.n
 )
-SELECT to_char(d.day, 'YYYY-MM-DD')::text AS day, count(o.day)::bigint AS observations,
-  coalesce(avg(o.secs), 0)::float8 AS mean_seconds
-FROM days d LEFT JOIN obs o ON o.day = d.day
-GROUP BY d.day
+SELECT to_char(d.day, 'YYYY-MM-DD')::text AS day, coalesce(p.observations, 0)::bigint AS observations,
+  coalesce(p.mean_seconds, 0)::float8 AS mean_seconds
+FROM days d LEFT JOIN per_day p ON p.n = d.n
 ORDER BY d.day;
 
 -- name: DeskNoteClaim :one
