@@ -328,6 +328,37 @@ func (q *Queries) DeskConversationSetStatus(ctx context.Context, db DBTX, arg De
 	return err
 }
 
+const deskConversationsKnown = `-- name: DeskConversationsKnown :many
+SELECT external_id::text AS external_id FROM desk_conversation
+WHERE org_id = $1 AND external_id = ANY ($2::text[])
+`
+
+type DeskConversationsKnownParams struct {
+	OrgID       uuid.UUID
+	ExternalIds []string
+}
+
+// Which of these external ids the workspace already holds (CSV import, a chunk at a time).
+func (q *Queries) DeskConversationsKnown(ctx context.Context, db DBTX, arg DeskConversationsKnownParams) ([]string, error) {
+	rows, err := db.Query(ctx, deskConversationsKnown, arg.OrgID, arg.ExternalIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var external_id string
+		if err := rows.Scan(&external_id); err != nil {
+			return nil, err
+		}
+		items = append(items, external_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deskCounterTake = `-- name: DeskCounterTake :one
 INSERT INTO desk_counter AS c (org_id, kind, last) VALUES ($1, $2, $3::bigint)
 ON CONFLICT (org_id, kind) DO UPDATE SET last = c.last + EXCLUDED.last
@@ -346,6 +377,71 @@ func (q *Queries) DeskCounterTake(ctx context.Context, db DBTX, arg DeskCounterT
 	var last int64
 	err := row.Scan(&last)
 	return last, err
+}
+
+const deskImportChunk = `-- name: DeskImportChunk :one
+WITH r AS (
+  -- Set-returning functions side by side in a select list advance together: row i of
+  -- every array. The arrays have one length (the caller builds them from one slice).
+  SELECT unnest($1::bigint[]) AS conversation_id, unnest($2::bigint[]) AS message_id,
+    unnest($3::text[]) AS external_id, unnest($4::text[]) AS subject,
+    unnest($5::text[]) AS status, unnest($6::text[]) AS customer_email,
+    unnest($7::text[]) AS body, unnest($8::timestamptz[]) AS created_at
+), conv AS (
+  INSERT INTO desk_conversation (org_id, id, inbox_id, subject, status, customer_email, external_id, created_at, updated_at, search)
+  SELECT $9, r.conversation_id, $10, r.subject, r.status, r.customer_email, r.external_id,
+    r.created_at, r.created_at, strip(to_tsvector('simple', r.subject)) || strip(to_tsvector('simple', r.body))
+  FROM r
+  ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
+  RETURNING id
+), msg AS (
+  INSERT INTO desk_message (org_id, id, conversation_id, type, body, created_at)
+  SELECT $9, r.message_id, r.conversation_id, 'customer', r.body, r.created_at
+  FROM r JOIN conv ON conv.id = r.conversation_id
+  RETURNING id
+)
+SELECT (SELECT count(*) FROM conv)::bigint AS conversations, (SELECT count(*) FROM msg)::bigint AS messages
+`
+
+type DeskImportChunkParams struct {
+	ConversationIds []int64
+	MessageIds      []int64
+	ExternalIds     []string
+	Subjects        []string
+	Statuses        []string
+	CustomerEmails  []string
+	Bodies          []string
+	CreatedAts      []time.Time
+	OrgID           uuid.UUID
+	InboxID         int64
+}
+
+type DeskImportChunkRow struct {
+	Conversations int64
+	Messages      int64
+}
+
+// Stores a chunk of imported rows, each a conversation with its one customer message, in
+// one statement: the conversations as DeskConversationInsert and DeskMessageInsert would
+// leave them (search text of the subject and the message, updated_at the message's time,
+// no first reply), numbered by the caller. A row whose external id a concurrent import
+// stored meanwhile inserts nothing, nor its message; the count says how many were new.
+func (q *Queries) DeskImportChunk(ctx context.Context, db DBTX, arg DeskImportChunkParams) (DeskImportChunkRow, error) {
+	row := db.QueryRow(ctx, deskImportChunk,
+		arg.ConversationIds,
+		arg.MessageIds,
+		arg.ExternalIds,
+		arg.Subjects,
+		arg.Statuses,
+		arg.CustomerEmails,
+		arg.Bodies,
+		arg.CreatedAts,
+		arg.OrgID,
+		arg.InboxID,
+	)
+	var i DeskImportChunkRow
+	err := row.Scan(&i.Conversations, &i.Messages)
+	return i, err
 }
 
 const deskInboxGetBySlug = `-- name: DeskInboxGetBySlug :one

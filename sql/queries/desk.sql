@@ -343,6 +343,39 @@ WITH ins AS (
 -- (upd runs whether or not it is read, as every data-modifying WITH does.)
 SELECT (SELECT count(*) FROM ins) > 0 AS created;
 
+-- name: DeskConversationsKnown :many
+-- Which of these external ids the workspace already holds (CSV import, a chunk at a time).
+SELECT external_id::text AS external_id FROM desk_conversation
+WHERE org_id = sqlc.arg(org_id) AND external_id = ANY (sqlc.arg(external_ids)::text[]);
+
+-- name: DeskImportChunk :one
+-- Stores a chunk of imported rows, each a conversation with its one customer message, in
+-- one statement: the conversations as DeskConversationInsert and DeskMessageInsert would
+-- leave them (search text of the subject and the message, updated_at the message's time,
+-- no first reply), numbered by the caller. A row whose external id a concurrent import
+-- stored meanwhile inserts nothing, nor its message; the count says how many were new.
+WITH r AS (
+  -- Set-returning functions side by side in a select list advance together: row i of
+  -- every array. The arrays have one length (the caller builds them from one slice).
+  SELECT unnest(sqlc.arg(conversation_ids)::bigint[]) AS conversation_id, unnest(sqlc.arg(message_ids)::bigint[]) AS message_id,
+    unnest(sqlc.arg(external_ids)::text[]) AS external_id, unnest(sqlc.arg(subjects)::text[]) AS subject,
+    unnest(sqlc.arg(statuses)::text[]) AS status, unnest(sqlc.arg(customer_emails)::text[]) AS customer_email,
+    unnest(sqlc.arg(bodies)::text[]) AS body, unnest(sqlc.arg(created_ats)::timestamptz[]) AS created_at
+), conv AS (
+  INSERT INTO desk_conversation (org_id, id, inbox_id, subject, status, customer_email, external_id, created_at, updated_at, search)
+  SELECT sqlc.arg(org_id), r.conversation_id, sqlc.arg(inbox_id), r.subject, r.status, r.customer_email, r.external_id,
+    r.created_at, r.created_at, strip(to_tsvector('simple', r.subject)) || strip(to_tsvector('simple', r.body))
+  FROM r
+  ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
+  RETURNING id
+), msg AS (
+  INSERT INTO desk_message (org_id, id, conversation_id, type, body, created_at)
+  SELECT sqlc.arg(org_id), r.message_id, r.conversation_id, 'customer', r.body, r.created_at
+  FROM r JOIN conv ON conv.id = r.conversation_id
+  RETURNING id
+)
+SELECT (SELECT count(*) FROM conv)::bigint AS conversations, (SELECT count(*) FROM msg)::bigint AS messages;
+
 -- name: DeskConversationSetStatus :exec
 -- A status change by the ingest API or an import (never by a desk tool).
 UPDATE desk_conversation SET status = sqlc.arg(status),
