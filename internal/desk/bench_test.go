@@ -102,14 +102,6 @@ CROSS JOIN generate_series(0, $4 - 1) k, (SELECT $5::text[] AS w) v`
 	b.Logf("generated %d conversations and %d messages in %s", n, n*benchMessages, time.Since(start).Round(time.Millisecond))
 }
 
-// searchByWalk is the search statement before migration 000025, for an owner (no
-// filter, no keyset): the planner walks desk_conversation_updated_idx and tests every row.
-const searchByWalk = `SELECT c.id, c.subject, c.updated_at
-FROM desk_conversation c JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
-WHERE c.org_id = $1 AND c.search @@ desk_query($2::text)
-ORDER BY c.updated_at DESC, c.id
-LIMIT $3`
-
 // latencies runs call b.N times and reports the median and 95th percentile.
 func latencies(b *testing.B, call func() error) {
 	b.Helper()
@@ -158,23 +150,12 @@ func BenchmarkDesk(b *testing.B) {
 			_, err := fx.svc.SearchConversations(ctx, bo, desk.SearchInput{Query: q.query})
 			return err
 		}))
-		// The statement alone, as the request role (RLS on), and the statement search ran
-		// before migration 000025 (the walk by updated_at), for the ratio.
+		// The statement alone, as the request role (RLS on), for the ratio.
 		b.Run(size+"/search-"+q.name+"-raw-query", search(func() error {
 			return fx.d.InTenant(ctx, pg.Tenant{OrgID: fx.orgs["acme"]}, func(tx *pg.Tx) error {
 				_, err := fx.q.DeskConversationSearch(ctx, tx, db.DeskConversationSearchParams{OrgID: fx.orgs["acme"], Query: q.query,
 					SeesAll: true, UserID: fx.users["ana@acme.test"], Lim: desk.DefaultLimit + 1, Cap: desk.DefaultSearchCandidates})
 				return err
-			})
-		}))
-		b.Run(size+"/search-"+q.name+"-raw-query-walk", search(func() error {
-			return fx.d.InTenant(ctx, pg.Tenant{OrgID: fx.orgs["acme"]}, func(tx *pg.Tx) error {
-				rows, err := tx.Query(ctx, searchByWalk, fx.orgs["acme"], q.query, desk.DefaultLimit+1)
-				if err != nil {
-					return err
-				}
-				rows.Close()
-				return rows.Err()
 			})
 		}))
 	}
