@@ -142,33 +142,95 @@ func (q *Queries) DeskConversationInsert(ctx context.Context, db DBTX, arg DeskC
 }
 
 const deskConversationSearch = `-- name: DeskConversationSearch :many
-SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
-  c.created_at, c.updated_at
-FROM desk_conversation c JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
-WHERE c.org_id = $1
-  AND c.search @@ desk_query($2::text)
-  AND ($3::text IS NULL OR c.status = $3::text)
-  AND ($4::bigint IS NULL OR c.inbox_id = $4::bigint)
-  AND ($5::bool OR NOT i.restricted OR EXISTS (
-        SELECT 1 FROM desk_inbox_member im
-        WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $6))
-  AND ($7::timestamptz IS NULL
-       OR c.updated_at < $7::timestamptz
-       OR (c.updated_at = $7::timestamptz AND c.id > $8::bigint))
-ORDER BY c.updated_at DESC, c.id
-LIMIT $9
+WITH head_page AS MATERIALIZED (
+  SELECT h.id, h.updated_at
+  FROM (SELECT c.id, c.inbox_id, c.updated_at, c.search FROM desk_conversation c
+        WHERE c.org_id = $1
+          AND ($6::text IS NULL OR c.status = $6::text)
+          AND ($7::bigint IS NULL OR c.inbox_id = $7::bigint)
+          AND ($8::timestamptz IS NULL
+               OR c.updated_at < $8::timestamptz
+               OR (c.updated_at = $8::timestamptz AND c.id > $9::bigint))
+        ORDER BY c.updated_at DESC, c.id
+        LIMIT $10::int) h
+  -- Visibility as a condition, not a join, keeps the rows in order: the LIMIT stops
+  -- reading as soon as it has a page.
+  WHERE h.search @@ desk_query($5::text)
+    AND EXISTS (SELECT 1 FROM desk_inbox i WHERE i.org_id = $1 AND i.id = h.inbox_id
+      AND ($2::bool OR NOT i.restricted OR EXISTS (
+            SELECT 1 FROM desk_inbox_member im
+            WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $3)))
+  ORDER BY h.updated_at DESC, h.id
+  LIMIT $4
+), walked AS MATERIALIZED (
+  -- The second count runs only when the first does not decide.
+  SELECT (SELECT count(*) FROM head_page) >= $4
+    OR (SELECT count(*) FROM (SELECT 1 FROM desk_conversation c
+        WHERE c.org_id = $1
+          AND ($6::text IS NULL OR c.status = $6::text)
+          AND ($7::bigint IS NULL OR c.inbox_id = $7::bigint)
+          AND ($8::timestamptz IS NULL
+               OR c.updated_at < $8::timestamptz
+               OR (c.updated_at = $8::timestamptz AND c.id > $9::bigint))
+        ORDER BY c.updated_at DESC, c.id
+        LIMIT $10::int) n) < $10::int AS done
+), cand AS MATERIALIZED (
+  SELECT s.id::bigint AS id FROM (SELECT rr_desk_search_candidates($5::text, $6::text,
+    $7::bigint, $8::timestamptz, $9::bigint, $10::int) AS id) s
+  WHERE NOT (SELECT w.done FROM walked w)
+), few AS MATERIALIZED (
+  SELECT count(*) <= $10::int AS few FROM cand
+)
+SELECT p.id, p.subject, p.status, p.inbox_id, p.assignee_user_id, p.customer_email, p.customer_name,
+  p.created_at, p.updated_at
+FROM (
+  (SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
+     c.created_at, c.updated_at
+   FROM head_page hp JOIN desk_conversation c ON c.org_id = $1 AND c.id = hp.id
+   WHERE (SELECT w.done FROM walked w))
+  UNION ALL
+  (SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
+     c.created_at, c.updated_at
+   FROM cand JOIN desk_conversation c ON c.org_id = $1 AND c.id = cand.id
+     JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
+   WHERE NOT (SELECT w.done FROM walked w) AND (SELECT f.few FROM few f)
+     AND ($2::bool OR NOT i.restricted OR EXISTS (
+           SELECT 1 FROM desk_inbox_member im
+           WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $3))
+   ORDER BY c.updated_at DESC, c.id
+   LIMIT $4)
+  UNION ALL
+  (SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
+     c.created_at, c.updated_at
+   FROM desk_conversation c JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
+   WHERE NOT (SELECT w.done FROM walked w) AND NOT (SELECT f.few FROM few f)
+     AND c.org_id = $1
+     AND desk_matches(c.search, desk_query($5::text))
+     AND ($6::text IS NULL OR c.status = $6::text)
+     AND ($7::bigint IS NULL OR c.inbox_id = $7::bigint)
+     AND ($8::timestamptz IS NULL
+          OR c.updated_at < $8::timestamptz
+          OR (c.updated_at = $8::timestamptz AND c.id > $9::bigint))
+     AND ($2::bool OR NOT i.restricted OR EXISTS (
+           SELECT 1 FROM desk_inbox_member im
+           WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $3))
+   ORDER BY c.updated_at DESC, c.id
+   LIMIT $4)
+) p
+ORDER BY p.updated_at DESC, p.id
 `
 
 type DeskConversationSearchParams struct {
 	OrgID        uuid.UUID
+	SeesAll      bool
+	UserID       uuid.UUID
+	Lim          int32
 	Query        string
 	Status       *string
 	InboxID      *int64
-	SeesAll      bool
-	UserID       uuid.UUID
 	AfterUpdated *time.Time
 	AfterID      int64
-	Lim          int32
+	Cap          int32
 }
 
 type DeskConversationSearchRow struct {
@@ -186,17 +248,32 @@ type DeskConversationSearchRow struct {
 // A page of the conversations whose subject and public messages hold every word of the
 // query, in inboxes the member sees, filters AND-ed, by updated_at desc then id asc, after
 // the keyset (after_updated, after_id).
+//
+// Three plans, one answer: each applies the same filters, order and keyset, and a later
+// one runs only when the earlier could not decide (their conditions are one-time
+// filters). PostgreSQL cannot estimate a prefix tsquery's matches, so the statement
+// decides by what it finds, `cap` rows of work at a time:
+//  1. head_page: the first `cap` conversations in the page's order, tested one by one
+//     until a page is found. When they hold a page of visible matches (a common term), or
+//     are all there is, that is the page.
+//  2. cand: otherwise the full-text index finds the matches (rr_desk_search_candidates,
+//     migration 000025: under RLS the request role cannot use the index), at most cap + 1;
+//     at most `cap` (a rare term) are sorted and the page cut from them.
+//  3. Otherwise (more than `cap` matches, fewer than a page in the first `cap` rows) the
+//     walk by updated_at goes on until it has a page; desk_matches keeps the planner on
+//     that walk (a plain @@ is estimated so rare that it would sort every match instead).
 func (q *Queries) DeskConversationSearch(ctx context.Context, db DBTX, arg DeskConversationSearchParams) ([]DeskConversationSearchRow, error) {
 	rows, err := db.Query(ctx, deskConversationSearch,
 		arg.OrgID,
+		arg.SeesAll,
+		arg.UserID,
+		arg.Lim,
 		arg.Query,
 		arg.Status,
 		arg.InboxID,
-		arg.SeesAll,
-		arg.UserID,
 		arg.AfterUpdated,
 		arg.AfterID,
-		arg.Lim,
+		arg.Cap,
 	)
 	if err != nil {
 		return nil, err
@@ -251,6 +328,37 @@ func (q *Queries) DeskConversationSetStatus(ctx context.Context, db DBTX, arg De
 	return err
 }
 
+const deskConversationsKnown = `-- name: DeskConversationsKnown :many
+SELECT external_id::text AS external_id FROM desk_conversation
+WHERE org_id = $1 AND external_id = ANY ($2::text[])
+`
+
+type DeskConversationsKnownParams struct {
+	OrgID       uuid.UUID
+	ExternalIds []string
+}
+
+// Which of these external ids the workspace already holds (CSV import, a chunk at a time).
+func (q *Queries) DeskConversationsKnown(ctx context.Context, db DBTX, arg DeskConversationsKnownParams) ([]string, error) {
+	rows, err := db.Query(ctx, deskConversationsKnown, arg.OrgID, arg.ExternalIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var external_id string
+		if err := rows.Scan(&external_id); err != nil {
+			return nil, err
+		}
+		items = append(items, external_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deskCounterTake = `-- name: DeskCounterTake :one
 INSERT INTO desk_counter AS c (org_id, kind, last) VALUES ($1, $2, $3::bigint)
 ON CONFLICT (org_id, kind) DO UPDATE SET last = c.last + EXCLUDED.last
@@ -269,6 +377,71 @@ func (q *Queries) DeskCounterTake(ctx context.Context, db DBTX, arg DeskCounterT
 	var last int64
 	err := row.Scan(&last)
 	return last, err
+}
+
+const deskImportChunk = `-- name: DeskImportChunk :one
+WITH r AS (
+  -- Set-returning functions side by side in a select list advance together: row i of
+  -- every array. The arrays have one length (the caller builds them from one slice).
+  SELECT unnest($1::bigint[]) AS conversation_id, unnest($2::bigint[]) AS message_id,
+    unnest($3::text[]) AS external_id, unnest($4::text[]) AS subject,
+    unnest($5::text[]) AS status, unnest($6::text[]) AS customer_email,
+    unnest($7::text[]) AS body, unnest($8::timestamptz[]) AS created_at
+), conv AS (
+  INSERT INTO desk_conversation (org_id, id, inbox_id, subject, status, customer_email, external_id, created_at, updated_at, search)
+  SELECT $9, r.conversation_id, $10, r.subject, r.status, r.customer_email, r.external_id,
+    r.created_at, r.created_at, strip(to_tsvector('simple', r.subject)) || strip(to_tsvector('simple', r.body))
+  FROM r
+  ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
+  RETURNING id
+), msg AS (
+  INSERT INTO desk_message (org_id, id, conversation_id, type, body, created_at)
+  SELECT $9, r.message_id, r.conversation_id, 'customer', r.body, r.created_at
+  FROM r JOIN conv ON conv.id = r.conversation_id
+  RETURNING id
+)
+SELECT (SELECT count(*) FROM conv)::bigint AS conversations, (SELECT count(*) FROM msg)::bigint AS messages
+`
+
+type DeskImportChunkParams struct {
+	ConversationIds []int64
+	MessageIds      []int64
+	ExternalIds     []string
+	Subjects        []string
+	Statuses        []string
+	CustomerEmails  []string
+	Bodies          []string
+	CreatedAts      []time.Time
+	OrgID           uuid.UUID
+	InboxID         int64
+}
+
+type DeskImportChunkRow struct {
+	Conversations int64
+	Messages      int64
+}
+
+// Stores a chunk of imported rows, each a conversation with its one customer message, in
+// one statement: the conversations as DeskConversationInsert and DeskMessageInsert would
+// leave them (search text of the subject and the message, updated_at the message's time,
+// no first reply), numbered by the caller. A row whose external id a concurrent import
+// stored meanwhile inserts nothing, nor its message; the count says how many were new.
+func (q *Queries) DeskImportChunk(ctx context.Context, db DBTX, arg DeskImportChunkParams) (DeskImportChunkRow, error) {
+	row := db.QueryRow(ctx, deskImportChunk,
+		arg.ConversationIds,
+		arg.MessageIds,
+		arg.ExternalIds,
+		arg.Subjects,
+		arg.Statuses,
+		arg.CustomerEmails,
+		arg.Bodies,
+		arg.CreatedAts,
+		arg.OrgID,
+		arg.InboxID,
+	)
+	var i DeskImportChunkRow
+	err := row.Scan(&i.Conversations, &i.Messages)
+	return i, err
 }
 
 const deskInboxGetBySlug = `-- name: DeskInboxGetBySlug :one
@@ -883,34 +1056,38 @@ func (q *Queries) DeskRateHit(ctx context.Context, db DBTX, arg DeskRateHitParam
 
 const deskReport = `-- name: DeskReport :many
 WITH days AS (
-  SELECT d::date AS day
+  SELECT d::date AS day, (row_number() OVER (ORDER BY d))::int AS n
   FROM generate_series($1::text::date, $2::text::date, interval '1 day') d
+), edges AS (
+  SELECT array_agg(days.day::timestamp AT TIME ZONE $3::text ORDER BY days.day)
+    || (($2::text::date + 1)::timestamp AT TIME ZONE $3::text) AS e
+  FROM days
 ), bounds AS (
-  SELECT ($1::text::date)::timestamp AT TIME ZONE $3::text AS lo,
-         ($2::text::date + 1)::timestamp AT TIME ZONE $3::text AS hi
+  SELECT e.e AS e, e.e[1] AS lo, e.e[array_length(e.e, 1)] AS hi FROM edges e
 ), obs AS (
-  SELECT (c.created_at AT TIME ZONE $3::text)::date AS day, 0::float8 AS secs
+  SELECT width_bucket(c.created_at, b.e) AS n, 0::float8 AS secs
   FROM desk_conversation c, bounds b
   WHERE $4::text = 'conversation_volume' AND c.org_id = $5
     AND c.created_at >= b.lo AND c.created_at < b.hi
     AND ($6::bigint IS NULL OR c.inbox_id = $6::bigint)
   UNION ALL
-  SELECT (c.first_reply_at AT TIME ZONE $3::text)::date, extract(epoch FROM c.first_reply_at - c.created_at)::float8
+  SELECT width_bucket(c.first_reply_at, b.e), extract(epoch FROM c.first_reply_at - c.created_at)::float8
   FROM desk_conversation c, bounds b
   WHERE $4::text = 'first_response_time' AND c.org_id = $5
     AND c.first_reply_at >= b.lo AND c.first_reply_at < b.hi
     AND ($6::bigint IS NULL OR c.inbox_id = $6::bigint)
   UNION ALL
-  SELECT (c.resolved_at AT TIME ZONE $3::text)::date, extract(epoch FROM c.resolved_at - c.created_at)::float8
+  SELECT width_bucket(c.resolved_at, b.e), extract(epoch FROM c.resolved_at - c.created_at)::float8
   FROM desk_conversation c, bounds b
   WHERE $4::text = 'resolution_time' AND c.org_id = $5
     AND c.resolved_at >= b.lo AND c.resolved_at < b.hi
     AND ($6::bigint IS NULL OR c.inbox_id = $6::bigint)
+), per_day AS (
+  SELECT o.n, count(*) AS observations, avg(o.secs) AS mean_seconds FROM obs o GROUP BY o.n
 )
-SELECT to_char(d.day, 'YYYY-MM-DD')::text AS day, count(o.day)::bigint AS observations,
-  coalesce(avg(o.secs), 0)::float8 AS mean_seconds
-FROM days d LEFT JOIN obs o ON o.day = d.day
-GROUP BY d.day
+SELECT to_char(d.day, 'YYYY-MM-DD')::text AS day, coalesce(p.observations, 0)::bigint AS observations,
+  coalesce(p.mean_seconds, 0)::float8 AS mean_seconds
+FROM days d LEFT JOIN per_day p ON p.n = d.n
 ORDER BY d.day
 `
 
@@ -933,7 +1110,10 @@ type DeskReportRow struct {
 // observations of the metric fall on that day and their mean in seconds. An observation
 // belongs to the day its event happened there: a conversation's creation (volume), its
 // first public reply by a member (first response), its resolution (resolution time).
-// A day is the local calendar day, 23 or 25 hours long across a DST change.
+// A day is the local calendar day, 23 or 25 hours long across a DST change. The days'
+// starts are computed once (edges: each day's local midnight as an instant, then the
+// end's), and an event's day is found by a binary search of its time among them
+// (width_bucket), not by converting every event to local time and sorting by it.
 func (q *Queries) DeskReport(ctx context.Context, db DBTX, arg DeskReportParams) ([]DeskReportRow, error) {
 	rows, err := db.Query(ctx, deskReport,
 		arg.StartDate,

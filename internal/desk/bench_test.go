@@ -87,15 +87,17 @@ CROSS JOIN generate_series(0, $4 - 1) k, (SELECT $5::text[] AS w) v`
 		if err != nil {
 			return fmt.Errorf("counters: %w", err)
 		}
-		for _, t := range []string{`ANALYZE desk_conversation`, `ANALYZE desk_message`} {
-			if _, err := tx.Exec(ctx, t); err != nil {
-				return err
-			}
-		}
 		return nil
 	})
 	if err != nil {
 		b.Fatal(err)
+	}
+	// What autovacuum does to a workspace in its steady state: statistics, and pages
+	// marked all-visible (index-only scans). VACUUM cannot run in a transaction.
+	for _, t := range []string{`VACUUM ANALYZE desk_conversation`, `VACUUM ANALYZE desk_message`} {
+		if _, err := fx.d.Ops.Exec(ctx, t); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.Logf("generated %d conversations and %d messages in %s", n, n*benchMessages, time.Since(start).Round(time.Millisecond))
 }
@@ -148,10 +150,11 @@ func BenchmarkDesk(b *testing.B) {
 			_, err := fx.svc.SearchConversations(ctx, bo, desk.SearchInput{Query: q.query})
 			return err
 		}))
+		// The statement alone, as the request role (RLS on), for the ratio.
 		b.Run(size+"/search-"+q.name+"-raw-query", search(func() error {
-			return fx.d.Operator(ctx, func(tx *pg.Tx) error {
+			return fx.d.InTenant(ctx, pg.Tenant{OrgID: fx.orgs["acme"]}, func(tx *pg.Tx) error {
 				_, err := fx.q.DeskConversationSearch(ctx, tx, db.DeskConversationSearchParams{OrgID: fx.orgs["acme"], Query: q.query,
-					SeesAll: true, UserID: fx.users["ana@acme.test"], Lim: desk.DefaultLimit + 1})
+					SeesAll: true, UserID: fx.users["ana@acme.test"], Lim: desk.DefaultLimit + 1, Cap: desk.DefaultSearchCandidates})
 				return err
 			})
 		}))

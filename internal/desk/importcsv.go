@@ -70,9 +70,9 @@ type importRow struct {
 // a header naming the columns customer_email, subject, body, created_at (RFC 3339),
 // status (open, pending, resolved), at most MaxImportBytes and MaxImportRows rows. Each
 // row is a conversation whose customer message is body. Every bad row is reported with
-// its line and reason, and then nothing is imported; otherwise all rows are imported in
-// one transaction (owner's pool). A row's external id is the hash of its content, so
-// importing the same rows again creates nothing. Imported history sends nothing and
+// its line and reason, and then nothing is imported; otherwise the rows are imported in
+// chunks of ImportProgressEvery, a transaction each (owner's pool). A row's external id
+// is the hash of its content, so importing the same rows again creates nothing. Imported history sends nothing and
 // triggers nothing. progress, when not nil, is called every ImportProgressEvery rows.
 func ImportCSV(ctx context.Context, d *pg.DB, orgID uuid.UUID, inboxSlug string, file io.Reader, now time.Time, progress func(done, total int)) (ImportSummary, error) {
 	q := db.New()
@@ -88,34 +88,85 @@ func ImportCSV(ctx context.Context, d *pg.DB, orgID uuid.UUID, inboxSlug string,
 		return ImportSummary{}, err
 	}
 	sum := ImportSummary{Rows: len(rows)}
-	err = d.Operator(ctx, func(tx *pg.Tx) error {
-		inbox, err := q.DeskInboxGetBySlug(ctx, tx, db.DeskInboxGetBySlugParams{OrgID: orgID, Slug: inboxSlug})
-		if pg.IsNoRows(err) {
-			return fmt.Errorf("no inbox %q in this workspace", inboxSlug)
-		} else if err != nil {
-			return fmt.Errorf("find inbox: %w", err)
-		}
-		for i, r := range rows {
-			r.conv.InboxID = inbox
-			_, created, err := AddConversation(ctx, tx, q, orgID, r.conv)
-			if err != nil {
-				return fmt.Errorf("line %d: %w", r.line, err)
-			}
-			if created {
-				sum.Created++
-			} else {
-				sum.Existing++
-			}
-			if progress != nil && (i+1)%ImportProgressEvery == 0 {
-				progress(i+1, len(rows))
-			}
-		}
-		return nil
+	var inbox int64
+	err = d.Operator(ctx, func(tx *pg.Tx) (err error) {
+		inbox, err = q.DeskInboxGetBySlug(ctx, tx, db.DeskInboxGetBySlugParams{OrgID: orgID, Slug: inboxSlug})
+		return err
 	})
-	if err != nil {
-		return ImportSummary{}, err
+	if pg.IsNoRows(err) {
+		return ImportSummary{}, fmt.Errorf("no inbox %q in this workspace", inboxSlug)
+	} else if err != nil {
+		return ImportSummary{}, fmt.Errorf("find inbox: %w", err)
+	}
+	for start := 0; start < len(rows); start += ImportProgressEvery {
+		chunk := rows[start:min(start+ImportProgressEvery, len(rows))]
+		created, err := importChunk(ctx, d, q, orgID, inbox, chunk)
+		if err != nil {
+			return ImportSummary{}, fmt.Errorf("lines %d-%d (lines before them are imported; importing the file again adds the rest): %w",
+				chunk[0].line, chunk[len(chunk)-1].line, err)
+		}
+		sum.Created += created
+		sum.Existing += len(chunk) - created
+		if progress != nil && len(chunk) == ImportProgressEvery {
+			progress(start+len(chunk), len(rows))
+		}
 	}
 	return sum, nil
+}
+
+// importChunk writes a chunk of checked rows in its own transaction, in four statements
+// whatever its size: which rows are known already, numbers for the new ones, and one
+// statement inserting their conversations and messages. A transaction per chunk holds
+// the workspace's counter rows (which the ingest API and notes also take) for a chunk's
+// time, not the whole file's; a chunk is all or nothing, and a file imported again adds
+// only what is missing.
+func importChunk(ctx context.Context, d *pg.DB, q *db.Queries, orgID uuid.UUID, inbox int64, chunk []importRow) (created int, err error) {
+	ext := make([]string, len(chunk))
+	for i, r := range chunk {
+		ext[i] = r.conv.ExternalID
+	}
+	err = d.Operator(ctx, func(tx *pg.Tx) error {
+		known, err := q.DeskConversationsKnown(ctx, tx, db.DeskConversationsKnownParams{OrgID: orgID, ExternalIds: ext})
+		if err != nil {
+			return fmt.Errorf("find known rows: %w", err)
+		}
+		have := make(map[string]bool, len(known))
+		for _, k := range known {
+			have[k] = true
+		}
+		fresh := slices.DeleteFunc(slices.Clone(chunk), func(r importRow) bool { return have[r.conv.ExternalID] })
+		if len(fresh) == 0 {
+			return nil
+		}
+		n := int64(len(fresh))
+		lastConv, err := q.DeskCounterTake(ctx, tx, db.DeskCounterTakeParams{OrgID: orgID, Kind: counterConversation, N: n})
+		if err != nil {
+			return fmt.Errorf("number the conversations: %w", err)
+		}
+		lastMsg, err := q.DeskCounterTake(ctx, tx, db.DeskCounterTakeParams{OrgID: orgID, Kind: counterMessage, N: n})
+		if err != nil {
+			return fmt.Errorf("number the messages: %w", err)
+		}
+		p := db.DeskImportChunkParams{OrgID: orgID, InboxID: inbox}
+		for i, r := range fresh {
+			c := r.conv
+			p.ConversationIds = append(p.ConversationIds, lastConv-n+1+int64(i))
+			p.MessageIds = append(p.MessageIds, lastMsg-n+1+int64(i))
+			p.ExternalIds = append(p.ExternalIds, c.ExternalID)
+			p.Subjects = append(p.Subjects, c.Subject)
+			p.Statuses = append(p.Statuses, c.Status)
+			p.CustomerEmails = append(p.CustomerEmails, c.CustomerEmail)
+			p.Bodies = append(p.Bodies, c.Messages[0].Body)
+			p.CreatedAts = append(p.CreatedAts, c.CreatedAt)
+		}
+		row, err := q.DeskImportChunk(ctx, tx, p)
+		if err != nil {
+			return fmt.Errorf("store the rows: %w", err)
+		}
+		created = int(row.Conversations)
+		return nil
+	})
+	return created, err
 }
 
 // parseImport reads and checks every row; any problem fails the whole file.

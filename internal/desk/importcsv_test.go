@@ -83,4 +83,66 @@ func TestImportCSV(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a file of several chunks: progress, rows known before, a row repeated across chunks", func(t *testing.T) {
+		// 1,201 rows: row 0 repeats as row 1,100 (another chunk), rows 10-19 were imported
+		// before; each row is stored as one conversation with its customer message.
+		row := func(i int) string {
+			return fmt.Sprintf("chunk%d@example.com,Chunked question %d,Body of wombat%dx,2026-09-%02dT10:00:00Z,%s\n",
+				i, i, i, 1+i%28, []string{"open", "pending", "resolved"}[i%3])
+		}
+		var before, file strings.Builder
+		before.WriteString("customer_email,subject,body,created_at,status\n")
+		file.WriteString("customer_email,subject,body,created_at,status\n")
+		for i := 10; i < 20; i++ {
+			before.WriteString(row(i))
+		}
+		for i := range 1200 {
+			file.WriteString(row(i))
+			if i == 1099 {
+				file.WriteString(row(0))
+			}
+		}
+		if sum, err := imp(before.String()); err != nil || sum.Created != 10 {
+			t.Fatalf("%+v %v", sum, err)
+		}
+		var progress []int
+		sum, err := desk.ImportCSV(ctx, fx.d, acme, "support", strings.NewReader(file.String()), now, func(done, total int) {
+			if total != 1200 {
+				t.Errorf("total %d", total)
+			}
+			progress = append(progress, done)
+		})
+		if err != nil || sum != (desk.ImportSummary{Rows: 1200, Created: 1190, Existing: 10}) {
+			t.Fatalf("%+v %v", sum, err)
+		}
+		if !slices.Equal(progress, []int{500, 1000}) {
+			t.Fatalf("progress %v", progress)
+		}
+		ana := fx.scope("acme", "ana@acme.test")
+		for _, i := range []int{0, 15, 499, 500, 1199} {
+			r, err := fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: fmt.Sprintf("wombat%dx", i)})
+			if err != nil || len(r.Conversations) != 1 {
+				t.Fatalf("row %d by its body: %+v %v", i, r, err)
+			}
+			c := r.Conversations[0]
+			if bySubject, err := fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: fmt.Sprintf("chunked question %d", i)}); err != nil ||
+				!slices.Contains(convIDs(bySubject), c.ID) {
+				t.Fatalf("row %d by its subject: %v %v", i, convIDs(bySubject), err)
+			}
+			g, err := fx.svc.GetConversation(ctx, ana, desk.GetConversationInput{ConversationID: c.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			created := fmt.Sprintf("2026-09-%02dT10:00:00Z", 1+i%28)
+			if g.Conversation.CreatedAt != created || g.Conversation.UpdatedAt != created || g.Conversation.FirstReplyAt != nil ||
+				g.Conversation.ResolvedAt != nil || g.Conversation.Status != []string{"open", "pending", "resolved"}[i%3] ||
+				len(g.Messages) != 1 || g.Messages[0].Type != desk.TypeCustomer || g.Messages[0].Body != fmt.Sprintf("Body of wombat%dx", i) ||
+				g.Messages[0].CreatedAt != created || g.Messages[0].AuthorID != nil {
+				t.Fatalf("row %d: %+v", i, g)
+			}
+		}
+		if sum, err := imp(file.String()); err != nil || sum != (desk.ImportSummary{Rows: 1200, Existing: 1200}) {
+			t.Fatalf("again: %+v %v", sum, err)
+		}
+	})
 }

@@ -71,10 +71,13 @@ func (s *Service) hit(ctx context.Context, c caller, write bool) error {
 }
 
 // countHits counts one call against each subject's window of the workspace, in one
-// statement of its own short transaction, and answers every subject's count.
+// statement of its own short transaction (one round trip), and answers every subject's
+// count.
 func (s *Service) countHits(ctx context.Context, c caller, window time.Time, subjects []string) ([]db.DeskRateHitRow, error) {
 	var rows []db.DeskRateHitRow
 	err := s.db.InTenant(pg.WithoutClaim(ctx), c.tenant(), func(tx *pg.Tx) (err error) {
+		// The count stands whatever the call does next: the COMMIT rides with it.
+		tx.CommitWithNext(ctx)
 		rows, err = s.q.DeskRateHit(ctx, tx, db.DeskRateHitParams{OrgID: c.org, WindowStart: window, Subjects: subjects})
 		return err
 	})

@@ -115,7 +115,8 @@ func (s *Service) SearchConversations(ctx context.Context, sc tenancy.Scope, in 
 	}
 	args := in
 	args.Cursor = ""
-	p := db.DeskConversationSearchParams{OrgID: c.org, Query: in.Query, SeesAll: c.seesAll(), UserID: c.user, Lim: int32(in.Limit + 1)}
+	p := db.DeskConversationSearchParams{OrgID: c.org, Query: in.Query, SeesAll: c.seesAll(), UserID: c.user, Lim: int32(in.Limit + 1),
+		Cap: int32(s.searchCap)}
 	if in.Status != "" {
 		p.Status = &in.Status
 	}
@@ -136,6 +137,7 @@ func (s *Service) SearchConversations(ctx context.Context, sc tenancy.Scope, in 
 			p.InboxID = &id
 		}
 		var err error
+		tx.CommitWithNext(ctx) // a read: its last statement carries the COMMIT
 		rows, err = s.q.DeskConversationSearch(ctx, tx, p)
 		return err
 	})
@@ -232,6 +234,7 @@ func (s *Service) GetConversation(ctx context.Context, sc tenancy.Scope, in GetC
 		} else if err != nil {
 			return err
 		}
+		tx.CommitWithNext(ctx) // a read: its last statement carries the COMMIT
 		rows, err = s.q.DeskMessagePage(ctx, tx, p)
 		return err
 	})
@@ -297,6 +300,7 @@ func (s *Service) ListInboxes(ctx context.Context, sc tenancy.Scope, in PageInpu
 	}
 	var rows []db.DeskInboxListRow
 	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) (err error) {
+		tx.CommitWithNext(ctx) // a read: its last statement carries the COMMIT
 		rows, err = s.q.DeskInboxList(ctx, tx, p)
 		return err
 	})
@@ -355,6 +359,7 @@ func (s *Service) FindSavedReplies(ctx context.Context, sc tenancy.Scope, in Fin
 	}
 	var rows []db.DeskSavedReplyFindRow
 	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) (err error) {
+		tx.CommitWithNext(ctx) // a read: its last statement carries the COMMIT
 		rows, err = s.q.DeskSavedReplyFind(ctx, tx, p)
 		return err
 	})

@@ -101,6 +101,7 @@ func (s *Service) GetReport(ctx context.Context, sc tenancy.Scope, in ReportInpu
 			}
 			p.InboxID = &id
 		}
+		tx.CommitWithNext(ctx) // a read: its last statement carries the COMMIT
 		rows, err = s.q.DeskReport(ctx, tx, p)
 		return err
 	})

@@ -114,7 +114,17 @@ type Deps struct {
 	Boxes []Box
 	// Now is the clock of cursors, rate windows, reports and note keys (time.Now when nil).
 	Now func() time.Time
+	// SearchCandidates is how many matches search reads from the full-text index before
+	// it takes the term for a common one and walks the conversations by updated_at
+	// instead (0: DefaultSearchCandidates). Either way the page is the same; tests set it
+	// to reach both plans on a small workspace.
+	SearchCandidates int
 }
+
+// DefaultSearchCandidates bounds the matches search collects through the full-text
+// index and sorts itself; past it, the walk by updated_at meets a page's worth of
+// matches soon (at least one conversation in 100 of a 100k workspace matches).
+const DefaultSearchCandidates = 500
 
 // Service is the desk toolset.
 type Service struct {
@@ -126,6 +136,8 @@ type Service struct {
 	tokens    AccessTokens
 	boxes     []Box
 	now       func() time.Time
+	// searchCap is Deps.SearchCandidates.
+	searchCap int
 }
 
 // New builds the service.
@@ -154,6 +166,9 @@ func New(d Deps) (*Service, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.searchCap = d.SearchCandidates; s.searchCap <= 0 {
+		s.searchCap = DefaultSearchCandidates
 	}
 	m := hmac.New(sha256.New, d.CursorKey)
 	m.Write([]byte("relaydesk cursor v1"))

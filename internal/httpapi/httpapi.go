@@ -72,6 +72,18 @@ type Errors struct {
 	Coded bool
 }
 
+// CodedError is the body of a Coded surface's failure (its API description derives its
+// schema from this type).
+type CodedError struct {
+	Error CodedErrorBody `json:"error"`
+}
+
+// CodedErrorBody is CodedError's error: the reason (or apperr code) and the message.
+type CodedErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
 // RetryAfterDetail is the apperr Details key whose whole seconds a 429 sends as Retry-After.
 const RetryAfterDetail = "retry_after_seconds"
 
@@ -103,7 +115,7 @@ func (e Errors) Write(w http.ResponseWriter, r *http.Request, err error) {
 		if code == "" {
 			code = string(ae.Code)
 		}
-		WriteJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": ae.Message}})
+		WriteJSON(w, status, CodedError{Error: CodedErrorBody{Code: code, Message: ae.Message}})
 		return
 	}
 	writeFlat(w, r, status, ae.Message, ae.Reason)

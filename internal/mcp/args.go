@@ -83,6 +83,18 @@ func deriveArgs(t reflect.Type, opts []SchemaOption) (*argsSchema, error) {
 	return a, nil
 }
 
+// SchemaFor derives the JSON Schema of the struct T exactly as a tool's input schema is
+// derived (the same rules, the same SchemaOptions, the same encoding), for a wire that
+// is not MCP but takes a body of the same kind: the desk ingest API's OpenAPI document
+// describes its request bodies with it, so they cannot drift from the Go types either.
+func SchemaFor[T any](opts ...SchemaOption) (json.RawMessage, error) {
+	a, err := deriveArgs(reflect.TypeFor[T](), opts)
+	if err != nil {
+		return nil, err
+	}
+	return a.encode()
+}
+
 // optional turns jsonschema-go's nullable types (a pointer or slice field is
 // ["null", T]) into T: an optional argument is left out, not sent as null. It also gives
 // every struct-derived object its "properties", empty for a struct without fields, so a

@@ -65,21 +65,96 @@ SELECT EXISTS (
 -- A page of the conversations whose subject and public messages hold every word of the
 -- query, in inboxes the member sees, filters AND-ed, by updated_at desc then id asc, after
 -- the keyset (after_updated, after_id).
-SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
-  c.created_at, c.updated_at
-FROM desk_conversation c JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
-WHERE c.org_id = sqlc.arg(org_id)
-  AND c.search @@ desk_query(sqlc.arg(query)::text)
-  AND (sqlc.narg(status)::text IS NULL OR c.status = sqlc.narg(status)::text)
-  AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
-  AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
-        SELECT 1 FROM desk_inbox_member im
-        WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
-  AND (sqlc.narg(after_updated)::timestamptz IS NULL
-       OR c.updated_at < sqlc.narg(after_updated)::timestamptz
-       OR (c.updated_at = sqlc.narg(after_updated)::timestamptz AND c.id > sqlc.arg(after_id)::bigint))
-ORDER BY c.updated_at DESC, c.id
-LIMIT sqlc.arg(lim);
+--
+-- Three plans, one answer: each applies the same filters, order and keyset, and a later
+-- one runs only when the earlier could not decide (their conditions are one-time
+-- filters). PostgreSQL cannot estimate a prefix tsquery's matches, so the statement
+-- decides by what it finds, `cap` rows of work at a time:
+-- 1. head_page: the first `cap` conversations in the page's order, tested one by one
+--    until a page is found. When they hold a page of visible matches (a common term), or
+--    are all there is, that is the page.
+-- 2. cand: otherwise the full-text index finds the matches (rr_desk_search_candidates,
+--    migration 000025: under RLS the request role cannot use the index), at most cap + 1;
+--    at most `cap` (a rare term) are sorted and the page cut from them.
+-- 3. Otherwise (more than `cap` matches, fewer than a page in the first `cap` rows) the
+--    walk by updated_at goes on until it has a page; desk_matches keeps the planner on
+--    that walk (a plain @@ is estimated so rare that it would sort every match instead).
+WITH head_page AS MATERIALIZED (
+  SELECT h.id, h.updated_at
+  FROM (SELECT c.id, c.inbox_id, c.updated_at, c.search FROM desk_conversation c
+        WHERE c.org_id = sqlc.arg(org_id)
+          AND (sqlc.narg(status)::text IS NULL OR c.status = sqlc.narg(status)::text)
+          AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
+          AND (sqlc.narg(after_updated)::timestamptz IS NULL
+               OR c.updated_at < sqlc.narg(after_updated)::timestamptz
+               OR (c.updated_at = sqlc.narg(after_updated)::timestamptz AND c.id > sqlc.arg(after_id)::bigint))
+        ORDER BY c.updated_at DESC, c.id
+        LIMIT sqlc.arg(cap)::int) h
+  -- Visibility as a condition, not a join, keeps the rows in order: the LIMIT stops
+  -- reading as soon as it has a page.
+  WHERE h.search @@ desk_query(sqlc.arg(query)::text)
+    AND EXISTS (SELECT 1 FROM desk_inbox i WHERE i.org_id = sqlc.arg(org_id) AND i.id = h.inbox_id
+      AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
+            SELECT 1 FROM desk_inbox_member im
+            WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id))))
+  ORDER BY h.updated_at DESC, h.id
+  LIMIT sqlc.arg(lim)
+), walked AS MATERIALIZED (
+  -- The second count runs only when the first does not decide.
+  SELECT (SELECT count(*) FROM head_page) >= sqlc.arg(lim)
+    OR (SELECT count(*) FROM (SELECT 1 FROM desk_conversation c
+        WHERE c.org_id = sqlc.arg(org_id)
+          AND (sqlc.narg(status)::text IS NULL OR c.status = sqlc.narg(status)::text)
+          AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
+          AND (sqlc.narg(after_updated)::timestamptz IS NULL
+               OR c.updated_at < sqlc.narg(after_updated)::timestamptz
+               OR (c.updated_at = sqlc.narg(after_updated)::timestamptz AND c.id > sqlc.arg(after_id)::bigint))
+        ORDER BY c.updated_at DESC, c.id
+        LIMIT sqlc.arg(cap)::int) n) < sqlc.arg(cap)::int AS done
+), cand AS MATERIALIZED (
+  SELECT s.id::bigint AS id FROM (SELECT rr_desk_search_candidates(sqlc.arg(query)::text, sqlc.narg(status)::text,
+    sqlc.narg(inbox_id)::bigint, sqlc.narg(after_updated)::timestamptz, sqlc.arg(after_id)::bigint, sqlc.arg(cap)::int) AS id) s
+  WHERE NOT (SELECT w.done FROM walked w)
+), few AS MATERIALIZED (
+  SELECT count(*) <= sqlc.arg(cap)::int AS few FROM cand
+)
+SELECT p.id, p.subject, p.status, p.inbox_id, p.assignee_user_id, p.customer_email, p.customer_name,
+  p.created_at, p.updated_at
+FROM (
+  (SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
+     c.created_at, c.updated_at
+   FROM head_page hp JOIN desk_conversation c ON c.org_id = sqlc.arg(org_id) AND c.id = hp.id
+   WHERE (SELECT w.done FROM walked w))
+  UNION ALL
+  (SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
+     c.created_at, c.updated_at
+   FROM cand JOIN desk_conversation c ON c.org_id = sqlc.arg(org_id) AND c.id = cand.id
+     JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
+   WHERE NOT (SELECT w.done FROM walked w) AND (SELECT f.few FROM few f)
+     AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
+           SELECT 1 FROM desk_inbox_member im
+           WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
+   ORDER BY c.updated_at DESC, c.id
+   LIMIT sqlc.arg(lim))
+  UNION ALL
+  (SELECT c.id, c.subject, c.status, c.inbox_id, c.assignee_user_id, c.customer_email, c.customer_name,
+     c.created_at, c.updated_at
+   FROM desk_conversation c JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.inbox_id
+   WHERE NOT (SELECT w.done FROM walked w) AND NOT (SELECT f.few FROM few f)
+     AND c.org_id = sqlc.arg(org_id)
+     AND desk_matches(c.search, desk_query(sqlc.arg(query)::text))
+     AND (sqlc.narg(status)::text IS NULL OR c.status = sqlc.narg(status)::text)
+     AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
+     AND (sqlc.narg(after_updated)::timestamptz IS NULL
+          OR c.updated_at < sqlc.narg(after_updated)::timestamptz
+          OR (c.updated_at = sqlc.narg(after_updated)::timestamptz AND c.id > sqlc.arg(after_id)::bigint))
+     AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
+           SELECT 1 FROM desk_inbox_member im
+           WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
+   ORDER BY c.updated_at DESC, c.id
+   LIMIT sqlc.arg(lim))
+) p
+ORDER BY p.updated_at DESC, p.id;
 
 -- name: DeskConversationGet :one
 -- One conversation, when the member sees its inbox (no row otherwise, as when absent).
@@ -118,36 +193,43 @@ LIMIT sqlc.arg(lim);
 -- observations of the metric fall on that day and their mean in seconds. An observation
 -- belongs to the day its event happened there: a conversation's creation (volume), its
 -- first public reply by a member (first response), its resolution (resolution time).
--- A day is the local calendar day, 23 or 25 hours long across a DST change.
+-- A day is the local calendar day, 23 or 25 hours long across a DST change. The days'
+-- starts are computed once (edges: each day's local midnight as an instant, then the
+-- end's), and an event's day is found by a binary search of its time among them
+-- (width_bucket), not by converting every event to local time and sorting by it.
 WITH days AS (
-  SELECT d::date AS day
+  SELECT d::date AS day, (row_number() OVER (ORDER BY d))::int AS n
   FROM generate_series(sqlc.arg(start_date)::text::date, sqlc.arg(end_date)::text::date, interval '1 day') d
+), edges AS (
+  SELECT array_agg(days.day::timestamp AT TIME ZONE sqlc.arg(tz)::text ORDER BY days.day)
+    || ((sqlc.arg(end_date)::text::date + 1)::timestamp AT TIME ZONE sqlc.arg(tz)::text) AS e
+  FROM days
 ), bounds AS (
-  SELECT (sqlc.arg(start_date)::text::date)::timestamp AT TIME ZONE sqlc.arg(tz)::text AS lo,
-         (sqlc.arg(end_date)::text::date + 1)::timestamp AT TIME ZONE sqlc.arg(tz)::text AS hi
+  SELECT e.e AS e, e.e[1] AS lo, e.e[array_length(e.e, 1)] AS hi FROM edges e
 ), obs AS (
-  SELECT (c.created_at AT TIME ZONE sqlc.arg(tz)::text)::date AS day, 0::float8 AS secs
+  SELECT width_bucket(c.created_at, b.e) AS n, 0::float8 AS secs
   FROM desk_conversation c, bounds b
   WHERE sqlc.arg(metric)::text = 'conversation_volume' AND c.org_id = sqlc.arg(org_id)
     AND c.created_at >= b.lo AND c.created_at < b.hi
     AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
   UNION ALL
-  SELECT (c.first_reply_at AT TIME ZONE sqlc.arg(tz)::text)::date, extract(epoch FROM c.first_reply_at - c.created_at)::float8
+  SELECT width_bucket(c.first_reply_at, b.e), extract(epoch FROM c.first_reply_at - c.created_at)::float8
   FROM desk_conversation c, bounds b
   WHERE sqlc.arg(metric)::text = 'first_response_time' AND c.org_id = sqlc.arg(org_id)
     AND c.first_reply_at >= b.lo AND c.first_reply_at < b.hi
     AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
   UNION ALL
-  SELECT (c.resolved_at AT TIME ZONE sqlc.arg(tz)::text)::date, extract(epoch FROM c.resolved_at - c.created_at)::float8
+  SELECT width_bucket(c.resolved_at, b.e), extract(epoch FROM c.resolved_at - c.created_at)::float8
   FROM desk_conversation c, bounds b
   WHERE sqlc.arg(metric)::text = 'resolution_time' AND c.org_id = sqlc.arg(org_id)
     AND c.resolved_at >= b.lo AND c.resolved_at < b.hi
     AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
+), per_day AS (
+  SELECT o.n, count(*) AS observations, avg(o.secs) AS mean_seconds FROM obs o GROUP BY o.n
 )
-SELECT to_char(d.day, 'YYYY-MM-DD')::text AS day, count(o.day)::bigint AS observations,
-  coalesce(avg(o.secs), 0)::float8 AS mean_seconds
-FROM days d LEFT JOIN obs o ON o.day = d.day
-GROUP BY d.day
+SELECT to_char(d.day, 'YYYY-MM-DD')::text AS day, coalesce(p.observations, 0)::bigint AS observations,
+  coalesce(p.mean_seconds, 0)::float8 AS mean_seconds
+FROM days d LEFT JOIN per_day p ON p.n = d.n
 ORDER BY d.day;
 
 -- name: DeskNoteClaim :one
@@ -260,6 +342,39 @@ WITH ins AS (
 )
 -- (upd runs whether or not it is read, as every data-modifying WITH does.)
 SELECT (SELECT count(*) FROM ins) > 0 AS created;
+
+-- name: DeskConversationsKnown :many
+-- Which of these external ids the workspace already holds (CSV import, a chunk at a time).
+SELECT external_id::text AS external_id FROM desk_conversation
+WHERE org_id = sqlc.arg(org_id) AND external_id = ANY (sqlc.arg(external_ids)::text[]);
+
+-- name: DeskImportChunk :one
+-- Stores a chunk of imported rows, each a conversation with its one customer message, in
+-- one statement: the conversations as DeskConversationInsert and DeskMessageInsert would
+-- leave them (search text of the subject and the message, updated_at the message's time,
+-- no first reply), numbered by the caller. A row whose external id a concurrent import
+-- stored meanwhile inserts nothing, nor its message; the count says how many were new.
+WITH r AS (
+  -- Set-returning functions side by side in a select list advance together: row i of
+  -- every array. The arrays have one length (the caller builds them from one slice).
+  SELECT unnest(sqlc.arg(conversation_ids)::bigint[]) AS conversation_id, unnest(sqlc.arg(message_ids)::bigint[]) AS message_id,
+    unnest(sqlc.arg(external_ids)::text[]) AS external_id, unnest(sqlc.arg(subjects)::text[]) AS subject,
+    unnest(sqlc.arg(statuses)::text[]) AS status, unnest(sqlc.arg(customer_emails)::text[]) AS customer_email,
+    unnest(sqlc.arg(bodies)::text[]) AS body, unnest(sqlc.arg(created_ats)::timestamptz[]) AS created_at
+), conv AS (
+  INSERT INTO desk_conversation (org_id, id, inbox_id, subject, status, customer_email, external_id, created_at, updated_at, search)
+  SELECT sqlc.arg(org_id), r.conversation_id, sqlc.arg(inbox_id), r.subject, r.status, r.customer_email, r.external_id,
+    r.created_at, r.created_at, strip(to_tsvector('simple', r.subject)) || strip(to_tsvector('simple', r.body))
+  FROM r
+  ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
+  RETURNING id
+), msg AS (
+  INSERT INTO desk_message (org_id, id, conversation_id, type, body, created_at)
+  SELECT sqlc.arg(org_id), r.message_id, r.conversation_id, 'customer', r.body, r.created_at
+  FROM r JOIN conv ON conv.id = r.conversation_id
+  RETURNING id
+)
+SELECT (SELECT count(*) FROM conv)::bigint AS conversations, (SELECT count(*) FROM msg)::bigint AS messages;
 
 -- name: DeskConversationSetStatus :exec
 -- A status change by the ingest API or an import (never by a desk tool).
