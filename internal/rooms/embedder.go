@@ -21,12 +21,13 @@ import (
 // after an embedder outage. Without RunEmbedder (a Service used directly, as most tests
 // do) write_memory embeds in its own transaction, as before.
 
-// maxQueuedEmbeddings bounds the entries waiting for RunEmbedder. Past it write_memory
-// embeds and stores its vector itself, as without RunEmbedder: the queue absorbs bursts,
-// and under sustained writes (when RunEmbedder, one connection among the requests' many,
-// falls behind) the writers pay for their vectors again, so the backlog stays bounded by
-// a few seconds of writes. The entries of a process that stopped with a queue are found
-// by the periodic EmbedPending sweep by their missing vector.
+// maxQueuedEmbeddings bounds the entries waiting in memory for RunEmbedder. Past it an
+// entry is still committed without its vector and is not queued: the periodic
+// EmbedPending sweep finds it by its missing vector (after sweepGrace), as it finds the
+// entries of a process that stopped with a queue. So embedding never lands on a
+// write_memory request while RunEmbedder runs, even when writes arrive faster than the
+// sentence encoder embeds them (about 16 ms of CPU for a 40-word entry); the backlog then
+// waits in the database, its entries found lexically until their vectors are stored.
 const maxQueuedEmbeddings = 256
 
 // embedBatchMax is the most entries RunEmbedder takes from the queue at once.
@@ -52,16 +53,20 @@ type embedQueue struct {
 
 func newEmbedQueue() *embedQueue { return &embedQueue{signal: make(chan struct{}, 1)} }
 
-// add queues an entry. It never refuses one: the bound is checked before the write
-// (deferEmbedding), so the queue can pass it only by the writes already under way.
-func (q *embedQueue) add(r db.MemoryEntryListUnembeddedRow) {
+// add queues an entry, or reports false when the queue is full (the sweep takes it).
+func (q *embedQueue) add(r db.MemoryEntryListUnembeddedRow) bool {
 	q.mu.Lock()
+	if len(q.pending) >= maxQueuedEmbeddings {
+		q.mu.Unlock()
+		return false
+	}
 	q.pending = append(q.pending, r)
 	q.mu.Unlock()
 	select {
 	case q.signal <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 func (q *embedQueue) take(n int) []db.MemoryEntryListUnembeddedRow {
@@ -73,20 +78,23 @@ func (q *embedQueue) take(n int) []db.MemoryEntryListUnembeddedRow {
 	return out
 }
 
-// deferEmbedding reports whether write_memory leaves its entry's vector to RunEmbedder:
-// it runs and has room in its queue.
+// deferEmbedding reports whether write_memory leaves its entry's vector to RunEmbedder
+// (or, past its queue's bound, to the sweep): whenever RunEmbedder runs.
 func (s *Service) deferEmbedding() bool {
-	return s.embeds != nil && s.embeds.running.Load() && s.embeds.len() < maxQueuedEmbeddings
+	return s.embeds != nil && s.embeds.running.Load()
 }
 
-func (q *embedQueue) len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.pending)
+// queueEmbedding hands a committed entry to RunEmbedder, or leaves it to the sweep when
+// the queue is full.
+func (s *Service) queueEmbedding(r db.MemoryEntryListUnembeddedRow) {
+	if !s.embeds.add(r) {
+		s.embedsSpilled.Add(1)
+	}
 }
 
-// queueEmbedding hands a committed entry to RunEmbedder.
-func (s *Service) queueEmbedding(r db.MemoryEntryListUnembeddedRow) { s.embeds.add(r) }
+// EmbeddingsSpilled counts the entries left to the sweep because RunEmbedder's queue was
+// full: a rate above zero says writes outrun the embedder.
+func (s *Service) EmbeddingsSpilled() uint64 { return s.embedsSpilled.Load() }
 
 // RunEmbedder embeds and stores the vectors of the entries write_memory queues, batch
 // after batch, until ctx ends. A batch that fails is logged and left to the periodic

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -79,6 +80,8 @@ type Service struct {
 	notes *roomNotes
 	// embeds are the entries RunEmbedder embeds after write_memory's commit.
 	embeds *embedQueue
+	// embedsSpilled counts entries left to the sweep past the queue's bound.
+	embedsSpilled atomic.Uint64
 }
 
 // New builds the toolset; a nil Now is the wall clock, a nil Log discards, a nil Q is
