@@ -76,7 +76,7 @@ type Deps struct {
 type Service struct {
 	Deps
 	// notes are the rooms to announce on RoomChannel (RunNotifier).
-	notes *roomNotes
+	notes *pg.Announcer
 	// embeds are the entries RunEmbedder embeds after write_memory's commit.
 	embeds *embedQueue
 }
@@ -93,7 +93,7 @@ func New(d Deps) *Service {
 	if d.Q == nil {
 		d.Q = db.New()
 	}
-	return &Service{Deps: d, notes: newRoomNotes(), embeds: newEmbedQueue()}
+	return &Service{Deps: d, notes: pg.NewAnnouncer(), embeds: newEmbedQueue()}
 }
 
 func (s *Service) now() time.Time {
