@@ -24,6 +24,7 @@ import (
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/threads"
 	"github.com/relayroom/relayroom/internal/web"
 )
 
@@ -68,6 +69,7 @@ type Deps struct {
 	Resolver *tenancy.Resolver
 	Rooms    *rooms.Service
 	Know     *knowledge.Service
+	Threads  *threads.Service // the project pages (projects.go)
 	Hub      *Hub
 	// StatementTimeout is the database budget of each page and of each live fetch.
 	StatementTimeout time.Duration
@@ -118,7 +120,7 @@ func timeOf(v any) time.Time {
 // NewHandler builds the pages.
 func NewHandler(d Deps) (*Handler, error) {
 	h := &Handler{deps: d, pages: map[string]*template.Template{}}
-	for _, name := range []string{"home", "room", "memory", "knowledge", "tasks", "message"} {
+	for _, name := range append([]string{"home", "room", "memory", "knowledge", "tasks", "message"}, projectPages...) {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
@@ -153,6 +155,8 @@ type view struct {
 	Rooms []rooms.PersonRoom
 	Needs []need
 	Room  *roomView
+	// Project holds what a project's thread pages show (projects.go).
+	Project *projectView
 
 	Messages []rooms.Message
 	LastID   string
@@ -267,6 +271,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case len(parts) == 1 && parts[0] == "" && get:
 		h.home(w, r, sess)
+	case len(parts) >= 2 && parts[0] == "projects":
+		h.projects(w, r, sess, parts[1], parts[2:])
 	case len(parts) >= 2 && parts[0] == "rooms":
 		id, err := uuid.Parse(parts[1])
 		if err != nil {
