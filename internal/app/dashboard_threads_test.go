@@ -342,8 +342,13 @@ func TestDashboardThreads(t *testing.T) {
 
 	t.Run("home links to each project's thread pages", func(t *testing.T) {
 		t.Parallel()
-		if _, body := ana.get("/app/"); !strings.Contains(body, `href="`+pages+`/threads"`) || !strings.Contains(body, `href="`+pages+`/usage"`) {
+		_, body := ana.get("/app/")
+		if !strings.Contains(body, `href="`+pages+`/threads"`) || !strings.Contains(body, `href="`+pages+`/usage"`) {
 			t.Fatalf("home: %s", body)
+		}
+		// The flagged thread under "Needs you" opens its thread view.
+		if !strings.Contains(body, `<a href="`+pages+`/threads/`+flagged+`">Thread flagged for people</a>`) {
+			t.Fatalf("home's needs-you link to the flagged thread: %s", body)
 		}
 	})
 }

@@ -423,7 +423,7 @@ func (h *Handler) needs(r *http.Request, sess web.Session, org uuid.UUID, list [
 			n := need{Need: it, Room: pr.ID.String(), RoomName: pr.Name, URL: roomURL(pr.ID, "")}
 			switch it.Kind {
 			case rooms.NeedThread:
-				n.What = "Thread flagged for people"
+				n.What, n.URL = "Thread flagged for people", projectURL(pr.ID, "threads/"+it.ID.String())
 			case rooms.NeedTask:
 				n.What, n.URL = "Result to accept or reject", roomURL(pr.ID, "tasks")+"#task-"+it.ID.String()
 			case rooms.NeedKnowledge:

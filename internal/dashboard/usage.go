@@ -153,18 +153,21 @@ func usageCharts(rows []threads.UsageRow, days int, now time.Time) []chart {
 	part := func(u threads.UsageRow) string { return u.Part }
 	count := func(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) }
 	usd := func(f float64) string { return "$" + strconv.FormatFloat(f, 'f', 4, 64) }
+	// The axes' labels are short: they only locate the bars; the tables carry the numbers.
+	countAxis := func(f float64) string { return shortNumber(f) }
+	usdAxis := func(f float64) string { return "$" + strconv.FormatFloat(f, 'g', 3, 64) }
 	return []chart{
-		stacked("tokens-model", "Tokens per day by model", rows, first, days, model, tokens, count),
-		stacked("cost-model", "Cost (USD) per day by model", rows, first, days, model, cost, usd),
-		stacked("tokens-part", "Tokens per day by part", rows, first, days, part, tokens, count),
-		stacked("cost-part", "Cost (USD) per day by part", rows, first, days, part, cost, usd),
+		stacked("tokens-model", "Tokens per day by model", rows, first, days, model, tokens, count, countAxis),
+		stacked("cost-model", "Cost (USD) per day by model", rows, first, days, model, cost, usd, usdAxis),
+		stacked("tokens-part", "Tokens per day by part", rows, first, days, part, tokens, count, countAxis),
+		stacked("cost-part", "Cost (USD) per day by part", rows, first, days, part, cost, usd, usdAxis),
 	}
 }
 
 // stacked lays out one chart: a bar per day from first, stacked by series (key), with the
 // y axis from 0 to the largest day's total, and the table of the same numbers.
 func stacked(id, title string, rows []threads.UsageRow, first time.Time, days int, key func(threads.UsageRow) string,
-	value func(threads.UsageRow) float64, format func(float64) string) chart {
+	value func(threads.UsageRow) float64, format, axis func(float64) string) chart {
 	c := chart{ID: id, Title: title, W: chartW, H: chartH, Left: chartLeft}
 	sums := map[string][]float64{}
 	for _, u := range rows {
@@ -217,10 +220,23 @@ func stacked(id, title string, rows []threads.UsageRow, first time.Time, days in
 	}
 	for t := range 5 {
 		v := top * float64(t) / 4
-		c.YTicks = append(c.YTicks, chartTick{X: chartLeft - 6, Y: round1(float64(chartTop) + plotH - plotH*float64(t)/4), Label: format(v)})
+		c.YTicks = append(c.YTicks, chartTick{X: chartLeft - 6, Y: round1(float64(chartTop) + plotH - plotH*float64(t)/4), Label: axis(v)})
 	}
 	c.Total = format(grand)
 	return c
+}
+
+// shortNumber writes 12500 as 12.5k and 3000000 as 3M.
+func shortNumber(f float64) string {
+	for _, u := range []struct {
+		div  float64
+		unit string
+	}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+		if f >= u.div {
+			return strconv.FormatFloat(f/u.div, 'g', 3, 64) + u.unit
+		}
+	}
+	return strconv.FormatFloat(f, 'g', 3, 64)
 }
 
 // niceCeil rounds a chart's top up to 1, 2 or 5 times a power of ten (0 stays 0).

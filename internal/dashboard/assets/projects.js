@@ -13,7 +13,9 @@
   }
   function when(iso, tz) {
     try {
-      return new Intl.DateTimeFormat(undefined, { dateStyle: "short", timeStyle: "short", timeZone: tz || "UTC" }).format(new Date(iso));
+      // As the server writes times: 2026-06-11 17:00 and the zone, in the viewer's timezone.
+      return new Intl.DateTimeFormat("sv-SE", { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit",
+        hourCycle: "h23", timeZone: tz || "UTC", timeZoneName: "short" }).format(new Date(iso));
     } catch (e) { return iso; }
   }
   function live(list, handlers) {
@@ -34,7 +36,8 @@
   function noneYet() { var e = document.getElementById("no-messages"); if (e) { e.remove(); } }
 
   var thread = document.getElementById("thread-messages");
-  var tz = thread ? thread.getAttribute("data-tz") : "UTC";
+  var feed = document.getElementById("activity");
+  var tz = (thread || feed || document.body).getAttribute("data-tz") || "UTC";
   function reads(m) {
     var p = el("p", "reads meta");
     if (!m.reads || !m.reads.length) { p.textContent = "no recipients"; return p; }
@@ -80,7 +83,6 @@
     }
   });
 
-  var feed = document.getElementById("activity");
   live(feed, {
     activity: function (a) {
       if (find(feed, a.id)) { return; }
@@ -88,7 +90,7 @@
       li.setAttribute("data-id", a.id);
       li.appendChild(el("span", "from", a.type));
       li.appendChild(document.createTextNode(" · " + (a.part ? a.part + " [" + a.org + "]" : "a person") + " "));
-      var time = el("time", "", when(a.at, "UTC") + " UTC");
+      var time = el("time", "", when(a.at, tz));
       time.setAttribute("datetime", a.at);
       li.appendChild(time);
       if (a.detail) { var p = el("p"); p.appendChild(el("code", "", a.detail)); li.appendChild(p); }
