@@ -274,12 +274,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case len(parts) >= 2 && parts[0] == "projects":
 		h.projects(w, r, sess, parts[1], parts[2:])
 	case len(parts) >= 2 && parts[0] == "rooms":
-		id, err := uuid.Parse(parts[1])
-		if err != nil {
-			h.notFound(w, &sess)
-			return
-		}
-		sc, ok := h.room(w, r, sess, id)
+		sc, ok := h.room(w, r, sess, parts[1])
 		if !ok {
 			return
 		}
@@ -330,11 +325,16 @@ func (h *Handler) orgs(r *http.Request, sess web.Session) ([]uuid.UUID, error) {
 	return out, nil
 }
 
-// room resolves the person in a room for the first of their organisations that hosts it
-// or has an agreement there. A room none of their organisations has anything to do with
+// room resolves the person in a room (its id as the path spells it) for the first of
+// their organisations that hosts it or has an agreement there. A room none of their organisations has anything to do with
 // answers 404, exactly like one that does not exist; a guest organisation whose agreement
 // is not active gets the agreement refusal.
-func (h *Handler) room(w http.ResponseWriter, r *http.Request, sess web.Session, id uuid.UUID) (tenancy.Scope, bool) {
+func (h *Handler) room(w http.ResponseWriter, r *http.Request, sess web.Session, idText string) (tenancy.Scope, bool) {
+	id, err := uuid.Parse(idText)
+	if err != nil {
+		h.notFound(w, &sess)
+		return tenancy.Scope{}, false
+	}
 	orgs, err := h.orgs(r, sess)
 	if err != nil {
 		h.unavailable(w, r, &sess, "organisations", err)

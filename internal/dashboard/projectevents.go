@@ -3,7 +3,6 @@ package dashboard
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -58,8 +57,7 @@ type threadState struct {
 // status, composing parts or messages and their reads change, and again once a composing
 // indicator has lapsed (composing is not announced when it expires). Without it serves the
 // activity feed: an `activity` event per new event (activityRow, id = the event's id, so a
-// reconnect resumes from Last-Event-ID), after ?after=. Each wake re-resolves the person
-// as the room stream does (rebind): a lost session or agreement ends it with `gone`.
+// reconnect resumes from Last-Event-ID), after ?after=. Handler.stream runs it.
 func (h *Handler) projectEvents(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
 	threadID := r.URL.Query().Get("thread")
 	var after uuid.UUID
@@ -77,30 +75,14 @@ func (h *Handler) projectEvents(w http.ResponseWriter, r *http.Request, sess web
 			after = id
 		}
 	}
-	rc := http.NewResponseController(w)
-	if err := rc.SetWriteDeadline(time.Now().Add(StreamLifetime + time.Minute)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		h.deps.Log.WarnContext(r.Context(), "dashboard stream: write deadline", "error", err.Error())
-	}
 	wakes, stop := h.deps.Hub.SubscribeOn(ThreadChannel, sc.ProjectID)
 	defer stop()
-	hd := w.Header()
-	SecurityHeaders(hd)
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if _, err := fmt.Fprint(w, "retry: 2000\n: live\n\n"); err != nil || rc.Flush() != nil {
-		return
-	}
-	end := time.NewTimer(StreamLifetime)
-	defer end.Stop()
-	ping := time.NewTicker(pingInterval)
-	defer ping.Stop()
 	// lapse re-reads a thread once its composing indicator has expired.
 	lapse := time.NewTimer(time.Hour)
 	lapse.Stop()
 	defer lapse.Stop()
 	var last []byte // the thread state sent last
-	push := func() error {
+	h.stream(w, r, sess, sc, wakes, lapse.C, func(sc tenancy.Scope) error {
 		if threadID == "" {
 			var err error
 			after, err = h.sendActivity(w, r, sc, after)
@@ -117,40 +99,8 @@ func (h *Handler) projectEvents(w http.ResponseWriter, r *http.Request, sess web
 		if composing {
 			lapse.Reset(threads.ComposingFor + time.Second)
 		}
-		return rc.Flush()
-	}
-	// What changed since the page rendered is sent at once (a thread view's first state
-	// always: the page applies it idempotently).
-	if err := push(); err != nil {
-		return
-	}
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-end.C:
-			return
-		case <-ping.C:
-			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
-				return
-			}
-		case <-wakes:
-		case <-lapse.C:
-		}
-		var err error
-		if sc, err = h.rebind(r, sess, sc); err == nil {
-			err = push()
-		}
-		if err != nil {
-			if errors.Is(err, errStreamGone) {
-				_, _ = fmt.Fprint(w, "event: gone\ndata: {}\n\n")
-				_ = rc.Flush()
-			} else {
-				h.deps.Log.WarnContext(r.Context(), "dashboard project stream", "error", err.Error())
-			}
-			return
-		}
-	}
+		return http.NewResponseController(w).Flush()
+	})
 }
 
 // threadState reads the thread as its view shows it and encodes it; composing reports

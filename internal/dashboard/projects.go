@@ -52,19 +52,14 @@ var threadStatuses = []string{threads.StatusOpen, threads.StatusClosed, threads.
 
 // projects routes /app/projects/{id}/… once the person is resolved in the project.
 func (h *Handler) projects(w http.ResponseWriter, r *http.Request, sess web.Session, idText string, rest []string) {
-	id, err := uuid.Parse(idText)
-	if err != nil {
-		h.notFound(w, &sess)
-		return
-	}
-	sc, ok := h.room(w, r, sess, id)
+	sc, ok := h.room(w, r, sess, idText)
 	if !ok {
 		return
 	}
 	get, post := r.Method == http.MethodGet, r.Method == http.MethodPost
 	switch {
 	case len(rest) == 0 && get:
-		http.Redirect(w, r, projectURL(id, "threads"), http.StatusSeeOther)
+		http.Redirect(w, r, projectURL(sc.ProjectID, "threads"), http.StatusSeeOther)
 	case len(rest) == 1 && rest[0] == "threads" && get:
 		h.threadsPage(w, r, sess, sc)
 	case len(rest) == 2 && rest[0] == "threads" && get:
@@ -103,18 +98,22 @@ func (h *Handler) serviceError(w http.ResponseWriter, r *http.Request, sess web.
 	case ok && e.Code == apperr.NotFound:
 		h.notFound(w, &sess)
 	case ok && e.Code != apperr.Unavailable:
-		status := http.StatusBadRequest
-		switch e.Code {
-		case apperr.Forbidden:
-			status = http.StatusForbidden
-		case apperr.Conflict:
-			status = http.StatusConflict
-		}
 		v.Error = e.Message
-		h.render(w, status, page, v)
+		h.render(w, refusalStatus(e.Code), page, v)
 	default:
 		h.unavailable(w, r, &sess, what, err)
 	}
+}
+
+// refusalStatus is the HTTP status of a page showing a service's refusal.
+func refusalStatus(code apperr.Code) int {
+	switch code {
+	case apperr.Forbidden:
+		return http.StatusForbidden
+	case apperr.Conflict:
+		return http.StatusConflict
+	}
+	return http.StatusBadRequest
 }
 
 // threadsPage is the thread list with its filters (status, part, flagged needsHuman).
@@ -183,11 +182,7 @@ func (h *Handler) cancelThread(w http.ResponseWriter, r *http.Request, sess web.
 		return
 	}
 	if e, ok := apperr.As(err); ok && e.Code != apperr.Unavailable {
-		status := http.StatusForbidden
-		if e.Code == apperr.Conflict {
-			status = http.StatusConflict
-		}
-		h.threadPage(w, r, sess, sc, threadID, status, e.Message)
+		h.threadPage(w, r, sess, sc, threadID, refusalStatus(e.Code), e.Message)
 		return
 	}
 	if err != nil {

@@ -79,16 +79,22 @@ func (s *Service) ThreadsForPeople(ctx context.Context, sc tenancy.Scope, f Thre
 	if f.Part != "" {
 		p.Part = &f.Part
 	}
-	var rows []PersonThread
+	return readOne(ctx, s, sc, "threads for people", func(tx *pg.Tx) ([]PersonThread, error) { return s.Q.ThreadListForPeople(ctx, tx, p) })
+}
+
+// readOne runs a people's read of one statement under the person's tenant (the COMMIT
+// travels with it).
+func readOne[T any](ctx context.Context, s *Service, sc tenancy.Scope, what string, read func(tx *pg.Tx) (T, error)) (T, error) {
+	var out T
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		tx.CommitWithNext(ctx) // one read: no round trip for the COMMIT
-		rows, err = s.Q.ThreadListForPeople(ctx, tx, p)
+		tx.CommitWithNext(ctx)
+		out, err = read(tx)
 		return err
 	})
 	if err != nil {
-		return nil, pg.Classify("threads for people", err)
+		return out, pg.Classify(what, err)
 	}
-	return rows, nil
+	return out, nil
 }
 
 // Read is a recipient of a message and when it read it (nil: unread).
@@ -225,16 +231,7 @@ func (s *Service) ActivityForPeople(ctx context.Context, sc tenancy.Scope, after
 	}
 	p := db.ActivityEventListForPeopleParams{ProjectID: sc.ProjectID, After: after, Lim: MaxPeopleActivity}
 	p.ViewerIsHost, p.ViewerOrgID = viewer(sc)
-	var rows []Activity
-	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		tx.CommitWithNext(ctx) // one read: no round trip for the COMMIT
-		rows, err = s.Q.ActivityEventListForPeople(ctx, tx, p)
-		return err
-	})
-	if err != nil {
-		return nil, pg.Classify("activity for people", err)
-	}
-	return rows, nil
+	return readOne(ctx, s, sc, "activity for people", func(tx *pg.Tx) ([]Activity, error) { return s.Q.ActivityEventListForPeople(ctx, tx, p) })
 }
 
 // UsageRow is a part's usage of a model on a UTC day.
@@ -254,14 +251,5 @@ func (s *Service) UsageForPeople(ctx context.Context, sc tenancy.Scope, days int
 	p := db.UsageDailyListForPeopleParams{ProjectID: sc.ProjectID}
 	p.Since.Time, p.Since.Valid = time.Date(y, m, d-days+1, 0, 0, 0, 0, time.UTC), true
 	p.ViewerIsHost, p.ViewerOrgID = viewer(sc)
-	var rows []UsageRow
-	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		tx.CommitWithNext(ctx) // one read: no round trip for the COMMIT
-		rows, err = s.Q.UsageDailyListForPeople(ctx, tx, p)
-		return err
-	})
-	if err != nil {
-		return nil, pg.Classify("usage for people", err)
-	}
-	return rows, nil
+	return readOne(ctx, s, sc, "usage for people", func(tx *pg.Tx) ([]UsageRow, error) { return s.Q.UsageDailyListForPeople(ctx, tx, p) })
 }
