@@ -12,7 +12,9 @@ import (
 func TestUsageCharts(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 6, 11, 15, 0, 0, 0, time.UTC)
-	day := func(d int) pgtype.Date { return pgtype.Date{Time: time.Date(2026, 6, d, 0, 0, 0, 0, time.UTC), Valid: true} }
+	day := func(d int) pgtype.Date {
+		return pgtype.Date{Time: time.Date(2026, 6, d, 0, 0, 0, 0, time.UTC), Valid: true}
+	}
 	rows := []threads.UsageRow{
 		{Day: day(10), Part: "backend", Model: "m1", InputTokens: 600, OutputTokens: 100, CacheTokens: 100, CostUsd: 0.5},
 		{Day: day(11), Part: "backend", Model: "m1", InputTokens: 300, CostUsd: 0.25},
