@@ -83,7 +83,8 @@ const messageListForPeople = `-- name: MessageListForPeople :many
 SELECT g.id, g.from_part, g.body, g.urgent, g.needs_human, g.broadcast, g.created_at,
   coalesce((SELECT jsonb_agg(jsonb_build_object('part', m.part, 'readAt', d.read_at) ORDER BY m.part)
             FROM delivery d JOIN membership m ON m.project_id = d.project_id AND m.id = d.member_id
-            WHERE d.project_id = g.project_id AND d.message_id = g.id), '[]'::jsonb)::jsonb AS reads
+            -- by thread first: delivery_thread_idx (its primary key leads with the member)
+            WHERE d.project_id = g.project_id AND d.thread_id = g.thread_id AND d.message_id = g.id), '[]'::jsonb)::jsonb AS reads
 FROM message g
 WHERE g.project_id = $1 AND g.thread_id = $2
 ORDER BY g.id
