@@ -141,9 +141,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 	hubDone, notifierDone, embedderDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() { defer close(hubDone); a.dashHub.Run(wakeCtx) }()
 	go func() { defer close(notifierDone); a.rooms.RunNotifier(wakeCtx) }()
+	threadNotesDone := make(chan struct{}) // the dashboard's live thread pages (threads.Channel)
+	go func() { defer close(threadNotesDone); a.threads.RunNotifier(wakeCtx, a.log) }()
 	// Memory vectors are made here, after write_memory's commit (docs/rooms.md, "Memory").
 	go func() { defer close(embedderDone); a.rooms.RunEmbedder(wakeCtx) }()
-	defer func() { stopWakes(); <-hubDone; <-notifierDone; <-embedderDone }()
+	defer func() { stopWakes(); <-hubDone; <-notifierDone; <-embedderDone; <-threadNotesDone }()
 	defer func() {
 		stopWakes()
 		<-wakesDone

@@ -11,6 +11,7 @@ import (
 func (a *App) newDashboard() error {
 	a.dashHub = dashboard.NewHub(a.db, a.log)
 	h, err := dashboard.NewHandler(dashboard.Deps{Site: a.site, Resolver: a.resolver, Rooms: a.rooms, Know: a.knowledge, Hub: a.dashHub,
+		Threads:          a.threads,
 		StatementTimeout: a.cfg.StatementTimeout, Log: a.log})
 	if err != nil {
 		return err
@@ -24,6 +25,7 @@ func (a *App) newDashboard() error {
 func (a *App) dashboardRoutes(e *echo.Echo) {
 	h := echo.WrapHandler(a.dash)
 	e.GET(dashboard.RouteEvents, h)
+	e.GET(dashboard.RouteProjectEvents, h)
 	for _, p := range dashboard.Routes {
 		e.Any(p, h)
 	}

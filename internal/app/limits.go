@@ -158,7 +158,7 @@ func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 		case routeWakeNext:
 			a.extendDeadlines(c, wake.MaxWait)
 			return next(c)
-		case dashboard.RouteEvents: // a live stream: it bounds its own lifetime and database budgets
+		case dashboard.RouteEvents, dashboard.RouteProjectEvents: // a live stream: it bounds its own lifetime and database budgets
 			a.extendDeadlines(c, dashboard.StreamLifetime)
 			return next(c)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/threads"
 	"github.com/relayroom/relayroom/internal/web"
 )
 
@@ -68,6 +69,7 @@ type Deps struct {
 	Resolver *tenancy.Resolver
 	Rooms    *rooms.Service
 	Know     *knowledge.Service
+	Threads  *threads.Service // the project pages (projects.go)
 	Hub      *Hub
 	// StatementTimeout is the database budget of each page and of each live fetch.
 	StatementTimeout time.Duration
@@ -118,7 +120,7 @@ func timeOf(v any) time.Time {
 // NewHandler builds the pages.
 func NewHandler(d Deps) (*Handler, error) {
 	h := &Handler{deps: d, pages: map[string]*template.Template{}}
-	for _, name := range []string{"home", "room", "memory", "knowledge", "tasks", "message"} {
+	for _, name := range append([]string{"home", "room", "memory", "knowledge", "tasks", "message"}, projectPages...) {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
@@ -153,6 +155,8 @@ type view struct {
 	Rooms []rooms.PersonRoom
 	Needs []need
 	Room  *roomView
+	// Project holds what a project's thread pages show (projects.go).
+	Project *projectView
 
 	Messages []rooms.Message
 	LastID   string
@@ -271,13 +275,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case len(parts) == 1 && parts[0] == "" && get:
 		h.home(w, r, sess)
+	case len(parts) >= 2 && parts[0] == "projects":
+		h.projects(w, r, sess, parts[1], parts[2:])
 	case len(parts) >= 2 && parts[0] == "rooms":
-		id, err := uuid.Parse(parts[1])
-		if err != nil {
-			h.notFound(w, &sess)
-			return
-		}
-		sc, ok := h.room(w, r, sess, id)
+		sc, ok := h.room(w, r, sess, parts[1])
 		if !ok {
 			return
 		}
@@ -326,11 +327,16 @@ func (h *Handler) orgs(r *http.Request, sess web.Session) ([]uuid.UUID, error) {
 	return out, nil
 }
 
-// room resolves the person in a room for the first of their organisations that hosts it
-// or has an agreement there. A room none of their organisations has anything to do with
+// room resolves the person in a room (its id as the path spells it) for the first of
+// their organisations that hosts it or has an agreement there. A room none of their organisations has anything to do with
 // answers 404, exactly like one that does not exist; a guest organisation whose agreement
 // is not active gets the agreement refusal.
-func (h *Handler) room(w http.ResponseWriter, r *http.Request, sess web.Session, id uuid.UUID) (tenancy.Scope, bool) {
+func (h *Handler) room(w http.ResponseWriter, r *http.Request, sess web.Session, idText string) (tenancy.Scope, bool) {
+	id, err := uuid.Parse(idText)
+	if err != nil {
+		h.notFound(w, &sess)
+		return tenancy.Scope{}, false
+	}
 	orgs, err := h.orgs(r, sess)
 	if err != nil {
 		h.unavailable(w, r, &sess, "organisations", err)
@@ -419,7 +425,7 @@ func (h *Handler) needs(r *http.Request, sess web.Session, org uuid.UUID, list [
 			n := need{Need: it, Room: pr.ID.String(), RoomName: pr.Name, URL: roomURL(pr.ID, "")}
 			switch it.Kind {
 			case rooms.NeedThread:
-				n.What = "Thread flagged for people"
+				n.What, n.URL = "Thread flagged for people", projectURL(pr.ID, "threads/"+it.ID.String())
 			case rooms.NeedTask:
 				n.What, n.URL = "Result to accept or reject", roomURL(pr.ID, "tasks")+"#task-"+it.ID.String()
 			case rooms.NeedKnowledge:

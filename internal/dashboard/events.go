@@ -18,19 +18,30 @@ import (
 // scope. The stream starts after ?after= (the newest message the page showed) or the
 // browser's Last-Event-ID when it reconnects.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
-	rc := http.NewResponseController(w)
-	// The stream outlives the server's write timeout (the app's limit middleware leaves
-	// this route's deadlines to it): its own lifetime bounds it.
-	if err := rc.SetWriteDeadline(time.Now().Add(StreamLifetime + time.Minute)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		h.deps.Log.WarnContext(r.Context(), "dashboard stream: write deadline", "error", err.Error())
-	}
 	after := r.Header.Get("Last-Event-ID")
 	if after == "" {
 		after = r.URL.Query().Get("after")
 	}
 	wakes, stop := h.deps.Hub.Subscribe(sc.ProjectID)
 	defer stop()
+	h.stream(w, r, sess, sc, wakes, nil, func(sc tenancy.Scope) (err error) {
+		after, err = h.send(w, r, sc, after)
+		return err
+	})
+}
 
+// stream serves a live stream once its subscription is in place: push writes what is new
+// for the person's scope, at once (what arrived between the page's render and the
+// subscription) and after each wake or tick of again (nil: none). Each wake re-resolves
+// the person first (rebind); a person who may no longer see the project ends the stream
+// with an `event: gone`. It ends with the request, or after StreamLifetime.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, wakes <-chan struct{}, again <-chan time.Time, push func(tenancy.Scope) error) {
+	rc := http.NewResponseController(w)
+	// The stream outlives the server's write timeout (the app's limit middleware leaves
+	// this route's deadlines to it): its own lifetime bounds it.
+	if err := rc.SetWriteDeadline(time.Now().Add(StreamLifetime + time.Minute)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		h.deps.Log.WarnContext(r.Context(), "dashboard stream: write deadline", "error", err.Error())
+	}
 	hd := w.Header()
 	SecurityHeaders(hd)
 	hd.Set("Content-Type", "text/event-stream")
@@ -46,9 +57,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, sess web.Sessio
 	defer end.Stop()
 	ping := time.NewTicker(pingInterval)
 	defer ping.Stop()
-	// What arrived between the page's render and the subscription is sent at once.
-	var err error
-	if after, err = h.send(w, r, sc, after); err != nil {
+	if push(sc) != nil {
 		return
 	}
 	for {
@@ -61,20 +70,22 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, sess web.Sessio
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
 				return
 			}
+			continue
 		case <-wakes:
-			sc, err = h.rebind(r, sess, sc)
-			if err == nil {
-				after, err = h.send(w, r, sc, after)
+		case <-again:
+		}
+		var err error
+		if sc, err = h.rebind(r, sess, sc); err == nil {
+			err = push(sc)
+		}
+		if err != nil {
+			if errors.Is(err, errStreamGone) {
+				_, _ = fmt.Fprint(w, "event: gone\ndata: {}\n\n")
+				_ = rc.Flush()
+			} else {
+				h.deps.Log.WarnContext(r.Context(), "dashboard stream", "error", err.Error())
 			}
-			if err != nil {
-				if errors.Is(err, errStreamGone) {
-					_, _ = fmt.Fprint(w, "event: gone\ndata: {}\n\n")
-					_ = rc.Flush()
-				} else {
-					h.deps.Log.WarnContext(r.Context(), "dashboard stream", "error", err.Error())
-				}
-				return
-			}
+			return
 		}
 	}
 }

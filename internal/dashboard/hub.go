@@ -12,6 +12,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
+	"github.com/relayroom/relayroom/internal/threads"
 )
 
 // RoomChannel is the Postgres channel a new room message is announced on, with its
@@ -19,8 +20,21 @@ import (
 // service's notifier: rooms.RunNotifier).
 const RoomChannel = rooms.RoomChannel
 
-// Hub listens on RoomChannel on its own connection and wakes the live pages of this
-// replica that show the room named. Every replica runs one, so a message written through
+// ThreadChannel is the channel a project's id is announced on after its threads, events or
+// composing indicators changed (threads.RunNotifier), for the thread pages.
+const ThreadChannel = threads.Channel
+
+// hubChannels are the channels every hub listens on.
+var hubChannels = []string{RoomChannel, ThreadChannel}
+
+// hubKey is what a page subscribes to: a channel's announcements of one project.
+type hubKey struct {
+	channel string
+	project uuid.UUID
+}
+
+// Hub listens on RoomChannel and ThreadChannel on its own connection and wakes the live
+// pages of this replica that show the project named on that channel. Every replica runs one, so a message written through
 // any replica reaches every page. A wake carries nothing: the page fetches what is new
 // through the rooms service, under its person's scope.
 type Hub struct {
@@ -28,17 +42,23 @@ type Hub struct {
 	log *slog.Logger
 
 	mu   sync.Mutex
-	subs map[uuid.UUID]map[chan struct{}]struct{}
+	subs map[hubKey]map[chan struct{}]struct{}
 }
 
 // NewHub builds a hub; Run starts listening.
 func NewHub(d *pg.DB, log *slog.Logger) *Hub {
-	return &Hub{db: d, log: log, subs: map[uuid.UUID]map[chan struct{}]struct{}{}}
+	return &Hub{db: d, log: log, subs: map[hubKey]map[chan struct{}]struct{}{}}
 }
 
 // Subscribe returns a channel that receives a token after each new message of the room
 // (bursts coalesce into one) and the function that ends the subscription.
 func (h *Hub) Subscribe(room uuid.UUID) (<-chan struct{}, func()) {
+	return h.SubscribeOn(RoomChannel, room)
+}
+
+// SubscribeOn is Subscribe for a project's announcements on one of the hub's channels.
+func (h *Hub) SubscribeOn(channel string, project uuid.UUID) (<-chan struct{}, func()) {
+	room := hubKey{channel, project}
 	ch := make(chan struct{}, 1)
 	h.mu.Lock()
 	if h.subs[room] == nil {
@@ -56,7 +76,7 @@ func (h *Hub) Subscribe(room uuid.UUID) (<-chan struct{}, func()) {
 	}
 }
 
-func (h *Hub) wake(room uuid.UUID) {
+func (h *Hub) wake(room hubKey) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for ch := range h.subs[room] {
@@ -70,7 +90,7 @@ func (h *Hub) wake(room uuid.UUID) {
 // wakeAll tells every page to check: after a reconnect a notification may have been lost.
 func (h *Hub) wakeAll() {
 	h.mu.Lock()
-	rooms := make([]uuid.UUID, 0, len(h.subs))
+	rooms := make([]hubKey, 0, len(h.subs))
 	for r := range h.subs {
 		rooms = append(rooms, r)
 	}
@@ -106,8 +126,10 @@ func (h *Hub) listenOnce(ctx context.Context) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	if _, err := conn.Exec(ctx, "LISTEN "+RoomChannel); err != nil {
-		return fmt.Errorf("listen: %w", err)
+	for _, c := range hubChannels {
+		if _, err := conn.Exec(ctx, "LISTEN "+c); err != nil {
+			return fmt.Errorf("listen %s: %w", c, err)
+		}
 	}
 	h.wakeAll()
 	for {
@@ -120,6 +142,6 @@ func (h *Hub) listenOnce(ctx context.Context) error {
 			h.log.WarnContext(ctx, "dashboard listener: bad payload", "payload", n.Payload)
 			continue
 		}
-		h.wake(room)
+		h.wake(hubKey{n.Channel, room})
 	}
 }

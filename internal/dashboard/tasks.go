@@ -71,14 +71,7 @@ func (h *Handler) taskAction(w http.ResponseWriter, r *http.Request, sess web.Se
 		return
 	}
 	if e, ok := apperr.As(err); ok && e.Code != apperr.Unavailable {
-		status := http.StatusBadRequest
-		switch e.Code {
-		case apperr.Forbidden:
-			status = http.StatusForbidden
-		case apperr.Conflict:
-			status = http.StatusConflict
-		}
-		h.tasksPage(w, r, sess, sc, status, e.Message)
+		h.tasksPage(w, r, sess, sc, refusalStatus(e.Code), e.Message)
 		return
 	}
 	if err != nil {

@@ -77,7 +77,7 @@ type Deps struct {
 type Service struct {
 	Deps
 	// notes are the rooms to announce on RoomChannel (RunNotifier).
-	notes *roomNotes
+	notes *pg.Announcer
 	// embeds are the entries RunEmbedder embeds after write_memory's commit.
 	embeds *embedQueue
 	// embedsSpilled counts entries left to the sweep past the queue's bound.
@@ -96,7 +96,7 @@ func New(d Deps) *Service {
 	if d.Q == nil {
 		d.Q = db.New()
 	}
-	return &Service{Deps: d, notes: newRoomNotes(), embeds: newEmbedQueue()}
+	return &Service{Deps: d, notes: pg.NewAnnouncer(), embeds: newEmbedQueue()}
 }
 
 func (s *Service) now() time.Time {

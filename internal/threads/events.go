@@ -245,6 +245,7 @@ func (s *Service) errorEvent(ctx context.Context, sc tenancy.Scope, ev *event) e
 // report and, for every type but composing, the activity row: one transaction.
 func (s *Service) recordEvent(ctx context.Context, sc tenancy.Scope, ev *event, work func(tx *pg.Tx) error) error {
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		s.changed(tx, sc.ProjectID) // the activity feed, composing and usage are live on the dashboard
 		if work != nil {
 			if err := work(tx); err != nil {
 				return err

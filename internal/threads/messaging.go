@@ -212,6 +212,7 @@ func (s *Service) storeMessage(ctx context.Context, tx *pg.Tx, sc tenancy.Scope,
 }
 
 func (s *Service) storeMessagePipelined(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, sender, threadID, messageID uuid.UUID, body string, urgent, needsHuman, broadcast bool, recipients []uuid.UUID, now time.Time) error {
+	s.changed(tx, sc.ProjectID) // the dashboard's thread pages show it live
 	if err := s.Q.MessageInsert(ctx, tx, db.MessageInsertParams{ProjectID: sc.ProjectID, ID: messageID, ThreadID: threadID, SenderID: &sender,
 		FromPart: sc.Part, Body: body, Urgent: urgent, NeedsHuman: needsHuman, Broadcast: broadcast, Now: now}); err != nil {
 		return err
@@ -397,8 +398,12 @@ func (s *Service) Ack(ctx context.Context, sc tenancy.Scope, messageID string) (
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "no message %s addressed to your part", messageID).WithReason(ReasonMessageNotFound)
 		}
-		if err != nil || s.Waker == nil {
+		if err != nil {
 			return err
+		}
+		s.changed(tx, sc.ProjectID) // the thread view shows who read what, live
+		if s.Waker == nil {
+			return nil
 		}
 		// A message the part has read needs no nudge: it leaves the wakes not sent yet.
 		return s.Waker.Withdraw(ctx, tx, sc.ProjectID, sc.MemberID, row.ThreadID, mid)
@@ -626,6 +631,7 @@ func (s *Service) Close(ctx context.Context, sc tenancy.Scope, in CloseInput) (C
 // endThread takes a finished thread out of every inbox, marks its unread read and cancels
 // its pending wakes.
 func (s *Service) endThread(ctx context.Context, tx *pg.Tx, projectID, threadID uuid.UUID, now time.Time) error {
+	s.changed(tx, projectID)
 	if err := s.Q.DeliveryClose(ctx, tx, db.DeliveryCloseParams{Now: &now, ProjectID: projectID, ThreadID: threadID}); err != nil {
 		return err
 	}

@@ -35,6 +35,8 @@ type Deps struct {
 // Service is the threads toolset. Build it with New.
 type Service struct {
 	Deps
+	// notes are the projects to announce on Channel (RunNotifier).
+	notes *pg.Announcer
 }
 
 // New builds the toolset; a nil Now is the wall clock, a nil Q the generated queries.
@@ -45,7 +47,7 @@ func New(d Deps) *Service {
 	if d.Q == nil {
 		d.Q = db.New()
 	}
-	return &Service{Deps: d}
+	return &Service{Deps: d, notes: pg.NewAnnouncer()}
 }
 
 // Identity is whoami's answer.

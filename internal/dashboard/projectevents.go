@@ -1,0 +1,144 @@
+package dashboard
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/threads"
+	"github.com/relayroom/relayroom/internal/web"
+)
+
+// activityRow is an event of the feed as the page and the live stream show it.
+type activityRow struct {
+	ID     string    `json:"id"`
+	Type   string    `json:"type"`
+	Part   string    `json:"part"`
+	Org    string    `json:"org"`
+	At     time.Time `json:"at"`
+	Detail string    `json:"detail"` // the detail object as compact JSON ("" when empty)
+	Usage  string    `json:"usage"`  // the usage report as compact JSON ("" when none)
+}
+
+func activityRows(list []threads.Activity) []activityRow {
+	out := make([]activityRow, len(list))
+	for i, e := range list {
+		out[i] = activityRow{ID: e.ID.String(), Type: e.Type, Part: e.Part, Org: e.OrgName, At: e.CreatedAt.UTC(),
+			Detail: compactJSON(e.Detail), Usage: compactJSON(e.Usage)}
+	}
+	return out
+}
+
+// compactJSON shows a stored object on one line; an empty object or none shows nothing.
+func compactJSON(raw []byte) string {
+	var b bytes.Buffer
+	if len(raw) == 0 || json.Compact(&b, raw) != nil || b.String() == "{}" || b.String() == "null" {
+		return ""
+	}
+	return b.String()
+}
+
+// threadState is what a thread view's live stream sends on each change: the status, who
+// is composing, and every message with its read state.
+type threadState struct {
+	Status    string                  `json:"status"`
+	Composing []string                `json:"composing"`
+	Messages  []threads.PersonMessage `json:"messages"`
+}
+
+// projectEvents is a project page's live stream, woken by the hub on ThreadChannel. With
+// ?thread= it serves the thread view: a `thread` event (threadState) whenever the thread's
+// status, composing parts or messages and their reads change, and again once a composing
+// indicator has lapsed (composing is not announced when it expires). Without it serves the
+// activity feed: an `activity` event per new event (activityRow, id = the event's id, so a
+// reconnect resumes from Last-Event-ID), after ?after=. Handler.stream runs it.
+func (h *Handler) projectEvents(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
+	threadID := r.URL.Query().Get("thread")
+	var after uuid.UUID
+	if threadID == "" {
+		last := r.Header.Get("Last-Event-ID")
+		if last == "" {
+			last = r.URL.Query().Get("after")
+		}
+		if last != "" {
+			id, err := uuid.Parse(last)
+			if err != nil {
+				http.Error(w, "after is not an event id", http.StatusBadRequest)
+				return
+			}
+			after = id
+		}
+	}
+	wakes, stop := h.deps.Hub.SubscribeOn(ThreadChannel, sc.ProjectID)
+	defer stop()
+	// lapse re-reads a thread once its composing indicator has expired.
+	lapse := time.NewTimer(time.Hour)
+	lapse.Stop()
+	defer lapse.Stop()
+	var last []byte // the thread state sent last
+	h.stream(w, r, sess, sc, wakes, lapse.C, func(sc tenancy.Scope) error {
+		if threadID == "" {
+			var err error
+			after, err = h.sendActivity(w, r, sc, after)
+			return err
+		}
+		state, composing, err := h.threadState(r, sc, threadID)
+		if err != nil || bytes.Equal(state, last) {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "event: thread\ndata: %s\n\n", state); err != nil {
+			return fmt.Errorf("live write: %w", err)
+		}
+		last = state
+		if composing {
+			lapse.Reset(threads.ComposingFor + time.Second)
+		}
+		return http.NewResponseController(w).Flush()
+	})
+}
+
+// threadState reads the thread as its view shows it and encodes it; composing reports
+// whether someone is composing. A thread the person can no longer see ends the stream.
+func (h *Handler) threadState(r *http.Request, sc tenancy.Scope, threadID string) ([]byte, bool, error) {
+	t, err := h.deps.Threads.ThreadForPeople(h.budget(r).Context(), sc, threadID)
+	if e, ok := apperr.As(err); ok && (e.Code == apperr.NotFound || e.Code == apperr.Invalid) {
+		return nil, false, errStreamGone
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("live thread: %w", err)
+	}
+	data, err := json.Marshal(threadState{Status: t.Status, Composing: t.Composing, Messages: t.Messages})
+	if err != nil {
+		return nil, false, fmt.Errorf("live thread: %w", err)
+	}
+	return data, len(t.Composing) > 0, nil
+}
+
+// sendActivity writes the events after the given one, oldest first, and returns the
+// newest sent.
+func (h *Handler) sendActivity(w http.ResponseWriter, r *http.Request, sc tenancy.Scope, after uuid.UUID) (uuid.UUID, error) {
+	list, err := h.deps.Threads.ActivityForPeople(h.budget(r).Context(), sc, after)
+	if err != nil {
+		return after, fmt.Errorf("live activity: %w", err)
+	}
+	rows := activityRows(list)
+	for i := len(rows) - 1; i >= 0; i-- {
+		data, err := json.Marshal(rows[i])
+		if err != nil {
+			return after, fmt.Errorf("live activity: %w", err)
+		}
+		if _, err := fmt.Fprintf(w, "id: %s\nevent: activity\ndata: %s\n\n", rows[i].ID, data); err != nil {
+			return after, fmt.Errorf("live write: %w", err)
+		}
+	}
+	if len(list) == 0 {
+		return after, nil
+	}
+	return list[0].ID, http.NewResponseController(w).Flush()
+}

@@ -1,0 +1,86 @@
+package dashboard
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/relayroom/relayroom/internal/threads"
+)
+
+func TestUsageCharts(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 6, 11, 15, 0, 0, 0, time.UTC)
+	day := func(d int) pgtype.Date {
+		return pgtype.Date{Time: time.Date(2026, 6, d, 0, 0, 0, 0, time.UTC), Valid: true}
+	}
+	rows := []threads.UsageRow{
+		{Day: day(10), Part: "backend", Model: "m1", InputTokens: 600, OutputTokens: 100, CacheTokens: 100, CostUsd: 0.5},
+		{Day: day(11), Part: "backend", Model: "m1", InputTokens: 300, CostUsd: 0.25},
+		{Day: day(11), Part: "qa", Model: "m2", InputTokens: 100, CostUsd: 0.25},
+		{Day: day(1), Part: "qa", Model: "m2", InputTokens: 999_999, CostUsd: 99}, // before the period
+	}
+	charts := usageCharts(rows, 2, now)
+	if len(charts) != 4 {
+		t.Fatalf("%d charts", len(charts))
+	}
+
+	t.Run("the table has a row per day and a column per series, with totals", func(t *testing.T) {
+		t.Parallel()
+		c := charts[0] // tokens by model
+		if len(c.Series) != 2 || c.Series[0] != "m1" || len(c.Rows) != 2 || c.Total != "1200" {
+			t.Fatalf("%+v", c)
+		}
+		if r := c.Rows[0]; r.Day != "2026-06-10" || r.Cells[0] != "800" || r.Cells[1] != "0" || r.Total != "800" {
+			t.Fatalf("first day: %+v", r)
+		}
+		if r := c.Rows[1]; r.Day != "2026-06-11" || r.Cells[0] != "300" || r.Cells[1] != "100" || r.Total != "400" {
+			t.Fatalf("second day: %+v", r)
+		}
+		if p := charts[3]; len(p.Series) != 2 || p.Series[1] != "qa" || p.Rows[1].Cells[1] != "$0.2500" || p.Total != "$1.0000" {
+			t.Fatalf("cost by part: %+v", p)
+		}
+	})
+
+	t.Run("bars stack in proportion to the axis top, inside the plot", func(t *testing.T) {
+		t.Parallel()
+		c := charts[0]
+		// The top is 1000 (800 rounded up): the 800 bar fills 80% of the plot's height.
+		plotH := float64(chartH - chartBottom - chartTop)
+		if len(c.Bars) != 3 || c.Bars[0].H != round1(0.8*plotH) || c.YTicks[4].Label != "1k" {
+			t.Fatalf("bars %+v ticks %+v", c.Bars, c.YTicks)
+		}
+		for _, b := range c.Bars {
+			if b.X < chartLeft || b.X+b.W > chartW || b.Y < chartTop || b.Y+b.H > chartH-chartBottom+0.1 {
+				t.Fatalf("a bar outside the plot: %+v", b)
+			}
+		}
+	})
+
+	t.Run("an empty period draws no bars and a zero axis", func(t *testing.T) {
+		t.Parallel()
+		c := usageCharts(nil, 7, now)[1]
+		if len(c.Bars) != 0 || len(c.Rows) != 7 || c.Total != "$0.0000" {
+			t.Fatalf("%+v", c)
+		}
+	})
+
+	t.Run("axis tops are 1, 2 or 5 times a power of ten", func(t *testing.T) {
+		t.Parallel()
+		for in, want := range map[float64]float64{0: 0, 0.03: 0.05, 1: 1, 1.2: 2, 3: 5, 7: 10, 120: 200, 800: 1000} {
+			if got := niceCeil(in); got != want {
+				t.Fatalf("niceCeil(%v) = %v, want %v", in, got, want)
+			}
+		}
+	})
+
+	t.Run("a CSV cell that a spreadsheet would run as a formula is quoted", func(t *testing.T) {
+		t.Parallel()
+		for in, want := range map[string]string{"=cmd()": "'=cmd()", "+1": "'+1", "@x": "'@x", "-2": "'-2", "claude-opus-4": "claude-opus-4", "": ""} {
+			if got := csvText(in); got != want {
+				t.Fatalf("csvText(%q) = %q, want %q", in, got, want)
+			}
+		}
+	})
+}
