@@ -9,8 +9,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/web"
@@ -41,12 +39,7 @@ func isUpload(parts []string) bool {
 // a forged post is refused before a byte of the file is read, and so is a task the person
 // may not attach to.
 func (h *Handler) upload(w http.ResponseWriter, r *http.Request, sess web.Session, parts []string) {
-	id, err := uuid.Parse(parts[1])
-	if err != nil {
-		h.notFound(w, &sess)
-		return
-	}
-	sc, ok := h.room(w, r, sess, id)
+	sc, ok := h.room(w, r, sess, parts[1])
 	if !ok {
 		return
 	}
