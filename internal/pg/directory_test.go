@@ -299,7 +299,7 @@ func TestCommitWithNext(t *testing.T) {
 		t.Fatalf("after a failed commit-with-next transaction: nickname %q", got)
 	}
 	// A request's idempotency claim travels with a COMMIT of its own: no early commit.
-	claimed := pg.WithClaim(ctx, &pg.Claim{SQL: "SELECT 1 WHERE false"})
+	claimed := pg.WithClaim(ctx, &pg.Claim{Statements: []pg.ClaimStatement{{SQL: "SELECT 1 WHERE false"}}})
 	err = d.InTenant(claimed, tenant, func(tx *pg.Tx) error {
 		tx.CommitWithNext(claimed)
 		if _, err := tx.Exec(claimed, "UPDATE membership SET nickname = 'undone' WHERE project_id = $1", fx.projectA); err != nil {
