@@ -428,7 +428,6 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 type Claim struct {
 	Statements []ClaimStatement
 
-
 	mu        sync.Mutex
 	committed bool // a transaction committed it
 }
