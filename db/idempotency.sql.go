@@ -13,43 +13,25 @@ import (
 )
 
 const idempotencyKeyClaim = `-- name: IdempotencyKeyClaim :execrows
-
-WITH wrote AS MATERIALIZED (
-  SELECT pg_current_xact_id_if_assigned() IS NOT NULL AS yes
-), expired AS (
-  DELETE FROM idempotency_key k
-  WHERE k.org_id = $1::uuid AND k.agent_id = $2::uuid
-    AND k.principal = $3::text AND k.key = $4::text
-    AND k.created_at <= $8::timestamptz AND (SELECT yes FROM wrote)
-  RETURNING 1
-)
 INSERT INTO idempotency_key (org_id, agent_id, principal, key, fingerprint, tool, created_at)
-SELECT $1::uuid, $2::uuid, $3::text, $4::text,
-  $5::bytea, $6::text, $7::timestamptz
-FROM wrote
-WHERE wrote.yes AND (SELECT count(*) FROM expired) >= 0
+VALUES ($1, $2, $3, $4,
+  $5, $6, $7)
 `
 
 type IdempotencyKeyClaimParams struct {
-	OrgID         uuid.UUID
-	AgentID       uuid.UUID
-	Principal     string
-	Key           string
-	Fingerprint   []byte
-	Tool          string
-	CreatedAt     time.Time
-	ExpiredBefore time.Time
+	OrgID       uuid.UUID
+	AgentID     uuid.UUID
+	Principal   string
+	Key         string
+	Fingerprint []byte
+	Tool        string
+	CreatedAt   time.Time
 }
 
-// Idempotency keys (internal/idempotency, docs/idempotency.md). Every statement runs in the
-// calling agent's tenant (org and agent); the clean-up runs on the owner's pool.
-// Pipelined before the COMMIT of the request's write transaction (pg.Claim): it records
-// the key only when the transaction wrote something (it has a transaction id), so a
-// transaction that only read leaves the claim to a later one. A live row with the same
-// key fails it with a unique violation, rolling the write back (a concurrent duplicate
-// waits on the index until the first commits, then fails). An expired row (older than
-// the retention) is replaced: it is deleted first, in the same statement.
-// Referencing expired makes the DELETE run (to completion) before the INSERT's row.
+// The record that the key was used, sent by pg.Tx only when its transaction wrote (pg.Claim
+// says how it tells). A live row with the same key fails it with a unique violation,
+// rolling the write back (a concurrent duplicate waits on the index until the first
+// commits, then fails; one that deleted the same expired row waits on that row first).
 func (q *Queries) IdempotencyKeyClaim(ctx context.Context, db DBTX, arg IdempotencyKeyClaimParams) (int64, error) {
 	result, err := db.Exec(ctx, idempotencyKeyClaim,
 		arg.OrgID,
@@ -59,7 +41,6 @@ func (q *Queries) IdempotencyKeyClaim(ctx context.Context, db DBTX, arg Idempote
 		arg.Fingerprint,
 		arg.Tool,
 		arg.CreatedAt,
-		arg.ExpiredBefore,
 	)
 	if err != nil {
 		return 0, err
@@ -82,6 +63,41 @@ type IdempotencyKeyDeleteExpiredParams struct {
 // The periodic clean-up, across tenants (owner's pool), a bounded batch per statement.
 func (q *Queries) IdempotencyKeyDeleteExpired(ctx context.Context, db DBTX, arg IdempotencyKeyDeleteExpiredParams) (int64, error) {
 	result, err := db.Exec(ctx, idempotencyKeyDeleteExpired, arg.ExpiredBefore, arg.Batch)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const idempotencyKeyDeleteExpiredByKey = `-- name: IdempotencyKeyDeleteExpiredByKey :execrows
+
+DELETE FROM idempotency_key
+WHERE org_id = $1 AND agent_id = $2 AND principal = $3
+  AND key = $4 AND created_at <= $5
+`
+
+type IdempotencyKeyDeleteExpiredByKeyParams struct {
+	OrgID         uuid.UUID
+	AgentID       uuid.UUID
+	Principal     string
+	Key           string
+	ExpiredBefore time.Time
+}
+
+// Idempotency keys (internal/idempotency, docs/idempotency.md). Every statement runs in the
+// calling agent's tenant (org and agent); the clean-up runs on the owner's pool.
+// The first statement of the claim (pg.Claim, internal/idempotency): an expired row of the
+// key (older than the retention) is deleted, so the claim's INSERT replaces it. A live row
+// is left for the INSERT to conflict with. Both statements are router queries on Citus
+// (the whole key, org first), pipelined before the COMMIT of a transaction that wrote.
+func (q *Queries) IdempotencyKeyDeleteExpiredByKey(ctx context.Context, db DBTX, arg IdempotencyKeyDeleteExpiredByKeyParams) (int64, error) {
+	result, err := db.Exec(ctx, idempotencyKeyDeleteExpiredByKey,
+		arg.OrgID,
+		arg.AgentID,
+		arg.Principal,
+		arg.Key,
+		arg.ExpiredBefore,
+	)
 	if err != nil {
 		return 0, err
 	}

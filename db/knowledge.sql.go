@@ -261,6 +261,42 @@ func (q *Queries) KnowledgeFindNearDuplicate(ctx context.Context, db DBTX, arg K
 	return id, err
 }
 
+const knowledgeFindNearDuplicateAsCaller = `-- name: KnowledgeFindNearDuplicateAsCaller :one
+SELECT k.id FROM knowledge k
+WHERE k.project_id = $1 AND k.status IN ('candidate', 'trusted')
+  AND similarity(k.title, $2::text) >= $3::real
+  AND similarity(k.title || ' ' || k.body, $4::text) >= $5::real
+ORDER BY similarity(k.title || ' ' || k.body, $4::text) DESC, k.id
+LIMIT 1
+`
+
+type KnowledgeFindNearDuplicateAsCallerParams struct {
+	ProjectID uuid.UUID
+	Title     string
+	MinTitle  float32
+	Text      string
+	MinText   float32
+}
+
+// rr_near_duplicate's query run as the request role, for Citus: after the transaction wrote
+// to the project's shards as the request role (a close writes the thread before its
+// lesson), Citus refuses a read of them as the function's owner ("cannot perform query on
+// placements that were modified in this transaction by a different user"). Same rows and
+// order; under row-level security the title's trigram index cannot serve the similarity
+// operator, so the project's live entries are compared one by one.
+func (q *Queries) KnowledgeFindNearDuplicateAsCaller(ctx context.Context, db DBTX, arg KnowledgeFindNearDuplicateAsCallerParams) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, knowledgeFindNearDuplicateAsCaller,
+		arg.ProjectID,
+		arg.Title,
+		arg.MinTitle,
+		arg.Text,
+		arg.MinText,
+	)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
 const knowledgeGetCitation = `-- name: KnowledgeGetCitation :one
 SELECT k.id AS knowledge_id, k.title, k.status AS knowledge_status, t.id AS thread_id, t.subject, t.status, t.created_at
 FROM knowledge k JOIN thread t ON t.project_id = k.project_id AND t.id = k.source_thread_id

@@ -193,7 +193,9 @@ const oAuthClientInsert = `-- name: OAuthClientInsert :exec
 INSERT INTO oauth_client (client_id, client_name, redirect_uris, source, fetched_until)
 VALUES ($1, $2, $3::text[], $4, $5)
 ON CONFLICT (client_id) DO UPDATE SET client_name = EXCLUDED.client_name,
-  redirect_uris = EXCLUDED.redirect_uris, fetched_until = EXCLUDED.fetched_until, last_used_at = now()
+  redirect_uris = EXCLUDED.redirect_uris, fetched_until = EXCLUDED.fetched_until,
+  -- the column default (now()): Citus refuses a function that is not immutable here
+  last_used_at = EXCLUDED.last_used_at
 `
 
 type OAuthClientInsertParams struct {
@@ -316,10 +318,10 @@ const oAuthGrantGetLive = `-- name: OAuthGrantGetLive :one
 SELECT g.id, g.user_id, g.client_id, g.resource, g.agent_id, g.part, g.scopes
 FROM oauth_grant g
 JOIN oauth_client c ON c.client_id = g.client_id AND c.revoked_at IS NULL
-JOIN org_member om ON om.org_id = g.org_id AND om.user_id = g.user_id
+JOIN org_member om ON om.org_id = $1 AND om.user_id = g.user_id
 WHERE g.org_id = $1 AND g.id = $2 AND g.revoked_at IS NULL
   AND (g.agent_id IS NULL OR EXISTS (SELECT 1 FROM agent_key k
-       WHERE k.org_id = g.org_id AND k.agent_id = g.agent_id AND k.revoked_at IS NULL))
+       WHERE k.org_id = $1 AND k.agent_id = g.agent_id AND k.revoked_at IS NULL))
 `
 
 type OAuthGrantGetLiveParams struct {
@@ -340,6 +342,7 @@ type OAuthGrantGetLiveRow struct {
 // A grant as its tokens act, under its organisation's tenant, only while everything it
 // rests on holds: not revoked, its client not revoked, its person still a member of the
 // organisation, and (when it acts as an agent) the agent still holding an active key.
+// Every table names the organisation by value, so Citus routes it to one shard group.
 func (q *Queries) OAuthGrantGetLive(ctx context.Context, db DBTX, arg OAuthGrantGetLiveParams) (OAuthGrantGetLiveRow, error) {
 	row := db.QueryRow(ctx, oAuthGrantGetLive, arg.OrgID, arg.ID)
 	var i OAuthGrantGetLiveRow

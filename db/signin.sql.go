@@ -65,8 +65,7 @@ func (q *Queries) WebSessionInsert(ctx context.Context, db DBTX, arg WebSessionI
 
 const webSessionListOrgs = `-- name: WebSessionListOrgs :many
 SELECT om.org_id, om.role FROM org_member om
-JOIN web_session s ON s.user_id = om.user_id
-WHERE s.session_id = $1::text
+WHERE om.user_id = (SELECT s.user_id FROM web_session s WHERE s.session_id = $1::text)
 ORDER BY om.created_at, om.org_id
 `
 
@@ -75,7 +74,10 @@ type WebSessionListOrgsRow struct {
 	Role  string
 }
 
-// The organisations of a session's person (the session named in app.lookup).
+// The organisations of a session's person (the session named in app.lookup). The session
+// is a scalar subquery, not a join: on Citus, joining org_member (sharded) with
+// web_session (a table of the coordinator) crashed the coordinator's backend (signal 11,
+// Citus 13.2.2), while the subquery is planned on its own first.
 func (q *Queries) WebSessionListOrgs(ctx context.Context, db DBTX, sessionID string) ([]WebSessionListOrgsRow, error) {
 	rows, err := db.Query(ctx, webSessionListOrgs, sessionID)
 	if err != nil {

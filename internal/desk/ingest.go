@@ -80,7 +80,10 @@ func ApplyWorkspace(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.UU
 			}
 			users = append(users, m.UserID)
 		}
-		if err := q.DeskInboxSetMembers(ctx, tx, db.DeskInboxSetMembersParams{OrgID: orgID, InboxID: id, UserIds: users}); err != nil {
+		if err := q.DeskInboxMemberDeleteExcept(ctx, tx, db.DeskInboxMemberDeleteExceptParams{OrgID: orgID, InboxID: id, UserIds: users}); err != nil {
+			return out, fmt.Errorf("inbox %s: members: %w", in.Slug, err)
+		}
+		if err := q.DeskInboxMemberInsert(ctx, tx, db.DeskInboxMemberInsertParams{OrgID: orgID, InboxID: id, UserIds: users}); err != nil {
 			return out, fmt.Errorf("inbox %s: members: %w", in.Slug, err)
 		}
 		out.Inboxes[in.Slug] = PublicRef{publicID(PrefixInbox, id)}

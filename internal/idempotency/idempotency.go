@@ -91,15 +91,22 @@ func (s *Store) Begin(ctx context.Context, call mcp.IdempotentCall) (context.Con
 	now := s.now()
 	r := &run{s: s, tenant: pg.Tenant{OrgID: sc.OrgID, AgentID: sc.AgentID}, principal: Principal(call.Endpoint, sc),
 		key: call.Key, fingerprint: call.Fingerprint, tool: call.Tool}
-	// sqlc writes the statement; it is not run here but carried to the COMMIT.
+	// sqlc writes the statements; they are not run here but carried to the COMMIT: the
+	// expired row of the key, if any, is deleted, then the key inserted (two router
+	// statements on Citus, where one statement doing both has no distributed plan).
 	var rec recorder
-	if _, err := s.Q.IdempotencyKeyClaim(ctx, &rec, db.IdempotencyKeyClaimParams{
-		OrgID: sc.OrgID, AgentID: sc.AgentID, Principal: r.principal, Key: r.key, Fingerprint: r.fingerprint[:],
-		Tool: r.tool, CreatedAt: now, ExpiredBefore: now.Add(-Retention),
+	if _, err := s.Q.IdempotencyKeyDeleteExpiredByKey(ctx, &rec, db.IdempotencyKeyDeleteExpiredByKeyParams{
+		OrgID: sc.OrgID, AgentID: sc.AgentID, Principal: r.principal, Key: r.key, ExpiredBefore: now.Add(-Retention),
 	}); err != nil {
 		return ctx, nil, fmt.Errorf("idempotency: begin: %w", err)
 	}
-	r.claim = &pg.Claim{SQL: rec.sql, Args: rec.args}
+	if _, err := s.Q.IdempotencyKeyClaim(ctx, &rec, db.IdempotencyKeyClaimParams{
+		OrgID: sc.OrgID, AgentID: sc.AgentID, Principal: r.principal, Key: r.key, Fingerprint: r.fingerprint[:],
+		Tool: r.tool, CreatedAt: now,
+	}); err != nil {
+		return ctx, nil, fmt.Errorf("idempotency: begin: %w", err)
+	}
+	r.claim = &pg.Claim{Statements: rec.statements}
 	return pg.WithClaim(ctx, r.claim), r, nil
 }
 
@@ -203,15 +210,14 @@ func (s *Store) DeleteExpired(ctx context.Context) (int64, error) {
 	}
 }
 
-// recorder is a db.DBTX that runs nothing: it keeps the statement sqlc built, so the
+// recorder is a db.DBTX that runs nothing: it keeps the statements sqlc built, so the
 // claim's SQL stays in sql/queries while pg sends it with the COMMIT.
 type recorder struct {
-	sql  string
-	args []any
+	statements []pg.ClaimStatement
 }
 
 func (r *recorder) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	r.sql, r.args = sql, args
+	r.statements = append(r.statements, pg.ClaimStatement{SQL: sql, Args: args})
 	return pgconn.CommandTag{}, nil
 }
 

@@ -337,10 +337,18 @@ type Written struct {
 // one exists (both are then reviewed together; the new one is not a second, unlinked copy).
 func (s *Service) store(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, st settings, red Redacted, kind, source string, threadID *uuid.UUID, expires *time.Time) (Written, error) {
 	w := Written{ID: uuid.Must(uuid.NewV7())}
-	dup, err := s.Q.KnowledgeFindNearDuplicate(ctx, tx, db.KnowledgeFindNearDuplicateParams{
-		Title: red.Title, MinTitle: float32(st.cfg.DuplicateSimilarity) * 0.75,
-		Text: red.Title + " " + red.Body, MinText: float32(st.cfg.DuplicateSimilarity),
-	})
+	minTitle, minText, text := float32(st.cfg.DuplicateSimilarity)*0.75, float32(st.cfg.DuplicateSimilarity), red.Title+" "+red.Body
+	var dup uuid.UUID
+	var err error
+	if s.DB.Citus() {
+		// Citus refuses the owner's read (rr_near_duplicate) of shards the transaction
+		// already wrote as the request role (a close's lesson).
+		dup, err = s.Q.KnowledgeFindNearDuplicateAsCaller(ctx, tx, db.KnowledgeFindNearDuplicateAsCallerParams{
+			ProjectID: sc.ProjectID, Title: red.Title, MinTitle: minTitle, Text: text, MinText: minText})
+	} else {
+		dup, err = s.Q.KnowledgeFindNearDuplicate(ctx, tx, db.KnowledgeFindNearDuplicateParams{
+			Title: red.Title, MinTitle: minTitle, Text: text, MinText: minText})
+	}
 	switch {
 	case err == nil:
 		w.DuplicateOf = &dup

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/auth"
@@ -274,6 +275,58 @@ func TestNearDuplicatesAreLinkedAndRedactionRunsOnEveryWrite(t *testing.T) {
 	e.exec(t, `UPDATE project SET settings = settings || '{"redactionRules":[{"name":"bad","pattern":"("}]}'::jsonb WHERE id = $1`, arch.ProjectID)
 	_, err = e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "t", Body: "b", Kind: "fact"})
 	wantErr(t, err, apperr.Conflict, "redaction_unresolvable")
+}
+
+// TestNearDuplicateQueriesAgree: the near-duplicate check's two forms, rr_near_duplicate
+// (owner's rights, the trigram index; plain PostgreSQL) and the request role's query
+// (Citus, after the transaction wrote), find the same entry or none.
+func TestNearDuplicateQueriesAgree(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	arch := e.scopes["architect"]
+	for _, in := range []knowledge.LearnInput{
+		{Title: "Run migrations before deploy", Body: "Run make migrate before every deploy of the API.", Kind: "procedure"},
+		{Title: "Run migrations before each deploy", Body: "Run make migrate before each deploy of the web API.", Kind: "procedure"},
+		{Title: "Frontend colours", Body: "Use the palette tokens, never hex codes.", Kind: "fact"},
+	} {
+		if _, err := e.k.Learn(ctx, arch, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := db.New()
+	probes := []struct{ name, title, body string }{
+		{"a near-duplicate", "Run migrations before deploy!", "Run make migrate before every deploy of the API"},
+		{"the other near-duplicate", "Run migrations before each deploy", "Run make migrate before each deploy of the web API."},
+		{"nothing alike", "Database backups", "Backups run nightly and are kept for thirty days."},
+	}
+	for _, p := range probes {
+		t.Run(p.name, func(t *testing.T) {
+			text := p.title + " " + p.body
+			var byFunction, byCaller uuid.UUID
+			var errFunction, errCaller error
+			if err := e.d.InTenant(ctx, arch.Tenant(), func(tx *pg.Tx) error {
+				byFunction, errFunction = q.KnowledgeFindNearDuplicate(ctx, tx, db.KnowledgeFindNearDuplicateParams{
+					Title: p.title, MinTitle: 0.6, Text: text, MinText: 0.8})
+				byCaller, errCaller = q.KnowledgeFindNearDuplicateAsCaller(ctx, tx, db.KnowledgeFindNearDuplicateAsCallerParams{
+					ProjectID: arch.ProjectID, Title: p.title, MinTitle: 0.6, Text: text, MinText: 0.8})
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			for _, err := range []error{errFunction, errCaller} {
+				if err != nil && !pg.IsNoRows(err) {
+					t.Fatal(err)
+				}
+			}
+			if byFunction != byCaller || pg.IsNoRows(errFunction) != pg.IsNoRows(errCaller) {
+				t.Fatalf("rr_near_duplicate found %v (%v), the caller's query %v (%v)", byFunction, errFunction, byCaller, errCaller)
+			}
+			if want := p.name != "nothing alike"; want == pg.IsNoRows(errCaller) {
+				t.Fatalf("found: %v, want %v", !pg.IsNoRows(errCaller), want)
+			}
+		})
+	}
 }
 
 func TestCIConfirmsOverHTTPWithItsProjectToken(t *testing.T) {

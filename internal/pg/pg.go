@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -325,6 +326,13 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 		return err
 	}
 	tx := &Tx{conn: conn, citus: d.citus, settings: -1, trips: &d.roundTrips}
+	// A request's claim (an idempotency key's record) travels with the COMMIT of the first
+	// of its tenant transactions that wrote: this one watches its statements for a write.
+	c := claimFrom(ctx)
+	if pool != d.App {
+		c = nil
+	}
+	tx.watch = c != nil
 	defer func() {
 		if p := recover(); p != nil {
 			tx.abort(ctx)
@@ -373,20 +381,18 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 		}
 		return nil
 	}
-	// A request's claim (an idempotency key's record) travels with the COMMIT of each of
-	// its tenant transactions until one that wrote has committed it.
+	// The claim goes with the COMMIT of a transaction that wrote, until one has committed it.
 	var claimTag pgconn.CommandTag
-	c := claimFrom(ctx)
-	if c != nil && pool == d.App {
+	if c != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.committed {
+		if c.committed || !tx.wrote() {
 			c = nil
 		} else {
-			tx.pending = append(tx.pending, stmt{sql: c.SQL, args: c.Args, tag: &claimTag})
+			for _, st := range c.Statements {
+				tx.pending = append(tx.pending, stmt{sql: st.SQL, args: st.Args, tag: &claimTag})
+			}
 		}
-	} else {
-		c = nil
 	}
 	// Statements still queued (a Pipeline that ended with writes) go with the COMMIT.
 	if _, err := tx.Exec(ctx, "COMMIT"); err != nil {
@@ -403,18 +409,24 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 	return nil
 }
 
-// Claim is a statement that must commit atomically with a request's write: the record
-// that an idempotency key was used (internal/idempotency). Carried in the request's
-// context (WithClaim), it is pipelined before the COMMIT of each of the request's tenant
-// transactions, costing no round trip, until one commits it. The statement must affect
-// one row when it applies and none when it does not (the idempotency claim applies only
-// in a transaction that wrote, so a transaction that only read leaves it to the next).
+// Claim is what must commit atomically with a request's write: the record that an
+// idempotency key was used (internal/idempotency). Carried in the request's context
+// (WithClaim), its statements are pipelined before the COMMIT of the first of the
+// request's tenant transactions that wrote, costing no round trip; a transaction that only
+// read leaves it to the next. The claim is committed when its last statement affected a
+// row.
+//
+// A transaction wrote when one of its statements' command tags says INSERT, UPDATE,
+// DELETE or MERGE with a row affected, when a SELECT's text holds a data-modifying
+// statement (a WITH … AS (INSERT …) under a SELECT), or when a statement queued by
+// Pipeline goes with the COMMIT (its tag is not read before). The tags, not the
+// transaction's id, because on Citus the writes run on the workers: the coordinator's
+// transaction has no id of its own (pg_current_xact_id_if_assigned is NULL there).
 //
 // The rule it relies on: a tool makes its writes in one transaction. A second writing
 // transaction after the one that committed the claim would not be covered.
 type Claim struct {
-	SQL  string
-	Args []any
+	Statements []ClaimStatement
 
 	mu        sync.Mutex
 	committed bool // a transaction committed it
@@ -425,6 +437,12 @@ func (c *Claim) Committed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.committed
+}
+
+// ClaimStatement is one statement of a Claim.
+type ClaimStatement struct {
+	SQL  string
+	Args []any
 }
 
 type claimKey struct{}
@@ -470,6 +488,9 @@ type stmt struct {
 	tag  *pgconn.CommandTag // where to put its command tag, when someone reads it
 	// simple: sent alone by the simple protocol (no args, possibly several commands).
 	simple bool
+	// exec: queued by Exec inside Pipeline, a write whose tag is read only with the
+	// statement it travels with.
+	exec bool
 }
 
 // Tx is one transaction on one pooled connection. It satisfies db.DBTX. Statements that
@@ -497,6 +518,40 @@ type Tx struct {
 	// committed says it was sent.
 	commitNext, committed bool
 	trips                 *atomic.Int64 // DB.roundTrips
+	// watch: the request carries a claim, so the statements' tags are read for a write
+	// (wrote); other transactions skip the reading.
+	watch, wroteTag bool
+}
+
+// dataModifying finds a data-modifying statement in a statement's text, for a SELECT
+// whose tag hides it (a data-modifying CTE under a SELECT).
+var dataModifying = regexp.MustCompile(`(?i)\b(insert\s+into|delete\s+from|merge\s+into|update\s+\w+(\s+(as\s+)?\w+)?\s+set)\b`)
+
+// note reads a statement's command tag for a write (see Claim).
+func (t *Tx) note(sql string, tag pgconn.CommandTag) {
+	if !t.watch || t.wroteTag {
+		return
+	}
+	switch {
+	case tag.Insert(), tag.Update(), tag.Delete(), strings.HasPrefix(tag.String(), "MERGE "):
+		t.wroteTag = tag.RowsAffected() > 0
+	case tag.Select():
+		t.wroteTag = dataModifying.MatchString(sql)
+	}
+}
+
+// wrote reports whether the transaction wrote: a tag said so, or a write queued by
+// Pipeline is still pending (it goes with the COMMIT).
+func (t *Tx) wrote() bool {
+	if t.wroteTag {
+		return true
+	}
+	for _, p := range t.pending {
+		if p.exec {
+			return true
+		}
+	}
+	return false
 }
 
 // bound gives a statement the transaction's deadline. The returned cancel must run once
@@ -666,6 +721,7 @@ func (t *Tx) sendSimple(ctx context.Context) error {
 			if head[i].tag != nil {
 				*head[i].tag = tag
 			}
+			t.note(head[i].sql, tag)
 		}
 		if err := br.Close(); err != nil {
 			return fmt.Errorf("pg tx: pipelined statement: %w", err)
@@ -704,6 +760,7 @@ func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults
 		if pending[i].tag != nil {
 			*pending[i].tag = tag
 		}
+		t.note(pending[i].sql, tag)
 	}
 	return br, nil
 }
@@ -718,7 +775,7 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 		return pgconn.CommandTag{}, ErrCommitted
 	}
 	if t.pipelined {
-		t.pending = append(t.pending, stmt{sql: sql, args: args})
+		t.pending = append(t.pending, stmt{sql: sql, args: args, exec: true})
 		t.queued = true
 		return pgconn.CommandTag{}, nil
 	}
@@ -726,13 +783,16 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 	defer cancel()
 	if len(t.pending) == 0 && !t.commitNext {
 		t.trips.Add(1)
-		return t.conn.Exec(ctx, sql, args...)
+		tag, err := t.conn.Exec(ctx, sql, args...)
+		t.note(sql, tag)
+		return tag, err
 	}
 	br, err := t.send(ctx, sql, args)
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
 	tag, err := br.Exec()
+	t.note(sql, tag)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -752,7 +812,7 @@ func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, erro
 			cancel()
 			return nil, err
 		}
-		return &batchRows{Rows: rows, cancel: cancel}, nil
+		return &batchRows{Rows: rows, cancel: cancel, tx: t, sql: sql}, nil
 	}
 	br, err := t.send(ctx, sql, args)
 	if err != nil {
@@ -765,7 +825,7 @@ func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, erro
 		cancel()
 		return nil, err
 	}
-	return &batchRows{Rows: rows, br: br, cancel: cancel}, nil
+	return &batchRows{Rows: rows, br: br, cancel: cancel, tx: t, sql: sql}, nil
 }
 
 // QueryRow implements db.DBTX.
@@ -776,14 +836,25 @@ func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	ctx, cancel := t.bound(ctx)
 	if len(t.pending) == 0 && !t.commitNext {
 		t.trips.Add(1)
-		return &batchRow{row: t.conn.QueryRow(ctx, sql, args...), cancel: cancel}
+		rows, err := t.conn.Query(ctx, sql, args...)
+		if err != nil {
+			cancel()
+			return errRow{err}
+		}
+		return &batchRow{rows: rows, cancel: cancel, tx: t, sql: sql}
 	}
 	br, err := t.send(ctx, sql, args)
 	if err != nil {
 		cancel()
 		return errRow{err}
 	}
-	return &batchRow{row: br.QueryRow(), br: br, cancel: cancel}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close() // the statement's own error is the one worth returning
+		cancel()
+		return errRow{err}
+	}
+	return &batchRow{rows: rows, br: br, cancel: cancel, tx: t, sql: sql}
 }
 
 // batchRows closes the batch (when the rows came from one) with the rows, so the
@@ -793,12 +864,15 @@ type batchRows struct {
 	br     pgx.BatchResults // nil when the statement was sent on its own
 	cancel context.CancelFunc
 	closed bool
+	tx     *Tx // whose write the command tag may show (Tx.note)
+	sql    string
 }
 
 func (r *batchRows) Close() {
 	r.Rows.Close()
 	if !r.closed {
 		r.closed = true
+		r.tx.note(r.sql, r.Rows.CommandTag())
 		if r.br != nil {
 			_ = r.br.Close() // the rows' own error is reported by Err
 		}
@@ -806,15 +880,19 @@ func (r *batchRows) Close() {
 	}
 }
 
+// batchRow is pgx's QueryRow over rows, so the command tag can be read (Tx.note).
 type batchRow struct {
-	row    pgx.Row
+	rows   pgx.Rows
 	br     pgx.BatchResults // nil when the statement was sent on its own
 	cancel context.CancelFunc
+	tx     *Tx
+	sql    string
 }
 
 func (r *batchRow) Scan(dest ...any) error {
 	defer r.cancel()
-	err := r.row.Scan(dest...)
+	err := scanOne(r.rows, dest)
+	r.tx.note(r.sql, r.rows.CommandTag())
 	if r.br == nil {
 		return err
 	}
@@ -822,6 +900,23 @@ func (r *batchRow) Scan(dest ...any) error {
 		err = cerr
 	}
 	return err
+}
+
+// scanOne is pgx's QueryRow semantics: the first row or ErrNoRows, the rows closed.
+func scanOne(rows pgx.Rows, dest []any) error {
+	defer rows.Close()
+	if !rows.Next() {
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
 }
 
 type errRow struct{ err error }

@@ -36,6 +36,11 @@ func TestResolvingIsOneRoundTrip(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name+" resolves in one round trip", func(t *testing.T) {
+			if d.Citus() {
+				// CredentialAssumeTenant sets the tenant with set_config, which the workers
+				// would not see: on Citus the resolver goes statement by statement.
+				t.Skip("the one-round-trip resolution is plain PostgreSQL's (docs/scale.md)")
+			}
 			if n := trips(t, func() error { return c.resolve(key) }); n != 1 {
 				t.Fatalf("%d round trips, want 1", n)
 			}

@@ -176,9 +176,13 @@ func TestLessonOutcomesFromProjectSettings(t *testing.T) {
 	})
 }
 
-// holdProjectLock takes a row lock on the project from another connection: the lesson's
-// insert (whose foreign key needs a share lock on that row) then waits on it.
-func holdProjectLock(t *testing.T, e *env, projectID uuid.UUID) (pgx.Tx, func()) {
+// holdKnowledgeWrites takes a SHARE lock on the knowledge table from another connection:
+// the lesson's insert (ROW EXCLUSIVE) then waits on it, and nothing else of the close does.
+// A table lock rather than a row lock on the project (which the insert's foreign key
+// would wait on) because on Citus a FOR UPDATE on a reference table locks the
+// coordinator's copy only, while the foreign key is checked against the worker's; the
+// LOCK is propagated to every shard.
+func holdKnowledgeWrites(t *testing.T, e *env) (pgx.Tx, func()) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, e.url)
@@ -189,10 +193,23 @@ func holdProjectLock(t *testing.T, e *env, projectID uuid.UUID) (pgx.Tx, func())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM project WHERE id = $1 FOR UPDATE", projectID); err != nil {
+	if _, err := tx.Exec(ctx, "LOCK TABLE knowledge IN SHARE MODE"); err != nil {
 		t.Fatal(err)
 	}
 	return tx, func() { _ = tx.Rollback(ctx); _ = conn.Close(ctx) }
+}
+
+// lessonWrite finds the backends of a close blocked inside the lesson's write: on Citus the
+// write waits on a worker (its shard), where citus_stat_activity sees it under the global
+// pid of the coordinator's backend that sent it (terminating that one is the connection
+// the service loses); the worker's statement names the shard (public.knowledge_102008).
+func lessonWrite(e *env) (activity, pid string) {
+	if e.d.Citus() {
+		return `citus_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+			AND query LIKE '%INSERT INTO %knowledge%'`, "global_pid"
+	}
+	return `pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+		AND query LIKE '%INSERT INTO knowledge%'`, "pid"
 }
 
 func assertCloseFailedWhole(t *testing.T, e *env, thread string, err error) {
@@ -222,7 +239,7 @@ func TestInfrastructureFailureFailsTheClose(t *testing.T) {
 		t.Parallel()
 		e := setup(t)
 		th := e.open(t)
-		_, release := holdProjectLock(t, e, e.sc("architect").ProjectID)
+		_, release := holdKnowledgeWrites(t, e)
 		defer release()
 		short, err := pg.Open(context.Background(), e.url, pg.Options{MaxConns: 2, OpsMaxConns: 1, StatementTimeout: 300 * time.Millisecond})
 		if err != nil {
@@ -242,7 +259,7 @@ func TestInfrastructureFailureFailsTheClose(t *testing.T) {
 		t.Parallel()
 		e := setup(t)
 		th := e.open(t)
-		_, release := holdProjectLock(t, e, e.sc("architect").ProjectID)
+		_, release := holdKnowledgeWrites(t, e)
 		defer release()
 		errc := make(chan error, 1)
 		go func() {
@@ -257,10 +274,10 @@ func TestInfrastructureFailureFailsTheClose(t *testing.T) {
 		defer killer.Close(context.Background())
 		deadline := time.Now().Add(4 * time.Second)
 		killed := false
+		blocked, pid := lessonWrite(e)
 		for time.Now().Before(deadline) && !killed {
 			var n int
-			if err := killer.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-				WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO knowledge%'`).Scan(&n); err != nil {
+			if err := killer.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(`+pid+`)) FROM `+blocked).Scan(&n); err != nil {
 				t.Fatal(err)
 			}
 			killed = n > 0
@@ -277,7 +294,7 @@ func TestInfrastructureFailureFailsTheClose(t *testing.T) {
 		t.Parallel()
 		e := setup(t)
 		th := e.open(t)
-		other, release := holdProjectLock(t, e, e.sc("architect").ProjectID)
+		other, release := holdKnowledgeWrites(t, e)
 		defer release()
 		// The other transaction detects deadlocks late, so the close is the victim.
 		if _, err := other.Exec(context.Background(), "SET LOCAL deadlock_timeout = '10s'"); err != nil {
@@ -293,20 +310,22 @@ func TestInfrastructureFailureFailsTheClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer watch.Close(context.Background())
+		blocked, _ := lessonWrite(e)
 		for i := 0; i < 200; i++ {
 			var n int
-			_ = watch.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-				AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO knowledge%'`).Scan(&n)
+			_ = watch.QueryRow(context.Background(), `SELECT count(*) FROM `+blocked).Scan(&n)
 			if n > 0 {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		// Now wait for the thread row the close holds: a cycle.
+		// Now wait for the thread row the close holds: a cycle. The project is named, so
+		// on Citus the lock goes to the thread's shard (a lock across shards is refused).
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = other.Exec(context.Background(), "SELECT 1 FROM thread WHERE id = $1 FOR UPDATE", uuid.MustParse(th))
+			_, _ = other.Exec(context.Background(), "SELECT 1 FROM thread WHERE project_id = $1 AND id = $2 FOR UPDATE",
+				e.sc("architect").ProjectID, uuid.MustParse(th))
 		}()
 		err = <-errc
 		<-done

@@ -6,17 +6,26 @@
 -- A signed-in person entering a room, for one of their organisations: the tenant names
 -- the session (app.lookup: the person and their memberships), the organisation and the
 -- candidate project; no row comes back unless the organisation hosts the project or has
--- an agreement with its host (in any state: Scope.Admitted decides on it).
+-- an agreement with its host (in any state: Scope.Admitted decides on it). On Citus the
+-- membership (by organisation) and the agreement (by project) are in two shard groups:
+-- the agreement is a CTE pinned to both ids, and the session (a table of the coordinator)
+-- a scalar subquery, so Citus plans each part on its own, one shard each.
+WITH ag AS MATERIALIZED (
+  SELECT a.status, a.grants FROM agreement a
+  WHERE a.project_id = sqlc.arg(project_id) AND a.guest_org_id = sqlc.arg(org_id)
+)
 SELECT u.name AS user_name, om.role, o.name AS org_name, o.plan, o.timezone, p.name AS project_name,
   p.host_org_id, ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
 FROM org_member om
-JOIN web_session s ON s.user_id = om.user_id AND s.session_id = sqlc.arg(session_id)::text AND s.expires_at > now()
 JOIN app_user u ON u.id = om.user_id
 JOIN organisation o ON o.id = om.org_id
 JOIN project p ON p.id = sqlc.arg(project_id)
 JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = p.id AND ag.guest_org_id = om.org_id
-WHERE om.org_id = sqlc.arg(org_id) AND (p.host_org_id = om.org_id OR ag.guest_org_id IS NOT NULL);
+LEFT JOIN ag ON true
+WHERE om.org_id = sqlc.arg(org_id)
+  AND om.user_id = (SELECT s.user_id FROM web_session s
+                    WHERE s.session_id = sqlc.arg(session_id)::text AND s.expires_at > now())
+  AND (p.host_org_id = om.org_id OR ag.status IS NOT NULL);
 
 -- name: PersonListRooms :many
 -- The rooms of an organisation: those it hosts and those it has an agreement for.

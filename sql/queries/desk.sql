@@ -39,14 +39,16 @@ RETURNING last;
 
 -- name: DeskInboxList :many
 -- A page of the inboxes the member sees, by name then id, after the keyset (after_name,
--- after_id), with each inbox's open conversations counted.
+-- after_id), with each inbox's open conversations counted. The subqueries name the
+-- organisation by value, not through i.org_id, so Citus routes them to the one shard.
 SELECT i.id, i.name,
-  (SELECT count(*) FROM desk_conversation c WHERE c.org_id = i.org_id AND c.inbox_id = i.id AND c.status = 'open')::bigint AS open_count
+  (SELECT count(*) FROM desk_conversation c
+   WHERE c.org_id = sqlc.arg(org_id) AND c.inbox_id = i.id AND c.status = 'open')::bigint AS open_count
 FROM desk_inbox i
 WHERE i.org_id = sqlc.arg(org_id)
   AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
         SELECT 1 FROM desk_inbox_member im
-        WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
+        WHERE im.org_id = sqlc.arg(org_id) AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
   AND (sqlc.narg(after_name)::text IS NULL OR (i.name, i.id) > (sqlc.narg(after_name)::text, sqlc.arg(after_id)::bigint))
 ORDER BY i.name, i.id
 LIMIT sqlc.arg(lim);
@@ -282,12 +284,15 @@ ON CONFLICT (org_id, slug) DO UPDATE SET name = EXCLUDED.name, restricted = EXCL
   connection_secret = coalesce(EXCLUDED.connection_secret, i.connection_secret)
 RETURNING id;
 
--- name: DeskInboxSetMembers :exec
--- Replaces the members an inbox is restricted to.
-WITH gone AS (
-  DELETE FROM desk_inbox_member im
-  WHERE im.org_id = sqlc.arg(org_id) AND im.inbox_id = sqlc.arg(inbox_id) AND NOT (im.user_id = ANY (sqlc.arg(user_ids)::uuid[]))
-)
+-- name: DeskInboxMemberDeleteExcept :exec
+-- Replacing the members an inbox is restricted to, first step: those not listed go. Two
+-- statements, because Citus has no distributed plan for an INSERT under a DELETE's CTE.
+DELETE FROM desk_inbox_member
+WHERE org_id = sqlc.arg(org_id) AND inbox_id = sqlc.arg(inbox_id) AND NOT (user_id = ANY (sqlc.arg(user_ids)::uuid[]));
+
+-- name: DeskInboxMemberInsert :exec
+-- The second step: the listed members, those already there kept (ON CONFLICT also makes
+-- Citus upsert on the worker, under the policies, rather than COPY into the shard).
 INSERT INTO desk_inbox_member (org_id, inbox_id, user_id)
 SELECT sqlc.arg(org_id), sqlc.arg(inbox_id), u FROM unnest(sqlc.arg(user_ids)::uuid[]) u
 ON CONFLICT DO NOTHING;

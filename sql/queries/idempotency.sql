@@ -1,28 +1,23 @@
 -- Idempotency keys (internal/idempotency, docs/idempotency.md). Every statement runs in the
 -- calling agent's tenant (org and agent); the clean-up runs on the owner's pool.
 
+-- name: IdempotencyKeyDeleteExpiredByKey :execrows
+-- The first statement of the claim (pg.Claim, internal/idempotency): an expired row of the
+-- key (older than the retention) is deleted, so the claim's INSERT replaces it. A live row
+-- is left for the INSERT to conflict with. Both statements are router queries on Citus
+-- (the whole key, org first), pipelined before the COMMIT of a transaction that wrote.
+DELETE FROM idempotency_key
+WHERE org_id = sqlc.arg(org_id) AND agent_id = sqlc.arg(agent_id) AND principal = sqlc.arg(principal)
+  AND key = sqlc.arg(key) AND created_at <= sqlc.arg(expired_before);
+
 -- name: IdempotencyKeyClaim :execrows
--- Pipelined before the COMMIT of the request's write transaction (pg.Claim): it records
--- the key only when the transaction wrote something (it has a transaction id), so a
--- transaction that only read leaves the claim to a later one. A live row with the same
--- key fails it with a unique violation, rolling the write back (a concurrent duplicate
--- waits on the index until the first commits, then fails). An expired row (older than
--- the retention) is replaced: it is deleted first, in the same statement.
-WITH wrote AS MATERIALIZED (
-  SELECT pg_current_xact_id_if_assigned() IS NOT NULL AS yes
-), expired AS (
-  DELETE FROM idempotency_key k
-  WHERE k.org_id = sqlc.arg(org_id)::uuid AND k.agent_id = sqlc.arg(agent_id)::uuid
-    AND k.principal = sqlc.arg(principal)::text AND k.key = sqlc.arg(key)::text
-    AND k.created_at <= sqlc.arg(expired_before)::timestamptz AND (SELECT yes FROM wrote)
-  RETURNING 1
-)
+-- The record that the key was used, sent by pg.Tx only when its transaction wrote (pg.Claim
+-- says how it tells). A live row with the same key fails it with a unique violation,
+-- rolling the write back (a concurrent duplicate waits on the index until the first
+-- commits, then fails; one that deleted the same expired row waits on that row first).
 INSERT INTO idempotency_key (org_id, agent_id, principal, key, fingerprint, tool, created_at)
-SELECT sqlc.arg(org_id)::uuid, sqlc.arg(agent_id)::uuid, sqlc.arg(principal)::text, sqlc.arg(key)::text,
-  sqlc.arg(fingerprint)::bytea, sqlc.arg(tool)::text, sqlc.arg(created_at)::timestamptz
-FROM wrote
--- Referencing expired makes the DELETE run (to completion) before the INSERT's row.
-WHERE wrote.yes AND (SELECT count(*) FROM expired) >= 0;
+VALUES (sqlc.arg(org_id), sqlc.arg(agent_id), sqlc.arg(principal), sqlc.arg(key),
+  sqlc.arg(fingerprint), sqlc.arg(tool), sqlc.arg(created_at));
 
 -- name: IdempotencyKeyGet :one
 -- The live record of a key, if any (an expired one counts as absent).

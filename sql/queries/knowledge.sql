@@ -26,6 +26,20 @@ INSERT INTO agent_lesson (org_id, agent_id, id, created_at) VALUES (@org_id, @ag
 SELECT d.id::uuid AS id FROM (SELECT rr_near_duplicate(@title::text, @text::text, @min_title::real, @min_text::real) AS id) d
 WHERE d.id IS NOT NULL;
 
+-- name: KnowledgeFindNearDuplicateAsCaller :one
+-- rr_near_duplicate's query run as the request role, for Citus: after the transaction wrote
+-- to the project's shards as the request role (a close writes the thread before its
+-- lesson), Citus refuses a read of them as the function's owner ("cannot perform query on
+-- placements that were modified in this transaction by a different user"). Same rows and
+-- order; under row-level security the title's trigram index cannot serve the similarity
+-- operator, so the project's live entries are compared one by one.
+SELECT k.id FROM knowledge k
+WHERE k.project_id = @project_id AND k.status IN ('candidate', 'trusted')
+  AND similarity(k.title, @title::text) >= @min_title::real
+  AND similarity(k.title || ' ' || k.body, @text::text) >= @min_text::real
+ORDER BY similarity(k.title || ' ' || k.body, @text::text) DESC, k.id
+LIMIT 1;
+
 -- name: KnowledgeInsert :exec
 INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source, source_thread_id,
   author_member_id, author_agent_id, author_part, duplicate_of, expires_at, created_at, updated_at)

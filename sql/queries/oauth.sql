@@ -7,7 +7,9 @@
 INSERT INTO oauth_client (client_id, client_name, redirect_uris, source, fetched_until)
 VALUES (sqlc.arg(client_id), sqlc.arg(client_name), sqlc.arg(redirect_uris)::text[], sqlc.arg(source), sqlc.narg(fetched_until))
 ON CONFLICT (client_id) DO UPDATE SET client_name = EXCLUDED.client_name,
-  redirect_uris = EXCLUDED.redirect_uris, fetched_until = EXCLUDED.fetched_until, last_used_at = now();
+  redirect_uris = EXCLUDED.redirect_uris, fetched_until = EXCLUDED.fetched_until,
+  -- the column default (now()): Citus refuses a function that is not immutable here
+  last_used_at = EXCLUDED.last_used_at;
 
 -- name: OAuthClientGetByID :one
 SELECT client_id, client_name, redirect_uris, source, fetched_until, created_at, last_used_at
@@ -99,13 +101,14 @@ WHERE org_id = sqlc.arg(org_id) AND grant_id = sqlc.arg(grant_id) AND kind = 're
 -- A grant as its tokens act, under its organisation's tenant, only while everything it
 -- rests on holds: not revoked, its client not revoked, its person still a member of the
 -- organisation, and (when it acts as an agent) the agent still holding an active key.
+-- Every table names the organisation by value, so Citus routes it to one shard group.
 SELECT g.id, g.user_id, g.client_id, g.resource, g.agent_id, g.part, g.scopes
 FROM oauth_grant g
 JOIN oauth_client c ON c.client_id = g.client_id AND c.revoked_at IS NULL
-JOIN org_member om ON om.org_id = g.org_id AND om.user_id = g.user_id
+JOIN org_member om ON om.org_id = sqlc.arg(org_id) AND om.user_id = g.user_id
 WHERE g.org_id = sqlc.arg(org_id) AND g.id = sqlc.arg(id) AND g.revoked_at IS NULL
   AND (g.agent_id IS NULL OR EXISTS (SELECT 1 FROM agent_key k
-       WHERE k.org_id = g.org_id AND k.agent_id = g.agent_id AND k.revoked_at IS NULL));
+       WHERE k.org_id = sqlc.arg(org_id) AND k.agent_id = g.agent_id AND k.revoked_at IS NULL));
 
 -- name: OAuthGrantList :many
 SELECT g.org_id, g.id, g.client_id, c.client_name, u.email, g.resource, g.agent_id, g.part, g.scopes, g.created_at, g.revoked_at

@@ -19,10 +19,12 @@ WHERE s.session_id = sqlc.arg(session_id)::text AND s.expires_at > now();
 DELETE FROM web_session WHERE session_id = sqlc.arg(session_id)::text;
 
 -- name: WebSessionListOrgs :many
--- The organisations of a session's person (the session named in app.lookup).
+-- The organisations of a session's person (the session named in app.lookup). The session
+-- is a scalar subquery, not a join: on Citus, joining org_member (sharded) with
+-- web_session (a table of the coordinator) crashed the coordinator's backend (signal 11,
+-- Citus 13.2.2), while the subquery is planned on its own first.
 SELECT om.org_id, om.role FROM org_member om
-JOIN web_session s ON s.user_id = om.user_id
-WHERE s.session_id = sqlc.arg(session_id)::text
+WHERE om.user_id = (SELECT s.user_id FROM web_session s WHERE s.session_id = sqlc.arg(session_id)::text)
 ORDER BY om.created_at, om.org_id;
 
 -- name: WebSessionPrune :execrows
