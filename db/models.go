@@ -69,6 +69,21 @@ type AppUser struct {
 	UpdatedAt    time.Time
 }
 
+type AuditEvent struct {
+	OrgID       uuid.UUID
+	ID          uuid.UUID
+	At          time.Time
+	ActorOrgID  uuid.UUID
+	ActorUserID *uuid.UUID
+	ActorName   string
+	PartyOrgID  *uuid.UUID
+	ProjectID   *uuid.UUID
+	ObjectKind  string
+	ObjectID    string
+	Action      string
+	Detail      json.RawMessage
+}
+
 type AuthThrottle struct {
 	Subject     string
 	WindowStart time.Time

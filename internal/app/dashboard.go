@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/labstack/echo/v4"
 
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/dashboard"
 )
 
@@ -11,7 +12,7 @@ import (
 func (a *App) newDashboard() error {
 	a.dashHub = dashboard.NewHub(a.db, a.log)
 	h, err := dashboard.NewHandler(dashboard.Deps{Site: a.site, Resolver: a.resolver, Rooms: a.rooms, Know: a.knowledge, Hub: a.dashHub,
-		StatementTimeout: a.cfg.StatementTimeout, Log: a.log})
+		Audit: audit.New(a.db), StatementTimeout: a.cfg.StatementTimeout, Log: a.log})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
@@ -69,6 +70,8 @@ type Deps struct {
 	Rooms    *rooms.Service
 	Know     *knowledge.Service
 	Hub      *Hub
+	// Audit reads objects' histories (the "history" template, history.go).
+	Audit *audit.Service
 	// StatementTimeout is the database budget of each page and of each live fetch.
 	StatementTimeout time.Duration
 	Log              *slog.Logger
@@ -119,7 +122,7 @@ func timeOf(v any) time.Time {
 func NewHandler(d Deps) (*Handler, error) {
 	h := &Handler{deps: d, pages: map[string]*template.Template{}}
 	for _, name := range []string{"home", "room", "memory", "knowledge", "tasks", "message"} {
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/history.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
 		}
@@ -170,6 +173,8 @@ type view struct {
 	Trusted    []knowledge.Review
 	HitRates   knowledge.HitRates
 	CanDecide  bool
+
+	History *History // an object's audit trail (history.go)
 }
 
 type roomView struct {
