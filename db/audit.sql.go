@@ -15,9 +15,11 @@ import (
 
 const auditEventInsert = `-- name: AuditEventInsert :exec
 
-INSERT INTO audit_event (org_id, id, actor_org_id, actor_user_id, actor_name, party_org_id, project_id,
+INSERT INTO audit_event (org_id, id, actor_org_id, actor_org_name, actor_user_id, actor_name, party_org_id, project_id,
   object_kind, object_id, action, detail)
-VALUES ($1, $2, $3, $4, $5,
+VALUES ($1, $2, $3,
+  coalesce((SELECT o.name FROM organisation o WHERE o.id = $3), ''),
+  $4, $5,
   $6, $7, $8, $9, $10,
   $11)
 `
@@ -37,6 +39,8 @@ type AuditEventInsertParams struct {
 }
 
 // The audit trail (migration 000029, internal/audit).
+// The actor's organisation is always visible to the writer (it is rr_org(), or the
+// operator writes), so its name is read here, in the same statement.
 func (q *Queries) AuditEventInsert(ctx context.Context, db DBTX, arg AuditEventInsertParams) error {
 	_, err := db.Exec(ctx, auditEventInsert,
 		arg.OrgID,
@@ -55,8 +59,8 @@ func (q *Queries) AuditEventInsert(ctx context.Context, db DBTX, arg AuditEventI
 }
 
 const auditEventListByObject = `-- name: AuditEventListByObject :many
-SELECT e.id, e.at, e.actor_name, coalesce(ao.name, '')::text AS actor_org_name, e.action, e.detail
-FROM audit_event e LEFT JOIN organisation ao ON ao.id = e.actor_org_id
+SELECT e.id, e.at, e.actor_name, e.actor_org_name, e.action, e.detail
+FROM audit_event e
 WHERE e.org_id = $1 AND e.object_kind = $2 AND e.object_id = $3
 ORDER BY e.at DESC, e.id DESC
 LIMIT $4
@@ -78,9 +82,7 @@ type AuditEventListByObjectRow struct {
 	Detail       json.RawMessage
 }
 
-// One object's history, newest first; RLS leaves a reader the rows it may see. The actor's
-// organisation is named when the directory shows it to the reader (a left join: a row is
-// never hidden because its actor's company is not in the reader's directory).
+// One object's history, newest first; RLS leaves a reader the rows it may see.
 func (q *Queries) AuditEventListByObject(ctx context.Context, db DBTX, arg AuditEventListByObjectParams) ([]AuditEventListByObjectRow, error) {
 	rows, err := db.Query(ctx, auditEventListByObject,
 		arg.OrgID,

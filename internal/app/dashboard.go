@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/labstack/echo/v4"
 
+	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/dashboard"
 )
@@ -12,7 +13,7 @@ import (
 func (a *App) newDashboard() error {
 	a.dashHub = dashboard.NewHub(a.db, a.log)
 	h, err := dashboard.NewHandler(dashboard.Deps{Site: a.site, Resolver: a.resolver, Rooms: a.rooms, Know: a.knowledge, Hub: a.dashHub,
-		Audit: audit.New(a.db), StatementTimeout: a.cfg.StatementTimeout, Log: a.log})
+		Audit: audit.New(a.db), Admin: admin.New(a.db, a.publicURL), Wake: a.wake, StatementTimeout: a.cfg.StatementTimeout, Log: a.log})
 	if err != nil {
 		return err
 	}

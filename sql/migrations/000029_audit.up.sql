@@ -1,5 +1,5 @@
--- The audit trail (docs/dashboard.md, "Audit"): who changed what, when, shown on the page
--- of the object. One row per change, written by the service in the transaction of the
+-- The audit trail (docs/dashboard.md, "Audit"), and invitations (below): who changed
+-- what, when, shown on the page of the object. One row per change, written by the service in the transaction of the
 -- change itself (audit.Record), so a change that fails leaves no row and a row never
 -- describes a change that did not happen. Never updated or deleted: the request role may
 -- only read and insert.
@@ -14,6 +14,9 @@ CREATE TABLE audit_event (
   id uuid NOT NULL,
   at timestamptz NOT NULL DEFAULT now(),
   actor_org_id uuid NOT NULL REFERENCES organisation (id),
+  -- The actor's organisation's name when it acted: a reader's directory may not show
+  -- that organisation (a host does not see an invited company with no parts in its room).
+  actor_org_name text NOT NULL DEFAULT '',
   actor_user_id uuid REFERENCES app_user (id), -- NULL: the operator's CLI or the service itself
   actor_name text NOT NULL CHECK (length(actor_name) BETWEEN 1 AND 200),
   party_org_id uuid REFERENCES organisation (id),
@@ -39,3 +42,30 @@ CREATE POLICY tenant ON audit_event TO relayroom_app
   WITH CHECK (actor_org_id = rr_org() AND (org_id = rr_org() OR project_id = rr_project()));
 CREATE POLICY operator ON audit_event TO CURRENT_USER USING (true) WITH CHECK (true);
 GRANT SELECT, INSERT ON audit_event TO relayroom_app;
+
+-- People invited by email from the dashboard's People page: a one-time link (a
+-- credential like the others, `qyt_iv_…`, stored as its SHA-256 and found by its public
+-- id) that the invited person opens to join the organisation with the role given,
+-- creating their account when they have none. Org-scoped; read and written by the admin
+-- service (the operator's pool), by the public id only when the link is opened.
+CREATE TABLE org_invitation (
+  org_id              uuid NOT NULL REFERENCES organisation (id) ON DELETE CASCADE,
+  id                  uuid NOT NULL,
+  invite_id           text NOT NULL CHECK (length(invite_id) = 8),
+  secret_hash         bytea NOT NULL,
+  email               text NOT NULL CHECK (email = lower(email) AND length(email) BETWEEN 3 AND 320),
+  role                text NOT NULL CHECK (role IN ('owner', 'admin', 'member')),
+  invited_by_user_id  uuid REFERENCES app_user (id) ON DELETE SET NULL,
+  created_at          timestamptz NOT NULL DEFAULT now(),
+  expires_at          timestamptz NOT NULL,
+  accepted_at         timestamptz,
+  accepted_user_id    uuid REFERENCES app_user (id) ON DELETE SET NULL,
+  PRIMARY KEY (org_id, id)
+);
+CREATE INDEX org_invitation_invite_idx ON org_invitation (invite_id);
+
+ALTER TABLE org_invitation ENABLE ROW LEVEL SECURITY;
+ALTER TABLE org_invitation FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant ON org_invitation TO relayroom_app USING (org_id = rr_org());
+CREATE POLICY operator ON org_invitation TO CURRENT_USER USING (true) WITH CHECK (true);
+GRANT SELECT, INSERT, UPDATE ON org_invitation TO relayroom_app;
