@@ -93,55 +93,6 @@ func (q *Queries) AgentListInOrg(ctx context.Context, db DBTX, orgID uuid.UUID) 
 	return items, nil
 }
 
-const agreementGetForOrg = `-- name: AgreementGetForOrg :one
-SELECT a.project_id, p.name AS project_name, p.host_org_id, h.name AS host_name,
-  a.guest_org_id, g.name AS guest_name, g.slug AS guest_slug, a.status, a.grants, a.updated_at
-FROM agreement a
-JOIN project p ON p.id = a.project_id
-JOIN organisation h ON h.id = p.host_org_id
-JOIN organisation g ON g.id = a.guest_org_id
-WHERE a.project_id = $1 AND a.guest_org_id = $2
-  AND (p.host_org_id = $3 OR a.guest_org_id = $3)
-`
-
-type AgreementGetForOrgParams struct {
-	ProjectID  uuid.UUID
-	GuestOrgID uuid.UUID
-	OrgID      uuid.UUID
-}
-
-type AgreementGetForOrgRow struct {
-	ProjectID   uuid.UUID
-	ProjectName string
-	HostOrgID   uuid.UUID
-	HostName    string
-	GuestOrgID  uuid.UUID
-	GuestName   string
-	GuestSlug   string
-	Status      string
-	Grants      []string
-	UpdatedAt   time.Time
-}
-
-// One agreement, when the organisation is its host or its guest.
-func (q *Queries) AgreementGetForOrg(ctx context.Context, db DBTX, arg AgreementGetForOrgParams) (AgreementGetForOrgRow, error) {
-	row := db.QueryRow(ctx, agreementGetForOrg, arg.ProjectID, arg.GuestOrgID, arg.OrgID)
-	var i AgreementGetForOrgRow
-	err := row.Scan(
-		&i.ProjectID,
-		&i.ProjectName,
-		&i.HostOrgID,
-		&i.HostName,
-		&i.GuestOrgID,
-		&i.GuestName,
-		&i.GuestSlug,
-		&i.Status,
-		&i.Grants,
-		&i.UpdatedAt,
-	)
-	return i, err
-}
-
 const agreementListForOrg = `-- name: AgreementListForOrg :many
 SELECT a.project_id, p.name AS project_name, p.host_org_id, h.name AS host_name,
   a.guest_org_id, g.name AS guest_name, g.slug AS guest_slug, a.status, a.grants, a.updated_at

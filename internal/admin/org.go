@@ -411,7 +411,7 @@ func AgreementObject(hostOrgID, projectID, guestOrgID uuid.UUID) audit.Object {
 	return audit.Object{OrgID: hostOrgID, Kind: audit.KindAgreement, ID: projectID.String() + "/" + guestOrgID.String()}
 }
 
-func agreementEvent(a OrgActor, ag db.AgreementGetForOrgRow, action string, detail map[string]string) audit.Event {
+func agreementEvent(a OrgActor, ag Agreement, action string, detail map[string]string) audit.Event {
 	o := AgreementObject(ag.HostOrgID, ag.ProjectID, ag.GuestOrgID)
 	return audit.Event{Actor: a.audit(), OrgID: o.OrgID, PartyOrgID: ag.GuestOrgID, Kind: o.Kind, ObjectID: o.ID, Action: action, Detail: detail}
 }
@@ -427,17 +427,22 @@ func (s *Service) OrgAgreements(ctx context.Context, a OrgActor) ([]db.Agreement
 	return out, err
 }
 
-func (s *Service) agreementIn(ctx context.Context, tx *pg.Tx, orgID, projectID, guestID uuid.UUID) (db.AgreementGetForOrgRow, error) {
-	ag, err := s.Q.AgreementGetForOrg(ctx, tx, db.AgreementGetForOrgParams{ProjectID: projectID, GuestOrgID: guestID, OrgID: orgID})
-	if pg.IsNoRows(err) {
-		return ag, apperr.New(apperr.NotFound, "no such agreement")
+func (s *Service) agreementIn(ctx context.Context, tx *pg.Tx, orgID, projectID, guestID uuid.UUID) (Agreement, error) {
+	all, err := s.Q.AgreementListForOrg(ctx, tx, orgID)
+	if err != nil {
+		return Agreement{}, err
 	}
-	return ag, err
+	for _, ag := range all {
+		if ag.ProjectID == projectID && ag.GuestOrgID == guestID {
+			return ag, nil
+		}
+	}
+	return Agreement{}, apperr.New(apperr.NotFound, "no such agreement")
 }
 
 // OrgAgreement is one agreement the organisation hosts or is the guest of.
-func (s *Service) OrgAgreement(ctx context.Context, a OrgActor, projectID, guestID uuid.UUID) (db.AgreementGetForOrgRow, error) {
-	var out db.AgreementGetForOrgRow
+func (s *Service) OrgAgreement(ctx context.Context, a OrgActor, projectID, guestID uuid.UUID) (Agreement, error) {
+	var out Agreement
 	err := s.inOrg(ctx, a, "agreement", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (err error) {
 		out, err = s.agreementIn(ctx, tx, a.OrgID, projectID, guestID)
 		return err
@@ -456,8 +461,8 @@ func checkGrants(grants []string) error {
 
 // InviteGuest invites a company (by its slug) into a hosted project with grants: a
 // pending agreement, which the guest's owners or admins accept.
-func (s *Service) InviteGuest(ctx context.Context, a OrgActor, projectID uuid.UUID, guestSlug string, grants []string) (db.AgreementGetForOrgRow, error) {
-	var out db.AgreementGetForOrgRow
+func (s *Service) InviteGuest(ctx context.Context, a OrgActor, projectID uuid.UUID, guestSlug string, grants []string) (Agreement, error) {
+	var out Agreement
 	if err := checkGrants(grants); err != nil {
 		return out, err
 	}
@@ -525,7 +530,7 @@ func (s *Service) RevokeAgreement(ctx context.Context, a OrgActor, projectID, gu
 }
 
 // setAgreementStatus is the CLI's `agreement set --status` on one agreement, audited.
-func (s *Service) setAgreementStatus(ctx context.Context, tx *pg.Tx, a OrgActor, ag db.AgreementGetForOrgRow, status, action string) error {
+func (s *Service) setAgreementStatus(ctx context.Context, tx *pg.Tx, a OrgActor, ag Agreement, status, action string) error {
 	if _, err := s.Q.AgreementSetStatus(ctx, tx, db.AgreementSetStatusParams{ProjectID: ag.ProjectID, GuestOrgID: ag.GuestOrgID, Status: status}); err != nil {
 		return err
 	}
@@ -648,7 +653,7 @@ type (
 	OrgProjectRow   = db.ProjectListHostedByRow
 	OrgMemberRow    = db.MembershipListForAdminRow
 	OrgAgreementRow = db.AgreementListForOrgRow
-	Agreement       = db.AgreementGetForOrgRow
+	Agreement       = db.AgreementListForOrgRow
 	OrgPersonRow    = db.OrgMemberListByOrgRow
 	OrgClientRow    = db.OAuthClientListByOrgRow
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -66,14 +67,7 @@ type secretView struct {
 }
 
 // has reports whether list holds s (checkboxes).
-func has(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
+func has(list []string, s string) bool { return slices.Contains(list, s) }
 
 // adminCtx is a request on the admin pages: who acts, for which organisation.
 type adminCtx struct {
@@ -221,80 +215,45 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request, sess web.Se
 		}
 		return ""
 	}
+	// rest[1] (and for an agreement rest[2]) is an object's id; an id that does not parse
+	// answers 404 like one that does not exist.
+	id, idErr := uuid.Parse(seg(1))
+	guest, guestErr := uuid.Parse(seg(2))
+	obj := n >= 2 && idErr == nil
+	what, verb := seg(0), seg(2)
 	switch {
 	case n == 0 && get:
 		h.adminHome(c, http.StatusOK, view{})
-	case seg(0) == "agents" && n == 1 && get:
+	case what == "agents" && n == 1 && get:
 		h.agentsPage(c, http.StatusOK, view{})
-	case seg(0) == "agents" && n == 1 && post:
+	case what == "agents" && n == 1 && post:
 		h.createAgent(c)
-	case seg(0) == "agents" && n >= 2:
-		id, err := uuid.Parse(seg(1))
-		if err != nil {
-			h.notFound(w, &sess)
-			return
-		}
-		switch {
-		case n == 2 && get:
-			h.agentPage(c, id, http.StatusOK, view{})
-		case n == 3 && post && (seg(2) == "rotate" || seg(2) == "revoke" || seg(2) == "webhook" || seg(2) == "unhook"):
-			h.agentAction(c, id, seg(2))
-		default:
-			h.notFound(w, &sess)
-		}
-	case seg(0) == "projects" && n == 1 && get:
+	case what == "agents" && obj && n == 2 && get:
+		h.agentPage(c, id, http.StatusOK, view{})
+	case what == "agents" && obj && n == 3 && post && slices.Contains([]string{"rotate", "revoke", "webhook", "unhook"}, verb):
+		h.agentAction(c, id, verb)
+	case what == "projects" && n == 1 && get:
 		h.projectsPage(c)
-	case seg(0) == "projects" && n >= 2:
-		id, err := uuid.Parse(seg(1))
-		if err != nil {
-			h.notFound(w, &sess)
-			return
-		}
-		switch {
-		case n == 2 && get:
-			h.projectPage(c, id, http.StatusOK, view{})
-		case n == 3 && post && (seg(2) == "members" || seg(2) == "code" || seg(2) == "guests"):
-			h.projectAction(c, id, seg(2), "")
-		case n == 4 && post && seg(2) == "members":
-			h.projectAction(c, id, "access", seg(3))
-		default:
-			h.notFound(w, &sess)
-		}
-	case seg(0) == "agreements" && n == 1 && get:
+	case what == "projects" && obj && n == 2 && get:
+		h.projectPage(c, id, http.StatusOK, view{})
+	case what == "projects" && obj && n == 3 && post && slices.Contains([]string{"members", "code", "guests"}, verb):
+		h.projectAction(c, id, verb, "")
+	case what == "projects" && obj && n == 4 && post && verb == "members":
+		h.projectAction(c, id, "access", seg(3))
+	case what == "agreements" && n == 1 && get:
 		h.agreementsPage(c)
-	case seg(0) == "agreements" && n >= 3:
-		pid, err1 := uuid.Parse(seg(1))
-		gid, err2 := uuid.Parse(seg(2))
-		if err1 != nil || err2 != nil {
-			h.notFound(w, &sess)
-			return
-		}
-		switch {
-		case n == 3 && get:
-			h.agreementPage(c, pid, gid, http.StatusOK, view{})
-		case n == 4 && post && (seg(3) == "accept" || seg(3) == "revoke" || seg(3) == "grants"):
-			h.agreementAction(c, pid, gid, seg(3))
-		default:
-			h.notFound(w, &sess)
-		}
-	case seg(0) == "people" && n == 1 && get:
+	case what == "agreements" && obj && guestErr == nil && n == 3 && get:
+		h.agreementPage(c, id, guest, http.StatusOK, view{})
+	case what == "agreements" && obj && guestErr == nil && n == 4 && post && slices.Contains([]string{"accept", "revoke", "grants"}, seg(3)):
+		h.agreementAction(c, id, guest, seg(3))
+	case what == "people" && n == 1 && get:
 		h.peoplePage(c, http.StatusOK, view{})
-	case seg(0) == "people" && n == 1 && post:
+	case what == "people" && n == 1 && post:
 		h.invite(c)
-	case seg(0) == "people" && n >= 2:
-		id, err := uuid.Parse(seg(1))
-		if err != nil {
-			h.notFound(w, &sess)
-			return
-		}
-		switch {
-		case n == 2 && get:
-			h.personPage(c, id, http.StatusOK, view{})
-		case n == 3 && post && seg(2) == "role":
-			h.setRole(c, id)
-		default:
-			h.notFound(w, &sess)
-		}
+	case what == "people" && obj && n == 2 && get:
+		h.personPage(c, id, http.StatusOK, view{})
+	case what == "people" && obj && n == 3 && post && verb == "role":
+		h.setRole(c, id)
 	case seg(0) == "clients" && n == 1 && get:
 		h.clientsPage(c, http.StatusOK, view{})
 	case seg(0) == "clients" && n == 2 && seg(1) == "disconnect" && post:

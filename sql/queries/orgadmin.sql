@@ -52,17 +52,6 @@ JOIN organisation g ON g.id = a.guest_org_id
 WHERE p.host_org_id = sqlc.arg(org_id) OR a.guest_org_id = sqlc.arg(org_id)
 ORDER BY p.name, g.name;
 
--- name: AgreementGetForOrg :one
--- One agreement, when the organisation is its host or its guest.
-SELECT a.project_id, p.name AS project_name, p.host_org_id, h.name AS host_name,
-  a.guest_org_id, g.name AS guest_name, g.slug AS guest_slug, a.status, a.grants, a.updated_at
-FROM agreement a
-JOIN project p ON p.id = a.project_id
-JOIN organisation h ON h.id = p.host_org_id
-JOIN organisation g ON g.id = a.guest_org_id
-WHERE a.project_id = sqlc.arg(project_id) AND a.guest_org_id = sqlc.arg(guest_org_id)
-  AND (p.host_org_id = sqlc.arg(org_id) OR a.guest_org_id = sqlc.arg(org_id));
-
 -- name: AgreementSetGrants :execrows
 UPDATE agreement SET grants = sqlc.arg(grants), updated_at = now()
 WHERE project_id = sqlc.arg(project_id) AND guest_org_id = sqlc.arg(guest_org_id);
