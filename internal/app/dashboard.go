@@ -13,7 +13,7 @@ import (
 func (a *App) newDashboard() error {
 	a.dashHub = dashboard.NewHub(a.db, a.log)
 	h, err := dashboard.NewHandler(dashboard.Deps{Site: a.site, Resolver: a.resolver, Rooms: a.rooms, Know: a.knowledge, Hub: a.dashHub,
-		Audit: audit.New(a.db), Admin: admin.New(a.db, a.publicURL), Wake: a.wake, StatementTimeout: a.cfg.StatementTimeout, Log: a.log})
+		Audit: audit.New(a.db), Admin: admin.New(a.db, a.publicURL), Wake: a.wake, Desk: a.desk, StatementTimeout: a.cfg.StatementTimeout, Log: a.log})
 	if err != nil {
 		return err
 	}

@@ -375,6 +375,18 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 		}
 	})
 
+	t.Run("desk reports: owners and admins, through the desk's own checks", func(t *testing.T) {
+		t.Parallel()
+		status, _ := mo.get("/app/desk/reports")
+		must(t, status, http.StatusForbidden, "")
+		// Acme is on the trial plan in this file: the desk's refusal is shown, no chart.
+		status, body := ana.get("/app/desk/reports?days=7")
+		must(t, status, http.StatusOK, body)
+		if !strings.Contains(body, "plan does not include") || strings.Contains(body, `class="chart"`) {
+			t.Fatalf("the plan's refusal is not shown: %s", body)
+		}
+	})
+
 	t.Run("connected apps: disconnecting ends the organisation's consents only", func(t *testing.T) {
 		t.Parallel()
 		if err := d.Operator(ctx, func(tx *pg.Tx) error {

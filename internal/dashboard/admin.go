@@ -191,7 +191,11 @@ func (h *Handler) show(c adminCtx, status int, pre view, title, page string, loa
 			}
 		}
 	}
-	h.render(c.w, status, "admin", v)
+	tpl := "admin" // the admin pages share one template; another page has its own (desk)
+	if _, own := h.pages[page]; own {
+		tpl = page
+	}
+	h.render(c.w, status, tpl, v)
 }
 
 // objectHistory reads an organisation-owned object's history for its page.

@@ -22,6 +22,7 @@ import (
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/audit"
+	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
@@ -77,6 +78,7 @@ type Deps struct {
 	Audit *audit.Service
 	Admin *admin.Service
 	Wake  *wake.Service
+	Desk  *desk.Service // the desk pages (desk.go)
 	// StatementTimeout is the database budget of each page and of each live fetch.
 	StatementTimeout time.Duration
 	Log              *slog.Logger
@@ -127,7 +129,7 @@ func timeOf(v any) time.Time {
 // NewHandler builds the pages.
 func NewHandler(d Deps) (*Handler, error) {
 	h := &Handler{deps: d, pages: map[string]*template.Template{}}
-	for _, name := range []string{"home", "room", "memory", "knowledge", "tasks", "message", "admin", "invite"} {
+	for _, name := range []string{"home", "room", "memory", "knowledge", "tasks", "message", "admin", "invite", "desk"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/history.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
@@ -183,6 +185,7 @@ type view struct {
 	History *History    // an object's audit trail (history.go)
 	Admin   *adminView  // the company admin pages (admin.go)
 	Invite  *inviteView // an invitation link's page (invite.go)
+	Desk    *deskView   // the desk pages (desk.go)
 }
 
 type roomView struct {
@@ -286,6 +289,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.home(w, r, sess)
 	case parts[0] == "admin":
 		h.serveAdmin(w, r, sess, parts[1:])
+	case parts[0] == "desk":
+		h.serveDesk(w, r, sess, parts[1:])
 	case len(parts) >= 2 && parts[0] == "rooms":
 		id, err := uuid.Parse(parts[1])
 		if err != nil {
