@@ -69,6 +69,22 @@ type AppUser struct {
 	UpdatedAt    time.Time
 }
 
+type AuditEvent struct {
+	OrgID        uuid.UUID
+	ID           uuid.UUID
+	At           time.Time
+	ActorOrgID   uuid.UUID
+	ActorOrgName string
+	ActorUserID  *uuid.UUID
+	ActorName    string
+	PartyOrgID   *uuid.UUID
+	ProjectID    *uuid.UUID
+	ObjectKind   string
+	ObjectID     string
+	Action       string
+	Detail       json.RawMessage
+}
+
 type AuthThrottle struct {
 	Subject     string
 	WindowStart time.Time
@@ -345,6 +361,20 @@ type OauthToken struct {
 	ExpiresAt  time.Time
 	UsedAt     *time.Time
 	RevokedAt  *time.Time
+}
+
+type OrgInvitation struct {
+	OrgID           uuid.UUID
+	ID              uuid.UUID
+	InviteID        string
+	SecretHash      []byte
+	Email           string
+	Role            string
+	InvitedByUserID *uuid.UUID
+	CreatedAt       time.Time
+	ExpiresAt       time.Time
+	AcceptedAt      *time.Time
+	AcceptedUserID  *uuid.UUID
 }
 
 type OrgMember struct {

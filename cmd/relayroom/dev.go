@@ -82,6 +82,10 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	cfg.MigrateOnStart = false
 	return app.Run(ctx, cfg, log, func(public string) {
+		// The dashboard's pages get the agents' activity to show (a fresh demo only).
+		if err := seedDashboardDemo(ctx, public, file, res, creds); err != nil {
+			log.Warn("dashboard demo data", "error", err.Error())
+		}
 		printBanner(stdout, public, creds, res, file)
 	})
 }
@@ -204,6 +208,7 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nrelayroom is running at %s   (Ctrl-C stops it and the local Postgres)\n", public)
 	fmt.Fprintf(&b, "health: %s/healthz   ready: %s/readyz   metrics: %s/metrics\n", public, public, public)
+	dashboardBanner(&b, public, file)
 	agents := sortedKeys(creds.Agents)
 	fmt.Fprintln(&b, "\nDemo agent keys (send as X-Agent-Key or Authorization: Bearer):")
 	for _, ref := range agents {

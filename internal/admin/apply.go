@@ -71,8 +71,22 @@ type URLs struct {
 // Apply validates the whole file against itself and the database, then applies it in one
 // transaction: nothing is half-applied.
 func (s *Service) Apply(ctx context.Context, f File, opt Options) (Result, error) {
+	var res Result
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		res, err = s.applyTx(ctx, tx, f, opt)
+		return err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// applyTx is Apply in the caller's transaction: the dashboard's company admin applies a
+// one-object file and records the change's audit event in the same transaction.
+func (s *Service) applyTx(ctx context.Context, tx *pg.Tx, f File, opt Options) (Result, error) {
 	res := Result{Organisations: map[string]ID{}, Users: map[string]ID{}, Agents: map[string]AgentOut{}, Projects: map[string]ProjectOut{}, Desk: map[string]desk.WorkspaceOut{}}
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+	err := func() error {
 		k, err := s.loadKnown(ctx, tx)
 		if err != nil {
 			return err
@@ -155,7 +169,7 @@ func (s *Service) Apply(ctx context.Context, f File, opt Options) (Result, error
 			}
 		}
 		return nil
-	})
+	}()
 	if err != nil {
 		return Result{}, err
 	}

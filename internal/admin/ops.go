@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/pg"
@@ -108,21 +110,29 @@ func (s *Service) RotateConnectCode(ctx context.Context, project string) (Projec
 		if err != nil {
 			return err
 		}
-		out.ID = p.ID
-		if out.ConnectCode, err = s.ensureConnectCode(ctx, tx, p.ID, true); err != nil {
-			return err
-		}
-		members, err := s.Q.MembershipList(ctx, tx, p.ID)
-		if err != nil {
-			return err
-		}
-		out.URLs = URLs{Room: s.url("/api/mcp/p/" + p.ID.String()), AllRooms: s.url("/api/mcp"), Threads: map[string]string{}}
-		for _, m := range members {
-			out.URLs.Threads[m.Part] = ThreadsURL(s.PublicURL, out.ConnectCode, m.Part)
-		}
-		return nil
+		out, err = s.rotateCode(ctx, tx, p.ID)
+		return err
 	})
 	return out, wrap("rotate connect code", err)
+}
+
+// rotateCode revokes a project's connect codes and issues a new one, in tx, with the
+// parts' threads URLs (which embed it).
+func (s *Service) rotateCode(ctx context.Context, tx *pg.Tx, projectID uuid.UUID) (ProjectOut, error) {
+	out := ProjectOut{ID: projectID}
+	var err error
+	if out.ConnectCode, err = s.ensureConnectCode(ctx, tx, projectID, true); err != nil {
+		return out, err
+	}
+	members, err := s.Q.MembershipList(ctx, tx, projectID)
+	if err != nil {
+		return out, err
+	}
+	out.URLs = URLs{Room: s.url("/api/mcp/p/" + projectID.String()), AllRooms: s.url("/api/mcp"), Threads: map[string]string{}}
+	for _, m := range members {
+		out.URLs.Threads[m.Part] = ThreadsURL(s.PublicURL, out.ConnectCode, m.Part)
+	}
+	return out, nil
 }
 
 // SetAgreementStatus changes a guest's agreement (e.g. revokes it); it takes effect on

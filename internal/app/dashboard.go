@@ -3,6 +3,8 @@ package app
 import (
 	"github.com/labstack/echo/v4"
 
+	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/dashboard"
 )
 
@@ -11,7 +13,7 @@ import (
 func (a *App) newDashboard() error {
 	a.dashHub = dashboard.NewHub(a.db, a.log)
 	h, err := dashboard.NewHandler(dashboard.Deps{Site: a.site, Resolver: a.resolver, Rooms: a.rooms, Know: a.knowledge, Hub: a.dashHub,
-		Threads:          a.threads,
+		Threads: a.threads, Audit: audit.New(a.db), Admin: admin.New(a.db, a.publicURL), Wake: a.wake, Desk: a.desk,
 		StatementTimeout: a.cfg.StatementTimeout, Log: a.log})
 	if err != nil {
 		return err

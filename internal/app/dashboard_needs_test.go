@@ -100,7 +100,7 @@ func TestDashboardNeedsYou(t *testing.T) {
 				hidden: []string{"Rollbacks need", "Initech"}}},
 		{"the invited company: its pending agreement and nothing of the room",
 			"ivy@initech.test", "demo-password-ivy", want{
-				shown:  []string{"Agreement waiting for your company&#39;s acceptance", `href="/app/rooms/` + room + `"`},
+				shown:  []string{"Agreement waiting for your company&#39;s acceptance", `href="/app/admin/agreements/` + room + `/`},
 				hidden: []string{"Customer asks", "Rollbacks need", "Reproduce the login bug", "qa-lead"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

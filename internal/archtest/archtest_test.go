@@ -23,7 +23,7 @@ var toolsets = []string{"internal/threads", "internal/rooms", "internal/desk"}
 // protocol core reach the database only through these packages' constructors.
 var dbImporters = []string{
 	"db", "internal/pg",
-	"internal/admin", "internal/idempotency", "internal/knowledge", "internal/tenancy",
+	"internal/admin", "internal/audit", "internal/idempotency", "internal/knowledge", "internal/tenancy",
 	"internal/throttle", "internal/wake",
 	// sign-in's services: people's sessions (web) and the authorization server's storage
 	"internal/web", "internal/oauth",

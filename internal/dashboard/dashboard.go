@@ -19,12 +19,16 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
+	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/threads"
+	"github.com/relayroom/relayroom/internal/wake"
 	"github.com/relayroom/relayroom/internal/web"
 )
 
@@ -71,6 +75,12 @@ type Deps struct {
 	Know     *knowledge.Service
 	Threads  *threads.Service // the project pages (projects.go)
 	Hub      *Hub
+	// Audit reads objects' histories (the "history" template, history.go); Admin and
+	// Wake make the company admin pages' changes (admin.go), each audited.
+	Audit *audit.Service
+	Admin *admin.Service
+	Wake  *wake.Service
+	Desk  *desk.Service // the desk pages (desk.go)
 	// StatementTimeout is the database budget of each page and of each live fetch.
 	StatementTimeout time.Duration
 	Log              *slog.Logger
@@ -92,6 +102,7 @@ var funcs = template.FuncMap{
 	"local": func(t any, tz string) string { return inZone(timeOf(t), tz).Format("2006-01-02 15:04 MST") },
 	// clock is the hour and minute in the viewer's timezone, as the "limited until" badge shows it.
 	"clock": func(t any, tz string) string { return inZone(timeOf(t), tz).Format("15:04") },
+	"has":   has, // a checkbox's state (admin.go)
 }
 
 // inZone is t in the IANA zone tz; an unknown zone shows UTC rather than fail a page.
@@ -120,8 +131,8 @@ func timeOf(v any) time.Time {
 // NewHandler builds the pages.
 func NewHandler(d Deps) (*Handler, error) {
 	h := &Handler{deps: d, pages: map[string]*template.Template{}}
-	for _, name := range append([]string{"home", "room", "memory", "knowledge", "tasks", "message"}, projectPages...) {
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html")
+	for _, name := range append([]string{"home", "room", "memory", "knowledge", "tasks", "message", "admin", "invite", "desk"}, projectPages...) {
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/history.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
 		}
@@ -172,6 +183,11 @@ type view struct {
 	Roster    []rooms.RosterEntry
 
 	Know *knowledgeView
+
+	History *History    // an object's audit trail (history.go)
+	Admin   *adminView  // the company admin pages (admin.go)
+	Invite  *inviteView // an invitation link's page (invite.go)
+	Desk    *deskView   // the desk pages (desk.go)
 }
 
 type roomView struct {
@@ -235,6 +251,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.assets.ServeHTTP(w, r)
 		return
 	}
+	if link, ok := strings.CutPrefix(r.URL.Path, admin.RouteInvite); ok {
+		h.invitePage(w, r, link) // opened by people who may have no account yet
+		return
+	}
 	sess, ok, err := h.deps.Site.Session(r)
 	if err != nil {
 		h.unavailable(w, r, nil, "session", err)
@@ -277,6 +297,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.home(w, r, sess)
 	case len(parts) >= 2 && parts[0] == "projects":
 		h.projects(w, r, sess, parts[1], parts[2:])
+	case parts[0] == "admin":
+		h.serveAdmin(w, r, sess, parts[1:])
+	case parts[0] == "desk":
+		h.serveDesk(w, r, sess, parts[1:])
 	case len(parts) >= 2 && parts[0] == "rooms":
 		sc, ok := h.room(w, r, sess, parts[1])
 		if !ok {
@@ -404,7 +428,7 @@ func (h *Handler) needs(r *http.Request, sess web.Session, org uuid.UUID, list [
 	for _, pr := range list {
 		if !pr.IsHost && pr.AgreementStatus == tenancy.AgreementPending {
 			out = append(out, need{Need: rooms.Need{Kind: rooms.NeedAgreement, ID: org, Title: pr.HostName}, Room: pr.ID.String(),
-				RoomName: pr.Name, URL: roomURL(pr.ID, ""), What: "Agreement waiting for your company's acceptance"})
+				RoomName: pr.Name, URL: agreementURL(pr.ID, org), What: "Agreement waiting for your company's acceptance"})
 			continue
 		}
 		if !pr.IsHost && pr.AgreementStatus != tenancy.AgreementActive {
@@ -433,7 +457,7 @@ func (h *Handler) needs(r *http.Request, sess web.Session, org uuid.UUID, list [
 			case rooms.NeedAgreement:
 				// The directory shows the host only the organisations that have parts in the
 				// room, so an invited company without any is unnamed.
-				n.What = "Agreement not yet accepted by an invited company"
+				n.URL, n.What = agreementURL(pr.ID, it.ID), "Agreement not yet accepted by an invited company"
 				if it.Title != "" {
 					n.What = "Agreement not yet accepted by " + it.Title
 				}

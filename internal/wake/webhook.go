@@ -26,6 +26,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
 )
@@ -187,6 +188,10 @@ func (s *Service) SetWebhook(ctx context.Context, agentRef, rawURL string) (Targ
 			SecretEnc: s.Box.Seal([]byte(secret), a.ID[:])}); err != nil {
 			return err
 		}
+		// The dashboard's change is audited with it (docs/dashboard.md, Audit).
+		if err := audit.RecordIntended(ctx, tx); err != nil {
+			return err
+		}
 		now := s.now()
 		t = Target{Agent: agentRef, URL: rawURL, CreatedAt: now, UpdatedAt: now}
 		return nil
@@ -219,8 +224,10 @@ func (s *Service) ClearWebhook(ctx context.Context, agentRef string) (bool, erro
 		if err != nil {
 			return err
 		}
-		n, err = s.Q.WakeTargetDelete(ctx, tx, db.WakeTargetDeleteParams{OrgID: a.OrgID, AgentID: a.ID})
-		return err
+		if n, err = s.Q.WakeTargetDelete(ctx, tx, db.WakeTargetDeleteParams{OrgID: a.OrgID, AgentID: a.ID}); err != nil || n == 0 {
+			return err
+		}
+		return audit.RecordIntended(ctx, tx)
 	})
 	if err != nil {
 		return false, pg.Classify("wake clear webhook", err)

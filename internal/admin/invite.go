@@ -1,0 +1,218 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"net/mail"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// Invitations: an owner or admin invites a person by email from the People page; the
+// one-time link (shown once) lets that person join with the role given, creating their
+// account when they have none, or, signed in as that email, adding the organisation to
+// theirs.
+
+// InvitePrefix starts an invitation link's credential (masked in logs like every qyt_xx_).
+const InvitePrefix = "qyt_iv_"
+
+// InvitationTTL is how long a link can be used.
+const InvitationTTL = 7 * 24 * time.Hour
+
+// MinPassword is the shortest password an invited person may choose (as apply's).
+const MinPassword = 8
+
+// MsgInvitationInvalid answers a link that is unknown, used or expired alike.
+const MsgInvitationInvalid = "This invitation link is not valid: it may have been used or have expired. Ask for a new one."
+
+// RouteInvite is where a link points (served by the dashboard without a session).
+const RouteInvite = "/app/invite/"
+
+// Invitation is a pending or used invitation, as the People page lists it.
+type Invitation = db.InvitationListByOrgRow
+
+// InviteOut is a new invitation with its link, shown once.
+type InviteOut struct {
+	ID        uuid.UUID
+	Email     string
+	URL       string
+	ExpiresAt time.Time
+}
+
+// Invite creates a one-time link for email to join the organisation with role.
+func (s *Service) Invite(ctx context.Context, a OrgActor, email, role string) (InviteOut, error) {
+	email = strings.ToLower(strings.TrimSpace(email))
+	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email {
+		return InviteOut{}, fieldError("email", "enter one email address, like ana@example.com")
+	}
+	if !slices.Contains(Roles, role) {
+		return InviteOut{}, fieldError("role", "choose owner, admin or member")
+	}
+	if role == tenancy.RoleOwner && a.Role != tenancy.RoleOwner {
+		return InviteOut{}, apperr.New(apperr.Forbidden, "%s", MsgOwnerRole)
+	}
+	out := InviteOut{Email: email, ID: newID()}
+	err := s.inOrg(ctx, a, "invite", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) error {
+		member, err := s.Q.OrgMemberExists(ctx, tx, db.OrgMemberExistsParams{OrgID: a.OrgID, Email: email})
+		if err != nil {
+			return err
+		}
+		if member {
+			return fieldError("email", "this person is a member already")
+		}
+		raw, p, err := auth.Generate(InvitePrefix)
+		if err != nil {
+			return fmt.Errorf("generate link: %w", err)
+		}
+		out.URL, out.ExpiresAt = s.url(RouteInvite+raw), time.Now().Add(InvitationTTL)
+		var by *uuid.UUID
+		if a.UserID != uuid.Nil {
+			by = &a.UserID
+		}
+		if err := s.Q.InvitationInsert(ctx, tx, db.InvitationInsertParams{OrgID: a.OrgID, ID: out.ID, InviteID: p.ID, SecretHash: p.Hash(),
+			Email: email, Role: role, InvitedByUserID: by, ExpiresAt: out.ExpiresAt}); err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, audit.Event{Actor: a.audit(), OrgID: a.OrgID, Kind: audit.KindInvitation, ObjectID: out.ID.String(),
+			Action: "invited", Detail: map[string]string{"email": email, "role": role}})
+	})
+	return out, err
+}
+
+// OrgInvitations lists the organisation's invitations, newest first.
+func (s *Service) OrgInvitations(ctx context.Context, a OrgActor) ([]Invitation, error) {
+	var out []Invitation
+	err := s.inOrg(ctx, a, "list invitations", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (err error) {
+		out, err = s.Q.InvitationListByOrg(ctx, tx, a.OrgID)
+		return err
+	})
+	return out, err
+}
+
+// OpenInvitation is what a link's page shows.
+type OpenInvitation struct {
+	OrgName    string
+	Email      string
+	Role       string
+	HasAccount bool // the email has an account: its owner signs in to accept
+}
+
+// invitation finds the live invitation a link names; NotFound (one message) for a
+// malformed, unknown, used or expired link.
+func (s *Service) invitation(ctx context.Context, tx *pg.Tx, link string) (db.InvitationRowsByInviteIDRow, error) {
+	invalid := apperr.New(apperr.NotFound, "%s", MsgInvitationInvalid)
+	p, err := auth.Parse(InvitePrefix, link)
+	if err != nil {
+		return db.InvitationRowsByInviteIDRow{}, invalid
+	}
+	rows, err := s.Q.InvitationRowsByInviteID(ctx, tx, p.ID)
+	if err != nil {
+		return db.InvitationRowsByInviteIDRow{}, err
+	}
+	for _, r := range rows {
+		if p.Matches(r.SecretHash) && r.AcceptedAt == nil && time.Now().Before(r.ExpiresAt) {
+			return r, nil
+		}
+	}
+	return db.InvitationRowsByInviteIDRow{}, invalid
+}
+
+// Invitation reads what a link invites to.
+func (s *Service) Invitation(ctx context.Context, link string) (OpenInvitation, error) {
+	var out OpenInvitation
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		inv, err := s.invitation(ctx, tx, link)
+		if err != nil {
+			return err
+		}
+		out = OpenInvitation{OrgName: inv.OrgName, Email: inv.Email, Role: inv.Role}
+		_, err = s.Q.UserGetByEmail(ctx, tx, inv.Email)
+		if pg.IsNoRows(err) {
+			return nil
+		}
+		out.HasAccount = err == nil
+		return err
+	})
+	return out, wrap("open invitation", err)
+}
+
+// Joiner is who accepts an invitation: the signed-in person (SignedIn, their email must
+// be the invitation's), or a new person choosing a name and password.
+type Joiner struct {
+	SignedIn      uuid.UUID
+	SignedInEmail string
+	Name          string
+	Password      string
+}
+
+// AcceptInvitation joins the invited person to the organisation with the invitation's
+// role, in one transaction with the invitation's use and the audit event: a link works
+// once.
+func (s *Service) AcceptInvitation(ctx context.Context, link string, j Joiner) error {
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		inv, err := s.invitation(ctx, tx, link)
+		if err != nil {
+			return err
+		}
+		existing, err := s.Q.UserGetByEmail(ctx, tx, inv.Email)
+		hasAccount := err == nil
+		if err != nil && !pg.IsNoRows(err) {
+			return err
+		}
+		var userID uuid.UUID
+		name := existing.Name
+		switch {
+		case j.SignedIn != uuid.Nil:
+			if !strings.EqualFold(j.SignedInEmail, inv.Email) {
+				return apperr.New(apperr.Forbidden, "This invitation is for %s: sign in as that person to accept it.", inv.Email)
+			}
+			userID = j.SignedIn
+		case hasAccount:
+			return apperr.New(apperr.Forbidden, "%s has an account: sign in as that person to accept the invitation.", inv.Email)
+		default:
+			if name = strings.TrimSpace(j.Name); name == "" || len(name) > 200 {
+				return fieldError("name", "required, at most 200 characters")
+			}
+			if len(j.Password) < MinPassword {
+				return fieldError("password", fmt.Sprintf("at least %d characters", MinPassword))
+			}
+			hash, err := auth.HashPassword(j.Password)
+			if err != nil {
+				return fmt.Errorf("hash password: %w", err)
+			}
+			if userID, err = s.Q.UserUpsert(ctx, tx, db.UserUpsertParams{ID: newID(), Email: inv.Email, Name: name, PasswordHash: &hash}); err != nil {
+				return err
+			}
+		}
+		n, err := s.Q.InvitationAccept(ctx, tx, db.InvitationAcceptParams{OrgID: inv.OrgID, ID: inv.ID, UserID: &userID})
+		if err != nil {
+			return err
+		}
+		if n == 0 { // used by a concurrent request since it was read
+			return apperr.New(apperr.NotFound, "%s", MsgInvitationInvalid)
+		}
+		if err := s.Q.OrgMemberUpsert(ctx, tx, db.OrgMemberUpsertParams{OrgID: inv.OrgID, UserID: userID, Role: inv.Role}); err != nil {
+			return err
+		}
+		actor := audit.Actor{OrgID: inv.OrgID, UserID: userID, Name: name}
+		if err := audit.Record(ctx, tx, audit.Event{Actor: actor, OrgID: inv.OrgID, Kind: audit.KindInvitation, ObjectID: inv.ID.String(), Action: "accepted"}); err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, audit.Event{Actor: actor, OrgID: inv.OrgID, Kind: audit.KindPerson, ObjectID: userID.String(),
+			Action: "joined", Detail: map[string]string{"role": inv.Role, "invitation": inv.ID.String()}})
+	})
+	if _, ok := err.(*InputError); ok {
+		return err
+	}
+	return wrap("accept invitation", err)
+}

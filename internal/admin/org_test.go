@@ -1,0 +1,65 @@
+package admin_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/testfix"
+)
+
+// TestOrgAdminChangesCarryTheirAudit: a company admin change and its audit event are one
+// transaction: when the event cannot be written, the change is undone too.
+func TestOrgAdminChangesCarryTheirAudit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := testfix.Seed(t, demo)
+	svc := admin.New(b.DB, testfix.PublicURL)
+	acme := b.Result.Organisations["acme"].ID
+	owner := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
+
+	t.Run("an event that cannot be written undoes the change", func(t *testing.T) {
+		t.Parallel()
+		nameless := owner
+		nameless.Name = "" // audit.Record refuses an event without its actor's name
+		if _, err := svc.CreateAgent(ctx, nameless, admin.AgentSpec{Slug: "ghost", Name: "Ghost"}); err == nil {
+			t.Fatal("created without its audit event")
+		}
+		if n := b.Count(t, `SELECT count(*) FROM agent WHERE slug = 'ghost'`); n != 0 {
+			t.Fatal("the agent was stored without its audit event")
+		}
+		if _, err := svc.RotateOrgAgentKey(ctx, nameless, b.Result.Agents["acme/architect"].ID); err == nil {
+			t.Fatal("rotated without its audit event")
+		}
+		if n := b.Count(t, `SELECT count(*) FROM agent_key WHERE agent_id = $1 AND revoked_at IS NULL`, b.Result.Agents["acme/architect"].ID); n != 1 {
+			t.Fatalf("the key was rotated without its audit event (%d active)", n)
+		}
+	})
+
+	t.Run("a change is written with exactly one event", func(t *testing.T) {
+		t.Parallel()
+		out, err := svc.CreateAgent(ctx, owner, admin.AgentSpec{Slug: "scribe", Name: "Scribe"})
+		if err != nil || out.Key == "" {
+			t.Fatalf("create: %v", err)
+		}
+		if n := b.Count(t, `SELECT count(*) FROM audit_event WHERE object_id = $1 AND action = 'created'`, out.ID.String()); n != 1 {
+			t.Fatalf("%d events", n)
+		}
+	})
+
+	t.Run("a member is refused before anything is read", func(t *testing.T) {
+		t.Parallel()
+		member := owner
+		member.Role = "member"
+		_, err := svc.OrgAgents(ctx, member)
+		if e, ok := apperr.As(err); !ok || e.Code != apperr.Forbidden {
+			t.Fatalf("err = %v", err)
+		}
+		var in *admin.InputError
+		if errors.As(err, &in) {
+			t.Fatal("a refusal is not a field error")
+		}
+	})
+}

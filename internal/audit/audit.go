@@ -1,0 +1,189 @@
+// Package audit is the trail of who changed what, and when (migration 000029,
+// docs/dashboard.md "Audit"). A service records a change with Record in the transaction
+// that makes the change, so a change that fails leaves no row; a page shows an object's
+// history with History and the dashboard's "history" template.
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// Kinds of audited objects (audit_event.object_kind). A page names its object with one
+// of these, so its history is read with the kind it was written with.
+const (
+	KindAgent       = "agent"
+	KindProject     = "project"
+	KindAgreement   = "agreement"
+	KindPerson      = "person"
+	KindOAuthClient = "oauth_client"
+	KindInvitation  = "invitation"
+)
+
+// MaxDetailBytes bounds an event's detail as JSON (the table's check says the same): a
+// detail names what changed, it never carries content or secrets.
+const MaxDetailBytes = 4096
+
+// MaxHistory is how many of an object's events a page shows, newest first.
+const MaxHistory = 50
+
+// OperatorName is the actor of a change made by the operator's CLI (no person).
+const OperatorName = "operator"
+
+// Actor is who made a change: a person acting for an organisation, or (UserID nil) the
+// operator or the service itself on the organisation's behalf.
+type Actor struct {
+	OrgID  uuid.UUID
+	UserID uuid.UUID // uuid.Nil when no person acted
+	Name   string
+}
+
+// Event is one change.
+type Event struct {
+	Actor Actor
+	// OrgID owns the object: the project's host for anything in a room, the organisation
+	// itself for its agents, people and clients. Its people read the history.
+	OrgID uuid.UUID
+	// PartyOrgID (optional) is the other company the object concerns (an agreement's
+	// guest): its people read the history too.
+	PartyOrgID uuid.UUID
+	// ProjectID (optional) is the room the change was made in: a guest's person may write
+	// into the host's history only in a room its transaction is admitted to.
+	ProjectID uuid.UUID
+	Kind      string
+	ObjectID  string
+	Action    string
+	// Detail says briefly what changed (field names and new values, never secrets).
+	Detail map[string]string
+}
+
+// Record writes e in tx, the transaction of the change it describes.
+func Record(ctx context.Context, tx *pg.Tx, e Event) error {
+	if e.Actor.Name == "" || e.Actor.OrgID == uuid.Nil || e.OrgID == uuid.Nil || e.Kind == "" || e.ObjectID == "" || e.Action == "" {
+		return fmt.Errorf("audit: incomplete event %s/%s %s", e.Kind, e.ObjectID, e.Action)
+	}
+	detail := e.Detail
+	if detail == nil {
+		detail = map[string]string{}
+	}
+	js, err := json.Marshal(detail)
+	if err != nil {
+		return fmt.Errorf("audit: detail: %w", err)
+	}
+	if len(js) > MaxDetailBytes {
+		return fmt.Errorf("audit: detail of %s/%s %s is %d bytes, at most %d", e.Kind, e.ObjectID, e.Action, len(js), MaxDetailBytes)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return fmt.Errorf("audit: id: %w", err)
+	}
+	err = db.New().AuditEventInsert(ctx, tx, db.AuditEventInsertParams{
+		OrgID: e.OrgID, ID: id, ActorOrgID: e.Actor.OrgID, ActorUserID: optional(e.Actor.UserID), ActorName: e.Actor.Name,
+		PartyOrgID: optional(e.PartyOrgID), ProjectID: optional(e.ProjectID),
+		ObjectKind: e.Kind, ObjectID: e.ObjectID, Action: e.Action, Detail: js,
+	})
+	if err != nil {
+		return fmt.Errorf("audit: record %s/%s %s: %w", e.Kind, e.ObjectID, e.Action, err)
+	}
+	return nil
+}
+
+func optional(id uuid.UUID) *uuid.UUID {
+	if id == uuid.Nil {
+		return nil
+	}
+	return &id
+}
+
+// intentKey carries an Event a caller wants recorded by the service it calls.
+type intentKey struct{}
+
+type intent struct {
+	e       Event
+	written bool
+}
+
+// Intend asks the service called with the returned context to record e in the
+// transaction of its change (RecordIntended). A page that changes something through a
+// service whose functions do not take an Event uses it: the service records it with one
+// line where it commits, and Written tells the page it did.
+func Intend(ctx context.Context, e Event) context.Context {
+	return context.WithValue(ctx, intentKey{}, &intent{e: e})
+}
+
+// RecordIntended records the Event a caller put in ctx with Intend, if any, in tx; a
+// service calls it in its writing transaction, after its change succeeded.
+func RecordIntended(ctx context.Context, tx *pg.Tx) error {
+	in, ok := ctx.Value(intentKey{}).(*intent)
+	if !ok || in.written {
+		return nil
+	}
+	if err := Record(ctx, tx, in.e); err != nil {
+		return err
+	}
+	in.written = true
+	return nil
+}
+
+// Written reports whether the Event put in ctx with Intend was recorded (its transaction
+// may still have rolled back: check the service call's error too).
+func Written(ctx context.Context) bool {
+	in, ok := ctx.Value(intentKey{}).(*intent)
+	return ok && in.written
+}
+
+// Entry is one line of an object's history, as pages show it.
+type Entry struct {
+	At       time.Time
+	Actor    string
+	ActorOrg string
+	Action   string
+	Detail   map[string]string
+}
+
+// Object names the object whose history is read: its owner, kind and id.
+type Object struct {
+	OrgID uuid.UUID
+	Kind  string
+	ID    string
+}
+
+// Service reads the trail for pages (writing is Record's, inside each change).
+type Service struct {
+	DB *pg.DB
+	Q  *db.Queries
+}
+
+// New builds the reader on d.
+func New(d *pg.DB) *Service { return &Service{DB: d, Q: db.New()} }
+
+// History reads an object's history, newest first (at most MaxHistory), under tenant t
+// (the reader's: a room page's Scope.Tenant(), an organisation page's organisation): RLS
+// leaves the reader the events of its own organisation's objects, its own actions and
+// those of objects it is a party to.
+func (s *Service) History(ctx context.Context, t pg.Tenant, o Object) ([]Entry, error) {
+	var rows []db.AuditEventListByObjectRow
+	err := s.DB.InTenant(ctx, t, func(tx *pg.Tx) (err error) {
+		rows, err = s.Q.AuditEventListByObject(ctx, tx, db.AuditEventListByObjectParams{OrgID: o.OrgID, ObjectKind: o.Kind, ObjectID: o.ID, MaxRows: MaxHistory})
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("audit history", err)
+	}
+	out := make([]Entry, 0, len(rows))
+	for _, r := range rows {
+		e := Entry{At: r.At, Actor: r.ActorName, ActorOrg: r.ActorOrgName, Action: r.Action}
+		if err := json.Unmarshal(r.Detail, &e.Detail); err != nil {
+			return nil, fmt.Errorf("audit history: detail of %s: %w", r.ID, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

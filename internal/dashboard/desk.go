@@ -1,0 +1,135 @@
+package dashboard
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/desk"
+	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/web"
+)
+
+// The desk pages under /app/desk/ (docs/dashboard.md, "Desk"): so far the reports, as
+// server-rendered SVG bar charts with a table under each, read through the same
+// desk.Service.GetReport as relaydesk_get_report (owners and admins, desk.MsgReportsRole).
+
+// Report windows the page offers, in days (at most desk.MaxReportDays).
+var deskWindows = []int{7, 14, desk.MaxReportDays}
+
+// Chart geometry (SVG user units; the chart scales to the page's width).
+const (
+	deskChartW, deskChartH = 620, 160
+	deskChartTop       = 10 // room above the tallest bar
+)
+
+// deskView is the desk pages' part of the view.
+type deskView struct {
+	Days    int
+	Windows []deskWindow
+	Charts  []deskChart
+	Message string // the desk's refusal (a plan without desk access)
+}
+
+// deskWindow is a link to the reports over another number of days.
+type deskWindow struct {
+	Days int
+	URL  string
+}
+
+// deskChart is one metric's report, drawn.
+type deskChart struct {
+	Metric, Title, Unit, Timezone string
+	W, H                          int
+	Bars                          []deskBar
+	Max                           float64
+}
+
+// deskBar is one day: its bar (absent when nothing qualified) and its table row.
+type deskBar struct {
+	Date       string
+	Value      string // "" when nothing qualified that day
+	X, Y, W, H float64
+}
+
+var metricTitles = map[string]string{
+	desk.MetricConversationVolume: "Conversations created",
+	desk.MetricFirstResponseTime:  "Mean first response time",
+	desk.MetricResolutionTime:     "Mean resolution time",
+}
+
+func (h *Handler) serveDesk(w http.ResponseWriter, r *http.Request, sess web.Session, rest []string) {
+	if len(rest) != 1 || rest[0] != "reports" || r.Method != http.MethodGet {
+		h.notFound(w, &sess)
+		return
+	}
+	c, ok := h.adminActor(w, r, sess) // reports are the owners' and admins' (desk.MsgReportsRole)
+	if !ok {
+		return
+	}
+	h.deskReports(c)
+}
+
+func (h *Handler) deskReports(c adminCtx) {
+	days := desk.MaxReportDays
+	if d, err := strconv.Atoi(c.r.URL.Query().Get("days")); err == nil && slices.Contains(deskWindows, d) {
+		days = d
+	}
+	h.show(c, http.StatusOK, view{}, "Desk reports", "desk", func(ctx context.Context, v *view) error {
+		org := v.Admin.Org
+		// The person as the desk sees a member of the workspace (role, plan, timezone),
+		// allowed to read reports: the same checks as a token with reports:read.
+		sc := tenancy.Scope{OrgID: org.ID, OrgName: org.Name, Person: &tenancy.Person{UserID: c.a.UserID, Name: c.a.Name, Role: c.a.Role,
+			Plan: org.Plan, Timezone: org.Timezone, Scopes: []string{desk.ScopeReportsRead}}}
+		end := inZone(time.Now(), org.Timezone)
+		start := end.AddDate(0, 0, -(days - 1))
+		v.Desk = &deskView{Days: days}
+		for _, d := range deskWindows {
+			u := Prefix + "desk/reports?days=" + strconv.Itoa(d)
+			if c.orgQ != "" {
+				u += "&org=" + c.a.OrgID.String()
+			}
+			v.Desk.Windows = append(v.Desk.Windows, deskWindow{Days: d, URL: u})
+		}
+		for _, m := range desk.Metrics {
+			rep, err := h.deps.Desk.GetReport(ctx, sc, desk.ReportInput{Metric: m, StartDate: start.Format("2006-01-02"), EndDate: end.Format("2006-01-02")})
+			if e, ok := apperr.As(err); ok && (e.Code == apperr.Forbidden || e.Code == apperr.Invalid) {
+				v.Desk.Message = e.Message
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			v.Desk.Charts = append(v.Desk.Charts, drawReport(rep))
+		}
+		return nil
+	})
+}
+
+// drawReport lays a report out as bars, one a day, scaled to the largest value.
+func drawReport(rep desk.Report) deskChart {
+	ch := deskChart{Metric: rep.Metric, Title: metricTitles[rep.Metric], Unit: rep.Unit, Timezone: rep.Timezone, W: deskChartW, H: deskChartH}
+	for _, p := range rep.Points {
+		if p.Value != nil && *p.Value > ch.Max {
+			ch.Max = *p.Value
+		}
+	}
+	n := float64(max(len(rep.Points), 1))
+	slot := float64(deskChartW) / n
+	for i, p := range rep.Points {
+		b := deskBar{Date: p.Date, X: float64(i)*slot + slot*0.1, W: slot * 0.8}
+		if p.Value != nil {
+			b.Value = strconv.FormatFloat(*p.Value, 'f', -1, 64)
+			if ch.Max > 0 {
+				b.H = math.Round(*p.Value/ch.Max*float64(deskChartH-deskChartTop)*10) / 10
+			}
+			b.Y = float64(deskChartH) - b.H
+		}
+		ch.Bars = append(ch.Bars, b)
+	}
+	return ch
+}

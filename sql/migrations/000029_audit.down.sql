@@ -1,0 +1,2 @@
+DROP TABLE org_invitation;
+DROP TABLE audit_event;

@@ -1,0 +1,20 @@
+-- The audit trail (migration 000029, internal/audit).
+
+-- name: AuditEventInsert :exec
+-- The actor's organisation is always visible to the writer (it is rr_org(), or the
+-- operator writes), so its name is read here, in the same statement.
+INSERT INTO audit_event (org_id, id, actor_org_id, actor_org_name, actor_user_id, actor_name, party_org_id, project_id,
+  object_kind, object_id, action, detail)
+VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(actor_org_id),
+  coalesce((SELECT o.name FROM organisation o WHERE o.id = sqlc.arg(actor_org_id)), ''),
+  sqlc.narg(actor_user_id), sqlc.arg(actor_name),
+  sqlc.narg(party_org_id), sqlc.narg(project_id), sqlc.arg(object_kind), sqlc.arg(object_id), sqlc.arg(action),
+  sqlc.arg(detail));
+
+-- name: AuditEventListByObject :many
+-- One object's history, newest first; RLS leaves a reader the rows it may see.
+SELECT e.id, e.at, e.actor_name, e.actor_org_name, e.action, e.detail
+FROM audit_event e
+WHERE e.org_id = sqlc.arg(org_id) AND e.object_kind = sqlc.arg(object_kind) AND e.object_id = sqlc.arg(object_id)
+ORDER BY e.at DESC, e.id DESC
+LIMIT sqlc.arg(max_rows);
