@@ -11,8 +11,8 @@ import (
 // The hit-rate chart's geometry, in SVG user units (the stylesheet scales it to the
 // page's width).
 const (
-	rateChartW   = 640
-	rateChartH  = 200
+	rateChartW       = 640
+	rateChartH       = 200
 	rateChartLeft    = 40 // room for the percentage axis
 	rateChartBottom  = 24 // room for the bucket labels
 	rateChartTop     = 10

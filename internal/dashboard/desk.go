@@ -24,7 +24,7 @@ var deskWindows = []int{7, 14, desk.MaxReportDays}
 // Chart geometry (SVG user units; the chart scales to the page's width).
 const (
 	deskChartW, deskChartH = 620, 160
-	deskChartTop       = 10 // room above the tallest bar
+	deskChartTop           = 10 // room above the tallest bar
 )
 
 // deskView is the desk pages' part of the view.
