@@ -6,7 +6,8 @@ import (
 
 // The write tools that wake always-on agents read the agents' kind with the lookup they
 // make anyway (the room's members, the task's recipient or sender), so queueing the wake
-// costs no round trip of its own, and respond_to_task's writes travel with its next read.
+// costs no round trip of its own; respond_to_task's writes travel with its next read, and
+// write_memory's with its COMMIT.
 // Each call through the per-room address: the resolution (1), then the tool's
 // transaction. The counts are what the code sends; the wakes are checked too, so a
 // count cannot be reached by skipping one.
@@ -28,6 +29,18 @@ func TestWriteToolRoundTrips(t *testing.T) {
 		}
 		if got := wakes() - before; got != 1 {
 			t.Fatalf("%d wake events, want 1 (qa-lead, the one always-on member)", got)
+		}
+	})
+	t.Run("write_memory is two round trips and stores the entry, its vector and its card", func(t *testing.T) {
+		res, n := trips(t, "architect", "write_memory", map[string]any{"content": "the release train leaves on Thursdays"})
+		if n != 2 {
+			t.Fatalf("%d round trips, want 2 (resolve; entry, vector and card with the COMMIT)", n)
+		}
+		id := res["memory_id"]
+		if e.count("SELECT count(*) FROM memory_entry WHERE id = $1", id) != 1 ||
+			e.count("SELECT count(*) FROM memory_vector WHERE memory_id = $1", id) != 1 ||
+			e.count("SELECT count(*) FROM room_message WHERE ref_id = $1 AND kind = 'memory'", id) != 1 {
+			t.Fatal("the entry, its vector or its card is missing")
 		}
 	})
 	var taskID string
