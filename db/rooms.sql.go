@@ -342,7 +342,9 @@ func (q *Queries) RoomMemberGetByPart(ctx context.Context, db DBTX, arg RoomMemb
 }
 
 const roomMemberGetSender = `-- name: RoomMemberGetSender :one
-SELECT id FROM membership WHERE project_id = $1 AND agent_id = $2
+SELECT m.id, a.kind = 'always_on' AS always_on
+FROM membership m JOIN agent a ON a.id = m.agent_id
+WHERE m.project_id = $1 AND m.agent_id = $2
 `
 
 type RoomMemberGetSenderParams struct {
@@ -350,25 +352,36 @@ type RoomMemberGetSenderParams struct {
 	AgentID   uuid.UUID
 }
 
-func (q *Queries) RoomMemberGetSender(ctx context.Context, db DBTX, arg RoomMemberGetSenderParams) (uuid.UUID, error) {
-	row := db.QueryRow(ctx, roomMemberGetSender, arg.ProjectID, arg.AgentID)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
+type RoomMemberGetSenderRow struct {
+	ID       uuid.UUID
+	AlwaysOn bool
 }
 
-const roomMemberListAgents = `-- name: RoomMemberListAgents :many
-SELECT m.id FROM membership m WHERE m.project_id = $1 AND m.agent_id <> $2 ORDER BY m.id
+// A task's sender's part, and whether its agent is always-on (only those are woken by the
+// response): read together, so the wake needs no lookup of its own.
+func (q *Queries) RoomMemberGetSender(ctx context.Context, db DBTX, arg RoomMemberGetSenderParams) (RoomMemberGetSenderRow, error) {
+	row := db.QueryRow(ctx, roomMemberGetSender, arg.ProjectID, arg.AgentID)
+	var i RoomMemberGetSenderRow
+	err := row.Scan(&i.ID, &i.AlwaysOn)
+	return i, err
+}
+
+const roomMemberListAlwaysOn = `-- name: RoomMemberListAlwaysOn :many
+SELECT m.id FROM membership m JOIN agent a ON a.id = m.agent_id
+WHERE m.project_id = $1 AND m.agent_id <> $2 AND a.kind = 'always_on' ORDER BY m.id
 `
 
-type RoomMemberListAgentsParams struct {
+type RoomMemberListAlwaysOnParams struct {
 	ProjectID uuid.UUID
 	AgentID   uuid.UUID
 }
 
-// Agent members other than the caller, for waking on a new room message.
-func (q *Queries) RoomMemberListAgents(ctx context.Context, db DBTX, arg RoomMemberListAgentsParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, roomMemberListAgents, arg.ProjectID, arg.AgentID)
+// The parts of always-on agents other than the caller, woken on a new room message (a
+// session agent reads the room at its next call instead). The agent's kind is read here,
+// with the members, rather than in a lookup of its own after them: one round trip less
+// per message. (The wake's own statement must not read agent: docs/scale.md.)
+func (q *Queries) RoomMemberListAlwaysOn(ctx context.Context, db DBTX, arg RoomMemberListAlwaysOnParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, roomMemberListAlwaysOn, arg.ProjectID, arg.AgentID)
 	if err != nil {
 		return nil, err
 	}

@@ -36,39 +36,6 @@ func (q *Queries) AgentGetByRef(ctx context.Context, db DBTX, arg AgentGetByRefP
 	return i, err
 }
 
-const membershipListAlwaysOn = `-- name: MembershipListAlwaysOn :many
-SELECT m.id FROM membership m JOIN agent a ON a.id = m.agent_id
-WHERE m.project_id = $1::uuid AND m.id = ANY ($2::uuid[])
-  AND a.kind = 'always_on'
-`
-
-type MembershipListAlwaysOnParams struct {
-	ProjectID uuid.UUID
-	MemberIds []uuid.UUID
-}
-
-// Of the parts named, those whose agent is always-on (rooms' AlwaysOnOnly requests queue
-// only these): read before WakeEventQueue, which must not read the agent table.
-func (q *Queries) MembershipListAlwaysOn(ctx context.Context, db DBTX, arg MembershipListAlwaysOnParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, membershipListAlwaysOn, arg.ProjectID, arg.MemberIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const membershipResumeParked = `-- name: MembershipResumeParked :execrows
 UPDATE membership SET parked_until = NULL, updated_at = $1::timestamptz
 WHERE parked_until IS NOT NULL AND parked_until <= $1::timestamptz

@@ -88,12 +88,14 @@ func (s *Service) postMessage(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, 
 	if s.Wakes == nil {
 		return nil
 	}
-	others, err := s.Q.RoomMemberListAgents(ctx, tx, db.RoomMemberListAgentsParams{ProjectID: sc.ProjectID, AgentID: sc.AgentID})
+	// Only always-on agents are woken; the lookup keeps them, so the wake needs no
+	// filter of its own (AlwaysOnOnly would read them again: one more round trip).
+	others, err := s.Q.RoomMemberListAlwaysOn(ctx, tx, db.RoomMemberListAlwaysOnParams{ProjectID: sc.ProjectID, AgentID: sc.AgentID})
 	if err != nil {
 		return err
 	}
 	return s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, HostOrgID: sc.HostOrgID, MemberIDs: others, Source: "room_message",
-		ItemID: id, Broadcast: true, AlwaysOnOnly: true})
+		ItemID: id, Broadcast: true})
 }
 
 // Message is one message of get_messages.

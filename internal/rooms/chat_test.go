@@ -128,39 +128,57 @@ func (q *recordingQueue) Queue(_ context.Context, _ *pg.Tx, r wake.Request) erro
 	return nil
 }
 
+// New work wakes the always-on agents it concerns, and only those: a session agent sees
+// it at its next call. The service keeps the always-on parts itself (their kind comes
+// with the lookup it makes anyway), so the wake service is handed exactly the parts to
+// wake.
 func TestNewWorkQueuesWakes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	q := &recordingQueue{}
 	e.svc.Wakes = q
 	ctx := context.Background()
-	arch := e.scope("architect", e.one)
+	arch, qa := e.scope("architect", e.one), e.scope("qa-lead", e.one)
 	res, err := e.svc.SendTask(ctx, arch, rooms.SendTaskInput{ToAgentSlug: "qa-lead", Goal: "triage", Priority: "urgent"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	qa := e.scope("qa-lead", e.one)
-	if len(q.reqs) != 1 || q.reqs[0].Source != "task" || !q.reqs[0].AlwaysOnOnly || !q.reqs[0].Urgent ||
+	if len(q.reqs) != 1 || q.reqs[0].Source != "task" || !q.reqs[0].Urgent ||
 		len(q.reqs[0].MemberIDs) != 1 || q.reqs[0].MemberIDs[0] != qa.MemberID || q.reqs[0].ItemID.String() != res.TaskID {
 		t.Fatalf("task wake: %+v", q.reqs)
 	}
+	// A task for a session agent wakes nobody.
+	back, err := e.svc.SendTask(ctx, qa, rooms.SendTaskInput{ToAgentSlug: "architect", Goal: "review"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.reqs) != 1 {
+		t.Fatalf("a task for a session agent queued a wake: %+v", q.reqs[1:])
+	}
+	// A message wakes the room's always-on agents but the poster: qa-lead alone.
 	if _, err := e.svc.PostMessage(ctx, arch, "hello"); err != nil {
 		t.Fatal(err)
 	}
-	w := q.reqs[1]
-	if w.Source != "room_message" || !w.AlwaysOnOnly || len(w.MemberIDs) != 5 {
+	if w := q.reqs[1]; w.Source != "room_message" || len(w.MemberIDs) != 1 || w.MemberIDs[0] != qa.MemberID {
 		t.Fatalf("message wake: %+v", w)
 	}
-	for _, m := range w.MemberIDs {
-		if m == arch.MemberID {
-			t.Fatal("the poster is woken by its own message")
-		}
+	if _, err := e.svc.PostMessage(ctx, qa, "hello"); err != nil {
+		t.Fatal(err)
 	}
-	// The recipient's response wakes the sender.
+	if len(q.reqs) != 2 {
+		t.Fatalf("the always-on poster was woken by its own message: %+v", q.reqs[2:])
+	}
+	// A response wakes an always-on sender, and not a session one.
 	if _, err := e.svc.RespondToTask(ctx, qa, rooms.RespondInput{TaskID: res.TaskID, Result: "ok", Status: "done"}); err != nil {
 		t.Fatal(err)
 	}
-	if w := q.reqs[2]; w.Source != "task" || w.MemberIDs[0] != arch.MemberID {
+	if len(q.reqs) != 2 {
+		t.Fatalf("a response woke a session sender: %+v", q.reqs[2:])
+	}
+	if _, err := e.svc.RespondToTask(ctx, arch, rooms.RespondInput{TaskID: back.TaskID, Result: "ok", Status: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if w := q.reqs[2]; w.Source != "task" || len(w.MemberIDs) != 1 || w.MemberIDs[0] != qa.MemberID {
 		t.Fatalf("response wake: %+v", w)
 	}
 	// A refused call queues nothing.

@@ -143,26 +143,30 @@ func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMem
 		vec, embedded = s.embedOne(ctx, e, in.Content)
 	}
 
+	// The entry, its vector and its card return nothing anyone reads: they travel with
+	// the COMMIT, one round trip for the whole write (pg.Tx.Pipeline).
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		if err := s.Q.MemoryEntryInsert(ctx, tx, db.MemoryEntryInsertParams{
-			ProjectID: sc.ProjectID, ID: id, OrgID: sc.OrgID, AgentID: &sc.AgentID, Model: sc.AgentModel,
-			Content: in.Content, Tags: tags, Category: category, IsDecision: in.IsDecision, IsPrivate: in.IsPrivate, CreatedAt: at,
-		}); err != nil {
-			return err
-		}
-		if deferred {
-			tx.AfterCommit(func() {
-				s.queueEmbedding(db.MemoryEntryListUnembeddedRow{ProjectID: sc.ProjectID, ID: id, Content: in.Content})
-			})
-		}
-		if embedded {
-			if err := s.Q.MemoryVectorInsert(ctx, tx, db.MemoryVectorInsertParams{
-				ProjectID: sc.ProjectID, MemoryID: id, Embedder: e.Name(), Embedding: vec,
+		return tx.Pipeline(func() error {
+			if err := s.Q.MemoryEntryInsert(ctx, tx, db.MemoryEntryInsertParams{
+				ProjectID: sc.ProjectID, ID: id, OrgID: sc.OrgID, AgentID: &sc.AgentID, Model: sc.AgentModel,
+				Content: in.Content, Tags: tags, Category: category, IsDecision: in.IsDecision, IsPrivate: in.IsPrivate, CreatedAt: at,
 			}); err != nil {
 				return err
 			}
-		}
-		return s.card(ctx, tx, sc, "memory", memoryCard(sc, in, category), id, at)
+			if deferred {
+				tx.AfterCommit(func() {
+					s.queueEmbedding(db.MemoryEntryListUnembeddedRow{ProjectID: sc.ProjectID, ID: id, Content: in.Content})
+				})
+			}
+			if embedded {
+				if err := s.Q.MemoryVectorInsert(ctx, tx, db.MemoryVectorInsertParams{
+					ProjectID: sc.ProjectID, MemoryID: id, Embedder: e.Name(), Embedding: vec,
+				}); err != nil {
+					return err
+				}
+			}
+			return s.card(ctx, tx, sc, "memory", memoryCard(sc, in, category), id, at)
+		})
 	})
 	if err != nil {
 		return WriteMemoryResult{}, pg.Classify("write memory", err)

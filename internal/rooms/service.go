@@ -207,6 +207,10 @@ func ts(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 func strp(s string) *string { return &s }
 
+// agentAlwaysOn is the agent kind that wakes reach (agent.kind): a session agent sees
+// what arrived at its next call instead.
+const agentAlwaysOn = "always_on"
+
 func (s *Service) queueWake(ctx context.Context, tx *pg.Tx, r wake.Request) error {
 	if s.Wakes == nil || len(r.MemberIDs) == 0 {
 		return nil

@@ -182,9 +182,11 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 			if err := s.card(ctx, tx, sc, "task", card, id, at); err != nil {
 				return err
 			}
-			if to.AgentID != sc.AgentID {
+			// Only an always-on recipient is woken; its kind came with the lookup above, so
+			// the wake reads nothing more (AlwaysOnOnly would: one more round trip).
+			if to.AgentID != sc.AgentID && to.AgentKind == agentAlwaysOn {
 				if err := s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, HostOrgID: sc.HostOrgID, MemberIDs: []uuid.UUID{to.ID}, Source: "task",
-					ItemID: id, Urgent: priority == PriorityUrgent, AlwaysOnOnly: true}); err != nil {
+					ItemID: id, Urgent: priority == PriorityUrgent}); err != nil {
 					return err
 				}
 			}
@@ -373,21 +375,34 @@ func (s *Service) RespondToTask(ctx context.Context, sc tenancy.Scope, in Respon
 		if !slices.Contains(openStatuses, t.Status) {
 			return apperr.New(apperr.Conflict, "Task %s is already %s and cannot change", id, t.Status)
 		}
-		if err := s.Q.TaskRespond(ctx, tx, db.TaskRespondParams{ProjectID: sc.ProjectID, ID: id, Status: in.Status, Result: &in.Result}); err != nil {
-			return err
-		}
-		// The whole result: the contract lets the sender and everyone in the room see the
-		// response, and the room's conversation is where they see it.
-		// (cut only where the card would pass a room message's limit).
-		prefix := fmt.Sprintf("[task] Responded to %q: %s. ", excerpt(t.Goal, 80), in.Status)
-		card := prefix + excerpt(in.Result, maxMessageRunes-utf8.RuneCountInString(prefix)-1)
-		if err := s.card(ctx, tx, sc, "task", card, id, at); err != nil {
+		// The response and its card return nothing anyone reads: they travel with the
+		// sender's lookup below, or with the COMMIT (pg.Tx.Pipeline); the task row is
+		// already locked, so nothing decided above can change before they run.
+		err = tx.Pipeline(func() error {
+			if err := s.Q.TaskRespond(ctx, tx, db.TaskRespondParams{ProjectID: sc.ProjectID, ID: id, Status: in.Status, Result: &in.Result}); err != nil {
+				return err
+			}
+			// The whole result: the contract lets the sender and everyone in the room see the
+			// response, and the room's conversation is where they see it.
+			// (cut only where the card would pass a room message's limit).
+			prefix := fmt.Sprintf("[task] Responded to %q: %s. ", excerpt(t.Goal, 80), in.Status)
+			card := prefix + excerpt(in.Result, maxMessageRunes-utf8.RuneCountInString(prefix)-1)
+			return s.card(ctx, tx, sc, "task", card, id, at)
+		})
+		if err != nil {
 			return err
 		}
 		if t.FromAgentID != nil && *t.FromAgentID != sc.AgentID {
+			// Only an always-on sender is woken; the lookup says whether it is one.
 			m, err := s.Q.RoomMemberGetSender(ctx, tx, db.RoomMemberGetSenderParams{ProjectID: sc.ProjectID, AgentID: *t.FromAgentID})
+			if err == nil && !m.AlwaysOn {
+				return nil
+			}
 			if err == nil {
-				return s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, HostOrgID: sc.HostOrgID, MemberIDs: []uuid.UUID{m}, Source: "task", ItemID: id, AlwaysOnOnly: true})
+				// The wake's insert travels with the COMMIT.
+				return tx.Pipeline(func() error {
+					return s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, HostOrgID: sc.HostOrgID, MemberIDs: []uuid.UUID{m.ID}, Source: "task", ItemID: id})
+				})
 			}
 			if !pg.IsNoRows(err) {
 				return err

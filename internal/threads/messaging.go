@@ -282,10 +282,14 @@ func (s *Service) Reply(ctx context.Context, sc tenancy.Scope, in ReplyInput) (R
 		if err != nil {
 			return err
 		}
-		if err := s.Q.ThreadTouch(ctx, tx, db.ThreadTouchParams{Now: now, NeedsHuman: needsHuman, ProjectID: sc.ProjectID, ID: tid}); err != nil {
-			return err
-		}
-		return s.storeMessage(ctx, tx, sc, tid, uuid.MustParse(res.MessageID), in.Body, in.Urgent, needsHuman, false, recipients, now)
+		// The touch returns nothing anyone reads: it travels with the message's inserts and
+		// the COMMIT (storeMessage pipelines them) instead of costing a round trip.
+		return tx.Pipeline(func() error {
+			if err := s.Q.ThreadTouch(ctx, tx, db.ThreadTouchParams{Now: now, NeedsHuman: needsHuman, ProjectID: sc.ProjectID, ID: tid}); err != nil {
+				return err
+			}
+			return s.storeMessage(ctx, tx, sc, tid, uuid.MustParse(res.MessageID), in.Body, in.Urgent, needsHuman, false, recipients, now)
+		})
 	})
 	if err != nil {
 		return ReplyResult{}, pg.Classify("reply", err)

@@ -24,7 +24,4 @@ type Request struct {
 	Urgent bool
 	// Broadcast marks a message sent to "*": each recipient is charged one wake.
 	Broadcast bool
-	// AlwaysOnOnly restricts the wake to agents of kind always_on (rooms: a session
-	// agent sees new tasks at its next get_inbox instead).
-	AlwaysOnOnly bool
 }

@@ -125,7 +125,7 @@ func cmpOr(d, def time.Duration) time.Duration {
 // sent with the caller's other pipelined writes: concurrent senders to one part do not
 // wait on each other. An online part's wake is queued too but held until the part has
 // been quiet for the online window (it may be seen to by then: acks and a close withdraw
-// what they cover); rooms' AlwaysOnOnly requests skip session agents. The events are coalesced into the
+// what they cover). The events are coalesced into the
 // part's one pending wake when it is about to be delivered (fold), and whether that
 // wake may be delivered (parked? budget left? urgent?) is decided then too, so a parked
 // part's wake simply waits, uncharged.
@@ -139,7 +139,6 @@ func (s *Service) Queue(ctx context.Context, tx *pg.Tx, r Request) error {
 		r.Source = "message"
 	}
 	now := s.now()
-	var err error
 	if r.HostOrgID == uuid.Nil {
 		return fmt.Errorf("wake queue: the request names no host organisation")
 	}
@@ -154,20 +153,7 @@ func (s *Service) Queue(ctx context.Context, tx *pg.Tx, r Request) error {
 	if r.ItemID != uuid.Nil {
 		arg.ItemID = &r.ItemID
 	}
-	// The statement that queues does not read the agent table (on Citus an INSERT …
-	// SELECT reading a reference table goes to every shard): rooms' AlwaysOnOnly requests
-	// first keep the parts of always-on agents, by a router read.
-	if r.AlwaysOnOnly {
-		members, err = s.Q.MembershipListAlwaysOn(ctx, tx, db.MembershipListAlwaysOnParams{ProjectID: r.ProjectID, MemberIds: members})
-		if err != nil {
-			return fmt.Errorf("wake queue: %w", err)
-		}
-		if len(members) == 0 {
-			return nil
-		}
-		arg.MemberIds, arg.Ids = members, arg.Ids[:len(members)]
-	}
-	if err = s.Q.WakeEventQueue(ctx, tx, arg); err != nil {
+	if err := s.Q.WakeEventQueue(ctx, tx, arg); err != nil {
 		return fmt.Errorf("wake queue: %w", err)
 	}
 	tx.AfterCommit(func() { s.noteQueued(r.ProjectID, members) })

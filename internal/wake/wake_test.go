@@ -379,20 +379,6 @@ func TestCloseCancels(t *testing.T) {
 	f.none("bot")
 }
 
-// TestAlwaysOnOnly: rooms' requests wake always-on agents only.
-func TestAlwaysOnOnly(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	r := f.msg("a", "bot")
-	r.Source = "task"
-	r.AlwaysOnOnly = true
-	f.queue(r)
-	f.none("a")
-	if w := f.open("bot"); !slices.Equal(w.Sources, []string{"task"}) {
-		t.Fatalf("always-on agent: %+v", w)
-	}
-}
-
 // TestTenantIsolation: a transaction of another project cannot queue wakes for this
 // project's parts (RLS), and one agent cannot claim or acknowledge another's wakes.
 func TestTenantIsolation(t *testing.T) {

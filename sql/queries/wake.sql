@@ -25,13 +25,6 @@ LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.o
 -- names the project, its threads and its last item
 WHERE m.org_id = sqlc.arg(host_org_id)::uuid OR ag.project_id IS NOT NULL;
 
--- name: MembershipListAlwaysOn :many
--- Of the parts named, those whose agent is always-on (rooms' AlwaysOnOnly requests queue
--- only these): read before WakeEventQueue, which must not read the agent table.
-SELECT m.id FROM membership m JOIN agent a ON a.id = m.agent_id
-WHERE m.project_id = sqlc.arg(project_id)::uuid AND m.id = ANY (sqlc.arg(member_ids)::uuid[])
-  AND a.kind = 'always_on';
-
 -- name: WakeEventListBacklog :many
 -- Projects with wake events to fold, with their agents (the sweep: every agent; the
 -- webhook dispatch: the agents given, those with a webhook). It reads every shard of
