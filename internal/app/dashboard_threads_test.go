@@ -254,7 +254,7 @@ func TestDashboardThreads(t *testing.T) {
 		served(t, asQA, qa, "event", map[string]any{"type": "work", "usage": map[string]any{"model": "gpt-5", "input_tokens": 10, "output_tokens": 20, "cost_usd": 0.01}})
 		day := time.Now().UTC().Format(time.DateOnly)
 		status, body := ana.get(pages + "/usage?days=7")
-		if status != http.StatusOK || strings.Count(body, "<svg viewBox") != 4 {
+		if status != http.StatusOK || strings.Count(body, `<svg class="chart" viewBox`) != 4 {
 			t.Fatalf("usage page: %d %s", status, body)
 		}
 		// Today's row of the tokens-by-model table: claude-opus-4 2500, gpt-5 30, total 2530.

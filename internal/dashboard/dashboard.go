@@ -132,7 +132,7 @@ func timeOf(v any) time.Time {
 func NewHandler(d Deps) (*Handler, error) {
 	h := &Handler{deps: d, pages: map[string]*template.Template{}}
 	for _, name := range append([]string{"home", "room", "memory", "knowledge", "tasks", "message", "admin", "invite", "desk"}, projectPages...) {
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/history.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/history.html", "templates/chart.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
 		}

@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -21,12 +20,6 @@ import (
 // Report windows the page offers, in days (at most desk.MaxReportDays).
 var deskWindows = []int{7, 14, desk.MaxReportDays}
 
-// Chart geometry (SVG user units; the chart scales to the page's width).
-const (
-	deskChartW, deskChartH = 620, 160
-	deskChartTop           = 10 // room above the tallest bar
-)
-
 // deskView is the desk pages' part of the view.
 type deskView struct {
 	Days    int
@@ -41,19 +34,11 @@ type deskWindow struct {
 	URL  string
 }
 
-// deskChart is one metric's report, drawn.
+// deskChart is one metric's report, drawn, with what the page says under it.
 type deskChart struct {
-	Metric, Title, Unit, Timezone string
-	W, H                          int
-	Bars                          []deskBar
-	Max                           float64
-}
-
-// deskBar is one day: its bar (absent when nothing qualified) and its table row.
-type deskBar struct {
-	Date       string
-	Value      string // "" when nothing qualified that day
-	X, Y, W, H float64
+	Metric, Unit, Timezone string
+	Max                    string // the largest day's value
+	Chart                  chart
 }
 
 var metricTitles = map[string]string{
@@ -110,26 +95,23 @@ func (h *Handler) deskReports(c adminCtx) {
 	})
 }
 
-// drawReport lays a report out as bars, one a day, scaled to the largest value.
+// drawReport charts a report, one bar a day; a day when nothing qualified has no bar and
+// an empty cell.
 func drawReport(rep desk.Report) deskChart {
-	ch := deskChart{Metric: rep.Metric, Title: metricTitles[rep.Metric], Unit: rep.Unit, Timezone: rep.Timezone, W: deskChartW, H: deskChartH}
+	title := metricTitles[rep.Metric]
+	format := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	in := chartInput{ID: "r-" + rep.Metric, Title: title, RowHead: "Day", Series: []string{rep.Unit}, Format: format,
+		Axis: shortNumber, Columns: []string{rep.Unit}}
+	largest := 0.0
 	for _, p := range rep.Points {
-		if p.Value != nil && *p.Value > ch.Max {
-			ch.Max = *p.Value
-		}
-	}
-	n := float64(max(len(rep.Points), 1))
-	slot := float64(deskChartW) / n
-	for i, p := range rep.Points {
-		b := deskBar{Date: p.Date, X: float64(i)*slot + slot*0.1, W: slot * 0.8}
+		b := chartBucket{Key: p.Date, Label: p.Date[min(5, len(p.Date)):], Cells: []string{""}}
 		if p.Value != nil {
-			b.Value = strconv.FormatFloat(*p.Value, 'f', -1, 64)
-			if ch.Max > 0 {
-				b.H = math.Round(*p.Value/ch.Max*float64(deskChartH-deskChartTop)*10) / 10
-			}
-			b.Y = float64(deskChartH) - b.H
+			b.Values, b.Cells[0] = []float64{*p.Value}, format(*p.Value)
+			largest = max(largest, *p.Value)
 		}
-		ch.Bars = append(ch.Bars, b)
+		in.Buckets = append(in.Buckets, b)
 	}
-	return ch
+	c := layoutChart(in)
+	c.Caption = title + " per day (" + rep.Unit + "; empty: nothing qualified)"
+	return deskChart{Metric: rep.Metric, Unit: rep.Unit, Timezone: rep.Timezone, Max: format(largest), Chart: c}
 }

@@ -1,9 +1,10 @@
 package dashboard
 
 import (
-	"html/template"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,8 +46,8 @@ type knowledgeView struct {
 	Demoted    []reviewCard
 	Trusted    []knowledge.Review
 	Learning   knowledge.Learning
-	DayChart   template.HTML
-	WeekChart  template.HTML
+	DayChart   chart
+	WeekChart  chart
 	// Field is the refusal of one entry's form, shown beside its field; Title keeps what
 	// the person typed.
 	Field    fieldError
@@ -136,8 +137,10 @@ func (h *Handler) knowledgePage(w http.ResponseWriter, r *http.Request, sess web
 		h.unavailable(w, r, &sess, "knowledge", err)
 		return
 	}
-	k.DayChart = hitRateChart("Recall hit rate per day", k.Learning.Days, "01-02")
-	k.WeekChart = hitRateChart("Recall hit rate per week", k.Learning.Weeks, "01-02")
+	k.DayChart = hitRateChart("rate-day", "Recall hit rate per day", "Day",
+		fmt.Sprintf("Recall hit rate per day, last %d days", len(k.Learning.Days)), k.Learning.Days)
+	k.WeekChart = hitRateChart("rate-week", "Recall hit rate per week", "Week of",
+		fmt.Sprintf("Recall hit rate per week (from Monday), last %d weeks", len(k.Learning.Weeks)), k.Learning.Weeks)
 	h.render(w, status, "knowledge", v)
 }
 
@@ -238,4 +241,25 @@ func (h *Handler) citedThread(w http.ResponseWriter, r *http.Request, sess web.S
 	v := h.knowledgeBase(sess, sc, "Thread cited by “"+c.Title+"”", knowledgeThread)
 	v.Know.Citation = c
 	h.render(w, http.StatusOK, "knowledge", v)
+}
+
+// hitRateChart charts the hit rate of each bucket (0–100 %). A bucket without recalls has
+// no bar and "–" for its rate, so "no data" never reads as 0 %.
+func hitRateChart(id, title, rowHead, caption string, buckets []knowledge.Bucket) chart {
+	percent := func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) }
+	in := chartInput{ID: id, Title: title, RowHead: rowHead, Series: []string{"Hit rate"}, Top: 1, Format: percent, Axis: percent,
+		Columns: []string{"Returned", "Used", "Hit rate"}}
+	for _, bk := range buckets {
+		b := chartBucket{Key: bk.Start.Format(time.DateOnly), Label: bk.Start.Format("01-02"),
+			Cells: []string{strconv.FormatInt(bk.Returned, 10), strconv.FormatInt(bk.Used, 10), "–"}}
+		if bk.Returned > 0 {
+			b.Values = []float64{bk.Rate}
+			b.Note = fmt.Sprintf("%s: %d of %d used (%s)", b.Key, bk.Used, bk.Returned, percent(bk.Rate))
+			b.Cells[2] = percent(bk.Rate)
+		}
+		in.Buckets = append(in.Buckets, b)
+	}
+	c := layoutChart(in)
+	c.Caption = caption
+	return c
 }

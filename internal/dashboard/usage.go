@@ -3,7 +3,6 @@ package dashboard
 import (
 	"encoding/csv"
 	"fmt"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -26,55 +25,11 @@ var usageDays = []int{7, 30, threads.MaxUsageDays}
 // DefaultUsageDays is the usage page's period without ?days=.
 const DefaultUsageDays = 30
 
-// Geometry of a chart, in SVG user units (the image scales to its column).
-const (
-	chartW, chartH         = 640, 240
-	chartLeft, chartBottom = 64, 28
-	chartTop               = 8
-)
-
-// palette colours a chart's series in order (distinguishable, and each series is named in
-// the legend and the table, so colour never carries meaning alone).
-var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"}
-
 type usageView struct {
 	Days    int
 	Choices []int
 	Charts  []chart
 	CSV     string
-}
-
-// chart is one stacked bar chart, laid out, with its table.
-type chart struct {
-	ID, Title string
-	W, H      int
-	Left      int // where the plot starts (the y labels are left of it)
-	Bars      []chartBar
-	Legend    []chartSeries
-	YTicks    []chartTick
-	XTicks    []chartTick
-	Series    []string
-	Rows      []chartRow
-	Total     string
-}
-
-type chartBar struct {
-	X, Y, W, H float64
-	Fill       string
-	Label      string
-}
-
-type chartSeries struct{ Name, Fill string }
-
-type chartTick struct {
-	X, Y  float64
-	Label string
-}
-
-type chartRow struct {
-	Day   string
-	Cells []string
-	Total string
 }
 
 func (h *Handler) usageDaysParam(r *http.Request) (int, bool) {
@@ -165,10 +120,10 @@ func usageCharts(rows []threads.UsageRow, days int, now time.Time) []chart {
 }
 
 // stacked lays out one chart: a bar per day from first, stacked by series (key), with the
-// y axis from 0 to the largest day's total, and the table of the same numbers.
+// table of the same numbers and their totals.
 func stacked(id, title string, rows []threads.UsageRow, first time.Time, days int, key func(threads.UsageRow) string,
 	value func(threads.UsageRow) float64, format, axis func(float64) string) chart {
-	c := chart{ID: id, Title: title, W: chartW, H: chartH, Left: chartLeft}
+	in := chartInput{ID: id, Title: title, RowHead: "Day", Format: format, Axis: axis, Total: true}
 	sums := map[string][]float64{}
 	for _, u := range rows {
 		i := int(u.Day.Time.Sub(first).Hours() / 24)
@@ -178,79 +133,22 @@ func stacked(id, title string, rows []threads.UsageRow, first time.Time, days in
 		k := key(u)
 		if sums[k] == nil {
 			sums[k] = make([]float64, days)
-			c.Series = append(c.Series, k)
+			in.Series = append(in.Series, k)
 		}
 		sums[k][i] += value(u)
 	}
-	slices.Sort(c.Series)
-	totals := make([]float64, days)
-	grand := 0.0
-	for _, k := range c.Series {
-		for i, v := range sums[k] {
-			totals[i] += v
-			grand += v
-		}
-	}
-	top := niceCeil(slices.Max(totals))
-	plotW, plotH := float64(chartW-chartLeft), float64(chartH-chartBottom-chartTop)
-	slot := plotW / float64(days)
-	for s, k := range c.Series {
-		c.Legend = append(c.Legend, chartSeries{Name: k, Fill: palette[s%len(palette)]})
-	}
+	slices.Sort(in.Series)
 	for i := range days {
 		day := first.AddDate(0, 0, i).Format(time.DateOnly)
-		row := chartRow{Day: day, Total: format(totals[i])}
-		base := float64(chartTop) + plotH
-		for s, k := range c.Series {
-			v := sums[k][i]
-			row.Cells = append(row.Cells, format(v))
-			if v <= 0 || top <= 0 {
-				continue
-			}
-			hgt := v / top * plotH
-			base -= hgt
-			c.Bars = append(c.Bars, chartBar{X: round1(chartLeft + float64(i)*slot + slot*0.15), Y: round1(base), W: round1(slot * 0.7), H: round1(hgt),
-				Fill: palette[s%len(palette)], Label: fmt.Sprintf("%s · %s: %s", day, k, format(v))})
+		b := chartBucket{Key: day, Label: day[5:], Values: make([]float64, len(in.Series))}
+		for s, k := range in.Series {
+			b.Values[s] = sums[k][i]
 		}
-		c.Rows = append(c.Rows, row)
-		// A date under the first bar and then about every seventh, so labels never overlap.
-		if i%max(1, days/6) == 0 {
-			c.XTicks = append(c.XTicks, chartTick{X: round1(chartLeft + float64(i)*slot + slot/2), Y: chartH - 8, Label: day[5:]})
-		}
+		in.Buckets = append(in.Buckets, b)
 	}
-	for t := range 5 {
-		v := top * float64(t) / 4
-		c.YTicks = append(c.YTicks, chartTick{X: chartLeft - 6, Y: round1(float64(chartTop) + plotH - plotH*float64(t)/4), Label: axis(v)})
-	}
-	c.Total = format(grand)
+	c := layoutChart(in)
+	c.Summary = title + ", total " + c.Total + ": the table below has the numbers"
+	c.Caption = title + " (total " + c.Total + ")"
+	c.NoData, c.Fold = "No usage reported in this period.", true
 	return c
 }
-
-// shortNumber writes 12500 as 12.5k and 3000000 as 3M.
-func shortNumber(f float64) string {
-	for _, u := range []struct {
-		div  float64
-		unit string
-	}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
-		if f >= u.div {
-			return strconv.FormatFloat(f/u.div, 'g', 3, 64) + u.unit
-		}
-	}
-	return strconv.FormatFloat(f, 'g', 3, 64)
-}
-
-// niceCeil rounds a chart's top up to 1, 2 or 5 times a power of ten (0 stays 0).
-func niceCeil(v float64) float64 {
-	if v <= 0 {
-		return 0
-	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, f := range []float64{1, 2, 5, 10} {
-		if v <= f*p {
-			return f * p
-		}
-	}
-	return 10 * p
-}
-
-func round1(v float64) float64 { return math.Round(v*10) / 10 }

@@ -29,16 +29,16 @@ func TestUsageCharts(t *testing.T) {
 	t.Run("the table has a row per day and a column per series, with totals", func(t *testing.T) {
 		t.Parallel()
 		c := charts[0] // tokens by model
-		if len(c.Series) != 2 || c.Series[0] != "m1" || len(c.Rows) != 2 || c.Total != "1200" {
+		if len(c.Columns) != 3 || c.Columns[0] != "m1" || c.Columns[2] != "Total" || len(c.Rows) != 2 || c.Total != "1200" {
 			t.Fatalf("%+v", c)
 		}
-		if r := c.Rows[0]; r.Day != "2026-06-10" || r.Cells[0] != "800" || r.Cells[1] != "0" || r.Total != "800" {
+		if r := c.Rows[0]; r.Head != "2026-06-10" || r.Cells[0] != "800" || r.Cells[1] != "0" || r.Cells[2] != "800" {
 			t.Fatalf("first day: %+v", r)
 		}
-		if r := c.Rows[1]; r.Day != "2026-06-11" || r.Cells[0] != "300" || r.Cells[1] != "100" || r.Total != "400" {
+		if r := c.Rows[1]; r.Head != "2026-06-11" || r.Cells[0] != "300" || r.Cells[1] != "100" || r.Cells[2] != "400" {
 			t.Fatalf("second day: %+v", r)
 		}
-		if p := charts[3]; len(p.Series) != 2 || p.Series[1] != "qa" || p.Rows[1].Cells[1] != "$0.2500" || p.Total != "$1.0000" {
+		if p := charts[3]; len(p.Columns) != 3 || p.Columns[1] != "qa" || p.Rows[1].Cells[1] != "$0.2500" || p.Total != "$1.0000" {
 			t.Fatalf("cost by part: %+v", p)
 		}
 	})
