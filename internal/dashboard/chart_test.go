@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/knowledge"
 )
 
@@ -37,6 +38,33 @@ func TestHitRateChart(t *testing.T) {
 		plotH := float64(chartH - chartBottom - chartTop)
 		if c.Bars[0].H != round1(0.25*plotH) {
 			t.Fatalf("bar height %v", c.Bars[0].H)
+		}
+	})
+}
+
+func TestDrawReport(t *testing.T) {
+	t.Parallel()
+	v := func(f float64) *float64 { return &f }
+	d := drawReport(desk.Report{Metric: desk.MetricFirstResponseTime, Unit: "minutes", Timezone: "Europe/Paris", Points: []desk.Point{
+		{Date: "2026-06-01", Value: v(12.5)}, {Date: "2026-06-02"}, {Date: "2026-06-03", Value: v(30)},
+	}})
+
+	t.Run("a day when nothing qualified has no bar and an empty cell", func(t *testing.T) {
+		t.Parallel()
+		c := d.Chart
+		if len(c.Bars) != 2 || c.Bars[0].Label != "2026-06-01: 12.5" || c.Bars[1].Label != "2026-06-03: 30" {
+			t.Fatalf("bars %+v", c.Bars)
+		}
+		if len(c.Rows) != 3 || c.Rows[1].Head != "2026-06-02" || c.Rows[1].Cells[0] != "" || c.Rows[2].Cells[0] != "30" {
+			t.Fatalf("rows %+v", c.Rows)
+		}
+	})
+
+	t.Run("the title, unit and largest value are kept, and the axis tops at 50", func(t *testing.T) {
+		t.Parallel()
+		c := d.Chart
+		if c.Title != "Mean first response time" || c.Columns[0] != "minutes" || d.Max != "30" || c.YTicks[len(c.YTicks)-1].Label != "50" || c.Keyed {
+			t.Fatalf("%+v", d)
 		}
 	})
 }
