@@ -18,7 +18,7 @@ const (
 	chartLeft, chartBottom = 56, 24 // room for the y labels and for the x labels
 	chartTop               = 10     // room above the tallest bar
 	chartYTicks            = 4      // intervals on the y axis
-	chartLabelW            = 40     // the width one x label needs, so labels never overlap
+	chartLabelW            = 48     // the width one x label needs, so labels never overlap
 )
 
 // palette colours a chart's series in order (distinguishable, and each series is named in
