@@ -1,0 +1,138 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// auditTrail is an object's audit rows, oldest first, as "actor [actor's company] action".
+func auditTrail(t *testing.T, d *pg.DB, kind, objectID string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	err := d.Operator(ctx, func(tx *pg.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT actor_name || ' [' || actor_org_name || '] ' || action FROM audit_event
+			WHERE object_kind = $1 AND object_id = $2 ORDER BY at, id`, kind, objectID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				return err
+			}
+			out = append(out, s)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func wantTrail(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audit trail %q, want %q", got, want)
+	}
+}
+
+// TestDashboardAuditRooms checks that the people's changes on the Memory and Tasks tabs
+// are audited in the transaction of the change (a refused change leaves no row) and that
+// each tab shows its history.
+func TestDashboardAuditRooms(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, dashboardFile, nil)
+	d := openSeeded(t, s)
+	room := s.res.Projects["escalations"].ID.String()
+	roomURL := s.base + "/api/mcp/p/" + room
+	architect, qa := s.key("acme/architect"), s.key("globex/qa-lead")
+	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
+	gus := signIn(t, s.base, "gus@globex.test", "demo-password-gus")
+	idRe := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`)
+	tasks := "/app/rooms/" + room + "/tasks"
+	send := func(key, to, goal string) string {
+		t.Helper()
+		return idRe.FindString(served(t, roomURL, key, "send_task", map[string]any{"to_agent_slug": to, "goal": goal}))
+	}
+
+	t.Run("a memory deprecation is audited and shown on the Memory tab", func(t *testing.T) {
+		t.Parallel()
+		id := idRe.FindString(served(t, roomURL, qa, "write_memory", map[string]any{"content": "Audit: the cache TTL is five minutes"}))
+		if status, _ := ana.postForm("/app/rooms/"+room+"/memory/"+id+"/deprecate", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+			t.Fatalf("deprecate: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "memory_entry", id), "Ana [Acme Corp] deprecated")
+		_, body := ana.get("/app/rooms/" + room + "/memory")
+		if !strings.Contains(body, `id="history-memory_entry"`) || !strings.Contains(body, `href="#m-`+id+`"`) || !strings.Contains(body, "deprecated</td>") {
+			t.Fatalf("the Memory tab shows no history of the entry: %s", body)
+		}
+	})
+
+	t.Run("a refused deprecation leaves no row", func(t *testing.T) {
+		t.Parallel()
+		id := idRe.FindString(served(t, roomURL, architect, "write_memory", map[string]any{"content": "Audit: the host's runbook lives in the wiki"}))
+		if status, _ := gus.postForm("/app/rooms/"+room+"/memory/"+id+"/deprecate", url.Values{"csrf": {gus.csrf()}}); status != http.StatusNotFound {
+			t.Fatalf("guest deprecating the host's entry: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "memory_entry", id))
+	})
+
+	t.Run("a review is audited with its verdict; a refused review leaves no row; the Tasks tab shows it", func(t *testing.T) {
+		t.Parallel()
+		done := send(qa, "architect", "Audit: reproduce the export bug")
+		served(t, roomURL, architect, "respond_to_task", map[string]any{"task_id": done, "status": "done", "result": "Reproduced."})
+		if status, _ := ana.postForm(tasks+"/"+done+"/review", url.Values{"csrf": {ana.csrf()}, "verdict": {"accepted"}}); status != http.StatusForbidden {
+			t.Fatalf("the host accepting the guest's task: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "task", done))
+		if status, _ := gus.postForm(tasks+"/"+done+"/review", url.Values{"csrf": {gus.csrf()}, "verdict": {"rejected"}}); status != http.StatusSeeOther {
+			t.Fatalf("review: %d", status)
+		}
+		if status, _ := gus.postForm(tasks+"/"+done+"/review", url.Values{"csrf": {gus.csrf()}, "verdict": {"accepted"}}); status != http.StatusConflict {
+			t.Fatalf("second review: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "task", done), "Gus [Globex] rejected")
+		_, body := gus.get(tasks)
+		if !strings.Contains(body, `id="history-task"`) || !strings.Contains(body, `href="#task-`+done+`"`) || !strings.Contains(body, "Gus [Globex]</td><td>rejected</td>") {
+			t.Fatalf("the Tasks tab shows no history of the review: %s", body)
+		}
+	})
+
+	t.Run("a cancel is audited; a refused cancel leaves no row", func(t *testing.T) {
+		t.Parallel()
+		hosts := send(architect, "qa-lead", "Audit: write the migration guide")
+		if status, _ := gus.postForm(tasks+"/"+hosts+"/cancel", url.Values{"csrf": {gus.csrf()}}); status != http.StatusForbidden {
+			t.Fatalf("guest canceling the host's task: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "task", hosts))
+		if status, _ := ana.postForm(tasks+"/"+hosts+"/cancel", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+			t.Fatalf("cancel: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "task", hosts), "Ana [Acme Corp] canceled")
+	})
+
+	t.Run("an upload is audited with the file's name; a refused upload leaves no row", func(t *testing.T) {
+		t.Parallel()
+		hosts := send(architect, "qa-lead", "Audit: review the release notes")
+		if status, _ := gus.upload(tasks+"/"+hosts+"/attachments", gus.csrf(), "sneaky.txt", []byte("not mine")); status != http.StatusForbidden {
+			t.Fatalf("guest attaching to the host's task: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "task", hosts))
+		if status, body := ana.upload(tasks+"/"+hosts+"/attachments", ana.csrf(), "notes.txt", []byte("notes")); status != http.StatusSeeOther {
+			t.Fatalf("upload: %d %s", status, body)
+		}
+		wantTrail(t, auditTrail(t, d, "task", hosts), "Ana [Acme Corp] file_attached")
+		if _, body := ana.get(tasks); !strings.Contains(body, "file: notes.txt") {
+			t.Fatalf("the Tasks tab does not show the upload's history: %s", body)
+		}
+	})
+}
