@@ -136,3 +136,84 @@ func TestDashboardAuditRooms(t *testing.T) {
 		}
 	})
 }
+
+// TestDashboardAuditKnowledge checks that the host's reviewers' knowledge decisions and
+// settings saves are audited in their transaction (a refused one leaves no row) and shown
+// on the Knowledge page and the settings page.
+func TestDashboardAuditKnowledge(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, dashboardFile, nil)
+	d := openSeeded(t, s)
+	room := s.res.Projects["escalations"].ID.String()
+	architect := s.key("acme/architect")
+	threads := s.threadsURL("escalations", "architect")
+	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
+	mo := signIn(t, s.base, "mo@acme.test", "demo-password-mo")
+	base := "/app/rooms/" + room + "/knowledge"
+	learn := func(title, body string) string {
+		t.Helper()
+		return idRe.FindString(served(t, threads, architect, "learn", map[string]any{"title": title, "body": body, "kind": "fact"}))
+	}
+
+	t.Run("approve, demote and expire are audited; refused ones leave no row; the page shows the history", func(t *testing.T) {
+		t.Parallel()
+		id := learn("Audit: deploys freeze on Fridays", "No production deploys after Friday noon.")
+		if status, _ := mo.postForm(base+"/"+id+"/approve", url.Values{"csrf": {mo.csrf()}}); status != http.StatusForbidden {
+			t.Fatalf("a member approving: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "knowledge", id))
+		if status, _ := ana.postForm(base+"/"+id+"/approve", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+			t.Fatalf("approve: %d", status)
+		}
+		if status, _ := ana.postForm(base+"/"+id+"/approve", url.Values{"csrf": {ana.csrf()}}); status != http.StatusConflict {
+			t.Fatalf("approving twice: %d", status)
+		}
+		if status, _ := ana.postForm(base+"/"+id+"/expire", url.Values{"csrf": {ana.csrf()}, "expires_at": {"2001-01-01T00:00"}}); status != http.StatusBadRequest {
+			t.Fatalf("a past expiry: %d", status)
+		}
+		if status, _ := ana.postForm(base+"/"+id+"/expire", url.Values{"csrf": {ana.csrf()}, "expires_at": {"2099-01-01T09:00"}}); status != http.StatusSeeOther {
+			t.Fatalf("expire: %d", status)
+		}
+		if status, _ := ana.postForm(base+"/"+id+"/demote", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+			t.Fatalf("demote: %d", status)
+		}
+		if status, _ := ana.postForm(base+"/"+id+"/demote", url.Values{"csrf": {ana.csrf()}}); status != http.StatusConflict {
+			t.Fatalf("demoting twice: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "knowledge", id), "Ana [Acme Corp] approved", "Ana [Acme Corp] expired", "Ana [Acme Corp] demoted")
+		_, body := ana.get(base)
+		if !strings.Contains(body, `id="history-knowledge"`) || !strings.Contains(body, `href="#k-`+id+`"`) || !strings.Contains(body, "Ana [Acme Corp]</td><td>demoted</td>") {
+			t.Fatalf("the Knowledge page shows no history: %s", body)
+		}
+	})
+
+	t.Run("a reject is audited", func(t *testing.T) {
+		t.Parallel()
+		id := learn("Audit: the staging VPN is optional", "Staging is reachable without the VPN.")
+		if status, _ := ana.postForm(base+"/"+id+"/reject", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+			t.Fatalf("reject: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "knowledge", id), "Ana [Acme Corp] rejected")
+	})
+
+	t.Run("a settings save is audited with what changed; a refused save leaves no row; the settings page shows it", func(t *testing.T) {
+		t.Parallel()
+		bad := url.Values{"csrf": {ana.csrf()}, "distill_was": {"true"}, "rule_rows": {"1"}, "name_0": {"broken"}, "pattern_0": {"("}}
+		if status, _ := ana.postForm(base+"/settings", bad); status != http.StatusBadRequest {
+			t.Fatalf("a rule that does not compile: %d", status)
+		}
+		if status, _ := mo.postForm(base+"/settings", url.Values{"csrf": {mo.csrf()}, "distill_was": {"true"}, "rule_rows": {"0"}}); status != http.StatusForbidden {
+			t.Fatalf("a member saving: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "knowledge_settings", room))
+		good := url.Values{"csrf": {ana.csrf()}, "distill_was": {"true"}, "rule_rows": {"1"}, "name_0": {"ticket"}, "pattern_0": {`TCK-[0-9]+`}, "replacement_0": {"[ticket]"}}
+		if status, _ := ana.postForm(base+"/settings", good); status != http.StatusSeeOther {
+			t.Fatalf("save: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "knowledge_settings", room), "Ana [Acme Corp] saved")
+		_, body := ana.get(base + "/settings")
+		if !strings.Contains(body, `id="history-knowledge_settings"`) || !strings.Contains(body, "distillOnClose: false") || !strings.Contains(body, "redactionRules: 1") {
+			t.Fatalf("the settings page shows no history: %s", body)
+		}
+	})
+}
