@@ -217,3 +217,49 @@ func TestDashboardAuditKnowledge(t *testing.T) {
 		}
 	})
 }
+
+// TestDashboardAuditThreads checks that a person's thread cancel is audited in its
+// transaction (a refused or idle one leaves no row) and shown on the thread's page.
+func TestDashboardAuditThreads(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, threadsFile, nil)
+	d := openSeeded(t, s)
+	pages := "/app/projects/" + s.res.Projects["escalations"].ID.String()
+	architect, backend := s.key("acme/architect"), s.key("acme/backend")
+	asArchitect, asBackend := s.threadsURL("escalations", "architect"), s.threadsURL("escalations", "backend")
+	send := func(url, key, to, subject string) string {
+		t.Helper()
+		return threadIDField.FindStringSubmatch(served(t, url, key, "send", map[string]any{"to": []string{to}, "subject": subject, "body": "Audit"}))[1]
+	}
+	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
+	ivy := signIn(t, s.base, "ivy@initech.test", "demo-password-ivy")
+
+	t.Run("a cancel is audited once and shown on the thread's page", func(t *testing.T) {
+		t.Parallel()
+		thread := send(asArchitect, architect, "qa-lead", "Audit: cancel me")
+		if status, _ := ivy.postForm(pages+"/threads/"+thread+"/cancel", url.Values{"csrf": {ivy.csrf()}}); status != http.StatusNotFound {
+			t.Fatalf("another company's person canceling: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "thread", thread))
+		for range 2 { // the second cancel changes nothing and records nothing
+			if status, _ := ana.postForm(pages+"/threads/"+thread+"/cancel", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+				t.Fatalf("cancel: %d", status)
+			}
+		}
+		wantTrail(t, auditTrail(t, d, "thread", thread), "Ana [Acme Corp] canceled")
+		_, body := ana.get(pages + "/threads/" + thread)
+		if !strings.Contains(body, `id="history-thread"`) || !strings.Contains(body, "Ana [Acme Corp]</td><td>canceled</td>") {
+			t.Fatalf("the thread's page shows no history: %s", body)
+		}
+	})
+
+	t.Run("a refused cancel of a closed thread leaves no row", func(t *testing.T) {
+		t.Parallel()
+		closed := send(asBackend, backend, "architect", "Audit: closed already")
+		served(t, asBackend, backend, "close", map[string]any{"threadId": closed})
+		if status, _ := ana.postForm(pages+"/threads/"+closed+"/cancel", url.Values{"csrf": {ana.csrf()}}); status != http.StatusConflict {
+			t.Fatalf("canceling a closed thread: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "thread", closed))
+	})
+}
