@@ -25,6 +25,12 @@ const (
 	KindPerson      = "person"
 	KindOAuthClient = "oauth_client"
 	KindInvitation  = "invitation"
+	// Objects in a room, changed by people on its pages (the owner is the room's host).
+	KindMemoryEntry       = "memory_entry"
+	KindTask              = "task"
+	KindKnowledge         = "knowledge"
+	KindKnowledgeSettings = "knowledge_settings" // the object id is the project's
+	KindThread            = "thread"
 )
 
 // MaxDetailBytes bounds an event's detail as JSON (the table's check says the same): a
@@ -141,7 +147,10 @@ func Written(ctx context.Context) bool {
 
 // Entry is one line of an object's history, as pages show it.
 type Entry struct {
-	At       time.Time
+	At time.Time
+	// Object is the changed object's id, set by ProjectHistory (a tab's history names
+	// which of its objects changed).
+	Object   string
 	Actor    string
 	ActorOrg string
 	Action   string
@@ -180,6 +189,29 @@ func (s *Service) History(ctx context.Context, t pg.Tenant, o Object) ([]Entry, 
 	out := make([]Entry, 0, len(rows))
 	for _, r := range rows {
 		e := Entry{At: r.At, Actor: r.ActorName, ActorOrg: r.ActorOrgName, Action: r.Action}
+		if err := json.Unmarshal(r.Detail, &e.Detail); err != nil {
+			return nil, fmt.Errorf("audit history: detail of %s: %w", r.ID, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// ProjectHistory reads the history of one kind of object in a room (a tab's: every
+// memory entry's, every task's), newest first (at most MaxHistory), in one statement
+// under tenant t, the reader's; each Entry names its Object. orgID is the room's host.
+func (s *Service) ProjectHistory(ctx context.Context, t pg.Tenant, orgID, projectID uuid.UUID, kind string) ([]Entry, error) {
+	var rows []db.AuditEventListByProjectRow
+	err := s.DB.InTenant(ctx, t, func(tx *pg.Tx) (err error) {
+		rows, err = s.Q.AuditEventListByProject(ctx, tx, db.AuditEventListByProjectParams{OrgID: orgID, ObjectKind: kind, ProjectID: &projectID, MaxRows: MaxHistory})
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("audit history", err)
+	}
+	out := make([]Entry, 0, len(rows))
+	for _, r := range rows {
+		e := Entry{At: r.At, Object: r.ObjectID, Actor: r.ActorName, ActorOrg: r.ActorOrgName, Action: r.Action}
 		if err := json.Unmarshal(r.Detail, &e.Detail); err != nil {
 			return nil, fmt.Errorf("audit history: detail of %s: %w", r.ID, err)
 		}

@@ -560,6 +560,9 @@ func (h *Handler) memory(w http.ResponseWriter, r *http.Request, sess web.Sessio
 		}
 		v.Memory, err = h.deps.Rooms.ListMemory(r.Context(), sc, mf)
 	}
+	if err == nil {
+		v.History, err = h.tabHistory(r, sc, audit.KindMemoryEntry, "m-", "this room's memory entries")
+	}
 	if err != nil {
 		if e, ok := apperr.As(err); ok && e.Code != apperr.Unavailable {
 			v.Error = e.Message
@@ -578,7 +581,8 @@ func (h *Handler) deprecate(w http.ResponseWriter, r *http.Request, sess web.Ses
 		h.notFound(w, &sess)
 		return
 	}
-	_, err = h.deps.Rooms.DeprecateMemory(r.Context(), sc, id)
+	ctx := intendInRoom(r.Context(), sc, audit.KindMemoryEntry, id.String(), "deprecated", nil)
+	_, err = h.deps.Rooms.DeprecateMemory(ctx, sc, id)
 	if e, ok := apperr.As(err); ok && e.Code == apperr.NotFound {
 		h.notFound(w, &sess)
 		return

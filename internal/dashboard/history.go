@@ -1,10 +1,12 @@
 package dashboard
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
 )
 
 // History is what the "history" template shows: an object's audit trail. A page shows
@@ -16,6 +18,9 @@ type History struct {
 	Timezone string // the viewer's
 	Max      int
 	Entries  []audit.Entry
+	// ObjectAnchor (a tab's history of many objects) prefixes an entry's object id to
+	// link to its card: "task-" links to #task-<id>.
+	ObjectAnchor string
 }
 
 // history reads an object's trail under the reader's tenant (a room page's
@@ -26,4 +31,22 @@ func (h *Handler) history(r *http.Request, t pg.Tenant, o audit.Object, what, tz
 		return nil, err
 	}
 	return &History{What: what, Anchor: o.Kind, Timezone: tz, Max: audit.MaxHistory, Entries: rows}, nil
+}
+
+// tabHistory reads the history of a room tab's objects of one kind (every task's on the
+// Tasks tab) in one statement, each entry linking to its card (#<anchor><id>).
+func (h *Handler) tabHistory(r *http.Request, sc tenancy.Scope, kind, anchor, what string) (*History, error) {
+	rows, err := h.deps.Audit.ProjectHistory(r.Context(), sc.Tenant(), sc.HostOrgID, sc.ProjectID, kind)
+	if err != nil {
+		return nil, err
+	}
+	return &History{What: what, Anchor: kind, Timezone: sc.Person.Timezone, Max: audit.MaxHistory, Entries: rows, ObjectAnchor: anchor}, nil
+}
+
+// intendInRoom asks the rooms or knowledge service called with the returned context to
+// record the person's change of an object in the room (owned by its host) in the
+// transaction of the change (audit.RecordIntended).
+func intendInRoom(ctx context.Context, sc tenancy.Scope, kind, id, action string, detail map[string]string) context.Context {
+	return audit.Intend(ctx, audit.Event{Actor: audit.Actor{OrgID: sc.OrgID, UserID: sc.Person.UserID, Name: sc.Person.Name},
+		OrgID: sc.HostOrgID, ProjectID: sc.ProjectID, Kind: kind, ObjectID: id, Action: action, Detail: detail})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/web"
@@ -137,12 +138,19 @@ func (h *Handler) knowledgePage(w http.ResponseWriter, r *http.Request, sess web
 		h.unavailable(w, r, &sess, "knowledge", err)
 		return
 	}
+	if v.History, err = h.tabHistory(r, sc, audit.KindKnowledge, "k-", "this project's knowledge"); err != nil {
+		h.unavailable(w, r, &sess, "knowledge", err)
+		return
+	}
 	k.DayChart = hitRateChart("rate-day", "Recall hit rate per day", "Day",
 		fmt.Sprintf("Recall hit rate per day, last %d days", len(k.Learning.Days)), k.Learning.Days)
 	k.WeekChart = hitRateChart("rate-week", "Recall hit rate per week", "Week of",
 		fmt.Sprintf("Recall hit rate per week (from Monday), last %d weeks", len(k.Learning.Weeks)), k.Learning.Weeks)
 	h.render(w, status, "knowledge", v)
 }
+
+// knowledgeActions names each knowledge form's change in the audit trail.
+var knowledgeActions = map[string]string{"approve": "approved", "reject": "rejected", "demote": "demoted", "expire": "expired"}
 
 // knowledgeAction approves (with the title as edited), rejects, demotes or expires an
 // entry. Only the host's owners and admins may (the service decides); a refusal of a
@@ -155,6 +163,10 @@ func (h *Handler) knowledgeAction(w http.ResponseWriter, r *http.Request, sess w
 	}
 	fe := fieldError{Entry: id}
 	ctx := r.Context()
+	if past, ok := knowledgeActions[action]; ok {
+		// No title in the detail: the service redacts it, the audit would not.
+		ctx = intendInRoom(ctx, sc, audit.KindKnowledge, id.String(), past, nil)
+	}
 	switch action {
 	case "approve":
 		fe.Value = r.PostFormValue("title")

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/tenancy"
@@ -50,6 +51,12 @@ func (h *Handler) settingsPage(w http.ResponseWriter, r *http.Request, sess web.
 		f.Rules = append(f.Rules, secrets.Rule{})
 	}
 	v.Know.Settings = f
+	v.History, err = h.history(r, sc.Tenant(), audit.Object{OrgID: sc.HostOrgID, Kind: audit.KindKnowledgeSettings, ID: sc.ProjectID.String()},
+		"the knowledge settings", sc.Person.Timezone)
+	if err != nil {
+		h.unavailable(w, r, &sess, "knowledge settings", err)
+		return
+	}
 	h.render(w, status, "knowledge", v)
 }
 
@@ -63,7 +70,12 @@ func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request, sess web.
 	if distill != was {
 		change.DistillOnClose = &distill
 	}
-	err := h.deps.Know.SaveSettings(r.Context(), sc, change)
+	detail := map[string]string{"redactionRules": strconv.Itoa(len(change.Rules))}
+	if change.DistillOnClose != nil {
+		detail["distillOnClose"] = strconv.FormatBool(distill)
+	}
+	ctx := intendInRoom(r.Context(), sc, audit.KindKnowledgeSettings, sc.ProjectID.String(), "saved", detail)
+	err := h.deps.Know.SaveSettings(ctx, sc, change)
 	e, isApp := apperr.As(err)
 	switch {
 	case err == nil:

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/threads"
@@ -168,6 +169,11 @@ func (h *Handler) threadPage(w http.ResponseWriter, r *http.Request, sess web.Se
 		v.Project.EndedBy = endedBy[*t.ClosedBy]
 	}
 	v.Project.Live = projectURL(sc.ProjectID, "events") + "?thread=" + url.QueryEscape(t.ID.String())
+	v.History, err = h.history(r, sc.Tenant(), audit.Object{OrgID: sc.HostOrgID, Kind: audit.KindThread, ID: t.ID.String()}, "this thread", sc.Person.Timezone)
+	if err != nil {
+		h.unavailable(w, r, &sess, "thread", err)
+		return
+	}
 	h.render(w, status, "thread", v)
 }
 
@@ -176,7 +182,8 @@ var endedBy = map[string]string{"agent": "an agent (close)", "idle": "the idle a
 
 // cancelThread cancels a thread on the person's behalf (threads.Service.CancelByPerson).
 func (h *Handler) cancelThread(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, threadID string) {
-	_, err := h.deps.Threads.CancelByPerson(r.Context(), sc, threadID)
+	ctx := intendInRoom(r.Context(), sc, audit.KindThread, threadID, threads.StatusCanceled, nil)
+	_, err := h.deps.Threads.CancelByPerson(ctx, sc, threadID)
 	if e, ok := apperr.As(err); ok && (e.Code == apperr.NotFound || e.Code == apperr.Invalid) {
 		h.notFound(w, &sess)
 		return

@@ -5,6 +5,7 @@ import (
 	"net/url"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/web"
@@ -40,6 +41,10 @@ func (h *Handler) tasksPageWith(w http.ResponseWriter, r *http.Request, sess web
 		return
 	}
 	v.Tasks = taskRows(sc, list)
+	if v.History, err = h.tabHistory(r, sc, audit.KindTask, "task-", "this room's tasks"); err != nil {
+		h.unavailable(w, r, &sess, "tasks", err)
+		return
+	}
 	for i := range v.Tasks {
 		if up.Message != "" && v.Tasks[i].ID.String() == up.Task && v.Tasks[i].CanUpload {
 			v.Tasks[i].UploadError, up.Message = up.Message, ""
@@ -61,10 +66,11 @@ func (h *Handler) taskAction(w http.ResponseWriter, r *http.Request, sess web.Se
 	switch action {
 	case "review":
 		notice = r.PostFormValue("verdict")
-		_, err = h.deps.Rooms.ReviewTask(r.Context(), sc, taskID, notice, r.PostFormValue("comment"))
+		ctx := intendInRoom(r.Context(), sc, audit.KindTask, taskID, notice, nil)
+		_, err = h.deps.Rooms.ReviewTask(ctx, sc, taskID, notice, r.PostFormValue("comment"))
 	case "cancel":
 		notice = "canceled"
-		err = h.deps.Rooms.CancelTask(r.Context(), sc, taskID)
+		err = h.deps.Rooms.CancelTask(intendInRoom(r.Context(), sc, audit.KindTask, taskID, notice, nil), sc, taskID)
 	}
 	if e, ok := apperr.As(err); ok && e.Code == apperr.NotFound {
 		h.notFound(w, &sess)

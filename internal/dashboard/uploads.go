@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/web"
 )
@@ -85,7 +86,8 @@ func (h *Handler) upload(w http.ResponseWriter, r *http.Request, sess web.Sessio
 		h.uploadRefused(w, r, sess, sc, taskID, http.StatusBadRequest, msgChooseFile)
 		return
 	}
-	if _, err := h.deps.Rooms.Upload(r.Context(), sc, taskID, part.FileName(), part.Header.Get("Content-Type"), body); err != nil {
+	ctx := intendInRoom(r.Context(), sc, audit.KindTask, taskID, "file_attached", map[string]string{"file": part.FileName()})
+	if _, err := h.deps.Rooms.Upload(ctx, sc, taskID, part.FileName(), part.Header.Get("Content-Type"), body); err != nil {
 		h.uploadError(w, r, sess, sc, taskID, err)
 		return
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/tenancy"
@@ -118,8 +119,11 @@ func (s *Service) Demote(ctx context.Context, sc tenancy.Scope, id uuid.UUID) (D
 		if pg.IsNoRows(err) {
 			return s.notTrusted(ctx, tx, sc, id, StatusDemoted)
 		}
+		if err != nil {
+			return err
+		}
 		d = Decision{KnowledgeID: r.ID, Status: r.Status, Confidence: round(float64(r.Confidence))}
-		return err
+		return audit.RecordIntended(ctx, tx)
 	})
 	return d, pg.Classify("demote knowledge", err)
 }
@@ -147,8 +151,11 @@ func (s *Service) Expire(ctx context.Context, sc tenancy.Scope, id uuid.UUID, at
 		if pg.IsNoRows(err) {
 			return s.notTrusted(ctx, tx, sc, id, StatusExpired)
 		}
+		if err != nil {
+			return err
+		}
 		d = Decision{KnowledgeID: r.ID, Status: r.Status, Confidence: round(float64(r.Confidence))}
-		return err
+		return audit.RecordIntended(ctx, tx)
 	})
 	return d, pg.Classify("expire knowledge", err)
 }
@@ -397,7 +404,10 @@ func (s *Service) SaveSettings(ctx context.Context, sc tenancy.Scope, c Settings
 		if err == nil && n == 0 {
 			return apperr.New(apperr.NotFound, "no such project")
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return audit.RecordIntended(ctx, tx)
 	})
 	return pg.Classify("save knowledge settings", err)
 }

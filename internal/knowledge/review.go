@@ -9,6 +9,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg"
 )
@@ -122,6 +123,10 @@ func (s *Service) decide(ctx context.Context, tx *pg.Tx, projectID, id uuid.UUID
 		return Decision{}, apperr.New(apperr.Conflict, "knowledge entry %s is %s and cannot become %s", id, cur, to).WithReason(ReasonAlreadyDecided)
 	}
 	if err != nil {
+		return Decision{}, err
+	}
+	// A person's decision on the dashboard is audited here, in its transaction.
+	if err := audit.RecordIntended(ctx, tx); err != nil {
 		return Decision{}, err
 	}
 	return Decision{KnowledgeID: r.ID, Status: r.Status, Confidence: round(float64(r.Confidence))}, nil

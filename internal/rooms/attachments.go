@@ -14,6 +14,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/text"
@@ -244,9 +245,13 @@ func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename
 		if err := s.checkAttacher(ctx, tx, sc, id, taskID); err != nil {
 			return err
 		}
-		return s.Q.AttachmentInsert(ctx, tx, db.AttachmentInsertParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(res.ID), TaskID: id,
+		err := s.Q.AttachmentInsert(ctx, tx, db.AttachmentInsertParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(res.ID), TaskID: id,
 			UploadedByOrgID: sc.OrgID, UploadedByAgent: agent, Filename: filename, ContentType: contentType,
 			SizeBytes: res.SizeBytes, Sha256: res.Sha256, Content: content})
+		if err != nil {
+			return err
+		}
+		return audit.RecordIntended(ctx, tx)
 	})
 	if err != nil {
 		return UploadResult{}, pg.Classify("upload attachment", err)

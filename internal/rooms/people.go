@@ -10,6 +10,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
 )
@@ -124,7 +125,10 @@ func (s *Service) DeprecateMemory(ctx context.Context, sc tenancy.Scope, id uuid
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
 		at, err = s.Q.MemoryEntryDeprecate(ctx, tx, db.MemoryEntryDeprecateParams{UserID: &sc.Person.UserID, UserName: &sc.Person.Name,
 			ProjectID: sc.ProjectID, ID: id, ViewerOrgID: sc.OrgID, ViewerIsHost: sc.IsHost()})
-		return err
+		if err != nil || at == nil {
+			return err
+		}
+		return audit.RecordIntended(ctx, tx)
 	})
 	if pg.IsNoRows(err) || (err == nil && at == nil) {
 		return time.Time{}, apperr.New(apperr.NotFound, MsgMemoryNotFound, id)
@@ -261,6 +265,9 @@ func (s *Service) CancelTask(ctx context.Context, sc tenancy.Scope, taskID strin
 			return apperr.New(apperr.Conflict, "Task %s is %s and cannot be canceled", id, t.Status)
 		}
 		if err := s.Q.TaskCancel(ctx, tx, db.TaskCancelParams{ProjectID: sc.ProjectID, ID: id}); err != nil {
+			return err
+		}
+		if err := audit.RecordIntended(ctx, tx); err != nil {
 			return err
 		}
 		return s.card(ctx, tx, sc, "task", fmt.Sprintf("[task] %q canceled by %s.", excerpt(t.Goal, 80), sc.Person.Name), id, s.now())

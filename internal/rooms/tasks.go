@@ -12,6 +12,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/wake"
@@ -468,6 +469,9 @@ func (s *Service) ReviewTask(ctx context.Context, sc tenancy.Scope, taskID, verd
 		}
 		status = t.Status
 		if err := s.Q.TaskReview(ctx, tx, db.TaskReviewParams{ProjectID: sc.ProjectID, ID: id, Review: &verdict, ReviewComment: optText(comment)}); err != nil {
+			return err
+		}
+		if err := audit.RecordIntended(ctx, tx); err != nil {
 			return err
 		}
 		return s.card(ctx, tx, sc, "task", fmt.Sprintf("[task] Result of %q %s.", excerpt(t.Goal, 80), verdict), id, at)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
 )
@@ -211,7 +212,12 @@ func (s *Service) CancelByPerson(ctx context.Context, sc tenancy.Scope, threadID
 		if err != nil {
 			return err
 		}
-		return s.Q.ActivityEventInsert(ctx, tx, db.ActivityEventInsertParams{ProjectID: sc.ProjectID, ID: newID(), Type: EventCanceled, Detail: detail, Now: now})
+		if err := s.Q.ActivityEventInsert(ctx, tx, db.ActivityEventInsertParams{ProjectID: sc.ProjectID, ID: newID(), Type: EventCanceled, Detail: detail, Now: now}); err != nil {
+			return err
+		}
+		// The dashboard's audit of the cancel, in its transaction (a thread already
+		// canceled above changed nothing and records nothing).
+		return audit.RecordIntended(ctx, tx)
 	})
 	if err != nil {
 		return CancelResult{}, pg.Classify("cancel thread", err)

@@ -18,3 +18,12 @@ FROM audit_event e
 WHERE e.org_id = sqlc.arg(org_id) AND e.object_kind = sqlc.arg(object_kind) AND e.object_id = sqlc.arg(object_id)
 ORDER BY e.at DESC, e.id DESC
 LIMIT sqlc.arg(max_rows);
+
+-- name: AuditEventListByProject :many
+-- The history of one kind of object in a room (a tab's, e.g. the Memory tab's), newest
+-- first; RLS leaves a reader the rows it may see.
+SELECT e.id, e.at, e.actor_name, e.actor_org_name, e.object_id, e.action, e.detail
+FROM audit_event e
+WHERE e.org_id = sqlc.arg(org_id) AND e.object_kind = sqlc.arg(object_kind) AND e.project_id = sqlc.arg(project_id)
+ORDER BY e.at DESC, e.id DESC
+LIMIT sqlc.arg(max_rows);

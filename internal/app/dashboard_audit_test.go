@@ -1,0 +1,265 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// auditTrail is an object's audit rows, oldest first, as "actor [actor's company] action".
+func auditTrail(t *testing.T, d *pg.DB, kind, objectID string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	err := d.Operator(ctx, func(tx *pg.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT actor_name || ' [' || actor_org_name || '] ' || action FROM audit_event
+			WHERE object_kind = $1 AND object_id = $2 ORDER BY at, id`, kind, objectID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				return err
+			}
+			out = append(out, s)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func wantTrail(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audit trail %q, want %q", got, want)
+	}
+}
+
+// TestDashboardAuditRooms checks that the people's changes on the Memory and Tasks tabs
+// are audited in the transaction of the change (a refused change leaves no row) and that
+// each tab shows its history.
+func TestDashboardAuditRooms(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, dashboardFile, nil)
+	d := openSeeded(t, s)
+	room := s.res.Projects["escalations"].ID.String()
+	roomURL := s.base + "/api/mcp/p/" + room
+	architect, qa := s.key("acme/architect"), s.key("globex/qa-lead")
+	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
+	gus := signIn(t, s.base, "gus@globex.test", "demo-password-gus")
+	idRe := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`)
+	tasks := "/app/rooms/" + room + "/tasks"
+	send := func(key, to, goal string) string {
+		t.Helper()
+		return idRe.FindString(served(t, roomURL, key, "send_task", map[string]any{"to_agent_slug": to, "goal": goal}))
+	}
+
+	t.Run("a memory deprecation is audited and shown on the Memory tab", func(t *testing.T) {
+		t.Parallel()
+		id := idRe.FindString(served(t, roomURL, qa, "write_memory", map[string]any{"content": "Audit: the cache TTL is five minutes"}))
+		if status, _ := ana.postForm("/app/rooms/"+room+"/memory/"+id+"/deprecate", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+			t.Fatalf("deprecate: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "memory_entry", id), "Ana [Acme Corp] deprecated")
+		_, body := ana.get("/app/rooms/" + room + "/memory")
+		if !strings.Contains(body, `id="history-memory_entry"`) || !strings.Contains(body, `href="#m-`+id+`"`) || !strings.Contains(body, "deprecated</td>") {
+			t.Fatalf("the Memory tab shows no history of the entry: %s", body)
+		}
+	})
+
+	t.Run("a refused deprecation leaves no row", func(t *testing.T) {
+		t.Parallel()
+		id := idRe.FindString(served(t, roomURL, architect, "write_memory", map[string]any{"content": "Audit: the host's runbook lives in the wiki"}))
+		if status, _ := gus.postForm("/app/rooms/"+room+"/memory/"+id+"/deprecate", url.Values{"csrf": {gus.csrf()}}); status != http.StatusNotFound {
+			t.Fatalf("guest deprecating the host's entry: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "memory_entry", id))
+	})
+
+	t.Run("a review is audited with its verdict; a refused review leaves no row; the Tasks tab shows it", func(t *testing.T) {
+		t.Parallel()
+		done := send(qa, "architect", "Audit: reproduce the export bug")
+		served(t, roomURL, architect, "respond_to_task", map[string]any{"task_id": done, "status": "done", "result": "Reproduced."})
+		if status, _ := ana.postForm(tasks+"/"+done+"/review", url.Values{"csrf": {ana.csrf()}, "verdict": {"accepted"}}); status != http.StatusForbidden {
+			t.Fatalf("the host accepting the guest's task: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "task", done))
+		if status, _ := gus.postForm(tasks+"/"+done+"/review", url.Values{"csrf": {gus.csrf()}, "verdict": {"rejected"}}); status != http.StatusSeeOther {
+			t.Fatalf("review: %d", status)
+		}
+		if status, _ := gus.postForm(tasks+"/"+done+"/review", url.Values{"csrf": {gus.csrf()}, "verdict": {"accepted"}}); status != http.StatusConflict {
+			t.Fatalf("second review: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "task", done), "Gus [Globex] rejected")
+		_, body := gus.get(tasks)
+		if !strings.Contains(body, `id="history-task"`) || !strings.Contains(body, `href="#task-`+done+`"`) || !strings.Contains(body, "Gus [Globex]</td><td>rejected</td>") {
+			t.Fatalf("the Tasks tab shows no history of the review: %s", body)
+		}
+	})
+
+	t.Run("a cancel is audited; a refused cancel leaves no row", func(t *testing.T) {
+		t.Parallel()
+		hosts := send(architect, "qa-lead", "Audit: write the migration guide")
+		if status, _ := gus.postForm(tasks+"/"+hosts+"/cancel", url.Values{"csrf": {gus.csrf()}}); status != http.StatusForbidden {
+			t.Fatalf("guest canceling the host's task: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "task", hosts))
+		if status, _ := ana.postForm(tasks+"/"+hosts+"/cancel", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+			t.Fatalf("cancel: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "task", hosts), "Ana [Acme Corp] canceled")
+	})
+
+	t.Run("an upload is audited with the file's name; a refused upload leaves no row", func(t *testing.T) {
+		t.Parallel()
+		hosts := send(architect, "qa-lead", "Audit: review the release notes")
+		if status, _ := gus.upload(tasks+"/"+hosts+"/attachments", gus.csrf(), "sneaky.txt", []byte("not mine")); status != http.StatusForbidden {
+			t.Fatalf("guest attaching to the host's task: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "task", hosts))
+		if status, body := ana.upload(tasks+"/"+hosts+"/attachments", ana.csrf(), "notes.txt", []byte("notes")); status != http.StatusSeeOther {
+			t.Fatalf("upload: %d %s", status, body)
+		}
+		wantTrail(t, auditTrail(t, d, "task", hosts), "Ana [Acme Corp] file_attached")
+		if _, body := ana.get(tasks); !strings.Contains(body, "file: notes.txt") {
+			t.Fatalf("the Tasks tab does not show the upload's history: %s", body)
+		}
+	})
+}
+
+// TestDashboardAuditKnowledge checks that the host's reviewers' knowledge decisions and
+// settings saves are audited in their transaction (a refused one leaves no row) and shown
+// on the Knowledge page and the settings page.
+func TestDashboardAuditKnowledge(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, dashboardFile, nil)
+	d := openSeeded(t, s)
+	room := s.res.Projects["escalations"].ID.String()
+	architect := s.key("acme/architect")
+	threads := s.threadsURL("escalations", "architect")
+	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
+	mo := signIn(t, s.base, "mo@acme.test", "demo-password-mo")
+	base := "/app/rooms/" + room + "/knowledge"
+	learn := func(title, body string) string {
+		t.Helper()
+		return idRe.FindString(served(t, threads, architect, "learn", map[string]any{"title": title, "body": body, "kind": "fact"}))
+	}
+
+	t.Run("approve, demote and expire are audited; refused ones leave no row; the page shows the history", func(t *testing.T) {
+		t.Parallel()
+		id := learn("Audit: deploys freeze on Fridays", "No production deploys after Friday noon.")
+		if status, _ := mo.postForm(base+"/"+id+"/approve", url.Values{"csrf": {mo.csrf()}}); status != http.StatusForbidden {
+			t.Fatalf("a member approving: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "knowledge", id))
+		if status, _ := ana.postForm(base+"/"+id+"/approve", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+			t.Fatalf("approve: %d", status)
+		}
+		if status, _ := ana.postForm(base+"/"+id+"/approve", url.Values{"csrf": {ana.csrf()}}); status != http.StatusConflict {
+			t.Fatalf("approving twice: %d", status)
+		}
+		if status, _ := ana.postForm(base+"/"+id+"/expire", url.Values{"csrf": {ana.csrf()}, "expires_at": {"2001-01-01T00:00"}}); status != http.StatusBadRequest {
+			t.Fatalf("a past expiry: %d", status)
+		}
+		if status, _ := ana.postForm(base+"/"+id+"/expire", url.Values{"csrf": {ana.csrf()}, "expires_at": {"2099-01-01T09:00"}}); status != http.StatusSeeOther {
+			t.Fatalf("expire: %d", status)
+		}
+		if status, _ := ana.postForm(base+"/"+id+"/demote", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+			t.Fatalf("demote: %d", status)
+		}
+		if status, _ := ana.postForm(base+"/"+id+"/demote", url.Values{"csrf": {ana.csrf()}}); status != http.StatusConflict {
+			t.Fatalf("demoting twice: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "knowledge", id), "Ana [Acme Corp] approved", "Ana [Acme Corp] expired", "Ana [Acme Corp] demoted")
+		_, body := ana.get(base)
+		if !strings.Contains(body, `id="history-knowledge"`) || !strings.Contains(body, `href="#k-`+id+`"`) || !strings.Contains(body, "Ana [Acme Corp]</td><td>demoted</td>") {
+			t.Fatalf("the Knowledge page shows no history: %s", body)
+		}
+	})
+
+	t.Run("a reject is audited", func(t *testing.T) {
+		t.Parallel()
+		id := learn("Audit: the staging VPN is optional", "Staging is reachable without the VPN.")
+		if status, _ := ana.postForm(base+"/"+id+"/reject", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+			t.Fatalf("reject: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "knowledge", id), "Ana [Acme Corp] rejected")
+	})
+
+	t.Run("a settings save is audited with what changed; a refused save leaves no row; the settings page shows it", func(t *testing.T) {
+		t.Parallel()
+		bad := url.Values{"csrf": {ana.csrf()}, "distill_was": {"true"}, "rule_rows": {"1"}, "name_0": {"broken"}, "pattern_0": {"("}}
+		if status, _ := ana.postForm(base+"/settings", bad); status != http.StatusBadRequest {
+			t.Fatalf("a rule that does not compile: %d", status)
+		}
+		if status, _ := mo.postForm(base+"/settings", url.Values{"csrf": {mo.csrf()}, "distill_was": {"true"}, "rule_rows": {"0"}}); status != http.StatusForbidden {
+			t.Fatalf("a member saving: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "knowledge_settings", room))
+		good := url.Values{"csrf": {ana.csrf()}, "distill_was": {"true"}, "rule_rows": {"1"}, "name_0": {"ticket"}, "pattern_0": {`TCK-[0-9]+`}, "replacement_0": {"[ticket]"}}
+		if status, _ := ana.postForm(base+"/settings", good); status != http.StatusSeeOther {
+			t.Fatalf("save: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "knowledge_settings", room), "Ana [Acme Corp] saved")
+		_, body := ana.get(base + "/settings")
+		if !strings.Contains(body, `id="history-knowledge_settings"`) || !strings.Contains(body, "distillOnClose: false") || !strings.Contains(body, "redactionRules: 1") {
+			t.Fatalf("the settings page shows no history: %s", body)
+		}
+	})
+}
+
+// TestDashboardAuditThreads checks that a person's thread cancel is audited in its
+// transaction (a refused or idle one leaves no row) and shown on the thread's page.
+func TestDashboardAuditThreads(t *testing.T) {
+	t.Parallel()
+	s := startServerFile(t, threadsFile, nil)
+	d := openSeeded(t, s)
+	pages := "/app/projects/" + s.res.Projects["escalations"].ID.String()
+	architect, backend := s.key("acme/architect"), s.key("acme/backend")
+	asArchitect, asBackend := s.threadsURL("escalations", "architect"), s.threadsURL("escalations", "backend")
+	send := func(url, key, to, subject string) string {
+		t.Helper()
+		return threadIDField.FindStringSubmatch(served(t, url, key, "send", map[string]any{"to": []string{to}, "subject": subject, "body": "Audit"}))[1]
+	}
+	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
+	ivy := signIn(t, s.base, "ivy@initech.test", "demo-password-ivy")
+
+	t.Run("a cancel is audited once and shown on the thread's page", func(t *testing.T) {
+		t.Parallel()
+		thread := send(asArchitect, architect, "qa-lead", "Audit: cancel me")
+		if status, _ := ivy.postForm(pages+"/threads/"+thread+"/cancel", url.Values{"csrf": {ivy.csrf()}}); status != http.StatusNotFound {
+			t.Fatalf("another company's person canceling: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "thread", thread))
+		for range 2 { // the second cancel changes nothing and records nothing
+			if status, _ := ana.postForm(pages+"/threads/"+thread+"/cancel", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
+				t.Fatalf("cancel: %d", status)
+			}
+		}
+		wantTrail(t, auditTrail(t, d, "thread", thread), "Ana [Acme Corp] canceled")
+		_, body := ana.get(pages + "/threads/" + thread)
+		if !strings.Contains(body, `id="history-thread"`) || !strings.Contains(body, "Ana [Acme Corp]</td><td>canceled</td>") {
+			t.Fatalf("the thread's page shows no history: %s", body)
+		}
+	})
+
+	t.Run("a refused cancel of a closed thread leaves no row", func(t *testing.T) {
+		t.Parallel()
+		closed := send(asBackend, backend, "architect", "Audit: closed already")
+		served(t, asBackend, backend, "close", map[string]any{"threadId": closed})
+		if status, _ := ana.postForm(pages+"/threads/"+closed+"/cancel", url.Values{"csrf": {ana.csrf()}}); status != http.StatusConflict {
+			t.Fatalf("canceling a closed thread: %d", status)
+		}
+		wantTrail(t, auditTrail(t, d, "thread", closed))
+	})
+}
