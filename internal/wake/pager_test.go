@@ -167,8 +167,8 @@ if [ -e %[1]s/fail-next ]; then rm %[1]s/fail-next; exit 3; fi`, out)
 		}
 		f.queue(f.msg("a"))
 		// 30 s: more than one 25 s long poll. Under a loaded `make test` this wait once ran
-		// out at 15 s, so a long poll can miss its nudge and fall back to the next poll;
-		// delivery is still bounded by the poll (see the closing note of this change).
+		// out at 15 s, which suggests a long poll can miss its nudge and fall back to the
+		// next poll; delivery is still bounded by the poll. Not yet explained.
 		waitFor(t, "the failing run", 30*time.Second, func() bool { return len(lines()) == 3 })
 		time.Sleep(300 * time.Millisecond)
 		testfix.Check(t, "the failed command's wake", f.status("a"), wake.StatusClaimed)
