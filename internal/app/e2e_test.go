@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -377,6 +378,56 @@ func TestPlainGETDescribesTheRoomEndpoint(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("GET for an event stream: %d, want 405", resp.StatusCode)
 	}
+}
+
+// TestPlainGETOfANonRoomAnswersLikeAnUnseenRoom: the description never says "ok" for an
+// address that is not a room; such an address answers exactly like a room the caller
+// cannot see (an agent's GET of a room it is not in), so a GET tells nothing more than a
+// POST would. A credentialed GET of a room the agent is in still gets the description.
+func TestPlainGETOfANonRoomAnswersLikeAnUnseenRoom(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	room := s.base + "/api/mcp/p/" + s.res.Projects["escalations"].ID.String()
+	getAs := func(t *testing.T, url, key string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key != "" {
+			req.Header.Set("X-Agent-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	unseenStatus, unseenBody := getAs(t, room, s.key("initech/peter"))
+	t.Run("an agent's GET of a room it is not in is refused as its POST is", func(t *testing.T) {
+		if unseenStatus != http.StatusForbidden || !strings.Contains(unseenBody, "Agent is not a participant in this room") || strings.Contains(unseenBody, `"ok"`) {
+			t.Fatalf("GET of an unseen room: %d %s", unseenStatus, unseenBody)
+		}
+	})
+	for _, c := range []struct{ name, key string }{{"without a credential", ""}, {"with a member's key", s.key("initech/peter")}} {
+		t.Run("an address that is not a room, "+c.name+", answers the same", func(t *testing.T) {
+			status, body := getAs(t, s.base+"/api/mcp/p/not-a-room", c.key)
+			if status != unseenStatus || body != unseenBody {
+				t.Fatalf("GET of a non-room: %d %s, want %d %s", status, body, unseenStatus, unseenBody)
+			}
+		})
+	}
+	t.Run("a member's GET of its room still describes it", func(t *testing.T) {
+		status, body := getAs(t, room, s.key("acme/backend"))
+		if status != http.StatusOK || !strings.Contains(body, `"status":"ok"`) {
+			t.Fatalf("member's GET: %d %s", status, body)
+		}
+	})
 }
 
 // mistype changes a credential's last character to a different one: a plain "+x" is the

@@ -170,8 +170,8 @@ func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 			return a.resolver.Part(ctx, pathValue(ctx, connectCodeKey), part, key)
 		}),
 		Challenge: a.challenge(threadsScope),
-		Describe: func(r *http.Request) map[string]any {
-			return map[string]any{"part": r.URL.Query().Get("part")}
+		Describe: func(r *http.Request) (map[string]any, error) {
+			return map[string]any{"part": r.URL.Query().Get("part")}, nil
 		},
 		Tools:  a.threads.Tools(),
 		Format: mcp.ThreadsFormat,
@@ -194,8 +194,14 @@ func (a *App) roomEndpoint() mcp.Endpoint[tenancy.Scope] {
 			return a.resolver.RoomByKey(ctx, key, id)
 		}),
 		Challenge: a.challenge(roomsScope),
-		Describe: func(r *http.Request) map[string]any {
-			return map[string]any{"project_id": pathValue(r.Context(), projectIDKey)}
+		Describe: func(r *http.Request) (map[string]any, error) {
+			id := pathValue(r.Context(), projectIDKey)
+			if _, err := uuid.Parse(id); err != nil {
+				// Not a room id at all: answered like a room the caller cannot see (the
+				// refusal Authenticate gives an agent outside a room), never "ok".
+				return nil, apperr.New(apperr.Forbidden, tenancy.MsgNotParticipant)
+			}
+			return map[string]any{"project_id": id}, nil
 		},
 		Tools:  a.rooms.RoomTools(),
 		Format: mcp.RoomsFormat,

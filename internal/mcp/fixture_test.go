@@ -199,8 +199,8 @@ func testEndpoint(name string, f Format) Endpoint[testScope] {
 		Format:        f,
 	}
 	if f == RoomsFormat {
-		ep.Describe = func(*http.Request) map[string]any {
-			return map[string]any{"project_id": "p-123", "status": "overridden?"}
+		ep.Describe = func(*http.Request) (map[string]any, error) {
+			return map[string]any{"project_id": "p-123", "status": "overridden?"}, nil
 		}
 	}
 	return ep

@@ -37,8 +37,10 @@ type Endpoint[S any] struct {
 	// none on a 403 and a bare "Bearer" on a 401 (a 401 must carry one).
 	Challenge func(r *http.Request, err *apperr.Error) string
 	// Describe adds fields to the plain-GET description (e.g. project_id). It runs
-	// without authentication: return only what the URL itself reveals.
-	Describe func(r *http.Request) map[string]any
+	// without authentication: return only what the URL itself reveals. An error (an
+	// *apperr.Error, answered like Authenticate's) says the URL cannot name anything
+	// this endpoint serves; return the error a caller gets for something it cannot see.
+	Describe func(r *http.Request) (map[string]any, error)
 
 	Tools  []Tool[S]
 	Format Format
@@ -164,7 +166,7 @@ func (h *handler[S]) serve(w http.ResponseWriter, r *http.Request, rid string) (
 		if acceptsEventStream(r) {
 			return methodNotAllowed("this endpoint offers no server-initiated stream and issues no sessions")
 		}
-		return h.describe(r)
+		return h.describe(r, rid)
 	case http.MethodDelete:
 		return methodNotAllowed("this endpoint issues no sessions, so there is none to delete")
 	}
