@@ -16,8 +16,8 @@ func TestDashboardDeskInABrowser(t *testing.T) {
 	t.Parallel()
 	ctx := headlessChromium(t)
 	s := startServerOpts(t, serverOptions{file: dashboardDeskFile})
-	desk := s.base + "/app/desk"
-	if err := browserSignIn(ctx, desk+"/replies", "ana@acme.test", "demo-password-ana"); err != nil {
+	deskURL := s.base + "/app/desk"
+	if err := browserSignIn(ctx, deskURL+"/replies", "ana@acme.test", "demo-password-ana"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -35,7 +35,7 @@ func TestDashboardDeskInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		screenshot(t, ctx, "desk-saved-reply")
-		if err := chromedp.Do(ctx, chromedp.Navigate(desk+"/replies")); err != nil {
+		if err := chromedp.Do(ctx, chromedp.Navigate(deskURL+"/replies")); err != nil {
 			t.Fatal(err)
 		}
 		if err := waitText(ctx, "#replies", "Shipping times"); err != nil {
@@ -45,14 +45,14 @@ func TestDashboardDeskInABrowser(t *testing.T) {
 	})
 
 	t.Run("the inboxes and who may see them", func(t *testing.T) {
-		if err := chromedp.Do(ctx, chromedp.Navigate(desk+"/inboxes")); err != nil {
+		if err := chromedp.Do(ctx, chromedp.Navigate(deskURL+"/inboxes")); err != nil {
 			t.Fatal(err)
 		}
 		if err := waitText(ctx, "main", "Restricted to Bo"); err != nil {
 			t.Fatal(err)
 		}
 		screenshot(t, ctx, "desk-inboxes")
-		if err := chromedp.Do(ctx, chromedp.Navigate(desk+"/inboxes/inbox_2")); err != nil {
+		if err := chromedp.Do(ctx, chromedp.Navigate(deskURL+"/inboxes/inbox_2")); err != nil {
 			t.Fatal(err)
 		}
 		if err := waitText(ctx, "#access-members", "Mo"); err != nil {
@@ -71,7 +71,7 @@ func TestDashboardDeskInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := chromedp.Do(ctx,
-			chromedp.Navigate(desk+"/import"),
+			chromedp.Navigate(deskURL+"/import"),
 			chromedp.WaitVisible("#i-file"),
 			chromedp.SetValue("#i-inbox", "inbox_1"),
 			chromedp.SetUploadFiles("#i-file", []string{bad}),

@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -281,7 +283,7 @@ func TestDashboardDesk(t *testing.T) {
 
 	t.Run("CSV import: preview by line, nothing from a bad file, a good one once, audited", func(t *testing.T) {
 		t.Parallel()
-		convs := `SELECT count(*) FROM desk_conversation WHERE org_id = $1`
+		convs := `SELECT count(*) FROM desk_conversation WHERE org_id = $1 AND inbox_id = 2` // Billing: the next import goes to Support
 		before := count(t, convs, acme)
 		status, body := mo.postMultipart("/app/desk/import/preview", [][2]string{{"csrf", mo.csrf()}, {"inbox", "inbox_2"}}, "a.csv", deskImportGood)
 		must(t, status, http.StatusForbidden, body)
@@ -318,5 +320,33 @@ func TestDashboardDesk(t *testing.T) {
 		}
 		_, page := ana.get("/app/desk/inboxes/inbox_2")
 		contains(t, page, "<td>imported</td>", "lines: 2-3", "created: 2")
+	})
+
+	t.Run("a long import streams its progress after every chunk", func(t *testing.T) {
+		t.Parallel()
+		rows := desk.ImportProgressEvery*2 + 100
+		var file strings.Builder
+		file.WriteString("customer_email,subject,body,created_at,status\n")
+		for i := range rows {
+			fmt.Fprintf(&file, "c%d@customer.test,Question %d,Body %d,2026-11-06T17:00:00Z,open\n", i, i, i)
+		}
+		csrf := ana.csrf()
+		status, body := ana.postMultipart("/app/desk/import/preview", [][2]string{{"csrf", csrf}, {"inbox", "inbox_1"}}, "long.csv", file.String())
+		must(t, status, http.StatusOK, body)
+		contains(t, body, fmt.Sprintf("%d good row(s); the first %d are shown", rows, desk.ImportPreviewRows))
+		m := importDataField.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatal("the preview carries no file")
+		}
+		status, body = ana.postMultipart("/app/desk/import/run", [][2]string{{"csrf", csrf}, {"inbox", "inbox_1"}, {"data", m[1]}}, "", "")
+		must(t, status, http.StatusOK, body)
+		first, second := fmt.Sprintf("%d of %d rows imported", desk.ImportProgressEvery, rows), fmt.Sprintf("%d of %d rows imported", 2*desk.ImportProgressEvery, rows)
+		i, j, k := strings.Index(body, first), strings.Index(body, second), strings.Index(body, fmt.Sprintf("%d conversation(s) created", rows))
+		if i < 0 || j < i || k < j {
+			t.Fatalf("the progress lines are not each chunk's, in order, before the result: %s", body)
+		}
+		if n := count(t, `SELECT count(*) FROM desk_conversation WHERE org_id = $1 AND inbox_id = 1 AND subject LIKE 'Question %'`, acme); n != rows {
+			t.Fatalf("%d of %d rows stored", n, rows)
+		}
 	})
 }
