@@ -73,6 +73,9 @@ func TestMakeRunDashboard(t *testing.T) {
 		{"ana@acme.test", "demo-password-ana", "/app/admin/projects/" + room, []string{"qa-lead", "Globex", "Initech"}},
 		{"ana@acme.test", "demo-password-ana", "/app/admin/people", []string{"bo@acme.test"}},
 		{"ana@acme.test", "demo-password-ana", "/app/desk/reports", []string{"Conversations created", `<rect x="`, "Mean resolution time"}}, // <rect x=: a bar drawn (legend swatches have no x)
+		{"ana@acme.test", "demo-password-ana", "/app/desk/inboxes", []string{"Support", "Billing", "Restricted to Bo"}},
+		{"ana@acme.test", "demo-password-ana", "/app/desk/replies", []string{"CSV import requirements", "Refund policy"}},
+		{"ana@acme.test", "demo-password-ana", "/app/desk/import", []string{`<option value="inbox_1">Support</option>`}},
 		{"ivy@initech.test", "demo-password-ivy", "/app/", []string{"Agreement waiting for your company"}},
 		{"ivy@initech.test", "demo-password-ivy", "/app/admin/agreements", []string{"Escalations", "waits for your acceptance"}},
 		{"gus@globex.test", "demo-password-gus", "/app/rooms/" + room + "/memory", []string{"Checkout times out"}},

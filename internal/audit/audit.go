@@ -31,6 +31,9 @@ const (
 	KindKnowledge         = "knowledge"
 	KindKnowledgeSettings = "knowledge_settings" // the object id is the project's
 	KindThread            = "thread"
+	// A desk workspace's objects (the owner is the workspace; the id is the public one).
+	KindDeskInbox  = "desk_inbox"
+	KindSavedReply = "desk_saved_reply"
 )
 
 // MaxDetailBytes bounds an event's detail as JSON (the table's check says the same): a

@@ -81,13 +81,28 @@ type adminCtx struct {
 // adminActor resolves the person's organisation (?org= when it is one of theirs, else
 // their first) and role there.
 func (h *Handler) adminActor(w http.ResponseWriter, r *http.Request, sess web.Session) (adminCtx, bool) {
+	c, ok := h.orgActor(w, r, sess, "Company admin", admin.MsgAdminRole)
+	if !ok {
+		return adminCtx{}, false
+	}
+	if err := c.a.CheckAdmin(); err != nil {
+		h.message(w, http.StatusForbidden, &sess, "Company admin", admin.MsgAdminRole)
+		return adminCtx{}, false
+	}
+	return c, true
+}
+
+// orgActor resolves the person's organisation (?org= when it is one of theirs, else
+// their first) and role there, whatever the role; a person without one gets 403 with
+// refusal on a page titled title.
+func (h *Handler) orgActor(w http.ResponseWriter, r *http.Request, sess web.Session, title, refusal string) (adminCtx, bool) {
 	rows, err := h.deps.Resolver.PersonOrgs(r.Context(), sess.ID)
 	if err != nil {
 		h.unavailable(w, r, &sess, "organisations", err)
 		return adminCtx{}, false
 	}
 	if len(rows) == 0 {
-		h.message(w, http.StatusForbidden, &sess, "Company admin", admin.MsgAdminRole)
+		h.message(w, http.StatusForbidden, &sess, title, refusal)
 		return adminCtx{}, false
 	}
 	pick := rows[0]
@@ -100,10 +115,6 @@ func (h *Handler) adminActor(w http.ResponseWriter, r *http.Request, sess web.Se
 	c := adminCtx{w: w, r: r, sess: sess, a: admin.OrgActor{OrgID: pick.OrgID, UserID: sess.Person.ID, Name: sess.Person.Name, Role: pick.Role}}
 	if want == pick.OrgID {
 		c.orgQ = "?org=" + pick.OrgID.String()
-	}
-	if err := c.a.CheckAdmin(); err != nil {
-		h.message(w, http.StatusForbidden, &sess, "Company admin", admin.MsgAdminRole)
-		return adminCtx{}, false
 	}
 	return c, true
 }

@@ -131,7 +131,7 @@ func timeOf(v any) time.Time {
 // NewHandler builds the pages.
 func NewHandler(d Deps) (*Handler, error) {
 	h := &Handler{deps: d, pages: map[string]*template.Template{}}
-	for _, name := range append([]string{"home", "room", "memory", "knowledge", "tasks", "message", "admin", "invite", "desk"}, projectPages...) {
+	for _, name := range append([]string{"home", "room", "memory", "knowledge", "tasks", "message", "admin", "invite", "desk", "deskpages"}, projectPages...) {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/history.html", "templates/chart.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
@@ -188,6 +188,8 @@ type view struct {
 	Admin   *adminView  // the company admin pages (admin.go)
 	Invite  *inviteView // an invitation link's page (invite.go)
 	Desk    *deskView   // the desk pages (desk.go)
+	// DeskPage holds the desk's inboxes, saved replies and import (desk_pages.go).
+	DeskPage *deskPageView
 }
 
 type roomView struct {
@@ -279,6 +281,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.upload(w, r, sess, parts)
 		return
 	}
+	if r.Method == http.MethodPost && isDeskImport(parts) {
+		h.deskImport(w, r, sess, parts[2])
+		return
+	}
 	// Every page's query (a search, a filter) and every posted form is read here, so a
 	// NUL or invalid UTF-8 is a 400 before any service sees it.
 	if err := web.ParseForm(w, r, maxFormBytes); err != nil {
@@ -299,6 +305,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.projects(w, r, sess, parts[1], parts[2:])
 	case parts[0] == "admin":
 		h.serveAdmin(w, r, sess, parts[1:])
+	case parts[0] == "desk" && (len(parts) < 2 || parts[1] != "reports"):
+		h.serveDeskPages(w, r, sess, parts[1:])
 	case parts[0] == "desk":
 		h.serveDesk(w, r, sess, parts[1:])
 	case len(parts) >= 2 && parts[0] == "rooms":

@@ -87,7 +87,6 @@ func ImportCSV(ctx context.Context, d *pg.DB, orgID uuid.UUID, inboxSlug string,
 	if err != nil {
 		return ImportSummary{}, err
 	}
-	sum := ImportSummary{Rows: len(rows)}
 	var inbox int64
 	err = d.Operator(ctx, func(tx *pg.Tx) (err error) {
 		inbox, err = q.DeskInboxGetBySlug(ctx, tx, db.DeskInboxGetBySlugParams{OrgID: orgID, Slug: inboxSlug})
@@ -98,9 +97,19 @@ func ImportCSV(ctx context.Context, d *pg.DB, orgID uuid.UUID, inboxSlug string,
 	} else if err != nil {
 		return ImportSummary{}, fmt.Errorf("find inbox: %w", err)
 	}
+	return importRows(ctx, d, q, orgID, inbox, rows, progress, nil)
+}
+
+// chunkRecorder, when an import has one, records in a chunk's transaction what the chunk
+// created (lines first to last), so a chunk and its audit event commit together.
+type chunkRecorder func(ctx context.Context, tx *pg.Tx, first, last, created int) error
+
+// importRows writes checked rows into an inbox in chunks of ImportProgressEvery.
+func importRows(ctx context.Context, d *pg.DB, q *db.Queries, orgID uuid.UUID, inbox int64, rows []importRow, progress func(done, total int), record chunkRecorder) (ImportSummary, error) {
+	sum := ImportSummary{Rows: len(rows)}
 	for start := 0; start < len(rows); start += ImportProgressEvery {
 		chunk := rows[start:min(start+ImportProgressEvery, len(rows))]
-		created, err := importChunk(ctx, d, q, orgID, inbox, chunk)
+		created, err := importChunk(ctx, d, q, orgID, inbox, chunk, record)
 		if err != nil {
 			return ImportSummary{}, fmt.Errorf("lines %d-%d (lines before them are imported; importing the file again adds the rest): %w",
 				chunk[0].line, chunk[len(chunk)-1].line, err)
@@ -120,7 +129,7 @@ func ImportCSV(ctx context.Context, d *pg.DB, orgID uuid.UUID, inboxSlug string,
 // the workspace's counter rows (which the ingest API and notes also take) for a chunk's
 // time, not the whole file's; a chunk is all or nothing, and a file imported again adds
 // only what is missing.
-func importChunk(ctx context.Context, d *pg.DB, q *db.Queries, orgID uuid.UUID, inbox int64, chunk []importRow) (created int, err error) {
+func importChunk(ctx context.Context, d *pg.DB, q *db.Queries, orgID uuid.UUID, inbox int64, chunk []importRow, record chunkRecorder) (created int, err error) {
 	ext := make([]string, len(chunk))
 	for i, r := range chunk {
 		ext[i] = r.conv.ExternalID
@@ -164,12 +173,16 @@ func importChunk(ctx context.Context, d *pg.DB, q *db.Queries, orgID uuid.UUID, 
 			return fmt.Errorf("store the rows: %w", err)
 		}
 		created = int(row.Conversations)
+		if record != nil && created > 0 {
+			return record(ctx, tx, chunk[0].line, chunk[len(chunk)-1].line, created)
+		}
 		return nil
 	})
 	return created, err
 }
 
-// parseImport reads and checks every row; any problem fails the whole file.
+// parseImport reads and checks every row; any problem fails the whole file (the rows
+// that passed come back with the *ImportError, for a preview).
 func parseImport(b []byte, now time.Time) ([]importRow, error) {
 	var problems []RowProblem
 	bad := func(line int, format string, args ...any) {
@@ -283,7 +296,7 @@ func parseImport(b []byte, now time.Time) ([]importRow, error) {
 		rows = append(rows, row)
 	}
 	if len(problems) > 0 {
-		return nil, &ImportError{Problems: problems}
+		return rows, &ImportError{Problems: problems}
 	}
 	return rows, nil
 }

@@ -140,11 +140,11 @@ func CheckWorkspace(path string, w WorkspaceSpec) []string {
 	for i, r := range w.SavedReplies {
 		at := fmt.Sprintf("%s.saved_replies[%d]", path, i)
 		slug(at, r.Slug, &replies)
-		if n := len([]rune(r.Title)); n < 1 || n > 200 {
-			add(at+".title", "must hold 1 to 200 characters")
+		if n := len([]rune(r.Title)); n < 1 || n > MaxSavedReplyTitle {
+			add(at+".title", "must hold 1 to %d characters", MaxSavedReplyTitle)
 		}
-		if n := len([]rune(r.Body)); n < 1 || n > 20000 {
-			add(at+".body", "must hold 1 to 20000 characters")
+		if n := len([]rune(r.Body)); n < 1 || n > MaxSavedReplyBody {
+			add(at+".body", "must hold 1 to %d characters", MaxSavedReplyBody)
 		}
 	}
 	return p
