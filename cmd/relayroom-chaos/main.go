@@ -9,32 +9,21 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"regexp"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/relayroom/relayroom/internal/chaos"
+	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/loadtest"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "relayroom-chaos:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("relayroom-chaos", run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("relayroom-chaos", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.Flags("relayroom-chaos", stderr)
 	var o chaos.Options
 	fs.StringVar(&o.Bin, "relayroom", "bin/relayroom", "the relayroom binary to start with `serve`")
 	fs.StringVar(&o.PGScript, "pg-script", "deploy/local/pg.sh", "the script that runs the private cluster")

@@ -9,33 +9,23 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
-	"os/signal"
 	"regexp"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/loadtest"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "relayroom-load:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("relayroom-load", run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("relayroom-load", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.Flags("relayroom-load", stderr)
 	clusterURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "any database URL of the Postgres cluster to use, on a loopback address ($DATABASE_URL)")
 	database := fs.String("database", "relayroom_loadtest", "scratch database created in that cluster (dropped first if it exists)")
 	bin := fs.String("relayroom", "bin/relayroom", "the relayroom binary to start with `serve`")

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/pg"
 )
@@ -67,8 +68,7 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "unknown admin command %q\n\n%s", name, adminUsage)
 		return errUsage
 	}
-	fs := flag.NewFlagSet("relayroom admin "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.Flags("relayroom admin "+name, stderr)
 	run := cmd.flags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: relayroom admin %s [flags]\n\n%s\n\nFlags:\n", name, cmd.help)

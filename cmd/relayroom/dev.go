@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/app"
+	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/localpg"
@@ -31,8 +31,7 @@ type devCredentials struct {
 }
 
 func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("relayroom dev", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.Flags("relayroom dev", stderr)
 	dataDir := fs.String("data", ".data", "where the local cluster and the demo credentials live")
 	demo := fs.String("demo", "deploy/demo.yaml", "demo data applied on start")
 	pgScript := fs.String("pg-script", "deploy/local/pg.sh", "the script that installs and runs the local Postgres")

@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/loadtest"
 )
 
 // The dashboard's part of `make run`: the banner names the dashboard and the demo people's
@@ -109,39 +108,15 @@ func seedDashboardDemo(ctx context.Context, public string, file admin.File, res 
 	return nil
 }
 
-// demoCall sends one tools/call to the local server and returns its text, failing on a
-// transport error or a tool error.
+// demoCall sends one tools/call to the local server with the load generator's plain MCP
+// client and returns its text, failing on a transport error or a tool error.
 func demoCall(ctx context.Context, url, key, tool string, args map[string]any) (string, error) {
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
-	if err != nil {
-		return "", err
-	}
 	ctx, cancel := context.WithTimeout(ctx, demoCallTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("X-Agent-Key", key)
-	resp, err := http.DefaultClient.Do(req)
+	c := loadtest.Client{HTTP: http.DefaultClient}
+	a, err := c.Do(ctx, loadtest.Call{URL: url, Key: key, Tool: tool, Args: args})
 	if err != nil {
 		return "", fmt.Errorf("dashboard demo: %s: %w", tool, err)
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return "", fmt.Errorf("dashboard demo: %s: %w", tool, err)
-	}
-	var rpc struct {
-		Result struct {
-			Content []struct{ Text string } `json:"content"`
-			IsError bool                    `json:"isError"`
-		} `json:"result"`
-	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &rpc) != nil || len(rpc.Result.Content) == 0 || rpc.Result.IsError {
-		return "", fmt.Errorf("dashboard demo: %s answered %d: %s", tool, resp.StatusCode, strings.TrimSpace(string(raw)))
-	}
-	return rpc.Result.Content[0].Text, nil
+	return a.Text, nil
 }

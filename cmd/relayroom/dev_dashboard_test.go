@@ -15,6 +15,7 @@ import (
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // TestMakeRunDashboard: `make run`'s banner names the dashboard and every demo person's
@@ -83,7 +84,7 @@ func TestMakeRunDashboard(t *testing.T) {
 	for _, p := range pages {
 		t.Run(p.email+" "+p.path, func(t *testing.T) {
 			c := demoSignIn(t, base, p.email, p.password)
-			status, body := demoGet(t, c, base+p.path)
+			status, body := testfix.Get(t, c, base+p.path)
 			if status != http.StatusOK {
 				t.Fatalf("status %d", status)
 			}
@@ -100,7 +101,7 @@ func TestMakeRunDashboard(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := demoSignIn(t, base, "ana@acme.test", "demo-password-ana")
-		_, body := demoGet(t, c, base+"/app/rooms/"+room)
+		_, body := testfix.Get(t, c, base+"/app/rooms/"+room)
 		if n := strings.Count(body, "checkout timeout from yesterday"); n != 1 {
 			t.Fatalf("the first message is shown %d times", n)
 		}
@@ -117,7 +118,7 @@ func demoSignIn(t *testing.T, base, email, password string) *http.Client {
 		t.Fatal(err)
 	}
 	c := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	_, page := demoGet(t, c, base+"/login")
+	_, page := testfix.Get(t, c, base+"/login")
 	m := demoCSRF.FindStringSubmatch(page)
 	if m == nil {
 		t.Fatalf("no sign-in form: %s", page)
@@ -137,18 +138,4 @@ func demoSignIn(t *testing.T, base, email, password string) *http.Client {
 		t.Fatalf("sign in as %s: %d", email, resp.StatusCode)
 	}
 	return c
-}
-
-func demoGet(t *testing.T, c *http.Client, u string) (int, string) {
-	t.Helper()
-	resp, err := c.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
 }

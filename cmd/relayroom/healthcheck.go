@@ -2,21 +2,20 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"time"
 
+	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/config"
 )
 
 // healthcheck asks the local server's /readyz: container images without a shell or curl
 // use it as their health probe.
 func healthcheck(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("relayroom healthcheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.Flags("relayroom healthcheck", stderr)
 	addr := fs.String("addr", os.Getenv("RELAYROOM_ADDR"), "the server's listen address ($RELAYROOM_ADDR)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -2,19 +2,18 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 
+	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
 func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("relayroom migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.Flags("relayroom migrate", stderr)
 	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "Postgres URL ($DATABASE_URL)")
 	shards := fs.Int("shards", 0, "citus: shards per co-location group (0: the cluster's citus.shard_count)")
 	fs.Usage = func() {

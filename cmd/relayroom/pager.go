@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"time"
 
+	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -28,8 +28,7 @@ Flags:
 
 // pager runs `relayroom pager`.
 func pager(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("relayroom pager", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.Flags("relayroom pager", stderr)
 	execCmd := fs.String("exec", "", "command run once per wake (required)")
 	base := fs.String("url", envOr("RELAYROOM_URL", "http://localhost:48801"), "the relayroom server ($RELAYROOM_URL)")
 	wait := fs.Int("wait", 25, "seconds each long poll waits for a wake (at most 60)")

@@ -2,18 +2,17 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/relayroom/relayroom/internal/app"
+	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/config"
 )
 
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("relayroom serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.Flags("relayroom serve", stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: relayroom serve [flags]\n\nEvery flag can be set by the environment variable named in its help.")
 		fs.PrintDefaults()

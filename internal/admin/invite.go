@@ -91,12 +91,7 @@ func (s *Service) Invite(ctx context.Context, a OrgActor, email, role string) (I
 
 // OrgInvitations lists the organisation's invitations, newest first.
 func (s *Service) OrgInvitations(ctx context.Context, a OrgActor) ([]Invitation, error) {
-	var out []Invitation
-	err := s.inOrg(ctx, a, "list invitations", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (err error) {
-		out, err = s.Q.InvitationListByOrg(ctx, tx, a.OrgID)
-		return err
-	})
-	return out, err
+	return orgList(ctx, s, a, "list invitations", s.Q.InvitationListByOrg)
 }
 
 // OpenInvitation is what a link's page shows.

@@ -17,70 +17,56 @@ import (
 
 // ListOrganisations lists every organisation.
 func (s *Service) ListOrganisations(ctx context.Context) ([]db.OrganisationListRow, error) {
-	var out []db.OrganisationListRow
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		out, err = s.Q.OrganisationList(ctx, tx)
-		return err
-	})
-	return out, wrap("list organisations", err)
+	return operatorList(ctx, s, "list organisations", s.Q.OrganisationList)
 }
 
 // ListUsers lists people with their organisations and roles.
 func (s *Service) ListUsers(ctx context.Context) ([]db.UserListRow, error) {
-	var out []db.UserListRow
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		out, err = s.Q.UserList(ctx, tx)
-		return err
-	})
-	return out, wrap("list users", err)
+	return operatorList(ctx, s, "list users", s.Q.UserList)
 }
 
 // ListAgents lists every agent with its count of active keys.
 func (s *Service) ListAgents(ctx context.Context) ([]db.AgentListRow, error) {
-	var out []db.AgentListRow
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		out, err = s.Q.AgentList(ctx, tx)
-		return err
-	})
-	return out, wrap("list agents", err)
+	return operatorList(ctx, s, "list agents", s.Q.AgentList)
 }
 
 // ListProjects lists every project.
 func (s *Service) ListProjects(ctx context.Context) ([]db.ProjectListRow, error) {
-	var out []db.ProjectListRow
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		out, err = s.Q.ProjectList(ctx, tx)
-		return err
-	})
-	return out, wrap("list projects", err)
+	return operatorList(ctx, s, "list projects", s.Q.ProjectList)
 }
 
 // ListMembers lists a project's parts; project is "host/slug".
 func (s *Service) ListMembers(ctx context.Context, project string) ([]db.MembershipListRow, error) {
-	var out []db.MembershipListRow
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		p, err := s.project(ctx, tx, project)
-		if err != nil {
-			return err
-		}
-		out, err = s.Q.MembershipList(ctx, tx, p.ID)
-		return err
-	})
-	return out, wrap("list members", err)
+	return projectList(ctx, s, project, "list members", s.Q.MembershipList)
 }
 
 // ListAgreements lists a project's guest agreements.
 func (s *Service) ListAgreements(ctx context.Context, project string) ([]db.AgreementListRow, error) {
-	var out []db.AgreementListRow
+	return projectList(ctx, s, project, "list agreements", s.Q.AgreementList)
+}
+
+// operatorList reads one of the operator's listings (`relayroom admin ... list`).
+func operatorList[T any](ctx context.Context, s *Service, op string, list func(context.Context, db.DBTX) ([]T, error)) ([]T, error) {
+	var out []T
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		out, err = list(ctx, tx)
+		return err
+	})
+	return out, wrap(op, err)
+}
+
+// projectList reads a listing of one project, named "host/slug".
+func projectList[T any](ctx context.Context, s *Service, project, op string, list func(context.Context, db.DBTX, uuid.UUID) ([]T, error)) ([]T, error) {
+	var out []T
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		p, err := s.project(ctx, tx, project)
 		if err != nil {
 			return err
 		}
-		out, err = s.Q.AgreementList(ctx, tx, p.ID)
+		out, err = list(ctx, tx, p.ID)
 		return err
 	})
-	return out, wrap("list agreements", err)
+	return out, wrap(op, err)
 }
 
 // RotateAgentKey revokes an agent's keys and issues a new one; agent is "org/slug".
@@ -174,10 +160,15 @@ func (s *Service) project(ctx context.Context, tx *pg.Tx, ref string) (db.Projec
 		return db.ProjectGetBySlugRow{}, apperr.New(apperr.Invalid, "a project is named \"host/slug\", got %q", ref)
 	}
 	p, err := s.Q.ProjectGetBySlug(ctx, tx, db.ProjectGetBySlugParams{HostSlug: host, ProjectSlug: slug})
+	return found(p, err, fmt.Sprintf("unknown project %q", ref))
+}
+
+// found is a lookup's answer with "no rows" as NotFound, told as what.
+func found[T any](v T, err error, what string) (T, error) {
 	if pg.IsNoRows(err) {
-		return p, apperr.New(apperr.NotFound, "unknown project %q", ref)
+		return v, apperr.New(apperr.NotFound, "%s", what)
 	}
-	return p, err
+	return v, err
 }
 
 func wrap(op string, err error) error {

@@ -133,6 +133,16 @@ func (s *Service) inOrg(ctx context.Context, a OrgActor, op string, fn func(tx *
 	return wrap(op, err)
 }
 
+// orgList reads one of the organisation's listings for its owner or admin a.
+func orgList[T any](ctx context.Context, s *Service, a OrgActor, op string, list func(context.Context, db.DBTX, uuid.UUID) ([]T, error)) ([]T, error) {
+	var out []T
+	err := s.inOrg(ctx, a, op, func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (err error) {
+		out, err = list(ctx, tx, a.OrgID)
+		return err
+	})
+	return out, err
+}
+
 // Organisation is what every admin page names.
 func (s *Service) Organisation(ctx context.Context, a OrgActor) (Org, error) {
 	var out db.OrganisationGetByIDRow
@@ -147,12 +157,7 @@ func (s *Service) Organisation(ctx context.Context, a OrgActor) (Org, error) {
 
 // OrgAgents lists the organisation's agents with their active keys and webhook.
 func (s *Service) OrgAgents(ctx context.Context, a OrgActor) ([]db.AgentListInOrgRow, error) {
-	var out []db.AgentListInOrgRow
-	err := s.inOrg(ctx, a, "list agents", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (err error) {
-		out, err = s.Q.AgentListInOrg(ctx, tx, a.OrgID)
-		return err
-	})
-	return out, err
+	return orgList(ctx, s, a, "list agents", s.Q.AgentListInOrg)
 }
 
 // OrgAgent is one of the organisation's agents; NotFound for any other.
@@ -203,10 +208,7 @@ func (s *Service) CreateAgent(ctx context.Context, a OrgActor, spec AgentSpec) (
 // agentIn finds one of the organisation's agents by id.
 func (s *Service) agentIn(ctx context.Context, tx *pg.Tx, orgID, id uuid.UUID) (db.AgentGetInOrgRow, error) {
 	ag, err := s.Q.AgentGetInOrg(ctx, tx, db.AgentGetInOrgParams{OrgID: orgID, ID: id})
-	if pg.IsNoRows(err) {
-		return ag, apperr.New(apperr.NotFound, "no such agent")
-	}
-	return ag, err
+	return found(ag, err, "no such agent")
 }
 
 // RotateOrgAgentKey revokes an agent's keys and issues a new one, returned once.
@@ -267,20 +269,12 @@ type ProjectDetail struct {
 
 // OrgProjects lists the projects the organisation hosts.
 func (s *Service) OrgProjects(ctx context.Context, a OrgActor) ([]db.ProjectListHostedByRow, error) {
-	var out []db.ProjectListHostedByRow
-	err := s.inOrg(ctx, a, "list projects", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (err error) {
-		out, err = s.Q.ProjectListHostedBy(ctx, tx, a.OrgID)
-		return err
-	})
-	return out, err
+	return orgList(ctx, s, a, "list projects", s.Q.ProjectListHostedBy)
 }
 
 func (s *Service) hosted(ctx context.Context, tx *pg.Tx, orgID, id uuid.UUID) (db.ProjectGetHostedByRow, error) {
 	p, err := s.Q.ProjectGetHostedBy(ctx, tx, db.ProjectGetHostedByParams{OrgID: orgID, ID: id})
-	if pg.IsNoRows(err) {
-		return p, apperr.New(apperr.NotFound, "no such project")
-	}
-	return p, err
+	return found(p, err, "no such project")
 }
 
 // OrgProject is one hosted project with its members and agreements; NotFound for a
@@ -419,12 +413,7 @@ func agreementEvent(a OrgActor, ag Agreement, action string, detail map[string]s
 // OrgAgreements lists the agreements of the rooms the organisation hosts and of the
 // rooms it is invited to.
 func (s *Service) OrgAgreements(ctx context.Context, a OrgActor) ([]db.AgreementListForOrgRow, error) {
-	var out []db.AgreementListForOrgRow
-	err := s.inOrg(ctx, a, "list agreements", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (err error) {
-		out, err = s.Q.AgreementListForOrg(ctx, tx, a.OrgID)
-		return err
-	})
-	return out, err
+	return orgList(ctx, s, a, "list agreements", s.Q.AgreementListForOrg)
 }
 
 func (s *Service) agreementIn(ctx context.Context, tx *pg.Tx, orgID, projectID, guestID uuid.UUID) (Agreement, error) {
@@ -564,12 +553,7 @@ func (s *Service) SetAgreementGrants(ctx context.Context, a OrgActor, projectID,
 
 // OrgPeople lists the organisation's people and roles.
 func (s *Service) OrgPeople(ctx context.Context, a OrgActor) ([]db.OrgMemberListByOrgRow, error) {
-	var out []db.OrgMemberListByOrgRow
-	err := s.inOrg(ctx, a, "list people", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (err error) {
-		out, err = s.Q.OrgMemberListByOrg(ctx, tx, a.OrgID)
-		return err
-	})
-	return out, err
+	return orgList(ctx, s, a, "list people", s.Q.OrgMemberListByOrg)
 }
 
 // SetRole changes a person's role. Only an owner makes an owner or changes an owner's
@@ -612,12 +596,7 @@ func (s *Service) SetRole(ctx context.Context, a OrgActor, userID uuid.UUID, rol
 
 // OrgClients lists the OAuth clients the organisation's people connected (live consents).
 func (s *Service) OrgClients(ctx context.Context, a OrgActor) ([]db.OAuthClientListByOrgRow, error) {
-	var out []db.OAuthClientListByOrgRow
-	err := s.inOrg(ctx, a, "list clients", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (err error) {
-		out, err = s.Q.OAuthClientListByOrg(ctx, tx, a.OrgID)
-		return err
-	})
-	return out, err
+	return orgList(ctx, s, a, "list clients", s.Q.OAuthClientListByOrg)
 }
 
 // DisconnectClient ends every consent the organisation's people gave a client, and

@@ -16,6 +16,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/throttle"
 )
 
@@ -67,7 +68,7 @@ func callWith(t testing.TB, c *http.Client, url string, header http.Header) (int
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
-	return roundTrip(t, c, req)
+	return testfix.Do(t, c, req)
 }
 
 func limitedServer(t *testing.T, l throttle.Limits, proxies string) *server {
@@ -94,7 +95,7 @@ func TestFailedAuthenticationIsLimited(t *testing.T) {
 				t.Fatal(err)
 			}
 			req.Header.Set("X-Agent-Key", key)
-			st, _, _ := roundTrip(t, attacker, req)
+			st, _, _ := testfix.Do(t, attacker, req)
 			return st
 		}
 		confirm := func(token string) int {
@@ -103,7 +104,7 @@ func TestFailedAuthenticationIsLimited(t *testing.T) {
 				t.Fatal(err)
 			}
 			req.Header.Set("Authorization", "Bearer "+token)
-			st, _, _ := roundTrip(t, attacker, req)
+			st, _, _ := testfix.Do(t, attacker, req)
 			return st
 		}
 		for i := 0; i < 2; i++ {

@@ -19,6 +19,7 @@ import (
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/secrets"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // deskFile: acme and globex on Scale, soylent on Growth, initech on the starter plan.
@@ -280,7 +281,7 @@ func TestDeskEndpoint(t *testing.T) {
 			if cred != "" {
 				req.Header.Set("Authorization", "Bearer "+cred)
 			}
-			status, h, body := roundTrip(t, http.DefaultClient, req)
+			status, h, body := testfix.Do(t, http.DefaultClient, req)
 			m := resourceMetadata.FindStringSubmatch(h.Get("WWW-Authenticate"))
 			if status != http.StatusUnauthorized || m == nil || m[2] != strings.Join(desk.Scopes, " ") || !strings.HasSuffix(m[1], "/.well-known/oauth-protected-resource/desk/mcp") {
 				t.Fatalf("%q: %d %v %s", cred, status, h, body)

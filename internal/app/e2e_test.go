@@ -16,6 +16,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // headerTransport adds the credential to every request the go-sdk client makes.
@@ -196,7 +198,7 @@ func TestMissingCredentialsGet401WithTheEndpointsOwnMetadata(t *testing.T) {
 		if want := s.base + "/.well-known/oauth-protected-resource" + u.EscapedPath(); m[1] != want {
 			t.Fatalf("metadata URL %q, want %q", m[1], want)
 		}
-		status, doc := get(t, m[1])
+		status, doc := testfix.Get(t, http.DefaultClient, m[1])
 		var md struct {
 			Resource             string   `json:"resource"`
 			AuthorizationServers []string `json:"authorization_servers"`
@@ -229,7 +231,7 @@ func TestMissingCredentialsGet401WithTheEndpointsOwnMetadata(t *testing.T) {
 		t.Fatalf("another project's connect code: %d %s", status, body)
 	}
 	// Unknown metadata paths are not invented.
-	if status, _ := get(t, s.base+"/.well-known/oauth-protected-resource/nope"); status != 404 {
+	if status, _ := testfix.Get(t, http.DefaultClient, s.base+"/.well-known/oauth-protected-resource/nope"); status != 404 {
 		t.Fatalf("metadata for an unknown resource: %d", status)
 	}
 }
@@ -239,10 +241,10 @@ func TestMissingCredentialsGet401WithTheEndpointsOwnMetadata(t *testing.T) {
 func TestOperationsEndpointsAndLogs(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	if status, body := get(t, s.base+"/healthz"); status != 200 || !strings.Contains(body, `"ok"`) {
+	if status, body := testfix.Get(t, http.DefaultClient, s.base+"/healthz"); status != 200 || !strings.Contains(body, `"ok"`) {
 		t.Fatalf("healthz: %d %s", status, body)
 	}
-	if status, body := get(t, s.base+"/readyz"); status != 200 || !strings.Contains(body, `"current"`) {
+	if status, body := testfix.Get(t, http.DefaultClient, s.base+"/readyz"); status != 200 || !strings.Contains(body, `"current"`) {
 		t.Fatalf("readyz: %d %s", status, body)
 	}
 	key, threads := s.key("acme/architect"), s.threadsURL("escalations", "architect")
@@ -253,7 +255,7 @@ func TestOperationsEndpointsAndLogs(t *testing.T) {
 	post(t, threads, key, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{"x":1}}}`)
 	post(t, threads, mistype(key), `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
 
-	status, metrics := get(t, s.base+"/metrics")
+	status, metrics := testfix.Get(t, http.DefaultClient, s.base+"/metrics")
 	if status != 200 {
 		t.Fatalf("metrics: %d", status)
 	}
@@ -352,7 +354,7 @@ func TestPlainGETDescribesTheRoomEndpoint(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	id := s.res.Projects["escalations"].ID.String()
-	status, body := get(t, s.base+"/api/mcp/p/"+id)
+	status, body := testfix.Get(t, http.DefaultClient, s.base+"/api/mcp/p/"+id)
 	var d struct {
 		Status    string   `json:"status"`
 		Service   string   `json:"service"`

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 const demo = `
@@ -203,7 +203,7 @@ func post(t testing.TB, url, key, body string) (int, http.Header, string) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	setCredential(req.Header, key)
-	return roundTrip(t, http.DefaultClient, req)
+	return testfix.Do(t, http.DefaultClient, req)
 }
 
 // setCredential sends a credential the way its holder does: an agent key as X-Agent-Key,
@@ -215,35 +215,6 @@ func setCredential(h http.Header, key string) {
 	case key != "":
 		h.Set("X-Agent-Key", key)
 	}
-}
-
-// roundTrip sends req with c and returns status, headers and body.
-func roundTrip(t testing.TB, c *http.Client, req *http.Request) (int, http.Header, string) {
-	t.Helper()
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
-}
-
-func get(t testing.TB, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
 }
 
 // openSeeded opens pools on the server's database, for tests that look behind the API.

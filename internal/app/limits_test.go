@@ -24,6 +24,7 @@ import (
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // generous bounds every wait of these tests: a limit that does not hold makes the test
@@ -325,7 +326,7 @@ func TestRequestsPerAddressAreBounded(t *testing.T) {
 	})
 	t.Run("health endpoints answer", func(t *testing.T) {
 		for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
-			if status, body := get(t, s.base+path); status != http.StatusOK {
+			if status, body := testfix.Get(t, http.DefaultClient, s.base+path); status != http.StatusOK {
 				t.Fatalf("%s: %d %s", path, status, body)
 			}
 		}
@@ -381,15 +382,11 @@ func TestInflightBytesAreBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		got, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := testfix.Body(t, resp)
 		if resp.StatusCode != http.StatusTooManyRequests {
 			t.Fatalf("%d %s", resp.StatusCode, got)
 		}
-		checkRefusal(t, resp.Header, string(got))
+		checkRefusal(t, resp.Header, got)
 	})
 }
 

@@ -21,26 +21,28 @@ type metrics struct {
 
 func newMetrics(pools map[string]*pgxpool.Pool) *metrics {
 	m := &metrics{
-		registry: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "relayroom_http_requests_total", Help: "HTTP requests by route, method and status.",
-		}, []string{"route", "method", "status"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "relayroom_http_request_duration_seconds", Help: "HTTP request latency by route.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"route", "method"}),
-		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "relayroom_tool_calls_total", Help: "MCP tool calls by endpoint, tool and outcome.",
-		}, []string{"endpoint", "tool", "outcome"}),
-		toolTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "relayroom_tool_call_duration_seconds", Help: "MCP tool call latency by endpoint and tool.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"endpoint", "tool"}),
+		registry:  prometheus.NewRegistry(),
+		requests:  counter("relayroom_http_requests_total", "HTTP requests by route, method and status.", "route", "method", "status"),
+		latency:   latency("relayroom_http_request_duration_seconds", "HTTP request latency by route.", "route", "method"),
+		toolCalls: counter("relayroom_tool_calls_total", "MCP tool calls by endpoint, tool and outcome.", "endpoint", "tool", "outcome"),
+		toolTime:  latency("relayroom_tool_call_duration_seconds", "MCP tool call latency by endpoint and tool.", "endpoint", "tool"),
 	}
 	m.registry.MustRegister(m.requests, m.latency, m.toolCalls, m.toolTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registry.MustRegister(poolCollector{pools: pools})
 	return m
+}
+
+func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+// latency is a histogram of seconds, from half a millisecond (a cached read) to 5 s (past
+// the statement timeout), the same buckets for requests and tool calls so they compare.
+func latency(name, help string, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: name, Help: help, Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, labels)
 }
 
 func (m *metrics) observeTool(_ context.Context, endpoint, tool, outcome string, d time.Duration) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 func TestOriginAndCORS(t *testing.T) {
@@ -147,6 +148,6 @@ func requestWithHeaders(t *testing.T, method, url string, header map[string]stri
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	status, h, body := roundTrip(t, http.DefaultClient, req)
+	status, h, body := testfix.Do(t, http.DefaultClient, req)
 	return httpAnswer{status: status, header: h, body: body}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -26,6 +25,7 @@ import (
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/oauth"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 const signInDemo = demo + `
@@ -76,12 +76,7 @@ func (b *browser) do(req *http.Request) (*http.Response, string) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return resp, string(body)
+	return resp, testfix.Body(b.t, resp)
 }
 
 func (b *browser) get(u string) (*http.Response, string) {
@@ -389,7 +384,7 @@ func bearerStatus(t *testing.T, endpoint, token string) int {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
-	status, _, _ := roundTrip(t, http.DefaultClient, req)
+	status, _, _ := testfix.Do(t, http.DefaultClient, req)
 	return status
 }
 

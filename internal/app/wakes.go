@@ -33,42 +33,27 @@ func (a *App) periodicJobs() []jobs.Periodic {
 		{
 			// Expired knowledge is already excluded at read time; this retires it.
 			Name: "knowledge_expire", Every: 5 * time.Minute, RunOnStart: true,
-			Run: func(ctx context.Context) error {
-				_, err := a.knowledge.ExpireDue(ctx)
-				return err
-			},
+			Run: clean(a.knowledge.ExpireDue),
 		},
 		{
 			// Idempotency keys are remembered 24 h (older ones are already treated as new).
 			Name: "idempotency_expire", Every: 10 * time.Minute, RunOnStart: true,
-			Run: func(ctx context.Context) error {
-				_, err := a.idempotency.DeleteExpired(ctx)
-				return err
-			},
+			Run: clean(a.idempotency.DeleteExpired),
 		},
 		{
 			// Desk note keys are remembered 24 h (older ones are already treated as new).
 			Name: "desk_note_keys_expire", Every: 10 * time.Minute, RunOnStart: true,
-			Run: func(ctx context.Context) error {
-				_, err := a.desk.DeleteExpiredNoteKeys(ctx)
-				return err
-			},
+			Run: clean(a.desk.DeleteExpiredNoteKeys),
 		},
 		{
 			// Failed-authentication counters of ended windows (docs/auth-limits.md).
 			Name: "auth_throttle_prune", Every: time.Minute,
-			Run: func(ctx context.Context) error {
-				_, err := a.throttle.Prune(ctx)
-				return err
-			},
+			Run: clean(a.throttle.Prune),
 		},
 		{
 			// Ended sessions, authorization requests and tokens; idle OAuth clients (docs/auth.md).
 			Name: "oauth_prune", Every: 10 * time.Minute, RunOnStart: true,
-			Run: func(ctx context.Context) error {
-				_, err := a.oauth.Prune(ctx)
-				return err
-			},
+			Run: clean(a.oauth.Prune),
 		},
 		{
 			// Memory written while the embedder was slow or down, or before the embedder
@@ -101,3 +86,11 @@ const embedBatch = 100
 // embedRunFor bounds one run of the embedding backlog (the job runs every 30 s and ends
 // well before the next is due).
 const embedRunFor = 20 * time.Second
+
+// clean is a clean-up job whose count of rows removed nobody reads.
+func clean(f func(context.Context) (int64, error)) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := f(ctx)
+		return err
+	}
+}

@@ -15,62 +15,45 @@ import (
 
 // ListClients lists registered and document clients, most recently used first.
 func ListClients(ctx context.Context, d *pg.DB) ([]db.OAuthClientListRow, error) {
-	q := db.New()
-	var rows []db.OAuthClientListRow
-	err := d.Operator(ctx, func(tx *pg.Tx) error {
-		var err error
-		rows, err = q.OAuthClientList(ctx, tx)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("oauth: list clients: %w", err)
-	}
-	return rows, nil
+	return operator(ctx, d, "list clients", db.New().OAuthClientList)
 }
 
 // RevokeClient revokes a client: its tokens stop working and it cannot authorize again.
 func RevokeClient(ctx context.Context, d *pg.DB, clientID string) (bool, error) {
-	q := db.New()
-	var n int64
-	err := d.Operator(ctx, func(tx *pg.Tx) error {
-		var err error
-		n, err = q.OAuthClientRevoke(ctx, tx, clientID)
-		return err
+	n, err := operator(ctx, d, "revoke client", func(ctx context.Context, tx db.DBTX) (int64, error) {
+		return db.New().OAuthClientRevoke(ctx, tx, clientID)
 	})
-	if err != nil {
-		return false, fmt.Errorf("oauth: revoke client: %w", err)
-	}
-	return n > 0, nil
+	return n > 0, err
 }
 
 // ListGrants lists what people consented to, newest first.
 func ListGrants(ctx context.Context, d *pg.DB) ([]db.OAuthGrantListRow, error) {
-	q := db.New()
-	var rows []db.OAuthGrantListRow
-	err := d.Operator(ctx, func(tx *pg.Tx) error {
-		var err error
-		rows, err = q.OAuthGrantList(ctx, tx)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("oauth: list grants: %w", err)
-	}
-	return rows, nil
+	return operator(ctx, d, "list grants", db.New().OAuthGrantList)
 }
 
 // RevokeGrant revokes one consent and every token issued under it.
 func RevokeGrant(ctx context.Context, d *pg.DB, id uuid.UUID) (bool, error) {
 	q := db.New()
-	var n int64
-	err := d.Operator(ctx, func(tx *pg.Tx) error {
-		var err error
-		if n, err = q.OAuthGrantRevokeByID(ctx, tx, id); err != nil {
-			return err
+	n, err := operator(ctx, d, "revoke grant", func(ctx context.Context, tx db.DBTX) (int64, error) {
+		n, err := q.OAuthGrantRevokeByID(ctx, tx, id)
+		if err != nil {
+			return 0, err
 		}
-		return q.OAuthTokenRevokeByGrantID(ctx, tx, id)
+		return n, q.OAuthTokenRevokeByGrantID(ctx, tx, id)
+	})
+	return n > 0, err
+}
+
+// operator runs one operator transaction across tenants, its error told as op.
+func operator[T any](ctx context.Context, d *pg.DB, op string, fn func(context.Context, db.DBTX) (T, error)) (T, error) {
+	var out T
+	err := d.Operator(ctx, func(tx *pg.Tx) (err error) {
+		out, err = fn(ctx, tx)
+		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("oauth: revoke grant: %w", err)
+		var zero T
+		return zero, fmt.Errorf("oauth: %s: %w", op, err)
 	}
-	return n > 0, nil
+	return out, nil
 }

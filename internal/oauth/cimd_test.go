@@ -14,10 +14,22 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/oauth"
+	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 )
 
 const publicURL = "http://127.0.0.1:1"
+
+// newHandler is the authorization server on d at publicURL; allowPrivate lets it fetch
+// client metadata documents from loopback (the tests' document server).
+func newHandler(t *testing.T, d *pg.DB, allowPrivate bool) *oauth.Server {
+	t.Helper()
+	s, err := oauth.NewHandler(oauth.Deps{DB: d, Q: db.New(), PublicURL: publicURL, Log: slog.New(slog.DiscardHandler), MetadataDocumentsAllowPrivate: allowPrivate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 // authorizeWith asks the authorization server to authorize a client id and returns the
 // answer's status and Location (a consent URL when the client was accepted).
@@ -44,13 +56,7 @@ func TestClientIDMetadataDocuments(t *testing.T) {
 	}))
 	t.Cleanup(docs.Close)
 	id := docs.URL + "/client.json"
-	newServer := func(allowPrivate bool) http.Handler {
-		s, err := oauth.NewHandler(oauth.Deps{DB: d, Q: db.New(), PublicURL: publicURL, Log: slog.New(slog.DiscardHandler), MetadataDocumentsAllowPrivate: allowPrivate})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	newServer := func(allowPrivate bool) http.Handler { return newHandler(t, d, allowPrivate) }
 	t.Run("a document naming itself is the client, its loopback redirect URI on any port", func(t *testing.T) {
 		doc = `{"client_id":"` + id + `","client_name":"Doc client","redirect_uris":["http://127.0.0.1/callback","javascript:x"],"token_endpoint_auth_method":"none"}`
 		status, loc, body := authorizeWith(t, newServer(true), id)

@@ -2,14 +2,12 @@ package oauth_test
 
 import (
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/oauth"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 )
@@ -20,10 +18,7 @@ import (
 func TestTokenAnswersAreNeverCached(t *testing.T) {
 	t.Parallel()
 	d, _ := pgtest.Open(t)
-	s, err := oauth.NewHandler(oauth.Deps{DB: d, Q: db.New(), PublicURL: publicURL, Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newHandler(t, d, false)
 	for _, route := range []string{oauth.RouteToken, oauth.RouteRevoke} {
 		t.Run(route, func(t *testing.T) {
 			form := url.Values{"grant_type": {"authorization_code"}, "code": {"qyt_ac_unknown"}, "client_id": {"rrc_unknown"}, "token": {"x"}}
@@ -44,10 +39,7 @@ func TestTokenAnswersAreNeverCached(t *testing.T) {
 func TestEveryAuthorizationErrorCarriesTheIssuer(t *testing.T) {
 	t.Parallel()
 	d, _ := pgtest.Open(t)
-	s, err := oauth.NewHandler(oauth.Deps{DB: d, Q: db.New(), PublicURL: publicURL, Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newHandler(t, d, false)
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, oauth.RouteRegister, strings.NewReader(
 		`{"redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}`)))

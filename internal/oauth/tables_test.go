@@ -6,8 +6,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/relayroom/relayroom/db"
-	"github.com/relayroom/relayroom/internal/oauth"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 )
@@ -95,15 +93,12 @@ func TestPruneDeletesWhatHasEnded(t *testing.T) {
 		`INSERT INTO oauth_client (client_id, redirect_uris, source, last_used_at) VALUES ('idle', '{https://a.example/cb}', 'registration', now() - interval '91 days'), ('used', '{https://b.example/cb}', 'registration', now() - interval '89 days')`,
 		`INSERT INTO oauth_auth_request (id, client_id, redirect_uri, code_challenge, resource, expires_at) VALUES ('old', 'used', 'https://b.example/cb', 'c', 'r', now() - interval '1 second'), ('live', 'used', 'https://b.example/cb', 'c', 'r', now() + interval '1 hour')`,
 	)
-	s, err := oauth.NewHandler(oauth.Deps{DB: d, Q: db.New(), PublicURL: "http://127.0.0.1:1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newHandler(t, d, false)
 	if n, err := s.Prune(ctx); err != nil || n != 3 {
 		t.Fatalf("Prune = %d, %v; want 3 (an expired session, an expired request, an idle client)", n, err)
 	}
 	var left string
-	err = d.Operator(ctx, func(tx *pg.Tx) error {
+	err := d.Operator(ctx, func(tx *pg.Tx) error {
 		return tx.QueryRow(ctx, `SELECT (SELECT string_agg(session_id, ',') FROM web_session) || '|' ||
 			(SELECT string_agg(client_id, ',') FROM oauth_client) || '|' || (SELECT string_agg(id, ',') FROM oauth_auth_request)`).Scan(&left)
 	})

@@ -69,7 +69,7 @@ func (s *Server) exchangeCode(ctx context.Context, clientID string, req *oidc.Ac
 		return nil, errBadGrant
 	}
 	var resp *oidc.AccessTokenResponse
-	var replayed *db.OAuthGrantListByCodeRow
+	var replayed *grantKey
 	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: code.ID}, func(tx *pg.Tx) error {
 		rows, err := s.deps.Q.OAuthGrantListByCode(ctx, tx, code.ID)
 		if err != nil {
@@ -85,7 +85,7 @@ func (s *Server) exchangeCode(ctx context.Context, clientID string, req *oidc.Ac
 		case g == nil || g.ClientID != clientID || g.RevokedAt != nil:
 			return errBadGrant
 		case g.CodeUsedAt != nil:
-			replayed = g
+			replayed = &grantKey{g.OrgID, g.ID}
 			return errBadGrant
 		case !s.deps.Now().Before(g.CodeExpiresAt):
 			return errBadGrant
@@ -106,18 +106,25 @@ func (s *Server) exchangeCode(ctx context.Context, clientID string, req *oidc.Ac
 		if n != 1 {
 			return errBadGrant // spent concurrently
 		}
-		live, err := s.deps.Q.OAuthGrantGetLive(ctx, tx, db.OAuthGrantGetLiveParams{OrgID: g.OrgID, ID: g.ID})
-		if pg.IsNoRows(err) {
-			return errBadGrant
-		}
+		live, err := s.liveGrant(ctx, tx, g.OrgID, g.ID, errBadGrant)
 		if err != nil {
-			return fmt.Errorf("read grant: %w", err)
+			return err
 		}
 		resp, err = s.issue(ctx, tx, g.OrgID, g.ID, live.Scopes)
 		return err
 	})
+	return s.answer(ctx, resp, err, replayed)
+}
+
+// grantKey names one grant.
+type grantKey struct{ orgID, id uuid.UUID }
+
+// answer is a token request's outcome. A replayed credential (a spent code, a refresh
+// token past its grace) first revokes its whole grant, in a transaction of its own since
+// the request's rolled back: someone else may hold its tokens.
+func (s *Server) answer(ctx context.Context, resp *oidc.AccessTokenResponse, err error, replayed *grantKey) (*oidc.AccessTokenResponse, error) {
 	if replayed != nil {
-		if rerr := s.revokeGrant(ctx, replayed.OrgID, replayed.ID); rerr != nil {
+		if rerr := s.revokeGrant(ctx, replayed.orgID, replayed.id); rerr != nil {
 			return nil, rerr
 		}
 	}
@@ -127,14 +134,31 @@ func (s *Server) exchangeCode(ctx context.Context, clientID string, req *oidc.Ac
 	return resp, nil
 }
 
-func (s *Server) revokeGrant(ctx context.Context, orgID, grantID uuid.UUID) error {
-	err := s.deps.DB.InTenant(ctx, pg.Tenant{OrgID: orgID}, func(tx *pg.Tx) error {
-		if _, err := s.deps.Q.OAuthGrantRevoke(ctx, tx, db.OAuthGrantRevokeParams{OrgID: orgID, ID: grantID}); err != nil {
-			return err
-		}
-		return s.deps.Q.OAuthTokenRevokeByGrant(ctx, tx, db.OAuthTokenRevokeByGrantParams{OrgID: orgID, GrantID: grantID})
-	})
+// liveGrant reads a grant that still stands, with what it rests on; one revoked or gone is
+// the caller's missing error.
+func (s *Server) liveGrant(ctx context.Context, tx *pg.Tx, orgID, grantID uuid.UUID, missing error) (db.OAuthGrantGetLiveRow, error) {
+	live, err := s.deps.Q.OAuthGrantGetLive(ctx, tx, db.OAuthGrantGetLiveParams{OrgID: orgID, ID: grantID})
+	if pg.IsNoRows(err) {
+		return live, missing
+	}
 	if err != nil {
+		return live, fmt.Errorf("read grant: %w", err)
+	}
+	return live, nil
+}
+
+func (s *Server) revokeGrant(ctx context.Context, orgID, grantID uuid.UUID) error {
+	return s.deps.DB.InTenant(ctx, pg.Tenant{OrgID: orgID}, func(tx *pg.Tx) error {
+		return s.revokeGrantTx(ctx, tx, orgID, grantID)
+	})
+}
+
+// revokeGrantTx revokes a grant and every token issued under it, in tx.
+func (s *Server) revokeGrantTx(ctx context.Context, tx *pg.Tx, orgID, grantID uuid.UUID) error {
+	if _, err := s.deps.Q.OAuthGrantRevoke(ctx, tx, db.OAuthGrantRevokeParams{OrgID: orgID, ID: grantID}); err != nil {
+		return fmt.Errorf("revoke grant: %w", err)
+	}
+	if err := s.deps.Q.OAuthTokenRevokeByGrant(ctx, tx, db.OAuthTokenRevokeByGrantParams{OrgID: orgID, GrantID: grantID}); err != nil {
 		return fmt.Errorf("revoke grant: %w", err)
 	}
 	return nil
@@ -170,7 +194,7 @@ func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Val
 		return nil, errBadGrant
 	}
 	var resp *oidc.AccessTokenResponse
-	var reused *db.OauthToken
+	var reused *grantKey
 	err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: p.ID}, func(tx *pg.Tx) error {
 		t, err := s.findToken(ctx, tx, p, kindRefresh)
 		if err != nil {
@@ -180,16 +204,13 @@ func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Val
 			return errBadGrant
 		}
 		if t.RevokedAt != nil {
-			reused = t
+			reused = &grantKey{t.OrgID, t.GrantID}
 			return errBadGrant
 		}
 		tx.SetTenant(grantTenant(t.OrgID, t.GrantID))
-		live, err := s.deps.Q.OAuthGrantGetLive(ctx, tx, db.OAuthGrantGetLiveParams{OrgID: t.OrgID, ID: t.GrantID})
-		if pg.IsNoRows(err) {
-			return errBadGrant
-		}
+		live, err := s.liveGrant(ctx, tx, t.OrgID, t.GrantID, errBadGrant)
 		if err != nil {
-			return fmt.Errorf("read grant: %w", err)
+			return err
 		}
 		if live.ClientID != clientID {
 			return errBadGrant
@@ -209,15 +230,7 @@ func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Val
 		resp, err = s.issue(ctx, tx, t.OrgID, t.GrantID, live.Scopes)
 		return err
 	})
-	if reused != nil {
-		if rerr := s.revokeGrant(ctx, reused.OrgID, reused.GrantID); rerr != nil {
-			return nil, rerr
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return s.answer(ctx, resp, err, reused)
 }
 
 // revoke is RFC 7009 for one client's token.
@@ -249,10 +262,7 @@ func (s *Server) revoke(ctx context.Context, clientID, raw string) error {
 		if kind == kindAccess {
 			return s.deps.Q.OAuthTokenRevoke(ctx, tx, db.OAuthTokenRevokeParams{OrgID: t.OrgID, TokenID: t.TokenID})
 		}
-		if _, err := s.deps.Q.OAuthGrantRevoke(ctx, tx, db.OAuthGrantRevokeParams{OrgID: t.OrgID, ID: t.GrantID}); err != nil {
-			return fmt.Errorf("revoke grant: %w", err)
-		}
-		return s.deps.Q.OAuthTokenRevokeByGrant(ctx, tx, db.OAuthTokenRevokeByGrantParams{OrgID: t.OrgID, GrantID: t.GrantID})
+		return s.revokeGrantTx(ctx, tx, t.OrgID, t.GrantID)
 	})
 }
 
@@ -274,12 +284,9 @@ func (s *Server) VerifyAccessToken(ctx context.Context, raw string) (auth.TokenG
 			return auth.ErrInvalidToken
 		}
 		tx.SetTenant(grantTenant(t.OrgID, t.GrantID))
-		live, err := s.deps.Q.OAuthGrantGetLive(ctx, tx, db.OAuthGrantGetLiveParams{OrgID: t.OrgID, ID: t.GrantID})
-		if pg.IsNoRows(err) {
-			return auth.ErrInvalidToken
-		}
+		live, err := s.liveGrant(ctx, tx, t.OrgID, t.GrantID, auth.ErrInvalidToken)
 		if err != nil {
-			return fmt.Errorf("read grant: %w", err)
+			return err
 		}
 		g = auth.TokenGrant{OrgID: t.OrgID, PersonID: live.UserID, Scopes: live.Scopes, Resource: live.Resource}
 		if live.AgentID != nil {
