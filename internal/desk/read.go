@@ -48,14 +48,79 @@ func (s *Service) visibleInbox(ctx context.Context, tx *pg.Tx, c caller, public 
 	return id, nil
 }
 
-// page turns rows fetched with limit+1 into a page of at most limit items and, when the
-// extra row came, the cursor after the page's last row.
-func page[R, T any](s *Service, tool string, c caller, args any, rows []R, limit int, item func(R) (T, error), after func(R) cursorPayload) ([]T, *string, error) {
-	out := make([]T, 0, min(len(rows), limit))
+// pager is one page of a list tool. Every list tool pages the same way: a limit
+// (DefaultLimit when absent, at most MaxLimit), rows fetched limit+1 so that the extra
+// one tells a next page exists, and a cursor signed for the tool, the member and the
+// call's other arguments (cursor.go).
+type pager struct {
+	s     *Service
+	c     caller
+	tool  string
+	args  any // the call's arguments, limit defaulted and cursor cleared: what a cursor binds
+	limit int
+	after cursorPayload // the position the call's cursor names; zero on the first page
+}
+
+// pagedInput is a list tool's input: it holds a page size and a cursor.
+type pagedInput[In any] interface {
+	*In
+	paging() (limit *int, cursor *string)
+}
+
+// openPager defaults the input's limit and checks its cursor, if any, against the tool,
+// the caller and the other arguments.
+func openPager[In any, P pagedInput[In]](s *Service, tool string, c caller, in P) (pager, error) {
+	limit, cursor := in.paging()
+	*limit = pageLimit(*limit)
+	args := *in
+	_, argsCursor := P(&args).paging()
+	*argsCursor = ""
+	p := pager{s: s, c: c, tool: tool, args: args, limit: *limit}
+	if *cursor != "" {
+		at, err := s.readCursor(tool, c, args, *cursor)
+		if err != nil {
+			return pager{}, err
+		}
+		p.after = at
+	}
+	return p, nil
+}
+
+func pageLimit(n int) int {
+	if n <= 0 {
+		return DefaultLimit
+	}
+	return min(n, MaxLimit)
+}
+
+// lim is how many rows a page's query fetches: one more than the page holds.
+func (p pager) lim() int32 { return int32(p.limit + 1) }
+
+// readPage runs a page's query in the caller's tenant, after before's statements (nil:
+// none), the query carrying the COMMIT (a read), and turns the rows into the page's items
+// and, when the extra row came, the cursor after the page's last row. op names the read
+// in a classified error.
+func readPage[R, T any](ctx context.Context, p pager, op string, before func(tx *pg.Tx) error, query func(tx *pg.Tx) ([]R, error),
+	item func(R) (T, error), after func(R) cursorPayload) ([]T, *string, error) {
+	var rows []R
+	err := p.s.db.InTenant(ctx, p.c.tenant(), func(tx *pg.Tx) (err error) {
+		if before != nil {
+			if err := before(tx); err != nil {
+				return err
+			}
+		}
+		tx.CommitWithNext(ctx) // a read: its last statement carries the COMMIT
+		rows, err = query(tx)
+		return err
+	})
+	if err != nil {
+		return nil, nil, pg.Classify(op, err)
+	}
+	out := make([]T, 0, min(len(rows), p.limit))
 	var next *string
 	for i, r := range rows {
-		if i == limit {
-			next = new(s.issueCursor(tool, c, args, after(rows[i-1])))
+		if i == p.limit {
+			next = new(p.s.issueCursor(p.tool, p.c, p.args, after(rows[i-1])))
 			break
 		}
 		v, err := item(r)
@@ -67,13 +132,6 @@ func page[R, T any](s *Service, tool string, c caller, args any, rows []R, limit
 	return out, next, nil
 }
 
-func pageLimit(n int) int {
-	if n <= 0 {
-		return DefaultLimit
-	}
-	return min(n, MaxLimit)
-}
-
 // SearchInput is relaydesk_search_conversations' arguments.
 type SearchInput struct {
 	Query   string `json:"query"`
@@ -82,6 +140,8 @@ type SearchInput struct {
 	Limit   int    `json:"limit,omitempty"`
 	Cursor  string `json:"cursor,omitempty"`
 }
+
+func (in *SearchInput) paging() (*int, *string) { return &in.Limit, &in.Cursor }
 
 // ConversationSummary is one search result.
 type ConversationSummary struct {
@@ -109,43 +169,32 @@ func (s *Service) SearchConversations(ctx context.Context, sc tenancy.Scope, in 
 	if err != nil {
 		return SearchResult{}, err
 	}
-	in.Limit = pageLimit(in.Limit)
 	if err := checkQuery(in.Query); err != nil {
 		return SearchResult{}, err
 	}
-	args := in
-	args.Cursor = ""
-	p := db.DeskConversationSearchParams{OrgID: c.org, Query: in.Query, SeesAll: c.seesAll(), UserID: c.user, Lim: int32(in.Limit + 1),
-		Cap: int32(s.searchCap)}
+	pgr, err := openPager(s, ToolSearchConversations, c, &in)
+	if err != nil {
+		return SearchResult{}, err
+	}
+	p := db.DeskConversationSearchParams{OrgID: c.org, Query: in.Query, SeesAll: c.seesAll(), UserID: c.user, Lim: pgr.lim(),
+		Cap: int32(s.searchCap), AfterUpdated: pgr.after.Time, AfterID: pgr.after.ID}
 	if in.Status != "" {
 		p.Status = &in.Status
 	}
-	if in.Cursor != "" {
-		cur, err := s.readCursor(ToolSearchConversations, c, args, in.Cursor)
-		if err != nil {
-			return SearchResult{}, err
-		}
-		p.AfterUpdated, p.AfterID = cur.Time, cur.ID
-	}
-	var rows []db.DeskConversationSearchRow
-	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) error {
-		if in.InboxID != "" {
+	var out SearchResult
+	out.Conversations, out.NextCursor, err = readPage(ctx, pgr, "desk: search conversations",
+		func(tx *pg.Tx) error {
+			if in.InboxID == "" {
+				return nil
+			}
 			id, err := s.visibleInbox(ctx, tx, c, in.InboxID)
 			if err != nil {
 				return err
 			}
 			p.InboxID = &id
-		}
-		var err error
-		tx.CommitWithNext(ctx) // a read: its last statement carries the COMMIT
-		rows, err = s.q.DeskConversationSearch(ctx, tx, p)
-		return err
-	})
-	if err != nil {
-		return SearchResult{}, pg.Classify("desk: search conversations", err)
-	}
-	var out SearchResult
-	out.Conversations, out.NextCursor, err = page(s, ToolSearchConversations, c, args, rows, in.Limit,
+			return nil
+		},
+		func(tx *pg.Tx) ([]db.DeskConversationSearchRow, error) { return s.q.DeskConversationSearch(ctx, tx, p) },
 		func(r db.DeskConversationSearchRow) (ConversationSummary, error) {
 			return ConversationSummary{
 				ID: publicID(PrefixConversation, r.ID), Subject: r.Subject, Status: r.Status, InboxID: publicID(PrefixInbox, r.InboxID),
@@ -164,6 +213,8 @@ type GetConversationInput struct {
 	Limit               int    `json:"limit,omitempty"`
 	Cursor              string `json:"cursor,omitempty"`
 }
+
+func (in *GetConversationInput) paging() (*int, *string) { return &in.Limit, &in.Cursor }
 
 // Conversation is a conversation as get_conversation shows it.
 type Conversation struct {
@@ -210,43 +261,26 @@ func (s *Service) GetConversation(ctx context.Context, sc tenancy.Scope, in GetC
 	if err != nil {
 		return GetConversationResult{}, err
 	}
-	in.Limit = pageLimit(in.Limit)
-	args := in
-	args.Cursor = ""
 	id, ok := parseID(PrefixConversation, in.ConversationID)
 	if !ok {
 		return GetConversationResult{}, conversationNotFound()
 	}
-	p := db.DeskMessagePageParams{OrgID: c.org, ConversationID: id, IncludeNotes: in.IncludePrivateNotes, Lim: int32(in.Limit + 1)}
-	if in.Cursor != "" {
-		cur, err := s.readCursor(ToolGetConversation, c, args, in.Cursor)
-		if err != nil {
-			return GetConversationResult{}, err
-		}
-		p.AfterCreated, p.AfterID = cur.Time, cur.ID
-	}
-	var conv db.DeskConversationGetRow
-	var rows []db.DeskMessagePageRow
-	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) (err error) {
-		conv, err = s.q.DeskConversationGet(ctx, tx, db.DeskConversationGetParams{OrgID: c.org, ID: id, SeesAll: c.seesAll(), UserID: c.user})
-		if pg.IsNoRows(err) {
-			return conversationNotFound()
-		} else if err != nil {
-			return err
-		}
-		tx.CommitWithNext(ctx) // a read: its last statement carries the COMMIT
-		rows, err = s.q.DeskMessagePage(ctx, tx, p)
-		return err
-	})
+	pgr, err := openPager(s, ToolGetConversation, c, &in)
 	if err != nil {
-		return GetConversationResult{}, pg.Classify("desk: get conversation", err)
+		return GetConversationResult{}, err
 	}
-	out := GetConversationResult{Conversation: Conversation{
-		ID: publicID(PrefixConversation, conv.ID), Subject: conv.Subject, Status: conv.Status, InboxID: publicID(PrefixInbox, conv.InboxID),
-		AssigneeID: userIDp(c.org, conv.AssigneeUserID), CustomerEmail: conv.CustomerEmail, CustomerName: conv.CustomerName,
-		CreatedAt: ts(conv.CreatedAt), UpdatedAt: ts(conv.UpdatedAt), FirstReplyAt: tsp(conv.FirstReplyAt), ResolvedAt: tsp(conv.ResolvedAt),
-	}}
-	out.Messages, out.NextCursor, err = page(s, ToolGetConversation, c, args, rows, in.Limit,
+	p := db.DeskMessagePageParams{OrgID: c.org, ConversationID: id, IncludeNotes: in.IncludePrivateNotes, Lim: pgr.lim(),
+		AfterCreated: pgr.after.Time, AfterID: pgr.after.ID}
+	var conv db.DeskConversationGetRow
+	messages, next, err := readPage(ctx, pgr, "desk: get conversation",
+		func(tx *pg.Tx) (err error) {
+			conv, err = s.q.DeskConversationGet(ctx, tx, db.DeskConversationGetParams{OrgID: c.org, ID: id, SeesAll: c.seesAll(), UserID: c.user})
+			if pg.IsNoRows(err) {
+				return conversationNotFound()
+			}
+			return err
+		},
+		func(tx *pg.Tx) ([]db.DeskMessagePageRow, error) { return s.q.DeskMessagePage(ctx, tx, p) },
 		func(r db.DeskMessagePageRow) (Message, error) {
 			m := Message{ID: messageID(r.Type, r.ID), Type: r.Type, Body: r.Body, AuthorID: userIDp(c.org, r.AuthorUserID),
 				Attachments: []Attachment{}, CreatedAt: ts(r.CreatedAt)}
@@ -259,7 +293,11 @@ func (s *Service) GetConversation(ctx context.Context, sc tenancy.Scope, in GetC
 	if err != nil {
 		return GetConversationResult{}, err
 	}
-	return out, nil
+	return GetConversationResult{Conversation: Conversation{
+		ID: publicID(PrefixConversation, conv.ID), Subject: conv.Subject, Status: conv.Status, InboxID: publicID(PrefixInbox, conv.InboxID),
+		AssigneeID: userIDp(c.org, conv.AssigneeUserID), CustomerEmail: conv.CustomerEmail, CustomerName: conv.CustomerName,
+		CreatedAt: ts(conv.CreatedAt), UpdatedAt: ts(conv.UpdatedAt), FirstReplyAt: tsp(conv.FirstReplyAt), ResolvedAt: tsp(conv.ResolvedAt),
+	}, Messages: messages, NextCursor: next}, nil
 }
 
 // PageInput is relaydesk_list_inboxes' arguments.
@@ -267,6 +305,8 @@ type PageInput struct {
 	Limit  int    `json:"limit,omitempty"`
 	Cursor string `json:"cursor,omitempty"`
 }
+
+func (in *PageInput) paging() (*int, *string) { return &in.Limit, &in.Cursor }
 
 // Inbox is one inbox: nothing of its mail connection.
 type Inbox struct {
@@ -287,28 +327,14 @@ func (s *Service) ListInboxes(ctx context.Context, sc tenancy.Scope, in PageInpu
 	if err != nil {
 		return InboxesResult{}, err
 	}
-	in.Limit = pageLimit(in.Limit)
-	args := in
-	args.Cursor = ""
-	p := db.DeskInboxListParams{OrgID: c.org, SeesAll: c.seesAll(), UserID: c.user, Lim: int32(in.Limit + 1)}
-	if in.Cursor != "" {
-		cur, err := s.readCursor(ToolListInboxes, c, args, in.Cursor)
-		if err != nil {
-			return InboxesResult{}, err
-		}
-		p.AfterName, p.AfterID = cur.Text, cur.ID
-	}
-	var rows []db.DeskInboxListRow
-	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) (err error) {
-		tx.CommitWithNext(ctx) // a read: its last statement carries the COMMIT
-		rows, err = s.q.DeskInboxList(ctx, tx, p)
-		return err
-	})
+	pgr, err := openPager(s, ToolListInboxes, c, &in)
 	if err != nil {
-		return InboxesResult{}, pg.Classify("desk: list inboxes", err)
+		return InboxesResult{}, err
 	}
+	p := db.DeskInboxListParams{OrgID: c.org, SeesAll: c.seesAll(), UserID: c.user, Lim: pgr.lim(), AfterName: pgr.after.Text, AfterID: pgr.after.ID}
 	var out InboxesResult
-	out.Inboxes, out.NextCursor, err = page(s, ToolListInboxes, c, args, rows, in.Limit,
+	out.Inboxes, out.NextCursor, err = readPage(ctx, pgr, "desk: list inboxes", nil,
+		func(tx *pg.Tx) ([]db.DeskInboxListRow, error) { return s.q.DeskInboxList(ctx, tx, p) },
 		func(r db.DeskInboxListRow) (Inbox, error) {
 			return Inbox{ID: publicID(PrefixInbox, r.ID), Name: r.Name, OpenCount: r.OpenCount}, nil
 		},
@@ -322,6 +348,8 @@ type FindSavedRepliesInput struct {
 	Limit  int    `json:"limit,omitempty"`
 	Cursor string `json:"cursor,omitempty"`
 }
+
+func (in *FindSavedRepliesInput) paging() (*int, *string) { return &in.Limit, &in.Cursor }
 
 // SavedReply is a reply template; reading it sends nothing.
 type SavedReply struct {
@@ -343,31 +371,17 @@ func (s *Service) FindSavedReplies(ctx context.Context, sc tenancy.Scope, in Fin
 	if err != nil {
 		return SavedRepliesResult{}, err
 	}
-	in.Limit = pageLimit(in.Limit)
 	if err := checkQuery(in.Query); err != nil {
 		return SavedRepliesResult{}, err
 	}
-	args := in
-	args.Cursor = ""
-	p := db.DeskSavedReplyFindParams{OrgID: c.org, Query: in.Query, Lim: int32(in.Limit + 1)}
-	if in.Cursor != "" {
-		cur, err := s.readCursor(ToolFindSavedReplies, c, args, in.Cursor)
-		if err != nil {
-			return SavedRepliesResult{}, err
-		}
-		p.AfterTitle, p.AfterID = cur.Text, cur.ID
-	}
-	var rows []db.DeskSavedReplyFindRow
-	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) (err error) {
-		tx.CommitWithNext(ctx) // a read: its last statement carries the COMMIT
-		rows, err = s.q.DeskSavedReplyFind(ctx, tx, p)
-		return err
-	})
+	pgr, err := openPager(s, ToolFindSavedReplies, c, &in)
 	if err != nil {
-		return SavedRepliesResult{}, pg.Classify("desk: find saved replies", err)
+		return SavedRepliesResult{}, err
 	}
+	p := db.DeskSavedReplyFindParams{OrgID: c.org, Query: in.Query, Lim: pgr.lim(), AfterTitle: pgr.after.Text, AfterID: pgr.after.ID}
 	var out SavedRepliesResult
-	out.SavedReplies, out.NextCursor, err = page(s, ToolFindSavedReplies, c, args, rows, in.Limit,
+	out.SavedReplies, out.NextCursor, err = readPage(ctx, pgr, "desk: find saved replies", nil,
+		func(tx *pg.Tx) ([]db.DeskSavedReplyFindRow, error) { return s.q.DeskSavedReplyFind(ctx, tx, p) },
 		func(r db.DeskSavedReplyFindRow) (SavedReply, error) {
 			return SavedReply{ID: publicID(PrefixReply, r.ID), Title: r.Title, Body: r.Body}, nil
 		},

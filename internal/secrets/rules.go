@@ -269,20 +269,26 @@ func (r *ownRule) match(text string, from, to int, out []candidate) []candidate 
 				sm[j] += from
 			}
 		}
-		start, end := sm[2*r.group], sm[2*r.group+1]
-		if start < 0 {
-			continue
-		}
-		ok := true
-		if r.accept != nil {
-			start, end, ok = r.accept(text, sm, start, end)
-		}
-		if !ok || start >= end {
-			continue
-		}
-		out = append(out, candidate{Finding{Kind: r.kind, Start: start, End: end}, priorityOf(r.kind)})
+		out = r.found(text, sm, out)
 	}
 	return out
+}
+
+// found appends the finding of one match (submatch offsets sm in text): the rule's group,
+// narrowed or refused by its accept function; an empty or absent group is no finding.
+func (r *ownRule) found(text string, sm []int, out []candidate) []candidate {
+	start, end := sm[2*r.group], sm[2*r.group+1]
+	if start < 0 {
+		return out
+	}
+	ok := true
+	if r.accept != nil {
+		start, end, ok = r.accept(text, sm, start, end)
+	}
+	if !ok || start >= end {
+		return out
+	}
+	return append(out, candidate{Finding{Kind: r.kind, Start: start, End: end}, priorityOf(r.kind)})
 }
 
 // matchAtDelims evaluates an assignment rule at each occurrence of its delimiter: it
@@ -320,19 +326,8 @@ func (r *ownRule) matchAtDelims(text string, out []candidate) []candidate {
 		if sm == nil && s > 0 && (text[s-1] == '"' || text[s-1] == '\'') {
 			sm = r.matchFrom(text, s-1, lineEnd)
 		}
-		if sm == nil {
-			continue
-		}
-		start, end := sm[2*r.group], sm[2*r.group+1]
-		if start < 0 {
-			continue
-		}
-		ok := true
-		if r.accept != nil {
-			start, end, ok = r.accept(text, sm, start, end)
-		}
-		if ok && start < end {
-			out = append(out, candidate{Finding{Kind: r.kind, Start: start, End: end}, priorityOf(r.kind)})
+		if sm != nil {
+			out = r.found(text, sm, out)
 		}
 	}
 	return out
