@@ -404,6 +404,10 @@ func TestDashboardTaskUploadsAndMemoryFilters(t *testing.T) {
 			t.Fatalf("search: %s", all)
 		}
 		globex := s.res.Organisations["globex"].ID.String()
+		// The host's filter offers every company of the room, not only its own.
+		if _, body := ana.get("/app/rooms/" + room + "/memory"); !strings.Contains(body, `<option value="`+globex+`">Globex</option>`) {
+			t.Fatalf("the company filter does not offer the guest company: %s", body)
+		}
 		if _, body := ana.get(mem + "&org_id=" + globex); strings.Contains(body, "reviewed quarterly") || !strings.Contains(body, "tests run nightly") {
 			t.Fatalf("company filter: %s", body)
 		}

@@ -6,6 +6,7 @@ package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -208,6 +210,30 @@ type roomView struct {
 type company struct {
 	ID   uuid.UUID
 	Name string
+}
+
+// roomCompanies is the Memory tab's company filter: every company that can write in the
+// room, whatever their number: the host, the viewer's own, then each company with a part
+// in the room (the roster, one statement, the room's own page's read), by name. A
+// company whose name the viewer may not read (another guest) is listed as the entries
+// show it.
+// unknownOrg is how the rooms service names a company the reader may not read.
+const unknownOrg = "Unknown org"
+
+func roomCompanies(sc tenancy.Scope, roster []rooms.RosterEntry) []company {
+	out := []company{{sc.HostOrgID, sc.HostName}}
+	seen := map[uuid.UUID]bool{sc.HostOrgID: true}
+	if !seen[sc.OrgID] {
+		out, seen[sc.OrgID] = append(out, company{sc.OrgID, sc.OrgName}), true
+	}
+	var parts []company
+	for _, p := range roster {
+		if !seen[p.OrgID] {
+			parts, seen[p.OrgID] = append(parts, company{p.OrgID, cmp.Or(p.OrgName, unknownOrg)}), true
+		}
+	}
+	slices.SortFunc(parts, func(a, b company) int { return cmp.Compare(a.Name, b.Name) })
+	return append(out, parts...)
 }
 
 type memoryFilterView struct {
@@ -548,16 +574,18 @@ func (h *Handler) memory(w http.ResponseWriter, r *http.Request, sess web.Sessio
 		notice = "The entry was marked deprecated: read_memory no longer returns it."
 	}
 	v := view{Title: sc.ProjectName + " · Memory", Person: sess.Person, CSRF: sess.CSRF(), Error: errMsg, Notice: notice,
-		Room: h.roomView(sc, "memory"), Filter: f, Companies: []company{{sc.HostOrgID, sc.HostName}}}
-	if !sc.IsHost() {
-		v.Companies = append(v.Companies, company{sc.OrgID, sc.OrgName})
-	}
+		Room: h.roomView(sc, "memory"), Filter: f}
 	if !sc.Granted(tenancy.GrantReadMemory) {
 		v.Message = rooms.MsgNoReadMemory
 		h.render(w, http.StatusForbidden, "memory", v)
 		return
 	}
-	var err error
+	roster, err := h.deps.Rooms.RosterForPeople(r.Context(), sc)
+	if err != nil {
+		h.unavailable(w, r, &sess, "roster", err)
+		return
+	}
+	v.Companies = roomCompanies(sc, roster)
 	if f.Query != "" {
 		v.Found, err = h.searchMemory(r, sc, f)
 		v.Searched = true

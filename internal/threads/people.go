@@ -77,11 +77,25 @@ func (s *Service) ThreadsForPeople(ctx context.Context, sc tenancy.Scope, f Thre
 	default:
 		return nil, invalid("status must be %s, %s or %s", StatusOpen, StatusClosed, StatusCanceled)
 	}
-	if f.Part != "" {
-		p.Part = &f.Part
+	if f.Part == "" {
+		return readOne(ctx, s, sc, "threads for people", func(tx *pg.Tx) ([]PersonThread, error) { return s.Q.ThreadListForPeople(ctx, tx, p) })
 	}
-	return readOne(ctx, s, sc, "threads for people", func(tx *pg.Tx) ([]PersonThread, error) { return s.Q.ThreadListForPeople(ctx, tx, p) })
+	bp := db.ThreadListForPeopleByPartParams{ProjectID: p.ProjectID, Part: f.Part, Few: PartThreadsByKey, Status: p.Status,
+		FlaggedOnly: p.FlaggedOnly, ViewerIsHost: p.ViewerIsHost, ViewerOrgID: p.ViewerOrgID, Lim: p.Lim}
+	return readOne(ctx, s, sc, "threads for people", func(tx *pg.Tx) ([]PersonThread, error) {
+		rows, err := s.Q.ThreadListForPeopleByPart(ctx, tx, bp)
+		out := make([]PersonThread, len(rows))
+		for i, r := range rows {
+			out[i] = PersonThread(r)
+		}
+		return out, err
+	})
 }
+
+// PartThreadsByKey is how many threads of one part the filtered thread list looks up by
+// key and sorts (ThreadListForPeopleByPart); a part in more is found by walking the
+// recent-threads index, where at least 1 thread in 100 of a 100k-thread project is its.
+const PartThreadsByKey = 1000
 
 // readOne runs a people's read of one statement under the person's tenant (the COMMIT
 // travels with it).

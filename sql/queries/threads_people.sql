@@ -5,7 +5,7 @@
 
 -- name: ThreadListForPeople :many
 -- The thread list, most recently active first, with its parts and message count,
--- filtered by status, by a part taking part, and by the needsHuman flag.
+-- filtered by status and by the needsHuman flag: a walk of thread_recent_idx.
 SELECT t.id, t.subject, t.status, t.needs_human, t.created_at, t.last_message_at, t.closed_by,
   array(SELECT m.part FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
         WHERE pa.project_id = t.project_id AND pa.thread_id = t.id ORDER BY m.part)::text[] AS parts,
@@ -14,12 +14,55 @@ FROM thread t
 WHERE t.project_id = sqlc.arg(project_id)
   AND (sqlc.narg(status)::text IS NULL OR t.status = sqlc.narg(status))
   AND (NOT sqlc.arg(flagged_only)::boolean OR t.needs_human)
-  AND (sqlc.narg(part)::text IS NULL OR EXISTS (
-    SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-    WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.part = sqlc.narg(part)))
   AND (sqlc.arg(viewer_is_host)::boolean OR EXISTS (
     SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
     WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = sqlc.arg(viewer_org_id)))
+ORDER BY t.last_message_at DESC, t.id DESC
+LIMIT sqlc.arg(lim);
+
+-- name: ThreadListForPeopleByPart :many
+-- The thread list of the threads one part takes part in (the same columns, order and
+-- filters). The planner cannot tell a part of few threads from one of many (the part is
+-- resolved to a member inside the statement), and walking thread_recent_idx for a part in
+-- 50 of 100k threads reads all 100k; so the part's threads are counted first, up to
+-- few + 1, from participant_member_idx, and one of two branches runs (the other's
+-- one-time filter is false): at most few threads are looked up by key and sorted; more
+-- are dense enough that the walk of the recent index (as the list without a part) finds
+-- lim of them early. Each branch carries the filters, so the walk's LIMIT counts only
+-- rows that are shown.
+WITH part_threads AS MATERIALIZED (
+  SELECT pa.thread_id FROM participant pa
+  WHERE pa.project_id = sqlc.arg(project_id) AND pa.member_id = (
+    SELECT m.id FROM membership m WHERE m.project_id = sqlc.arg(project_id) AND m.part = sqlc.arg(part))
+  LIMIT sqlc.arg(few)::int + 1),
+few AS (SELECT count(*) <= sqlc.arg(few)::int AS yes FROM part_threads),
+picked AS (
+  (SELECT t.* FROM part_threads p
+   CROSS JOIN LATERAL (SELECT * FROM thread t WHERE t.project_id = sqlc.arg(project_id) AND t.id = p.thread_id LIMIT 1) t
+   WHERE (SELECT yes FROM few)
+     AND (sqlc.narg(status)::text IS NULL OR t.status = sqlc.narg(status))
+     AND (NOT sqlc.arg(flagged_only)::boolean OR t.needs_human)
+     AND (sqlc.arg(viewer_is_host)::boolean OR EXISTS (
+       SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
+       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = sqlc.arg(viewer_org_id))))
+  UNION ALL
+  (SELECT t.* FROM thread t
+   WHERE NOT (SELECT yes FROM few) AND t.project_id = sqlc.arg(project_id)
+     AND (sqlc.narg(status)::text IS NULL OR t.status = sqlc.narg(status))
+     AND (NOT sqlc.arg(flagged_only)::boolean OR t.needs_human)
+     AND EXISTS (
+       SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
+       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.part = sqlc.arg(part))
+     AND (sqlc.arg(viewer_is_host)::boolean OR EXISTS (
+       SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
+       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = sqlc.arg(viewer_org_id)))
+   ORDER BY t.last_message_at DESC, t.id DESC
+   LIMIT sqlc.arg(lim)))
+SELECT t.id, t.subject, t.status, t.needs_human, t.created_at, t.last_message_at, t.closed_by,
+  array(SELECT m.part FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
+        WHERE pa.project_id = t.project_id AND pa.thread_id = t.id ORDER BY m.part)::text[] AS parts,
+  (SELECT count(*) FROM message g WHERE g.project_id = t.project_id AND g.thread_id = t.id) AS messages
+FROM picked t
 ORDER BY t.last_message_at DESC, t.id DESC
 LIMIT sqlc.arg(lim);
 

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS audit_event_project_idx;
