@@ -161,7 +161,7 @@ func BenchmarkUSEEmbed(b *testing.B) {
 	if err := u.Load(); err != nil {
 		b.Fatal(err)
 	}
-	m, _ := u.model()
+	m, _ := u.get()
 	for _, bc := range []struct{ name, text string }{
 		{"query", "Who has to sign off on large money-back requests?"},
 		{"entry40words", benchText},
