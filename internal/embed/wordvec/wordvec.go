@@ -47,9 +47,9 @@ const HeaderSize = modelfile.HeaderSize
 
 // This format's header fields (modelfile.Fields offsets).
 const (
-	fieldDim         = 0 // uint16
-	fieldCount       = 2 // uint32
-	fieldSourceVocab = 6 // uint32
+	fieldDim         = 0  // uint16
+	fieldCount       = 2  // uint32
+	fieldSourceVocab = 6  // uint32
 	fieldSIFA        = 10 // float32 bits
 )
 

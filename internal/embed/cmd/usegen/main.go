@@ -49,7 +49,7 @@ const (
 )
 
 type options struct {
-	src                         npmpack.Source
+	src                             npmpack.Source
 	out, provenance, license, quant string
 }
 
