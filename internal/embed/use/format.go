@@ -40,9 +40,6 @@ const Magic = "RRUSEL\r\n"
 // Version is the only format version this package reads and writes.
 const Version = 1
 
-// HeaderSize is the fixed size of the header that precedes the payload.
-const HeaderSize = modelfile.HeaderSize
-
 // This format's header fields (modelfile.Fields offsets); the rest is reserved (0).
 const (
 	fieldPieces  = 2 // uint32

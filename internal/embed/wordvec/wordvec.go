@@ -42,9 +42,6 @@ const Magic = "RRWVEC\r\n"
 // Version is the only format version this package reads and writes.
 const Version = 1
 
-// HeaderSize is the fixed size of the header that precedes the payload.
-const HeaderSize = modelfile.HeaderSize
-
 // This format's header fields (modelfile.Fields offsets).
 const (
 	fieldDim         = 0  // uint16
