@@ -4,8 +4,6 @@ import (
 	"context"
 	_ "embed" // for the word-vector file below
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/relayroom/relayroom/internal/embed/wordvec"
 )
@@ -39,12 +37,7 @@ const BuiltinName = "builtin-glove100-v1"
 // The table (5.4 MB of int8 vectors) is decoded on first use, once per Builtin; create
 // one per process and share it.
 type Builtin struct {
-	data string
-
-	once     sync.Once
-	m        *builtinModel
-	err      error
-	loadTime time.Duration
+	lazyModel[*builtinModel]
 }
 
 type builtinModel struct {
@@ -59,31 +52,8 @@ type builtinModel struct {
 // until first use; call Load to pay the load cost (tens of milliseconds) at startup.
 func NewBuiltin() *Builtin { return newBuiltinFrom(builtinData) }
 
-func newBuiltinFrom(data string) *Builtin { return &Builtin{data: data} }
-
-// Load decodes and verifies the word vectors if that has not happened yet. The file's
-// checksum is verified, so a corrupted binary fails here with an error wrapping
-// wordvec.ErrCorrupt rather than producing wrong vectors.
-func (b *Builtin) Load() error {
-	_, err := b.model()
-	return err
-}
-
-// LoadTime is how long loading the table took (loading it first if needed), for the
-// startup log.
-func (b *Builtin) LoadTime() time.Duration {
-	_ = b.Load() // the error is Load's and Embed's to report; here only the time matters
-	return b.loadTime
-}
-
-func (b *Builtin) model() (*builtinModel, error) {
-	b.once.Do(func() {
-		start := time.Now()
-		b.m, b.err = loadBuiltin(b.data)
-		b.loadTime = time.Since(start)
-		b.data = "" // the decoded model is all that is needed from now on
-	})
-	return b.m, b.err
+func newBuiltinFrom(data string) *Builtin {
+	return &Builtin{newLazyModel(data, loadBuiltin)}
 }
 
 func loadBuiltin(data string) (*builtinModel, error) {
@@ -113,7 +83,7 @@ func (b *Builtin) Name() string { return BuiltinName }
 
 // Dim implements Embedder: 100, or 0 if the table failed to load (Embed reports why).
 func (b *Builtin) Dim() int {
-	m, err := b.model()
+	m, err := b.get()
 	if err != nil {
 		return 0
 	}
@@ -123,7 +93,7 @@ func (b *Builtin) Dim() int {
 // Embed implements Embedder. A text with no known word yields a zero vector (see
 // Embedder.Embed).
 func (b *Builtin) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	m, err := b.model()
+	m, err := b.get()
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package embed
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"math"
 	"strings"
 	"sync"
@@ -58,7 +57,7 @@ func TestBuiltinFile(t *testing.T) {
 // plain averaging gets (0.12 on the first triple), so losing the common-component removal
 // fails here; TestBuiltinStopWordsWeighLittle covers the SIF weights.
 func TestBuiltinSemanticOrdering(t *testing.T) {
-	triples := []struct{ query, para, unrelated string }{
+	triples := []triple{
 		{"How do I rotate my API credentials?", "Steps to change an access key or password", "The weather in Paris is lovely in spring"},
 		{"The cat rested on the carpet", "The kitten slept on the rug", "The stock market fell sharply today"},
 		{"The meeting is scheduled for Monday afternoon", "We will meet on Monday after lunch", "Bacteria can cause serious infections"},
@@ -67,14 +66,7 @@ func TestBuiltinSemanticOrdering(t *testing.T) {
 		{"The website is down for maintenance tonight", "The site will be offline this evening for repairs", "Elephants live in large family groups"},
 	}
 	b := testBuiltin()
-	for _, tr := range triples {
-		v := embedAll(t, b, tr.query, tr.para, tr.unrelated)
-		para, unrel := Cosine(v[0], v[1]), Cosine(v[0], v[2])
-		t.Logf("%.3f vs %.3f  %q", para, unrel, tr.query)
-		if para < unrel+0.25 {
-			t.Errorf("%q: paraphrase %.3f, unrelated %.3f: want the paraphrase at least 0.25 closer", tr.query, para, unrel)
-		}
-	}
+	checkParaphrasesCloser(t, b, 0.25, triples...)
 	// The notes' example in absolute terms too: related clearly positive, unrelated ~0.
 	v := embedAll(t, b, triples[0].query, triples[0].para, triples[0].unrelated)
 	if p, u := Cosine(v[0], v[1]), Cosine(v[0], v[2]); p < 0.3 || u > 0.15 {
@@ -96,20 +88,14 @@ func TestBuiltinStopWordsWeighLittle(t *testing.T) {
 // from news and Wikipedia, so senses follow them: "bill" is mostly legislation and "bug"
 // an insect; pairs that hinge on a software sense are not promised.
 func TestBuiltinSynonyms(t *testing.T) {
-	b := testBuiltin()
-	for _, c := range [][3]string{
-		{"car", "automobile", "banana"},
-		{"buy", "purchase", "thunder"},
-		{"doctor", "physician", "guitar"},
-		{"error", "mistake", "violin"},
-		{"invoice", "payment", "galaxy"},
-		{"server", "database", "poetry"},
-	} {
-		v := embedAll(t, b, c[0], c[1], c[2])
-		if s, u := Cosine(v[0], v[1]), Cosine(v[0], v[2]); s < u+0.2 {
-			t.Errorf("%s~%s %.3f vs %s %.3f: want synonyms ≥ 0.2 closer", c[0], c[1], s, c[2], u)
-		}
-	}
+	checkParaphrasesCloser(t, testBuiltin(), 0.2,
+		triple{"car", "automobile", "banana"},
+		triple{"buy", "purchase", "thunder"},
+		triple{"doctor", "physician", "guitar"},
+		triple{"error", "mistake", "violin"},
+		triple{"invoice", "payment", "galaxy"},
+		triple{"server", "database", "poetry"},
+	)
 }
 
 func TestBuiltinDeterministicAndNormalised(t *testing.T) {
@@ -160,35 +146,17 @@ func TestBuiltinNoKnownWord(t *testing.T) {
 // A damaged word-vector file is refused at load with a clear error, and the embedder
 // then fails rather than producing vectors.
 func TestBuiltinRefusesCorruptFile(t *testing.T) {
-	data := []byte(builtinData)
-	data[len(data)/2] ^= 0x5a
-	b := newBuiltinFrom(string(data))
-	err := b.Load()
-	if !errors.Is(err, wordvec.ErrCorrupt) || !strings.Contains(err.Error(), "checksum mismatch") {
-		t.Fatalf("Load: %v; want ErrCorrupt with a checksum mismatch", err)
-	}
-	if _, err2 := b.Embed(context.Background(), []string{"hello"}); !errors.Is(err2, wordvec.ErrCorrupt) {
-		t.Errorf("Embed after a failed load: %v", err2)
-	}
+	var b *Builtin
+	checkRefusesCorrupt(t, builtinData, func(data string) loadable { b = newBuiltinFrom(data); return b }, wordvec.ErrCorrupt)
 	if b.Dim() != 0 {
 		t.Errorf("Dim after a failed load: %d", b.Dim())
 	}
-	if err := newBuiltinFrom(builtinData[:1000]).Load(); !errors.Is(err, wordvec.ErrCorrupt) {
-		t.Errorf("truncated file: %v", err)
-	}
 }
 
-// Guards the vector space: stored vectors are only comparable with new ones while this
-// holds. If you changed the embedding on purpose, bump BuiltinName's version and update
-// the numbers.
+// If you changed the embedding on purpose, bump BuiltinName's version and update the
+// numbers.
 func TestBuiltinGolden(t *testing.T) {
-	v := embedAll(t, testBuiltin(), "The quick brown fox jumps over the lazy dog")[0]
-	want := map[int]float32{0: 0.0402575, 1: -0.0551817, 50: -0.0615341, 99: -0.0420435}
-	for d, w := range want {
-		if math.Abs(float64(v[d]-w)) > 1e-4 {
-			t.Errorf("component %d = %.6f, want %.6f: the builtin vector space changed; bump BuiltinName", d, v[d], w)
-		}
-	}
+	checkGolden(t, testBuiltin(), "BuiltinName", map[int]float32{0: 0.0402575, 1: -0.0551817, 50: -0.0615341, 99: -0.0420435})
 }
 
 func TestBuiltinConcurrentFirstUse(t *testing.T) {
@@ -213,42 +181,18 @@ func TestBuiltinConcurrentFirstUse(t *testing.T) {
 	}
 }
 
-func TestBuiltinHonoursContext(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := testBuiltin().Embed(ctx, []string{"a", "b"}); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled context: %v", err)
-	}
-}
-
 // A 40-word sentence, the size of a typical memory entry's first lines.
 const benchText = "After the outage on Tuesday we decided to rotate every API credential, move the " +
 	"database backups to encrypted storage, and require two reviewers for any change to the " +
 	"deployment pipeline so that a single mistake cannot take production down again"
 
 func BenchmarkBuiltinEmbed(b *testing.B) {
-	e := testBuiltin()
 	if n := len(strings.Fields(benchText)); n != 40 {
 		b.Fatalf("bench text has %d words", n)
 	}
-	texts := []string{benchText}
-	ctx := context.Background()
-	if err := e.Load(); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := e.Embed(ctx, texts); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchmarkEmbed(b, testBuiltin(), benchText)
 }
 
 func BenchmarkBuiltinLoad(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := NewBuiltin().Load(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchmarkLoad(b, func() loadable { return NewBuiltin() })
 }

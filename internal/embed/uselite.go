@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/relayroom/relayroom/internal/embed/use"
 )
@@ -54,13 +53,7 @@ const (
 // on first use, once per USE; create one per process and share it. It is safe for
 // concurrent use.
 type USE struct {
-	data string
-
-	once     sync.Once
-	m        *use.Model
-	err      error
-	loadTime time.Duration
-
+	lazyModel[*use.Model]
 	cache *textCache
 }
 
@@ -68,37 +61,19 @@ type USE struct {
 // does no work until first use; call Load to pay the load cost at startup.
 func NewUSE() *USE { return newUSEFrom(useData) }
 
-func newUSEFrom(data string) *USE { return &USE{data: data, cache: newTextCache(useCacheSize)} }
-
-// Load decodes and verifies the model if that has not happened yet. The file's checksum
-// is verified, so a corrupted binary fails here with an error wrapping use.ErrCorrupt
-// rather than producing wrong vectors.
-func (u *USE) Load() error {
-	_, err := u.model()
-	return err
+func newUSEFrom(data string) *USE {
+	return &USE{lazyModel: newLazyModel(data, loadUSE), cache: newTextCache(useCacheSize)}
 }
 
-// LoadTime is how long loading the model took (loading it first if needed), for the
-// startup log.
-func (u *USE) LoadTime() time.Duration {
-	_ = u.Load() // the error is Load's and Embed's to report; here only the time matters
-	return u.loadTime
-}
-
-func (u *USE) model() (*use.Model, error) {
-	u.once.Do(func() {
-		start := time.Now()
-		f, err := use.Decode([]byte(u.data))
-		if err == nil {
-			u.m, err = use.NewModel(f)
+func loadUSE(data string) (*use.Model, error) {
+	f, err := use.Decode([]byte(data))
+	if err == nil {
+		var m *use.Model
+		if m, err = use.NewModel(f); err == nil {
+			return m, nil
 		}
-		if err != nil {
-			u.err = fmt.Errorf("embed: builtin: load: %w", err)
-		}
-		u.loadTime = time.Since(start)
-		u.data = "" // the decoded model is all that is needed from now on
-	})
-	return u.m, u.err
+	}
+	return nil, fmt.Errorf("embed: builtin: load: %w", err)
 }
 
 // Name implements Embedder.
@@ -109,7 +84,7 @@ func (u *USE) Dim() int { return USEDim }
 
 // Embed implements Embedder. A blank text yields a zero vector (see Embedder.Embed).
 func (u *USE) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	m, err := u.model()
+	m, err := u.get()
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,7 @@
 package embed
 
 import (
-	"context"
-	"errors"
 	"math"
-	"strings"
 	"sync"
 	"testing"
 
@@ -33,21 +30,12 @@ func TestUSEFile(t *testing.T) {
 // thing averaged word vectors could not do (docs/embeddings.md).
 func TestUSESemanticOrdering(t *testing.T) {
 	t.Parallel()
-	triples := []struct{ query, para, unrelated string }{
-		{"Who has to sign off on large money-back requests?", "Customer refunds above 500 dollars need approval from finance.", "The office kitchen is cleaned every Friday."},
-		{"How do I rotate my API credentials?", "Steps to change an access key or password", "The weather in Paris is lovely in spring"},
-		{"The cat rested on the carpet", "The kitten slept on the rug", "The stock market fell sharply today"},
-		{"When does our accounting year end?", "The fiscal year closes on March 31 and the books are locked two weeks later.", "Elephants live in large family groups"},
-	}
-	u := testUSE()
-	for _, tr := range triples {
-		v := embedAll(t, u, tr.query, tr.para, tr.unrelated)
-		para, unrel := Cosine(v[0], v[1]), Cosine(v[0], v[2])
-		t.Logf("%.3f vs %.3f  %q", para, unrel, tr.query)
-		if para < unrel+0.15 {
-			t.Errorf("%q: paraphrase %.3f, unrelated %.3f: want the paraphrase at least 0.15 closer", tr.query, para, unrel)
-		}
-	}
+	checkParaphrasesCloser(t, testUSE(), 0.15,
+		triple{"Who has to sign off on large money-back requests?", "Customer refunds above 500 dollars need approval from finance.", "The office kitchen is cleaned every Friday."},
+		triple{"How do I rotate my API credentials?", "Steps to change an access key or password", "The weather in Paris is lovely in spring"},
+		triple{"The cat rested on the carpet", "The kitten slept on the rug", "The stock market fell sharply today"},
+		triple{"When does our accounting year end?", "The fiscal year closes on March 31 and the books are locked two weeks later.", "Elephants live in large family groups"},
+	)
 }
 
 func TestUSEBlankDeterministicNormalised(t *testing.T) {
@@ -94,44 +82,16 @@ func TestUSEBlankDeterministicNormalised(t *testing.T) {
 	})
 }
 
-// Guards the vector space: stored vectors are only comparable with new ones while this
-// holds. If you changed the embedding on purpose, bump USEName's version and update the
-// numbers (package use's TestGolden compares with the JavaScript model itself).
+// If you changed the embedding on purpose, bump USEName's version and update the numbers
+// (package use's TestGolden compares with the JavaScript model itself).
 func TestUSEGolden(t *testing.T) {
 	t.Parallel()
-	v := embedAll(t, testUSE(), "The quick brown fox jumps over the lazy dog")[0]
-	want := map[int]float32{0: -0.000708, 1: -0.049724, 256: 0.067873, 511: -0.003841}
-	for d, w := range want {
-		if math.Abs(float64(v[d]-w)) > 1e-4 {
-			t.Errorf("component %d = %.6f, want %.6f: the builtin vector space changed; bump USEName", d, v[d], w)
-		}
-	}
+	checkGolden(t, testUSE(), "USEName", map[int]float32{0: -0.000708, 1: -0.049724, 256: 0.067873, 511: -0.003841})
 }
 
 func TestUSERefusesCorruptFile(t *testing.T) {
 	t.Parallel()
-	data := []byte(useData)
-	data[len(data)/2] ^= 0x5a
-	u := newUSEFrom(string(data))
-	err := u.Load()
-	if !errors.Is(err, use.ErrCorrupt) || !strings.Contains(err.Error(), "checksum mismatch") {
-		t.Fatalf("Load: %v; want ErrCorrupt with a checksum mismatch", err)
-	}
-	if _, err2 := u.Embed(context.Background(), []string{"hello"}); !errors.Is(err2, use.ErrCorrupt) {
-		t.Errorf("Embed after a failed load: %v", err2)
-	}
-	if err := newUSEFrom(useData[:1000]).Load(); !errors.Is(err, use.ErrCorrupt) {
-		t.Errorf("truncated file: %v", err)
-	}
-}
-
-func TestUSEHonoursContext(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := testUSE().Embed(ctx, []string{"a", "b"}); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled context: %v", err)
-	}
+	checkRefusesCorrupt(t, useData, func(data string) loadable { return newUSEFrom(data) }, use.ErrCorrupt)
 }
 
 func TestTextCacheEvictsLeastRecentlyUsed(t *testing.T) {
@@ -161,7 +121,7 @@ func BenchmarkUSEEmbed(b *testing.B) {
 	if err := u.Load(); err != nil {
 		b.Fatal(err)
 	}
-	m, _ := u.model()
+	m, _ := u.get()
 	for _, bc := range []struct{ name, text string }{
 		{"query", "Who has to sign off on large money-back requests?"},
 		{"entry40words", benchText},
@@ -175,25 +135,10 @@ func BenchmarkUSEEmbed(b *testing.B) {
 		})
 	}
 	b.Run("cached", func(b *testing.B) {
-		texts := []string{"Who has to sign off on large money-back requests?"}
-		ctx := context.Background()
-		if _, err := u.Embed(ctx, texts); err != nil { // in the cache from here on
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := u.Embed(ctx, texts); err != nil {
-				b.Fatal(err)
-			}
-		}
+		benchmarkEmbed(b, u, "Who has to sign off on large money-back requests?")
 	})
 }
 
 func BenchmarkUSELoad(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := NewUSE().Load(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchmarkLoad(b, func() loadable { return NewUSE() })
 }

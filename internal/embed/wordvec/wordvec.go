@@ -6,10 +6,10 @@
 // if the converter imported internal/embed it could not be built while the file is
 // missing, which is exactly when it is needed.
 //
-// Layout (little-endian), version 1:
+// Layout (little-endian), version 1, in package modelfile's envelope:
 //
 //	offset size  field
-//	0      8     magic "RRWVEC\r\n" (the CR LF catches text-mode mangling, as PNG's does)
+//	0      8     magic "RRWVEC\r\n"
 //	8      2     version (1)
 //	10     2     dim
 //	12     4     count: number of words
@@ -27,13 +27,13 @@ package wordvec
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/relayroom/relayroom/internal/embed/modelfile"
 )
 
 // Magic opens every file in this format.
@@ -42,8 +42,13 @@ const Magic = "RRWVEC\r\n"
 // Version is the only format version this package reads and writes.
 const Version = 1
 
-// HeaderSize is the fixed size of the header that precedes the payload.
-const HeaderSize = 64
+// This format's header fields (modelfile.Fields offsets).
+const (
+	fieldDim         = 0  // uint16
+	fieldCount       = 2  // uint32
+	fieldSourceVocab = 6  // uint32
+	fieldSIFA        = 10 // float32 bits
+)
 
 // maxDim bounds what Decode accepts, so a corrupted header cannot ask for absurd memory.
 const maxDim = 4096
@@ -124,22 +129,12 @@ func Encode(w io.Writer, t *Table) error {
 		p.Write(binary.AppendUvarint(nil, uint64(len(word))))
 		p.WriteString(word)
 	}
-	payload := p.Bytes()
-	sum := sha256.Sum256(payload)
-
-	h := make([]byte, 0, HeaderSize)
-	h = append(h, Magic...)
-	h = le.AppendUint16(h, Version)
-	h = le.AppendUint16(h, uint16(t.Dim))
-	h = le.AppendUint32(h, uint32(len(t.Words)))
-	h = le.AppendUint32(h, uint32(t.SourceVocab))
-	h = le.AppendUint32(h, math.Float32bits(t.SIFA))
-	h = le.AppendUint64(h, uint64(len(payload)))
-	h = append(h, sum[:]...)
-	if _, err := w.Write(h); err != nil {
-		return fmt.Errorf("wordvec: encode: %w", err)
-	}
-	if _, err := w.Write(payload); err != nil {
+	var f modelfile.Fields
+	f.PutUint16(fieldDim, uint16(t.Dim))
+	f.PutUint32(fieldCount, uint32(len(t.Words)))
+	f.PutUint32(fieldSourceVocab, uint32(t.SourceVocab))
+	f.PutUint32(fieldSIFA, math.Float32bits(t.SIFA))
+	if err := modelfile.Write(w, Magic, Version, f, p.Bytes()); err != nil {
 		return fmt.Errorf("wordvec: encode: %w", err)
 	}
 	return nil
@@ -204,30 +199,18 @@ func Decode(data []byte) (*Table, error) {
 
 func decode(data []byte) (*Table, error) {
 	le := binary.LittleEndian
-	if len(data) < HeaderSize {
-		return nil, fmt.Errorf("file is %d bytes, shorter than the %d-byte header", len(data), HeaderSize)
+	f, payload, err := modelfile.Open(data, Magic, Version)
+	if err != nil {
+		return nil, err
 	}
-	if string(data[:8]) != Magic {
-		return nil, errors.New("bad magic")
-	}
-	if v := le.Uint16(data[8:]); v != Version {
-		return nil, fmt.Errorf("unsupported version %d (this build reads %d)", v, Version)
-	}
-	dim := int(le.Uint16(data[10:]))
-	count := int(le.Uint32(data[12:]))
+	dim := int(f.Uint16(fieldDim))
+	count := int(f.Uint32(fieldCount))
 	t := &Table{
 		Dim:         dim,
-		SourceVocab: int(le.Uint32(data[16:])),
-		SIFA:        math.Float32frombits(le.Uint32(data[20:])),
+		SourceVocab: int(f.Uint32(fieldSourceVocab)),
+		SIFA:        math.Float32frombits(f.Uint32(fieldSIFA)),
 	}
-	payloadLen := le.Uint64(data[24:])
-	payload := data[HeaderSize:]
-	if uint64(len(payload)) != payloadLen {
-		return nil, fmt.Errorf("payload is %d bytes, header says %d (truncated or padded)", len(payload), payloadLen)
-	}
-	if got := sha256.Sum256(payload); !bytes.Equal(got[:], data[32:64]) {
-		return nil, fmt.Errorf("checksum mismatch: payload sha256 %s, header says %s", hex.EncodeToString(got[:8]), hex.EncodeToString(data[32:40]))
-	}
+	payloadLen := uint64(len(payload))
 	if dim == 0 || dim > maxDim || count == 0 {
 		return nil, fmt.Errorf("implausible dim %d or count %d", dim, count)
 	}

