@@ -337,3 +337,33 @@ func TestCommitWithNext(t *testing.T) {
 		t.Fatalf("a read committed with its statement took %d round trips, want %d", n, want)
 	}
 }
+
+// TestPreferGenericPlan runs, several times on one connection, a statement joining a
+// sharded table to a reference table under a transaction that prefers the generic plan,
+// as the rooms' message and memory reads do: a Citus coordinator cannot make a generic
+// plan of such a router query ("could not create distributed plan"), so there the
+// preference must leave planning to the coordinator, while plain PostgreSQL keeps it.
+func TestPreferGenericPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, fx := oneConnTwoTenants(t)
+	tenant := pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}
+	for i := range 3 {
+		var part, agent, mode string
+		err := d.InTenant(ctx, tenant, func(tx *pg.Tx) error {
+			tx.PreferGenericPlan()
+			return tx.QueryRow(ctx, `SELECT m.part, a.name, current_setting('plan_cache_mode')
+FROM membership m LEFT JOIN agent a ON a.id = m.agent_id WHERE m.project_id = $1`, fx.projectA).Scan(&part, &agent, &mode)
+		})
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		want := "force_generic_plan"
+		if d.Citus() {
+			want = "auto"
+		}
+		if part != "a1" || agent != "a1" || mode != want {
+			t.Fatalf("run %d: part %q agent %q plan_cache_mode %q, want a1 a1 %s", i, part, agent, mode, want)
+		}
+	}
+}

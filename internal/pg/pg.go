@@ -677,6 +677,20 @@ func (t *Tx) SetLocal(name, value string) {
 	t.pending = append(t.pending, stmt{sql: "SELECT set_config($1, $2, true)", args: []any{name, value}})
 }
 
+// PreferGenericPlan lets the transaction's next prepared statements keep their cached
+// generic plan (plan_cache_mode = force_generic_plan, sent with the next statement), for a
+// statement whose planning costs more than its execution whatever its values (the joins'
+// row-level security policies). Not on Citus: the coordinator cannot make a generic plan
+// of a router query that joins a reference table ("could not create distributed plan"),
+// and it plans each execution with its values anyway (under the default plan_cache_mode
+// it prices its generic plan out).
+func (t *Tx) PreferGenericPlan() {
+	if t.citus {
+		return
+	}
+	t.SetLocal("plan_cache_mode", "force_generic_plan")
+}
+
 // sendSimple sends the pending statements up to the last simple one, in order, before
 // the rest are pipelined: each simple statement costs a round trip of its own (only on
 // Citus, where the tenant settings are simple statements).

@@ -157,7 +157,7 @@ func (s *Service) GetMessages(ctx context.Context, sc tenancy.Scope, limit int, 
 		// the execution; the generic plan (a backward scan of the room's primary key) is
 		// the right one for every room, so let the prepared statement keep it.
 		// (Sent with the query: no round trip of its own.)
-		tx.SetLocal("plan_cache_mode", "force_generic_plan")
+		tx.PreferGenericPlan()
 		tx.CommitWithNext(ctx) // the last read: no round trip for the COMMIT
 		if cursor == nil {
 			var err error

@@ -372,9 +372,7 @@ func (s *Service) ReadMemory(ctx context.Context, sc tenancy.Scope, in ReadMemor
 		}
 		// Loading is primary-key lookups whatever the values; its joins' row-level
 		// security makes planning cost more than running it: keep the generic plan.
-		if _, err := tx.Exec(ctx, "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"); err != nil {
-			return err
-		}
+		tx.PreferGenericPlan()
 		entries, err = s.loadEntries(ctx, tx, sc, ranked)
 		return err
 	})
