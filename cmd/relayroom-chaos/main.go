@@ -43,6 +43,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.WriteConns, "write-conns", 16, "(e) concurrent writers")
 	fs.DurationVar(&o.KillAfter, "kill-after", 2*time.Second, "(e) writes run this long before each kill -9")
 	fs.IntVar(&o.Kills, "kills", 3, "(e) rounds of writes, each ended by kill -9 and a restart")
+	fs.IntVar(&o.Replicas, "replicas", 3, "(g) replicas behind HAProxy; replica 2 is killed")
+	fs.StringVar(&o.ReplicasScript, "replicas-script", "deploy/replicas/replicas.sh", "(g) the script that starts the replicas and HAProxy")
+	fs.DurationVar(&o.ReplicaDown, "replica-down", 4*time.Second, "(g) how long the killed replica stays down while writes go on (HAProxy's health check takes 2 s to see it)")
 	fs.IntVar(&o.RestartConns, "restart-conns", 8, "(f) concurrent callers")
 	fs.DurationVar(&o.RestartLoad, "restart-load", 12*time.Second, "(f) load duration; Postgres restarts a third of the way in")
 	fs.DurationVar(&o.Deadline, "deadline", 6*time.Second, "bound a blocked or failing call must answer within (statement timeout + 1 s)")
@@ -58,8 +61,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		o.Only = re
 	}
 	if o.Kills < 1 || o.Kills > 10 || o.SlowConns < 0 || o.SlowConns > 5000 || o.BigBodies < 0 || o.BigBodies > 1000 || o.BodyBytes > 64<<20 ||
-		o.SlowWait > 5*time.Minute || o.Window > time.Minute || o.LockHold > time.Minute || o.RestartLoad > time.Minute || o.KillAfter > time.Minute {
-		return fmt.Errorf("a bound is out of range: at most 5000 slow connections, 1000 bodies of 64 MB, one minute per window (five for -slow-wait), 1 to 10 kills")
+		o.SlowWait > 5*time.Minute || o.Window > time.Minute || o.LockHold > time.Minute || o.RestartLoad > time.Minute || o.KillAfter > time.Minute ||
+		o.Replicas < 2 || o.Replicas > 9 || o.ReplicaDown > time.Minute {
+		return fmt.Errorf("a bound is out of range: at most 5000 slow connections, 1000 bodies of 64 MB, one minute per window (five for -slow-wait), 1 to 10 kills, 2 to 9 replicas")
 	}
 	o.Progress = stderr
 	started := time.Now().UTC()

@@ -8,6 +8,8 @@
 #                      /readyz, print the balancer's URL as the only line on stdout
 #   replicas.sh stop DIR                         stop HAProxy and the replicas of DIR
 #   replicas.sh kill DIR I                       SIGKILL replica I (1-based): a crash
+#   replicas.sh restart DIR I                    start replica I again on its port (after
+#                      a crash), with the settings of `start`; wait until it is ready
 #
 # DIR keeps haproxy.cfg, the pid files and the logs. BIN defaults to bin/relayroom.
 # Every replica gets the same RELAYROOM_PUBLIC_URL (the balancer's) and the caller's
@@ -25,6 +27,16 @@ die() {
 
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# start_replica DIR I PORT: one `relayroom serve` on 127.0.0.1:PORT, with the database,
+# public URL and binary `start` kept in DIR (so that `restart` starts it the same way).
+start_replica() {
+	local dir=$1 i=$2 port=$3
+	DATABASE_URL="$(cat "$dir/database_url")" RELAYROOM_ADDR="127.0.0.1:${port}" RELAYROOM_PUBLIC_URL="$(cat "$dir/public_url")" \
+		setsid "$(cat "$dir/bin")" serve >>"$dir/replica$i.log" 2>&1 </dev/null &
+	echo $! >"$dir/replica$i.pid"
+	echo "$port" >"$dir/replica$i.port"
 }
 
 wait_ready() { # url seconds
@@ -47,12 +59,13 @@ cmd_start() {
 	local lb_port servers="" i port
 	lb_port=$(free_port)
 	local public="http://127.0.0.1:${lb_port}"
+	# the database URL may hold a password: readable by the owner only
+	(umask 077 && printf '%s\n' "$url" >"$dir/database_url")
+	echo "$public" >"$dir/public_url"
+	(cd "$(dirname "$bin")" && echo "$(pwd)/$(basename "$bin")") >"$dir/bin"
 	for ((i = 1; i <= n; i++)); do
 		port=$(free_port)
-		DATABASE_URL="$url" RELAYROOM_ADDR="127.0.0.1:${port}" RELAYROOM_PUBLIC_URL="$public" \
-			setsid "$bin" serve >>"$dir/replica$i.log" 2>&1 </dev/null &
-		echo $! >"$dir/replica$i.pid"
-		echo "$port" >"$dir/replica$i.port"
+		start_replica "$dir" "$i" "$port"
 		servers+="    server r$i 127.0.0.1:${port}"$'\n'
 	done
 	for ((i = 1; i <= n; i++)); do
@@ -100,9 +113,19 @@ cmd_kill() {
 	rm -f "$f"
 }
 
+cmd_restart() {
+	local dir=$1 i=$2
+	[[ -f $dir/replica$i.port ]] || die "no replica $i in $dir"
+	[[ ! -f $dir/replica$i.pid ]] || ! kill -0 "$(cat "$dir/replica$i.pid")" 2>/dev/null || die "replica $i is running"
+	start_replica "$dir" "$i" "$(cat "$dir/replica$i.port")"
+	wait_ready "http://127.0.0.1:$(cat "$dir/replica$i.port")" 60 || die "replica $i did not become ready (log: $dir/replica$i.log)"
+	log "replica $i is back on port $(cat "$dir/replica$i.port")"
+}
+
 case "${1:-}" in
 start) [[ $# -ge 4 ]] || die "usage: $PROG start DIR N DATABASE_URL [BIN]"; cmd_start "$2" "$3" "$4" "${5:-}" ;;
 stop) [[ $# -eq 2 ]] || die "usage: $PROG stop DIR"; cmd_stop "$2" ;;
 kill) [[ $# -eq 3 ]] || die "usage: $PROG kill DIR I"; cmd_kill "$2" "$3" ;;
-*) echo "usage: $PROG start DIR N DATABASE_URL [BIN] | stop DIR | kill DIR I" >&2; exit 2 ;;
+restart) [[ $# -eq 3 ]] || die "usage: $PROG restart DIR I"; cmd_restart "$2" "$3" ;;
+*) echo "usage: $PROG start DIR N DATABASE_URL [BIN] | stop DIR | kill DIR I | restart DIR I" >&2; exit 2 ;;
 esac

@@ -2,8 +2,8 @@
 // child process on a private loopback port, on a private Postgres cluster) and reports
 // what held: connections left open by slow clients, memory under big unauthenticated
 // bodies, legitimate throughput under a wrong-key flood, calls behind a locked table,
-// acknowledged writes lost or duplicated across a kill -9, and a Postgres restart under
-// load. Every attack is bounded in count and time; nothing leaves the loopback interface.
+// acknowledged writes lost or duplicated across a kill -9, a Postgres restart under load,
+// and a replica behind HAProxy killed under writes. Every attack is bounded in count and time; nothing leaves the loopback interface.
 package chaos
 
 import (
@@ -45,6 +45,10 @@ type Options struct {
 	WriteConns int           // (e) concurrent writers
 	KillAfter  time.Duration // (e) writes run this long before each kill -9
 	Kills      int           // (e) rounds of writes ended by kill -9
+
+	Replicas       int           // (g) replicas behind HAProxy, one of which is killed
+	ReplicasScript string        // (g) deploy/replicas/replicas.sh
+	ReplicaDown    time.Duration // (g) how long the killed replica stays down while writes go on
 
 	RestartConns int           // (f) concurrent callers
 	RestartLoad  time.Duration // (f) load duration; Postgres restarts a third of the way in
@@ -102,9 +106,9 @@ func (b *bench) env(s *loadtest.Server, conns int, timeout time.Duration) (*load
 	return loadtest.NewEnv(loadtest.NewClient(conns, timeout, nil), s.Base, b.fixture)
 }
 
-// attack is one of the six. Those with a server name run against a fresh server the
+// attack is one of the seven. Those with a server name run against a fresh server the
 // runner starts before and stops after them (its log is LogDir/<server>.log); the kill -9
-// attack, which replaces its server, has none and starts its own.
+// attacks, which replace their servers, have none and start their own.
 type attack struct {
 	name   string
 	server string
@@ -155,6 +159,7 @@ func Run(ctx context.Context, o Options) ([]Finding, error) {
 		{"(d) locked table", "d-locked-table", lockedTable},
 		{"(e) kill -9 under writes", "", killUnderWrites},
 		{"(f) Postgres restart under load", "f-postgres-restart", postgresRestart},
+		{"(g) a replica killed under writes", "", killReplicaUnderWrites},
 	}
 	var out []Finding
 	for _, a := range attacks {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,6 +47,9 @@ type write struct {
 	state   writeState
 	retried bool
 	detail  string // the refusal, when refused
+
+	start, end time.Time // of the first attempt
+	conns      int       // connections the first attempt went on (two: the client replayed it)
 }
 
 // killUnderWrites runs the write tools from WriteConns connections, every write with its
@@ -88,21 +93,56 @@ func killUnderWrites(ctx context.Context, b *bench, _ *loadtest.Server) (Finding
 	defer b.stopServer(srv)
 	restartTook := strings.Join(restarts, ", ")
 
+	rs := retryLost(ctx, writes)
+	found, err := countMarkers(ctx, b.dbURL, prefix)
+	if err != nil {
+		return Finding{}, err
+	}
+	au := audit(found, writes)
+	measured := fmt.Sprintf("%d writes sent (%s) in %d rounds each ended by kill -9 after %v: %d acknowledged, %d refused, %d answers lost; restarts took %s; the %d retried with the same key: %d acknowledged, %d refused, %d failed. In the database: acknowledged writes lost %d, duplicates %d (%d of them from retries), writes neither acknowledged nor stored %d",
+		len(writes), toolCounts(writes), o.Kills, o.KillAfter, rs.ackedBefore, rs.refusedBefore, rs.lost, restartTook,
+		rs.lost, rs.acked, rs.refused, rs.failed, au.ackedLost, au.dups, au.dupsOfRetries, au.lostUnacked)
+	if len(rs.refusals) > 0 {
+		measured += "; refusals: " + counts(rs.refusals)
+	}
+	return Finding{
+		Did: fmt.Sprintf("%d connections calling the write tools (%s), each write with an Idempotency-Key and a unique marker; %d times: SIGKILL after %v of writes, restart; then retry every unanswered write",
+			o.WriteConns, toolNames(env.WriteTools()), o.Kills, o.KillAfter),
+		Measured: measured,
+		// A retry refused with "in progress" or "answer lost" is the truthful answer for a
+		// write that committed while its answer died with the process: it was applied
+		// once, and no retry can replay an answer that was never stored. What must never
+		// happen is a write lost, a write stored twice, or a retry that fails outright.
+		Target: "acknowledged writes lost 0, duplicates 0, no retry failed (a retry may be told the write was applied but its answer lost)",
+		Held:   au.holds() && rs.failed == 0,
+	}, nil
+}
+
+// retryStats are the outcomes of the writes before and after their retries.
+type retryStats struct {
+	ackedBefore, refusedBefore int            // answered the first time
+	lost                       int            // answers lost, hence retried
+	acked, refused, failed     int            // what the retries got
+	refusals                   map[string]int // every refusal, first attempt or retry
+}
+
+// retryLost sends every write whose answer was lost again, with the same key and body
+// (up to retryAttempts times), and counts the outcomes.
+func retryLost(ctx context.Context, writes []*write) retryStats {
 	retryClient := loadtest.NewClient(4, 30*time.Second, nil)
 	defer retryClient.Close()
-	var ackedBefore, refusedBefore, lostAnswers, retryAcked, retryRefused, retryFailed int
-	refusals := map[string]int{}
+	rs := retryStats{refusals: map[string]int{}}
 	for _, wr := range writes {
 		switch wr.state {
 		case acked:
-			ackedBefore++
+			rs.ackedBefore++
 			continue
 		case refused:
-			refusedBefore++
-			refusals[wr.detail]++
+			rs.refusedBefore++
+			rs.refusals[wr.detail]++
 			continue
 		}
-		lostAnswers++
+		rs.lost++
 		wr.retried = true
 		for attempt := range retryAttempts {
 			_, err := retryClient.Do(ctx, wr.call)
@@ -114,61 +154,61 @@ func killUnderWrites(ctx context.Context, b *bench, _ *loadtest.Server) (Finding
 		}
 		switch wr.state {
 		case acked:
-			retryAcked++
+			rs.acked++
 		case refused:
-			retryRefused++
-			refusals["retry: "+wr.detail]++
+			rs.refused++
+			rs.refusals["retry: "+wr.detail]++
 		default:
-			retryFailed++
+			rs.failed++
 		}
 	}
+	return rs
+}
 
-	found, err := countMarkers(ctx, b.dbURL, prefix)
-	if err != nil {
-		return Finding{}, err
-	}
-	var ackedLost, dups, lostUnacked, dupsOfLostAnswers int
+// auditResult is what the database says of the writes.
+type auditResult struct {
+	ackedLost     int // acknowledged, and no row
+	dups          int // markers with more than one row
+	dupsOfRetries int // of those, writes that were retried
+	lostUnacked   int // retried, never acknowledged, and no row
+}
+
+func (a auditResult) holds() bool { return a.ackedLost == 0 && a.dups == 0 && a.lostUnacked == 0 }
+
+// audit compares the writes with the rows found holding their markers.
+func audit(found map[string]map[string]int, writes []*write) auditResult {
+	var a auditResult
 	for _, wr := range writes {
 		n := found[storedIn[wr.tool].table][wr.marker]
 		switch {
 		case wr.state == acked && n == 0:
-			ackedLost++
+			a.ackedLost++
 		case wr.state != acked && n == 0 && wr.retried:
-			lostUnacked++
+			a.lostUnacked++
 		}
 		if n > 1 {
-			dups++
+			a.dups++
 			if wr.retried {
-				dupsOfLostAnswers++
+				a.dupsOfRetries++
 			}
 		}
 	}
-	measured := fmt.Sprintf("%d writes sent (%s) in %d rounds each ended by kill -9 after %v: %d acknowledged, %d refused, %d answers lost; restarts took %s; the %d retried with the same key: %d acknowledged, %d refused, %d failed. In the database: acknowledged writes lost %d, duplicates %d (%d of them from retries), writes neither acknowledged nor stored %d",
-		len(writes), toolCounts(writes), o.Kills, o.KillAfter, ackedBefore, refusedBefore, lostAnswers, restartTook,
-		lostAnswers, retryAcked, retryRefused, retryFailed, ackedLost, dups, dupsOfLostAnswers, lostUnacked)
-	if len(refusals) > 0 {
-		measured += "; refusals: " + counts(refusals)
-	}
-	return Finding{
-		Did: fmt.Sprintf("%d connections calling the write tools (%s), each write with an Idempotency-Key and a unique marker; %d times: SIGKILL after %v of writes, restart; then retry every unanswered write",
-			o.WriteConns, toolNames(env.WriteTools()), o.Kills, o.KillAfter),
-		Measured: measured,
-		// A retry refused with "in progress" or "answer lost" is the truthful answer for a
-		// write that committed while its answer died with the process: it was applied
-		// once, and no retry can replay an answer that was never stored. What must never
-		// happen is a write lost, a write stored twice, or a retry that fails outright.
-		Target: "acknowledged writes lost 0, duplicates 0, no retry failed (a retry may be told the write was applied but its answer lost)",
-		Held:   ackedLost == 0 && dups == 0 && retryFailed == 0 && lostUnacked == 0,
-	}, nil
+	return a
 }
 
-// classify sorts a call's outcome: acknowledged, refused by an answer, or unanswered.
+// classify sorts a call's outcome: acknowledged, refused by an answer, or unanswered. A
+// balancer's gateway error (HTTP 502, 503 or 504 with no JSON-RPC message: the server
+// never answered, HAProxy did) is an answer lost, not a refusal: the write may have
+// committed on the replica that died, and only a retry with its key can tell.
 func classify(err error) (writeState, string) {
 	if err == nil {
 		return acked, ""
 	}
 	var ce *loadtest.CallError
 	if errors.As(err, &ce) {
+		if ce.Code == 0 && ce.Status >= http.StatusBadGateway && ce.Status <= http.StatusGatewayTimeout && !strings.HasPrefix(ce.Msg, "{") {
+			return unanswered, fmt.Sprintf("HTTP %d from the balancer", ce.Status)
+		}
 		return refused, describe(err)
 	}
 	return unanswered, err.Error()
@@ -231,31 +271,56 @@ func toolNames(ts []loadtest.WriteTool) string {
 // writeUntilKilled runs the write tools from conns workers, kills the server with SIGKILL
 // after d, and returns every write it attempted with what became of it.
 func writeUntilKilled(ctx context.Context, env *loadtest.Env, srv *loadtest.Server, conns int, d time.Duration, prefix string) ([]*write, error) {
+	ws := startWriters(ctx, env, conns, prefix)
+	time.Sleep(d)
+	ws.halt()
+	err := srv.Kill()
+	return ws.wait(), err
+}
+
+// writers are workers calling the write tools in turn until halted, every write with its
+// own Idempotency-Key and a unique marker (prefix, worker, sequence) in its text.
+type writers struct {
+	halted    atomic.Bool
+	perWorker [][]*write
+	wg        sync.WaitGroup
+}
+
+func startWriters(ctx context.Context, env *loadtest.Env, conns int, prefix string) *writers {
 	tools := env.WriteTools()
-	var killed atomic.Bool
-	perWorker := make([][]*write, conns)
-	var wg sync.WaitGroup
+	ws := &writers{perWorker: make([][]*write, conns)}
 	for w := range conns {
-		wg.Go(func() {
-			for seq := 0; !killed.Load() && ctx.Err() == nil; seq++ {
+		ws.wg.Go(func() {
+			for seq := 0; !ws.halted.Load() && ctx.Err() == nil; seq++ {
 				t := tools[(w+seq)%len(tools)]
 				marker := fmt.Sprintf("%s%d-%d", prefix, w, seq)
 				c := t.Build(w, seq, marker+" was written by the kill -9 test")
 				c.IdempotencyKey = uuid.NewString()
-				wr := &write{tool: t.Name, marker: marker, call: c}
-				_, err := env.Client.Do(ctx, c)
+				wr := &write{tool: t.Name, marker: marker, call: c, start: time.Now()}
+				// Go's HTTP client sends a request that carries an Idempotency-Key again
+				// by itself when the reused connection it went on closes with no answer:
+				// a second connection for one call is that replay.
+				traced := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { wr.conns++ }})
+				_, err := env.Client.Do(traced, c)
+				wr.end = time.Now()
 				wr.state, wr.detail = classify(err)
-				perWorker[w] = append(perWorker[w], wr)
+				ws.perWorker[w] = append(ws.perWorker[w], wr)
 			}
 		})
 	}
-	time.Sleep(d)
-	killed.Store(true)
-	err := srv.Kill()
-	wg.Wait()
+	return ws
+}
+
+// halt tells the workers to start no more writes.
+func (ws *writers) halt() { ws.halted.Store(true) }
+
+// wait halts the workers, waits for their last calls and returns every write.
+func (ws *writers) wait() []*write {
+	ws.halt()
+	ws.wg.Wait()
 	var out []*write
-	for _, ws := range perWorker {
-		out = append(out, ws...)
+	for _, w := range ws.perWorker {
+		out = append(out, w...)
 	}
-	return out, err
+	return out
 }
