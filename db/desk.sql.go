@@ -716,7 +716,7 @@ func (q *Queries) DeskMemberGetIDByEmail(ctx context.Context, db DBTX, arg DeskM
 }
 
 const deskMemberGrant = `-- name: DeskMemberGrant :one
-SELECT m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated, o.plan, o.timezone
+SELECT m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated, o.plan, o.timezone, o.name
 FROM org_member m JOIN organisation o ON o.id = m.org_id
 WHERE m.org_id = $1 AND m.user_id = $2
 `
@@ -731,11 +731,12 @@ type DeskMemberGrantRow struct {
 	Deactivated bool
 	Plan        string
 	Timezone    string
+	Name        string
 }
 
 // What the workspace says about a verified token's holder: their role, whether they are
-// deactivated, and the workspace's plan and timezone. No row: the person is no longer a
-// member.
+// deactivated, and the workspace's plan, timezone and name (the dashboard's desk pages
+// name it). No row: the person is no longer a member.
 func (q *Queries) DeskMemberGrant(ctx context.Context, db DBTX, arg DeskMemberGrantParams) (DeskMemberGrantRow, error) {
 	row := db.QueryRow(ctx, deskMemberGrant, arg.OrgID, arg.UserID)
 	var i DeskMemberGrantRow
@@ -744,6 +745,7 @@ func (q *Queries) DeskMemberGrant(ctx context.Context, db DBTX, arg DeskMemberGr
 		&i.Deactivated,
 		&i.Plan,
 		&i.Timezone,
+		&i.Name,
 	)
 	return i, err
 }

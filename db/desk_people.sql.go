@@ -61,6 +61,7 @@ func (q *Queries) DeskInboxAccessList(ctx context.Context, db DBTX, arg DeskInbo
 }
 
 const deskInboxListForPeople = `-- name: DeskInboxListForPeople :many
+
 SELECT i.id, i.slug, i.name, i.restricted,
   (SELECT count(*) FROM desk_conversation c
    WHERE c.org_id = $1 AND c.inbox_id = i.id AND c.status = 'open')::bigint AS open_count,
@@ -93,6 +94,9 @@ type DeskInboxListForPeopleRow struct {
 	MemberNames []string
 }
 
+// The desk's pages for people (internal/desk/people.go, docs/dashboard.md "Desk"). Every
+// statement names its workspace (org_id) and runs in that workspace's tenant. No statement
+// here reads an inbox's connection secret or forwarding address: the pages never show them.
 // The inboxes the person sees (the visibility of DeskInboxList), by name then id, each with
 // its open conversations and the names of the members it is restricted to.
 func (q *Queries) DeskInboxListForPeople(ctx context.Context, db DBTX, arg DeskInboxListForPeopleParams) ([]DeskInboxListForPeopleRow, error) {
@@ -145,42 +149,6 @@ func (q *Queries) DeskInboxSetRestricted(ctx context.Context, db DBTX, arg DeskI
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const deskPeopleWorkspace = `-- name: DeskPeopleWorkspace :one
-
-SELECT o.name, o.timezone, m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated
-FROM org_member m JOIN organisation o ON o.id = m.org_id
-WHERE m.org_id = $1 AND m.user_id = $2
-`
-
-type DeskPeopleWorkspaceParams struct {
-	OrgID  uuid.UUID
-	UserID uuid.UUID
-}
-
-type DeskPeopleWorkspaceRow struct {
-	Name        string
-	Timezone    string
-	Role        string
-	Deactivated bool
-}
-
-// The desk's pages for people (internal/desk/people.go, docs/dashboard.md "Desk"). Every
-// statement names its workspace (org_id) and runs in that workspace's tenant. No statement
-// here reads an inbox's connection secret or forwarding address: the pages never show them.
-// The workspace as the dashboard names it, and the person's standing in it. No row: not a
-// member.
-func (q *Queries) DeskPeopleWorkspace(ctx context.Context, db DBTX, arg DeskPeopleWorkspaceParams) (DeskPeopleWorkspaceRow, error) {
-	row := db.QueryRow(ctx, deskPeopleWorkspace, arg.OrgID, arg.UserID)
-	var i DeskPeopleWorkspaceRow
-	err := row.Scan(
-		&i.Name,
-		&i.Timezone,
-		&i.Role,
-		&i.Deactivated,
-	)
-	return i, err
 }
 
 const deskSavedReplyGetForPeople = `-- name: DeskSavedReplyGetForPeople :one

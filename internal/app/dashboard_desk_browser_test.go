@@ -21,6 +21,18 @@ func TestDashboardDeskInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// show opens a desk page, waits until sel holds want and captures it as name.
+	show := func(t *testing.T, path, sel, want, name string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Navigate(deskURL+path)); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitText(ctx, sel, want); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, ctx, name)
+	}
+
 	t.Run("a saved reply is created and opens with its history", func(t *testing.T) {
 		err := chromedp.Do(ctx,
 			chromedp.WaitVisible("#r-title"),
@@ -35,30 +47,12 @@ func TestDashboardDeskInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		screenshot(t, ctx, "desk-saved-reply")
-		if err := chromedp.Do(ctx, chromedp.Navigate(deskURL+"/replies")); err != nil {
-			t.Fatal(err)
-		}
-		if err := waitText(ctx, "#replies", "Shipping times"); err != nil {
-			t.Fatal(err)
-		}
-		screenshot(t, ctx, "desk-replies")
+		show(t, "/replies", "#replies", "Shipping times", "desk-replies")
 	})
 
 	t.Run("the inboxes and who may see them", func(t *testing.T) {
-		if err := chromedp.Do(ctx, chromedp.Navigate(deskURL+"/inboxes")); err != nil {
-			t.Fatal(err)
-		}
-		if err := waitText(ctx, "main", "Restricted to Bo"); err != nil {
-			t.Fatal(err)
-		}
-		screenshot(t, ctx, "desk-inboxes")
-		if err := chromedp.Do(ctx, chromedp.Navigate(deskURL+"/inboxes/inbox_2")); err != nil {
-			t.Fatal(err)
-		}
-		if err := waitText(ctx, "#access-members", "Mo"); err != nil {
-			t.Fatal(err)
-		}
-		screenshot(t, ctx, "desk-inbox-access")
+		show(t, "/inboxes", "main", "Restricted to Bo", "desk-inboxes")
+		show(t, "/inboxes/inbox_2", "#access-members", "Mo", "desk-inbox-access")
 	})
 
 	t.Run("a CSV file with a bad row is refused by line, fixed and imported", func(t *testing.T) {

@@ -91,41 +91,39 @@ func (p *person) postMultipart(path string, fields [][2]string, fileName, file s
 	return status, body
 }
 
+// form is a posted form with the session's CSRF token and the pairs kv (name, value, …).
+func (p *person) form(kv ...string) url.Values {
+	v := url.Values{"csrf": {p.csrf()}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Add(kv[i], kv[i+1])
+	}
+	return v
+}
+
+// sqlScalar reads one value on the owner's pool.
+func sqlScalar[T any](t *testing.T, d *pg.DB, sql string, args ...any) T {
+	t.Helper()
+	var v T
+	if err := d.Operator(context.Background(), func(tx *pg.Tx) error { return tx.QueryRow(context.Background(), sql, args...).Scan(&v) }); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // TestDashboardDesk drives the desk's inboxes, saved replies and CSV import pages as
 // Acme's owner Ana and members Mo and Bo, on a real server and database.
 func TestDashboardDesk(t *testing.T) {
 	t.Parallel()
 	s := startServerOpts(t, serverOptions{file: dashboardDeskFile})
-	ctx := context.Background()
 	d := openSeeded(t, s)
 	acme := s.res.Organisations["acme"].ID
-	count := func(t *testing.T, sql string, args ...any) int {
-		t.Helper()
-		var n int
-		if err := d.Operator(ctx, func(tx *pg.Tx) error { return tx.QueryRow(ctx, sql, args...).Scan(&n) }); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	count := func(t *testing.T, sql string, args ...any) int { t.Helper(); return sqlScalar[int](t, d, sql, args...) }
 	userID := func(email string) string {
-		var id string
-		if err := d.Operator(ctx, func(tx *pg.Tx) error {
-			return tx.QueryRow(ctx, `SELECT id::text FROM app_user WHERE email = $1`, email).Scan(&id)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return id
+		return sqlScalar[string](t, d, `SELECT id::text FROM app_user WHERE email = $1`, email)
 	}
 	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
 	mo := signIn(t, s.base, "mo@acme.test", "demo-password-mo")
 	bo := signIn(t, s.base, "bo@acme.test", "demo-password-bo")
-	form := func(p *person, kv ...string) url.Values {
-		v := url.Values{"csrf": {p.csrf()}}
-		for i := 0; i+1 < len(kv); i += 2 {
-			v.Add(kv[i], kv[i+1])
-		}
-		return v
-	}
 	must := func(t *testing.T, status, want int, body string) {
 		t.Helper()
 		if status != want {
@@ -167,22 +165,22 @@ func TestDashboardDesk(t *testing.T) {
 		t.Parallel()
 		members := `SELECT count(*) FROM desk_inbox_member WHERE org_id = $1`
 		before := count(t, members, acme)
-		status, body := mo.postForm("/app/desk/inboxes/inbox_1/access", form(mo, "visibility", "restricted", "members", userID("mo@acme.test")))
+		status, body := mo.postForm("/app/desk/inboxes/inbox_1/access", mo.form("visibility", "restricted", "members", userID("mo@acme.test")))
 		must(t, status, http.StatusForbidden, body)
-		status, body = ana.postForm("/app/desk/inboxes/inbox_1/access", form(ana, "visibility", "restricted"))
+		status, body = ana.postForm("/app/desk/inboxes/inbox_1/access", ana.form("visibility", "restricted"))
 		must(t, status, http.StatusBadRequest, body)
 		contains(t, body, `id="members-error"`, "at least one member", "nothing was saved")
 		if count(t, members, acme) != before || count(t, `SELECT count(*) FROM desk_inbox WHERE org_id = $1 AND restricted`, acme) != 1 {
 			t.Fatal("a refused change was stored")
 		}
-		status, body = ana.postForm("/app/desk/inboxes/inbox_1/access", form(ana, "visibility", "restricted", "members", userID("bo@acme.test")))
+		status, body = ana.postForm("/app/desk/inboxes/inbox_1/access", ana.form("visibility", "restricted", "members", userID("bo@acme.test")))
 		must(t, status, http.StatusSeeOther, body)
 		if status, _ := mo.get("/app/desk/inboxes/inbox_1"); status != http.StatusNotFound {
 			t.Fatalf("Mo still sees Support once it is restricted to Bo: %d", status)
 		}
 		_, page := ana.get("/app/desk/inboxes/inbox_1")
 		contains(t, page, "<td>access_changed</td>", "Bo (and owners and admins)", "<td>Ana [Acme]</td>")
-		status, body = ana.postForm("/app/desk/inboxes/inbox_1/access", form(ana, "visibility", "everyone"))
+		status, body = ana.postForm("/app/desk/inboxes/inbox_1/access", ana.form("visibility", "everyone"))
 		must(t, status, http.StatusSeeOther, body)
 		if status, _ := mo.get("/app/desk/inboxes/inbox_1"); status != http.StatusOK {
 			t.Fatalf("Mo does not see Support once it is open again: %d", status)
@@ -193,15 +191,15 @@ func TestDashboardDesk(t *testing.T) {
 		t.Parallel()
 		replies := `SELECT count(*) FROM desk_saved_reply WHERE org_id = $1`
 		before := count(t, replies, acme)
-		status, body := mo.postForm("/app/desk/replies", form(mo, "title", "Mine", "body", "text"))
+		status, body := mo.postForm("/app/desk/replies", mo.form("title", "Mine", "body", "text"))
 		must(t, status, http.StatusForbidden, body)
-		status, body = ana.postForm("/app/desk/replies", form(ana, "title", strings.Repeat("t", 201), "body", "kept body"))
+		status, body = ana.postForm("/app/desk/replies", ana.form("title", strings.Repeat("t", 201), "body", "kept body"))
 		must(t, status, http.StatusBadRequest, body)
 		contains(t, body, `id="title-error"`, "1 to 200 characters", "kept body")
 		if count(t, replies, acme) != before {
 			t.Fatal("a refused reply was stored")
 		}
-		req, err := http.NewRequest(http.MethodPost, s.base+"/app/desk/replies", strings.NewReader(form(ana, "title", "Shipping times", "body", "Orders ship in 2 days.").Encode()))
+		req, err := http.NewRequest(http.MethodPost, s.base+"/app/desk/replies", strings.NewReader(ana.form("title", "Shipping times", "body", "Orders ship in 2 days.").Encode()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,15 +211,15 @@ func TestDashboardDesk(t *testing.T) {
 		if !strings.HasPrefix(loc, "/app/desk/replies/reply_") {
 			t.Fatalf("created reply's address: %q", hdr.Get("Location"))
 		}
-		status, body = ana.postForm(loc, form(ana, "title", "Shipping", "body", "  "))
+		status, body = ana.postForm(loc, ana.form("title", "Shipping", "body", "  "))
 		must(t, status, http.StatusBadRequest, body)
 		contains(t, body, `id="body-error"`)
 		if count(t, `SELECT count(*) FROM desk_saved_reply WHERE org_id = $1 AND title = 'Shipping times' AND body = 'Orders ship in 2 days.'`, acme) != 1 {
 			t.Fatal("a refused edit changed the reply")
 		}
-		status, body = mo.postForm(loc, form(mo, "title", "Shipping", "body", "Mo's"))
+		status, body = mo.postForm(loc, mo.form("title", "Shipping", "body", "Mo's"))
 		must(t, status, http.StatusForbidden, body)
-		status, body = ana.postForm(loc, form(ana, "title", "Shipping", "body", "Orders ship in 3 days."))
+		status, body = ana.postForm(loc, ana.form("title", "Shipping", "body", "Orders ship in 3 days."))
 		must(t, status, http.StatusSeeOther, body)
 		_, page := ana.get(loc)
 		contains(t, page, "Orders ship in 3 days.", "<td>created</td>", "<td>edited</td>", "title: Shipping")
@@ -239,10 +237,10 @@ func TestDashboardDesk(t *testing.T) {
 				t.Errorf("GET %s: %d %s", path, status, body)
 			}
 		}
-		if status, _ := ana.postForm("/app/desk/inboxes/inbox_3/access", form(ana, "visibility", "everyone")); status != http.StatusNotFound {
+		if status, _ := ana.postForm("/app/desk/inboxes/inbox_3/access", ana.form("visibility", "everyone")); status != http.StatusNotFound {
 			t.Errorf("POST another workspace's inbox access: %d", status)
 		}
-		if status, _ := ana.postForm("/app/desk/replies/reply_4", form(ana, "title", "x", "body", "y")); status != http.StatusNotFound {
+		if status, _ := ana.postForm("/app/desk/replies/reply_4", ana.form("title", "x", "body", "y")); status != http.StatusNotFound {
 			t.Errorf("POST another workspace's reply: %d", status)
 		}
 		if status, _ := ana.postMultipart("/app/desk/import/preview", [][2]string{{"csrf", ana.csrf()}, {"inbox", "inbox_3"}}, "a.csv", deskImportGood); status != http.StatusNotFound {

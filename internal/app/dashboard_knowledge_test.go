@@ -1,10 +1,8 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -45,35 +43,15 @@ func sqlExec(t *testing.T, d *pg.DB, stmt string, args ...any) {
 	}
 }
 
-// upload posts a file on the Tasks tab as the browser's form does: the CSRF field first,
-// then the file.
+// upload posts a file on the Tasks tab as the browser's form does: the CSRF field first
+// (none when csrf is "-"), then the file.
 func (p *person) upload(path, csrf, filename string, content []byte) (int, string) {
 	p.t.Helper()
-	var b bytes.Buffer
-	mw := multipart.NewWriter(&b)
+	var fields [][2]string
 	if csrf != "-" {
-		if err := mw.WriteField("csrf", csrf); err != nil {
-			p.t.Fatal(err)
-		}
+		fields = append(fields, [2]string{"csrf", csrf})
 	}
-	fw, err := mw.CreateFormFile("file", filename)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	if _, err := fw.Write(content); err != nil {
-		p.t.Fatal(err)
-	}
-	if err := mw.Close(); err != nil {
-		p.t.Fatal(err)
-	}
-	req, err := http.NewRequest(http.MethodPost, p.base+path, &b)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Origin", p.base)
-	status, body, _ := p.do(req)
-	return status, body
+	return p.postMultipart(path, fields, filename, string(content))
 }
 
 func TestDashboardKnowledge(t *testing.T) {

@@ -121,10 +121,16 @@ func (h *Handler) orgActor(w http.ResponseWriter, r *http.Request, sess web.Sess
 
 // adminURL is an admin page's address, keeping the organisation acted for.
 func (c adminCtx) url(path string, notice string) string {
-	u := AdminPrefix + path + c.orgQ
+	return pageURL(AdminPrefix+path, c.orgQ, notice)
+}
+
+// pageURL is a page's address with the organisation acted for (orgQ, "?org=…" or "")
+// and a notice to show.
+func pageURL(page, orgQ, notice string) string {
+	u := page + orgQ
 	if notice != "" {
 		sep := "?"
-		if c.orgQ != "" {
+		if orgQ != "" {
 			sep = "&"
 		}
 		u += sep + "notice=" + url.QueryEscape(notice)

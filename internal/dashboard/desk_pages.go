@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/relayroom/relayroom/internal/apperr"
@@ -76,17 +75,7 @@ func (h *Handler) deskMember(w http.ResponseWriter, r *http.Request, sess web.Se
 }
 
 // url is a desk page's address, keeping the organisation acted for, with a notice.
-func (c deskCtx) url(path, notice string) string {
-	u := DeskPrefix + path + c.orgQ
-	if notice != "" {
-		sep := "?"
-		if c.orgQ != "" {
-			sep = "&"
-		}
-		u += sep + "notice=" + url.QueryEscape(notice)
-	}
-	return u
-}
+func (c deskCtx) url(path, notice string) string { return pageURL(DeskPrefix+path, c.orgQ, notice) }
 
 // deskView starts a desk page's view.
 func (c deskCtx) view(title, page string) view {

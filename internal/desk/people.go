@@ -90,11 +90,12 @@ type Workspace struct {
 }
 
 // PeopleWorkspace reads the workspace and the person's role; a person who is not a
-// member is NotFound, a deactivated one Forbidden (MsgAccessEnded), as for their tokens.
+// member is NotFound, a deactivated one Forbidden (MsgAccessEnded), as for their tokens
+// (the same statement).
 func (s *Service) PeopleWorkspace(ctx context.Context, orgID, userID uuid.UUID) (Workspace, error) {
-	var row db.DeskPeopleWorkspaceRow
+	var row db.DeskMemberGrantRow
 	err := s.db.InTenant(ctx, pg.Tenant{OrgID: orgID}, func(tx *pg.Tx) (err error) {
-		row, err = s.q.DeskPeopleWorkspace(ctx, tx, db.DeskPeopleWorkspaceParams{OrgID: orgID, UserID: userID})
+		row, err = s.q.DeskMemberGrant(ctx, tx, db.DeskMemberGrantParams{OrgID: orgID, UserID: userID})
 		return err
 	})
 	switch {

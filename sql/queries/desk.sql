@@ -13,9 +13,9 @@ WHERE token_id = sqlc.arg(token_id)::text AND revoked_at IS NULL;
 
 -- name: DeskMemberGrant :one
 -- What the workspace says about a verified token's holder: their role, whether they are
--- deactivated, and the workspace's plan and timezone. No row: the person is no longer a
--- member.
-SELECT m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated, o.plan, o.timezone
+-- deactivated, and the workspace's plan, timezone and name (the dashboard's desk pages
+-- name it). No row: the person is no longer a member.
+SELECT m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated, o.plan, o.timezone, o.name
 FROM org_member m JOIN organisation o ON o.id = m.org_id
 WHERE m.org_id = sqlc.arg(org_id) AND m.user_id = sqlc.arg(user_id);
 

@@ -2,13 +2,6 @@
 -- statement names its workspace (org_id) and runs in that workspace's tenant. No statement
 -- here reads an inbox's connection secret or forwarding address: the pages never show them.
 
--- name: DeskPeopleWorkspace :one
--- The workspace as the dashboard names it, and the person's standing in it. No row: not a
--- member.
-SELECT o.name, o.timezone, m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated
-FROM org_member m JOIN organisation o ON o.id = m.org_id
-WHERE m.org_id = sqlc.arg(org_id) AND m.user_id = sqlc.arg(user_id);
-
 -- name: DeskInboxListForPeople :many
 -- The inboxes the person sees (the visibility of DeskInboxList), by name then id, each with
 -- its open conversations and the names of the members it is restricted to.

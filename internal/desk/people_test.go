@@ -1,0 +1,96 @@
+package desk_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/desk"
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// TestPeopleImport checks the dashboard's import: the preview is ImportCSV's judgement
+// without a write, and ImportAs is ImportCSV's import with its role check, its inbox
+// scoped to the workspace, and an audit row per chunk that created something.
+func TestPeopleImport(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	acme := fx.orgs["acme"]
+	owner := desk.Member{OrgID: acme, UserID: fx.users["ana@acme.test"], Name: "Ana", Role: desk.RoleOwner}
+	member := desk.Member{OrgID: acme, UserID: fx.users["bo@acme.test"], Name: "Bo", Role: desk.RoleMember}
+	scalar := func(t *testing.T, sql string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := fx.d.Operator(ctx, func(tx *pg.Tx) error { return tx.QueryRow(ctx, sql, args...).Scan(&n) }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	convs := `SELECT count(*) FROM desk_conversation WHERE org_id = $1`
+	bad := "customer_email,subject,body,created_at,status\n" +
+		"ok@example.com,Fine row,Fine body,2026-10-01T10:00:00Z,open\n" +
+		"ok@example.com,Fine row,Fine body,2026-10-01T10:00:00Z,open\n" +
+		"not-an-email,Subject,Body,2026-10-01T10:00:00Z,open\n" +
+		"b@example.com,Subject,Body,yesterday,closed\n"
+
+	t.Run("the preview reports the import's problems by line and its good rows, writing nothing", func(t *testing.T) {
+		before := scalar(t, convs, acme)
+		p, err := desk.PreviewCSV([]byte(bad), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = desk.ImportCSV(ctx, fx.d, acme, "support", strings.NewReader(bad), now, nil)
+		var ie *desk.ImportError
+		if !errors.As(err, &ie) || !slices.Equal(ie.Problems, p.Problems) || len(p.Problems) != 2 || p.Problems[0].Line != 4 {
+			t.Fatalf("preview %+v, import %v", p.Problems, err)
+		}
+		if p.Good != 1 || len(p.Rows) != 1 || p.Rows[0].Line != 2 || p.Rows[0].CustomerEmail != "ok@example.com" {
+			t.Fatalf("good rows: %+v", p)
+		}
+		if scalar(t, convs, acme) != before {
+			t.Fatal("a preview or a bad file wrote rows")
+		}
+	})
+
+	t.Run("a member may not import; another workspace's inbox is not found", func(t *testing.T) {
+		good := "customer_email,subject,body,created_at,status\nx@example.com,S,B,2026-10-01T10:00:00Z,open\n"
+		if _, err := fx.svc.ImportAs(ctx, member, "inbox_1", []byte(good), now, nil); apperr.CodeOf(err) != apperr.Forbidden {
+			t.Fatalf("member: %v", err)
+		}
+		if _, err := fx.svc.ImportAs(ctx, owner, "inbox_3", []byte(good), now, nil); apperr.CodeOf(err) != apperr.NotFound {
+			t.Fatalf("Globex has inbox_3, Acme does not: %v", err)
+		}
+		if scalar(t, `SELECT count(*) FROM desk_conversation WHERE customer_email = 'x@example.com'`) != 0 {
+			t.Fatal("a refused import wrote rows")
+		}
+	})
+
+	t.Run("each chunk that creates conversations is audited on the inbox; a second import creates nothing", func(t *testing.T) {
+		var file strings.Builder
+		file.WriteString("customer_email,subject,body,created_at,status\n")
+		rows := desk.ImportProgressEvery + 3
+		for i := range rows {
+			fmt.Fprintf(&file, "p%d@example.com,People %d,Body %d,2026-10-01T10:00:00Z,open\n", i, i, i)
+		}
+		var steps []int
+		sum, err := fx.svc.ImportAs(ctx, owner, "inbox_1", []byte(file.String()), now, func(done, total int) { steps = append(steps, done) })
+		if err != nil || sum != (desk.ImportSummary{Rows: rows, Created: rows}) || !slices.Equal(steps, []int{desk.ImportProgressEvery}) {
+			t.Fatalf("%+v %v %v", sum, err, steps)
+		}
+		audited := `SELECT count(*) FROM audit_event WHERE org_id = $1 AND object_kind = 'desk_inbox' AND object_id = 'inbox_1' AND action = 'imported'`
+		if n := scalar(t, audited, acme); n != 2 {
+			t.Fatalf("%d audit rows for two chunks", n)
+		}
+		if sum, err := fx.svc.ImportAs(ctx, owner, "inbox_1", []byte(file.String()), now, nil); err != nil || sum.Created != 0 || sum.Existing != rows {
+			t.Fatalf("again: %+v %v", sum, err)
+		}
+		if n := scalar(t, audited, acme); n != 2 {
+			t.Fatalf("an import that created nothing was audited: %d rows", n)
+		}
+	})
+}
