@@ -247,49 +247,51 @@ func (s *Service) applyProject(ctx context.Context, tx *pg.Tx, p ProjectSpec, or
 // ensureAgentKey issues a key when the agent has none (or when rotating, after revoking
 // the old ones) and returns it; "" means the existing key stays and is not shown again.
 func (s *Service) ensureAgentKey(ctx context.Context, tx *pg.Tx, orgID, agentID uuid.UUID, rotate bool) (string, error) {
-	if rotate {
-		if _, err := s.Q.AgentKeyRevoke(ctx, tx, db.AgentKeyRevokeParams{OrgID: orgID, AgentID: agentID}); err != nil {
-			return "", fmt.Errorf("revoke keys: %w", err)
-		}
-	} else {
-		n, err := s.Q.AgentKeyCountActive(ctx, tx, db.AgentKeyCountActiveParams{OrgID: orgID, AgentID: agentID})
-		if err != nil {
-			return "", fmt.Errorf("count keys: %w", err)
-		}
-		if n > 0 {
-			return "", nil
-		}
-	}
-	raw, p, err := auth.Generate(auth.AgentKeyPrefix)
-	if err != nil {
-		return "", fmt.Errorf("generate key: %w", err)
-	}
-	if err := s.Q.AgentKeyInsert(ctx, tx, db.AgentKeyInsertParams{OrgID: orgID, ID: newID(), AgentID: agentID, KeyID: p.ID, SecretHash: p.Hash()}); err != nil {
-		return "", fmt.Errorf("store key: %w", err)
-	}
-	return raw, nil
+	return ensureCredential("key", auth.AgentKeyPrefix, rotate,
+		func() (int64, error) {
+			return s.Q.AgentKeyRevoke(ctx, tx, db.AgentKeyRevokeParams{OrgID: orgID, AgentID: agentID})
+		},
+		func() (int64, error) {
+			return s.Q.AgentKeyCountActive(ctx, tx, db.AgentKeyCountActiveParams{OrgID: orgID, AgentID: agentID})
+		},
+		func(p auth.Parsed) error {
+			return s.Q.AgentKeyInsert(ctx, tx, db.AgentKeyInsertParams{OrgID: orgID, ID: newID(), AgentID: agentID, KeyID: p.ID, SecretHash: p.Hash()})
+		})
 }
 
+// ensureConnectCode is ensureAgentKey for a project's connect code.
 func (s *Service) ensureConnectCode(ctx context.Context, tx *pg.Tx, projectID uuid.UUID, rotate bool) (string, error) {
+	return ensureCredential("connect code", auth.ConnectCodePrefix, rotate,
+		func() (int64, error) { return s.Q.ConnectCodeRevoke(ctx, tx, projectID) },
+		func() (int64, error) { return s.Q.ConnectCodeCountActive(ctx, tx, projectID) },
+		func(p auth.Parsed) error {
+			return s.Q.ConnectCodeInsert(ctx, tx, db.ConnectCodeInsertParams{ProjectID: projectID, ID: newID(), CodeID: p.ID, SecretHash: p.Hash()})
+		})
+}
+
+// ensureCredential issues a credential (what, with prefix) when none is active, or after
+// revoking the active ones when rotating, and returns it: shown once. "" means the active
+// one stays and is not shown again.
+func ensureCredential(what, prefix string, rotate bool, revoke, active func() (int64, error), store func(auth.Parsed) error) (string, error) {
 	if rotate {
-		if _, err := s.Q.ConnectCodeRevoke(ctx, tx, projectID); err != nil {
-			return "", fmt.Errorf("revoke connect codes: %w", err)
+		if _, err := revoke(); err != nil {
+			return "", fmt.Errorf("revoke %ss: %w", what, err)
 		}
 	} else {
-		n, err := s.Q.ConnectCodeCountActive(ctx, tx, projectID)
+		n, err := active()
 		if err != nil {
-			return "", fmt.Errorf("count connect codes: %w", err)
+			return "", fmt.Errorf("count %ss: %w", what, err)
 		}
 		if n > 0 {
 			return "", nil
 		}
 	}
-	raw, p, err := auth.Generate(auth.ConnectCodePrefix)
+	raw, p, err := auth.Generate(prefix)
 	if err != nil {
-		return "", fmt.Errorf("generate connect code: %w", err)
+		return "", fmt.Errorf("generate %s: %w", what, err)
 	}
-	if err := s.Q.ConnectCodeInsert(ctx, tx, db.ConnectCodeInsertParams{ProjectID: projectID, ID: newID(), CodeID: p.ID, SecretHash: p.Hash()}); err != nil {
-		return "", fmt.Errorf("store connect code: %w", err)
+	if err := store(p); err != nil {
+		return "", fmt.Errorf("store %s: %w", what, err)
 	}
 	return raw, nil
 }

@@ -38,6 +38,17 @@ func newService(t *testing.T) (*admin.Service, *tenancy.Resolver) {
 	return admin.New(d, "https://relay.example.test"), tenancy.NewResolver(d)
 }
 
+// applyDemo applies the demo file to a fresh database.
+func applyDemo(t *testing.T) (*admin.Service, *tenancy.Resolver, admin.Result) {
+	t.Helper()
+	svc, res := newService(t)
+	out, err := svc.Apply(context.Background(), parse(t, demo), admin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, res, out
+}
+
 func parse(t *testing.T, s string) admin.File {
 	t.Helper()
 	f, err := admin.ParseFile(strings.NewReader(s))
@@ -50,11 +61,7 @@ func parse(t *testing.T, s string) admin.File {
 func TestApplyIssuesWorkingCredentialsOnceAndIsIdempotent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, res := newService(t)
-	first, err := svc.Apply(ctx, parse(t, demo), admin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, res, first := applyDemo(t)
 	key := first.Agents["acme/architect"].Key
 	p := first.Projects["escalations"]
 	testfix.Step(t, "apply issues an agent key and a connect code", func(t *testing.T) {
@@ -162,11 +169,7 @@ func TestParseFileRefusesUnknownFields(t *testing.T) {
 func TestAgreementRevocationTakesEffectOnTheNextResolve(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, res := newService(t)
-	out, err := svc.Apply(ctx, parse(t, demo), admin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, res, out := applyDemo(t)
 	key, room := out.Agents["globex/qa-lead"].Key, out.Projects["escalations"].ID
 	if err := svc.SetAgreementStatus(ctx, "acme/escalations", "globex", "revoked"); err != nil {
 		t.Fatal(err)

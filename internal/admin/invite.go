@@ -124,21 +124,19 @@ func (s *Service) invitation(ctx context.Context, tx *pg.Tx, link string) (db.In
 
 // Invitation reads what a link invites to.
 func (s *Service) Invitation(ctx context.Context, link string) (OpenInvitation, error) {
-	var out OpenInvitation
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+	return operator(ctx, s, "open invitation", func(tx *pg.Tx) (OpenInvitation, error) {
 		inv, err := s.invitation(ctx, tx, link)
 		if err != nil {
-			return err
+			return OpenInvitation{}, err
 		}
-		out = OpenInvitation{OrgName: inv.OrgName, Email: inv.Email, Role: inv.Role}
+		out := OpenInvitation{OrgName: inv.OrgName, Email: inv.Email, Role: inv.Role}
 		_, err = s.Q.UserGetByEmail(ctx, tx, inv.Email)
 		if pg.IsNoRows(err) {
-			return nil
+			return out, nil
 		}
 		out.HasAccount = err == nil
-		return err
+		return out, err
 	})
-	return out, wrap("open invitation", err)
 }
 
 // Joiner is who accepts an invitation: the signed-in person (SignedIn, their email must

@@ -37,69 +37,65 @@ func (s *Service) ListProjects(ctx context.Context) ([]db.ProjectListRow, error)
 
 // ListMembers lists a project's parts; project is "host/slug".
 func (s *Service) ListMembers(ctx context.Context, project string) ([]db.MembershipListRow, error) {
-	return projectList(ctx, s, project, "list members", s.Q.MembershipList)
+	return inProject(ctx, s, project, "list members", func(tx *pg.Tx, id uuid.UUID) ([]db.MembershipListRow, error) {
+		return s.Q.MembershipList(ctx, tx, id)
+	})
 }
 
 // ListAgreements lists a project's guest agreements.
 func (s *Service) ListAgreements(ctx context.Context, project string) ([]db.AgreementListRow, error) {
-	return projectList(ctx, s, project, "list agreements", s.Q.AgreementList)
+	return inProject(ctx, s, project, "list agreements", func(tx *pg.Tx, id uuid.UUID) ([]db.AgreementListRow, error) {
+		return s.Q.AgreementList(ctx, tx, id)
+	})
+}
+
+// operator runs fn in one operator transaction and returns what it made, its error told
+// as op.
+func operator[T any](ctx context.Context, s *Service, op string, fn func(tx *pg.Tx) (T, error)) (T, error) {
+	var out T
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		out, err = fn(tx)
+		return err
+	})
+	return out, wrap(op, err)
 }
 
 // operatorList reads one of the operator's listings (`relayroom admin ... list`).
 func operatorList[T any](ctx context.Context, s *Service, op string, list func(context.Context, db.DBTX) ([]T, error)) ([]T, error) {
-	var out []T
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		out, err = list(ctx, tx)
-		return err
-	})
-	return out, wrap(op, err)
+	return operator(ctx, s, op, func(tx *pg.Tx) ([]T, error) { return list(ctx, tx) })
 }
 
-// projectList reads a listing of one project, named "host/slug".
-func projectList[T any](ctx context.Context, s *Service, project, op string, list func(context.Context, db.DBTX, uuid.UUID) ([]T, error)) ([]T, error) {
-	var out []T
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+// inProject is operator for one project, named "host/slug"; fn gets its id.
+func inProject[T any](ctx context.Context, s *Service, project, op string, fn func(tx *pg.Tx, projectID uuid.UUID) (T, error)) (T, error) {
+	return operator(ctx, s, op, func(tx *pg.Tx) (T, error) {
 		p, err := s.project(ctx, tx, project)
 		if err != nil {
-			return err
+			var zero T
+			return zero, err
 		}
-		out, err = list(ctx, tx, p.ID)
-		return err
+		return fn(tx, p.ID)
 	})
-	return out, wrap(op, err)
 }
 
 // RotateAgentKey revokes an agent's keys and issues a new one; agent is "org/slug".
 func (s *Service) RotateAgentKey(ctx context.Context, agent string) (AgentOut, error) {
-	var out AgentOut
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+	return operator(ctx, s, "rotate key", func(tx *pg.Tx) (AgentOut, error) {
 		org, slug, _ := strings.Cut(agent, "/")
 		a, err := s.Q.AgentGetBySlug(ctx, tx, db.AgentGetBySlugParams{OrgSlug: org, AgentSlug: slug})
-		if pg.IsNoRows(err) {
-			return apperr.New(apperr.NotFound, "unknown agent %q", agent)
+		if a, err = found(a, err, fmt.Sprintf("unknown agent %q", agent)); err != nil {
+			return AgentOut{}, err
 		}
-		if err != nil {
-			return err
-		}
-		out.ID = a.ID
+		out := AgentOut{ID: a.ID}
 		out.Key, err = s.ensureAgentKey(ctx, tx, a.OrgID, a.ID, true)
-		return err
+		return out, err
 	})
-	return out, wrap("rotate key", err)
 }
 
 // RotateConnectCode revokes a project's connect codes and issues a new one.
 func (s *Service) RotateConnectCode(ctx context.Context, project string) (ProjectOut, error) {
-	var out ProjectOut
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		p, err := s.project(ctx, tx, project)
-		if err != nil {
-			return err
-		}
-		out, err = s.rotateCode(ctx, tx, p.ID)
-		return err
+	return inProject(ctx, s, project, "rotate connect code", func(tx *pg.Tx, id uuid.UUID) (ProjectOut, error) {
+		return s.rotateCode(ctx, tx, id)
 	})
-	return out, wrap("rotate connect code", err)
 }
 
 // rotateCode revokes a project's connect codes and issues a new one, in tx, with the
@@ -183,11 +179,8 @@ func wrap(op string, err error) error {
 
 // ProjectName returns the name of "host/slug" (imperative commands re-apply it unchanged).
 func (s *Service) ProjectName(ctx context.Context, project string) (string, error) {
-	var name string
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+	return operator(ctx, s, "find project", func(tx *pg.Tx) (string, error) {
 		p, err := s.project(ctx, tx, project)
-		name = p.Name
-		return err
+		return p.Name, err
 	})
-	return name, wrap("find project", err)
 }

@@ -133,24 +133,24 @@ func (s *Service) inOrg(ctx context.Context, a OrgActor, op string, fn func(tx *
 	return wrap(op, err)
 }
 
-// orgList reads one of the organisation's listings for its owner or admin a.
-func orgList[T any](ctx context.Context, s *Service, a OrgActor, op string, list func(context.Context, db.DBTX, uuid.UUID) ([]T, error)) ([]T, error) {
-	var out []T
-	err := s.inOrg(ctx, a, op, func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (err error) {
-		out, err = list(ctx, tx, a.OrgID)
+// inOrgMaking is inOrg for a transaction that makes a value.
+func inOrgMaking[T any](ctx context.Context, s *Service, a OrgActor, op string, fn func(tx *pg.Tx, org db.OrganisationGetByIDRow) (T, error)) (T, error) {
+	var out T
+	err := s.inOrg(ctx, a, op, func(tx *pg.Tx, org db.OrganisationGetByIDRow) (err error) {
+		out, err = fn(tx, org)
 		return err
 	})
 	return out, err
 }
 
+// orgList reads one of the organisation's listings for its owner or admin a.
+func orgList[T any](ctx context.Context, s *Service, a OrgActor, op string, list func(context.Context, db.DBTX, uuid.UUID) ([]T, error)) ([]T, error) {
+	return inOrgMaking(ctx, s, a, op, func(tx *pg.Tx, _ db.OrganisationGetByIDRow) ([]T, error) { return list(ctx, tx, a.OrgID) })
+}
+
 // Organisation is what every admin page names.
 func (s *Service) Organisation(ctx context.Context, a OrgActor) (Org, error) {
-	var out db.OrganisationGetByIDRow
-	err := s.inOrg(ctx, a, "organisation", func(_ *pg.Tx, org db.OrganisationGetByIDRow) error {
-		out = org
-		return nil
-	})
-	return out, err
+	return inOrgMaking(ctx, s, a, "organisation", func(_ *pg.Tx, org db.OrganisationGetByIDRow) (Org, error) { return org, nil })
 }
 
 // --- Agents
@@ -213,35 +213,34 @@ func (s *Service) agentIn(ctx context.Context, tx *pg.Tx, orgID, id uuid.UUID) (
 
 // RotateOrgAgentKey revokes an agent's keys and issues a new one, returned once.
 func (s *Service) RotateOrgAgentKey(ctx context.Context, a OrgActor, id uuid.UUID) (string, error) {
-	var key string
-	err := s.inOrg(ctx, a, "rotate key", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) error {
-		if _, err := s.agentIn(ctx, tx, a.OrgID, id); err != nil {
-			return err
-		}
-		var err error
-		if key, err = s.ensureAgentKey(ctx, tx, a.OrgID, id, true); err != nil {
-			return err
-		}
-		return audit.Record(ctx, tx, audit.Event{Actor: a.audit(), OrgID: a.OrgID, Kind: audit.KindAgent, ObjectID: id.String(), Action: "key_rotated"})
+	return changeAgentKeys(ctx, s, a, id, "rotate key", "key_rotated", func(tx *pg.Tx) (string, map[string]string, error) {
+		key, err := s.ensureAgentKey(ctx, tx, a.OrgID, id, true)
+		return key, nil, err
 	})
-	return key, err
 }
 
 // RevokeOrgAgentKeys revokes every key of an agent: its next call is refused.
 func (s *Service) RevokeOrgAgentKeys(ctx context.Context, a OrgActor, id uuid.UUID) (int64, error) {
-	var n int64
-	err := s.inOrg(ctx, a, "revoke keys", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) error {
-		if _, err := s.agentIn(ctx, tx, a.OrgID, id); err != nil {
-			return err
-		}
-		var err error
-		if n, err = s.Q.AgentKeyRevoke(ctx, tx, db.AgentKeyRevokeParams{OrgID: a.OrgID, AgentID: id}); err != nil {
-			return err
-		}
-		return audit.Record(ctx, tx, audit.Event{Actor: a.audit(), OrgID: a.OrgID, Kind: audit.KindAgent, ObjectID: id.String(),
-			Action: "keys_revoked", Detail: map[string]string{"keys": fmt.Sprint(n)}})
+	return changeAgentKeys(ctx, s, a, id, "revoke keys", "keys_revoked", func(tx *pg.Tx) (int64, map[string]string, error) {
+		n, err := s.Q.AgentKeyRevoke(ctx, tx, db.AgentKeyRevokeParams{OrgID: a.OrgID, AgentID: id})
+		return n, map[string]string{"keys": fmt.Sprint(n)}, err
 	})
-	return n, err
+}
+
+// changeAgentKeys runs change on the keys of one of the organisation's agents, in one
+// transaction with its audit event (action, with the detail change returns).
+func changeAgentKeys[T any](ctx context.Context, s *Service, a OrgActor, id uuid.UUID, op, action string, change func(tx *pg.Tx) (T, map[string]string, error)) (T, error) {
+	return inOrgMaking(ctx, s, a, op, func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (T, error) {
+		var zero T
+		if _, err := s.agentIn(ctx, tx, a.OrgID, id); err != nil {
+			return zero, err
+		}
+		out, detail, err := change(tx)
+		if err != nil {
+			return zero, err
+		}
+		return out, audit.Record(ctx, tx, audit.Event{Actor: a.audit(), OrgID: a.OrgID, Kind: audit.KindAgent, ObjectID: id.String(), Action: action, Detail: detail})
+	})
 }
 
 // WebhookEvent is the audit event of setting or clearing an agent's wake webhook, which
@@ -384,18 +383,17 @@ func (s *Service) SetOrgMemberAccess(ctx context.Context, a OrgActor, projectID 
 // RotateOrgConnectCode revokes a hosted project's connect codes and issues a new one,
 // returned once with the parts' threads URLs.
 func (s *Service) RotateOrgConnectCode(ctx context.Context, a OrgActor, projectID uuid.UUID) (ProjectOut, error) {
-	var out ProjectOut
-	err := s.inOrg(ctx, a, "rotate connect code", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (err error) {
-		if _, err = s.hosted(ctx, tx, a.OrgID, projectID); err != nil {
-			return err
+	return inOrgMaking(ctx, s, a, "rotate connect code", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (ProjectOut, error) {
+		if _, err := s.hosted(ctx, tx, a.OrgID, projectID); err != nil {
+			return ProjectOut{}, err
 		}
-		if out, err = s.rotateCode(ctx, tx, projectID); err != nil {
-			return err
+		out, err := s.rotateCode(ctx, tx, projectID)
+		if err != nil {
+			return ProjectOut{}, err
 		}
-		return audit.Record(ctx, tx, audit.Event{Actor: a.audit(), OrgID: a.OrgID, ProjectID: projectID, Kind: audit.KindProject,
+		return out, audit.Record(ctx, tx, audit.Event{Actor: a.audit(), OrgID: a.OrgID, ProjectID: projectID, Kind: audit.KindProject,
 			ObjectID: projectID.String(), Action: "connect_code_rotated"})
 	})
-	return out, err
 }
 
 // --- Agreements
@@ -431,12 +429,9 @@ func (s *Service) agreementIn(ctx context.Context, tx *pg.Tx, orgID, projectID, 
 
 // OrgAgreement is one agreement the organisation hosts or is the guest of.
 func (s *Service) OrgAgreement(ctx context.Context, a OrgActor, projectID, guestID uuid.UUID) (Agreement, error) {
-	var out Agreement
-	err := s.inOrg(ctx, a, "agreement", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (err error) {
-		out, err = s.agreementIn(ctx, tx, a.OrgID, projectID, guestID)
-		return err
+	return inOrgMaking(ctx, s, a, "agreement", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) (Agreement, error) {
+		return s.agreementIn(ctx, tx, a.OrgID, projectID, guestID)
 	})
-	return out, err
 }
 
 func checkGrants(grants []string) error {

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"fmt"
+	"maps"
 	"net/mail"
 	"regexp"
 	"slices"
@@ -32,6 +33,25 @@ func checkName(name *string, path string, add func(path, format string, args ...
 	}
 }
 
+// checkOneOf sets an empty *v to its default and records a problem when it is not one of
+// allowed.
+func checkOneOf(v *string, def string, allowed []string, path string, add func(path, format string, args ...any)) {
+	if *v == "" {
+		*v = def
+	}
+	if !slices.Contains(allowed, *v) {
+		add(path, "must be one of %s, got %q", strings.Join(allowed, ", "), *v)
+	}
+}
+
+// grownFrom is a set that starts as what exists already (known may be nil) and grows with
+// what the file declares.
+func grownFrom(known map[string]bool) map[string]bool {
+	set := make(map[string]bool, len(known))
+	maps.Copy(set, known)
+	return set
+}
+
 // known is what exists already in the database, so a file may refer to it.
 type known struct {
 	orgs   map[string]bool
@@ -46,10 +66,7 @@ func validate(f *File, k known) Problems {
 	var p Problems
 	add := func(path, format string, args ...any) { p = append(p, path+": "+fmt.Sprintf(format, args...)) }
 
-	orgs := map[string]bool{}
-	for s := range k.orgs {
-		orgs[s] = true
-	}
+	orgs := grownFrom(k.orgs)
 	seenOrg := map[string]bool{}
 	for i := range f.Organisations {
 		o := &f.Organisations[i]
@@ -60,12 +77,7 @@ func validate(f *File, k known) Problems {
 		seenOrg[o.Slug] = true
 		orgs[o.Slug] = true
 		checkName(&o.Name, path, add)
-		if o.Plan == "" {
-			o.Plan = "trial"
-		}
-		if !slices.Contains([]string{"trial", "starter", "growth", "scale"}, o.Plan) {
-			add(path+".plan", "must be one of trial, starter, growth, scale, got %q", o.Plan)
-		}
+		checkOneOf(&o.Plan, "trial", []string{"trial", "starter", "growth", "scale"}, path+".plan", add)
 		if o.Timezone == "" {
 			o.Timezone = "UTC"
 		}
@@ -90,21 +102,13 @@ func validate(f *File, k known) Problems {
 		if !orgs[u.Org] {
 			add(path+".org", "unknown organisation %q", u.Org)
 		}
-		if u.Role == "" {
-			u.Role = "member"
-		}
-		if !slices.Contains([]string{"owner", "admin", "member"}, u.Role) {
-			add(path+".role", "must be one of owner, admin, member, got %q", u.Role)
-		}
+		checkOneOf(&u.Role, "member", []string{"owner", "admin", "member"}, path+".role", add)
 		if u.Password != "" && len(u.Password) < 8 {
 			add(path+".password", "must be at least 8 characters")
 		}
 	}
 
-	agents := map[string]bool{}
-	for s := range k.agents {
-		agents[s] = true
-	}
+	agents := grownFrom(k.agents)
 	seenAgent := map[string]bool{}
 	for i := range f.Agents {
 		a := &f.Agents[i]
@@ -140,10 +144,7 @@ func validate(f *File, k known) Problems {
 		if !orgs[pr.Host] {
 			add(path+".host", "unknown organisation %q", pr.Host)
 		}
-		guests := map[string]bool{}
-		for g := range k.agreements[pr.Host+"/"+pr.Slug] {
-			guests[g] = true
-		}
+		guests := grownFrom(k.agreements[pr.Host+"/"+pr.Slug])
 		seenGuest := map[string]bool{}
 		for j := range pr.Guests {
 			g := &pr.Guests[j]
@@ -158,12 +159,7 @@ func validate(f *File, k known) Problems {
 			}
 			seenGuest[g.Org] = true
 			guests[g.Org] = true
-			if g.Status == "" {
-				g.Status = "pending"
-			}
-			if !slices.Contains([]string{"pending", "active", "revoked"}, g.Status) {
-				add(gp+".status", "must be one of pending, active, revoked, got %q", g.Status)
-			}
+			checkOneOf(&g.Status, "pending", []string{"pending", "active", "revoked"}, gp+".status", add)
 			for n, gr := range g.Grants {
 				if !slices.Contains([]string{"read_memory", "write_memory", "assign_tasks"}, gr) {
 					add(fmt.Sprintf("%s.grants[%d]", gp, n), "must be one of read_memory, write_memory, assign_tasks, got %q", gr)
@@ -201,12 +197,7 @@ func validate(f *File, k known) Problems {
 					add(mp+".main", "a project has at most one main agent")
 				}
 			}
-			if m.Access == "" {
-				m.Access = "write"
-			}
-			if !slices.Contains([]string{"read", "write", "manager"}, m.Access) {
-				add(mp+".access", "must be one of read, write, manager, got %q", m.Access)
-			}
+			checkOneOf(&m.Access, "write", []string{"read", "write", "manager"}, mp+".access", add)
 			for n, c := range m.Capabilities {
 				if c != "urgent" && c != "needsHuman" {
 					add(fmt.Sprintf("%s.capabilities[%d]", mp, n), "must be urgent or needsHuman, got %q", c)

@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -208,28 +207,11 @@ func TestRefusedGuestsGetNoWakes(t *testing.T) {
 	arch, archKey := s.threadsURL("escalations", "architect"), s.key("acme/architect")
 	served(t, arch, archKey, "send", map[string]any{"to": []string{"*"}, "subject": "Pricing all-hands", "body": "Everyone: pricing."})
 	served(t, arch, archKey, "send", map[string]any{"to": []string{"qa-lead"}, "subject": "Pricing for you", "body": "Still there?"})
-	next := func(key string) (int, string) {
-		req, err := http.NewRequest(http.MethodGet, s.base+"/api/wakes/next?wait=0", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("X-Agent-Key", key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var b strings.Builder
-		if _, err := io.Copy(&b, resp.Body); err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, b.String()
-	}
-	if status, body := next(s.key("globex/qa-lead")); status != http.StatusNoContent {
+	if status, body := s.nextWake(t, http.DefaultClient, s.key("globex/qa-lead")); status != http.StatusNoContent {
 		t.Fatalf("a revoked guest's pager got %d %s", status, body)
 	}
 	// The host's own parts are woken as before (backend never called: it is offline).
-	if status, body := next(s.key("acme/backend")); status != http.StatusOK || !strings.Contains(body, "Escalations") {
+	if status, body := s.nextWake(t, http.DefaultClient, s.key("acme/backend")); status != http.StatusOK || !strings.Contains(body, "Escalations") {
 		t.Fatalf("the host's part got no wake: %d %s", status, body)
 	}
 }

@@ -90,12 +90,7 @@ func TestFailedAuthenticationIsLimited(t *testing.T) {
 		s := limitedServer(t, throttle.Limits{Window: time.Minute, PerAddress: 4, PerKey: 100}, "")
 		attacker := clientFrom("127.0.0.23")
 		pager := func(key string) int {
-			req, err := http.NewRequest(http.MethodGet, s.base+"/api/wakes/next?wait=0", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("X-Agent-Key", key)
-			st, _, _ := testfix.Do(t, attacker, req)
+			st, _ := s.nextWake(t, attacker, key)
 			return st
 		}
 		confirm := func(token string) int {

@@ -94,6 +94,19 @@ func (s *server) threadsURL(project, part string) string {
 
 func (s *server) key(agent string) string { return s.res.Agents[agent].Key }
 
+// nextWake is one pager poll that does not wait (GET /api/wakes/next?wait=0) by the agent
+// of key, sent with c.
+func (s *server) nextWake(t testing.TB, c *http.Client, key string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.base+"/api/wakes/next?wait=0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Agent-Key", key)
+	status, _, body := testfix.Do(t, c, req)
+	return status, body
+}
+
 func startServer(t testing.TB) *server { return startServerWith(t, nil) }
 
 // startServerWith runs before(ctx, db, credentials) on the seeded database before the

@@ -93,11 +93,7 @@ func TestAnMCPClientSignsInInChromium(t *testing.T) {
 		}
 	})
 	t.Run("threads, with the browser still signed in: straight to consent, the part chosen", func(t *testing.T) {
-		cs := sdkOAuthClientInChromium(t, ctx, strings.SplitN(s.threadsURL("escalations", "x"), "?", 2)[0], "part backend")
-		who, _ := callJSON(t, cs, "whoami", nil)
-		if who["part"] != "backend" || who["project"] != "Escalations" {
-			t.Fatalf("whoami: %v", who)
-		}
+		checkEscalationsPart(t, sdkOAuthClientInChromium(t, ctx, s.signInThreadsURL("escalations"), "part backend"), "backend")
 	})
 	t.Run("all rooms: the agent chosen lists its rooms", func(t *testing.T) {
 		cs := sdkOAuthClientInChromium(t, ctx, s.base+"/api/mcp", "Backend")

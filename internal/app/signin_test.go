@@ -216,15 +216,26 @@ func sdkOAuthConnect(t *testing.T, endpoint, redirectURL, documentURL string, bo
 	return cs
 }
 
+// signInThreadsURL is a project's threads endpoint without a part: what a person pastes
+// into a client that signs in (the part is chosen at consent).
+func (s *server) signInThreadsURL(project string) string {
+	return strings.SplitN(s.threadsURL(project, "x"), "?", 2)[0]
+}
+
+// checkEscalationsPart fails unless the session acts as part of Escalations.
+func checkEscalationsPart(t *testing.T, cs *sdk.ClientSession, part string) {
+	t.Helper()
+	who, _ := callJSON(t, cs, "whoami", nil)
+	if who["part"] != part || who["project"] != "Escalations" {
+		t.Fatalf("whoami: %v", who)
+	}
+}
+
 func TestAnMCPClientConnectsWithOnlyTheURL(t *testing.T) {
 	t.Parallel()
 	s := startServerFile(t, signInDemo, nil)
 	t.Run("threads: the token acts as the part chosen at consent", func(t *testing.T) {
-		cs := sdkOAuthClient(t, s, strings.SplitN(s.threadsURL("escalations", "x"), "?", 2)[0], "part backend")
-		who, _ := callJSON(t, cs, "whoami", nil)
-		if who["part"] != "backend" || who["project"] != "Escalations" {
-			t.Fatalf("whoami: %v", who)
-		}
+		checkEscalationsPart(t, sdkOAuthClient(t, s, s.signInThreadsURL("escalations"), "part backend"), "backend")
 	})
 	t.Run("one room: the token acts as the agent chosen", func(t *testing.T) {
 		cs := sdkOAuthClient(t, s, fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID), "Architect")

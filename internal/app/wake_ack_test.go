@@ -37,18 +37,8 @@ func TestAckWithdrawsTheMessageFromPendingWakes(t *testing.T) {
 	// backend's pager polls: the two messages are folded into one pending wake, which is
 	// held, not handed out, because backend is online (it just called whoami).
 	callTool(t, back, backKey, "whoami", nil)
-	req, err := http.NewRequest(http.MethodGet, s.base+"/api/wakes/next?wait=0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-Agent-Key", backKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
-		t.Fatalf("pager poll: %d", resp.StatusCode)
+	if status, _ := s.nextWake(t, http.DefaultClient, backKey); status != http.StatusNoContent && status != http.StatusOK {
+		t.Fatalf("pager poll: %d", status)
 	}
 	wake := func() (status string, count int) {
 		t.Helper()

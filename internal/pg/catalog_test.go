@@ -287,15 +287,7 @@ func TestPipelineSendsQueuedWritesAndTheirErrors(t *testing.T) {
 	d, _ := pgtest.Open(t)
 	fx := seedTwoTenants(t, d)
 	tenant := pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}
-	nick := func() string {
-		var n *string
-		if err := d.InTenant(ctx, tenant, func(tx *pg.Tx) error {
-			return tx.QueryRow(ctx, "SELECT nickname FROM membership WHERE project_id = $1", fx.projectA).Scan(&n)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return deref(n)
-	}
+	nick := func() string { return fx.nicknameA(t, d) }
 	// Only queued writes: they must reach the server with the COMMIT.
 	err := d.InTenant(ctx, tenant, func(tx *pg.Tx) error {
 		return tx.Pipeline(func() error {

@@ -265,16 +265,7 @@ func TestCommitWithNext(t *testing.T) {
 	ctx := context.Background()
 	d, fx := oneConnTwoTenants(t) // a transaction left open would block or poison the next
 	tenant := pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}
-	nick := func() string {
-		t.Helper()
-		var n *string
-		if err := d.InTenant(ctx, tenant, func(tx *pg.Tx) error {
-			return tx.QueryRow(ctx, "SELECT nickname FROM membership WHERE project_id = $1", fx.projectA).Scan(&n)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return deref(n)
-	}
+	nick := func() string { return fx.nicknameA(t, d) }
 	refused := fmt.Errorf("refused after reading")
 	err := d.InTenant(ctx, tenant, func(tx *pg.Tx) error {
 		tx.CommitWithNext(ctx)

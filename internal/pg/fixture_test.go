@@ -54,6 +54,20 @@ func seedTwoTenants(t *testing.T, d *pg.DB) twoTenants {
 	return fx
 }
 
+// nicknameA reads the nickname of project A's member as tenant A ("<nil>" when unset):
+// what the transaction tests write and check.
+func (fx twoTenants) nicknameA(t *testing.T, d *pg.DB) string {
+	t.Helper()
+	ctx := context.Background()
+	var n *string
+	if err := d.InTenant(ctx, pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}, func(tx *pg.Tx) error {
+		return tx.QueryRow(ctx, "SELECT nickname FROM membership WHERE project_id = $1", fx.projectA).Scan(&n)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return deref(n)
+}
+
 func upper(s string) string {
 	if s == "a" {
 		return "A"

@@ -818,25 +818,8 @@ func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, erro
 	if t.committed {
 		return nil, ErrCommitted
 	}
-	ctx, cancel := t.bound(ctx)
-	if len(t.pending) == 0 && !t.commitNext {
-		t.trips.Add(1)
-		rows, err := t.conn.Query(ctx, sql, args...)
-		if err != nil {
-			cancel()
-			return nil, err
-		}
-		return &batchRows{Rows: rows, cancel: cancel, tx: t, sql: sql}, nil
-	}
-	br, err := t.send(ctx, sql, args)
+	rows, br, cancel, err := t.query(ctx, sql, args)
 	if err != nil {
-		cancel()
-		return nil, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		_ = br.Close()
-		cancel()
 		return nil, err
 	}
 	return &batchRows{Rows: rows, br: br, cancel: cancel, tx: t, sql: sql}, nil
@@ -847,28 +830,36 @@ func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	if t.committed {
 		return errRow{ErrCommitted}
 	}
-	ctx, cancel := t.bound(ctx)
-	if len(t.pending) == 0 && !t.commitNext {
-		t.trips.Add(1)
-		rows, err := t.conn.Query(ctx, sql, args...)
-		if err != nil {
-			cancel()
-			return errRow{err}
-		}
-		return &batchRow{rows: rows, cancel: cancel, tx: t, sql: sql}
-	}
-	br, err := t.send(ctx, sql, args)
+	rows, br, cancel, err := t.query(ctx, sql, args)
 	if err != nil {
-		cancel()
-		return errRow{err}
-	}
-	rows, err := br.Query()
-	if err != nil {
-		_ = br.Close() // the statement's own error is the one worth returning
-		cancel()
 		return errRow{err}
 	}
 	return &batchRow{rows: rows, br: br, cancel: cancel, tx: t, sql: sql}
+}
+
+// query sends a statement that returns rows: on its own when nothing is queued, else in
+// one batch after the queued writes. br is nil when it went on its own; cancel ends the
+// statement's deadline, the caller's to call once the rows are read.
+func (t *Tx) query(ctx context.Context, sql string, args []any) (rows pgx.Rows, br pgx.BatchResults, cancel context.CancelFunc, err error) {
+	ctx, cancel = t.bound(ctx)
+	if len(t.pending) == 0 && !t.commitNext {
+		t.trips.Add(1)
+		if rows, err = t.conn.Query(ctx, sql, args...); err != nil {
+			cancel()
+			return nil, nil, nil, err
+		}
+		return rows, nil, cancel, nil
+	}
+	if br, err = t.send(ctx, sql, args); err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	if rows, err = br.Query(); err != nil {
+		_ = br.Close() // the statement's own error is the one worth returning
+		cancel()
+		return nil, nil, nil, err
+	}
+	return rows, br, cancel, nil
 }
 
 // batchRows closes the batch (when the rows came from one) with the rows, so the
