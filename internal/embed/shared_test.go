@@ -6,15 +6,24 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Helpers for the tests both builtin embedders (USE and GloVe) pass in the same way.
 
-// loadable is a builtin embedder: an Embedder whose model loads from the binary.
+// loadable is a builtin embedder: an Embedder whose model loads from the binary. The
+// server loads it before serving and logs LoadTime (internal/app asks for both methods
+// and skips the load when they are missing, so they must stay).
 type loadable interface {
 	Embedder
 	Load() error
+	LoadTime() time.Duration
 }
+
+var (
+	_ loadable = (*USE)(nil)
+	_ loadable = (*Builtin)(nil)
+)
 
 // triple is a query, a paraphrase of it and an unrelated sentence.
 type triple struct{ query, para, unrelated string }
