@@ -35,7 +35,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	duration := fs.Duration("duration", 5*time.Second, "measured time of every row")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured time before every row")
 	entries := fs.Int("entries", 10000, "trusted knowledge entries and memory entries seeded for recall and read_memory")
-	replicas := fs.Int("replicas", 0, "serve with this many replicas behind HAProxy (deploy/replicas/replicas.sh); 0: one server called directly")
+	replicas := fs.String("replicas", "0", "serve with this many replicas behind HAProxy (deploy/replicas/replicas.sh); 0: one server called directly; a list (1,2,3) measures each count in turn and adds a table of their ratios")
 	replicasScript := fs.String("replicas-script", "deploy/replicas/replicas.sh", "the script that starts the replicas and HAProxy")
 	only := fs.String("only", "", "regular expression: measure only the rows whose name matches (the raw loops always run)")
 	if err := fs.Parse(args); err != nil {
@@ -50,10 +50,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *conns < 1 || *duration <= 0 || *duration > time.Minute || *entries < 0 {
 		return fmt.Errorf("-conns must be ≥ 1, -duration in (0, 1m], -entries ≥ 0")
 	}
+	counts, err := replicaCounts(*replicas)
+	if err != nil {
+		return err
+	}
 	opts := loadtest.Options{
 		Bin: *bin, ClusterURL: *clusterURL, Database: *database, DemoPath: *demo, LogDir: *logDir,
 		Window:  loadtest.Window{Conns: *conns, Duration: *duration, Warmup: *warmup},
-		Entries: *entries, Progress: stderr, Replicas: *replicas, ReplicasScript: *replicasScript,
+		Entries: *entries, Progress: stderr, ReplicasScript: *replicasScript,
 	}
 	if *only != "" {
 		re, err := regexp.Compile(*only)
@@ -62,15 +66,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		opts.Only = re
 	}
-	load0 := loadtest.LoadAverage()
-	started := time.Now().UTC()
-	rows, err := loadtest.Run(ctx, opts)
-	if err != nil {
-		return err
+	runs := make([][]loadtest.Row, 0, len(counts))
+	for _, n := range counts {
+		opts.Replicas = n
+		load0 := loadtest.LoadAverage()
+		started := time.Now().UTC()
+		rows, err := loadtest.Run(ctx, opts)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nrelayroom load test, %s: %s, %d connections, %v per row after a %v warm-up, %d knowledge and memory entries; %d cores, load average %s before and %s after\n\n",
+			started.Format(time.RFC3339), servedBy(n), *conns, *duration, *warmup, *entries, runtime.NumCPU(), load0, loadtest.LoadAverage())
+		if err := loadtest.WriteTable(stdout, rows); err != nil {
+			return err
+		}
+		runs = append(runs, rows)
 	}
-	fmt.Fprintf(stdout, "\nrelayroom load test, %s: %d connections, %v per row after a %v warm-up, %d knowledge and memory entries; %d cores, load average %s before and %s after\n\n",
-		started.Format(time.RFC3339), *conns, *duration, *warmup, *entries, runtime.NumCPU(), load0, loadtest.LoadAverage())
-	return loadtest.WriteTable(stdout, rows)
+	if len(counts) < 2 {
+		return nil
+	}
+	return writeComparison(stdout, counts, runs)
 }
 
 // loopbackOnly refuses a cluster that is not on this machine: the load is never sent

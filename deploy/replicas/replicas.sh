@@ -33,8 +33,10 @@ free_port() {
 # public URL and binary `start` kept in DIR (so that `restart` starts it the same way).
 start_replica() {
 	local dir=$1 i=$2 port=$3
+	# HAProxy (on loopback) names the client in X-Forwarded-For: the per-address limits
+	# count the client, not the balancer.
 	DATABASE_URL="$(cat "$dir/database_url")" RELAYROOM_ADDR="127.0.0.1:${port}" RELAYROOM_PUBLIC_URL="$(cat "$dir/public_url")" \
-		setsid "$(cat "$dir/bin")" serve >>"$dir/replica$i.log" 2>&1 </dev/null &
+		RELAYROOM_TRUSTED_PROXIES="${RELAYROOM_TRUSTED_PROXIES:-127.0.0.1}" setsid "$(cat "$dir/bin")" serve >>"$dir/replica$i.log" 2>&1 </dev/null &
 	echo $! >"$dir/replica$i.pid"
 	echo "$port" >"$dir/replica$i.port"
 }

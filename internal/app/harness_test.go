@@ -136,7 +136,6 @@ func startServerOpts(t testing.TB, o serverOptions) *server {
 		o.file = demo
 	}
 	u, res := seedFile(t, o.file, o.before)
-	ctx := context.Background()
 	cfg := config.Config{
 		DatabaseURL: u, Addr: "127.0.0.1:0", LogLevel: "info",
 		ShutdownTimeout: 10 * time.Second, StatementTimeout: 5 * time.Second,
@@ -146,13 +145,30 @@ func startServerOpts(t testing.TB, o serverOptions) *server {
 		o.tune(&cfg)
 	}
 	logs := &syncBuffer{}
-	runCtx, cancel := context.WithCancel(ctx)
+	s := &server{logs: logs, res: res, dbURL: u}
+	if n := testReplicas(t); n > 1 {
+		s.base, s.stop = startReplicas(t, cfg, logs, n)
+	} else {
+		s.base, s.stop = startOne(t, cfg, logs)
+	}
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return s
+}
+
+// startOne runs one in-process server with cfg and returns its URL and how to stop it.
+func startOne(t testing.TB, cfg config.Config, logs *syncBuffer) (string, func() error) {
+	t.Helper()
+	runCtx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)
 	go func() { errc <- app.Run(runCtx, cfg, app.NewLogger(logs, "info"), func(p string) { ready <- p }) }()
-	s := &server{logs: logs, res: res, dbURL: u}
+	var base string
 	select {
-	case s.base = <-ready:
+	case base = <-ready:
 	case err := <-errc:
 		t.Fatalf("app.Run: %v", err)
 	case <-time.After(30 * time.Second):
@@ -160,7 +176,7 @@ func startServerOpts(t testing.TB, o serverOptions) *server {
 	}
 	var once sync.Once
 	var stopErr error
-	s.stop = func() error {
+	return base, func() error {
 		once.Do(func() {
 			cancel()
 			select {
@@ -171,12 +187,6 @@ func startServerOpts(t testing.TB, o serverOptions) *server {
 		})
 		return stopErr
 	}
-	t.Cleanup(func() {
-		if err := s.stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	return s
 }
 
 // seedDemo makes a fresh database with the demo file applied, then runs before (if any)

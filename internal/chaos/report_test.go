@@ -83,6 +83,20 @@ func TestClassify(t *testing.T) {
 			t.Fatalf("state %v", s)
 		}
 	})
+	t.Run("a balancer's gateway error is an answer lost, to retry", func(t *testing.T) {
+		t.Parallel()
+		for _, status := range []int{502, 503, 504} {
+			if s, _ := classify(&loadtest.CallError{Status: status, Msg: "<html><body><h1>502 Bad Gateway</h1>"}); s != unanswered {
+				t.Fatalf("HTTP %d from HAProxy: state %v", status, s)
+			}
+		}
+	})
+	t.Run("the server's own 503 is an answer", func(t *testing.T) {
+		t.Parallel()
+		if s, _ := classify(&loadtest.CallError{Status: 503, Code: -32603, Msg: "the database is unavailable; retry shortly"}); s != refused {
+			t.Fatalf("state %v", s)
+		}
+	})
 	t.Run("success is acknowledged", func(t *testing.T) {
 		t.Parallel()
 		if s, _ := classify(nil); s != acked {

@@ -71,17 +71,7 @@ func (v Verdict) Pass() bool { return v.RateOK && v.TailOK && v.ErrsOK }
 // baseline's class. The raw loops run at the start and at the end of a run, so that a
 // machine whose load drifts during the run (a shared one) shifts both ends alike.
 func Judge(rows []Row) []Verdict {
-	sum, n := map[Class]float64{}, map[Class]int{}
-	for _, r := range rows {
-		if r.Class == ClassRawRead || r.Class == ClassRawWrite {
-			sum[r.Class] += r.Rate()
-			n[r.Class]++
-		}
-	}
-	base := map[Class]float64{}
-	for c, s := range sum {
-		base[c] = s / float64(n[c])
-	}
+	base := Baselines(rows)
 	out := make([]Verdict, len(rows))
 	for i, r := range rows {
 		v := Verdict{Ratio: math.NaN(), RateOK: true, ErrsOK: r.Errors == 0 && r.OK > 0}
@@ -100,6 +90,22 @@ func Judge(rows []Row) []Verdict {
 		out[i] = v
 	}
 	return out
+}
+
+// Baselines is the mean rate of each raw loop's rows in rows (the raw read and the raw
+// INSERT loops, each run at the start and at the end).
+func Baselines(rows []Row) map[Class]float64 {
+	sum, n := map[Class]float64{}, map[Class]int{}
+	for _, r := range rows {
+		if r.Class == ClassRawRead || r.Class == ClassRawWrite {
+			sum[r.Class] += r.Rate()
+			n[r.Class]++
+		}
+	}
+	for c := range sum {
+		sum[c] /= float64(n[c])
+	}
+	return sum
 }
 
 // WriteTable prints rows as a markdown table with their verdicts, then the first errors

@@ -2,27 +2,31 @@ package wake_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
-// TestWakeReachesAPagerOnAnotherReplica: two services on one database stand for two
-// replicas behind a load balancer. A pager long-polls the second; the wake is queued
-// through the first. The second's poll interval is longer than the pager's wait, so the
-// pager gets its wake only through the first replica's NOTIFY reaching the second's
-// listener.
-func TestWakeReachesAPagerOnAnotherReplica(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
+// otherReplica starts f's service and a second one on the same database, standing for two
+// replicas behind a load balancer, and returns the second. Its poll interval is longer
+// than any pager's wait, so a pager on it gets a wake queued through the first only by
+// the first replica's NOTIFY reaching the second's listener.
+func otherReplica(tb testing.TB, f *fixture) (context.Context, *wake.Service) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	other := wake.New(wake.Deps{DB: f.d, Now: f.clock.Now, PollInterval: time.Hour})
 	done := make(chan struct{}, 2)
 	go func() { f.svc.Run(ctx); done <- struct{}{} }()
 	go func() { other.Run(ctx); done <- struct{}{} }()
-	t.Cleanup(func() { cancel(); <-done; <-done })
+	tb.Cleanup(func() { cancel(); <-done; <-done })
+	return ctx, other
+}
 
+// queueAndWait starts a pager's long poll for part a on other, queues a message for a
+// through f's service, and returns the wake the pager got and when it got it.
+func queueAndWait(ctx context.Context, tb testing.TB, f *fixture, other *wake.Service) (*wake.Wake, time.Duration) {
+	tb.Helper()
 	got := make(chan *wake.Wake, 1)
 	errs := make(chan error, 1)
 	go func() {
@@ -33,13 +37,47 @@ func TestWakeReachesAPagerOnAnotherReplica(t *testing.T) {
 		}
 		got <- w
 	}()
+	t0 := time.Now()
 	f.queue(f.msg("a"))
 	select {
 	case w := <-got:
 		if w == nil {
-			t.Fatal("the pager on the other replica waited its whole long poll: the NOTIFY did not reach it")
+			tb.Fatal("the pager on the other replica waited its whole long poll: the NOTIFY did not reach it")
 		}
+		return w, time.Since(t0)
 	case err := <-errs:
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return nil, 0
+}
+
+// TestWakeReachesAPagerOnAnotherReplica: a pager long-polls the second replica; the wake
+// is queued through the first.
+func TestWakeReachesAPagerOnAnotherReplica(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx, other := otherReplica(t, f)
+	queueAndWait(ctx, t, f, other)
+}
+
+// BenchmarkWakeAcrossReplicas measures how long a wake queued through one replica takes
+// to reach a pager long-polling another (as in TestWakeReachesAPagerOnAnotherReplica):
+// from the queueing transaction's start to the pager's Next returning the wake, which is
+// then acknowledged. It reports the median and the slowest delivery; docs/scale.md
+// records a run (the target is within a second).
+func BenchmarkWakeAcrossReplicas(b *testing.B) {
+	f := setup(b)
+	f.budget(100_000) // the highest budget a project may set: every iteration is a delivery
+	ctx, other := otherReplica(b, f)
+	took := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		w, d := queueAndWait(ctx, b, f, other)
+		took = append(took, d)
+		if _, err := other.Ack(ctx, f.agent["a"], w.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms-p50")
+	b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "ms-max")
 }
