@@ -108,6 +108,81 @@ func (q *Queries) AgentGetOwnIdentity(ctx context.Context, db DBTX) (AgentGetOwn
 	return i, err
 }
 
+const agentRecheckOwn = `-- name: AgentRecheckOwn :one
+WITH touch AS (
+  UPDATE membership mm SET last_seen_at = now()
+  FROM project p
+  WHERE mm.agent_id = rr_agent() AND p.id = mm.project_id
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+  RETURNING mm.id
+)
+SELECT a.id FROM agent a WHERE a.org_id = rr_org() AND a.id = rr_agent()
+`
+
+// AgentGetOwnIdentity for an agent resolved a moment ago (tenancy's scope cache), after
+// CredentialAssumeCachedTenant: presence moved as there, and the agent's id when the key
+// verified (no row otherwise); its names and directory lists come from the cache.
+func (q *Queries) AgentRecheckOwn(ctx context.Context, db DBTX) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, agentRecheckOwn)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
+const credentialAssumeCachedTenant = `-- name: CredentialAssumeCachedTenant :exec
+SELECT 1 FROM (
+  SELECT set_config('app.org_id', k.org_id::text, true), set_config('app.agent_id', k.agent_id::text, true),
+    set_config('app.project_id', coalesce(coalesce(c.project_id, $1::uuid)::text, ''), true),
+    set_config('app.lookup', '', true),
+    set_config('app.orgs', coalesce($2::uuid[]::text, ''), true),
+    set_config('app.projects', coalesce($3::uuid[]::text, ''), true),
+    set_config('app.agents', coalesce($4::uuid[]::text, ''), true),
+    set_config('app.users', coalesce($5::uuid[]::text, ''), true)
+  FROM agent_key k
+  LEFT JOIN connect_code c ON c.code_id = $6::text AND c.secret_hash = $7::bytea
+    AND c.revoked_at IS NULL
+  WHERE k.key_id = $8::text AND k.secret_hash = $9::bytea AND k.revoked_at IS NULL
+    AND k.agent_id = $10::uuid
+    AND ($6::text = '') = (c.code_id IS NULL)
+  OFFSET 0) verified
+`
+
+type CredentialAssumeCachedTenantParams struct {
+	ProjectID *uuid.UUID
+	Orgs      []uuid.UUID
+	Projects  []uuid.UUID
+	Agents    []uuid.UUID
+	Users     []uuid.UUID
+	CodeID    string
+	CodeHash  []byte
+	KeyID     string
+	KeyHash   []byte
+	AgentID   uuid.UUID
+}
+
+// CredentialAssumeTenant for a caller resolved a moment ago (tenancy's scope cache): the
+// same verification of the key (and code) against the stored hashes, in the same round
+// trip as the recheck that follows, but the directory lists are the cached ones instead of
+// rr_set_directory's, and the key must still be the cached agent's. Nothing matches, nothing
+// is set: the recheck then finds no row and the resolver takes the uncached path.
+func (q *Queries) CredentialAssumeCachedTenant(ctx context.Context, db DBTX, arg CredentialAssumeCachedTenantParams) error {
+	_, err := db.Exec(ctx, credentialAssumeCachedTenant,
+		arg.ProjectID,
+		arg.Orgs,
+		arg.Projects,
+		arg.Agents,
+		arg.Users,
+		arg.CodeID,
+		arg.CodeHash,
+		arg.KeyID,
+		arg.KeyHash,
+		arg.AgentID,
+	)
+	return err
+}
+
 const credentialAssumeTenant = `-- name: CredentialAssumeTenant :exec
 SELECT rr_set_directory() FROM (
   SELECT set_config('app.org_id', k.org_id::text, true), set_config('app.agent_id', k.agent_id::text, true),

@@ -407,3 +407,57 @@ func (q *Queries) ScopeBindPart(ctx context.Context, db DBTX, arg ScopeBindPartP
 	)
 	return i, err
 }
+
+const scopeRecheckMember = `-- name: ScopeRecheckMember :one
+WITH touch AS (
+  UPDATE membership mm SET last_seen_at = now()
+  FROM project p
+  WHERE mm.project_id = rr_project() AND mm.id = $1 AND mm.agent_id = rr_agent()
+    AND p.id = mm.project_id
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = mm.project_id
+        AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+  RETURNING mm.id
+)
+SELECT m.id, m.part, m.is_main, m.nickname, m.access, m.capabilities, m.parked_until,
+  ag.status AS agreement_status, ag.grants AS agreement_grants
+FROM membership m
+LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+WHERE m.project_id = rr_project() AND m.id = $1 AND m.agent_id = rr_agent()
+  AND m.org_id = rr_org()
+`
+
+type ScopeRecheckMemberRow struct {
+	ID              uuid.UUID
+	Part            string
+	IsMain          bool
+	Nickname        *string
+	Access          string
+	Capabilities    []string
+	ParkedUntil     *time.Time
+	AgreementStatus *string
+	AgreementGrants []string
+}
+
+// The bind of a caller resolved a moment ago (tenancy's scope cache), after
+// CredentialAssumeCachedTenant in the same round trip: the membership and the agreement,
+// which decide what the caller may do, are read again, and last_seen moves as in the
+// binds; names and directory lists come from the cache. No row when the credentials no
+// longer verify (no tenant) or the membership is gone.
+func (q *Queries) ScopeRecheckMember(ctx context.Context, db DBTX, memberID uuid.UUID) (ScopeRecheckMemberRow, error) {
+	row := db.QueryRow(ctx, scopeRecheckMember, memberID)
+	var i ScopeRecheckMemberRow
+	err := row.Scan(
+		&i.ID,
+		&i.Part,
+		&i.IsMain,
+		&i.Nickname,
+		&i.Access,
+		&i.Capabilities,
+		&i.ParkedUntil,
+		&i.AgreementStatus,
+		&i.AgreementGrants,
+	)
+	return i, err
+}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -49,6 +50,12 @@ type schema struct {
 	root     *jsonschema.Schema
 	resolved *jsonschema.Resolved
 	formats  map[string]FormatChecker
+
+	// What empty arguments ({}, null or none: most calls of the tools that take none or
+	// only optional ones) prepare to, computed once by the same path as any other.
+	emptyOnce sync.Once
+	empty     json.RawMessage
+	emptyErr  error
 }
 
 // compileSchema parses and resolves a tool's schema. Defaults are validated against
@@ -79,9 +86,20 @@ func (s *schema) closed() bool { return isFalse(s.root.AdditionalProperties) }
 // applied, then validated. Every failure is an apperr Invalid whose message names the
 // offending argument, because it goes back to a model that has to fix its call.
 func (s *schema) prepareArgs(raw json.RawMessage) (json.RawMessage, error) {
-	if len(raw) == 0 || isNull(raw) {
-		raw = json.RawMessage("{}")
+	if len(raw) == 0 || isNull(raw) || bytes.Equal(bytes.TrimSpace(raw), []byte("{}")) {
+		// The answer depends on the schema alone: prepared once, then copied, so that
+		// no handler can change what the next call gets.
+		s.emptyOnce.Do(func() { s.empty, s.emptyErr = s.prepare(json.RawMessage("{}")) })
+		if s.emptyErr != nil {
+			return nil, s.emptyErr
+		}
+		return bytes.Clone(s.empty), nil
 	}
+	return s.prepare(raw)
+}
+
+// prepare is prepareArgs for arguments that are present.
+func (s *schema) prepare(raw json.RawMessage) (json.RawMessage, error) {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, apperr.New(apperr.Invalid, "arguments must be a JSON object")

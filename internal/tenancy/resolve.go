@@ -39,6 +39,9 @@ func resolving(s Scope) pg.Tenant {
 type Resolver struct {
 	DB *pg.DB
 	Q  *db.Queries
+	// cache keeps what a resolution derived (names, directory lists) for ScopeCacheTTL;
+	// nil (a Resolver built by hand) resolves every call in full.
+	cache *scopeCache
 }
 
 func unauthenticated(msg string) error { return apperr.New(apperr.Unauthenticated, "%s", msg) }
@@ -63,8 +66,8 @@ func (r *Resolver) assume(ctx context.Context, tx *pg.Tx, key auth.Parsed, code 
 // verified credentials set) and COMMIT, pipelined. found is false when the bind found no
 // row: the credentials, the part or the membership is wrong, and the caller takes the
 // statement-by-statement path, which says which. A revoked key or code, or an agreement
-// suspended a moment ago, is therefore seen by the very next call, as before: nothing is
-// cached. A guest without an active agreement gets its Scope (found): Admitted is the
+// suspended a moment ago, is therefore seen by the very next call, as before (the scope
+// cache keeps only what this derives; recheck verifies the rest again). A guest without an active agreement gets its Scope (found): Admitted is the
 // caller's to check, as with the bind of the other path.
 func (r *Resolver) bindVerified(ctx context.Context, what string, key auth.Parsed, code *auth.Parsed, projectID *uuid.UUID, bind func(tx *pg.Tx) (db.ScopeBindPartRow, error)) (s Scope, found bool, err error) {
 	lookup := key.ID
@@ -131,7 +134,11 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 	if err != nil {
 		return Scope{}, unauthenticated(MsgUnauthorized) // no database work for a mistyped key
 	}
+	ck := scopeKey{kind: 'a', creds: credentialsDigest(k.Hash())}
 	if !r.DB.Citus() {
+		if s, ok, err := r.recheck(ctx, "resolve agent", ck, k, nil, nil); ok || err != nil {
+			return s, err
+		}
 		var s Scope
 		found := false
 		err := r.DB.InTenant(ctx, pg.Tenant{Lookup: k.ID}, func(tx *pg.Tx) error {
@@ -156,6 +163,7 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 			return Scope{}, pg.Classify("resolve agent", err)
 		}
 		if found {
+			r.cache.put(ck, s)
 			return s, nil
 		}
 	}
@@ -221,10 +229,17 @@ func (r *Resolver) RoomByKey(ctx context.Context, key string, projectID uuid.UUI
 		return Scope{}, unauthenticated(MsgUnauthorized)
 	}
 	if !r.DB.Citus() {
+		ck := scopeKey{kind: 'r', creds: credentialsDigest(k.Hash()), project: projectID}
+		if s, ok, err := r.recheck(ctx, "resolve room", ck, k, nil, &projectID); ok || err != nil {
+			return s, err
+		}
 		s, found, err := r.bindVerified(ctx, "resolve room", k, nil, &projectID, func(tx *pg.Tx) (db.ScopeBindPartRow, error) {
 			row, err := r.Q.ScopeBindAgentRoom(ctx, tx, projectID)
 			return db.ScopeBindPartRow(row), err
 		})
+		if found && err == nil {
+			r.cache.put(ck, s)
+		}
 		if found || err != nil {
 			return s, err
 		}
@@ -273,6 +288,18 @@ func (r *Resolver) Part(ctx context.Context, connectCode, part, key string) (Sco
 		return Scope{}, unauthenticated(MsgUnauthorized)
 	}
 	if !r.DB.Citus() {
+		ck := scopeKey{kind: 'p', creds: credentialsDigest(k.Hash(), code.Hash()), part: part}
+		if s, ok, err := r.recheck(ctx, "resolve part", ck, k, &code, nil); ok || err != nil {
+			if err == nil {
+				// Admitted when it was cached, and the agreement is read again: a change
+				// of it takes the uncached path (recheck), which refuses as below.
+				err = s.Admitted()
+			}
+			if err != nil {
+				return Scope{}, err
+			}
+			return s, nil
+		}
 		s, found, err := r.bindVerified(ctx, "resolve part", k, &code, nil, func(tx *pg.Tx) (db.ScopeBindPartRow, error) {
 			row, err := r.Q.ScopeBindOwnPart(ctx, tx, part)
 			return db.ScopeBindPartRow(row), err
@@ -285,6 +312,7 @@ func (r *Resolver) Part(ctx context.Context, connectCode, part, key string) (Sco
 			return Scope{}, err
 		}
 		if found {
+			r.cache.put(ck, s)
 			return s, nil
 		}
 	}

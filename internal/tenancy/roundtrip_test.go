@@ -10,8 +10,9 @@ import (
 
 // Resolving a credential on plain PostgreSQL is one round trip: the key (and connect code)
 // is verified in the statement that makes the tenant theirs, pipelined with the bind and
-// the COMMIT. Nothing is cached for it: a key revoked, or whose stored hash no longer
-// matches, is refused by the very next call.
+// the COMMIT, and so is a resolution served from the scope cache (which verifies the
+// credentials again): a key revoked, or whose stored hash no longer matches, is refused by
+// the very next call, whichever path served the call before.
 func TestResolvingIsOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

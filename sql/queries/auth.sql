@@ -33,6 +33,43 @@ SELECT rr_set_directory() FROM (
     AND (sqlc.arg(code_id)::text = '') = (c.code_id IS NULL)
   OFFSET 0) verified;
 
+-- name: CredentialAssumeCachedTenant :exec
+-- CredentialAssumeTenant for a caller resolved a moment ago (tenancy's scope cache): the
+-- same verification of the key (and code) against the stored hashes, in the same round
+-- trip as the recheck that follows, but the directory lists are the cached ones instead of
+-- rr_set_directory's, and the key must still be the cached agent's. Nothing matches, nothing
+-- is set: the recheck then finds no row and the resolver takes the uncached path.
+SELECT 1 FROM (
+  SELECT set_config('app.org_id', k.org_id::text, true), set_config('app.agent_id', k.agent_id::text, true),
+    set_config('app.project_id', coalesce(coalesce(c.project_id, sqlc.narg(project_id)::uuid)::text, ''), true),
+    set_config('app.lookup', '', true),
+    set_config('app.orgs', coalesce(sqlc.narg(orgs)::uuid[]::text, ''), true),
+    set_config('app.projects', coalesce(sqlc.narg(projects)::uuid[]::text, ''), true),
+    set_config('app.agents', coalesce(sqlc.narg(agents)::uuid[]::text, ''), true),
+    set_config('app.users', coalesce(sqlc.narg(users)::uuid[]::text, ''), true)
+  FROM agent_key k
+  LEFT JOIN connect_code c ON c.code_id = sqlc.arg(code_id)::text AND c.secret_hash = sqlc.arg(code_hash)::bytea
+    AND c.revoked_at IS NULL
+  WHERE k.key_id = sqlc.arg(key_id)::text AND k.secret_hash = sqlc.arg(key_hash)::bytea AND k.revoked_at IS NULL
+    AND k.agent_id = sqlc.arg(agent_id)::uuid
+    AND (sqlc.arg(code_id)::text = '') = (c.code_id IS NULL)
+  OFFSET 0) verified;
+
+-- name: AgentRecheckOwn :one
+-- AgentGetOwnIdentity for an agent resolved a moment ago (tenancy's scope cache), after
+-- CredentialAssumeCachedTenant: presence moved as there, and the agent's id when the key
+-- verified (no row otherwise); its names and directory lists come from the cache.
+WITH touch AS (
+  UPDATE membership mm SET last_seen_at = now()
+  FROM project p
+  WHERE mm.agent_id = rr_agent() AND p.id = mm.project_id
+    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
+    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+  RETURNING mm.id
+)
+SELECT a.id FROM agent a WHERE a.org_id = rr_org() AND a.id = rr_agent();
+
 -- name: AgentGetIdentity :one
 -- After rr_set_directory (pg.Tenant.Visible nil), whose settings it returns (visible_*) for
 -- the request's later transactions (pg.Tenant.Visible).
