@@ -192,14 +192,10 @@ func (r *run) lookup(ctx context.Context) (db.IdempotencyKeyGetRow, bool, error)
 
 // DeleteExpired removes keys older than Retention, across tenants, in bounded batches.
 func (s *Store) DeleteExpired(ctx context.Context) (int64, error) {
-	total, err := s.DB.OperatorBatches(ctx, CleanupBatch, func(tx *pg.Tx) (int64, error) {
+	return s.DB.OperatorBatches(ctx, "idempotency: delete expired keys", CleanupBatch, func(tx *pg.Tx) (int64, error) {
 		return s.Q.IdempotencyKeyDeleteExpired(ctx, tx, db.IdempotencyKeyDeleteExpiredParams{
 			ExpiredBefore: s.now().Add(-Retention), Batch: CleanupBatch})
 	})
-	if err != nil {
-		return total, fmt.Errorf("idempotency: delete expired keys: %w", err)
-	}
-	return total, nil
 }
 
 // recorder is a db.DBTX that runs nothing: it keeps the statements sqlc built, so the
