@@ -456,10 +456,15 @@ FROM room_message rm
 LEFT JOIN agent a ON a.id = rm.author_agent_id
 LEFT JOIN app_user u ON u.id = rm.author_user_id
 LEFT JOIN organisation o ON o.id = rm.author_org_id
-WHERE rm.project_id = $1
+WHERE rm.project_id = $1 AND rm.id < $2
 ORDER BY rm.id DESC
 LIMIT 100
 `
+
+type RoomMessageListParams struct {
+	ProjectID uuid.UUID
+	Before    uuid.UUID
+}
 
 type RoomMessageListRow struct {
 	ID            uuid.UUID
@@ -475,13 +480,14 @@ type RoomMessageListRow struct {
 	OrgName       *string
 }
 
-// The newest 100 messages (get_messages' largest limit), newest first; the caller keeps
-// the first `limit` and reverses them to oldest first. The statement runs with its
-// generic plan (planning it costs ten times its execution: the joins' row-level security
-// policies), so nothing in it may depend on a parameter's value to plan well: no
-// "cursor IS NULL OR …" and no parameter in LIMIT.
-func (q *Queries) RoomMessageList(ctx context.Context, db DBTX, projectID uuid.UUID) ([]RoomMessageListRow, error) {
-	rows, err := db.Query(ctx, roomMessageList, projectID)
+// The newest 100 messages (get_messages' largest limit) before a message id, newest
+// first; the first page passes the largest uuid. The caller keeps the first `limit` and
+// reverses them to oldest first. The statement runs with its generic plan (planning it
+// costs ten times its execution: the joins' row-level security policies), so nothing in
+// it may depend on a parameter's value to plan well: no "cursor IS NULL OR …" (hence the
+// largest uuid for no cursor) and no parameter in LIMIT.
+func (q *Queries) RoomMessageList(ctx context.Context, db DBTX, arg RoomMessageListParams) ([]RoomMessageListRow, error) {
+	rows, err := db.Query(ctx, roomMessageList, arg.ProjectID, arg.Before)
 	if err != nil {
 		return nil, err
 	}
@@ -489,70 +495,6 @@ func (q *Queries) RoomMessageList(ctx context.Context, db DBTX, projectID uuid.U
 	items := []RoomMessageListRow{}
 	for rows.Next() {
 		var i RoomMessageListRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Kind,
-			&i.Content,
-			&i.CreatedAt,
-			&i.AuthorModel,
-			&i.AuthorAgentID,
-			&i.AuthorUserID,
-			&i.AgentName,
-			&i.AuthorName,
-			&i.UserName,
-			&i.OrgName,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const roomMessageListBefore = `-- name: RoomMessageListBefore :many
-SELECT rm.id, rm.kind, rm.content, rm.created_at, rm.author_model,
-  rm.author_agent_id, rm.author_user_id,
-  a.name AS agent_name, rm.author_name, u.name AS user_name, o.name AS org_name
-FROM room_message rm
-LEFT JOIN agent a ON a.id = rm.author_agent_id
-LEFT JOIN app_user u ON u.id = rm.author_user_id
-LEFT JOIN organisation o ON o.id = rm.author_org_id
-WHERE rm.project_id = $1 AND rm.id < $2
-ORDER BY rm.id DESC
-LIMIT 100
-`
-
-type RoomMessageListBeforeParams struct {
-	ProjectID uuid.UUID
-	Before    uuid.UUID
-}
-
-type RoomMessageListBeforeRow struct {
-	ID            uuid.UUID
-	Kind          string
-	Content       string
-	CreatedAt     time.Time
-	AuthorModel   string
-	AuthorAgentID *uuid.UUID
-	AuthorUserID  *uuid.UUID
-	AgentName     *string
-	AuthorName    *string
-	UserName      *string
-	OrgName       *string
-}
-
-func (q *Queries) RoomMessageListBefore(ctx context.Context, db DBTX, arg RoomMessageListBeforeParams) ([]RoomMessageListBeforeRow, error) {
-	rows, err := db.Query(ctx, roomMessageListBefore, arg.ProjectID, arg.Before)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []RoomMessageListBeforeRow{}
-	for rows.Next() {
-		var i RoomMessageListBeforeRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Kind,

@@ -123,20 +123,8 @@ const NoteKeyCleanupBatch = 1000
 // DeleteExpiredNoteKeys deletes note keys older than NoteKeyRetention, across workspaces,
 // in bounded batches (a periodic job; an expired key already counts as absent).
 func (s *Service) DeleteExpiredNoteKeys(ctx context.Context) (int64, error) {
-	var total int64
-	for {
-		var n int64
-		err := s.db.Operator(ctx, func(tx *pg.Tx) (err error) {
-			n, err = s.q.DeskNoteKeyDeleteExpired(ctx, tx, db.DeskNoteKeyDeleteExpiredParams{
-				ExpiredBefore: s.clock().Add(-NoteKeyRetention), Batch: NoteKeyCleanupBatch})
-			return err
-		})
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("desk: delete expired note keys: %w", err)
-		}
-		if n < NoteKeyCleanupBatch {
-			return total, nil
-		}
-	}
+	return s.db.OperatorBatches(ctx, "desk: delete expired note keys", NoteKeyCleanupBatch, func(tx *pg.Tx) (int64, error) {
+		return s.q.DeskNoteKeyDeleteExpired(ctx, tx, db.DeskNoteKeyDeleteExpiredParams{
+			ExpiredBefore: s.clock().Add(-NoteKeyRetention), Batch: NoteKeyCleanupBatch})
+	})
 }

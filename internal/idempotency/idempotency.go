@@ -192,22 +192,10 @@ func (r *run) lookup(ctx context.Context) (db.IdempotencyKeyGetRow, bool, error)
 
 // DeleteExpired removes keys older than Retention, across tenants, in bounded batches.
 func (s *Store) DeleteExpired(ctx context.Context) (int64, error) {
-	var total int64
-	for {
-		var n int64
-		err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-			n, err = s.Q.IdempotencyKeyDeleteExpired(ctx, tx, db.IdempotencyKeyDeleteExpiredParams{
-				ExpiredBefore: s.now().Add(-Retention), Batch: CleanupBatch})
-			return err
-		})
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("idempotency: delete expired keys: %w", err)
-		}
-		if n < CleanupBatch {
-			return total, nil
-		}
-	}
+	return s.DB.OperatorBatches(ctx, "idempotency: delete expired keys", CleanupBatch, func(tx *pg.Tx) (int64, error) {
+		return s.Q.IdempotencyKeyDeleteExpired(ctx, tx, db.IdempotencyKeyDeleteExpiredParams{
+			ExpiredBefore: s.now().Add(-Retention), Batch: CleanupBatch})
+	})
 }
 
 // recorder is a db.DBTX that runs nothing: it keeps the statements sqlc built, so the

@@ -112,20 +112,11 @@ func (s *Service) Demote(ctx context.Context, sc tenancy.Scope, id uuid.UUID) (D
 	if err := requireReviewer(sc); err != nil {
 		return Decision{}, err
 	}
-	var d Decision
-	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		now, by := s.now(), "person:"+sc.Person.Name
+	return s.changeTrusted(ctx, sc, id, StatusDemoted, "demote knowledge", func(tx *pg.Tx, by string) (db.KnowledgeDecideRow, error) {
+		now := s.now()
 		r, err := s.Q.KnowledgeDemoteTrusted(ctx, tx, db.KnowledgeDemoteTrustedParams{DecidedBy: &by, Now: &now, ProjectID: sc.ProjectID, ID: id})
-		if pg.IsNoRows(err) {
-			return s.notTrusted(ctx, tx, sc, id, StatusDemoted)
-		}
-		if err != nil {
-			return err
-		}
-		d = Decision{KnowledgeID: r.ID, Status: r.Status, Confidence: round(float64(r.Confidence))}
-		return audit.RecordIntended(ctx, tx)
+		return db.KnowledgeDecideRow(r), err
 	})
-	return d, pg.Classify("demote knowledge", err)
 }
 
 // Expire sets when a trusted entry stops being recalled; at (or before) now retires it at
@@ -144,20 +135,35 @@ func (s *Service) Expire(ctx context.Context, sc tenancy.Scope, id uuid.UUID, at
 	if at.Before(now) {
 		at = now
 	}
+	return s.changeTrusted(ctx, sc, id, StatusExpired, "expire knowledge", func(tx *pg.Tx, by string) (db.KnowledgeDecideRow, error) {
+		r, err := s.Q.KnowledgeSetExpiry(ctx, tx, db.KnowledgeSetExpiryParams{ExpiresAt: &at, Now: now, DecidedBy: by, ProjectID: sc.ProjectID, ID: id})
+		return db.KnowledgeDecideRow(r), err
+	})
+}
+
+// changeTrusted runs a person's change of a trusted entry (demote, expire) and records its
+// audit event; no row from change means the entry is missing or not trusted, which
+// notTrusted tells apart. op names the change in a classified error.
+func (s *Service) changeTrusted(ctx context.Context, sc tenancy.Scope, id uuid.UUID, to, op string,
+	change func(tx *pg.Tx, by string) (db.KnowledgeDecideRow, error)) (Decision, error) {
 	var d Decision
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		by := "person:" + sc.Person.Name
-		r, err := s.Q.KnowledgeSetExpiry(ctx, tx, db.KnowledgeSetExpiryParams{ExpiresAt: &at, Now: now, DecidedBy: by, ProjectID: sc.ProjectID, ID: id})
+		r, err := change(tx, "person:"+sc.Person.Name)
 		if pg.IsNoRows(err) {
-			return s.notTrusted(ctx, tx, sc, id, StatusExpired)
+			return s.notTrusted(ctx, tx, sc, id, to)
 		}
 		if err != nil {
 			return err
 		}
-		d = Decision{KnowledgeID: r.ID, Status: r.Status, Confidence: round(float64(r.Confidence))}
+		d = decision(r)
 		return audit.RecordIntended(ctx, tx)
 	})
-	return d, pg.Classify("expire knowledge", err)
+	return d, pg.Classify(op, err)
+}
+
+// decision is a decided entry's row as the caller sees it.
+func decision(r db.KnowledgeDecideRow) Decision {
+	return Decision{KnowledgeID: r.ID, Status: r.Status, Confidence: round(float64(r.Confidence))}
 }
 
 // notTrusted explains why an entry could not be demoted or expired: missing (or another

@@ -173,27 +173,16 @@ func (s *Service) load(ctx context.Context, tx *pg.Tx, projectID uuid.UUID) (set
 		// Unknown keys are ignored; a key of the wrong type keeps its default.
 		var m map[string]json.RawMessage
 		if json.Unmarshal(row.KnowledgeConfig, &m) == nil {
+			keys := map[string]any{
+				"distillOnClose": &st.cfg.DistillOnClose, "recallFloor": &st.cfg.RecallFloor,
+				"demoteBelow": &st.cfg.DemoteBelow, "contradictionPenalty": &st.cfg.ContradictionPenalty,
+				"duplicateSimilarity": &st.cfg.DuplicateSimilarity, "lessonsPerHour": &st.cfg.LessonsPerHour,
+				"approvedConfidence": &st.cfg.ApprovedConfidence, "ciConfidence": &st.cfg.CIConfidence,
+			}
 			for k, v := range m {
-				var err error
-				switch k {
-				case "distillOnClose":
-					err = json.Unmarshal(v, &st.cfg.DistillOnClose)
-				case "recallFloor":
-					err = json.Unmarshal(v, &st.cfg.RecallFloor)
-				case "demoteBelow":
-					err = json.Unmarshal(v, &st.cfg.DemoteBelow)
-				case "contradictionPenalty":
-					err = json.Unmarshal(v, &st.cfg.ContradictionPenalty)
-				case "duplicateSimilarity":
-					err = json.Unmarshal(v, &st.cfg.DuplicateSimilarity)
-				case "lessonsPerHour":
-					err = json.Unmarshal(v, &st.cfg.LessonsPerHour)
-				case "approvedConfidence":
-					err = json.Unmarshal(v, &st.cfg.ApprovedConfidence)
-				case "ciConfidence":
-					err = json.Unmarshal(v, &st.cfg.CIConfidence)
+				if field, ok := keys[k]; ok {
+					_ = json.Unmarshal(v, field) // the wrong type: the default stays
 				}
-				_ = err
 			}
 			if v, ok := m["distillOnClose"]; ok && string(v) == "null" {
 				st.cfg.DistillOnClose = true

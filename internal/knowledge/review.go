@@ -129,7 +129,7 @@ func (s *Service) decide(ctx context.Context, tx *pg.Tx, projectID, id uuid.UUID
 	if err := audit.RecordIntended(ctx, tx); err != nil {
 		return Decision{}, err
 	}
-	return Decision{KnowledgeID: r.ID, Status: r.Status, Confidence: round(float64(r.Confidence))}, nil
+	return decision(r), nil
 }
 
 // IssueCIToken issues a project CI token; it is returned once and stored hashed.

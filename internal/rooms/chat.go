@@ -159,15 +159,13 @@ func (s *Service) GetMessages(ctx context.Context, sc tenancy.Scope, limit int, 
 		// (Sent with the query: no round trip of its own.)
 		tx.PreferGenericPlan()
 		tx.CommitWithNext(ctx) // the last read: no round trip for the COMMIT
-		if cursor == nil {
-			var err error
-			rows, err = s.Q.RoomMessageList(ctx, tx, sc.ProjectID)
-			return err
+		// No cursor: before the largest uuid, which every id is.
+		p := db.RoomMessageListParams{ProjectID: sc.ProjectID, Before: uuid.Max}
+		if cursor != nil {
+			p.Before = *cursor
 		}
-		before, err := s.Q.RoomMessageListBefore(ctx, tx, db.RoomMessageListBeforeParams{ProjectID: sc.ProjectID, Before: *cursor})
-		for _, r := range before {
-			rows = append(rows, db.RoomMessageListRow(r))
-		}
+		var err error
+		rows, err = s.Q.RoomMessageList(ctx, tx, p)
 		return err
 	})
 	if err != nil {

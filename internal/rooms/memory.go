@@ -446,16 +446,21 @@ func (s *Service) semanticAll(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, 
 	if strings.Contains(sql, "$7") {
 		args = append(args, e.Name())
 	}
+	return queryScored(ctx, tx, "semantic search", sql, args...)
+}
+
+// queryScored runs a search half's statement, whose rows are (id, score).
+func queryScored(ctx context.Context, tx *pg.Tx, op, sql string, args ...any) ([]scored, error) {
 	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("semantic search: %w", err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (scored, error) {
 		var x scored
 		return x, r.Scan(&x.id, &x.score)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("semantic search: %w", err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	return out, nil
 }
@@ -488,18 +493,7 @@ func (s *Service) lexical(ctx context.Context, tx *pg.Tx, q string, f filter, n 
 		p := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(q) + "%"
 		like = &p
 	}
-	rows, err := tx.Query(ctx, lexicalSQL, q, like, f.category, f.tags, n)
-	if err != nil {
-		return nil, fmt.Errorf("lexical search: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (scored, error) {
-		var x scored
-		return x, r.Scan(&x.id, &x.score)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("lexical search: %w", err)
-	}
-	return out, nil
+	return queryScored(ctx, tx, "lexical search", lexicalSQL, q, like, f.category, f.tags, n)
 }
 
 // lexicalCosines fills in the cosine of each lexical match that has a vector of the

@@ -34,13 +34,11 @@ type PersonRoom struct {
 // PersonRooms lists the rooms an organisation hosts or has an agreement for (in any state,
 // so that a guest's admin sees a pending one). sc needs only OrgID.
 func (s *Service) PersonRooms(ctx context.Context, sc tenancy.Scope) ([]PersonRoom, error) {
-	var rows []db.PersonListRoomsRow
-	err := s.DB.InTenant(ctx, pg.Tenant{OrgID: sc.OrgID}, func(tx *pg.Tx) (err error) {
-		rows, err = s.Q.PersonListRooms(ctx, tx, sc.OrgID)
-		return err
+	rows, err := pg.ReadOne(ctx, s.DB, pg.Tenant{OrgID: sc.OrgID}, "person rooms", func(tx *pg.Tx) ([]db.PersonListRoomsRow, error) {
+		return s.Q.PersonListRooms(ctx, tx, sc.OrgID)
 	})
 	if err != nil {
-		return nil, pg.Classify("person rooms", err)
+		return nil, err
 	}
 	out := make([]PersonRoom, 0, len(rows))
 	for _, r := range rows {

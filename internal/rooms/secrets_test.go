@@ -111,63 +111,53 @@ func (e *env) text(sql string, args ...any) string {
 // every benign text stored unchanged.
 func TestSecretCorpusPerChannel(t *testing.T) {
 	t.Parallel()
-	samples := secretstest.Samples(t)
-	benign := secretstest.AllBenign(t)
-	for _, ch := range secretstest.ChannelsWithPrefix(t, "rooms.") {
-		// One channel at a time: the corpus is hundreds of writes per channel, and the
-		// package's timing-sensitive tests (embedding deadlines) run beside this one.
-		t.Run(ch.Name, func(t *testing.T) {
-			drive, ok := roomChannels[ch.Name]
-			if !ok {
-				t.Fatalf("channels.txt lists %s but this test has no driver for it", ch.Name)
-			}
-			e := newEnv(t)
-			// write_memory's tags and category hold at most 100 characters; longer texts
-			// are refused by the schema before any scan and cannot be stored there at all.
-			label := strings.HasSuffix(ch.Name, ".tags") || strings.HasSuffix(ch.Name, ".category")
-			caught := 0
-			for _, s := range samples {
-				stored, refused, errText := drive(e, s.Text)
-				switch {
-				case label && utf8.RuneCountInString(s.Text) > maxLabel:
-					if !refused {
-						t.Errorf("%s: a %d-character label was stored", s, utf8.RuneCountInString(s.Text))
-						continue
-					}
-				case ch.Outcome == secretstest.OutcomeRefuse:
-					if !refused || errText != "Error: "+rooms.MsgSecret {
-						t.Errorf("%s: want %q, got refused=%v %q (stored %q)", s, rooms.MsgSecret, refused, errText, stored)
-						continue
-					}
-				default:
-					want := strings.TrimSpace(s.Text[:s.Start] + secrets.Marker(s.Kind) + s.Text[s.End:])
-					if refused {
-						t.Errorf("%s: a redacting channel refused: %s", s, errText)
-						continue
-					}
-					if strings.TrimSpace(stored) != want {
-						t.Errorf("%s:\n stored %q\n   want %q", s, stored, want)
-						continue
-					}
+	secretstest.RunChannels(t, "rooms.", roomChannels, func(t *testing.T, ch secretstest.Channel, drive roomChannel, c secretstest.Corpus) {
+		e := newEnv(t)
+		// write_memory's tags and category hold at most 100 characters; longer texts
+		// are refused by the schema before any scan and cannot be stored there at all.
+		label := strings.HasSuffix(ch.Name, ".tags") || strings.HasSuffix(ch.Name, ".category")
+		caught := 0
+		for _, s := range c.Samples {
+			stored, refused, errText := drive(e, s.Text)
+			switch {
+			case label && utf8.RuneCountInString(s.Text) > maxLabel:
+				if !refused {
+					t.Errorf("%s: a %d-character label was stored", s, utf8.RuneCountInString(s.Text))
+					continue
 				}
-				caught++
+			case ch.Outcome == secretstest.OutcomeRefuse:
+				if !refused || errText != "Error: "+rooms.MsgSecret {
+					t.Errorf("%s: want %q, got refused=%v %q (stored %q)", s, rooms.MsgSecret, refused, errText, stored)
+					continue
+				}
+			default:
+				want := strings.TrimSpace(s.Text[:s.Start] + secrets.Marker(s.Kind) + s.Text[s.End:])
+				if refused {
+					t.Errorf("%s: a redacting channel refused: %s", s, errText)
+					continue
+				}
+				if strings.TrimSpace(stored) != want {
+					t.Errorf("%s:\n stored %q\n   want %q", s, stored, want)
+					continue
+				}
 			}
-			if caught != len(samples) {
-				t.Errorf("%d of %d secrets handled as %s", caught, len(samples), ch.Outcome)
-			}
-			labelBound := 0
-			if label {
-				labelBound = maxLabel
-			}
-			secretstest.CheckBenign(t, benign, labelBound, func(text string) (string, bool, string) { return drive(e, text) },
-				func(text string) string {
-					if label || strings.Contains(ch.Name, "send_task") {
-						return strings.TrimSpace(text) // these fields are trimmed before storing
-					}
-					return text
-				})
-		})
-	}
+			caught++
+		}
+		if caught != len(c.Samples) {
+			t.Errorf("%d of %d secrets handled as %s", caught, len(c.Samples), ch.Outcome)
+		}
+		labelBound := 0
+		if label {
+			labelBound = maxLabel
+		}
+		secretstest.CheckBenign(t, c.Benign, labelBound, func(text string) (string, bool, string) { return drive(e, text) },
+			func(text string) string {
+				if label || strings.Contains(ch.Name, "send_task") {
+					return strings.TrimSpace(text) // these fields are trimmed before storing
+				}
+				return text
+			})
+	})
 }
 
 // TestMaskedTaskCardAndAnswer: a secret in a goal is masked in send_task's answer (same

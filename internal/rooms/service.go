@@ -167,14 +167,11 @@ type Room struct {
 // ListRooms lists every room the agent is in, except rooms where its company is a guest
 // without an active agreement (pending or revoked): those are not the agent's to use.
 func (s *Service) ListRooms(ctx context.Context, sc tenancy.Scope) ([]Room, error) {
-	var rows []db.AgentListRoomsRow
-	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		tx.CommitWithNext(ctx) // a read of one statement: no round trip for the COMMIT
-		rows, err = s.Q.AgentListRooms(ctx, tx, sc.AgentID)
-		return err
+	rows, err := pg.ReadOne(ctx, s.DB, sc.Tenant(), "list rooms", func(tx *pg.Tx) ([]db.AgentListRoomsRow, error) {
+		return s.Q.AgentListRooms(ctx, tx, sc.AgentID)
 	})
 	if err != nil {
-		return nil, pg.Classify("list rooms", err)
+		return nil, err
 	}
 	out := make([]Room, 0, len(rows))
 	for _, r := range rows {

@@ -458,14 +458,11 @@ func (s *Service) Threads(ctx context.Context, sc tenancy.Scope, in ThreadsInput
 		p := likePattern(*in.Query)
 		pattern = &p
 	}
-	var rows []db.ThreadListMineRow
-	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		tx.CommitWithNext(ctx) // a read of one statement: no round trip for the COMMIT
-		rows, err = s.Q.ThreadListMine(ctx, tx, db.ThreadListMineParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Status: in.Status, Pattern: pattern, Lim: int32(in.Limit)})
-		return err
+	rows, err := pg.ReadOne(ctx, s.DB, sc.Tenant(), "threads", func(tx *pg.Tx) ([]db.ThreadListMineRow, error) {
+		return s.Q.ThreadListMine(ctx, tx, db.ThreadListMineParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Status: in.Status, Pattern: pattern, Lim: int32(in.Limit)})
 	})
 	if err != nil {
-		return nil, pg.Classify("threads", err)
+		return nil, err
 	}
 	out := make([]ThreadSummary, 0, len(rows))
 	for _, r := range rows {
@@ -480,14 +477,11 @@ func (s *Service) Search(ctx context.Context, sc tenancy.Scope, query string) ([
 	if utf8.RuneCountInString(strings.TrimSpace(query)) < MinSearchQuery {
 		return nil, apperr.New(apperr.Invalid, "query needs at least %d characters", MinSearchQuery).WithReason(apperr.ReasonInvalidArgument)
 	}
-	var rows []db.ThreadSearchOthersRow
-	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		tx.CommitWithNext(ctx) // a read of one statement: no round trip for the COMMIT
-		rows, err = s.Q.ThreadSearchOthers(ctx, tx, db.ThreadSearchOthersParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Pattern: likePattern(query), Lim: MaxThreads})
-		return err
+	rows, err := pg.ReadOne(ctx, s.DB, sc.Tenant(), "search", func(tx *pg.Tx) ([]db.ThreadSearchOthersRow, error) {
+		return s.Q.ThreadSearchOthers(ctx, tx, db.ThreadSearchOthersParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Pattern: likePattern(query), Lim: MaxThreads})
 	})
 	if err != nil {
-		return nil, pg.Classify("search", err)
+		return nil, err
 	}
 	out := make([]SearchHit, 0, len(rows))
 	for _, r := range rows {

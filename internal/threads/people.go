@@ -78,11 +78,11 @@ func (s *Service) ThreadsForPeople(ctx context.Context, sc tenancy.Scope, f Thre
 		return nil, invalid("status must be %s, %s or %s", StatusOpen, StatusClosed, StatusCanceled)
 	}
 	if f.Part == "" {
-		return readOne(ctx, s, sc, "threads for people", func(tx *pg.Tx) ([]PersonThread, error) { return s.Q.ThreadListForPeople(ctx, tx, p) })
+		return pg.ReadOne(ctx, s.DB, sc.Tenant(), "threads for people", func(tx *pg.Tx) ([]PersonThread, error) { return s.Q.ThreadListForPeople(ctx, tx, p) })
 	}
 	bp := db.ThreadListForPeopleByPartParams{ProjectID: p.ProjectID, Part: f.Part, Few: PartThreadsByKey, Status: p.Status,
 		FlaggedOnly: p.FlaggedOnly, ViewerIsHost: p.ViewerIsHost, ViewerOrgID: p.ViewerOrgID, Lim: p.Lim}
-	return readOne(ctx, s, sc, "threads for people", func(tx *pg.Tx) ([]PersonThread, error) {
+	return pg.ReadOne(ctx, s.DB, sc.Tenant(), "threads for people", func(tx *pg.Tx) ([]PersonThread, error) {
 		rows, err := s.Q.ThreadListForPeopleByPart(ctx, tx, bp)
 		out := make([]PersonThread, len(rows))
 		for i, r := range rows {
@@ -96,21 +96,6 @@ func (s *Service) ThreadsForPeople(ctx context.Context, sc tenancy.Scope, f Thre
 // key and sorts (ThreadListForPeopleByPart); a part in more is found by walking the
 // recent-threads index, where at least 1 thread in 100 of a 100k-thread project is its.
 const PartThreadsByKey = 1000
-
-// readOne runs a people's read of one statement under the person's tenant (the COMMIT
-// travels with it).
-func readOne[T any](ctx context.Context, s *Service, sc tenancy.Scope, what string, read func(tx *pg.Tx) (T, error)) (T, error) {
-	var out T
-	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		tx.CommitWithNext(ctx)
-		out, err = read(tx)
-		return err
-	})
-	if err != nil {
-		return out, pg.Classify(what, err)
-	}
-	return out, nil
-}
 
 // Read is a recipient of a message and when it read it (nil: unread).
 type Read struct {
@@ -251,7 +236,7 @@ func (s *Service) ActivityForPeople(ctx context.Context, sc tenancy.Scope, after
 	}
 	p := db.ActivityEventListForPeopleParams{ProjectID: sc.ProjectID, After: after, Lim: MaxPeopleActivity}
 	p.ViewerIsHost, p.ViewerOrgID = viewer(sc)
-	return readOne(ctx, s, sc, "activity for people", func(tx *pg.Tx) ([]Activity, error) { return s.Q.ActivityEventListForPeople(ctx, tx, p) })
+	return pg.ReadOne(ctx, s.DB, sc.Tenant(), "activity for people", func(tx *pg.Tx) ([]Activity, error) { return s.Q.ActivityEventListForPeople(ctx, tx, p) })
 }
 
 // UsageRow is a part's usage of a model on a UTC day.
@@ -271,5 +256,5 @@ func (s *Service) UsageForPeople(ctx context.Context, sc tenancy.Scope, days int
 	p := db.UsageDailyListForPeopleParams{ProjectID: sc.ProjectID}
 	p.Since.Time, p.Since.Valid = time.Date(y, m, d-days+1, 0, 0, 0, 0, time.UTC), true
 	p.ViewerIsHost, p.ViewerOrgID = viewer(sc)
-	return readOne(ctx, s, sc, "usage for people", func(tx *pg.Tx) ([]UsageRow, error) { return s.Q.UsageDailyListForPeople(ctx, tx, p) })
+	return pg.ReadOne(ctx, s.DB, sc.Tenant(), "usage for people", func(tx *pg.Tx) ([]UsageRow, error) { return s.Q.UsageDailyListForPeople(ctx, tx, p) })
 }

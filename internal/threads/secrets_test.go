@@ -118,80 +118,70 @@ func (e *env) lessonOnClose(t *testing.T, title, body string) (string, bool, str
 // holds: every secret redacted to its marker, every benign text unchanged.
 func TestSecretCorpusPerChannel(t *testing.T) {
 	t.Parallel()
-	samples := secretstest.Samples(t)
-	benign := secretstest.AllBenign(t)
-	for _, ch := range secretstest.ChannelsWithPrefix(t, "threads.") {
-		// One channel at a time: the corpus is hundreds of writes per channel, and the
-		// package's timing-sensitive tests (embedding deadlines) run beside this one.
-		t.Run(ch.Name, func(t *testing.T) {
-			drive, ok := threadChannels[ch.Name]
-			if !ok {
-				t.Fatalf("channels.txt lists %s but this test has no driver for it", ch.Name)
+	secretstest.RunChannels(t, "threads.", threadChannels, func(t *testing.T, ch secretstest.Channel, drive threadChannel, c secretstest.Corpus) {
+		e := setup(t)
+		// One lesson per close: lift the per-agent hourly limit for the corpus' hundreds.
+		e.exec(t, `UPDATE project SET knowledge_config = knowledge_config || '{"lessonsPerHour": 100000}'::jsonb`)
+		knowledgeField := strings.Contains(ch.Name, "learn") || strings.Contains(ch.Name, "lesson")
+		title := strings.HasSuffix(ch.Name, ".title") || strings.HasSuffix(ch.Name, ".subject")
+		limit := threads.MaxBody
+		switch {
+		case ch.Name == "threads.send.subject":
+			limit = threads.MaxSubject
+		case ch.Name == "threads.event.detail":
+			limit = threads.MaxDetailBytes / 8 // JSON escapes can make one character six bytes
+		case knowledgeField && title:
+			limit = knowledge.MaxTitle
+		case knowledgeField:
+			limit = knowledge.MaxBody
+		}
+		caught := 0
+		for _, s := range c.Samples {
+			if utf8.RuneCountInString(s.Text) > limit {
+				continue // the field cannot hold it (the schema refuses it before any scan)
 			}
-			e := setup(t)
-			// One lesson per close: lift the per-agent hourly limit for the corpus' hundreds.
-			e.exec(t, `UPDATE project SET knowledge_config = knowledge_config || '{"lessonsPerHour": 100000}'::jsonb`)
-			knowledgeField := strings.Contains(ch.Name, "learn") || strings.Contains(ch.Name, "lesson")
-			title := strings.HasSuffix(ch.Name, ".title") || strings.HasSuffix(ch.Name, ".subject")
-			limit := threads.MaxBody
+			stored, refused, code := drive(t, e, s.Text)
+			redacted := s.Text[:s.Start] + secrets.Marker(s.Kind) + s.Text[s.End:]
+			want := redacted
+			if knowledgeField {
+				want = strings.TrimSpace(want)
+				if title && secrets.IsEmptyAfterRedaction(want) {
+					want = knowledge.RedactedTitle // the contract: an emptied title becomes (redacted)
+				}
+			}
 			switch {
-			case ch.Name == "threads.send.subject":
-				limit = threads.MaxSubject
-			case ch.Name == "threads.event.detail":
-				limit = threads.MaxDetailBytes / 8 // JSON escapes can make one character six bytes
-			case knowledgeField && title:
-				limit = knowledge.MaxTitle
-			case knowledgeField:
-				limit = knowledge.MaxBody
-			}
-			caught := 0
-			for _, s := range samples {
-				if utf8.RuneCountInString(s.Text) > limit {
-					continue // the field cannot hold it (the schema refuses it before any scan)
+			case knowledgeField && !title && secrets.IsEmptyAfterRedaction(redacted):
+				// The contract: a body that redaction empties refuses the lesson.
+				if !refused || code != knowledge.OutcomeEmptyAfterRedaction {
+					t.Errorf("%s: want %s, got refused=%v %s stored %q", s, knowledge.OutcomeEmptyAfterRedaction, refused, code, stored)
+					continue
 				}
-				stored, refused, code := drive(t, e, s.Text)
-				redacted := s.Text[:s.Start] + secrets.Marker(s.Kind) + s.Text[s.End:]
-				want := redacted
+			case refused:
+				t.Errorf("%s: refused (%s), want it stored redacted", s, code)
+				continue
+			case stored != want:
+				t.Errorf("%s:\n stored %q\n   want %q", s, stored, want)
+				continue
+			}
+			caught++
+		}
+		tried := 0
+		for _, s := range c.Samples {
+			if utf8.RuneCountInString(s.Text) <= limit {
+				tried++
+			}
+		}
+		if caught != tried {
+			t.Errorf("%d of %d secrets redacted", caught, tried)
+		}
+		secretstest.CheckBenign(t, c.Benign, limit, func(text string) (string, bool, string) { return drive(t, e, text) },
+			func(text string) string {
 				if knowledgeField {
-					want = strings.TrimSpace(want)
-					if title && secrets.IsEmptyAfterRedaction(want) {
-						want = knowledge.RedactedTitle // the contract: an emptied title becomes (redacted)
-					}
+					return strings.TrimSpace(text)
 				}
-				switch {
-				case knowledgeField && !title && secrets.IsEmptyAfterRedaction(redacted):
-					// The contract: a body that redaction empties refuses the lesson.
-					if !refused || code != knowledge.OutcomeEmptyAfterRedaction {
-						t.Errorf("%s: want %s, got refused=%v %s stored %q", s, knowledge.OutcomeEmptyAfterRedaction, refused, code, stored)
-						continue
-					}
-				case refused:
-					t.Errorf("%s: refused (%s), want it stored redacted", s, code)
-					continue
-				case stored != want:
-					t.Errorf("%s:\n stored %q\n   want %q", s, stored, want)
-					continue
-				}
-				caught++
-			}
-			tried := 0
-			for _, s := range samples {
-				if utf8.RuneCountInString(s.Text) <= limit {
-					tried++
-				}
-			}
-			if caught != tried {
-				t.Errorf("%d of %d secrets redacted", caught, tried)
-			}
-			secretstest.CheckBenign(t, benign, limit, func(text string) (string, bool, string) { return drive(t, e, text) },
-				func(text string) string {
-					if knowledgeField {
-						return strings.TrimSpace(text)
-					}
-					return text
-				})
-		})
-	}
+				return text
+			})
+	})
 }
 
 // TestMaskedMessageEverywhereItShows: a secret sent in a subject and a body is absent

@@ -78,14 +78,11 @@ type RosterEntry struct {
 
 // Roster lists every part of the caller's project, main first.
 func (s *Service) Roster(ctx context.Context, sc tenancy.Scope) ([]RosterEntry, error) {
-	var rows []db.MembershipListPartsRow
-	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		tx.CommitWithNext(ctx) // a read of one statement: no round trip for the COMMIT
-		rows, err = s.Q.MembershipListParts(ctx, tx, sc.ProjectID)
-		return err
+	rows, err := pg.ReadOne(ctx, s.DB, sc.Tenant(), "roster", func(tx *pg.Tx) ([]db.MembershipListPartsRow, error) {
+		return s.Q.MembershipListParts(ctx, tx, sc.ProjectID)
 	})
 	if err != nil {
-		return nil, pg.Classify("roster", err)
+		return nil, err
 	}
 	now := s.Now()
 	out := make([]RosterEntry, 0, len(rows))

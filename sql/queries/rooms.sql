@@ -31,23 +31,12 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
 SELECT EXISTS (SELECT 1 FROM room_message WHERE project_id = $1 AND id = $2);
 
 -- name: RoomMessageList :many
--- The newest 100 messages (get_messages' largest limit), newest first; the caller keeps
--- the first `limit` and reverses them to oldest first. The statement runs with its
--- generic plan (planning it costs ten times its execution: the joins' row-level security
--- policies), so nothing in it may depend on a parameter's value to plan well: no
--- "cursor IS NULL OR …" and no parameter in LIMIT.
-SELECT rm.id, rm.kind, rm.content, rm.created_at, rm.author_model,
-  rm.author_agent_id, rm.author_user_id,
-  a.name AS agent_name, rm.author_name, u.name AS user_name, o.name AS org_name
-FROM room_message rm
-LEFT JOIN agent a ON a.id = rm.author_agent_id
-LEFT JOIN app_user u ON u.id = rm.author_user_id
-LEFT JOIN organisation o ON o.id = rm.author_org_id
-WHERE rm.project_id = sqlc.arg(project_id)
-ORDER BY rm.id DESC
-LIMIT 100;
-
--- name: RoomMessageListBefore :many
+-- The newest 100 messages (get_messages' largest limit) before a message id, newest
+-- first; the first page passes the largest uuid. The caller keeps the first `limit` and
+-- reverses them to oldest first. The statement runs with its generic plan (planning it
+-- costs ten times its execution: the joins' row-level security policies), so nothing in
+-- it may depend on a parameter's value to plan well: no "cursor IS NULL OR …" (hence the
+-- largest uuid for no cursor) and no parameter in LIMIT.
 SELECT rm.id, rm.kind, rm.content, rm.created_at, rm.author_model,
   rm.author_agent_id, rm.author_user_id,
   a.name AS agent_name, rm.author_name, u.name AS user_name, o.name AS org_name

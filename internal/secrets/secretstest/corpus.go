@@ -373,3 +373,28 @@ func CheckBenign(t testing.TB, benign []Benign, maxRunes int, store func(text st
 		t.Errorf("%d false positives on %d benign texts", falsePositives, len(benign))
 	}
 }
+
+// Corpus is what a channel is checked with: every secret sample and every benign text.
+type Corpus struct {
+	Samples []Sample
+	Benign  []Benign
+}
+
+// RunChannels checks every channel of one toolset (channels.txt's names starting with
+// prefix) with its driver from drivers, each as its own subtest and one at a time: the
+// corpus is hundreds of writes per channel, and the package's timing-sensitive tests
+// (embedding deadlines) run beside it. A channel listed without a driver fails: every
+// channel of channels.txt is driven.
+func RunChannels[D any](t *testing.T, prefix string, drivers map[string]D, check func(t *testing.T, ch Channel, drive D, c Corpus)) {
+	t.Helper()
+	c := Corpus{Samples: Samples(t), Benign: AllBenign(t)}
+	for _, ch := range ChannelsWithPrefix(t, prefix) {
+		t.Run(ch.Name, func(t *testing.T) {
+			drive, ok := drivers[ch.Name]
+			if !ok {
+				t.Fatalf("channels.txt lists %s but this test has no driver for it", ch.Name)
+			}
+			check(t, ch, drive, c)
+		})
+	}
+}
