@@ -31,6 +31,7 @@ const (
 	KindKnowledge         = "knowledge"
 	KindKnowledgeSettings = "knowledge_settings" // the object id is the project's
 	KindThread            = "thread"
+	KindWake              = "wake" // a dead wake sent again
 )
 
 // MaxDetailBytes bounds an event's detail as JSON (the table's check says the same): a
