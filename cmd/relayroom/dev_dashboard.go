@@ -44,9 +44,11 @@ var demoUUID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 
 // seedDashboardDemo makes the demo project's agents talk: room messages, a memory entry,
 // a task done and awaiting the sender's review, a thread flagged for people, a lesson to
-// review, usage and progress events. It needs a project whose host has two agents with
+// review, usage and progress events, and an OAuth client connected by the host's person
+// (seedConnectedApp). It needs a project whose host has two agents with
 // keys and a guest agent; other demo files are left as they are.
 func seedDashboardDemo(ctx context.Context, public string, file admin.File, res admin.Result, creds devCredentials) error {
+	connected := false
 	for _, ps := range file.Projects {
 		members := bannerMembers(ps)
 		if len(members) < 2 || creds.ConnectCodes[ps.Slug] == "" {
@@ -103,6 +105,13 @@ func seedDashboardDemo(ctx context.Context, public string, file admin.File, res 
 		if _, err := demoCall(ctx, room, key1, "respond_to_task", map[string]any{"task_id": task, "status": "done",
 			"result": "Each retry now has a 5 s budget (3 at most); checkout completed in 11 s on staging with the sandbox slowed."}); err != nil {
 			return err
+		}
+		// The host's Connected apps page gets an app its person allowed (once per demo).
+		if !connected {
+			if err := seedConnectedApp(ctx, public, file, ps.Host); err != nil {
+				return err
+			}
+			connected = true
 		}
 	}
 	return nil

@@ -73,6 +73,7 @@ func TestMakeRunDashboard(t *testing.T) {
 		{"ana@acme.test", "demo-password-ana", "/app/admin/agents", []string{"Architect", "Backend"}},
 		{"ana@acme.test", "demo-password-ana", "/app/admin/projects/" + room, []string{"qa-lead", "Globex", "Initech"}},
 		{"ana@acme.test", "demo-password-ana", "/app/admin/people", []string{"bo@acme.test"}},
+		{"ana@acme.test", "demo-password-ana", "/app/admin/clients", []string{demoAppName}},
 		{"ana@acme.test", "demo-password-ana", "/app/desk/reports", []string{"Conversations created", `<rect x="`, "Mean resolution time"}}, // <rect x=: a bar drawn (legend swatches have no x)
 		{"ana@acme.test", "demo-password-ana", "/app/desk/inboxes", []string{"Support", "Billing", "Restricted to Bo"}},
 		{"ana@acme.test", "demo-password-ana", "/app/desk/replies", []string{"CSV import requirements", "Refund policy"}},

@@ -33,14 +33,7 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 	}})
 	ctx := context.Background()
 	d := openSeeded(t, s)
-	count := func(t *testing.T, sql string, args ...any) int {
-		t.Helper()
-		var n int
-		if err := d.Operator(ctx, func(tx *pg.Tx) error { return tx.QueryRow(ctx, sql, args...).Scan(&n) }); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	count := func(t *testing.T, sql string, args ...any) int { t.Helper(); return sqlCount(t, d, sql, args...) }
 	room := s.res.Projects["escalations"].ID.String()
 	globex, initech := s.res.Organisations["globex"].ID.String(), s.res.Organisations["initech"].ID.String()
 	architect := s.res.Agents["acme/architect"].ID.String()

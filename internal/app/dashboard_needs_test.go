@@ -58,13 +58,15 @@ func TestDashboardNeedsYou(t *testing.T) {
 		"body": "Turn the flag off before rolling back, or the old code reads new rows.", "kind": "pitfall"})
 	// A wake the qa-lead's webhook refused (the wake engine's dead letter).
 	d := openSeeded(t, s)
+	var deadWake string
 	if err := d.Operator(context.Background(), func(tx *pg.Tx) error {
-		_, err := tx.Exec(context.Background(), `INSERT INTO wake (project_id, id, member_id, agent_id, part, status, created_at, updated_at)
-			SELECT project_id, gen_random_uuid(), id, agent_id, part, 'dead', now(), now() FROM membership WHERE project_id = $1 AND part = 'qa-lead'`, room)
-		return err
+		return tx.QueryRow(context.Background(), `INSERT INTO wake (project_id, id, member_id, agent_id, part, status, attempts, last_error, created_at, updated_at)
+			SELECT project_id, gen_random_uuid(), id, agent_id, part, 'dead', 8, 'webhook answered 502', now(), now() FROM membership WHERE project_id = $1 AND part = 'qa-lead'
+			RETURNING id::text`, room).Scan(&deadWake)
 	}); err != nil {
 		t.Fatal(err)
 	}
+	wakePage := "/app/projects/" + room + "/wakes/" + deadWake
 
 	home := func(p *person) string {
 		t.Helper()
@@ -87,7 +89,7 @@ func TestDashboardNeedsYou(t *testing.T) {
 		{"the host's owner: the flagged thread, the candidate, the unaccepted invitation, the dead wake; not the guest's task",
 			"ana@acme.test", "demo-password-ana", want{
 				shown: []string{"Customer asks for a refund", `href="/app/rooms/` + room + `/knowledge#k-`, "Rollbacks need the feature flag off first",
-					"Agreement not yet accepted by an invited company", "Wake that could not be delivered to qa-lead"},
+					"Agreement not yet accepted by an invited company", "Wake that could not be delivered to qa-lead", `href="` + wakePage + `"`},
 				hidden: []string{"Reproduce the login bug"}}},
 		{"the host's member: not the knowledge to review",
 			"mo@acme.test", "demo-password-mo", want{
@@ -96,7 +98,7 @@ func TestDashboardNeedsYou(t *testing.T) {
 		{"the guest's admin: the result its agent awaits, the thread its part is in, its own agent's dead wake",
 			"gus@globex.test", "demo-password-gus", want{
 				shown: []string{`href="/app/rooms/` + room + `/tasks#task-` + task + `"`, "Reproduce the login bug",
-					"Customer asks for a refund", "Wake that could not be delivered to qa-lead"},
+					"Customer asks for a refund", "Wake that could not be delivered to qa-lead", `href="` + wakePage + `"`},
 				hidden: []string{"Rollbacks need", "Initech"}}},
 		{"the invited company: its pending agreement and nothing of the room",
 			"ivy@initech.test", "demo-password-ivy", want{
@@ -117,6 +119,67 @@ func TestDashboardNeedsYou(t *testing.T) {
 			}
 		})
 	}
+
+	// The dead wake's page: what went wrong, and the way to send it again.
+	ana, gus, ivy := signIn(t, s.base, "ana@acme.test", "demo-password-ana"), signIn(t, s.base, "gus@globex.test", "demo-password-gus"),
+		signIn(t, s.base, "ivy@initech.test", "demo-password-ivy")
+	t.Run("the dead wake's page shows the part, the attempts and the error; the agent's own admins get its webhook link", func(t *testing.T) {
+		for _, c := range []struct {
+			p         *person
+			adminLink bool
+		}{{ana, false}, {gus, true}} {
+			status, body := c.p.get(wakePage)
+			if status != http.StatusOK || !strings.Contains(body, "QA Lead [Globex]") || !strings.Contains(body, "webhook answered 502") ||
+				!strings.Contains(body, `action="`+wakePage+`/retry"`) {
+				t.Fatalf("wake page: %d %s", status, body)
+			}
+			if got := strings.Contains(body, `/app/admin/agents/`+s.res.Agents["globex/qa-lead"].ID.String()); got != c.adminLink {
+				t.Fatalf("the agent's admin link shown: %v, want %v: %s", got, c.adminLink, body)
+			}
+		}
+	})
+	t.Run("a company whose agreement is pending is refused as on every room page; a wake id that is not the room's is 404", func(t *testing.T) {
+		if status, body := ivy.get(wakePage); status != http.StatusForbidden || strings.Contains(body, "webhook answered 502") {
+			t.Fatalf("the invited company: %d %s", status, body)
+		}
+		if status, _ := ivy.postForm(wakePage+"/retry", url.Values{"csrf": {ivy.csrf()}}); status != http.StatusForbidden {
+			t.Fatalf("the invited company's retry: %d", status)
+		}
+		if status, _ := ana.get("/app/projects/" + room + "/wakes/" + uuid.NewString()); status != http.StatusNotFound {
+			t.Fatalf("a missing wake: %d", status)
+		}
+	})
+	t.Run("a retry without the session's CSRF token changes nothing", func(t *testing.T) {
+		if status, _ := gus.postForm(wakePage+"/retry", url.Values{"csrf": {ana.csrf()}}); status != http.StatusForbidden {
+			t.Fatalf("another session's token: %d", status)
+		}
+		if n := sqlCount(t, d, `SELECT count(*) FROM wake WHERE id = $1 AND status = 'dead'`, deadWake); n != 1 {
+			t.Fatalf("the wake changed: %d dead", n)
+		}
+	})
+	t.Run("the guest's admin sends it again: pending, audited, off Needs you; a second retry is a conflict", func(t *testing.T) {
+		// The flagged thread's wake of the qa-lead is still pending: while it is, the
+		// part has a wake waiting and the dead one cannot be sent again.
+		if status, body := gus.postForm(wakePage+"/retry", url.Values{"csrf": {gus.csrf()}}); status != http.StatusConflict || !strings.Contains(body, "already has a wake waiting") {
+			t.Fatalf("a retry while another wake waits: %d %s", status, body)
+		}
+		sqlExec(t, d, `UPDATE wake SET status = 'delivered', delivered_at = now() WHERE project_id = $1 AND status = 'pending'`, room)
+		if status, body := gus.postForm(wakePage+"/retry", url.Values{"csrf": {gus.csrf()}}); status != http.StatusSeeOther {
+			t.Fatalf("retry: %d %s", status, body)
+		}
+		if n := sqlCount(t, d, `SELECT count(*) FROM wake WHERE id = $1 AND status = 'pending' AND attempts = 0 AND last_error IS NULL`, deadWake); n != 1 {
+			t.Fatal("the wake is not pending again")
+		}
+		if _, body := gus.get(wakePage + "?notice=retried"); !strings.Contains(body, "The wake was sent again") || !strings.Contains(body, "retried") || !strings.Contains(body, "Gus") {
+			t.Fatalf("the page after the retry (notice and history): %s", body)
+		}
+		if panel := home(gus); strings.Contains(panel, "Wake that could not be delivered") {
+			t.Fatalf("the retried wake is still on Needs you: %s", panel)
+		}
+		if status, _ := ana.postForm(wakePage+"/retry", url.Values{"csrf": {ana.csrf()}}); status != http.StatusConflict {
+			t.Fatalf("a second retry: %d", status)
+		}
+	})
 }
 
 func TestDashboardTasks(t *testing.T) {

@@ -31,6 +31,7 @@ const (
 	KindKnowledge         = "knowledge"
 	KindKnowledgeSettings = "knowledge_settings" // the object id is the project's
 	KindThread            = "thread"
+	KindWake              = "wake" // a dead wake sent again
 	// A desk workspace's objects (the owner is the workspace; the id is the public one).
 	KindDeskInbox  = "desk_inbox"
 	KindSavedReply = "desk_saved_reply"

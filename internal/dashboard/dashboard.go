@@ -496,7 +496,7 @@ func (h *Handler) needs(r *http.Request, sess web.Session, org uuid.UUID, list [
 					n.What = "Agreement not yet accepted by " + it.Title
 				}
 			case rooms.NeedWake:
-				n.What = "Wake that could not be delivered to " + it.Title
+				n.What, n.URL = "Wake that could not be delivered to "+it.Title, projectURL(pr.ID, "wakes/"+it.ID.String())
 			}
 			out = append(out, n)
 		}

@@ -27,7 +27,7 @@ import (
 const RouteProjectEvents = Prefix + "projects/:project/events"
 
 // projectPages are the templates of these pages (with templates/layout.html).
-var projectPages = []string{"threads", "thread", "roster", "activity", "usage"}
+var projectPages = []string{"threads", "thread", "roster", "activity", "usage", "wake"}
 
 // projectView is what the project pages add to view.
 type projectView struct {
@@ -41,6 +41,7 @@ type projectView struct {
 	Roster   []rosterRow
 	Activity []activityRow
 	Usage    *usageView
+	Wake     *wakeView
 }
 
 type threadFilterView struct {
@@ -77,6 +78,10 @@ func (h *Handler) projects(w http.ResponseWriter, r *http.Request, sess web.Sess
 		h.usagePage(w, r, sess, sc)
 	case len(rest) == 1 && rest[0] == "usage.csv" && get:
 		h.usageCSV(w, r, sess, sc)
+	case len(rest) == 2 && rest[0] == "wakes" && get:
+		h.wakePage(w, r, sess, sc, rest[1], http.StatusOK, "")
+	case len(rest) == 3 && rest[0] == "wakes" && rest[2] == "retry" && post:
+		h.retryWake(w, r, sess, sc, rest[1])
 	default:
 		h.notFound(w, &sess)
 	}
