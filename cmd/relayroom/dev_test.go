@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // TestServerKeysAreMadeOnceAndKept: make run's keys survive a restart (webhook secrets
@@ -79,16 +80,12 @@ func TestBannerUsesEachProjectsParts(t *testing.T) {
 	var out strings.Builder
 	printBanner(&out, "http://h", creds, admin.Result{Projects: map[string]admin.ProjectOut{"p": {}}}, file)
 	s := out.String()
-	for _, want := range []string{
+	testfix.CheckContains(t, "banner", s,
 		"relayroom-lead 'http://h/mcp/qyt_cc_CODE?part=lead' --header 'X-Agent-Key: sk-qyt-AAA'",
 		"relayroom-backend 'http://h/mcp/qyt_cc_CODE?part=backend' --header 'X-Agent-Key: sk-qyt-BBB'",
 		"Or connect with only the URL: paste http://h/mcp/qyt_cc_CODE into your client and sign in as ana@acme.test / demo-pw",
 		"Or connect with only the URL: paste http://h/api/mcp into your client and sign in as ana@acme.test / demo-pw",
-	} {
-		if !strings.Contains(s, want) {
-			t.Errorf("banner lacks %q:\n%s", want, s)
-		}
-	}
+	)
 	if strings.Contains(s, "part=architect") || strings.Contains(s, "part=outsider") {
 		t.Errorf("banner invents parts:\n%s", s)
 	}

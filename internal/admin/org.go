@@ -483,11 +483,7 @@ func (s *Service) InviteGuest(ctx context.Context, a OrgActor, projectID uuid.UU
 // AcceptAgreement is the guest's acceptance of a pending agreement: its agents act in
 // the room from their next call. Only the guest's owners or admins accept.
 func (s *Service) AcceptAgreement(ctx context.Context, a OrgActor, projectID, guestID uuid.UUID) error {
-	return s.inOrg(ctx, a, "accept agreement", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) error {
-		ag, err := s.agreementIn(ctx, tx, a.OrgID, projectID, guestID)
-		if err != nil {
-			return err
-		}
+	return s.onAgreement(ctx, a, "accept agreement", projectID, guestID, func(tx *pg.Tx, ag Agreement) error {
 		if ag.GuestOrgID != a.OrgID {
 			return apperr.New(apperr.Forbidden, "%s", MsgGuestAccepts)
 		}
@@ -501,15 +497,23 @@ func (s *Service) AcceptAgreement(ctx context.Context, a OrgActor, projectID, gu
 // RevokeAgreement ends an agreement, from either side: the guest's agents are refused
 // in the room from their next call.
 func (s *Service) RevokeAgreement(ctx context.Context, a OrgActor, projectID, guestID uuid.UUID) error {
-	return s.inOrg(ctx, a, "revoke agreement", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) error {
-		ag, err := s.agreementIn(ctx, tx, a.OrgID, projectID, guestID)
-		if err != nil {
-			return err
-		}
+	return s.onAgreement(ctx, a, "revoke agreement", projectID, guestID, func(tx *pg.Tx, ag Agreement) error {
 		if ag.Status == tenancy.AgreementRevoked {
 			return apperr.New(apperr.Conflict, "%s", MsgAlreadyRevoked)
 		}
 		return s.setAgreementStatus(ctx, tx, a, ag, tenancy.AgreementRevoked, "revoked")
+	})
+}
+
+// onAgreement runs fn in one transaction on an agreement the organisation hosts or is the
+// guest of (NotFound otherwise).
+func (s *Service) onAgreement(ctx context.Context, a OrgActor, op string, projectID, guestID uuid.UUID, fn func(tx *pg.Tx, ag Agreement) error) error {
+	return s.inOrg(ctx, a, op, func(tx *pg.Tx, _ db.OrganisationGetByIDRow) error {
+		ag, err := s.agreementIn(ctx, tx, a.OrgID, projectID, guestID)
+		if err != nil {
+			return err
+		}
+		return fn(tx, ag)
 	})
 }
 
@@ -529,11 +533,7 @@ func (s *Service) SetAgreementGrants(ctx context.Context, a OrgActor, projectID,
 	if grants == nil {
 		grants = []string{}
 	}
-	return s.inOrg(ctx, a, "set grants", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) error {
-		ag, err := s.agreementIn(ctx, tx, a.OrgID, projectID, guestID)
-		if err != nil {
-			return err
-		}
+	return s.onAgreement(ctx, a, "set grants", projectID, guestID, func(tx *pg.Tx, ag Agreement) error {
 		if ag.HostOrgID != a.OrgID {
 			return apperr.New(apperr.Forbidden, "%s", MsgHostOnly)
 		}

@@ -26,6 +26,15 @@ func validSlug(slug, path string, add func(path, format string, args ...any)) bo
 	return false
 }
 
+// checkNewSlug checks a slug and that the file declares it once (seen: the slugs of its
+// kind declared so far).
+func checkNewSlug(seen map[string]bool, slug, path, kind string, add func(path, format string, args ...any)) {
+	if validSlug(slug, path, add) && seen[slug] {
+		add(path+".slug", "duplicate %s %q", kind, slug)
+	}
+	seen[slug] = true
+}
+
 // checkName trims a display name and records a problem when it is empty or too long.
 func checkName(name *string, path string, add func(path, format string, args ...any)) {
 	if *name = strings.TrimSpace(*name); *name == "" || len(*name) > 200 {
@@ -71,10 +80,7 @@ func validate(f *File, k known) Problems {
 	for i := range f.Organisations {
 		o := &f.Organisations[i]
 		path := fmt.Sprintf("organisations[%d]", i)
-		if validSlug(o.Slug, path, add) && seenOrg[o.Slug] {
-			add(path+".slug", "duplicate organisation %q", o.Slug)
-		}
-		seenOrg[o.Slug] = true
+		checkNewSlug(seenOrg, o.Slug, path, "organisation", add)
 		orgs[o.Slug] = true
 		checkName(&o.Name, path, add)
 		checkOneOf(&o.Plan, "trial", []string{"trial", "starter", "growth", "scale"}, path+".plan", add)
@@ -136,10 +142,7 @@ func validate(f *File, k known) Problems {
 	for i := range f.Projects {
 		pr := &f.Projects[i]
 		path := fmt.Sprintf("projects[%d]", i)
-		if validSlug(pr.Slug, path, add) && seenProject[pr.Slug] {
-			add(path+".slug", "duplicate project %q", pr.Slug)
-		}
-		seenProject[pr.Slug] = true
+		checkNewSlug(seenProject, pr.Slug, path, "project", add)
 		checkName(&pr.Name, path, add)
 		if !orgs[pr.Host] {
 			add(path+".host", "unknown organisation %q", pr.Host)

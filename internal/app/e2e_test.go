@@ -259,18 +259,14 @@ func TestOperationsEndpointsAndLogs(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("metrics: %d", status)
 	}
-	for _, want := range []string{
+	testfix.CheckContains(t, "metrics", metrics,
 		`relayroom_tool_calls_total{endpoint="threads",outcome="ok",tool="whoami"} 1`,
 		`relayroom_tool_calls_total{endpoint="threads",outcome="invalid",tool="whoami"} 1`,
 		`relayroom_tool_call_duration_seconds_bucket{endpoint="threads",tool="whoami"`,
 		`relayroom_http_requests_total{method="POST",route="/mcp/:code",status="401"} 1`,
 		`relayroom_db_pool_connections{pool="app",state="idle"}`,
 		`relayroom_db_pool_max_connections{pool="app"} 8`,
-	} {
-		if !strings.Contains(metrics, want) {
-			t.Errorf("metrics lack %q", want)
-		}
-	}
+	)
 
 	logs := s.logs.String()
 	code := s.res.Projects["escalations"].ConnectCode

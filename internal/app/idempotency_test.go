@@ -159,6 +159,15 @@ func TestIdempotencyKey(t *testing.T) {
 func idempotencyRules(t *testing.T, f *idemFixture) {
 	arch := f.threads("architect", "acme/architect")
 	send := map[string]any{"to": []string{"backend"}, "subject": "Deploy", "body": "Rollback reviewed?"}
+	// sentThenChanged sends once with a new key, then changes that key's record (set: the
+	// UPDATE's SET list) as time passing or a crash would; the caller sends again.
+	sentThenChanged := func(t *testing.T, set string) (key string, first toolAnswer) {
+		t.Helper()
+		key = newKey()
+		first = arch.with(key, "send", send).ok(t)
+		f.exec(t, "UPDATE idempotency_key SET "+set+" WHERE key = $1", key)
+		return key, first
+	}
 
 	t.Run("a replay answers the first answer and writes once (threads)", func(t *testing.T) {
 		t.Parallel()
@@ -251,9 +260,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 
 	t.Run("a key older than 24 hours is a new key", func(t *testing.T) {
 		t.Parallel()
-		key := newKey()
-		first := arch.with(key, "send", send).ok(t)
-		f.exec(t, "UPDATE idempotency_key SET created_at = created_at - interval '24 hours 1 second' WHERE key = $1", key)
+		key, first := sentThenChanged(t, "created_at = created_at - interval '24 hours 1 second'")
 		again := arch.with(key, "send", send).ok(t)
 		if first.field(t, "threadId") == again.field(t, "threadId") {
 			t.Fatalf("an expired key replayed: %s", again.text)
@@ -312,10 +319,8 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 
 	t.Run("a write whose answer was lost is not applied again", func(t *testing.T) {
 		t.Parallel()
-		key := newKey()
-		first := arch.with(key, "send", send).ok(t)
 		// As after a kill -9 between the COMMIT and storing the answer.
-		f.exec(t, "UPDATE idempotency_key SET response = NULL, answered_at = NULL, created_at = created_at - interval '2 minutes' WHERE key = $1", key)
+		key, first := sentThenChanged(t, "response = NULL, answered_at = NULL, created_at = created_at - interval '2 minutes'")
 		got := arch.with(key, "send", send).do(t)
 		if !got.isError || got.errorCode() != mcp.ReasonIdempotencyAnswerLost {
 			t.Fatalf("want %s, got %s", mcp.ReasonIdempotencyAnswerLost, got.text)
@@ -330,9 +335,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 
 	t.Run("a key whose write just committed is in progress", func(t *testing.T) {
 		t.Parallel()
-		key := newKey()
-		arch.with(key, "send", send).ok(t)
-		f.exec(t, "UPDATE idempotency_key SET response = NULL, answered_at = NULL WHERE key = $1", key)
+		key, _ := sentThenChanged(t, "response = NULL, answered_at = NULL")
 		got := arch.with(key, "send", send).do(t)
 		if !got.isError || got.errorCode() != mcp.ReasonIdempotencyInProgress {
 			t.Fatalf("want %s, got %s", mcp.ReasonIdempotencyInProgress, got.text)

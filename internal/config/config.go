@@ -4,6 +4,7 @@ package config
 
 import (
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -107,10 +108,28 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 	return v
 }
 
+// parsed sets *dst to v parsed, as far as parse got.
+func parsed[T any](dst *T, parse func(string) (T, error), v string) error {
+	var err error
+	*dst, err = parse(v)
+	return err
+}
+
+func parseInt64(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }
+
 func positiveDuration(dst *time.Duration, v string) error {
+	return checkedDuration(dst, v, time.Nanosecond, "must be positive")
+}
+
+func nonNegativeDuration(dst *time.Duration, v string) error {
+	return checkedDuration(dst, v, 0, "must not be negative")
+}
+
+// checkedDuration parses a duration, refusing one below least with the reason tooSmall.
+func checkedDuration(dst *time.Duration, v string, least time.Duration, tooSmall string) error {
 	d, err := time.ParseDuration(v)
-	if err == nil && d <= 0 {
-		err = fmt.Errorf("must be positive")
+	if err == nil && d < least {
+		err = errors.New(tooSmall)
 	}
 	*dst = d
 	return err
@@ -137,32 +156,14 @@ func settings() []setting {
 		{"RELAYROOM_ADDR", "addr", ":48801", "listen address", func(c *Config, v string) error { c.Addr = v; return nil }},
 		{"RELAYROOM_PUBLIC_URL", "public-url", "", "base of every URL the service prints or publishes (default: derived from the listen address)", func(c *Config, v string) error { c.PublicURL = strings.TrimRight(v, "/"); return nil }},
 		{"RELAYROOM_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", func(c *Config, v string) error { c.LogLevel = v; return nil }},
-		{"RELAYROOM_MIGRATE", "migrate", "true", "apply pending migrations on start (safe with many replicas: an advisory lock serialises them)", func(c *Config, v string) (err error) {
-			c.MigrateOnStart, err = strconv.ParseBool(v)
-			return err
-		}},
-		{"RELAYROOM_SHUTDOWN_TIMEOUT", "shutdown-timeout", "20s", "how long in-flight calls may take to finish on shutdown", func(c *Config, v string) (err error) {
-			c.ShutdownTimeout, err = time.ParseDuration(v)
-			return err
-		}},
+		{"RELAYROOM_MIGRATE", "migrate", "true", "apply pending migrations on start (safe with many replicas: an advisory lock serialises them)", func(c *Config, v string) error { return parsed(&c.MigrateOnStart, strconv.ParseBool, v) }},
+		{"RELAYROOM_SHUTDOWN_TIMEOUT", "shutdown-timeout", "20s", "how long in-flight calls may take to finish on shutdown", func(c *Config, v string) error { return parsed(&c.ShutdownTimeout, time.ParseDuration, v) }},
 		{"RELAYROOM_STATEMENT_TIMEOUT", "statement-timeout", DefaultStatementTimeout.String(), "the database time of a request: acquiring a pooled connection, preparing and running every statement of all its transactions (past it: the retryable 'database unavailable' answer)", func(c *Config, v string) error {
 			return positiveDuration(&c.StatementTimeout, v)
 		}},
-		{"RELAYROOM_LOCK_TIMEOUT", "lock-timeout", "1s", "how long a request's statement waits for a row or table lock before the retryable \"database unavailable\" answer (keeps a pile-up behind one lock from holding every pooled connection); 0: only the statement timeout", func(c *Config, v string) (err error) {
-			c.LockTimeout, err = time.ParseDuration(v)
-			if err == nil && c.LockTimeout < 0 {
-				err = fmt.Errorf("must not be negative")
-			}
-			return err
-		}},
-		{"RELAYROOM_DB_MAX_CONNS", "db-max-conns", "20", "connections of the request pool", func(c *Config, v string) (err error) {
-			c.MaxConns, err = strconv.Atoi(v)
-			return err
-		}},
-		{"RELAYROOM_MAX_BODY_BYTES", "max-body-bytes", "4194304", "largest JSON-RPC request body accepted", func(c *Config, v string) (err error) {
-			c.MaxBodyBytes, err = strconv.ParseInt(v, 10, 64)
-			return err
-		}},
+		{"RELAYROOM_LOCK_TIMEOUT", "lock-timeout", "1s", "how long a request's statement waits for a row or table lock before the retryable \"database unavailable\" answer (keeps a pile-up behind one lock from holding every pooled connection); 0: only the statement timeout", func(c *Config, v string) error { return nonNegativeDuration(&c.LockTimeout, v) }},
+		{"RELAYROOM_DB_MAX_CONNS", "db-max-conns", "20", "connections of the request pool", func(c *Config, v string) error { return parsed(&c.MaxConns, strconv.Atoi, v) }},
+		{"RELAYROOM_MAX_BODY_BYTES", "max-body-bytes", "4194304", "largest JSON-RPC request body accepted", func(c *Config, v string) error { return parsed(&c.MaxBodyBytes, parseInt64, v) }},
 		{"RELAYROOM_READ_HEADER_TIMEOUT", "read-header-timeout", DefaultReadHeaderTimeout.String(), "time a client has to send a request's headers", func(c *Config, v string) error {
 			return positiveDuration(&c.ReadHeaderTimeout, v)
 		}},
@@ -188,34 +189,13 @@ func settings() []setting {
 		{"RELAYROOM_EMBED_URL", "embed-url", "", "base URL of the OpenAI-compatible embeddings server", func(c *Config, v string) error { c.EmbedURL = v; return nil }},
 		{"RELAYROOM_EMBED_MODEL", "embed-model", "", "embedding model name", func(c *Config, v string) error { c.EmbedModel = v; return nil }},
 		{"RELAYROOM_EMBED_API_KEY", "embed-api-key", "", "API key of the embeddings server", func(c *Config, v string) error { c.EmbedAPIKey = v; return nil }},
-		{"RELAYROOM_EMBED_DIM", "embed-dim", "0", "embedding dimension (0: learnt from the first response)", func(c *Config, v string) (err error) {
-			c.EmbedDim, err = strconv.Atoi(v)
-			return err
-		}},
-		{"RELAYROOM_EMBED_WAIT", "embed-wait", "1500ms", "how long write_memory and read_memory wait for the embedder; past it the write is embedded later by the backlog job and the read searches lexically", func(c *Config, v string) (err error) {
-			c.EmbedWait, err = time.ParseDuration(v)
-			if err == nil && c.EmbedWait <= 0 {
-				err = fmt.Errorf("must be positive")
-			}
-			return err
-		}},
-		{"RELAYROOM_ATTACHMENT_MAX_BYTES", "attachment-max-bytes", "26214400", "largest task attachment accepted (rooms), in bytes", func(c *Config, v string) (err error) {
-			c.AttachmentMaxBytes, err = strconv.ParseInt(v, 10, 64)
-			if err == nil && c.AttachmentMaxBytes <= 0 {
-				err = fmt.Errorf("must be positive")
-			}
-			return err
-		}},
-		{"RELAYROOM_DESK_RATE_LIMITS", "desk-rate-limits", desk.FormatLimits(desk.DefaultLimits()), "desk tools' calls per minute by plan: plan=memberReads/memberWrites/workspaceReads/workspaceWrites, for growth and scale (docs/desk.md)", func(c *Config, v string) (err error) {
-			c.DeskLimits, err = desk.ParseLimits(v)
-			return err
-		}},
+		{"RELAYROOM_EMBED_DIM", "embed-dim", "0", "embedding dimension (0: learnt from the first response)", func(c *Config, v string) error { return parsed(&c.EmbedDim, strconv.Atoi, v) }},
+		{"RELAYROOM_EMBED_WAIT", "embed-wait", "1500ms", "how long write_memory and read_memory wait for the embedder; past it the write is embedded later by the backlog job and the read searches lexically", func(c *Config, v string) error { return positiveDuration(&c.EmbedWait, v) }},
+		{"RELAYROOM_ATTACHMENT_MAX_BYTES", "attachment-max-bytes", "26214400", "largest task attachment accepted (rooms), in bytes", func(c *Config, v string) error { return positiveInt(&c.AttachmentMaxBytes, v) }},
+		{"RELAYROOM_DESK_RATE_LIMITS", "desk-rate-limits", desk.FormatLimits(desk.DefaultLimits()), "desk tools' calls per minute by plan: plan=memberReads/memberWrites/workspaceReads/workspaceWrites, for growth and scale (docs/desk.md)", func(c *Config, v string) error { return parsed(&c.DeskLimits, desk.ParseLimits, v) }},
 		{"RELAYROOM_SECRET_KEY", "secret-key", "", "32-byte key (hex or base64) sealing webhook secrets and desk inbox secrets at rest; the same on every replica and for `relayroom admin` (unset: webhooks off, pagers still work, inbox secrets cannot be stored)", func(c *Config, v string) error { c.SecretKey = v; return nil }},
 		{"RELAYROOM_SECRET_KEY_PREVIOUS", "secret-key-previous", "", "the RELAYROOM_SECRET_KEY being rotated out: it still opens desk inbox secrets until `relayroom admin desk secrets reseal` seals them under the new key (docs/desk.md)", func(c *Config, v string) error { c.SecretKeyPrevious = v; return nil }},
-		{"RELAYROOM_ALLOWED_ORIGINS", "allowed-origins", "", "comma-separated browser origins (scheme://host[:port]) allowed besides the public URL's own; requests carrying any other Origin get 403", func(c *Config, v string) (err error) {
-			c.AllowedOrigins, err = ParseOrigins(v)
-			return err
-		}},
+		{"RELAYROOM_ALLOWED_ORIGINS", "allowed-origins", "", "comma-separated browser origins (scheme://host[:port]) allowed besides the public URL's own; requests carrying any other Origin get 403", func(c *Config, v string) error { return parsed(&c.AllowedOrigins, ParseOrigins, v) }},
 		{"RELAYROOM_SIGNING_KEY", "signing-key", "", "secret (32+ characters) signing attachment download links; set the same value on every replica (default: random per process)", func(c *Config, v string) error {
 			if v != "" && len(v) < 32 {
 				return fmt.Errorf("must be at least 32 characters")
@@ -223,32 +203,11 @@ func settings() []setting {
 			c.SigningKey = v
 			return nil
 		}},
-		{"RELAYROOM_AUTH_FAILURE_WINDOW", "auth-failure-window", throttle.DefaultWindow.String(), "window in which failed authentications are counted; a caller over a limit is refused (429) until its window ends", func(c *Config, v string) (err error) {
-			c.AuthFailures.Window, err = time.ParseDuration(v)
-			if err == nil && c.AuthFailures.Window <= 0 {
-				err = fmt.Errorf("must be positive")
-			}
-			return err
-		}},
-		{"RELAYROOM_AUTH_FAILURES_PER_ADDRESS", "auth-failures-per-address", strconv.Itoa(throttle.DefaultPerAddress), "failed authentications allowed per client address per window (0: no limit)", func(c *Config, v string) (err error) {
-			c.AuthFailures.PerAddress, err = strconv.Atoi(v)
-			return err
-		}},
-		{"RELAYROOM_AUTH_FAILURES_PER_KEY", "auth-failures-per-key", strconv.Itoa(throttle.DefaultPerKey), "failed authentications allowed per agent key id per window, from all addresses together (0: no limit)", func(c *Config, v string) (err error) {
-			c.AuthFailures.PerKey, err = strconv.Atoi(v)
-			return err
-		}},
-		{"RELAYROOM_AUTH_BLOCKED_DELAY", "auth-blocked-delay", throttle.DefaultBlockedDelay.String(), "how long a blocked caller waits for its 429, so one connection sends at most one blocked attempt per delay (0: answered at once)", func(c *Config, v string) (err error) {
-			c.AuthFailures.BlockedDelay, err = time.ParseDuration(v)
-			if err == nil && c.AuthFailures.BlockedDelay < 0 {
-				err = fmt.Errorf("must not be negative")
-			}
-			return err
-		}},
-		{"RELAYROOM_TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none, the TCP peer is the client)", func(c *Config, v string) (err error) {
-			c.TrustedProxies, err = throttle.ParseProxies(v)
-			return err
-		}},
+		{"RELAYROOM_AUTH_FAILURE_WINDOW", "auth-failure-window", throttle.DefaultWindow.String(), "window in which failed authentications are counted; a caller over a limit is refused (429) until its window ends", func(c *Config, v string) error { return positiveDuration(&c.AuthFailures.Window, v) }},
+		{"RELAYROOM_AUTH_FAILURES_PER_ADDRESS", "auth-failures-per-address", strconv.Itoa(throttle.DefaultPerAddress), "failed authentications allowed per client address per window (0: no limit)", func(c *Config, v string) error { return parsed(&c.AuthFailures.PerAddress, strconv.Atoi, v) }},
+		{"RELAYROOM_AUTH_FAILURES_PER_KEY", "auth-failures-per-key", strconv.Itoa(throttle.DefaultPerKey), "failed authentications allowed per agent key id per window, from all addresses together (0: no limit)", func(c *Config, v string) error { return parsed(&c.AuthFailures.PerKey, strconv.Atoi, v) }},
+		{"RELAYROOM_AUTH_BLOCKED_DELAY", "auth-blocked-delay", throttle.DefaultBlockedDelay.String(), "how long a blocked caller waits for its 429, so one connection sends at most one blocked attempt per delay (0: answered at once)", func(c *Config, v string) error { return nonNegativeDuration(&c.AuthFailures.BlockedDelay, v) }},
+		{"RELAYROOM_TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none, the TCP peer is the client)", func(c *Config, v string) error { return parsed(&c.TrustedProxies, throttle.ParseProxies, v) }},
 	}
 }
 

@@ -26,6 +26,23 @@ func openDB(t *testing.T) *pg.DB {
 	return d
 }
 
+// insertOnPgx inserts the job note in a plain pgx transaction of the owner's pool, which
+// end then commits or rolls back.
+func insertOnPgx(t *testing.T, d *pg.DB, r *jobs.Runner, note string, end func(pgx.Tx, context.Context) error) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := d.Ops.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.InsertTx(ctx, tx, noteArgs{Note: note}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := end(tx, ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func start(t *testing.T, r *jobs.Runner) {
 	t.Helper()
 	if err := r.Start(context.Background()); err != nil {
@@ -143,26 +160,8 @@ func TestEnqueueIsTransactional(t *testing.T) {
 	}
 	start(t, r)
 	// And on a plain pgx transaction of the owner's pool, while running.
-	tx, err := d.Ops.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.InsertTx(ctx, tx, noteArgs{Note: "pgx-committed"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	tx, err = d.Ops.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.InsertTx(ctx, tx, noteArgs{Note: "pgx-rolled-back"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	insertOnPgx(t, d, r, "pgx-committed", pgx.Tx.Commit)
+	insertOnPgx(t, d, r, "pgx-rolled-back", pgx.Tx.Rollback)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		mu.Lock()

@@ -10,8 +10,12 @@ import (
 // and the ones that would hand a code to a script, a file or a stranger are refused.
 func TestRedirectURIs(t *testing.T) {
 	t.Parallel()
-	t.Run("known clients' redirect URIs are accepted", func(t *testing.T) {
-		for _, u := range []string{
+	for _, c := range []struct {
+		name     string
+		accepted bool
+		uris     []string
+	}{
+		{"known clients' redirect URIs are accepted", true, []string{
 			"https://claude.ai/api/mcp/auth_callback",
 			"https://claude.com/api/mcp/auth_callback",
 			"http://localhost:33418/callback",
@@ -20,14 +24,8 @@ func TestRedirectURIs(t *testing.T) {
 			"http://[::1]:8080/callback",
 			"https://vscode.dev/redirect",
 			"cursor://anysphere.cursor-mcp/oauth/callback",
-		} {
-			if err := oauth.CheckRedirectURI(u); err != nil {
-				t.Errorf("%s refused: %v", u, err)
-			}
-		}
-	})
-	t.Run("dangerous or foreign redirect URIs are refused", func(t *testing.T) {
-		for _, u := range []string{
+		}},
+		{"dangerous or foreign redirect URIs are refused", false, []string{
 			"javascript:alert(1)",
 			"data:text/html,hi",
 			"file:///etc/passwd",
@@ -36,10 +34,14 @@ func TestRedirectURIs(t *testing.T) {
 			"https://user@claude.ai/cb",
 			"/relative/callback",
 			"",
-		} {
-			if err := oauth.CheckRedirectURI(u); err == nil {
-				t.Errorf("%q accepted", u)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, u := range c.uris {
+				if err := oauth.CheckRedirectURI(u); (err == nil) != c.accepted {
+					t.Errorf("%q: accepted %v, want %v (%v)", u, err == nil, c.accepted, err)
+				}
 			}
-		}
-	})
+		})
+	}
 }

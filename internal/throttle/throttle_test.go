@@ -41,6 +41,25 @@ func newThrottle(d *pg.DB, l throttle.Limits, c *clock) *throttle.Throttle {
 	return throttle.New(d, l, slog.New(slog.DiscardHandler), now)
 }
 
+// freshThrottle is a throttle of limits l (on clock c; nil: the real one) on a fresh
+// database.
+func freshThrottle(t *testing.T, l throttle.Limits, c *clock) (*pg.DB, *throttle.Throttle) {
+	t.Helper()
+	d, _ := pgtest.Open(t)
+	return d, newThrottle(d, l, c)
+}
+
+// admittedCounting fails unless at is admitted and its address counts want failures.
+func admittedCounting(t *testing.T, th *throttle.Throttle, d *pg.DB, at throttle.Attempt, want int, when string) {
+	t.Helper()
+	if err := th.Admit(context.Background(), at); err != nil {
+		t.Fatalf("%s: refused: %v", when, err)
+	}
+	if n := failures(t, d, "addr:"+at.Address); n != want {
+		t.Fatalf("%s: %d failures counted, want %d", when, n, want)
+	}
+}
+
 // retryAfter returns the refusal's Retry-After seconds, failing unless err is a 429.
 func retryAfter(t *testing.T, err error) int {
 	t.Helper()
@@ -72,8 +91,7 @@ func TestThrottle(t *testing.T) {
 
 	t.Run("an address over its limit is refused with no database at all", func(t *testing.T) {
 		t.Parallel()
-		d, _ := pgtest.Open(t)
-		th := newThrottle(d, limits, nil)
+		d, th := freshThrottle(t, limits, nil)
 		at := throttle.Attempt{Address: "192.0.2.1"}
 		for i := 0; i < limits.PerAddress; i++ {
 			if err := th.Admit(ctx, at); err != nil {
@@ -109,8 +127,7 @@ func TestThrottle(t *testing.T) {
 
 	t.Run("a key id is limited across addresses", func(t *testing.T) {
 		t.Parallel()
-		d, _ := pgtest.Open(t)
-		th := newThrottle(d, limits, nil)
+		_, th := freshThrottle(t, limits, nil)
 		th.Refused(ctx, throttle.Attempt{Address: "192.0.2.10", KeyID: "KeyId001", Credential: "guess-1"})
 		th.Refused(ctx, throttle.Attempt{Address: "192.0.2.11", KeyID: "KeyId001", Credential: "guess-2"})
 		retryAfter(t, th.Admit(ctx, throttle.Attempt{Address: "192.0.2.12", KeyID: "KeyId001", Credential: "guess-3"}))
@@ -121,8 +138,7 @@ func TestThrottle(t *testing.T) {
 
 	t.Run("the key's own holder passes its key id's block, not its address's", func(t *testing.T) {
 		t.Parallel()
-		d, _ := pgtest.Open(t)
-		th := newThrottle(d, limits, nil)
+		_, th := freshThrottle(t, limits, nil)
 		holder := throttle.Attempt{Address: "192.0.2.20", KeyID: "KeyId003", Credential: "the-real-key"}
 		th.Verified(holder)
 		refuse(th, throttle.Attempt{Address: "192.0.2.21", KeyID: "KeyId003", Credential: "a-guess"}, limits.PerAddress) // blocks the key id, then the address
@@ -135,8 +151,7 @@ func TestThrottle(t *testing.T) {
 
 	t.Run("a credential refused after it was verified loses its pass", func(t *testing.T) {
 		t.Parallel()
-		d, _ := pgtest.Open(t)
-		th := newThrottle(d, limits, nil)
+		_, th := freshThrottle(t, limits, nil)
 		at := throttle.Attempt{Address: "192.0.2.30", KeyID: "KeyId004", Credential: "revoked-key"}
 		th.Verified(at)
 		refuse(th, throttle.Attempt{Address: "192.0.2.31", KeyID: "KeyId004", Credential: "revoked-key"}, limits.PerKey)
@@ -145,8 +160,7 @@ func TestThrottle(t *testing.T) {
 
 	t.Run("hanging up counts, unless the credential is known", func(t *testing.T) {
 		t.Parallel()
-		d, _ := pgtest.Open(t)
-		th := newThrottle(d, limits, nil)
+		_, th := freshThrottle(t, limits, nil)
 		known := throttle.Attempt{Address: "192.0.2.80", KeyID: "KeyId007", Credential: "good"}
 		th.Verified(known)
 		abandon(th, known, 2*limits.PerAddress)
@@ -173,12 +187,7 @@ func TestThrottle(t *testing.T) {
 		// The stored window ends too: the next refusal starts a new count at 1.
 		endWindow(t, d, "addr:192.0.2.40")
 		th.Refused(ctx, at)
-		if err := th.Admit(ctx, at); err != nil {
-			t.Fatalf("a new window started blocked: %v", err)
-		}
-		if n := failures(t, d, "addr:192.0.2.40"); n != 1 {
-			t.Fatalf("new window counts %d failures, want 1", n)
-		}
+		admittedCounting(t, th, d, at, 1, "a new window")
 	})
 
 	t.Run("a blocked caller waits for its refusal until it hangs up", func(t *testing.T) {
@@ -201,22 +210,15 @@ func TestThrottle(t *testing.T) {
 
 	t.Run("a limit of zero counts nothing", func(t *testing.T) {
 		t.Parallel()
-		d, _ := pgtest.Open(t)
-		th := newThrottle(d, throttle.Limits{Window: time.Minute}, nil)
+		d, th := freshThrottle(t, throttle.Limits{Window: time.Minute}, nil)
 		at := throttle.Attempt{Address: "192.0.2.50", KeyID: "KeyId005", Credential: "x"}
 		refuse(th, at, 5)
-		if err := th.Admit(ctx, at); err != nil {
-			t.Fatalf("refused with the limits off: %v", err)
-		}
-		if n := failures(t, d, "addr:192.0.2.50"); n != 0 {
-			t.Fatalf("counted %d failures with the limits off", n)
-		}
+		admittedCounting(t, th, d, at, 0, "with the limits off")
 	})
 
 	t.Run("prune deletes ended windows only", func(t *testing.T) {
 		t.Parallel()
-		d, _ := pgtest.Open(t)
-		th := newThrottle(d, limits, nil)
+		d, th := freshThrottle(t, limits, nil)
 		th.Refused(ctx, throttle.Attempt{Address: "192.0.2.60"})
 		th.Refused(ctx, throttle.Attempt{Address: "192.0.2.61"})
 		endWindow(t, d, "addr:192.0.2.60")
@@ -231,8 +233,7 @@ func TestThrottle(t *testing.T) {
 
 	t.Run("the request role sees only the subjects it names", func(t *testing.T) {
 		t.Parallel()
-		d, _ := pgtest.Open(t)
-		th := newThrottle(d, limits, nil)
+		d, th := freshThrottle(t, limits, nil)
 		th.Refused(ctx, throttle.Attempt{Address: "192.0.2.70", KeyID: "KeyId006", Credential: "x"})
 		for lookup, want := range map[string]int{"": 0, "addr:192.0.2.70": 1, "key:KeyId006,addr:192.0.2.70": 2, "KeyId006": 0} {
 			var n int

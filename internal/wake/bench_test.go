@@ -83,6 +83,16 @@ func seedSweepBench(b *testing.B) (*pg.DB, time.Time) {
 	return d, now
 }
 
+// sweepService is the wake service with its jobs registered, as the server runs it.
+func sweepService(b *testing.B, d *pg.DB) *wake.Service {
+	b.Helper()
+	svc := wake.New(wake.Deps{DB: d, Q: db.New()})
+	if err := svc.RegisterJobs(jobs.New(d.Ops, jobs.Options{})); err != nil {
+		b.Fatal(err)
+	}
+	return svc
+}
+
 // BenchmarkSweepTick measures one tick of the 30 s sweep with 10k parked parts, all past
 // resetAt (every one resumed in the tick), 100k pending wakes of unparked parts, and the
 // 1,100 deliverable webhook wakes handed to delivery jobs. Each iteration parks the parts
@@ -90,11 +100,7 @@ func seedSweepBench(b *testing.B) (*pg.DB, time.Time) {
 func BenchmarkSweepTick(b *testing.B) {
 	ctx := context.Background()
 	d, now := seedSweepBench(b)
-	runner := jobs.New(d.Ops, jobs.Options{})
-	svc := wake.New(wake.Deps{DB: d, Q: db.New()})
-	if err := svc.RegisterJobs(runner); err != nil {
-		b.Fatal(err)
-	}
+	svc := sweepService(b, d)
 	tick := now.Add(30 * time.Second)
 	reset := func() {
 		err := d.Operator(ctx, func(tx *pg.Tx) error {
@@ -143,11 +149,7 @@ func BenchmarkSweepTick(b *testing.B) {
 func BenchmarkSweepTickIdle(b *testing.B) {
 	ctx := context.Background()
 	d, now := seedSweepBench(b)
-	runner := jobs.New(d.Ops, jobs.Options{})
-	svc := wake.New(wake.Deps{DB: d, Q: db.New()})
-	if err := svc.RegisterJobs(runner); err != nil {
-		b.Fatal(err)
-	}
+	svc := sweepService(b, d)
 	// Park every webhook agent's part so nothing is deliverable.
 	if err := d.Operator(ctx, func(tx *pg.Tx) error {
 		_, err := tx.Exec(ctx, `UPDATE membership SET parked_until = $1::timestamptz + interval '1 hour'

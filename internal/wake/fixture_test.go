@@ -222,6 +222,20 @@ func (f *fixture) open(part string) wakeRow {
 	return open[0]
 }
 
+// queueTwoHeld queues two messages for a part that may not be woken now (why: its budget
+// is spent, it is parked): they coalesce into one uncharged pending wake, not delivered.
+func (f *fixture) queueTwoHeld(part, why string) {
+	f.t.Helper()
+	f.queue(f.msg(part))
+	f.queue(f.msg(part))
+	if w := f.open(part); w.Charged || w.Count != 2 {
+		f.t.Fatalf("%s: two messages do not coalesce into one uncharged pending wake: %+v", why, w)
+	}
+	if got := f.next(part); got != nil {
+		f.t.Fatalf("%s: the wake was delivered: %+v", why, got)
+	}
+}
+
 func (f *fixture) none(part string) {
 	f.t.Helper()
 	if ws := f.wakes(part); len(ws) != 0 {

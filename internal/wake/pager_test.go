@@ -44,17 +44,24 @@ func runServer(t *testing.T, dbURL, addr string) func() {
 		}
 		stopped = true
 		cancel()
-		select {
-		case err := <-errc:
-			if err != nil {
-				t.Errorf("app.Run stopped with %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("server did not stop")
-		}
+		awaitStop(t, errc, 30*time.Second, "the server (app.Run)")
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// awaitStop waits for what a cancelled goroutine returns: an error, or nothing within the
+// bound, fails the test.
+func awaitStop(t *testing.T, done <-chan error, within time.Duration, what string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("%s stopped with %v", what, err)
+		}
+	case <-time.After(within):
+		t.Errorf("%s did not stop within %s of its cancel", what, within)
+	}
 }
 
 func freeAddr(t *testing.T) string {
@@ -92,14 +99,7 @@ if [ -e %[1]s/fail-next ]; then rm %[1]s/fail-next; exit 3; fi`, out)
 	go func() { pagerDone <- p.Run(ctx) }()
 	defer func() {
 		cancel()
-		select {
-		case err := <-pagerDone:
-			if err != nil {
-				t.Errorf("pager: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("pager did not stop on cancel")
-		}
+		awaitStop(t, pagerDone, 20*time.Second, "the pager")
 	}()
 	// queue queues a wake for part a as a replica does: the wake, then the NOTIFY that
 	// the queueing replica's notifier sends after the commit. The fixture's wake service

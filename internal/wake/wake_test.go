@@ -25,14 +25,7 @@ func TestBudgetEnforced(t *testing.T) {
 		f.deliver("a")
 		f.clock.Add(time.Minute)
 	}
-	f.queue(f.msg("a"))
-	f.queue(f.msg("a"))
-	if w := f.open("a"); w.Charged || w.Count != 2 {
-		t.Fatalf("work past the budget coalesces into one uncharged pending wake: %+v", w)
-	}
-	if got := f.next("a"); got != nil {
-		t.Fatalf("4th wake within the hour was delivered: %+v", got)
-	}
+	f.queueTwoHeld("a", "past the budget (the 4th wake within the hour)")
 	f.clock.Add(start.Add(time.Hour - time.Second).Sub(f.clock.Now()))
 	f.sweep(f.clock.Now())
 	if got := f.next("a"); got != nil {
@@ -118,14 +111,7 @@ func TestParkedGetsNoneAndResumes(t *testing.T) {
 	f := setup(t)
 	resetAt := f.clock.Now().Add(10 * time.Minute)
 	f.park("a", resetAt)
-	f.queue(f.msg("a"))
-	f.queue(f.msg("a"))
-	if w := f.open("a"); w.Charged || w.Count != 2 {
-		t.Fatalf("parked: %+v", w)
-	}
-	if got := f.next("a"); got != nil {
-		t.Fatalf("woke a parked part: %+v", got)
-	}
+	f.queueTwoHeld("a", "parked")
 	parkedUntil := func() *time.Time {
 		var p *time.Time
 		f.op(func(tx *pg.Tx) error {
