@@ -35,6 +35,7 @@ var fixture string
 
 type env struct {
 	t      testing.TB
+	b      *testfix.Bundle
 	db     *pg.DB
 	url    string // the test database's URL, for a connection of a test's own (LISTEN)
 	h      http.Handler
@@ -63,7 +64,7 @@ func newEnvWith(t testing.TB, tweak func(*config.Config)) *env {
 	cfg := config.Config{DatabaseURL: url, MaxBodyBytes: 4 << 20, StatementTimeout: 5 * time.Second, SigningKey: "test-signing-key-0123456789abcdef",
 		AttachmentMaxBytes: 25 << 20, EmbedWait: 30 * time.Second}
 	tweak(&cfg)
-	e := &env{t: t, db: d, url: url, res: res, keys: map[string]string{}}
+	e := &env{t: t, b: b, db: d, url: url, res: res, keys: map[string]string{}}
 	e.srv = httptest.NewUnstartedServer(nil)
 	e.srv.Start()
 	t.Cleanup(e.srv.Close)
@@ -186,14 +187,7 @@ func (e *env) exec(sql string, args ...any) {
 
 func (e *env) count(sql string, args ...any) int {
 	e.t.Helper()
-	var n int
-	err := e.db.Operator(context.Background(), func(tx *pg.Tx) error {
-		return tx.QueryRow(context.Background(), sql, args...).Scan(&n)
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return n
+	return e.b.Count(e.t, sql, args...)
 }
 
 // scope resolves an agent's scope in a room (for direct service calls).
