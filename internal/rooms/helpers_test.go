@@ -107,17 +107,35 @@ func (e *env) rpc(path, key, method string, params any) (int, map[string]any) {
 	e.t.Helper()
 	e.nextID++
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": e.nextID, "method": method, "params": params})
+	w := e.post(path, key, "application/json", body)
+	var m map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+		e.t.Fatalf("%s %s: not JSON (%d): %s", method, path, w.Code, w.Body.String())
+	}
+	return w.Code, m
+}
+
+// post serves one POST as the agent whose key is key ("": none), with the Content-Type
+// ctype ("": none).
+func (e *env) post(path, key, ctype string, body []byte) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
 	if key != "" {
 		req.Header.Set("X-Agent-Key", key)
 	}
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, req)
+	return w
+}
+
+// postRoute is post for the rooms HTTP routes: the status and the answer's JSON object
+// (nil when the body is not one, which the caller's checks then report).
+func (e *env) postRoute(path, key, ctype string, body []byte) (int, map[string]any) {
+	w := e.post(path, key, ctype, body)
 	var m map[string]any
-	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
-		e.t.Fatalf("%s %s: not JSON (%d): %s", method, path, w.Code, w.Body.String())
-	}
+	_ = json.Unmarshal(w.Body.Bytes(), &m)
 	return w.Code, m
 }
 
