@@ -15,9 +15,8 @@ import (
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
-	"github.com/relayroom/relayroom/internal/pg/pgtest"
-	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // Two workspaces: acme (Scale, Los Angeles) with an open inbox and a restricted one, and
@@ -54,21 +53,6 @@ desk:
     inboxes:
       - {slug: support, name: Support}
 `
-
-var (
-	detectorOnce sync.Once
-	detector     *secrets.Detector
-	detectorErr  error
-)
-
-func sharedDetector(t testing.TB) *secrets.Detector {
-	t.Helper()
-	detectorOnce.Do(func() { detector, detectorErr = secrets.NewDetector() })
-	if detectorErr != nil {
-		t.Fatal(detectorErr)
-	}
-	return detector
-}
 
 // clock is a test clock every replica of the service reads.
 type clock struct {
@@ -113,19 +97,10 @@ func newFixture(t *testing.T) *fixture {
 
 func newFixtureWith(t testing.TB, limits map[string]desk.Limits) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	d, _ := pgtest.Open(t)
-	q := db.New()
-	f, err := admin.ParseFile(strings.NewReader(workspaces))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := (&admin.Service{DB: d, Q: q, PublicURL: "http://x.test"}).Apply(ctx, f, admin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testfix.Seed(t, workspaces)
+	d, res, q := b.DB, b.Result, db.New()
 	clk := &clock{t: now}
-	svc, err := desk.New(desk.Deps{DB: d, Q: q, CursorKey: []byte(strings.Repeat("k", 32)), Secrets: sharedDetector(t), Limits: limits, Now: clk.Now})
+	svc, err := desk.New(desk.Deps{DB: d, Q: q, CursorKey: []byte(strings.Repeat("k", 32)), Secrets: testfix.Detector(t), Limits: limits, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

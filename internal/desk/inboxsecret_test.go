@@ -11,6 +11,7 @@ import (
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -28,7 +29,7 @@ func TestInboxSecrets(t *testing.T) {
 	}
 	oldKey, newKey := box("a"), box("b")
 	service := func(boxes ...desk.Box) *desk.Service {
-		s, err := desk.New(desk.Deps{DB: fx.d, Q: fx.q, CursorKey: []byte(strings.Repeat("k", 32)), Secrets: sharedDetector(t), Boxes: boxes, Now: fx.clock.Now})
+		s, err := desk.New(desk.Deps{DB: fx.d, Q: fx.q, CursorKey: []byte(strings.Repeat("k", 32)), Secrets: testfix.Detector(t), Boxes: boxes, Now: fx.clock.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,16 +49,25 @@ type WorkspaceOut struct {
 	SavedReplies map[string]PublicRef `json:"saved_replies"`
 }
 
+// slugID is the id of what get finds by its slug, or, when there is none yet, the next id
+// of the counter of its kind.
+func slugID(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.UUID, kind string, get func() (int64, error)) (int64, error) {
+	id, err := get()
+	if pg.IsNoRows(err) {
+		return q.DeskCounterTake(ctx, tx, db.DeskCounterTakeParams{OrgID: orgID, Kind: kind, N: 1})
+	}
+	return id, err
+}
+
 // ApplyWorkspace creates or updates a workspace's inboxes and saved replies by slug, in
 // the caller's transaction (admin apply's, on the owner's pool). Inbox members must be
 // members of the workspace.
 func ApplyWorkspace(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.UUID, w WorkspaceSpec) (WorkspaceOut, error) {
 	out := WorkspaceOut{Inboxes: map[string]PublicRef{}, SavedReplies: map[string]PublicRef{}}
 	for _, in := range w.Inboxes {
-		id, err := q.DeskInboxGetBySlug(ctx, tx, db.DeskInboxGetBySlugParams{OrgID: orgID, Slug: in.Slug})
-		if pg.IsNoRows(err) {
-			id, err = q.DeskCounterTake(ctx, tx, db.DeskCounterTakeParams{OrgID: orgID, Kind: counterInbox, N: 1})
-		}
+		id, err := slugID(ctx, tx, q, orgID, counterInbox, func() (int64, error) {
+			return q.DeskInboxGetBySlug(ctx, tx, db.DeskInboxGetBySlugParams{OrgID: orgID, Slug: in.Slug})
+		})
 		if err != nil {
 			return out, fmt.Errorf("inbox %s: %w", in.Slug, err)
 		}
@@ -89,10 +98,9 @@ func ApplyWorkspace(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.UU
 		out.Inboxes[in.Slug] = PublicRef{publicID(PrefixInbox, id)}
 	}
 	for _, r := range w.SavedReplies {
-		id, err := q.DeskSavedReplyGetBySlug(ctx, tx, db.DeskSavedReplyGetBySlugParams{OrgID: orgID, Slug: r.Slug})
-		if pg.IsNoRows(err) {
-			id, err = q.DeskCounterTake(ctx, tx, db.DeskCounterTakeParams{OrgID: orgID, Kind: counterReply, N: 1})
-		}
+		id, err := slugID(ctx, tx, q, orgID, counterReply, func() (int64, error) {
+			return q.DeskSavedReplyGetBySlug(ctx, tx, db.DeskSavedReplyGetBySlugParams{OrgID: orgID, Slug: r.Slug})
+		})
 		if err != nil {
 			return out, fmt.Errorf("saved reply %s: %w", r.Slug, err)
 		}

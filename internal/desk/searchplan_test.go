@@ -11,6 +11,7 @@ import (
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // searchPlanConversations adds 40 conversations to acme: "alpha" in 24 of them (subject or
@@ -92,7 +93,7 @@ func TestSearchPlans(t *testing.T) {
 	unlimited := desk.Limits{Window: time.Minute, MemberReads: 1 << 30, MemberWrites: 1 << 30, WorkspaceReads: 1 << 30, WorkspaceWrites: 1 << 30}
 	limits := map[string]desk.Limits{desk.PlanGrowth: unlimited, desk.PlanScale: unlimited}
 	withCap := func(n int) *desk.Service {
-		svc, err := desk.New(desk.Deps{DB: fx.d, Q: fx.q, CursorKey: []byte(strings.Repeat("k", 32)), Secrets: sharedDetector(t),
+		svc, err := desk.New(desk.Deps{DB: fx.d, Q: fx.q, CursorKey: []byte(strings.Repeat("k", 32)), Secrets: testfix.Detector(t),
 			Limits: limits, Now: fx.clock.Now, SearchCandidates: n})
 		if err != nil {
 			t.Fatal(err)

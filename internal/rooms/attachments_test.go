@@ -5,11 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"mime/multipart"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -21,16 +19,7 @@ import (
 
 func (e *env) upload(agent, taskID, filename, ctype string, body []byte) (int, map[string]any) {
 	e.t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "/api/rooms/"+e.one.String()+"/tasks/"+taskID+"/attachments?filename="+url.QueryEscape(filename), bytes.NewReader(body))
-	req.Header.Set("Content-Type", ctype)
-	if agent != "" {
-		req.Header.Set("X-Agent-Key", e.keys[agent])
-	}
-	w := httptest.NewRecorder()
-	e.h.ServeHTTP(w, req)
-	var m map[string]any
-	_ = json.Unmarshal(w.Body.Bytes(), &m)
-	return w.Code, m
+	return e.postRoute("/api/rooms/"+e.one.String()+"/tasks/"+taskID+"/attachments?filename="+url.QueryEscape(filename), e.keys[agent], ctype, body)
 }
 
 func TestAttachments(t *testing.T) {

@@ -206,34 +206,28 @@ FROM generate_series(1, $4::int) g`, e.one, arch, acme, n)
 	b.Logf("seeded %d messages in %v", n, time.Since(start).Round(time.Millisecond))
 }
 
+// benchCall reports the latencies of b.N calls of one tool in room one.
+func benchCall(e *env, agent, tool string, args map[string]any) func(b *testing.B) {
+	return func(b *testing.B) {
+		var lat latencies
+		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
+			r := e.call(agent, e.one, tool, args)
+			lat = append(lat, time.Since(t0))
+			if r.IsError {
+				b.Fatal(r.Text)
+			}
+		}
+		lat.report(b)
+	}
+}
+
 func BenchmarkMessages(b *testing.B) {
 	n := envInt("RR_BENCH_MESSAGES", 100000)
 	e := newEnv(b)
 	seedMessages(b, e, n)
-	b.Run(fmt.Sprintf("get_messages/messages=%d", n), func(b *testing.B) {
-		var lat latencies
-		for i := 0; i < b.N; i++ {
-			t0 := time.Now()
-			r := e.call("peter", e.one, "get_messages", map[string]any{"limit": 20})
-			lat = append(lat, time.Since(t0))
-			if r.IsError {
-				b.Fatal(r.Text)
-			}
-		}
-		lat.report(b)
-	})
-	b.Run(fmt.Sprintf("post_message/messages=%d", n), func(b *testing.B) {
-		var lat latencies
-		for i := 0; i < b.N; i++ {
-			t0 := time.Now()
-			r := e.call("peter", e.one, "post_message", map[string]any{"content": "benchmark message"})
-			lat = append(lat, time.Since(t0))
-			if r.IsError {
-				b.Fatal(r.Text)
-			}
-		}
-		lat.report(b)
-	})
+	b.Run(fmt.Sprintf("get_messages/messages=%d", n), benchCall(e, "peter", "get_messages", map[string]any{"limit": 20}))
+	b.Run(fmt.Sprintf("post_message/messages=%d", n), benchCall(e, "peter", "post_message", map[string]any{"content": "benchmark message"}))
 	// send_task, then the recipient's get_inbox (p50/p95 of the pair); the task is then
 	// answered, untimed, so the inbox stays one task long.
 	b.Run(fmt.Sprintf("send_task+get_inbox/messages=%d", n), func(b *testing.B) {

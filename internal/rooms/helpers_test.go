@@ -35,6 +35,7 @@ var fixture string
 
 type env struct {
 	t      testing.TB
+	b      *testfix.Bundle
 	db     *pg.DB
 	url    string // the test database's URL, for a connection of a test's own (LISTEN)
 	h      http.Handler
@@ -63,7 +64,7 @@ func newEnvWith(t testing.TB, tweak func(*config.Config)) *env {
 	cfg := config.Config{DatabaseURL: url, MaxBodyBytes: 4 << 20, StatementTimeout: 5 * time.Second, SigningKey: "test-signing-key-0123456789abcdef",
 		AttachmentMaxBytes: 25 << 20, EmbedWait: 30 * time.Second}
 	tweak(&cfg)
-	e := &env{t: t, db: d, url: url, res: res, keys: map[string]string{}}
+	e := &env{t: t, b: b, db: d, url: url, res: res, keys: map[string]string{}}
 	e.srv = httptest.NewUnstartedServer(nil)
 	e.srv.Start()
 	t.Cleanup(e.srv.Close)
@@ -106,17 +107,35 @@ func (e *env) rpc(path, key, method string, params any) (int, map[string]any) {
 	e.t.Helper()
 	e.nextID++
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": e.nextID, "method": method, "params": params})
+	w := e.post(path, key, "application/json", body)
+	var m map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+		e.t.Fatalf("%s %s: not JSON (%d): %s", method, path, w.Code, w.Body.String())
+	}
+	return w.Code, m
+}
+
+// post serves one POST as the agent whose key is key ("": none), with the Content-Type
+// ctype ("": none).
+func (e *env) post(path, key, ctype string, body []byte) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
 	if key != "" {
 		req.Header.Set("X-Agent-Key", key)
 	}
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, req)
+	return w
+}
+
+// postRoute is post for the rooms HTTP routes: the status and the answer's JSON object
+// (nil when the body is not one, which the caller's checks then report).
+func (e *env) postRoute(path, key, ctype string, body []byte) (int, map[string]any) {
+	w := e.post(path, key, ctype, body)
 	var m map[string]any
-	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
-		e.t.Fatalf("%s %s: not JSON (%d): %s", method, path, w.Code, w.Body.String())
-	}
+	_ = json.Unmarshal(w.Body.Bytes(), &m)
 	return w.Code, m
 }
 
@@ -186,14 +205,7 @@ func (e *env) exec(sql string, args ...any) {
 
 func (e *env) count(sql string, args ...any) int {
 	e.t.Helper()
-	var n int
-	err := e.db.Operator(context.Background(), func(tx *pg.Tx) error {
-		return tx.QueryRow(context.Background(), sql, args...).Scan(&n)
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return n
+	return e.b.Count(e.t, sql, args...)
 }
 
 // scope resolves an agent's scope in a room (for direct service calls).

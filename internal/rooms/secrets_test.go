@@ -1,15 +1,14 @@
 package rooms_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
-	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/secrets/secretstest"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // maxLabel is write_memory's schema bound on a tag and on the category.
@@ -94,14 +93,7 @@ func (e *env) taskField(field, text string) (string, bool, string) {
 
 func (e *env) text(sql string, args ...any) string {
 	e.t.Helper()
-	var s string
-	err := e.db.Operator(context.Background(), func(tx *pg.Tx) error {
-		return tx.QueryRow(context.Background(), sql, args...).Scan(&s)
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return s
+	return testfix.Value[string](e.t, e.b, sql, args...)
 }
 
 // TestSecretCorpusPerChannel pushes every secret of the corpus (testdata/positives.txt:

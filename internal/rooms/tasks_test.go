@@ -1,11 +1,8 @@
 package rooms_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -135,13 +132,7 @@ func TestRespondAndReview(t *testing.T) {
 	}
 
 	review := func(agent, verdict string) (int, map[string]any) {
-		req := httptest.NewRequest(http.MethodPost, "/api/rooms/"+e.one.String()+"/tasks/"+id+"/"+verdict, bytes.NewReader([]byte(`{"comment":"thanks"}`)))
-		req.Header.Set("X-Agent-Key", e.keys[agent])
-		w := httptest.NewRecorder()
-		e.h.ServeHTTP(w, req)
-		var m map[string]any
-		_ = json.Unmarshal(w.Body.Bytes(), &m)
-		return w.Code, m
+		return e.postRoute("/api/rooms/"+e.one.String()+"/tasks/"+id+"/"+verdict, e.keys[agent], "", []byte(`{"comment":"thanks"}`))
 	}
 	if code, m := review("peter", "accept"); code != http.StatusForbidden {
 		t.Fatalf("recipient accepted its own result: %d %v", code, m)

@@ -119,11 +119,17 @@ func (b *Bundle) Exec(t testing.TB, sql string, args ...any) {
 // Count runs a query of one integer (a count) as the operator.
 func (b *Bundle) Count(t testing.TB, sql string, args ...any) int {
 	t.Helper()
-	var n int
+	return Value[int](t, b, sql, args...)
+}
+
+// Value runs a query of one value (one row, one column) as the operator.
+func Value[T any](t testing.TB, b *Bundle, sql string, args ...any) T {
+	t.Helper()
+	var v T
 	b.Op(t, func(tx *pg.Tx) error {
-		return tx.QueryRow(context.Background(), sql, args...).Scan(&n)
+		return tx.QueryRow(context.Background(), sql, args...).Scan(&v)
 	})
-	return n
+	return v
 }
 
 // Peter is the one part of project "two" in a TwoProjects cast (Initech's agent).

@@ -34,42 +34,54 @@ const uuid7SQL = `CREATE FUNCTION pg_temp.uuid7(ts timestamptz) RETURNS uuid LAN
 // triggers are off while seeding (session_replication_role), the data being consistent.
 func seedMessages(b *testing.B, e *env) {
 	b.Helper()
-	ctx := context.Background()
-	start := time.Now()
 	arch := e.sc("architect")
-	err := e.d.Operator(ctx, func(tx *pg.Tx) error {
-		for _, q := range []string{
-			"SET LOCAL session_replication_role = replica",
-			"SET LOCAL statement_timeout = 0",
-			uuid7SQL,
-			`CREATE TEMP TABLE bt ON COMMIT DROP AS
+	sql := func(qs ...string) []seedStmt {
+		out := make([]seedStmt, len(qs))
+		for i, q := range qs {
+			out[i] = seedStmt{q, []any{arch.ProjectID, arch.MemberID}}
+		}
+		return out
+	}
+	stmts := append([]seedStmt{
+		{"SET LOCAL session_replication_role = replica", nil},
+		{"SET LOCAL statement_timeout = 0", nil},
+		{uuid7SQL, nil},
+		{`CREATE TEMP TABLE bt ON COMMIT DROP AS
 			   SELECT i, pg_temp.uuid7(now() - interval '40 days' + i * interval '1 second') AS id,
 			          (SELECT id FROM membership WHERE project_id = $1 AND part = (ARRAY['backend','frontend','reader'])[1 + i % 3]) AS rcpt
-			   FROM generate_series(0, 9999) i`,
-		} {
-			args := []any{}
-			if q[:6] == "CREATE" && q[7:11] == "TEMP" {
-				args = append(args, arch.ProjectID)
-			}
-			if _, err := tx.Exec(ctx, q, args...); err != nil {
-				return err
-			}
-		}
-		for _, q := range []string{
-			`INSERT INTO thread (project_id, id, subject, created_by, last_message_at, created_at)
+			   FROM generate_series(0, 9999) i`, []any{arch.ProjectID}},
+	}, sql(
+		`INSERT INTO thread (project_id, id, subject, created_by, last_message_at, created_at)
 			   SELECT $1::uuid, id, 'bench thread ' || i, $2::uuid, now(), now() FROM bt`,
-			`INSERT INTO participant (project_id, thread_id, member_id)
+		`INSERT INTO participant (project_id, thread_id, member_id)
 			   SELECT $1::uuid, id, $2::uuid FROM bt UNION ALL SELECT $1::uuid, id, rcpt FROM bt`,
-			`INSERT INTO message (project_id, id, thread_id, sender_id, from_part, body, created_at)
+		`INSERT INTO message (project_id, id, thread_id, sender_id, from_part, body, created_at)
 			   SELECT $1::uuid, pg_temp.uuid7(now() - interval '30 days' + g * interval '1 ms'), bt.id, $2::uuid, 'architect',
 			          'Message ' || g || E' of the benchmark.\nIt has a second line and enough words to need a preview cut somewhere after one hundred and sixty characters, like real ones do.',
 			          now() - interval '30 days' + g * interval '1 ms'
 			   FROM generate_series(1, 1000000) g JOIN bt ON bt.i = g % 10000`,
-			`INSERT INTO delivery (project_id, member_id, message_id, thread_id, read_at)
+		`INSERT INTO delivery (project_id, member_id, message_id, thread_id, read_at)
 			   SELECT m.project_id, bt.rcpt, m.id, m.thread_id, CASE WHEN random() < 0.9 THEN now() END
 			   FROM message m JOIN bt ON bt.id = m.thread_id WHERE m.project_id = $1 AND $2::uuid IS NOT NULL`,
-		} {
-			if _, err := tx.Exec(ctx, q, arch.ProjectID, arch.MemberID); err != nil {
+	)...)
+	seed(b, e, "1M messages / 10k threads", "VACUUM ANALYZE", time.Now(), stmts)
+}
+
+// seedStmt is one statement of a benchmark's seeding and its arguments.
+type seedStmt struct {
+	q    string
+	args []any
+}
+
+// seed runs a benchmark's seeding statements in one operator transaction, then vacuum
+// (the steady state autovacuum would reach, instead of it competing for the cores during
+// the measurement), and logs how long it took since start.
+func seed(b *testing.B, e *env, what, vacuum string, start time.Time, stmts []seedStmt) {
+	b.Helper()
+	ctx := context.Background()
+	err := e.d.Operator(ctx, func(tx *pg.Tx) error {
+		for _, st := range stmts {
+			if _, err := tx.Exec(ctx, st.q, st.args...); err != nil {
 				return err
 			}
 		}
@@ -78,10 +90,10 @@ func seedMessages(b *testing.B, e *env) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.d.Ops.Exec(ctx, "VACUUM ANALYZE"); err != nil {
+	if _, err := e.d.Ops.Exec(ctx, vacuum); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("seeded 1M messages / 10k threads in %s", time.Since(start).Round(time.Second))
+	b.Logf("seeded %s in %s", what, time.Since(start).Round(time.Second))
 }
 
 func reportPercentiles(b *testing.B, d []time.Duration) {
@@ -206,47 +218,29 @@ func BenchmarkRecall(b *testing.B) {
 	text := func(n int, seed string) string {
 		return `(SELECT string_agg(w[1 + (abs(hashtext(g::text || '` + seed + `' || k::text)) % 5000)], ' ') FROM generate_series(1, ` + strconv.Itoa(n) + `) k)`
 	}
-	err = e.d.Operator(ctx, func(tx *pg.Tx) error {
-		stmts := []struct {
-			q    string
-			args []any
-		}{
-			{"SET LOCAL statement_timeout = 0", nil},
-			{"SET LOCAL session_replication_role = replica", nil},
-			{"DROP INDEX knowledge_trusted_fts_idx, knowledge_live_trgm_idx", nil},
-			// The project's 10k trusted entries.
-			{`INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
+	seed(b, e, "1M knowledge rows", "VACUUM ANALYZE knowledge", start, []seedStmt{
+		{"SET LOCAL statement_timeout = 0", nil},
+		{"SET LOCAL session_replication_role = replica", nil},
+		{"DROP INDEX knowledge_trusted_fts_idx, knowledge_live_trgm_idx", nil},
+		// The project's 10k trusted entries.
+		{`INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
 			 SELECT $1::uuid, gen_random_uuid(), (ARRAY['fact','procedure','pitfall','decision'])[1 + g % 4],
 			   ` + text(5, "t") + `, ` + text(30, "b") + `, 'trusted', 0.5 + (g % 50) / 100.0, 'learn'
 			 FROM generate_series(1, 10000) g, (SELECT $2::text[] AS w) ws`, []any{arch.ProjectID, vocab}},
-			// 100k trusted entries of another project, same vocabulary.
-			{`INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
+		// 100k trusted entries of another project, same vocabulary.
+		{`INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
 			 SELECT $1::uuid, gen_random_uuid(), 'fact', ` + text(5, "T") + `, ` + text(30, "B") + `, 'trusted', 1, 'learn'
 			 FROM generate_series(1, 100000) g, (SELECT $2::text[] AS w) ws`, []any{peter.ProjectID, vocab}},
-			// 890k rows of other statuses, half of them in this project.
-			{`INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
+		// 890k rows of other statuses, half of them in this project.
+		{`INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
 			 SELECT CASE WHEN g % 2 = 0 THEN $1::uuid ELSE $2::uuid END, gen_random_uuid(), 'fact',
 			   w[1 + g % 5000] || ' ' || w[1 + (g * 7) % 5000] || ' ' || g, w[1 + (g * 13) % 5000] || ' ' || w[1 + (g * 31) % 5000] || ' ' || g,
 			   (ARRAY['candidate','rejected','demoted','expired'])[1 + g % 4], 0.5, 'learn'
 			 FROM generate_series(1, 890000) g, (SELECT $3::text[] AS w) ws`, []any{arch.ProjectID, peter.ProjectID, vocab}},
-			{"SET LOCAL maintenance_work_mem = '256MB'", nil},
-			{`CREATE INDEX knowledge_trusted_fts_idx ON knowledge USING gin (project_id, tsv) WHERE status = 'trusted'`, nil},
-			{`CREATE INDEX knowledge_live_trgm_idx ON knowledge USING gin (project_id, title gin_trgm_ops) WHERE status IN ('candidate', 'trusted')`, nil},
-		}
-		for _, st := range stmts {
-			if _, err := tx.Exec(ctx, st.q, st.args...); err != nil {
-				return err
-			}
-		}
-		return nil
+		{"SET LOCAL maintenance_work_mem = '256MB'", nil},
+		{`CREATE INDEX knowledge_trusted_fts_idx ON knowledge USING gin (project_id, tsv) WHERE status = 'trusted'`, nil},
+		{`CREATE INDEX knowledge_live_trgm_idx ON knowledge USING gin (project_id, title gin_trgm_ops) WHERE status IN ('candidate', 'trusted')`, nil},
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.d.Ops.Exec(ctx, "VACUUM ANALYZE knowledge"); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("seeded 1M knowledge rows in %s", time.Since(start).Round(time.Second))
 	// Queries of 2-5 words: a few words from the vocabulary, as an agent would ask.
 	queries := []string{
 		vocab[10] + " " + vocab[200], vocab[1500] + " " + vocab[37] + " " + vocab[999],
