@@ -17,35 +17,38 @@ const auditEventInsert = `-- name: AuditEventInsert :exec
 
 INSERT INTO audit_event (org_id, id, actor_org_id, actor_org_name, actor_user_id, actor_name, party_org_id, project_id,
   object_kind, object_id, action, detail)
-VALUES ($1, $2, $3,
-  coalesce((SELECT o.name FROM organisation o WHERE o.id = $3), ''),
-  $4, $5,
-  $6, $7, $8, $9, $10,
-  $11)
+VALUES ($1, $2, $3, $4,
+  $5, $6,
+  $7, $8, $9, $10, $11,
+  $12)
 `
 
 type AuditEventInsertParams struct {
-	OrgID       uuid.UUID
-	ID          uuid.UUID
-	ActorOrgID  uuid.UUID
-	ActorUserID *uuid.UUID
-	ActorName   string
-	PartyOrgID  *uuid.UUID
-	ProjectID   *uuid.UUID
-	ObjectKind  string
-	ObjectID    string
-	Action      string
-	Detail      json.RawMessage
+	OrgID        uuid.UUID
+	ID           uuid.UUID
+	ActorOrgID   uuid.UUID
+	ActorOrgName string
+	ActorUserID  *uuid.UUID
+	ActorName    string
+	PartyOrgID   *uuid.UUID
+	ProjectID    *uuid.UUID
+	ObjectKind   string
+	ObjectID     string
+	Action       string
+	Detail       json.RawMessage
 }
 
 // The audit trail (migration 000029, internal/audit).
-// The actor's organisation is always visible to the writer (it is rr_org(), or the
-// operator writes), so its name is read here, in the same statement.
+// The actor's organisation's name is read before (OrganisationGetName): a Citus
+// coordinator refuses a subquery inside an INSERT's VALUES, and reading the reference
+// table in an INSERT … SELECT pulls the row to the coordinator and copies it into the
+// shard, which row-level security refuses.
 func (q *Queries) AuditEventInsert(ctx context.Context, db DBTX, arg AuditEventInsertParams) error {
 	_, err := db.Exec(ctx, auditEventInsert,
 		arg.OrgID,
 		arg.ID,
 		arg.ActorOrgID,
+		arg.ActorOrgName,
 		arg.ActorUserID,
 		arg.ActorName,
 		arg.PartyOrgID,

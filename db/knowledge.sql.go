@@ -638,7 +638,7 @@ func (q *Queries) ProjectGetKnowledgeSettings(ctx context.Context, db DBTX, proj
 
 const projectMergeKnowledgeSettings = `-- name: ProjectMergeKnowledgeSettings :execrows
 UPDATE project SET knowledge_config = knowledge_config || $1::jsonb,
-  settings = CASE WHEN $2::jsonb IS NULL THEN settings ELSE settings || jsonb_build_object('redactionRules', $2::jsonb) END
+  settings = CASE WHEN $2::jsonb IS NULL THEN settings ELSE jsonb_set(settings, '{redactionRules}', $2::jsonb) END
 WHERE id = $3
 `
 
@@ -650,7 +650,8 @@ type ProjectMergeKnowledgeSettingsParams struct {
 
 // The knowledge settings page saves by merging: knowledge_config || patch keeps every
 // key it does not name (a distillOnClose set by SQL stays), and redactionRules is
-// replaced inside settings without touching its other keys.
+// replaced inside settings without touching its other keys (jsonb_set, immutable: Citus
+// refuses a function that is not, such as jsonb_build_object, inside a CASE).
 func (q *Queries) ProjectMergeKnowledgeSettings(ctx context.Context, db DBTX, arg ProjectMergeKnowledgeSettingsParams) (int64, error) {
 	result, err := db.Exec(ctx, projectMergeKnowledgeSettings, arg.ConfigPatch, arg.Rules, arg.ProjectID)
 	if err != nil {

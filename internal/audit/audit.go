@@ -94,8 +94,15 @@ func Record(ctx context.Context, tx *pg.Tx, e Event) error {
 	if err != nil {
 		return fmt.Errorf("audit: id: %w", err)
 	}
-	err = db.New().AuditEventInsert(ctx, tx, db.AuditEventInsertParams{
-		OrgID: e.OrgID, ID: id, ActorOrgID: e.Actor.OrgID, ActorUserID: optional(e.Actor.UserID), ActorName: e.Actor.Name,
+	q := db.New()
+	// The actor's organisation is always visible to the writer (it is rr_org(), or the
+	// operator writes); a name it cannot read is left empty, as the column's default.
+	orgName, err := q.OrganisationGetName(ctx, tx, e.Actor.OrgID)
+	if err != nil && !pg.IsNoRows(err) {
+		return fmt.Errorf("audit: actor's organisation: %w", err)
+	}
+	err = q.AuditEventInsert(ctx, tx, db.AuditEventInsertParams{
+		OrgID: e.OrgID, ID: id, ActorOrgID: e.Actor.OrgID, ActorOrgName: orgName, ActorUserID: optional(e.Actor.UserID), ActorName: e.Actor.Name,
 		PartyOrgID: optional(e.PartyOrgID), ProjectID: optional(e.ProjectID),
 		ObjectKind: e.Kind, ObjectID: e.ObjectID, Action: e.Action, Detail: js,
 	})

@@ -20,11 +20,15 @@ func TestWriteToolRoundTrips(t *testing.T) {
 		res := e.call(agent, e.one, tool, args).obj(t)
 		return res, e.db.RoundTrips() - before
 	}
+	// On Citus the resolution goes statement by statement and a transaction's tenant
+	// settings are a round trip of their own (docs/scale.md): the counts are plain
+	// PostgreSQL's, the effects are checked on both.
+	counted := !e.db.Citus()
 	wakes := func() int { return e.count("SELECT count(*) FROM wake_event WHERE project_id = $1", e.one) }
 
 	t.Run("post_message is three round trips and wakes the always-on member", func(t *testing.T) {
 		before := wakes()
-		if _, n := trips(t, "architect", "post_message", map[string]any{"content": "status?"}); n != 3 {
+		if _, n := trips(t, "architect", "post_message", map[string]any{"content": "status?"}); counted && n != 3 {
 			t.Fatalf("%d round trips, want 3 (resolve; insert with the always-on members; wake with the COMMIT)", n)
 		}
 		if got := wakes() - before; got != 1 {
@@ -33,7 +37,7 @@ func TestWriteToolRoundTrips(t *testing.T) {
 	})
 	t.Run("write_memory is two round trips and stores the entry, its vector and its card", func(t *testing.T) {
 		res, n := trips(t, "architect", "write_memory", map[string]any{"content": "the release train leaves on Thursdays"})
-		if n != 2 {
+		if counted && n != 2 {
 			t.Fatalf("%d round trips, want 2 (resolve; entry, vector and card with the COMMIT)", n)
 		}
 		id := res["memory_id"]
@@ -48,7 +52,7 @@ func TestWriteToolRoundTrips(t *testing.T) {
 		before := wakes()
 		res, n := trips(t, "architect", "send_task", map[string]any{"to_agent_slug": "qa-lead", "goal": "triage the queue"})
 		taskID = res["task_id"].(string)
-		if n != 3 {
+		if counted && n != 3 {
 			t.Fatalf("%d round trips, want 3 (resolve; recipient; task, card and wake with the COMMIT)", n)
 		}
 		if got := wakes() - before; got != 1 {
@@ -57,7 +61,7 @@ func TestWriteToolRoundTrips(t *testing.T) {
 	})
 	t.Run("respond_to_task is four round trips and does not wake a session sender", func(t *testing.T) {
 		before := wakes()
-		if _, n := trips(t, "qa-lead", "respond_to_task", map[string]any{"task_id": taskID, "status": "done", "result": "done"}); n != 4 {
+		if _, n := trips(t, "qa-lead", "respond_to_task", map[string]any{"task_id": taskID, "status": "done", "result": "done"}); counted && n != 4 {
 			t.Fatalf("%d round trips, want 4 (resolve; task; response, card and sender; COMMIT)", n)
 		}
 		if got := wakes() - before; got != 0 {
@@ -67,7 +71,7 @@ func TestWriteToolRoundTrips(t *testing.T) {
 	t.Run("respond_to_task wakes an always-on sender", func(t *testing.T) {
 		res := e.call("qa-lead", e.one, "send_task", map[string]any{"to_agent_slug": "architect", "goal": "review the plan"}).obj(t)
 		before := wakes()
-		if _, n := trips(t, "architect", "respond_to_task", map[string]any{"task_id": res["task_id"], "status": "done", "result": "ok"}); n != 4 {
+		if _, n := trips(t, "architect", "respond_to_task", map[string]any{"task_id": res["task_id"], "status": "done", "result": "ok"}); counted && n != 4 {
 			t.Fatalf("%d round trips, want 4 (resolve; task; response, card and sender; wake with the COMMIT)", n)
 		}
 		if got := wakes() - before; got != 1 {

@@ -1,12 +1,13 @@
 -- The audit trail (migration 000029, internal/audit).
 
 -- name: AuditEventInsert :exec
--- The actor's organisation is always visible to the writer (it is rr_org(), or the
--- operator writes), so its name is read here, in the same statement.
+-- The actor's organisation's name is read before (OrganisationGetName): a Citus
+-- coordinator refuses a subquery inside an INSERT's VALUES, and reading the reference
+-- table in an INSERT … SELECT pulls the row to the coordinator and copies it into the
+-- shard, which row-level security refuses.
 INSERT INTO audit_event (org_id, id, actor_org_id, actor_org_name, actor_user_id, actor_name, party_org_id, project_id,
   object_kind, object_id, action, detail)
-VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(actor_org_id),
-  coalesce((SELECT o.name FROM organisation o WHERE o.id = sqlc.arg(actor_org_id)), ''),
+VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(actor_org_id), sqlc.arg(actor_org_name),
   sqlc.narg(actor_user_id), sqlc.arg(actor_name),
   sqlc.narg(party_org_id), sqlc.narg(project_id), sqlc.arg(object_kind), sqlc.arg(object_id), sqlc.arg(action),
   sqlc.arg(detail));

@@ -175,7 +175,8 @@ LIMIT @lim;
 -- name: ProjectMergeKnowledgeSettings :execrows
 -- The knowledge settings page saves by merging: knowledge_config || patch keeps every
 -- key it does not name (a distillOnClose set by SQL stays), and redactionRules is
--- replaced inside settings without touching its other keys.
+-- replaced inside settings without touching its other keys (jsonb_set, immutable: Citus
+-- refuses a function that is not, such as jsonb_build_object, inside a CASE).
 UPDATE project SET knowledge_config = knowledge_config || @config_patch::jsonb,
-  settings = CASE WHEN @rules::jsonb IS NULL THEN settings ELSE settings || jsonb_build_object('redactionRules', @rules::jsonb) END
+  settings = CASE WHEN @rules::jsonb IS NULL THEN settings ELSE jsonb_set(settings, '{redactionRules}', @rules::jsonb) END
 WHERE id = @project_id;
