@@ -113,14 +113,14 @@ func startReplicas(t testing.TB, cfg config.Config, logs *syncBuffer, n int) (st
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	// The balancer goes first: nothing new reaches the replicas while they drain.
-	stops = append([]func() error{func() error {
+	// The balancer goes last: a call in flight on a draining replica is answered through it.
+	stops = append(stops, func() error {
 		if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 			return err
 		}
 		<-exited
 		return nil
-	}}, stops...)
+	})
 	base := "http://" + lb
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		resp, err := http.Get(base + "/readyz")
