@@ -158,15 +158,22 @@ func TestDashboard(t *testing.T) {
 
 	t.Run("every page sets a strict content security policy", func(t *testing.T) {
 		t.Parallel()
-		req, _ := http.NewRequest(http.MethodGet, s.base+"/app/rooms/"+room, nil)
-		_, _, h := ana.do(req)
-		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
-			t.Fatalf("CSP: %q", csp)
-		}
-		// Under no-referrer Chromium posts the page's forms with "Origin: null", which the
-		// origin check refuses: nobody could sign in (the browser test shows it).
-		if rp := h.Get("Referrer-Policy"); rp != "same-origin" {
-			t.Fatalf("Referrer-Policy: %q, want same-origin", rp)
+		project := "/app/projects/" + room
+		for _, path := range []string{"/app/", "/app/rooms/" + room, "/app/rooms/" + room + "/memory", "/app/rooms/" + room + "/tasks",
+			"/app/rooms/" + room + "/knowledge", "/app/rooms/" + room + "/knowledge/settings", project + "/threads", project + "/roster",
+			project + "/activity", project + "/usage", project + "/usage.csv", project + "/wakes/" + room, "/app/admin", "/app/admin/agents",
+			"/app/admin/projects", "/app/admin/agreements", "/app/admin/people", "/app/admin/clients", "/app/desk/reports",
+			"/app/rooms/" + other, "/app/no-such-page", "/app/invite/qyt_iv_nosuchlink"} {
+			req, _ := http.NewRequest(http.MethodGet, s.base+path, nil)
+			_, _, h := ana.do(req)
+			if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "frame-ancestors 'none'") || strings.Contains(csp, "unsafe") {
+				t.Errorf("GET %s: CSP %q", path, csp)
+			}
+			// Under no-referrer Chromium posts the page's forms with "Origin: null", which the
+			// origin check refuses: nobody could sign in (the browser test shows it).
+			if rp := h.Get("Referrer-Policy"); rp != "same-origin" {
+				t.Errorf("GET %s: Referrer-Policy %q, want same-origin", path, rp)
+			}
 		}
 	})
 
