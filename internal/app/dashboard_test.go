@@ -123,15 +123,11 @@ func (p *person) csrf() string {
 
 func TestDashboard(t *testing.T) {
 	t.Parallel()
-	s := startServerFile(t, dashboardFile, nil)
-	room := s.res.Projects["escalations"].ID.String()
+	s := startDashboard(t, dashboardFile)
+	room, roomURL, architect, qa := s.room, s.roomURL, s.architect, s.qa
 	other := s.res.Projects["tps"].ID.String()
-	roomURL := s.base + "/api/mcp/p/" + room
-	architect, qa := s.key("acme/architect"), s.key("globex/qa-lead")
-	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
-	gus := signIn(t, s.base, "gus@globex.test", "demo-password-gus")
-	ivy := signIn(t, s.base, "ivy@initech.test", "demo-password-ivy")
-	mo := signIn(t, s.base, "mo@acme.test", "demo-password-mo")
+	p := s.signIn(t, "ana", "gus", "ivy", "mo")
+	ana, gus, ivy, mo := p[0], p[1], p[2], p[3]
 
 	t.Run("a person who is not signed in is sent to the sign-in page", func(t *testing.T) {
 		t.Parallel()
