@@ -190,6 +190,38 @@ func chromiumConsent(ctx context.Context, authURL, pick string) error {
 	return nil
 }
 
+// browserSignIn opens a dashboard page signed out, signs in on the sign-in page it is sent
+// to and waits until the browser is back at the page.
+func browserSignIn(ctx context.Context, page, email, password string) error {
+	step, cancel := context.WithTimeout(ctx, waitBound)
+	defer cancel()
+	if err := chromedp.Do(step,
+		chromedp.Navigate(page),
+		chromedp.WaitVisible("#email"),
+		chromedp.SendKeys("#email", email),
+		chromedp.SendKeys("#password", password),
+		chromedp.Submit("#password"),
+	); err != nil {
+		return fmt.Errorf("sign in as %s: %w (%s)", email, err, pageText(ctx))
+	}
+	return waitLocation(ctx, page)
+}
+
+// submitAndLoad presses a form's button (or submits the form of a field) and waits until
+// the page that answers has loaded: a mark left on the old page is gone.
+func submitAndLoad(ctx context.Context, sel string, submit func(string, ...chromedp.QueryOption) chromedp.Action[chromedp.Void]) error {
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__beforeSubmit = true`)); err != nil {
+		return fmt.Errorf("mark the page: %w", err)
+	}
+	if err := chromedp.Do(ctx, submit(sel)); err != nil {
+		return fmt.Errorf("submit %s: %w", sel, err)
+	}
+	if err := waitFor(ctx, `document.readyState === "complete" && window.__beforeSubmit === undefined`); err != nil {
+		return fmt.Errorf("the answer to %s never loaded: %w (%s)", sel, err, pageText(ctx))
+	}
+	return nil
+}
+
 // pageText is the open page's address and text, for a failure message.
 func pageText(ctx context.Context) string {
 	loc, _ := chromedp.Run(ctx, chromedp.Location())

@@ -50,13 +50,10 @@ func wantTrail(t *testing.T, got []string, want ...string) {
 // each tab shows its history.
 func TestDashboardAuditRooms(t *testing.T) {
 	t.Parallel()
-	s := startServerFile(t, dashboardFile, nil)
-	d := openSeeded(t, s)
-	room := s.res.Projects["escalations"].ID.String()
-	roomURL := s.base + "/api/mcp/p/" + room
-	architect, qa := s.key("acme/architect"), s.key("globex/qa-lead")
-	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
-	gus := signIn(t, s.base, "gus@globex.test", "demo-password-gus")
+	s := startDashboard(t, dashboardFile)
+	d, room, roomURL, architect, qa := s.d, s.room, s.roomURL, s.architect, s.qa
+	p := s.signIn(t, "ana", "gus")
+	ana, gus := p[0], p[1]
 	idRe := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`)
 	tasks := "/app/rooms/" + room + "/tasks"
 	send := func(key, to, goal string) string {
@@ -142,13 +139,10 @@ func TestDashboardAuditRooms(t *testing.T) {
 // on the Knowledge page and the settings page.
 func TestDashboardAuditKnowledge(t *testing.T) {
 	t.Parallel()
-	s := startServerFile(t, dashboardFile, nil)
-	d := openSeeded(t, s)
-	room := s.res.Projects["escalations"].ID.String()
-	architect := s.key("acme/architect")
-	threads := s.threadsURL("escalations", "architect")
-	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
-	mo := signIn(t, s.base, "mo@acme.test", "demo-password-mo")
+	s := startDashboard(t, dashboardFile)
+	d, room, architect, threads := s.d, s.room, s.architect, s.threads
+	p := s.signIn(t, "ana", "mo")
+	ana, mo := p[0], p[1]
 	base := "/app/rooms/" + room + "/knowledge"
 	learn := func(title, body string) string {
 		t.Helper()

@@ -17,23 +17,13 @@ func TestDashboardInABrowser(t *testing.T) {
 	qa := s.key("globex/qa-lead")
 
 	t.Run("a person signs in, opens a room and posts; the agent reads it as (human)", func(t *testing.T) {
-		err := chromedp.Do(ctx,
-			chromedp.Navigate(s.base+"/app/rooms/"+room),
-			chromedp.WaitVisible("#email"),
-			chromedp.SendKeys("#email", "ana@acme.test"),
-			chromedp.SendKeys("#password", "demo-password-ana"),
-			chromedp.Submit("#password"),
-			chromedp.WaitVisible("#messages"),
-		)
-		if err != nil {
-			loc, _ := chromedp.Run(ctx, chromedp.Location())
-			html, _ := chromedp.Run(ctx, chromedp.OuterHTML("body"))
-			t.Fatalf("sign in and open the room: %v at %s: %s", err, loc, html)
+		if err := browserSignIn(ctx, s.base+"/app/rooms/"+room, "ana@acme.test", "demo-password-ana"); err != nil {
+			t.Fatal(err)
 		}
 		if err := waitText(ctx, "#live-status", "Live"); err != nil {
 			t.Fatalf("the live stream did not open: %v", err)
 		}
-		err = chromedp.Do(ctx,
+		err := chromedp.Do(ctx,
 			chromedp.SendKeys("#content", "Browser hello to the room"),
 			chromedp.Click("#composer button"),
 		)

@@ -17,25 +17,12 @@ import (
 func TestDashboardKnowledgeInABrowser(t *testing.T) {
 	t.Parallel()
 	ctx := headlessChromium(t)
-	s := startServerFile(t, dashboardFile, nil)
-	d := openSeeded(t, s)
-	room := s.res.Projects["escalations"].ID.String()
-	roomURL := s.base + "/api/mcp/p/" + room
-	architect := s.key("acme/architect")
-	threads := s.threadsURL("escalations", "architect")
+	s := startDashboard(t, dashboardFile)
+	d, room, roomURL, architect, threads := s.d, s.room, s.roomURL, s.architect, s.threads
 	page := s.base + "/app/rooms/" + room
 
 	// Ana signs in once; the browser keeps her session for every step.
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(page+"/knowledge"),
-		chromedp.WaitVisible("#email"),
-		chromedp.SendKeys("#email", "ana@acme.test"),
-		chromedp.SendKeys("#password", "demo-password-ana"),
-		chromedp.Submit("#password"),
-	); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitLocation(ctx, page+"/knowledge"); err != nil {
+	if err := browserSignIn(ctx, page+"/knowledge", "ana@acme.test", "demo-password-ana"); err != nil {
 		t.Fatal(err)
 	}
 

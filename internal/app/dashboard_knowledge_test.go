@@ -66,15 +66,10 @@ func (p *person) upload(path, csrf, filename string, content []byte) (int, strin
 
 func TestDashboardKnowledge(t *testing.T) {
 	t.Parallel()
-	s := startServerFile(t, dashboardFile, nil)
-	d := openSeeded(t, s)
-	room := s.res.Projects["escalations"].ID.String()
-	architect := s.key("acme/architect")
-	threads := s.threadsURL("escalations", "architect")
-	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
-	gus := signIn(t, s.base, "gus@globex.test", "demo-password-gus")
-	ivy := signIn(t, s.base, "ivy@initech.test", "demo-password-ivy")
-	mo := signIn(t, s.base, "mo@acme.test", "demo-password-mo")
+	s := startDashboard(t, dashboardFile)
+	d, room, architect, threads := s.d, s.room, s.architect, s.threads
+	p := s.signIn(t, "ana", "gus", "ivy", "mo")
+	ana, gus, ivy, mo := p[0], p[1], p[2], p[3]
 	base := "/app/rooms/" + room + "/knowledge"
 	learn := func(title, body string) string {
 		return idRe.FindString(served(t, threads, architect, "learn", map[string]any{"title": title, "body": body, "kind": "fact"}))
@@ -333,13 +328,10 @@ func TestDashboardKnowledge(t *testing.T) {
 
 func TestDashboardTaskUploadsAndMemoryFilters(t *testing.T) {
 	t.Parallel()
-	s := startServerFile(t, dashboardFile, nil)
-	room := s.res.Projects["escalations"].ID.String()
-	roomURL := s.base + "/api/mcp/p/" + room
-	architect, qa := s.key("acme/architect"), s.key("globex/qa-lead")
-	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
-	gus := signIn(t, s.base, "gus@globex.test", "demo-password-gus")
-	ivy := signIn(t, s.base, "ivy@initech.test", "demo-password-ivy")
+	s := startDashboard(t, dashboardFile)
+	room, roomURL, architect, qa := s.room, s.roomURL, s.architect, s.qa
+	p := s.signIn(t, "ana", "gus", "ivy")
+	ana, gus, ivy := p[0], p[1], p[2]
 	tasks := "/app/rooms/" + room + "/tasks/"
 
 	t.Run("the host and the sending company attach files; the recipient reads them; others are refused", func(t *testing.T) {

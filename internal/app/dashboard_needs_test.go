@@ -43,11 +43,8 @@ projects:
 
 func TestDashboardNeedsYou(t *testing.T) {
 	t.Parallel()
-	s := startServerFile(t, needsFile, nil)
-	room := s.res.Projects["escalations"].ID.String()
-	roomURL := s.base + "/api/mcp/p/" + room
-	threads := s.threadsURL("escalations", "architect")
-	architect, qa := s.key("acme/architect"), s.key("globex/qa-lead")
+	s := startDashboard(t, needsFile)
+	d, room, roomURL, threads, architect, qa := s.d, s.room, s.roomURL, s.threads, s.architect, s.qa
 
 	served(t, threads, architect, "send", map[string]any{"to": []string{"qa-lead"}, "subject": "Customer asks for a refund",
 		"body": "A person should decide this one", "needsHuman": true})
@@ -57,7 +54,6 @@ func TestDashboardNeedsYou(t *testing.T) {
 	served(t, threads, architect, "learn", map[string]any{"title": "Rollbacks need the feature flag off first",
 		"body": "Turn the flag off before rolling back, or the old code reads new rows.", "kind": "pitfall"})
 	// A wake the qa-lead's webhook refused (the wake engine's dead letter).
-	d := openSeeded(t, s)
 	var deadWake string
 	if err := d.Operator(context.Background(), func(tx *pg.Tx) error {
 		return tx.QueryRow(context.Background(), `INSERT INTO wake (project_id, id, member_id, agent_id, part, status, attempts, last_error, created_at, updated_at)
@@ -121,8 +117,8 @@ func TestDashboardNeedsYou(t *testing.T) {
 	}
 
 	// The dead wake's page: what went wrong, and the way to send it again.
-	ana, gus, ivy := signIn(t, s.base, "ana@acme.test", "demo-password-ana"), signIn(t, s.base, "gus@globex.test", "demo-password-gus"),
-		signIn(t, s.base, "ivy@initech.test", "demo-password-ivy")
+	p := s.signIn(t, "ana", "gus", "ivy")
+	ana, gus, ivy := p[0], p[1], p[2]
 	t.Run("the dead wake's page shows the part, the attempts and the error; the agent's own admins get its webhook link", func(t *testing.T) {
 		for _, c := range []struct {
 			p         *person

@@ -123,15 +123,11 @@ func (p *person) csrf() string {
 
 func TestDashboard(t *testing.T) {
 	t.Parallel()
-	s := startServerFile(t, dashboardFile, nil)
-	room := s.res.Projects["escalations"].ID.String()
+	s := startDashboard(t, dashboardFile)
+	room, roomURL, architect, qa := s.room, s.roomURL, s.architect, s.qa
 	other := s.res.Projects["tps"].ID.String()
-	roomURL := s.base + "/api/mcp/p/" + room
-	architect, qa := s.key("acme/architect"), s.key("globex/qa-lead")
-	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
-	gus := signIn(t, s.base, "gus@globex.test", "demo-password-gus")
-	ivy := signIn(t, s.base, "ivy@initech.test", "demo-password-ivy")
-	mo := signIn(t, s.base, "mo@acme.test", "demo-password-mo")
+	p := s.signIn(t, "ana", "gus", "ivy", "mo")
+	ana, gus, ivy, mo := p[0], p[1], p[2], p[3]
 
 	t.Run("a person who is not signed in is sent to the sign-in page", func(t *testing.T) {
 		t.Parallel()
@@ -158,15 +154,22 @@ func TestDashboard(t *testing.T) {
 
 	t.Run("every page sets a strict content security policy", func(t *testing.T) {
 		t.Parallel()
-		req, _ := http.NewRequest(http.MethodGet, s.base+"/app/rooms/"+room, nil)
-		_, _, h := ana.do(req)
-		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
-			t.Fatalf("CSP: %q", csp)
-		}
-		// Under no-referrer Chromium posts the page's forms with "Origin: null", which the
-		// origin check refuses: nobody could sign in (the browser test shows it).
-		if rp := h.Get("Referrer-Policy"); rp != "same-origin" {
-			t.Fatalf("Referrer-Policy: %q, want same-origin", rp)
+		project := "/app/projects/" + room
+		for _, path := range []string{"/app/", "/app/rooms/" + room, "/app/rooms/" + room + "/memory", "/app/rooms/" + room + "/tasks",
+			"/app/rooms/" + room + "/knowledge", "/app/rooms/" + room + "/knowledge/settings", project + "/threads", project + "/roster",
+			project + "/activity", project + "/usage", project + "/usage.csv", project + "/wakes/" + room, "/app/admin", "/app/admin/agents",
+			"/app/admin/projects", "/app/admin/agreements", "/app/admin/people", "/app/admin/clients", "/app/desk/reports",
+			"/app/rooms/" + other, "/app/no-such-page", "/app/invite/qyt_iv_nosuchlink"} {
+			req, _ := http.NewRequest(http.MethodGet, s.base+path, nil)
+			_, _, h := ana.do(req)
+			if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "frame-ancestors 'none'") || strings.Contains(csp, "unsafe") {
+				t.Errorf("GET %s: CSP %q", path, csp)
+			}
+			// Under no-referrer Chromium posts the page's forms with "Origin: null", which the
+			// origin check refuses: nobody could sign in (the browser test shows it).
+			if rp := h.Get("Referrer-Policy"); rp != "same-origin" {
+				t.Errorf("GET %s: Referrer-Policy %q, want same-origin", path, rp)
+			}
 		}
 	})
 

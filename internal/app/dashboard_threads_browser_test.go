@@ -22,17 +22,8 @@ func TestDashboardThreadsInABrowser(t *testing.T) {
 		"subject": "Flaky login test", "body": "QA: the login test fails one run in ten. Can you look?", "needsHuman": true}))[1]
 
 	t.Run("the composing indicator and a reply appear on the open thread without a reload", func(t *testing.T) {
-		err := chromedp.Do(ctx,
-			chromedp.Navigate(pages+"/threads/"+thread),
-			chromedp.WaitVisible("#email"),
-			chromedp.SendKeys("#email", "ana@acme.test"),
-			chromedp.SendKeys("#password", "demo-password-ana"),
-			chromedp.Submit("#password"),
-			chromedp.WaitVisible("#thread-messages"),
-		)
-		if err != nil {
-			loc, _ := chromedp.Run(ctx, chromedp.Location())
-			t.Fatalf("sign in and open the thread: %v at %s: %s", err, loc, pageText(ctx))
+		if err := browserSignIn(ctx, pages+"/threads/"+thread, "ana@acme.test", "demo-password-ana"); err != nil {
+			t.Fatal(err)
 		}
 		if err := waitText(ctx, "#live-status", "Live"); err != nil {
 			t.Fatalf("the live stream did not open: %v", err)

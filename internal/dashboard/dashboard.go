@@ -611,6 +611,24 @@ func (h *Handler) memory(w http.ResponseWriter, r *http.Request, sess web.Sessio
 	h.render(w, status, "memory", v)
 }
 
+// formDone answers a form whose change failed and says whether it succeeded: an object
+// that is not there (or not the person's to see) is the 404 page; a refusal is the form's
+// page again (again) with the message and its status; anything else is unavailable.
+func (h *Handler) formDone(w http.ResponseWriter, r *http.Request, sess web.Session, what string, err error, again func(status int, msg string)) bool {
+	e, ok := apperr.As(err)
+	switch {
+	case err == nil:
+		return true
+	case ok && e.Code == apperr.NotFound:
+		h.notFound(w, &sess)
+	case ok && e.Code != apperr.Unavailable:
+		again(refusalStatus(e.Code), e.Message)
+	default:
+		h.unavailable(w, r, &sess, what, err)
+	}
+	return false
+}
+
 func (h *Handler) deprecate(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, idText string) {
 	id, err := uuid.Parse(idText)
 	if err != nil {
@@ -619,16 +637,7 @@ func (h *Handler) deprecate(w http.ResponseWriter, r *http.Request, sess web.Ses
 	}
 	ctx := intendInRoom(r.Context(), sc, audit.KindMemoryEntry, id.String(), "deprecated", nil)
 	_, err = h.deps.Rooms.DeprecateMemory(ctx, sc, id)
-	if e, ok := apperr.As(err); ok && e.Code == apperr.NotFound {
-		h.notFound(w, &sess)
-		return
-	}
-	if e, ok := apperr.As(err); ok && e.Code != apperr.Unavailable {
-		h.memory(w, r, sess, sc, http.StatusForbidden, e.Message, "")
-		return
-	}
-	if err != nil {
-		h.unavailable(w, r, &sess, "deprecate memory", err)
+	if !h.formDone(w, r, sess, "deprecate memory", err, func(status int, msg string) { h.memory(w, r, sess, sc, status, msg, "") }) {
 		return
 	}
 	http.Redirect(w, r, roomURL(sc.ProjectID, "memory")+"?notice="+url.QueryEscape("deprecated"), http.StatusSeeOther)

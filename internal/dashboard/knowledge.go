@@ -189,29 +189,17 @@ func (h *Handler) knowledgeAction(w http.ResponseWriter, r *http.Request, sess w
 		h.notFound(w, &sess)
 		return
 	}
-	e, isApp := apperr.As(err)
-	switch {
-	case err == nil:
-		http.Redirect(w, r, roomURL(sc.ProjectID, "knowledge")+"?notice="+url.QueryEscape(action)+"#k-"+id.String(), http.StatusSeeOther)
-	case isApp && e.Code == apperr.NotFound:
-		h.notFound(w, &sess)
-	case isApp && e.Code != apperr.Unavailable:
-		status := http.StatusBadRequest
-		switch e.Code {
-		case apperr.Forbidden:
-			status = http.StatusForbidden
-		case apperr.Conflict:
-			status = http.StatusConflict
-		}
+	if !h.formDone(w, r, sess, "knowledge "+action, err, func(status int, msg string) {
 		if fe.Field = knowledge.ErrorField(err); fe.Field != "" {
-			fe.Message = e.Message
+			fe.Message = msg
 			h.knowledgePage(w, r, sess, sc, status, "", fe)
 			return
 		}
-		h.knowledgePage(w, r, sess, sc, status, e.Message, fieldError{})
-	default:
-		h.unavailable(w, r, &sess, "knowledge "+action, err)
+		h.knowledgePage(w, r, sess, sc, status, msg, fieldError{})
+	}) {
+		return
 	}
+	http.Redirect(w, r, roomURL(sc.ProjectID, "knowledge")+"?notice="+url.QueryEscape(action)+"#k-"+id.String(), http.StatusSeeOther)
 }
 
 // localInput is the format of a datetime-local field.

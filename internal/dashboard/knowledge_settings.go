@@ -76,20 +76,17 @@ func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request, sess web.
 	}
 	ctx := intendInRoom(r.Context(), sc, audit.KindKnowledgeSettings, sc.ProjectID.String(), "saved", detail)
 	err := h.deps.Know.SaveSettings(ctx, sc, change)
-	e, isApp := apperr.As(err)
-	switch {
-	case err == nil:
-		http.Redirect(w, r, roomURL(sc.ProjectID, "knowledge/settings")+"?notice=settings", http.StatusSeeOther)
-	case isApp && e.Code == apperr.NotFound:
-		h.notFound(w, &sess)
-	case isApp && e.Code == apperr.Forbidden:
-		h.settingsPage(w, r, sess, sc, http.StatusForbidden, nil)
-	case isApp && e.Code != apperr.Unavailable:
+	if !h.formDone(w, r, sess, "save knowledge settings", err, func(status int, msg string) {
+		if status == http.StatusForbidden {
+			h.settingsPage(w, r, sess, sc, status, nil) // the page says who may change them
+			return
+		}
 		h.settingsPage(w, r, sess, sc, http.StatusBadRequest, &settingsForm{DistillOnClose: distill, Rules: change.Rules,
-			Field: knowledge.ErrorField(err), Message: e.Message})
-	default:
-		h.unavailable(w, r, &sess, "save knowledge settings", err)
+			Field: knowledge.ErrorField(err), Message: msg})
+	}) {
+		return
 	}
+	http.Redirect(w, r, roomURL(sc.ProjectID, "knowledge/settings")+"?notice=settings", http.StatusSeeOther)
 }
 
 // postedRules reads the rule rows (name_N, pattern_N, replacement_N for N below

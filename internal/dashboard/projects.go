@@ -189,16 +189,11 @@ var endedBy = map[string]string{"agent": "an agent (close)", "idle": "the idle a
 func (h *Handler) cancelThread(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, threadID string) {
 	ctx := intendInRoom(r.Context(), sc, audit.KindThread, threadID, threads.StatusCanceled, nil)
 	_, err := h.deps.Threads.CancelByPerson(ctx, sc, threadID)
-	if e, ok := apperr.As(err); ok && (e.Code == apperr.NotFound || e.Code == apperr.Invalid) {
+	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid { // not a thread id: no such thread
 		h.notFound(w, &sess)
 		return
 	}
-	if e, ok := apperr.As(err); ok && e.Code != apperr.Unavailable {
-		h.threadPage(w, r, sess, sc, threadID, refusalStatus(e.Code), e.Message)
-		return
-	}
-	if err != nil {
-		h.unavailable(w, r, &sess, "cancel thread", err)
+	if !h.formDone(w, r, sess, "cancel thread", err, func(status int, msg string) { h.threadPage(w, r, sess, sc, threadID, status, msg) }) {
 		return
 	}
 	http.Redirect(w, r, projectURL(sc.ProjectID, "threads/"+url.PathEscape(threadID))+"?notice="+threads.StatusCanceled, http.StatusSeeOther)

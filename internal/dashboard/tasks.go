@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
@@ -72,16 +71,7 @@ func (h *Handler) taskAction(w http.ResponseWriter, r *http.Request, sess web.Se
 		notice = "canceled"
 		err = h.deps.Rooms.CancelTask(intendInRoom(r.Context(), sc, audit.KindTask, taskID, notice, nil), sc, taskID)
 	}
-	if e, ok := apperr.As(err); ok && e.Code == apperr.NotFound {
-		h.notFound(w, &sess)
-		return
-	}
-	if e, ok := apperr.As(err); ok && e.Code != apperr.Unavailable {
-		h.tasksPage(w, r, sess, sc, refusalStatus(e.Code), e.Message)
-		return
-	}
-	if err != nil {
-		h.unavailable(w, r, &sess, "task "+action, err)
+	if !h.formDone(w, r, sess, "task "+action, err, func(status int, msg string) { h.tasksPage(w, r, sess, sc, status, msg) }) {
 		return
 	}
 	http.Redirect(w, r, roomURL(sc.ProjectID, "tasks")+"?notice="+url.QueryEscape(notice)+"#task-"+url.PathEscape(taskID), http.StatusSeeOther)

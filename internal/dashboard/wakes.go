@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/wake"
@@ -60,16 +59,7 @@ func (h *Handler) retryWake(w http.ResponseWriter, r *http.Request, sess web.Ses
 	}
 	ctx := intendInRoom(r.Context(), sc, audit.KindWake, id.String(), "retried", nil)
 	err = h.deps.Wake.RetryByPerson(ctx, sc, id)
-	if e, ok := apperr.As(err); ok && e.Code == apperr.NotFound {
-		h.notFound(w, &sess)
-		return
-	}
-	if e, ok := apperr.As(err); ok && e.Code != apperr.Unavailable {
-		h.wakePage(w, r, sess, sc, idText, refusalStatus(e.Code), e.Message)
-		return
-	}
-	if err != nil {
-		h.unavailable(w, r, &sess, "retry wake", err)
+	if !h.formDone(w, r, sess, "retry wake", err, func(status int, msg string) { h.wakePage(w, r, sess, sc, idText, status, msg) }) {
 		return
 	}
 	http.Redirect(w, r, projectURL(sc.ProjectID, "wakes/"+id.String())+"?notice=retried", http.StatusSeeOther)
