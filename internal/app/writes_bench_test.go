@@ -1,11 +1,8 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -19,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/loadtest"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -63,7 +61,7 @@ type writeLoad struct {
 	s       *server
 	res     admin.Result
 	project uuid.UUID
-	client  *http.Client
+	client  *loadtest.Client
 }
 
 func (l *writeLoad) threads(part string) (string, string) {
@@ -76,33 +74,11 @@ func (l *writeLoad) room(agent string) (string, string) {
 
 var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
-// call makes one tools/call and returns the result's text; a tool error fails.
+// call makes one tools/call with the load generator's plain MCP client and returns the
+// result's text; a tool error fails.
 func (l *writeLoad) call(url, key, tool string, args map[string]any) (string, error) {
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-		"params": map[string]any{"name": tool, "arguments": args}})
-	if err != nil {
-		return "", err
-	}
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("X-Agent-Key", key)
-	resp, err := l.client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK || bytes.Contains(out, []byte(`"isError":true`)) || bytes.Contains(out, []byte(`"error":{`)) {
-		return "", fmt.Errorf("%s: status %d: %s", tool, resp.StatusCode, out)
-	}
-	return string(out), nil
+	a, err := l.client.Do(context.Background(), loadtest.Call{URL: url, Key: key, Tool: tool, Args: args})
+	return a.Text, err
 }
 
 // run makes n calls of op from writeClients goroutines (op gets the call's number) and
@@ -174,7 +150,7 @@ func BenchmarkWritesConcurrent(b *testing.B) {
 		}
 	})
 	l := &writeLoad{s: s, res: res, project: res.Projects["load"].ID,
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * writeClients}}}
+		client: &loadtest.Client{HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * writeClients}}}}
 	sender := func(i int) string { return fmt.Sprintf("w%02d", i%writeSenders) }
 	ctx := context.Background()
 
