@@ -61,6 +61,9 @@ var multiShard = map[string]string{
 	"OAuthGrantList":            "operator command: every grant",
 	"OAuthGrantRevokeByID":      "operator command: a grant by id",
 	"OAuthTokenRevokeByGrantID": "operator command: the tokens of a grant revoked by id",
+	// The dashboard's organisation pages.
+	"InvitationRowsByInviteID": "accepting an invitation: its public id names no organisation (one index probe per shard)",
+	"AgreementListForOrg":      "an organisation's agreements as host or as guest, across the rooms they concern",
 }
 
 // multiShardFunctions are the SECURITY DEFINER functions with a statement that spans

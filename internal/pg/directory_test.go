@@ -358,3 +358,31 @@ FROM membership m LEFT JOIN agent a ON a.id = m.agent_id WHERE m.project_id = $1
 		}
 	}
 }
+
+// TestRowsReadToTheEndLeaveNoBatchOpen reads a query sent with a pending setting (in one
+// batch) to its end without closing the rows, as a caller that only checks Err does: the
+// transaction must still commit (an open batch made the COMMIT fail with "conn busy").
+func TestRowsReadToTheEndLeaveNoBatchOpen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, fx := oneConnTwoTenants(t)
+	err := d.InTenant(ctx, pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}, func(tx *pg.Tx) error {
+		tx.PreferGenericPlan()
+		tx.SetLocal("application_name", "rows-to-the-end")
+		rows, err := tx.Query(ctx, "SELECT part FROM membership WHERE project_id = $1", fx.projectA)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for rows.Next() {
+			n++
+		}
+		if n != 1 {
+			return fmt.Errorf("%d rows, want 1", n)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

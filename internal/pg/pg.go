@@ -873,6 +873,17 @@ type batchRows struct {
 	sql    string
 }
 
+// Next closes the rows once they are exhausted, as pgx's own rows do: a caller that reads
+// to the end and checks Err without calling Close leaves no batch open on the connection
+// (the COMMIT would find it busy).
+func (r *batchRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
 func (r *batchRows) Close() {
 	r.Rows.Close()
 	if !r.closed {
