@@ -68,7 +68,7 @@ cmd_start() {
 	for ((i = 1; i <= n; i++)); do
 		port=$(free_port)
 		start_replica "$dir" "$i" "$port"
-		servers+="    server r$i 127.0.0.1:${port}"$'\n'
+		servers+="    server r$i 127.0.0.1:${port}"$'\n'"    server r$i-open 127.0.0.1:${port} backup no-check"$'\n'
 	done
 	for ((i = 1; i <= n; i++)); do
 		wait_ready "http://127.0.0.1:$(cat "$dir/replica$i.port")" 60 || die "replica $i did not become ready (log: $dir/replica$i.log)"

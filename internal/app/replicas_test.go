@@ -86,7 +86,7 @@ func startReplicas(t testing.TB, cfg config.Config, logs *syncBuffer, n int) (st
 	for i := range n {
 		c := cfg
 		c.Addr = freeLoopback(t)
-		fmt.Fprintf(&servers, "    server r%d %s\n", i+1, c.Addr)
+		fmt.Fprintf(&servers, "    server r%d %s\n    server r%d-open %s backup no-check\n", i+1, c.Addr, i+1, c.Addr)
 		_, stop := startOne(t, c, logs)
 		// Stopped here too should the start of a later one fail (stop runs once).
 		t.Cleanup(func() {
