@@ -228,18 +228,3 @@ func pageText(ctx context.Context) string {
 	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
 	return loc + ": " + text
 }
-
-// browserSignIn opens page, signs in on the login page it leads to and waits until the
-// browser is back at page.
-func browserSignIn(ctx context.Context, page, email, password string) error {
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(page),
-		chromedp.WaitVisible("#email"),
-		chromedp.SendKeys("#email", email),
-		chromedp.SendKeys("#password", password),
-		chromedp.Submit("#password"),
-	); err != nil {
-		return fmt.Errorf("sign in as %s: %w (%s)", email, err, pageText(ctx))
-	}
-	return waitLocation(ctx, page)
-}
