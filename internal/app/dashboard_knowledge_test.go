@@ -190,8 +190,9 @@ func TestDashboardKnowledge(t *testing.T) {
 		}
 	})
 
+	// Not parallel: it turns distillOnClose off in the room while it runs, which would
+	// change what the other subtests' closes do; run alone, it restores it before they start.
 	t.Run("the settings page merges: a distillOnClose set by SQL survives saving the rules", func(t *testing.T) {
-		t.Parallel()
 		sqlExec(t, d, `UPDATE project SET knowledge_config = knowledge_config || '{"distillOnClose": false, "recallFloor": 0.3}'::jsonb,
 			settings = settings || '{"keepMe": 7}'::jsonb WHERE id = $1`, room)
 		status, page := ana.get(base + "/settings")
