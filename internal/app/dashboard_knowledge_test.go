@@ -266,7 +266,11 @@ func TestDashboardKnowledge(t *testing.T) {
 		}
 		closed := served(t, qa, s.key("globex/qa-lead"), "close", map[string]any{"threadId": sent.ThreadID,
 			"lesson": map[string]any{"title": "Freeze the clock in login tests", "body": "Login tests must freeze the clock.", "kind": "pitfall"}})
-		id := idRe.FindString(closed[strings.Index(closed, "knowledgeId"):])
+		at := strings.Index(closed, "knowledgeId")
+		if at < 0 {
+			t.Fatalf("the close stored no lesson: %s", closed)
+		}
+		id := idRe.FindString(closed[at:])
 		if _, body := ana.get(base); !strings.Contains(body, base+"/"+id+"/thread") {
 			t.Fatalf("no link to the cited thread: %s", body)
 		}
