@@ -57,11 +57,14 @@ func TestMessagesOrderLimitAndPaging(t *testing.T) {
 func TestMessageFromFormats(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.call("architect", e.one, "post_message", map[string]any{"content": "agent with a model"}).obj(t)
-	e.call("gavin", e.one, "post_message", map[string]any{"content": "agent without a model"}).obj(t)
+	// Pat joins before the agents' first calls: a resolved caller's directory may be up
+	// to tenancy.ScopeCacheTTL old (docs/tenancy.md), and this test is about how names
+	// are shown, not how soon a new member appears.
 	userID := uuid.Must(uuid.NewV7())
 	e.exec("INSERT INTO app_user (id, email, name) VALUES ($1, 'pm@acme.test', 'Pat')", userID)
 	e.exec("INSERT INTO org_member (org_id, user_id, role) VALUES ($1, $2, 'member')", e.res.Organisations["acme"].ID, userID)
+	e.call("architect", e.one, "post_message", map[string]any{"content": "agent with a model"}).obj(t)
+	e.call("gavin", e.one, "post_message", map[string]any{"content": "agent without a model"}).obj(t)
 	// A person's message keeps the name they had when posting (author_name); one from
 	// before that column reads the directory, which shows a person only to their own
 	// organisation.
