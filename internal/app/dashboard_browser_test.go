@@ -1,11 +1,14 @@
 package app_test
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/relayroom/relayroom/internal/pg"
 )
 
 func TestDashboardInABrowser(t *testing.T) {
@@ -82,5 +85,30 @@ func TestDashboardInABrowser(t *testing.T) {
 		if got := served(t, roomURL, qa, "read_memory", map[string]any{"query": "build server buildbox"}); strings.Contains(got, "buildbox-3") {
 			t.Fatalf("read_memory still returns it: %s", got)
 		}
+	})
+	t.Run("the home page lists what needs the person, and a dead wake opens its own page", func(t *testing.T) {
+		// A wake the qa-lead's webhook refused until it was given up (the dead letter).
+		d := openSeeded(t, s)
+		if err := d.Operator(context.Background(), func(tx *pg.Tx) error {
+			_, err := tx.Exec(context.Background(), `INSERT INTO wake (project_id, id, member_id, agent_id, part, status, attempts, last_error, created_at, updated_at)
+				SELECT project_id, gen_random_uuid(), id, agent_id, part, 'dead', 8, 'webhook answered 502', now(), now() FROM membership WHERE project_id = $1 AND part = 'qa-lead'`, room)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Navigate(s.base+"/app/"), chromedp.WaitVisible("li.need-wake a")); err != nil {
+			t.Fatalf("no dead wake on the home page: %v (%s)", err, pageText(ctx))
+		}
+		screenshot(t, ctx, "home-needs-you")
+		if err := chromedp.Do(ctx, chromedp.Click("li.need-wake a")); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitText(ctx, "#wake-h", "Wake of qa-lead"); err != nil {
+			t.Fatalf("the dead wake's page did not open: %v", err)
+		}
+		if err := waitText(ctx, "main", "webhook answered 502"); err != nil {
+			t.Fatalf("the dead wake's page does not show its error: %v", err)
+		}
+		screenshot(t, ctx, "wake-dead")
 	})
 }

@@ -100,4 +100,7 @@ func TestDashboardDeskInABrowser(t *testing.T) {
 		}
 		screenshot(t, ctx, "desk-import-done")
 	})
+	t.Run("the reports as charts", func(t *testing.T) {
+		show(t, "/reports", "main", "Largest:", "desk-reports")
+	})
 }
