@@ -57,7 +57,7 @@ const (
 // screenshot saves the page under the test's artifacts (go test -artifacts keeps them).
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100 is PNG; below it chromedp writes JPEG
+	png, err := fullScreenshot(ctx)
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -75,6 +75,28 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// fullScreenshot waits for a laid-out page, then takes it whole. Chromium answers "Cannot
+// take screenshot with 0 width" when asked between a form post's response and the new
+// page's first layout (a CI run met it after an upload), so a refused shot is asked again
+// until waitBound; only a page that never lays out fails.
+func fullScreenshot(ctx context.Context) ([]byte, error) {
+	deadline := time.Now().Add(waitBound)
+	for {
+		err := waitFor(ctx, `document.readyState === "complete" && document.documentElement.getBoundingClientRect().width > 0`)
+		if err == nil {
+			var png []byte
+			png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100 is PNG; below it chromedp writes JPEG
+			if err == nil {
+				return png, nil
+			}
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
