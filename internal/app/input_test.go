@@ -218,11 +218,16 @@ func TestBadTextOnTheRoomsHTTPRoutesIsA400(t *testing.T) {
 
 // noErrorLogged fails the test, once all its subtests (parallel ones included) are done
 // and before the server stops, when anything was logged at ERROR: refusing bad input is
-// not a failure of the service.
+// not a failure of the service. The job queue's own lines (component "jobs") are not the
+// requests': its leader election logs ERROR when a stalled machine makes it miss its
+// re-election deadline, which a CI run at a high load average met.
 func noErrorLogged(t *testing.T, s *server) {
 	t.Cleanup(func() {
-		if strings.Contains(s.logs.String(), `"level":"ERROR"`) {
-			t.Errorf("bad input was logged as an error:\n%s", s.logs.String())
+		for _, line := range strings.Split(s.logs.String(), "\n") {
+			if strings.Contains(line, `"level":"ERROR"`) && !strings.Contains(line, `"component":"jobs"`) {
+				t.Errorf("bad input was logged as an error:\n%s", s.logs.String())
+				return
+			}
 		}
 	})
 }
