@@ -236,7 +236,8 @@ SELECT n.kind::text AS kind, n.id::uuid AS id, n.title::text AS title, n.at::tim
    WHERE t.project_id = $1 AND t.status = 'open' AND t.needs_human
      AND ($2::boolean OR EXISTS (
        SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = $3))
+       WHERE pa.project_id = $1 AND m.project_id = $1 AND pa.thread_id = t.id
+         AND m.org_id = $3))
    ORDER BY t.last_message_at DESC LIMIT $4)
   UNION ALL
   (SELECT 'task', k.id, k.goal, k.updated_at FROM room_task k
@@ -248,15 +249,16 @@ SELECT n.kind::text AS kind, n.id::uuid AS id, n.title::text AS title, n.at::tim
    WHERE q.project_id = $1 AND q.status = 'candidate' AND $5::boolean
    ORDER BY q.created_at DESC LIMIT $4)
   UNION ALL
-  (SELECT 'agreement', g.guest_org_id, coalesce(o.name, ''), g.updated_at FROM agreement g
-   LEFT JOIN organisation o ON o.id = g.guest_org_id
+  (SELECT 'agreement', g.guest_org_id,
+     coalesce((SELECT o.name FROM organisation o WHERE o.id = g.guest_org_id), ''), g.updated_at
+   FROM agreement g
    WHERE g.project_id = $1 AND g.status = 'pending' AND $2::boolean
    ORDER BY g.updated_at DESC LIMIT $4)
   UNION ALL
   (SELECT 'wake', w.id, w.part, w.created_at FROM wake w
    WHERE w.project_id = $1 AND w.status = 'dead'
      AND ($2::boolean OR w.agent_id IN (
-       SELECT m.agent_id FROM membership m WHERE m.project_id = w.project_id AND m.org_id = $3))
+       SELECT m.agent_id FROM membership m WHERE m.project_id = $1 AND m.org_id = $3))
    ORDER BY w.created_at DESC LIMIT $4)
 ) n
 ORDER BY n.at DESC, n.id
@@ -282,7 +284,10 @@ type RoomListNeedsYouRow struct {
 // take part in), done results its agents sent that nobody accepted or rejected yet, and
 // for the host's reviewers the knowledge candidates; for the host, agreements its guests
 // have not accepted; dead wakes (for a guest, its own agents'). id is the guest
-// organisation's for an agreement.
+// organisation's for an agreement. On Citus every subquery names the project by value
+// (a router query, docs/scale.md), and the guest's name is a scalar subquery, not a LEFT
+// JOIN: a PG15/16 coordinator refuses an outer join beside a qual that names no column
+// ("outer joins and pseudoconstant quals"), which viewer_is_host false is once bound.
 func (q *Queries) RoomListNeedsYou(ctx context.Context, db DBTX, arg RoomListNeedsYouParams) ([]RoomListNeedsYouRow, error) {
 	rows, err := db.Query(ctx, roomListNeedsYou,
 		arg.ProjectID,

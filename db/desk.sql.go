@@ -20,7 +20,7 @@ FROM desk_conversation c JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.i
 WHERE c.org_id = $1 AND c.id = $2
   AND ($3::bool OR NOT i.restricted OR EXISTS (
         SELECT 1 FROM desk_inbox_member im
-        WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $4))
+        WHERE im.org_id = $1 AND im.inbox_id = i.id AND im.user_id = $4))
 `
 
 type DeskConversationGetParams struct {
@@ -159,7 +159,7 @@ WITH head_page AS MATERIALIZED (
     AND EXISTS (SELECT 1 FROM desk_inbox i WHERE i.org_id = $1 AND i.id = h.inbox_id
       AND ($2::bool OR NOT i.restricted OR EXISTS (
             SELECT 1 FROM desk_inbox_member im
-            WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $3)))
+            WHERE im.org_id = $1 AND im.inbox_id = i.id AND im.user_id = $3)))
   ORDER BY h.updated_at DESC, h.id
   LIMIT $4
 ), walked AS MATERIALIZED (
@@ -196,7 +196,7 @@ FROM (
    WHERE NOT (SELECT w.done FROM walked w) AND (SELECT f.few FROM few f)
      AND ($2::bool OR NOT i.restricted OR EXISTS (
            SELECT 1 FROM desk_inbox_member im
-           WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $3))
+           WHERE im.org_id = $1 AND im.inbox_id = i.id AND im.user_id = $3))
    ORDER BY c.updated_at DESC, c.id
    LIMIT $4)
   UNION ALL
@@ -213,7 +213,7 @@ FROM (
           OR (c.updated_at = $8::timestamptz AND c.id > $9::bigint))
      AND ($2::bool OR NOT i.restricted OR EXISTS (
            SELECT 1 FROM desk_inbox_member im
-           WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $3))
+           WHERE im.org_id = $1 AND im.inbox_id = i.id AND im.user_id = $3))
    ORDER BY c.updated_at DESC, c.id
    LIMIT $4)
 ) p
@@ -262,6 +262,11 @@ type DeskConversationSearchRow struct {
 //  3. Otherwise (more than `cap` matches, fewer than a page in the first `cap` rows) the
 //     walk by updated_at goes on until it has a page; desk_matches keeps the planner on
 //     that walk (a plain @@ is estimated so rare that it would sort every match instead).
+//
+// Every desk_inbox_member subquery names the organisation by value (as DeskInboxList):
+// correlated through i.org_id, Citus refused the statement for a member who does not see
+// every inbox ("correlated subqueries are not supported when the FROM clause contains a
+// CTE or subquery").
 func (q *Queries) DeskConversationSearch(ctx context.Context, db DBTX, arg DeskConversationSearchParams) ([]DeskConversationSearchRow, error) {
 	rows, err := db.Query(ctx, deskConversationSearch,
 		arg.OrgID,
@@ -668,7 +673,7 @@ SELECT EXISTS (
   WHERE i.org_id = $1 AND i.id = $2
     AND ($3::bool OR NOT i.restricted OR EXISTS (
           SELECT 1 FROM desk_inbox_member im
-          WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = $4))
+          WHERE im.org_id = $1 AND im.inbox_id = i.id AND im.user_id = $4))
 )::bool AS visible
 `
 

@@ -83,8 +83,10 @@ const messageListForPeople = `-- name: MessageListForPeople :many
 SELECT g.id, g.from_part, g.body, g.urgent, g.needs_human, g.broadcast, g.created_at,
   coalesce((SELECT jsonb_agg(jsonb_build_object('part', m.part, 'readAt', d.read_at) ORDER BY m.part)
             FROM delivery d JOIN membership m ON m.project_id = d.project_id AND m.id = d.member_id
-            -- by thread first: delivery_thread_idx (its primary key leads with the member)
-            WHERE d.project_id = g.project_id AND d.thread_id = g.thread_id AND d.message_id = g.id), '[]'::jsonb)::jsonb AS reads
+            -- by thread first: delivery_thread_idx (its primary key leads with the member);
+            -- the project by value, for Citus's router (as in ThreadListForPeople)
+            WHERE d.project_id = $1 AND m.project_id = $1
+              AND d.thread_id = $2 AND d.message_id = g.id), '[]'::jsonb)::jsonb AS reads
 FROM message g
 WHERE g.project_id = $1 AND g.thread_id = $2
 ORDER BY g.id
@@ -142,20 +144,22 @@ SELECT t.id, t.subject, t.status, t.needs_human, t.created_at, t.last_message_at
   array(SELECT m.part || ' [' || coalesce(o.name, '') || ']' FROM participant pa
         JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
         LEFT JOIN organisation o ON o.id = m.org_id
-        WHERE pa.project_id = t.project_id AND pa.thread_id = t.id ORDER BY m.part)::text[] AS parts,
+        WHERE pa.project_id = $1 AND m.project_id = $1 AND pa.thread_id = t.id
+        ORDER BY m.part)::text[] AS parts,
   array(SELECT m.part FROM composing c JOIN membership m ON m.project_id = c.project_id AND m.id = c.member_id
-        WHERE c.project_id = t.project_id AND c.thread_id = t.id AND c.expires_at > $1::timestamptz
-          AND t.status = 'open' ORDER BY m.part)::text[] AS composing
+        WHERE c.project_id = $1 AND m.project_id = $1 AND c.thread_id = t.id
+          AND c.expires_at > $2::timestamptz AND t.status = 'open' ORDER BY m.part)::text[] AS composing
 FROM thread t
-WHERE t.project_id = $2 AND t.id = $3
+WHERE t.project_id = $1 AND t.id = $3
   AND ($4::boolean OR EXISTS (
     SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-    WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = $5))
+    WHERE pa.project_id = $1 AND m.project_id = $1 AND pa.thread_id = t.id
+      AND m.org_id = $5))
 `
 
 type ThreadGetForPeopleParams struct {
-	Now          time.Time
 	ProjectID    uuid.UUID
+	Now          time.Time
 	ID           uuid.UUID
 	ViewerIsHost bool
 	ViewerOrgID  uuid.UUID
@@ -178,8 +182,8 @@ type ThreadGetForPeopleRow struct {
 // now; no row for a thread the viewer's company may not see.
 func (q *Queries) ThreadGetForPeople(ctx context.Context, db DBTX, arg ThreadGetForPeopleParams) (ThreadGetForPeopleRow, error) {
 	row := db.QueryRow(ctx, threadGetForPeople,
-		arg.Now,
 		arg.ProjectID,
+		arg.Now,
 		arg.ID,
 		arg.ViewerIsHost,
 		arg.ViewerOrgID,
@@ -204,15 +208,17 @@ const threadListForPeople = `-- name: ThreadListForPeople :many
 
 SELECT t.id, t.subject, t.status, t.needs_human, t.created_at, t.last_message_at, t.closed_by,
   array(SELECT m.part FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-        WHERE pa.project_id = t.project_id AND pa.thread_id = t.id ORDER BY m.part)::text[] AS parts,
-  (SELECT count(*) FROM message g WHERE g.project_id = t.project_id AND g.thread_id = t.id) AS messages
+        WHERE pa.project_id = $1 AND m.project_id = $1 AND pa.thread_id = t.id
+        ORDER BY m.part)::text[] AS parts,
+  (SELECT count(*) FROM message g WHERE g.project_id = $1 AND g.thread_id = t.id) AS messages
 FROM thread t
 WHERE t.project_id = $1
   AND ($2::text IS NULL OR t.status = $2)
   AND (NOT $3::boolean OR t.needs_human)
   AND ($4::boolean OR EXISTS (
     SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-    WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = $5))
+    WHERE pa.project_id = $1 AND m.project_id = $1 AND pa.thread_id = t.id
+      AND m.org_id = $5))
 ORDER BY t.last_message_at DESC, t.id DESC
 LIMIT $6
 `
@@ -244,6 +250,10 @@ type ThreadListForPeopleRow struct {
 // (viewer_is_host false, viewer_org_id their organisation).
 // The thread list, most recently active first, with its parts and message count,
 // filtered by status and by the needsHuman flag: a walk of thread_recent_idx.
+// Every subquery names the project by value as well (pa, m, g .project_id =
+// sqlc.arg(project_id)): Citus routes a statement to one shard group only when each
+// table's own distribution column is pinned, not when it is correlated through the outer
+// table's (docs/scale.md, "Router plans"). The rows are the same on plain PostgreSQL.
 func (q *Queries) ThreadListForPeople(ctx context.Context, db DBTX, arg ThreadListForPeopleParams) ([]ThreadListForPeopleRow, error) {
 	rows, err := db.Query(ctx, threadListForPeople,
 		arg.ProjectID,
@@ -284,44 +294,48 @@ func (q *Queries) ThreadListForPeople(ctx context.Context, db DBTX, arg ThreadLi
 const threadListForPeopleByPart = `-- name: ThreadListForPeopleByPart :many
 WITH part_threads AS MATERIALIZED (
   SELECT pa.thread_id FROM participant pa
-  WHERE pa.project_id = $2 AND pa.member_id = (
-    SELECT m.id FROM membership m WHERE m.project_id = $2 AND m.part = $3)
+  WHERE pa.project_id = $1 AND pa.member_id = (
+    SELECT m.id FROM membership m WHERE m.project_id = $1 AND m.part = $3)
   LIMIT $4::int + 1),
 few AS (SELECT count(*) <= $4::int AS yes FROM part_threads),
 picked AS (
   (SELECT t.project_id, t.id, t.subject, t.status, t.created_by, t.needs_human, t.last_message_at, t.closed_at, t.closed_by, t.closed_by_member, t.lesson_outcome, t.created_at FROM part_threads p
-   CROSS JOIN LATERAL (SELECT project_id, id, subject, status, created_by, needs_human, last_message_at, closed_at, closed_by, closed_by_member, lesson_outcome, created_at FROM thread t WHERE t.project_id = $2 AND t.id = p.thread_id LIMIT 1) t
+   CROSS JOIN LATERAL (SELECT project_id, id, subject, status, created_by, needs_human, last_message_at, closed_at, closed_by, closed_by_member, lesson_outcome, created_at FROM thread t WHERE t.project_id = $1 AND t.id = p.thread_id LIMIT 1) t
    WHERE (SELECT yes FROM few)
      AND ($5::text IS NULL OR t.status = $5)
      AND (NOT $6::boolean OR t.needs_human)
      AND ($7::boolean OR EXISTS (
        SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = $8)))
+       WHERE pa.project_id = $1 AND m.project_id = $1 AND pa.thread_id = t.id
+         AND m.org_id = $8)))
   UNION ALL
   (SELECT t.project_id, t.id, t.subject, t.status, t.created_by, t.needs_human, t.last_message_at, t.closed_at, t.closed_by, t.closed_by_member, t.lesson_outcome, t.created_at FROM thread t
-   WHERE NOT (SELECT yes FROM few) AND t.project_id = $2
+   WHERE NOT (SELECT yes FROM few) AND t.project_id = $1
      AND ($5::text IS NULL OR t.status = $5)
      AND (NOT $6::boolean OR t.needs_human)
      AND EXISTS (
        SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.part = $3)
+       WHERE pa.project_id = $1 AND m.project_id = $1 AND pa.thread_id = t.id
+         AND m.part = $3)
      AND ($7::boolean OR EXISTS (
        SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = $8))
+       WHERE pa.project_id = $1 AND m.project_id = $1 AND pa.thread_id = t.id
+         AND m.org_id = $8))
    ORDER BY t.last_message_at DESC, t.id DESC
-   LIMIT $1))
+   LIMIT $2))
 SELECT t.id, t.subject, t.status, t.needs_human, t.created_at, t.last_message_at, t.closed_by,
   array(SELECT m.part FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-        WHERE pa.project_id = t.project_id AND pa.thread_id = t.id ORDER BY m.part)::text[] AS parts,
-  (SELECT count(*) FROM message g WHERE g.project_id = t.project_id AND g.thread_id = t.id) AS messages
+        WHERE pa.project_id = $1 AND m.project_id = $1 AND pa.thread_id = t.id
+        ORDER BY m.part)::text[] AS parts,
+  (SELECT count(*) FROM message g WHERE g.project_id = $1 AND g.thread_id = t.id) AS messages
 FROM picked t
 ORDER BY t.last_message_at DESC, t.id DESC
-LIMIT $1
+LIMIT $2
 `
 
 type ThreadListForPeopleByPartParams struct {
-	Lim          int32
 	ProjectID    uuid.UUID
+	Lim          int32
 	Part         string
 	Few          int32
 	Status       *string
@@ -353,8 +367,8 @@ type ThreadListForPeopleByPartRow struct {
 // rows that are shown.
 func (q *Queries) ThreadListForPeopleByPart(ctx context.Context, db DBTX, arg ThreadListForPeopleByPartParams) ([]ThreadListForPeopleByPartRow, error) {
 	rows, err := db.Query(ctx, threadListForPeopleByPart,
-		arg.Lim,
 		arg.ProjectID,
+		arg.Lim,
 		arg.Part,
 		arg.Few,
 		arg.Status,
@@ -395,7 +409,8 @@ SELECT t.id, t.status FROM thread t
 WHERE t.project_id = $1 AND t.id = $2
   AND ($3::boolean OR EXISTS (
     SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-    WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = $4))
+    WHERE pa.project_id = $1 AND m.project_id = $1 AND pa.thread_id = t.id
+      AND m.org_id = $4))
 FOR UPDATE OF t
 `
 

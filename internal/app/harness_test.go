@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -138,7 +139,7 @@ func startServerOpts(t testing.TB, o serverOptions) *server {
 	u, res := seedFile(t, o.file, o.before)
 	cfg := config.Config{
 		DatabaseURL: u, Addr: "127.0.0.1:0", LogLevel: "info",
-		ShutdownTimeout: 10 * time.Second, StatementTimeout: 5 * time.Second,
+		ShutdownTimeout: 10 * time.Second, StatementTimeout: testStatementTimeout(t),
 		MaxConns: 8, MaxBodyBytes: 4 << 20,
 	}
 	if o.tune != nil {
@@ -162,6 +163,26 @@ func startServerOpts(t testing.TB, o serverOptions) *server {
 // serverStartBound only ends a test whose server never starts: at a load average of 30 a
 // start (the embedder's load, the migrations' check) outlasted 30 s.
 const serverStartBound = 2 * time.Minute
+
+// statementTimeoutEnv gives the test servers' database time per request
+// (config.StatementTimeout, 5 s unset). A Citus coordinator pays more round trips per
+// request than plain PostgreSQL (docs/scale.md), and on a loaded machine 5 s is spent
+// before a request is refused: a longer budget tells the machine's load from a refusal.
+// A test that is about the deadline sets its own (tune).
+const statementTimeoutEnv = "RELAYROOM_TEST_STATEMENT_TIMEOUT"
+
+func testStatementTimeout(t testing.TB) time.Duration {
+	t.Helper()
+	v := os.Getenv(statementTimeoutEnv)
+	if v == "" {
+		return 5 * time.Second
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("%s=%q: want a positive duration", statementTimeoutEnv, v)
+	}
+	return d
+}
 
 // startOne runs one in-process server with cfg and returns its URL and how to stop it.
 func startOne(t testing.TB, cfg config.Config, logs *syncBuffer) (string, func() error) {

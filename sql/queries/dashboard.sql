@@ -81,13 +81,17 @@ RETURNING e.deprecated_at;
 -- take part in), done results its agents sent that nobody accepted or rejected yet, and
 -- for the host's reviewers the knowledge candidates; for the host, agreements its guests
 -- have not accepted; dead wakes (for a guest, its own agents'). id is the guest
--- organisation's for an agreement.
+-- organisation's for an agreement. On Citus every subquery names the project by value
+-- (a router query, docs/scale.md), and the guest's name is a scalar subquery, not a LEFT
+-- JOIN: a PG15/16 coordinator refuses an outer join beside a qual that names no column
+-- ("outer joins and pseudoconstant quals"), which viewer_is_host false is once bound.
 SELECT n.kind::text AS kind, n.id::uuid AS id, n.title::text AS title, n.at::timestamptz AS at FROM (
   (SELECT 'thread' AS kind, t.id, t.subject AS title, t.last_message_at AS at FROM thread t
    WHERE t.project_id = sqlc.arg(project_id) AND t.status = 'open' AND t.needs_human
      AND (sqlc.arg(viewer_is_host)::boolean OR EXISTS (
        SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = sqlc.arg(viewer_org_id)))
+       WHERE pa.project_id = sqlc.arg(project_id) AND m.project_id = sqlc.arg(project_id) AND pa.thread_id = t.id
+         AND m.org_id = sqlc.arg(viewer_org_id)))
    ORDER BY t.last_message_at DESC LIMIT sqlc.arg(lim))
   UNION ALL
   (SELECT 'task', k.id, k.goal, k.updated_at FROM room_task k
@@ -99,15 +103,16 @@ SELECT n.kind::text AS kind, n.id::uuid AS id, n.title::text AS title, n.at::tim
    WHERE q.project_id = sqlc.arg(project_id) AND q.status = 'candidate' AND sqlc.arg(viewer_reviews)::boolean
    ORDER BY q.created_at DESC LIMIT sqlc.arg(lim))
   UNION ALL
-  (SELECT 'agreement', g.guest_org_id, coalesce(o.name, ''), g.updated_at FROM agreement g
-   LEFT JOIN organisation o ON o.id = g.guest_org_id
+  (SELECT 'agreement', g.guest_org_id,
+     coalesce((SELECT o.name FROM organisation o WHERE o.id = g.guest_org_id), ''), g.updated_at
+   FROM agreement g
    WHERE g.project_id = sqlc.arg(project_id) AND g.status = 'pending' AND sqlc.arg(viewer_is_host)::boolean
    ORDER BY g.updated_at DESC LIMIT sqlc.arg(lim))
   UNION ALL
   (SELECT 'wake', w.id, w.part, w.created_at FROM wake w
    WHERE w.project_id = sqlc.arg(project_id) AND w.status = 'dead'
      AND (sqlc.arg(viewer_is_host)::boolean OR w.agent_id IN (
-       SELECT m.agent_id FROM membership m WHERE m.project_id = w.project_id AND m.org_id = sqlc.arg(viewer_org_id)))
+       SELECT m.agent_id FROM membership m WHERE m.project_id = sqlc.arg(project_id) AND m.org_id = sqlc.arg(viewer_org_id)))
    ORDER BY w.created_at DESC LIMIT sqlc.arg(lim))
 ) n
 ORDER BY n.at DESC, n.id;

@@ -60,7 +60,7 @@ SELECT EXISTS (
   WHERE i.org_id = sqlc.arg(org_id) AND i.id = sqlc.arg(id)
     AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
           SELECT 1 FROM desk_inbox_member im
-          WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
+          WHERE im.org_id = sqlc.arg(org_id) AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
 )::bool AS visible;
 
 -- name: DeskConversationSearch :many
@@ -81,6 +81,10 @@ SELECT EXISTS (
 -- 3. Otherwise (more than `cap` matches, fewer than a page in the first `cap` rows) the
 --    walk by updated_at goes on until it has a page; desk_matches keeps the planner on
 --    that walk (a plain @@ is estimated so rare that it would sort every match instead).
+-- Every desk_inbox_member subquery names the organisation by value (as DeskInboxList):
+-- correlated through i.org_id, Citus refused the statement for a member who does not see
+-- every inbox ("correlated subqueries are not supported when the FROM clause contains a
+-- CTE or subquery").
 WITH head_page AS MATERIALIZED (
   SELECT h.id, h.updated_at
   FROM (SELECT c.id, c.inbox_id, c.updated_at, c.search FROM desk_conversation c
@@ -98,7 +102,7 @@ WITH head_page AS MATERIALIZED (
     AND EXISTS (SELECT 1 FROM desk_inbox i WHERE i.org_id = sqlc.arg(org_id) AND i.id = h.inbox_id
       AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
             SELECT 1 FROM desk_inbox_member im
-            WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id))))
+            WHERE im.org_id = sqlc.arg(org_id) AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id))))
   ORDER BY h.updated_at DESC, h.id
   LIMIT sqlc.arg(lim)
 ), walked AS MATERIALIZED (
@@ -135,7 +139,7 @@ FROM (
    WHERE NOT (SELECT w.done FROM walked w) AND (SELECT f.few FROM few f)
      AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
            SELECT 1 FROM desk_inbox_member im
-           WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
+           WHERE im.org_id = sqlc.arg(org_id) AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
    ORDER BY c.updated_at DESC, c.id
    LIMIT sqlc.arg(lim))
   UNION ALL
@@ -152,7 +156,7 @@ FROM (
           OR (c.updated_at = sqlc.narg(after_updated)::timestamptz AND c.id > sqlc.arg(after_id)::bigint))
      AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
            SELECT 1 FROM desk_inbox_member im
-           WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
+           WHERE im.org_id = sqlc.arg(org_id) AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
    ORDER BY c.updated_at DESC, c.id
    LIMIT sqlc.arg(lim))
 ) p
@@ -166,7 +170,7 @@ FROM desk_conversation c JOIN desk_inbox i ON i.org_id = c.org_id AND i.id = c.i
 WHERE c.org_id = sqlc.arg(org_id) AND c.id = sqlc.arg(id)
   AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
         SELECT 1 FROM desk_inbox_member im
-        WHERE im.org_id = i.org_id AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)));
+        WHERE im.org_id = sqlc.arg(org_id) AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)));
 
 -- name: DeskMessagePage :many
 -- A page of a conversation's messages, oldest first, notes only when asked for.

@@ -6,17 +6,23 @@
 -- name: ThreadListForPeople :many
 -- The thread list, most recently active first, with its parts and message count,
 -- filtered by status and by the needsHuman flag: a walk of thread_recent_idx.
+-- Every subquery names the project by value as well (pa, m, g .project_id =
+-- sqlc.arg(project_id)): Citus routes a statement to one shard group only when each
+-- table's own distribution column is pinned, not when it is correlated through the outer
+-- table's (docs/scale.md, "Router plans"). The rows are the same on plain PostgreSQL.
 SELECT t.id, t.subject, t.status, t.needs_human, t.created_at, t.last_message_at, t.closed_by,
   array(SELECT m.part FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-        WHERE pa.project_id = t.project_id AND pa.thread_id = t.id ORDER BY m.part)::text[] AS parts,
-  (SELECT count(*) FROM message g WHERE g.project_id = t.project_id AND g.thread_id = t.id) AS messages
+        WHERE pa.project_id = sqlc.arg(project_id) AND m.project_id = sqlc.arg(project_id) AND pa.thread_id = t.id
+        ORDER BY m.part)::text[] AS parts,
+  (SELECT count(*) FROM message g WHERE g.project_id = sqlc.arg(project_id) AND g.thread_id = t.id) AS messages
 FROM thread t
 WHERE t.project_id = sqlc.arg(project_id)
   AND (sqlc.narg(status)::text IS NULL OR t.status = sqlc.narg(status))
   AND (NOT sqlc.arg(flagged_only)::boolean OR t.needs_human)
   AND (sqlc.arg(viewer_is_host)::boolean OR EXISTS (
     SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-    WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = sqlc.arg(viewer_org_id)))
+    WHERE pa.project_id = sqlc.arg(project_id) AND m.project_id = sqlc.arg(project_id) AND pa.thread_id = t.id
+      AND m.org_id = sqlc.arg(viewer_org_id)))
 ORDER BY t.last_message_at DESC, t.id DESC
 LIMIT sqlc.arg(lim);
 
@@ -44,7 +50,8 @@ picked AS (
      AND (NOT sqlc.arg(flagged_only)::boolean OR t.needs_human)
      AND (sqlc.arg(viewer_is_host)::boolean OR EXISTS (
        SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = sqlc.arg(viewer_org_id))))
+       WHERE pa.project_id = sqlc.arg(project_id) AND m.project_id = sqlc.arg(project_id) AND pa.thread_id = t.id
+         AND m.org_id = sqlc.arg(viewer_org_id))))
   UNION ALL
   (SELECT t.* FROM thread t
    WHERE NOT (SELECT yes FROM few) AND t.project_id = sqlc.arg(project_id)
@@ -52,16 +59,19 @@ picked AS (
      AND (NOT sqlc.arg(flagged_only)::boolean OR t.needs_human)
      AND EXISTS (
        SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.part = sqlc.arg(part))
+       WHERE pa.project_id = sqlc.arg(project_id) AND m.project_id = sqlc.arg(project_id) AND pa.thread_id = t.id
+         AND m.part = sqlc.arg(part))
      AND (sqlc.arg(viewer_is_host)::boolean OR EXISTS (
        SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-       WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = sqlc.arg(viewer_org_id)))
+       WHERE pa.project_id = sqlc.arg(project_id) AND m.project_id = sqlc.arg(project_id) AND pa.thread_id = t.id
+         AND m.org_id = sqlc.arg(viewer_org_id)))
    ORDER BY t.last_message_at DESC, t.id DESC
    LIMIT sqlc.arg(lim)))
 SELECT t.id, t.subject, t.status, t.needs_human, t.created_at, t.last_message_at, t.closed_by,
   array(SELECT m.part FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-        WHERE pa.project_id = t.project_id AND pa.thread_id = t.id ORDER BY m.part)::text[] AS parts,
-  (SELECT count(*) FROM message g WHERE g.project_id = t.project_id AND g.thread_id = t.id) AS messages
+        WHERE pa.project_id = sqlc.arg(project_id) AND m.project_id = sqlc.arg(project_id) AND pa.thread_id = t.id
+        ORDER BY m.part)::text[] AS parts,
+  (SELECT count(*) FROM message g WHERE g.project_id = sqlc.arg(project_id) AND g.thread_id = t.id) AS messages
 FROM picked t
 ORDER BY t.last_message_at DESC, t.id DESC
 LIMIT sqlc.arg(lim);
@@ -73,15 +83,17 @@ SELECT t.id, t.subject, t.status, t.needs_human, t.created_at, t.last_message_at
   array(SELECT m.part || ' [' || coalesce(o.name, '') || ']' FROM participant pa
         JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
         LEFT JOIN organisation o ON o.id = m.org_id
-        WHERE pa.project_id = t.project_id AND pa.thread_id = t.id ORDER BY m.part)::text[] AS parts,
+        WHERE pa.project_id = sqlc.arg(project_id) AND m.project_id = sqlc.arg(project_id) AND pa.thread_id = t.id
+        ORDER BY m.part)::text[] AS parts,
   array(SELECT m.part FROM composing c JOIN membership m ON m.project_id = c.project_id AND m.id = c.member_id
-        WHERE c.project_id = t.project_id AND c.thread_id = t.id AND c.expires_at > sqlc.arg(now)::timestamptz
-          AND t.status = 'open' ORDER BY m.part)::text[] AS composing
+        WHERE c.project_id = sqlc.arg(project_id) AND m.project_id = sqlc.arg(project_id) AND c.thread_id = t.id
+          AND c.expires_at > sqlc.arg(now)::timestamptz AND t.status = 'open' ORDER BY m.part)::text[] AS composing
 FROM thread t
 WHERE t.project_id = sqlc.arg(project_id) AND t.id = sqlc.arg(id)
   AND (sqlc.arg(viewer_is_host)::boolean OR EXISTS (
     SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-    WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = sqlc.arg(viewer_org_id)));
+    WHERE pa.project_id = sqlc.arg(project_id) AND m.project_id = sqlc.arg(project_id) AND pa.thread_id = t.id
+      AND m.org_id = sqlc.arg(viewer_org_id)));
 
 -- name: MessageListForPeople :many
 -- A thread's messages in order, each with its recipients and when each read it
@@ -89,8 +101,10 @@ WHERE t.project_id = sqlc.arg(project_id) AND t.id = sqlc.arg(id)
 SELECT g.id, g.from_part, g.body, g.urgent, g.needs_human, g.broadcast, g.created_at,
   coalesce((SELECT jsonb_agg(jsonb_build_object('part', m.part, 'readAt', d.read_at) ORDER BY m.part)
             FROM delivery d JOIN membership m ON m.project_id = d.project_id AND m.id = d.member_id
-            -- by thread first: delivery_thread_idx (its primary key leads with the member)
-            WHERE d.project_id = g.project_id AND d.thread_id = g.thread_id AND d.message_id = g.id), '[]'::jsonb)::jsonb AS reads
+            -- by thread first: delivery_thread_idx (its primary key leads with the member);
+            -- the project by value, for Citus's router (as in ThreadListForPeople)
+            WHERE d.project_id = sqlc.arg(project_id) AND m.project_id = sqlc.arg(project_id)
+              AND d.thread_id = sqlc.arg(thread_id) AND d.message_id = g.id), '[]'::jsonb)::jsonb AS reads
 FROM message g
 WHERE g.project_id = sqlc.arg(project_id) AND g.thread_id = sqlc.arg(thread_id)
 ORDER BY g.id;
@@ -101,7 +115,8 @@ SELECT t.id, t.status FROM thread t
 WHERE t.project_id = sqlc.arg(project_id) AND t.id = sqlc.arg(id)
   AND (sqlc.arg(viewer_is_host)::boolean OR EXISTS (
     SELECT 1 FROM participant pa JOIN membership m ON m.project_id = pa.project_id AND m.id = pa.member_id
-    WHERE pa.project_id = t.project_id AND pa.thread_id = t.id AND m.org_id = sqlc.arg(viewer_org_id)))
+    WHERE pa.project_id = sqlc.arg(project_id) AND m.project_id = sqlc.arg(project_id) AND pa.thread_id = t.id
+      AND m.org_id = sqlc.arg(viewer_org_id)))
 FOR UPDATE OF t;
 
 -- name: ActivityEventListForPeople :many
