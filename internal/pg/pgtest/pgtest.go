@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
@@ -57,14 +59,37 @@ func New(t testing.TB) string {
 	}
 	t.Cleanup(func() {
 		for _, n := range nodes {
-			c := connect(t, context.Background(), n)
-			if _, err := c.Exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
-				t.Errorf("pgtest: drop %s: %v", name, err)
-			}
-			_ = c.Close(context.Background())
+			drop(t, n, name)
 		}
 	})
 	return withDatabase(t, base, name)
+}
+
+// objectInUse is the SQLSTATE of "database … is being accessed by other users".
+const objectInUse = "55006"
+
+// drop drops the database name on server. FORCE terminates the database's backends and
+// waits 5 s for them to exit; on a Citus worker those are the coordinator's connections
+// to it, which end only as the coordinator's own backends (terminated by the drop there
+// just before) wind down, and on a loaded machine that can take longer: the drop is then
+// tried again.
+func drop(t testing.TB, server, name string) {
+	t.Helper()
+	ctx := context.Background()
+	c := connect(t, ctx, server)
+	defer c.Close(ctx)
+	var err error
+	for attempt := 0; attempt < 12; attempt++ {
+		_, err = c.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != objectInUse {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if err != nil {
+		t.Errorf("pgtest: drop %s on %s: %v", name, redactURL(server), err)
+	}
 }
 
 func clone(t testing.TB, ctx context.Context, server, name, tpl string) {
