@@ -22,7 +22,10 @@ import (
 
 // ScratchDatabase drops the database name in the cluster clusterURL points at, creates it
 // again and migrates it: every run starts from the same empty schema, and nothing else in
-// the cluster is touched. It returns the new database's URL.
+// the cluster is touched. It returns the new database's URL. When clusterURL's database
+// is a Citus coordinator's, the scratch database is made on every node and distributed as
+// `relayroom migrate citus` does (Citus's default shard count), so the run measures the
+// service on the coordinator and its workers.
 func ScratchDatabase(ctx context.Context, clusterURL, name string) (string, error) {
 	u, err := url.Parse(clusterURL)
 	if err != nil {
@@ -31,26 +34,51 @@ func ScratchDatabase(ctx context.Context, clusterURL, name string) (string, erro
 	if strings.TrimPrefix(u.Path, "/") == name {
 		return "", fmt.Errorf("the scratch database %q is the cluster URL's own database: choose another name", name)
 	}
-	conn, err := pgx.Connect(ctx, clusterURL)
+	nodes, err := pg.CitusNodes(ctx, clusterURL)
 	if err != nil {
-		return "", fmt.Errorf("connect to %s: %w", u.Redacted(), err)
+		return "", err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
 	ident := pgx.Identifier{name}.Sanitize()
-	for _, stmt := range []string{"DROP DATABASE IF EXISTS " + ident + " WITH (FORCE)", "CREATE DATABASE " + ident} {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			return "", fmt.Errorf("%s: %w", stmt, err)
+	for _, n := range nodes {
+		if err := recreate(ctx, n, ident); err != nil {
+			return "", err
 		}
 	}
 	u.Path = "/" + name
 	dbURL := u.String()
+	citus := len(nodes) > 1
+	if citus {
+		if err := pg.MakeCitusDatabase(ctx, nodes, name); err != nil {
+			return "", err
+		}
+	}
 	if err := pg.MigrateUp(dbURL); err != nil {
 		return "", err
 	}
 	if err := jobs.MigrateUp(ctx, dbURL); err != nil {
 		return "", err
 	}
+	if citus {
+		if _, err := pg.Distribute(ctx, dbURL, pg.CitusOptions{}); err != nil {
+			return "", err
+		}
+	}
 	return dbURL, nil
+}
+
+// recreate drops the database ident on the server serverURL names and creates it empty.
+func recreate(ctx context.Context, serverURL, ident string) error {
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return fmt.Errorf("connect to the cluster: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, stmt := range []string{"DROP DATABASE IF EXISTS " + ident + " WITH (FORCE)", "CREATE DATABASE " + ident} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("%s on %s: %w", stmt, conn.Config().Host, err)
+		}
+	}
+	return nil
 }
 
 // Fixture is the demo data applied to a scratch database: its keys, connect codes and ids.

@@ -86,11 +86,16 @@ var unprobedFunctions = map[string]string{
 // plainOnly are the queries the service sends on plain PostgreSQL only: the one-round-trip
 // credential resolution (tenancy.Resolver), which sets the tenant with set_config inside a
 // statement, which Citus workers would not see. On Citus the resolver takes the
-// statement-by-statement path (CredentialRows, ScopeBindPart, AgentGetIdentity; ScopeBindAgentRoom serves both).
+// statement-by-statement path (CredentialRows, ScopeBindPart, AgentGetIdentity; ScopeBindAgentRoom serves both)
+// and caches nothing.
 var plainOnly = map[string]string{
 	"CredentialAssumeTenant": "sets the tenant with set_config (one-round-trip resolution)",
 	"ScopeBindOwnPart":       "reads the tenant CredentialAssumeTenant set",
 	"AgentGetOwnIdentity":    "reads the tenant CredentialAssumeTenant set",
+	// The scope cache (tenancy.Resolver.recheck) serves plain PostgreSQL only, for the same reason.
+	"CredentialAssumeCachedTenant": "sets the cached tenant with set_config (the scope cache's one round trip)",
+	"ScopeRecheckMember":           "reads the tenant CredentialAssumeCachedTenant set",
+	"AgentRecheckOwn":              "reads the tenant CredentialAssumeCachedTenant set",
 }
 
 // refusedOnCitus are the queries a Citus coordinator refuses to plan today, the gaps

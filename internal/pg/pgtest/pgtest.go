@@ -16,16 +16,16 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/url"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
@@ -57,14 +57,37 @@ func New(t testing.TB) string {
 	}
 	t.Cleanup(func() {
 		for _, n := range nodes {
-			c := connect(t, context.Background(), n)
-			if _, err := c.Exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
-				t.Errorf("pgtest: drop %s: %v", name, err)
-			}
-			_ = c.Close(context.Background())
+			drop(t, n, name)
 		}
 	})
 	return withDatabase(t, base, name)
+}
+
+// objectInUse is the SQLSTATE of "database … is being accessed by other users".
+const objectInUse = "55006"
+
+// drop drops the database name on server. FORCE terminates the database's backends and
+// waits 5 s for them to exit; on a Citus worker those are the coordinator's connections
+// to it, which end only as the coordinator's own backends (terminated by the drop there
+// just before) wind down, and on a loaded machine that can take longer: the drop is then
+// tried again.
+func drop(t testing.TB, server, name string) {
+	t.Helper()
+	ctx := context.Background()
+	c := connect(t, ctx, server)
+	defer c.Close(ctx)
+	var err error
+	for attempt := 0; attempt < 12; attempt++ {
+		_, err = c.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != objectInUse {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if err != nil {
+		t.Errorf("pgtest: drop %s on %s: %v", name, redactURL(server), err)
+	}
 }
 
 func clone(t testing.TB, ctx context.Context, server, name, tpl string) {
@@ -89,40 +112,11 @@ func clone(t testing.TB, ctx context.Context, server, name, tpl string) {
 // of each worker registered in it (same credentials).
 func nodeURLs(t testing.TB, ctx context.Context, base string) []string {
 	t.Helper()
-	c := connect(t, ctx, base)
-	defer c.Close(ctx)
-	var hasCitus bool
-	if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&hasCitus); err != nil {
-		t.Fatalf("pgtest: look for citus: %v", err)
-	}
-	if !hasCitus {
-		return []string{base}
-	}
-	rows, err := c.Query(ctx, "SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 AND isactive ORDER BY nodeid")
+	nodes, err := pg.CitusNodes(ctx, base)
 	if err != nil {
-		t.Fatalf("pgtest: list the Citus workers: %v", err)
+		t.Fatalf("pgtest: %v", err)
 	}
-	out := []string{base}
-	for rows.Next() {
-		var host string
-		var port int
-		if err := rows.Scan(&host, &port); err != nil {
-			t.Fatalf("pgtest: list the Citus workers: %v", err)
-		}
-		u, err := url.Parse(base)
-		if err != nil {
-			t.Fatalf("pgtest: parse DATABASE_URL: %v", err)
-		}
-		u.Host = net.JoinHostPort(host, strconv.Itoa(port))
-		out = append(out, u.String())
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("pgtest: list the Citus workers: %v", err)
-	}
-	if len(out) == 1 {
-		t.Fatal("pgtest: DATABASE_URL's database has the citus extension but no worker: register them (deploy/citus/cluster.sh start)")
-	}
-	return out
+	return nodes
 }
 
 // Open returns pools on a fresh database.
@@ -190,7 +184,9 @@ func ensureTemplate(t testing.TB, ctx context.Context, base string) string {
 	}
 	tplURL := withDatabase(t, base, name)
 	if len(nodes) > 1 {
-		citusTemplate(t, ctx, nodes, name)
+		if err := pg.MakeCitusDatabase(ctx, nodes, name); err != nil {
+			t.Fatalf("pgtest: template: %v", err)
+		}
 	}
 	if err := pg.MigrateUp(tplURL); err != nil {
 		t.Fatalf("pgtest: migrate template: %v", err)
@@ -226,39 +222,6 @@ func ensureTemplate(t testing.TB, ctx context.Context, base string) string {
 
 // citusTestShards is the shard count of the test template's co-location groups.
 const citusTestShards = 4
-
-// citusTemplate makes the new database name a Citus database on every node, the
-// coordinator first, and registers the nodes in it (Citus keeps its node list per
-// database), as deploy/citus/cluster.sh does for the relayroom database.
-func citusTemplate(t testing.TB, ctx context.Context, nodes []string, name string) {
-	t.Helper()
-	for _, n := range nodes {
-		c := connect(t, ctx, withDatabase(t, n, name))
-		if _, err := c.Exec(ctx, "CREATE EXTENSION citus"); err != nil {
-			t.Fatalf("pgtest: citus on %s: %v", redactURL(n), err)
-		}
-		_ = c.Close(ctx)
-	}
-	c := connect(t, ctx, withDatabase(t, nodes[0], name))
-	defer c.Close(ctx)
-	for i, n := range nodes {
-		u, err := url.Parse(n)
-		if err != nil {
-			t.Fatalf("pgtest: parse %s: %v", redactURL(n), err)
-		}
-		port, err := strconv.Atoi(u.Port())
-		if err != nil {
-			t.Fatalf("pgtest: no port in %s: %v", redactURL(n), err)
-		}
-		q := "SELECT citus_add_node($1, $2)"
-		if i == 0 {
-			q = "SELECT citus_set_coordinator_host($1, $2)"
-		}
-		if _, err := c.Exec(ctx, q, u.Hostname(), port); err != nil {
-			t.Fatalf("pgtest: register %s: %v", redactURL(n), err)
-		}
-	}
-}
 
 func migrationsHash(t testing.TB) string {
 	h := sha256.New()
