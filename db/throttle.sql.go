@@ -9,6 +9,47 @@ import (
 	"context"
 )
 
+const authThrottleFailures = `-- name: AuthThrottleFailures :many
+SELECT subject, failures,
+  extract(epoch FROM window_start + make_interval(secs => $1::float8) - now())::float8 AS seconds_left
+FROM auth_throttle
+WHERE subject = ANY ($2::text[])
+  AND window_start + make_interval(secs => $1::float8) > now()
+`
+
+type AuthThrottleFailuresParams struct {
+	WindowSeconds float64
+	Subjects      []string
+}
+
+type AuthThrottleFailuresRow struct {
+	Subject     string
+	Failures    int32
+	SecondsLeft float64
+}
+
+// The live counts of the subjects, read before an unknown credential is checked: a
+// subject at its limit on another replica is refused here too, without checking anything.
+func (q *Queries) AuthThrottleFailures(ctx context.Context, db DBTX, arg AuthThrottleFailuresParams) ([]AuthThrottleFailuresRow, error) {
+	rows, err := db.Query(ctx, authThrottleFailures, arg.WindowSeconds, arg.Subjects)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AuthThrottleFailuresRow{}
+	for rows.Next() {
+		var i AuthThrottleFailuresRow
+		if err := rows.Scan(&i.Subject, &i.Failures, &i.SecondsLeft); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const authThrottlePrune = `-- name: AuthThrottlePrune :execrows
 DELETE FROM auth_throttle
 WHERE window_start + make_interval(secs => $1::float8) < now()

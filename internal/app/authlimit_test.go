@@ -203,6 +203,7 @@ func TestFailedAuthenticationIsLimited(t *testing.T) {
 // lines of everyone else untouched.
 func TestRefusalsAreLoggedOncePerAddress(t *testing.T) {
 	t.Parallel()
+	skipThroughBalancer(t, "a refusal is logged in full once per address per process, so once per replica")
 	s := limitedServer(t, throttle.Limits{Window: time.Minute, PerAddress: 5, PerKey: 100}, "")
 	url, attacker := s.threadsURL("escalations", "architect"), clientFrom("127.0.0.31")
 	const flood = 40

@@ -83,6 +83,7 @@ func pathOf(u string) string {
 // connection after the server's timeouts, whatever it has sent.
 func TestSlowClientsAreCut(t *testing.T) {
 	t.Parallel()
+	skipThroughBalancer(t, "the client's connection is HAProxy's, which cuts a slow client with its own timeout http-request, not the service's read timeouts this test sets")
 	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) {
 		c.ReadHeaderTimeout, c.ReadTimeout = 500*time.Millisecond, time.Second
 	}})
@@ -297,6 +298,7 @@ func checkRefusal(t *testing.T, h http.Header, body string) {
 // of requests, and that health checks answer meanwhile.
 func TestRequestsPerAddressAreBounded(t *testing.T) {
 	t.Parallel()
+	skipThroughBalancer(t, "requests in progress per address are bounded per replica (docs/limits.md); the cluster-wide cap belongs to the balancer")
 	// A generous database budget: a held request whose credential check ran over it on a
 	// busy machine would be answered early and hold nothing.
 	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) { c.MaxRequestsPerAddr = 2; c.StatementTimeout = time.Minute }})
@@ -529,6 +531,7 @@ func TestReadyzReportsPoolExhaustion(t *testing.T) {
 // has not sent its headers, and is answered.
 func TestConnectionCapMakesRoom(t *testing.T) {
 	t.Parallel()
+	skipThroughBalancer(t, "the connection cap is each process's own descriptors, and behind the balancer every connection a replica holds is HAProxy's")
 	const connCap = 4
 	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) {
 		c.MaxConnections = connCap

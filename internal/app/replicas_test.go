@@ -141,3 +141,14 @@ func startReplicas(t testing.TB, cfg config.Config, logs *syncBuffer, n int) (st
 		return stopErr
 	}
 }
+
+// skipThroughBalancer skips a test about one process (its own connections, its own
+// counters, its own log) when the test servers are replicas behind the balancer, where
+// that process is one of several and the client's connection is HAProxy's; reason says
+// what the test is about one process, and docs/scale.md lists each.
+func skipThroughBalancer(t *testing.T, reason string) {
+	t.Helper()
+	if n := testReplicas(t); n > 1 {
+		t.Skipf("%s=%d: per process by nature: %s", replicasEnv, n, reason)
+	}
+}

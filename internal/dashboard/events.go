@@ -34,7 +34,9 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, sess web.Sessio
 // for the person's scope, at once (what arrived between the page's render and the
 // subscription) and after each wake or tick of again (nil: none). Each wake re-resolves
 // the person first (rebind); a person who may no longer see the project ends the stream
-// with an `event: gone`. It ends with the request, or after StreamLifetime.
+// with an `event: gone`. It ends with the request, after StreamLifetime, or when the hub
+// stops (the server is shutting down: the browser reconnects, through a balancer to
+// another replica).
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, wakes <-chan struct{}, again <-chan time.Time, push func(tenancy.Scope) error) {
 	rc := http.NewResponseController(w)
 	// The stream outlives the server's write timeout (the app's limit middleware leaves
@@ -63,6 +65,8 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, sess web.Sessio
 	for {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-h.deps.Hub.Stopped():
 			return
 		case <-end.C:
 			return

@@ -43,12 +43,20 @@ type Hub struct {
 
 	mu   sync.Mutex
 	subs map[hubKey]map[chan struct{}]struct{}
+
+	// stopped is closed when Run returns: the server is shutting down (app.Run stops the
+	// hub before http.Server.Shutdown), and every live stream ends at once, since
+	// Shutdown waits for streams it does not cancel.
+	stopped chan struct{}
 }
 
 // NewHub builds a hub; Run starts listening.
 func NewHub(d *pg.DB, log *slog.Logger) *Hub {
-	return &Hub{db: d, log: log, subs: map[hubKey]map[chan struct{}]struct{}{}}
+	return &Hub{db: d, log: log, subs: map[hubKey]map[chan struct{}]struct{}{}, stopped: make(chan struct{})}
 }
+
+// Stopped is closed once Run has returned; a live stream ends when it is.
+func (h *Hub) Stopped() <-chan struct{} { return h.stopped }
 
 // Subscribe returns a channel that receives a token after each new message of the room
 // (bursts coalesce into one) and the function that ends the subscription.
@@ -100,8 +108,10 @@ func (h *Hub) wakeAll() {
 	}
 }
 
-// Run listens until ctx is done, reconnecting with a growing delay (at most 30 s).
+// Run listens until ctx is done, reconnecting with a growing delay (at most 30 s), then
+// closes Stopped. It runs once per hub.
 func (h *Hub) Run(ctx context.Context) {
+	defer close(h.stopped)
 	delay := 500 * time.Millisecond
 	for ctx.Err() == nil {
 		err := h.listenOnce(ctx)

@@ -184,7 +184,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	if s.deps.Registrations != nil {
-		at := throttle.Attempt{Address: "register/" + s.deps.ClientAddress(r)}
+		at := throttle.Attempt{Address: "register/" + s.deps.ClientAddress(r), Always: true}
 		if err := s.deps.Registrations.Admit(ctx, at); err != nil {
 			w.Header().Set("Retry-After", "60")
 			writeJSON(w, http.StatusTooManyRequests, registrationError{"too_many_requests", "too many registrations from this address: retry later"})

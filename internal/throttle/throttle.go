@@ -1,8 +1,12 @@
 // Package throttle limits failed authentication: how many refused credentials one client
 // address, and one agent key id, may present per window. The counts live in Postgres, so
-// every replica shares them; a block, once a replica has learnt it from a count, is kept
-// in that replica's memory until the window ends, so a blocked caller is refused without
-// any database work. A successful authentication costs nothing here but a map lookup.
+// every replica shares them, and the decision is the shared count's: before a credential
+// this replica has not verified is checked, its subjects' counts are read, so a subject at
+// its limit through any replica is refused on every replica from its next attempt. A
+// block, once a replica has learnt it, is kept in that replica's memory until the window
+// ends, so a blocked caller is refused without any database work; memory only ever
+// refuses, it never admits what the shared count would refuse (a credential verified here
+// recently is not a guess, and skips the read). A known credential costs a map lookup.
 package throttle
 
 import (
@@ -73,6 +77,9 @@ type Attempt struct {
 	Address    string // the client address (ClientAddress), "" when unknown
 	KeyID      string // the public id of a well-formed agent key, "" when none
 	Credential string // what was presented, to recognise one verified before; never stored
+	// Always: every attempt is counted, not only refused credentials (a rate, such as
+	// client registrations), so Admit reads the shared count even with no credential.
+	Always bool
 }
 
 // Throttle is safe for concurrent use. Build it with New.
@@ -106,9 +113,15 @@ func New(d *pg.DB, l Limits, log *slog.Logger, now func() time.Time) *Throttle {
 
 // Admit refuses an attempt whose address or key id is blocked, with apperr.RateLimited
 // carrying retry_after_seconds (HTTP 429 and Retry-After on every endpoint), after
-// BlockedDelay or when ctx ends. It reads memory only.
+// BlockedDelay or when ctx ends. A block this replica knows is read from memory; an
+// attempt that would be checked against the database (a credential not verified here
+// recently, or an Always attempt) first reads its subjects' shared counts, so that no
+// replica checks a credential for a subject already at its limit.
 func (t *Throttle) Admit(ctx context.Context, at Attempt) error {
 	err := t.check(at)
+	if err == nil && t.unknown(at) {
+		err = t.checkShared(ctx, at)
+	}
 	if err != nil && t.limits.BlockedDelay > 0 {
 		timer := time.NewTimer(t.limits.BlockedDelay)
 		defer timer.Stop()
@@ -118,6 +131,84 @@ func (t *Throttle) Admit(ctx context.Context, at Attempt) error {
 		}
 	}
 	return err
+}
+
+// unknown reports whether at would cost a check of its credential (or, Always, is counted
+// whatever it presents): a request with no credential guesses nothing, and a credential
+// this replica verified recently is its holder's.
+func (t *Throttle) unknown(at Attempt) bool {
+	if at.Always {
+		return true
+	}
+	if at.Credential == "" {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.verifiedLocked(at, t.now())
+}
+
+// checkShared learns the blocks of at's subjects from their shared counts, then decides
+// as check does. A failure to read is logged (once per window) and admits: the credential
+// check that follows needs the same database, and a refusal is still counted.
+func (t *Throttle) checkShared(ctx context.Context, at Attempt) error {
+	subjects := t.subjects(at)
+	if len(subjects) == 0 {
+		return nil
+	}
+	var rows []db.AuthThrottleFailuresRow
+	err := t.db.InTenant(ctx, pg.Tenant{Lookup: strings.Join(subjects, ",")}, func(tx *pg.Tx) error {
+		var err error
+		rows, err = t.q.AuthThrottleFailures(ctx, tx, db.AuthThrottleFailuresParams{Subjects: subjects, WindowSeconds: t.limits.Window.Seconds()})
+		return err
+	})
+	if err != nil {
+		t.warn(ctx, fmt.Errorf("throttle: read the shared counts: %w", err))
+		return nil
+	}
+	counts := make([]count, len(rows))
+	for i, r := range rows {
+		counts[i] = count{r.Subject, r.Failures, r.SecondsLeft}
+	}
+	t.learn(counts)
+	return t.check(at)
+}
+
+// count is one subject's failures in its live window, as stored.
+type count struct {
+	subject     string
+	failures    int32
+	secondsLeft float64
+}
+
+// learn remembers the block of every subject whose count has reached its limit.
+func (t *Throttle) learn(counts []count) {
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range counts {
+		limit := t.limits.PerKey
+		if strings.HasPrefix(c.subject, addressSubject) {
+			limit = t.limits.PerAddress
+		}
+		if int(c.failures) < limit || c.secondsLeft <= 0 {
+			continue
+		}
+		t.blockLocked(c.subject, now.Add(time.Duration(c.secondsLeft*float64(time.Second))))
+	}
+}
+
+// subjects are the counted subjects of at, sorted (the order the record locks them in).
+func (t *Throttle) subjects(at Attempt) []string {
+	var subjects []string
+	if at.Address != "" && t.limits.PerAddress > 0 {
+		subjects = append(subjects, addressSubject+at.Address)
+	}
+	if at.KeyID != "" && t.limits.PerKey > 0 {
+		subjects = append(subjects, keySubject+at.KeyID)
+	}
+	slices.Sort(subjects)
+	return subjects
 }
 
 func (t *Throttle) check(at Attempt) error {
@@ -167,10 +258,11 @@ func refusal(msg string, left time.Duration) error {
 	return e
 }
 
-// Verified remembers a credential the database has just accepted, so that it passes its
-// key id's block on this replica for a while (see verifiedFor).
+// Verified remembers a credential the database has just accepted, so that for a while (see
+// verifiedFor) it passes its key id's block on this replica and costs no read of the
+// shared counts.
 func (t *Throttle) Verified(at Attempt) {
-	if at.KeyID == "" || at.Credential == "" {
+	if at.Credential == "" {
 		return
 	}
 	h, until := hash(at.Credential), t.now().Add(verifiedFor)
@@ -195,41 +287,26 @@ func (t *Throttle) Verified(at Attempt) {
 // the client has gone (a caller cannot escape the count by hanging up); a failure to count
 // is logged, at most once per window, and otherwise ignored: the refusal itself stands.
 func (t *Throttle) Refused(ctx context.Context, at Attempt) {
-	var subjects []string
-	if at.Address != "" && t.limits.PerAddress > 0 {
-		subjects = append(subjects, addressSubject+at.Address)
-	}
-	if at.KeyID != "" && t.limits.PerKey > 0 {
-		subjects = append(subjects, keySubject+at.KeyID)
-	}
 	if at.Credential != "" {
 		h := hash(at.Credential)
 		t.mu.Lock()
 		delete(t.verified, h) // no longer accepted: it gets no pass through a block
 		t.mu.Unlock()
 	}
+	subjects := t.subjects(at)
 	if len(subjects) == 0 {
 		return
 	}
-	slices.Sort(subjects)
 	rows, err := t.record(ctx, subjects)
 	if err != nil {
 		t.warn(ctx, err)
 		return
 	}
-	now := t.now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, r := range rows {
-		limit := t.limits.PerKey
-		if strings.HasPrefix(r.Subject, addressSubject) {
-			limit = t.limits.PerAddress
-		}
-		if int(r.Failures) < limit || r.SecondsLeft <= 0 {
-			continue
-		}
-		t.blockLocked(r.Subject, now.Add(time.Duration(r.SecondsLeft*float64(time.Second))))
+	counts := make([]count, len(rows))
+	for i, r := range rows {
+		counts[i] = count{r.Subject, r.Failures, r.SecondsLeft}
 	}
+	t.learn(counts)
 }
 
 // Abandoned counts an authentication whose caller hung up before it was decided, as

@@ -1,10 +1,13 @@
 package throttle_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -112,7 +115,7 @@ func TestThrottle(t *testing.T) {
 		t.Parallel()
 		d, _ := pgtest.Open(t)
 		a, b := newThrottle(d, limits, nil), newThrottle(d, limits, nil)
-		at := throttle.Attempt{Address: "192.0.2.3"}
+		at := throttle.Attempt{Address: "192.0.2.3", Credential: "a-guess"}
 		a.Refused(ctx, at)
 		a.Refused(ctx, at)
 		if err := b.Admit(ctx, at); err != nil {
@@ -120,9 +123,72 @@ func TestThrottle(t *testing.T) {
 		}
 		b.Refused(ctx, at) // the third across both replicas
 		retryAfter(t, b.Admit(ctx, at))
-		// Replica a learns the block from its own next refusal.
-		a.Refused(ctx, at)
+		// Replica a has counted nothing since: it reads the block before checking anything.
 		retryAfter(t, a.Admit(ctx, at))
+	})
+
+	t.Run("three replicas round robin check no more guesses than the limit", func(t *testing.T) {
+		t.Parallel()
+		d, _ := pgtest.Open(t)
+		replicas := []*throttle.Throttle{newThrottle(d, limits, nil), newThrottle(d, limits, nil), newThrottle(d, limits, nil)}
+		for _, tc := range []struct {
+			name  string
+			at    func(i int) throttle.Attempt
+			limit int
+		}{
+			{"one address", func(i int) throttle.Attempt {
+				return throttle.Attempt{Address: "192.0.2.4", Credential: fmt.Sprint("guess-", i)}
+			}, limits.PerAddress},
+			{"one key id from many addresses", func(i int) throttle.Attempt {
+				return throttle.Attempt{Address: fmt.Sprint("192.0.2.", 100+i), KeyID: "KeyId009", Credential: fmt.Sprint("guess-", i)}
+			}, limits.PerKey},
+			{"registrations, with no credential", func(int) throttle.Attempt {
+				return throttle.Attempt{Address: "register/192.0.2.5", Always: true}
+			}, limits.PerAddress},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				checked := 0
+				for i := range 4 * tc.limit {
+					th := replicas[i%len(replicas)] // the balancer's round robin
+					if err := th.Admit(ctx, tc.at(i)); err != nil {
+						retryAfter(t, err)
+						continue
+					}
+					checked++
+					th.Refused(ctx, tc.at(i))
+				}
+				if checked != tc.limit {
+					t.Fatalf("%d attempts were checked through 3 replicas, want the limit %d", checked, tc.limit)
+				}
+			})
+		}
+	})
+
+	t.Run("a known credential reads nothing, an unknown one reads the shared count", func(t *testing.T) {
+		t.Parallel()
+		d, _ := pgtest.Open(t)
+		var logged bytes.Buffer
+		th := throttle.New(d, limits, slog.New(slog.NewTextHandler(&logged, nil)), nil)
+		known := throttle.Attempt{Address: "192.0.2.6", Credential: "good"}
+		th.Verified(known)
+		d.Close() // any database work from here on fails, and the failure is logged
+		if err := th.Admit(ctx, known); err != nil {
+			t.Fatalf("a verified credential was refused: %v", err)
+		}
+		if err := th.Admit(ctx, throttle.Attempt{Address: "192.0.2.6"}); err != nil {
+			t.Fatalf("a request with no credential was refused: %v", err)
+		}
+		if logged.Len() != 0 {
+			t.Fatalf("a known credential or none touched the database: %s", logged.String())
+		}
+		// The read fails on the closed pool and admits: the credential check that follows
+		// needs the same database.
+		if err := th.Admit(ctx, throttle.Attempt{Address: "192.0.2.6", Credential: "unknown"}); err != nil {
+			t.Fatalf("a failed read refused: %v", err)
+		}
+		if !strings.Contains(logged.String(), "read the shared counts") {
+			t.Fatalf("an unknown credential did not read the shared count: %q", logged.String())
+		}
 	})
 
 	t.Run("a key id is limited across addresses", func(t *testing.T) {

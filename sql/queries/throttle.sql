@@ -19,3 +19,12 @@ RETURNING subject, failures,
 -- name: AuthThrottlePrune :execrows
 DELETE FROM auth_throttle
 WHERE window_start + make_interval(secs => sqlc.arg(window_seconds)::float8) < now();
+
+-- name: AuthThrottleFailures :many
+-- The live counts of the subjects, read before an unknown credential is checked: a
+-- subject at its limit on another replica is refused here too, without checking anything.
+SELECT subject, failures,
+  extract(epoch FROM window_start + make_interval(secs => sqlc.arg(window_seconds)::float8) - now())::float8 AS seconds_left
+FROM auth_throttle
+WHERE subject = ANY (sqlc.arg(subjects)::text[])
+  AND window_start + make_interval(secs => sqlc.arg(window_seconds)::float8) > now();
