@@ -16,17 +16,7 @@ import (
 
 // needsFile: Acme hosts Escalations; Globex is an active guest whose agent sends tasks;
 // Initech was invited and has not accepted. The architect may flag threads for people.
-const needsFile = `
-organisations:
-  - {slug: acme, name: Acme Corp}
-  - {slug: globex, name: Globex}
-  - {slug: initech, name: Initech}
-users:
-  - {email: ana@acme.test, name: Ana, org: acme, role: owner, password: "demo-password-ana"}
-  - {email: mo@acme.test, name: Mo, org: acme, role: member, password: "demo-password-mo"}
-  - {email: gus@globex.test, name: Gus, org: globex, role: admin, password: "demo-password-gus"}
-  - {email: ivy@initech.test, name: Ivy, org: initech, role: owner, password: "demo-password-ivy"}
-agents:
+const needsFile = signInCast + `agents:
   - {org: acme, slug: architect, name: Architect, model: claude-opus-4, kind: always_on}
   - {org: globex, slug: qa-lead, name: QA Lead, model: gpt-5, kind: session}
 projects:

@@ -14,17 +14,7 @@ import (
 
 // dashboardFile is the demo (Acme hosts Escalations, Globex is its guest) plus Initech,
 // a company with nothing to do with it, hosting a room of its own.
-const dashboardFile = `
-organisations:
-  - {slug: acme, name: Acme Corp}
-  - {slug: globex, name: Globex}
-  - {slug: initech, name: Initech}
-users:
-  - {email: ana@acme.test, name: Ana, org: acme, role: owner, password: "demo-password-ana"}
-  - {email: gus@globex.test, name: Gus, org: globex, role: admin, password: "demo-password-gus"}
-  - {email: ivy@initech.test, name: Ivy, org: initech, role: owner, password: "demo-password-ivy"}
-  - {email: mo@acme.test, name: Mo, org: acme, role: member, password: "demo-password-mo"}
-agents:
+const dashboardFile = signInCast + `agents:
   - {org: acme, slug: architect, name: Architect, model: claude-opus-4, kind: always_on}
   - {org: globex, slug: qa-lead, name: QA Lead, model: gpt-5, kind: session}
   - {org: initech, slug: peter, name: Peter, model: gpt-5}
