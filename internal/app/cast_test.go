@@ -17,3 +17,11 @@ const signInPeople = `users:
   - {email: gus@globex.test, name: Gus, org: globex, role: admin, password: "demo-password-gus"}
   - {email: ivy@initech.test, name: Ivy, org: initech, role: owner, password: "demo-password-ivy"}
 `
+
+// deskCompanies opens the desk tests' files: Acme (in Los Angeles) and Globex, both on
+// the Scale plan. A file may list more companies after them.
+const deskCompanies = `
+organisations:
+  - {slug: acme, name: Acme, plan: scale, timezone: America/Los_Angeles}
+  - {slug: globex, name: Globex, plan: scale}
+`
