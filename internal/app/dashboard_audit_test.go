@@ -64,9 +64,7 @@ func TestDashboardAuditRooms(t *testing.T) {
 	t.Run("a memory deprecation is audited and shown on the Memory tab", func(t *testing.T) {
 		t.Parallel()
 		id := idRe.FindString(served(t, roomURL, qa, "write_memory", map[string]any{"content": "Audit: the cache TTL is five minutes"}))
-		if status, _ := ana.postForm("/app/rooms/"+room+"/memory/"+id+"/deprecate", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
-			t.Fatalf("deprecate: %d", status)
-		}
+		ana.wantPost(t, http.StatusSeeOther, "deprecate", "/app/rooms/"+room+"/memory/"+id+"/deprecate", ana.form())
 		wantTrail(t, auditTrail(t, d, "memory_entry", id), "Ana [Acme Corp] deprecated")
 		_, body := ana.get("/app/rooms/" + room + "/memory")
 		if !strings.Contains(body, `id="history-memory_entry"`) || !strings.Contains(body, `href="#m-`+id+`"`) || !strings.Contains(body, "deprecated</td>") {
@@ -77,9 +75,7 @@ func TestDashboardAuditRooms(t *testing.T) {
 	t.Run("a refused deprecation leaves no row", func(t *testing.T) {
 		t.Parallel()
 		id := idRe.FindString(served(t, roomURL, architect, "write_memory", map[string]any{"content": "Audit: the host's runbook lives in the wiki"}))
-		if status, _ := gus.postForm("/app/rooms/"+room+"/memory/"+id+"/deprecate", url.Values{"csrf": {gus.csrf()}}); status != http.StatusNotFound {
-			t.Fatalf("guest deprecating the host's entry: %d", status)
-		}
+		gus.wantPost(t, http.StatusNotFound, "guest deprecating the host's entry", "/app/rooms/"+room+"/memory/"+id+"/deprecate", gus.form())
 		wantTrail(t, auditTrail(t, d, "memory_entry", id))
 	})
 
@@ -87,16 +83,10 @@ func TestDashboardAuditRooms(t *testing.T) {
 		t.Parallel()
 		done := send(qa, "architect", "Audit: reproduce the export bug")
 		served(t, roomURL, architect, "respond_to_task", map[string]any{"task_id": done, "status": "done", "result": "Reproduced."})
-		if status, _ := ana.postForm(tasks+"/"+done+"/review", url.Values{"csrf": {ana.csrf()}, "verdict": {"accepted"}}); status != http.StatusForbidden {
-			t.Fatalf("the host accepting the guest's task: %d", status)
-		}
+		ana.wantPost(t, http.StatusForbidden, "the host accepting the guest's task", tasks+"/"+done+"/review", ana.form("verdict", "accepted"))
 		wantTrail(t, auditTrail(t, d, "task", done))
-		if status, _ := gus.postForm(tasks+"/"+done+"/review", url.Values{"csrf": {gus.csrf()}, "verdict": {"rejected"}}); status != http.StatusSeeOther {
-			t.Fatalf("review: %d", status)
-		}
-		if status, _ := gus.postForm(tasks+"/"+done+"/review", url.Values{"csrf": {gus.csrf()}, "verdict": {"accepted"}}); status != http.StatusConflict {
-			t.Fatalf("second review: %d", status)
-		}
+		gus.wantPost(t, http.StatusSeeOther, "review", tasks+"/"+done+"/review", gus.form("verdict", "rejected"))
+		gus.wantPost(t, http.StatusConflict, "second review", tasks+"/"+done+"/review", gus.form("verdict", "accepted"))
 		wantTrail(t, auditTrail(t, d, "task", done), "Gus [Globex] rejected")
 		_, body := gus.get(tasks)
 		if !strings.Contains(body, `id="history-task"`) || !strings.Contains(body, `href="#task-`+done+`"`) || !strings.Contains(body, "Gus [Globex]</td><td>rejected</td>") {
@@ -107,13 +97,9 @@ func TestDashboardAuditRooms(t *testing.T) {
 	t.Run("a cancel is audited; a refused cancel leaves no row", func(t *testing.T) {
 		t.Parallel()
 		hosts := send(architect, "qa-lead", "Audit: write the migration guide")
-		if status, _ := gus.postForm(tasks+"/"+hosts+"/cancel", url.Values{"csrf": {gus.csrf()}}); status != http.StatusForbidden {
-			t.Fatalf("guest canceling the host's task: %d", status)
-		}
+		gus.wantPost(t, http.StatusForbidden, "guest canceling the host's task", tasks+"/"+hosts+"/cancel", gus.form())
 		wantTrail(t, auditTrail(t, d, "task", hosts))
-		if status, _ := ana.postForm(tasks+"/"+hosts+"/cancel", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
-			t.Fatalf("cancel: %d", status)
-		}
+		ana.wantPost(t, http.StatusSeeOther, "cancel", tasks+"/"+hosts+"/cancel", ana.form())
 		wantTrail(t, auditTrail(t, d, "task", hosts), "Ana [Acme Corp] canceled")
 	})
 
@@ -152,28 +138,14 @@ func TestDashboardAuditKnowledge(t *testing.T) {
 	t.Run("approve, demote and expire are audited; refused ones leave no row; the page shows the history", func(t *testing.T) {
 		t.Parallel()
 		id := learn("Audit: deploys freeze on Fridays", "No production deploys after Friday noon.")
-		if status, _ := mo.postForm(base+"/"+id+"/approve", url.Values{"csrf": {mo.csrf()}}); status != http.StatusForbidden {
-			t.Fatalf("a member approving: %d", status)
-		}
+		mo.wantPost(t, http.StatusForbidden, "a member approving", base+"/"+id+"/approve", mo.form())
 		wantTrail(t, auditTrail(t, d, "knowledge", id))
-		if status, _ := ana.postForm(base+"/"+id+"/approve", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
-			t.Fatalf("approve: %d", status)
-		}
-		if status, _ := ana.postForm(base+"/"+id+"/approve", url.Values{"csrf": {ana.csrf()}}); status != http.StatusConflict {
-			t.Fatalf("approving twice: %d", status)
-		}
-		if status, _ := ana.postForm(base+"/"+id+"/expire", url.Values{"csrf": {ana.csrf()}, "expires_at": {"2001-01-01T00:00"}}); status != http.StatusBadRequest {
-			t.Fatalf("a past expiry: %d", status)
-		}
-		if status, _ := ana.postForm(base+"/"+id+"/expire", url.Values{"csrf": {ana.csrf()}, "expires_at": {"2099-01-01T09:00"}}); status != http.StatusSeeOther {
-			t.Fatalf("expire: %d", status)
-		}
-		if status, _ := ana.postForm(base+"/"+id+"/demote", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
-			t.Fatalf("demote: %d", status)
-		}
-		if status, _ := ana.postForm(base+"/"+id+"/demote", url.Values{"csrf": {ana.csrf()}}); status != http.StatusConflict {
-			t.Fatalf("demoting twice: %d", status)
-		}
+		ana.wantPost(t, http.StatusSeeOther, "approve", base+"/"+id+"/approve", ana.form())
+		ana.wantPost(t, http.StatusConflict, "approving twice", base+"/"+id+"/approve", ana.form())
+		ana.wantPost(t, http.StatusBadRequest, "a past expiry", base+"/"+id+"/expire", ana.form("expires_at", "2001-01-01T00:00"))
+		ana.wantPost(t, http.StatusSeeOther, "expire", base+"/"+id+"/expire", ana.form("expires_at", "2099-01-01T09:00"))
+		ana.wantPost(t, http.StatusSeeOther, "demote", base+"/"+id+"/demote", ana.form())
+		ana.wantPost(t, http.StatusConflict, "demoting twice", base+"/"+id+"/demote", ana.form())
 		wantTrail(t, auditTrail(t, d, "knowledge", id), "Ana [Acme Corp] approved", "Ana [Acme Corp] expired", "Ana [Acme Corp] demoted")
 		_, body := ana.get(base)
 		if !strings.Contains(body, `id="history-knowledge"`) || !strings.Contains(body, `href="#k-`+id+`"`) || !strings.Contains(body, "Ana [Acme Corp]</td><td>demoted</td>") {
@@ -184,9 +156,7 @@ func TestDashboardAuditKnowledge(t *testing.T) {
 	t.Run("a reject is audited", func(t *testing.T) {
 		t.Parallel()
 		id := learn("Audit: the staging VPN is optional", "Staging is reachable without the VPN.")
-		if status, _ := ana.postForm(base+"/"+id+"/reject", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
-			t.Fatalf("reject: %d", status)
-		}
+		ana.wantPost(t, http.StatusSeeOther, "reject", base+"/"+id+"/reject", ana.form())
 		wantTrail(t, auditTrail(t, d, "knowledge", id), "Ana [Acme Corp] rejected")
 	})
 
@@ -196,9 +166,7 @@ func TestDashboardAuditKnowledge(t *testing.T) {
 		if status, _ := ana.postForm(base+"/settings", bad); status != http.StatusBadRequest {
 			t.Fatalf("a rule that does not compile: %d", status)
 		}
-		if status, _ := mo.postForm(base+"/settings", url.Values{"csrf": {mo.csrf()}, "distill_was": {"true"}, "rule_rows": {"0"}}); status != http.StatusForbidden {
-			t.Fatalf("a member saving: %d", status)
-		}
+		mo.wantPost(t, http.StatusForbidden, "a member saving", base+"/settings", mo.form("distill_was", "true", "rule_rows", "0"))
 		wantTrail(t, auditTrail(t, d, "knowledge_settings", room))
 		good := url.Values{"csrf": {ana.csrf()}, "distill_was": {"true"}, "rule_rows": {"1"}, "name_0": {"ticket"}, "pattern_0": {`TCK-[0-9]+`}, "replacement_0": {"[ticket]"}}
 		if status, _ := ana.postForm(base+"/settings", good); status != http.StatusSeeOther {
@@ -231,14 +199,10 @@ func TestDashboardAuditThreads(t *testing.T) {
 	t.Run("a cancel is audited once and shown on the thread's page", func(t *testing.T) {
 		t.Parallel()
 		thread := send(asArchitect, architect, "qa-lead", "Audit: cancel me")
-		if status, _ := ivy.postForm(pages+"/threads/"+thread+"/cancel", url.Values{"csrf": {ivy.csrf()}}); status != http.StatusNotFound {
-			t.Fatalf("another company's person canceling: %d", status)
-		}
+		ivy.wantPost(t, http.StatusNotFound, "another company's person canceling", pages+"/threads/"+thread+"/cancel", ivy.form())
 		wantTrail(t, auditTrail(t, d, "thread", thread))
 		for range 2 { // the second cancel changes nothing and records nothing
-			if status, _ := ana.postForm(pages+"/threads/"+thread+"/cancel", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
-				t.Fatalf("cancel: %d", status)
-			}
+			ana.wantPost(t, http.StatusSeeOther, "cancel", pages+"/threads/"+thread+"/cancel", ana.form())
 		}
 		wantTrail(t, auditTrail(t, d, "thread", thread), "Ana [Acme Corp] canceled")
 		_, body := ana.get(pages + "/threads/" + thread)
@@ -251,9 +215,7 @@ func TestDashboardAuditThreads(t *testing.T) {
 		t.Parallel()
 		closed := send(asBackend, backend, "architect", "Audit: closed already")
 		served(t, asBackend, backend, "close", map[string]any{"threadId": closed})
-		if status, _ := ana.postForm(pages+"/threads/"+closed+"/cancel", url.Values{"csrf": {ana.csrf()}}); status != http.StatusConflict {
-			t.Fatalf("canceling a closed thread: %d", status)
-		}
+		ana.wantPost(t, http.StatusConflict, "canceling a closed thread", pages+"/threads/"+closed+"/cancel", ana.form())
 		wantTrail(t, auditTrail(t, d, "thread", closed))
 	})
 }

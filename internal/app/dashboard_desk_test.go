@@ -18,11 +18,7 @@ import (
 // dashboardDeskFile is a desk workspace with people who sign in: Acme (Ana owner, Mo and
 // Bo members; Billing restricted to Bo, with a forwarding address that no page shows) and
 // Globex, whose inbox_3 and reply_4 have no counterpart in Acme.
-const dashboardDeskFile = `
-organisations:
-  - {slug: acme, name: Acme, plan: scale, timezone: America/Los_Angeles}
-  - {slug: globex, name: Globex, plan: scale}
-users:
+const dashboardDeskFile = deskCompanies + `users:
   - {email: ana@acme.test, name: Ana, org: acme, role: owner, password: "demo-password-ana"}
   - {email: mo@acme.test, name: Mo, org: acme, role: member, password: "demo-password-mo"}
   - {email: bo@acme.test, name: Bo, org: acme, role: member, password: "demo-password-bo"}

@@ -107,26 +107,18 @@ func TestDashboardKnowledge(t *testing.T) {
 	t.Run("a trusted entry is demoted and recall stops returning it", func(t *testing.T) {
 		t.Parallel()
 		id := learn("Invoices close on the 25th", "Finance closes the month's invoices on the 25th.")
-		if status, _ := ana.postForm(base+"/"+id+"/approve", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
-			t.Fatalf("approve: %d", status)
-		}
+		ana.wantPost(t, http.StatusSeeOther, "approve", base+"/"+id+"/approve", ana.form())
 		if got := served(t, threads, architect, "recall", map[string]any{"query": "invoices close 25th"}); !strings.Contains(got, "Invoices close") {
 			t.Fatalf("not recalled after approval: %s", got)
 		}
 		for _, p := range []*person{mo, gus} {
-			if status, _ := p.postForm(base+"/"+id+"/demote", url.Values{"csrf": {p.csrf()}}); status != http.StatusForbidden {
-				t.Fatalf("demote by a member or a guest admin: %d", status)
-			}
+			p.wantPost(t, http.StatusForbidden, "demote by a member or a guest admin", base+"/"+id+"/demote", p.form())
 		}
-		if status, _ := ana.postForm(base+"/"+id+"/demote", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
-			t.Fatalf("demote: %d", status)
-		}
+		ana.wantPost(t, http.StatusSeeOther, "demote", base+"/"+id+"/demote", ana.form())
 		if got := served(t, threads, architect, "recall", map[string]any{"query": "invoices close 25th"}); strings.Contains(got, "Invoices close") {
 			t.Fatalf("recalled after demotion: %s", got)
 		}
-		if status, _ := ana.postForm(base+"/"+id+"/demote", url.Values{"csrf": {ana.csrf()}}); status != http.StatusConflict {
-			t.Fatalf("demoting a demoted entry: %d", status)
-		}
+		ana.wantPost(t, http.StatusConflict, "demoting a demoted entry", base+"/"+id+"/demote", ana.form())
 		if _, body := ana.get(base); !strings.Contains(body, "Demoted (approve again or reject)") {
 			t.Fatalf("the demoted entry is not offered for approval again: %s", body)
 		}
@@ -135,9 +127,7 @@ func TestDashboardKnowledge(t *testing.T) {
 	t.Run("a trusted entry expires now, a past date is refused beside the field", func(t *testing.T) {
 		t.Parallel()
 		id := learn("Support hours are 8 to 18", "Support answers phones from 8 to 18 on weekdays.")
-		if status, _ := ana.postForm(base+"/"+id+"/approve", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
-			t.Fatalf("approve: %d", status)
-		}
+		ana.wantPost(t, http.StatusSeeOther, "approve", base+"/"+id+"/approve", ana.form())
 		status, body := ana.postForm(base+"/"+id+"/expire", url.Values{"csrf": {ana.csrf()}, "expires_at": {"2001-01-01T00:00"}})
 		if status != http.StatusBadRequest || !strings.Contains(body, `id="exp-err-`+id+`"`) || !strings.Contains(body, "in the past") {
 			t.Fatalf("a past expiry: %d %s", status, body)
@@ -148,18 +138,14 @@ func TestDashboardKnowledge(t *testing.T) {
 		if got := served(t, threads, architect, "recall", map[string]any{"query": "support hours phones weekdays"}); !strings.Contains(got, "Support hours") {
 			t.Fatalf("a refused expiry retired the entry: %s", got)
 		}
-		if status, _ := ana.postForm(base+"/"+id+"/expire", url.Values{"csrf": {ana.csrf()}, "expires_at": {"2099-01-01T09:00"}}); status != http.StatusSeeOther {
-			t.Fatalf("a later expiry: %d", status)
-		}
+		ana.wantPost(t, http.StatusSeeOther, "a later expiry", base+"/"+id+"/expire", ana.form("expires_at", "2099-01-01T09:00"))
 		if got := served(t, threads, architect, "recall", map[string]any{"query": "support hours phones weekdays"}); !strings.Contains(got, `"expiresAt":"2099-01-01T09:00:00`) {
 			t.Fatalf("a later expiry (Acme's timezone is UTC) is not on the entry: %s", got)
 		}
 		if _, body := ana.get(base); !strings.Contains(body, "approved by person:Ana · expires 2099-01-01") {
 			t.Fatalf("a later expiry changed who approved the entry: %s", body)
 		}
-		if status, _ := ana.postForm(base+"/"+id+"/expire", url.Values{"csrf": {ana.csrf()}, "expires_at": {""}}); status != http.StatusSeeOther {
-			t.Fatalf("expire now: %d", status)
-		}
+		ana.wantPost(t, http.StatusSeeOther, "expire now", base+"/"+id+"/expire", ana.form("expires_at", ""))
 		if got := served(t, threads, architect, "recall", map[string]any{"query": "support hours phones weekdays"}); strings.Contains(got, "Support hours") {
 			t.Fatalf("recalled after expiry: %s", got)
 		}
@@ -168,9 +154,7 @@ func TestDashboardKnowledge(t *testing.T) {
 	t.Run("the Learning panel charts used / returned per day and week and lists the queries that found nothing", func(t *testing.T) {
 		t.Parallel()
 		id := learn("Deploy window is Tuesday", "Production deploys happen on Tuesday mornings only.")
-		if status, _ := ana.postForm(base+"/"+id+"/approve", url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
-			t.Fatalf("approve: %d", status)
-		}
+		ana.wantPost(t, http.StatusSeeOther, "approve", base+"/"+id+"/approve", ana.form())
 		var rec struct {
 			QueryID string `json:"queryId"`
 		}
@@ -248,9 +232,7 @@ func TestDashboardKnowledge(t *testing.T) {
 			if status, _ := p.get(base + "/settings"); status != http.StatusForbidden {
 				t.Fatalf("settings page for a member or guest admin: %d", status)
 			}
-			if status, _ := p.postForm(base+"/settings", url.Values{"csrf": {p.csrf()}, "distill_was": {"true"}, "rule_rows": {"0"}}); status != http.StatusForbidden {
-				t.Fatalf("settings save by a member or guest admin: %d", status)
-			}
+			p.wantPost(t, http.StatusForbidden, "settings save by a member or guest admin", base+"/settings", p.form("distill_was", "true", "rule_rows", "0"))
 		}
 	})
 

@@ -16,17 +16,7 @@ import (
 
 // needsFile: Acme hosts Escalations; Globex is an active guest whose agent sends tasks;
 // Initech was invited and has not accepted. The architect may flag threads for people.
-const needsFile = `
-organisations:
-  - {slug: acme, name: Acme Corp}
-  - {slug: globex, name: Globex}
-  - {slug: initech, name: Initech}
-users:
-  - {email: ana@acme.test, name: Ana, org: acme, role: owner, password: "demo-password-ana"}
-  - {email: mo@acme.test, name: Mo, org: acme, role: member, password: "demo-password-mo"}
-  - {email: gus@globex.test, name: Gus, org: globex, role: admin, password: "demo-password-gus"}
-  - {email: ivy@initech.test, name: Ivy, org: initech, role: owner, password: "demo-password-ivy"}
-agents:
+const needsFile = signInCast + `agents:
   - {org: acme, slug: architect, name: Architect, model: claude-opus-4, kind: always_on}
   - {org: globex, slug: qa-lead, name: QA Lead, model: gpt-5, kind: session}
 projects:
@@ -138,9 +128,7 @@ func TestDashboardNeedsYou(t *testing.T) {
 		if status, body := ivy.get(wakePage); status != http.StatusForbidden || strings.Contains(body, "webhook answered 502") {
 			t.Fatalf("the invited company: %d %s", status, body)
 		}
-		if status, _ := ivy.postForm(wakePage+"/retry", url.Values{"csrf": {ivy.csrf()}}); status != http.StatusForbidden {
-			t.Fatalf("the invited company's retry: %d", status)
-		}
+		ivy.wantPost(t, http.StatusForbidden, "the invited company's retry", wakePage+"/retry", ivy.form())
 		if status, _ := ana.get("/app/projects/" + room + "/wakes/" + uuid.NewString()); status != http.StatusNotFound {
 			t.Fatalf("a missing wake: %d", status)
 		}
@@ -172,9 +160,7 @@ func TestDashboardNeedsYou(t *testing.T) {
 		if panel := home(gus); strings.Contains(panel, "Wake that could not be delivered") {
 			t.Fatalf("the retried wake is still on Needs you: %s", panel)
 		}
-		if status, _ := ana.postForm(wakePage+"/retry", url.Values{"csrf": {ana.csrf()}}); status != http.StatusConflict {
-			t.Fatalf("a second retry: %d", status)
-		}
+		ana.wantPost(t, http.StatusConflict, "a second retry", wakePage+"/retry", ana.form())
 	})
 }
 
@@ -257,9 +243,7 @@ func TestDashboardTasks(t *testing.T) {
 		if _, body := ana.get(tasks); !strings.Contains(body, "state-canceled") {
 			t.Fatalf("not shown canceled: %s", body)
 		}
-		if status, _ := ana.postForm(tasks+"/"+open+"/cancel", url.Values{"csrf": {ana.csrf()}}); status != http.StatusConflict {
-			t.Fatalf("canceling twice: %d", status)
-		}
+		ana.wantPost(t, http.StatusConflict, "canceling twice", tasks+"/"+open+"/cancel", ana.form())
 	})
 }
 

@@ -14,17 +14,7 @@ import (
 
 // dashboardFile is the demo (Acme hosts Escalations, Globex is its guest) plus Initech,
 // a company with nothing to do with it, hosting a room of its own.
-const dashboardFile = `
-organisations:
-  - {slug: acme, name: Acme Corp}
-  - {slug: globex, name: Globex}
-  - {slug: initech, name: Initech}
-users:
-  - {email: ana@acme.test, name: Ana, org: acme, role: owner, password: "demo-password-ana"}
-  - {email: gus@globex.test, name: Gus, org: globex, role: admin, password: "demo-password-gus"}
-  - {email: ivy@initech.test, name: Ivy, org: initech, role: owner, password: "demo-password-ivy"}
-  - {email: mo@acme.test, name: Mo, org: acme, role: member, password: "demo-password-mo"}
-agents:
+const dashboardFile = signInCast + `agents:
   - {org: acme, slug: architect, name: Architect, model: claude-opus-4, kind: always_on}
   - {org: globex, slug: qa-lead, name: QA Lead, model: gpt-5, kind: session}
   - {org: initech, slug: peter, name: Peter, model: gpt-5}
@@ -108,6 +98,53 @@ func (p *person) postForm(path string, form url.Values) (int, string) {
 	req.Header.Set("Origin", p.base)
 	status, body, _ := p.do(req)
 	return status, body
+}
+
+// wantPost posts form to path and fails t unless the answer has status want; what names
+// the step in the failure.
+func (p *person) wantPost(t testing.TB, want int, what, path string, form url.Values) {
+	t.Helper()
+	if status, _ := p.postForm(path, form); status != want {
+		t.Fatalf("%s: %d", what, status)
+	}
+}
+
+// liveStream opens path's live stream as p and returns its reader once the stream is open
+// (its first line: the subscription is in place). It is closed when t ends, and after 20
+// seconds at the latest.
+func (p *person) liveStream(t *testing.T, path string) *bufio.Reader {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.base+path, nil)
+	res, err := p.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = res.Body.Close() }) // a read body: closing it cannot fail in a way that matters
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	r := bufio.NewReader(res.Body)
+	if _, err := r.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// nextData reads the stream up to a data line that holds want and returns it; the stream
+// ending first fails t, saying what never arrived.
+func nextData(t *testing.T, r *bufio.Reader, want, what string) string {
+	t.Helper()
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("%s never arrived: %v", what, err)
+		}
+		if strings.HasPrefix(line, "data: ") && strings.Contains(line, want) {
+			return line
+		}
+	}
 }
 
 // csrf is the session's form token, read from the home page.
@@ -305,18 +342,14 @@ func TestDashboard(t *testing.T) {
 			t.Fatalf("the Memory tab does not show the deprecation: %s", body)
 		}
 		// Deprecated once: a second time answers not found, nothing is deleted.
-		if status, _ := ana.postForm("/app/rooms/"+room+"/memory/"+id+"/deprecate", url.Values{"csrf": {ana.csrf()}}); status != http.StatusNotFound {
-			t.Fatalf("second deprecation: %d", status)
-		}
+		ana.wantPost(t, http.StatusNotFound, "second deprecation", "/app/rooms/"+room+"/memory/"+id+"/deprecate", ana.form())
 	})
 
 	t.Run("a guest's person cannot deprecate the host's entries", func(t *testing.T) {
 		t.Parallel()
 		text := served(t, roomURL, architect, "write_memory", map[string]any{"content": "Host decision: pager rotation is weekly"})
 		id := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`).FindString(text)
-		if status, _ := gus.postForm("/app/rooms/"+room+"/memory/"+id+"/deprecate", url.Values{"csrf": {gus.csrf()}}); status != http.StatusNotFound {
-			t.Fatalf("guest deprecating the host's entry: %d", status)
-		}
+		gus.wantPost(t, http.StatusNotFound, "guest deprecating the host's entry", "/app/rooms/"+room+"/memory/"+id+"/deprecate", gus.form())
 		if got := served(t, roomURL, qa, "read_memory", map[string]any{"query": "pager rotation weekly"}); !strings.Contains(got, "rotation is weekly") {
 			t.Fatalf("the host's entry was deprecated by a guest: %s", got)
 		}
@@ -329,24 +362,16 @@ func TestDashboard(t *testing.T) {
 			"body": "Turn the flag off before rolling back the deploy, or the migration reruns.", "kind": "procedure"})
 		id := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`).FindString(text)
 		path := "/app/rooms/" + room + "/knowledge/" + id + "/approve"
-		if status, _ := mo.postForm(path, url.Values{"csrf": {mo.csrf()}}); status != http.StatusForbidden {
-			t.Fatalf("a member approving: %d", status)
-		}
-		if status, _ := gus.postForm(path, url.Values{"csrf": {gus.csrf()}}); status != http.StatusForbidden {
-			t.Fatalf("a guest admin approving: %d", status)
-		}
-		if status, _ := ivy.postForm(path, url.Values{"csrf": {ivy.csrf()}}); status != http.StatusNotFound {
-			t.Fatalf("another company approving: %d", status)
-		}
+		mo.wantPost(t, http.StatusForbidden, "a member approving", path, mo.form())
+		gus.wantPost(t, http.StatusForbidden, "a guest admin approving", path, gus.form())
+		ivy.wantPost(t, http.StatusNotFound, "another company approving", path, ivy.form())
 		if got := served(t, threads, architect, "recall", map[string]any{"query": "rollback feature flag"}); strings.Contains(got, "Rollbacks need") {
 			t.Fatalf("a refused approval made the entry trusted: %s", got)
 		}
 		if status, body := ana.get("/app/rooms/" + room + "/knowledge"); status != http.StatusOK || !strings.Contains(body, "Approve “Rollbacks need the feature flag off first”") {
 			t.Fatalf("review queue: %d %s", status, body)
 		}
-		if status, _ := ana.postForm(path, url.Values{"csrf": {ana.csrf()}}); status != http.StatusSeeOther {
-			t.Fatalf("the owner approving: %d", status)
-		}
+		ana.wantPost(t, http.StatusSeeOther, "the owner approving", path, ana.form())
 		if got := served(t, threads, architect, "recall", map[string]any{"query": "rollback feature flag"}); !strings.Contains(got, "Rollbacks need") {
 			t.Fatalf("recall does not return the approved entry: %s", got)
 		}
@@ -357,33 +382,10 @@ func TestDashboard(t *testing.T) {
 
 	t.Run("the live stream delivers an agent's message through LISTEN/NOTIFY", func(t *testing.T) {
 		t.Parallel()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/app/rooms/"+room+"/events", nil)
-		res, err := ana.c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
-			t.Fatalf("stream: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
-		}
-		r := bufio.NewReader(res.Body)
-		if _, err := r.ReadString('\n'); err != nil { // the stream is open: the subscription is in place
-			t.Fatal(err)
-		}
+		r := ana.liveStream(t, "/app/rooms/"+room+"/events")
 		served(t, roomURL, qa, "post_message", map[string]any{"content": "live from the guest agent"})
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				t.Fatalf("the message never arrived: %v", err)
-			}
-			if strings.HasPrefix(line, "data: ") && strings.Contains(line, "live from the guest agent") {
-				if !strings.Contains(line, `"from":"QA Lead [Globex] (agent · gpt-5)"`) {
-					t.Fatalf("live message: %s", line)
-				}
-				return
-			}
+		if line := nextData(t, r, "live from the guest agent", "the message"); !strings.Contains(line, `"from":"QA Lead [Globex] (agent · gpt-5)"`) {
+			t.Fatalf("live message: %s", line)
 		}
 	})
 }

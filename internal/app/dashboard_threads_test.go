@@ -1,8 +1,6 @@
 package app_test
 
 import (
-	"bufio"
-	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -21,12 +19,7 @@ organisations:
   - {slug: acme, name: Acme Corp, timezone: Asia/Seoul}
   - {slug: globex, name: Globex}
   - {slug: initech, name: Initech}
-users:
-  - {email: ana@acme.test, name: Ana, org: acme, role: owner, password: "demo-password-ana"}
-  - {email: mo@acme.test, name: Mo, org: acme, role: member, password: "demo-password-mo"}
-  - {email: gus@globex.test, name: Gus, org: globex, role: admin, password: "demo-password-gus"}
-  - {email: ivy@initech.test, name: Ivy, org: initech, role: owner, password: "demo-password-ivy"}
-agents:
+` + signInPeople + `agents:
   - {org: acme, slug: architect, name: Architect, model: claude-opus-4, kind: always_on}
   - {org: acme, slug: backend, name: Backend, model: claude-sonnet-4, kind: always_on}
   - {org: globex, slug: qa-lead, name: QA Lead, model: gpt-5, kind: session}
@@ -148,9 +141,7 @@ func TestDashboardThreads(t *testing.T) {
 		if status, body := gus.get(pages + "/threads/" + hostOnly); status != http.StatusNotFound || strings.Contains(body, "vault") {
 			t.Fatalf("a guest opening the host's thread: %d %s", status, body)
 		}
-		if status, _ := gus.postForm(pages+"/threads/"+hostOnly+"/cancel", url.Values{"csrf": {gus.csrf()}}); status != http.StatusNotFound {
-			t.Fatalf("a guest canceling the host's thread: %d", status)
-		}
+		gus.wantPost(t, http.StatusNotFound, "a guest canceling the host's thread", pages+"/threads/"+hostOnly+"/cancel", gus.form())
 		if got := served(t, asBackend, backend, "show", map[string]any{"threadId": hostOnly}); !strings.Contains(got, `"status":"open"`) {
 			t.Fatalf("the guest's refused cancel changed the thread: %s", got)
 		}
@@ -284,59 +275,17 @@ func TestDashboardThreads(t *testing.T) {
 
 	t.Run("the thread stream lights up a composing part through LISTEN/NOTIFY", func(t *testing.T) {
 		t.Parallel()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+pages+"/events?thread="+flagged, nil)
-		res, err := ana.c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
-			t.Fatalf("stream: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
-		}
-		r := bufio.NewReader(res.Body)
-		if _, err := r.ReadString('\n'); err != nil { // the stream is open: the subscription is in place
-			t.Fatal(err)
-		}
+		r := ana.liveStream(t, pages+"/events?thread="+flagged)
 		served(t, asQA, qa, "event", map[string]any{"type": "composing", "detail": map[string]any{"threadId": flagged}})
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				t.Fatalf("the composing part never arrived: %v", err)
-			}
-			if strings.HasPrefix(line, "data: ") && strings.Contains(line, `"composing":["qa-lead"]`) {
-				return
-			}
-		}
+		nextData(t, r, `"composing":["qa-lead"]`, "the composing part")
 	})
 
 	t.Run("the activity stream delivers a new event through LISTEN/NOTIFY", func(t *testing.T) {
 		t.Parallel()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+pages+"/events?after="+uuid.Must(uuid.NewV7()).String(), nil) // after every event so far
-		res, err := gus.c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		r := bufio.NewReader(res.Body)
-		if _, err := r.ReadString('\n'); err != nil {
-			t.Fatal(err)
-		}
+		r := gus.liveStream(t, pages+"/events?after="+uuid.Must(uuid.NewV7()).String()) // after every event so far
 		served(t, asQA, qa, "event", map[string]any{"type": "review.done", "detail": map[string]any{"pr": "live-1234"}})
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				t.Fatalf("the event never arrived: %v", err)
-			}
-			if strings.HasPrefix(line, "data: ") && strings.Contains(line, "live-1234") {
-				if !strings.Contains(line, `"type":"review.done"`) || !strings.Contains(line, `"part":"qa-lead"`) {
-					t.Fatalf("live event: %s", line)
-				}
-				return
-			}
+		if line := nextData(t, r, "live-1234", "the event"); !strings.Contains(line, `"type":"review.done"`) || !strings.Contains(line, `"part":"qa-lead"`) {
+			t.Fatalf("live event: %s", line)
 		}
 	})
 

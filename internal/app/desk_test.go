@@ -25,11 +25,7 @@ import (
 // deskFile: acme and globex on Scale, soylent on Growth, initech on the starter plan.
 // globex has more conversations and inboxes than acme, so its higher numbers exist only
 // there.
-const deskFile = `
-organisations:
-  - {slug: acme, name: Acme, plan: scale, timezone: America/Los_Angeles}
-  - {slug: globex, name: Globex, plan: scale}
-  - {slug: soylent, name: Soylent, plan: growth}
+const deskFile = deskCompanies + `  - {slug: soylent, name: Soylent, plan: growth}
   - {slug: initech, name: Initech, plan: starter}
 users:
   - {email: ana@acme.test, name: Ana, org: acme, role: owner}

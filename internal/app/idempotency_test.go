@@ -135,6 +135,14 @@ func (f *idemFixture) count(t *testing.T, sql string, args ...any) int {
 	return n
 }
 
+// wantCount fails t with the message (its %d the count) unless the count(*) is want.
+func (f *idemFixture) wantCount(t *testing.T, want int, msg, sql string, args ...any) {
+	t.Helper()
+	if n := f.count(t, sql, args...); n != want {
+		t.Fatalf(msg, n)
+	}
+}
+
 func (f *idemFixture) exec(t *testing.T, sql string, args ...any) {
 	t.Helper()
 	if err := f.db.Operator(context.Background(), func(tx *pg.Tx) error { _, err := tx.Exec(context.Background(), sql, args...); return err }); err != nil {
@@ -182,15 +190,9 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 			t.Fatalf("replay differs:\n%s\n%s", first.raw, again.raw)
 		}
 		tid := first.field(t, "threadId")
-		if n := f.count(t, "SELECT count(*) FROM thread WHERE id = $1", uuid.MustParse(tid)); n != 1 {
-			t.Fatalf("%d threads", n)
-		}
-		if n := f.count(t, "SELECT count(*) FROM thread WHERE subject = $1", subject); n != 1 {
-			t.Fatalf("the replay wrote a second thread (%d)", n)
-		}
-		if n := f.count(t, "SELECT count(*) FROM idempotency_key WHERE key = $1 AND response IS NOT NULL", key); n != 1 {
-			t.Fatalf("%d key rows", n)
-		}
+		f.wantCount(t, 1, "%d threads", "SELECT count(*) FROM thread WHERE id = $1", uuid.MustParse(tid))
+		f.wantCount(t, 1, "the replay wrote a second thread (%d)", "SELECT count(*) FROM thread WHERE subject = $1", subject)
+		f.wantCount(t, 1, "%d key rows", "SELECT count(*) FROM idempotency_key WHERE key = $1 AND response IS NOT NULL", key)
 	})
 
 	t.Run("a replay answers the first answer and writes once (room, all rooms)", func(t *testing.T) {
@@ -203,9 +205,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 			if string(first.raw) != string(again.raw) {
 				t.Fatalf("replay differs:\n%s\n%s", first.raw, again.raw)
 			}
-			if n := f.count(t, "SELECT count(*) FROM room_message WHERE content = $1", c.args["content"]); n != 1 {
-				t.Fatalf("%d messages for one keyed post", n)
-			}
+			f.wantCount(t, 1, "%d messages for one keyed post", "SELECT count(*) FROM room_message WHERE content = $1", c.args["content"])
 		}
 	})
 
@@ -218,9 +218,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 		if !got.isError || got.errorCode() != mcp.ReasonIdempotencyKeyReused {
 			t.Fatalf("want %s, got %s", mcp.ReasonIdempotencyKeyReused, got.text)
 		}
-		if n := f.count(t, "SELECT count(*) FROM message WHERE body = 'Another body'"); n != 0 {
-			t.Fatalf("the refused request wrote %d messages", n)
-		}
+		f.wantCount(t, 0, "the refused request wrote %d messages", "SELECT count(*) FROM message WHERE body = 'Another body'")
 		room := f.room("acme/backend").with(key, "post_message", map[string]any{"content": "first " + key})
 		room.ok(t)
 		room.args = map[string]any{"content": "second " + key}
@@ -253,9 +251,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 				t.Fatalf("answer %d differs from answer 0:\n%s\n%s", i, a.raw, answers[0].raw)
 			}
 		}
-		if n := f.count(t, "SELECT count(*) FROM room_message WHERE content = $1", content); n != 1 {
-			t.Fatalf("8 concurrent duplicates wrote %d messages", n)
-		}
+		f.wantCount(t, 1, "8 concurrent duplicates wrote %d messages", "SELECT count(*) FROM room_message WHERE content = $1", content)
 	})
 
 	t.Run("a key older than 24 hours is a new key", func(t *testing.T) {
@@ -265,9 +261,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 		if first.field(t, "threadId") == again.field(t, "threadId") {
 			t.Fatalf("an expired key replayed: %s", again.text)
 		}
-		if n := f.count(t, "SELECT count(*) FROM idempotency_key WHERE key = $1 AND created_at > now() - interval '1 hour'", key); n != 1 {
-			t.Fatalf("the expired record was not replaced (%d fresh rows)", n)
-		}
+		f.wantCount(t, 1, "the expired record was not replaced (%d fresh rows)", "SELECT count(*) FROM idempotency_key WHERE key = $1 AND created_at > now() - interval '1 hour'", key)
 	})
 
 	t.Run("read tools ignore the header", func(t *testing.T) {
@@ -281,9 +275,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 		} {
 			c.ok(t)
 		}
-		if n := f.count(t, "SELECT count(*) FROM idempotency_key WHERE key = $1", key); n != 0 {
-			t.Fatalf("a read tool recorded its key (%d rows)", n)
-		}
+		f.wantCount(t, 0, "a read tool recorded its key (%d rows)", "SELECT count(*) FROM idempotency_key WHERE key = $1", key)
 	})
 
 	t.Run("a malformed key is refused on a write and nothing is written", func(t *testing.T) {
@@ -293,9 +285,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 		if !got.isError || got.errorCode() != mcp.ReasonInvalidIdempotencyKey {
 			t.Fatalf("want %s, got %s", mcp.ReasonInvalidIdempotencyKey, got.text)
 		}
-		if n := f.count(t, "SELECT count(*) FROM message WHERE body = $1", body); n != 0 {
-			t.Fatalf("wrote %d messages", n)
-		}
+		f.wantCount(t, 0, "wrote %d messages", "SELECT count(*) FROM message WHERE body = $1", body)
 	})
 
 	t.Run("keys of two principals never collide", func(t *testing.T) {
@@ -312,9 +302,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 		peter.with(key, "event", map[string]any{"type": "usage", "usage": map[string]any{"model": "m", "input_tokens": 1}}).ok(t)
 		// The same agent through another address: a separate principal too.
 		f.room("acme/architect").with(key, "post_message", map[string]any{"content": "same key, room"}).ok(t)
-		if n := f.count(t, "SELECT count(*) FROM idempotency_key WHERE key = $1", key); n != 4 {
-			t.Fatalf("want 4 key records (one per principal), got %d", n)
-		}
+		f.wantCount(t, 4, "want 4 key records (one per principal), got %d", "SELECT count(*) FROM idempotency_key WHERE key = $1", key)
 	})
 
 	t.Run("a write whose answer was lost is not applied again", func(t *testing.T) {
@@ -325,9 +313,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 		if !got.isError || got.errorCode() != mcp.ReasonIdempotencyAnswerLost {
 			t.Fatalf("want %s, got %s", mcp.ReasonIdempotencyAnswerLost, got.text)
 		}
-		if n := f.count(t, "SELECT count(*) FROM message WHERE thread_id = $1", uuid.MustParse(first.field(t, "threadId"))); n != 1 {
-			t.Fatalf("%d messages", n)
-		}
+		f.wantCount(t, 1, "%d messages", "SELECT count(*) FROM message WHERE thread_id = $1", uuid.MustParse(first.field(t, "threadId")))
 		if n := f.count(t, "SELECT count(*) FROM thread WHERE created_at > (SELECT created_at FROM thread WHERE id = $1) AND subject = 'Deploy' AND created_by = (SELECT created_by FROM thread WHERE id = $1)", uuid.MustParse(first.field(t, "threadId"))); n > 0 {
 			t.Fatalf("the lost-answer retry wrote again")
 		}
@@ -442,9 +428,7 @@ func idempotencyEveryWriteTool(t *testing.T, f *idemFixture) {
 				if string(first.raw) != string(again.raw) {
 					t.Fatalf("the keyed retry did not replay the first answer:\n%s\n%s", first.raw, again.raw)
 				}
-				if n := f.count(t, "SELECT count(*) FROM idempotency_key WHERE key = $1 AND tool = $2 AND response IS NOT NULL", key, tool); n != 1 {
-					t.Fatalf("%d answered key records", n)
-				}
+				f.wantCount(t, 1, "%d answered key records", "SELECT count(*) FROM idempotency_key WHERE key = $1 AND tool = $2 AND response IS NOT NULL", key, tool)
 			})
 		}
 	}
@@ -496,9 +480,7 @@ func idempotencyCleanup(t *testing.T, f *idemFixture) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if n := f.count(t, "SELECT count(*) FROM idempotency_key WHERE key = 'fresh'"); n != 1 {
-		t.Fatalf("the clean-up deleted a live key (%d left)", n)
-	}
+	f.wantCount(t, 1, "the clean-up deleted a live key (%d left)", "SELECT count(*) FROM idempotency_key WHERE key = 'fresh'")
 }
 
 // BenchmarkPostMessageIdempotencyKey measures what a key costs a write (post_message on the

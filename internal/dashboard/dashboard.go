@@ -5,13 +5,11 @@
 package dashboard
 
 import (
-	"bytes"
 	"cmp"
 	"embed"
 	"errors"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -132,19 +130,16 @@ func timeOf(v any) time.Time {
 
 // NewHandler builds the pages.
 func NewHandler(d Deps) (*Handler, error) {
-	h := &Handler{deps: d, pages: map[string]*template.Template{}}
-	for _, name := range append([]string{"home", "room", "memory", "knowledge", "tasks", "message", "admin", "invite", "desk", "deskpages"}, projectPages...) {
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/history.html", "templates/chart.html", "templates/"+name+".html")
-		if err != nil {
-			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
-		}
-		h.pages[name] = t
-	}
-	sub, err := fs.Sub(assetFiles, "assets")
+	h := &Handler{deps: d}
+	var err error
+	h.pages, err = web.ParsePages(templateFiles, funcs, append([]string{"home", "room", "memory", "knowledge", "tasks", "message", "admin", "invite", "desk", "deskpages"}, projectPages...),
+		"templates/layout.html", "templates/history.html", "templates/chart.html")
 	if err != nil {
-		return nil, fmt.Errorf("dashboard: assets: %w", err)
+		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	h.assets = http.StripPrefix(RouteAssets, http.FileServer(http.FS(sub)))
+	if h.assets, err = web.AssetHandler(assetFiles, RouteAssets); err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
 	return h, nil
 }
 
@@ -241,16 +236,9 @@ type memoryFilterView struct {
 }
 
 func (h *Handler) render(w http.ResponseWriter, status int, name string, v view) {
-	var buf bytes.Buffer
-	if err := h.pages[name].ExecuteTemplate(&buf, "layout", v); err != nil {
+	if err := web.WritePage(w, status, h.pages[name], v, SecurityHeaders); err != nil {
 		h.deps.Log.Error("render dashboard page", "page", name, "error", err.Error())
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
 	}
-	SecurityHeaders(w.Header())
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes()) // the client may have gone; nothing to do about it
 }
 
 func (h *Handler) message(w http.ResponseWriter, status int, sess *web.Session, title, msg string) {

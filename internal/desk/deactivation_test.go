@@ -13,10 +13,9 @@ func TestDeactivation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fx := newFixture(t)
-	acme := fx.orgs["acme"]
 	ana := fx.scope("acme", "ana@acme.test", append([]string{desk.ScopeIngestWrite}, desk.Scopes...)...)
 	// Al (admin) wrote the dst-start conversation's note and reply, and holds a token.
-	tok, err := fx.svc.CreateToken(ctx, acme, "al@acme.test", desk.TokenScopes, time.Hour)
+	tok, err := fx.svc.CreateToken(ctx, fx.acme, "al@acme.test", desk.TokenScopes, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +23,7 @@ func TestDeactivation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := fx.svc.SetDeactivated(ctx, acme, "Al@acme.test", true); err != nil || !ok {
+	if ok, err := fx.svc.SetDeactivated(ctx, fx.acme, "Al@acme.test", true); err != nil || !ok {
 		t.Fatalf("%v %v", ok, err)
 	}
 
@@ -50,7 +49,7 @@ func TestDeactivation(t *testing.T) {
 		}
 	})
 	t.Run("no new token is issued to them, and they cannot be named an author or assignee", func(t *testing.T) {
-		if _, err := fx.svc.CreateToken(ctx, acme, "al@acme.test", desk.Scopes, time.Hour); err == nil {
+		if _, err := fx.svc.CreateToken(ctx, fx.acme, "al@acme.test", desk.Scopes, time.Hour); err == nil {
 			t.Fatal("a token was issued to a deactivated member")
 		}
 		_, err := fx.svc.IngestMessage(ctx, ana, fx.conv["csv"], desk.IngestAppend{IngestMessage: desk.IngestMessage{
@@ -58,7 +57,7 @@ func TestDeactivation(t *testing.T) {
 		wantErr(t, err, apperr.Invalid, "INVALID_ARGUMENT", "not an active member")
 	})
 	t.Run("reactivated, the same token works again", func(t *testing.T) {
-		if ok, err := fx.svc.SetDeactivated(ctx, acme, "al@acme.test", false); err != nil || !ok {
+		if ok, err := fx.svc.SetDeactivated(ctx, fx.acme, "al@acme.test", false); err != nil || !ok {
 			t.Fatalf("%v %v", ok, err)
 		}
 		sc, err := fx.svc.Authenticate(ctx, tok.Token)
@@ -70,7 +69,7 @@ func TestDeactivation(t *testing.T) {
 		}
 	})
 	t.Run("someone who is not a member is reported, not created", func(t *testing.T) {
-		if ok, err := fx.svc.SetDeactivated(ctx, acme, "gus@globex.test", true); err != nil || ok {
+		if ok, err := fx.svc.SetDeactivated(ctx, fx.acme, "gus@globex.test", true); err != nil || ok {
 			t.Fatalf("%v %v", ok, err)
 		}
 	})

@@ -14,13 +14,12 @@ func TestSeedDemo(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fx := newFixture(t)
-	acme := fx.orgs["acme"]
 	inboxes := []string{fx.res.Desk["acme"].Inboxes["support"].ID, fx.res.Desk["acme"].Inboxes["billing"].ID}
 	members := []uuid.UUID{fx.users["ana@acme.test"], fx.users["bo@acme.test"]}
 	seed := func() int {
 		var n int
 		err := fx.d.Operator(ctx, func(tx *pg.Tx) (err error) {
-			n, err = desk.SeedDemo(ctx, tx, acme, "America/Los_Angeles", now, inboxes, members)
+			n, err = desk.SeedDemo(ctx, tx, fx.acme, "America/Los_Angeles", now, inboxes, members)
 			return err
 		})
 		if err != nil {

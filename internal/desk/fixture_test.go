@@ -75,6 +75,7 @@ type fixture struct {
 	clock *clock
 	res   admin.Result
 	orgs  map[string]uuid.UUID
+	acme  uuid.UUID // orgs["acme"]: the workspace most tests act in
 	users map[string]uuid.UUID
 	// conv holds the seeded conversations' public ids by name.
 	conv map[string]string
@@ -108,6 +109,7 @@ func newFixtureWith(t testing.TB, limits map[string]desk.Limits) *fixture {
 	for slug, o := range res.Organisations {
 		fx.orgs[slug] = o.ID
 	}
+	fx.acme = fx.orgs["acme"]
 	for email, u := range res.Users {
 		fx.users[email] = u.ID
 	}

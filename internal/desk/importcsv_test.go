@@ -15,9 +15,8 @@ func TestImportCSV(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fx := newFixture(t)
-	acme := fx.orgs["acme"]
 	imp := func(file string) (desk.ImportSummary, error) {
-		return desk.ImportCSV(ctx, fx.d, acme, "support", strings.NewReader(file), now, nil)
+		return desk.ImportCSV(ctx, fx.d, fx.acme, "support", strings.NewReader(file), now, nil)
 	}
 	good := "\uFEFFsubject,customer_email,body,created_at,status\n" +
 		"Cannot import contacts,Jo@Example.com,\"The importer says \"\"bad header\"\", line 1.\",2026-10-01T10:00:00Z,resolved\n" +
@@ -106,7 +105,7 @@ func TestImportCSV(t *testing.T) {
 			t.Fatalf("%+v %v", sum, err)
 		}
 		var progress []int
-		sum, err := desk.ImportCSV(ctx, fx.d, acme, "support", strings.NewReader(file.String()), now, func(done, total int) {
+		sum, err := desk.ImportCSV(ctx, fx.d, fx.acme, "support", strings.NewReader(file.String()), now, func(done, total int) {
 			if total != 1200 {
 				t.Errorf("total %d", total)
 			}

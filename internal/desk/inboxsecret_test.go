@@ -19,7 +19,6 @@ func TestInboxSecrets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fx := newFixture(t)
-	acme := fx.orgs["acme"]
 	box := func(hexDigit string) desk.Box {
 		b, err := wake.NewSecretBox(strings.Repeat(hexDigit, 64))
 		if err != nil {
@@ -39,7 +38,7 @@ func TestInboxSecrets(t *testing.T) {
 	stored := func(slug string) []byte {
 		var b []byte
 		err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
-			return tx.QueryRow(ctx, "SELECT connection_secret FROM desk_inbox WHERE org_id = $1 AND slug = $2", acme, slug).Scan(&b)
+			return tx.QueryRow(ctx, "SELECT connection_secret FROM desk_inbox WHERE org_id = $1 AND slug = $2", fx.acme, slug).Scan(&b)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -49,20 +48,20 @@ func TestInboxSecrets(t *testing.T) {
 	old := service(oldKey)
 
 	t.Run("without a key a secret is refused and nothing is stored", func(t *testing.T) {
-		err := fx.svc.SetInboxSecret(ctx, acme, "support", secret)
+		err := fx.svc.SetInboxSecret(ctx, fx.acme, "support", secret)
 		wantErr(t, err, apperr.Invalid, "INVALID_ARGUMENT", "RELAYROOM_SECRET_KEY is not set")
 		if stored("support") != nil {
 			t.Fatal("stored")
 		}
 	})
 	t.Run("only the ciphertext is stored, and it opens again", func(t *testing.T) {
-		if err := old.SetInboxSecret(ctx, acme, "support", secret); err != nil {
+		if err := old.SetInboxSecret(ctx, fx.acme, "support", secret); err != nil {
 			t.Fatal(err)
 		}
 		if b := stored("support"); len(b) == 0 || bytes.Contains(b, []byte(secret)) {
 			t.Fatalf("stored %q", b)
 		}
-		if got, err := old.InboxSecret(ctx, acme, "support"); err != nil || got != secret {
+		if got, err := old.InboxSecret(ctx, fx.acme, "support"); err != nil || got != secret {
 			t.Fatalf("%q %v", got, err)
 		}
 	})
@@ -78,22 +77,22 @@ func TestInboxSecrets(t *testing.T) {
 	})
 	t.Run("a ciphertext copied onto another inbox does not open", func(t *testing.T) {
 		err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
-			_, err := tx.Exec(ctx, "UPDATE desk_inbox SET connection_secret = $2 WHERE org_id = $1 AND slug = 'billing'", acme, stored("support"))
+			_, err := tx.Exec(ctx, "UPDATE desk_inbox SET connection_secret = $2 WHERE org_id = $1 AND slug = 'billing'", fx.acme, stored("support"))
 			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := old.InboxSecret(ctx, acme, "billing"); !errors.Is(err, desk.ErrSecretUnreadable) {
+		if _, err := old.InboxSecret(ctx, fx.acme, "billing"); !errors.Is(err, desk.ErrSecretUnreadable) {
 			t.Fatalf("%v", err)
 		}
 	})
 	t.Run("rotation: the previous key opens until resealing under the new one", func(t *testing.T) {
 		rotating := service(newKey, oldKey)
-		if got, err := rotating.InboxSecret(ctx, acme, "support"); err != nil || got != secret {
+		if got, err := rotating.InboxSecret(ctx, fx.acme, "support"); err != nil || got != secret {
 			t.Fatalf("%q %v", got, err)
 		}
-		if _, err := service(newKey).InboxSecret(ctx, acme, "support"); !errors.Is(err, desk.ErrSecretUnreadable) {
+		if _, err := service(newKey).InboxSecret(ctx, fx.acme, "support"); !errors.Is(err, desk.ErrSecretUnreadable) {
 			t.Fatalf("the new key alone opened an old secret: %v", err)
 		}
 		res, err := rotating.ResealInboxSecrets(ctx)
@@ -101,19 +100,19 @@ func TestInboxSecrets(t *testing.T) {
 		if err != nil || res.Resealed != 1 || len(res.Unreadable) != 1 || !strings.HasSuffix(res.Unreadable[0], "/inbox_2") {
 			t.Fatalf("%+v %v", res, err)
 		}
-		if got, err := service(newKey).InboxSecret(ctx, acme, "support"); err != nil || got != secret {
+		if got, err := service(newKey).InboxSecret(ctx, fx.acme, "support"); err != nil || got != secret {
 			t.Fatalf("after resealing, the new key alone: %q %v", got, err)
 		}
 	})
 	t.Run("clearing forgets it", func(t *testing.T) {
-		if err := fx.svc.SetInboxSecret(ctx, acme, "support", ""); err != nil {
+		if err := fx.svc.SetInboxSecret(ctx, fx.acme, "support", ""); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := old.InboxSecret(ctx, acme, "support"); err != nil || got != "" || stored("support") != nil {
+		if got, err := old.InboxSecret(ctx, fx.acme, "support"); err != nil || got != "" || stored("support") != nil {
 			t.Fatalf("%q %v", got, err)
 		}
 	})
 	t.Run("an unknown inbox is not found", func(t *testing.T) {
-		wantErr(t, old.SetInboxSecret(ctx, acme, "nope", secret), apperr.NotFound, "NOT_FOUND", "no inbox")
+		wantErr(t, old.SetInboxSecret(ctx, fx.acme, "nope", secret), apperr.NotFound, "NOT_FOUND", "no inbox")
 	})
 }

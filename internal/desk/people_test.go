@@ -20,9 +20,8 @@ func TestPeopleImport(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fx := newFixture(t)
-	acme := fx.orgs["acme"]
-	owner := desk.Member{OrgID: acme, UserID: fx.users["ana@acme.test"], Name: "Ana", Role: desk.RoleOwner}
-	member := desk.Member{OrgID: acme, UserID: fx.users["bo@acme.test"], Name: "Bo", Role: desk.RoleMember}
+	owner := desk.Member{OrgID: fx.acme, UserID: fx.users["ana@acme.test"], Name: "Ana", Role: desk.RoleOwner}
+	member := desk.Member{OrgID: fx.acme, UserID: fx.users["bo@acme.test"], Name: "Bo", Role: desk.RoleMember}
 	scalar := func(t *testing.T, sql string, args ...any) int {
 		t.Helper()
 		var n int
@@ -39,12 +38,12 @@ func TestPeopleImport(t *testing.T) {
 		"b@example.com,Subject,Body,yesterday,closed\n"
 
 	t.Run("the preview reports the import's problems by line and its good rows, writing nothing", func(t *testing.T) {
-		before := scalar(t, convs, acme)
+		before := scalar(t, convs, fx.acme)
 		p, err := desk.PreviewCSV([]byte(bad), now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = desk.ImportCSV(ctx, fx.d, acme, "support", strings.NewReader(bad), now, nil)
+		_, err = desk.ImportCSV(ctx, fx.d, fx.acme, "support", strings.NewReader(bad), now, nil)
 		var ie *desk.ImportError
 		if !errors.As(err, &ie) || !slices.Equal(ie.Problems, p.Problems) || len(p.Problems) != 2 || p.Problems[0].Line != 4 {
 			t.Fatalf("preview %+v, import %v", p.Problems, err)
@@ -52,7 +51,7 @@ func TestPeopleImport(t *testing.T) {
 		if p.Good != 1 || len(p.Rows) != 1 || p.Rows[0].Line != 2 || p.Rows[0].CustomerEmail != "ok@example.com" {
 			t.Fatalf("good rows: %+v", p)
 		}
-		if scalar(t, convs, acme) != before {
+		if scalar(t, convs, fx.acme) != before {
 			t.Fatal("a preview or a bad file wrote rows")
 		}
 	})
@@ -83,13 +82,13 @@ func TestPeopleImport(t *testing.T) {
 			t.Fatalf("%+v %v %v", sum, err, steps)
 		}
 		audited := `SELECT count(*) FROM audit_event WHERE org_id = $1 AND object_kind = 'desk_inbox' AND object_id = 'inbox_1' AND action = 'imported'`
-		if n := scalar(t, audited, acme); n != 2 {
+		if n := scalar(t, audited, fx.acme); n != 2 {
 			t.Fatalf("%d audit rows for two chunks", n)
 		}
 		if sum, err := fx.svc.ImportAs(ctx, owner, "inbox_1", []byte(file.String()), now, nil); err != nil || sum.Created != 0 || sum.Existing != rows {
 			t.Fatalf("again: %+v %v", sum, err)
 		}
-		if n := scalar(t, audited, acme); n != 2 {
+		if n := scalar(t, audited, fx.acme); n != 2 {
 			t.Fatalf("an import that created nothing was audited: %d rows", n)
 		}
 	})

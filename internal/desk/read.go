@@ -216,19 +216,12 @@ type GetConversationInput struct {
 
 func (in *GetConversationInput) paging() (*int, *string) { return &in.Limit, &in.Cursor }
 
-// Conversation is a conversation as get_conversation shows it.
+// Conversation is a conversation as get_conversation shows it: its search summary's
+// fields, in the same order, then its first reply and resolution times.
 type Conversation struct {
-	ID            string  `json:"id"`
-	Subject       string  `json:"subject"`
-	Status        string  `json:"status"`
-	InboxID       string  `json:"inbox_id"`
-	AssigneeID    *string `json:"assignee_id"`
-	CustomerEmail string  `json:"customer_email"`
-	CustomerName  string  `json:"customer_name"`
-	CreatedAt     string  `json:"created_at"`
-	UpdatedAt     string  `json:"updated_at"`
-	FirstReplyAt  *string `json:"first_reply_at"`
-	ResolvedAt    *string `json:"resolved_at"`
+	ConversationSummary
+	FirstReplyAt *string `json:"first_reply_at"`
+	ResolvedAt   *string `json:"resolved_at"`
 }
 
 // Attachment is an attachment's metadata: never a link or its content.
@@ -293,11 +286,11 @@ func (s *Service) GetConversation(ctx context.Context, sc tenancy.Scope, in GetC
 	if err != nil {
 		return GetConversationResult{}, err
 	}
-	return GetConversationResult{Conversation: Conversation{
+	return GetConversationResult{Conversation: Conversation{ConversationSummary: ConversationSummary{
 		ID: publicID(PrefixConversation, conv.ID), Subject: conv.Subject, Status: conv.Status, InboxID: publicID(PrefixInbox, conv.InboxID),
 		AssigneeID: userIDp(c.org, conv.AssigneeUserID), CustomerEmail: conv.CustomerEmail, CustomerName: conv.CustomerName,
-		CreatedAt: ts(conv.CreatedAt), UpdatedAt: ts(conv.UpdatedAt), FirstReplyAt: tsp(conv.FirstReplyAt), ResolvedAt: tsp(conv.ResolvedAt),
-	}, Messages: messages, NextCursor: next}, nil
+		CreatedAt: ts(conv.CreatedAt), UpdatedAt: ts(conv.UpdatedAt),
+	}, FirstReplyAt: tsp(conv.FirstReplyAt), ResolvedAt: tsp(conv.ResolvedAt)}, Messages: messages, NextCursor: next}, nil
 }
 
 // PageInput is relaydesk_list_inboxes' arguments.

@@ -4,7 +4,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -14,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -110,19 +108,14 @@ func NewHandler(d Deps) (*Site, error) {
 	if d.Q == nil {
 		d.Q = db.New()
 	}
-	s := &Site{deps: d, pages: map[string]*template.Template{}, secure: strings.HasPrefix(strings.ToLower(d.PublicURL), "https://")}
-	for _, name := range []string{"login", "account", "message", "consent"} {
-		t, err := template.ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html")
-		if err != nil {
-			return nil, fmt.Errorf("web: template %s: %w", name, err)
-		}
-		s.pages[name] = t
+	s := &Site{deps: d, secure: strings.HasPrefix(strings.ToLower(d.PublicURL), "https://")}
+	var err error
+	if s.pages, err = ParsePages(templateFiles, nil, []string{"login", "account", "message", "consent"}, "templates/layout.html"); err != nil {
+		return nil, fmt.Errorf("web: %w", err)
 	}
-	sub, err := fs.Sub(assetFiles, "assets")
-	if err != nil {
-		return nil, fmt.Errorf("web: assets: %w", err)
+	if s.assets, err = AssetHandler(assetFiles, RouteAssets); err != nil {
+		return nil, fmt.Errorf("web: %w", err)
 	}
-	s.assets = http.StripPrefix(RouteAssets, http.FileServer(http.FS(sub)))
 	return s, nil
 }
 
@@ -158,16 +151,9 @@ type page struct {
 }
 
 func (s *Site) render(w http.ResponseWriter, status int, name string, p page) {
-	var buf bytes.Buffer
-	if err := s.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
+	if err := WritePage(w, status, s.pages[name], p, SecurityHeaders); err != nil {
 		s.deps.Log.Error("render page", "page", name, "error", err.Error())
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
 	}
-	SecurityHeaders(w.Header())
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes()) // the client may have gone; nothing to do about it
 }
 
 // ReferrerPolicy keeps page addresses from other sites while letting the browser name
