@@ -21,6 +21,11 @@ func lesson(title, body string) *knowledge.LessonInput {
 	return &knowledge.LessonInput{Title: title, Body: body, Kind: "pitfall"}
 }
 
+// goodLesson is a lesson the knowledge service records when nothing stands in its way.
+func goodLesson() *knowledge.LessonInput {
+	return lesson("Check the rollback path first", "Before merging a migration, run the down migration on a copy of production data.")
+}
+
 // open starts a thread from architect to the given parts.
 func (e *env) open(t *testing.T, to ...string) string {
 	t.Helper()
@@ -58,7 +63,7 @@ func TestLessonOnCloseOutcomes(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t)
 	pid := e.sc("architect").ProjectID
-	good := lesson("Check the rollback path first", "Before merging a migration, run the down migration on a copy of production data.")
+	good := goodLesson()
 
 	t.Run("recorded", func(t *testing.T) {
 		r := e.closeWith(t, "architect", e.open(t), good)
@@ -111,7 +116,7 @@ func TestLessonOnCloseOutcomes(t *testing.T) {
 // Outcomes that change project settings run on their own database.
 func TestLessonOutcomesFromProjectSettings(t *testing.T) {
 	t.Parallel()
-	good := lesson("Check the rollback path first", "Before merging a migration, run the down migration on a copy of production data.")
+	good := goodLesson()
 
 	t.Run("distill_disabled", func(t *testing.T) {
 		t.Parallel()
@@ -185,10 +190,7 @@ func TestLessonOutcomesFromProjectSettings(t *testing.T) {
 func holdKnowledgeWrites(t *testing.T, e *env) (pgx.Tx, func()) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, e.url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := e.connect(t)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +199,29 @@ func holdKnowledgeWrites(t *testing.T, e *env) (pgx.Tx, func()) {
 		t.Fatal(err)
 	}
 	return tx, func() { _ = tx.Rollback(ctx); _ = conn.Close(ctx) }
+}
+
+// connect opens a connection of the test's own to its database, as the owner, closed when
+// the test ends.
+func (e *env) connect(t *testing.T) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+// closeAsync closes thread as architect with the lesson l in the background; the channel
+// receives the close's error.
+func (e *env) closeAsync(thread string, l *knowledge.LessonInput) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.svc.Close(context.Background(), e.sc("architect"), threads.CloseInput{ThreadID: thread, Lesson: l})
+		errc <- err
+	}()
+	return errc
 }
 
 // lessonWrite finds the backends of a close blocked inside the lesson's write: on Citus the
@@ -233,7 +258,7 @@ func assertCloseFailedWhole(t *testing.T, e *env, thread string, err error) {
 
 func TestInfrastructureFailureFailsTheClose(t *testing.T) {
 	t.Parallel()
-	good := lesson("Check the rollback path first", "Before merging a migration, run the down migration on a copy of production data.")
+	good := goodLesson()
 
 	t.Run("statement timeout", func(t *testing.T) {
 		t.Parallel()
@@ -261,17 +286,9 @@ func TestInfrastructureFailureFailsTheClose(t *testing.T) {
 		th := e.open(t)
 		_, release := holdKnowledgeWrites(t, e)
 		defer release()
-		errc := make(chan error, 1)
-		go func() {
-			_, err := e.svc.Close(context.Background(), e.sc("architect"), threads.CloseInput{ThreadID: th, Lesson: good})
-			errc <- err
-		}()
+		errc := e.closeAsync(th, good)
 		// Wait until the close is blocked inside the lesson's write, then kill its backend.
-		killer, err := pgx.Connect(context.Background(), e.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer killer.Close(context.Background())
+		killer := e.connect(t)
 		deadline := time.Now().Add(4 * time.Second)
 		killed := false
 		blocked, pid := lessonWrite(e)
@@ -286,7 +303,7 @@ func TestInfrastructureFailureFailsTheClose(t *testing.T) {
 		if !killed {
 			t.Fatal("the close never reached the lesson's write")
 		}
-		err = <-errc
+		err := <-errc
 		release()
 		assertCloseFailedWhole(t, e, th, err)
 	})
@@ -300,16 +317,8 @@ func TestInfrastructureFailureFailsTheClose(t *testing.T) {
 		if _, err := other.Exec(context.Background(), "SET LOCAL deadlock_timeout = '10s'"); err != nil {
 			t.Fatal(err)
 		}
-		errc := make(chan error, 1)
-		go func() {
-			_, err := e.svc.Close(context.Background(), e.sc("architect"), threads.CloseInput{ThreadID: th, Lesson: good})
-			errc <- err
-		}()
-		watch, err := pgx.Connect(context.Background(), e.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer watch.Close(context.Background())
+		errc := e.closeAsync(th, good)
+		watch := e.connect(t)
 		blocked, _ := lessonWrite(e)
 		for i := 0; i < 200; i++ {
 			var n int
@@ -327,7 +336,7 @@ func TestInfrastructureFailureFailsTheClose(t *testing.T) {
 			_, _ = other.Exec(context.Background(), "SELECT 1 FROM thread WHERE project_id = $1 AND id = $2 FOR UPDATE",
 				e.sc("architect").ProjectID, uuid.MustParse(th))
 		}()
-		err = <-errc
+		err := <-errc
 		<-done
 		release()
 		assertCloseFailedWhole(t, e, th, err)
