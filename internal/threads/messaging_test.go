@@ -274,25 +274,23 @@ func TestThreadsAndSearch(t *testing.T) {
 		t.Fatalf("status filter: %+v", l)
 	}
 	// search: threads the part is NOT in, case-insensitive, subject or body.
-	hits := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), "migration"))
-	if len(hits) != 1 || hits[0].ThreadID != a.ThreadID {
-		t.Fatalf("search: %+v", hits)
-	}
-	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), "ROLLBACK")); len(h) != 1 {
-		t.Fatalf("search body: %+v", h)
-	}
-	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("backend"), "migration")); len(h) != 0 {
-		t.Fatalf("search returned a thread the part is in: %+v", h)
-	}
-	// LIKE wildcards are literal.
-	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), "0%")); len(h) != 1 {
-		t.Fatalf("search literal percent: %+v", h)
-	}
-	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), "a_e")); len(h) != 0 {
-		t.Fatalf("underscore matched as a wildcard: %+v", h)
-	}
-	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("peter"), "migration")); len(h) != 0 {
-		t.Fatalf("search crossed projects: %+v", h)
+	for _, c := range []struct {
+		name, part, q string
+		found         bool // a's thread, the one hit; else none
+	}{
+		{"a subject word", "frontend", "migration", true},
+		{"a body word in capitals", "frontend", "ROLLBACK", true},
+		{"never a thread the part is in", "backend", "migration", false},
+		{"a literal percent (LIKE wildcards are literal)", "frontend", "0%", true},
+		{"an underscore matches only itself", "frontend", "a_e", false},
+		{"never another project's thread", "peter", "migration", false},
+	} {
+		t.Run("search: "+c.name, func(t *testing.T) {
+			h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc(c.part), c.q))
+			if c.found != (len(h) == 1) || len(h) > 1 || c.found && h[0].ThreadID != a.ThreadID {
+				t.Fatalf("search %q as %s: %+v", c.q, c.part, h)
+			}
+		})
 	}
 	_, err := e.svc.Search(ctx, e.sc("frontend"), "m")
 	wantErr(t, err, apperr.Invalid, "")
@@ -308,23 +306,31 @@ func TestIdsOfAnotherProjectAnswerNotFound(t *testing.T) {
 	e := setup(t)
 	s := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"}))
 	peter := e.sc("peter")
-	_, err := e.svc.Show(ctx, peter, s.ThreadID)
-	wantErr(t, err, apperr.NotFound, "thread_not_found")
-	_, err = e.svc.Reply(ctx, peter, threads.ReplyInput{ThreadID: s.ThreadID, Body: "x"})
-	wantErr(t, err, apperr.NotFound, "thread_not_found")
-	_, err = e.svc.Close(ctx, peter, threads.CloseInput{ThreadID: s.ThreadID})
-	wantErr(t, err, apperr.NotFound, "thread_not_found")
-	_, err = e.svc.Ack(ctx, peter, s.MessageID)
-	wantErr(t, err, apperr.NotFound, "message_not_found")
-	_, err = e.svc.Event(ctx, peter, threads.EventInput{Type: "composing", Detail: json.RawMessage(`{"threadId":"` + s.ThreadID + `"}`)})
-	wantErr(t, err, apperr.NotFound, "thread_not_found")
-	// An id that exists nowhere answers the same way.
-	_, err = e.svc.Show(ctx, peter, uuid.NewString())
-	wantErr(t, err, apperr.NotFound, "thread_not_found")
-	// A non-participant of the same project cannot close it.
-	_, err = e.svc.Close(ctx, e.sc("frontend"), threads.CloseInput{ThreadID: s.ThreadID})
-	wantErr(t, err, apperr.Forbidden, "not_participant")
+	// Each call is made in turn as the table is built; the steps check their answers.
+	for _, c := range []struct {
+		name   string
+		err    error
+		code   apperr.Code
+		reason string
+	}{
+		{"show", errOf(e.svc.Show(ctx, peter, s.ThreadID)), apperr.NotFound, "thread_not_found"},
+		{"reply", errOf(e.svc.Reply(ctx, peter, threads.ReplyInput{ThreadID: s.ThreadID, Body: "x"})), apperr.NotFound, "thread_not_found"},
+		{"close", errOf(e.svc.Close(ctx, peter, threads.CloseInput{ThreadID: s.ThreadID})), apperr.NotFound, "thread_not_found"},
+		{"ack", errOf(e.svc.Ack(ctx, peter, s.MessageID)), apperr.NotFound, "message_not_found"},
+		{"event", errOf(e.svc.Event(ctx, peter, threads.EventInput{Type: "composing", Detail: json.RawMessage(`{"threadId":"` + s.ThreadID + `"}`)})),
+			apperr.NotFound, "thread_not_found"},
+		// An id that exists nowhere answers the same way.
+		{"show of an id that exists nowhere", errOf(e.svc.Show(ctx, peter, uuid.NewString())), apperr.NotFound, "thread_not_found"},
+		// A non-participant of the same project cannot close it.
+		{"close by a non-participant of the project", errOf(e.svc.Close(ctx, e.sc("frontend"), threads.CloseInput{ThreadID: s.ThreadID})),
+			apperr.Forbidden, "not_participant"},
+	} {
+		t.Run(c.name, func(t *testing.T) { wantErr(t, c.err, c.code, c.reason) })
+	}
 }
+
+// errOf is the error of a call's two results.
+func errOf[T any](_ T, err error) error { return err }
 
 func TestCancelByAPersonAndIdleAutoClose(t *testing.T) {
 	t.Parallel()
