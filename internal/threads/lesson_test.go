@@ -32,11 +32,7 @@ func (e *env) open(t *testing.T, to ...string) string {
 	if len(to) == 0 {
 		to = []string{"backend"}
 	}
-	s, err := e.svc.Send(context.Background(), e.sc("architect"), threads.SendInput{To: to, Subject: "s", Body: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.ThreadID
+	return e.send(t, "architect", threads.SendInput{To: to, Subject: "s", Body: "b"}).ThreadID
 }
 
 func (e *env) closeWith(t *testing.T, part, thread string, l *knowledge.LessonInput) threads.CloseResult {
