@@ -18,7 +18,7 @@ func TestLearningCountsUsesOnTheQuerysDayAndWeek(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	arch := e.scopes["architect"]
+	arch := e.arch
 	clock := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
 	k, err := knowledge.New(knowledge.Deps{DB: e.d, Detector: testfix.Detector(t), Now: func() time.Time { return clock }})
 	if err != nil {

@@ -33,6 +33,7 @@ type env struct {
 	k      *knowledge.Service
 	res    admin.Result
 	scopes map[string]tenancy.Scope
+	arch   tenancy.Scope // the cast's writer, who learns in most tests
 }
 
 func setup(t testing.TB) *env {
@@ -42,12 +43,59 @@ func setup(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{Bundle: b, d: b.DB, res: b.Result, k: k, scopes: b.CastScopes(t, cast...)}
+	scopes := b.CastScopes(t, cast...)
+	return &env{Bundle: b, d: b.DB, res: b.Result, k: k, scopes: scopes, arch: scopes["architect"]}
 }
 
 func (e *env) exec(t testing.TB, sql string, args ...any) {
 	t.Helper()
 	e.Exec(t, sql, args...)
+}
+
+// learn records in as architect, failing the test when it is refused.
+func (e *env) learn(t testing.TB, in knowledge.LearnInput) knowledge.LearnResult {
+	t.Helper()
+	l, err := e.k.Learn(context.Background(), e.arch, in)
+	if err != nil {
+		t.Fatalf("learn %q: %v", in.Title, err)
+	}
+	return l
+}
+
+// approve makes architect's project's entry id trusted, as a person (alice) does.
+func (e *env) approve(t testing.TB, id string) knowledge.Decision {
+	t.Helper()
+	d, err := e.k.Approve(context.Background(), e.arch.ProjectID, uuid.MustParse(id), "alice")
+	if err != nil {
+		t.Fatalf("approve %s: %v", id, err)
+	}
+	return d
+}
+
+// trusted learns in and approves it: an entry recall returns.
+func (e *env) trusted(t testing.TB, in knowledge.LearnInput) knowledge.LearnResult {
+	t.Helper()
+	l := e.learn(t, in)
+	e.approve(t, l.KnowledgeID)
+	return l
+}
+
+// recall runs sc's recall of query, failing the test when it errs.
+func (e *env) recall(t testing.TB, sc tenancy.Scope, in knowledge.RecallInput) knowledge.RecallResult {
+	t.Helper()
+	r, err := e.k.Recall(context.Background(), sc, in)
+	if err != nil {
+		t.Fatalf("recall %q: %v", in.Query, err)
+	}
+	return r
+}
+
+// wantRecalled fails the test unless architect's recall of query returns n entries.
+func (e *env) wantRecalled(t testing.TB, query string, n int) {
+	t.Helper()
+	if r := e.recall(t, e.arch, knowledge.RecallInput{Query: query}); len(r.Entries) != n {
+		t.Fatalf("recall %q: %d entries, want %d: %+v", query, len(r.Entries), n, r)
+	}
 }
 
 func wantErr(t testing.TB, err error, code apperr.Code, reason string) {
@@ -62,91 +110,84 @@ func TestLearnIsACandidateUntilAPersonApproves(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	arch := e.scopes["architect"]
-	l, err := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "Deploys need the rollback flag", Body: "Always pass --rollback to the deploy script on Fridays.", Kind: "procedure"})
-	if err != nil || l.Status != "candidate" {
-		t.Fatalf("learn: %+v %v", l, err)
-	}
-	r, err := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "deploy rollback"})
-	if err != nil || len(r.Entries) != 0 {
-		t.Fatalf("a candidate was recalled: %+v %v", r, err)
-	}
-	d, err := e.k.Approve(ctx, arch.ProjectID, uuid.MustParse(l.KnowledgeID), "alice")
-	if err != nil || d.Status != "trusted" {
-		t.Fatalf("approve: %+v %v", d, err)
-	}
-	_, err = e.k.Approve(ctx, arch.ProjectID, uuid.MustParse(l.KnowledgeID), "alice")
-	wantErr(t, err, apperr.Conflict, "already_decided")
-	// Another project's id answers not found.
-	_, err = e.k.Approve(ctx, e.scopes["peter"].ProjectID, uuid.MustParse(l.KnowledgeID), "alice")
-	wantErr(t, err, apperr.NotFound, "")
-
-	// A read-only part may recall but not learn.
-	r, err = e.k.Recall(ctx, e.scopes["reader"], knowledge.RecallInput{Query: "deploy rollback"})
-	if err != nil || len(r.Entries) != 1 || r.Entries[0].ID != l.KnowledgeID || r.QueryID == "" {
-		t.Fatalf("recall after approval: %+v %v", r, err)
-	}
-	_, err = e.k.Learn(ctx, e.scopes["reader"], knowledge.LearnInput{Title: "x", Body: "y", Kind: "fact"})
-	wantErr(t, err, apperr.Forbidden, "write_access_required")
-	// Another project recalls nothing of it.
-	if r2, _ := e.k.Recall(ctx, e.scopes["peter"], knowledge.RecallInput{Query: "deploy rollback"}); len(r2.Entries) != 0 {
-		t.Fatalf("recall crossed projects: %+v", r2)
-	}
-	// kind filter.
-	if r3, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "deploy rollback", Kind: ptr("pitfall")}); len(r3.Entries) != 0 {
-		t.Fatalf("kind filter: %+v", r3)
-	}
-
-	// recall_used: only ids the query returned, once each.
-	if err := e.k.RecallUsed(ctx, e.scopes["reader"], r.QueryID, l.KnowledgeID); err != nil {
-		t.Fatal(err)
-	}
-	err = e.k.RecallUsed(ctx, e.scopes["reader"], r.QueryID, l.KnowledgeID)
-	wantErr(t, err, apperr.Conflict, "already_reported")
-	err = e.k.RecallUsed(ctx, e.scopes["reader"], r.QueryID, uuid.NewString())
-	wantErr(t, err, apperr.Invalid, "not_returned")
-	err = e.k.RecallUsed(ctx, e.scopes["peter"], r.QueryID, l.KnowledgeID)
-	wantErr(t, err, apperr.NotFound, "query_not_found")
-	// A query belongs to the part that ran it: another part of the same project cannot
-	// report its use (it would inflate the hit rate), and learns nothing of it.
-	r7, err := e.k.Recall(ctx, e.scopes["reader"], knowledge.RecallInput{Query: "deploy rollback"})
-	if err != nil || len(r7.Entries) != 1 {
-		t.Fatalf("reader's recall: %+v %v", r7, err)
-	}
-	err = e.k.RecallUsed(ctx, arch, r7.QueryID, l.KnowledgeID)
-	wantErr(t, err, apperr.NotFound, "query_not_found")
-	empty, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "zzqqxx unrelated"})
-	err = e.k.RecallUsed(ctx, arch, empty.QueryID, l.KnowledgeID)
-	wantErr(t, err, apperr.Invalid, "not_returned")
-	if r4, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "rollback flag"}); len(r4.Entries) != 1 {
-		t.Fatalf("recall by title words: %+v", r4)
-	}
-	// A typo still finds it (the title's trigrams), an unrelated word does not.
-	if r5, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "rollbak"}); len(r5.Entries) != 1 {
-		t.Fatalf("recall with a typo: %+v", r5)
-	}
-	if r6, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "kubernetes"}); len(r6.Entries) != 0 {
-		t.Fatalf("recall of an unrelated word: %+v", r6)
-	}
-	// A lone typo of a word that occurs only in an entry's body finds it too (the body's
-	// words by trigram), and an unrelated misspelling still finds nothing.
-	cdn, err := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "Static assets", Body: "Images are served through CloudFront with a one-day cache.", Kind: "fact"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.k.Approve(ctx, arch.ProjectID, uuid.MustParse(cdn.KnowledgeID), "alice"); err != nil {
-		t.Fatal(err)
-	}
-	if r8, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "cloudfrnt"}); len(r8.Entries) != 1 || r8.Entries[0].ID != cdn.KnowledgeID {
-		t.Fatalf("recall of a body word with a typo: %+v", r8)
-	}
-	if r9, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "kubernets"}); len(r9.Entries) != 0 {
-		t.Fatalf("recall of an unrelated misspelling: %+v", r9)
-	}
-	h, err := e.k.RecallHitRate(ctx, arch, time.Now().Add(-time.Hour))
-	if err != nil || h.Returned != 5 || h.Used != 1 || h.Rate != 0.2 {
-		t.Fatalf("hit rate: %+v %v", h, err)
-	}
+	arch, reader, peter := e.arch, e.scopes["reader"], e.scopes["peter"]
+	var l knowledge.LearnResult
+	var r knowledge.RecallResult // reader's recall after the approval
+	testfix.Step(t, "a learned entry is a candidate, never recalled", func(t *testing.T) {
+		l = e.learn(t, knowledge.LearnInput{Title: "Deploys need the rollback flag", Body: "Always pass --rollback to the deploy script on Fridays.", Kind: "procedure"})
+		testfix.Check(t, "status", l.Status, "candidate")
+		e.wantRecalled(t, "deploy rollback", 0)
+	})
+	testfix.Step(t, "a person approves it once", func(t *testing.T) {
+		testfix.Check(t, "approved status", e.approve(t, l.KnowledgeID).Status, "trusted")
+		_, err := e.k.Approve(ctx, arch.ProjectID, uuid.MustParse(l.KnowledgeID), "alice")
+		wantErr(t, err, apperr.Conflict, "already_decided")
+	})
+	testfix.Step(t, "another project's id answers not found", func(t *testing.T) {
+		_, err := e.k.Approve(ctx, peter.ProjectID, uuid.MustParse(l.KnowledgeID), "alice")
+		wantErr(t, err, apperr.NotFound, "")
+	})
+	testfix.Step(t, "a read-only part may recall but not learn", func(t *testing.T) {
+		r = e.recall(t, reader, knowledge.RecallInput{Query: "deploy rollback"})
+		if len(r.Entries) != 1 || r.Entries[0].ID != l.KnowledgeID || r.QueryID == "" {
+			t.Fatalf("recall after approval: %+v", r)
+		}
+		_, err := e.k.Learn(ctx, reader, knowledge.LearnInput{Title: "x", Body: "y", Kind: "fact"})
+		wantErr(t, err, apperr.Forbidden, "write_access_required")
+	})
+	testfix.Step(t, "another project recalls nothing of it", func(t *testing.T) {
+		if r2 := e.recall(t, peter, knowledge.RecallInput{Query: "deploy rollback"}); len(r2.Entries) != 0 {
+			t.Fatalf("recall crossed projects: %+v", r2)
+		}
+	})
+	testfix.Step(t, "the kind filter leaves out other kinds", func(t *testing.T) {
+		if r3 := e.recall(t, arch, knowledge.RecallInput{Query: "deploy rollback", Kind: ptr("pitfall")}); len(r3.Entries) != 0 {
+			t.Fatalf("kind filter: %+v", r3)
+		}
+	})
+	testfix.Step(t, "recall_used takes only ids the query returned, once each", func(t *testing.T) {
+		if err := e.k.RecallUsed(ctx, reader, r.QueryID, l.KnowledgeID); err != nil {
+			t.Fatal(err)
+		}
+		err := e.k.RecallUsed(ctx, reader, r.QueryID, l.KnowledgeID)
+		wantErr(t, err, apperr.Conflict, "already_reported")
+		err = e.k.RecallUsed(ctx, reader, r.QueryID, uuid.NewString())
+		wantErr(t, err, apperr.Invalid, "not_returned")
+		err = e.k.RecallUsed(ctx, peter, r.QueryID, l.KnowledgeID)
+		wantErr(t, err, apperr.NotFound, "query_not_found")
+	})
+	testfix.Step(t, "a query belongs to the part that ran it", func(t *testing.T) {
+		// Another part of the same project cannot report its use (it would inflate the hit
+		// rate), and learns nothing of it.
+		r7 := e.recall(t, reader, knowledge.RecallInput{Query: "deploy rollback"})
+		if len(r7.Entries) != 1 {
+			t.Fatalf("reader's recall: %+v", r7)
+		}
+		err := e.k.RecallUsed(ctx, arch, r7.QueryID, l.KnowledgeID)
+		wantErr(t, err, apperr.NotFound, "query_not_found")
+		empty := e.recall(t, arch, knowledge.RecallInput{Query: "zzqqxx unrelated"})
+		err = e.k.RecallUsed(ctx, arch, empty.QueryID, l.KnowledgeID)
+		wantErr(t, err, apperr.Invalid, "not_returned")
+	})
+	testfix.Step(t, "title words and a typo of them find it, an unrelated word does not", func(t *testing.T) {
+		e.wantRecalled(t, "rollback flag", 1)
+		e.wantRecalled(t, "rollbak", 1) // the title's trigrams
+		e.wantRecalled(t, "kubernetes", 0)
+	})
+	testfix.Step(t, "a lone typo of a body word finds its entry", func(t *testing.T) {
+		// The body's words by trigram; an unrelated misspelling still finds nothing.
+		cdn := e.trusted(t, knowledge.LearnInput{Title: "Static assets", Body: "Images are served through CloudFront with a one-day cache.", Kind: "fact"})
+		if r8 := e.recall(t, arch, knowledge.RecallInput{Query: "cloudfrnt"}); len(r8.Entries) != 1 || r8.Entries[0].ID != cdn.KnowledgeID {
+			t.Fatalf("recall of a body word with a typo: %+v", r8)
+		}
+		e.wantRecalled(t, "kubernets", 0)
+	})
+	testfix.Step(t, "the hit rate counts what recalls returned and what was used", func(t *testing.T) {
+		h, err := e.k.RecallHitRate(ctx, arch, time.Now().Add(-time.Hour))
+		if err != nil || h.Returned != 5 || h.Used != 1 || h.Rate != 0.2 {
+			t.Fatalf("hit rate: %+v %v", h, err)
+		}
+	})
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -155,11 +196,8 @@ func TestContradictionsDemoteAndExpiryIsHonouredAtReadTime(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	arch := e.scopes["architect"]
-	l, _ := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "Cache TTL is five minutes", Body: "The edge cache keeps pages for five minutes.", Kind: "fact"})
-	if _, err := e.k.Approve(ctx, arch.ProjectID, uuid.MustParse(l.KnowledgeID), "alice"); err != nil {
-		t.Fatal(err)
-	}
+	arch := e.arch
+	l := e.trusted(t, knowledge.LearnInput{Title: "Cache TTL is five minutes", Body: "The edge cache keeps pages for five minutes.", Kind: "fact"})
 	contradict := func() knowledge.Contradiction {
 		var c knowledge.Contradiction
 		err := e.d.InTenant(ctx, arch.Tenant(), func(tx *pg.Tx) (err error) {
@@ -175,9 +213,7 @@ func TestContradictionsDemoteAndExpiryIsHonouredAtReadTime(t *testing.T) {
 		if c := contradict(); c.Status != "demoted" || c.Confidence != 0.75 {
 			t.Fatalf("first contradiction: %+v", c)
 		}
-		if r, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "cache TTL"}); len(r.Entries) != 0 {
-			t.Fatalf("a demoted entry was recalled: %+v", r)
-		}
+		e.wantRecalled(t, "cache TTL", 0)
 	})
 	t.Run("contradicting a demoted entry answers that it is demoted", func(t *testing.T) {
 		if c := contradict(); c.Status != "demoted" || c.Confidence != 0.5 {
@@ -185,96 +221,89 @@ func TestContradictionsDemoteAndExpiryIsHonouredAtReadTime(t *testing.T) {
 		}
 	})
 	t.Run("a person can approve a demoted entry again", func(t *testing.T) {
-		if _, err := e.k.Approve(ctx, arch.ProjectID, uuid.MustParse(l.KnowledgeID), "alice"); err != nil {
-			t.Fatal(err)
-		}
-		if r, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "cache TTL"}); len(r.Entries) != 1 {
-			t.Fatalf("re-approved entry not recalled: %+v", r)
-		}
+		e.approve(t, l.KnowledgeID)
+		e.wantRecalled(t, "cache TTL", 1)
 	})
 	t.Run("a candidate is demoted by a contradiction too", func(t *testing.T) {
-		c, _ := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "Deploys happen on Fridays", Body: "We deploy every Friday afternoon.", Kind: "fact"})
-		l.KnowledgeID = c.KnowledgeID
+		l = e.learn(t, knowledge.LearnInput{Title: "Deploys happen on Fridays", Body: "We deploy every Friday afternoon.", Kind: "fact"})
 		if got := contradict(); got.Status != "demoted" {
 			t.Fatalf("candidate contradiction: %+v", got)
 		}
 	})
 	t.Run("the penalty is read from knowledge_config on every decision", func(t *testing.T) {
-		l2, _ := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "Queue size limit", Body: "Queues hold at most 1000 jobs.", Kind: "fact"})
-		if _, err := e.k.Approve(ctx, arch.ProjectID, uuid.MustParse(l2.KnowledgeID), "alice"); err != nil {
-			t.Fatal(err)
-		}
+		l = e.trusted(t, knowledge.LearnInput{Title: "Queue size limit", Body: "Queues hold at most 1000 jobs.", Kind: "fact"})
 		e.exec(t, `UPDATE project SET knowledge_config = knowledge_config || '{"contradictionPenalty":0.9}'::jsonb WHERE id = $1`, arch.ProjectID)
-		l.KnowledgeID = l2.KnowledgeID
 		if c := contradict(); c.Status != "demoted" || c.Confidence != 0.1 {
 			t.Fatalf("config penalty not applied: %+v", c)
 		}
 	})
+	t.Run("an expired trusted entry is left out before the sweep, then retired by it", func(t *testing.T) {
+		l3 := e.trusted(t, knowledge.LearnInput{Title: "Release freeze", Body: "No releases during the freeze week.", Kind: "decision", ExpiresAt: ptr(time.Now().Add(time.Hour))})
+		e.wantRecalled(t, "release freeze", 1)
+		e.exec(t, "UPDATE knowledge SET expires_at = now() - interval '1 second' WHERE id = $1", uuid.MustParse(l3.KnowledgeID))
+		e.wantRecalled(t, "release freeze", 0)
+		if n, err := e.k.ExpireDue(ctx); err != nil || n != 1 {
+			t.Fatalf("ExpireDue: %d %v", n, err)
+		}
+	})
+	t.Run("an expiry in the past is refused", func(t *testing.T) {
+		_, err := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "x", Body: "y", Kind: "fact", ExpiresAt: ptr(time.Now().Add(-time.Hour))})
+		wantErr(t, err, apperr.Invalid, "")
+	})
+}
 
-	// Expiry: an expired trusted entry is excluded before the sweep, then retired by it.
-	l3, err := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "Release freeze", Body: "No releases during the freeze week.", Kind: "decision", ExpiresAt: ptr(time.Now().Add(time.Hour))})
+// stored is the body architect's project stores for the candidate id ("" when none).
+func (e *env) stored(t testing.TB, id string) string {
+	t.Helper()
+	list, err := e.k.List(context.Background(), e.arch.ProjectID, "candidate", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.k.Approve(ctx, arch.ProjectID, uuid.MustParse(l3.KnowledgeID), "alice")
-	if r, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "release freeze"}); len(r.Entries) != 1 {
-		t.Fatalf("unexpired entry not recalled: %+v", r)
+	for _, r := range list {
+		if r.ID.String() == id {
+			return r.Body
+		}
 	}
-	e.exec(t, "UPDATE knowledge SET expires_at = now() - interval '1 second' WHERE id = $1", uuid.MustParse(l3.KnowledgeID))
-	if r, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "release freeze"}); len(r.Entries) != 0 {
-		t.Fatalf("expired entry recalled: %+v", r)
-	}
-	if n, err := e.k.ExpireDue(ctx); err != nil || n != 1 {
-		t.Fatalf("ExpireDue: %d %v", n, err)
-	}
-	_, err = e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "x", Body: "y", Kind: "fact", ExpiresAt: ptr(time.Now().Add(-time.Hour))})
-	wantErr(t, err, apperr.Invalid, "")
+	return ""
 }
 
 func TestNearDuplicatesAreLinkedAndRedactionRunsOnEveryWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	arch := e.scopes["architect"]
-	a, _ := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "Run migrations before deploy", Body: "Run make migrate before every deploy of the API.", Kind: "procedure"})
-	b, err := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "Run migrations before deploy!", Body: "Run make migrate before every deploy of the API", Kind: "procedure"})
-	if err != nil || b.DuplicateOf == nil || *b.DuplicateOf != a.KnowledgeID {
-		t.Fatalf("near-duplicate not linked: %+v %v", b, err)
-	}
-	c, _ := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "Frontend colours", Body: "Use the palette tokens, never hex codes.", Kind: "fact"})
-	if c.DuplicateOf != nil {
-		t.Fatalf("unrelated entry linked: %+v", c)
-	}
-
 	key, _, _ := auth.Generate(auth.AgentKeyPrefix)
-	l, err := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "The staging key", Body: "Use " + key + " for staging, and the ticket ACME-1234.", Kind: "fact"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	list, _ := e.k.List(ctx, arch.ProjectID, "candidate", 10)
-	var stored string
-	for _, r := range list {
-		if r.ID.String() == l.KnowledgeID {
-			stored = r.Body
+	testfix.Step(t, "a near-duplicate is linked, an unrelated entry is not", func(t *testing.T) {
+		a := e.learn(t, knowledge.LearnInput{Title: "Run migrations before deploy", Body: "Run make migrate before every deploy of the API.", Kind: "procedure"})
+		b := e.learn(t, knowledge.LearnInput{Title: "Run migrations before deploy!", Body: "Run make migrate before every deploy of the API", Kind: "procedure"})
+		if b.DuplicateOf == nil || *b.DuplicateOf != a.KnowledgeID {
+			t.Fatalf("near-duplicate not linked: %+v", b)
 		}
-	}
-	if strings.Contains(stored, key) || !strings.Contains(stored, secrets.MarkerPrefix) {
-		t.Fatalf("secret stored: %q", stored)
-	}
-	// A project rule applies too, and an unusable rule refuses the write.
-	e.exec(t, `UPDATE project SET settings = settings || '{"redactionRules":[{"name":"ticket","pattern":"ACME-[0-9]+"}]}'::jsonb WHERE id = $1`, arch.ProjectID)
-	l2, _ := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "Tickets", Body: "See ACME-1234 for the details of it.", Kind: "fact"})
-	list, _ = e.k.List(ctx, arch.ProjectID, "candidate", 10)
-	for _, r := range list {
-		if r.ID.String() == l2.KnowledgeID && strings.Contains(r.Body, "ACME-1234") {
-			t.Fatalf("project rule not applied: %q", r.Body)
+		if c := e.learn(t, knowledge.LearnInput{Title: "Frontend colours", Body: "Use the palette tokens, never hex codes.", Kind: "fact"}); c.DuplicateOf != nil {
+			t.Fatalf("unrelated entry linked: %+v", c)
 		}
-	}
-	_, err = e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "Only a key", Body: key, Kind: "fact"})
-	wantErr(t, err, apperr.Invalid, "empty_after_redaction")
-	e.exec(t, `UPDATE project SET settings = settings || '{"redactionRules":[{"name":"bad","pattern":"("}]}'::jsonb WHERE id = $1`, arch.ProjectID)
-	_, err = e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "t", Body: "b", Kind: "fact"})
-	wantErr(t, err, apperr.Conflict, "redaction_unresolvable")
+	})
+	testfix.Step(t, "a secret is redacted before it is stored", func(t *testing.T) {
+		l := e.learn(t, knowledge.LearnInput{Title: "The staging key", Body: "Use " + key + " for staging, and the ticket ACME-1234.", Kind: "fact"})
+		if stored := e.stored(t, l.KnowledgeID); strings.Contains(stored, key) || !strings.Contains(stored, secrets.MarkerPrefix) {
+			t.Fatalf("secret stored: %q", stored)
+		}
+	})
+	testfix.Step(t, "a project rule applies too", func(t *testing.T) {
+		e.exec(t, `UPDATE project SET settings = settings || '{"redactionRules":[{"name":"ticket","pattern":"ACME-[0-9]+"}]}'::jsonb WHERE id = $1`, e.arch.ProjectID)
+		l2 := e.learn(t, knowledge.LearnInput{Title: "Tickets", Body: "See ACME-1234 for the details of it.", Kind: "fact"})
+		if stored := e.stored(t, l2.KnowledgeID); strings.Contains(stored, "ACME-1234") {
+			t.Fatalf("project rule not applied: %q", stored)
+		}
+	})
+	testfix.Step(t, "an entry that is only a secret is refused", func(t *testing.T) {
+		_, err := e.k.Learn(ctx, e.arch, knowledge.LearnInput{Title: "Only a key", Body: key, Kind: "fact"})
+		wantErr(t, err, apperr.Invalid, "empty_after_redaction")
+	})
+	testfix.Step(t, "an unusable rule refuses the write", func(t *testing.T) {
+		e.exec(t, `UPDATE project SET settings = settings || '{"redactionRules":[{"name":"bad","pattern":"("}]}'::jsonb WHERE id = $1`, e.arch.ProjectID)
+		_, err := e.k.Learn(ctx, e.arch, knowledge.LearnInput{Title: "t", Body: "b", Kind: "fact"})
+		wantErr(t, err, apperr.Conflict, "redaction_unresolvable")
+	})
 }
 
 // TestNearDuplicateQueriesAgree: the near-duplicate check's two forms, rr_near_duplicate
@@ -284,15 +313,13 @@ func TestNearDuplicateQueriesAgree(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	arch := e.scopes["architect"]
+	arch := e.arch
 	for _, in := range []knowledge.LearnInput{
 		{Title: "Run migrations before deploy", Body: "Run make migrate before every deploy of the API.", Kind: "procedure"},
 		{Title: "Run migrations before each deploy", Body: "Run make migrate before each deploy of the web API.", Kind: "procedure"},
 		{Title: "Frontend colours", Body: "Use the palette tokens, never hex codes.", Kind: "fact"},
 	} {
-		if _, err := e.k.Learn(ctx, arch, in); err != nil {
-			t.Fatal(err)
-		}
+		e.learn(t, in)
 	}
 	q := db.New()
 	probes := []struct{ name, title, body string }{
@@ -333,14 +360,13 @@ func TestCIConfirmsOverHTTPWithItsProjectToken(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	arch := e.scopes["architect"]
-	l, _ := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "CI pipeline caches go modules", Body: "The pipeline caches the module download directory.", Kind: "fact"})
-	tok, err := e.k.IssueCIToken(ctx, arch.ProjectID)
+	l := e.learn(t, knowledge.LearnInput{Title: "CI pipeline caches go modules", Body: "The pipeline caches the module download directory.", Kind: "fact"})
+	tok, err := e.k.IssueCIToken(ctx, e.arch.ProjectID)
 	if err != nil || !strings.HasPrefix(tok, auth.CITokenPrefix) {
 		t.Fatalf("token %q %v", tok, err)
 	}
 	other, _ := e.k.IssueCIToken(ctx, e.scopes["peter"].ProjectID)
-	if n := countRows(t, e, "SELECT count(*) FROM ci_token WHERE secret_hash = sha256($1::bytea)", []byte(tok)); n != 1 {
+	if n := e.Count(t, "SELECT count(*) FROM ci_token WHERE secret_hash = sha256($1::bytea)", []byte(tok)); n != 1 {
 		t.Fatalf("the token is not stored hashed (%d)", n)
 	}
 	srv := httptest.NewServer(knowledge.NewHandler(knowledge.HandlerDeps{Service: e.k}))
@@ -359,18 +385,19 @@ func TestCIConfirmsOverHTTPWithItsProjectToken(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&body)
 		return resp.StatusCode, body
 	}
-	pid := arch.ProjectID.String()
-	if code, _ := post(pid, l.KnowledgeID, ""); code != 401 {
-		t.Fatalf("no token: %d", code)
-	}
-	if code, _ := post(pid, l.KnowledgeID, mistype(tok)); code != 401 {
-		t.Fatalf("mistyped token: %d", code)
-	}
-	if code, _ := post(pid, l.KnowledgeID, other); code != 401 {
-		t.Fatalf("another project's token: %d", code)
-	}
-	if code, _ := post(e.scopes["peter"].ProjectID.String(), l.KnowledgeID, other); code != 404 {
-		t.Fatalf("another project's entry: %d", code)
+	pid := e.arch.ProjectID.String()
+	for _, c := range []struct {
+		name, project, token string
+		want                 int
+	}{
+		{"no token", pid, "", 401},
+		{"mistyped token", pid, mistype(tok), 401},
+		{"another project's token", pid, other, 401},
+		{"another project's entry", e.scopes["peter"].ProjectID.String(), other, 404},
+	} {
+		if code, _ := post(c.project, l.KnowledgeID, c.token); code != c.want {
+			t.Fatalf("%s: %d, want %d", c.name, code, c.want)
+		}
 	}
 	code, body := post(pid, l.KnowledgeID, tok)
 	if code != 200 || body["status"] != "trusted" || body["confidence"] != 0.9 {
@@ -379,14 +406,7 @@ func TestCIConfirmsOverHTTPWithItsProjectToken(t *testing.T) {
 	if code, _ := post(pid, l.KnowledgeID, tok); code != 409 {
 		t.Fatalf("second confirm: %d", code)
 	}
-	if r, _ := e.k.Recall(ctx, arch, knowledge.RecallInput{Query: "pipeline caches modules"}); len(r.Entries) != 1 {
-		t.Fatalf("CI-confirmed entry not recalled: %+v", r)
-	}
-}
-
-func countRows(t testing.TB, e *env, sql string, args ...any) int {
-	t.Helper()
-	return e.Count(t, sql, args...)
+	e.wantRecalled(t, "pipeline caches modules", 1)
 }
 
 // TestRecallNeverScansBeyondItsProject reads the plan of the recall query: it must use
@@ -396,7 +416,7 @@ func TestRecallNeverScansBeyondItsProject(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	arch := e.scopes["architect"]
+	arch := e.arch
 	// Other projects' trusted entries and this project's candidates, enough that the
 	// planner prefers an index if one fits.
 	e.exec(t, `INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)

@@ -151,12 +151,7 @@ const MaxNeedsPerKind = 10
 
 // Need is one thing in a room waiting for a person: ID is the thread's, task's, knowledge
 // entry's or wake's, or the guest organisation's for an agreement.
-type Need struct {
-	Kind  string
-	ID    uuid.UUID
-	Title string
-	At    time.Time
-}
+type Need = db.RoomListNeedsYouRow
 
 // NeedsYou lists what in the room waits for the person's organisation (the home page's
 // "needs you" panel), in one statement. A guest that is not admitted sees nothing of the
@@ -165,20 +160,10 @@ func (s *Service) NeedsYou(ctx context.Context, sc tenancy.Scope) ([]Need, error
 	if sc.Admitted() != nil {
 		return nil, nil
 	}
-	var rows []db.RoomListNeedsYouRow
-	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) (err error) {
-		rows, err = s.Q.RoomListNeedsYou(ctx, tx, db.RoomListNeedsYouParams{ProjectID: sc.ProjectID, ViewerIsHost: sc.IsHost(),
+	return pg.ReadOne(ctx, s.DB, sc.Tenant(), "needs you", func(tx *pg.Tx) ([]Need, error) {
+		return s.Q.RoomListNeedsYou(ctx, tx, db.RoomListNeedsYouParams{ProjectID: sc.ProjectID, ViewerIsHost: sc.IsHost(),
 			ViewerOrgID: sc.OrgID, ViewerReviews: sc.IsHost() && sc.IsOrgAdmin(), Lim: MaxNeedsPerKind})
-		return err
 	})
-	if err != nil {
-		return nil, pg.Classify("needs you", err)
-	}
-	out := make([]Need, len(rows))
-	for i, r := range rows {
-		out[i] = Need(r)
-	}
-	return out, nil
 }
 
 // MaxTaskList bounds the Tasks tab.

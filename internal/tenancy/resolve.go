@@ -327,26 +327,31 @@ func (r *Resolver) Part(ctx context.Context, connectCode, part, key string) (Sco
 		// The bind's one write (last_seen) touches the caller's own part only when it is
 		// admitted, so the COMMIT goes with it: a refusal below has nothing to undo.
 		tx.CommitWithNext(ctx)
-		row, err := r.Q.ScopeBindPart(ctx, tx, db.ScopeBindPartParams{ProjectID: projectID, Part: part})
-		if err != nil && !pg.IsNoRows(err) {
-			return fmt.Errorf("resolve part: %w", err)
-		}
-		if err != nil || row.AgentID != agentID {
-			// A part may only act as itself: the key must be the part's own agent's. An
-			// absent part and another agent's part get the same answer, so that a key
-			// holder cannot list a project's parts by trying names.
-			return apperr.New(apperr.Forbidden, MsgPartNotHeld, part)
-		}
-		fill(&s, row)
-		// A guest without an active agreement is refused before any tool or method runs:
-		// it learns nothing of the project. The error rolls the transaction back, so its
-		// last_seen does not move either.
-		return s.Admitted()
+		return r.bindPart(ctx, tx, &s, part)
 	})
 	if err != nil {
 		return Scope{}, pg.Classify("resolve part", err)
 	}
 	return s, nil
+}
+
+// bindPart binds part of s's project to s, whose agent must hold it, and admits it.
+func (r *Resolver) bindPart(ctx context.Context, tx *pg.Tx, s *Scope, part string) error {
+	row, err := r.Q.ScopeBindPart(ctx, tx, db.ScopeBindPartParams{ProjectID: s.ProjectID, Part: part})
+	if err != nil && !pg.IsNoRows(err) {
+		return fmt.Errorf("resolve part: %w", err)
+	}
+	if err != nil || row.AgentID != s.AgentID {
+		// A part may only act as itself: the key must be the part's own agent's. An
+		// absent part and another agent's part get the same answer, so that a key
+		// holder cannot list a project's parts by trying names.
+		return apperr.New(apperr.Forbidden, MsgPartNotHeld, part)
+	}
+	fill(s, row)
+	// A guest without an active agreement is refused before any tool or method runs:
+	// it learns nothing of the project. The error rolls the transaction back, so its
+	// last_seen does not move either.
+	return s.Admitted()
 }
 
 func fill(s *Scope, m db.ScopeBindPartRow) {

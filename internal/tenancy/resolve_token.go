@@ -84,15 +84,7 @@ func (r *Resolver) PartGrant(ctx context.Context, g auth.TokenGrant, connectCode
 		}
 		s = Scope{OrgID: g.OrgID, AgentID: g.AgentID, ProjectID: projectID}
 		tx.SetTenant(resolving(s))
-		row, err := r.Q.ScopeBindPart(ctx, tx, db.ScopeBindPartParams{ProjectID: projectID, Part: part})
-		if err != nil && !pg.IsNoRows(err) {
-			return fmt.Errorf("resolve part: %w", err)
-		}
-		if err != nil || row.AgentID != g.AgentID {
-			return apperr.New(apperr.Forbidden, MsgPartNotHeld, part)
-		}
-		fill(&s, row)
-		return s.Admitted()
+		return r.bindPart(ctx, tx, &s, part)
 	})
 	if err != nil {
 		return Scope{}, pg.Classify("resolve part", err)

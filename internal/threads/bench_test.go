@@ -3,8 +3,6 @@ package threads_test
 import (
 	"context"
 	"fmt"
-	"github.com/relayroom/relayroom/db"
-	"github.com/relayroom/relayroom/internal/wake"
 	"log/slog"
 	"os"
 	"regexp"
@@ -14,10 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/embed/wordvec"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/threads"
+	"github.com/relayroom/relayroom/internal/wake"
 )
 
 // Benchmarks: go test -run '^$' -bench . -benchtime 300x ./internal/threads/
@@ -35,21 +36,21 @@ const uuid7SQL = `CREATE FUNCTION pg_temp.uuid7(ts timestamptz) RETURNS uuid LAN
 func seedMessages(b *testing.B, e *env) {
 	b.Helper()
 	arch := e.sc("architect")
-	sql := func(qs ...string) []seedStmt {
-		out := make([]seedStmt, len(qs))
+	sql := func(qs ...string) []testfix.Stmt {
+		out := make([]testfix.Stmt, len(qs))
 		for i, q := range qs {
-			out[i] = seedStmt{q, []any{arch.ProjectID, arch.MemberID}}
+			out[i] = testfix.Stmt{SQL: q, Args: []any{arch.ProjectID, arch.MemberID}}
 		}
 		return out
 	}
-	stmts := append([]seedStmt{
-		{"SET LOCAL session_replication_role = replica", nil},
-		{"SET LOCAL statement_timeout = 0", nil},
-		{uuid7SQL, nil},
-		{`CREATE TEMP TABLE bt ON COMMIT DROP AS
+	stmts := append([]testfix.Stmt{
+		{SQL: "SET LOCAL session_replication_role = replica"},
+		{SQL: "SET LOCAL statement_timeout = 0"},
+		{SQL: uuid7SQL},
+		{SQL: `CREATE TEMP TABLE bt ON COMMIT DROP AS
 			   SELECT i, pg_temp.uuid7(now() - interval '40 days' + i * interval '1 second') AS id,
 			          (SELECT id FROM membership WHERE project_id = $1 AND part = (ARRAY['backend','frontend','reader'])[1 + i % 3]) AS rcpt
-			   FROM generate_series(0, 9999) i`, []any{arch.ProjectID}},
+			   FROM generate_series(0, 9999) i`, Args: []any{arch.ProjectID}},
 	}, sql(
 		`INSERT INTO thread (project_id, id, subject, created_by, last_message_at, created_at)
 			   SELECT $1::uuid, id, 'bench thread ' || i, $2::uuid, now(), now() FROM bt`,
@@ -67,30 +68,13 @@ func seedMessages(b *testing.B, e *env) {
 	seed(b, e, "1M messages / 10k threads", "VACUUM ANALYZE", time.Now(), stmts)
 }
 
-// seedStmt is one statement of a benchmark's seeding and its arguments.
-type seedStmt struct {
-	q    string
-	args []any
-}
-
 // seed runs a benchmark's seeding statements in one operator transaction, then vacuum
 // (the steady state autovacuum would reach, instead of it competing for the cores during
 // the measurement), and logs how long it took since start.
-func seed(b *testing.B, e *env, what, vacuum string, start time.Time, stmts []seedStmt) {
+func seed(b *testing.B, e *env, what, vacuum string, start time.Time, stmts []testfix.Stmt) {
 	b.Helper()
-	ctx := context.Background()
-	err := e.d.Operator(ctx, func(tx *pg.Tx) error {
-		for _, st := range stmts {
-			if _, err := tx.Exec(ctx, st.q, st.args...); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.d.Ops.Exec(ctx, vacuum); err != nil {
+	testfix.OpAll(b, e.d, stmts...)
+	if _, err := e.d.Ops.Exec(context.Background(), vacuum); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("seeded %s in %s", what, time.Since(start).Round(time.Second))
@@ -106,94 +90,74 @@ func reportPercentiles(b *testing.B, d []time.Duration) {
 	b.ReportMetric(ms(0.95), "p95_ms")
 }
 
+// timeCalls runs call b.N times, timing each call, fails the benchmark at the first error
+// and reports the calls' percentiles.
+func timeCalls(b *testing.B, call func(i int) error) {
+	b.Helper()
+	d := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		err := call(i)
+		d = append(d, time.Since(t0))
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportPercentiles(b, d)
+}
+
 func BenchmarkMessaging1M(b *testing.B) {
 	e := setup(b)
 	e.svc.Waker = nil
 	seedMessages(b, e)
 	ctx := context.Background()
-	b.Run("inbox", func(b *testing.B) {
-		sc := e.sc("backend")
-		d := make([]time.Duration, 0, b.N)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			t0 := time.Now()
-			items, err := e.svc.Inbox(ctx, sc, threads.InboxInput{Limit: 20})
-			d = append(d, time.Since(t0))
-			if err != nil || len(items) != 20 {
-				b.Fatalf("%d %v", len(items), err)
-			}
-		}
-		b.StopTimer()
-		reportPercentiles(b, d)
-	})
-	b.Run("inbox_unread", func(b *testing.B) {
-		sc := e.sc("frontend")
-		d := make([]time.Duration, 0, b.N)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			t0 := time.Now()
-			items, err := e.svc.Inbox(ctx, sc, threads.InboxInput{Limit: 20, UnreadOnly: true})
-			d = append(d, time.Since(t0))
-			if err != nil || len(items) != 20 {
-				b.Fatalf("%d %v", len(items), err)
-			}
-		}
-		b.StopTimer()
-		reportPercentiles(b, d)
-	})
+	// inbox: every item; inbox_unread: the unread ones only (10 % of the inbox).
+	for _, c := range []struct {
+		name, part string
+		in         threads.InboxInput
+	}{
+		{"inbox", "backend", threads.InboxInput{Limit: 20}},
+		{"inbox_unread", "frontend", threads.InboxInput{Limit: 20, UnreadOnly: true}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			sc := e.sc(c.part)
+			timeCalls(b, func(int) error {
+				items, err := e.svc.Inbox(ctx, sc, c.in)
+				if err == nil && len(items) != 20 {
+					err = fmt.Errorf("%d items, want 20", len(items))
+				}
+				return err
+			})
+		})
+	}
 	// search: a text no thread contains, a text in one message, a text in every message.
 	for _, c := range []struct{ name, q string }{
 		{"search_miss", "no such phrase anywhere"}, {"search_rare", "Message 4242 of"}, {"search_common", "benchmark"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			sc := e.sc("frontend")
-			d := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
+			timeCalls(b, func(int) error {
 				_, err := e.svc.Search(ctx, sc, c.q)
-				d = append(d, time.Since(t0))
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			reportPercentiles(b, d)
+				return err
+			})
 		})
 	}
-	b.Run("send", func(b *testing.B) {
+	send := func(b *testing.B) {
 		sc := e.sc("architect")
-		d := make([]time.Duration, 0, b.N)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			t0 := time.Now()
+		timeCalls(b, func(int) error {
 			_, err := e.svc.Send(ctx, sc, threads.SendInput{To: []string{"backend"}, Subject: "bench", Body: "A new message for the benchmark."})
-			d = append(d, time.Since(t0))
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.StopTimer()
-		reportPercentiles(b, d)
-	})
+			return err
+		})
+	}
+	b.Run("send", send)
 	// The same send with the real wake service queueing backend's wake in the message's
 	// transaction, as the running service does (backend never calls, so it is offline).
 	b.Run("send_with_wake", func(b *testing.B) {
-		sc := e.sc("architect")
 		e.svc.Waker = wake.New(wake.Deps{DB: e.d, Q: db.New(), Now: time.Now, Log: slog.New(slog.DiscardHandler)})
 		defer func() { e.svc.Waker = nil }()
-		d := make([]time.Duration, 0, b.N)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			t0 := time.Now()
-			_, err := e.svc.Send(ctx, sc, threads.SendInput{To: []string{"backend"}, Subject: "bench", Body: "A new message for the benchmark."})
-			d = append(d, time.Since(t0))
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.StopTimer()
-		reportPercentiles(b, d)
+		send(b)
 	})
 }
 
@@ -218,28 +182,28 @@ func BenchmarkRecall(b *testing.B) {
 	text := func(n int, seed string) string {
 		return `(SELECT string_agg(w[1 + (abs(hashtext(g::text || '` + seed + `' || k::text)) % 5000)], ' ') FROM generate_series(1, ` + strconv.Itoa(n) + `) k)`
 	}
-	seed(b, e, "1M knowledge rows", "VACUUM ANALYZE knowledge", start, []seedStmt{
-		{"SET LOCAL statement_timeout = 0", nil},
-		{"SET LOCAL session_replication_role = replica", nil},
-		{"DROP INDEX knowledge_trusted_fts_idx, knowledge_live_trgm_idx", nil},
+	seed(b, e, "1M knowledge rows", "VACUUM ANALYZE knowledge", start, []testfix.Stmt{
+		{SQL: "SET LOCAL statement_timeout = 0"},
+		{SQL: "SET LOCAL session_replication_role = replica"},
+		{SQL: "DROP INDEX knowledge_trusted_fts_idx, knowledge_live_trgm_idx"},
 		// The project's 10k trusted entries.
-		{`INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
+		{SQL: `INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
 			 SELECT $1::uuid, gen_random_uuid(), (ARRAY['fact','procedure','pitfall','decision'])[1 + g % 4],
 			   ` + text(5, "t") + `, ` + text(30, "b") + `, 'trusted', 0.5 + (g % 50) / 100.0, 'learn'
-			 FROM generate_series(1, 10000) g, (SELECT $2::text[] AS w) ws`, []any{arch.ProjectID, vocab}},
+			 FROM generate_series(1, 10000) g, (SELECT $2::text[] AS w) ws`, Args: []any{arch.ProjectID, vocab}},
 		// 100k trusted entries of another project, same vocabulary.
-		{`INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
+		{SQL: `INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
 			 SELECT $1::uuid, gen_random_uuid(), 'fact', ` + text(5, "T") + `, ` + text(30, "B") + `, 'trusted', 1, 'learn'
-			 FROM generate_series(1, 100000) g, (SELECT $2::text[] AS w) ws`, []any{peter.ProjectID, vocab}},
+			 FROM generate_series(1, 100000) g, (SELECT $2::text[] AS w) ws`, Args: []any{peter.ProjectID, vocab}},
 		// 890k rows of other statuses, half of them in this project.
-		{`INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
+		{SQL: `INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
 			 SELECT CASE WHEN g % 2 = 0 THEN $1::uuid ELSE $2::uuid END, gen_random_uuid(), 'fact',
 			   w[1 + g % 5000] || ' ' || w[1 + (g * 7) % 5000] || ' ' || g, w[1 + (g * 13) % 5000] || ' ' || w[1 + (g * 31) % 5000] || ' ' || g,
 			   (ARRAY['candidate','rejected','demoted','expired'])[1 + g % 4], 0.5, 'learn'
-			 FROM generate_series(1, 890000) g, (SELECT $3::text[] AS w) ws`, []any{arch.ProjectID, peter.ProjectID, vocab}},
-		{"SET LOCAL maintenance_work_mem = '256MB'", nil},
-		{`CREATE INDEX knowledge_trusted_fts_idx ON knowledge USING gin (project_id, tsv) WHERE status = 'trusted'`, nil},
-		{`CREATE INDEX knowledge_live_trgm_idx ON knowledge USING gin (project_id, title gin_trgm_ops) WHERE status IN ('candidate', 'trusted')`, nil},
+			 FROM generate_series(1, 890000) g, (SELECT $3::text[] AS w) ws`, Args: []any{arch.ProjectID, peter.ProjectID, vocab}},
+		{SQL: "SET LOCAL maintenance_work_mem = '256MB'"},
+		{SQL: `CREATE INDEX knowledge_trusted_fts_idx ON knowledge USING gin (project_id, tsv) WHERE status = 'trusted'`},
+		{SQL: `CREATE INDEX knowledge_live_trgm_idx ON knowledge USING gin (project_id, title gin_trgm_ops) WHERE status IN ('candidate', 'trusted')`},
 	})
 	// Queries of 2-5 words: a few words from the vocabulary, as an agent would ask.
 	queries := []string{
@@ -251,20 +215,12 @@ func BenchmarkRecall(b *testing.B) {
 		explainRecall(b, e, queries[2])
 	}
 	b.Run("recall", func(b *testing.B) {
-		d := make([]time.Duration, 0, b.N)
 		got := 0
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			t0 := time.Now()
+		timeCalls(b, func(i int) error {
 			r, err := e.know.Recall(ctx, arch, knowledge.RecallInput{Query: queries[i%len(queries)], Limit: 5})
-			d = append(d, time.Since(t0))
-			if err != nil {
-				b.Fatal(err)
-			}
 			got += len(r.Entries)
-		}
-		b.StopTimer()
-		reportPercentiles(b, d)
+			return err
+		})
 		b.ReportMetric(float64(got)/float64(b.N), "entries/op")
 	})
 }

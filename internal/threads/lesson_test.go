@@ -21,17 +21,18 @@ func lesson(title, body string) *knowledge.LessonInput {
 	return &knowledge.LessonInput{Title: title, Body: body, Kind: "pitfall"}
 }
 
+// goodLesson is a lesson the knowledge service records when nothing stands in its way.
+func goodLesson() *knowledge.LessonInput {
+	return lesson("Check the rollback path first", "Before merging a migration, run the down migration on a copy of production data.")
+}
+
 // open starts a thread from architect to the given parts.
 func (e *env) open(t *testing.T, to ...string) string {
 	t.Helper()
 	if len(to) == 0 {
 		to = []string{"backend"}
 	}
-	s, err := e.svc.Send(context.Background(), e.sc("architect"), threads.SendInput{To: to, Subject: "s", Body: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.ThreadID
+	return e.send(t, "architect", threads.SendInput{To: to, Subject: "s", Body: "b"}).ThreadID
 }
 
 func (e *env) closeWith(t *testing.T, part, thread string, l *knowledge.LessonInput) threads.CloseResult {
@@ -58,7 +59,7 @@ func TestLessonOnCloseOutcomes(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t)
 	pid := e.sc("architect").ProjectID
-	good := lesson("Check the rollback path first", "Before merging a migration, run the down migration on a copy of production data.")
+	good := goodLesson()
 
 	t.Run("recorded", func(t *testing.T) {
 		r := e.closeWith(t, "architect", e.open(t), good)
@@ -111,7 +112,7 @@ func TestLessonOnCloseOutcomes(t *testing.T) {
 // Outcomes that change project settings run on their own database.
 func TestLessonOutcomesFromProjectSettings(t *testing.T) {
 	t.Parallel()
-	good := lesson("Check the rollback path first", "Before merging a migration, run the down migration on a copy of production data.")
+	good := goodLesson()
 
 	t.Run("distill_disabled", func(t *testing.T) {
 		t.Parallel()
@@ -185,10 +186,7 @@ func TestLessonOutcomesFromProjectSettings(t *testing.T) {
 func holdKnowledgeWrites(t *testing.T, e *env) (pgx.Tx, func()) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, e.url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := e.connect(t)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +195,29 @@ func holdKnowledgeWrites(t *testing.T, e *env) (pgx.Tx, func()) {
 		t.Fatal(err)
 	}
 	return tx, func() { _ = tx.Rollback(ctx); _ = conn.Close(ctx) }
+}
+
+// connect opens a connection of the test's own to its database, as the owner, closed when
+// the test ends.
+func (e *env) connect(t *testing.T) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+// closeAsync closes thread as architect with the lesson l in the background; the channel
+// receives the close's error.
+func (e *env) closeAsync(thread string, l *knowledge.LessonInput) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.svc.Close(context.Background(), e.sc("architect"), threads.CloseInput{ThreadID: thread, Lesson: l})
+		errc <- err
+	}()
+	return errc
 }
 
 // lessonWrite finds the backends of a close blocked inside the lesson's write: on Citus the
@@ -233,108 +254,91 @@ func assertCloseFailedWhole(t *testing.T, e *env, thread string, err error) {
 
 func TestInfrastructureFailureFailsTheClose(t *testing.T) {
 	t.Parallel()
-	good := lesson("Check the rollback path first", "Before merging a migration, run the down migration on a copy of production data.")
-
-	t.Run("statement timeout", func(t *testing.T) {
-		t.Parallel()
-		e := setup(t)
-		th := e.open(t)
-		_, release := holdKnowledgeWrites(t, e)
-		defer release()
-		short, err := pg.Open(context.Background(), e.url, pg.Options{MaxConns: 2, OpsMaxConns: 1, StatementTimeout: 300 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer short.Close()
-		svc := *e.svc
-		svc.DB = short
-		k := *e.know
-		k.DB = short
-		svc.Knowledge = &k
-		_, err = svc.Close(context.Background(), e.sc("architect"), threads.CloseInput{ThreadID: th, Lesson: good})
-		release()
-		assertCloseFailedWhole(t, e, th, err)
-	})
-	t.Run("connection lost", func(t *testing.T) {
-		t.Parallel()
-		e := setup(t)
-		th := e.open(t)
-		_, release := holdKnowledgeWrites(t, e)
-		defer release()
-		errc := make(chan error, 1)
-		go func() {
-			_, err := e.svc.Close(context.Background(), e.sc("architect"), threads.CloseInput{ThreadID: th, Lesson: good})
-			errc <- err
-		}()
-		// Wait until the close is blocked inside the lesson's write, then kill its backend.
-		killer, err := pgx.Connect(context.Background(), e.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer killer.Close(context.Background())
-		deadline := time.Now().Add(4 * time.Second)
-		killed := false
-		blocked, pid := lessonWrite(e)
-		for time.Now().Before(deadline) && !killed {
-			var n int
-			if err := killer.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(`+pid+`)) FROM `+blocked).Scan(&n); err != nil {
+	good := goodLesson()
+	// Each case closes th with a lesson while other holds the knowledge table (see
+	// holdKnowledgeWrites), makes the close fail in its own way, and returns the close's
+	// error; the close must then have failed whole.
+	for _, c := range []struct {
+		name, want string // want: what the error says, when that matters
+		fail       func(t *testing.T, e *env, th string, other pgx.Tx) error
+	}{
+		{name: "statement timeout", fail: func(t *testing.T, e *env, th string, _ pgx.Tx) error {
+			short, err := pg.Open(context.Background(), e.url, pg.Options{MaxConns: 2, OpsMaxConns: 1, StatementTimeout: 300 * time.Millisecond})
+			if err != nil {
 				t.Fatal(err)
 			}
-			killed = n > 0
-			time.Sleep(20 * time.Millisecond)
-		}
-		if !killed {
-			t.Fatal("the close never reached the lesson's write")
-		}
-		err = <-errc
-		release()
-		assertCloseFailedWhole(t, e, th, err)
-	})
-	t.Run("deadlock", func(t *testing.T) {
-		t.Parallel()
-		e := setup(t)
-		th := e.open(t)
-		other, release := holdKnowledgeWrites(t, e)
-		defer release()
-		// The other transaction detects deadlocks late, so the close is the victim.
-		if _, err := other.Exec(context.Background(), "SET LOCAL deadlock_timeout = '10s'"); err != nil {
-			t.Fatal(err)
-		}
-		errc := make(chan error, 1)
-		go func() {
-			_, err := e.svc.Close(context.Background(), e.sc("architect"), threads.CloseInput{ThreadID: th, Lesson: good})
-			errc <- err
-		}()
-		watch, err := pgx.Connect(context.Background(), e.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer watch.Close(context.Background())
-		blocked, _ := lessonWrite(e)
-		for i := 0; i < 200; i++ {
-			var n int
-			_ = watch.QueryRow(context.Background(), `SELECT count(*) FROM `+blocked).Scan(&n)
-			if n > 0 {
-				break
+			defer short.Close()
+			svc := *e.svc
+			svc.DB = short
+			k := *e.know
+			k.DB = short
+			svc.Knowledge = &k
+			_, err = svc.Close(context.Background(), e.sc("architect"), threads.CloseInput{ThreadID: th, Lesson: good})
+			return err
+		}},
+		{name: "connection lost", fail: func(t *testing.T, e *env, th string, _ pgx.Tx) error {
+			errc := e.closeAsync(th, good)
+			// Wait until the close is blocked inside the lesson's write, then kill its backend.
+			killer := e.connect(t)
+			deadline := time.Now().Add(4 * time.Second)
+			killed := false
+			blocked, pid := lessonWrite(e)
+			for time.Now().Before(deadline) && !killed {
+				var n int
+				if err := killer.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(`+pid+`)) FROM `+blocked).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				killed = n > 0
+				time.Sleep(20 * time.Millisecond)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		// Now wait for the thread row the close holds: a cycle. The project is named, so
-		// on Citus the lock goes to the thread's shard (a lock across shards is refused).
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_, _ = other.Exec(context.Background(), "SELECT 1 FROM thread WHERE project_id = $1 AND id = $2 FOR UPDATE",
-				e.sc("architect").ProjectID, uuid.MustParse(th))
-		}()
-		err = <-errc
-		<-done
-		release()
-		assertCloseFailedWhole(t, e, th, err)
-		if !strings.Contains(err.Error(), "deadlock") {
-			t.Fatalf("not a deadlock: %v", err)
-		}
-	})
+			if !killed {
+				t.Fatal("the close never reached the lesson's write")
+			}
+			return <-errc
+		}},
+		{name: "deadlock", want: "deadlock", fail: func(t *testing.T, e *env, th string, other pgx.Tx) error {
+			// The other transaction detects deadlocks late, so the close is the victim.
+			if _, err := other.Exec(context.Background(), "SET LOCAL deadlock_timeout = '10s'"); err != nil {
+				t.Fatal(err)
+			}
+			errc := e.closeAsync(th, good)
+			watch := e.connect(t)
+			blocked, _ := lessonWrite(e)
+			for i := 0; i < 200; i++ {
+				var n int
+				_ = watch.QueryRow(context.Background(), `SELECT count(*) FROM `+blocked).Scan(&n)
+				if n > 0 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			// Now wait for the thread row the close holds: a cycle. The project is named, so
+			// on Citus the lock goes to the thread's shard (a lock across shards is refused).
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_, _ = other.Exec(context.Background(), "SELECT 1 FROM thread WHERE project_id = $1 AND id = $2 FOR UPDATE",
+					e.sc("architect").ProjectID, uuid.MustParse(th))
+			}()
+			err := <-errc
+			<-done
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			th := e.open(t)
+			other, release := holdKnowledgeWrites(t, e)
+			defer release()
+			err := c.fail(t, e, th, other)
+			release()
+			assertCloseFailedWhole(t, e, th, err)
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("not a %s: %v", c.want, err)
+			}
+		})
+	}
 }
 
 var _ = db.New

@@ -23,8 +23,8 @@ func TestSendInboxAckReplyClose(t *testing.T) {
 	e := setup(t)
 	var sent threads.SendResult
 	testfix.Step(t, "send reaches both recipients", func(t *testing.T) {
-		sent = must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{
-			To: []string{"backend", "frontend"}, Subject: "Deploy plan", Body: "Pushed the migration.\n\nCan you review\tthe rollback path?"}))
+		sent = e.send(t, "architect", threads.SendInput{
+			To: []string{"backend", "frontend"}, Subject: "Deploy plan", Body: "Pushed the migration.\n\nCan you review\tthe rollback path?"})
 		testfix.Check(t, "recipients", len(sent.To), 2)
 		if sent.ThreadID == "" || sent.MessageID == "" {
 			t.Fatalf("send returned no ids: %+v", sent)
@@ -178,7 +178,7 @@ func TestSendIsAllOrNothingAndBroadcastReachesEveryOtherPart(t *testing.T) {
 	_, err = e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"architect"}, Subject: "s", Body: "b"})
 	wantErr(t, err, apperr.Invalid, "invalid_recipient")
 
-	b := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"*"}, Subject: "All hands", Body: "Standup"}))
+	b := e.send(t, "architect", threads.SendInput{To: []string{"*"}, Subject: "All hands", Body: "Standup"})
 	if strings.Join(b.To, ",") != "backend,frontend,reader" {
 		t.Fatalf("broadcast recipients: %v", b.To)
 	}
@@ -196,7 +196,7 @@ func TestSendIsAllOrNothingAndBroadcastReachesEveryOtherPart(t *testing.T) {
 	}
 	// An offline, parked part still gets its message.
 	e.exec(t, "UPDATE membership SET parked_until = now() + interval '1 hour', last_seen_at = now() - interval '3 days' WHERE part = 'backend'")
-	must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"}))
+	e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"})
 	if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{})); len(in) != 2 {
 		t.Fatalf("parked part's inbox: %+v", in)
 	}
@@ -209,7 +209,7 @@ func TestUrgentAndNeedsHumanCapabilities(t *testing.T) {
 	_, err := e.svc.Send(ctx, e.sc("backend"), threads.SendInput{To: []string{"architect"}, Subject: "s", Body: "b", Urgent: true})
 	wantErr(t, err, apperr.Forbidden, "capability_required")
 	// needsHuman without the capability: ignored, delivered.
-	s1 := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("backend"), threads.SendInput{To: []string{"architect"}, Subject: "s", Body: "b", NeedsHuman: true}))
+	s1 := e.send(t, "backend", threads.SendInput{To: []string{"architect"}, Subject: "s", Body: "b", NeedsHuman: true})
 	if n := e.count(t, "SELECT count(*) FROM thread WHERE id = $1 AND needs_human", uuid.MustParse(s1.ThreadID)); n != 0 {
 		t.Fatal("needsHuman without the capability flagged the thread")
 	}
@@ -219,7 +219,7 @@ func TestUrgentAndNeedsHumanCapabilities(t *testing.T) {
 	_, err = e.svc.Reply(ctx, e.sc("backend"), threads.ReplyInput{ThreadID: s1.ThreadID, Body: "b", Urgent: true})
 	wantErr(t, err, apperr.Forbidden, "capability_required")
 	// With the capabilities.
-	s2 := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b", Urgent: true, NeedsHuman: true}))
+	s2 := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b", Urgent: true, NeedsHuman: true})
 	if n := e.count(t, "SELECT count(*) FROM thread WHERE id = $1 AND needs_human", uuid.MustParse(s2.ThreadID)); n != 1 {
 		t.Fatal("needsHuman with the capability did not flag the thread")
 	}
@@ -235,7 +235,7 @@ func TestInboxPreviewAndPaging(t *testing.T) {
 	long := strings.Repeat("word  \n", 100)
 	var ids []string
 	for i := 0; i < 5; i++ {
-		r := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "s", Body: long}))
+		r := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: long})
 		ids = append(ids, r.MessageID)
 	}
 	page1 := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{Limit: 2}))
@@ -261,8 +261,8 @@ func TestThreadsAndSearch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	a := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "Database MIGRATION", Body: "rollback 100% safe_ok"}))
-	must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("frontend"), threads.SendInput{To: []string{"reader"}, Subject: "CSS", Body: "colours"}))
+	a := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "Database MIGRATION", Body: "rollback 100% safe_ok"})
+	e.send(t, "frontend", threads.SendInput{To: []string{"reader"}, Subject: "CSS", Body: "colours"})
 	mine := must[[]threads.ThreadSummary](t)(e.svc.Threads(ctx, e.sc("backend"), threads.ThreadsInput{}))
 	if len(mine) != 1 || mine[0].ID != a.ThreadID {
 		t.Fatalf("backend's threads: %+v", mine)
@@ -274,25 +274,23 @@ func TestThreadsAndSearch(t *testing.T) {
 		t.Fatalf("status filter: %+v", l)
 	}
 	// search: threads the part is NOT in, case-insensitive, subject or body.
-	hits := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), "migration"))
-	if len(hits) != 1 || hits[0].ThreadID != a.ThreadID {
-		t.Fatalf("search: %+v", hits)
-	}
-	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), "ROLLBACK")); len(h) != 1 {
-		t.Fatalf("search body: %+v", h)
-	}
-	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("backend"), "migration")); len(h) != 0 {
-		t.Fatalf("search returned a thread the part is in: %+v", h)
-	}
-	// LIKE wildcards are literal.
-	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), "0%")); len(h) != 1 {
-		t.Fatalf("search literal percent: %+v", h)
-	}
-	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), "a_e")); len(h) != 0 {
-		t.Fatalf("underscore matched as a wildcard: %+v", h)
-	}
-	if h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("peter"), "migration")); len(h) != 0 {
-		t.Fatalf("search crossed projects: %+v", h)
+	for _, c := range []struct {
+		name, part, q string
+		found         bool // a's thread, the one hit; else none
+	}{
+		{"a subject word", "frontend", "migration", true},
+		{"a body word in capitals", "frontend", "ROLLBACK", true},
+		{"never a thread the part is in", "backend", "migration", false},
+		{"a literal percent (LIKE wildcards are literal)", "frontend", "0%", true},
+		{"an underscore matches only itself", "frontend", "a_e", false},
+		{"never another project's thread", "peter", "migration", false},
+	} {
+		t.Run("search: "+c.name, func(t *testing.T) {
+			h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc(c.part), c.q))
+			if c.found != (len(h) == 1) || len(h) > 1 || c.found && h[0].ThreadID != a.ThreadID {
+				t.Fatalf("search %q as %s: %+v", c.q, c.part, h)
+			}
+		})
 	}
 	_, err := e.svc.Search(ctx, e.sc("frontend"), "m")
 	wantErr(t, err, apperr.Invalid, "")
@@ -306,31 +304,39 @@ func TestIdsOfAnotherProjectAnswerNotFound(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	s := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"}))
+	s := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"})
 	peter := e.sc("peter")
-	_, err := e.svc.Show(ctx, peter, s.ThreadID)
-	wantErr(t, err, apperr.NotFound, "thread_not_found")
-	_, err = e.svc.Reply(ctx, peter, threads.ReplyInput{ThreadID: s.ThreadID, Body: "x"})
-	wantErr(t, err, apperr.NotFound, "thread_not_found")
-	_, err = e.svc.Close(ctx, peter, threads.CloseInput{ThreadID: s.ThreadID})
-	wantErr(t, err, apperr.NotFound, "thread_not_found")
-	_, err = e.svc.Ack(ctx, peter, s.MessageID)
-	wantErr(t, err, apperr.NotFound, "message_not_found")
-	_, err = e.svc.Event(ctx, peter, threads.EventInput{Type: "composing", Detail: json.RawMessage(`{"threadId":"` + s.ThreadID + `"}`)})
-	wantErr(t, err, apperr.NotFound, "thread_not_found")
-	// An id that exists nowhere answers the same way.
-	_, err = e.svc.Show(ctx, peter, uuid.NewString())
-	wantErr(t, err, apperr.NotFound, "thread_not_found")
-	// A non-participant of the same project cannot close it.
-	_, err = e.svc.Close(ctx, e.sc("frontend"), threads.CloseInput{ThreadID: s.ThreadID})
-	wantErr(t, err, apperr.Forbidden, "not_participant")
+	// Each call is made in turn as the table is built; the steps check their answers.
+	for _, c := range []struct {
+		name   string
+		err    error
+		code   apperr.Code
+		reason string
+	}{
+		{"show", errOf(e.svc.Show(ctx, peter, s.ThreadID)), apperr.NotFound, "thread_not_found"},
+		{"reply", errOf(e.svc.Reply(ctx, peter, threads.ReplyInput{ThreadID: s.ThreadID, Body: "x"})), apperr.NotFound, "thread_not_found"},
+		{"close", errOf(e.svc.Close(ctx, peter, threads.CloseInput{ThreadID: s.ThreadID})), apperr.NotFound, "thread_not_found"},
+		{"ack", errOf(e.svc.Ack(ctx, peter, s.MessageID)), apperr.NotFound, "message_not_found"},
+		{"event", errOf(e.svc.Event(ctx, peter, threads.EventInput{Type: "composing", Detail: json.RawMessage(`{"threadId":"` + s.ThreadID + `"}`)})),
+			apperr.NotFound, "thread_not_found"},
+		// An id that exists nowhere answers the same way.
+		{"show of an id that exists nowhere", errOf(e.svc.Show(ctx, peter, uuid.NewString())), apperr.NotFound, "thread_not_found"},
+		// A non-participant of the same project cannot close it.
+		{"close by a non-participant of the project", errOf(e.svc.Close(ctx, e.sc("frontend"), threads.CloseInput{ThreadID: s.ThreadID})),
+			apperr.Forbidden, "not_participant"},
+	} {
+		t.Run(c.name, func(t *testing.T) { wantErr(t, c.err, c.code, c.reason) })
+	}
 }
+
+// errOf is the error of a call's two results.
+func errOf[T any](_ T, err error) error { return err }
 
 func TestCancelByAPersonAndIdleAutoClose(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	s := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"}))
+	s := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"})
 	c := must[threads.CancelResult](t)(e.svc.Cancel(ctx, "acme/one", uuid.MustParse(s.ThreadID)))
 	if c.Status != "canceled" {
 		t.Fatalf("cancel: %+v", c)
@@ -351,9 +357,9 @@ func TestCancelByAPersonAndIdleAutoClose(t *testing.T) {
 	wantErr(t, err, apperr.NotFound, "")
 
 	// Idle auto-close: only threads idle longer than the window.
-	old := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "old", Body: "b"}))
+	old := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "old", Body: "b"})
 	e.exec(t, "UPDATE thread SET last_message_at = now() - interval '31 minutes' WHERE id = $1", uuid.MustParse(old.ThreadID))
-	young := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "young", Body: "b"}))
+	young := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "young", Body: "b"})
 	n := must[int](t)(e.svc.CloseIdle(ctx, threads.DefaultIdle))
 	if n != 1 {
 		t.Fatalf("CloseIdle closed %d, want 1", n)
@@ -379,7 +385,7 @@ func TestRepliesDoNotQueueOnTheirThread(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	sent := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "Busy", Body: "first"}))
+	sent := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "Busy", Body: "first"})
 	// Touched just now: the reply's own touch has nothing to write within this second.
 	e.exec(t, "UPDATE thread SET last_message_at = now() + interval '1 minute' WHERE id = $1", uuid.MustParse(sent.ThreadID))
 	holder, err := pgx.Connect(ctx, e.url)

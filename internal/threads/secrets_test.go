@@ -22,15 +22,15 @@ type threadChannel func(t *testing.T, e *env, text string) (stored string, refus
 
 var threadChannels = map[string]threadChannel{
 	"threads.send.subject": func(t *testing.T, e *env, text string) (string, bool, string) {
-		s := must[threads.SendResult](t)(e.svc.Send(context.Background(), e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: text, Body: "see subject"}))
+		s := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: text, Body: "see subject"})
 		return e.shown(t, s.ThreadID).Thread.Subject, false, ""
 	},
 	"threads.send.body": func(t *testing.T, e *env, text string) (string, bool, string) {
-		s := must[threads.SendResult](t)(e.svc.Send(context.Background(), e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "s", Body: text}))
+		s := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: text})
 		return e.shown(t, s.ThreadID).Messages[0].Body, false, ""
 	},
 	"threads.reply.body": func(t *testing.T, e *env, text string) (string, bool, string) {
-		s := must[threads.SendResult](t)(e.svc.Send(context.Background(), e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"}))
+		s := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"})
 		must[threads.ReplyResult](t)(e.svc.Reply(context.Background(), e.sc("backend"), threads.ReplyInput{ThreadID: s.ThreadID, Body: text}))
 		return e.shown(t, s.ThreadID).Messages[1].Body, false, ""
 	},
@@ -100,7 +100,7 @@ func (e *env) learn(t *testing.T, title, body string) (string, bool, string) {
 }
 
 func (e *env) lessonOnClose(t *testing.T, title, body string) (string, bool, string) {
-	s := must[threads.SendResult](t)(e.svc.Send(context.Background(), e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"}))
+	s := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"})
 	r := must[threads.CloseResult](t)(e.svc.Close(context.Background(), e.sc("architect"), threads.CloseInput{ThreadID: s.ThreadID,
 		Lesson: &knowledge.LessonInput{Title: title, Body: body, Kind: "pitfall"}}))
 	if r.Lesson == nil || !r.Lesson.Recorded {
@@ -192,7 +192,7 @@ func TestMaskedMessageEverywhereItShows(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t)
 	s := secretstest.Samples(t)[0]
-	sent := must[threads.SendResult](t)(e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend"}, Subject: "deploy " + s.Secret(), Body: s.Text}))
+	sent := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "deploy " + s.Secret(), Body: s.Text})
 	if sent.ThreadID == "" || sent.MessageID == "" || len(sent.To) != 1 {
 		t.Fatalf("send answer changed: %+v", sent)
 	}

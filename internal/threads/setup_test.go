@@ -102,6 +102,16 @@ func wantErr(t testing.TB, err error, code apperr.Code, reason string) {
 	}
 }
 
+// send sends in as the part from, failing the test when the send is refused.
+func (e *env) send(t testing.TB, from string, in threads.SendInput) threads.SendResult {
+	t.Helper()
+	r, err := e.svc.Send(context.Background(), e.sc(from), in)
+	if err != nil {
+		t.Fatalf("send as %s: %v", from, err)
+	}
+	return r
+}
+
 func must[T any](t testing.TB) func(v T, err error) T {
 	return func(v T, err error) T {
 		t.Helper()

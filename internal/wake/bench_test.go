@@ -14,6 +14,7 @@ import (
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -37,49 +38,34 @@ func seedSweepBench(b *testing.B) (*pg.DB, time.Time) {
 	b.Cleanup(d.Close)
 	now := time.Now().UTC()
 	org := uuid.Must(uuid.NewV7())
-	type stmt struct {
-		sql  string
-		args []any
-	}
 	total := benchProjects * benchPerProj
-	stmts := []stmt{
-		{`INSERT INTO organisation (id, slug, name) VALUES ($1, 'bench', 'Bench')`, []any{org}},
-		{`INSERT INTO agent (id, org_id, slug, name) SELECT gen_random_uuid(), $1, 'a' || i, 'A' || i
-		 FROM generate_series(1, $2::int) i`, []any{org, total}},
-		{`INSERT INTO project (id, host_org_id, slug, name) SELECT gen_random_uuid(), $1, 'p' || i, 'P' || i
-		 FROM generate_series(1, $2::int) i`, []any{org, benchProjects}},
-		{`WITH a AS (SELECT id, row_number() OVER (ORDER BY id) AS rn FROM agent WHERE org_id = $1),
+	testfix.OpAll(b, d, []testfix.Stmt{
+		{SQL: `INSERT INTO organisation (id, slug, name) VALUES ($1, 'bench', 'Bench')`, Args: []any{org}},
+		{SQL: `INSERT INTO agent (id, org_id, slug, name) SELECT gen_random_uuid(), $1, 'a' || i, 'A' || i
+		 FROM generate_series(1, $2::int) i`, Args: []any{org, total}},
+		{SQL: `INSERT INTO project (id, host_org_id, slug, name) SELECT gen_random_uuid(), $1, 'p' || i, 'P' || i
+		 FROM generate_series(1, $2::int) i`, Args: []any{org, benchProjects}},
+		{SQL: `WITH a AS (SELECT id, row_number() OVER (ORDER BY id) AS rn FROM agent WHERE org_id = $1),
 		      p AS (SELECT id, row_number() OVER (ORDER BY id) AS rn FROM project WHERE host_org_id = $1)
 		 INSERT INTO membership (project_id, id, agent_id, org_id, part, parked_until)
 		 SELECT p.id, gen_random_uuid(), a.id, $1, 'part' || a.rn,
 		   CASE WHEN a.rn % $3::int = 0 THEN $4::timestamptz + interval '10 seconds' END
-		 FROM a JOIN p ON p.rn = (a.rn - 1) / $2::int + 1`, []any{org, benchPerProj, benchParkedOf, now}},
+		 FROM a JOIN p ON p.rn = (a.rn - 1) / $2::int + 1`, Args: []any{org, benchPerProj, benchParkedOf, now}},
 		// History: one delivered wake per part, charged half an hour ago.
-		{`INSERT INTO wake (project_id, id, member_id, agent_id, part, status, count, other_count, charged_at, created_at, updated_at, delivered_at)
+		{SQL: `INSERT INTO wake (project_id, id, member_id, agent_id, part, status, count, other_count, charged_at, created_at, updated_at, delivered_at)
 		 SELECT m.project_id, gen_random_uuid(), m.id, m.agent_id, m.part, 'delivered', 1, 1,
 		   $2::timestamptz - interval '30 minutes', $2::timestamptz - interval '30 minutes', $2::timestamptz - interval '30 minutes', $2::timestamptz - interval '29 minutes'
-		 FROM membership m WHERE m.org_id = $1`, []any{org, now}},
+		 FROM membership m WHERE m.org_id = $1`, Args: []any{org, now}},
 		// Pending: a wake for every part.
-		{`INSERT INTO wake (project_id, id, member_id, agent_id, part, status, count, other_count, created_at, updated_at)
+		{SQL: `INSERT INTO wake (project_id, id, member_id, agent_id, part, status, count, other_count, created_at, updated_at)
 		 SELECT m.project_id, gen_random_uuid(), m.id, m.agent_id, m.part, 'pending', 3, 3,
 		   $2::timestamptz - interval '5 minutes', $2::timestamptz - interval '5 minutes'
-		 FROM membership m WHERE m.org_id = $1`, []any{org, now}},
-		{`INSERT INTO wake_target (org_id, agent_id, url, secret_enc)
+		 FROM membership m WHERE m.org_id = $1`, Args: []any{org, now}},
+		{SQL: `INSERT INTO wake_target (org_id, agent_id, url, secret_enc)
 		 SELECT $1, m.agent_id, 'https://hooks.example.com/' || m.part, '\\x00'::bytea
-		 FROM membership m WHERE m.org_id = $1 AND substr(m.part, 5)::int % 100 = 0`, []any{org}},
-		{`ANALYZE`, []any{}},
-	}
-	err = d.Operator(ctx, func(tx *pg.Tx) error {
-		for _, s := range stmts {
-			if _, err := tx.Exec(ctx, s.sql, s.args...); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+		 FROM membership m WHERE m.org_id = $1 AND substr(m.part, 5)::int % 100 = 0`, Args: []any{org}},
+		{SQL: `ANALYZE`},
+	}...)
 	return d, now
 }
 
@@ -103,22 +89,12 @@ func BenchmarkSweepTick(b *testing.B) {
 	svc := sweepService(b, d)
 	tick := now.Add(30 * time.Second)
 	reset := func() {
-		err := d.Operator(ctx, func(tx *pg.Tx) error {
-			for _, q := range []string{
-				`UPDATE membership SET parked_until = $1::timestamptz + interval '10 seconds'
-				 WHERE org_id IN (SELECT id FROM organisation WHERE slug = 'bench') AND substr(part, 5)::int % 11 = 0`,
-				`UPDATE wake SET status = 'pending', charged_at = NULL WHERE status = 'sending' AND $1::timestamptz IS NOT NULL`,
-				`DELETE FROM river.river_job WHERE $1::timestamptz IS NOT NULL`,
-			} {
-				if _, err := tx.Exec(ctx, q, now); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
+		testfix.OpAll(b, d,
+			testfix.Stmt{SQL: `UPDATE membership SET parked_until = $1::timestamptz + interval '10 seconds'
+				 WHERE org_id IN (SELECT id FROM organisation WHERE slug = 'bench') AND substr(part, 5)::int % 11 = 0`, Args: []any{now}},
+			testfix.Stmt{SQL: `UPDATE wake SET status = 'pending', charged_at = NULL WHERE status = 'sending'`},
+			testfix.Stmt{SQL: `DELETE FROM river.river_job`},
+		)
 		for _, t := range []string{"wake", "membership", "river.river_job"} {
 			if _, err := d.Ops.Exec(ctx, `VACUUM ANALYZE `+t); err != nil {
 				b.Fatal(err)

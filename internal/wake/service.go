@@ -370,25 +370,16 @@ func (s *Service) Periodic() []jobs.Periodic {
 	}
 }
 
+// CleanupBatch bounds the wakes one clean-up statement deletes (each within the
+// statement timeout).
+const CleanupBatch = 5000
+
 // Cleanup deletes delivered and canceled wakes last changed before before, in batches;
 // dead letters stay for people to see.
 func (s *Service) Cleanup(ctx context.Context, before time.Time) (int64, error) {
-	var total int64
-	for {
-		var n int64
-		err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
-			var err error
-			n, err = s.Q.WakeDeleteOld(ctx, tx, db.WakeDeleteOldParams{Before: before, MaxRows: 5000})
-			return err
-		})
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("wake cleanup: %w", err)
-		}
-		if n < 5000 {
-			return total, nil
-		}
-	}
+	return s.DB.OperatorBatches(ctx, "wake cleanup", CleanupBatch, func(tx *pg.Tx) (int64, error) {
+		return s.Q.WakeDeleteOld(ctx, tx, db.WakeDeleteOldParams{Before: before, MaxRows: CleanupBatch})
+	})
 }
 
 // Run listens for wake notifications (to answer long polls and dispatch webhooks at once)
