@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -498,19 +497,11 @@ func recallBody(t testing.TB, e *env) string {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// The function runs its query with EXECUTE … USING (so that Citus can route it and each
-	// call is planned with its values): the query is the text between the $q$ quotes, its
-	// parameters the project, then the function's arguments, then each channel's cap.
-	start, end := strings.Index(src, "$q$"), strings.LastIndex(src, "$q$")
-	if start < 0 || end <= start {
-		t.Fatalf("rr_recall no longer runs one EXECUTE'd query:\n%s", src)
+	q, err := testfix.RecallQuery(src)
+	if err != nil {
+		t.Fatal(err)
 	}
-	src = src[start+3 : end]
-	// Typed, as the USING values are.
-	for i, typ := range []string{"uuid", "text", "text", "text", "real", "integer", "timestamptz", "integer"} {
-		src = regexp.MustCompile(fmt.Sprintf(`\$%d\b`, i+1)).ReplaceAllString(src, fmt.Sprintf("$$%d::%s", i+1, typ))
-	}
-	return src
+	return q
 }
 
 // mistype changes a credential's last character to a different one: a plain "+x" is the

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -236,16 +235,15 @@ func explainRecall(b *testing.B, e *env, q string) {
 			b.Log(err)
 			return err
 		}
-		for i, name := range []string{"q", "title_q", "want_kind", "floor", "lim", "at"} {
-			src = regexp.MustCompile(`\b`+name+`\b`).ReplaceAllString(src, fmt.Sprintf("$$%d", i+1))
-		}
-		for i, typ := range []string{"text", "text", "text", "real", "integer", "timestamptz"} {
-			src = strings.ReplaceAll(src, fmt.Sprintf("$%d", i+1), fmt.Sprintf("$%d::%s", i+1, typ))
+		src, err := testfix.RecallQuery(src)
+		if err != nil {
+			b.Log(err)
+			return err
 		}
 		if _, err := tx.Exec(ctx, "SELECT set_config('app.project_id', $1, true), set_config('pg_trgm.word_similarity_threshold', '0.5', true)", arch.ProjectID.String()); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+src, q, q, nil, float32(0.3), int32(5), time.Now())
+		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+src, arch.ProjectID, q, q, nil, float32(0.3), int32(5), time.Now(), int32(60))
 		if err != nil {
 			b.Log(err)
 			return err
