@@ -26,6 +26,10 @@ var storedIn = map[string]struct{ table, column string }{
 	"write_memory": {"memory_entry", "content"},
 	"send_task":    {"room_task", "goal"},
 	"learn":        {"knowledge", "body"},
+	// The response's card carries the whole result (and, before it, an excerpt of the
+	// task's goal, with send_task's marker: countMarkers reads every marker of a row). A
+	// response applied twice would post two cards; the task row holds one result.
+	loadtest.RespondTool: {"room_message", "content"},
 }
 
 // retryAttempts bounds the retries of one write whose answer was lost.
@@ -107,7 +111,7 @@ func killUnderWrites(ctx context.Context, b *bench, _ *loadtest.Server) (Finding
 	}
 	return Finding{
 		Did: fmt.Sprintf("%d connections calling the write tools (%s), each write with an Idempotency-Key and a unique marker; %d times: SIGKILL after %v of writes, restart; then retry every unanswered write",
-			o.WriteConns, toolNames(env.WriteTools()), o.Kills, o.KillAfter),
+			o.WriteConns, toolNames(writeTools(env)), o.Kills, o.KillAfter),
 		Measured: measured,
 		// A retry refused with "in progress" or "answer lost" is the truthful answer for a
 		// write that committed while its answer died with the process: it was applied
@@ -229,8 +233,8 @@ func countMarkers(ctx context.Context, dbURL, prefix string) (map[string]map[str
 		}
 		seen[st.table] = true
 		col := pgx.Identifier{st.column}.Sanitize()
-		rows, err := conn.Query(ctx, fmt.Sprintf(`SELECT substring(%s from $1), count(*) FROM %s WHERE %s LIKE $2 GROUP BY 1`,
-			col, pgx.Identifier{st.table}.Sanitize(), col), prefix+`[0-9]+-[0-9]+-[0-9]+`, "%"+prefix+"%")
+		rows, err := conn.Query(ctx, fmt.Sprintf(`SELECT m[1], count(*) FROM %s, regexp_matches(%s, $1, 'g') m WHERE %s LIKE $2 GROUP BY 1`,
+			pgx.Identifier{st.table}.Sanitize(), col, col), "("+prefix+`[0-9]+-[0-9]+-[0-9]+)`, "%"+prefix+"%")
 		if err != nil {
 			return nil, fmt.Errorf("count markers in %s: %w", st.table, err)
 		}
@@ -260,7 +264,7 @@ func toolCounts(ws []*write) string {
 	return counts(m)
 }
 
-func toolNames(ts []loadtest.WriteTool) string {
+func toolNames(ts []killWriteTool) string {
 	names := make([]string, len(ts))
 	for i, t := range ts {
 		names[i] = t.Name
@@ -287,28 +291,57 @@ type writers struct {
 }
 
 func startWriters(ctx context.Context, env *loadtest.Env, conns int, prefix string) *writers {
-	tools := env.WriteTools()
+	tools := writeTools(env)
 	ws := &writers{perWorker: make([][]*write, conns)}
 	for w := range conns {
 		ws.wg.Go(func() {
 			for seq := 0; !ws.halted.Load() && ctx.Err() == nil; seq++ {
 				t := tools[(w+seq)%len(tools)]
 				marker := fmt.Sprintf("%s%d-%d", prefix, w, seq)
-				c := t.Build(w, seq, marker+" was written by the kill -9 test")
+				c, ok := t.Build(w, seq, marker+" was written by the kill -9 test")
+				if !ok {
+					continue // respond_to_task with no task waiting: the next tool
+				}
 				c.IdempotencyKey = uuid.NewString()
 				wr := &write{tool: t.Name, marker: marker, call: c, start: time.Now()}
 				// Go's HTTP client sends a request that carries an Idempotency-Key again
 				// by itself when the reused connection it went on closes with no answer:
 				// a second connection for one call is that replay.
 				traced := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { wr.conns++ }})
-				_, err := env.Client.Do(traced, c)
+				a, err := env.Client.Do(traced, c)
 				wr.end = time.Now()
 				wr.state, wr.detail = classify(err)
+				if id := a.Field("task_id"); wr.state == acked && t.Name == "send_task" && id != "" {
+					env.QueueTask(id) // a later respond_to_task answers it
+				}
 				ws.perWorker[w] = append(ws.perWorker[w], wr)
 			}
 		})
 	}
 	return ws
+}
+
+// killWriteTool is one tool of the writers' rotation. Build reports false when the tool
+// has nothing to write to (respond_to_task before any task was acknowledged).
+type killWriteTool struct {
+	Name  string
+	Build func(worker, seq int, text string) (loadtest.Call, bool)
+}
+
+// writeTools are the load test's write tools and respond_to_task, which answers (as the
+// tasks' recipient) a task an acknowledged send_task of this attack created, each once.
+func writeTools(env *loadtest.Env) []killWriteTool {
+	var out []killWriteTool
+	for _, t := range env.WriteTools() {
+		out = append(out, killWriteTool{t.Name, func(w, seq int, text string) (loadtest.Call, bool) { return t.Build(w, seq, text), true }})
+	}
+	return append(out, killWriteTool{loadtest.RespondTool, func(_, _ int, text string) (loadtest.Call, bool) {
+		id, ok := env.NextTask()
+		if !ok {
+			return loadtest.Call{}, false
+		}
+		return env.Respond(id, text), true
+	}})
 }
 
 // halt tells the workers to start no more writes.

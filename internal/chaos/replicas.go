@@ -192,7 +192,7 @@ func killReplicaUnderWrites(ctx context.Context, b *bench, _ *loadtest.Server) (
 	}
 	return Finding{
 		Did: fmt.Sprintf("%d replicas behind HAProxy (deploy/replicas, round robin, no stickiness); %d connections calling the write tools (%s) through it, each write with an Idempotency-Key and a unique marker; SIGKILL to replica %d after %v, restarted %v later, writes go on %v after; then retry every unanswered write",
-			o.Replicas, o.WriteConns, toolNames(env.WriteTools()), killedReplica, o.KillAfter, o.ReplicaDown, o.KillAfter),
+			o.Replicas, o.WriteConns, toolNames(writeTools(env)), killedReplica, o.KillAfter, o.ReplicaDown, o.KillAfter),
 		Measured: measured,
 		Target:   "acknowledged writes lost 0, duplicates 0, no retry failed; no write sent after the kill fails (only calls in flight at the kill may)",
 		Held:     au.holds() && rs.failed == 0 && afterFailed == 0,

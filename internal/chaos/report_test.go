@@ -127,7 +127,7 @@ func TestEveryWriteToolHasItsTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range env.WriteTools() {
+	for _, w := range writeTools(env) {
 		if _, ok := storedIn[w.Name]; !ok {
 			t.Errorf("write tool %q has no table to count its markers in", w.Name)
 		}

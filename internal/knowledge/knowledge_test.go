@@ -355,6 +355,56 @@ func TestNearDuplicateQueriesAgree(t *testing.T) {
 	}
 }
 
+// TestNearDuplicateReadsTheTitleIndex: learn's near-duplicate check in a project of a
+// few thousand entries of ordinary words reads the title trigram index, not every live
+// entry of the project (a sequential scan, or knowledge_review_idx and a filter, computed
+// similarity() against each title: 100-155 ms a learn under load, docs/performance.md).
+func TestNearDuplicateReadsTheTitleIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	arch := e.scopes["architect"]
+	// Titles and bodies of six and twelve common words, as agents write them: every
+	// title shares trigrams ("the", "and") with most others.
+	e.exec(t, `WITH w AS (SELECT ARRAY['the','and','for','deploy','service','check','after','before','build','cache',
+			'the','with','config','rollback','release','database','migration','that','token','the'] AS a)
+		INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
+		SELECT $1, gen_random_uuid(), 'fact',
+			(SELECT string_agg(a[1 + (g * p + p * p) % 20], ' ') FROM unnest(ARRAY[3, 7, 11, 13, 17, 19]) p),
+			(SELECT string_agg(a[1 + (g * p + p) % 20], ' ') FROM unnest(ARRAY[3, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43]) p),
+			CASE WHEN g % 4 = 0 THEN 'candidate' ELSE 'trusted' END, 0.5, 'learn'
+		FROM w, generate_series(1, 2500) g`, arch.ProjectID)
+	e.exec(t, "ANALYZE knowledge")
+	for _, title := range []string{"broker culminates behind the freeman sand", "deploy the service after the database migration", "rollback token cache"} {
+		t.Run(title, func(t *testing.T) {
+			// This transaction's scans of the table and its indexes, before and after (the
+			// counts of the connection's earlier transactions may not be flushed yet).
+			const scans = `SELECT pg_stat_get_xact_numscans('knowledge'::regclass),
+				pg_stat_get_xact_numscans('knowledge_live_trgm_idx'::regclass),
+				pg_stat_get_xact_numscans('knowledge_review_idx'::regclass)`
+			var before, after [3]int64
+			err := e.d.InTenant(ctx, arch.Tenant(), func(tx *pg.Tx) error {
+				if err := tx.QueryRow(ctx, scans).Scan(&before[0], &before[1], &before[2]); err != nil {
+					return err
+				}
+				_, err := db.New().KnowledgeFindNearDuplicate(ctx, tx, db.KnowledgeFindNearDuplicateParams{
+					Title: title, MinTitle: 0.6, Text: title + " and a body", MinText: 0.8})
+				if err != nil && !pg.IsNoRows(err) {
+					return err
+				}
+				return tx.QueryRow(ctx, scans).Scan(&after[0], &after[1], &after[2])
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seq, titleIndex, review := after[0]-before[0], after[1]-before[1], after[2]-before[2]
+			if seq != 0 || titleIndex != 1 || review != 0 {
+				t.Fatalf("the near-duplicate check made %d sequential scans, %d of the title index and %d of the review index, want 0, 1 and 0", seq, titleIndex, review)
+			}
+		})
+	}
+}
+
 func TestCIConfirmsOverHTTPWithItsProjectToken(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

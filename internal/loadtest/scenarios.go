@@ -190,6 +190,22 @@ func (e *Env) WriteTools() []WriteTool {
 	}
 }
 
+// RespondTool is respond_to_task's name in the tables: the recipient of send_task's tasks
+// answering one of them (Respond).
+const RespondTool = "respond_to_task"
+
+// Respond is respond_to_task's call: RecipientPart, to whom send_task sends, marks task
+// id done with text as its result.
+func (e *Env) Respond(taskID, text string) Call {
+	return e.Room(RecipientPart, RespondTool, map[string]any{"task_id": taskID, "status": "done", "result": text})
+}
+
+// QueueTask keeps a task send_task created for one later Respond.
+func (e *Env) QueueTask(id string) { e.tasks.push(id) }
+
+// NextTask takes a queued task, each once; false when none is waiting.
+func (e *Env) NextTask() (string, bool) { return e.tasks.pop() }
+
 // writeText is a varied text, so that no de-duplication or cache makes a write cheaper.
 func writeText(w, seq int) string {
 	return fmt.Sprintf("load %d-%d: %s", w, seq, sentence(seeded(uint64(w)+100, seq), 14))
@@ -210,18 +226,18 @@ func (e *Env) WriteScenarios() []Scenario {
 				if id == "" {
 					return fmt.Errorf("send_task answered without a task_id: %s", clip(a.Text))
 				}
-				e.tasks.push(id)
+				e.QueueTask(id)
 			}
 			return err
 		}
 		out = append(out, Scenario{Name: t.Name, Class: ClassWrite, Note: t.Note, Call: call})
 		if t.Name == "send_task" {
-			out = append(out, Scenario{Name: "respond_to_task", Class: ClassWrite, Note: "room, each task once", Call: func(ctx context.Context, w, seq int) error {
-				id, ok := e.tasks.pop()
+			out = append(out, Scenario{Name: RespondTool, Class: ClassWrite, Note: "room, each task once", Call: func(ctx context.Context, w, seq int) error {
+				id, ok := e.NextTask()
 				if !ok {
 					return ErrExhausted
 				}
-				c := e.Room(RecipientPart, "respond_to_task", map[string]any{"task_id": id, "status": "done", "result": writeText(w, seq)})
+				c := e.Respond(id, writeText(w, seq))
 				c.IdempotencyKey = uuid.NewString()
 				_, err := e.Client.Do(ctx, c)
 				return err

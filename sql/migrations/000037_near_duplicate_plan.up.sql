@@ -1,0 +1,12 @@
+-- rr_near_duplicate (learn's and a lesson's near-duplicate check) is planned with every
+-- operator priced as the trigram comparison it mostly is. At the default
+-- cpu_operator_cost (0.0025, a simple comparison) a project of a few thousand entries
+-- looked cheaper to read whole, or through knowledge_review_idx, than through the title
+-- trigram index, so every learn computed similarity() against every live title of the
+-- project: 2,284 rows and 100-155 ms of Postgres per call under the load test, against
+-- 2-30 ms through knowledge_live_trgm_idx on the same machine. similarity() costs a
+-- few hundred simple comparisons; at 0.25 the planner takes the trigram index at any
+-- project size measured (docs/performance.md, "Write tools under concurrency, the night
+-- round's profile"). The setting lasts only while the function runs, like its
+-- pg_trgm.similarity_threshold.
+ALTER FUNCTION rr_near_duplicate(text, text, real, real) SET cpu_operator_cost = 0.25;
