@@ -88,8 +88,9 @@ const wakeRetryDeadForPeople = `-- name: WakeRetryDeadForPeople :execrows
 UPDATE wake SET status = 'pending', attempts = 0, last_error = NULL, updated_at = now()
 WHERE wake.project_id = $1 AND wake.id = $2 AND wake.status = 'dead'
   AND ($3::boolean OR EXISTS (
-    SELECT 1 FROM membership m WHERE m.project_id = wake.project_id AND m.id = wake.member_id AND m.org_id = $4))
-  AND NOT EXISTS (SELECT 1 FROM wake o WHERE o.project_id = wake.project_id
+    SELECT 1 FROM membership m WHERE m.project_id = $1 AND m.id = wake.member_id
+      AND m.org_id = $4))
+  AND NOT EXISTS (SELECT 1 FROM wake o WHERE o.project_id = $1
                   AND o.member_id = wake.member_id AND o.status = 'pending')
 `
 
@@ -101,7 +102,9 @@ type WakeRetryDeadForPeopleParams struct {
 }
 
 // A person sends a dead letter of the room again (as WakeRetryDead), when their company
-// may see it; refused while the part has another pending wake.
+// may see it; refused while the part has another pending wake. The subqueries name the
+// project by value: correlated through wake.project_id, a guest's retry (viewer_is_host
+// false) read every membership shard on Citus.
 func (q *Queries) WakeRetryDeadForPeople(ctx context.Context, db DBTX, arg WakeRetryDeadForPeopleParams) (int64, error) {
 	result, err := db.Exec(ctx, wakeRetryDeadForPeople,
 		arg.ProjectID,

@@ -18,10 +18,13 @@ WHERE w.project_id = sqlc.arg(project_id) AND w.id = sqlc.arg(id)
 
 -- name: WakeRetryDeadForPeople :execrows
 -- A person sends a dead letter of the room again (as WakeRetryDead), when their company
--- may see it; refused while the part has another pending wake.
+-- may see it; refused while the part has another pending wake. The subqueries name the
+-- project by value: correlated through wake.project_id, a guest's retry (viewer_is_host
+-- false) read every membership shard on Citus.
 UPDATE wake SET status = 'pending', attempts = 0, last_error = NULL, updated_at = now()
 WHERE wake.project_id = sqlc.arg(project_id) AND wake.id = sqlc.arg(id) AND wake.status = 'dead'
   AND (sqlc.arg(viewer_is_host)::boolean OR EXISTS (
-    SELECT 1 FROM membership m WHERE m.project_id = wake.project_id AND m.id = wake.member_id AND m.org_id = sqlc.arg(viewer_org_id)))
-  AND NOT EXISTS (SELECT 1 FROM wake o WHERE o.project_id = wake.project_id
+    SELECT 1 FROM membership m WHERE m.project_id = sqlc.arg(project_id) AND m.id = wake.member_id
+      AND m.org_id = sqlc.arg(viewer_org_id)))
+  AND NOT EXISTS (SELECT 1 FROM wake o WHERE o.project_id = sqlc.arg(project_id)
                   AND o.member_id = wake.member_id AND o.status = 'pending');
