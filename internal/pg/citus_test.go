@@ -86,14 +86,14 @@ var unprobedFunctions = map[string]string{
 // plainOnly are the queries the service sends on plain PostgreSQL only: the one-round-trip
 // credential resolution (tenancy.Resolver), which sets the tenant with set_config inside a
 // statement, which Citus workers would not see. On Citus the resolver takes the
-// statement-by-statement path (CredentialRows, ScopeBindPart, AgentGetIdentity; ScopeBindAgentRoom serves both)
-// and caches nothing.
+// statement-by-statement path (CredentialRows, ScopeBindPart, AgentGetIdentity; ScopeBindAgentRoom serves both).
 var plainOnly = map[string]string{
 	"CredentialAssumeTenant": "sets the tenant with set_config (one-round-trip resolution)",
 	"ScopeBindOwnPart":       "reads the tenant CredentialAssumeTenant set",
 	"AgentGetOwnIdentity":    "reads the tenant CredentialAssumeTenant set",
-	// The scope cache (tenancy.Resolver.recheck) serves plain PostgreSQL only, for the same reason.
-	"CredentialAssumeCachedTenant": "sets the cached tenant with set_config (the scope cache's one round trip)",
+	// The scope cache's one-round-trip recheck (tenancy.Resolver.recheck), which the
+	// resolver uses on plain PostgreSQL only, like the resolution above.
+	"CredentialAssumeCachedTenant": "sets the tenant with set_config (the scope cache's recheck)",
 	"ScopeRecheckMember":           "reads the tenant CredentialAssumeCachedTenant set",
 	"AgentRecheckOwn":              "reads the tenant CredentialAssumeCachedTenant set",
 }
