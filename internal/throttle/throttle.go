@@ -80,12 +80,6 @@ type Attempt struct {
 	// Always: every attempt is counted, not only refused credentials (a rate, such as
 	// client registrations), so Admit reads the shared count even with no credential.
 	Always bool
-	// Password: the credential can be guessed (a person's password), so its key id's
-	// shared block refuses it before any check. Otherwise (an agent key, whose secret is
-	// random) a key id's block is learnt from this replica's own refusal, as the holder's
-	// pass is this replica's: a holder verified through one replica must not be locked
-	// out through another by someone spraying guesses at its id.
-	Password bool
 }
 
 // Throttle is safe for concurrent use. Build it with New.
@@ -172,12 +166,9 @@ func (t *Throttle) checkShared(ctx context.Context, at Attempt) error {
 		t.warn(ctx, fmt.Errorf("throttle: read the shared counts: %w", err))
 		return nil
 	}
-	counts := make([]count, 0, len(rows))
-	for _, r := range rows {
-		if strings.HasPrefix(r.Subject, keySubject) && !at.Password {
-			continue // see Attempt.Password
-		}
-		counts = append(counts, count{r.Subject, r.Failures, r.SecondsLeft})
+	counts := make([]count, len(rows))
+	for i, r := range rows {
+		counts[i] = count{r.Subject, r.Failures, r.SecondsLeft}
 	}
 	t.learn(counts)
 	return t.check(at)

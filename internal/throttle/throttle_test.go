@@ -139,8 +139,8 @@ func TestThrottle(t *testing.T) {
 			{"one address", func(i int) throttle.Attempt {
 				return throttle.Attempt{Address: "192.0.2.4", Credential: fmt.Sprint("guess-", i)}
 			}, limits.PerAddress},
-			{"one account's password from many addresses", func(i int) throttle.Attempt {
-				return throttle.Attempt{Address: fmt.Sprint("192.0.2.", 100+i), KeyID: "KeyId009", Credential: fmt.Sprint("guess-", i), Password: true}
+			{"one key id from many addresses", func(i int) throttle.Attempt {
+				return throttle.Attempt{Address: fmt.Sprint("192.0.2.", 100+i), KeyID: "KeyId009", Credential: fmt.Sprint("guess-", i)}
 			}, limits.PerKey},
 			{"registrations, with no credential", func(int) throttle.Attempt {
 				return throttle.Attempt{Address: "register/192.0.2.5", Always: true}
@@ -161,20 +161,6 @@ func TestThrottle(t *testing.T) {
 					t.Fatalf("%d attempts were checked through 3 replicas, want the limit %d", checked, tc.limit)
 				}
 			})
-		}
-	})
-
-	t.Run("an agent key's holder verified through one replica passes its key id's block on another", func(t *testing.T) {
-		t.Parallel()
-		d, _ := pgtest.Open(t)
-		a, b := newThrottle(d, limits, nil), newThrottle(d, limits, nil)
-		holder := throttle.Attempt{Address: "192.0.2.7", KeyID: "KeyId010", Credential: "the-real-key"}
-		a.Verified(holder) // b has never seen it: its first call through b comes after the block
-		refuse(a, throttle.Attempt{Address: "192.0.2.8", KeyID: "KeyId010", Credential: "a-guess"}, limits.PerKey)
-		for i, th := range []*throttle.Throttle{a, b} {
-			if err := th.Admit(ctx, throttle.Attempt{Address: "192.0.2.9", KeyID: "KeyId010", Credential: "the-real-key"}); err != nil {
-				t.Fatalf("replica %d refused the verified holder: %v", i+1, err)
-			}
 		}
 	})
 

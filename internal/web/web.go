@@ -264,7 +264,7 @@ func (s *Site) login(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	// The sign-in counts are kept apart from the MCP endpoints' by their subjects: the
 	// address gets a "login/" prefix, the account a "login." key.
-	at := throttle.Attempt{Address: "login/" + s.deps.ClientAddress(r), KeyID: accountKey(email), Credential: "login\x00" + email + "\x00" + password, Password: true}
+	at := throttle.Attempt{Address: "login/" + s.deps.ClientAddress(r), KeyID: accountKey(email), Credential: "login\x00" + email + "\x00" + password}
 	if err := s.deps.Throttle.Admit(ctx, at); err != nil {
 		if e, ok := apperr.As(err); ok {
 			if secs, ok := e.Details["retry_after_seconds"].(int); ok {
