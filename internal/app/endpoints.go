@@ -55,8 +55,9 @@ func (a *App) challenge(scope string) func(r *http.Request, err *apperr.Error) s
 // (docs/auth-limits.md): a caller whose address or key id is blocked is refused with 429
 // before any database work; a refused credential is counted, and so is an unknown one
 // whose caller hung up before the answer (hanging up must not dodge the count); a request
-// without any credential is not (it guessed nothing, and costs nothing). Success costs a
-// map lookup.
+// without any credential is not (it guessed nothing, and costs nothing). A credential this
+// replica verified recently costs a map lookup; another first reads the shared counts
+// (throttle.Admit), so no replica checks a guess past the limit.
 func (a *App) limited(credential func(*http.Request) string, authenticate func(context.Context, *http.Request) (tenancy.Scope, error)) func(context.Context, *http.Request) (tenancy.Scope, error) {
 	return func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
 		at := throttle.Attempt{Address: a.clientAddress(r), Credential: credential(r)}
