@@ -74,6 +74,11 @@ func startReplicas(t testing.TB, cfg config.Config, logs *syncBuffer, n int) (st
 	// The balancer (option forwardfor) names the client in X-Forwarded-For, as
 	// replicas.sh's replicas trust it: the per-address limits count the test's clients.
 	cfg.TrustedProxies = append(slices.Clone(cfg.TrustedProxies), netip.MustParsePrefix("127.0.0.1/32"))
+	// One signing key for all, as docs/scale.md tells operators: a download link made by
+	// one replica must open on another.
+	if cfg.SigningKey == "" {
+		cfg.SigningKey = "replicas-test-signing-key-shared-by-every-replica"
+	}
 	var servers strings.Builder
 	var stops []func() error
 	stopAll := func() error {
