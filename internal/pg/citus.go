@@ -143,6 +143,9 @@ func distribute(ctx context.Context, tx pgx.Tx, opt CitusOptions) (CitusReport, 
 			return rep, fmt.Errorf("citus: %s: %w", s, err)
 		}
 	}
+	if err := unforceGenericPlans(ctx, tx); err != nil {
+		return rep, err
+	}
 	tables, err := citusTables(ctx, tx)
 	if err != nil {
 		return rep, err
@@ -323,3 +326,30 @@ var onDeleteSet = regexp.MustCompile(` ON DELETE SET (NULL|DEFAULT)( \([^)]*\))?
 // ACTION): the key still refuses a row that points nowhere; deleting the row it points
 // at is refused while it is pointed at (relayroom never deletes those rows).
 func stripOnDelete(def string) string { return onDeleteSet.ReplaceAllString(def, "") }
+
+// unforceGenericPlans lets the coordinator plan each call of the functions that plain
+// PostgreSQL plans once (plan_cache_mode = force_generic_plan: rr_recall and
+// rr_memory_lexical, migration 000036). A coordinator cannot make a generic plan of a
+// router query ("could not create distributed plan"), as with pg.Tx.PreferGenericPlan;
+// under the default mode Citus plans each execution with its values. Run on every
+// distribution, so that a function a later migration forces is let go too.
+func unforceGenericPlans(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p
+		WHERE p.pronamespace = 'public'::regnamespace
+		  AND 'plan_cache_mode=force_generic_plan' = ANY (p.proconfig)
+		ORDER BY 1`)
+	if err != nil {
+		return fmt.Errorf("citus: read the functions with forced generic plans: %w", err)
+	}
+	fns, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("citus: read the functions with forced generic plans: %w", err)
+	}
+	for _, fn := range fns {
+		// fn is regprocedure's own text, a quoted signature: not user input.
+		if _, err := tx.Exec(ctx, "ALTER FUNCTION "+fn+" RESET plan_cache_mode"); err != nil {
+			return fmt.Errorf("citus: let the coordinator plan %s per call: %w", fn, err)
+		}
+	}
+	return nil
+}
