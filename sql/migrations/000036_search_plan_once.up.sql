@@ -1,23 +1,26 @@
--- Recall and read_memory's lexical half plan once per connection instead of once per call
--- (docs/performance.md, "Planning the search functions once").
+-- Recall plans once per connection instead of once per call (docs/performance.md,
+-- "Planning the search functions once").
 --
--- rr_recall and rr_memory_lexical ran their query with EXECUTE, which parses and plans it
--- on every call with the call's values. At 10,000 entries the planning was most of their
--- Postgres time: rr_recall's plan alone cost more CPU than running it, a quarter of that
--- in estimating the title channel's `title %> query` (pg_trgm's estimator runs
--- word_similarity over the column's whole statistics sample), and rr_memory_lexical's
--- planning cost about three times its execution. Each branch of both queries is served by
--- its own index whatever the words (the GIN indexes of the tsvectors and of the
--- trigrams; the "rare versus common word" choice EXECUTE was kept for never changed the
--- plan), so both are now static PL/pgSQL queries, prepared on a connection's first call,
--- with plan_cache_mode = force_generic_plan so the cached plan is kept. Same queries, same
--- parameters, same answers (compared on 105 recall and 127 lexical queries at 10,000
--- entries).
+-- rr_recall ran its query with EXECUTE, which parses and plans it on every call with the
+-- call's values. At 10,000 entries the planning was most of its Postgres time: its plan
+-- alone cost more CPU than running it, a quarter of that in estimating the title
+-- channel's `title %> query` (pg_trgm's estimator runs word_similarity over the column's
+-- whole statistics sample). Each branch of the query is served by its own index whatever
+-- the words (the GIN indexes of the tsvectors and of the trigrams; the "rare versus
+-- common word" choice EXECUTE was kept for never changed the plan), so it is now a static
+-- PL/pgSQL query, prepared on a connection's first call, with plan_cache_mode =
+-- force_generic_plan so the cached plan is kept. Same query, same parameters, same
+-- answers (compared on 105 recall queries at 10,000 entries).
 --
--- Citus: the queries still read the project from a variable that PL/pgSQL passes as a
--- parameter (Citus's own advice for functions with parameters); they join no reference
--- table, which is what keeps Citus from making a generic plan (docs/scale.md).
--- The SET clauses are the coordinator's; the explicit similarity() >= 0.5 stays for the
+-- rr_memory_lexical was made static the same way on its branch (planning was about three
+-- times its execution), and is left as it was: on a Citus coordinator its static form
+-- failed CI's plan test with an internal error ("cache lookup failed for type"), which
+-- EXECUTE's one-shot plans never met.
+--
+-- Citus: the query still reads the project from a variable that PL/pgSQL passes as a
+-- parameter (Citus's own advice for functions with parameters). A coordinator cannot make
+-- a generic plan of a router query, so `relayroom migrate citus` resets plan_cache_mode
+-- there (pg.Distribute, docs/scale.md). The explicit similarity() >= 0.5 stays for the
 -- workers, as in 000016.
 
 CREATE OR REPLACE FUNCTION rr_recall(q text, title_q text, want_kind text, floor real, lim integer, at timestamptz)
@@ -78,48 +81,5 @@ BEGIN
   WHERE s.score >= floor
   ORDER BY s.score DESC, (s.k).id
   LIMIT lim;
-END
-$fn$;
-
-CREATE OR REPLACE FUNCTION rr_memory_lexical(q text, pattern text, cat text, tagf text[], lim int)
-RETURNS TABLE (id uuid, score float8)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_temp
-  SET plan_cache_mode = force_generic_plan AS $fn$
-DECLARE
-  proj uuid := rr_project();
-  org  uuid := rr_org();
-  tand tsquery := plainto_tsquery('english', q);
-  tor  tsquery := replace(plainto_tsquery('english', q)::text, ' & ', ' | ')::tsquery;
-  allwords boolean := numnode(tand) BETWEEN 1 AND 7;
-BEGIN
-  IF proj IS NULL OR org IS NULL THEN
-    RETURN;
-  END IF;
-  RETURN QUERY
-  WITH exact AS (
-    SELECT e.id, 3.0::float8 AS score FROM memory_entry e
-    WHERE pattern IS NOT NULL AND e.project_id = proj AND e.content ILIKE pattern
-      AND e.deprecated_at IS NULL AND (NOT e.is_private OR e.org_id = org)
-      AND (cat IS NULL OR e.category = cat) AND (coalesce(cardinality(tagf), 0) = 0 OR e.tags && tagf)
-    ORDER BY e.id DESC LIMIT lim),
-  allterms AS (
-    SELECT c.id, 2.0 + ts_rank_cd(c.tsv, tand)::float8 AS score
-    FROM (SELECT e.id, e.tsv FROM memory_entry e
-          WHERE allwords AND e.project_id = proj AND e.tsv @@ tand
-            AND e.deprecated_at IS NULL AND (NOT e.is_private OR e.org_id = org)
-            AND (cat IS NULL OR e.category = cat) AND (coalesce(cardinality(tagf), 0) = 0 OR e.tags && tagf)
-          ORDER BY e.id DESC LIMIT 200) c
-    ORDER BY 2 DESC LIMIT lim),
-  someterms AS (
-    SELECT c.id, ts_rank_cd(c.tsv, tor)::float8 AS score
-    FROM (SELECT e.id, e.tsv FROM memory_entry e
-          WHERE e.project_id = proj AND e.tsv @@ tor
-            AND e.deprecated_at IS NULL AND (NOT e.is_private OR e.org_id = org)
-            AND (cat IS NULL OR e.category = cat) AND (coalesce(cardinality(tagf), 0) = 0 OR e.tags && tagf)
-          ORDER BY e.id DESC LIMIT 200) c
-    ORDER BY 2 DESC LIMIT lim)
-  SELECT u.id, max(u.score) AS score
-  FROM (SELECT * FROM exact UNION ALL SELECT * FROM allterms UNION ALL SELECT * FROM someterms) u
-  GROUP BY u.id ORDER BY 2 DESC, 1 DESC LIMIT lim;
 END
 $fn$;
