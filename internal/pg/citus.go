@@ -105,11 +105,11 @@ func Distribute(ctx context.Context, dbURL string, opt CitusOptions) (CitusRepor
 		return rep, fmt.Errorf("citus: connect: %w", err)
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	var hasCitus bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&hasCitus); err != nil {
+	citus, err := HasCitus(ctx, conn)
+	if err != nil {
 		return rep, fmt.Errorf("citus: check extension: %w", err)
 	}
-	if !hasCitus {
+	if !citus {
 		return rep, ErrNotCitus
 	}
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
@@ -352,4 +352,14 @@ func unforceGenericPlans(ctx context.Context, tx pgx.Tx) error {
 		}
 	}
 	return nil
+}
+
+// HasCitus reports whether the connected database has the citus extension (a coordinator,
+// or a worker's copy of a distributed database).
+func HasCitus(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (bool, error) {
+	var citus bool
+	err := q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&citus)
+	return citus, err
 }

@@ -110,14 +110,7 @@ var refusedOnCitus = map[string]string{}
 func TestCitusHotPathsAreRouterQueries(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	conn, u := freshConn(t)
-	var citus bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&citus); err != nil {
-		t.Fatal(err)
-	}
-	if !citus {
-		t.Skip("not a Citus coordinator: make test-citus runs this")
-	}
+	conn, u := citusConn(t)
 
 	queries := sqlcQueries(t)
 	seen := map[string]bool{}
@@ -462,14 +455,7 @@ func TestCitusPlacement(t *testing.T) {
 func TestCitusQueriesRun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	conn, _ := freshConn(t)
-	var citus bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&citus); err != nil {
-		t.Fatal(err)
-	}
-	if !citus {
-		t.Skip("not a Citus coordinator: make test-citus runs this")
-	}
+	conn, _ := citusConn(t)
 	setup := []string{
 		"BEGIN",
 		"SET LOCAL citus.propagate_set_commands = 'local'",

@@ -26,11 +26,11 @@ func CitusNodes(ctx context.Context, baseURL string) ([]string, error) {
 		return nil, fmt.Errorf("citus nodes: connect to %s: %w", base.Redacted(), err)
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	var hasCitus bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&hasCitus); err != nil {
+	citus, err := HasCitus(ctx, conn)
+	if err != nil {
 		return nil, fmt.Errorf("citus nodes: look for citus: %w", err)
 	}
-	if !hasCitus {
+	if !citus {
 		return []string{baseURL}, nil
 	}
 	rows, err := conn.Query(ctx, "SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 AND isactive ORDER BY nodeid")

@@ -89,6 +89,20 @@ func freshConn(t *testing.T) (*pgx.Conn, string) {
 	return conn, u
 }
 
+// citusConn is freshConn on a Citus coordinator; the test is skipped on plain PostgreSQL.
+func citusConn(t *testing.T) (*pgx.Conn, string) {
+	t.Helper()
+	conn, u := freshConn(t)
+	citus, err := pg.HasCitus(context.Background(), conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !citus {
+		t.Skip("not a Citus coordinator: make test-citus runs this")
+	}
+	return conn, u
+}
+
 // oneConnTwoTenants seeds two tenants and returns them with pools of one connection each,
 // so that every transaction reuses the connection of the one before it: what one leaves
 // behind (settings, an open transaction) the next one meets.

@@ -102,7 +102,7 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		return nil, fmt.Errorf("pg open: ops pool: %w", err)
 	}
 	d := &DB{App: app, Ops: ops, StatementTimeout: opt.StatementTimeout}
-	if err := ops.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&d.citus); err != nil {
+	if d.citus, err = HasCitus(ctx, ops); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("pg open: look for the citus extension: %w", err)
 	}
