@@ -107,18 +107,10 @@ func (b *Bundle) Op(t testing.TB, fn func(tx *pg.Tx) error) {
 	}
 }
 
-// Exec runs one statement as the operator, without the service's statement timeout: a
-// fixture's seed is not a request under test, and a 10,000-row seed outlasted the
-// timeout on a machine at a load average of 30.
+// Exec runs one statement as the operator, as a seed (OpAll).
 func (b *Bundle) Exec(t testing.TB, sql string, args ...any) {
 	t.Helper()
-	b.Op(t, func(tx *pg.Tx) error {
-		if _, err := tx.Exec(context.Background(), "SET LOCAL statement_timeout = 0"); err != nil {
-			return fmt.Errorf("lift the statement timeout for a seed: %w", err)
-		}
-		_, err := tx.Exec(context.Background(), sql, args...)
-		return err
-	})
+	OpAll(t, b.DB, Stmt{SQL: sql, Args: args})
 }
 
 // Count runs a query of one integer (a count) as the operator.
