@@ -83,6 +83,17 @@ var unprobedFunctions = map[string]string{
 	"rr_set_signin": "its statements read web_session and oauth_auth_request (tables of the coordinator) and oauth_grant by org_id",
 }
 
+// plannerProbedFunctions are the SECURITY DEFINER functions whose statements take their
+// values from PL/pgSQL variables (parameters of a plan kept per connection) and that
+// auto_explain cannot show on Citus: its EXPLAIN of such a statement reads the parameters'
+// types before PL/pgSQL has filled them in and fails with "cache lookup failed for type N"
+// for some garbage N, or not, as memory falls (citusdata/citus#7596; the function runs
+// without auto_explain). Their statements are checked from the Citus planner's own
+// messages instead (routerPlannerMessages).
+var plannerProbedFunctions = map[string]string{
+	"rr_recall": "its query is static (planned once per connection, migration 000036) and reads the project from a variable",
+}
+
 // plainOnly are the queries the service sends on plain PostgreSQL only: the one-round-trip
 // credential resolution (tenancy.Resolver), which sets the tenant with set_config inside a
 // statement, which Citus workers would not see. On Citus the resolver takes the
@@ -155,13 +166,25 @@ func TestCitusHotPathsAreRouterQueries(t *testing.T) {
 	}
 
 	t.Run("statements inside SECURITY DEFINER functions", func(t *testing.T) {
-		for _, fn := range definerFunctions(t, ctx, conn) {
+		fns := definerFunctions(t, ctx, conn)
+		for _, list := range []map[string]string{multiShardFunctions, unprobedFunctions, plannerProbedFunctions} {
+			for name := range list {
+				if !slices.ContainsFunc(fns, func(f definerFunction) bool { return f.name == name }) {
+					t.Errorf("%s is listed but is not a SECURITY DEFINER function", name)
+				}
+			}
+		}
+		for _, fn := range fns {
 			t.Run(fn.name, func(t *testing.T) {
 				if _, spans := multiShardFunctions[fn.name]; spans {
 					t.Skipf("%s spans shard groups by nature: %s", fn.name, multiShardFunctions[fn.name])
 				}
 				if why, unprobed := unprobedFunctions[fn.name]; unprobed {
 					t.Skipf("%s cannot be probed by auto_explain on Citus: %s", fn.name, why)
+				}
+				if _, planner := plannerProbedFunctions[fn.name]; planner {
+					routerPlannerMessages(t, ctx, u, fn.call)
+					return
 				}
 				for _, p := range nestedPlans(t, ctx, u, fn.call) {
 					if tasks := taskCounts(p); slices.ContainsFunc(tasks, func(n int) bool { return n > 1 }) {
@@ -411,6 +434,58 @@ func nestedPlans(t *testing.T, ctx context.Context, u, call string) []string {
 		t.Fatalf("%s: auto_explain reported no plan", call)
 	}
 	return plans
+}
+
+// routerPlannerMessages runs call as nestedPlans does, with the Citus planner's DEBUG2
+// messages reported to this client instead of auto_explain, and fails when a statement
+// the call runs was planned across shards ("Router planner cannot handle multi-shard …",
+// a repartition join) or when no statement was planned as a router query at all.
+func routerPlannerMessages(t *testing.T, ctx context.Context, u, call string) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var messages []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if n.Severity == "DEBUG" {
+			messages = append(messages, n.Message)
+		}
+	}
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	setup := []string{
+		"BEGIN",
+		"SET LOCAL citus.propagate_set_commands = 'local'",
+		"SET LOCAL app.org_id = '" + probeID + "'",
+		"SET LOCAL app.project_id = '" + probeID + "'",
+		"SET LOCAL app.agent_id = '" + probeID + "'",
+		"SET LOCAL client_min_messages = debug2",
+	}
+	for _, s := range setup {
+		if _, err := c.Exec(ctx, s, pgx.QueryExecModeSimpleProtocol); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	defer func() { _, _ = c.Exec(ctx, "ROLLBACK") }()
+	if _, err := c.Exec(ctx, call, pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Fatalf("%s: %v", call, err)
+	}
+	routed := false
+	for _, m := range messages {
+		switch {
+		case strings.Contains(m, "multi-shard"), strings.Contains(m, "repartition"), strings.Contains(m, "join prunable"):
+			t.Errorf("%s plans a statement across shards: %q\nall planner messages: %q", call, m, messages)
+		case strings.Contains(m, "Creating router plan"):
+			routed = true
+		}
+	}
+	if !routed {
+		t.Errorf("%s: the Citus planner reported no router plan: %q", call, messages)
+	}
 }
 
 // TestCitusPlacement places tables by their primary key and the foreign keys of sharded
