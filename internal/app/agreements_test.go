@@ -211,7 +211,7 @@ func TestRefusedGuestsGetNoWakes(t *testing.T) {
 		t.Fatalf("a revoked guest's pager got %d %s", status, body)
 	}
 	// The host's own parts are woken as before (backend never called: it is offline).
-	if status, body := s.nextWake(t, http.DefaultClient, s.key("acme/backend")); status != http.StatusOK || !strings.Contains(body, "Escalations") {
+	if status, body := s.awaitWake(t, s.key("acme/backend")); status != http.StatusOK || !strings.Contains(body, "Escalations") {
 		t.Fatalf("the host's part got no wake: %d %s", status, body)
 	}
 }

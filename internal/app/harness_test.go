@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -99,7 +100,20 @@ func (s *server) key(agent string) string { return s.res.Agents[agent].Key }
 // of key, sent with c.
 func (s *server) nextWake(t testing.TB, c *http.Client, key string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, s.base+"/api/wakes/next?wait=0", nil)
+	return s.pollWake(t, c, key, 0)
+}
+
+// awaitWake is one pager poll that waits up to 10 s for a wake the test expects. A poll
+// that does not wait can miss a wake that is there: the sweep folding the same events at
+// that moment holds them (SKIP LOCKED), and the pager claims them at its next look.
+func (s *server) awaitWake(t testing.TB, key string) (int, string) {
+	t.Helper()
+	return s.pollWake(t, http.DefaultClient, key, 10)
+}
+
+func (s *server) pollWake(t testing.TB, c *http.Client, key string, waitSeconds int) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.base+"/api/wakes/next?wait="+strconv.Itoa(waitSeconds), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
