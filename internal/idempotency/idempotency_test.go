@@ -50,22 +50,8 @@ func TestStore(t *testing.T) {
 	s := &idempotency.Store{DB: d, Q: db.New()}
 
 	t.Run("the answer is stored even when the request was canceled", func(t *testing.T) {
-		ctx := context.Background()
-		cctx, run, err := s.Begin(ctx, mcp.IdempotentCall{Endpoint: "all_rooms", Tool: "post_message", Key: "k-cancel", Scope: sc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The tool's write (here a row of its own): the claim commits with it.
-		if err := d.InTenant(cctx, pg.Tenant{OrgID: sc.OrgID, AgentID: sc.AgentID}, func(tx *pg.Tx) error {
-			_, err := tx.Exec(ctx, "INSERT INTO idempotency_key (org_id, agent_id, principal, key, fingerprint, tool) VALUES ($1, $2, 'write', 'w', sha256(''::bytea), 't')", sc.OrgID, sc.AgentID)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if !run.Committed() {
-			t.Fatal("the writing transaction did not commit the claim")
-		}
-		gone, cancel := context.WithCancel(cctx)
+		run := committedRun(t, d, s, sc, "k-cancel")
+		gone, cancel := context.WithCancel(context.Background())
 		cancel() // the client hung up after the COMMIT
 		if err := run.Save(gone, json.RawMessage(`{"content":[],"isError":false}`)); err != nil {
 			t.Fatalf("save: %v", err)
