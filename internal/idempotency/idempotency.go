@@ -50,6 +50,8 @@ type Store struct {
 	// Now is the clock of created_at, expiry and the in-progress window (time.Now when
 	// nil); tests move it.
 	Now func() time.Time
+
+	answers answers
 }
 
 var _ mcp.Idempotency = (*Store)(nil)
@@ -89,7 +91,10 @@ func (s *Store) Begin(ctx context.Context, call mcp.IdempotentCall) (context.Con
 		return ctx, nil, fmt.Errorf("idempotency: begin: the caller is not a verified agent scope (%T)", call.Scope)
 	}
 	now := s.now()
-	r := &run{s: s, tenant: pg.Tenant{OrgID: sc.OrgID, AgentID: sc.AgentID}, principal: Principal(call.Endpoint, sc),
+	// The key's policy reads only the organisation and the agent, so the tenant of the
+	// answer's and the lookup's transactions comes with empty directory lists: they do
+	// not compute them (rr_set_directory's index reads, pipelined but not free).
+	r := &run{s: s, tenant: pg.Tenant{OrgID: sc.OrgID, AgentID: sc.AgentID, Visible: &pg.Visible{}}, principal: Principal(call.Endpoint, sc),
 		key: call.Key, fingerprint: call.Fingerprint, tool: call.Tool}
 	// sqlc writes the statements; they are not run here but carried to the COMMIT: the
 	// expired row of the key, if any, is deleted, then the key inserted (two router
@@ -123,23 +128,11 @@ type run struct {
 
 func (r *run) Committed() bool { return r.claim.Committed() }
 
-// Save stores the answer in one round trip (the update travels with the COMMIT). It is
-// not canceled with the request: a client that hung up is the one that will retry, and
-// its retry needs this answer.
-func (r *run) Save(ctx context.Context, answer json.RawMessage) error {
-	at := r.s.now()
-	ctx, cancel := context.WithTimeout(pg.WithoutClaim(context.WithoutCancel(ctx)), saveTimeout)
-	defer cancel()
-	err := r.s.DB.InTenant(ctx, r.tenant, func(tx *pg.Tx) error {
-		return tx.Pipeline(func() error {
-			return r.s.Q.IdempotencyKeySaveAnswer(ctx, tx, db.IdempotencyKeySaveAnswerParams{Response: answer, AnsweredAt: &at,
-				OrgID: r.tenant.OrgID, AgentID: r.tenant.AgentID, Principal: r.principal, Key: r.key})
-		})
-	})
-	if err != nil {
-		return fmt.Errorf("idempotency: save answer: %w", err)
-	}
-	return nil
+// Save stores the answer; it returns once the answer is committed. Concurrent calls'
+// answers share their transactions (answers.go). It is not canceled with the request: a
+// client that hung up is the one that will retry, and its retry needs this answer.
+func (r *run) Save(ctx context.Context, response json.RawMessage) error {
+	return r.s.answers.store(ctx, r.s, &answer{tenant: r.tenant, principal: r.principal, key: r.key, response: response, at: r.s.now()})
 }
 
 // Earlier finds the call that holds the key. A call that holds it but has no answer yet

@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -49,22 +50,8 @@ func TestStore(t *testing.T) {
 	s := &idempotency.Store{DB: d, Q: db.New()}
 
 	t.Run("the answer is stored even when the request was canceled", func(t *testing.T) {
-		ctx := context.Background()
-		cctx, run, err := s.Begin(ctx, mcp.IdempotentCall{Endpoint: "all_rooms", Tool: "post_message", Key: "k-cancel", Scope: sc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The tool's write (here a row of its own): the claim commits with it.
-		if err := d.InTenant(cctx, pg.Tenant{OrgID: sc.OrgID, AgentID: sc.AgentID}, func(tx *pg.Tx) error {
-			_, err := tx.Exec(ctx, "INSERT INTO idempotency_key (org_id, agent_id, principal, key, fingerprint, tool) VALUES ($1, $2, 'write', 'w', sha256(''::bytea), 't')", sc.OrgID, sc.AgentID)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if !run.Committed() {
-			t.Fatal("the writing transaction did not commit the claim")
-		}
-		gone, cancel := context.WithCancel(cctx)
+		run := committedRun(t, d, s, sc, "k-cancel")
+		gone, cancel := context.WithCancel(context.Background())
 		cancel() // the client hung up after the COMMIT
 		if err := run.Save(gone, json.RawMessage(`{"content":[],"isError":false}`)); err != nil {
 			t.Fatalf("save: %v", err)
@@ -125,4 +112,103 @@ func TestPrincipalSeparatesAddressesAndParts(t *testing.T) {
 		}
 		seen[p] = true
 	}
+}
+
+// committedRun begins a keyed call for key and commits its claim with a write of its own,
+// as a tool's transaction does.
+func committedRun(t *testing.T, d *pg.DB, s *idempotency.Store, sc tenancy.Scope, key string) mcp.IdempotentRun {
+	t.Helper()
+	ctx, run, err := s.Begin(context.Background(), mcp.IdempotentCall{Endpoint: "all_rooms", Tool: "post_message", Key: key, Scope: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.InTenant(ctx, pg.Tenant{OrgID: sc.OrgID, AgentID: sc.AgentID}, func(tx *pg.Tx) error {
+		_, err := tx.Exec(ctx, "INSERT INTO idempotency_key (org_id, agent_id, principal, key, fingerprint, tool) VALUES ($1, $2, 'write', $3, sha256(''::bytea), 't')", sc.OrgID, sc.AgentID, key)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !run.Committed() {
+		t.Fatal("the writing transaction did not commit the claim")
+	}
+	return run
+}
+
+// waitFor polls cond until it holds (the test's deadline bounds it).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if dl, ok := t.Deadline(); ok && time.Until(dl) < time.Second {
+			t.Fatalf("gave up waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestConcurrentAnswersShareTransactions(t *testing.T) {
+	t.Parallel()
+	d, _ := pgtest.Open(t)
+	agents := []tenancy.Scope{seedAgent(t, d), seedAgent(t, d)}
+	s := &idempotency.Store{DB: d, Q: db.New()}
+
+	// The first answer's UPDATE waits on a row lock held here, so the answers saved
+	// meanwhile queue behind its batch.
+	first := committedRun(t, d, s, agents[0], "first")
+	const later = 31
+	runs := make([]mcp.IdempotentRun, later)
+	for i := range runs {
+		runs[i] = committedRun(t, d, s, agents[i%2], fmt.Sprintf("later-%d", i))
+	}
+	locked, release, unlocked := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		unlocked <- d.Operator(context.Background(), func(tx *pg.Tx) error {
+			if _, err := tx.Exec(context.Background(), "SELECT 1 FROM idempotency_key WHERE key = 'first' FOR UPDATE"); err != nil {
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+	before := d.RoundTrips()
+	saved := make(chan error, later+1)
+	save := func(run mcp.IdempotentRun, i int) {
+		saved <- run.Save(context.Background(), json.RawMessage(fmt.Sprintf(`{"answer":%d}`, i)))
+	}
+	go save(first, -1)
+	waitFor(t, "the first answer's batch is being stored", func() bool { w, n := s.AnswersQueued(); return w && n == 0 })
+	for i, run := range runs {
+		go save(run, i)
+	}
+	waitFor(t, "the later answers wait", func() bool { _, n := s.AnswersQueued(); return n == later })
+	close(release)
+	if err := <-unlocked; err != nil {
+		t.Fatal(err)
+	}
+	for range later + 1 {
+		if err := <-saved; err != nil {
+			t.Fatalf("save: %v", err)
+		}
+	}
+
+	t.Run("the answers that waited are stored together, one transaction per agent", func(t *testing.T) {
+		// The first batch (1), the lock's COMMIT (1), then one transaction for each of
+		// the two agents: one round trip each. One transaction per answer made 32.
+		if n := d.RoundTrips() - before; n > 4 {
+			t.Fatalf("storing 32 answers took %d round trips, want at most 4", n)
+		}
+	})
+	t.Run("every answer is stored in its own key, under its own agent", func(t *testing.T) {
+		for i := range later {
+			sc := agents[i%2]
+			if n := count(t, d, "SELECT count(*) FROM idempotency_key WHERE org_id = $1 AND agent_id = $2 AND key = $3 AND response = $4::bytea",
+				sc.OrgID, sc.AgentID, fmt.Sprintf("later-%d", i), []byte(fmt.Sprintf(`{"answer":%d}`, i))); n != 1 {
+				t.Fatalf("the answer of later-%d is not stored in its key", i)
+			}
+		}
+		if n := count(t, d, "SELECT count(*) FROM idempotency_key WHERE key = 'first' AND response IS NOT NULL"); n != 1 {
+			t.Fatal("the first answer is not stored")
+		}
+	})
 }
