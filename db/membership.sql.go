@@ -108,15 +108,12 @@ func (q *Queries) MembershipListParts(ctx context.Context, db DBTX, projectID uu
 
 const membershipTouchByAgent = `-- name: MembershipTouchByAgent :exec
 UPDATE membership mm SET last_seen_at = now()
-FROM project p
-WHERE mm.agent_id = $1 AND p.id = mm.project_id
-    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
-  AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+FROM membership_presence_due d
+WHERE mm.agent_id = $1 AND d.project_id = mm.project_id AND d.id = mm.id
 `
 
 // Presence in every room of an agent, except those where it is a guest without an active
-// agreement (as in ScopeBindPart).
+// agreement (membership_presence_due).
 func (q *Queries) MembershipTouchByAgent(ctx context.Context, db DBTX, agentID uuid.UUID) error {
 	_, err := db.Exec(ctx, membershipTouchByAgent, agentID)
 	return err
@@ -213,15 +210,12 @@ func (q *Queries) ScopeBindAgentRoom(ctx context.Context, db DBTX, projectID uui
 const scopeBindOwnPart = `-- name: ScopeBindOwnPart :one
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
-  FROM project p
-  WHERE mm.project_id = rr_project() AND mm.part = $1 AND p.id = mm.project_id
+  FROM membership_presence_due d
+  WHERE mm.project_id = rr_project() AND mm.part = $1
     -- only the caller's own part: the transaction commits with this statement
     -- (pg.Tx.CommitWithNext), whatever the resolver concludes from the row
     AND mm.agent_id = rr_agent()
-    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id
-        AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
-    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+    AND d.project_id = mm.project_id AND d.id = mm.id
   RETURNING mm.id
 )
 SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
@@ -372,7 +366,9 @@ type ScopeBindPartRow struct {
 // last_seen is kept to the second: a part calling many times a second writes its row
 // once, instead of every call queueing behind the last one's row lock.
 // The agreement's project is pinned to the argument, not only joined: Citus routes the
-// subquery to the project's shard group only then (docs/scale.md).
+// subquery to the project's shard group only then (docs/scale.md). That is why the rule
+// is written out here and in ScopeBindAgentRoom instead of read from
+// membership_presence_due, which the other presence queries join.
 // It runs after rr_set_directory (pg.Tenant.Visible nil): the host's and the other members'
 // directory rows are visible through the app.orgs/app.agents settings it set, which the
 // statement returns (visible_*) for the request's later transactions (pg.Tenant.Visible).
@@ -411,13 +407,9 @@ func (q *Queries) ScopeBindPart(ctx context.Context, db DBTX, arg ScopeBindPartP
 const scopeRecheckMember = `-- name: ScopeRecheckMember :one
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
-  FROM project p
+  FROM membership_presence_due d
   WHERE mm.project_id = rr_project() AND mm.id = $1 AND mm.agent_id = rr_agent()
-    AND p.id = mm.project_id
-    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id
-        AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
-    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+    AND d.project_id = mm.project_id AND d.id = mm.id
   RETURNING mm.id
 )
 SELECT m.id, m.part, m.is_main, m.nickname, m.access, m.capabilities, m.parked_until,

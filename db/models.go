@@ -270,6 +270,11 @@ type Membership struct {
 	UpdatedAt    time.Time
 }
 
+type MembershipPresenceDue struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
 type MemoryEntry struct {
 	ProjectID          uuid.UUID
 	ID                 uuid.UUID
