@@ -130,18 +130,10 @@ WITH touch AS (
     AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
   RETURNING mm.id
 )
-SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
-  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
-  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities, m.parked_until, m.agent_slug, m.agent_name, m.agent_model, m.agent_kind, m.org_name, m.project_name, m.host_org_id, m.host_name, m.agreement_status, m.agreement_grants,
   rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
   rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
-FROM membership m
-JOIN agent a ON a.id = m.agent_id
-JOIN organisation o ON o.id = m.org_id
-JOIN project p ON p.id = m.project_id
-JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+FROM membership_scope m
 WHERE m.project_id = $1 AND m.agent_id = rr_agent() AND m.org_id = rr_org()
 `
 
@@ -218,18 +210,10 @@ WITH touch AS (
     AND d.project_id = mm.project_id AND d.id = mm.id
   RETURNING mm.id
 )
-SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
-  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
-  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities, m.parked_until, m.agent_slug, m.agent_name, m.agent_model, m.agent_kind, m.org_name, m.project_name, m.host_org_id, m.host_name, m.agreement_status, m.agreement_grants,
   rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
   rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
-FROM membership m
-JOIN agent a ON a.id = m.agent_id
-JOIN organisation o ON o.id = m.org_id
-JOIN project p ON p.id = m.project_id
-JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+FROM membership_scope m
 WHERE m.project_id = rr_project() AND m.part = $1 AND m.agent_id = rr_agent() AND m.org_id = rr_org()
 `
 
@@ -311,18 +295,10 @@ WITH touch AS (
     AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
   RETURNING mm.id
 )
-SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
-  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
-  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities, m.parked_until, m.agent_slug, m.agent_name, m.agent_model, m.agent_kind, m.org_name, m.project_name, m.host_org_id, m.host_name, m.agreement_status, m.agreement_grants,
   rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
   rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
-FROM membership m
-JOIN agent a ON a.id = m.agent_id
-JOIN organisation o ON o.id = m.org_id
-JOIN project p ON p.id = m.project_id
-JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+FROM membership_scope m
 WHERE m.project_id = $1 AND m.part = $2
 `
 

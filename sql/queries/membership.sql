@@ -26,18 +26,10 @@ WITH touch AS (
     AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
   RETURNING mm.id
 )
-SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
-  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
-  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+SELECT m.*,
   rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
   rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
-FROM membership m
-JOIN agent a ON a.id = m.agent_id
-JOIN organisation o ON o.id = m.org_id
-JOIN project p ON p.id = m.project_id
-JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+FROM membership_scope m
 WHERE m.project_id = sqlc.arg(project_id) AND m.part = sqlc.arg(part);
 
 -- name: ScopeBindAgentRoom :one
@@ -54,18 +46,10 @@ WITH touch AS (
     AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
   RETURNING mm.id
 )
-SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
-  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
-  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+SELECT m.*,
   rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
   rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
-FROM membership m
-JOIN agent a ON a.id = m.agent_id
-JOIN organisation o ON o.id = m.org_id
-JOIN project p ON p.id = m.project_id
-JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+FROM membership_scope m
 WHERE m.project_id = sqlc.arg(project_id) AND m.agent_id = rr_agent() AND m.org_id = rr_org();
 
 -- name: ScopeRecheckMember :one
@@ -104,18 +88,10 @@ WITH touch AS (
     AND d.project_id = mm.project_id AND d.id = mm.id
   RETURNING mm.id
 )
-SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
-  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
-  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+SELECT m.*,
   rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
   rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
-FROM membership m
-JOIN agent a ON a.id = m.agent_id
-JOIN organisation o ON o.id = m.org_id
-JOIN project p ON p.id = m.project_id
-JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+FROM membership_scope m
 WHERE m.project_id = rr_project() AND m.part = sqlc.arg(part) AND m.agent_id = rr_agent() AND m.org_id = rr_org();
 
 -- name: MembershipTouchByAgent :exec

@@ -19,3 +19,22 @@ WHERE (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
   AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second');
 
 GRANT SELECT ON membership_presence_due TO relayroom_app;
+
+-- membership_scope: a membership with everything a tenancy.Scope holds of it (its agent,
+-- organisation, project, host and the organisation's agreement there), which the three
+-- binds (ScopeBindPart, ScopeBindAgentRoom, ScopeBindOwnPart) read for the membership they
+-- name. A query's filter on the membership's project reaches membership through the view
+-- (PostgreSQL pulls it up into the query), so Citus routes it as before.
+CREATE VIEW membership_scope WITH (security_invoker = true) AS
+SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
+  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
+  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
+  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants
+FROM membership m
+JOIN agent a ON a.id = m.agent_id
+JOIN organisation o ON o.id = m.org_id
+JOIN project p ON p.id = m.project_id
+JOIN organisation ho ON ho.id = p.host_org_id
+LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id;
+
+GRANT SELECT ON membership_scope TO relayroom_app;
