@@ -96,15 +96,16 @@ func TestResolvingMovesLastSeen(t *testing.T) {
 	}
 	// last_seen is kept to the second: a call within the second leaves it, a later one
 	// moves it. Age it instead of sleeping.
-	age := func() {
+	set := func(to string) {
 		err := d.Operator(ctx, func(tx *pg.Tx) error {
-			_, err := tx.Exec(ctx, "UPDATE membership SET last_seen_at = now() - interval '1 hour' WHERE part = 'architect'")
+			_, err := tx.Exec(ctx, "UPDATE membership SET last_seen_at = now() + interval '"+to+"' WHERE part = 'architect'")
 			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
+	age := func() { set("-1 hour") }
 	age()
 	if _, err := r.Agent(ctx, key); err != nil {
 		t.Fatal(err)
@@ -119,7 +120,22 @@ func TestResolvingMovesLastSeen(t *testing.T) {
 	if time.Since(lastSeen()) > time.Minute {
 		t.Fatal("a call on the room address did not move last_seen")
 	}
-	_ = first
+	// A last_seen less than a second old stays: one set ahead of the clock never is a
+	// second old, and no address moves it.
+	set("1 hour")
+	ahead := lastSeen()
+	if _, err := r.Part(ctx, code, "architect", key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Agent(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RoomByKey(ctx, key, res.Projects["one"].ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastSeen(); !got.Equal(ahead) {
+		t.Fatalf("a call moved a last_seen less than a second old: %v, was %v", got, ahead)
+	}
 }
 
 func TestRoomResolution(t *testing.T) {
