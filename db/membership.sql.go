@@ -108,15 +108,12 @@ func (q *Queries) MembershipListParts(ctx context.Context, db DBTX, projectID uu
 
 const membershipTouchByAgent = `-- name: MembershipTouchByAgent :exec
 UPDATE membership mm SET last_seen_at = now()
-FROM project p
-WHERE mm.agent_id = $1 AND p.id = mm.project_id
-    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
-  AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+FROM membership_presence_due d
+WHERE mm.agent_id = $1 AND d.project_id = mm.project_id AND d.id = mm.id
 `
 
 // Presence in every room of an agent, except those where it is a guest without an active
-// agreement (as in ScopeBindPart).
+// agreement (membership_presence_due).
 func (q *Queries) MembershipTouchByAgent(ctx context.Context, db DBTX, agentID uuid.UUID) error {
 	_, err := db.Exec(ctx, membershipTouchByAgent, agentID)
 	return err
@@ -133,18 +130,10 @@ WITH touch AS (
     AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
   RETURNING mm.id
 )
-SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
-  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
-  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities, m.parked_until, m.agent_slug, m.agent_name, m.agent_model, m.agent_kind, m.org_name, m.project_name, m.host_org_id, m.host_name, m.agreement_status, m.agreement_grants,
   rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
   rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
-FROM membership m
-JOIN agent a ON a.id = m.agent_id
-JOIN organisation o ON o.id = m.org_id
-JOIN project p ON p.id = m.project_id
-JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+FROM membership_scope m
 WHERE m.project_id = $1 AND m.agent_id = rr_agent() AND m.org_id = rr_org()
 `
 
@@ -213,29 +202,18 @@ func (q *Queries) ScopeBindAgentRoom(ctx context.Context, db DBTX, projectID uui
 const scopeBindOwnPart = `-- name: ScopeBindOwnPart :one
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
-  FROM project p
-  WHERE mm.project_id = rr_project() AND mm.part = $1 AND p.id = mm.project_id
+  FROM membership_presence_due d
+  WHERE mm.project_id = rr_project() AND mm.part = $1
     -- only the caller's own part: the transaction commits with this statement
     -- (pg.Tx.CommitWithNext), whatever the resolver concludes from the row
     AND mm.agent_id = rr_agent()
-    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id
-        AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
-    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+    AND d.project_id = mm.project_id AND d.id = mm.id
   RETURNING mm.id
 )
-SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
-  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
-  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities, m.parked_until, m.agent_slug, m.agent_name, m.agent_model, m.agent_kind, m.org_name, m.project_name, m.host_org_id, m.host_name, m.agreement_status, m.agreement_grants,
   rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
   rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
-FROM membership m
-JOIN agent a ON a.id = m.agent_id
-JOIN organisation o ON o.id = m.org_id
-JOIN project p ON p.id = m.project_id
-JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+FROM membership_scope m
 WHERE m.project_id = rr_project() AND m.part = $1 AND m.agent_id = rr_agent() AND m.org_id = rr_org()
 `
 
@@ -317,18 +295,10 @@ WITH touch AS (
     AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
   RETURNING mm.id
 )
-SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities,
-  m.parked_until, a.slug AS agent_slug, a.name AS agent_name, a.model AS agent_model,
-  a.kind AS agent_kind, o.name AS org_name, p.name AS project_name, p.host_org_id,
-  ho.name AS host_name, ag.status AS agreement_status, ag.grants AS agreement_grants,
+SELECT m.id, m.project_id, m.agent_id, m.org_id, m.part, m.is_main, m.nickname, m.access, m.capabilities, m.parked_until, m.agent_slug, m.agent_name, m.agent_model, m.agent_kind, m.org_name, m.project_name, m.host_org_id, m.host_name, m.agreement_status, m.agreement_grants,
   rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
   rr_agents()::uuid[] AS visible_agents, rr_users()::uuid[] AS visible_users
-FROM membership m
-JOIN agent a ON a.id = m.agent_id
-JOIN organisation o ON o.id = m.org_id
-JOIN project p ON p.id = m.project_id
-JOIN organisation ho ON ho.id = p.host_org_id
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+FROM membership_scope m
 WHERE m.project_id = $1 AND m.part = $2
 `
 
@@ -372,7 +342,9 @@ type ScopeBindPartRow struct {
 // last_seen is kept to the second: a part calling many times a second writes its row
 // once, instead of every call queueing behind the last one's row lock.
 // The agreement's project is pinned to the argument, not only joined: Citus routes the
-// subquery to the project's shard group only then (docs/scale.md).
+// subquery to the project's shard group only then (docs/scale.md). That is why the rule
+// is written out here and in ScopeBindAgentRoom instead of read from
+// membership_presence_due, which the other presence queries join.
 // It runs after rr_set_directory (pg.Tenant.Visible nil): the host's and the other members'
 // directory rows are visible through the app.orgs/app.agents settings it set, which the
 // statement returns (visible_*) for the request's later transactions (pg.Tenant.Visible).
@@ -411,13 +383,9 @@ func (q *Queries) ScopeBindPart(ctx context.Context, db DBTX, arg ScopeBindPartP
 const scopeRecheckMember = `-- name: ScopeRecheckMember :one
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
-  FROM project p
+  FROM membership_presence_due d
   WHERE mm.project_id = rr_project() AND mm.id = $1 AND mm.agent_id = rr_agent()
-    AND p.id = mm.project_id
-    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id
-        AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
-    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+    AND d.project_id = mm.project_id AND d.id = mm.id
   RETURNING mm.id
 )
 SELECT m.id, m.part, m.is_main, m.nickname, m.access, m.capabilities, m.parked_until,

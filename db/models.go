@@ -270,6 +270,34 @@ type Membership struct {
 	UpdatedAt    time.Time
 }
 
+type MembershipPresenceDue struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+type MembershipScope struct {
+	ID              uuid.UUID
+	ProjectID       uuid.UUID
+	AgentID         uuid.UUID
+	OrgID           uuid.UUID
+	Part            string
+	IsMain          bool
+	Nickname        *string
+	Access          string
+	Capabilities    []string
+	ParkedUntil     *time.Time
+	AgentSlug       string
+	AgentName       string
+	AgentModel      string
+	AgentKind       string
+	OrgName         string
+	ProjectName     string
+	HostOrgID       uuid.UUID
+	HostName        string
+	AgreementStatus *string
+	AgreementGrants []string
+}
+
 type MemoryEntry struct {
 	ProjectID          uuid.UUID
 	ID                 uuid.UUID

@@ -74,6 +74,11 @@ func TestDashboardKnowledge(t *testing.T) {
 	learn := func(title, body string) string {
 		return idRe.FindString(served(t, threads, architect, "learn", map[string]any{"title": title, "body": body, "kind": "fact"}))
 	}
+	// recall is what the architect's recall of query answers.
+	recall := func(t *testing.T, query string) string {
+		t.Helper()
+		return served(t, threads, architect, "recall", map[string]any{"query": query})
+	}
 
 	t.Run("the title is edited before approving and recall returns the new title", func(t *testing.T) {
 		t.Parallel()
@@ -82,7 +87,7 @@ func TestDashboardKnowledge(t *testing.T) {
 		if status != http.StatusSeeOther {
 			t.Fatalf("approve: %d", status)
 		}
-		got := served(t, threads, architect, "recall", map[string]any{"query": "purge CDN cache pricing deploy"})
+		got := recall(t, "purge CDN cache pricing deploy")
 		if !strings.Contains(got, "Purge the CDN after pricing deploys") || strings.Contains(got, "cache thing") {
 			t.Fatalf("recall after an edited approval: %s", got)
 		}
@@ -96,7 +101,7 @@ func TestDashboardKnowledge(t *testing.T) {
 		if status != http.StatusBadRequest || !strings.Contains(body, `id="title-err-`+id+`"`) || !strings.Contains(body, "at most 200") {
 			t.Fatalf("a 201-character title: %d %s", status, body)
 		}
-		if got := served(t, threads, architect, "recall", map[string]any{"query": "rotate signing key yearly"}); strings.Contains(got, "signing key") {
+		if got := recall(t, "rotate signing key yearly"); strings.Contains(got, "signing key") {
 			t.Fatalf("a refused approval made the entry trusted: %s", got)
 		}
 		if _, body := ana.get(base); !strings.Contains(body, "<h3>Rotate the signing key yearly</h3>") {
@@ -108,14 +113,14 @@ func TestDashboardKnowledge(t *testing.T) {
 		t.Parallel()
 		id := learn("Invoices close on the 25th", "Finance closes the month's invoices on the 25th.")
 		ana.wantPost(t, http.StatusSeeOther, "approve", base+"/"+id+"/approve", ana.form())
-		if got := served(t, threads, architect, "recall", map[string]any{"query": "invoices close 25th"}); !strings.Contains(got, "Invoices close") {
+		if got := recall(t, "invoices close 25th"); !strings.Contains(got, "Invoices close") {
 			t.Fatalf("not recalled after approval: %s", got)
 		}
 		for _, p := range []*person{mo, gus} {
 			p.wantPost(t, http.StatusForbidden, "demote by a member or a guest admin", base+"/"+id+"/demote", p.form())
 		}
 		ana.wantPost(t, http.StatusSeeOther, "demote", base+"/"+id+"/demote", ana.form())
-		if got := served(t, threads, architect, "recall", map[string]any{"query": "invoices close 25th"}); strings.Contains(got, "Invoices close") {
+		if got := recall(t, "invoices close 25th"); strings.Contains(got, "Invoices close") {
 			t.Fatalf("recalled after demotion: %s", got)
 		}
 		ana.wantPost(t, http.StatusConflict, "demoting a demoted entry", base+"/"+id+"/demote", ana.form())
@@ -135,18 +140,18 @@ func TestDashboardKnowledge(t *testing.T) {
 		if status, body := ana.postForm(base+"/"+id+"/expire", url.Values{"csrf": {ana.csrf()}, "expires_at": {"soon"}}); status != http.StatusBadRequest || !strings.Contains(body, "must be a date") {
 			t.Fatalf("a malformed expiry: %d %s", status, body)
 		}
-		if got := served(t, threads, architect, "recall", map[string]any{"query": "support hours phones weekdays"}); !strings.Contains(got, "Support hours") {
+		if got := recall(t, "support hours phones weekdays"); !strings.Contains(got, "Support hours") {
 			t.Fatalf("a refused expiry retired the entry: %s", got)
 		}
 		ana.wantPost(t, http.StatusSeeOther, "a later expiry", base+"/"+id+"/expire", ana.form("expires_at", "2099-01-01T09:00"))
-		if got := served(t, threads, architect, "recall", map[string]any{"query": "support hours phones weekdays"}); !strings.Contains(got, `"expiresAt":"2099-01-01T09:00:00`) {
+		if got := recall(t, "support hours phones weekdays"); !strings.Contains(got, `"expiresAt":"2099-01-01T09:00:00`) {
 			t.Fatalf("a later expiry (Acme's timezone is UTC) is not on the entry: %s", got)
 		}
 		if _, body := ana.get(base); !strings.Contains(body, "approved by person:Ana · expires 2099-01-01") {
 			t.Fatalf("a later expiry changed who approved the entry: %s", body)
 		}
 		ana.wantPost(t, http.StatusSeeOther, "expire now", base+"/"+id+"/expire", ana.form("expires_at", ""))
-		if got := served(t, threads, architect, "recall", map[string]any{"query": "support hours phones weekdays"}); strings.Contains(got, "Support hours") {
+		if got := recall(t, "support hours phones weekdays"); strings.Contains(got, "Support hours") {
 			t.Fatalf("recalled after expiry: %s", got)
 		}
 	})
@@ -158,11 +163,11 @@ func TestDashboardKnowledge(t *testing.T) {
 		var rec struct {
 			QueryID string `json:"queryId"`
 		}
-		if err := json.Unmarshal([]byte(served(t, threads, architect, "recall", map[string]any{"query": "deploy window tuesday"})), &rec); err != nil {
+		if err := json.Unmarshal([]byte(recall(t, "deploy window tuesday")), &rec); err != nil {
 			t.Fatal(err)
 		}
 		served(t, threads, architect, "recall_used", map[string]any{"queryId": rec.QueryID, "knowledgeId": id})
-		served(t, threads, architect, "recall", map[string]any{"query": "zebra husbandry regulations"})
+		recall(t, "zebra husbandry regulations")
 		status, body := ana.get(base)
 		if status != http.StatusOK || !strings.Contains(body, `<svg class="chart"`) || !strings.Contains(body, "Recall hit rate per week") ||
 			!strings.Contains(body, "zebra husbandry regulations") {

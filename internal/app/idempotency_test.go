@@ -81,6 +81,15 @@ func (c keyedCall) ok(t *testing.T) toolAnswer {
 	return a
 }
 
+// refused calls and fails the test unless the tool refuses with the threads format's
+// error code given.
+func (c keyedCall) refused(t *testing.T, code string) {
+	t.Helper()
+	if a := c.do(t); !a.isError || a.errorCode() != code {
+		t.Fatalf("want %s, got %s", code, a.text)
+	}
+}
+
 // idemFixture is a started server and the addresses of its demo agents.
 type idemFixture struct {
 	s  *server
@@ -217,10 +226,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 		key := newKey()
 		arch.with(key, "send", send).ok(t)
 		other := map[string]any{"to": []string{"backend"}, "subject": "Deploy", "body": "Another body"}
-		got := arch.with(key, "send", other).do(t)
-		if !got.isError || got.errorCode() != mcp.ReasonIdempotencyKeyReused {
-			t.Fatalf("want %s, got %s", mcp.ReasonIdempotencyKeyReused, got.text)
-		}
+		arch.with(key, "send", other).refused(t, mcp.ReasonIdempotencyKeyReused)
 		f.wantCount(t, 0, "the refused request wrote %d messages", "SELECT count(*) FROM message WHERE body = 'Another body'")
 		room := f.room("acme/backend").with(key, "post_message", map[string]any{"content": "first " + key})
 		room.ok(t)
@@ -284,10 +290,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 	t.Run("a malformed key is refused on a write and nothing is written", func(t *testing.T) {
 		t.Parallel()
 		body := "malformed " + newKey()
-		got := arch.with(strings.Repeat("x", 256), "send", map[string]any{"to": []string{"backend"}, "subject": "x", "body": body}).do(t)
-		if !got.isError || got.errorCode() != mcp.ReasonInvalidIdempotencyKey {
-			t.Fatalf("want %s, got %s", mcp.ReasonInvalidIdempotencyKey, got.text)
-		}
+		arch.with(strings.Repeat("x", 256), "send", map[string]any{"to": []string{"backend"}, "subject": "x", "body": body}).refused(t, mcp.ReasonInvalidIdempotencyKey)
 		f.wantCount(t, 0, "wrote %d messages", "SELECT count(*) FROM message WHERE body = $1", body)
 	})
 
@@ -312,10 +315,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 		t.Parallel()
 		// As after a kill -9 between the COMMIT and storing the answer.
 		key, args, first := sentThenChanged(t, "response = NULL, answered_at = NULL, created_at = created_at - interval '2 minutes'")
-		got := arch.with(key, "send", args).do(t)
-		if !got.isError || got.errorCode() != mcp.ReasonIdempotencyAnswerLost {
-			t.Fatalf("want %s, got %s", mcp.ReasonIdempotencyAnswerLost, got.text)
-		}
+		arch.with(key, "send", args).refused(t, mcp.ReasonIdempotencyAnswerLost)
 		f.wantCount(t, 1, "%d messages", "SELECT count(*) FROM message WHERE thread_id = $1", uuid.MustParse(first.field(t, "threadId")))
 		f.wantCount(t, 1, "the lost-answer retry wrote again (%d threads)", "SELECT count(*) FROM thread WHERE subject = $1", args["subject"])
 	})
@@ -323,10 +323,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 	t.Run("a key whose write just committed is in progress", func(t *testing.T) {
 		t.Parallel()
 		key, args, _ := sentThenChanged(t, "response = NULL, answered_at = NULL")
-		got := arch.with(key, "send", args).do(t)
-		if !got.isError || got.errorCode() != mcp.ReasonIdempotencyInProgress {
-			t.Fatalf("want %s, got %s", mcp.ReasonIdempotencyInProgress, got.text)
-		}
+		arch.with(key, "send", args).refused(t, mcp.ReasonIdempotencyInProgress)
 	})
 }
 

@@ -25,6 +25,25 @@ func convIDs(r desk.SearchResult) []string {
 	return ids(r.Conversations, func(c desk.ConversationSummary) string { return c.ID })
 }
 
+// pages reads a paged tool from the first page ("" cursor) until a page has no next
+// cursor, and returns what read names on each page.
+func pages(t *testing.T, read func(cursor string) (names []string, next *string, err error)) [][]string {
+	t.Helper()
+	var out [][]string
+	cursor := ""
+	for {
+		names, next, err := read(cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, names)
+		if next == nil {
+			return out
+		}
+		cursor = *next
+	}
+}
+
 func TestSearchConversations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -71,21 +90,12 @@ func TestSearchConversations(t *testing.T) {
 		}
 	})
 	t.Run("sorted by updated_at descending and paged with cursors", func(t *testing.T) {
-		var all []string
-		in := desk.SearchInput{Query: "import", Limit: 1}
-		for page := 0; ; page++ {
-			r, err := fx.svc.SearchConversations(ctx, ana, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all = append(all, convIDs(r)...)
-			if r.NextCursor == nil {
-				break
-			}
-			in.Cursor = *r.NextCursor
-		}
-		if want := []string{fx.conv["refund"], fx.conv["invoice"], fx.conv["csv"]}; !slices.Equal(all, want) {
-			t.Fatalf("got %v want %v", all, want)
+		got := pages(t, func(cursor string) ([]string, *string, error) {
+			r, err := fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: "import", Limit: 1, Cursor: cursor})
+			return convIDs(r), r.NextCursor, err
+		})
+		if want := [][]string{{fx.conv["refund"]}, {fx.conv["invoice"]}, {fx.conv["csv"]}}; !slices.EqualFunc(got, want, slices.Equal) {
+			t.Fatalf("got %v want %v", got, want)
 		}
 	})
 	t.Run("a restricted inbox is visible to its members, owners and admins only", func(t *testing.T) {
@@ -164,20 +174,11 @@ func TestGetConversation(t *testing.T) {
 		}
 	})
 	t.Run("pages follow each other with the cursor", func(t *testing.T) {
-		in := desk.GetConversationInput{ConversationID: fx.conv["csv"], IncludePrivateNotes: true, Limit: 2}
-		var got []string
-		for {
-			r, err := fx.svc.GetConversation(ctx, ana, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, ids(r.Messages, func(m desk.Message) string { return m.Type })...)
-			if r.NextCursor == nil {
-				break
-			}
-			in.Cursor = *r.NextCursor
-		}
-		if !slices.Equal(got, []string{"customer", "automated", "note", "reply", "customer"}) {
+		got := pages(t, func(cursor string) ([]string, *string, error) {
+			r, err := fx.svc.GetConversation(ctx, ana, desk.GetConversationInput{ConversationID: fx.conv["csv"], IncludePrivateNotes: true, Limit: 2, Cursor: cursor})
+			return ids(r.Messages, func(m desk.Message) string { return m.Type }), r.NextCursor, err
+		})
+		if want := [][]string{{"customer", "automated"}, {"note", "reply"}, {"customer"}}; !slices.EqualFunc(got, want, slices.Equal) {
 			t.Fatalf("got %v", got)
 		}
 	})
@@ -225,14 +226,12 @@ func TestListInboxes(t *testing.T) {
 		}
 	})
 	t.Run("paged by one", func(t *testing.T) {
-		sc := fx.scope("acme", "ana@acme.test")
-		r, err := fx.svc.ListInboxes(ctx, sc, desk.PageInput{Limit: 1})
-		if err != nil || len(r.Inboxes) != 1 || r.Inboxes[0].Name != "Billing" || r.NextCursor == nil {
-			t.Fatalf("%+v %v", r, err)
-		}
-		r, err = fx.svc.ListInboxes(ctx, sc, desk.PageInput{Limit: 1, Cursor: *r.NextCursor})
-		if err != nil || len(r.Inboxes) != 1 || r.Inboxes[0].Name != "Support" || r.NextCursor != nil {
-			t.Fatalf("%+v %v", r, err)
+		got := pages(t, func(cursor string) ([]string, *string, error) {
+			r, err := fx.svc.ListInboxes(ctx, fx.scope("acme", "ana@acme.test"), desk.PageInput{Limit: 1, Cursor: cursor})
+			return ids(r.Inboxes, func(i desk.Inbox) string { return i.Name }), r.NextCursor, err
+		})
+		if want := [][]string{{"Billing"}, {"Support"}}; !slices.EqualFunc(got, want, slices.Equal) {
+			t.Fatalf("got %v", got)
 		}
 	})
 }
@@ -263,13 +262,12 @@ func TestFindSavedReplies(t *testing.T) {
 		}
 	})
 	t.Run("paged", func(t *testing.T) {
-		r, err := fx.svc.FindSavedReplies(ctx, sc, desk.FindSavedRepliesInput{Query: "import", Limit: 1})
-		if err != nil || r.NextCursor == nil {
-			t.Fatalf("%+v %v", r, err)
-		}
-		r, err = fx.svc.FindSavedReplies(ctx, sc, desk.FindSavedRepliesInput{Query: "import", Limit: 1, Cursor: *r.NextCursor})
-		if err != nil || len(r.SavedReplies) != 1 || r.SavedReplies[0].Title != "Refund policy" || r.NextCursor != nil {
-			t.Fatalf("%+v %v", r, err)
+		got := pages(t, func(cursor string) ([]string, *string, error) {
+			r, err := fx.svc.FindSavedReplies(ctx, sc, desk.FindSavedRepliesInput{Query: "import", Limit: 1, Cursor: cursor})
+			return ids(r.SavedReplies, func(s desk.SavedReply) string { return s.Title }), r.NextCursor, err
+		})
+		if want := [][]string{{"CSV import requirements"}, {"Refund policy"}}; !slices.EqualFunc(got, want, slices.Equal) {
+			t.Fatalf("got %v", got)
 		}
 	})
 }

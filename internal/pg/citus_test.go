@@ -390,57 +390,10 @@ func definerFunctions(t *testing.T, ctx context.Context, conn *pgx.Conn) []defin
 	return out
 }
 
-// nestedPlans runs call in a transaction whose tenant settings all hold the probe id
-// (set as the service sets them on Citus), rolled back, with auto_explain reporting the
-// plan of every statement it runs, nested ones included, to this client.
-func nestedPlans(t *testing.T, ctx context.Context, u, call string) []string {
-	t.Helper()
-	cfg, err := pgx.ParseConfig(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plans []string
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		if strings.Contains(n.Message, "Query Text:") {
-			plans = append(plans, n.Message)
-		}
-	}
-	c, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	setup := []string{
-		"LOAD 'auto_explain'",
-		"BEGIN",
-		"SET LOCAL citus.propagate_set_commands = 'local'",
-		"SET LOCAL app.org_id = '" + probeID + "'",
-		"SET LOCAL app.project_id = '" + probeID + "'",
-		"SET LOCAL app.agent_id = '" + probeID + "'",
-		"SET LOCAL auto_explain.log_min_duration = 0",
-		"SET LOCAL auto_explain.log_nested_statements = on",
-		"SET LOCAL client_min_messages = log",
-	}
-	for _, s := range setup {
-		if _, err := c.Exec(ctx, s, pgx.QueryExecModeSimpleProtocol); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	defer func() { _, _ = c.Exec(ctx, "ROLLBACK") }()
-	if _, err := c.Exec(ctx, call, pgx.QueryExecModeSimpleProtocol); err != nil {
-		t.Fatalf("%s: %v", call, err)
-	}
-	if len(plans) == 0 {
-		t.Fatalf("%s: auto_explain reported no plan", call)
-	}
-	return plans
-}
-
-// routerPlannerMessages runs call as nestedPlans does, with the Citus planner's DEBUG2
-// messages reported to this client instead of auto_explain, and fails when a statement
-// the call runs was planned across shards ("Router planner cannot handle multi-shard …",
-// a repartition join) or when no statement was planned as a router query at all.
-func routerPlannerMessages(t *testing.T, ctx context.Context, u, call string) {
+// probeNotices runs call in a transaction whose tenant settings all hold the probe id
+// (set as the service sets them on Citus), after the statements of settings, rolled back,
+// and returns the messages of the notices keep picks.
+func probeNotices(t *testing.T, ctx context.Context, u, call string, keep func(*pgconn.Notice) bool, settings ...string) []string {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(u)
 	if err != nil {
@@ -448,7 +401,7 @@ func routerPlannerMessages(t *testing.T, ctx context.Context, u, call string) {
 	}
 	var messages []string
 	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		if n.Severity == "DEBUG" {
+		if keep(n) {
 			messages = append(messages, n.Message)
 		}
 	}
@@ -457,14 +410,13 @@ func routerPlannerMessages(t *testing.T, ctx context.Context, u, call string) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	setup := []string{
+	setup := append([]string{
 		"BEGIN",
 		"SET LOCAL citus.propagate_set_commands = 'local'",
 		"SET LOCAL app.org_id = '" + probeID + "'",
 		"SET LOCAL app.project_id = '" + probeID + "'",
 		"SET LOCAL app.agent_id = '" + probeID + "'",
-		"SET LOCAL client_min_messages = debug2",
-	}
+	}, settings...)
 	for _, s := range setup {
 		if _, err := c.Exec(ctx, s, pgx.QueryExecModeSimpleProtocol); err != nil {
 			t.Fatalf("%s: %v", s, err)
@@ -474,6 +426,32 @@ func routerPlannerMessages(t *testing.T, ctx context.Context, u, call string) {
 	if _, err := c.Exec(ctx, call, pgx.QueryExecModeSimpleProtocol); err != nil {
 		t.Fatalf("%s: %v", call, err)
 	}
+	return messages
+}
+
+// nestedPlans runs call as probeNotices does, with auto_explain reporting the plan of
+// every statement it runs, nested ones included, to this client.
+func nestedPlans(t *testing.T, ctx context.Context, u, call string) []string {
+	t.Helper()
+	plans := probeNotices(t, ctx, u, call, func(n *pgconn.Notice) bool { return strings.Contains(n.Message, "Query Text:") },
+		"LOAD 'auto_explain'",
+		"SET LOCAL auto_explain.log_min_duration = 0",
+		"SET LOCAL auto_explain.log_nested_statements = on",
+		"SET LOCAL client_min_messages = log")
+	if len(plans) == 0 {
+		t.Fatalf("%s: auto_explain reported no plan", call)
+	}
+	return plans
+}
+
+// routerPlannerMessages runs call as probeNotices does, with the Citus planner's DEBUG2
+// messages reported to this client, and fails when a statement the call runs was planned
+// across shards ("Router planner cannot handle multi-shard …", a repartition join) or when
+// no statement was planned as a router query at all.
+func routerPlannerMessages(t *testing.T, ctx context.Context, u, call string) {
+	t.Helper()
+	messages := probeNotices(t, ctx, u, call, func(n *pgconn.Notice) bool { return n.Severity == "DEBUG" },
+		"SET LOCAL client_min_messages = debug2")
 	routed := false
 	for _, m := range messages {
 		switch {

@@ -61,11 +61,8 @@ SELECT 1 FROM (
 -- verified (no row otherwise); its names and directory lists come from the cache.
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
-  FROM project p
-  WHERE mm.agent_id = rr_agent() AND p.id = mm.project_id
-    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
-    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+  FROM membership_presence_due d
+  WHERE mm.agent_id = rr_agent() AND d.project_id = mm.project_id AND d.id = mm.id
   RETURNING mm.id
 )
 SELECT a.id FROM agent a WHERE a.org_id = rr_org() AND a.id = rr_agent();
@@ -85,11 +82,8 @@ WHERE a.org_id = $1 AND a.id = $2;
 -- the tenant's, which only a verified key sets (no row otherwise).
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
-  FROM project p
-  WHERE mm.agent_id = rr_agent() AND p.id = mm.project_id
-    AND (mm.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
-      WHERE ag.project_id = mm.project_id AND ag.guest_org_id = mm.org_id AND ag.status = 'active'))
-    AND (mm.last_seen_at IS NULL OR mm.last_seen_at < now() - interval '1 second')
+  FROM membership_presence_due d
+  WHERE mm.agent_id = rr_agent() AND d.project_id = mm.project_id AND d.id = mm.id
   RETURNING mm.id
 )
 SELECT a.org_id, a.id, a.slug, a.name, a.model, a.kind, o.name AS org_name,
