@@ -177,6 +177,9 @@ WITH head_page AS MATERIALIZED (
 ), cand AS MATERIALIZED (
   SELECT s.id::bigint AS id FROM (SELECT rr_desk_search_candidates($5::text, $6::text,
     $7::bigint, $8::timestamptz, $9::bigint, $10::int) AS id) s
+  WHERE $11::bigint[] IS NULL AND NOT (SELECT w.done FROM walked w)
+  UNION ALL
+  SELECT u.id FROM unnest($11::bigint[]) u(id)
   WHERE NOT (SELECT w.done FROM walked w)
 ), few AS MATERIALIZED (
   SELECT count(*) <= $10::int AS few FROM cand
@@ -231,6 +234,7 @@ type DeskConversationSearchParams struct {
 	AfterUpdated *time.Time
 	AfterID      int64
 	Cap          int32
+	Candidates   []int64
 }
 
 type DeskConversationSearchRow struct {
@@ -263,6 +267,10 @@ type DeskConversationSearchRow struct {
 //     walk by updated_at goes on until it has a page; desk_matches keeps the planner on
 //     that walk (a plain @@ is estimated so rare that it would sort every match instead).
 //
+// On Citus the caller passes the candidates, read first by DeskSearchCandidates: this
+// statement is a router query, sent whole to the workspace's shard, where the function's
+// own query on desk_conversation would be a distributed query run from a shard, which
+// Citus refuses. NULL (plain PostgreSQL) calls the function here, in the one round trip.
 // Every desk_inbox_member subquery names the organisation by value (as DeskInboxList):
 // correlated through i.org_id, Citus refused the statement for a member who does not see
 // every inbox ("correlated subqueries are not supported when the FROM clause contains a
@@ -279,6 +287,7 @@ func (q *Queries) DeskConversationSearch(ctx context.Context, db DBTX, arg DeskC
 		arg.AfterUpdated,
 		arg.AfterID,
 		arg.Cap,
+		arg.Candidates,
 	)
 	if err != nil {
 		return nil, err
@@ -1259,6 +1268,50 @@ func (q *Queries) DeskSavedReplyUpsert(ctx context.Context, db DBTX, arg DeskSav
 	var id int64
 	err := row.Scan(&id)
 	return id, err
+}
+
+const deskSearchCandidates = `-- name: DeskSearchCandidates :many
+SELECT c.id::bigint AS id
+FROM rr_desk_search_candidates($1::text, $2::text, $3::bigint,
+  $4::timestamptz, $5::bigint, $6::int) c
+`
+
+type DeskSearchCandidatesParams struct {
+	Query        string
+	Status       *string
+	InboxID      *int64
+	AfterUpdated *time.Time
+	AfterID      int64
+	Cap          int32
+}
+
+// DeskConversationSearch's full-text candidates as a statement of its own (Citus): the
+// coordinator runs the function, whose query it routes to the workspace's shard group.
+func (q *Queries) DeskSearchCandidates(ctx context.Context, db DBTX, arg DeskSearchCandidatesParams) ([]int64, error) {
+	rows, err := db.Query(ctx, deskSearchCandidates,
+		arg.Query,
+		arg.Status,
+		arg.InboxID,
+		arg.AfterUpdated,
+		arg.AfterID,
+		arg.Cap,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const deskTokenInsert = `-- name: DeskTokenInsert :exec

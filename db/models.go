@@ -91,6 +91,12 @@ type AuthThrottle struct {
 	Failures    int32
 }
 
+type AuthVerified struct {
+	Subject        string
+	CredentialHash []byte
+	VerifiedUntil  time.Time
+}
+
 type CiToken struct {
 	ProjectID  uuid.UUID
 	ID         uuid.UUID

@@ -112,3 +112,69 @@ func (q *Queries) AuthThrottleRecordFailures(ctx context.Context, db DBTX, arg A
 	}
 	return items, nil
 }
+
+const authVerifiedList = `-- name: AuthVerifiedList :many
+SELECT subject, credential_hash,
+  extract(epoch FROM verified_until - now())::float8 AS seconds_left
+FROM auth_verified
+WHERE subject = ANY ($1::text[]) AND verified_until > now()
+`
+
+type AuthVerifiedListRow struct {
+	Subject        string
+	CredentialHash []byte
+	SecondsLeft    float64
+}
+
+// The credentials of the blocked key ids verified by any replica and still live, read when
+// a replica learns the blocks: their holders pass the blocks here too.
+func (q *Queries) AuthVerifiedList(ctx context.Context, db DBTX, subjects []string) ([]AuthVerifiedListRow, error) {
+	rows, err := db.Query(ctx, authVerifiedList, subjects)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AuthVerifiedListRow{}
+	for rows.Next() {
+		var i AuthVerifiedListRow
+		if err := rows.Scan(&i.Subject, &i.CredentialHash, &i.SecondsLeft); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const authVerifiedPrune = `-- name: AuthVerifiedPrune :execrows
+DELETE FROM auth_verified WHERE verified_until < now()
+`
+
+func (q *Queries) AuthVerifiedPrune(ctx context.Context, db DBTX) (int64, error) {
+	result, err := db.Exec(ctx, authVerifiedPrune)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const authVerifiedRecord = `-- name: AuthVerifiedRecord :exec
+INSERT INTO auth_verified AS v (subject, credential_hash, verified_until)
+VALUES ($1::text, $2::bytea, now() + make_interval(secs => $3::float8))
+ON CONFLICT (subject, credential_hash) DO UPDATE SET verified_until = excluded.verified_until
+`
+
+type AuthVerifiedRecordParams struct {
+	Subject        string
+	CredentialHash []byte
+	Seconds        float64
+}
+
+// Records an agent key the database has just accepted, for every replica, until
+// verified_until (sqlc.arg(seconds) from now); run under app.lookup naming its subject.
+func (q *Queries) AuthVerifiedRecord(ctx context.Context, db DBTX, arg AuthVerifiedRecordParams) error {
+	_, err := db.Exec(ctx, authVerifiedRecord, arg.Subject, arg.CredentialHash, arg.Seconds)
+	return err
+}

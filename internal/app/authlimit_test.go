@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -188,6 +189,44 @@ func TestFailedAuthenticationIsLimited(t *testing.T) {
 		}
 		if st := from("203.0.113.2", real); st != http.StatusOK {
 			t.Fatalf("the key's holder under its key id's block: status %d, want 200", st)
+		}
+	})
+
+	t.Run("a key's holder passes its key id's block on a replica it has not called", func(t *testing.T) {
+		t.Parallel()
+		l := throttle.Limits{Window: time.Minute, PerAddress: 100, PerKey: 3}
+		s := limitedServer(t, l, "127.0.0.1")
+		// A second replica on the same database, called directly: the holder never calls
+		// it before its key id is blocked.
+		cfg := testConfig(t, s.dbURL)
+		cfg.AuthFailures, cfg.TrustedProxies = l, []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+		base, stop := startOne(t, cfg, s.logs)
+		t.Cleanup(func() {
+			if err := stop(); err != nil {
+				t.Errorf("stop the second replica: %v", err)
+			}
+		})
+		other := &server{dbURL: s.dbURL, base: base, logs: s.logs, res: s.res, stop: stop}
+		real := s.key("acme/architect")
+		id := real[len(auth.AgentKeyPrefix) : len(auth.AgentKeyPrefix)+8]
+		from := func(via *server, addr string, key string) int {
+			st, _, _ := callWith(t, http.DefaultClient, via.threadsURL("escalations", "architect"),
+				http.Header{"X-Agent-Key": {key}, "X-Forwarded-For": {addr}})
+			return st
+		}
+		if st := from(s, "203.0.113.1", real); st != http.StatusOK {
+			t.Fatalf("holder through the first replica: status %d", st)
+		}
+		for i := 0; i < 3; i++ {
+			if st := from(s, "198.51.100."+strconv.Itoa(i+1), wrongKey(t, id)); st != http.StatusUnauthorized {
+				t.Fatalf("guess %d: status %d, want 401", i+1, st)
+			}
+		}
+		if st := from(other, "198.51.100.9", wrongKey(t, id)); st != http.StatusTooManyRequests {
+			t.Fatalf("guess past the key's limit through the second replica: status %d, want 429", st)
+		}
+		if st := from(other, "203.0.113.2", real); st != http.StatusOK {
+			t.Fatalf("the key's holder through the second replica, under its key id's block: status %d, want 200", st)
 		}
 	})
 

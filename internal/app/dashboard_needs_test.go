@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/wake"
 )
 
 // needsFile: Acme hosts Escalations; Globex is an active guest whose agent sends tasks;
@@ -143,7 +144,17 @@ func TestDashboardNeedsYou(t *testing.T) {
 	})
 	t.Run("the guest's admin sends it again: pending, audited, off Needs you; a second retry is a conflict", func(t *testing.T) {
 		// The flagged thread's wake of the qa-lead is still pending: while it is, the
-		// part has a wake waiting and the dead one cannot be sent again.
+		// part has a wake waiting and the dead one cannot be sent again. The send queued
+		// a wake event; the sweep folds it into the pending wake, every 30 s and on start.
+		// Folded here as the sweep does: waiting for the sweep made this step depend on
+		// its timing (on a Citus coordinator the first send took 5 s, the on-start tick
+		// ran before it, and the next came after this step: no wake was pending yet).
+		if _, err := wake.New(wake.Deps{DB: d}).Coalesce(context.Background(), time.Now(), false); err != nil {
+			t.Fatal(err)
+		}
+		if n := sqlCount(t, d, `SELECT count(*) FROM wake WHERE project_id = $1 AND part = 'qa-lead' AND status = 'pending'`, room); n != 1 {
+			t.Fatalf("%d pending wakes of the qa-lead after the fold, want 1", n)
+		}
 		if status, body := gus.postForm(wakePage+"/retry", url.Values{"csrf": {gus.csrf()}}); status != http.StatusConflict || !strings.Contains(body, "already has a wake waiting") {
 			t.Fatalf("a retry while another wake waits: %d %s", status, body)
 		}

@@ -62,7 +62,7 @@ func (a *App) limited(credential func(*http.Request) string, authenticate func(c
 	return func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
 		at := throttle.Attempt{Address: a.clientAddress(r), Credential: credential(r)}
 		if k, err := auth.Parse(auth.AgentKeyPrefix, at.Credential); err == nil {
-			at.KeyID = k.ID
+			at.KeyID, at.Random = k.ID, true
 		}
 		if err := a.throttle.Admit(ctx, at); err != nil {
 			return tenancy.Scope{}, err
@@ -70,7 +70,7 @@ func (a *App) limited(credential func(*http.Request) string, authenticate func(c
 		s, err := authenticate(ctx, r)
 		switch {
 		case err == nil:
-			a.throttle.Verified(at)
+			a.throttle.Verified(ctx, at)
 		case at.Credential == "":
 			// nothing presented, nothing guessed
 		case apperr.CodeOf(err) == apperr.Unauthenticated:
@@ -91,7 +91,7 @@ func (a *App) limitedRoute(credential func(*http.Request) string, next echo.Hand
 		r := c.Request()
 		at := throttle.Attempt{Address: a.clientAddress(r), Credential: credential(r)}
 		if k, err := auth.Parse(auth.AgentKeyPrefix, at.Credential); err == nil {
-			at.KeyID = k.ID
+			at.KeyID, at.Random = k.ID, true
 		}
 		if err := a.throttle.Admit(r.Context(), at); err != nil {
 			httpapi.Errors{Log: a.log}.Write(c.Response(), r, err)
@@ -104,7 +104,7 @@ func (a *App) limitedRoute(credential func(*http.Request) string, next echo.Hand
 		case status == http.StatusUnauthorized:
 			a.throttle.Refused(r.Context(), at)
 		case status < http.StatusBadRequest:
-			a.throttle.Verified(at)
+			a.throttle.Verified(r.Context(), at)
 		case r.Context().Err() != nil:
 			a.throttle.Abandoned(r.Context(), at)
 		}

@@ -151,11 +151,7 @@ func startServerOpts(t testing.TB, o serverOptions) *server {
 		o.file = demo
 	}
 	u, res := seedFile(t, o.file, o.before)
-	cfg := config.Config{
-		DatabaseURL: u, Addr: "127.0.0.1:0", LogLevel: "info",
-		ShutdownTimeout: 10 * time.Second, StatementTimeout: testStatementTimeout(t),
-		MaxConns: 8, MaxBodyBytes: 4 << 20,
-	}
+	cfg := testConfig(t, u)
 	if o.tune != nil {
 		o.tune(&cfg)
 	}
@@ -172,6 +168,16 @@ func startServerOpts(t testing.TB, o serverOptions) *server {
 		}
 	})
 	return s
+}
+
+// testConfig is a test server's configuration on the database at u.
+func testConfig(t testing.TB, u string) config.Config {
+	t.Helper()
+	return config.Config{
+		DatabaseURL: u, Addr: "127.0.0.1:0", LogLevel: "info",
+		ShutdownTimeout: 10 * time.Second, StatementTimeout: testStatementTimeout(t),
+		MaxConns: 8, MaxBodyBytes: 4 << 20,
+	}
 }
 
 // serverStartBound only ends a test whose server never starts: at a load average of 30 a

@@ -184,14 +184,30 @@ func (s *Service) SearchConversations(ctx context.Context, sc tenancy.Scope, in 
 	var out SearchResult
 	out.Conversations, out.NextCursor, err = readPage(ctx, pgr, "desk: search conversations",
 		func(tx *pg.Tx) error {
-			if in.InboxID == "" {
+			if in.InboxID != "" {
+				id, err := s.visibleInbox(ctx, tx, c, in.InboxID)
+				if err != nil {
+					return err
+				}
+				p.InboxID = &id
+			}
+			if !s.db.Citus() {
 				return nil
 			}
-			id, err := s.visibleInbox(ctx, tx, c, in.InboxID)
+			// On Citus the search is sent whole to the workspace's shard, where the
+			// candidates function could not query the distributed table: the coordinator
+			// reads them first (one more round trip, and the full-text index read even
+			// when the first rows hold the page). Plain PostgreSQL reads them inside the
+			// search, only when needed.
+			ids, err := s.q.DeskSearchCandidates(ctx, tx, db.DeskSearchCandidatesParams{Query: p.Query, Status: p.Status,
+				InboxID: p.InboxID, AfterUpdated: p.AfterUpdated, AfterID: p.AfterID, Cap: p.Cap})
 			if err != nil {
-				return err
+				return fmt.Errorf("search candidates: %w", err)
 			}
-			p.InboxID = &id
+			p.Candidates = ids
+			if p.Candidates == nil {
+				p.Candidates = []int64{} // none found, which is not "not read" (NULL)
+			}
 			return nil
 		},
 		func(tx *pg.Tx) ([]db.DeskConversationSearchRow, error) { return s.q.DeskConversationSearch(ctx, tx, p) },

@@ -23,12 +23,14 @@ var globalTables = []string{"schema_migrations"}
 // serviceTables belong to no tenant but to the service's own defences, and are held to
 // every RLS rule (enabled, forced, a policy for the request role) without a tenant column.
 // auth_throttle counts refused credentials, which by definition name no tenant; its
-// policy shows the request role only the subjects it names (docs/auth-limits.md).
+// policy shows the request role only the subjects it names (docs/auth-limits.md);
+// auth_verified, the agent keys a replica accepted, shared with the others so that a
+// key's holder passes its key id's block everywhere, is keyed and shown the same way.
 // web_session, oauth_client and oauth_auth_request exist before any tenant is known (a
 // person spans organisations; a client registers and asks for authorization before anyone
 // signs in); their policies show the request role only the rows whose public id it names
 // (docs/auth.md). TestSignInTablesShowOnlyNamedRows checks that.
-var serviceTables = []string{"auth_throttle", "web_session", "oauth_client", "oauth_auth_request"}
+var serviceTables = []string{"auth_throttle", "auth_verified", "web_session", "oauth_client", "oauth_auth_request"}
 
 // TestCatalogTenancyRules reads the catalog and fails on a table that breaks the rules of
 // docs/architecture.md (Database work): tenant column first in the primary key and in every unique index,

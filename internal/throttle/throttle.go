@@ -7,6 +7,12 @@
 // ends, so a blocked caller is refused without any database work; memory only ever
 // refuses, it never admits what the shared count would refuse (a credential verified here
 // recently is not a guess, and skips the read). A known credential costs a map lookup.
+//
+// The credentials verified recently are shared too, for agent keys: a replica records
+// the hash of a key it accepted (auth_verified), and a replica that learns a key id's
+// block from the shared counts reads that key id's verified credentials in the same
+// transaction, so the key's holder passes the block on every replica, not only on those
+// it happened to call before. A password's pass is never shared (see Attempt.Random).
 package throttle
 
 import (
@@ -80,7 +86,16 @@ type Attempt struct {
 	// Always: every attempt is counted, not only refused credentials (a rate, such as
 	// client registrations), so Admit reads the shared count even with no credential.
 	Always bool
+	// Random: Credential is one of relayroom's random secrets (an agent key, 190 random
+	// bits), whose SHA-256 may be stored (its own table stores the same): once verified,
+	// it is shared with every replica. Never set for a password, whose fast hash could be
+	// guessed offline: a sign-in's pass stays the replica's that checked it.
+	Random bool
 }
+
+// pass is how long a verified credential passes its key id's block here (until), and how
+// long every replica knows it from auth_verified (shared; zero when never recorded).
+type pass struct{ until, shared time.Time }
 
 // Throttle is safe for concurrent use. Build it with New.
 type Throttle struct {
@@ -91,10 +106,10 @@ type Throttle struct {
 	now    func() time.Time
 
 	mu        sync.Mutex
-	blocked   map[string]time.Time   // subject → blocked until (this process's clock)
-	verified  map[[32]byte]time.Time // credential hash → accepted until
-	sweepAt   int                    // sweep expired blocks when blocked grows past this
-	warnAfter time.Time              // recording failures are logged once per window
+	blocked   map[string]time.Time // subject → blocked until (this process's clock)
+	verified  map[[32]byte]pass    // credential hash → its pass through a key id's block
+	sweepAt   int                  // sweep expired blocks when blocked grows past this
+	warnAfter time.Time            // recording failures are logged once per window
 }
 
 // New returns a throttle counting in d. now may be nil (time.Now).
@@ -107,7 +122,7 @@ func New(d *pg.DB, l Limits, log *slog.Logger, now func() time.Time) *Throttle {
 	}
 	return &Throttle{
 		db: d, q: db.New(), limits: l, log: log, now: now,
-		blocked: map[string]time.Time{}, verified: map[[32]byte]time.Time{}, sweepAt: 1024,
+		blocked: map[string]time.Time{}, verified: map[[32]byte]pass{}, sweepAt: 1024,
 	}
 }
 
@@ -156,22 +171,46 @@ func (t *Throttle) checkShared(ctx context.Context, at Attempt) error {
 	if len(subjects) == 0 {
 		return nil
 	}
-	var rows []db.AuthThrottleFailuresRow
+	var counts []count
+	var passes []db.AuthVerifiedListRow
 	err := t.db.InTenant(ctx, pg.Tenant{Lookup: strings.Join(subjects, ",")}, func(tx *pg.Tx) error {
-		var err error
-		rows, err = t.q.AuthThrottleFailures(ctx, tx, db.AuthThrottleFailuresParams{Subjects: subjects, WindowSeconds: t.limits.Window.Seconds()})
+		rows, err := t.q.AuthThrottleFailures(ctx, tx, db.AuthThrottleFailuresParams{Subjects: subjects, WindowSeconds: t.limits.Window.Seconds()})
+		if err != nil {
+			return err
+		}
+		counts = make([]count, len(rows))
+		for i, r := range rows {
+			counts[i] = count{r.Subject, r.Failures, r.SecondsLeft}
+		}
+		passes, err = t.passes(ctx, tx, counts)
 		return err
 	})
 	if err != nil {
 		t.warn(ctx, fmt.Errorf("throttle: read the shared counts: %w", err))
 		return nil
 	}
-	counts := make([]count, len(rows))
-	for i, r := range rows {
-		counts[i] = count{r.Subject, r.Failures, r.SecondsLeft}
-	}
-	t.learn(counts)
+	t.learn(counts, passes)
 	return t.check(at)
+}
+
+// passes reads, in the transaction that read or wrote counts, the credentials any replica
+// verified for the key ids counts block: only when a key id is blocked, so an attempt
+// under the limits pays nothing for it.
+func (t *Throttle) passes(ctx context.Context, tx *pg.Tx, counts []count) ([]db.AuthVerifiedListRow, error) {
+	var keys []string
+	for _, c := range counts {
+		if strings.HasPrefix(c.subject, keySubject) && t.over(c) {
+			keys = append(keys, c.subject)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	rows, err := t.q.AuthVerifiedList(ctx, tx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("read the verified credentials: %w", err)
+	}
+	return rows, nil
 }
 
 // count is one subject's failures in its live window, as stored.
@@ -181,22 +220,39 @@ type count struct {
 	secondsLeft float64
 }
 
-// learn remembers the block of every subject whose count has reached its limit.
-func (t *Throttle) learn(counts []count) {
+// over reports whether c has reached its subject's limit in a live window.
+func (t *Throttle) over(c count) bool {
+	limit := t.limits.PerKey
+	if strings.HasPrefix(c.subject, addressSubject) {
+		limit = t.limits.PerAddress
+	}
+	return int(c.failures) >= limit && c.secondsLeft > 0
+}
+
+// learn remembers the block of every subject whose count has reached its limit, and the
+// credentials other replicas verified for those key ids (passes), as if verified here.
+func (t *Throttle) learn(counts []count, passes []db.AuthVerifiedListRow) {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, c := range counts {
-		limit := t.limits.PerKey
-		if strings.HasPrefix(c.subject, addressSubject) {
-			limit = t.limits.PerAddress
+		if t.over(c) {
+			t.blockLocked(c.subject, now.Add(seconds(c.secondsLeft)))
 		}
-		if int(c.failures) < limit || c.secondsLeft <= 0 {
+	}
+	for _, p := range passes {
+		var h [32]byte
+		if len(p.CredentialHash) != len(h) || p.SecondsLeft <= 0 {
 			continue
 		}
-		t.blockLocked(c.subject, now.Add(time.Duration(c.secondsLeft*float64(time.Second))))
+		copy(h[:], p.CredentialHash)
+		if until := now.Add(seconds(p.SecondsLeft)); until.After(t.verified[h].until) {
+			t.rememberLocked(h, pass{until: until, shared: until})
+		}
 	}
 }
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // subjects are the counted subjects of at, sorted (the order the record locks them in).
 func (t *Throttle) subjects(at Attempt) []string {
@@ -233,7 +289,7 @@ func (t *Throttle) check(at Attempt) error {
 
 func (t *Throttle) verifiedLocked(at Attempt, now time.Time) bool {
 	v, seen := t.verified[hash(at.Credential)]
-	return seen && now.Before(v)
+	return seen && now.Before(v.until)
 }
 
 func (t *Throttle) blockedLocked(subject string, now time.Time) (time.Time, bool) {
@@ -260,18 +316,49 @@ func refusal(msg string, left time.Duration) error {
 
 // Verified remembers a credential the database has just accepted, so that for a while (see
 // verifiedFor) it passes its key id's block on this replica and costs no read of the
-// shared counts.
-func (t *Throttle) Verified(at Attempt) {
+// shared counts. An agent key (Attempt.Random, with its key id) is also recorded for every
+// replica (auth_verified), when this replica had not recorded it in the last half of
+// verifiedFor: a key in use costs one write per replica every five minutes, not one per
+// call. A failure to record is logged, at most once per window: the pass stays this
+// replica's, as before.
+func (t *Throttle) Verified(ctx context.Context, at Attempt) {
 	if at.Credential == "" {
 		return
 	}
-	h, until := hash(at.Credential), t.now().Add(verifiedFor)
+	h, now := hash(at.Credential), t.now()
+	t.mu.Lock()
+	p := t.verified[h]
+	share := at.Random && at.KeyID != "" && t.limits.PerKey > 0 && p.shared.Sub(now) < verifiedFor/2
+	p.until = now.Add(verifiedFor)
+	t.rememberLocked(h, p)
+	t.mu.Unlock()
+	if !share {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	subject := keySubject + at.KeyID
+	err := t.db.InTenant(ctx, pg.Tenant{Lookup: subject}, func(tx *pg.Tx) error {
+		return t.q.AuthVerifiedRecord(ctx, tx, db.AuthVerifiedRecordParams{Subject: subject, CredentialHash: h[:], Seconds: verifiedFor.Seconds()})
+	})
+	if err != nil {
+		t.warn(ctx, fmt.Errorf("throttle: record a verified credential: %w", err))
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if v, ok := t.verified[h]; ok && v.shared.Before(p.until) {
+		v.shared = p.until
+		t.verified[h] = v
+	}
+}
+
+// rememberLocked keeps h's pass p, within maxVerified credentials.
+func (t *Throttle) rememberLocked(h [32]byte, p pass) {
 	if _, ok := t.verified[h]; !ok && len(t.verified) >= maxVerified {
 		now := t.now()
 		for k, v := range t.verified {
-			if !now.Before(v) {
+			if !now.Before(v.until) {
 				delete(t.verified, k)
 			}
 		}
@@ -279,7 +366,7 @@ func (t *Throttle) Verified(at Attempt) {
 			return
 		}
 	}
-	t.verified[h] = until
+	t.verified[h] = p
 }
 
 // Refused counts a refused credential against its address and key id in the shared
@@ -287,26 +374,28 @@ func (t *Throttle) Verified(at Attempt) {
 // the client has gone (a caller cannot escape the count by hanging up); a failure to count
 // is logged, at most once per window, and otherwise ignored: the refusal itself stands.
 func (t *Throttle) Refused(ctx context.Context, at Attempt) {
-	if at.Credential != "" {
-		h := hash(at.Credential)
-		t.mu.Lock()
-		delete(t.verified, h) // no longer accepted: it gets no pass through a block
-		t.mu.Unlock()
+	// No longer accepted: it gets no pass through a block, here, even when another
+	// replica's record of it is read below (there it lapses with its verified_until; a
+	// pass never skips the credential's check, which refuses it and counts).
+	forget := func() {
+		if at.Credential != "" {
+			t.mu.Lock()
+			delete(t.verified, hash(at.Credential))
+			t.mu.Unlock()
+		}
 	}
+	forget()
 	subjects := t.subjects(at)
 	if len(subjects) == 0 {
 		return
 	}
-	rows, err := t.record(ctx, subjects)
+	counts, passes, err := t.record(ctx, subjects)
 	if err != nil {
 		t.warn(ctx, err)
 		return
 	}
-	counts := make([]count, len(rows))
-	for i, r := range rows {
-		counts[i] = count{r.Subject, r.Failures, r.SecondsLeft}
-	}
-	t.learn(counts)
+	t.learn(counts, passes)
+	forget()
 }
 
 // Abandoned counts an authentication whose caller hung up before it was decided, as
@@ -321,19 +410,29 @@ func (t *Throttle) Abandoned(ctx context.Context, at Attempt) {
 	}
 }
 
-func (t *Throttle) record(ctx context.Context, subjects []string) ([]db.AuthThrottleRecordFailuresRow, error) {
+// record counts a refusal against subjects and returns their counts, with the verified
+// credentials of the key ids they now block.
+func (t *Throttle) record(ctx context.Context, subjects []string) ([]count, []db.AuthVerifiedListRow, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	var rows []db.AuthThrottleRecordFailuresRow
+	var counts []count
+	var passes []db.AuthVerifiedListRow
 	err := t.db.InTenant(ctx, pg.Tenant{Lookup: strings.Join(subjects, ",")}, func(tx *pg.Tx) error {
-		var err error
-		rows, err = t.q.AuthThrottleRecordFailures(ctx, tx, db.AuthThrottleRecordFailuresParams{Subjects: subjects, WindowSeconds: t.limits.Window.Seconds()})
+		rows, err := t.q.AuthThrottleRecordFailures(ctx, tx, db.AuthThrottleRecordFailuresParams{Subjects: subjects, WindowSeconds: t.limits.Window.Seconds()})
+		if err != nil {
+			return err
+		}
+		counts = make([]count, len(rows))
+		for i, r := range rows {
+			counts[i] = count{r.Subject, r.Failures, r.SecondsLeft}
+		}
+		passes, err = t.passes(ctx, tx, counts)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("throttle: record refused authentication: %w", err)
+		return nil, nil, fmt.Errorf("throttle: record refused authentication: %w", err)
 	}
-	return rows, nil
+	return counts, passes, nil
 }
 
 func (t *Throttle) blockLocked(subject string, until time.Time) {
@@ -365,12 +464,17 @@ func (t *Throttle) warn(ctx context.Context, err error) {
 	}
 }
 
-// Prune deletes the counters whose window has ended (a periodic job, on the owner's pool).
+// Prune deletes the counters whose window has ended and the shared verified credentials
+// whose time has passed (a periodic job, on the owner's pool).
 func (t *Throttle) Prune(ctx context.Context) (int64, error) {
 	var n int64
 	err := t.db.Operator(ctx, func(tx *pg.Tx) error {
-		var err error
-		n, err = t.q.AuthThrottlePrune(ctx, tx, t.limits.Window.Seconds())
+		counters, err := t.q.AuthThrottlePrune(ctx, tx, t.limits.Window.Seconds())
+		if err != nil {
+			return err
+		}
+		verified, err := t.q.AuthVerifiedPrune(ctx, tx)
+		n = counters + verified
 		return err
 	})
 	if err != nil {

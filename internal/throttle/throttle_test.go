@@ -170,7 +170,7 @@ func TestThrottle(t *testing.T) {
 		var logged bytes.Buffer
 		th := throttle.New(d, limits, slog.New(slog.NewTextHandler(&logged, nil)), nil)
 		known := throttle.Attempt{Address: "192.0.2.6", Credential: "good"}
-		th.Verified(known)
+		th.Verified(ctx, known)
 		d.Close() // any database work from here on fails, and the failure is logged
 		if err := th.Admit(ctx, known); err != nil {
 			t.Fatalf("a verified credential was refused: %v", err)
@@ -206,7 +206,7 @@ func TestThrottle(t *testing.T) {
 		t.Parallel()
 		_, th := freshThrottle(t, limits, nil)
 		holder := throttle.Attempt{Address: "192.0.2.20", KeyID: "KeyId003", Credential: "the-real-key"}
-		th.Verified(holder)
+		th.Verified(ctx, holder)
 		refuse(th, throttle.Attempt{Address: "192.0.2.21", KeyID: "KeyId003", Credential: "a-guess"}, limits.PerAddress) // blocks the key id, then the address
 		retryAfter(t, th.Admit(ctx, throttle.Attempt{Address: "192.0.2.22", KeyID: "KeyId003", Credential: "another-guess"}))
 		if err := th.Admit(ctx, holder); err != nil {
@@ -215,11 +215,41 @@ func TestThrottle(t *testing.T) {
 		retryAfter(t, th.Admit(ctx, throttle.Attempt{Address: "192.0.2.21", KeyID: "KeyId003", Credential: "the-real-key"}))
 	})
 
+	t.Run("an agent key verified on one replica passes its key id's block on another; a password does not", func(t *testing.T) {
+		t.Parallel()
+		d, first := freshThrottle(t, limits, nil)
+		second := newThrottle(d, limits, nil) // another replica on the same database
+		holder := throttle.Attempt{Address: "192.0.2.50", KeyID: "KeyId009", Credential: "the-real-key", Random: true}
+		first.Verified(ctx, holder)
+		password := throttle.Attempt{Address: "192.0.2.51", KeyID: "account-1", Credential: "login-password"}
+		first.Verified(ctx, password)
+		for _, key := range []string{"KeyId009", "account-1"} {
+			refuse(first, throttle.Attempt{Address: "192.0.2.52", KeyID: key, Credential: "a-guess"}, limits.PerKey)
+		}
+		retryAfter(t, second.Admit(ctx, throttle.Attempt{Address: "192.0.2.53", KeyID: "KeyId009", Credential: "another-guess"}))
+		if err := second.Admit(ctx, holder); err != nil {
+			t.Fatalf("the holder verified on the first replica was refused on the second: %v", err)
+		}
+		retryAfter(t, second.Admit(ctx, password))
+		if err := first.Admit(ctx, password); err != nil {
+			t.Fatalf("the password verified on the first replica lost its pass there: %v", err)
+		}
+		var stored int
+		if err := d.Operator(ctx, func(tx *pg.Tx) error {
+			return tx.QueryRow(ctx, "SELECT count(*) FROM auth_verified").Scan(&stored)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if stored != 1 {
+			t.Fatalf("%d verified credentials stored, want 1 (the agent key's; never a password's)", stored)
+		}
+	})
+
 	t.Run("a credential refused after it was verified loses its pass", func(t *testing.T) {
 		t.Parallel()
 		_, th := freshThrottle(t, limits, nil)
 		at := throttle.Attempt{Address: "192.0.2.30", KeyID: "KeyId004", Credential: "revoked-key"}
-		th.Verified(at)
+		th.Verified(ctx, at)
 		refuse(th, throttle.Attempt{Address: "192.0.2.31", KeyID: "KeyId004", Credential: "revoked-key"}, limits.PerKey)
 		retryAfter(t, th.Admit(ctx, at))
 	})
@@ -228,7 +258,7 @@ func TestThrottle(t *testing.T) {
 		t.Parallel()
 		_, th := freshThrottle(t, limits, nil)
 		known := throttle.Attempt{Address: "192.0.2.80", KeyID: "KeyId007", Credential: "good"}
-		th.Verified(known)
+		th.Verified(ctx, known)
 		abandon(th, known, 2*limits.PerAddress)
 		if err := th.Admit(ctx, known); err != nil {
 			t.Fatalf("a known client that cancels its calls was refused: %v", err)

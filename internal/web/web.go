@@ -271,7 +271,7 @@ func (s *Site) login(w http.ResponseWriter, r *http.Request) {
 		s.renderLogin(w, r, http.StatusServiceUnavailable, ret, email, "Sign-in is unavailable right now. Please try again.")
 		return
 	}
-	s.deps.Throttle.Verified(at)
+	s.deps.Throttle.Verified(ctx, at)
 	raw, parsed, err := auth.Generate(SessionPrefix)
 	if err == nil {
 		err = s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: parsed.ID}, func(tx *pg.Tx) error {

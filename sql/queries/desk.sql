@@ -81,6 +81,10 @@ SELECT EXISTS (
 -- 3. Otherwise (more than `cap` matches, fewer than a page in the first `cap` rows) the
 --    walk by updated_at goes on until it has a page; desk_matches keeps the planner on
 --    that walk (a plain @@ is estimated so rare that it would sort every match instead).
+-- On Citus the caller passes the candidates, read first by DeskSearchCandidates: this
+-- statement is a router query, sent whole to the workspace's shard, where the function's
+-- own query on desk_conversation would be a distributed query run from a shard, which
+-- Citus refuses. NULL (plain PostgreSQL) calls the function here, in the one round trip.
 -- Every desk_inbox_member subquery names the organisation by value (as DeskInboxList):
 -- correlated through i.org_id, Citus refused the statement for a member who does not see
 -- every inbox ("correlated subqueries are not supported when the FROM clause contains a
@@ -120,6 +124,9 @@ WITH head_page AS MATERIALIZED (
 ), cand AS MATERIALIZED (
   SELECT s.id::bigint AS id FROM (SELECT rr_desk_search_candidates(sqlc.arg(query)::text, sqlc.narg(status)::text,
     sqlc.narg(inbox_id)::bigint, sqlc.narg(after_updated)::timestamptz, sqlc.arg(after_id)::bigint, sqlc.arg(cap)::int) AS id) s
+  WHERE sqlc.narg(candidates)::bigint[] IS NULL AND NOT (SELECT w.done FROM walked w)
+  UNION ALL
+  SELECT u.id FROM unnest(sqlc.narg(candidates)::bigint[]) u(id)
   WHERE NOT (SELECT w.done FROM walked w)
 ), few AS MATERIALIZED (
   SELECT count(*) <= sqlc.arg(cap)::int AS few FROM cand
@@ -161,6 +168,13 @@ FROM (
    LIMIT sqlc.arg(lim))
 ) p
 ORDER BY p.updated_at DESC, p.id;
+
+-- name: DeskSearchCandidates :many
+-- DeskConversationSearch's full-text candidates as a statement of its own (Citus): the
+-- coordinator runs the function, whose query it routes to the workspace's shard group.
+SELECT c.id::bigint AS id
+FROM rr_desk_search_candidates(sqlc.arg(query)::text, sqlc.narg(status)::text, sqlc.narg(inbox_id)::bigint,
+  sqlc.narg(after_updated)::timestamptz, sqlc.arg(after_id)::bigint, sqlc.arg(cap)::int) c;
 
 -- name: DeskConversationGet :one
 -- One conversation, when the member sees its inbox (no row otherwise, as when absent).

@@ -28,3 +28,21 @@ SELECT subject, failures,
 FROM auth_throttle
 WHERE subject = ANY (sqlc.arg(subjects)::text[])
   AND window_start + make_interval(secs => sqlc.arg(window_seconds)::float8) > now();
+
+-- name: AuthVerifiedRecord :exec
+-- Records an agent key the database has just accepted, for every replica, until
+-- verified_until (sqlc.arg(seconds) from now); run under app.lookup naming its subject.
+INSERT INTO auth_verified AS v (subject, credential_hash, verified_until)
+VALUES (sqlc.arg(subject)::text, sqlc.arg(credential_hash)::bytea, now() + make_interval(secs => sqlc.arg(seconds)::float8))
+ON CONFLICT (subject, credential_hash) DO UPDATE SET verified_until = excluded.verified_until;
+
+-- name: AuthVerifiedList :many
+-- The credentials of the blocked key ids verified by any replica and still live, read when
+-- a replica learns the blocks: their holders pass the blocks here too.
+SELECT subject, credential_hash,
+  extract(epoch FROM verified_until - now())::float8 AS seconds_left
+FROM auth_verified
+WHERE subject = ANY (sqlc.arg(subjects)::text[]) AND verified_until > now();
+
+-- name: AuthVerifiedPrune :execrows
+DELETE FROM auth_verified WHERE verified_until < now();

@@ -1,0 +1,2 @@
+-- Policies and the index go with the table.
+DROP TABLE IF EXISTS auth_verified;
