@@ -359,7 +359,11 @@ func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, in InboxInput) ([
 // Preview collapses a body to one line (every run of white space becomes one space) and
 // cuts it to PreviewRunes characters, ending in "…" when something was cut.
 func Preview(body string) string {
+	if previewIsBody(body) {
+		return body // most bodies of a busy inbox: nothing to collapse or cut, no copy
+	}
 	var b strings.Builder
+	b.Grow(min(len(body), previewMaxBytes))
 	space := false
 	n := 0
 	for _, r := range body {
@@ -382,6 +386,36 @@ func Preview(body string) string {
 		n++
 	}
 	return b.String()
+}
+
+// previewMaxBytes bounds what Preview writes before its "…": PreviewRunes runes of at
+// most 4 bytes each.
+const previewMaxBytes = PreviewRunes * utf8.UTFMax
+
+// previewIsBody reports whether Preview would return body unchanged: valid UTF-8 of at
+// most PreviewRunes runes whose only white space is single spaces between other runes.
+func previewIsBody(body string) bool {
+	n := 0
+	space := true // a leading space is collapsed away
+	for _, r := range body {
+		n++
+		if n > PreviewRunes {
+			return false
+		}
+		if r == ' ' {
+			if space {
+				return false
+			}
+			space = true
+			continue
+		}
+		// RuneError: invalid UTF-8, which Preview's copy replaces.
+		if r == utf8.RuneError || unicode.IsSpace(r) {
+			return false
+		}
+		space = false
+	}
+	return !space || body == ""
 }
 
 // AckResult is ack's answer.
