@@ -10,11 +10,11 @@ import (
 // uuidCodec is pgx's uuid codec taught github.com/google/uuid.UUID, the id type of every
 // query. pgx knows that type only as a driver.Valuer and a sql.Scanner: each uuid argument
 // was turned into its 36-character text, refused by the binary encoder (an error built
-// with fmt, %#v of the 16 bytes), then sent as text for the server to parse; each uuid
-// column was formatted as text and parsed back by uuid.UUID.Scan. A read tool passes and
-// scans dozens of ids a call, and that was a tenth of the server's CPU under load
-// (docs/performance.md, "Read tools"). The bytes on the wire are the same (binary uuid),
-// and every other type goes to pgx's own codec.
+// with fmt, %#v of the 16 bytes), then scanned back and encoded again; each uuid column
+// was formatted as text and parsed back by uuid.UUID.Scan. A read tool passes and scans
+// dozens of ids a call, and that was a tenth of the server's CPU under load
+// (docs/performance.md, "Read tools: ids, show's round trips, previews"). The bytes on
+// the wire are the same (binary uuid), and every other type goes to pgx's own codec.
 type uuidCodec struct{ pgtype.UUIDCodec }
 
 func (c uuidCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any) pgtype.EncodePlan {
