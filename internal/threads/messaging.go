@@ -362,6 +362,11 @@ func Preview(body string) string {
 	if previewIsBody(body) {
 		return body // most bodies of a busy inbox: nothing to collapse or cut, no copy
 	}
+	return previewCopy(body)
+}
+
+// previewCopy is Preview's collapsing copy.
+func previewCopy(body string) string {
 	var b strings.Builder
 	b.Grow(min(len(body), previewMaxBytes))
 	space := false

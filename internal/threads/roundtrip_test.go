@@ -19,14 +19,7 @@ func TestWriteRoundTrips(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	trips := func(t *testing.T, call func() error) int64 {
-		t.Helper()
-		before := e.d.RoundTrips()
-		if err := call(); err != nil {
-			t.Fatal(err)
-		}
-		return e.d.RoundTrips() - before
-	}
+	trips := func(t *testing.T, call func() error) int64 { t.Helper(); return roundTrips(t, e, call) }
 	var sent threads.SendResult
 	t.Run("send is two round trips", func(t *testing.T) {
 		n := trips(t, func() (err error) {
@@ -63,14 +56,7 @@ func TestReadRoundTrips(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	trips := func(t *testing.T, call func() error) int64 {
-		t.Helper()
-		before := e.d.RoundTrips()
-		if err := call(); err != nil {
-			t.Fatal(err)
-		}
-		return e.d.RoundTrips() - before
-	}
+	trips := func(t *testing.T, call func() error) int64 { t.Helper(); return roundTrips(t, e, call) }
 	open := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "Open one", Body: "first"})
 	if _, err := e.svc.Reply(ctx, e.sc("backend"), threads.ReplyInput{ThreadID: open.ThreadID, Body: "second"}); err != nil {
 		t.Fatal(err)
@@ -125,4 +111,14 @@ func TestReadRoundTrips(t *testing.T) {
 			}
 		}
 	})
+}
+
+// roundTrips counts the round trips call makes; it must succeed.
+func roundTrips(t *testing.T, e *env, call func() error) int64 {
+	t.Helper()
+	before := e.d.RoundTrips()
+	if err := call(); err != nil {
+		t.Fatal(err)
+	}
+	return e.d.RoundTrips() - before
 }
