@@ -42,38 +42,6 @@ func (q *Queries) ActivityEventInsert(ctx context.Context, db DBTX, arg Activity
 	return err
 }
 
-const composingListParts = `-- name: ComposingListParts :many
-SELECT m.part FROM composing c JOIN membership m ON m.project_id = c.project_id AND m.id = c.member_id
-WHERE c.project_id = $1 AND c.thread_id = $2 AND c.expires_at > $3
-ORDER BY m.part
-`
-
-type ComposingListPartsParams struct {
-	ProjectID uuid.UUID
-	ThreadID  uuid.UUID
-	Now       time.Time
-}
-
-func (q *Queries) ComposingListParts(ctx context.Context, db DBTX, arg ComposingListPartsParams) ([]string, error) {
-	rows, err := db.Query(ctx, composingListParts, arg.ProjectID, arg.ThreadID, arg.Now)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []string{}
-	for rows.Next() {
-		var part string
-		if err := rows.Scan(&part); err != nil {
-			return nil, err
-		}
-		items = append(items, part)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const composingUpsert = `-- name: ComposingUpsert :exec
 INSERT INTO composing (project_id, thread_id, member_id, expires_at)
 VALUES ($1, $2, $3, $4)
@@ -913,6 +881,75 @@ func (q *Queries) ThreadShare(ctx context.Context, db DBTX, arg ThreadShareParam
 	var i ThreadShareRow
 	err := row.Scan(&i.ID, &i.Subject, &i.Status)
 	return i, err
+}
+
+const threadShow = `-- name: ThreadShow :many
+SELECT t.id, t.subject, t.status, t.created_at, c.parts AS composing,
+  m.id AS message_id, m.from_part, m.body, m.created_at AS message_created_at
+FROM thread t
+CROSS JOIN LATERAL (
+  SELECT CASE WHEN t.status = 'open' THEN ARRAY(
+    SELECT mb.part FROM composing cp
+    JOIN membership mb ON mb.project_id = cp.project_id AND mb.id = cp.member_id
+    WHERE cp.project_id = $1 AND cp.thread_id = t.id AND cp.expires_at > $2
+    ORDER BY mb.part) END::text[] AS parts
+) c
+LEFT JOIN message m ON m.project_id = t.project_id AND m.thread_id = t.id
+WHERE t.project_id = $1 AND t.id = $3
+ORDER BY m.id
+`
+
+type ThreadShowParams struct {
+	ProjectID uuid.UUID
+	Now       time.Time
+	ID        uuid.UUID
+}
+
+type ThreadShowRow struct {
+	ID               uuid.UUID
+	Subject          string
+	Status           string
+	CreatedAt        time.Time
+	Composing        []string
+	MessageID        *uuid.UUID
+	FromPart         *string
+	Body             *string
+	MessageCreatedAt *time.Time
+}
+
+// show in one statement: the thread (in every row), the parts composing in it while it
+// is open (computed once), and its messages in order; one row with NULL message columns
+// for a thread without messages, none for no such thread. One round trip with the
+// transaction's BEGIN and COMMIT, where the thread, its messages and the composing parts
+// were three.
+func (q *Queries) ThreadShow(ctx context.Context, db DBTX, arg ThreadShowParams) ([]ThreadShowRow, error) {
+	rows, err := db.Query(ctx, threadShow, arg.ProjectID, arg.Now, arg.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ThreadShowRow{}
+	for rows.Next() {
+		var i ThreadShowRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Subject,
+			&i.Status,
+			&i.CreatedAt,
+			&i.Composing,
+			&i.MessageID,
+			&i.FromPart,
+			&i.Body,
+			&i.MessageCreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const threadTouch = `-- name: ThreadTouch :exec

@@ -178,7 +178,7 @@ func (d *DB) PoolExhausted() bool {
 }
 
 func registerTypes(ctx context.Context, c *pgx.Conn) error {
-	registerUUIDEncoding(c.TypeMap())
+	registerUUID(c.TypeMap())
 	if err := pgxvec.RegisterTypes(ctx, c); err != nil {
 		return fmt.Errorf("pg connect: register vector types: %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 
 // BenchmarkUUIDArrayEncoding encodes a 32-id uuid[] parameter as pgx does for a write's
 // statement: through uuid.UUID's driver.Valuer (pgx's default) and as 16 bytes
-// (registerUUIDEncoding).
+// (registerUUID).
 func BenchmarkUUIDArrayEncoding(b *testing.B) {
 	ids := make([]uuid.UUID, 32)
 	for i := range ids {
@@ -22,7 +22,7 @@ func BenchmarkUUIDArrayEncoding(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			m := pgtype.NewMap()
 			if c.register {
-				registerUUIDEncoding(m)
+				registerUUID(m)
 			}
 			var buf []byte
 			for b.Loop() {

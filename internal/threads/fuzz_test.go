@@ -1,6 +1,7 @@
 package threads
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -31,6 +32,21 @@ func FuzzParseID(f *testing.F) {
 		}
 		if back, err := parseID("before", id.String()); err != nil || back != id {
 			t.Fatalf("%q → %v does not round-trip", v, id)
+		}
+	})
+}
+
+// FuzzPreview holds Preview's shortcut (a body returned as it is) to the collapsing copy
+// it made of every body before.
+func FuzzPreview(f *testing.F) {
+	for _, s := range []string{"", " ", "short body", " lead", "trail ", "two  spaces", "tab\there", "line\nbreak",
+		"nbsp\u00a0x", "bad\xffutf8", "repl\ufffdchar", strings.Repeat("a", PreviewRunes), strings.Repeat("a", PreviewRunes+1),
+		strings.Repeat("ab ", 60), strings.Repeat("é", PreviewRunes)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		if got, want := Preview(body), previewCopy(body); got != want {
+			t.Fatalf("Preview(%q) = %q, want %q", body, got, want)
 		}
 	})
 }

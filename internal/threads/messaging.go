@@ -359,7 +359,16 @@ func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, in InboxInput) ([
 // Preview collapses a body to one line (every run of white space becomes one space) and
 // cuts it to PreviewRunes characters, ending in "…" when something was cut.
 func Preview(body string) string {
+	if previewIsBody(body) {
+		return body // most bodies of a busy inbox: nothing to collapse or cut, no copy
+	}
+	return previewCopy(body)
+}
+
+// previewCopy is Preview's collapsing copy.
+func previewCopy(body string) string {
 	var b strings.Builder
+	b.Grow(min(len(body), previewMaxBytes))
 	space := false
 	n := 0
 	for _, r := range body {
@@ -382,6 +391,36 @@ func Preview(body string) string {
 		n++
 	}
 	return b.String()
+}
+
+// previewMaxBytes bounds what Preview writes before its "…": PreviewRunes runes of at
+// most 4 bytes each.
+const previewMaxBytes = PreviewRunes * utf8.UTFMax
+
+// previewIsBody reports whether Preview would return body unchanged: valid UTF-8 of at
+// most PreviewRunes runes whose only white space is single spaces between other runes.
+func previewIsBody(body string) bool {
+	n := 0
+	space := true // a leading space is collapsed away
+	for _, r := range body {
+		n++
+		if n > PreviewRunes {
+			return false
+		}
+		if r == ' ' {
+			if space {
+				return false
+			}
+			space = true
+			continue
+		}
+		// RuneError: invalid UTF-8, which Preview's copy replaces.
+		if r == utf8.RuneError || unicode.IsSpace(r) {
+			return false
+		}
+		space = false
+	}
+	return !space || body == ""
 }
 
 // AckResult is ack's answer.
@@ -516,36 +555,25 @@ func (s *Service) Show(ctx context.Context, sc tenancy.Scope, threadID string) (
 	if err != nil {
 		return ShowResult{}, err
 	}
-	var res ShowResult
-	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		t, err := s.Q.ThreadGet(ctx, tx, db.ThreadGetParams{ProjectID: sc.ProjectID, ID: tid})
-		if pg.IsNoRows(err) {
-			return threadNotFound(threadID)
-		}
-		if err != nil {
-			return err
-		}
-		res.Thread.ID, res.Thread.Subject, res.Thread.Status, res.Thread.CreatedAt = t.ID.String(), t.Subject, t.Status, Time(t.CreatedAt)
-		open := t.Status == StatusOpen
-		if !open {
-			tx.CommitWithNext(ctx) // the last read: no round trip for the COMMIT
-		}
-		msgs, err := s.Q.MessageListByThread(ctx, tx, db.MessageListByThreadParams{ProjectID: sc.ProjectID, ThreadID: tid})
-		if err != nil {
-			return err
-		}
-		res.Messages = make([]ShownMessage, 0, len(msgs))
-		for _, m := range msgs {
-			res.Messages = append(res.Messages, ShownMessage{ID: m.ID.String(), From: m.FromPart, Body: m.Body, CreatedAt: Time(m.CreatedAt)})
-		}
-		if open {
-			tx.CommitWithNext(ctx) // the last read: no round trip for the COMMIT
-			res.Composing, err = s.Q.ComposingListParts(ctx, tx, db.ComposingListPartsParams{ProjectID: sc.ProjectID, ThreadID: tid, Now: s.now()})
-		}
-		return err
+	rows, err := pg.ReadOne(ctx, s.DB, sc.Tenant(), "show", func(tx *pg.Tx) ([]db.ThreadShowRow, error) {
+		return s.Q.ThreadShow(ctx, tx, db.ThreadShowParams{ProjectID: sc.ProjectID, ID: tid, Now: s.now()})
 	})
 	if err != nil {
-		return ShowResult{}, pg.Classify("show", err)
+		return ShowResult{}, err
+	}
+	if len(rows) == 0 {
+		return ShowResult{}, threadNotFound(threadID)
+	}
+	t := rows[0]
+	var res ShowResult
+	res.Thread.ID, res.Thread.Subject, res.Thread.Status, res.Thread.CreatedAt = t.ID.String(), t.Subject, t.Status, Time(t.CreatedAt)
+	res.Composing = t.Composing
+	res.Messages = make([]ShownMessage, 0, len(rows))
+	for _, m := range rows {
+		if m.MessageID == nil {
+			continue // a thread without messages: its one row has none
+		}
+		res.Messages = append(res.Messages, ShownMessage{ID: m.MessageID.String(), From: *m.FromPart, Body: *m.Body, CreatedAt: Time(*m.MessageCreatedAt)})
 	}
 	return res, nil
 }

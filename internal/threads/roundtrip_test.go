@@ -2,10 +2,12 @@ package threads_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/threads"
 )
 
@@ -17,14 +19,7 @@ func TestWriteRoundTrips(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	trips := func(t *testing.T, call func() error) int64 {
-		t.Helper()
-		before := e.d.RoundTrips()
-		if err := call(); err != nil {
-			t.Fatal(err)
-		}
-		return e.d.RoundTrips() - before
-	}
+	trips := func(t *testing.T, call func() error) int64 { t.Helper(); return roundTrips(t, e, call) }
 	var sent threads.SendResult
 	t.Run("send is two round trips", func(t *testing.T) {
 		n := trips(t, func() (err error) {
@@ -52,4 +47,78 @@ func TestWriteRoundTrips(t *testing.T) {
 			t.Fatal("the reply queued no wake")
 		}
 	})
+}
+
+// Every read tool is one round trip (BEGIN, the tenant and the COMMIT travel with its
+// one statement); show was three for an open thread (the thread, its messages, the parts
+// composing) and two for a closed one. What each answers is checked with it.
+func TestReadRoundTrips(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	trips := func(t *testing.T, call func() error) int64 { t.Helper(); return roundTrips(t, e, call) }
+	open := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "Open one", Body: "first"})
+	if _, err := e.svc.Reply(ctx, e.sc("backend"), threads.ReplyInput{ThreadID: open.ThreadID, Body: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Event(ctx, e.sc("backend"), threads.EventInput{Type: "composing", Detail: json.RawMessage(`{"threadId":"` + open.ThreadID + `"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	closed := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "Closed one", Body: "only"})
+	e.exec(t, "INSERT INTO composing (project_id, thread_id, member_id, expires_at) SELECT project_id, $1, id, now() + interval '1 minute' FROM membership WHERE part = 'backend'", uuid.MustParse(closed.ThreadID))
+	if _, err := e.svc.Close(ctx, e.sc("architect"), threads.CloseInput{ThreadID: closed.ThreadID}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("show of an open thread is one round trip with its messages in order and who composes", func(t *testing.T) {
+		var s threads.ShowResult
+		if n := trips(t, func() (err error) { s, err = e.svc.Show(ctx, e.sc("architect"), open.ThreadID); return err }); n != 1 {
+			t.Fatalf("%d round trips, want 1", n)
+		}
+		if s.Thread.ID != open.ThreadID || s.Thread.Subject != "Open one" || s.Thread.Status != threads.StatusOpen ||
+			len(s.Messages) != 2 || s.Messages[0].Body != "first" || s.Messages[1].Body != "second" || s.Messages[1].From != "backend" ||
+			len(s.Composing) != 1 || s.Composing[0] != "backend" {
+			t.Fatalf("show: %+v", s)
+		}
+	})
+	t.Run("show of a closed thread is one round trip and lists nobody composing", func(t *testing.T) {
+		var s threads.ShowResult
+		if n := trips(t, func() (err error) { s, err = e.svc.Show(ctx, e.sc("architect"), closed.ThreadID); return err }); n != 1 {
+			t.Fatalf("%d round trips, want 1", n)
+		}
+		if s.Thread.Status != threads.StatusClosed || len(s.Messages) != 1 || s.Messages[0].ID != closed.MessageID || s.Composing != nil {
+			t.Fatalf("show: %+v", s)
+		}
+	})
+	t.Run("show of no such thread is one round trip and not found", func(t *testing.T) {
+		before := e.d.RoundTrips()
+		_, err := e.svc.Show(ctx, e.sc("architect"), uuid.NewString())
+		if a, ok := apperr.As(err); !ok || a.Reason != threads.ReasonThreadNotFound {
+			t.Fatalf("err %v, want %s", err, threads.ReasonThreadNotFound)
+		}
+		if n := e.d.RoundTrips() - before; n != 1 {
+			t.Fatalf("%d round trips, want 1", n)
+		}
+	})
+	t.Run("inbox, threads and roster are one round trip each", func(t *testing.T) {
+		for name, call := range map[string]func() error{
+			"inbox":   func() error { _, err := e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{}); return err },
+			"threads": func() error { _, err := e.svc.Threads(ctx, e.sc("backend"), threads.ThreadsInput{}); return err },
+			"roster":  func() error { _, err := e.svc.Roster(ctx, e.sc("backend")); return err },
+		} {
+			if n := trips(t, call); n != 1 {
+				t.Errorf("%s: %d round trips, want 1", name, n)
+			}
+		}
+	})
+}
+
+// roundTrips counts the round trips call makes; it must succeed.
+func roundTrips(t *testing.T, e *env, call func() error) int64 {
+	t.Helper()
+	before := e.d.RoundTrips()
+	if err := call(); err != nil {
+		t.Fatal(err)
+	}
+	return e.d.RoundTrips() - before
 }

@@ -106,6 +106,26 @@ SELECT id, from_part, body, urgent, created_at FROM message
 WHERE project_id = @project_id AND thread_id = @thread_id
 ORDER BY id;
 
+-- name: ThreadShow :many
+-- show in one statement: the thread (in every row), the parts composing in it while it
+-- is open (computed once), and its messages in order; one row with NULL message columns
+-- for a thread without messages, none for no such thread. One round trip with the
+-- transaction's BEGIN and COMMIT, where the thread, its messages and the composing parts
+-- were three.
+SELECT t.id, t.subject, t.status, t.created_at, c.parts AS composing,
+  m.id AS message_id, m.from_part, m.body, m.created_at AS message_created_at
+FROM thread t
+CROSS JOIN LATERAL (
+  SELECT CASE WHEN t.status = 'open' THEN ARRAY(
+    SELECT mb.part FROM composing cp
+    JOIN membership mb ON mb.project_id = cp.project_id AND mb.id = cp.member_id
+    WHERE cp.project_id = @project_id AND cp.thread_id = t.id AND cp.expires_at > @now
+    ORDER BY mb.part) END::text[] AS parts
+) c
+LEFT JOIN message m ON m.project_id = t.project_id AND m.thread_id = t.id
+WHERE t.project_id = @project_id AND t.id = @id
+ORDER BY m.id;
+
 -- name: ThreadEnd :exec
 UPDATE thread SET status = @status, closed_at = @now, closed_by = @closed_by, closed_by_member = sqlc.narg(closed_by_member)
 WHERE project_id = @project_id AND id = @id AND status = 'open';
@@ -134,11 +154,6 @@ VALUES (@project_id, @id, @member_id, @type, @detail, sqlc.narg(usage), @now);
 INSERT INTO composing (project_id, thread_id, member_id, expires_at)
 VALUES (@project_id, @thread_id, @member_id, @expires_at)
 ON CONFLICT (project_id, thread_id, member_id) DO UPDATE SET expires_at = EXCLUDED.expires_at;
-
--- name: ComposingListParts :many
-SELECT m.part FROM composing c JOIN membership m ON m.project_id = c.project_id AND m.id = c.member_id
-WHERE c.project_id = @project_id AND c.thread_id = @thread_id AND c.expires_at > @now
-ORDER BY m.part;
 
 -- name: UsageAdd :exec
 INSERT INTO usage_daily (project_id, member_id, model, day, events, input_tokens, output_tokens, cache_tokens, cost_usd)

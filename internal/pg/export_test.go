@@ -1,0 +1,4 @@
+package pg
+
+// RegisterUUIDForTest puts the uuid codec on a map of a test's own.
+var RegisterUUIDForTest = registerUUID
