@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/relayroom/relayroom/db"
@@ -518,7 +519,7 @@ func (s *Service) lexicalCosines(ctx context.Context, tx *pg.Tx, sc tenancy.Scop
 	rows, err := tx.Query(ctx, `SELECT memory_id, 1 - (embedding <=> $3::vector)
 FROM memory_vector
 WHERE project_id = $1 AND embedder = $2 AND memory_id = ANY($4::uuid[]) AND embedding IS NOT NULL
-  AND vector_dims(embedding) = vector_dims($3::vector)`, sc.ProjectID, e.Name(), pgvector.NewVector(qvec), ids)
+  AND vector_dims(embedding) = vector_dims($3::vector)`, sc.ProjectID, e.Name(), pgvector.NewVector(qvec), uuidArray(ids))
 	if err != nil {
 		return fmt.Errorf("lexical cosines: %w", err)
 	}
@@ -634,7 +635,7 @@ FROM memory_entry e
 LEFT JOIN agent a ON a.id = e.agent_id
 LEFT JOIN organisation o ON o.id = e.org_id
 WHERE e.project_id = $1 AND e.id = ANY($2::uuid[]) AND e.deprecated_at IS NULL
-  AND (NOT e.is_private OR e.org_id = $3)`, sc.ProjectID, ids, sc.OrgID)
+  AND (NOT e.is_private OR e.org_id = $3)`, sc.ProjectID, uuidArray(ids), sc.OrgID)
 	if err != nil {
 		return nil, fmt.Errorf("load entries: %w", err)
 	}
@@ -672,6 +673,18 @@ WHERE e.project_id = $1 AND e.id = ANY($2::uuid[]) AND e.deprecated_at IS NULL
 		}
 	}
 	return out, nil
+}
+
+// uuidArray is ids as a uuid[] parameter pgx encodes directly. A []uuid.UUID is encoded
+// element by element through uuid.UUID's driver.Valuer, a string whose binary encoding
+// fails (building an error that quotes it) before the text one is used: under the load
+// test that was a sixth of read_memory's server CPU (docs/performance.md).
+func uuidArray(ids []uuid.UUID) []pgtype.UUID {
+	out := make([]pgtype.UUID, len(ids))
+	for i, id := range ids {
+		out[i] = pgtype.UUID{Bytes: id, Valid: true}
+	}
+	return out
 }
 
 // relevance is a fused score (fusedScore) shown as a rounded percentage, clamped to
