@@ -537,19 +537,16 @@ func (s *Service) Recall(ctx context.Context, sc tenancy.Scope, in RecallInput) 
 			return err
 		}
 		now := s.now()
-		// Its own statement timeout, and the threshold of the title channel's trigram match.
-		if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', $1, true), set_config('pg_trgm.word_similarity_threshold', $2, true)",
-			fmt.Sprintf("%dms", RecallTimeout.Milliseconds()), strconv.FormatFloat(TitleThreshold, 'f', 3, 64)); err != nil {
-			return err
-		}
+		// Its own statement timeout, and the threshold of the title channel's trigram match,
+		// sent with the search (SetLocal: no round trip of their own).
+		tx.SetLocal("statement_timeout", fmt.Sprintf("%dms", RecallTimeout.Milliseconds()))
+		tx.SetLocal("pg_trgm.word_similarity_threshold", strconv.FormatFloat(TitleThreshold, 'f', 3, 64))
 		rows, err := s.Q.KnowledgeRecall(ctx, tx, db.KnowledgeRecallParams{Query: in.Query, TitleQuery: contentWords(in.Query), ProjectID: sc.ProjectID, Now: now, Kind: in.Kind,
 			Floor: float32(st.cfg.RecallFloor), Lim: int32(in.Limit)})
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', $1, true)", fmt.Sprintf("%dms", s.DB.StatementTimeout.Milliseconds())); err != nil {
-			return err
-		}
+		tx.SetLocal("statement_timeout", fmt.Sprintf("%dms", s.DB.StatementTimeout.Milliseconds()))
 		ids := make([]uuid.UUID, 0, len(rows))
 		for _, r := range rows {
 			ids = append(ids, r.ID)

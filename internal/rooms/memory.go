@@ -348,12 +348,13 @@ func (s *Service) ReadMemory(ctx context.Context, sc tenancy.Scope, in ReadMemor
 	// two connections saved (docs/performance.md, "Search and memory rows").
 	var entries []MemoryEntry
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		var sem []scored
+		var sem, semAll []scored
 		if qvec != nil {
 			var err error
-			if sem, err = s.semantic(ctx, tx, sc, e, qvec, f, candidates); err != nil {
+			if semAll, err = s.semanticAll(ctx, tx, sc, e, qvec, f, candidates); err != nil {
 				return err
 			}
+			sem = closeEnough(semAll)
 		}
 		lex, err := s.lexical(ctx, tx, q, f, candidates)
 		if err != nil {
@@ -362,7 +363,7 @@ func (s *Service) ReadMemory(ctx context.Context, sc tenancy.Scope, in ReadMemor
 		if qvec != nil && len(lex) > 0 {
 			// A lexical match is ranked by its meaning too (fusedScore): its cosine, which
 			// the semantic half only has for its own candidates.
-			if err := s.lexicalCosines(ctx, tx, sc, e, qvec, lex); err != nil {
+			if err := s.lexicalCosines(ctx, tx, sc, e, qvec, lex, semAll); err != nil {
 				return err
 			}
 		}
@@ -465,22 +466,18 @@ func queryScored(ctx context.Context, tx *pg.Tx, op, sql string, args ...any) ([
 	return out, nil
 }
 
-// semantic is semanticAll without the candidates no closer than unrelated text.
-func (s *Service) semantic(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, e embed.Embedder, qvec []float32, f filter, n int) ([]scored, error) {
-	out, err := s.semanticAll(ctx, tx, sc, e, qvec, f, n)
-	if err != nil {
-		return nil, err
-	}
-	kept := out[:0]
-	for _, x := range out {
+// closeEnough is the semantic candidates without those no closer than unrelated text.
+func closeEnough(all []scored) []scored {
+	kept := make([]scored, 0, len(all))
+	for _, x := range all {
 		if x.score >= minCosine {
 			kept = append(kept, x)
 		}
 	}
-	return kept, nil
+	return kept
 }
 
-// lexicalSQL runs the lexical half in the database (migration 000005,
+// lexicalSQL runs the lexical half in the database (migrations 000005 and 000038,
 // rr_memory_lexical): see there why it is a SECURITY DEFINER function and how it applies
 // the tenant. Its arguments are the query, a LIKE pattern or NULL, the filters and a limit.
 const lexicalSQL = `SELECT id, score FROM rr_memory_lexical($1, $2, $3, $4, $5)`
@@ -497,12 +494,26 @@ func (s *Service) lexical(ctx context.Context, tx *pg.Tx, q string, f filter, n 
 }
 
 // lexicalCosines fills in the cosine of each lexical match that has a vector of the
-// current embedder, in the lexical half's transaction.
-func (s *Service) lexicalCosines(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, e embed.Embedder, qvec []float32, lex []scored) error {
-	ids := make([]uuid.UUID, len(lex))
+// current embedder, in the lexical half's transaction. A match among the semantic half's
+// candidates (semAll, before closeEnough) takes the cosine that half computed, the same
+// expression over the same vector: only the others' vectors are read, and when there are
+// none no statement is sent.
+func (s *Service) lexicalCosines(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, e embed.Embedder, qvec []float32, lex, semAll []scored) error {
+	known := make(map[uuid.UUID]float64, len(semAll))
+	for _, x := range semAll {
+		known[x.id] = x.score
+	}
+	var ids []uuid.UUID
 	at := make(map[uuid.UUID]int, len(lex))
 	for i, x := range lex {
-		ids[i], at[x.id] = x.id, i
+		if cos, ok := known[x.id]; ok {
+			lex[i].cos = &cos
+			continue
+		}
+		ids, at[x.id] = append(ids, x.id), i
+	}
+	if len(ids) == 0 {
+		return nil
 	}
 	rows, err := tx.Query(ctx, `SELECT memory_id, 1 - (embedding <=> $3::vector)
 FROM memory_vector
