@@ -328,8 +328,8 @@ var onDeleteSet = regexp.MustCompile(` ON DELETE SET (NULL|DEFAULT)( \([^)]*\))?
 func stripOnDelete(def string) string { return onDeleteSet.ReplaceAllString(def, "") }
 
 // unforceGenericPlans lets the coordinator plan each call of the functions that plain
-// PostgreSQL plans once (plan_cache_mode = force_generic_plan: rr_recall, migration
-// 000036). A coordinator cannot make a generic plan of a
+// PostgreSQL plans once (plan_cache_mode = force_generic_plan: rr_recall and
+// rr_memory_lexical, migrations 000036 and 000038). A coordinator cannot make a generic plan of a
 // router query ("could not create distributed plan"), as with pg.Tx.PreferGenericPlan;
 // under the default mode Citus plans each execution with its values. Run on every
 // distribution, so that a function a later migration forces is let go too.
