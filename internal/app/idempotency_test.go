@@ -179,7 +179,9 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 	// sentThenChanged sends once with a new key, then changes that key's record (set: the
 	// UPDATE's SET list) as time passing or a crash would; the caller sends args again. The
 	// thread's subject is the key's own: the parallel subtests send threads too, and one
-	// of theirs must never be counted as this retry's write.
+	// of theirs must never be counted as this retry's write. Times are set from now(), not
+	// from created_at: a Citus coordinator refuses a STABLE expression over a column in an
+	// UPDATE (timestamptz minus an interval), and the suite runs there too.
 	sentThenChanged := func(t *testing.T, set string) (key string, args map[string]any, first toolAnswer) {
 		t.Helper()
 		key = newKey()
@@ -265,7 +267,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 
 	t.Run("a key older than 24 hours is a new key", func(t *testing.T) {
 		t.Parallel()
-		key, args, first := sentThenChanged(t, "created_at = created_at - interval '24 hours 1 second'")
+		key, args, first := sentThenChanged(t, "created_at = now() - interval '24 hours 1 second'")
 		again := arch.with(key, "send", args).ok(t)
 		if first.field(t, "threadId") == again.field(t, "threadId") {
 			t.Fatalf("an expired key replayed: %s", again.text)
@@ -314,7 +316,7 @@ func idempotencyRules(t *testing.T, f *idemFixture) {
 	t.Run("a write whose answer was lost is not applied again", func(t *testing.T) {
 		t.Parallel()
 		// As after a kill -9 between the COMMIT and storing the answer.
-		key, args, first := sentThenChanged(t, "response = NULL, answered_at = NULL, created_at = created_at - interval '2 minutes'")
+		key, args, first := sentThenChanged(t, "response = NULL, answered_at = NULL, created_at = now() - interval '2 minutes'")
 		arch.with(key, "send", args).refused(t, mcp.ReasonIdempotencyAnswerLost)
 		f.wantCount(t, 1, "%d messages", "SELECT count(*) FROM message WHERE thread_id = $1", uuid.MustParse(first.field(t, "threadId")))
 		f.wantCount(t, 1, "the lost-answer retry wrote again (%d threads)", "SELECT count(*) FROM thread WHERE subject = $1", args["subject"])
