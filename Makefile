@@ -52,15 +52,15 @@ screenshots:
 #   CITUS_APP_TESTS of internal/app: the isolation matrix and the end-to-end suites of
 #     both toolsets through the Go SDK (rooms: every endpoint; threads: every tool), the
 #     desk's endpoint (its search included) and isolation matrix, the dashboard's home,
-#     thread, Needs you, task, knowledge and desk pages, and the sign-in's session and
-#     pages (measured in docs/scale.md, "Tests and CI").
+#     thread, Needs you, task, knowledge and desk pages, the sign-in's session and
+#     pages, and the idempotency keys' rules (measured in docs/scale.md, "Tests and CI").
 # Left out of CI, run by hand with CITUS_PKGS (e.g. CITUS_PKGS='./internal/rooms/...'
 # CITUS_APP_TESTS=): the whole of internal/threads, rooms, wake and desk (their unit
 # suites: 10 to 20 minutes each on the coordinator, what the end-to-end suites drive) and
 # the rest of internal/app (the browser tests and the reliability tests).
 CITUS_DIR := $(CURDIR)/.data/citus
 CITUS_PKGS ?= ./internal/pg/... ./internal/tenancy/...
-CITUS_APP_TESTS ?= ^(TestIsolationMatrix|TestGoSDKClientDrivesEveryEndpoint|TestGoSDKClientDrivesEveryThreadsTool|TestDeskEndpoint|TestDashboard|TestDashboardThreads|TestDashboardNeedsYou|TestDashboardDesk|TestDashboardTasks|TestDashboardKnowledge|TestDeskIsolationMatrix|TestSessionCookieAndPages)$$
+CITUS_APP_TESTS ?= ^(TestIsolationMatrix|TestGoSDKClientDrivesEveryEndpoint|TestGoSDKClientDrivesEveryThreadsTool|TestDeskEndpoint|TestDashboard|TestDashboardThreads|TestDashboardNeedsYou|TestDashboardDesk|TestDashboardTasks|TestDashboardKnowledge|TestDeskIsolationMatrix|TestSessionCookieAndPages|TestIdempotencyKey)$$
 CITUS_FLAGS ?= -count=1 -timeout 30m
 # The test servers' database time per request on the coordinator (5 s on plain
 # PostgreSQL): a statement across shards (authentication's probe, the caller's directory)
