@@ -171,19 +171,13 @@ func (t *Throttle) checkShared(ctx context.Context, at Attempt) error {
 	if len(subjects) == 0 {
 		return nil
 	}
-	var counts []count
-	var passes []db.AuthVerifiedListRow
-	err := t.db.InTenant(ctx, pg.Tenant{Lookup: strings.Join(subjects, ",")}, func(tx *pg.Tx) error {
+	counts, passes, err := t.countsAndPasses(ctx, subjects, func(tx *pg.Tx) ([]count, error) {
 		rows, err := t.q.AuthThrottleFailures(ctx, tx, db.AuthThrottleFailuresParams{Subjects: subjects, WindowSeconds: t.limits.Window.Seconds()})
-		if err != nil {
-			return err
-		}
-		counts = make([]count, len(rows))
+		counts := make([]count, len(rows))
 		for i, r := range rows {
 			counts[i] = count{r.Subject, r.Failures, r.SecondsLeft}
 		}
-		passes, err = t.passes(ctx, tx, counts)
-		return err
+		return counts, err
 	})
 	if err != nil {
 		t.warn(ctx, fmt.Errorf("throttle: read the shared counts: %w", err))
@@ -415,24 +409,35 @@ func (t *Throttle) Abandoned(ctx context.Context, at Attempt) {
 func (t *Throttle) record(ctx context.Context, subjects []string) ([]count, []db.AuthVerifiedListRow, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	var counts []count
-	var passes []db.AuthVerifiedListRow
-	err := t.db.InTenant(ctx, pg.Tenant{Lookup: strings.Join(subjects, ",")}, func(tx *pg.Tx) error {
+	counts, passes, err := t.countsAndPasses(ctx, subjects, func(tx *pg.Tx) ([]count, error) {
 		rows, err := t.q.AuthThrottleRecordFailures(ctx, tx, db.AuthThrottleRecordFailuresParams{Subjects: subjects, WindowSeconds: t.limits.Window.Seconds()})
-		if err != nil {
-			return err
-		}
-		counts = make([]count, len(rows))
+		counts := make([]count, len(rows))
 		for i, r := range rows {
 			counts[i] = count{r.Subject, r.Failures, r.SecondsLeft}
 		}
-		passes, err = t.passes(ctx, tx, counts)
-		return err
+		return counts, err
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("throttle: record refused authentication: %w", err)
 	}
 	return counts, passes, nil
+}
+
+// countsAndPasses runs read (the subjects' shared counts, only read or also recorded) and,
+// in the same transaction, reads the verified credentials of the key ids those counts
+// block.
+func (t *Throttle) countsAndPasses(ctx context.Context, subjects []string, read func(tx *pg.Tx) ([]count, error)) ([]count, []db.AuthVerifiedListRow, error) {
+	var counts []count
+	var passes []db.AuthVerifiedListRow
+	err := t.db.InTenant(ctx, pg.Tenant{Lookup: strings.Join(subjects, ",")}, func(tx *pg.Tx) error {
+		var err error
+		if counts, err = read(tx); err != nil {
+			return err
+		}
+		passes, err = t.passes(ctx, tx, counts)
+		return err
+	})
+	return counts, passes, err
 }
 
 func (t *Throttle) blockLocked(subject string, until time.Time) {
