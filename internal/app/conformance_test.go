@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -110,6 +111,7 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var proxyLog syncBuffer        // what the proxies log (a failed copy of an answer, …)
 	keyOf := map[string]string{}   // path → the key the proxy adds
 	tokenOf := map[string]string{} // path → the access token the token proxy adds
 	partOf := map[string]string{}  // threads path → the part the proxy names
@@ -125,7 +127,16 @@ func TestConformance(t *testing.T) {
 				r.URL.RawQuery = "part=" + p
 			}
 		}
+		proxy.ErrorLog = log.New(&proxyLog, "proxy "+ln.Addr().String()+": ", log.Lmicroseconds)
 		srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}}
+		// One connection per request. Node's fetch reusing a kept-alive connection to
+		// httputil.ReverseProxy loses about 2 answers in 1,000 of this size: the proxy
+		// logs "read error during body copy: use of closed network connection" and the
+		// client reports "terminated" (a CI run failed on it). Measured outside the suite
+		// with the same Node, 4 clients and 6,000 POSTs of a 30 KB chunked answer: 7–14
+		// lost with keep-alive, 0 of 18,000 without. That is the test's front door, not
+		// the server: straight to the server, 0 of 6,000.
+		srv.Config.SetKeepAlivesEnabled(false)
 		srv.Start()
 		t.Cleanup(srv.Close)
 	}
@@ -178,6 +189,9 @@ func TestConformance(t *testing.T) {
 						continue
 					}
 					t.Errorf("%s: %s", c.ID, c.ErrorMessage)
+				}
+				if t.Failed() {
+					t.Logf("the proxies logged:\n%s", proxyLog.String())
 				}
 			})
 		}
