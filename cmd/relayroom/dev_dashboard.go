@@ -127,5 +127,5 @@ func demoCall(ctx context.Context, url, key, tool string, args map[string]any) (
 	if err != nil {
 		return "", fmt.Errorf("dashboard demo: %s: %w", tool, err)
 	}
-	return a.Text, nil
+	return a.Text(), nil
 }

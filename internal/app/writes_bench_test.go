@@ -78,7 +78,7 @@ var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4
 // result's text; a tool error fails.
 func (l *writeLoad) call(url, key, tool string, args map[string]any) (string, error) {
 	a, err := l.client.Do(context.Background(), loadtest.Call{URL: url, Key: key, Tool: tool, Args: args})
-	return a.Text, err
+	return a.Text(), err
 }
 
 // run makes n calls of op from writeClients goroutines (op gets the call's number) and

@@ -52,16 +52,42 @@ type Call struct {
 	IdempotencyKey string // sent when not empty
 }
 
-// Answer is a successful tool result.
+// Answer is a successful tool result. It keeps the result's JSON as it came and reads a
+// field only when asked: a measured call discards its answer, and decoding every answer
+// into maps would spend the load generator's CPU (on the server's two cores) on nothing.
 type Answer struct {
-	Structured map[string]any // structuredContent (threads), or the text parsed as a JSON object (rooms)
-	Text       string         // the first text block
+	structured json.RawMessage // structuredContent (threads), absent for rooms
+	content    json.RawMessage // the content blocks
 }
 
-// Field returns a top-level string field of the result ("" when absent).
+// Text returns the first text block ("" when there is none).
+func (a Answer) Text() string {
+	var blocks []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(a.content, &blocks) != nil || len(blocks) == 0 {
+		return ""
+	}
+	return blocks[0].Text
+}
+
+// Field returns a top-level string field of the result ("" when absent): of
+// structuredContent, or of the text parsed as a JSON object (rooms results are one text
+// block of JSON; an unparsable one just has no fields).
 func (a Answer) Field(name string) string {
-	s, _ := a.Structured[name].(string)
-	return s
+	obj := []byte(a.structured)
+	if len(obj) == 0 || string(obj) == "null" {
+		obj = []byte(strings.TrimSpace(a.Text()))
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(obj, &fields) != nil {
+		return ""
+	}
+	var v string
+	if json.Unmarshal(fields[name], &v) != nil {
+		return ""
+	}
+	return v
 }
 
 // CallError is a call that reached the server and was refused or failed there.
@@ -131,11 +157,9 @@ func (c *Client) Do(ctx context.Context, call Call) (Answer, error) {
 			Message string `json:"message"`
 		} `json:"error"`
 		Result *struct {
-			Content []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-			Structured map[string]any `json:"structuredContent"`
-			IsError    bool           `json:"isError"`
+			Content    json.RawMessage `json:"content"`
+			Structured json.RawMessage `json:"structuredContent"`
+			IsError    bool            `json:"isError"`
 		} `json:"result"`
 	}
 	retry := resp.Header.Get("Retry-After")
@@ -148,18 +172,9 @@ func (c *Client) Do(ctx context.Context, call Call) (Answer, error) {
 	if resp.StatusCode != http.StatusOK || msg.Result == nil {
 		return Answer{}, &CallError{Status: resp.StatusCode, Msg: clip(string(raw)), RetryAfter: retry}
 	}
-	a := Answer{Structured: msg.Result.Structured}
-	if len(msg.Result.Content) > 0 {
-		a.Text = msg.Result.Content[0].Text
-	}
+	a := Answer{structured: msg.Result.Structured, content: msg.Result.Content}
 	if msg.Result.IsError {
-		return a, &CallError{Status: resp.StatusCode, Msg: clip(a.Text)}
-	}
-	if a.Structured == nil && strings.HasPrefix(strings.TrimSpace(a.Text), "{") {
-		// Rooms results are one text block of JSON; an unparsable one just has no fields.
-		if err := json.Unmarshal([]byte(a.Text), &a.Structured); err != nil {
-			a.Structured = nil
-		}
+		return a, &CallError{Status: resp.StatusCode, Msg: clip(a.Text())}
 	}
 	return a, nil
 }

@@ -224,7 +224,7 @@ func (e *Env) WriteScenarios() []Scenario {
 			if err == nil && t.Name == "send_task" {
 				id := a.Field("task_id")
 				if id == "" {
-					return fmt.Errorf("send_task answered without a task_id: %s", clip(a.Text))
+					return fmt.Errorf("send_task answered without a task_id: %s", clip(a.Text()))
 				}
 				e.QueueTask(id)
 			}
