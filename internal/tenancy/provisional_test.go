@@ -26,12 +26,7 @@ func TestProvisionalResolution(t *testing.T) {
 	}
 	code, one := res.Projects["one"].ConnectCode, res.Projects["one"].ID
 	architect, gina := res.Agents["acme/architect"].Key, res.Agents["globex/gina"].Key
-	operator := func(t *testing.T, sql string, args ...any) {
-		t.Helper()
-		if err := d.Operator(ctx, func(tx *pg.Tx) error { _, err := tx.Exec(ctx, sql, args...); return err }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	operator := func(t *testing.T, sql string, args ...any) { t.Helper(); operatorExec(t, d, sql, args...) }
 	count := func(t *testing.T, sql string) (n int) {
 		t.Helper()
 		if err := d.Operator(ctx, func(tx *pg.Tx) error { return tx.QueryRow(ctx, sql).Scan(&n) }); err != nil {
