@@ -314,8 +314,7 @@ func (d *DB) Operator(ctx context.Context, fn func(tx *Tx) error) error {
 }
 
 func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx *Tx) error) (err error) {
-	// Without a request budget (jobs, the admin CLI) only the wait for a connection is
-	// bounded here; every statement keeps its own statement timeout.
+	// A request's Verification rides with this transaction, or is made before it.
 	var ride *Verification
 	if pool == d.App {
 		var err error
@@ -323,6 +322,8 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 			return err
 		}
 	}
+	// Without a request budget (jobs, the admin CLI) only the wait for a connection is
+	// bounded here; every statement keeps its own statement timeout.
 	deadline, bounded, spent := requestDeadline(ctx)
 	defer spent()
 	acquireBy := deadline
