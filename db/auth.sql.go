@@ -11,6 +11,27 @@ import (
 	"github.com/google/uuid"
 )
 
+const agentConfirmOwn = `-- name: AgentConfirmOwn :exec
+WITH touch AS (
+  UPDATE membership mm SET last_seen_at = now()
+  FROM membership_presence_due d
+  WHERE mm.agent_id = rr_agent() AND d.project_id = mm.project_id AND d.id = mm.id
+  RETURNING mm.id
+)
+SELECT 1 FROM agent a WHERE a.org_id = rr_org() AND a.id = rr_agent()
+`
+
+// The check of an agent resolved a moment ago (tenancy's scope cache), after
+// CredentialAssumeCachedTenant in the same round trip: presence moved as in
+// AgentGetOwnIdentity, and one row when the key verified (its tenant is set), none
+// otherwise. Its names and directory lists come from the cache. It returns nothing anyone
+// reads: the transaction reads its command tag (pg.Tx.Verifying), so the statements that
+// follow it in the same round trip are answered only when it found its row.
+func (q *Queries) AgentConfirmOwn(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, agentConfirmOwn)
+	return err
+}
+
 const agentGetIdentity = `-- name: AgentGetIdentity :one
 SELECT a.slug, a.name, a.model, a.kind, o.name AS org_name,
   rr_orgs()::uuid[] AS visible_orgs, rr_projects()::uuid[] AS visible_projects,
@@ -103,26 +124,6 @@ func (q *Queries) AgentGetOwnIdentity(ctx context.Context, db DBTX) (AgentGetOwn
 		&i.VisibleUsers,
 	)
 	return i, err
-}
-
-const agentRecheckOwn = `-- name: AgentRecheckOwn :one
-WITH touch AS (
-  UPDATE membership mm SET last_seen_at = now()
-  FROM membership_presence_due d
-  WHERE mm.agent_id = rr_agent() AND d.project_id = mm.project_id AND d.id = mm.id
-  RETURNING mm.id
-)
-SELECT a.id FROM agent a WHERE a.org_id = rr_org() AND a.id = rr_agent()
-`
-
-// AgentGetOwnIdentity for an agent resolved a moment ago (tenancy's scope cache), after
-// CredentialAssumeCachedTenant: presence moved as there, and the agent's id when the key
-// verified (no row otherwise); its names and directory lists come from the cache.
-func (q *Queries) AgentRecheckOwn(ctx context.Context, db DBTX) (uuid.UUID, error) {
-	row := db.QueryRow(ctx, agentRecheckOwn)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
 }
 
 const credentialAssumeCachedTenant = `-- name: CredentialAssumeCachedTenant :exec

@@ -380,52 +380,63 @@ func (q *Queries) ScopeBindPart(ctx context.Context, db DBTX, arg ScopeBindPartP
 	return i, err
 }
 
-const scopeRecheckMember = `-- name: ScopeRecheckMember :one
-WITH touch AS (
+const scopeConfirmMember = `-- name: ScopeConfirmMember :exec
+WITH m AS (
+  SELECT m.id FROM membership m
+  LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+  WHERE m.project_id = rr_project() AND m.id = $1 AND m.agent_id = rr_agent()
+    AND m.org_id = rr_org() AND m.part = $2::text AND m.is_main = $3::boolean
+    AND m.nickname IS NOT DISTINCT FROM $4::text AND m.access = $5::text
+    AND m.capabilities = $6::text[]
+    AND m.parked_until IS NOT DISTINCT FROM $7::timestamptz
+    AND coalesce(ag.status, '') = $8::text
+    AND coalesce(ag.grants, '{}') = $9::text[]
+), touch AS (
   UPDATE membership mm SET last_seen_at = now()
-  FROM membership_presence_due d
-  WHERE mm.project_id = rr_project() AND mm.id = $1 AND mm.agent_id = rr_agent()
-    AND d.project_id = mm.project_id AND d.id = mm.id
+  FROM membership_presence_due d, m
+  WHERE mm.project_id = rr_project() AND mm.id = m.id AND d.project_id = mm.project_id AND d.id = mm.id
   RETURNING mm.id
 )
-SELECT m.id, m.part, m.is_main, m.nickname, m.access, m.capabilities, m.parked_until,
-  ag.status AS agreement_status, ag.grants AS agreement_grants
-FROM membership m
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
-WHERE m.project_id = rr_project() AND m.id = $1 AND m.agent_id = rr_agent()
-  AND m.org_id = rr_org()
+SELECT 1 FROM (SELECT count(*) AS n FROM m) c
+WHERE CASE WHEN c.n = 1 THEN true
+  ELSE (set_config('app.org_id', '', true) || set_config('app.project_id', '', true) ||
+    set_config('app.agent_id', '', true) || set_config('app.orgs', '', true) ||
+    set_config('app.projects', '', true) || set_config('app.agents', '', true) ||
+    set_config('app.users', '', true)) IS NULL END
 `
 
-type ScopeRecheckMemberRow struct {
-	ID              uuid.UUID
+type ScopeConfirmMemberParams struct {
+	MemberID        uuid.UUID
 	Part            string
 	IsMain          bool
 	Nickname        *string
 	Access          string
 	Capabilities    []string
 	ParkedUntil     *time.Time
-	AgreementStatus *string
-	AgreementGrants []string
+	AgreementStatus string
+	Grants          []string
 }
 
-// The bind of a caller resolved a moment ago (tenancy's scope cache), after
-// CredentialAssumeCachedTenant in the same round trip: the membership and the agreement,
-// which decide what the caller may do, are read again, and last_seen moves as in the
-// binds; names and directory lists come from the cache. No row when the credentials no
-// longer verify (no tenant) or the membership is gone.
-func (q *Queries) ScopeRecheckMember(ctx context.Context, db DBTX, memberID uuid.UUID) (ScopeRecheckMemberRow, error) {
-	row := db.QueryRow(ctx, scopeRecheckMember, memberID)
-	var i ScopeRecheckMemberRow
-	err := row.Scan(
-		&i.ID,
-		&i.Part,
-		&i.IsMain,
-		&i.Nickname,
-		&i.Access,
-		&i.Capabilities,
-		&i.ParkedUntil,
-		&i.AgreementStatus,
-		&i.AgreementGrants,
+// The check of a caller resolved a moment ago (tenancy's scope cache), after
+// CredentialAssumeCachedTenant in the same round trip: one row when the credentials
+// verified (the tenant is set) and the membership and the agreement, which decide what the
+// caller may do, are still exactly the cached ones; last_seen moves as in the binds. Any
+// difference (a removed or parked membership, a changed access, capability, part or name,
+// an agreement suspended or regranted) returns no row and clears the tenant, so that the
+// statements sent after it in the same round trip see nothing; the resolver then resolves
+// in full. The transaction reads its command tag (pg.Tx.Verifying).
+// CASE evaluates its ELSE only when there is no match: the tenant is cleared then.
+func (q *Queries) ScopeConfirmMember(ctx context.Context, db DBTX, arg ScopeConfirmMemberParams) error {
+	_, err := db.Exec(ctx, scopeConfirmMember,
+		arg.MemberID,
+		arg.Part,
+		arg.IsMain,
+		arg.Nickname,
+		arg.Access,
+		arg.Capabilities,
+		arg.ParkedUntil,
+		arg.AgreementStatus,
+		arg.Grants,
 	)
-	return i, err
+	return err
 }

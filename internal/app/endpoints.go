@@ -69,6 +69,9 @@ func (a *App) limited(credential func(*http.Request) string, authenticate func(c
 		}
 		s, err := authenticate(ctx, r)
 		switch {
+		case err == nil && !s.Settled():
+			// Provisional (settleScope): verified a moment ago, and again with the call's
+			// first statements; the throttle hears of it when it is settled.
 		case err == nil:
 			a.throttle.Verified(ctx, at)
 		case at.Credential == "":
@@ -116,6 +119,29 @@ func (a *App) clientAddress(r *http.Request) string {
 	return throttle.ClientAddress(r, a.cfg.TrustedProxies)
 }
 
+// provisional lets the agents' endpoints serve a caller resolved a moment ago (the scope
+// cache) without a round trip of its own: its verification travels with the read-only
+// tool's first statements, or is made when the scope is settled (mcp.Provisional,
+// tenancy.Resolver.Provisional).
+func (a *App) provisional() *mcp.Provisional[tenancy.Scope] {
+	return &mcp.Provisional[tenancy.Scope]{Defer: tenancy.Defer, Settle: a.settleScope}
+}
+
+// settleScope settles a provisional scope under the failed-authentication limits, as
+// Authenticate would have resolved it: a refusal counts as one.
+func (a *App) settleScope(ctx context.Context, r *http.Request, s tenancy.Scope) (tenancy.Scope, bool, error) {
+	if s.Settled() {
+		return s, true, nil
+	}
+	held := false
+	s, err := a.limited(credential, func(ctx context.Context, _ *http.Request) (tenancy.Scope, error) {
+		settled, ok, err := a.resolver.Settle(ctx, s)
+		held = ok
+		return settled, err
+	})(ctx, r)
+	return s, held, err
+}
+
 func noCredential() error { return apperr.New(apperr.Unauthenticated, tenancy.MsgUnauthorized) }
 
 // agentOrToken authenticates an agents' endpoint under the limits: a sign-in access token
@@ -157,6 +183,7 @@ func admitted(ep mcp.Endpoint[tenancy.Scope]) mcp.Endpoint[tenancy.Scope] {
 }
 
 func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
+	resolver := a.resolver.Provisional()
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "threads", Service: "relayroom-threads", ServerName: "relayroom-threads", ServerVersion: Version,
 		Instructions: "Threads between the parts of this project. Start with whoami and roster; read inbox, open threads with show, close them when done.",
@@ -168,9 +195,10 @@ func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 			if err := tenancy.CheckPart(part); err != nil {
 				return tenancy.Scope{}, err
 			}
-			return a.resolver.Part(ctx, pathValue(ctx, connectCodeKey), part, key)
+			return resolver.Part(ctx, pathValue(ctx, connectCodeKey), part, key)
 		}),
-		Challenge: a.challenge(threadsScope),
+		Provisional: a.provisional(),
+		Challenge:   a.challenge(threadsScope),
 		Describe: func(r *http.Request) (map[string]any, error) {
 			return map[string]any{"part": r.URL.Query().Get("part")}, nil
 		},
@@ -180,6 +208,7 @@ func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 }
 
 func (a *App) roomEndpoint() mcp.Endpoint[tenancy.Scope] {
+	resolver := a.resolver.Provisional()
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "rooms", Service: "quayutec-mcp", ServerName: "relayroom-rooms", ServerVersion: Version,
 		Instructions: "A room shared by companies: memory, tasks and chat.",
@@ -192,9 +221,10 @@ func (a *App) roomEndpoint() mcp.Endpoint[tenancy.Scope] {
 				}
 				return tenancy.Scope{}, apperr.New(apperr.Forbidden, tenancy.MsgNotParticipant)
 			}
-			return a.resolver.RoomByKey(ctx, key, id)
+			return resolver.RoomByKey(ctx, key, id)
 		}),
-		Challenge: a.challenge(roomsScope),
+		Provisional: a.provisional(),
+		Challenge:   a.challenge(roomsScope),
 		Describe: func(r *http.Request) (map[string]any, error) {
 			id := pathValue(r.Context(), projectIDKey)
 			if _, err := uuid.Parse(id); err != nil {
@@ -210,15 +240,17 @@ func (a *App) roomEndpoint() mcp.Endpoint[tenancy.Scope] {
 }
 
 func (a *App) allRoomsEndpoint() mcp.Endpoint[tenancy.Scope] {
+	resolver := a.resolver.Provisional()
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "all_rooms", Service: "quayutec-mcp", ServerName: "relayroom-rooms", ServerVersion: Version,
 		Instructions: "Every room your agent is in. Call list_rooms first and pass room_id to the other tools.",
 		Authenticate: a.agentOrToken(auth.ResourceAllRooms, func(ctx context.Context, _ *http.Request, key string) (tenancy.Scope, error) {
-			return a.resolver.Agent(ctx, key)
+			return resolver.Agent(ctx, key)
 		}),
-		Challenge: a.challenge(roomsScope),
-		Tools:     a.rooms.AllRoomsTools(),
-		Format:    mcp.RoomsFormat,
+		Provisional: a.provisional(),
+		Challenge:   a.challenge(roomsScope),
+		Tools:       a.rooms.AllRoomsTools(),
+		Format:      mcp.RoomsFormat,
 	}
 }
 

@@ -13,27 +13,44 @@ import (
 
 // callTool runs tools/call. Protocol errors are only for a call that names no known
 // tool; from there on every failure, bad arguments included, is a tool result with
-// isError, in the endpoint's format.
-func (h *handler[S]) callTool(ctx context.Context, scope S, params json.RawMessage, er era, rid string) (any, *protocolError) {
+// isError, in the endpoint's format. Nothing is answered before the caller's scope is
+// settled (Provisional): a read-only tool's handler may run first, the rest waits.
+func (h *handler[S]) callTool(ctx context.Context, c *caller[S], params json.RawMessage, er era, rid string) (any, *protocolError) {
 	var p struct {
 		Name      *string         `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
+	var perr *protocolError
 	if params != nil {
 		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, &protocolError{code: codeInvalidParams, message: "Invalid params: tools/call needs an object with a string \"name\""}
+			perr = &protocolError{code: codeInvalidParams, message: "Invalid params: tools/call needs an object with a string \"name\""}
 		}
 	}
-	if p.Name == nil || *p.Name == "" {
-		return nil, &protocolError{code: codeInvalidParams, message: "Invalid params: tools/call needs the tool's \"name\""}
+	var tool *compiledTool[S]
+	switch {
+	case perr != nil:
+	case p.Name == nil || *p.Name == "":
+		perr = &protocolError{code: codeInvalidParams, message: "Invalid params: tools/call needs the tool's \"name\""}
+	default:
+		var ok bool
+		if tool, ok = h.byName[*p.Name]; !ok {
+			perr = &protocolError{code: codeInvalidParams, message: "Invalid params: unknown tool " + quote(*p.Name)}
+		}
 	}
-	tool, ok := h.byName[*p.Name]
-	if !ok {
-		return nil, &protocolError{code: codeInvalidParams, message: "Invalid params: unknown tool " + quote(*p.Name)}
+	if perr != nil || !tool.Annotations.ReadOnly {
+		if _, err := c.settle(ctx); err != nil {
+			return nil, authProblem(err)
+		}
+	}
+	if perr != nil {
+		return nil, perr
 	}
 
 	start := time.Now()
-	res, outcome := h.runTool(ctx, tool, scope, p.Arguments, rid)
+	res, outcome, err := h.runTool(ctx, tool, c, p.Arguments, rid)
+	if err != nil {
+		return nil, authProblem(err)
+	}
 	if h.opts.OnToolCall != nil {
 		h.opts.OnToolCall(ctx, h.ep.Name, tool.Name, outcome, time.Since(start))
 	}
@@ -42,43 +59,63 @@ func (h *handler[S]) callTool(ctx context.Context, scope S, params json.RawMessa
 	return res, nil
 }
 
-// runTool validates, runs and shapes one call, and classifies its outcome.
-func (h *handler[S]) runTool(ctx context.Context, tool *compiledTool[S], scope S, rawArgs json.RawMessage, rid string) (toolResult, string) {
+// runTool validates, runs and shapes one call, and classifies its outcome. A read-only
+// tool whose caller is still provisional runs first, in Provisional.Defer's context; its
+// answer is kept only when the scope held, and otherwise the call runs again with the
+// settled scope. err is a refusal of the caller's credential, found while settling.
+func (h *handler[S]) runTool(ctx context.Context, tool *compiledTool[S], c *caller[S], rawArgs json.RawMessage, rid string) (toolResult, string, error) {
 	f := h.ep.Format
 	args, err := tool.input.prepareArgs(rawArgs)
+	if err == nil && c.prov != nil {
+		value, herr := safeCall(c.prov.Defer(ctx, c.scope), tool.Handler, c.scope, args)
+		held, serr := c.settle(ctx)
+		if serr != nil {
+			return toolResult{}, "", serr
+		}
+		if held {
+			res, outcome := h.respond(ctx, tool, value, herr, rid)
+			return res, outcome, nil
+		}
+		// The scope changed: what the handler answered with the old one is dropped.
+	}
+	if _, serr := c.settle(ctx); serr != nil {
+		return toolResult{}, "", serr
+	}
 	if err != nil {
 		if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
 			h.log.DebugContext(ctx, "mcp: invalid arguments", "request_id", rid, "tool", tool.Name, "error", e.Message)
-			return f.failure(e), OutcomeInvalid
+			return f.failure(e), OutcomeInvalid, nil
 		}
-		return h.internal(ctx, tool, rid, err), OutcomeInternal
+		return h.internal(ctx, tool, rid, err), OutcomeInternal, nil
 	}
+	scope := c.scope
 
 	var run IdempotentRun
 	if !tool.Annotations.ReadOnly && h.opts.Idempotency != nil {
 		var failed *toolResult
 		var outcome string
 		if ctx, run, failed, outcome = h.beginIdempotent(ctx, tool, scope, args, rid); failed != nil {
-			return *failed, outcome
+			return *failed, outcome, nil
 		}
 	}
 	value, err := safeCall(ctx, tool.Handler, scope, args)
 	if run == nil {
-		return h.respond(ctx, tool, value, err, rid)
+		res, outcome := h.respond(ctx, tool, value, err, rid)
+		return res, outcome, nil
 	}
 	// A keyed call that committed nothing may be the retry of one that did: then the
 	// first answer is sent, whatever this run found (it wrote nothing, or it was rolled
 	// back because the first holds the key).
 	if !run.Committed() {
 		if res, outcome, ok := h.earlier(ctx, tool, run, rid); ok {
-			return res, outcome
+			return res, outcome, nil
 		}
 	}
 	res, outcome := h.respond(ctx, tool, value, err, rid)
 	if run.Committed() {
 		h.saveAnswer(ctx, tool, run, res, rid)
 	}
-	return res, outcome
+	return res, outcome, nil
 }
 
 // respond shapes a handler's value or error in the endpoint's format and classifies it.

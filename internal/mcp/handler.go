@@ -44,6 +44,10 @@ type Endpoint[S any] struct {
 
 	Tools  []Tool[S]
 	Format Format
+
+	// Provisional, when set, lets Authenticate return scopes whose verification travels
+	// with the call's first database work (see Provisional).
+	Provisional *Provisional[S]
 }
 
 // Options are the parts of the handler that come from the running service rather
@@ -265,7 +269,10 @@ func (h *handler[S]) servePost(w http.ResponseWriter, r *http.Request, rid strin
 		// Notifications change nothing on a stateless server: accepted, no body.
 		return reply{status: http.StatusAccepted}
 	}
-	result, perr := h.dispatch(withIdempotencyKey(r), scope, msg, er, rid)
+	result, perr := h.dispatch(withIdempotencyKey(r), &caller[S]{r: r, scope: scope, prov: h.ep.Provisional}, msg, er, rid)
+	if perr != nil && perr.auth != nil {
+		return h.authFailure(r, msg, perr.auth, rid)
+	}
 	if perr != nil {
 		return rpcReply(statusFor(perr, er), msg.id, perr)
 	}

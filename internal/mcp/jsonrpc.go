@@ -30,6 +30,9 @@ type protocolError struct {
 	message string
 	data    any
 	header  http.Header
+	// auth, when set, is a refusal of the caller's credential found while settling a
+	// provisional scope (caller.settle): answered as Authenticate's refusal.
+	auth error
 }
 
 // statusFor gives a JSON-RPC error its HTTP status. Handshake-era method errors travel

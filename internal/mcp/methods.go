@@ -246,12 +246,16 @@ type emptyResult struct{}
 // dispatch runs a call's method. Only the methods of the request's era exist: the
 // stateless era has no initialize and no ping (they are removed there, and the go-sdk
 // answers them -32601), and the handshake era has no server/discover.
-func (h *handler[S]) dispatch(ctx context.Context, scope S, msg *message, er era, rid string) (any, *protocolError) {
+func (h *handler[S]) dispatch(ctx context.Context, c *caller[S], msg *message, er era, rid string) (any, *protocolError) {
+	if msg.method == methodToolsCall {
+		return h.callTool(ctx, c, msg.params, er, rid)
+	}
+	if _, err := c.settle(ctx); err != nil {
+		return nil, authProblem(err)
+	}
 	switch msg.method {
 	case methodToolsList:
 		return toolsListResult{statelessFields: h.stateless(er), cacheFields: cache(er), Tools: h.listingOrEmpty()}, nil
-	case methodToolsCall:
-		return h.callTool(ctx, scope, msg.params, er, rid)
 	case methodResourcesList:
 		return resourcesListResult{statelessFields: h.stateless(er), cacheFields: cache(er), Resources: []struct{}{}}, nil
 	case methodTemplatesList:

@@ -106,8 +106,8 @@ var plainOnly = map[string]string{
 	// The scope cache's one-round-trip recheck (tenancy.Resolver.recheck), which the
 	// resolver uses on plain PostgreSQL only, like the resolution above.
 	"CredentialAssumeCachedTenant": "sets the tenant with set_config (the scope cache's recheck)",
-	"ScopeRecheckMember":           "reads the tenant CredentialAssumeCachedTenant set",
-	"AgentRecheckOwn":              "reads the tenant CredentialAssumeCachedTenant set",
+	"ScopeConfirmMember":           "reads the tenant CredentialAssumeCachedTenant set",
+	"AgentConfirmOwn":              "reads the tenant CredentialAssumeCachedTenant set",
 }
 
 // refusedOnCitus are the queries a Citus coordinator refuses to plan today, the gaps

@@ -314,6 +314,14 @@ func (d *DB) Operator(ctx context.Context, fn func(tx *Tx) error) error {
 }
 
 func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx *Tx) error) (err error) {
+	// A request's Verification rides with this transaction, or is made before it.
+	var ride *Verification
+	if pool == d.App {
+		var err error
+		if ride, err = d.verifying(ctx, t); err != nil {
+			return err
+		}
+	}
 	// Without a request budget (jobs, the admin CLI) only the wait for a connection is
 	// bounded here; every statement keeps its own statement timeout.
 	deadline, bounded, spent := requestDeadline(ctx)
@@ -360,7 +368,17 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 		// queries, the request path, are not affected.
 		tx.pending = []stmt{{sql: fmt.Sprintf("BEGIN; SET LOCAL statement_timeout = '%dms'; SET LOCAL citus.multi_shard_modify_mode = 'sequential'", timeout.Milliseconds()), simple: true}}
 	}
-	tx.SetTenant(t)
+	if ride != nil {
+		// The verification's statements set t when the credentials verify.
+		tx.verify = ride
+		tx.SetTenant(Tenant{Lookup: ride.Lookup})
+		if err := ride.Queue(ctx, tx); err != nil {
+			tx.abort(ctx)
+			return fmt.Errorf("pg tx: queue the verification: %w", err)
+		}
+	} else {
+		tx.SetTenant(t)
+	}
 	if err := fn(tx); err != nil {
 		tx.abort(ctx)
 		return err
@@ -492,6 +510,8 @@ type stmt struct {
 	// exec: queued by Exec inside Pipeline, a write whose tag is read only with the
 	// statement it travels with.
 	exec bool
+	// verify: a check of the request's Verification (Tx.Verifying), which must report a row.
+	verify *Verification
 }
 
 // Tx is one transaction on one pooled connection. It satisfies db.DBTX. Statements that
@@ -519,6 +539,8 @@ type Tx struct {
 	// committed says it was sent.
 	commitNext, committed bool
 	trips                 *atomic.Int64 // DB.roundTrips
+	// verify is the request's Verification this transaction carries (Verification).
+	verify *Verification
 	// watch: the request carries a claim, so the statements' tags are read for a write
 	// (wrote); other transactions skip the reading.
 	watch, wroteTag bool
@@ -548,7 +570,7 @@ func (t *Tx) wrote() bool {
 		return true
 	}
 	for _, p := range t.pending {
-		if p.exec {
+		if p.exec && p.verify == nil {
 			return true
 		}
 	}
@@ -771,6 +793,16 @@ func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults
 		if err != nil {
 			_ = br.Close() // the first error is the one worth returning
 			return nil, fmt.Errorf("pg tx: pipelined statement: %w", err)
+		}
+		if v := pending[i].verify; v != nil {
+			// A check of the verification: no row, and nothing else of the batch is read
+			// (it ran without a tenant).
+			v.settle(tag.RowsAffected() > 0)
+			if tag.RowsAffected() == 0 {
+				_ = br.Close() // the failed check is the answer
+				return nil, fmt.Errorf("pg tx: %w", ErrUnverified)
+			}
+			continue // not the request's write (see Claim)
 		}
 		if pending[i].tag != nil {
 			*pending[i].tag = tag

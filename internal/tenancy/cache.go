@@ -3,6 +3,7 @@ package tenancy
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -142,21 +143,15 @@ func (c *scopeCache) drop(k scopeKey) {
 	c.mu.Unlock()
 }
 
-// recheck serves a resolution from the cache when ck is there, verifying it in one round
-// trip: BEGIN, the lookup settings, CredentialAssumeCachedTenant (the key and code checked
-// against the stored hashes, the cached tenant and directory set only when they match),
-// the recheck of the membership and agreement (ScopeRecheckMember, or AgentRecheckOwn for
-// an agent alone) with last_seen moved, and COMMIT. ok is false, and the entry dropped,
-// when nothing is cached, when the credentials no longer verify or the membership is gone
-// (the uncached path then says why), and when the agreement's status or the part's name
-// changed, since the cached directory lists depend on them: the uncached path computes
-// them again. The rest of what the membership and agreement say (access, capabilities,
-// grants, parking) is taken from the recheck, not from the cache.
-func (r *Resolver) recheck(ctx context.Context, what string, ck scopeKey, key auth.Parsed, code *auth.Parsed, projectID *uuid.UUID) (Scope, bool, error) {
-	cached, ok := r.cache.get(ck)
-	if !ok {
-		return Scope{}, false, nil
-	}
+// verification is the check of a resolution served from the cache (pg.Verification): in
+// one round trip, CredentialAssumeCachedTenant verifies the key (and connect code) against
+// the stored hashes and, only then, sets the cached tenant with its cached directory
+// lists; then ScopeConfirmMember (AgentConfirmOwn for an agent alone) finds the membership
+// and the agreement exactly as cached, moving last_seen, or clears the tenant. Revocation,
+// suspension, removal and any change of access, capabilities, grants, parking or names are
+// therefore seen by the very next call on every replica; only the directory lists can be
+// a ScopeCacheTTL old.
+func (r *Resolver) verification(cached Scope, key auth.Parsed, code *auth.Parsed, projectID *uuid.UUID) *pg.Verification {
 	lookup := key.ID
 	p := db.CredentialAssumeCachedTenantParams{KeyID: key.ID, KeyHash: key.Hash(), AgentID: cached.AgentID, ProjectID: projectID}
 	if code != nil {
@@ -166,50 +161,108 @@ func (r *Resolver) recheck(ctx context.Context, what string, ck scopeKey, key au
 	if v := cached.Visible; v != nil {
 		p.Orgs, p.Projects, p.Agents, p.Users = v.Orgs, v.Projects, v.Agents, v.Users
 	}
-	s, found := cached, false
-	err := r.DB.InTenant(ctx, pg.Tenant{Lookup: lookup}, func(tx *pg.Tx) error {
+	// A NULL array compares as unknown, never equal: the cache holds nil for none.
+	confirm := db.ScopeConfirmMemberParams{MemberID: cached.MemberID, Part: cached.Part, IsMain: cached.IsMain,
+		Nickname: cached.Nickname, Access: cached.Access, Capabilities: nonNil(cached.Capabilities),
+		ParkedUntil: cached.ParkedUntil, AgreementStatus: cached.AgreementStatus, Grants: nonNil(cached.Grants)}
+	return &pg.Verification{Tenant: cached.Tenant(), Lookup: lookup, Queue: func(ctx context.Context, tx *pg.Tx) error {
 		if err := tx.Pipeline(func() error { return r.Q.CredentialAssumeCachedTenant(ctx, tx, p) }); err != nil {
 			return fmt.Errorf("verify credentials: %w", err)
 		}
-		// The one write (last_seen) touches the caller's own admitted membership, so the
-		// COMMIT goes with it, as with the uncached binds.
-		tx.CommitWithNext(ctx)
-		if !cached.InRoom() {
-			_, err := r.Q.AgentRecheckOwn(ctx, tx)
-			if pg.IsNoRows(err) {
-				return nil
+		return tx.Verifying(func() error {
+			if !cached.InRoom() {
+				return r.Q.AgentConfirmOwn(ctx, tx)
 			}
-			if err != nil {
-				return fmt.Errorf("recheck agent: %w", err)
-			}
-			found = true
-			return nil
-		}
-		m, err := r.Q.ScopeRecheckMember(ctx, tx, cached.MemberID)
-		if pg.IsNoRows(err) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("recheck membership: %w", err)
-		}
-		status, grants := "", []string(nil)
-		if m.AgreementStatus != nil {
-			status, grants = *m.AgreementStatus, m.AgreementGrants
-		}
-		if m.Part != cached.Part || status != cached.AgreementStatus {
-			return nil
-		}
-		found = true
-		s.IsMain, s.Nickname, s.Access, s.Capabilities, s.ParkedUntil = m.IsMain, m.Nickname, m.Access, m.Capabilities, m.ParkedUntil
-		s.Grants = grants
-		return nil
-	})
-	if err != nil {
-		return Scope{}, false, pg.Classify(what, err)
+			return r.Q.ScopeConfirmMember(ctx, tx, confirm)
+		})
+	}}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
 	}
-	if !found {
+	return s
+}
+
+// recheck serves a resolution from the cache when ck is there. A provisional resolver
+// (Provisional) returns an admitted one at once, its verification to travel with the
+// request's first statements (pending); otherwise it is verified here, in one round trip
+// (verification). ok is false, and the entry dropped, when nothing is cached or the
+// verification failed: the uncached path then resolves in full, and says why when it
+// refuses. full is that path, for Settle.
+func (r *Resolver) recheck(ctx context.Context, what string, ck scopeKey, key auth.Parsed, code *auth.Parsed, projectID *uuid.UUID, full func(context.Context) (Scope, error)) (Scope, bool, error) {
+	cached, ok := r.cache.get(ck)
+	if !ok {
+		return Scope{}, false, nil
+	}
+	v := r.verification(cached, key, code, projectID)
+	if r.final != nil && cached.admitted() {
+		cached.pending = &pending{check: v, key: ck, full: full}
+		return cached, true, nil
+	}
+	err := r.DB.Verify(ctx, v)
+	if errors.Is(err, pg.ErrUnverified) {
 		r.cache.drop(ck)
 		return Scope{}, false, nil
 	}
-	return s, true, nil
+	if err != nil {
+		return Scope{}, false, pg.Classify(what, err)
+	}
+	return cached, true, nil
+}
+
+// pending is what a provisional Scope carries until it is settled.
+type pending struct {
+	check *pg.Verification
+	key   scopeKey
+	// full resolves the request's credentials again without the cache.
+	full func(context.Context) (Scope, error)
+}
+
+// Provisional returns a resolver on the same database and cache whose resolutions served
+// from the cache are provisional: the Scope comes back without a round trip, and its
+// verification (the one a cached resolution always gets) is left to the request's first
+// tenant transaction, which carries it in its own first round trip once the context comes
+// from Defer. Such a Scope must be settled (Settle) before anything but a read-only tool
+// uses it: internal/mcp's Provisional does this for the MCP endpoints, which alone use it.
+func (r *Resolver) Provisional() *Resolver {
+	c := *r
+	c.final = r
+	return &c
+}
+
+// Defer returns the context in which s's verification, if it is still to be made, travels
+// with the first tenant transaction (pg.Verification).
+func Defer(ctx context.Context, s Scope) context.Context {
+	if s.pending == nil {
+		return ctx
+	}
+	return pg.WithVerification(ctx, s.pending.check)
+}
+
+// Settled reports whether s is final: resolved in full, verified, or provisional and
+// verified by a transaction since.
+func (s Scope) Settled() bool { return s.pending == nil || s.pending.check.Passed() }
+
+// Settle makes s final. held is true when s stands as it is: it was final, or its
+// verification passed (made here, one round trip, when no transaction made it). When the
+// verification failed, the cache entry is dropped and the credentials are resolved in full:
+// the new Scope (held false), or the refusal the uncached path gives.
+func (r *Resolver) Settle(ctx context.Context, s Scope) (Scope, bool, error) {
+	p := s.pending
+	if p == nil {
+		return s, true, nil
+	}
+	err := r.DB.Verify(ctx, p.check)
+	if err == nil {
+		s.pending = nil
+		return s, true, nil
+	}
+	if !errors.Is(err, pg.ErrUnverified) {
+		return Scope{}, false, pg.Classify("settle the scope", err)
+	}
+	r.cache.drop(p.key)
+	s, err = p.full(ctx)
+	return s, false, err
 }

@@ -42,6 +42,9 @@ type Resolver struct {
 	// cache keeps what a resolution derived (names, directory lists) for ScopeCacheTTL;
 	// nil (a Resolver built by hand) resolves every call in full.
 	cache *scopeCache
+	// final is set on a provisional resolver (Provisional): the resolver it was made from,
+	// which a Settle that finds the verification failed resolves with.
+	final *Resolver
 }
 
 func unauthenticated(msg string) error { return apperr.New(apperr.Unauthenticated, "%s", msg) }
@@ -136,7 +139,8 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 	}
 	ck := scopeKey{kind: 'a', creds: credentialsDigest(k.Hash())}
 	if !r.DB.Citus() {
-		if s, ok, err := r.recheck(ctx, "resolve agent", ck, k, nil, nil); ok || err != nil {
+		full := func(ctx context.Context) (Scope, error) { return r.final.Agent(ctx, key) }
+		if s, ok, err := r.recheck(ctx, "resolve agent", ck, k, nil, nil, full); ok || err != nil {
 			return s, err
 		}
 		var s Scope
@@ -230,7 +234,8 @@ func (r *Resolver) RoomByKey(ctx context.Context, key string, projectID uuid.UUI
 	}
 	if !r.DB.Citus() {
 		ck := scopeKey{kind: 'r', creds: credentialsDigest(k.Hash()), project: projectID}
-		if s, ok, err := r.recheck(ctx, "resolve room", ck, k, nil, &projectID); ok || err != nil {
+		full := func(ctx context.Context) (Scope, error) { return r.final.RoomByKey(ctx, key, projectID) }
+		if s, ok, err := r.recheck(ctx, "resolve room", ck, k, nil, &projectID, full); ok || err != nil {
 			return s, err
 		}
 		s, found, err := r.bindVerified(ctx, "resolve room", k, nil, &projectID, func(tx *pg.Tx) (db.ScopeBindPartRow, error) {
@@ -289,7 +294,8 @@ func (r *Resolver) Part(ctx context.Context, connectCode, part, key string) (Sco
 	}
 	if !r.DB.Citus() {
 		ck := scopeKey{kind: 'p', creds: credentialsDigest(k.Hash(), code.Hash()), part: part}
-		if s, ok, err := r.recheck(ctx, "resolve part", ck, k, &code, nil); ok || err != nil {
+		full := func(ctx context.Context) (Scope, error) { return r.final.Part(ctx, connectCode, part, key) }
+		if s, ok, err := r.recheck(ctx, "resolve part", ck, k, &code, nil, full); ok || err != nil {
 			if err == nil {
 				// Admitted when it was cached, and the agreement is read again: a change
 				// of it takes the uncached path (recheck), which refuses as below.

@@ -73,6 +73,10 @@ type Scope struct {
 	// that fixes their organisation (the desk endpoint), or one signed in to the dashboard
 	// (docs/dashboard.md), who acts in a room with no agent. nil for an agent.
 	Person *Person
+
+	// pending is set on a Scope a provisional resolver served from its cache before
+	// verifying it (Resolver.Provisional, Settle).
+	pending *pending
 }
 
 // Person is a person acting for OrgID: who they are, what their organisation says about

@@ -55,17 +55,20 @@ SELECT 1 FROM (
     AND (sqlc.arg(code_id)::text = '') = (c.code_id IS NULL)
   OFFSET 0) verified;
 
--- name: AgentRecheckOwn :one
--- AgentGetOwnIdentity for an agent resolved a moment ago (tenancy's scope cache), after
--- CredentialAssumeCachedTenant: presence moved as there, and the agent's id when the key
--- verified (no row otherwise); its names and directory lists come from the cache.
+-- name: AgentConfirmOwn :exec
+-- The check of an agent resolved a moment ago (tenancy's scope cache), after
+-- CredentialAssumeCachedTenant in the same round trip: presence moved as in
+-- AgentGetOwnIdentity, and one row when the key verified (its tenant is set), none
+-- otherwise. Its names and directory lists come from the cache. It returns nothing anyone
+-- reads: the transaction reads its command tag (pg.Tx.Verifying), so the statements that
+-- follow it in the same round trip are answered only when it found its row.
 WITH touch AS (
   UPDATE membership mm SET last_seen_at = now()
   FROM membership_presence_due d
   WHERE mm.agent_id = rr_agent() AND d.project_id = mm.project_id AND d.id = mm.id
   RETURNING mm.id
 )
-SELECT a.id FROM agent a WHERE a.org_id = rr_org() AND a.id = rr_agent();
+SELECT 1 FROM agent a WHERE a.org_id = rr_org() AND a.id = rr_agent();
 
 -- name: AgentGetIdentity :one
 -- After rr_set_directory (pg.Tenant.Visible nil), whose settings it returns (visible_*) for

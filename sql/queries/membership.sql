@@ -52,25 +52,38 @@ SELECT m.*,
 FROM membership_scope m
 WHERE m.project_id = sqlc.arg(project_id) AND m.agent_id = rr_agent() AND m.org_id = rr_org();
 
--- name: ScopeRecheckMember :one
--- The bind of a caller resolved a moment ago (tenancy's scope cache), after
--- CredentialAssumeCachedTenant in the same round trip: the membership and the agreement,
--- which decide what the caller may do, are read again, and last_seen moves as in the
--- binds; names and directory lists come from the cache. No row when the credentials no
--- longer verify (no tenant) or the membership is gone.
-WITH touch AS (
+-- name: ScopeConfirmMember :exec
+-- The check of a caller resolved a moment ago (tenancy's scope cache), after
+-- CredentialAssumeCachedTenant in the same round trip: one row when the credentials
+-- verified (the tenant is set) and the membership and the agreement, which decide what the
+-- caller may do, are still exactly the cached ones; last_seen moves as in the binds. Any
+-- difference (a removed or parked membership, a changed access, capability, part or name,
+-- an agreement suspended or regranted) returns no row and clears the tenant, so that the
+-- statements sent after it in the same round trip see nothing; the resolver then resolves
+-- in full. The transaction reads its command tag (pg.Tx.Verifying).
+WITH m AS (
+  SELECT m.id FROM membership m
+  LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+  WHERE m.project_id = rr_project() AND m.id = sqlc.arg(member_id) AND m.agent_id = rr_agent()
+    AND m.org_id = rr_org() AND m.part = sqlc.arg(part)::text AND m.is_main = sqlc.arg(is_main)::boolean
+    AND m.nickname IS NOT DISTINCT FROM sqlc.narg(nickname)::text AND m.access = sqlc.arg(access)::text
+    AND m.capabilities = sqlc.arg(capabilities)::text[]
+    AND m.parked_until IS NOT DISTINCT FROM sqlc.narg(parked_until)::timestamptz
+    AND coalesce(ag.status, '') = sqlc.arg(agreement_status)::text
+    AND coalesce(ag.grants, '{}') = sqlc.arg(grants)::text[]
+), touch AS (
   UPDATE membership mm SET last_seen_at = now()
-  FROM membership_presence_due d
-  WHERE mm.project_id = rr_project() AND mm.id = sqlc.arg(member_id) AND mm.agent_id = rr_agent()
-    AND d.project_id = mm.project_id AND d.id = mm.id
+  FROM membership_presence_due d, m
+  WHERE mm.project_id = rr_project() AND mm.id = m.id AND d.project_id = mm.project_id AND d.id = mm.id
   RETURNING mm.id
 )
-SELECT m.id, m.part, m.is_main, m.nickname, m.access, m.capabilities, m.parked_until,
-  ag.status AS agreement_status, ag.grants AS agreement_grants
-FROM membership m
-LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
-WHERE m.project_id = rr_project() AND m.id = sqlc.arg(member_id) AND m.agent_id = rr_agent()
-  AND m.org_id = rr_org();
+SELECT 1 FROM (SELECT count(*) AS n FROM m) c
+-- CASE evaluates its ELSE only when there is no match: the tenant is cleared then.
+WHERE CASE WHEN c.n = 1 THEN true
+  ELSE (set_config('app.org_id', '', true) || set_config('app.project_id', '', true) ||
+    set_config('app.agent_id', '', true) || set_config('app.orgs', '', true) ||
+    set_config('app.projects', '', true) || set_config('app.agents', '', true) ||
+    set_config('app.users', '', true)) IS NULL END;
 
 -- name: ScopeBindOwnPart :one
 -- ScopeBindPart after CredentialAssumeTenant, in the same round trip: the project and the

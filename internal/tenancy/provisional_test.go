@@ -1,0 +1,162 @@
+package tenancy_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
+)
+
+// TestProvisionalResolution: a provisional resolver serves a cached caller without a
+// round trip, and the caller's verification travels with the first statements of its
+// first transaction, so a read is one round trip in all. A key revoked, a membership
+// changed or removed a moment ago is seen by that very read: it fails (ErrUnverified)
+// having seen nothing, and Settle refuses or resolves again as the uncached path does.
+// The cache keeps entries for an hour, so nothing depends on how long a call takes.
+func TestProvisionalResolution(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, r, res := setupFile(t, guests)
+	if d.Citus() {
+		t.Skip("the scope cache serves plain PostgreSQL's one-round-trip path only")
+	}
+	code, one := res.Projects["one"].ConnectCode, res.Projects["one"].ID
+	architect, gina := res.Agents["acme/architect"].Key, res.Agents["globex/gina"].Key
+	operator := func(t *testing.T, sql string, args ...any) { t.Helper(); operatorExec(t, d, sql, args...) }
+	count := func(t *testing.T, sql string) (n int) {
+		t.Helper()
+		if err := d.Operator(ctx, func(tx *pg.Tx) error { return tx.QueryRow(ctx, sql).Scan(&n) }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	prov := r.WithScopeCache(time.Hour).Provisional()
+	// provisional resolves twice (the first fills the cache) and checks the second comes
+	// back unsettled without a round trip.
+	provisional := func(t *testing.T, resolve func() (tenancy.Scope, error)) tenancy.Scope {
+		t.Helper()
+		if _, err := resolve(); err != nil {
+			t.Fatal(err)
+		}
+		before := d.RoundTrips()
+		s, err := resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := d.RoundTrips() - before; n != 0 || s.Settled() {
+			t.Fatalf("a cached resolution: %d round trips, settled %v; want 0, false", n, s.Settled())
+		}
+		return s
+	}
+	// members reads the memberships the scope's tenant sees, in the context Defer gives,
+	// committing with the read as the read tools do.
+	members := func(s tenancy.Scope) (n int, err error) {
+		err = d.InTenant(tenancy.Defer(ctx, s), s.Tenant(), func(tx *pg.Tx) error {
+			tx.CommitWithNext(ctx)
+			return tx.QueryRow(ctx, "SELECT count(*) FROM membership").Scan(&n)
+		})
+		return n, err
+	}
+	part := func() (tenancy.Scope, error) { return prov.Part(ctx, code, "architect", architect) }
+	room := func() (tenancy.Scope, error) { return prov.RoomByKey(ctx, architect, one) }
+	agent := func() (tenancy.Scope, error) { return prov.Agent(ctx, architect) }
+
+	t.Run("a cached caller's read is one round trip with its verification", func(t *testing.T) {
+		for name, resolve := range map[string]func() (tenancy.Scope, error){"part": part, "room": room, "agent": agent} {
+			s := provisional(t, resolve)
+			before := d.RoundTrips()
+			n, err := members(s)
+			if err != nil || n == 0 {
+				t.Fatalf("%s: %d members, %v", name, n, err)
+			}
+			if trips := d.RoundTrips() - before; trips != 1 {
+				t.Fatalf("%s: %d round trips, want 1", name, trips)
+			}
+			settled, held, err := prov.Settle(ctx, s)
+			if err != nil || !held || !settled.Settled() || d.RoundTrips()-before != 1 {
+				t.Fatalf("%s: settle after the read: held %v, %v, %d round trips", name, held, err, d.RoundTrips()-before)
+			}
+		}
+	})
+
+	t.Run("a scope no transaction verified is verified by Settle in one round trip", func(t *testing.T) {
+		s := provisional(t, part)
+		before := d.RoundTrips()
+		settled, held, err := prov.Settle(ctx, s)
+		if err != nil || !held || !settled.Settled() || d.RoundTrips()-before != 1 {
+			t.Fatalf("held %v, %v, %d round trips", held, err, d.RoundTrips()-before)
+		}
+	})
+
+	t.Run("a changed access fails the read and is resolved again", func(t *testing.T) {
+		s := provisional(t, part)
+		operator(t, "UPDATE membership SET access = 'read' WHERE part = 'architect'")
+		t.Cleanup(func() { operator(t, "UPDATE membership SET access = 'write' WHERE part = 'architect'") })
+		if _, err := members(s); !errors.Is(err, pg.ErrUnverified) {
+			t.Fatalf("want ErrUnverified, got %v", err)
+		}
+		settled, held, err := prov.Settle(ctx, s)
+		if err != nil || held || settled.Access != tenancy.AccessRead || !settled.Settled() {
+			t.Fatalf("held %v, access %q, %v", held, settled.Access, err)
+		}
+	})
+
+	t.Run("a parked membership: the statements sent with the check see no tenant", func(t *testing.T) {
+		s := provisional(t, room)
+		operator(t, "UPDATE membership SET parked_until = now() + interval '1 hour' WHERE part = 'architect'")
+		t.Cleanup(func() { operator(t, "UPDATE membership SET parked_until = NULL WHERE part = 'architect'") })
+		// A write queued before the COMMIT travels in the round trip of the check: with the
+		// tenant cleared it finds nothing, though the COMMIT goes with it.
+		err := d.InTenant(tenancy.Defer(ctx, s), s.Tenant(), func(tx *pg.Tx) error {
+			return tx.Pipeline(func() error {
+				_, err := tx.Exec(ctx, "UPDATE membership SET nickname = 'seen' WHERE project_id = $1", one)
+				return err
+			})
+		})
+		if !errors.Is(err, pg.ErrUnverified) {
+			t.Fatalf("want ErrUnverified, got %v", err)
+		}
+		if n := count(t, "SELECT count(*) FROM membership WHERE nickname = 'seen'"); n != 0 {
+			t.Fatalf("%d memberships written by an unverified caller", n)
+		}
+	})
+
+	t.Run("a guest whose agreement is revoked is refused by the next read", func(t *testing.T) {
+		s := provisional(t, func() (tenancy.Scope, error) { return prov.Part(ctx, code, "gina", gina) })
+		operator(t, "UPDATE agreement SET status = 'revoked' WHERE guest_org_id = $1", res.Organisations["globex"].ID)
+		if n, err := members(s); !errors.Is(err, pg.ErrUnverified) {
+			t.Fatalf("want ErrUnverified, got %d %v", n, err)
+		}
+		_, _, err := prov.Settle(ctx, s)
+		wantCode(t, err, apperr.Forbidden)
+	})
+
+	t.Run("a revoked key is refused by the next read, and by a transaction for another tenant", func(t *testing.T) {
+		s := provisional(t, part)
+		a := provisional(t, agent)
+		operator(t, "UPDATE agent_key SET revoked_at = now() WHERE agent_id = $1", res.Agents["acme/architect"].ID)
+		if n, err := members(s); !errors.Is(err, pg.ErrUnverified) {
+			t.Fatalf("want ErrUnverified, got %d %v", n, err)
+		}
+		_, _, err := prov.Settle(ctx, s)
+		wantCode(t, err, apperr.Unauthenticated)
+		// Another tenant's transaction (the all-rooms address binding a room) makes the
+		// verification first, and does not run when it fails.
+		ran := false
+		err = d.InTenant(tenancy.Defer(ctx, a), pg.Tenant{OrgID: a.OrgID, AgentID: a.AgentID, ProjectID: one}, func(*pg.Tx) error {
+			ran = true
+			return nil
+		})
+		if !errors.Is(err, pg.ErrUnverified) || ran {
+			t.Fatalf("want ErrUnverified before the transaction, got %v (ran %v)", err, ran)
+		}
+		_, _, err = prov.Settle(ctx, a)
+		wantCode(t, err, apperr.Unauthenticated)
+		_, err = part()
+		wantCode(t, err, apperr.Unauthenticated)
+	})
+}
