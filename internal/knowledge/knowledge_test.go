@@ -405,6 +405,28 @@ func TestNearDuplicateReadsTheTitleIndex(t *testing.T) {
 	}
 }
 
+// TestLearnedTitlesAreSearchableWithoutAPendingList: every learn searches the title
+// trigram index for a near-duplicate right before it inserts; with GIN's fast update the
+// entries learned since the last vacuum waited in a pending list that each of those
+// searches read whole (docs/performance.md, "learn's near-duplicate check, and the write
+// rows' Postgres time"). Entries learned one after another go into the index's tree.
+func TestLearnedTitlesAreSearchableWithoutAPendingList(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	const learned = 40
+	for i := range learned {
+		e.learn(t, knowledge.LearnInput{Title: fmt.Sprintf("Pending list probe %d of the index", i),
+			Body: fmt.Sprintf("Entry %d learned in a stream, searched by the next learn.", i), Kind: "fact"})
+	}
+	e.exec(t, "CREATE EXTENSION IF NOT EXISTS pgstattuple")
+	if n := e.Count(t, "SELECT pending_tuples FROM pgstatginindex('knowledge_live_trgm_idx')"); n != 0 {
+		t.Fatalf("the title index holds %d of the %d learned entries in its pending list, want 0", n, learned)
+	}
+	if n := e.Count(t, "SELECT count(*) FROM knowledge WHERE project_id = $1 AND duplicate_of IS NOT NULL", e.arch.ProjectID); n != learned-1 {
+		t.Fatalf("%d of the %d near-identical entries were linked to an earlier one, want %d", n, learned, learned-1)
+	}
+}
+
 func TestCIConfirmsOverHTTPWithItsProjectToken(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
