@@ -9,6 +9,11 @@
 -- as rr_recall (000036) and rr_memory_lexical (000038): the same query, the same
 -- parameters, the same answers. The settings 000024 and 000037 gave it stay
 -- (pg_trgm.similarity_threshold raised to min_title inside, cpu_operator_cost = 0.25).
+-- enable_seqscan = off: a connection keeps the plan it made on its first call, and one
+-- made while the table was empty (a new database, statistics of no rows) was a
+-- sequential scan, kept while thousands of entries arrived, each check then computing
+-- similarity() against every title. With the sequential scan priced out the plan is the
+-- title trigram index at any size, which is the only reasonable way to run this query.
 -- `relayroom migrate citus` resets plan_cache_mode on every function that forces it;
 -- Citus does not call this function anyway (KnowledgeFindNearDuplicateAsCaller).
 --
@@ -21,7 +26,7 @@
 CREATE OR REPLACE FUNCTION rr_near_duplicate(new_title text, new_text text, min_title real, min_text real)
 RETURNS uuid
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_temp SET pg_trgm.similarity_threshold = 0.3
-  SET cpu_operator_cost = 0.25 SET plan_cache_mode = force_generic_plan AS $fn$
+  SET cpu_operator_cost = 0.25 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $fn$
 DECLARE
   proj uuid := rr_project();
   found uuid;
