@@ -405,6 +405,80 @@ func TestNearDuplicateReadsTheTitleIndex(t *testing.T) {
 	}
 }
 
+// TestNearDuplicatePlanMadeOnAnEmptyTableReadsTheTitleIndex: a connection keeps the plan
+// of rr_near_duplicate it made on its first call. Made while the table's statistics said
+// it was empty (a new database), that plan must still read the title trigram index once
+// entries have arrived, not compare every live title of the project (migration 000043).
+func TestNearDuplicatePlanMadeOnAnEmptyTableReadsTheTitleIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	arch := e.arch
+	e.exec(t, "ANALYZE knowledge")
+	probe := func(tx *pg.Tx, title string) error {
+		_, err := db.New().KnowledgeFindNearDuplicate(ctx, tx, db.KnowledgeFindNearDuplicateParams{
+			Title: title, MinTitle: 0.6, Text: title + " and a body", MinText: 0.8})
+		if err != nil && !pg.IsNoRows(err) {
+			return err
+		}
+		return nil
+	}
+	const scans = `SELECT pg_stat_get_xact_numscans('knowledge'::regclass),
+		pg_stat_get_xact_numscans('knowledge_live_trgm_idx'::regclass),
+		pg_stat_get_xact_numscans('knowledge_review_idx'::regclass),
+		pg_stat_get_xact_numscans('knowledge_pkey'::regclass)`
+	var before, after [4]int64
+	// One transaction, so one connection: its first check makes the plan, the entries
+	// arrive without an ANALYZE, and the second check runs that plan.
+	err := e.d.InTenant(ctx, arch.Tenant(), func(tx *pg.Tx) error {
+		if err := probe(tx, "first check of an empty project"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
+			SELECT $1, gen_random_uuid(), 'fact', 'entry ' || g || ' about the deploy and the cache',
+				'body of entry ' || g, 'candidate', 0.5, 'learn'
+			FROM generate_series(1, 400) g`, arch.ProjectID); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, scans).Scan(&before[0], &before[1], &before[2], &before[3]); err != nil {
+			return err
+		}
+		if err := probe(tx, "rollback token cache after the release"); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, scans).Scan(&after[0], &after[1], &after[2], &after[3])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, titleIndex, review, pkey := after[0]-before[0], after[1]-before[1], after[2]-before[2], after[3]-before[3]
+	if seq != 0 || titleIndex != 1 || review != 0 || pkey != 0 {
+		t.Fatalf("the check made %d sequential scans and %d scans of the title index, %d of the review index, %d of the primary key; want 0, 1, 0, 0", seq, titleIndex, review, pkey)
+	}
+}
+
+// TestLearnedTitlesAreSearchableWithoutAPendingList: every learn searches the title
+// trigram index for a near-duplicate right before it inserts; with GIN's fast update the
+// entries learned since the last vacuum waited in a pending list that each of those
+// searches read whole (docs/performance.md, "learn's near-duplicate check, and the write
+// rows' Postgres time"). Entries learned one after another go into the index's tree.
+func TestLearnedTitlesAreSearchableWithoutAPendingList(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	const learned = 40
+	for i := range learned {
+		e.learn(t, knowledge.LearnInput{Title: fmt.Sprintf("Pending list probe %d of the index", i),
+			Body: fmt.Sprintf("Entry %d learned in a stream, searched by the next learn.", i), Kind: "fact"})
+	}
+	e.exec(t, "CREATE EXTENSION IF NOT EXISTS pgstattuple")
+	if n := e.Count(t, "SELECT pending_tuples FROM pgstatginindex('knowledge_live_trgm_idx')"); n != 0 {
+		t.Fatalf("the title index holds %d of the %d learned entries in its pending list, want 0", n, learned)
+	}
+	if n := e.Count(t, "SELECT count(*) FROM knowledge WHERE project_id = $1 AND duplicate_of IS NOT NULL", e.arch.ProjectID); n != learned-1 {
+		t.Fatalf("%d of the %d near-identical entries were linked to an earlier one, want %d", n, learned, learned-1)
+	}
+}
+
 func TestCIConfirmsOverHTTPWithItsProjectToken(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

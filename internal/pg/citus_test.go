@@ -93,6 +93,7 @@ var unprobedFunctions = map[string]string{
 var plannerProbedFunctions = map[string]string{
 	"rr_recall":         "its query is static (planned once per connection, migration 000036) and reads the project from a variable",
 	"rr_memory_lexical": "its query is static (planned once per connection, migration 000038) and reads the project and the organisation from variables",
+	"rr_near_duplicate": "its query is static (planned once per connection, migration 000043) and reads the project from a variable",
 }
 
 // plainOnly are the queries the service sends on plain PostgreSQL only: the one-round-trip
