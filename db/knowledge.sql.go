@@ -466,19 +466,18 @@ func (q *Queries) KnowledgeList(ctx context.Context, db DBTX, arg KnowledgeListP
 }
 
 const knowledgeRecall = `-- name: KnowledgeRecall :many
-SELECT k.id, k.kind, k.title, k.body, k.confidence, k.expires_at, k.created_at,
-  (word_similarity($1::text, k.title || ' ' || k.body) * k.confidence)::real AS score
-FROM rr_recall($1::text, $2::text, $3::text, $4::real, $5::integer, $6::timestamptz) AS k
-WHERE k.project_id = $7::uuid
-ORDER BY score DESC, k.id
+SELECT k.id, k.kind, k.title, k.body, k.confidence, k.expires_at, k.created_at, c.ascii,
+  (CASE WHEN c.ascii THEN 0 ELSE word_similarity($1::text, k.title || ' ' || k.body) END)::real AS similarity
+FROM rr_recall($1::text, $2::text, $3::text, $4::timestamptz) AS k,
+  LATERAL (SELECT octet_length($1::text) = char_length($1::text) AND octet_length(k.title) = char_length(k.title)
+    AND octet_length(k.body) = char_length(k.body) AS ascii) c
+WHERE k.project_id = $5::uuid
 `
 
 type KnowledgeRecallParams struct {
 	Query      string
 	TitleQuery string
 	Kind       *string
-	Floor      float32
-	Lim        int32
 	Now        time.Time
 	ProjectID  uuid.UUID
 }
@@ -491,19 +490,20 @@ type KnowledgeRecallRow struct {
 	Confidence float32
 	ExpiresAt  *time.Time
 	CreatedAt  time.Time
-	Score      float32
+	Ascii      *bool
+	Similarity float32
 }
 
-// rr_recall (migration 000003) reads only rr_project(), the transaction's tenant, and
-// returns the best entries in order; the score of those few is computed again here. The
-// project_id argument is checked against the tenant, so a mismatch returns nothing.
+// rr_recall (migrations 000003, 000044) reads only rr_project(), the transaction's tenant,
+// and returns its candidates; the server ranks them (Service.Recall). pg_trgm's similarity
+// is computed here only where the server cannot compute it: the query or the entry is not
+// ASCII (then ascii is false). The project_id argument is checked against the tenant, so a
+// mismatch returns nothing.
 func (q *Queries) KnowledgeRecall(ctx context.Context, db DBTX, arg KnowledgeRecallParams) ([]KnowledgeRecallRow, error) {
 	rows, err := db.Query(ctx, knowledgeRecall,
 		arg.Query,
 		arg.TitleQuery,
 		arg.Kind,
-		arg.Floor,
-		arg.Lim,
 		arg.Now,
 		arg.ProjectID,
 	)
@@ -522,7 +522,8 @@ func (q *Queries) KnowledgeRecall(ctx context.Context, db DBTX, arg KnowledgeRec
 			&i.Confidence,
 			&i.ExpiresAt,
 			&i.CreatedAt,
-			&i.Score,
+			&i.Ascii,
+			&i.Similarity,
 		); err != nil {
 			return nil, err
 		}

@@ -541,17 +541,17 @@ func (s *Service) Recall(ctx context.Context, sc tenancy.Scope, in RecallInput) 
 		// sent with the search (SetLocal: no round trip of their own).
 		tx.SetLocal("statement_timeout", fmt.Sprintf("%dms", RecallTimeout.Milliseconds()))
 		tx.SetLocal("pg_trgm.word_similarity_threshold", strconv.FormatFloat(TitleThreshold, 'f', 3, 64))
-		rows, err := s.Q.KnowledgeRecall(ctx, tx, db.KnowledgeRecallParams{Query: in.Query, TitleQuery: contentWords(in.Query), ProjectID: sc.ProjectID, Now: now, Kind: in.Kind,
-			Floor: float32(st.cfg.RecallFloor), Lim: int32(in.Limit)})
+		cands, err := s.Q.KnowledgeRecall(ctx, tx, db.KnowledgeRecallParams{Query: in.Query, TitleQuery: contentWords(in.Query), ProjectID: sc.ProjectID, Now: now, Kind: in.Kind})
 		if err != nil {
 			return err
 		}
 		tx.SetLocal("statement_timeout", fmt.Sprintf("%dms", s.DB.StatementTimeout.Milliseconds()))
+		rows := rankRecall(in.Query, cands, float32(st.cfg.RecallFloor), in.Limit)
 		ids := make([]uuid.UUID, 0, len(rows))
 		for _, r := range rows {
 			ids = append(ids, r.ID)
 			out.Entries = append(out.Entries, Entry{ID: r.ID.String(), Kind: r.Kind, Title: r.Title, Body: r.Body,
-				Confidence: round(float64(r.Confidence)), Score: round(float64(r.Score)), ExpiresAt: wiretime.Ptr(r.ExpiresAt), CreatedAt: wiretime.Time(r.CreatedAt)})
+				Confidence: round(float64(r.Confidence)), Score: round(float64(r.score)), ExpiresAt: wiretime.Ptr(r.ExpiresAt), CreatedAt: wiretime.Time(r.CreatedAt)})
 		}
 		qid := uuid.MustParse(out.QueryID)
 		member := memberOf(sc)

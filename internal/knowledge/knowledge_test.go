@@ -559,7 +559,7 @@ func TestRecallNeverScansBeyondItsProject(t *testing.T) {
 		if _, err := tx.Exec(ctx, "SELECT set_config('app.project_id', $1, true), set_config('pg_trgm.word_similarity_threshold', '0.5', true)", arch.ProjectID.String()); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, "EXPLAIN "+recallBody(t, e), arch.ProjectID, "deploy rollback", "deploy rollback", nil, float32(0.3), int32(5), time.Now(), int32(60))
+		rows, err := tx.Query(ctx, "EXPLAIN "+recallBody(t, e), arch.ProjectID, "deploy rollback", "deploy rollback", nil, time.Now(), int32(60))
 		if err != nil {
 			return err
 		}
@@ -605,7 +605,7 @@ func TestRecallNeverScansBeyondItsProject(t *testing.T) {
 	// Without a tenant the function returns nothing, whatever the query.
 	var n int
 	err = e.d.Operator(ctx, func(tx *pg.Tx) error {
-		return tx.QueryRow(ctx, "SELECT count(*) FROM rr_recall('deploy rollback', 'deploy rollback', NULL, 0, 100, now())").Scan(&n)
+		return tx.QueryRow(ctx, "SELECT count(*) FROM rr_recall('deploy rollback', 'deploy rollback', NULL, now())").Scan(&n)
 	})
 	if err != nil || n != 0 {
 		t.Fatalf("rr_recall without a tenant returned %d rows (%v)", n, err)

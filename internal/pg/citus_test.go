@@ -91,7 +91,7 @@ var unprobedFunctions = map[string]string{
 // without auto_explain). Their statements are checked from the Citus planner's own
 // messages instead (routerPlannerMessages).
 var plannerProbedFunctions = map[string]string{
-	"rr_recall":         "its query is static (planned once per connection, migration 000036) and reads the project from a variable",
+	"rr_recall":         "its query is static (planned once per connection, migrations 000036 and 000044) and reads the project from a variable",
 	"rr_memory_lexical": "its query is static (planned once per connection, migration 000038) and reads the project and the organisation from variables",
 	"rr_near_duplicate": "its query is static (planned once per connection, migration 000043) and reads the project from a variable",
 }

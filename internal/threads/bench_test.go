@@ -243,7 +243,7 @@ func explainRecall(b *testing.B, e *env, q string) {
 		if _, err := tx.Exec(ctx, "SELECT set_config('app.project_id', $1, true), set_config('pg_trgm.word_similarity_threshold', '0.5', true)", arch.ProjectID.String()); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+src, arch.ProjectID, q, q, nil, float32(0.3), int32(5), time.Now(), int32(60))
+		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+src, arch.ProjectID, q, q, nil, time.Now(), int32(60))
 		if err != nil {
 			b.Log(err)
 			return err
