@@ -27,4 +27,8 @@ BEGIN
 END
 $fn$;
 
-ALTER INDEX knowledge_live_trgm_idx RESET (fastupdate);
+-- Run through EXECUTE: on a distributed database Citus sends an index's ALTER to the
+-- workers as the text of the command that held it, and this file is one multi-statement
+-- command ("cannot insert multiple commands into a prepared statement" on every worker).
+-- EXECUTE gives the ALTER a text of its own.
+DO $do$ BEGIN EXECUTE 'ALTER INDEX knowledge_live_trgm_idx RESET (fastupdate)'; END $do$;
