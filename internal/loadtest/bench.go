@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Options of one load run.
@@ -104,8 +106,49 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		say("%-16s %8.0f calls/s  p50 %s  p99 %s  errors %d  CPU/call server %s Postgres %s", s.Name, sum.Rate(), ms(sum.P50), ms(sum.P99), sum.Errors,
 			cpuPerCall(cpu.Known, cpu.Server, sum.OK), cpuPerCall(cpu.Known, cpu.Postgres, sum.OK))
 		rows = append(rows, Row{Name: s.Name, Class: s.Class, Note: s.Note, Summary: sum, CPU: cpu})
+		if err := settleEmbeddings(ctx, raw.pool, say); err != nil {
+			return rows, err
+		}
 	}
 	return rows, nil
+}
+
+// embeddingSettleLimit bounds the wait for the embedding backlog after a row.
+const embeddingSettleLimit = 3 * time.Minute
+
+// settleEmbeddings waits, after a row, until every memory entry has a vector, and says how
+// fast the backlog drained. write_memory stores an entry at once and leaves its vector to
+// the server's background embedder: that work belongs to its row, and measured with the
+// rows after it, it was charged to them (send_task at half its rate alone). A backlog that
+// outlasts embeddingSettleLimit is reported and left.
+func settleEmbeddings(ctx context.Context, pool *pgxpool.Pool, say func(string, ...any)) error {
+	count := func() (int, error) {
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM memory_entry e
+			WHERE NOT EXISTS (SELECT 1 FROM memory_vector v WHERE v.project_id = e.project_id AND v.memory_id = e.id)`).Scan(&n)
+		if err != nil {
+			return 0, fmt.Errorf("count the embedding backlog: %w", err)
+		}
+		return n, nil
+	}
+	first, err := count()
+	if err != nil || first == 0 {
+		return err
+	}
+	start, n := time.Now(), first
+	for n > 0 && time.Since(start) < embeddingSettleLimit {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+		if n, err = count(); err != nil {
+			return err
+		}
+	}
+	took := time.Since(start)
+	say("  embedding backlog: %d of %d entries embedded in %v (%.0f/s), %d left", first-n, first, took.Round(100*time.Millisecond), float64(first-n)/took.Seconds(), n)
+	return nil
 }
 
 // startServers starts one server, or o.Replicas behind HAProxy, and returns the base URL
