@@ -226,6 +226,7 @@ func (m *Model) Tokens(text string) []int32 {
 type scratch struct {
 	x, h, qkv, att, y, ffn []float32
 	scores                 []float32
+	spans                  []span // the texts' positions
 }
 
 func grow(b []float32, n int) []float32 {
@@ -240,51 +241,109 @@ func grow(b []float32, n int) []float32 {
 func (m *Model) Embed(text string, v []float32) bool {
 	ids := m.Tokens(text)
 	clear(v)
-	n := len(ids)
-	if n == 0 {
+	if len(ids) == 0 {
 		return false
 	}
+	m.forward([][]int32{ids}, [][]float32{v})
+	return true
+}
+
+// maxStackTokens bounds the tokens EmbedMany stacks into one forward pass: the
+// activations of 256 tokens take about 3 MiB.
+const maxStackTokens = 256
+
+// EmbedMany is Embed for several texts, vs[i] receiving texts[i]'s vector (ok[i] false
+// for a text with no tokens, its vector left zero). The tokens of consecutive texts are
+// stacked into one forward pass (up to maxStackTokens): the matrix products then run on
+// the blocks of four positions across texts, and fewer positions go through the slower
+// one-row kernel. Each text's attention and mean stay within its own tokens, so a vector
+// is the one Embed gives (to float32 rounding).
+func (m *Model) EmbedMany(texts []string, vs [][]float32) (ok []bool) {
+	ok = make([]bool, len(texts))
+	var ids [][]int32
+	var outs [][]float32
+	tokens := 0
+	flush := func() {
+		if len(ids) > 0 {
+			m.forward(ids, outs)
+		}
+		ids, outs, tokens = ids[:0], outs[:0], 0
+	}
+	for i, text := range texts {
+		t := m.Tokens(text)
+		clear(vs[i])
+		if len(t) == 0 {
+			continue
+		}
+		ok[i] = true
+		if tokens+len(t) > maxStackTokens {
+			flush()
+		}
+		ids, outs = append(ids, t), append(outs, vs[i])
+		tokens += len(t)
+	}
+	flush()
+	return ok
+}
+
+// span is one text's positions [lo, hi) in a stacked forward pass.
+type span struct{ lo, hi int }
+
+// forward runs the encoder on the texts' token ids (none empty), stacked, and writes
+// text i's vector into vs[i].
+func (m *Model) forward(ids [][]int32, vs [][]float32) {
 	s := m.bufs.Get().(*scratch)
 	defer m.bufs.Put(s)
+	s.spans = s.spans[:0]
+	n := 0
+	for _, t := range ids {
+		s.spans = append(s.spans, span{n, n + len(t)})
+		n += len(t)
+	}
 
-	// Input: 2·embedding + timing signal, 256 wide.
+	// Input: 2·embedding + timing signal, 256 wide; positions count from each text's
+	// first token.
 	s.x = grow(s.x, n*EmbedDim)
 	half := Timescale
-	for p, id := range ids {
-		row := s.x[p*EmbedDim : (p+1)*EmbedDim]
-		e := m.emb[int(id)*EmbedDim : (int(id)+1)*EmbedDim]
-		for i := range half {
-			a := float32(p) * m.timing[i]
-			row[i] = e[i] + (e[i] + float32(math.Sin(float64(a))))
-			row[half+i] = e[half+i] + (e[half+i] + float32(math.Cos(float64(a))))
+	for k, t := range ids {
+		for p, id := range t {
+			row := s.x[(s.spans[k].lo+p)*EmbedDim : (s.spans[k].lo+p+1)*EmbedDim]
+			e := m.emb[int(id)*EmbedDim : (int(id)+1)*EmbedDim]
+			for i := range half {
+				a := float32(p) * m.timing[i]
+				row[i] = e[i] + (e[i] + float32(math.Sin(float64(a))))
+				row[half+i] = e[half+i] + (e[half+i] + float32(math.Cos(float64(a))))
+			}
 		}
 	}
 	for l := range layers {
 		m.layer(&m.layers[l], s, n)
 	}
-	// Mean over positions, dense tanh, L2 normalisation.
+	// Per text: mean over its positions, dense tanh, L2 normalisation.
 	pool := grow(s.h, Dim)
-	clear(pool)
-	for p := range n {
-		axpy(1, s.x[p*Dim:(p+1)*Dim], pool)
-	}
-	inv := 1 / float32(n)
-	for i := range pool {
-		pool[i] *= inv
-	}
-	copy(v, m.poolB)
-	matVecAdd(pool, m.poolW, v, Dim)
-	var ss float32
-	for i := range v {
-		v[i] = float32(math.Tanh(float64(v[i])))
-		ss += v[i] * v[i]
-	}
-	r := float32(1 / math.Sqrt(float64(max(ss, l2Eps))))
-	for i := range v {
-		v[i] *= r
+	for k, sp := range s.spans {
+		clear(pool)
+		for p := sp.lo; p < sp.hi; p++ {
+			axpy(1, s.x[p*Dim:(p+1)*Dim], pool)
+		}
+		inv := 1 / float32(sp.hi-sp.lo)
+		for i := range pool {
+			pool[i] *= inv
+		}
+		v := vs[k]
+		copy(v, m.poolB)
+		matVecAdd(pool, m.poolW, v, Dim)
+		var ss float32
+		for i := range v {
+			v[i] = float32(math.Tanh(float64(v[i])))
+			ss += v[i] * v[i]
+		}
+		r := float32(1 / math.Sqrt(float64(max(ss, l2Eps))))
+		for i := range v {
+			v[i] *= r
+		}
 	}
 	s.h = pool
-	return true
 }
 
 // layer runs one transformer layer on s.x (n × L.din), leaving n × Dim in s.x.
@@ -296,8 +355,7 @@ func (m *Model) layer(L *layer, s *scratch, n int) {
 	s.qkv = grow(s.qkv, n*3*din)
 	matMul(s.h, L.qkvW, L.qkvB, s.qkv, n)
 	s.att = grow(s.att, n*din)
-	s.scores = grow(s.scores, n)
-	m.attend(L, s, n)
+	m.attend(L, s)
 	// y = residual + attention output (512 wide).
 	s.y = grow(s.y, n*Dim)
 	matMul(s.att, L.outW, L.outB, s.y, n)
@@ -328,36 +386,45 @@ func (m *Model) layer(L *layer, s *scratch, n int) {
 	}
 }
 
-// attend computes multi-head self-attention from s.qkv (n × [q k v]) into s.att.
-func (m *Model) attend(L *layer, s *scratch, n int) {
+// attend computes multi-head self-attention from s.qkv (n × [q k v]) into s.att, each
+// position attending to the positions of its own text (s.spans).
+func (m *Model) attend(L *layer, s *scratch) {
+	for _, sp := range s.spans {
+		m.attendSpan(L, s, sp)
+	}
+}
+
+// attendSpan is attend for one text's positions.
+func (m *Model) attendSpan(L *layer, s *scratch, sp span) {
 	din, depth := L.din, L.depth
 	stride := 3 * din
 	var qs [Dim / Heads]float32
+	s.scores = grow(s.scores, sp.hi-sp.lo)
 	for h := range Heads {
 		qo, ko, vo := h*depth, din+h*depth, 2*din+h*depth
-		for t := range n {
+		for t := sp.lo; t < sp.hi; t++ {
 			// The graph scales q before the product: (q·scale)·k.
 			q := qs[:depth]
 			for i, a := range s.qkv[t*stride+qo : t*stride+qo+depth] {
 				q[i] = a * L.qScale
 			}
-			sc := s.scores[:n]
+			sc := s.scores
 			mx := float32(math.Inf(-1))
-			for u := range n {
+			for u := sp.lo; u < sp.hi; u++ {
 				d := dot(q, s.qkv[u*stride+ko:u*stride+ko+depth])
-				sc[u] = d
+				sc[u-sp.lo] = d
 				mx = max(mx, d)
 			}
 			var sum float32
-			for u := range n {
-				e := float32(math.Exp(float64(sc[u] - mx)))
-				sc[u] = e
+			for i, d := range sc {
+				e := float32(math.Exp(float64(d - mx)))
+				sc[i] = e
 				sum += e
 			}
 			out := s.att[t*din+h*depth : t*din+(h+1)*depth]
 			clear(out)
-			for u := range n {
-				axpy(sc[u]/sum, s.qkv[u*stride+vo:u*stride+vo+depth], out)
+			for u := sp.lo; u < sp.hi; u++ {
+				axpy(sc[u-sp.lo]/sum, s.qkv[u*stride+vo:u*stride+vo+depth], out)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -110,6 +111,38 @@ func TestGolden(t *testing.T) {
 			t.Errorf("mean cosine %.6f, want ≥ %v", mean, goldenMeanCosine)
 		}
 	})
+}
+
+// EmbedMany, stacking texts into shared forward passes, gives each text the vector Embed
+// gives it alone, for texts of every length (an empty one, one of MaxTokens, and enough
+// of them to fill several passes).
+func TestEmbedManyMatchesEmbed(t *testing.T) {
+	t.Parallel()
+	m := model(t)
+	var texts []string
+	for _, c := range reference(t) {
+		texts = append(texts, c.Text)
+	}
+	long := strings.Repeat("every deploy needs a rollback plan written down first ", 30)
+	texts = append(texts, "", long, "   ", "short", long)
+	vs := make([][]float32, len(texts))
+	for i := range vs {
+		vs[i] = make([]float32, Dim)
+		vs[i][0] = 9 // overwritten (or cleared for a text with no tokens)
+	}
+	ok := m.EmbedMany(texts, vs)
+	for i, text := range texts {
+		want := make([]float32, Dim)
+		wantOK := m.Embed(text, want)
+		if ok[i] != wantOK {
+			t.Fatalf("text %d (%.30q): ok %v, Embed says %v", i, text, ok[i], wantOK)
+		}
+		for j := range want {
+			if math.Abs(float64(vs[i][j]-want[j])) > 1e-5 {
+				t.Fatalf("text %d (%.30q): v[%d] = %v, Embed gives %v", i, text, j, vs[i][j], want[j])
+			}
+		}
+	}
 }
 
 // Benchmarks: a short query (9 tokens), a typical memory entry (26 tokens) and a long
