@@ -298,7 +298,8 @@ func (s *Service) claimUnembedded(ctx context.Context, tx *pg.Tx, embedder strin
 	var claimed []db.MemoryEntryListUnembeddedRow
 	for len(rows) > 0 {
 		project := rows[0].ProjectID
-		var ids, rest = []uuid.UUID{}, rows[:0:0]
+		ids := []uuid.UUID{}
+		var rest []db.MemoryEntryListUnembeddedRow
 		for _, r := range rows {
 			if r.ProjectID == project {
 				ids = append(ids, r.ID)
