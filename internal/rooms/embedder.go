@@ -126,10 +126,15 @@ func (s *Service) queueEmbedding(r db.MemoryEntryListUnembeddedRow) {
 func (s *Service) EmbeddingsSpilled() uint64 { return s.embedsSpilled.Load() }
 
 // embedWorkers is how many chunks RunEmbedder embeds at once: one per core Go may use
-// (GOMAXPROCS), at most maxEmbedWorkers. The encoder is CPU-bound and single-threaded per
-// text, so one worker uses one core; it runs only while there is a backlog.
+// (GOMAXPROCS) but one, at least one and at most maxEmbedWorkers. The encoder is
+// CPU-bound and single-threaded per text, so a worker keeps a core busy for as long as
+// the backlog lasts, and a backlog builds exactly while writes arrive: the core left over
+// serves the requests. On two shared cores, two workers drained a write_memory row's
+// backlog little faster than one (20-58 against 17-45 entries/s) and cut the row itself
+// to 87-183 calls/s from 129-295 (p50 164-368 against 95-194 ms; docs/performance.md,
+// "The embedding backlog's drain").
 func embedWorkers() int {
-	return max(1, min(runtime.GOMAXPROCS(0), maxEmbedWorkers))
+	return max(1, min(runtime.GOMAXPROCS(0)-1, maxEmbedWorkers))
 }
 
 // embedJob is a chunk for a worker; done receives how many entries it stored.
