@@ -162,6 +162,52 @@ func (q *Queries) AttachmentListByTask(ctx context.Context, db DBTX, arg Attachm
 	return items, nil
 }
 
+const memoryEntryClaimUnembedded = `-- name: MemoryEntryClaimUnembedded :many
+SELECT e.id, e.content
+FROM memory_entry e
+WHERE e.project_id = $1 AND e.id = ANY($2::uuid[])
+  AND NOT EXISTS (SELECT 1 FROM memory_vector v
+                  WHERE v.project_id = e.project_id AND v.memory_id = e.id AND v.embedder = $3)
+ORDER BY e.id
+FOR NO KEY UPDATE OF e SKIP LOCKED
+`
+
+type MemoryEntryClaimUnembeddedParams struct {
+	ProjectID uuid.UUID
+	Ids       []uuid.UUID
+	Embedder  string
+}
+
+type MemoryEntryClaimUnembeddedRow struct {
+	ID      uuid.UUID
+	Content string
+}
+
+// Claims those of a project's entries @ids that still have no vector row for the
+// embedder: each is locked until the claiming transaction ends, and one another
+// transaction holds is skipped, so two embedders (threads or replicas) never embed the
+// same entry at once. NO KEY UPDATE does not block the vector row's foreign-key check.
+// One project: a router query on Citus.
+func (q *Queries) MemoryEntryClaimUnembedded(ctx context.Context, db DBTX, arg MemoryEntryClaimUnembeddedParams) ([]MemoryEntryClaimUnembeddedRow, error) {
+	rows, err := db.Query(ctx, memoryEntryClaimUnembedded, arg.ProjectID, arg.Ids, arg.Embedder)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []MemoryEntryClaimUnembeddedRow{}
+	for rows.Next() {
+		var i MemoryEntryClaimUnembeddedRow
+		if err := rows.Scan(&i.ID, &i.Content); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const memoryEntryInsert = `-- name: MemoryEntryInsert :exec
 INSERT INTO memory_entry (project_id, id, org_id, agent_id, model, content, tags, category,
   is_decision, is_private, created_at)
@@ -297,6 +343,41 @@ func (q *Queries) MemoryVectorInsert(ctx context.Context, db DBTX, arg MemoryVec
 		arg.Embedding,
 	)
 	return err
+}
+
+const memoryVectorListIDs = `-- name: MemoryVectorListIDs :many
+SELECT memory_id FROM memory_vector
+WHERE project_id = $1 AND memory_id = ANY($2::uuid[])
+  AND embedder = $3
+`
+
+type MemoryVectorListIDsParams struct {
+	ProjectID uuid.UUID
+	Ids       []uuid.UUID
+	Embedder  string
+}
+
+// Which of a project's entries @ids have a vector row for the embedder: read after a
+// claim, in a snapshot taken after its locks, for the entries a transaction stored and
+// committed between the claim's snapshot and its lock.
+func (q *Queries) MemoryVectorListIDs(ctx context.Context, db DBTX, arg MemoryVectorListIDsParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, memoryVectorListIDs, arg.ProjectID, arg.Ids, arg.Embedder)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var memory_id uuid.UUID
+		if err := rows.Scan(&memory_id); err != nil {
+			return nil, err
+		}
+		items = append(items, memory_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const roomMemberGetByPart = `-- name: RoomMemberGetByPart :one

@@ -106,7 +106,7 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		say("%-16s %8.0f calls/s  p50 %s  p99 %s  errors %d  CPU/call server %s Postgres %s", s.Name, sum.Rate(), ms(sum.P50), ms(sum.P99), sum.Errors,
 			cpuPerCall(cpu.Known, cpu.Server, sum.OK), cpuPerCall(cpu.Known, cpu.Postgres, sum.OK))
 		rows = append(rows, Row{Name: s.Name, Class: s.Class, Note: s.Note, Summary: sum, CPU: cpu})
-		if err := settleEmbeddings(ctx, raw.pool, say); err != nil {
+		if err := settleEmbeddings(ctx, raw.pool, probe, say); err != nil {
 			return rows, err
 		}
 	}
@@ -120,8 +120,9 @@ const embeddingSettleLimit = 3 * time.Minute
 // fast the backlog drained. write_memory stores an entry at once and leaves its vector to
 // the server's background embedder: that work belongs to its row, and measured with the
 // rows after it, it was charged to them (send_task at half its rate alone). A backlog that
-// outlasts embeddingSettleLimit is reported and left.
-func settleEmbeddings(ctx context.Context, pool *pgxpool.Pool, say func(string, ...any)) error {
+// outlasts embeddingSettleLimit is reported and left. The CPU per entry embedded (the
+// server's, the database's) says which of the two bounds the drain.
+func settleEmbeddings(ctx context.Context, pool *pgxpool.Pool, probe *cpuProbe, say func(string, ...any)) error {
 	count := func() (int, error) {
 		var n int
 		err := pool.QueryRow(ctx, `SELECT count(*) FROM memory_entry e
@@ -135,7 +136,7 @@ func settleEmbeddings(ctx context.Context, pool *pgxpool.Pool, say func(string, 
 	if err != nil || first == 0 {
 		return err
 	}
-	start, n := time.Now(), first
+	start, n, before := time.Now(), first, probe.sample(ctx)
 	for n > 0 && time.Since(start) < embeddingSettleLimit {
 		select {
 		case <-ctx.Done():
@@ -146,8 +147,9 @@ func settleEmbeddings(ctx context.Context, pool *pgxpool.Pool, say func(string, 
 			return err
 		}
 	}
-	took := time.Since(start)
-	say("  embedding backlog: %d of %d entries embedded in %v (%.0f/s), %d left", first-n, first, took.Round(100*time.Millisecond), float64(first-n)/took.Seconds(), n)
+	took, cpu := time.Since(start), between(before, probe.sample(ctx))
+	say("  embedding backlog: %d of %d entries embedded in %v (%.0f/s), %d left; CPU/entry server %s Postgres %s", first-n, first, took.Round(100*time.Millisecond),
+		float64(first-n)/took.Seconds(), n, cpuPerCall(cpu.Known, cpu.Server, first-n), cpuPerCall(cpu.Known, cpu.Postgres, first-n))
 	return nil
 }
 

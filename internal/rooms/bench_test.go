@@ -250,9 +250,47 @@ func BenchmarkMessages(b *testing.B) {
 
 // BenchmarkEmbedBacklog: how fast the embedding backlog drains (entries/s), to compare
 // with the rate write_memory stores entries (BenchmarkWritesConcurrent in internal/app):
-// b.N entries without a vector (written while the embedder was down), embedded by
-// EmbedPending in the periodic job's batches of 500 with the builtin embedder.
+// b.N entries without a vector (written while the embedder was down) with the builtin
+// embedder, embedded by EmbedPending in the periodic job's batches of 500 (sweep), or by
+// RunEmbedder, which takes the backlog at start on its workers (RunEmbedder).
 func BenchmarkEmbedBacklog(b *testing.B) {
+	b.Run("sweep", func(b *testing.B) {
+		e := newBacklog(b)
+		ctx := context.Background()
+		b.ResetTimer()
+		start := time.Now()
+		done := 0
+		for done < b.N {
+			n, err := e.svc.EmbedPending(ctx, 500)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n == 0 {
+				b.Fatalf("backlog stalled at %d of %d", done, b.N)
+			}
+			done += n
+		}
+		b.ReportMetric(float64(done)/time.Since(start).Seconds(), "entries/s")
+	})
+	b.Run("RunEmbedder", func(b *testing.B) {
+		e := newBacklog(b)
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		b.ResetTimer()
+		start := time.Now()
+		go func() { defer close(stopped); e.svc.RunEmbedder(ctx) }()
+		for e.count(`SELECT count(*) FROM memory_entry e WHERE NOT EXISTS (SELECT 1 FROM memory_vector v
+WHERE v.project_id = e.project_id AND v.memory_id = e.id)`) > 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "entries/s")
+		cancel()
+		<-stopped
+	})
+}
+
+// newBacklog is an env whose room "one" holds b.N memory entries without a vector.
+func newBacklog(b *testing.B) *env {
 	e := newEnv(b)
 	acme, arch := e.res.Organisations["acme"].ID, e.res.Agents["acme/architect"].ID
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -262,19 +300,5 @@ func BenchmarkEmbedBacklog(b *testing.B) {
 	}
 	e.exec(`INSERT INTO memory_entry (project_id, id, org_id, agent_id, content)
 SELECT $1, id, $2, $3, c FROM unnest($4::uuid[], $5::text[]) AS u(id, c)`, e.one, acme, arch, ids, texts)
-	ctx := context.Background()
-	b.ResetTimer()
-	start := time.Now()
-	done := 0
-	for done < b.N {
-		n, err := e.svc.EmbedPending(ctx, 500)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if n == 0 {
-			b.Fatalf("backlog stalled at %d of %d", done, b.N)
-		}
-		done += n
-	}
-	b.ReportMetric(float64(done)/time.Since(start).Seconds(), "entries/s")
+	return e
 }

@@ -3,10 +3,12 @@ package rooms_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/relayroom/relayroom/internal/embed"
 	"github.com/relayroom/relayroom/internal/rooms"
 )
 
@@ -96,9 +98,10 @@ func (g *gatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32,
 }
 
 // When writes outrun RunEmbedder and its queue is full, write_memory still never embeds on
-// the request path: the entry past the bound is committed without its vector and the
-// sweep (EmbedPending) stores it later. Nothing is lost.
-func TestEmbeddingsPastTheQueueAreLeftToTheSweep(t *testing.T) {
+// the request path: the entries past the bound are committed without their vectors, and
+// RunEmbedder takes them from the database once it has room, without the periodic sweep
+// (EmbedPending, never called here). Nothing is lost.
+func TestRunEmbedderTakesTheEntriesPastItsQueueFromTheDatabase(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	g := &gatedEmbedder{requestWatcher: &requestWatcher{hashEmbedder: &hashEmbedder{name: "hash-v1"}}, open: make(chan struct{}), started: make(chan struct{})}
@@ -107,6 +110,7 @@ func TestEmbeddingsPastTheQueueAreLeftToTheSweep(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); e.svc.RunEmbedder(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 	waitFor(t, "RunEmbedder to start", e.svc.EmbedderRunning)
 	req := context.WithValue(context.Background(), requestKey{}, true)
 	write := func(i int) {
@@ -116,31 +120,95 @@ func TestEmbeddingsPastTheQueueAreLeftToTheSweep(t *testing.T) {
 		}
 	}
 	write(0)
-	<-g.started // RunEmbedder holds entry 0 in its batch; the queue is empty again
-	const queueBound = 256
-	for i := 1; i <= queueBound+1; i++ {
+	<-g.started // RunEmbedder's workers are held inside the embedder
+	// Past the queue's 256, and past what the held workers and RunEmbedder's hand can
+	// have taken from it (a chunk of 16 each, at most 4 workers).
+	const writes = 256 + 6*16
+	for i := 1; i <= writes; i++ {
 		write(i)
 	}
 	close(g.open)
-	cancel()
-	<-done
 
 	t.Run("the embedder never ran in a request", func(t *testing.T) {
 		if g.inRequest.Load() {
 			t.Fatal("write_memory embedded on the request path past the queue's bound")
 		}
 	})
-	t.Run("one entry past the bound was left to the sweep", func(t *testing.T) {
-		if n := e.svc.EmbeddingsSpilled(); n != 1 {
-			t.Fatalf("spilled %d entries, want 1", n)
+	t.Run("entries past the bound were not queued", func(t *testing.T) {
+		if n := e.svc.EmbeddingsSpilled(); n == 0 {
+			t.Fatal("no entry was left out of the queue")
 		}
 	})
-	t.Run("the sweep stores every vector still missing", func(t *testing.T) {
-		if _, err := e.svc.EmbedPending(context.Background(), 1000); err != nil {
+	t.Run("RunEmbedder stores every vector, the spilled ones too", func(t *testing.T) {
+		waitFor(t, "every entry's vector", func() bool {
+			return e.count("SELECT count(*) FROM memory_vector WHERE embedder = 'hash-v1' AND embedding IS NOT NULL") == writes+1
+		})
+	})
+}
+
+// countingEmbedder wraps a real embedder and counts how many times each text was embedded.
+type countingEmbedder struct {
+	embed.Embedder
+	mu    sync.Mutex
+	texts map[string]int
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.mu.Lock()
+	for _, t := range texts {
+		c.texts[t]++
+	}
+	c.mu.Unlock()
+	return c.Embedder.Embed(ctx, texts)
+}
+
+// Two replicas (two Services on one database) running RunEmbedder share a backlog:
+// each entry is claimed by one of them, so none is embedded twice, and every entry gets
+// its vector. The backlog is what an embedder change leaves: entries of two rooms written
+// without a vector, taken from the database when RunEmbedder starts.
+func TestTwoRunEmbeddersNeverEmbedTheSameEntry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.svc.Embedder = embed.None{}
+	const entries = 300
+	for i := range entries {
+		room := e.one
+		if i%2 == 1 {
+			room = e.two
+		}
+		if _, err := e.svc.WriteMemory(context.Background(), e.scope("architect", room),
+			rooms.WriteMemoryInput{Content: fmt.Sprintf("Entry number %d about key rotation", i)}); err != nil {
 			t.Fatal(err)
 		}
-		if n := e.count("SELECT count(*) FROM memory_vector WHERE embedder = 'hash-v1' AND embedding IS NOT NULL"); n != queueBound+2 {
-			t.Fatalf("%d vectors stored, want %d", n, queueBound+2)
+	}
+	glove, err := embed.New(embed.Config{Kind: embed.KindGlove})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &countingEmbedder{Embedder: glove, texts: map[string]int{}}
+	replicas := []*rooms.Service{e.svc, rooms.New(e.svc.Deps)}
+	ctx, cancel := context.WithCancel(context.Background())
+	var running sync.WaitGroup
+	for _, r := range replicas {
+		r.Embedder = c
+		running.Go(func() { r.RunEmbedder(ctx) })
+	}
+	t.Cleanup(func() { cancel(); running.Wait() })
+	missing := "SELECT count(*) FROM memory_entry e WHERE NOT EXISTS (SELECT 1 FROM memory_vector v WHERE v.project_id = e.project_id AND v.memory_id = e.id AND v.embedder = $1)"
+
+	t.Run("every entry gets its vector", func(t *testing.T) {
+		waitFor(t, "every entry's vector", func() bool { return e.count(missing, glove.Name()) == 0 })
+	})
+	t.Run("no entry was embedded twice", func(t *testing.T) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.texts) != entries {
+			t.Fatalf("%d texts embedded, want %d", len(c.texts), entries)
+		}
+		for text, n := range c.texts {
+			if n != 1 {
+				t.Errorf("%q embedded %d times", text, n)
+			}
 		}
 	})
 }

@@ -245,23 +245,24 @@ func (s *Service) EmbedPending(ctx context.Context, limit int) (int, error) {
 	if e.Name() == embed.KindNone || limit <= 0 {
 		return 0, nil
 	}
-	var rows []db.MemoryEntryListUnembeddedRow
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
-		// Entries RunEmbedder has queued are left to it (sweepGrace).
-		before := s.now().Add(time.Second)
-		if s.embeds != nil && s.embeds.running.Load() {
-			before = s.now().Add(-sweepGrace)
-		}
-		rows, err = s.Q.MemoryEntryListUnembedded(ctx, tx, db.MemoryEntryListUnembeddedParams{Embedder: e.Name(), Before: before, Lim: int32(limit)})
-		return err
-	})
-	if err != nil || len(rows) == 0 {
-		return 0, err
+	// Entries RunEmbedder has queued are left to it (sweepGrace).
+	before := s.now().Add(time.Second)
+	if s.embeds != nil && s.embeds.running.Load() {
+		before = s.now().Add(-sweepGrace)
 	}
-	if err := s.embedRows(ctx, e, rows); err != nil {
+	rows, err := s.listUnembedded(ctx, e, before, limit)
+	if err != nil {
 		return 0, fmt.Errorf("rooms: embed pending: %w", err)
 	}
-	return len(rows), nil
+	stored := 0
+	for chunk := range slices.Chunk(rows, embedChunk) {
+		n, err := s.embedChunk(ctx, e, chunk)
+		stored += n
+		if err != nil {
+			return stored, fmt.Errorf("rooms: embed pending: %w", err)
+		}
+	}
+	return stored, nil
 }
 
 func (s *Service) storeVectors(ctx context.Context, tx *pg.Tx, embedder string, rows []db.MemoryEntryListUnembeddedRow, vs [][]float32) error {

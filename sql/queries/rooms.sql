@@ -75,6 +75,28 @@ WHERE NOT EXISTS (SELECT 1 FROM memory_vector v
 ORDER BY e.created_at
 LIMIT sqlc.arg(lim);
 
+-- name: MemoryEntryClaimUnembedded :many
+-- Claims those of a project's entries @ids that still have no vector row for the
+-- embedder: each is locked until the claiming transaction ends, and one another
+-- transaction holds is skipped, so two embedders (threads or replicas) never embed the
+-- same entry at once. NO KEY UPDATE does not block the vector row's foreign-key check.
+-- One project: a router query on Citus.
+SELECT e.id, e.content
+FROM memory_entry e
+WHERE e.project_id = sqlc.arg(project_id) AND e.id = ANY(sqlc.arg(ids)::uuid[])
+  AND NOT EXISTS (SELECT 1 FROM memory_vector v
+                  WHERE v.project_id = e.project_id AND v.memory_id = e.id AND v.embedder = sqlc.arg(embedder))
+ORDER BY e.id
+FOR NO KEY UPDATE OF e SKIP LOCKED;
+
+-- name: MemoryVectorListIDs :many
+-- Which of a project's entries @ids have a vector row for the embedder: read after a
+-- claim, in a snapshot taken after its locks, for the entries a transaction stored and
+-- committed between the claim's snapshot and its lock.
+SELECT memory_id FROM memory_vector
+WHERE project_id = sqlc.arg(project_id) AND memory_id = ANY(sqlc.arg(ids)::uuid[])
+  AND embedder = sqlc.arg(embedder);
+
 -- name: TaskInsert :exec
 INSERT INTO room_task (project_id, id, from_agent_id, from_org_id, to_member_id, to_agent_id,
   to_org_id, goal, priority, deadline, memory_refs, acceptance_criteria, verification_method,
