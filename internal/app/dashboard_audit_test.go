@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -22,15 +24,8 @@ func auditTrail(t *testing.T, d *pg.DB, kind, objectID string) []string {
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				return err
-			}
-			out = append(out, s)
-		}
-		return rows.Err()
+		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
