@@ -129,13 +129,7 @@ func (h *Handler) knowledgePage(w http.ResponseWriter, r *http.Request, sess web
 		}
 	}
 	k.Candidates, k.Demoted = reviewCards(v, candidates), reviewCards(v, demoted)
-	if e, ok := apperr.As(err); ok && e.Code == apperr.Forbidden {
-		v.Message = e.Message
-		h.render(w, http.StatusForbidden, "knowledge", v)
-		return
-	}
-	if err != nil {
-		h.unavailable(w, r, &sess, "knowledge", err)
+	if h.knowledgeRefused(w, r, sess, v, "knowledge", err) {
 		return
 	}
 	if v.History, err = h.tabHistory(r, sc, audit.KindKnowledge, "k-", "this project's knowledge"); err != nil {
@@ -147,6 +141,22 @@ func (h *Handler) knowledgePage(w http.ResponseWriter, r *http.Request, sess web
 	k.WeekChart = hitRateChart("rate-week", "Recall hit rate per week", "Week of",
 		fmt.Sprintf("Recall hit rate per week (from Monday), last %d weeks", len(k.Learning.Weeks)), k.Learning.Weeks)
 	h.render(w, status, "knowledge", v)
+}
+
+// knowledgeRefused answers a Knowledge tab page whose read failed, reporting whether it
+// did: the service's refusal (not a reviewer) is the tab with its message, anything else
+// the page's unavailable answer naming what.
+func (h *Handler) knowledgeRefused(w http.ResponseWriter, r *http.Request, sess web.Session, v view, what string, err error) bool {
+	if e, ok := apperr.As(err); ok && e.Code == apperr.Forbidden {
+		v.Message = e.Message
+		h.render(w, http.StatusForbidden, "knowledge", v)
+		return true
+	}
+	if err != nil {
+		h.unavailable(w, r, &sess, what, err)
+		return true
+	}
+	return false
 }
 
 // knowledgeActions names each knowledge form's change in the audit trail.
