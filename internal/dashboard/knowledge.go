@@ -166,11 +166,11 @@ var knowledgeActions = map[string]string{"approve": "approved", "reject": "rejec
 // entry. Only the host's owners and admins may (the service decides); a refusal of a
 // field is shown beside it, nothing changed.
 func (h *Handler) knowledgeAction(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, idText, action string) {
-	id, err := uuid.Parse(idText)
-	if err != nil {
-		h.notFound(w, &sess)
+	id, ok := h.pathID(w, &sess, idText)
+	if !ok {
 		return
 	}
+	var err error
 	fe := fieldError{Entry: id}
 	ctx := r.Context()
 	if past, ok := knowledgeActions[action]; ok {
@@ -234,9 +234,8 @@ func parseLocal(v, tz string) (time.Time, error) {
 
 // citedThread shows the thread a lesson cites, for its reviewers.
 func (h *Handler) citedThread(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, idText string) {
-	id, err := uuid.Parse(idText)
-	if err != nil {
-		h.notFound(w, &sess)
+	id, ok := h.pathID(w, &sess, idText)
+	if !ok {
 		return
 	}
 	c, err := h.deps.Know.Cited(r.Context(), sc, id)
