@@ -39,18 +39,12 @@ readonly KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
 # start. It is also where the cluster's port is remembered between starts.
 readonly MANAGED_CONF="relayroom.conf"
 
-PROG="$(basename "$0")"
-readonly PROG
+# shellcheck source=deploy/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 # Nothing from the caller's libpq environment may redirect our own client calls.
 unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGSERVICE PGSERVICEFILE PGOPTIONS \
 	PGPASSWORD PGPASSFILE PGSSLMODE PGDATA PGTARGETSESSIONATTRS 2>/dev/null || true
-
-log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-die() {
-	printf '%s: error: %s\n' "$PROG" "$*" >&2
-	exit 1
-}
 
 usage() {
 	cat >&2 <<EOF
