@@ -65,14 +65,7 @@ func toolNames(t *testing.T, cs *sdk.ClientSession) []string {
 
 func callJSON(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (map[string]any, string) {
 	t.Helper()
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("tools/call %s: %v", name, err)
-	}
-	if len(res.Content) != 1 {
-		t.Fatalf("%s: want one content block, got %d", name, len(res.Content))
-	}
-	text := res.Content[0].(*sdk.TextContent).Text
+	res, text := testfix.CallTool(t, cs, name, args)
 	if res.IsError {
 		t.Fatalf("%s failed: %s", name, text)
 	}

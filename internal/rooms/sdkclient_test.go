@@ -10,6 +10,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // bearer adds an agent key the way Claude Code's --header option does.
@@ -42,14 +44,7 @@ func (e *env) sdkSession(t *testing.T, path, agent, version string) *sdk.ClientS
 
 func sdkCall(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) (map[string]any, bool, string) {
 	t.Helper()
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-	if len(res.Content) != 1 {
-		t.Fatalf("%s: %d content blocks", tool, len(res.Content))
-	}
-	text := res.Content[0].(*sdk.TextContent).Text
+	res, text := testfix.CallTool(t, cs, tool, args)
 	if res.IsError {
 		return nil, true, text
 	}
