@@ -20,31 +20,13 @@ import (
 	"github.com/relayroom/relayroom/internal/testfix"
 )
 
-// headerTransport adds the credential to every request the go-sdk client makes.
-type headerTransport struct{ key string }
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	setCredential(r.Header, h.key)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // connectSDK connects go-sdk's client. version "" takes the client's default path, which
 // probes server/discover (2026-07-28) first; a handshake version uses initialize.
 func connectSDK(t *testing.T, endpoint, key, version string) (*sdk.ClientSession, error) {
 	t.Helper()
-	client := sdk.NewClient(&sdk.Implementation{Name: "relayroom-e2e", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	var opts *sdk.ClientSessionOptions
-	if version != "" {
-		opts = &sdk.ClientSessionOptions{ProtocolVersion: version}
-	}
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: headerTransport{key}}}, opts)
-	if err == nil {
-		t.Cleanup(func() { _ = cs.Close() })
-	}
-	return cs, err
+	h := http.Header{}
+	setCredential(h, key)
+	return testfix.ConnectSDK(t, endpoint, h, version)
 }
 
 func toolNames(t *testing.T, cs *sdk.ClientSession) []string {

@@ -2,7 +2,9 @@ package testfix
 
 import (
 	"context"
+	"net/http"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -24,4 +26,35 @@ func CallTool(t testing.TB, cs *sdk.ClientSession, name string, args map[string]
 		t.Fatalf("%s: the content block is a %T, not text", name, res.Content[0])
 	}
 	return res, text.Text
+}
+
+// ConnectSDK connects the go-sdk client to endpoint, every request carrying header (an
+// agent key, a bearer token). version "" takes the client's default path, which probes
+// server/discover first; a handshake version uses initialize. The session closes when the
+// test ends.
+func ConnectSDK(t testing.TB, endpoint string, header http.Header, version string) (*sdk.ClientSession, error) {
+	t.Helper()
+	client := sdk.NewClient(&sdk.Implementation{Name: "relayroom-test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	var opts *sdk.ClientSessionOptions
+	if version != "" {
+		opts = &sdk.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: headerTransport(header)}}, opts)
+	if err == nil {
+		t.Cleanup(func() { _ = cs.Close() })
+	}
+	return cs, err
+}
+
+// headerTransport sets its headers on every request the client makes.
+type headerTransport http.Header
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header[k] = v
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }
