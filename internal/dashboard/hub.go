@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -71,21 +70,7 @@ func (h *Hub) SubscribeOn(channel string, project uuid.UUID) (<-chan struct{}, f
 // closes Stopped. It runs once per hub.
 func (h *Hub) Run(ctx context.Context) {
 	defer close(h.stopped)
-	delay := 500 * time.Millisecond
-	for ctx.Err() == nil {
-		err := h.listenOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		h.log.WarnContext(ctx, "dashboard listener: reconnecting", "error", fmt.Sprint(err), "in", delay.String())
-		h.subs.WakeAll()
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, 30*time.Second)
-	}
+	h.subs.Follow(ctx, h.log, "dashboard listener", h.listenOnce)
 }
 
 // listenOnce holds a connection of its own (not a pool's: a LISTEN ties it up for good).

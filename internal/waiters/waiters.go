@@ -5,7 +5,13 @@
 // written once.
 package waiters
 
-import "sync"
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
 
 // Set is the waiters of one process, by key. The zero value is ready to use.
 type Set[K comparable] struct {
@@ -55,6 +61,35 @@ func (s *Set[K]) WakeAll() {
 		for ch := range chans {
 			signal(ch)
 		}
+	}
+}
+
+// Reconnect delays of Follow: the first, doubled after each failure up to the last.
+const (
+	firstDelay = 500 * time.Millisecond
+	maxDelay   = 30 * time.Second
+)
+
+// Follow runs listen (one connection's LISTEN, handing its notifications to Wake) until
+// ctx is done. Each time listen returns while ctx is not done, the connection was lost
+// and a notification with it, perhaps: every waiter is woken to check again, and listen
+// runs again after a delay growing from half a second to 30 s. what names the listener
+// in the warning logged.
+func (s *Set[K]) Follow(ctx context.Context, log *slog.Logger, what string, listen func(context.Context) error) {
+	delay := firstDelay
+	for ctx.Err() == nil {
+		err := listen(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		log.WarnContext(ctx, what+": reconnecting", "error", fmt.Sprint(err), "in", delay.String())
+		s.WakeAll()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, maxDelay)
 	}
 }
 

@@ -1,6 +1,9 @@
 package waiters_test
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/waiters"
@@ -60,6 +63,35 @@ func TestSet(t *testing.T) {
 		s.WakeAll()
 		if pending(ch) {
 			t.Fatal("an ended subscription got a token")
+		}
+	})
+}
+
+func TestFollow(t *testing.T) {
+	t.Parallel()
+	t.Run("a lost connection wakes every waiter and listens again; a done context ends it", func(t *testing.T) {
+		t.Parallel()
+		var s waiters.Set[string]
+		ch, end := s.Subscribe("a")
+		defer end()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		calls := 0
+		woken := false
+		s.Follow(ctx, slog.New(slog.DiscardHandler), "test listener", func(ctx context.Context) error {
+			calls++
+			if calls == 1 {
+				return errors.New("connection lost")
+			}
+			woken = pending(ch)
+			cancel()
+			return ctx.Err()
+		})
+		if calls != 2 {
+			t.Fatalf("listen ran %d times, want 2", calls)
+		}
+		if !woken {
+			t.Fatal("the waiters were not woken after the lost connection")
 		}
 	})
 }

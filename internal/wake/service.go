@@ -399,21 +399,7 @@ func (s *Service) Run(ctx context.Context) {
 }
 
 func (s *Service) listen(ctx context.Context) {
-	delay := 500 * time.Millisecond
-	for ctx.Err() == nil {
-		err := s.listenOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		s.Log.WarnContext(ctx, "wake listener: reconnecting", "error", fmt.Sprint(err), "in", delay.String())
-		s.hub.WakeAll() // a notification may have been missed: every waiter re-checks
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, 30*time.Second)
-	}
+	s.hub.Follow(ctx, s.Log, "wake listener", s.listenOnce)
 }
 
 func (s *Service) listenOnce(ctx context.Context) error {
