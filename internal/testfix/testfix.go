@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
@@ -131,6 +133,24 @@ func Value[T any](t testing.TB, d *pg.DB, sql string, args ...any) T {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return v
+}
+
+// Column runs a query of one column as the operator on d and returns its rows' values,
+// failing the test on error.
+func Column[T any](t testing.TB, d *pg.DB, sql string, args ...any) []T {
+	t.Helper()
+	var out []T
+	if err := d.Operator(context.Background(), func(tx *pg.Tx) error {
+		rows, err := tx.Query(context.Background(), sql, args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowTo[T])
+		return err
+	}); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return out
 }
 
 // Peter is the one part of project "two" in a TwoProjects cast (Initech's agent).
