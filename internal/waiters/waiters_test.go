@@ -9,6 +9,13 @@ import (
 	"github.com/relayroom/relayroom/internal/waiters"
 )
 
+// subscribe subscribes to key until the test ends.
+func subscribe[K comparable](t *testing.T, s *waiters.Set[K], key K) <-chan struct{} {
+	ch, end := s.Subscribe(key)
+	t.Cleanup(end)
+	return ch
+}
+
 // pending reports whether a token is waiting on ch, taking it.
 func pending(ch <-chan struct{}) bool {
 	select {
@@ -24,12 +31,7 @@ func TestSet(t *testing.T) {
 	t.Run("a wake reaches the key's waiters only, and a burst leaves one token", func(t *testing.T) {
 		t.Parallel()
 		var s waiters.Set[string]
-		a1, end1 := s.Subscribe("a")
-		defer end1()
-		a2, end2 := s.Subscribe("a")
-		defer end2()
-		b, endB := s.Subscribe("b")
-		defer endB()
+		a1, a2, b := subscribe(t, &s, "a"), subscribe(t, &s, "a"), subscribe(t, &s, "b")
 		s.Wake("a")
 		s.Wake("a")
 		if !pending(a1) || !pending(a2) {
@@ -45,10 +47,7 @@ func TestSet(t *testing.T) {
 	t.Run("WakeAll reaches every key", func(t *testing.T) {
 		t.Parallel()
 		var s waiters.Set[int]
-		one, end1 := s.Subscribe(1)
-		defer end1()
-		two, end2 := s.Subscribe(2)
-		defer end2()
+		one, two := subscribe(t, &s, 1), subscribe(t, &s, 2)
 		s.WakeAll()
 		if !pending(one) || !pending(two) {
 			t.Fatal("WakeAll missed a key")
@@ -65,19 +64,13 @@ func TestSet(t *testing.T) {
 			t.Fatal("an ended subscription got a token")
 		}
 	})
-}
-
-func TestFollow(t *testing.T) {
-	t.Parallel()
-	t.Run("a lost connection wakes every waiter and listens again; a done context ends it", func(t *testing.T) {
+	t.Run("Follow: a lost connection wakes every waiter and listens again; a done context ends it", func(t *testing.T) {
 		t.Parallel()
 		var s waiters.Set[string]
-		ch, end := s.Subscribe("a")
-		defer end()
+		ch := subscribe(t, &s, "a")
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		calls := 0
-		woken := false
+		calls, woken := 0, false
 		s.Follow(ctx, slog.New(slog.DiscardHandler), "test listener", func(ctx context.Context) error {
 			calls++
 			if calls == 1 {
