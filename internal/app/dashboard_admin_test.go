@@ -36,7 +36,7 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 	d := openSeeded(t, s)
 	count := func(t *testing.T, sql string, args ...any) int {
 		t.Helper()
-		return testfix.Value[int](t, d, sql, args...)
+		return testfix.Scalar[int](t, d, sql, args...)
 	}
 	room := s.res.Projects["escalations"].ID.String()
 	globex, initech := s.res.Organisations["globex"].ID.String(), s.res.Organisations["initech"].ID.String()

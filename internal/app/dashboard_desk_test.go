@@ -104,10 +104,10 @@ func TestDashboardDesk(t *testing.T) {
 	acme := s.res.Organisations["acme"].ID
 	count := func(t *testing.T, sql string, args ...any) int {
 		t.Helper()
-		return testfix.Value[int](t, d, sql, args...)
+		return testfix.Scalar[int](t, d, sql, args...)
 	}
 	userID := func(email string) string {
-		return testfix.Value[string](t, d, `SELECT id::text FROM app_user WHERE email = $1`, email)
+		return testfix.Scalar[string](t, d, `SELECT id::text FROM app_user WHERE email = $1`, email)
 	}
 	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
 	mo := signIn(t, s.base, "mo@acme.test", "demo-password-mo")

@@ -138,7 +138,7 @@ func (c keyedCall) with(key, tool string, args map[string]any) keyedCall {
 // count runs a count(*) as the owner (behind RLS).
 func (f *idemFixture) count(t *testing.T, sql string, args ...any) int {
 	t.Helper()
-	return testfix.Value[int](t, f.db, sql, args...)
+	return testfix.Scalar[int](t, f.db, sql, args...)
 }
 
 // wantCount fails t with the message (its %d the count) unless the count(*) is want.

@@ -48,7 +48,7 @@ func TestStore(t *testing.T) {
 		if err := run.Save(gone, json.RawMessage(`{"content":[],"isError":false}`)); err != nil {
 			t.Fatalf("save: %v", err)
 		}
-		if n := testfix.Value[int](t, d, "SELECT count(*) FROM idempotency_key WHERE key = 'k-cancel' AND response IS NOT NULL"); n != 1 {
+		if n := testfix.Scalar[int](t, d, "SELECT count(*) FROM idempotency_key WHERE key = 'k-cancel' AND response IS NOT NULL"); n != 1 {
 			t.Fatal("the answer of a canceled request was not stored: its retry could not replay it")
 		}
 	})
@@ -68,7 +68,7 @@ func TestStore(t *testing.T) {
 		if err != nil || n < idempotency.CleanupBatch+1 {
 			t.Fatalf("deleted %d, %v", n, err)
 		}
-		if left := testfix.Value[int](t, d, "SELECT count(*) FROM idempotency_key WHERE principal = 'cleanup'"); left != 1 {
+		if left := testfix.Scalar[int](t, d, "SELECT count(*) FROM idempotency_key WHERE principal = 'cleanup'"); left != 1 {
 			t.Fatalf("%d keys left, want the live one", left)
 		}
 		// With the clock a day later, the live key expires too.
@@ -76,7 +76,7 @@ func TestStore(t *testing.T) {
 		if _, err := later.DeleteExpired(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if left := testfix.Value[int](t, d, "SELECT count(*) FROM idempotency_key WHERE principal = 'cleanup'"); left != 0 {
+		if left := testfix.Scalar[int](t, d, "SELECT count(*) FROM idempotency_key WHERE principal = 'cleanup'"); left != 0 {
 			t.Fatalf("%d keys left after they expired", left)
 		}
 	})
@@ -194,12 +194,12 @@ func TestConcurrentAnswersShareTransactions(t *testing.T) {
 	t.Run("every answer is stored in its own key, under its own agent", func(t *testing.T) {
 		for i := range later {
 			sc := agents[i%2]
-			if n := testfix.Value[int](t, d, "SELECT count(*) FROM idempotency_key WHERE org_id = $1 AND agent_id = $2 AND key = $3 AND response = $4::bytea",
+			if n := testfix.Scalar[int](t, d, "SELECT count(*) FROM idempotency_key WHERE org_id = $1 AND agent_id = $2 AND key = $3 AND response = $4::bytea",
 				sc.OrgID, sc.AgentID, fmt.Sprintf("later-%d", i), []byte(fmt.Sprintf(`{"answer":%d}`, i))); n != 1 {
 				t.Fatalf("the answer of later-%d is not stored in its key", i)
 			}
 		}
-		if n := testfix.Value[int](t, d, "SELECT count(*) FROM idempotency_key WHERE key = 'first' AND response IS NOT NULL"); n != 1 {
+		if n := testfix.Scalar[int](t, d, "SELECT count(*) FROM idempotency_key WHERE key = 'first' AND response IS NOT NULL"); n != 1 {
 			t.Fatal("the first answer is not stored")
 		}
 	})

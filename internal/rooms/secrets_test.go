@@ -93,7 +93,7 @@ func (e *env) taskField(field, text string) (string, bool, string) {
 
 func (e *env) text(sql string, args ...any) string {
 	e.t.Helper()
-	return testfix.Value[string](e.t, e.b.DB, sql, args...)
+	return testfix.Value[string](e.t, e.b, sql, args...)
 }
 
 // TestSecretCorpusPerChannel pushes every secret of the corpus (testdata/positives.txt:

@@ -114,7 +114,7 @@ func TestProvisionalResolution(t *testing.T) {
 		if !errors.Is(err, pg.ErrUnverified) {
 			t.Fatalf("want ErrUnverified, got %v", err)
 		}
-		if n := testfix.Value[int](t, d, "SELECT count(*) FROM membership WHERE nickname = 'seen'"); n != 0 {
+		if n := testfix.Scalar[int](t, d, "SELECT count(*) FROM membership WHERE nickname = 'seen'"); n != 0 {
 			t.Fatalf("%d memberships written by an unverified caller", n)
 		}
 	})

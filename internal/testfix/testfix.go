@@ -118,13 +118,18 @@ func (b *Bundle) Exec(t testing.TB, sql string, args ...any) {
 // Count runs a query of one integer (a count) as the operator.
 func (b *Bundle) Count(t testing.TB, sql string, args ...any) int {
 	t.Helper()
-	return Value[int](t, b.DB, sql, args...)
+	return Value[int](t, b, sql, args...)
 }
 
-// Value runs a query of one value (one row, one column) as the operator (the owner,
-// behind RLS) on d, failing the test on error. It takes the database rather than a
-// Bundle so that tests seeding their own way read their counts through it too.
-func Value[T any](t testing.TB, d *pg.DB, sql string, args ...any) T {
+// Value runs a query of one value (one row, one column) as the operator.
+func Value[T any](t testing.TB, b *Bundle, sql string, args ...any) T {
+	t.Helper()
+	return Scalar[T](t, b.DB, sql, args...)
+}
+
+// Scalar is Value on a database of the test's own seeding: one row's one column, read as
+// the operator (the owner, behind RLS), failing the test on error.
+func Scalar[T any](t testing.TB, d *pg.DB, sql string, args ...any) T {
 	t.Helper()
 	var v T
 	if err := d.Operator(context.Background(), func(tx *pg.Tx) error {
