@@ -255,6 +255,13 @@ as_owner() {
 # Absolute path without requiring it to exist.
 abspath() { realpath -m -- "$1"; }
 
+# dir_arg is a command's one argument, DIR, made absolute; anything else is a usage error
+# (under set -e, its exit ends the script).
+dir_arg() {
+	[[ $# -eq 1 ]] || usage
+	abspath "$1"
+}
+
 # Port the running server listens on (4th line of postmaster.pid), or nothing.
 pid_port() {
 	local pidfile="$1/postmaster.pid"
@@ -515,9 +522,8 @@ cmd_start() {
 }
 
 cmd_url() {
-	[[ $# -eq 1 ]] || usage
 	local dir rc=0 port
-	dir="$(abspath "$1")"
+	dir="$(dir_arg "$@")"
 	cluster_status "$dir" || rc=$?
 	if ((rc != 0)); then
 		log "no running cluster in $dir (start it with: $0 start $1)"
@@ -532,9 +538,8 @@ cmd_url() {
 }
 
 cmd_stop() {
-	[[ $# -eq 1 ]] || usage
 	local dir rc=0
-	dir="$(abspath "$1")"
+	dir="$(dir_arg "$@")"
 	if [[ ! -f "$dir/PG_VERSION" && ! -d $dir ]]; then
 		log "no cluster in $dir"
 		return 0
@@ -557,9 +562,8 @@ cmd_stop() {
 }
 
 cmd_restart() {
-	[[ $# -eq 1 ]] || usage
 	local dir rc=0
-	dir="$(abspath "$1")"
+	dir="$(dir_arg "$@")"
 	cluster_status "$dir" || rc=$?
 	((rc == 0)) || die "no running cluster in $dir to restart (pg_ctl status exit $rc)"
 	lock_dir "$dir"
@@ -572,9 +576,8 @@ cmd_restart() {
 }
 
 cmd_status() {
-	[[ $# -eq 1 ]] || usage
 	local dir rc=0 port
-	dir="$(abspath "$1")"
+	dir="$(dir_arg "$@")"
 	cluster_status "$dir" || rc=$?
 	case "$rc" in
 	0)
