@@ -34,13 +34,8 @@ max_connections = 500
 citus.max_shared_pool_size = 400
 max_prepared_transactions = 200"
 
-PROG="$(basename "$0")"
-readonly PROG
-log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-die() {
-	printf '%s: error: %s\n' "$PROG" "$*" >&2
-	exit 1
-}
+# shellcheck source=deploy/lib.sh
+source "${HERE}/../lib.sh"
 usage() {
 	echo "usage: $PROG install | start DIR | stop DIR" >&2
 	exit 2

@@ -39,18 +39,12 @@ readonly KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
 # start. It is also where the cluster's port is remembered between starts.
 readonly MANAGED_CONF="relayroom.conf"
 
-PROG="$(basename "$0")"
-readonly PROG
+# shellcheck source=deploy/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 # Nothing from the caller's libpq environment may redirect our own client calls.
 unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGSERVICE PGSERVICEFILE PGOPTIONS \
 	PGPASSWORD PGPASSFILE PGSSLMODE PGDATA PGTARGETSESSIONATTRS 2>/dev/null || true
-
-log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-die() {
-	printf '%s: error: %s\n' "$PROG" "$*" >&2
-	exit 1
-}
 
 usage() {
 	cat >&2 <<EOF
@@ -260,6 +254,13 @@ as_owner() {
 
 # Absolute path without requiring it to exist.
 abspath() { realpath -m -- "$1"; }
+
+# dir_arg is a command's one argument, DIR, made absolute; anything else is a usage error
+# (under set -e, its exit ends the script).
+dir_arg() {
+	[[ $# -eq 1 ]] || usage
+	abspath "$1"
+}
 
 # Port the running server listens on (4th line of postmaster.pid), or nothing.
 pid_port() {
@@ -521,9 +522,8 @@ cmd_start() {
 }
 
 cmd_url() {
-	[[ $# -eq 1 ]] || usage
 	local dir rc=0 port
-	dir="$(abspath "$1")"
+	dir="$(dir_arg "$@")"
 	cluster_status "$dir" || rc=$?
 	if ((rc != 0)); then
 		log "no running cluster in $dir (start it with: $0 start $1)"
@@ -538,9 +538,8 @@ cmd_url() {
 }
 
 cmd_stop() {
-	[[ $# -eq 1 ]] || usage
 	local dir rc=0
-	dir="$(abspath "$1")"
+	dir="$(dir_arg "$@")"
 	if [[ ! -f "$dir/PG_VERSION" && ! -d $dir ]]; then
 		log "no cluster in $dir"
 		return 0
@@ -563,9 +562,8 @@ cmd_stop() {
 }
 
 cmd_restart() {
-	[[ $# -eq 1 ]] || usage
 	local dir rc=0
-	dir="$(abspath "$1")"
+	dir="$(dir_arg "$@")"
 	cluster_status "$dir" || rc=$?
 	((rc == 0)) || die "no running cluster in $dir to restart (pg_ctl status exit $rc)"
 	lock_dir "$dir"
@@ -578,9 +576,8 @@ cmd_restart() {
 }
 
 cmd_status() {
-	[[ $# -eq 1 ]] || usage
 	local dir rc=0 port
-	dir="$(abspath "$1")"
+	dir="$(dir_arg "$@")"
 	cluster_status "$dir" || rc=$?
 	case "$rc" in
 	0)

@@ -17,13 +17,8 @@
 set -euo pipefail
 
 readonly HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-PROG="$(basename "$0")"
-readonly PROG
-log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-die() {
-	printf '%s: error: %s\n' "$PROG" "$*" >&2
-	exit 1
-}
+# shellcheck source=deploy/lib.sh
+source "${HERE}/../lib.sh"
 
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'

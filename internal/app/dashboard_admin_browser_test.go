@@ -10,6 +10,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // TestDashboardCompanyAdminInABrowser drives the company admin pages in Chromium as a
@@ -124,7 +125,7 @@ func TestDashboardCompanyAdminInABrowser(t *testing.T) {
 		if err := waitFor(ctx, `document.body.innerText.includes("pending")`); err != nil {
 			t.Fatalf("no pending agreement shown: %v (%s)", err, pageText(ctx))
 		}
-		if n := sqlCount(t, d, `SELECT count(*) FROM agreement WHERE guest_org_id = $1 AND status = 'pending'`, s.res.Organisations["initech"].ID); n != 1 {
+		if n := testfix.Scalar[int](t, d, `SELECT count(*) FROM agreement WHERE guest_org_id = $1 AND status = 'pending'`, s.res.Organisations["initech"].ID); n != 1 {
 			t.Fatalf("%d pending agreements", n)
 		}
 		if err := chromedp.Do(ctx, chromedp.Navigate(admin+"/projects/"+room), chromedp.WaitVisible("#g-slug")); err != nil {
@@ -165,7 +166,7 @@ func TestDashboardCompanyAdminInABrowser(t *testing.T) {
 		if err := waitFor(ctx, `!document.querySelector('form[action$="/clients/disconnect"]')`); err != nil {
 			t.Fatalf("the app is still listed: %v (%s)", err, pageText(ctx))
 		}
-		if n := sqlCount(t, d, `SELECT count(*) FROM oauth_grant WHERE client_id = 'rrc_browser' AND revoked_at IS NULL`); n != 0 {
+		if n := testfix.Scalar[int](t, d, `SELECT count(*) FROM oauth_grant WHERE client_id = 'rrc_browser' AND revoked_at IS NULL`); n != 0 {
 			t.Fatalf("%d consents left", n)
 		}
 	})
@@ -194,7 +195,7 @@ func TestDashboardCompanyAdminInABrowser(t *testing.T) {
 		if err := waitFor(ctx, `!document.querySelector('form[action*="/accept"]')`); err != nil {
 			t.Fatalf("still waiting for acceptance: %v (%s)", err, pageText(ctx))
 		}
-		if n := sqlCount(t, d, `SELECT count(*) FROM agreement WHERE guest_org_id = $1 AND status = 'active'`, s.res.Organisations["initech"].ID); n != 1 {
+		if n := testfix.Scalar[int](t, d, `SELECT count(*) FROM agreement WHERE guest_org_id = $1 AND status = 'active'`, s.res.Organisations["initech"].ID); n != 1 {
 			t.Fatalf("%d active agreements", n)
 		}
 		screenshot(t, ctx, "admin-agreement-accepted")

@@ -14,6 +14,7 @@ import (
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 var (
@@ -33,7 +34,10 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 	}})
 	ctx := context.Background()
 	d := openSeeded(t, s)
-	count := func(t *testing.T, sql string, args ...any) int { t.Helper(); return sqlCount(t, d, sql, args...) }
+	count := func(t *testing.T, sql string, args ...any) int {
+		t.Helper()
+		return testfix.Scalar[int](t, d, sql, args...)
+	}
 	room := s.res.Projects["escalations"].ID.String()
 	globex, initech := s.res.Organisations["globex"].ID.String(), s.res.Organisations["initech"].ID.String()
 	architect := s.res.Agents["acme/architect"].ID.String()

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -9,33 +8,14 @@ import (
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // auditTrail is an object's audit rows, oldest first, as "actor [actor's company] action".
 func auditTrail(t *testing.T, d *pg.DB, kind, objectID string) []string {
 	t.Helper()
-	ctx := context.Background()
-	var out []string
-	err := d.Operator(ctx, func(tx *pg.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT actor_name || ' [' || actor_org_name || '] ' || action FROM audit_event
-			WHERE object_kind = $1 AND object_id = $2 ORDER BY at, id`, kind, objectID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				return err
-			}
-			out = append(out, s)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testfix.Column[string](t, d, `SELECT actor_name || ' [' || actor_org_name || '] ' || action FROM audit_event
+		WHERE object_kind = $1 AND object_id = $2 ORDER BY at, id`, kind, objectID)
 }
 
 func wantTrail(t *testing.T, got []string, want ...string) {

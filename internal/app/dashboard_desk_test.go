@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"mime/multipart"
 	"net/http"
@@ -12,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/desk"
-	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // dashboardDeskFile is a desk workspace with people who sign in: Acme (Ana owner, Mo and
@@ -96,16 +95,6 @@ func (p *person) form(kv ...string) url.Values {
 	return v
 }
 
-// sqlScalar reads one value on the owner's pool.
-func sqlScalar[T any](t *testing.T, d *pg.DB, sql string, args ...any) T {
-	t.Helper()
-	var v T
-	if err := d.Operator(context.Background(), func(tx *pg.Tx) error { return tx.QueryRow(context.Background(), sql, args...).Scan(&v) }); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 // TestDashboardDesk drives the desk's inboxes, saved replies and CSV import pages as
 // Acme's owner Ana and members Mo and Bo, on a real server and database.
 func TestDashboardDesk(t *testing.T) {
@@ -113,9 +102,12 @@ func TestDashboardDesk(t *testing.T) {
 	s := startServerOpts(t, serverOptions{file: dashboardDeskFile})
 	d := openSeeded(t, s)
 	acme := s.res.Organisations["acme"].ID
-	count := func(t *testing.T, sql string, args ...any) int { t.Helper(); return sqlScalar[int](t, d, sql, args...) }
+	count := func(t *testing.T, sql string, args ...any) int {
+		t.Helper()
+		return testfix.Scalar[int](t, d, sql, args...)
+	}
 	userID := func(email string) string {
-		return sqlScalar[string](t, d, `SELECT id::text FROM app_user WHERE email = $1`, email)
+		return testfix.Scalar[string](t, d, `SELECT id::text FROM app_user WHERE email = $1`, email)
 	}
 	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
 	mo := signIn(t, s.base, "mo@acme.test", "demo-password-mo")

@@ -43,16 +43,6 @@ func sqlExec(t *testing.T, d *pg.DB, stmt string, args ...any) {
 	}
 }
 
-// sqlCount is the count a statement returns, read as the operator.
-func sqlCount(t *testing.T, d *pg.DB, stmt string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := d.Operator(context.Background(), func(tx *pg.Tx) error { return tx.QueryRow(context.Background(), stmt, args...).Scan(&n) }); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // upload posts a file on the Tasks tab as the browser's form does: the CSRF field first
 // (none when csrf is "-"), then the file.
 func (p *person) upload(path, csrf, filename string, content []byte) (int, string) {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -138,7 +139,7 @@ func TestDashboardNeedsYou(t *testing.T) {
 		if status, _ := gus.postForm(wakePage+"/retry", url.Values{"csrf": {ana.csrf()}}); status != http.StatusForbidden {
 			t.Fatalf("another session's token: %d", status)
 		}
-		if n := sqlCount(t, d, `SELECT count(*) FROM wake WHERE id = $1 AND status = 'dead'`, deadWake); n != 1 {
+		if n := testfix.Scalar[int](t, d, `SELECT count(*) FROM wake WHERE id = $1 AND status = 'dead'`, deadWake); n != 1 {
 			t.Fatalf("the wake changed: %d dead", n)
 		}
 	})
@@ -152,7 +153,7 @@ func TestDashboardNeedsYou(t *testing.T) {
 		if _, err := wake.New(wake.Deps{DB: d}).Coalesce(context.Background(), time.Now(), false); err != nil {
 			t.Fatal(err)
 		}
-		if n := sqlCount(t, d, `SELECT count(*) FROM wake WHERE project_id = $1 AND part = 'qa-lead' AND status = 'pending'`, room); n != 1 {
+		if n := testfix.Scalar[int](t, d, `SELECT count(*) FROM wake WHERE project_id = $1 AND part = 'qa-lead' AND status = 'pending'`, room); n != 1 {
 			t.Fatalf("%d pending wakes of the qa-lead after the fold, want 1", n)
 		}
 		if status, body := gus.postForm(wakePage+"/retry", url.Values{"csrf": {gus.csrf()}}); status != http.StatusConflict || !strings.Contains(body, "already has a wake waiting") {
@@ -162,7 +163,7 @@ func TestDashboardNeedsYou(t *testing.T) {
 		if status, body := gus.postForm(wakePage+"/retry", url.Values{"csrf": {gus.csrf()}}); status != http.StatusSeeOther {
 			t.Fatalf("retry: %d %s", status, body)
 		}
-		if n := sqlCount(t, d, `SELECT count(*) FROM wake WHERE id = $1 AND status = 'pending' AND attempts = 0 AND last_error IS NULL`, deadWake); n != 1 {
+		if n := testfix.Scalar[int](t, d, `SELECT count(*) FROM wake WHERE id = $1 AND status = 'pending' AND attempts = 0 AND last_error IS NULL`, deadWake); n != 1 {
 			t.Fatal("the wake is not pending again")
 		}
 		if _, body := gus.get(wakePage + "?notice=retried"); !strings.Contains(body, "The wake was sent again") || !strings.Contains(body, "retried") || !strings.Contains(body, "Gus") {

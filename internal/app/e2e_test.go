@@ -20,31 +20,13 @@ import (
 	"github.com/relayroom/relayroom/internal/testfix"
 )
 
-// headerTransport adds the credential to every request the go-sdk client makes.
-type headerTransport struct{ key string }
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	setCredential(r.Header, h.key)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // connectSDK connects go-sdk's client. version "" takes the client's default path, which
 // probes server/discover (2026-07-28) first; a handshake version uses initialize.
 func connectSDK(t *testing.T, endpoint, key, version string) (*sdk.ClientSession, error) {
 	t.Helper()
-	client := sdk.NewClient(&sdk.Implementation{Name: "relayroom-e2e", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	var opts *sdk.ClientSessionOptions
-	if version != "" {
-		opts = &sdk.ClientSessionOptions{ProtocolVersion: version}
-	}
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: headerTransport{key}}}, opts)
-	if err == nil {
-		t.Cleanup(func() { _ = cs.Close() })
-	}
-	return cs, err
+	h := http.Header{}
+	setCredential(h, key)
+	return testfix.ConnectSDK(t, endpoint, h, version)
 }
 
 func toolNames(t *testing.T, cs *sdk.ClientSession) []string {
@@ -65,14 +47,7 @@ func toolNames(t *testing.T, cs *sdk.ClientSession) []string {
 
 func callJSON(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (map[string]any, string) {
 	t.Helper()
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("tools/call %s: %v", name, err)
-	}
-	if len(res.Content) != 1 {
-		t.Fatalf("%s: want one content block, got %d", name, len(res.Content))
-	}
-	text := res.Content[0].(*sdk.TextContent).Text
+	res, text := testfix.CallTool(t, cs, name, args)
 	if res.IsError {
 		t.Fatalf("%s failed: %s", name, text)
 	}

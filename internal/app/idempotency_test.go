@@ -18,6 +18,7 @@ import (
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/mcp"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // rpcID numbers the JSON-RPC requests of these tests: a replay must not depend on the id.
@@ -137,11 +138,7 @@ func (c keyedCall) with(key, tool string, args map[string]any) keyedCall {
 // count runs a count(*) as the owner (behind RLS).
 func (f *idemFixture) count(t *testing.T, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := f.db.Operator(context.Background(), func(tx *pg.Tx) error { return tx.QueryRow(context.Background(), sql, args...).Scan(&n) }); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
+	return testfix.Scalar[int](t, f.db, sql, args...)
 }
 
 // wantCount fails t with the message (its %d the count) unless the count(*) is want.

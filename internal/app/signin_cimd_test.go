@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/relayroom/relayroom/internal/config"
 )
@@ -46,10 +45,7 @@ func TestAClientIdentifiedByItsMetadataDocumentConnects(t *testing.T) {
 			c.OAuthMetadataDocumentsAllowPrivate, c.OAuthMetadataDocumentRoots = true, roots
 		}})
 		cs := sdkOAuthClientWith(t, newBrowser(t, s.base), s.base+"/api/mcp", "Backend", docURL)
-		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "list_rooms", Arguments: map[string]any{}})
-		if err != nil || res.IsError {
-			t.Fatalf("list_rooms: %v %+v", err, res)
-		}
+		callJSON(t, cs, "list_rooms", map[string]any{})
 		conn, err := pgx.Connect(context.Background(), s.dbURL)
 		if err != nil {
 			t.Fatal(err)

@@ -277,10 +277,7 @@ func TestAnMCPClientConnectsWithOnlyTheURL(t *testing.T) {
 		if names := toolNames(t, cs); !slices.Contains(names, "list_rooms") {
 			t.Fatalf("tools %v", names)
 		}
-		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "list_rooms", Arguments: map[string]any{}})
-		if err != nil || res.IsError {
-			t.Fatalf("list_rooms: %v %+v", err, res)
-		}
+		callJSON(t, cs, "list_rooms", map[string]any{})
 	})
 }
 

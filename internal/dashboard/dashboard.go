@@ -253,6 +253,17 @@ func (h *Handler) notFound(w http.ResponseWriter, sess *web.Session) {
 	h.message(w, http.StatusNotFound, sess, "Not found", "There is no page here.")
 }
 
+// pathID is the id a page's path names. Text that is no id is answered Not Found, as an id
+// that names nothing is: ok is false and the answer is written.
+func (h *Handler) pathID(w http.ResponseWriter, sess *web.Session, idText string) (uuid.UUID, bool) {
+	id, err := uuid.Parse(idText)
+	if err != nil {
+		h.notFound(w, sess)
+		return uuid.Nil, false
+	}
+	return id, true
+}
+
 func (h *Handler) unavailable(w http.ResponseWriter, r *http.Request, sess *web.Session, what string, err error) {
 	h.deps.Log.ErrorContext(r.Context(), "dashboard", "what", what, "error", err.Error())
 	h.message(w, http.StatusServiceUnavailable, sess, "Unavailable", "This page is unavailable right now. Please try again.")
@@ -378,9 +389,8 @@ func (h *Handler) orgs(r *http.Request, sess web.Session) ([]uuid.UUID, error) {
 // answers 404, exactly like one that does not exist; a guest organisation whose agreement
 // is not active gets the agreement refusal.
 func (h *Handler) room(w http.ResponseWriter, r *http.Request, sess web.Session, idText string) (tenancy.Scope, bool) {
-	id, err := uuid.Parse(idText)
-	if err != nil {
-		h.notFound(w, &sess)
+	id, ok := h.pathID(w, &sess, idText)
+	if !ok {
 		return tenancy.Scope{}, false
 	}
 	orgs, err := h.orgs(r, sess)
@@ -618,13 +628,12 @@ func (h *Handler) formDone(w http.ResponseWriter, r *http.Request, sess web.Sess
 }
 
 func (h *Handler) deprecate(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, idText string) {
-	id, err := uuid.Parse(idText)
-	if err != nil {
-		h.notFound(w, &sess)
+	id, ok := h.pathID(w, &sess, idText)
+	if !ok {
 		return
 	}
 	ctx := intendInRoom(r.Context(), sc, audit.KindMemoryEntry, id.String(), "deprecated", nil)
-	_, err = h.deps.Rooms.DeprecateMemory(ctx, sc, id)
+	_, err := h.deps.Rooms.DeprecateMemory(ctx, sc, id)
 	if !h.formDone(w, r, sess, "deprecate memory", err, func(status int, msg string) { h.memory(w, r, sess, sc, status, msg, "") }) {
 		return
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -13,6 +11,7 @@ import (
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/threads"
+	"github.com/relayroom/relayroom/internal/waiters"
 )
 
 // RoomChannel is the Postgres channel a new room message is announced on, with its
@@ -38,11 +37,9 @@ type hubKey struct {
 // any replica reaches every page. A wake carries nothing: the page fetches what is new
 // through the rooms service, under its person's scope.
 type Hub struct {
-	db  *pg.DB
-	log *slog.Logger
-
-	mu   sync.Mutex
-	subs map[hubKey]map[chan struct{}]struct{}
+	db   *pg.DB
+	log  *slog.Logger
+	subs waiters.Set[hubKey]
 
 	// stopped is closed when Run returns: the server is shutting down (app.Run stops the
 	// hub before http.Server.Shutdown), and every live stream ends at once, since
@@ -52,7 +49,7 @@ type Hub struct {
 
 // NewHub builds a hub; Run starts listening.
 func NewHub(d *pg.DB, log *slog.Logger) *Hub {
-	return &Hub{db: d, log: log, subs: map[hubKey]map[chan struct{}]struct{}{}, stopped: make(chan struct{})}
+	return &Hub{db: d, log: log, stopped: make(chan struct{})}
 }
 
 // Stopped is closed once Run has returned; a live stream ends when it is.
@@ -66,67 +63,14 @@ func (h *Hub) Subscribe(room uuid.UUID) (<-chan struct{}, func()) {
 
 // SubscribeOn is Subscribe for a project's announcements on one of the hub's channels.
 func (h *Hub) SubscribeOn(channel string, project uuid.UUID) (<-chan struct{}, func()) {
-	room := hubKey{channel, project}
-	ch := make(chan struct{}, 1)
-	h.mu.Lock()
-	if h.subs[room] == nil {
-		h.subs[room] = map[chan struct{}]struct{}{}
-	}
-	h.subs[room][ch] = struct{}{}
-	h.mu.Unlock()
-	return ch, func() {
-		h.mu.Lock()
-		delete(h.subs[room], ch)
-		if len(h.subs[room]) == 0 {
-			delete(h.subs, room)
-		}
-		h.mu.Unlock()
-	}
-}
-
-func (h *Hub) wake(room hubKey) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for ch := range h.subs[room] {
-		select {
-		case ch <- struct{}{}:
-		default: // a wake is already pending: the page will fetch everything new
-		}
-	}
-}
-
-// wakeAll tells every page to check: after a reconnect a notification may have been lost.
-func (h *Hub) wakeAll() {
-	h.mu.Lock()
-	rooms := make([]hubKey, 0, len(h.subs))
-	for r := range h.subs {
-		rooms = append(rooms, r)
-	}
-	h.mu.Unlock()
-	for _, r := range rooms {
-		h.wake(r)
-	}
+	return h.subs.Subscribe(hubKey{channel, project})
 }
 
 // Run listens until ctx is done, reconnecting with a growing delay (at most 30 s), then
 // closes Stopped. It runs once per hub.
 func (h *Hub) Run(ctx context.Context) {
 	defer close(h.stopped)
-	delay := 500 * time.Millisecond
-	for ctx.Err() == nil {
-		err := h.listenOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		h.log.WarnContext(ctx, "dashboard listener: reconnecting", "error", fmt.Sprint(err), "in", delay.String())
-		h.wakeAll()
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, 30*time.Second)
-	}
+	h.subs.Follow(ctx, h.log, "dashboard listener", h.listenOnce)
 }
 
 // listenOnce holds a connection of its own (not a pool's: a LISTEN ties it up for good).
@@ -141,7 +85,7 @@ func (h *Hub) listenOnce(ctx context.Context) error {
 			return fmt.Errorf("listen %s: %w", c, err)
 		}
 	}
-	h.wakeAll()
+	h.subs.WakeAll()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -152,6 +96,6 @@ func (h *Hub) listenOnce(ctx context.Context) error {
 			h.log.WarnContext(ctx, "dashboard listener: bad payload", "payload", n.Payload)
 			continue
 		}
-		h.wake(hubKey{n.Channel, room})
+		h.subs.Wake(hubKey{n.Channel, room})
 	}
 }

@@ -129,13 +129,7 @@ func (h *Handler) knowledgePage(w http.ResponseWriter, r *http.Request, sess web
 		}
 	}
 	k.Candidates, k.Demoted = reviewCards(v, candidates), reviewCards(v, demoted)
-	if e, ok := apperr.As(err); ok && e.Code == apperr.Forbidden {
-		v.Message = e.Message
-		h.render(w, http.StatusForbidden, "knowledge", v)
-		return
-	}
-	if err != nil {
-		h.unavailable(w, r, &sess, "knowledge", err)
+	if h.knowledgeRefused(w, r, sess, v, "knowledge", err) {
 		return
 	}
 	if v.History, err = h.tabHistory(r, sc, audit.KindKnowledge, "k-", "this project's knowledge"); err != nil {
@@ -149,6 +143,22 @@ func (h *Handler) knowledgePage(w http.ResponseWriter, r *http.Request, sess web
 	h.render(w, status, "knowledge", v)
 }
 
+// knowledgeRefused answers a Knowledge tab page whose read failed, reporting whether it
+// did: the service's refusal (not a reviewer) is the tab with its message, anything else
+// the page's unavailable answer naming what.
+func (h *Handler) knowledgeRefused(w http.ResponseWriter, r *http.Request, sess web.Session, v view, what string, err error) bool {
+	if e, ok := apperr.As(err); ok && e.Code == apperr.Forbidden {
+		v.Message = e.Message
+		h.render(w, http.StatusForbidden, "knowledge", v)
+		return true
+	}
+	if err != nil {
+		h.unavailable(w, r, &sess, what, err)
+		return true
+	}
+	return false
+}
+
 // knowledgeActions names each knowledge form's change in the audit trail.
 var knowledgeActions = map[string]string{"approve": "approved", "reject": "rejected", "demote": "demoted", "expire": "expired"}
 
@@ -156,11 +166,11 @@ var knowledgeActions = map[string]string{"approve": "approved", "reject": "rejec
 // entry. Only the host's owners and admins may (the service decides); a refusal of a
 // field is shown beside it, nothing changed.
 func (h *Handler) knowledgeAction(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, idText, action string) {
-	id, err := uuid.Parse(idText)
-	if err != nil {
-		h.notFound(w, &sess)
+	id, ok := h.pathID(w, &sess, idText)
+	if !ok {
 		return
 	}
+	var err error
 	fe := fieldError{Entry: id}
 	ctx := r.Context()
 	if past, ok := knowledgeActions[action]; ok {
@@ -224,9 +234,8 @@ func parseLocal(v, tz string) (time.Time, error) {
 
 // citedThread shows the thread a lesson cites, for its reviewers.
 func (h *Handler) citedThread(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, idText string) {
-	id, err := uuid.Parse(idText)
-	if err != nil {
-		h.notFound(w, &sess)
+	id, ok := h.pathID(w, &sess, idText)
+	if !ok {
 		return
 	}
 	c, err := h.deps.Know.Cited(r.Context(), sc, id)

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/secrets"
@@ -32,13 +31,7 @@ func (h *Handler) settingsPage(w http.ResponseWriter, r *http.Request, sess web.
 	v := h.knowledgeBase(sess, sc, "Knowledge settings", knowledgeSettings)
 	v.Notice = knowledgeNotices[r.URL.Query().Get("notice")]
 	st, err := h.deps.Know.Settings(r.Context(), sc)
-	if e, ok := apperr.As(err); ok && e.Code == apperr.Forbidden {
-		v.Message = e.Message
-		h.render(w, http.StatusForbidden, "knowledge", v)
-		return
-	}
-	if err != nil {
-		h.unavailable(w, r, &sess, "knowledge settings", err)
+	if h.knowledgeRefused(w, r, sess, v, "knowledge settings", err) {
 		return
 	}
 	f := settingsForm{DistillOnClose: st.DistillOnClose, Rules: st.Rules, RulesErr: st.RulesErr}

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/google/uuid"
-
 	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/wake"
@@ -29,9 +27,8 @@ type wakeView struct {
 var wakeNotices = map[string]string{"retried": "The wake was sent again: it is pending, and its agent is woken as for a new one."}
 
 func (h *Handler) wakePage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, idText string, status int, errMsg string) {
-	id, err := uuid.Parse(idText)
-	if err != nil {
-		h.notFound(w, &sess)
+	id, ok := h.pathID(w, &sess, idText)
+	if !ok {
 		return
 	}
 	v := h.projectPage(sess, sc, "roster", "Wake")
@@ -52,13 +49,12 @@ func (h *Handler) wakePage(w http.ResponseWriter, r *http.Request, sess web.Sess
 }
 
 func (h *Handler) retryWake(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, idText string) {
-	id, err := uuid.Parse(idText)
-	if err != nil {
-		h.notFound(w, &sess)
+	id, ok := h.pathID(w, &sess, idText)
+	if !ok {
 		return
 	}
 	ctx := intendInRoom(r.Context(), sc, audit.KindWake, id.String(), "retried", nil)
-	err = h.deps.Wake.RetryByPerson(ctx, sc, id)
+	err := h.deps.Wake.RetryByPerson(ctx, sc, id)
 	if !h.formDone(w, r, sess, "retry wake", err, func(status int, msg string) { h.wakePage(w, r, sess, sc, idText, status, msg) }) {
 		return
 	}

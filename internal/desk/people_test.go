@@ -10,7 +10,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/desk"
-	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // TestPeopleImport checks the dashboard's import: the preview is ImportCSV's judgement
@@ -22,14 +22,6 @@ func TestPeopleImport(t *testing.T) {
 	fx := newFixture(t)
 	owner := desk.Member{OrgID: fx.acme, UserID: fx.users["ana@acme.test"], Name: "Ana", Role: desk.RoleOwner}
 	member := desk.Member{OrgID: fx.acme, UserID: fx.users["bo@acme.test"], Name: "Bo", Role: desk.RoleMember}
-	scalar := func(t *testing.T, sql string, args ...any) int {
-		t.Helper()
-		var n int
-		if err := fx.d.Operator(ctx, func(tx *pg.Tx) error { return tx.QueryRow(ctx, sql, args...).Scan(&n) }); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	convs := `SELECT count(*) FROM desk_conversation WHERE org_id = $1`
 	bad := "customer_email,subject,body,created_at,status\n" +
 		"ok@example.com,Fine row,Fine body,2026-10-01T10:00:00Z,open\n" +
@@ -38,7 +30,7 @@ func TestPeopleImport(t *testing.T) {
 		"b@example.com,Subject,Body,yesterday,closed\n"
 
 	t.Run("the preview reports the import's problems by line and its good rows, writing nothing", func(t *testing.T) {
-		before := scalar(t, convs, fx.acme)
+		before := testfix.Scalar[int](t, fx.d, convs, fx.acme)
 		p, err := desk.PreviewCSV([]byte(bad), now)
 		if err != nil {
 			t.Fatal(err)
@@ -51,7 +43,7 @@ func TestPeopleImport(t *testing.T) {
 		if p.Good != 1 || len(p.Rows) != 1 || p.Rows[0].Line != 2 || p.Rows[0].CustomerEmail != "ok@example.com" {
 			t.Fatalf("good rows: %+v", p)
 		}
-		if scalar(t, convs, fx.acme) != before {
+		if testfix.Scalar[int](t, fx.d, convs, fx.acme) != before {
 			t.Fatal("a preview or a bad file wrote rows")
 		}
 	})
@@ -64,7 +56,7 @@ func TestPeopleImport(t *testing.T) {
 		if _, err := fx.svc.ImportAs(ctx, owner, "inbox_3", []byte(good), now, nil); apperr.CodeOf(err) != apperr.NotFound {
 			t.Fatalf("Globex has inbox_3, Acme does not: %v", err)
 		}
-		if scalar(t, `SELECT count(*) FROM desk_conversation WHERE customer_email = 'x@example.com'`) != 0 {
+		if testfix.Scalar[int](t, fx.d, `SELECT count(*) FROM desk_conversation WHERE customer_email = 'x@example.com'`) != 0 {
 			t.Fatal("a refused import wrote rows")
 		}
 	})
@@ -82,13 +74,13 @@ func TestPeopleImport(t *testing.T) {
 			t.Fatalf("%+v %v %v", sum, err, steps)
 		}
 		audited := `SELECT count(*) FROM audit_event WHERE org_id = $1 AND object_kind = 'desk_inbox' AND object_id = 'inbox_1' AND action = 'imported'`
-		if n := scalar(t, audited, fx.acme); n != 2 {
+		if n := testfix.Scalar[int](t, fx.d, audited, fx.acme); n != 2 {
 			t.Fatalf("%d audit rows for two chunks", n)
 		}
 		if sum, err := fx.svc.ImportAs(ctx, owner, "inbox_1", []byte(file.String()), now, nil); err != nil || sum.Created != 0 || sum.Existing != rows {
 			t.Fatalf("again: %+v %v", sum, err)
 		}
-		if n := scalar(t, audited, fx.acme); n != 2 {
+		if n := testfix.Scalar[int](t, fx.d, audited, fx.acme); n != 2 {
 			t.Fatalf("an import that created nothing was audited: %d rows", n)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // seedAgent writes an organisation and its agent, as the operator.
@@ -34,15 +35,6 @@ func seedAgent(t *testing.T, d *pg.DB) tenancy.Scope {
 	return sc
 }
 
-func count(t *testing.T, d *pg.DB, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := d.Operator(context.Background(), func(tx *pg.Tx) error { return tx.QueryRow(context.Background(), sql, args...).Scan(&n) }); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 func TestStore(t *testing.T) {
 	t.Parallel()
 	d, _ := pgtest.Open(t)
@@ -56,7 +48,7 @@ func TestStore(t *testing.T) {
 		if err := run.Save(gone, json.RawMessage(`{"content":[],"isError":false}`)); err != nil {
 			t.Fatalf("save: %v", err)
 		}
-		if n := count(t, d, "SELECT count(*) FROM idempotency_key WHERE key = 'k-cancel' AND response IS NOT NULL"); n != 1 {
+		if n := testfix.Scalar[int](t, d, "SELECT count(*) FROM idempotency_key WHERE key = 'k-cancel' AND response IS NOT NULL"); n != 1 {
 			t.Fatal("the answer of a canceled request was not stored: its retry could not replay it")
 		}
 	})
@@ -76,7 +68,7 @@ func TestStore(t *testing.T) {
 		if err != nil || n < idempotency.CleanupBatch+1 {
 			t.Fatalf("deleted %d, %v", n, err)
 		}
-		if left := count(t, d, "SELECT count(*) FROM idempotency_key WHERE principal = 'cleanup'"); left != 1 {
+		if left := testfix.Scalar[int](t, d, "SELECT count(*) FROM idempotency_key WHERE principal = 'cleanup'"); left != 1 {
 			t.Fatalf("%d keys left, want the live one", left)
 		}
 		// With the clock a day later, the live key expires too.
@@ -84,7 +76,7 @@ func TestStore(t *testing.T) {
 		if _, err := later.DeleteExpired(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if left := count(t, d, "SELECT count(*) FROM idempotency_key WHERE principal = 'cleanup'"); left != 0 {
+		if left := testfix.Scalar[int](t, d, "SELECT count(*) FROM idempotency_key WHERE principal = 'cleanup'"); left != 0 {
 			t.Fatalf("%d keys left after they expired", left)
 		}
 	})
@@ -202,12 +194,12 @@ func TestConcurrentAnswersShareTransactions(t *testing.T) {
 	t.Run("every answer is stored in its own key, under its own agent", func(t *testing.T) {
 		for i := range later {
 			sc := agents[i%2]
-			if n := count(t, d, "SELECT count(*) FROM idempotency_key WHERE org_id = $1 AND agent_id = $2 AND key = $3 AND response = $4::bytea",
+			if n := testfix.Scalar[int](t, d, "SELECT count(*) FROM idempotency_key WHERE org_id = $1 AND agent_id = $2 AND key = $3 AND response = $4::bytea",
 				sc.OrgID, sc.AgentID, fmt.Sprintf("later-%d", i), []byte(fmt.Sprintf(`{"answer":%d}`, i))); n != 1 {
 				t.Fatalf("the answer of later-%d is not stored in its key", i)
 			}
 		}
-		if n := count(t, d, "SELECT count(*) FROM idempotency_key WHERE key = 'first' AND response IS NOT NULL"); n != 1 {
+		if n := testfix.Scalar[int](t, d, "SELECT count(*) FROM idempotency_key WHERE key = 'first' AND response IS NOT NULL"); n != 1 {
 			t.Fatal("the first answer is not stored")
 		}
 	})

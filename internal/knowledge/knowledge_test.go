@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
@@ -563,15 +564,8 @@ func TestRecallNeverScansBeyondItsProject(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				return err
-			}
-			plan = append(plan, line)
-		}
-		return rows.Err()
+		plan, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)

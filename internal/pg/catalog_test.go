@@ -11,6 +11,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // referenceTables are small directories keyed by id (Citus reference tables). Every other
@@ -142,20 +143,9 @@ func TestRLSFailsClosed(t *testing.T) {
 	fx := seedTwoTenants(t, d)
 
 	// Every table in public, whoever added it: a missing GRANT fails here too.
-	var tables []string
-	err := d.Operator(ctx, func(tx *pg.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-			WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname <> 'schema_migrations' ORDER BY 1`)
-		if err != nil {
-			return err
-		}
-		tables, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = d.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
+	tables := testfix.Column[string](t, d, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname <> 'schema_migrations' ORDER BY 1`)
+	err := d.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
 		for _, tbl := range tables {
 			var n int
 			if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+tbl).Scan(&n); err != nil {

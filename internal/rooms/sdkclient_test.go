@@ -7,49 +7,25 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relayroom/relayroom/internal/testfix"
 )
-
-// bearer adds an agent key the way Claude Code's --header option does.
-type bearer struct{ key string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.key)
-	return http.DefaultTransport.RoundTrip(r)
-}
 
 func (e *env) sdkSession(t *testing.T, path, agent, version string) *sdk.ClientSession {
 	t.Helper()
-	client := sdk.NewClient(&sdk.Implementation{Name: "relayroom-rooms-test", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	var opts *sdk.ClientSessionOptions
-	if version != "" {
-		opts = &sdk.ClientSessionOptions{ProtocolVersion: version}
-	}
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{
-		Endpoint: e.srv.URL + path, HTTPClient: &http.Client{Transport: bearer{e.keys[agent]}},
-	}, opts)
+	// The agent key as Claude Code's --header option sends it.
+	cs, err := testfix.ConnectSDK(t, e.srv.URL+path, http.Header{"Authorization": {"Bearer " + e.keys[agent]}}, version)
 	if err != nil {
 		t.Fatalf("connect %s (%s): %v", path, version, err)
 	}
-	t.Cleanup(func() { _ = cs.Close() })
 	return cs
 }
 
 func sdkCall(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) (map[string]any, bool, string) {
 	t.Helper()
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-	if len(res.Content) != 1 {
-		t.Fatalf("%s: %d content blocks", tool, len(res.Content))
-	}
-	text := res.Content[0].(*sdk.TextContent).Text
+	res, text := testfix.CallTool(t, cs, tool, args)
 	if res.IsError {
 		return nil, true, text
 	}

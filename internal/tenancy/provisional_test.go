@@ -9,6 +9,7 @@ import (
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // TestProvisionalResolution: a provisional resolver serves a cached caller without a
@@ -27,13 +28,6 @@ func TestProvisionalResolution(t *testing.T) {
 	code, one := res.Projects["one"].ConnectCode, res.Projects["one"].ID
 	architect, gina := res.Agents["acme/architect"].Key, res.Agents["globex/gina"].Key
 	operator := func(t *testing.T, sql string, args ...any) { t.Helper(); operatorExec(t, d, sql, args...) }
-	count := func(t *testing.T, sql string) (n int) {
-		t.Helper()
-		if err := d.Operator(ctx, func(tx *pg.Tx) error { return tx.QueryRow(ctx, sql).Scan(&n) }); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	prov := r.WithScopeCache(time.Hour).Provisional()
 	// provisional resolves twice (the first fills the cache) and checks the second comes
 	// back unsettled without a round trip.
@@ -120,7 +114,7 @@ func TestProvisionalResolution(t *testing.T) {
 		if !errors.Is(err, pg.ErrUnverified) {
 			t.Fatalf("want ErrUnverified, got %v", err)
 		}
-		if n := count(t, "SELECT count(*) FROM membership WHERE nickname = 'seen'"); n != 0 {
+		if n := testfix.Scalar[int](t, d, "SELECT count(*) FROM membership WHERE nickname = 'seen'"); n != 0 {
 			t.Fatalf("%d memberships written by an unverified caller", n)
 		}
 	})

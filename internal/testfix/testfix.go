@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
@@ -122,11 +124,38 @@ func (b *Bundle) Count(t testing.TB, sql string, args ...any) int {
 // Value runs a query of one value (one row, one column) as the operator.
 func Value[T any](t testing.TB, b *Bundle, sql string, args ...any) T {
 	t.Helper()
+	return Scalar[T](t, b.DB, sql, args...)
+}
+
+// Scalar is Value on a database of the test's own seeding: one row's one column, read as
+// the operator (the owner, behind RLS), failing the test on error.
+func Scalar[T any](t testing.TB, d *pg.DB, sql string, args ...any) T {
+	t.Helper()
 	var v T
-	b.Op(t, func(tx *pg.Tx) error {
+	if err := d.Operator(context.Background(), func(tx *pg.Tx) error {
 		return tx.QueryRow(context.Background(), sql, args...).Scan(&v)
-	})
+	}); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
 	return v
+}
+
+// Column runs a query of one column as the operator on d and returns its rows' values,
+// failing the test on error.
+func Column[T any](t testing.TB, d *pg.DB, sql string, args ...any) []T {
+	t.Helper()
+	var out []T
+	if err := d.Operator(context.Background(), func(tx *pg.Tx) error {
+		rows, err := tx.Query(context.Background(), sql, args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowTo[T])
+		return err
+	}); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return out
 }
 
 // Peter is the one part of project "two" in a TwoProjects cast (Initech's agent).

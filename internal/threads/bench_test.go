@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/embed/wordvec"
 	"github.com/relayroom/relayroom/internal/knowledge"
@@ -248,12 +250,10 @@ func explainRecall(b *testing.B, e *env, q string) {
 			b.Log(err)
 			return err
 		}
-		defer rows.Close()
-		var lines []string
-		for rows.Next() {
-			var l string
-			_ = rows.Scan(&l)
-			lines = append(lines, l)
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			b.Log(err)
+			return err
 		}
 		b.Log("\n" + strings.Join(lines, "\n"))
 		return nil

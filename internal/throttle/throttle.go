@@ -172,12 +172,7 @@ func (t *Throttle) checkShared(ctx context.Context, at Attempt) error {
 		return nil
 	}
 	counts, passes, err := t.countsAndPasses(ctx, subjects, func(tx *pg.Tx) ([]count, error) {
-		rows, err := t.q.AuthThrottleFailures(ctx, tx, db.AuthThrottleFailuresParams{Subjects: subjects, WindowSeconds: t.limits.Window.Seconds()})
-		counts := make([]count, len(rows))
-		for i, r := range rows {
-			counts[i] = count{r.Subject, r.Failures, r.SecondsLeft}
-		}
-		return counts, err
+		return countsOf(t.q.AuthThrottleFailures(ctx, tx, db.AuthThrottleFailuresParams{Subjects: subjects, WindowSeconds: t.limits.Window.Seconds()}))
 	})
 	if err != nil {
 		t.warn(ctx, fmt.Errorf("throttle: read the shared counts: %w", err))
@@ -212,6 +207,24 @@ type count struct {
 	subject     string
 	failures    int32
 	secondsLeft float64
+}
+
+// countRow is a row of the two count queries (AuthThrottleFailures only reads the counts,
+// AuthThrottleRecordFailures also records): sqlc gives each a type of its own.
+type countRow = struct {
+	Subject     string
+	Failures    int32
+	SecondsLeft float64
+}
+
+// countsOf is a count query's rows as counts, passing its error on.
+func countsOf[R ~countRow](rows []R, err error) ([]count, error) {
+	counts := make([]count, len(rows))
+	for i, r := range rows {
+		c := countRow(r)
+		counts[i] = count{c.Subject, c.Failures, c.SecondsLeft}
+	}
+	return counts, err
 }
 
 // over reports whether c has reached its subject's limit in a live window.
@@ -410,12 +423,7 @@ func (t *Throttle) record(ctx context.Context, subjects []string) ([]count, []db
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	counts, passes, err := t.countsAndPasses(ctx, subjects, func(tx *pg.Tx) ([]count, error) {
-		rows, err := t.q.AuthThrottleRecordFailures(ctx, tx, db.AuthThrottleRecordFailuresParams{Subjects: subjects, WindowSeconds: t.limits.Window.Seconds()})
-		counts := make([]count, len(rows))
-		for i, r := range rows {
-			counts[i] = count{r.Subject, r.Failures, r.SecondsLeft}
-		}
-		return counts, err
+		return countsOf(t.q.AuthThrottleRecordFailures(ctx, tx, db.AuthThrottleRecordFailuresParams{Subjects: subjects, WindowSeconds: t.limits.Window.Seconds()}))
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("throttle: record refused authentication: %w", err)

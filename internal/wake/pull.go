@@ -98,7 +98,7 @@ func (s *Service) claim(ctx context.Context, a Agent) (*Wake, error) {
 // delivery). nil means none arrived in time.
 func (s *Service) Next(ctx context.Context, a Agent, wait time.Duration) (*Wake, error) {
 	s.init()
-	ch, cancel := s.hub.subscribe(a.ID)
+	ch, cancel := s.hub.Subscribe(a.ID)
 	defer cancel()
 	deadline := time.Now().Add(wait)
 	for {

@@ -18,6 +18,7 @@ import (
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/waiters"
 )
 
 // Defaults of the Service's knobs.
@@ -86,7 +87,7 @@ func New(d Deps) *Service {
 
 func (s *Service) init() {
 	s.once.Do(func() {
-		s.hub = &hub{waiters: map[uuid.UUID]map[chan struct{}]struct{}{}}
+		s.hub = &hub{}
 		s.kick = make(chan struct{}, 1)
 		s.notes = make(chan memberRef, notifyBuffer)
 		s.stopped = make(chan struct{})
@@ -398,21 +399,7 @@ func (s *Service) Run(ctx context.Context) {
 }
 
 func (s *Service) listen(ctx context.Context) {
-	delay := 500 * time.Millisecond
-	for ctx.Err() == nil {
-		err := s.listenOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		s.Log.WarnContext(ctx, "wake listener: reconnecting", "error", fmt.Sprint(err), "in", delay.String())
-		s.hub.broadcast() // a notification may have been missed: every waiter re-checks
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, 30*time.Second)
-	}
+	s.hub.Follow(ctx, s.Log, "wake listener", s.listenOnce)
 }
 
 func (s *Service) listenOnce(ctx context.Context) error {
@@ -428,7 +415,7 @@ func (s *Service) listenOnce(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 		return err
 	}
-	s.hub.broadcast()
+	s.hub.WakeAll()
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {
@@ -458,61 +445,21 @@ func (s *Service) dispatchLoop(ctx context.Context) {
 	}
 }
 
-// hub hands notifications to the long polls waiting in this process.
+// hub hands notifications to the long polls waiting in this process, by agent.
 type hub struct {
-	mu      sync.Mutex
-	waiters map[uuid.UUID]map[chan struct{}]struct{}
+	waiters.Set[uuid.UUID]
 }
 
-func (h *hub) subscribe(agent uuid.UUID) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	h.mu.Lock()
-	if h.waiters[agent] == nil {
-		h.waiters[agent] = map[chan struct{}]struct{}{}
-	}
-	h.waiters[agent][ch] = struct{}{}
-	h.mu.Unlock()
-	return ch, func() {
-		h.mu.Lock()
-		delete(h.waiters[agent], ch)
-		if len(h.waiters[agent]) == 0 {
-			delete(h.waiters, agent)
-		}
-		h.mu.Unlock()
-	}
-}
-
-func signal(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
+// notify wakes the agents a notification's payload names (comma-separated ids), or every
+// waiter for "*".
 func (h *hub) notify(payload string) {
 	if payload == "*" {
-		h.broadcast()
+		h.WakeAll()
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	for _, s := range strings.Split(payload, ",") {
-		id, err := uuid.Parse(s)
-		if err != nil {
-			continue
-		}
-		for ch := range h.waiters[id] {
-			signal(ch)
-		}
-	}
-}
-
-func (h *hub) broadcast() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, chans := range h.waiters {
-		for ch := range chans {
-			signal(ch)
+		if id, err := uuid.Parse(s); err == nil {
+			h.Wake(id)
 		}
 	}
 }

@@ -1,0 +1,101 @@
+// Package waiters holds the in-process side of LISTEN/NOTIFY: the goroutines of this
+// replica waiting for news of a key (a project's live pages, an agent's long polls), each
+// woken with a token that carries nothing. The dashboard's hub and the pager's long polls
+// both keep their waiters here, so subscribing, waking and the coalescing of bursts are
+// written once.
+package waiters
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Set is the waiters of one process, by key. The zero value is ready to use.
+type Set[K comparable] struct {
+	mu   sync.Mutex
+	subs map[K]map[chan struct{}]struct{}
+}
+
+// Subscribe returns a channel that receives a token after each Wake of key (a burst
+// coalesces into one pending token) and the function that ends the subscription.
+func (s *Set[K]) Subscribe(key K) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	if s.subs == nil {
+		s.subs = map[K]map[chan struct{}]struct{}{}
+	}
+	if s.subs[key] == nil {
+		s.subs[key] = map[chan struct{}]struct{}{}
+	}
+	s.subs[key][ch] = struct{}{}
+	s.mu.Unlock()
+	return ch, func() {
+		s.mu.Lock()
+		delete(s.subs[key], ch)
+		if len(s.subs[key]) == 0 {
+			delete(s.subs, key)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Wake hands every waiter of key a token, unless one is already pending: the waiter will
+// fetch everything new when it runs, so one token is as good as many.
+func (s *Set[K]) Wake(key K) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ch := range s.subs[key] {
+		signal(ch)
+	}
+}
+
+// WakeAll wakes every waiter of every key: after a reconnect a notification may have been
+// lost, so every waiter checks again.
+func (s *Set[K]) WakeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, chans := range s.subs {
+		for ch := range chans {
+			signal(ch)
+		}
+	}
+}
+
+// Reconnect delays of Follow: the first, doubled after each failure up to the last.
+const (
+	firstDelay = 500 * time.Millisecond
+	maxDelay   = 30 * time.Second
+)
+
+// Follow runs listen (one connection's LISTEN, handing its notifications to Wake) until
+// ctx is done. Each time listen returns while ctx is not done, the connection was lost
+// and a notification with it, perhaps: every waiter is woken to check again, and listen
+// runs again after a delay growing from half a second to 30 s. what names the listener
+// in the warning logged.
+func (s *Set[K]) Follow(ctx context.Context, log *slog.Logger, what string, listen func(context.Context) error) {
+	delay := firstDelay
+	for ctx.Err() == nil {
+		err := listen(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		log.WarnContext(ctx, what+": reconnecting", "error", fmt.Sprint(err), "in", delay.String())
+		s.WakeAll()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, maxDelay)
+	}
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default: // a token is already pending
+	}
+}
