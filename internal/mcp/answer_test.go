@@ -115,3 +115,25 @@ func FuzzJSONString(f *testing.F) {
 		}
 	})
 }
+
+// TestRequestMetaFoundHoweverWritten: params whose _meta is spelled in another case or
+// with an escape are still read (encoding/json matches names so), while params without
+// one skip decoding for it.
+func TestRequestMetaFoundHoweverWritten(t *testing.T) {
+	t.Parallel()
+	for _, params := range []string{
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"v"}}`,
+		`{"name":"x","_META":{"io.modelcontextprotocol/protocolVersion":"v"}}`,
+		`{"\u005fmeta":{"io.modelcontextprotocol/protocolVersion":"v"}}`,
+		`{"_m\u0065ta":{"io.modelcontextprotocol/protocolVersion":"v"}}`,
+	} {
+		if m := readRequestMeta(json.RawMessage(params)); !m.versionPresent || m.version != "v" {
+			t.Errorf("%s: read as %+v", params, m)
+		}
+	}
+	for _, params := range []string{`{"name":"whoami","arguments":{}}`, `{"name":"x","arguments":{"meta":1,"_met":2}}`} {
+		if mayNameMeta(json.RawMessage(params)) {
+			t.Errorf("%s decoded for a _meta it cannot hold", params)
+		}
+	}
+}
