@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/httpapi"
@@ -58,7 +59,20 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 type redactHandler struct{ slog.Handler }
 
 func (h redactHandler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, RedactCredentials(r.Message), r.PC)
+	msg := RedactCredentials(r.Message)
+	clean := msg == r.Message
+	if clean {
+		r.Attrs(func(a slog.Attr) bool {
+			clean = plainAttr(a)
+			return clean
+		})
+	}
+	if clean {
+		// The common case (every request line): nothing to mask, so the record is written
+		// as it came instead of being copied attribute by attribute.
+		return h.Handler.Handle(ctx, r)
+	}
+	out := slog.NewRecord(r.Time, r.Level, msg, r.PC)
 	r.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(redactAttr(a))
 		return true
@@ -76,6 +90,34 @@ func (h redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h redactHandler) WithGroup(name string) slog.Handler {
 	return redactHandler{h.Handler.WithGroup(name)}
+}
+
+// plainAttr reports whether a is written unchanged by redactAttr, judged without
+// calling anything of a's value: a string without a credential, a group of plain
+// attributes, or a value redactAttr passes through (numbers, times, plain structs). An
+// error, a Stringer or a LogValuer is never plain: the text it gives is only known by
+// calling it, and redactAttr must read the very text that is written.
+func plainAttr(a slog.Attr) bool {
+	switch a.Value.Kind() {
+	case slog.KindString:
+		s := a.Value.String()
+		return RedactCredentials(s) == s
+	case slog.KindGroup:
+		for _, ga := range a.Value.Group() {
+			if !plainAttr(ga) {
+				return false
+			}
+		}
+		return true
+	case slog.KindLogValuer:
+		return false
+	case slog.KindAny:
+		switch a.Value.Any().(type) {
+		case error, fmt.Stringer:
+			return false
+		}
+	}
+	return true
 }
 
 func redactAttr(a slog.Attr) slog.Attr {
@@ -133,8 +175,8 @@ const tooDeeplyEncoded = "[redacted: too deeply percent-encoded]"
 // masked in the original text: the rest of s keeps its own encoding.
 func RedactCredentials(s string) string {
 	plain := strings.IndexByte(s, '%') < 0
-	if plain && !containsQYT(s) {
-		return s // the common case: nothing to decode, no prefix
+	if plain && !mayHoldCredential(s) {
+		return s // the common case: nothing to decode, no credential's shape
 	}
 	if plain {
 		// Nothing to decode (every threads URL: its connect code is in the path): the
@@ -149,7 +191,7 @@ func RedactCredentials(s string) string {
 	for i, u := range units {
 		decoded[i] = u.b
 	}
-	if !containsQYT(string(decoded)) {
+	if !mayHoldCredential(string(decoded)) {
 		return s
 	}
 	return maskMatches(s, credentialPattern.FindAllSubmatchIndex(decoded, -1), func(i int) int { return units[i].start }, func(i int) int { return units[i].end }, string(decoded))
@@ -223,15 +265,40 @@ func unhex(c byte) byte {
 	return c - 'a' + 10
 }
 
-// containsQYT reports whether s contains "qyt" in any case: every credential prefix does.
-func containsQYT(s string) bool {
-	for i := 0; i+2 < len(s); i++ {
-		if s[i]|0x20 == 'q' && s[i+1]|0x20 == 'y' && s[i+2]|0x20 == 't' {
-			return true
+// mayHoldCredential reports whether credentialPattern can match in s, without running
+// it: every match holds "qyt" in any case followed by "-" and a letter or digit, or by "_",
+// two letters, "_" and a letter or digit. A byte outside ASCII right after "qyt-" or
+// "qyt_" is a maybe: under (?i) the pattern's letters also match ſ and the Kelvin sign.
+// Text without that shape, such as a path whose credential is already masked
+// ("qyt_cc_[redacted]", written again by the logger's redaction), skips the pattern.
+func mayHoldCredential(s string) bool {
+	for i := 0; i+4 < len(s); i++ {
+		if s[i]|0x20 != 'q' || s[i+1]|0x20 != 'y' || s[i+2]|0x20 != 't' {
+			continue
+		}
+		rest := s[i+3:]
+		switch rest[0] {
+		case '-':
+			if alnumOrWide(rest[1]) {
+				return true
+			}
+		case '_':
+			tail := rest[1:min(len(rest), 5)]
+			if strings.IndexFunc(tail, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0 {
+				return true
+			}
+			if len(tail) == 4 && isLetter(tail[0]) && isLetter(tail[1]) && tail[2] == '_' && alnumOrWide(tail[3]) {
+				return true
+			}
 		}
 	}
 	return false
 }
+
+func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
+
+// alnumOrWide: c may start what the pattern's (?i)[0-9a-z] matches.
+func alnumOrWide(c byte) bool { return '0' <= c && c <= '9' || isLetter(c) || c >= utf8.RuneSelf }
 
 // rejectionInterval is how often refused requests are summarised per address.
 const rejectionInterval = 10 * time.Second
@@ -260,9 +327,9 @@ func newRejectionLog(log *slog.Logger, interval time.Duration) *rejectionLog {
 	return &rejectionLog{log: log, interval: interval, counts: map[string]map[int]int{}}
 }
 
-// Log writes a refused request's line (the attributes line returns) if it is the first
-// from address in this interval, and otherwise counts it.
-func (l *rejectionLog) Log(ctx context.Context, address string, status int, line func() []any) {
+// Log writes a refused request's line (the attributes line returns, followed by extra) if
+// it is the first from address in this interval, and otherwise counts it.
+func (l *rejectionLog) Log(ctx context.Context, address string, status int, line func(extra ...slog.Attr) []slog.Attr) {
 	l.mu.Lock()
 	byStatus, seen := l.counts[address]
 	if !seen && len(l.counts) >= maxRejectionAddresses {
@@ -281,8 +348,8 @@ func (l *rejectionLog) Log(ctx context.Context, address string, status int, line
 	}
 	l.mu.Unlock()
 	// The same "request" line as any other, naming the address its count will be under.
-	l.log.InfoContext(ctx, "request", append(line(), "address", address,
-		"note", "further refusals from this address are counted for "+l.interval.String())...)
+	l.log.LogAttrs(ctx, slog.LevelInfo, "request", line(slog.String("address", address),
+		slog.String("note", "further refusals from this address are counted for "+l.interval.String()))...)
 }
 
 // Flush writes the counts of the current interval and starts a new one.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -108,16 +109,18 @@ func (a *App) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		a.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
 		a.metrics.latency.WithLabelValues(route, r.Method).Observe(d.Seconds())
 		if route != "/metrics" && route != "/healthz" {
-			line := func() []any {
-				return []any{"method", r.Method, "path", RedactCredentials(r.URL.RequestURI()),
-					"status", status, "duration_ms", float64(d.Microseconds()) / 1000, "bytes", c.Response().Size}
+			// Typed attributes, not key-value pairs: the line is written on every request,
+			// and slog then neither boxes the numbers nor converts the pairs.
+			line := func(extra ...slog.Attr) []slog.Attr {
+				return append([]slog.Attr{slog.String("method", r.Method), slog.String("path", RedactCredentials(r.URL.RequestURI())),
+					slog.Int("status", status), slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.Int64("bytes", c.Response().Size)}, extra...)
 			}
 			if status == http.StatusUnauthorized || status == http.StatusTooManyRequests {
 				// Refusals come in floods: one line per address per interval (logging.go),
 				// built only when written.
 				a.rejections.Log(ctx, a.clientAddress(r), status, line)
 			} else {
-				a.log.InfoContext(ctx, "request", line()...)
+				a.log.LogAttrs(ctx, slog.LevelInfo, "request", line()...)
 			}
 		}
 		return nil

@@ -102,6 +102,10 @@ type toolResult struct {
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 	IsError           bool            `json:"isError"`
 	ResultType        string          `json:"resultType,omitempty"`
+
+	// compact is set when StructuredContent is encodeJSON's output (compact and valid),
+	// so that appendToolResult copies it instead of compacting it again.
+	compact bool
 }
 
 // success shapes a handler's value. An error here is a bug in the tool (a value that
@@ -129,7 +133,7 @@ func (f Format) success(v any) (toolResult, error) {
 		if !bytes.HasPrefix(objJSON, []byte("{")) {
 			return toolResult{}, fmt.Errorf("format: %s results must be JSON objects, got %.40s", f, objJSON)
 		}
-		res.StructuredContent = objJSON
+		res.StructuredContent, res.compact = objJSON, true
 	}
 	return res, nil
 }

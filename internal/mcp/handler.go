@@ -187,7 +187,7 @@ func writeReply(w http.ResponseWriter, rep reply, rid string) error {
 		w.WriteHeader(rep.status)
 		return nil
 	}
-	body, err := encodeJSON(rep.body)
+	body, err := encodeBody(rep.body)
 	if err != nil {
 		rep.status = http.StatusOK
 		body, _ = encodeJSON(errorResponse(nullID, internalError(rid)))
@@ -197,6 +197,17 @@ func writeReply(w http.ResponseWriter, rep reply, rid string) error {
 	w.WriteHeader(rep.status)
 	_, _ = w.Write(body) // the client went away: nothing left to tell it
 	return err
+}
+
+// encodeBody encodes a reply's body: a tool's answer by appendToolAnswer, written once
+// into a buffer of its size, anything else by encodeJSON.
+func encodeBody(body any) ([]byte, error) {
+	if r, ok := body.(rpcResponse); ok && r.Error == nil {
+		if res, ok := r.Result.(toolResult); ok {
+			return appendToolAnswer(make([]byte, 0, toolAnswerSize(r.ID, res)), r.ID, res)
+		}
+	}
+	return encodeJSON(body)
 }
 
 // refusal is the answer to a request the service refuses before any message of it is

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 )
@@ -81,15 +82,17 @@ var nullID = json.RawMessage("null")
 // -32700 and -32600 with it in both eras. On error the returned message, when not nil,
 // holds the id so that the answer can echo it.
 func parseMessage(body []byte) (*message, *protocolError) {
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) > 0 && trimmed[0] == '[' && json.Valid(body) {
-		return nil, &protocolError{status: http.StatusBadRequest, code: codeInvalidRequest, message: "Batch requests are not supported"}
-	}
-	if !json.Valid(body) {
-		return nil, &protocolError{status: http.StatusBadRequest, code: codeParseError, message: "Parse error: the body is not valid JSON"}
-	}
+	// One pass: Unmarshal checks the whole body is valid JSON before it decodes any of
+	// it, and says so with a SyntaxError; any other error is valid JSON of another shape.
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+	err := json.Unmarshal(body, &fields)
+	var syntax *json.SyntaxError
+	switch trimmed := bytes.TrimLeft(body, " \t\r\n"); {
+	case errors.As(err, &syntax):
+		return nil, &protocolError{status: http.StatusBadRequest, code: codeParseError, message: "Parse error: the body is not valid JSON"}
+	case err != nil && len(trimmed) > 0 && trimmed[0] == '[':
+		return nil, &protocolError{status: http.StatusBadRequest, code: codeInvalidRequest, message: "Batch requests are not supported"}
+	case err != nil || fields == nil:
 		return nil, invalidRequest("a JSON-RPC message must be a JSON object")
 	}
 	m := &message{}

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -99,7 +100,7 @@ type requestMeta struct {
 // as absent.
 func readRequestMeta(params json.RawMessage) requestMeta {
 	var m requestMeta
-	if params == nil {
+	if params == nil || !mayNameMeta(params) {
 		return m
 	}
 	var p struct {
@@ -116,6 +117,21 @@ func readRequestMeta(params json.RawMessage) requestMeta {
 		m.capabilitiesPresent = true
 	}
 	return m
+}
+
+// mayNameMeta reports whether params can hold a member that decodes as "_meta" (matched
+// as encoding/json matches names, in any case; written with an escape it could be anything,
+// hence the backslash), so that the many calls without one skip decoding their params for it.
+func mayNameMeta(params json.RawMessage) bool {
+	if bytes.IndexByte(params, '\\') >= 0 {
+		return true
+	}
+	for i := 0; i+5 <= len(params); i++ {
+		if params[i] == '_' && bytes.EqualFold(params[i+1:i+5], []byte("meta")) {
+			return true
+		}
+	}
+	return false
 }
 
 // versionMismatch is the -32020 answer when the header and _meta both name a version
