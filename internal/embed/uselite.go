@@ -92,7 +92,7 @@ func (u *USE) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	}
 	out := make([][]float32, len(texts))
 	flat := make([]float32, len(texts)*USEDim)
-	var todo []int // texts to run through the model
+	var uncached []int // texts to run through the model
 	for i, text := range texts {
 		v := flat[i*USEDim : (i+1)*USEDim : (i+1)*USEDim]
 		out[i] = v
@@ -102,17 +102,17 @@ func (u *USE) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 		if len(text) <= useCacheMaxText && u.cache.get(text, v) {
 			continue
 		}
-		todo = append(todo, i)
+		uncached = append(uncached, i)
 	}
 	batch := make([]string, 0, useStackTexts)
 	vs := make([][]float32, 0, useStackTexts)
-	for lo := 0; lo < len(todo); lo += useStackTexts {
+	for lo := 0; lo < len(uncached); lo += useStackTexts {
 		// A pass takes milliseconds: a cancelled request stops before the next one.
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("embed: builtin: %w", err)
 		}
 		batch, vs = batch[:0], vs[:0]
-		for _, i := range todo[lo:min(lo+useStackTexts, len(todo))] {
+		for _, i := range uncached[lo:min(lo+useStackTexts, len(uncached))] {
 			batch, vs = append(batch, texts[i]), append(vs, out[i])
 		}
 		m.EmbedMany(batch, vs)
