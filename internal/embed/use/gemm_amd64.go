@@ -76,7 +76,7 @@ func kern1x16(k int, a *float32, b *float32, c *float32)
 // positions uses it; the positions past the last block of four go through the one-row
 // kernel. For a mostly zero input (w.sparseInput) each block of four runs only the steps
 // where one of its rows is not zero (about one in five after relu).
-func matMulAdd(x []float32, w matrix, y []float32, n int) bool {
+func matMulAdd(x []float32, w matrix, y []float32, n int, sl *stepLists) bool {
 	if w.panel == 0 || n == 0 {
 		return false
 	}
@@ -87,15 +87,15 @@ func matMulAdd(x []float32, w matrix, y []float32, n int) bool {
 		kern, kernIdx, kern1 = kern4x32z, kern4x32zidx, kern1x32
 	}
 	n4 := n &^ 3
-	var steps [][]int32 // per block of four: the steps to run, when the input is sparse
-	if w.sparseInput && n4 > 0 {
-		steps = nonZeroSteps(x, in, n4)
+	sparse := w.sparseInput && n4 > 0
+	if sparse {
+		sl.fill(x, in, n4)
 	}
 	for j := 0; j < out; j += pw {
 		p := w.data[j*in:]
 		for t := 0; t < n4; t += 4 {
-			if steps != nil {
-				if s := steps[t/4]; len(s) > 0 {
+			if sparse {
+				if s := sl.block(t / 4); len(s) > 0 {
 					kernIdx(&s[0], len(s), &x[t*in], in, &p[0], &y[t*out+j], out)
 				}
 				continue
@@ -109,19 +109,26 @@ func matMulAdd(x []float32, w matrix, y []float32, n int) bool {
 	return true
 }
 
-// nonZeroSteps lists, for each block of four rows of x (n4 rows of in), the columns
-// where one of the four is not zero (+0 and -0 are zero; NaN is not).
-func nonZeroSteps(x []float32, in, n4 int) [][]int32 {
-	steps := make([][]int32, n4/4)
+// fill lists, for each block of four rows of x (n4 rows of in), the columns where one of
+// the four is not zero (+0 and -0 are zero; NaN is not), reusing sl's memory.
+func (sl *stepLists) fill(x []float32, in, n4 int) {
+	sl.idx, sl.ends = sl.idx[:0], sl.ends[:0]
 	for t := 0; t < n4; t += 4 {
 		r0, r1, r2, r3 := x[t*in:(t+1)*in], x[(t+1)*in:(t+2)*in], x[(t+2)*in:(t+3)*in], x[(t+3)*in:(t+4)*in]
-		var s []int32
 		for p := range in {
 			if (math.Float32bits(r0[p])|math.Float32bits(r1[p])|math.Float32bits(r2[p])|math.Float32bits(r3[p]))&^(1<<31) != 0 {
-				s = append(s, int32(p))
+				sl.idx = append(sl.idx, int32(p))
 			}
 		}
-		steps[t/4] = s
+		sl.ends = append(sl.ends, len(sl.idx))
 	}
-	return steps
+}
+
+// block is the step list of block b (rows 4b to 4b+3).
+func (sl *stepLists) block(b int) []int32 {
+	lo := 0
+	if b > 0 {
+		lo = sl.ends[b-1]
+	}
+	return sl.idx[lo:sl.ends[b]]
 }

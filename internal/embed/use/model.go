@@ -227,6 +227,15 @@ type scratch struct {
 	x, h, qkv, att, y, ffn []float32
 	scores                 []float32
 	spans                  []span // the texts' positions
+	steps                  stepLists
+}
+
+// stepLists holds, for a product with a mostly zero input, each block of four positions'
+// steps to run (the vector kernels' lists; unused elsewhere): block b's are
+// idx[ends[b-1]:ends[b]]. Kept in scratch, so a forward pass allocates none.
+type stepLists struct {
+	idx  []int32
+	ends []int
 }
 
 func grow(b []float32, n int) []float32 {
@@ -353,16 +362,16 @@ func (m *Model) layer(L *layer, s *scratch, n int) {
 	s.h = grow(s.h, n*din)
 	layerNorm(s.x, s.h, L.lnAttScale, L.lnAttBias, din)
 	s.qkv = grow(s.qkv, n*3*din)
-	matMul(s.h, L.qkvW, L.qkvB, s.qkv, n)
+	matMul(s.h, L.qkvW, L.qkvB, s.qkv, n, &s.steps)
 	s.att = grow(s.att, n*din)
 	m.attend(L, s)
 	// y = residual + attention output (512 wide).
 	s.y = grow(s.y, n*Dim)
-	matMul(s.att, L.outW, L.outB, s.y, n)
+	matMul(s.att, L.outW, L.outB, s.y, n, &s.steps)
 	if L.resW.data != nil {
 		// Layer 0 widens the residual with a dense projection (AdjustResidualInput).
 		s.ffn = grow(s.ffn, n*Dim)
-		matMul(s.x, L.resW, L.resB, s.ffn, n)
+		matMul(s.x, L.resW, L.resB, s.ffn, n, &s.steps)
 		for i := range s.y {
 			s.y[i] += s.ffn[i]
 		}
@@ -375,12 +384,12 @@ func (m *Model) layer(L *layer, s *scratch, n int) {
 	s.h = grow(s.h, n*Dim)
 	layerNorm(s.y, s.h, L.lnFFNScale, L.lnFFNBias, Dim)
 	s.ffn = grow(s.ffn, n*FFNWidth)
-	matMul(s.h, L.ffn1W, L.ffn1B, s.ffn, n)
+	matMul(s.h, L.ffn1W, L.ffn1B, s.ffn, n, &s.steps)
 	for i, a := range s.ffn {
 		s.ffn[i] = max(a, 0)
 	}
 	s.x = grow(s.x, n*Dim)
-	matMul(s.ffn, L.ffn2W, L.ffn2B, s.x, n)
+	matMul(s.ffn, L.ffn2W, L.ffn2B, s.x, n, &s.steps)
 	for i := range s.x {
 		s.x[i] += s.y[i]
 	}
@@ -456,12 +465,12 @@ func layerNorm(x, y, scale, bias []float32, width int) {
 // kernels (matMulAdd) do the sums; otherwise it walks w once, row by row, and applies
 // each row to four positions while it is in cache: w (megabytes) would not stay cached
 // between positions, x and y (kilobytes per position) do.
-func matMul(x []float32, m matrix, b, y []float32, n int) {
+func matMul(x []float32, m matrix, b, y []float32, n int, sl *stepLists) {
 	in, out := m.in, m.out
 	for t := range n {
 		copy(y[t*out:(t+1)*out], b)
 	}
-	if matMulAdd(x, m, y, n) {
+	if matMulAdd(x, m, y, n, sl) {
 		return
 	}
 	w := m.data

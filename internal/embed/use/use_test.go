@@ -233,8 +233,9 @@ func TestMatMulMatchesGeneric(t *testing.T) {
 				}
 				got, want := make([]float32, (n+1)*sh.out), make([]float32, (n+1)*sh.out)
 				got[n*sh.out], want[n*sh.out] = 42, 42 // a row past n stays as it was
-				matMul(x, packed, b, got, n)
-				matMul(x, plain, b, want, n)
+				var sl stepLists
+				matMul(x, packed, b, got, n, &sl)
+				matMul(x, plain, b, want, n, &sl)
 				for i := range want {
 					if d := math.Abs(float64(got[i] - want[i])); d > 1e-3*(1+math.Abs(float64(want[i]))) {
 						t.Fatalf("panels of %d, in=%d out=%d n=%d sparse=%v: y[%d] = %v, want %v", pc.pw, sh.in, sh.out, n, sparse, i, got[i], want[i])

@@ -14,7 +14,7 @@ func axpy(a float32, x, y []float32) { axpyGeneric(a, x, y) }
 func panelWidth() int { return 0 }
 
 // matMulAdd reports that there is no vector kernel here: matMul does the sums itself.
-func matMulAdd(x []float32, w matrix, y []float32, n int) bool { return false }
+func matMulAdd(x []float32, w matrix, y []float32, n int, sl *stepLists) bool { return false }
 
 // dot returns Σ x[i]·y[i] (len(x) ≤ len(y)).
 func dot(x, y []float32) float32 { return dotGeneric(x, y) }
