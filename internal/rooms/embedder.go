@@ -207,10 +207,6 @@ func (s *Service) pullBacklog(ctx context.Context, e embed.Embedder, work chan<-
 		s.embedFailed(ctx, 0, err)
 		return false
 	}
-	// A chunk of one project is one claim.
-	slices.SortStableFunc(rows, func(a, b db.MemoryEntryListUnembeddedRow) int {
-		return bytes.Compare(a.ProjectID[:], b.ProjectID[:])
-	})
 	var (
 		pending sync.WaitGroup
 		mu      sync.Mutex
@@ -250,7 +246,8 @@ func (s *Service) embedFailed(ctx context.Context, entries int, err error) {
 }
 
 // listUnembedded lists up to limit entries written before before with no vector for e,
-// oldest first, across tenants (the owner's pool).
+// the oldest across tenants (the owner's pool), grouped by project: a chunk of one
+// project is one claim (claimUnembedded).
 func (s *Service) listUnembedded(ctx context.Context, e embed.Embedder, before time.Time, limit int) (rows []db.MemoryEntryListUnembeddedRow, err error) {
 	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		rows, err = s.Q.MemoryEntryListUnembedded(ctx, tx, db.MemoryEntryListUnembeddedParams{Embedder: e.Name(), Before: before, Lim: int32(limit)})
@@ -259,6 +256,9 @@ func (s *Service) listUnembedded(ctx context.Context, e embed.Embedder, before t
 	if err != nil {
 		return nil, fmt.Errorf("list entries without a vector: %w", err)
 	}
+	slices.SortStableFunc(rows, func(a, b db.MemoryEntryListUnembeddedRow) int {
+		return bytes.Compare(a.ProjectID[:], b.ProjectID[:])
+	})
 	return rows, nil
 }
 
