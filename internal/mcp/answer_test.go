@@ -3,6 +3,8 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -134,6 +136,32 @@ func TestRequestMetaFoundHoweverWritten(t *testing.T) {
 	for _, params := range []string{`{"name":"whoami","arguments":{}}`, `{"name":"x","arguments":{"meta":1,"_met":2}}`} {
 		if mayNameMeta(json.RawMessage(params)) {
 			t.Errorf("%s decoded for a _meta it cannot hold", params)
+		}
+	}
+}
+
+// appendToolResult writes the members of toolResult and of the types inside it by name: a
+// member added to one of them would be left out of every answer without a word. This
+// holds the types' JSON members to the ones it writes.
+func TestToolAnswerKnowsEveryMember(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		typ  reflect.Type
+		want []string
+	}{
+		{reflect.TypeFor[toolResult](), []string{"_meta", "content", "structuredContent", "isError", "resultType"}},
+		{reflect.TypeFor[textBlock](), []string{"type", "text"}},
+		{reflect.TypeFor[resultMeta](), []string{"io.modelcontextprotocol/serverInfo"}},
+		{reflect.TypeFor[implementation](), []string{"name", "version"}},
+	} {
+		var got []string
+		for f := range c.typ.Fields() {
+			if f.IsExported() {
+				got = append(got, strings.Split(f.Tag.Get("json"), ",")[0])
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s's JSON members are %q; appendToolResult writes %q: teach it the change", c.typ, got, c.want)
 		}
 	}
 }
