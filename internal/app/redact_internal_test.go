@@ -1,6 +1,10 @@
 package app
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/relayroom/relayroom/internal/auth"
+)
 
 // FuzzMayHoldCredential: the check that lets text skip the credential pattern never says
 // no where the pattern finds a credential (so it cannot let one through), whatever the
@@ -12,6 +16,13 @@ func FuzzMayHoldCredential(f *testing.F) {
 		"qyt_cc_\u212a", "qyt_c\u212a_1", "qyt-\xff", "qyt_cc", "qytqyt-1", "q-y-t",
 	} {
 		f.Add(s)
+	}
+	// Every credential the service issues, by its own prefix: a prefix changed or added
+	// in auth is checked here without anyone remembering this test.
+	for _, p := range []string{auth.AgentKeyPrefix, auth.ConnectCodePrefix, auth.CITokenPrefix,
+		auth.AccessTokenPrefix, auth.RefreshTokenPrefix, auth.CodePrefix} {
+		f.Add("/x/" + p + "Ab1?y")
+		f.Add(p + "0")
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if !mayHoldCredential(s) && credentialPattern.MatchString(s) {
