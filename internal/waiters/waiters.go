@@ -73,15 +73,16 @@ const (
 // Follow runs listen (one connection's LISTEN, handing its notifications to Wake) until
 // ctx is done. Each time listen returns while ctx is not done, the connection was lost
 // and a notification with it, perhaps: every waiter is woken to check again, and listen
-// runs again after a delay growing from half a second to 30 s. what names the listener
-// in the warning logged.
+// runs again after a delay (nextDelay). what names the listener in the warning logged.
 func (s *Set[K]) Follow(ctx context.Context, log *slog.Logger, what string, listen func(context.Context) error) {
-	delay := firstDelay
+	var delay time.Duration
 	for ctx.Err() == nil {
+		began := time.Now()
 		err := listen(ctx)
 		if ctx.Err() != nil {
 			return
 		}
+		delay = nextDelay(delay, time.Since(began))
 		log.WarnContext(ctx, what+": reconnecting", "error", fmt.Sprint(err), "in", delay.String())
 		s.WakeAll()
 		select {
@@ -89,8 +90,19 @@ func (s *Set[K]) Follow(ctx context.Context, log *slog.Logger, what string, list
 			return
 		case <-time.After(delay):
 		}
-		delay = min(delay*2, maxDelay)
 	}
+}
+
+// nextDelay is the wait before listening again after a connection that held for held,
+// the last wait having been prev (0 at first): half a second, doubled after each failure
+// up to 30 s, and half a second again after a connection that held longer than the
+// longest wait. Without that reset, a server that lost its connection now and then over
+// days waited 30 s, notifications lost, after every later loss.
+func nextDelay(prev, held time.Duration) time.Duration {
+	if prev == 0 || held > maxDelay {
+		return firstDelay
+	}
+	return min(prev*2, maxDelay)
 }
 
 func signal(ch chan struct{}) {
