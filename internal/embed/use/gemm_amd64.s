@@ -2,150 +2,142 @@
 
 #include "textflag.h"
 
+// The 4-row kernels come at two widths with the same steps: kern4x16 keeps a 4 × 16
+// block of c in eight AVX2 registers (Y, 32 bytes each), kern4x32z a 4 × 32 block in
+// eight AVX-512 registers (Z, 64 bytes each). The steps are written once, as macros whose
+// arguments are the registers and their width w in bytes: c0…c7 hold the block of c (two
+// registers a row), b0 and b1 a row of b, a0…a3 the four broadcasts of a. Every kernel
+// finds c at DX with its rows R10 bytes apart, and a's four rows at SI, R11, R12, R13.
+
+// LOADC4 loads the block of c into c0…c7.
+#define LOADC4(w, c0, c1, c2, c3, c4, c5, c6, c7) \
+	MOVQ DX, AX; \
+	VMOVUPS (AX), c0; \
+	VMOVUPS w(AX), c1; \
+	ADDQ R10, AX; \
+	VMOVUPS (AX), c2; \
+	VMOVUPS w(AX), c3; \
+	ADDQ R10, AX; \
+	VMOVUPS (AX), c4; \
+	VMOVUPS w(AX), c5; \
+	ADDQ R10, AX; \
+	VMOVUPS (AX), c6; \
+	VMOVUPS w(AX), c7
+
+// STOREC4 stores c0…c7 back into the block of c.
+#define STOREC4(w, c0, c1, c2, c3, c4, c5, c6, c7) \
+	MOVQ DX, AX; \
+	VMOVUPS c0, (AX); \
+	VMOVUPS c1, w(AX); \
+	ADDQ R10, AX; \
+	VMOVUPS c2, (AX); \
+	VMOVUPS c3, w(AX); \
+	ADDQ R10, AX; \
+	VMOVUPS c4, (AX); \
+	VMOVUPS c5, w(AX); \
+	ADDQ R10, AX; \
+	VMOVUPS c6, (AX); \
+	VMOVUPS c7, w(AX)
+
+// STEP4 is one step p of the sum: b's row p is in b0 and b1, and a's column p is at
+// offset at of each of a's rows; c0…c7 += a[r][p] · (b0, b1) for the four rows r.
+#define STEP4(at, b0, b1, a0, a1, a2, a3, c0, c1, c2, c3, c4, c5, c6, c7) \
+	VBROADCASTSS (SI)(at), a0; \
+	VFMADD231PS b0, a0, c0; \
+	VFMADD231PS b1, a0, c1; \
+	VBROADCASTSS (R11)(at), a1; \
+	VFMADD231PS b0, a1, c2; \
+	VFMADD231PS b1, a1, c3; \
+	VBROADCASTSS (R12)(at), a2; \
+	VFMADD231PS b0, a2, c4; \
+	VFMADD231PS b1, a2, c5; \
+	VBROADCASTSS (R13)(at), a3; \
+	VFMADD231PS b0, a3, c6; \
+	VFMADD231PS b1, a3, c7
+
+// ROWS4 points R11, R12 and R13 at a's rows 1 to 3, R8 being lda in bytes.
+#define ROWS4 \
+	LEAQ (SI)(R8*1), R11; \
+	LEAQ (R11)(R8*1), R12; \
+	LEAQ (R12)(R8*1), R13
+
+// KERN4 is kern4x16 (name ·kern4x16, Y registers, w 32) or kern4x32z (Z, w 64):
+// c[r·ldc+j] += Σ_{p<k} a[r·lda+p] · b[p·ldb+j] for r < 4 and the 2w/4 columns j of c,
+// the block of c held in c0…c7 for the whole sum.
+#define KERN4(name, w, c0, c1, c2, c3, c4, c5, c6, c7, b0, b1, a0, a1, a2, a3) \
+TEXT name(SB), NOSPLIT, $0-56; \
+	MOVQ k+0(FP), CX; \
+	MOVQ a+8(FP), SI; \
+	MOVQ lda+16(FP), R8; \
+	MOVQ b+24(FP), DI; \
+	MOVQ ldb+32(FP), R9; \
+	MOVQ c+40(FP), DX; \
+	MOVQ ldc+48(FP), R10; \
+	SHLQ $2, R8; \
+	SHLQ $2, R9; \
+	SHLQ $2, R10; \
+	ROWS4; \
+	LOADC4(w, c0, c1, c2, c3, c4, c5, c6, c7); \
+	XORQ AX, AX; \
+	TESTQ CX, CX; \
+	JZ store; \
+loop: \
+	VMOVUPS (DI), b0; \
+	VMOVUPS w(DI), b1; \
+	STEP4(AX*1, b0, b1, a0, a1, a2, a3, c0, c1, c2, c3, c4, c5, c6, c7); \
+	ADDQ $4, AX; \
+	ADDQ R9, DI; \
+	DECQ CX; \
+	JNZ loop; \
+store: \
+	STOREC4(w, c0, c1, c2, c3, c4, c5, c6, c7); \
+	VZEROUPPER; \
+	RET
+
+// KERN4IDX is kern4x16idx or kern4x32zidx: KERN4 over the steps listed in idx only (cnt
+// of them), b one packed panel whose rows are 1<<shift bytes apart (64 or 128).
+#define KERN4IDX(name, w, shift, c0, c1, c2, c3, c4, c5, c6, c7, b0, b1, a0, a1, a2, a3) \
+TEXT name(SB), NOSPLIT, $0-56; \
+	MOVQ idx+0(FP), BX; \
+	MOVQ cnt+8(FP), CX; \
+	MOVQ a+16(FP), SI; \
+	MOVQ lda+24(FP), R8; \
+	MOVQ b+32(FP), DI; \
+	MOVQ c+40(FP), DX; \
+	MOVQ ldc+48(FP), R10; \
+	SHLQ $2, R8; \
+	SHLQ $2, R10; \
+	ROWS4; \
+	LOADC4(w, c0, c1, c2, c3, c4, c5, c6, c7); \
+	TESTQ CX, CX; \
+	JZ store; \
+loop: \
+	MOVLQSX (BX), AX; \
+	MOVQ AX, R9; \
+	SHLQ $shift, R9; \
+	VMOVUPS (DI)(R9*1), b0; \
+	VMOVUPS w(DI)(R9*1), b1; \
+	STEP4(AX*4, b0, b1, a0, a1, a2, a3, c0, c1, c2, c3, c4, c5, c6, c7); \
+	ADDQ $4, BX; \
+	DECQ CX; \
+	JNZ loop; \
+store: \
+	STOREC4(w, c0, c1, c2, c3, c4, c5, c6, c7); \
+	VZEROUPPER; \
+	RET
+
 // func kern4x16(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int)
 // For r < 4 and j < 16: c[r·ldc+j] += Σ_{p<k} a[r·lda+p] · b[p·ldb+j]. The 4 × 16 block
 // of c stays in eight registers for the whole sum: per step two loads of b, four
 // broadcasts of a and eight fused multiply-adds, no stores (axpy stores y every step).
-TEXT ·kern4x16(SB), NOSPLIT, $0-56
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ lda+16(FP), R8
-	MOVQ b+24(FP), DI
-	MOVQ ldb+32(FP), R9
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R10
-	SHLQ $2, R8
-	SHLQ $2, R9
-	SHLQ $2, R10
-	LEAQ (SI)(R8*1), R11
-	LEAQ (R11)(R8*1), R12
-	LEAQ (R12)(R8*1), R13
-
-	MOVQ DX, AX
-	VMOVUPS (AX), Y0
-	VMOVUPS 32(AX), Y1
-	ADDQ R10, AX
-	VMOVUPS (AX), Y2
-	VMOVUPS 32(AX), Y3
-	ADDQ R10, AX
-	VMOVUPS (AX), Y4
-	VMOVUPS 32(AX), Y5
-	ADDQ R10, AX
-	VMOVUPS (AX), Y6
-	VMOVUPS 32(AX), Y7
-
-	XORQ AX, AX
-	TESTQ CX, CX
-	JZ store4
-
-loop4:
-	VMOVUPS (DI), Y8
-	VMOVUPS 32(DI), Y9
-	VBROADCASTSS (SI)(AX*1), Y10
-	VFMADD231PS Y8, Y10, Y0
-	VFMADD231PS Y9, Y10, Y1
-	VBROADCASTSS (R11)(AX*1), Y11
-	VFMADD231PS Y8, Y11, Y2
-	VFMADD231PS Y9, Y11, Y3
-	VBROADCASTSS (R12)(AX*1), Y12
-	VFMADD231PS Y8, Y12, Y4
-	VFMADD231PS Y9, Y12, Y5
-	VBROADCASTSS (R13)(AX*1), Y13
-	VFMADD231PS Y8, Y13, Y6
-	VFMADD231PS Y9, Y13, Y7
-	ADDQ $4, AX
-	ADDQ R9, DI
-	DECQ CX
-	JNZ loop4
-
-store4:
-	MOVQ DX, AX
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y1, 32(AX)
-	ADDQ R10, AX
-	VMOVUPS Y2, (AX)
-	VMOVUPS Y3, 32(AX)
-	ADDQ R10, AX
-	VMOVUPS Y4, (AX)
-	VMOVUPS Y5, 32(AX)
-	ADDQ R10, AX
-	VMOVUPS Y6, (AX)
-	VMOVUPS Y7, 32(AX)
-	VZEROUPPER
-	RET
+KERN4(·kern4x16, 32, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13)
 
 // func kern4x16idx(idx *int32, cnt int, a *float32, lda int, b *float32, c *float32, ldc int)
 // kern4x16 over the steps listed in idx only (cnt of them), b one packed panel (row
 // stride 16): for a mostly zero a, the steps where some row of a is not zero. A list
 // instead of a test per step: which steps are zero follows no pattern a branch
 // predictor learns.
-TEXT ·kern4x16idx(SB), NOSPLIT, $0-56
-	MOVQ idx+0(FP), BX
-	MOVQ cnt+8(FP), CX
-	MOVQ a+16(FP), SI
-	MOVQ lda+24(FP), R8
-	MOVQ b+32(FP), DI
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R10
-	SHLQ $2, R8
-	SHLQ $2, R10
-	LEAQ (SI)(R8*1), R11
-	LEAQ (R11)(R8*1), R12
-	LEAQ (R12)(R8*1), R13
-
-	MOVQ DX, AX
-	VMOVUPS (AX), Y0
-	VMOVUPS 32(AX), Y1
-	ADDQ R10, AX
-	VMOVUPS (AX), Y2
-	VMOVUPS 32(AX), Y3
-	ADDQ R10, AX
-	VMOVUPS (AX), Y4
-	VMOVUPS 32(AX), Y5
-	ADDQ R10, AX
-	VMOVUPS (AX), Y6
-	VMOVUPS 32(AX), Y7
-
-	TESTQ CX, CX
-	JZ storeI
-
-loopI:
-	MOVLQSX (BX), AX
-	MOVQ AX, R9
-	SHLQ $6, R9
-	VMOVUPS (DI)(R9*1), Y8
-	VMOVUPS 32(DI)(R9*1), Y9
-	VBROADCASTSS (SI)(AX*4), Y10
-	VFMADD231PS Y8, Y10, Y0
-	VFMADD231PS Y9, Y10, Y1
-	VBROADCASTSS (R11)(AX*4), Y11
-	VFMADD231PS Y8, Y11, Y2
-	VFMADD231PS Y9, Y11, Y3
-	VBROADCASTSS (R12)(AX*4), Y12
-	VFMADD231PS Y8, Y12, Y4
-	VFMADD231PS Y9, Y12, Y5
-	VBROADCASTSS (R13)(AX*4), Y13
-	VFMADD231PS Y8, Y13, Y6
-	VFMADD231PS Y9, Y13, Y7
-	ADDQ $4, BX
-	DECQ CX
-	JNZ loopI
-
-storeI:
-	MOVQ DX, AX
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y1, 32(AX)
-	ADDQ R10, AX
-	VMOVUPS Y2, (AX)
-	VMOVUPS Y3, 32(AX)
-	ADDQ R10, AX
-	VMOVUPS Y4, (AX)
-	VMOVUPS Y5, 32(AX)
-	ADDQ R10, AX
-	VMOVUPS Y6, (AX)
-	VMOVUPS Y7, 32(AX)
-	VZEROUPPER
-	RET
+KERN4IDX(·kern4x16idx, 32, 6, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13)
 
 // func kern1x16(k int, a *float32, b *float32, c *float32)
 // For j < 16: c[j] += Σ_{p<k} a[p] · b[16·p+j] (b is one packed panel), the 16 sums in
@@ -189,143 +181,11 @@ store1:
 // func kern4x32z(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int)
 // kern4x16 with sixteen values to a register (AVX-512): a 4 × 32 block of c, b one
 // packed panel of 32 (row stride ldb).
-TEXT ·kern4x32z(SB), NOSPLIT, $0-56
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ lda+16(FP), R8
-	MOVQ b+24(FP), DI
-	MOVQ ldb+32(FP), R9
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R10
-	SHLQ $2, R8
-	SHLQ $2, R9
-	SHLQ $2, R10
-	LEAQ (SI)(R8*1), R11
-	LEAQ (R11)(R8*1), R12
-	LEAQ (R12)(R8*1), R13
-
-	MOVQ DX, AX
-	VMOVUPS (AX), Z0
-	VMOVUPS 64(AX), Z1
-	ADDQ R10, AX
-	VMOVUPS (AX), Z2
-	VMOVUPS 64(AX), Z3
-	ADDQ R10, AX
-	VMOVUPS (AX), Z4
-	VMOVUPS 64(AX), Z5
-	ADDQ R10, AX
-	VMOVUPS (AX), Z6
-	VMOVUPS 64(AX), Z7
-
-	XORQ AX, AX
-	TESTQ CX, CX
-	JZ store4Z
-
-loop4Z:
-	VMOVUPS (DI), Z8
-	VMOVUPS 64(DI), Z9
-	VBROADCASTSS (SI)(AX*1), Z10
-	VFMADD231PS Z8, Z10, Z0
-	VFMADD231PS Z9, Z10, Z1
-	VBROADCASTSS (R11)(AX*1), Z11
-	VFMADD231PS Z8, Z11, Z2
-	VFMADD231PS Z9, Z11, Z3
-	VBROADCASTSS (R12)(AX*1), Z12
-	VFMADD231PS Z8, Z12, Z4
-	VFMADD231PS Z9, Z12, Z5
-	VBROADCASTSS (R13)(AX*1), Z13
-	VFMADD231PS Z8, Z13, Z6
-	VFMADD231PS Z9, Z13, Z7
-	ADDQ $4, AX
-	ADDQ R9, DI
-	DECQ CX
-	JNZ loop4Z
-
-store4Z:
-	MOVQ DX, AX
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, 64(AX)
-	ADDQ R10, AX
-	VMOVUPS Z2, (AX)
-	VMOVUPS Z3, 64(AX)
-	ADDQ R10, AX
-	VMOVUPS Z4, (AX)
-	VMOVUPS Z5, 64(AX)
-	ADDQ R10, AX
-	VMOVUPS Z6, (AX)
-	VMOVUPS Z7, 64(AX)
-	VZEROUPPER
-	RET
+KERN4(·kern4x32z, 64, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13)
 
 // func kern4x32zidx(idx *int32, cnt int, a *float32, lda int, b *float32, c *float32, ldc int)
 // kern4x16idx with sixteen values to a register (AVX-512), b one packed panel of 32.
-TEXT ·kern4x32zidx(SB), NOSPLIT, $0-56
-	MOVQ idx+0(FP), BX
-	MOVQ cnt+8(FP), CX
-	MOVQ a+16(FP), SI
-	MOVQ lda+24(FP), R8
-	MOVQ b+32(FP), DI
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R10
-	SHLQ $2, R8
-	SHLQ $2, R10
-	LEAQ (SI)(R8*1), R11
-	LEAQ (R11)(R8*1), R12
-	LEAQ (R12)(R8*1), R13
-
-	MOVQ DX, AX
-	VMOVUPS (AX), Z0
-	VMOVUPS 64(AX), Z1
-	ADDQ R10, AX
-	VMOVUPS (AX), Z2
-	VMOVUPS 64(AX), Z3
-	ADDQ R10, AX
-	VMOVUPS (AX), Z4
-	VMOVUPS 64(AX), Z5
-	ADDQ R10, AX
-	VMOVUPS (AX), Z6
-	VMOVUPS 64(AX), Z7
-
-	TESTQ CX, CX
-	JZ storeIZ
-
-loopIZ:
-	MOVLQSX (BX), AX
-	MOVQ AX, R9
-	SHLQ $7, R9
-	VMOVUPS (DI)(R9*1), Z8
-	VMOVUPS 64(DI)(R9*1), Z9
-	VBROADCASTSS (SI)(AX*4), Z10
-	VFMADD231PS Z8, Z10, Z0
-	VFMADD231PS Z9, Z10, Z1
-	VBROADCASTSS (R11)(AX*4), Z11
-	VFMADD231PS Z8, Z11, Z2
-	VFMADD231PS Z9, Z11, Z3
-	VBROADCASTSS (R12)(AX*4), Z12
-	VFMADD231PS Z8, Z12, Z4
-	VFMADD231PS Z9, Z12, Z5
-	VBROADCASTSS (R13)(AX*4), Z13
-	VFMADD231PS Z8, Z13, Z6
-	VFMADD231PS Z9, Z13, Z7
-	ADDQ $4, BX
-	DECQ CX
-	JNZ loopIZ
-
-storeIZ:
-	MOVQ DX, AX
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, 64(AX)
-	ADDQ R10, AX
-	VMOVUPS Z2, (AX)
-	VMOVUPS Z3, 64(AX)
-	ADDQ R10, AX
-	VMOVUPS Z4, (AX)
-	VMOVUPS Z5, 64(AX)
-	ADDQ R10, AX
-	VMOVUPS Z6, (AX)
-	VMOVUPS Z7, 64(AX)
-	VZEROUPPER
-	RET
+KERN4IDX(·kern4x32zidx, 64, 7, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13)
 
 // func kern1x32(k int, a *float32, b *float32, c *float32)
 // kern1x16 for one packed panel of 32, the 32 sums in four registers.
