@@ -131,6 +131,30 @@ func (r *Resolver) credentials(ctx context.Context, tx *pg.Tx, key auth.Parsed, 
 	return orgID, agentID, projectID, nil
 }
 
+// resolveVerified is a resolution without the cache (and on Citus the only one): one
+// transaction that verifies the key, and the connect code when code is not nil, with no
+// tenant (credentials), then runs bind under the caller's resolving tenant. The caller's
+// project is the code's, or projectID when the address names a room (nil: none).
+func (r *Resolver) resolveVerified(ctx context.Context, what string, key auth.Parsed, code *auth.Parsed, projectID *uuid.UUID, bind func(tx *pg.Tx, s *Scope) error) (Scope, error) {
+	var s Scope
+	err := r.DB.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
+		orgID, agentID, codeProject, err := r.credentials(ctx, tx, key, code)
+		if err != nil {
+			return err
+		}
+		s = Scope{OrgID: orgID, AgentID: agentID, ProjectID: codeProject}
+		if projectID != nil {
+			s.ProjectID = *projectID
+		}
+		tx.SetTenant(resolving(s))
+		return bind(tx, &s)
+	})
+	if err != nil {
+		return Scope{}, pg.Classify(what, err)
+	}
+	return s, nil
+}
+
 // Agent resolves an agent key alone (the all-rooms address).
 func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 	k, err := auth.Parse(auth.AgentKeyPrefix, key)
@@ -171,21 +195,14 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 			return s, nil
 		}
 	}
-	var s Scope
-	err = r.DB.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
-		orgID, agentID, _, err := r.credentials(ctx, tx, k, nil)
-		if err != nil {
-			return err
-		}
-		s = Scope{OrgID: orgID, AgentID: agentID}
-		tx.SetTenant(resolving(s))
+	return r.resolveVerified(ctx, "resolve agent", k, nil, nil, func(tx *pg.Tx, s *Scope) error {
 		// The touch returns nothing anyone reads: it travels with the identity's query,
 		// and so does the COMMIT (nothing after it can undo the touch).
-		if err := tx.Pipeline(func() error { return r.Q.MembershipTouchByAgent(ctx, tx, agentID) }); err != nil {
+		if err := tx.Pipeline(func() error { return r.Q.MembershipTouchByAgent(ctx, tx, s.AgentID) }); err != nil {
 			return fmt.Errorf("resolve agent: touch: %w", err)
 		}
 		tx.CommitWithNext(ctx)
-		id, err := r.Q.AgentGetIdentity(ctx, tx, db.AgentGetIdentityParams{OrgID: orgID, ID: agentID})
+		id, err := r.Q.AgentGetIdentity(ctx, tx, db.AgentGetIdentityParams{OrgID: s.OrgID, ID: s.AgentID})
 		if err != nil {
 			return fmt.Errorf("resolve agent: identity: %w", err)
 		}
@@ -193,10 +210,6 @@ func (r *Resolver) Agent(ctx context.Context, key string) (Scope, error) {
 		s.Visible = &pg.Visible{Orgs: id.VisibleOrgs, Projects: id.VisibleProjects, Agents: id.VisibleAgents, Users: id.VisibleUsers}
 		return nil
 	})
-	if err != nil {
-		return Scope{}, pg.Classify("resolve agent", err)
-	}
-	return s, nil
 }
 
 // Room binds an already verified agent to one room (the all-rooms address's room_id). An
@@ -249,20 +262,9 @@ func (r *Resolver) RoomByKey(ctx context.Context, key string, projectID uuid.UUI
 			return s, err
 		}
 	}
-	var s Scope
-	err = r.DB.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
-		orgID, agentID, _, err := r.credentials(ctx, tx, k, nil)
-		if err != nil {
-			return err
-		}
-		s = Scope{OrgID: orgID, AgentID: agentID, ProjectID: projectID}
-		tx.SetTenant(resolving(s))
-		return r.bindRoom(ctx, tx, &s)
+	return r.resolveVerified(ctx, "resolve room", k, nil, &projectID, func(tx *pg.Tx, s *Scope) error {
+		return r.bindRoom(ctx, tx, s)
 	})
-	if err != nil {
-		return Scope{}, pg.Classify("resolve room", err)
-	}
-	return s, nil
 }
 
 // bindRoom is the transaction's last statement: it commits with it (the touch moves the
@@ -322,23 +324,12 @@ func (r *Resolver) Part(ctx context.Context, connectCode, part, key string) (Sco
 			return s, nil
 		}
 	}
-	var s Scope
-	err = r.DB.InTenant(ctx, pg.Tenant{}, func(tx *pg.Tx) error {
-		orgID, agentID, projectID, err := r.credentials(ctx, tx, k, &code)
-		if err != nil {
-			return err
-		}
-		s = Scope{OrgID: orgID, AgentID: agentID, ProjectID: projectID}
-		tx.SetTenant(resolving(s))
+	return r.resolveVerified(ctx, "resolve part", k, &code, nil, func(tx *pg.Tx, s *Scope) error {
 		// The bind's one write (last_seen) touches the caller's own part only when it is
 		// admitted, so the COMMIT goes with it: a refusal below has nothing to undo.
 		tx.CommitWithNext(ctx)
-		return r.bindPart(ctx, tx, &s, part)
+		return r.bindPart(ctx, tx, s, part)
 	})
-	if err != nil {
-		return Scope{}, pg.Classify("resolve part", err)
-	}
-	return s, nil
 }
 
 // bindPart binds part of s's project to s, whose agent must hold it, and admits it.
