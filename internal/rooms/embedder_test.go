@@ -36,13 +36,8 @@ func TestRunEmbedderStoresVectorsAfterTheCommit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	w := &requestWatcher{hashEmbedder: &hashEmbedder{name: "hash-v1"}}
-	e.svc.Embedder = w
+	runEmbedder(t, e, w)
 	sc := e.scope("architect", e.one)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); e.svc.RunEmbedder(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	waitFor(t, "RunEmbedder to start", e.svc.EmbedderRunning)
 
 	req := context.WithValue(context.Background(), requestKey{}, true)
 	if _, err := e.svc.WriteMemory(req, sc, rooms.WriteMemoryInput{Content: "Rotate the signing keys every quarter"}); err != nil {
@@ -64,6 +59,18 @@ func TestRunEmbedderStoresVectorsAfterTheCommit(t *testing.T) {
 			t.Fatalf("semantic read after RunEmbedder: %+v %v", res, err)
 		}
 	})
+}
+
+// runEmbedder makes emb the service's embedder and runs RunEmbedder until the test ends,
+// returning once it has started (so a write after it finds the queue there).
+func runEmbedder(t *testing.T, e *env, emb embed.Embedder) {
+	t.Helper()
+	e.svc.Embedder = emb
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.svc.RunEmbedder(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, "RunEmbedder to start", e.svc.EmbedderRunning)
 }
 
 // waitFor polls cond for up to 20 seconds (a -race build on a busy machine is slow).
@@ -105,13 +112,8 @@ func TestRunEmbedderTakesTheEntriesPastItsQueueFromTheDatabase(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	g := &gatedEmbedder{requestWatcher: &requestWatcher{hashEmbedder: &hashEmbedder{name: "hash-v1"}}, open: make(chan struct{}), started: make(chan struct{})}
-	e.svc.Embedder = g
+	runEmbedder(t, e, g)
 	sc := e.scope("architect", e.one)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); e.svc.RunEmbedder(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	waitFor(t, "RunEmbedder to start", e.svc.EmbedderRunning)
 	req := context.WithValue(context.Background(), requestKey{}, true)
 	write := func(i int) {
 		t.Helper()
