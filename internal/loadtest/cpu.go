@@ -2,17 +2,12 @@ package loadtest
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-)
 
-// clockTick is the unit of /proc/<pid>/stat's CPU times (USER_HZ: 100 on Linux).
-const clockTick = 10 * time.Millisecond
+	"github.com/relayroom/relayroom/internal/procstat"
+)
 
 // CPU is the processor time a row's counted window took, by who spent it. On a machine
 // shared with other work, throughput moves with everyone else's load; the CPU a call costs
@@ -48,7 +43,7 @@ func (p cpuProbe) sample(ctx context.Context) cpuSample {
 	s := cpuSample{backend: map[int]time.Duration{}, ok: true}
 	var err error
 	for _, pid := range p.serverPIDs {
-		t, err := procCPU(pid)
+		t, err := procstat.CPU(pid)
 		if err != nil {
 			s.ok = false
 		}
@@ -66,7 +61,7 @@ func (p cpuProbe) sample(ctx context.Context) cpuSample {
 			s.ok = false
 			return s
 		}
-		if t, err := procCPU(pid); err == nil {
+		if t, err := procstat.CPU(pid); err == nil {
 			s.backend[pid] = t
 		}
 	}
@@ -84,33 +79,4 @@ func between(a, b cpuSample) CPU {
 		c.Postgres += t - a.backend[pid]
 	}
 	return c
-}
-
-// procCPU is a process's user + system time from /proc/<pid>/stat.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(string(b))
-}
-
-// parseStatCPU reads utime and stime (fields 14 and 15) of a /proc/<pid>/stat line; the
-// command name (field 2) is in parentheses and may hold spaces.
-func parseStatCPU(stat string) (time.Duration, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("proc stat: no command name")
-	}
-	f := strings.Fields(stat[i+1:])
-	// f[0] is field 3 (state): utime is field 14, stime field 15.
-	if len(f) < 13 {
-		return 0, fmt.Errorf("proc stat: %d fields", len(f)+2)
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("proc stat: utime %q stime %q", f[11], f[12])
-	}
-	return time.Duration(u+s) * clockTick, nil
 }

@@ -62,13 +62,13 @@ SELECT 1 FROM (
 -- otherwise. Its names and directory lists come from the cache. It returns nothing anyone
 -- reads: the transaction reads its command tag (pg.Tx.Verifying), so the statements that
 -- follow it in the same round trip are answered only when it found its row.
-WITH touch AS (
-  UPDATE membership mm SET last_seen_at = now()
-  FROM membership_presence_due d
-  WHERE mm.agent_id = rr_agent() AND d.project_id = mm.project_id AND d.id = mm.id
-  RETURNING mm.id
-)
-SELECT 1 FROM agent a WHERE a.org_id = rr_org() AND a.id = rr_agent();
+-- Presence moves through rr_touch_presence (000047), called only when one of the agent's
+-- memberships was last seen a second ago or more (the function's view decides which of
+-- them move): a data-modifying CTE ran its UPDATE's setup on every call.
+SELECT 1 FROM agent a WHERE a.org_id = rr_org() AND a.id = rr_agent()
+  AND (NOT EXISTS (SELECT 1 FROM membership m WHERE m.agent_id = rr_agent()
+      AND (m.last_seen_at IS NULL OR m.last_seen_at < now() - interval '1 second'))
+    OR rr_touch_presence(NULL));
 
 -- name: AgentGetIdentity :one
 -- After rr_set_directory (pg.Tenant.Visible nil), whose settings it returns (visible_*) for

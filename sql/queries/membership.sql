@@ -61,25 +61,23 @@ WHERE m.project_id = sqlc.arg(project_id) AND m.agent_id = rr_agent() AND m.org_
 -- an agreement suspended or regranted) returns no row and clears the tenant, so that the
 -- statements sent after it in the same round trip see nothing; the resolver then resolves
 -- in full. The transaction reads its command tag (pg.Tx.Verifying).
-WITH m AS (
-  SELECT m.id FROM membership m
-  LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
-  WHERE m.project_id = rr_project() AND m.id = sqlc.arg(member_id) AND m.agent_id = rr_agent()
-    AND m.org_id = rr_org() AND m.part = sqlc.arg(part)::text AND m.is_main = sqlc.arg(is_main)::boolean
-    AND m.nickname IS NOT DISTINCT FROM sqlc.narg(nickname)::text AND m.access = sqlc.arg(access)::text
-    AND m.capabilities = sqlc.arg(capabilities)::text[]
-    AND m.parked_until IS NOT DISTINCT FROM sqlc.narg(parked_until)::timestamptz
-    AND coalesce(ag.status, '') = sqlc.arg(agreement_status)::text
+-- One row to start from, the membership and its agreement LEFT JOINed to it (a primary
+-- key and a unique key: at most one of each), so that a missing or changed membership
+-- still yields the row whose condition clears the tenant. Presence moves through
+-- rr_touch_presence (000047), called only when last_seen_at is a second old or more:
+-- a data-modifying CTE ran its UPDATE's setup on every call.
+SELECT 1 FROM (SELECT) one
+LEFT JOIN membership m ON m.project_id = rr_project() AND m.id = sqlc.arg(member_id)
+  AND m.agent_id = rr_agent() AND m.org_id = rr_org() AND m.part = sqlc.arg(part)::text
+  AND m.is_main = sqlc.arg(is_main)::boolean AND m.nickname IS NOT DISTINCT FROM sqlc.narg(nickname)::text
+  AND m.access = sqlc.arg(access)::text AND m.capabilities = sqlc.arg(capabilities)::text[]
+  AND m.parked_until IS NOT DISTINCT FROM sqlc.narg(parked_until)::timestamptz
+LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.org_id
+-- CASE evaluates its ELSE only when there is no match: the tenant is cleared then. OR
+-- evaluates rr_touch_presence only when the first operand is not true (NULL: never seen).
+WHERE CASE WHEN m.id IS NOT NULL AND coalesce(ag.status, '') = sqlc.arg(agreement_status)::text
     AND coalesce(ag.grants, '{}') = sqlc.arg(grants)::text[]
-), touch AS (
-  UPDATE membership mm SET last_seen_at = now()
-  FROM membership_presence_due d, m
-  WHERE mm.project_id = rr_project() AND mm.id = m.id AND d.project_id = mm.project_id AND d.id = mm.id
-  RETURNING mm.id
-)
-SELECT 1 FROM (SELECT count(*) AS n FROM m) c
--- CASE evaluates its ELSE only when there is no match: the tenant is cleared then.
-WHERE CASE WHEN c.n = 1 THEN true
+  THEN m.last_seen_at >= now() - interval '1 second' OR rr_touch_presence(m.id)
   ELSE (set_config('app.org_id', '', true) || set_config('app.project_id', '', true) ||
     set_config('app.agent_id', '', true) || set_config('app.orgs', '', true) ||
     set_config('app.projects', '', true) || set_config('app.agents', '', true) ||
