@@ -51,12 +51,6 @@ const (
 	// word lost more paraphrases than it found.
 	someTermsMin = 0.2
 	someTermsMax = 0.3
-	// hnswEF is the smallest HNSW candidate list of a search; a search for more
-	// candidates uses their number. The search's cost grows with it (150 cost twice as
-	// much as 40 at 10,000 entries): BenchmarkReadMemory's recall@10 against an exact
-	// scan is 1.000 at 150, 0.982 at 64 and 0.962 at 40 (iterative scans keep going
-	// when the filters leave too few).
-	hnswEF = 64
 )
 
 // absentCut is absentBelow for the embedder called name.
@@ -67,17 +61,37 @@ func absentCut(name string) float64 {
 	return absentBelow
 }
 
-// hnswIndexed reports whether embedder name has an HNSW index over memory_vector and for
-// how many dimensions: the builtin Universal Sentence Encoder (migration 000028) and GloVe
-// (000005). Other embedders are searched exactly within the project.
-func hnswIndexed(name string) (dim int, ok bool) {
+// hnswIndex is an HNSW expression index over memory_vector: the embedder's dimensions, the
+// type its expression casts the embedding to (a search must cast to it as well, or the
+// planner does not use the index) and the smallest candidate list of a search (ef; a
+// search for more candidates uses their number).
+type hnswIndex struct {
+	dim int
+	typ string
+	ef  int
+}
+
+// hnswIndexed reports the HNSW index over memory_vector of embedder name, if it has one.
+// Other embedders are searched exactly within the project.
+//
+// The builtin Universal Sentence Encoder's (migrations 000028 and 000045) holds the
+// vectors in half precision, built with ef_construction 32: its insert, most of a stored
+// vector's Postgres CPU, costs half of what the full-precision index with pgvector's
+// default 64 cost. Its graph is a little coarser, which a longer candidate list makes up
+// for: against an exact scan of 11,000 entries, agents' short queries find 0.949–0.953 of
+// their ten nearest at ef 80, the old index 0.953–0.955 at 64, for the same search CPU
+// (0.93 at 64, 0.96 at 100; docs/performance.md, "The USE index in half precision").
+//
+// GloVe's (000005) keeps full precision and ef 64. A search's cost grows with ef (150
+// cost twice as much as 40 at 10,000 entries).
+func hnswIndexed(name string) (hnswIndex, bool) {
 	switch name {
 	case embed.USEName:
-		return embed.USEDim, true
+		return hnswIndex{dim: embed.USEDim, typ: fmt.Sprintf("halfvec(%d)", embed.USEDim), ef: 80}, true
 	case embed.BuiltinName:
-		return 100, true
+		return hnswIndex{dim: 100, typ: "vector(100)", ef: 64}, true
 	}
-	return 0, false
+	return hnswIndex{}, false
 }
 
 // WriteMemoryInput is write_memory's arguments.
@@ -420,35 +434,50 @@ const visible = `e.project_id = $1 AND e.deprecated_at IS NULL AND (NOT e.is_pri
   AND ($3::text IS NULL OR e.category = $3) AND (coalesce(cardinality($4::text[]), 0) = 0 OR e.tags && $4::text[])`
 
 func (s *Service) semanticAll(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, e embed.Embedder, qvec []float32, f filter, n int) ([]scored, error) {
-	var sql string
-	if dim, ok := hnswIndexed(e.Name()); ok && len(qvec) == dim {
-		// Matches the partial expression index: the embedder is a literal (a constant
-		// name, never user input), the distance the indexed expression. Iterative scans
-		// keep returning candidates past the project and visibility filters until the
-		// limit is met (pgvector 0.8).
-		tx.SetLocal("hnsw.ef_search", fmt.Sprint(max(hnswEF, n)))
-		tx.SetLocal("hnsw.iterative_scan", "relaxed_order")
-		vec := fmt.Sprintf("vector(%d)", dim)
-		sql = `SELECT id, cos FROM (
-  SELECT e.id, 1 - (v.embedding::` + vec + ` <=> $5::` + vec + `) AS cos
+	ix, ok := hnswIndexed(e.Name())
+	if !ok || len(qvec) != ix.dim {
+		return s.semanticExact(ctx, tx, sc, e, qvec, f, n)
+	}
+	// Matches the partial expression index: the embedder is a literal (a constant name,
+	// never user input), the ORDER BY the indexed expression. Iterative scans keep
+	// returning candidates past the project and visibility filters until the limit is met
+	// (pgvector 0.8). The cosine reported is the full vector's, as lexicalCosines and the
+	// exact scan compute it: one score per entry whichever half found it, on the scale the
+	// cuts (minCosine, absentCut) were calibrated on; the index's type only chooses the
+	// candidates, which are then ordered by that cosine.
+	hnswSettings(tx, ix, n)
+	return queryScored(ctx, tx, "semantic search", semanticIndexedSQL(e.Name(), ix), sc.ProjectID, sc.OrgID, f.category, f.tags, pgvector.NewVector(qvec), n)
+}
+
+// hnswSettings sets the scan's settings for a search of n candidates in index ix.
+func hnswSettings(tx *pg.Tx, ix hnswIndex, n int) {
+	tx.SetLocal("hnsw.ef_search", fmt.Sprint(max(ix.ef, n)))
+	tx.SetLocal("hnsw.iterative_scan", "relaxed_order")
+}
+
+// semanticIndexedSQL is the semantic half's statement for embedder name, whose HNSW index
+// is ix: the candidates in the index's order, then by their full vector's cosine. Its
+// arguments are visible's, the query vector ($5) and the number of candidates ($6).
+func semanticIndexedSQL(name string, ix hnswIndex) string {
+	return `SELECT id, cos FROM (
+  SELECT e.id, 1 - (v.embedding <=> $5::vector) AS cos
   FROM memory_vector v JOIN memory_entry e ON e.project_id = v.project_id AND e.id = v.memory_id
-  WHERE v.project_id = $1 AND v.embedder = '` + e.Name() + `' AND v.embedding IS NOT NULL AND ` + visible + `
-  ORDER BY v.embedding::` + vec + ` <=> $5::` + vec + `
+  WHERE v.project_id = $1 AND v.embedder = '` + name + `' AND v.embedding IS NOT NULL AND ` + visible + `
+  ORDER BY v.embedding::` + ix.typ + ` <=> $5::` + ix.typ + `
   LIMIT $6) t ORDER BY cos DESC`
-	} else {
-		// Any other embedder: an exact scan of the project's vectors of that embedder.
-		sql = `SELECT e.id, 1 - (v.embedding <=> $5::vector) AS cos
+}
+
+// semanticExact is the semantic half as an exact scan of the project's vectors of the
+// embedder: for embedders without an index, and the ground truth the index's recall is
+// measured against.
+func (s *Service) semanticExact(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, e embed.Embedder, qvec []float32, f filter, n int) ([]scored, error) {
+	const sql = `SELECT e.id, 1 - (v.embedding <=> $5::vector) AS cos
   FROM memory_vector v JOIN memory_entry e ON e.project_id = v.project_id AND e.id = v.memory_id
   WHERE v.project_id = $1 AND v.embedder = $7 AND v.embedding IS NOT NULL
     AND vector_dims(v.embedding) = vector_dims($5::vector) AND ` + visible + `
   ORDER BY v.embedding <=> $5::vector
   LIMIT $6`
-	}
-	args := []any{sc.ProjectID, sc.OrgID, f.category, f.tags, pgvector.NewVector(qvec), n}
-	if strings.Contains(sql, "$7") {
-		args = append(args, e.Name())
-	}
-	return queryScored(ctx, tx, "semantic search", sql, args...)
+	return queryScored(ctx, tx, "semantic search", sql, sc.ProjectID, sc.OrgID, f.category, f.tags, pgvector.NewVector(qvec), n, e.Name())
 }
 
 // queryScored runs a search half's statement, whose rows are (id, score).

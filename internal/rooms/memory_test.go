@@ -7,10 +7,13 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/embed"
@@ -173,6 +176,42 @@ func TestReadMemoryHybridSearch(t *testing.T) {
 	if c := str(msgs[3].(map[string]any), "content"); strings.Contains(c, "budget") {
 		t.Fatalf("a private entry's card shows its content: %s", c)
 	}
+}
+
+// TestSemanticSearchUsesTheIndex: the semantic half's statement, explained as the request
+// role, is an index scan of the USE embedder's HNSW index (migration 000045): its ORDER
+// BY must be the indexed expression, cast to the index's type, or the planner sorts the
+// room's vectors instead. The room holds 2,000 random vectors, enough for a sequential
+// scan and a sort to cost more than the index.
+func TestSemanticSearchUsesTheIndex(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	acme, arch := e.res.Organisations["acme"].ID, e.res.Agents["acme/architect"].ID
+	rng := rand.New(rand.NewPCG(7, 8))
+	ids, vecs := make([]uuid.UUID, 2000), make([]string, 2000)
+	for i := range ids {
+		ids[i] = uuid.Must(uuid.NewV7())
+		v := make([]string, embed.USEDim)
+		for j := range v {
+			v[j] = strconv.FormatFloat(rng.Float64()-0.5, 'f', 4, 64)
+		}
+		vecs[i] = "[" + strings.Join(v, ",") + "]"
+	}
+	e.exec(`INSERT INTO memory_entry (project_id, id, org_id, agent_id, content)
+SELECT $1, id, $2, $3, 'entry ' || id FROM unnest($4::uuid[]) AS u(id)`, e.one, acme, arch, ids)
+	e.exec(`INSERT INTO memory_vector (project_id, memory_id, embedder, embedding)
+SELECT $1, id, $2, v::vector FROM unnest($3::uuid[], $4::text[]) AS u(id, v)`, e.one, embed.USEName, ids, vecs)
+	e.exec("ANALYZE memory_entry")
+	e.exec("ANALYZE memory_vector")
+	plan, err := e.svc.SemanticPlan(context.Background(), e.scope("peter", e.one), "how long until an escalation lapses", 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("the plan scans memory_vector_use_hnsw", func(t *testing.T) {
+		if !strings.Contains(plan, "Index Scan using memory_vector_use_hnsw") {
+			t.Fatalf("the semantic search does not use the HNSW index:\n%s", plan)
+		}
+	})
 }
 
 func TestReadMemoryWithoutEmbedderIsLexicalWithoutRelevance(t *testing.T) {
