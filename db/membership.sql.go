@@ -391,10 +391,7 @@ LEFT JOIN agreement ag ON ag.project_id = m.project_id AND ag.guest_org_id = m.o
 WHERE CASE WHEN m.id IS NOT NULL AND coalesce(ag.status, '') = $8::text
     AND coalesce(ag.grants, '{}') = $9::text[]
   THEN m.last_seen_at >= now() - interval '1 second' OR rr_touch_presence(m.id)
-  ELSE (set_config('app.org_id', '', true) || set_config('app.project_id', '', true) ||
-    set_config('app.agent_id', '', true) || set_config('app.orgs', '', true) ||
-    set_config('app.projects', '', true) || set_config('app.agents', '', true) ||
-    set_config('app.users', '', true)) IS NULL END
+  ELSE rr_unverified() END
 `
 
 type ScopeConfirmMemberParams struct {
@@ -414,16 +411,17 @@ type ScopeConfirmMemberParams struct {
 // verified (the tenant is set) and the membership and the agreement, which decide what the
 // caller may do, are still exactly the cached ones; last_seen moves as in the binds. Any
 // difference (a removed or parked membership, a changed access, capability, part or name,
-// an agreement suspended or regranted) returns no row and clears the tenant, so that the
-// statements sent after it in the same round trip see nothing; the resolver then resolves
-// in full. The transaction reads its command tag (pg.Tx.Verifying).
+// an agreement suspended or regranted, credentials that did not verify) raises
+// rr_unverified's error (000048), so that nothing sent after it in the same round trip
+// runs, a pipelined COMMIT included; the resolver then resolves in full. The transaction
+// reads its result (pg.Tx.Verifying).
 // One row to start from, the membership and its agreement LEFT JOINed to it (a primary
 // key and a unique key: at most one of each), so that a missing or changed membership
-// still yields the row whose condition clears the tenant. Presence moves through
+// still yields the row whose condition raises. Presence moves through
 // rr_touch_presence (000047), called only when last_seen_at is a second old or more:
 // a data-modifying CTE ran its UPDATE's setup on every call.
-// CASE evaluates its ELSE only when there is no match: the tenant is cleared then. OR
-// evaluates rr_touch_presence only when the first operand is not true (NULL: never seen).
+// CASE evaluates its ELSE only when there is no match: it raises then. OR evaluates
+// rr_touch_presence only when the first operand is not true (NULL: never seen).
 func (q *Queries) ScopeConfirmMember(ctx context.Context, db DBTX, arg ScopeConfirmMemberParams) error {
 	_, err := db.Exec(ctx, scopeConfirmMember,
 		arg.MemberID,

@@ -22,6 +22,8 @@ const (
 	serializationFailure = "40001"
 	adminShutdown        = "57P01"
 	cannotConnectNow     = "57P03"
+	// unverified is rr_unverified's (migration 000048): the cached caller's check failed.
+	unverified = "RR001"
 )
 
 // IsUniqueViolation reports a duplicate key.

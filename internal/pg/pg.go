@@ -314,11 +314,16 @@ func (d *DB) Operator(ctx context.Context, fn func(tx *Tx) error) error {
 }
 
 func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx *Tx) error) (err error) {
-	// A request's Verification rides with this transaction, or is made before it.
+	// A request's Verification rides with this transaction, or is made before it: the
+	// operator's transactions, which no row-level security guards, always before.
 	var ride *Verification
 	if pool == d.App {
 		var err error
 		if ride, err = d.verifying(ctx, t); err != nil {
+			return err
+		}
+	} else if v := verificationFrom(ctx); v != nil {
+		if err := d.Verify(ctx, v); err != nil {
 			return err
 		}
 	}
@@ -790,13 +795,18 @@ func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults
 	br := t.conn.SendBatch(ctx, b)
 	for i := 0; i < n; i++ {
 		tag, err := br.Exec()
+		v := pending[i].verify
 		if err != nil {
 			_ = br.Close() // the first error is the one worth returning
+			if v != nil && sqlState(err) == unverified {
+				// The check raised: the server ran nothing after it (Verification).
+				v.settle(false)
+				return nil, fmt.Errorf("pg tx: %w", ErrUnverified)
+			}
 			return nil, fmt.Errorf("pg tx: pipelined statement: %w", err)
 		}
-		if v := pending[i].verify; v != nil {
-			// A check of the verification: no row, and nothing else of the batch is read
-			// (it ran without a tenant).
+		if v != nil {
+			// A check of the verification: no row, and nothing else of the batch is read.
 			v.settle(tag.RowsAffected() > 0)
 			if tag.RowsAffected() == 0 {
 				_ = br.Close() // the failed check is the answer

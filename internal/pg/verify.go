@@ -18,11 +18,16 @@ var ErrUnverified = errors.New("pg: the request's credentials did not verify")
 //   - a transaction for Tenant carries it: it starts under Lookup, Queue's statements
 //     follow the settings and the transaction's own statements follow them, in the same
 //     round trip. Queue's statements set the tenant only when the credentials verify, and
-//     the transaction reads their command tags (Tx.Verifying) before any result of its
-//     own: when one found no row, the transaction fails with ErrUnverified and nothing it
-//     sent is read (it saw no tenant);
-//   - a transaction for any other tenant first makes it in a transaction of its own
-//     (DB.Verify), one round trip, and runs only when it passed.
+//     otherwise the last of them raises SQLSTATE RR001 (rr_unverified, migration 000048):
+//     the server then runs nothing sent after it in that round trip, a pipelined COMMIT
+//     included, and the transaction is aborted. The transaction reads their results
+//     (Tx.Verifying) before any result of its own: when one raised or found no row, the
+//     transaction fails with ErrUnverified and nothing it sent is read. Since nothing
+//     after a failed check runs, the transaction may be a write, its COMMIT in the same
+//     round trip as the check;
+//   - a transaction for any other tenant, or on the operator's pool (which no row-level
+//     security guards), first makes it in a transaction of its own (DB.Verify), one round
+//     trip, and runs only when it passed.
 //
 // Once it passed, the request's transactions run as any other; once it failed, each of
 // them fails with ErrUnverified without sending anything.
@@ -115,9 +120,9 @@ func (d *DB) verifying(ctx context.Context, t Tenant) (ride *Verification, err e
 }
 
 // Verifying queues, as Pipeline does, the statements fn issues, as checks of the
-// transaction's Verification: each must report a row in its command tag, or the
-// transaction fails with ErrUnverified when its results are read. Only for
-// Verification.Queue.
+// transaction's Verification: each must report a row in its command tag and raise
+// SQLSTATE RR001 when it cannot, or the transaction fails with ErrUnverified when its
+// results are read. Only for Verification.Queue.
 func (t *Tx) Verifying(fn func() error) error {
 	if t.verify == nil {
 		return errors.New("pg tx: Verifying outside a verification")

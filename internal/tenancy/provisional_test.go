@@ -3,6 +3,7 @@ package tenancy_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,6 +117,115 @@ func TestProvisionalResolution(t *testing.T) {
 		}
 		if n := testfix.Scalar[int](t, d, "SELECT count(*) FROM membership WHERE nickname = 'seen'"); n != 0 {
 			t.Fatalf("%d memberships written by an unverified caller", n)
+		}
+	})
+
+	// The probe is a sequence: nextval is not undone by a rollback, so it shows whether a
+	// statement sent after the check ran at all, which row-level security cannot hide.
+	operator(t, "CREATE SEQUENCE provisional_probe")
+	operator(t, "GRANT USAGE ON SEQUENCE provisional_probe TO "+pg.AppRole)
+	probed := func(t *testing.T) int64 {
+		t.Helper()
+		return testfix.Scalar[int64](t, d, "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM provisional_probe")
+	}
+	// write queues a statement and commits, all of it pipelined: the COMMIT travels in
+	// the check's round trip.
+	write := func(s tenancy.Scope) error {
+		return d.InTenant(tenancy.Defer(ctx, s), s.Tenant(), func(tx *pg.Tx) error {
+			return tx.Pipeline(func() error {
+				_, err := tx.Exec(ctx, "SELECT nextval('provisional_probe')")
+				return err
+			})
+		})
+	}
+
+	// addresses are the three ways to resolve the same caller, on a cache of their own:
+	// the subtests above leave the shared one holding what they changed since.
+	addresses := func() map[string]func() (tenancy.Scope, error) {
+		p := r.WithScopeCache(time.Hour).Provisional()
+		return map[string]func() (tenancy.Scope, error){
+			"part":  func() (tenancy.Scope, error) { return p.Part(ctx, code, "architect", architect) },
+			"room":  func() (tenancy.Scope, error) { return p.RoomByKey(ctx, architect, one) },
+			"agent": func() (tenancy.Scope, error) { return p.Agent(ctx, architect) },
+		}
+	}
+
+	t.Run("a cached caller's write commits in one round trip with its verification", func(t *testing.T) {
+		for name, resolve := range addresses() {
+			s := provisional(t, resolve)
+			ran := probed(t)
+			before := d.RoundTrips()
+			if err := write(s); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if trips := d.RoundTrips() - before; trips != 1 {
+				t.Fatalf("%s: %d round trips, want 1", name, trips)
+			}
+			if got := probed(t); got != ran+1 {
+				t.Fatalf("%s: the write ran %d times, want once", name, got-ran)
+			}
+			before = d.RoundTrips()
+			if _, held, err := prov.Settle(ctx, s); err != nil || !held || d.RoundTrips() != before {
+				t.Fatalf("%s: settle after the write: held %v, %v, %d round trips", name, held, err, d.RoundTrips()-before)
+			}
+		}
+	})
+
+	// Each way a check fails, on each address: the statements pipelined after it, and the
+	// COMMIT, never reach the database.
+	for _, c := range []struct {
+		name, address string
+		break_, mend  string
+	}{
+		{"a parked membership, part address", "part",
+			"UPDATE membership SET parked_until = now() + interval '1 hour' WHERE part = 'architect'",
+			"UPDATE membership SET parked_until = NULL WHERE part = 'architect'"},
+		{"a changed access, room address", "room",
+			"UPDATE membership SET access = 'read' WHERE part = 'architect'",
+			"UPDATE membership SET access = 'write' WHERE part = 'architect'"},
+		{"a revoked key, part address", "part",
+			"UPDATE agent_key SET revoked_at = now() WHERE agent_id = $1",
+			"UPDATE agent_key SET revoked_at = NULL WHERE agent_id = $1"},
+		{"a revoked key, agent address", "agent",
+			"UPDATE agent_key SET revoked_at = now() WHERE agent_id = $1",
+			"UPDATE agent_key SET revoked_at = NULL WHERE agent_id = $1"},
+	} {
+		t.Run("a failed check stops everything sent after it, COMMIT included: "+c.name, func(t *testing.T) {
+			s := provisional(t, addresses()[c.address])
+			args := func(sql string) []any {
+				if strings.Contains(sql, "$1") {
+					return []any{res.Agents["acme/architect"].ID}
+				}
+				return nil
+			}
+			operator(t, c.break_, args(c.break_)...)
+			t.Cleanup(func() { operator(t, c.mend, args(c.mend)...) })
+			ran := probed(t)
+			if err := write(s); !errors.Is(err, pg.ErrUnverified) {
+				t.Fatalf("want ErrUnverified, got %v", err)
+			}
+			if got := probed(t); got != ran {
+				t.Fatalf("a statement sent after the failed check ran %d times", got-ran)
+			}
+			// The operator's transactions, which no policy guards, wait for the verification.
+			opRan := false
+			err := d.Operator(tenancy.Defer(ctx, s), func(*pg.Tx) error { opRan = true; return nil })
+			if !errors.Is(err, pg.ErrUnverified) || opRan {
+				t.Fatalf("an operator's transaction of the unverified caller: %v (ran %v)", err, opRan)
+			}
+		})
+	}
+
+	t.Run("an operator's transaction makes a pending verification first", func(t *testing.T) {
+		s := provisional(t, addresses()["part"])
+		before := d.RoundTrips()
+		if err := d.Operator(tenancy.Defer(ctx, s), func(tx *pg.Tx) error {
+			return tx.Pipeline(func() error { _, err := tx.Exec(ctx, "SELECT 1"); return err })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if trips := d.RoundTrips() - before; trips != 2 || !s.Settled() {
+			t.Fatalf("%d round trips, settled %v; want 2 (the verification; the statement with its COMMIT), true", trips, s.Settled())
 		}
 	})
 

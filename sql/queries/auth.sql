@@ -38,7 +38,7 @@ SELECT rr_set_directory() FROM (
 -- same verification of the key (and code) against the stored hashes, in the same round
 -- trip as the recheck that follows, but the directory lists are the cached ones instead of
 -- rr_set_directory's, and the key must still be the cached agent's. Nothing matches, nothing
--- is set: the recheck then finds no row and the resolver takes the uncached path.
+-- is set: the check that follows then raises and the resolver takes the uncached path.
 SELECT 1 FROM (
   SELECT set_config('app.org_id', k.org_id::text, true), set_config('app.agent_id', k.agent_id::text, true),
     set_config('app.project_id', coalesce(coalesce(c.project_id, sqlc.narg(project_id)::uuid)::text, ''), true),
@@ -58,17 +58,22 @@ SELECT 1 FROM (
 -- name: AgentConfirmOwn :exec
 -- The check of an agent resolved a moment ago (tenancy's scope cache), after
 -- CredentialAssumeCachedTenant in the same round trip: presence moved as in
--- AgentGetOwnIdentity, and one row when the key verified (its tenant is set), none
--- otherwise. Its names and directory lists come from the cache. It returns nothing anyone
--- reads: the transaction reads its command tag (pg.Tx.Verifying), so the statements that
--- follow it in the same round trip are answered only when it found its row.
+-- AgentGetOwnIdentity, and one row when the key verified (its tenant is set); otherwise
+-- it raises rr_unverified's error (000048), so that nothing sent after it in the same
+-- round trip runs, a pipelined COMMIT included. Its names and directory lists come from
+-- the cache. It returns nothing anyone reads: the transaction reads its result
+-- (pg.Tx.Verifying). One row to start from and the agent LEFT JOINed to it, so that an
+-- unverified key still yields the row whose condition raises.
 -- Presence moves through rr_touch_presence (000047), called only when one of the agent's
 -- memberships was last seen a second ago or more (the function's view decides which of
 -- them move): a data-modifying CTE ran its UPDATE's setup on every call.
-SELECT 1 FROM agent a WHERE a.org_id = rr_org() AND a.id = rr_agent()
-  AND (NOT EXISTS (SELECT 1 FROM membership m WHERE m.agent_id = rr_agent()
+SELECT 1 FROM (SELECT) one
+LEFT JOIN agent a ON a.org_id = rr_org() AND a.id = rr_agent()
+WHERE CASE WHEN a.id IS NOT NULL
+  THEN NOT EXISTS (SELECT 1 FROM membership m WHERE m.agent_id = rr_agent()
       AND (m.last_seen_at IS NULL OR m.last_seen_at < now() - interval '1 second'))
-    OR rr_touch_presence(NULL));
+    OR rr_touch_presence(NULL)
+  ELSE rr_unverified() END;
 
 -- name: AgentGetIdentity :one
 -- After rr_set_directory (pg.Tenant.Visible nil), whose settings it returns (visible_*) for
