@@ -78,3 +78,98 @@ func TestCachedCallerVerifiedWithItsRead(t *testing.T) {
 	}
 
 }
+
+// TestCachedCallerWriteVerifiedWithIt: a write tool also runs before its caller is
+// settled, its verification travelling with its transaction's first statements. The
+// verification fails before anything after it runs, so a caller changed or revoked since
+// it was cached gets exactly what it gets uncached, and its first run stored nothing.
+func TestCachedCallerWriteVerifiedWithIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := startServer(t)
+	d := openSeeded(t, s)
+	operator := func(t *testing.T, sql string, args ...any) {
+		t.Helper()
+		if err := d.Operator(ctx, func(tx *pg.Tx) error { _, err := tx.Exec(ctx, sql, args...); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// stored counts what the writes below store: threads' messages, rooms' chat and
+	// memory.
+	stored := func(t *testing.T) int {
+		t.Helper()
+		var n int
+		if err := d.Operator(ctx, func(tx *pg.Tx) error {
+			return tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM message WHERE body = 'after the change')
+				+ (SELECT count(*) FROM room_message WHERE content = 'after the change')
+				+ (SELECT count(*) FROM memory_entry WHERE content = 'after the change')`).Scan(&n)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	room := s.base + "/api/mcp/p/" + s.res.Projects["escalations"].ID.String()
+	threads := s.threadsURL("escalations", "architect")
+	sendArgs := map[string]any{"to": []string{"backend"}, "subject": "probe", "body": "after the change"}
+	postArgs := map[string]any{"content": "after the change"}
+
+	t.Run("a write of a caller served from the cache is stored once", func(t *testing.T) {
+		key := s.key("acme/architect")
+		for range 2 {
+			served(t, threads, key, "inbox", nil)
+		}
+		served(t, threads, key, "send", sendArgs)
+		if n := stored(t); n != 1 {
+			t.Fatalf("%d messages stored, want 1", n)
+		}
+		operator(t, "DELETE FROM message WHERE body = 'after the change'")
+	})
+
+	t.Run("a guest's write no longer granted since it was cached is refused as now, and stores nothing", func(t *testing.T) {
+		key, globex := s.key("globex/qa-lead"), s.res.Organisations["globex"].ID
+		for range 2 {
+			served(t, room, key, "get_messages", nil)
+		}
+		operator(t, "UPDATE agreement SET grants = '{read_memory,assign_tasks}' WHERE guest_org_id = $1", globex)
+		t.Cleanup(func() {
+			operator(t, "UPDATE agreement SET grants = '{read_memory,write_memory,assign_tasks}' WHERE guest_org_id = $1", globex)
+		})
+		memory := map[string]any{"content": "after the change"}
+		cached := callTool(t, room, key, "write_memory", memory)
+		uncached := callTool(t, room, key, "write_memory", memory)
+		if !cached.isErr || cached.text != uncached.text {
+			t.Fatalf("the cached caller's write answered %d\n%s\nwhere the uncached one answers %d\n%s", cached.status, cached.body, uncached.status, uncached.body)
+		}
+		if n := stored(t); n != 0 {
+			t.Fatalf("%d entries stored by a guest without the grant", n)
+		}
+	})
+
+	for _, c := range []struct {
+		name, agent, url, read, write string
+		args                          map[string]any
+	}{
+		{"threads", "acme/architect", threads, "inbox", "send", sendArgs},
+		{"one room", "acme/backend", room, "get_messages", "post_message", postArgs},
+	} {
+		t.Run("a revoked key's write is refused as uncached, and stores nothing: "+c.name, func(t *testing.T) {
+			key := s.key(c.agent)
+			for range 2 { // the second is served from the cache
+				served(t, c.url, key, c.read, nil)
+			}
+			operator(t, "UPDATE agent_key SET revoked_at = now() WHERE agent_id = $1", s.res.Agents[c.agent].ID)
+			cached := callTool(t, c.url, key, c.write, c.args)
+			uncached := callTool(t, c.url, key, c.write, c.args)
+			if cached.status != http.StatusUnauthorized || cached.body != uncached.body {
+				t.Fatalf("the cached caller's write answered %d\n%s\nwhere the uncached one answers %d\n%s",
+					cached.status, cached.body, uncached.status, uncached.body)
+			}
+			if n := stored(t); n != 0 {
+				t.Fatalf("%d messages stored by a revoked key", n)
+			}
+			if logs := s.logs.String(); strings.Contains(logs, "tool failed") {
+				t.Fatalf("a dropped write was logged as failing:\n%s", logs)
+			}
+		})
+	}
+}

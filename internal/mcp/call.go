@@ -14,7 +14,7 @@ import (
 // callTool runs tools/call. Protocol errors are only for a call that names no known
 // tool; from there on every failure, bad arguments included, is a tool result with
 // isError, in the endpoint's format. Nothing is answered before the caller's scope is
-// settled (Provisional): a read-only tool's handler may run first, the rest waits.
+// settled (Provisional): a known tool's handler may run first, nothing else does.
 func (h *handler[S]) callTool(ctx context.Context, c *caller[S], params json.RawMessage, er era, rid string) (any, *protocolError) {
 	var p struct {
 		Name      *string         `json:"name"`
@@ -37,7 +37,7 @@ func (h *handler[S]) callTool(ctx context.Context, c *caller[S], params json.Raw
 			perr = &protocolError{code: codeInvalidParams, message: "Invalid params: unknown tool " + quote(*p.Name)}
 		}
 	}
-	if perr != nil || !tool.Annotations.ReadOnly {
+	if perr != nil {
 		if _, err := c.settle(ctx); err != nil {
 			return nil, authProblem(err)
 		}
@@ -59,21 +59,22 @@ func (h *handler[S]) callTool(ctx context.Context, c *caller[S], params json.Raw
 	return res, nil
 }
 
-// runTool validates, runs and shapes one call, and classifies its outcome. A read-only
-// tool whose caller is still provisional runs first, in Provisional.Defer's context; its
-// answer is kept only when the scope held, and otherwise the call runs again with the
-// settled scope. err is a refusal of the caller's credential, found while settling.
+// runTool validates, runs and shapes one call, and classifies its outcome. A tool whose
+// caller is still provisional runs first, in Provisional.Defer's context; what it did is
+// kept only when the scope held, and otherwise the call runs again with the settled
+// scope (the first run stored nothing: see Provisional). err is a refusal of the caller's
+// credential, found while settling.
 func (h *handler[S]) runTool(ctx context.Context, tool *compiledTool[S], c *caller[S], rawArgs json.RawMessage, rid string) (toolResult, string, error) {
 	f := h.ep.Format
 	args, err := tool.input.prepareArgs(rawArgs)
 	if err == nil && c.prov != nil {
-		value, herr := safeCall(c.prov.Defer(ctx, c.scope), tool.Handler, c.scope, args)
+		ran := h.execute(c.prov.Defer(ctx, c.scope), tool, c.scope, args, rid)
 		held, serr := c.settle(ctx)
 		if serr != nil {
 			return toolResult{}, "", serr
 		}
 		if held {
-			res, outcome := h.respond(ctx, tool, value, herr, rid)
+			res, outcome := h.finish(tool, ran, rid)
 			return res, outcome, nil
 		}
 		// The scope changed: what the handler answered with the old one is dropped.
@@ -88,34 +89,55 @@ func (h *handler[S]) runTool(ctx context.Context, tool *compiledTool[S], c *call
 		}
 		return h.internal(ctx, tool, rid, err), OutcomeInternal, nil
 	}
-	scope := c.scope
-
-	var run IdempotentRun
-	if !tool.Annotations.ReadOnly && h.opts.Idempotency != nil {
-		var failed *toolResult
-		var outcome string
-		if ctx, run, failed, outcome = h.beginIdempotent(ctx, tool, scope, args, rid); failed != nil {
-			return *failed, outcome, nil
-		}
-	}
-	value, err := safeCall(ctx, tool.Handler, scope, args)
-	if run == nil {
-		res, outcome := h.respond(ctx, tool, value, err, rid)
-		return res, outcome, nil
-	}
-	// A keyed call that committed nothing may be the retry of one that did: then the
-	// first answer is sent, whatever this run found (it wrote nothing, or it was rolled
-	// back because the first holds the key).
-	if !run.Committed() {
-		if res, outcome, ok := h.earlier(ctx, tool, run, rid); ok {
-			return res, outcome, nil
-		}
-	}
-	res, outcome := h.respond(ctx, tool, value, err, rid)
-	if run.Committed() {
-		h.saveAnswer(ctx, tool, run, res, rid)
-	}
+	res, outcome := h.finish(tool, h.execute(ctx, tool, c.scope, args, rid), rid)
 	return res, outcome, nil
+}
+
+// execution is what running a tool's handler left, for finish: nothing is answered,
+// logged or stored from it before the caller is settled.
+type execution struct {
+	ctx   context.Context // the call's, with its idempotency claim
+	value any
+	err   error
+	run   IdempotentRun // a keyed write's
+	// failed is the answer of a keyed write that did not run (a malformed key).
+	failed  *toolResult
+	outcome string
+}
+
+// execute runs the handler, a write under its Idempotency-Key when it has one.
+func (h *handler[S]) execute(ctx context.Context, tool *compiledTool[S], scope S, args json.RawMessage, rid string) execution {
+	ex := execution{ctx: ctx}
+	if !tool.Annotations.ReadOnly && h.opts.Idempotency != nil {
+		if ex.ctx, ex.run, ex.failed, ex.outcome = h.beginIdempotent(ctx, tool, scope, args, rid); ex.failed != nil {
+			return ex
+		}
+	}
+	ex.value, ex.err = safeCall(ex.ctx, tool.Handler, scope, args)
+	return ex
+}
+
+// finish answers an execution of a settled caller: a keyed write that committed nothing
+// may be the retry of one that did, and then the first answer is sent, whatever this run
+// found (it wrote nothing, or it was rolled back because the first holds the key); a keyed
+// write that committed stores its answer.
+func (h *handler[S]) finish(tool *compiledTool[S], ex execution, rid string) (toolResult, string) {
+	ctx := ex.ctx
+	switch {
+	case ex.failed != nil:
+		return *ex.failed, ex.outcome
+	case ex.run == nil:
+		return h.respond(ctx, tool, ex.value, ex.err, rid)
+	case !ex.run.Committed():
+		if res, outcome, ok := h.earlier(ctx, tool, ex.run, rid); ok {
+			return res, outcome
+		}
+	}
+	res, outcome := h.respond(ctx, tool, ex.value, ex.err, rid)
+	if ex.run.Committed() {
+		h.saveAnswer(ctx, tool, ex.run, res, rid)
+	}
+	return res, outcome
 }
 
 // respond shapes a handler's value or error in the endpoint's format and classifies it.

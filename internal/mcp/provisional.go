@@ -11,14 +11,19 @@ import (
 // costing a round trip before them (tenancy's scope cache, docs/tenancy.md). The core then
 // holds every answer until the scope is settled:
 //
-//   - tools/call of a read-only tool runs its handler in Defer's context (whose first
-//     database work carries the verification), then settles the scope. When the
-//     verification failed, the handler's answer is dropped unseen, and the call is run
-//     again with the scope Settle resolved in full, or refused as Authenticate refuses;
-//   - everything else (other tools, unknown tools, every other method) settles first.
+//   - tools/call of a known tool runs its handler (a write under its Idempotency-Key) in
+//     Defer's context, whose first database work carries the verification, then settles
+//     the scope. When the verification failed, the handler's answer is dropped unseen,
+//     and the call is run again with the scope Settle resolved in full, or refused as
+//     Authenticate refuses;
+//   - everything else (unknown tools, every other method) settles first.
 //
-// Only read-only tools are run before the verification is known: running one twice
-// changes nothing.
+// A write tool may run before the verification is known because its first run then
+// stores nothing: Defer's context makes every transaction carry the verification in its
+// first round trip or make it before it starts, and a failed check stops the rest of its
+// round trip in the database, COMMIT included (pg.Verification). Its tools must keep
+// their effects in the database: one that acted elsewhere before its first transaction
+// would act twice.
 type Provisional[S any] struct {
 	// Defer returns the context a read-only tool's handler runs in with a scope that may be
 	// provisional.
