@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // TestCachedCallerVerifiedWithItsRead: a caller resolved a moment ago is served from the
@@ -85,28 +86,19 @@ func TestCachedCallerVerifiedWithItsRead(t *testing.T) {
 // it was cached gets exactly what it gets uncached, and its first run stored nothing.
 func TestCachedCallerWriteVerifiedWithIt(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	s := startServer(t)
 	d := openSeeded(t, s)
 	operator := func(t *testing.T, sql string, args ...any) {
 		t.Helper()
-		if err := d.Operator(ctx, func(tx *pg.Tx) error { _, err := tx.Exec(ctx, sql, args...); return err }); err != nil {
-			t.Fatal(err)
-		}
+		testfix.OpAll(t, d, testfix.Stmt{SQL: sql, Args: args})
 	}
 	// stored counts what the writes below store: threads' messages, rooms' chat and
 	// memory.
 	stored := func(t *testing.T) int {
 		t.Helper()
-		var n int
-		if err := d.Operator(ctx, func(tx *pg.Tx) error {
-			return tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM message WHERE body = 'after the change')
-				+ (SELECT count(*) FROM room_message WHERE content = 'after the change')
-				+ (SELECT count(*) FROM memory_entry WHERE content = 'after the change')`).Scan(&n)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return testfix.Scalar[int](t, d, `SELECT (SELECT count(*) FROM message WHERE body = 'after the change')
+			+ (SELECT count(*) FROM room_message WHERE content = 'after the change')
+			+ (SELECT count(*) FROM memory_entry WHERE content = 'after the change')`)
 	}
 	room := s.base + "/api/mcp/p/" + s.res.Projects["escalations"].ID.String()
 	threads := s.threadsURL("escalations", "architect")
