@@ -120,8 +120,8 @@ func (a *App) clientAddress(r *http.Request) string {
 }
 
 // provisional lets the agents' endpoints serve a caller resolved a moment ago (the scope
-// cache) without a round trip of its own: its verification travels with the read-only
-// tool's first statements, or is made when the scope is settled (mcp.Provisional,
+// cache) without a round trip of its own: its verification travels with the tool's
+// first statements, or is made when the scope is settled (mcp.Provisional,
 // tenancy.Resolver.Provisional).
 func (a *App) provisional() *mcp.Provisional[tenancy.Scope] {
 	return &mcp.Provisional[tenancy.Scope]{Defer: tenancy.Defer, Settle: a.settleScope}

@@ -25,7 +25,7 @@ import (
 // their effects in the database: one that acted elsewhere before its first transaction
 // would act twice.
 type Provisional[S any] struct {
-	// Defer returns the context a read-only tool's handler runs in with a scope that may be
+	// Defer returns the context a tool's handler runs in with a scope that may be
 	// provisional.
 	Defer func(ctx context.Context, scope S) context.Context
 	// Settle makes scope final: unchanged and held when it was final or its verification
@@ -36,7 +36,7 @@ type Provisional[S any] struct {
 }
 
 // caller is a request's scope as the methods use it: settled before anything but a
-// read-only tool sees it.
+// tool's handler sees it.
 type caller[S any] struct {
 	r     *http.Request
 	scope S

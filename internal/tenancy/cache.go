@@ -224,8 +224,9 @@ type pending struct {
 // from the cache are provisional: the Scope comes back without a round trip, and its
 // verification (the one a cached resolution always gets) is left to the request's first
 // tenant transaction, which carries it in its own first round trip once the context comes
-// from Defer. Such a Scope must be settled (Settle) before anything but a read-only tool
-// uses it: internal/mcp's Provisional does this for the MCP endpoints, which alone use it.
+// from Defer. Such a Scope must be settled (Settle) before anything but a tool's handler,
+// in Defer's context, uses it: internal/mcp's Provisional does this for the MCP endpoints,
+// which alone use it.
 func (r *Resolver) Provisional() *Resolver {
 	c := *r
 	c.final = r
