@@ -147,7 +147,8 @@ func (c *scopeCache) drop(k scopeKey) {
 // one round trip, CredentialAssumeCachedTenant verifies the key (and connect code) against
 // the stored hashes and, only then, sets the cached tenant with its cached directory
 // lists; then ScopeConfirmMember (AgentConfirmOwn for an agent alone) finds the membership
-// and the agreement exactly as cached, moving last_seen, or clears the tenant. Revocation,
+// and the agreement exactly as cached, moving last_seen, or raises (rr_unverified), so
+// that nothing sent after it runs. Revocation,
 // suspension, removal and any change of access, capabilities, grants, parking or names are
 // therefore seen by the very next call on every replica; only the directory lists can be
 // a ScopeCacheTTL old.

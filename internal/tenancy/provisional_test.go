@@ -100,12 +100,12 @@ func TestProvisionalResolution(t *testing.T) {
 		}
 	})
 
-	t.Run("a parked membership: the statements sent with the check see no tenant", func(t *testing.T) {
+	t.Run("a parked membership: the write sent with the check stores nothing", func(t *testing.T) {
 		s := provisional(t, room)
 		operator(t, "UPDATE membership SET parked_until = now() + interval '1 hour' WHERE part = 'architect'")
 		t.Cleanup(func() { operator(t, "UPDATE membership SET parked_until = NULL WHERE part = 'architect'") })
-		// A write queued before the COMMIT travels in the round trip of the check: with the
-		// tenant cleared it finds nothing, though the COMMIT goes with it.
+		// A write queued before the COMMIT travels in the round trip of the check, the
+		// COMMIT with it: the failed check raises, and neither runs.
 		err := d.InTenant(tenancy.Defer(ctx, s), s.Tenant(), func(tx *pg.Tx) error {
 			return tx.Pipeline(func() error {
 				_, err := tx.Exec(ctx, "UPDATE membership SET nickname = 'seen' WHERE project_id = $1", one)
