@@ -163,6 +163,82 @@ func TestResolvingMovesLastSeen(t *testing.T) {
 	}
 }
 
+// TestCachedCheckDoesNotWaitForATouch: when presence is due, every concurrent call of a
+// part calls rr_touch_presence at once; the first one's row lock lasts until its
+// transaction commits (a write's holds it across the tool's statements). The others must
+// go on without moving presence rather than queue behind it (migration 000049). The
+// lock is held here by a transaction that locks the membership as a touch does; a call
+// that waits for it shows as a backend waiting on a lock, which fails the test before
+// the holder lets go.
+func TestCachedCheckDoesNotWaitForATouch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, r, res := setup(t)
+	if d.Citus() {
+		t.Skip("Citus has no scope cache: every call takes the full resolution")
+	}
+	code, key := res.Projects["one"].ConnectCode, res.Agents["acme/architect"].Key
+	addresses := []struct {
+		name string
+		call func() error
+	}{
+		{"the part's address", func() error { _, err := r.Part(ctx, code, "architect", key); return err }},
+		{"the all-rooms address", func() error { _, err := r.Agent(ctx, key); return err }},
+	}
+	for _, a := range addresses {
+		if err := a.call(); err != nil { // fills r's cache: the next call is only checked
+			t.Fatalf("%s: %v", a.name, err)
+		}
+	}
+	for _, a := range addresses {
+		t.Run(a.name, func(t *testing.T) {
+			// Due, as the check reads it (committed)...
+			err := d.Operator(ctx, func(tx *pg.Tx) error {
+				_, err := tx.Exec(ctx, "UPDATE membership SET last_seen_at = now() - interval '1 hour' WHERE part = 'architect'")
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// ...and locked as a touch in flight locks it, until this transaction ends.
+			err = d.Operator(ctx, func(tx *pg.Tx) error {
+				if _, err := tx.Exec(ctx, "SELECT 1 FROM membership WHERE part = 'architect' FOR NO KEY UPDATE"); err != nil {
+					return err
+				}
+				done := make(chan error, 1)
+				go func() { done <- a.call() }()
+				for {
+					select {
+					case err := <-done:
+						if err != nil {
+							t.Errorf("the cached call failed: %v", err)
+						}
+						return nil
+					default:
+					}
+					var waiting int
+					err := d.Operator(ctx, func(tx *pg.Tx) error {
+						return tx.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+							WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+					})
+					if err != nil {
+						return err
+					}
+					if waiting > 0 {
+						// Rolling back below releases it; the call then finishes.
+						t.Errorf("the cached call on %s waited for the membership's row lock", a.name)
+						return nil
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func TestRoomResolution(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
