@@ -26,9 +26,13 @@ DECLARE
   held uuid[];
 BEGIN
   IF member IS NULL THEN
+    -- Only the due ones are locked: the agent's other rooms are not written, so their
+    -- rows are left for their own calls.
     SELECT array_agg(l.id) INTO held FROM (
-      SELECT mm.id FROM membership mm WHERE mm.agent_id = rr_agent()
-      FOR NO KEY UPDATE SKIP LOCKED) l;
+      SELECT mm.id FROM membership mm
+      JOIN membership_presence_due d ON d.project_id = mm.project_id AND d.id = mm.id
+      WHERE mm.agent_id = rr_agent()
+      FOR NO KEY UPDATE OF mm SKIP LOCKED) l;
     IF held IS NULL THEN
       RETURN true;
     END IF;
