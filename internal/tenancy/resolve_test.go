@@ -237,6 +237,34 @@ func TestCachedCheckDoesNotWaitForATouch(t *testing.T) {
 			}
 		})
 	}
+	// The all-rooms touch locks only the memberships it writes: one that is not due stays
+	// free for its own calls while the touching transaction goes on.
+	t.Run("the all-rooms touch leaves a membership that is not due unlocked", func(t *testing.T) {
+		sc, err := r.Agent(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = d.Operator(ctx, func(tx *pg.Tx) error {
+			_, err := tx.Exec(ctx, "UPDATE membership SET last_seen_at = now() + interval '1 hour' WHERE part = 'architect'")
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = d.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT rr_touch_presence(NULL)"); err != nil {
+				return err
+			}
+			// Still inside the touching transaction: another one may lock the row at once.
+			return d.Operator(ctx, func(tx *pg.Tx) error {
+				_, err := tx.Exec(ctx, "SELECT 1 FROM membership WHERE part = 'architect' FOR NO KEY UPDATE NOWAIT")
+				return err
+			})
+		})
+		if err != nil {
+			t.Fatalf("a membership that is not due was locked by the all-rooms touch: %v", err)
+		}
+	})
 }
 
 func TestRoomResolution(t *testing.T) {
