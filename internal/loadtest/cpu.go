@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,7 +16,11 @@ import (
 type CPU struct {
 	Server   time.Duration // the relayroom process
 	Postgres time.Duration // every backend connected to the scratch database (the raw loops' too)
-	Known    bool          // false when /proc could not be read (not Linux, another user's cluster)
+	// Client is the load generator's own process: its HTTP client for the tool rows, its
+	// pgx client for the raw loops. It runs on the same cores as the server and Postgres,
+	// so a call's cost to the machine is all three.
+	Client time.Duration
+	Known  bool // false when /proc could not be read (not Linux, another user's cluster)
 }
 
 // PerCall divides d by n calls.
@@ -35,6 +40,7 @@ type cpuProbe struct {
 
 type cpuSample struct {
 	server  time.Duration
+	client  time.Duration
 	backend map[int]time.Duration
 	ok      bool
 }
@@ -42,6 +48,9 @@ type cpuSample struct {
 func (p cpuProbe) sample(ctx context.Context) cpuSample {
 	s := cpuSample{backend: map[int]time.Duration{}, ok: true}
 	var err error
+	if s.client, err = procstat.CPU(os.Getpid()); err != nil {
+		s.ok = false
+	}
 	for _, pid := range p.serverPIDs {
 		t, err := procstat.CPU(pid)
 		if err != nil {
@@ -74,7 +83,7 @@ func (p cpuProbe) sample(ctx context.Context) cpuSample {
 // between is the CPU spent from a to b. A backend that appeared meanwhile counts whole (it
 // was started for the window); one that ended meanwhile is lost, so Postgres is a floor.
 func between(a, b cpuSample) CPU {
-	c := CPU{Server: b.server - a.server, Known: a.ok && b.ok}
+	c := CPU{Server: b.server - a.server, Client: b.client - a.client, Known: a.ok && b.ok}
 	for pid, t := range b.backend {
 		c.Postgres += t - a.backend[pid]
 	}

@@ -112,8 +112,8 @@ func Baselines(rows []Row) map[Class]float64 {
 // of every row that had any.
 func WriteTable(w io.Writer, rows []Row) error {
 	var b strings.Builder
-	b.WriteString("| row | kind | calls/s | ratio | target | p50 | p99 | p99/p50 | errors | verdict | server CPU/call | Postgres CPU/call |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n")
+	b.WriteString("| row | kind | calls/s | ratio | target | p50 | p99 | p99/p50 | errors | verdict | server CPU/call | Postgres CPU/call | client CPU/call |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
 	for i, v := range Judge(rows) {
 		r := rows[i]
 		name := r.Name
@@ -124,9 +124,10 @@ func WriteTable(w io.Writer, rows []Row) error {
 		if v.Target > 0 {
 			target = fmt.Sprintf("≥ %.2f×", v.Target)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %d | %s | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s |\n",
 			name, r.Class, r.Rate(), ratio(v.Ratio), target, ms(r.P50), ms(r.P99), tail(r.Summary), r.Errors, verdict(r.Class, v),
-			cpuPerCall(r.CPU.Known, r.CPU.Server, r.OK), cpuPerCall(r.CPU.Known, r.CPU.Postgres, r.OK))
+			cpuPerCall(r.CPU.Known, r.CPU.Server, r.OK), cpuPerCall(r.CPU.Known, r.CPU.Postgres, r.OK),
+			cpuPerCall(r.CPU.Known, r.CPU.Client, r.OK))
 	}
 	for _, r := range rows {
 		if len(r.FirstErrors) > 0 {
