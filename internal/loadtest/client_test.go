@@ -20,6 +20,10 @@ func TestClientAnswers(t *testing.T) {
 		"plain":   `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"No memory entries found"}]}}`,
 		"toolerr": `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Room not found"}],"isError":true}}`,
 		"rpcerr":  `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad arguments"}}`,
+		// relayroom's own layout, which the client reads without decoding: isError last.
+		"ours":    `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"isError\":true}"}],"structuredContent":{"threadId":"t2","inner":{"isError":true}},"isError":false}}`,
+		"ourserr": `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Thread not found"}],"structuredContent":{"isError":false},"isError":true}}`,
+		"typed":   `{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false,"resultType":"complete"}}`,
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -61,6 +65,24 @@ func TestClientAnswers(t *testing.T) {
 			t.Fatalf("%v", err)
 		}
 	})
+	t.Run("an answer in relayroom's layout is read without decoding, its fields still there", func(t *testing.T) {
+		t.Parallel()
+		a, err := do(t, "ours")
+		if err != nil || a.Field("threadId") != "t2" {
+			t.Fatalf("%v %q", err, a.Field("threadId"))
+		}
+		if _, err := do(t, "typed"); err != nil {
+			t.Fatalf("resultType after isError: %v", err)
+		}
+	})
+	t.Run("an isError of true in relayroom's layout is an error, whatever its content holds", func(t *testing.T) {
+		t.Parallel()
+		_, err := do(t, "ourserr")
+		var ce *CallError
+		if !errors.As(err, &ce) || ce.Msg != "Thread not found" {
+			t.Fatalf("%v", err)
+		}
+	})
 	t.Run("a JSON-RPC error is an error with its code", func(t *testing.T) {
 		t.Parallel()
 		_, err := do(t, "rpcerr")
@@ -71,6 +93,24 @@ func TestClientAnswers(t *testing.T) {
 	})
 }
 
+// TestPlainSuccess pins which answers skip decoding: only a success in relayroom's layout.
+func TestPlainSuccess(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"isError":true},"isError":false}}`: true,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false,"resultType":"complete"}}` + "\n":       true,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"isError":false},"isError":true}}`: false,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false,"other":1}}`:                            false,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`:                                                      false,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x","data":{"isError":false}}}`:               false,
+		`{"jsonrpc":"2.0","id":2,"result":{"content":[],"isError":false}}`:                                      false,
+	} {
+		if _, got := plainSuccess([]byte(body)); got != want {
+			t.Errorf("plainSuccess(%s) = %v, want %v", body, got, want)
+		}
+	}
+}
+
 // BenchmarkClientDo is the load generator's own cost of one call whose answer it
 // discards, as in a measured row: a threads answer listing 20 messages.
 func BenchmarkClientDo(b *testing.B) {
@@ -79,7 +119,7 @@ func BenchmarkClientDo(b *testing.B) {
 	for range 19 {
 		items += "," + item
 	}
-	body := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":` + strconv.Quote(`{"messages":[`+items+`]}`) + `}],"structuredContent":{"messages":[` + items + `]}}}`
+	body := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":` + strconv.Quote(`{"messages":[`+items+`]}`) + `}],"structuredContent":{"messages":[` + items + `]},"isError":false}}`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(body))
