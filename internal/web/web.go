@@ -189,12 +189,26 @@ func (s *Site) sessionCookieName() string {
 	return "rr_session"
 }
 
-// safeReturn keeps a return address on this site: a path, never another host.
+// safeReturn keeps a return address on this site: a path (and query), never another host.
+// Browsers drop tabs and newlines from a URL and read a backslash as a slash, so
+// "/\t/evil.example" or "/\\evil.example" would leave the site; any control character or
+// backslash is refused outright. What is left must parse as a path with no scheme or host,
+// and is rebuilt from its path and query, so nothing the parser passed over survives.
 func safeReturn(v string) string {
-	if !strings.HasPrefix(v, "/") || strings.HasPrefix(v, "//") || strings.ContainsAny(v, "\\\r\n") {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; b < 0x20 || b == 0x7f || b == '\\' {
+			return RouteAccount
+		}
+	}
+	if !strings.HasPrefix(v, "/") || strings.HasPrefix(v, "//") {
 		return RouteAccount
 	}
-	return v
+	u, err := url.Parse(v)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
+		!strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {
+		return RouteAccount
+	}
+	return u.RequestURI()
 }
 
 // LoginURL is the sign-in page that returns to path afterwards.
