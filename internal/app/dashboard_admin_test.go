@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"html/template"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -428,4 +429,60 @@ func newJarClient(t testing.TB) *http.Client {
 		t.Fatal(err)
 	}
 	return &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// TestInviteCookieSecureBehindProxy: behind a proxy that ends TLS, requests arrive in
+// plain HTTP while people browse https; the invitation form's cookie is still Secure,
+// like the site's other cookies (it followed the request's own TLS before).
+func TestInviteCookieSecureBehindProxy(t *testing.T) {
+	t.Parallel()
+	if testReplicas(t) > 1 {
+		t.Skip("the test is its own proxy's view of one server: it names that server's address")
+	}
+	// The server's own address, named by an https public URL as a proxy in front would be.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	public := "https://" + addr
+	var path string
+	s := startServerOpts(t, serverOptions{
+		file: dashboardFile,
+		before: func(ctx context.Context, d *pg.DB, res admin.Result) {
+			out, err := admin.New(d, public).Invite(ctx, admin.OrgActor{OrgID: res.Organisations["acme"].ID, Name: "test", Role: "owner"}, "zed@acme.test", "member")
+			if err != nil {
+				t.Fatalf("invite: %v", err)
+			}
+			path = strings.TrimPrefix(out.URL, public)
+		},
+		tune: func(c *config.Config) { c.Addr, c.PublicURL = addr, public },
+	})
+	if s.base != public {
+		t.Fatalf("the server printed %s, want %s", s.base, public)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the invitation page: %d", res.StatusCode)
+	}
+	var found bool
+	for _, c := range res.Cookies() {
+		if c.Path == admin.RouteInvite {
+			found = true
+			if !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+				t.Fatalf("the form's cookie is not Secure, HttpOnly and SameSite=Strict: %+v", c)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no form cookie set: %v", res.Header["Set-Cookie"])
+	}
 }

@@ -125,7 +125,7 @@ func (h *Handler) renderInvite(w http.ResponseWriter, r *http.Request, status in
 		}
 		v.CSRF = hex.EncodeToString(b)
 		http.SetCookie(w, &http.Cookie{Name: inviteCSRFCookie, Value: v.CSRF, Path: admin.RouteInvite, HttpOnly: true,
-			Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: 3600})
+			Secure: h.deps.Site.SecureCookies(), SameSite: http.SameSiteStrictMode, MaxAge: 3600})
 	}
 	h.render(w, status, "invite", v)
 }

@@ -182,6 +182,11 @@ func (s *Site) cookie(name, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode}
 }
 
+// SecureCookies reports whether the site's cookies are marked Secure: the public URL is
+// https. Not the request's own TLS, which a proxy in front ends before the request
+// arrives here.
+func (s *Site) SecureCookies() bool { return s.secure }
+
 func (s *Site) sessionCookieName() string {
 	if s.secure {
 		return "__Host-rr_session" // bound to this host, Secure and Path=/ by the browser's rules
