@@ -308,6 +308,21 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 		}
 	})
 
+	t.Run("a notice comes from the page's own list: a link cannot make a page say something else", func(t *testing.T) {
+		t.Parallel()
+		crafted := "?notice=" + url.QueryEscape("Security check: confirm your password at https://evil.example")
+		for _, page := range []string{"/app/admin/people", "/app/admin/agents", "/app/desk/replies"} {
+			status, body := ana.get(page + crafted)
+			must(t, status, http.StatusOK, body)
+			if strings.Contains(body, "evil.example") {
+				t.Fatalf("%s shows the address's text as a notice", page)
+			}
+		}
+		if _, body := ana.get("/app/admin/people?notice=role-saved"); !strings.Contains(body, "The role is saved.") {
+			t.Fatal("a known notice's key does not show its text")
+		}
+	})
+
 	t.Run("people: roles by owners, the last owner stays, an invitation link works once", func(t *testing.T) {
 		t.Parallel()
 		mo, anaID := userID("mo@acme.test"), userID("ana@acme.test")

@@ -144,7 +144,7 @@ func (h *Handler) adminView(c adminCtx, title, page string) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	v := view{Title: title, Person: c.sess.Person, CSRF: c.sess.CSRF(), Notice: c.r.URL.Query().Get("notice"),
+	v := view{Title: title, Person: c.sess.Person, CSRF: c.sess.CSRF(), Notice: pageNotices[c.r.URL.Query().Get("notice")],
 		Admin: &adminView{Page: page, OrgQ: c.orgQ, Org: org, Role: c.a.Role, Fields: map[string]string{}, Form: map[string]string{},
 			Grants: admin.AgreementGrants, Capabilities: admin.Capabilities, Accesses: admin.Accesses, Roles: admin.Roles}}
 	v.OrgName = org.Name
@@ -347,7 +347,7 @@ func (h *Handler) agentAction(c adminCtx, id uuid.UUID, action string) {
 			h.fail(c, err, again)
 			return
 		}
-		http.Redirect(c.w, c.r, c.url("/agents/"+id.String(), "The agent's keys are revoked: its next call is refused."), http.StatusSeeOther)
+		http.Redirect(c.w, c.r, c.url("/agents/"+id.String(), noticeKeysRevoked), http.StatusSeeOther)
 		return
 	}
 	// The webhook: the agent must be this organisation's before the wake service, which
@@ -363,7 +363,7 @@ func (h *Handler) agentAction(c adminCtx, id uuid.UUID, action string) {
 			h.fail(c, err, again)
 			return
 		}
-		http.Redirect(c.w, c.r, c.url("/agents/"+id.String(), "The webhook is removed: the agent's wakes go to its pagers."), http.StatusSeeOther)
+		http.Redirect(c.w, c.r, c.url("/agents/"+id.String(), noticeWebhookRemoved), http.StatusSeeOther)
 		return
 	}
 	raw := strings.TrimSpace(c.r.PostForm.Get("url"))
@@ -416,13 +416,13 @@ func (h *Handler) projectAction(c adminCtx, id uuid.UUID, action, part string) {
 			break
 		}
 		err = h.deps.Admin.AddOrgMember(ctx, c.a, id, admin.MemberInput{AgentID: agentID, Part: f.Get("part"), Access: f.Get("access"), Capabilities: f["capabilities"]})
-		notice = "The agent is a member now."
+		notice = noticeMemberAdded
 	case "access":
 		err = h.deps.Admin.SetOrgMemberAccess(ctx, c.a, id, admin.MemberInput{Part: part, Access: f.Get("access"), Capabilities: f["capabilities"]})
-		notice = "Saved."
+		notice = noticeSaved
 	case "guests":
 		_, err = h.deps.Admin.InviteGuest(ctx, c.a, id, f.Get("guest"), f["grants"])
-		notice = "The company is invited: its owners or admins accept on their agreements page."
+		notice = noticeCompanyInvited
 	case "code":
 		out, rerr := h.deps.Admin.RotateOrgConnectCode(ctx, c.a, id)
 		if rerr != nil {
@@ -468,11 +468,11 @@ func (h *Handler) agreementAction(c adminCtx, pid, gid uuid.UUID, action string)
 	)
 	switch action {
 	case "accept":
-		err, notice = h.deps.Admin.AcceptAgreement(ctx, c.a, pid, gid), "Accepted: your agents act in the room from their next call."
+		err, notice = h.deps.Admin.AcceptAgreement(ctx, c.a, pid, gid), noticeAgreementAccepted
 	case "revoke":
-		err, notice = h.deps.Admin.RevokeAgreement(ctx, c.a, pid, gid), "Revoked: the guest's agents are refused from their next call."
+		err, notice = h.deps.Admin.RevokeAgreement(ctx, c.a, pid, gid), noticeAgreementRevoked
 	case "grants":
-		err, notice = h.deps.Admin.SetAgreementGrants(ctx, c.a, pid, gid, c.r.PostForm["grants"]), "The grants are saved."
+		err, notice = h.deps.Admin.SetAgreementGrants(ctx, c.a, pid, gid, c.r.PostForm["grants"]), noticeGrantsSaved
 	}
 	if err != nil {
 		h.fail(c, err, func(status int, pre view) { h.agreementPage(c, pid, gid, status, pre) })
@@ -516,7 +516,7 @@ func (h *Handler) setRole(c adminCtx, id uuid.UUID) {
 		h.fail(c, err, func(status int, pre view) { h.personPage(c, id, status, pre) })
 		return
 	}
-	http.Redirect(c.w, c.r, c.url("/people/"+id.String(), "The role is saved."), http.StatusSeeOther)
+	http.Redirect(c.w, c.r, c.url("/people/"+id.String(), noticeRoleSaved), http.StatusSeeOther)
 }
 
 // invite creates a one-time link for an email address and shows it, once.
@@ -553,7 +553,7 @@ func (h *Handler) disconnect(c adminCtx) {
 		h.fail(c, err, func(status int, pre view) { h.clientsPage(c, status, pre) })
 		return
 	}
-	u := AdminPrefix + "/clients?client=" + url.QueryEscape(client) + "&notice=" + url.QueryEscape("Disconnected: its tokens stop working at their next call.")
+	u := AdminPrefix + "/clients?client=" + url.QueryEscape(client) + "&notice=" + noticeClientDisconnected
 	if c.orgQ != "" {
 		u += "&org=" + c.a.OrgID.String()
 	}

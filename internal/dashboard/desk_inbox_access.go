@@ -23,5 +23,5 @@ func (h *Handler) deskInboxAccess(c deskCtx, id string) {
 		h.deskRefused(c, err, func(status int, pre *deskPageView, msg string) { h.deskInbox(c, id, status, pre, msg) })
 		return
 	}
-	http.Redirect(c.w, c.r, c.url("/inboxes/"+id, "Saved who may see this inbox."), http.StatusSeeOther)
+	http.Redirect(c.w, c.r, c.url("/inboxes/"+id, noticeInboxAccessSaved), http.StatusSeeOther)
 }

@@ -74,12 +74,12 @@ func (h *Handler) deskMember(w http.ResponseWriter, r *http.Request, sess web.Se
 	return c, true
 }
 
-// url is a desk page's address, keeping the organisation acted for, with a notice.
+// url is a desk page's address, keeping the organisation acted for, with a notice's key.
 func (c deskCtx) url(path, notice string) string { return pageURL(DeskPrefix+path, c.orgQ, notice) }
 
 // deskView starts a desk page's view.
 func (c deskCtx) view(title, page string) view {
-	return view{Title: title, Person: c.sess.Person, CSRF: c.sess.CSRF(), Notice: c.r.URL.Query().Get("notice"), OrgName: c.ws.Name,
+	return view{Title: title, Person: c.sess.Person, CSRF: c.sess.CSRF(), Notice: pageNotices[c.r.URL.Query().Get("notice")], OrgName: c.ws.Name,
 		DeskPage: &deskPageView{Page: page, OrgQ: c.orgQ, Workspace: c.ws, CanChange: c.m.Role == desk.RoleOwner || c.m.Role == desk.RoleAdmin,
 			Fields: map[string]string{}, Form: map[string]string{},
 			Limits: deskLimits{Title: desk.MaxSavedReplyTitle, Body: desk.MaxSavedReplyBody, ImportRows: desk.MaxImportRows,

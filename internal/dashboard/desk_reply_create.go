@@ -9,5 +9,5 @@ func (h *Handler) deskReplyCreate(c deskCtx) {
 		h.deskRefused(c, err, func(status int, pre *deskPageView, msg string) { h.deskReplies(c, status, pre, msg) })
 		return
 	}
-	http.Redirect(c.w, c.r, c.url("/replies/"+id, "Saved reply created."), http.StatusSeeOther)
+	http.Redirect(c.w, c.r, c.url("/replies/"+id, noticeReplyCreated), http.StatusSeeOther)
 }

@@ -8,5 +8,5 @@ func (h *Handler) deskReplyEdit(c deskCtx, id string) {
 		h.deskRefused(c, err, func(status int, pre *deskPageView, msg string) { h.deskReply(c, id, status, pre, msg) })
 		return
 	}
-	http.Redirect(c.w, c.r, c.url("/replies/"+id, "Saved."), http.StatusSeeOther)
+	http.Redirect(c.w, c.r, c.url("/replies/"+id, noticeSaved), http.StatusSeeOther)
 }
