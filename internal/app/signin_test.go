@@ -485,6 +485,24 @@ func TestAuthorizationRefusals(t *testing.T) {
 			t.Fatalf("the previous refresh token must still work until its successor is used: %d", status)
 		}
 		r2 := m2["refresh_token"].(string)
+		// Another grant: its first refresh token used, the grace over, a copy of it is
+		// reuse even though its successor has not been used.
+		h := newFlow(t, s, room)
+		_, mh := h.exchange(t, h.code(t), nil)
+		h1 := mh["refresh_token"].(string)
+		if status, mh2 := h.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {h1}}); status != http.StatusOK {
+			t.Fatalf("refresh h1: %d %v", status, mh2)
+		} else {
+			ownerExec(t, s, `UPDATE oauth_token SET used_at = used_at - make_interval(secs => $2)
+				WHERE kind = 'refresh' AND used_at IS NOT NULL AND grant_id IN (SELECT id FROM oauth_grant WHERE client_id = $1)`,
+				h.clientID, (oauth.RefreshReuseGrace + time.Second).Seconds())
+			if status, _ := h.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {h1}}); status != http.StatusBadRequest {
+				t.Fatalf("a used refresh token past its grace, its successor unused: %d", status)
+			}
+			if got := bearerStatus(t, room, mh2["access_token"].(string)); got != http.StatusUnauthorized {
+				t.Fatalf("reuse past the grace must revoke the grant: %d", got)
+			}
+		}
 		status, m3 := refresh(r2)
 		if status != http.StatusOK {
 			t.Fatalf("successor: %d %v", status, m3)

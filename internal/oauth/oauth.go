@@ -42,6 +42,12 @@ const (
 	AccessTokenLifetime = time.Hour
 	// RefreshTokenLifetime is sliding: each rotation issues a new one for this long.
 	RefreshTokenLifetime = 30 * 24 * time.Hour
+	// RefreshReuseGrace is how long after its first use a refresh token is still accepted
+	// (while its successor is unused): long enough for a client that lost the answer to
+	// retry, or for two of its processes refreshing at once. Presented later, it is reuse
+	// and revokes the grant; without the bound a token copied after its use could fork the
+	// grant for as long as the client sat idle.
+	RefreshReuseGrace = time.Minute
 	// ClientIdleDays: a client unused this long is deleted with its grants.
 	ClientIdleDays = 90
 	// Registration bounds (RFC 7591 requests are anonymous).

@@ -185,9 +185,9 @@ func (s *Server) findToken(ctx context.Context, tx *pg.Tx, p auth.Parsed, kind s
 }
 
 // refresh is the refresh_token grant: rotation with a one-step grace. A refresh token
-// stays accepted after its first use until its successor is first used (clients refresh
-// from two places at once, or lose the answer); a refresh token presented after that
-// revokes its whole grant.
+// stays accepted for RefreshReuseGrace after its first use, until its successor is first
+// used (clients refresh from two places at once, or lose the answer); a refresh token
+// presented after that revokes its whole grant.
 func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Values) (*oidc.AccessTokenResponse, error) {
 	p, err := auth.Parse(auth.RefreshTokenPrefix, raw)
 	if err != nil {
@@ -203,7 +203,7 @@ func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Val
 		if t == nil || !s.deps.Now().Before(t.ExpiresAt) {
 			return errBadGrant
 		}
-		if t.RevokedAt != nil {
+		if t.RevokedAt != nil || (t.UsedAt != nil && !s.deps.Now().Before(t.UsedAt.Add(RefreshReuseGrace))) {
 			reused = &grantKey{t.OrgID, t.GrantID}
 			return errBadGrant
 		}
