@@ -383,6 +383,21 @@ func ownerExec(t *testing.T, s *server, sql string, args ...any) {
 	}
 }
 
+// ownerCount is a count(*) read as the database's owner (no row security).
+func ownerCount(t *testing.T, s *server, sql string, args ...any) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func bearerStatus(t *testing.T, endpoint, token string) int {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
@@ -424,6 +439,22 @@ func TestAuthorizationRefusals(t *testing.T) {
 		loc, _ := url.Parse(resp.Header.Get("Location"))
 		if resp.StatusCode != http.StatusFound || loc.Query().Get("error") != "invalid_request" {
 			t.Fatalf("%d %s", resp.StatusCode, loc)
+		}
+	})
+	t.Run("an over-long state or challenge is refused and no request is kept", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		for name, mod := range map[string]func(url.Values){
+			"state":     func(v url.Values) { v.Set("state", strings.Repeat("s", oauth.MaxStateBytes+1)) },
+			"challenge": func(v url.Values) { v.Set("code_challenge", strings.Repeat("c", oauth.MaxCodeChallengeBytes+1)) },
+		} {
+			resp, _ := f.br.get(f.authURL(mod))
+			loc, _ := url.Parse(resp.Header.Get("Location"))
+			if resp.StatusCode != http.StatusFound || loc.Query().Get("error") != "invalid_request" || len(loc.RawQuery) > 1024 {
+				t.Fatalf("%s: %d %.200s", name, resp.StatusCode, resp.Header.Get("Location"))
+			}
+		}
+		if n := ownerCount(t, s, `SELECT count(*) FROM oauth_auth_request WHERE client_id = $1`, f.clientID); n != 0 {
+			t.Fatalf("%d authorization requests kept", n)
 		}
 	})
 	t.Run("a resource that is not ours", func(t *testing.T) {

@@ -55,6 +55,13 @@ const (
 	MaxRedirectURIBytes  = 2000
 	MaxClientNameBytes   = 200
 	MaxRegistrationBytes = 16 << 10
+	// Authorization request bounds (anonymous requests too: the pending request is
+	// stored until consent). MaxStateBytes: clients send a random value of tens of bytes;
+	// unbounded, a request could store up to the request line's megabyte. A longer state
+	// is refused without being echoed back. MaxCodeChallengeBytes: an S256 challenge is
+	// 43 characters (RFC 7636 4.2); a longer one could never match a verifier.
+	MaxStateBytes         = 2048
+	MaxCodeChallengeBytes = 128
 )
 
 // ScopeOfflineAccess is accepted and advertised; refresh tokens are issued without it.

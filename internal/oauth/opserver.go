@@ -56,6 +56,12 @@ func (o *opServer) Authorize(ctx context.Context, r *op.ClientRequest[oidc.AuthR
 	if d.CodeChallenge == "" || d.CodeChallengeMethod != oidc.CodeChallengeMethodS256 {
 		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrInvalidRequest().WithDescription("PKCE is required with code_challenge_method=S256"))
 	}
+	if len(d.State) > MaxStateBytes {
+		return o.s.errorRedirect(d.RedirectURI, "", oidc.ErrInvalidRequest().WithDescription(fmt.Sprintf("state is longer than %d bytes", MaxStateBytes)))
+	}
+	if len(d.CodeChallenge) > MaxCodeChallengeBytes {
+		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrInvalidRequest().WithDescription(fmt.Sprintf("code_challenge is longer than %d characters", MaxCodeChallengeBytes)))
+	}
 	resources := r.Form["resource"]
 	if len(resources) != 1 {
 		return o.s.errorRedirect(d.RedirectURI, d.State, errInvalidTarget("exactly one resource (the MCP endpoint URL) is required"))
