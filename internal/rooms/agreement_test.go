@@ -196,3 +196,36 @@ func TestNotAParticipant(t *testing.T) {
 	// Missing room_id is a schema error.
 	wantErrorPrefix(t, e.callAll("architect", "get_inbox", nil), `missing required argument "room_id"`)
 }
+
+// TestMemoryCardsFollowTheReadMemoryGrant: a memory write's card in the conversation
+// carries the entry's first words, so a company whose agreement does not grant
+// read_memory sees only that an entry was written, in get_messages as in read_memory.
+func TestMemoryCardsFollowTheReadMemoryGrant(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const secret = "Q3 price floor is 41 dollars a seat"
+	if r := e.call("architect", e.one, "write_memory", map[string]any{"content": secret, "category": "decision"}); r.IsError {
+		t.Fatal(r.Text)
+	}
+	cards := func(t *testing.T) string {
+		t.Helper()
+		r := e.call("peter", e.one, "get_messages", map[string]any{})
+		if r.IsError {
+			t.Fatal(r.Text)
+		}
+		return fmtJSON(r.obj(t))
+	}
+	t.Run("without read_memory the card says only that an entry was written", func(t *testing.T) {
+		e.exec("UPDATE agreement SET grants = '{write_memory,assign_tasks}' WHERE project_id = $1 AND guest_org_id = $2", e.one, e.res.Organisations["initech"].ID)
+		got := cards(t)
+		if strings.Contains(got, "price floor") || strings.Contains(got, "decision") || !strings.Contains(got, "Wrote a memory entry") {
+			t.Fatalf("the card shows the entry to a company without read_memory: %s", got)
+		}
+	})
+	t.Run("with read_memory the card shows its excerpt", func(t *testing.T) {
+		e.exec("UPDATE agreement SET grants = '{read_memory}' WHERE project_id = $1 AND guest_org_id = $2", e.one, e.res.Organisations["initech"].ID)
+		if got := cards(t); !strings.Contains(got, secret) {
+			t.Fatalf("the card lost its excerpt for a company that reads memory: %s", got)
+		}
+	})
+}

@@ -174,8 +174,13 @@ func (s *Service) GetMessages(ctx context.Context, sc tenancy.Scope, limit int, 
 	rows = rows[:min(limit, len(rows))]
 	slices.Reverse(rows)
 	out := MessagesResult{Messages: make([]Message, 0, len(rows)), Count: len(rows)}
+	readsMemory := sc.Granted(tenancy.GrantReadMemory)
 	for _, r := range rows {
-		out.Messages = append(out.Messages, Message{ID: r.ID.String(), From: messageFrom(r), Content: r.Content, Timestamp: ts(r.CreatedAt)})
+		content := r.Content
+		if r.Kind == cardMemory && !readsMemory {
+			content = memoryCardWithheld
+		}
+		out.Messages = append(out.Messages, Message{ID: r.ID.String(), From: messageFrom(r), Content: content, Timestamp: ts(r.CreatedAt)})
 	}
 	return out, nil
 }

@@ -179,7 +179,7 @@ func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMem
 					return err
 				}
 			}
-			return s.card(ctx, tx, sc, "memory", memoryCard(sc, in, category), id, at)
+			return s.card(ctx, tx, sc, cardMemory, memoryCard(sc, in, category), id, at)
 		})
 	})
 	if err != nil {
@@ -195,6 +195,13 @@ func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMem
 
 // CategoryDecision is the category that marks an entry as a decision (is_decision).
 const CategoryDecision = "decision"
+
+// cardMemory is the room_message kind of a memory write's card.
+const cardMemory = "memory"
+
+// memoryCardWithheld is the card as a company without the read_memory grant sees it: the
+// card's excerpt is the entry's content, which the grant guards on every other path.
+const memoryCardWithheld = "[memory] Wrote a memory entry. Its content is shown only to companies granted read_memory."
 
 // memoryCard is what the conversation shows for a memory write. A private entry's card
 // says only that one was written: its content is for the writer's organisation.
