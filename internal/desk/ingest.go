@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -244,9 +245,16 @@ func AddConversation(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.U
 		if m.ExternalID != "" {
 			mext = &m.ExternalID
 		}
-		if _, err := q.DeskMessageInsert(ctx, tx, db.DeskMessageInsertParams{OrgID: orgID, ID: first + int64(i), ConversationID: row.ID,
-			Type: m.Type, Body: m.Body, AuthorUserID: m.AuthorID, Attachments: b, ExternalID: mext, CreatedAt: m.CreatedAt}); err != nil {
+		created, err := q.DeskMessageInsert(ctx, tx, db.DeskMessageInsertParams{OrgID: orgID, ID: first + int64(i), ConversationID: row.ID,
+			Type: m.Type, Body: m.Body, AuthorUserID: m.AuthorID, Attachments: b, ExternalID: mext, CreatedAt: m.CreatedAt})
+		if err != nil {
 			return 0, false, fmt.Errorf("desk: add message: %w", err)
+		}
+		if !created {
+			// The conversation is new, so a message already stored under this external id
+			// is another conversation's: refuse the whole call (the caller's transaction
+			// rolls back) rather than answer created without it.
+			return 0, false, apperr.New(apperr.Conflict, MsgIngestMoved, m.ExternalID).WithReason(ReasonExternalIDConflict)
 		}
 	}
 	return row.ID, true, nil

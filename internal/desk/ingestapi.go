@@ -256,10 +256,17 @@ func (s *Service) IngestConversation(ctx context.Context, sc tenancy.Scope, in I
 			}
 		}
 		last := created
+		seen := make(map[string]int, len(in.Messages))
 		for i, m := range in.Messages {
 			nm, err := s.newMessage(ctx, tx, c.org, fmt.Sprintf("messages[%d].", i), m, now)
 			if err != nil {
 				return err
+			}
+			if nm.ExternalID != "" {
+				if j, dup := seen[nm.ExternalID]; dup {
+					return invalid("\"messages[%d].external_id\" repeats messages[%d]'s", i, j)
+				}
+				seen[nm.ExternalID] = i
 			}
 			if nm.CreatedAt.Before(created) {
 				return invalid("\"messages[%d].created_at\" is before the conversation's", i)

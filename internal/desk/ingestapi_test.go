@@ -118,6 +118,22 @@ func TestIngest(t *testing.T) {
 			t.Fatalf("%d messages", n)
 		}
 	})
+	t.Run("a new conversation carrying a stored message's external id is a conflict and writes nothing", func(t *testing.T) {
+		c := newConv("hs-6")
+		c.Messages[1].ExternalID = "hs-1-m1"
+		_, err := fx.svc.IngestConversation(ctx, ana, c)
+		wantErr(t, err, apperr.Conflict, desk.ReasonExternalIDConflict, "another conversation")
+		again, err := fx.svc.IngestConversation(ctx, ana, newConv("hs-6"))
+		if err != nil || !again.Created || len(read(again.ConversationID).Messages) != 2 {
+			t.Fatalf("the refused call left the conversation behind: %+v %v", again, err)
+		}
+	})
+	t.Run("two messages of one call with the same external id are refused", func(t *testing.T) {
+		c := newConv("hs-7")
+		c.Messages[1].ExternalID = c.Messages[0].ExternalID
+		_, err := fx.svc.IngestConversation(ctx, ana, c)
+		wantErr(t, err, apperr.Invalid, "INVALID_ARGUMENT", "messages[1].external_id")
+	})
 	t.Run("refused: no ingest scope, a member's token, another workspace's ids", func(t *testing.T) {
 		noScope := fx.scope("acme", "ana@acme.test", desk.ScopeConversationsRead)
 		_, err := fx.svc.IngestConversation(ctx, noScope, newConv("x-1"))

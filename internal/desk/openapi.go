@@ -131,7 +131,8 @@ func IngestOpenAPI() ([]byte, error) {
 				"The token fixes the workspace; nothing is sent and nothing is triggered."},
 		Paths: map[string]map[string]operation{
 			RouteIngestConversations: {"post": {OperationID: "createConversation", Summary: fmt.Sprintf("Create a conversation with its history (at most %d messages).", MaxIngestMessages),
-				RequestBody: body("Conversation"), Responses: created("conversation", nil), Security: security}},
+				RequestBody: body("Conversation"), Security: security,
+				Responses: created("conversation", map[int]string{http.StatusConflict: ReasonExternalIDConflict + ": a message's external_id names a message of another conversation; nothing was written."})}},
 			RouteIngestMessages: {"post": {OperationID: "appendMessage", Summary: "Append one message to a conversation, optionally setting its status.",
 				Parameters:  []parameter{{Name: "conversation_id", In: "path", Required: true, Schema: json.RawMessage(`{"type":"string"}`)}},
 				RequestBody: body("Message"), Security: security,
