@@ -370,6 +370,10 @@ func (s *Service) RespondToTask(ctx context.Context, sc tenancy.Scope, in Respon
 		if err != nil {
 			return err
 		}
+		if t.FromOrgID != sc.OrgID && t.ToOrgID != sc.OrgID {
+			// Another company's task answers exactly like an id that does not exist.
+			return taskNotFound(in.TaskID)
+		}
 		if t.ToAgentID != sc.AgentID {
 			return apperr.New(apperr.Forbidden, "Task %s is assigned to a different agent: only its recipient can respond to it", id)
 		}
@@ -456,6 +460,8 @@ func (s *Service) ReviewTask(ctx context.Context, sc tenancy.Scope, taskID, verd
 		switch {
 		case sc.IsPerson() && !sc.IsHost() && t.FromOrgID != sc.OrgID && t.ToOrgID != sc.OrgID:
 			return taskNotFound(taskID) // a guest's people see only their company's tasks
+		case !sc.IsPerson() && t.FromOrgID != sc.OrgID && t.ToOrgID != sc.OrgID:
+			return taskNotFound(taskID) // an agent: another company's task is a missing one
 		case sc.IsPerson() && t.FromOrgID != sc.OrgID:
 			return apperr.New(apperr.Forbidden, "Only the company that sent task %s can accept or reject its result", id)
 		case !sc.IsPerson() && (t.FromAgentID == nil || *t.FromAgentID != sc.AgentID):

@@ -265,3 +265,19 @@ func TestEveryoneInTheRoomSeesTheWholeResult(t *testing.T) {
 		t.Fatalf("a result at its limit: %s", r.Text)
 	}
 }
+
+// TestAnotherCompanysTaskIsAMissingTask: in a room shared by several companies, a task
+// between two of them answers a third company's agent exactly like an id that does not
+// exist, not with a refusal that confirms it.
+func TestAnotherCompanysTaskIsAMissingTask(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "between Acme and Initech"}).obj(t), "task_id")
+	const missing = "0190c7e0-0000-7000-8000-000000000000"
+	for _, id := range []string{task, missing} {
+		wantError(t, e.call("gavin", e.one, "respond_to_task", map[string]any{"task_id": id, "result": "x", "status": "done"}), "Task not found: "+id)
+	}
+	// The host's other agent is of a company in the task: it is told whose task it is.
+	wantError(t, e.call("qa-lead", e.one, "respond_to_task", map[string]any{"task_id": task, "result": "x", "status": "done"}),
+		"Task "+task+" is assigned to a different agent: only its recipient can respond to it")
+}
