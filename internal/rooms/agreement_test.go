@@ -1,6 +1,7 @@
 package rooms_test
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -228,4 +229,19 @@ func TestMemoryCardsFollowTheReadMemoryGrant(t *testing.T) {
 			t.Fatalf("the card lost its excerpt for a company that reads memory: %s", got)
 		}
 	})
+}
+
+// TestReadOnlyMembersDoNotWriteMemory: a member with read access reads the room's memory
+// and talks in it, but write_memory is refused, as learn is for a read-only part.
+func TestReadOnlyMembersDoNotWriteMemory(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.exec("UPDATE membership SET access = 'read' WHERE project_id = $1 AND agent_id = $2", e.one, e.res.Agents["initech/peter"].ID)
+	wantError(t, e.call("peter", e.one, "write_memory", map[string]any{"content": "a read-only note"}),
+		fmt.Sprintf(rooms.MsgNoWriteAccess, "read"))
+	for tool, args := range map[string]map[string]any{"read_memory": {"query": "x"}, "post_message": {"content": "still talking"}} {
+		if r := e.call("peter", e.one, tool, args); r.IsError {
+			t.Fatalf("%s refused to a read-only member: %s", tool, r.Text)
+		}
+	}
 }

@@ -123,6 +123,11 @@ func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMem
 	if err := requireGrant(sc, tenancy.GrantWriteMemory, MsgNoWriteMemory); err != nil {
 		return WriteMemoryResult{}, err
 	}
+	if !sc.CanWrite() {
+		// A read-only member reads the room's memory but does not add to it, as a
+		// read-only part may not learn on the threads endpoint.
+		return WriteMemoryResult{}, apperr.New(apperr.Forbidden, MsgNoWriteAccess, sc.Access)
+	}
 	if strings.TrimSpace(in.Content) == "" {
 		return WriteMemoryResult{}, invalid("content must not be blank")
 	}

@@ -26,18 +26,21 @@ import (
 
 // Texts of the rooms spec, verbatim: clients match on them.
 const (
-	MsgNoAgreement    = tenancy.MsgNoAgreement
-	MsgNoReadMemory   = "Agreement does not permit can read memory"
-	MsgNoWriteMemory  = "Agreement does not permit can write memory"
-	MsgNoAssignTasks  = "Agreement does not permit can assign tasks"
-	MsgSecret         = "Content looks like it contains a secret and was not written"
-	MsgNoMemory       = "No memory entries found for this query."
-	MsgEmptyInbox     = "No pending tasks in your inbox."
-	MsgNoDeadline     = "No deadline set"
-	VisibleToAll      = "All agents and humans in all project organisations"
-	SharedWithOrg     = "Your org only"
-	SharedWithAll     = "All orgs in project"
-	defaultEmbedWait  = 1500 * time.Millisecond
+	MsgNoAgreement   = tenancy.MsgNoAgreement
+	MsgNoReadMemory  = "Agreement does not permit can read memory"
+	MsgNoWriteMemory = "Agreement does not permit can write memory"
+	MsgNoAssignTasks = "Agreement does not permit can assign tasks"
+	MsgSecret        = "Content looks like it contains a secret and was not written"
+	MsgNoMemory      = "No memory entries found for this query."
+	MsgEmptyInbox    = "No pending tasks in your inbox."
+	MsgNoDeadline    = "No deadline set"
+	VisibleToAll     = "All agents and humans in all project organisations"
+	SharedWithOrg    = "Your org only"
+	SharedWithAll    = "All orgs in project"
+	defaultEmbedWait = 1500 * time.Millisecond
+	// MsgNoWriteAccess is ours (the spec has no access levels): write_memory needs write
+	// access to the room, as learn does to a project's knowledge.
+	MsgNoWriteAccess  = "write_memory needs write access to this room; your membership has %s access"
 	defaultAttachSize = 25 << 20
 )
 
