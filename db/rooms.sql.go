@@ -72,6 +72,37 @@ func (q *Queries) AttachmentGetContent(ctx context.Context, db DBTX, arg Attachm
 	return i, err
 }
 
+const attachmentGetSame = `-- name: AttachmentGetSame :one
+SELECT id FROM task_attachment
+WHERE project_id = $1 AND task_id = $2 AND uploaded_by_org_id = $3
+  AND filename = $4 AND sha256 = $5
+ORDER BY id LIMIT 1
+`
+
+type AttachmentGetSameParams struct {
+	ProjectID uuid.UUID
+	TaskID    uuid.UUID
+	OrgID     uuid.UUID
+	Filename  string
+	Sha256    string
+}
+
+// The task's attachment with the same name and bytes from the same company: an upload
+// retried after its answer was lost (the route is plain HTTP, not a tool call with an
+// idempotency key) answers the stored one instead of storing the file twice.
+func (q *Queries) AttachmentGetSame(ctx context.Context, db DBTX, arg AttachmentGetSameParams) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, attachmentGetSame,
+		arg.ProjectID,
+		arg.TaskID,
+		arg.OrgID,
+		arg.Filename,
+		arg.Sha256,
+	)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
 const attachmentInsert = `-- name: AttachmentInsert :exec
 INSERT INTO task_attachment (project_id, id, task_id, uploaded_by_org_id, uploaded_by_agent,
   filename, content_type, size_bytes, sha256, content)

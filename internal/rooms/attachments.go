@@ -245,7 +245,18 @@ func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename
 		if err := s.checkAttacher(ctx, tx, sc, id, taskID); err != nil {
 			return err
 		}
-		err := s.Q.AttachmentInsert(ctx, tx, db.AttachmentInsertParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(res.ID), TaskID: id,
+		// The same file again from the same company (a retry whose answer was lost)
+		// answers the stored attachment: nothing is stored or audited twice.
+		prev, err := s.Q.AttachmentGetSame(ctx, tx, db.AttachmentGetSameParams{ProjectID: sc.ProjectID, TaskID: id, OrgID: sc.OrgID,
+			Filename: filename, Sha256: res.Sha256})
+		if err == nil {
+			res.ID = prev.String()
+			return nil
+		}
+		if !pg.IsNoRows(err) {
+			return err
+		}
+		err = s.Q.AttachmentInsert(ctx, tx, db.AttachmentInsertParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(res.ID), TaskID: id,
 			UploadedByOrgID: sc.OrgID, UploadedByAgent: agent, Filename: filename, ContentType: contentType,
 			SizeBytes: res.SizeBytes, Sha256: res.Sha256, Content: content})
 		if err != nil {

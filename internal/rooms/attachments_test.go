@@ -15,6 +15,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/rooms"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 func (e *env) upload(agent, taskID, filename, ctype string, body []byte) (int, map[string]any) {
@@ -206,4 +207,25 @@ func TestAttachmentSizeLimit(t *testing.T) {
 		t.Fatalf("%d attachments stored", n)
 	}
 	_ = rooms.InlineMax
+}
+
+// TestAttachmentRetryStoresOnce: an upload retried after its answer was lost (the route is
+// plain HTTP, outside the tools' idempotency keys) answers the attachment already stored;
+// another file, or the same bytes under another name, is a new attachment.
+func TestAttachmentRetryStoresOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Read the log"}).obj(t), "task_id")
+	log := []byte("2026-12-03 07:40 retry storm\n")
+	_, first := e.upload("architect", task, "run.log", "text/plain", log)
+	code, again := e.upload("architect", task, "run.log", "text/plain", log)
+	if code != http.StatusCreated || again["id"] != first["id"] {
+		t.Fatalf("the retry stored another attachment: %d %v, first %v", code, again, first["id"])
+	}
+	if _, other := e.upload("architect", task, "copy.log", "text/plain", log); other["id"] == first["id"] {
+		t.Fatal("the same bytes under another name answered the first file")
+	}
+	if n := testfix.Scalar[int](t, e.db, "SELECT count(*) FROM task_attachment WHERE task_id = $1", task); n != 2 {
+		t.Fatalf("%d attachments stored, want 2", n)
+	}
 }

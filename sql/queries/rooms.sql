@@ -145,6 +145,15 @@ SELECT m.id, a.kind = 'always_on' AS always_on
 FROM membership m JOIN agent a ON a.id = m.agent_id
 WHERE m.project_id = $1 AND m.agent_id = $2;
 
+-- name: AttachmentGetSame :one
+-- The task's attachment with the same name and bytes from the same company: an upload
+-- retried after its answer was lost (the route is plain HTTP, not a tool call with an
+-- idempotency key) answers the stored one instead of storing the file twice.
+SELECT id FROM task_attachment
+WHERE project_id = sqlc.arg(project_id) AND task_id = sqlc.arg(task_id) AND uploaded_by_org_id = sqlc.arg(org_id)
+  AND filename = sqlc.arg(filename) AND sha256 = sqlc.arg(sha256)
+ORDER BY id LIMIT 1;
+
 -- name: AttachmentInsert :exec
 INSERT INTO task_attachment (project_id, id, task_id, uploaded_by_org_id, uploaded_by_agent,
   filename, content_type, size_bytes, sha256, content)
