@@ -57,10 +57,10 @@ func (o *opServer) Authorize(ctx context.Context, r *op.ClientRequest[oidc.AuthR
 		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrInvalidRequest().WithDescription("PKCE is required with code_challenge_method=S256"))
 	}
 	if len(d.State) > MaxStateBytes {
-		return o.s.errorRedirect(d.RedirectURI, "", oidc.ErrInvalidRequest().WithDescription(fmt.Sprintf("state is longer than %d bytes", MaxStateBytes)))
+		return o.s.errorRedirect(d.RedirectURI, "", oidc.ErrInvalidRequest().WithDescription("state is longer than %d bytes", MaxStateBytes))
 	}
 	if len(d.CodeChallenge) > MaxCodeChallengeBytes {
-		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrInvalidRequest().WithDescription(fmt.Sprintf("code_challenge is longer than %d characters", MaxCodeChallengeBytes)))
+		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrInvalidRequest().WithDescription("code_challenge is longer than %d characters", MaxCodeChallengeBytes))
 	}
 	resources := r.Form["resource"]
 	if len(resources) != 1 {
