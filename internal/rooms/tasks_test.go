@@ -277,6 +277,13 @@ func TestAnotherCompanysTaskIsAMissingTask(t *testing.T) {
 	for _, id := range []string{task, missing} {
 		wantError(t, e.call("gavin", e.one, "respond_to_task", map[string]any{"task_id": id, "result": "x", "status": "done"}), "Task not found: "+id)
 	}
+	// Reviewing the result over HTTP answers the same as a missing task.
+	for _, id := range []string{task, missing} {
+		code, m := e.postRoute("/api/rooms/"+e.one.String()+"/tasks/"+id+"/accept", e.keys["gavin"], "", []byte(`{}`))
+		if code != http.StatusNotFound || m["error"] != "Task not found: "+id {
+			t.Fatalf("review of %s by a third company: %d %v", id, code, m)
+		}
+	}
 	// The host's other agent is of a company in the task: it is told whose task it is.
 	wantError(t, e.call("qa-lead", e.one, "respond_to_task", map[string]any{"task_id": task, "result": "x", "status": "done"}),
 		"Task "+task+" is assigned to a different agent: only its recipient can respond to it")
