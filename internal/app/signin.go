@@ -33,11 +33,12 @@ func (a *App) newSignIn() error {
 	w := a.cfg.AuthFailures
 	logins := throttle.New(a.db, throttle.Limits{Window: w.Window, PerAddress: loginFailuresPerAddress, PerKey: loginFailuresPerAccount, BlockedDelay: w.BlockedDelay}, a.log, nil)
 	regs := throttle.New(a.db, throttle.Limits{Window: w.Window, PerAddress: registrationsPerAddress}, a.log, nil)
+	authRequests := throttle.New(a.db, throttle.Limits{Window: w.Window, PerAddress: oauth.AuthRequestsPerAddress}, a.log, nil)
 	site, err := web.NewHandler(web.Deps{DB: a.db, PublicURL: a.publicURL, Throttle: logins, ClientAddress: a.clientAddress, Log: a.log})
 	if err != nil {
 		return err
 	}
-	as, err := oauth.NewHandler(oauth.Deps{DB: a.db, PublicURL: a.publicURL, Site: site, Log: a.log, Registrations: regs, ClientAddress: a.clientAddress,
+	as, err := oauth.NewHandler(oauth.Deps{DB: a.db, PublicURL: a.publicURL, Site: site, Log: a.log, Registrations: regs, AuthRequests: authRequests, ClientAddress: a.clientAddress,
 		MetadataDocumentsAllowPrivate: a.cfg.OAuthMetadataDocumentsAllowPrivate, MetadataDocumentRoots: a.cfg.OAuthMetadataDocumentRoots})
 	if err != nil {
 		return err

@@ -23,9 +23,11 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/oauth"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/testfix"
+	"github.com/relayroom/relayroom/internal/throttle"
 )
 
 const signInDemo = demo + `
@@ -603,6 +605,67 @@ func TestAuthorizationRefusals(t *testing.T) {
 		resp, _ := br.post(s.base+"/login", url.Values{"email": {anaEmail}, "password": {anaPassword}})
 		if resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("login without CSRF: %d", resp.StatusCode)
+		}
+	})
+}
+
+// Anyone may ask /authorize, and each request is kept until consent: an address gets
+// oauth.AuthRequestsPerAddress kept per window, then temporarily_unavailable, while other
+// addresses still sign in. Its own server behind a trusted proxy (loopback), so that each
+// X-Forwarded-For is another client and no other test shares the count.
+func TestAuthorizationRequestsAreLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	trusted, err := throttle.ParseProxies("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServerOpts(t, serverOptions{file: signInDemo, tune: func(c *config.Config) { c.TrustedProxies = trusted }})
+	f := newFlow(t, s, fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID))
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	authorize := func(t *testing.T, address string) *url.URL {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, f.authURL(nil), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Forwarded-For", address)
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		loc, err := url.Parse(resp.Header.Get("Location"))
+		if err != nil || resp.StatusCode != http.StatusFound {
+			t.Fatalf("authorize from %s: %d %q %v", address, resp.StatusCode, resp.Header.Get("Location"), err)
+		}
+		return loc
+	}
+	kept := func(t *testing.T) int {
+		return ownerCount(t, s, `SELECT count(*) FROM oauth_auth_request WHERE client_id = $1`, f.clientID)
+	}
+
+	t.Run("an address's requests are kept up to the limit", func(t *testing.T) {
+		for i := range oauth.AuthRequestsPerAddress {
+			if loc := authorize(t, "192.0.2.7"); loc.Query().Has("error") {
+				t.Fatalf("request %d refused: %s", i+1, loc)
+			}
+		}
+		if n := kept(t); n != oauth.AuthRequestsPerAddress {
+			t.Fatalf("%d requests kept, want %d", n, oauth.AuthRequestsPerAddress)
+		}
+	})
+	t.Run("the next one goes back to the client as temporarily_unavailable, with state and iss, and is not kept", func(t *testing.T) {
+		q := authorize(t, "192.0.2.7").Query()
+		if q.Get("error") != "temporarily_unavailable" || q.Get("state") != "st" || q.Get("iss") != s.base {
+			t.Fatalf("over the limit: %v", q)
+		}
+		if n := kept(t); n != oauth.AuthRequestsPerAddress {
+			t.Fatalf("%d requests kept, want %d", n, oauth.AuthRequestsPerAddress)
+		}
+	})
+	t.Run("another address still gets its request kept", func(t *testing.T) {
+		if loc := authorize(t, "192.0.2.8"); loc.Query().Has("error") {
+			t.Fatalf("another address refused: %s", loc)
 		}
 	})
 }

@@ -9,6 +9,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto/x509"
 	"log/slog"
 	"net/http"
@@ -62,6 +63,13 @@ const (
 	// 43 characters (RFC 7636 4.2); a longer one could never match a verifier.
 	MaxStateBytes         = 2048
 	MaxCodeChallengeBytes = 128
+	// AuthRequestsPerAddress bounds the authorization requests one client address may
+	// have kept per window of the failed-authentication limits (one minute by default):
+	// each is a row until consent or AuthRequestLifetime, so with the default window an
+	// address holds at most ten windows' worth. A person signs in a few times a minute at
+	// most, an office behind one address a few dozen; past it, /authorize answers
+	// temporarily_unavailable until the window ends.
+	AuthRequestsPerAddress = 60
 )
 
 // ScopeOfflineAccess is accepted and advertised; refresh tokens are issued without it.
@@ -77,6 +85,9 @@ type Deps struct {
 	// Registrations limits POST /register per client address (counted in the shared
 	// Postgres counters, like failed authentications); nil: unlimited.
 	Registrations *throttle.Throttle
+	// AuthRequests limits the authorization requests kept for consent per client address
+	// (each is a row until it expires; anyone may ask); nil: unlimited.
+	AuthRequests  *throttle.Throttle
 	ClientAddress func(*http.Request) string
 	// MetadataDocumentsAllowPrivate lets client ID metadata documents be fetched from
 	// loopback and private addresses (and over http on 127.0.0.1): for tests only.
@@ -129,11 +140,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Pragma", "no-cache")
 		s.op.ServeHTTP(w, r)
 	case p == RouteAuthorize:
+		// op hands Authorize the request's context, not the request: the client address
+		// (for the pending-request limit) travels in it.
+		if s.deps.ClientAddress != nil {
+			r = r.WithContext(context.WithValue(r.Context(), clientAddressKey{}, s.deps.ClientAddress(r)))
+		}
 		s.op.ServeHTTP(&issuerRedirects{ResponseWriter: w, issuer: s.issuer}, r)
 	default:
 		http.NotFound(w, r)
 	}
 }
+
+// clientAddressKey carries the client address of an /authorize request to Authorize.
+type clientAddressKey struct{}
 
 // issuerRedirects adds iss to the error redirects op writes itself (a prompt, scope,
 // response type or challenge method it refuses before our Authorize runs): RFC 9207 wants

@@ -13,6 +13,7 @@ import (
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/throttle"
 )
 
 // opServer is what op's router calls once it has parsed and checked a request. Only the
@@ -27,6 +28,12 @@ type opServer struct {
 // one the grant was given for.
 func errInvalidTarget(desc string) *oidc.Error {
 	return &oidc.Error{ErrorType: "invalid_target", Description: desc}
+}
+
+// errTemporarilyUnavailable is RFC 6749 4.1.2.1's error for an authorization server that
+// cannot take the request now (here: the address's pending-request limit).
+func errTemporarilyUnavailable(desc string) *oidc.Error {
+	return &oidc.Error{ErrorType: "temporarily_unavailable", Description: desc}
 }
 
 // VerifyAuthRequest finds the client (op checks the redirect URI against it next). A
@@ -69,6 +76,15 @@ func (o *opServer) Authorize(ctx context.Context, r *op.ClientRequest[oidc.AuthR
 	res, ok := auth.ParseResource(o.s.issuer, resources[0])
 	if !ok {
 		return o.s.errorRedirect(d.RedirectURI, d.State, errInvalidTarget("the resource is not an MCP endpoint of this server"))
+	}
+	if t := o.s.deps.AuthRequests; t != nil {
+		address, _ := ctx.Value(clientAddressKey{}).(string)
+		at := throttle.Attempt{Address: "authorize/" + address, Always: true}
+		if err := t.Admit(ctx, at); err != nil {
+			return o.s.errorRedirect(d.RedirectURI, d.State, errTemporarilyUnavailable("too many authorization requests from this address: retry in a minute"))
+		}
+		// Every kept request counts: the limit is on how many are stored, not on failures.
+		defer t.Refused(ctx, at)
 	}
 	id := uuid.NewString() // random (v4): it names a pending request in the consent URL
 	err := o.s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
