@@ -73,7 +73,7 @@ func (q *Queries) AttachmentGetContent(ctx context.Context, db DBTX, arg Attachm
 }
 
 const attachmentGetSame = `-- name: AttachmentGetSame :one
-SELECT id FROM task_attachment
+SELECT id, content_type FROM task_attachment
 WHERE project_id = $1 AND task_id = $2 AND uploaded_by_org_id = $3
   AND filename = $4 AND sha256 = $5
 ORDER BY id LIMIT 1
@@ -87,10 +87,15 @@ type AttachmentGetSameParams struct {
 	Sha256    string
 }
 
+type AttachmentGetSameRow struct {
+	ID          uuid.UUID
+	ContentType string
+}
+
 // The task's attachment with the same name and bytes from the same company: an upload
 // retried after its answer was lost (the route is plain HTTP, not a tool call with an
 // idempotency key) answers the stored one instead of storing the file twice.
-func (q *Queries) AttachmentGetSame(ctx context.Context, db DBTX, arg AttachmentGetSameParams) (uuid.UUID, error) {
+func (q *Queries) AttachmentGetSame(ctx context.Context, db DBTX, arg AttachmentGetSameParams) (AttachmentGetSameRow, error) {
 	row := db.QueryRow(ctx, attachmentGetSame,
 		arg.ProjectID,
 		arg.TaskID,
@@ -98,9 +103,9 @@ func (q *Queries) AttachmentGetSame(ctx context.Context, db DBTX, arg Attachment
 		arg.Filename,
 		arg.Sha256,
 	)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
+	var i AttachmentGetSameRow
+	err := row.Scan(&i.ID, &i.ContentType)
+	return i, err
 }
 
 const attachmentInsert = `-- name: AttachmentInsert :exec

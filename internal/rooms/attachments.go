@@ -250,7 +250,7 @@ func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename
 		prev, err := s.Q.AttachmentGetSame(ctx, tx, db.AttachmentGetSameParams{ProjectID: sc.ProjectID, TaskID: id, OrgID: sc.OrgID,
 			Filename: filename, Sha256: res.Sha256})
 		if err == nil {
-			res.ID = prev.String()
+			res.ID, res.ContentType = prev.ID.String(), prev.ContentType
 			return nil
 		}
 		if !pg.IsNoRows(err) {

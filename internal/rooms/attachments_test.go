@@ -222,6 +222,10 @@ func TestAttachmentRetryStoresOnce(t *testing.T) {
 	if code != http.StatusCreated || again["id"] != first["id"] {
 		t.Fatalf("the retry stored another attachment: %d %v, first %v", code, again, first["id"])
 	}
+	// A retry labelled otherwise still describes the file that is stored.
+	if _, relabelled := e.upload("architect", task, "run.log", "application/octet-stream", log); relabelled["id"] != first["id"] || relabelled["content_type"] != "text/plain" {
+		t.Fatalf("a retry with another Content-Type answered %v, want the stored %v (text/plain)", relabelled, first["id"])
+	}
 	if _, other := e.upload("architect", task, "copy.log", "text/plain", log); other["id"] == first["id"] {
 		t.Fatal("the same bytes under another name answered the first file")
 	}

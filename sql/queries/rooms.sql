@@ -149,7 +149,7 @@ WHERE m.project_id = $1 AND m.agent_id = $2;
 -- The task's attachment with the same name and bytes from the same company: an upload
 -- retried after its answer was lost (the route is plain HTTP, not a tool call with an
 -- idempotency key) answers the stored one instead of storing the file twice.
-SELECT id FROM task_attachment
+SELECT id, content_type FROM task_attachment
 WHERE project_id = sqlc.arg(project_id) AND task_id = sqlc.arg(task_id) AND uploaded_by_org_id = sqlc.arg(org_id)
   AND filename = sqlc.arg(filename) AND sha256 = sqlc.arg(sha256)
 ORDER BY id LIMIT 1;
