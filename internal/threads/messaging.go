@@ -231,7 +231,7 @@ func (s *Service) storeMessagePipelined(ctx context.Context, tx *pg.Tx, sc tenan
 		return nil
 	}
 	return s.Waker.Queue(ctx, tx, wake.Request{ProjectID: sc.ProjectID, HostOrgID: sc.HostOrgID, MemberIDs: recipients, Source: "message",
-		ThreadID: threadID, ItemID: messageID, Urgent: urgent, Broadcast: broadcast})
+		ThreadID: threadID, ItemID: messageID, At: now, Urgent: urgent, Broadcast: broadcast})
 }
 
 // ReplyInput is reply's arguments.

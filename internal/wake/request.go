@@ -3,7 +3,11 @@
 // coalescing, and delivery by signed webhook or by `relayroom pager`.
 package wake
 
-import "github.com/google/uuid"
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
 
 // Request asks for the parts named by MemberIDs (memberships of ProjectID) to be woken
 // because new work arrived for them. It is queued inside the transaction that stored the
@@ -20,6 +24,10 @@ type Request struct {
 	ThreadID uuid.UUID
 	// ItemID is the message or task that caused the wake.
 	ItemID uuid.UUID
+	// At is when the item was stored (its created_at); zero: the wake service's clock.
+	// A pending wake begins at its first item, and an ack recounts the thread's unread
+	// messages since then: a later clock reading would leave the first message out.
+	At time.Time
 	// Urgent wakes pass a spent budget (never a parked part).
 	Urgent bool
 	// Broadcast marks a message sent to "*": each recipient is charged one wake.

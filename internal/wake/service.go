@@ -139,7 +139,10 @@ func (s *Service) Queue(ctx context.Context, tx *pg.Tx, r Request) error {
 	if r.Source == "" {
 		r.Source = "message"
 	}
-	now := s.now()
+	now := r.At
+	if now.IsZero() {
+		now = s.now()
+	}
 	if r.HostOrgID == uuid.Nil {
 		return fmt.Errorf("wake queue: the request names no host organisation")
 	}
