@@ -470,6 +470,11 @@ func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) err
 	if row.ParkedUntil != nil {
 		return finish(StatusPending, 0, nil) // parked meanwhile: delivered after the sweep unparks it
 	}
+	if !row.Admitted {
+		// The guest's agreement ended meanwhile: the wake waits, as one raised then would,
+		// and is taken again only if the agreement is active again.
+		return finish(StatusPending, 0, nil)
+	}
 	secret, err := s.Box.Open(target.SecretEnc, row.AgentID[:])
 	if err != nil {
 		msg := "cannot decrypt the webhook secret (was RELAYROOM_SECRET_KEY changed? set the webhook again)"

@@ -251,6 +251,41 @@ func TestWebhookDeadLetter(t *testing.T) {
 	waitFor(t, "the retried dead letter", 10*time.Second, func() bool { return len(rec2.got()) == 2 && g.status("a") == wake.StatusDelivered })
 }
 
+// TestWebhookRetryAfterRevocation: a wake taken while the guest's agreement was active is
+// not posted again once the agreement is revoked: the retry finds the part no longer
+// admitted and puts the wake back to wait (it names the project, its threads and its last
+// item, which a refused guest must not learn).
+func TestWebhookRetryAfterRevocation(t *testing.T) {
+	t.Parallel()
+	f, _ := webhookSetup(t, newReceiver(t), 5)
+	var mu sync.Mutex
+	posts := 0
+	guest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		posts++
+		if posts == 1 {
+			// The host revokes the agreement while the first post fails: the retry
+			// comes after the revocation.
+			f.exec(`UPDATE agreement SET status = 'revoked' WHERE project_id = $1`, f.project)
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(guest.Close)
+	if _, _, err := f.svc.SetWebhook(f.ctx, "initech/peter", guest.URL+"/hook"); err != nil {
+		t.Fatal(err)
+	}
+	f.queue(f.msg("guest"))
+	waitFor(t, "the first post", 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return posts == 1 })
+	waitFor(t, "the wake back to pending", 10*time.Second, func() bool { return f.status("guest") == wake.StatusPending })
+	time.Sleep(time.Second) // several backoff steps (150 ms, doubling): no further post
+	mu.Lock()
+	defer mu.Unlock()
+	if posts != 1 {
+		t.Fatalf("%d posts to the revoked guest's webhook, want 1 (the one before the revocation)", posts)
+	}
+}
+
 // TestSecretKeyRequired: without the server key no webhook can be set.
 func TestSecretKeyRequired(t *testing.T) {
 	t.Parallel()

@@ -169,9 +169,13 @@ RETURNING w.project_id, w.id;
 -- name: WakeGetForDelivery :one
 -- The wake a delivery job sends; its webhook is read apart (WakeTargetGet): wake_target is
 -- sharded by organisation, wake by project, and Citus joins only within one group.
+-- admitted is read at every attempt, as when the wake was taken (WakeTakeWebhook): a
+-- retry after the guest's agreement was revoked must not post the wake.
 SELECT w.project_id, w.id, w.member_id, w.agent_id, w.part, w.status, w.urgent, w.sources,
   w.count, w.thread_counts, w.other_count, w.last_item_id, w.created_at, w.attempts,
-  m.parked_until, a.org_id AS agent_org_id, a.slug AS agent_slug, o.slug AS org_slug, p.name AS project_name
+  m.parked_until, a.org_id AS agent_org_id, a.slug AS agent_slug, o.slug AS org_slug, p.name AS project_name,
+  (m.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = sqlc.arg(project_id)
+     AND ag.guest_org_id = m.org_id AND ag.status = 'active'))::boolean AS admitted
 FROM wake w
 JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
 JOIN agent a ON a.id = w.agent_id
