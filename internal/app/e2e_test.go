@@ -230,10 +230,21 @@ func TestOperationsEndpointsAndLogs(t *testing.T) {
 	}
 	post(t, threads, key, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{"x":1}}}`)
 	post(t, threads, mistype(key), `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	// Methods of the caller's own invention are counted as "other", not one series each.
+	for _, m := range []string{"M1X2Y3", "M4X5Y6"} {
+		req, err := http.NewRequest(m, s.base+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testfix.Do(t, http.DefaultClient, req)
+	}
 
 	status, metrics := testfix.Get(t, http.DefaultClient, s.base+"/metrics")
 	if status != 200 {
 		t.Fatalf("metrics: %d", status)
+	}
+	if strings.Contains(metrics, "M1X2Y3") || !strings.Contains(metrics, `method="other"`) {
+		t.Fatal("a request's invented method became a metric label of its own")
 	}
 	testfix.CheckContains(t, "metrics", metrics,
 		`relayroom_tool_calls_total{endpoint="threads",outcome="ok",tool="whoami"} 1`,

@@ -106,8 +106,9 @@ func (a *App) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 			route = "unmatched"
 		}
 		d := time.Since(start)
-		a.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
-		a.metrics.latency.WithLabelValues(route, r.Method).Observe(d.Seconds())
+		method := metricMethod(r.Method)
+		a.metrics.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+		a.metrics.latency.WithLabelValues(route, method).Observe(d.Seconds())
 		if route != "/metrics" && route != "/healthz" {
 			// Typed attributes, not key-value pairs: the line is written on every request,
 			// and slog then neither boxes the numbers nor converts the pairs.
