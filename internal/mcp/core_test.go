@@ -434,3 +434,26 @@ func TestNoSessionIDEver(t *testing.T) {
 		}
 	}
 }
+
+// TestUnavailableAuthenticationWithoutAMessage: a refusal because authentication is
+// unavailable answers 503 with Retry-After even when there is no JSON-RPC message to echo
+// (a GET with a credential, an empty or unreadable body), never a recovered panic.
+func TestUnavailableAuthenticationWithoutAMessage(t *testing.T) {
+	h := newTestMux(t, nil)
+	for _, c := range []struct{ name, method, body string }{
+		{"a GET with a credential", http.MethodGet, ""},
+		{"a POST with an empty body", http.MethodPost, ""},
+		{"a POST whose body is a batch", http.MethodPost, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := httptest.NewRequest(c.method, "/threads", strings.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer unavailable")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "2" {
+				t.Fatalf("%d Retry-After %q %s; want 503 with Retry-After 2", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+			}
+		})
+	}
+}

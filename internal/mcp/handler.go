@@ -373,7 +373,7 @@ func (h *handler[S]) authFailure(r *http.Request, msg *message, err error, rid s
 		// A client probing server/discover falls back to initialize on a 4xx but may
 		// give up on a 5xx; the probe gets the error with 200 and the initialize
 		// that follows carries the 503.
-		if msg.method == methodDiscover {
+		if msg != nil && msg.method == methodDiscover {
 			status = http.StatusOK
 		}
 	}
