@@ -80,6 +80,49 @@ func TestCachedCallerVerifiedWithItsRead(t *testing.T) {
 
 }
 
+// TestCachedCallerVerifiedBeforeAnyAnswer: what the core answers without running a method
+// (a notification, a body that does not parse, a GET's description) waits for the cached
+// caller's verification too: a key revoked since it was cached gets the 401 it gets
+// uncached, not a 202, a parse error or a description.
+func TestCachedCallerVerifiedBeforeAnyAnswer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := startServer(t)
+	d := openSeeded(t, s)
+	room := s.base + "/api/mcp/p/" + s.res.Projects["escalations"].ID.String()
+	for _, c := range []struct{ name, agent, url, tool, method, body string }{
+		{"a notification", "acme/architect", s.threadsURL("escalations", "architect"), "whoami", http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
+		{"a body that does not parse", "acme/backend", room, "get_messages", http.MethodPost, `{"jsonrpc":`},
+		{"a GET of the description", "globex/qa-lead", s.base + "/api/mcp", "list_rooms", http.MethodGet, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			key := s.key(c.agent)
+			for range 2 { // the second is served from the cache
+				served(t, c.url, key, c.tool, nil)
+			}
+			if err := d.Operator(ctx, func(tx *pg.Tx) error {
+				_, err := tx.Exec(ctx, "UPDATE agent_key SET revoked_at = now() WHERE agent_id = $1", s.res.Agents[c.agent].ID)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			req, err := http.NewRequest(c.method, c.url, strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("X-Agent-Key", key)
+			if c.method == http.MethodPost {
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+			}
+			status, h, body := testfix.Do(t, http.DefaultClient, req)
+			if status != http.StatusUnauthorized || h.Get("WWW-Authenticate") == "" {
+				t.Fatalf("a revoked key, cached: %d %q %s; want 401 with its challenge", status, h.Get("WWW-Authenticate"), body)
+			}
+		})
+	}
+}
+
 // TestCachedCallerWriteVerifiedWithIt: a write tool also runs before its caller is
 // settled, its verification travelling with its transaction's first statements. The
 // verification fails before anything after it runs, so a caller changed or revoked since

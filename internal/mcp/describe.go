@@ -21,7 +21,12 @@ import (
 // exactly like a room the caller cannot see, and neither echoes the id back as "ok".
 func (h *handler[S]) describe(r *http.Request, rid string) reply {
 	if auth.AgentKey(r) != "" || auth.BearerToken(r) != "" {
-		if _, err := h.ep.Authenticate(r.Context(), r); err != nil {
+		scope, err := h.ep.Authenticate(r.Context(), r)
+		if err != nil {
+			return h.authFailure(r, nil, err, rid)
+		}
+		// A cached caller is verified before it is answered, as on a POST.
+		if _, err := (&caller[S]{r: r, scope: scope, prov: h.ep.Provisional}).settle(r.Context()); err != nil {
 			return h.authFailure(r, nil, err, rid)
 		}
 	}

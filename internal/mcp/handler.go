@@ -250,37 +250,46 @@ func (h *handler[S]) servePost(w http.ResponseWriter, r *http.Request, rid strin
 	if err != nil {
 		return h.authFailure(r, peekMessage(w, r), err, rid)
 	}
+	c := &caller[S]{r: r, scope: scope, prov: h.ep.Provisional}
+	// early answers a request without running a method: only once its caller is settled
+	// (a cached caller's key may have been revoked since), as every answer is.
+	early := func(msg *message, rep reply) reply {
+		if _, err := c.settle(r.Context()); err != nil {
+			return h.authFailure(r, msg, err, rid)
+		}
+		return rep
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, h.opts.MaxBodyBytes+1))
 	if err != nil {
 		// The service's in-flight byte budget refuses a body it cannot hold with an apperr.
 		if e, ok := apperr.As(err); ok {
 			endReading(w)
-			return refusal(e)
+			return early(nil, refusal(e))
 		}
-		return rpcReply(http.StatusBadRequest, nullID, &protocolError{code: codeParseError, message: "Parse error: cannot read the body"})
+		return early(nil, rpcReply(http.StatusBadRequest, nullID, &protocolError{code: codeParseError, message: "Parse error: cannot read the body"}))
 	}
 	if int64(len(body)) > h.opts.MaxBodyBytes {
-		return h.tooLarge()
+		return early(nil, h.tooLarge())
 	}
 	msg, perr := parseMessage(body)
 	if perr != nil {
-		return rpcReply(perr.status, msg.replyID(), perr)
+		return early(msg, rpcReply(perr.status, msg.replyID(), perr))
 	}
 	if perr := headerVersionError(r, msg); perr != nil {
-		return rpcReply(http.StatusBadRequest, msg.replyID(), perr)
+		return early(msg, rpcReply(http.StatusBadRequest, msg.replyID(), perr))
 	}
 	if msg.response {
-		return reply{status: http.StatusAccepted}
+		return early(msg, reply{status: http.StatusAccepted})
 	}
 	er, perr := checkEra(r, msg)
 	if perr != nil {
-		return rpcReply(statusFor(perr, er), msg.replyID(), perr)
+		return early(msg, rpcReply(statusFor(perr, er), msg.replyID(), perr))
 	}
 	if !msg.isCall() {
 		// Notifications change nothing on a stateless server: accepted, no body.
-		return reply{status: http.StatusAccepted}
+		return early(msg, reply{status: http.StatusAccepted})
 	}
-	result, perr := h.dispatch(withIdempotencyKey(r), &caller[S]{r: r, scope: scope, prov: h.ep.Provisional}, msg, er, rid)
+	result, perr := h.dispatch(withIdempotencyKey(r), c, msg, er, rid)
 	if perr != nil && perr.auth != nil {
 		return h.authFailure(r, msg, perr.auth, rid)
 	}
