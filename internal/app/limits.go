@@ -43,8 +43,10 @@ const (
 // statement timeout).
 const limitRetryAfter = 1
 
-// growStep is how much more of the byte budget a body of undeclared length takes each
-// time it outgrows what it holds, so that a chunked body does not lock the budget per read.
+// growStep is how much more of the byte budget a body takes each time it outgrows what it
+// holds, so that a body does not lock the budget per read. It is also the most a declared
+// body takes before it is read: a request refused unread (no valid credential) may wait a
+// second for its first bytes, and must not hold its whole declared size meanwhile.
 const growStep = 64 << 10
 
 // limits holds what the requests in progress hold: a count per client address and the
@@ -177,7 +179,7 @@ func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 		defer a.limits.leave(addr)
 		hold := &bodyHold{budget: &a.limits.budget, body: r.Body}
 		if r.ContentLength > 0 {
-			hold.held = min(r.ContentLength, a.limits.budget.max)
+			hold.held = min(r.ContentLength, a.limits.budget.max, growStep)
 			if !a.limits.budget.take(hold.held) {
 				return a.refuse(c, errServerBusy())
 			}

@@ -392,6 +392,25 @@ func TestInflightBytesAreBounded(t *testing.T) {
 	})
 }
 
+// TestRefusedBodiesHoldLittleOfTheBudget: a request without a credential is refused
+// without its body being read, but it waits up to a second for the body's first bytes (to
+// echo its id): while it waits, it must not hold its whole declared size of the byte
+// budget, or a few such requests from one address would refuse every body for a second
+// at a time, over and over.
+func TestRefusedBodiesHoldLittleOfTheBudget(t *testing.T) {
+	t.Parallel()
+	const budget = 256 << 10
+	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) { c.MaxInflightBytes = budget }})
+	url, key := s.threadsURL("escalations", "architect"), s.key("acme/architect")
+	for range 3 { // each declares 1 MiB, sends one byte and no credential
+		rawRequest(t, s.base, postHead(pathOf(url), "", 1<<20), "{")
+	}
+	time.Sleep(100 * time.Millisecond) // the refused requests reach the server first
+	if status, _, body := post(t, url, key, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); status != http.StatusOK {
+		t.Fatalf("a small body while three unauthenticated ones wait: %d %s", status, body)
+	}
+}
+
 // lockTable holds an ACCESS EXCLUSIVE lock on table, from the owner's connection, until
 // the test ends.
 func lockTable(t *testing.T, url, table string) {
