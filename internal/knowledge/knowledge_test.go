@@ -531,6 +531,19 @@ func TestCIConfirmsOverHTTPWithItsProjectToken(t *testing.T) {
 		t.Fatalf("second confirm: %d", code)
 	}
 	e.wantRecalled(t, "pipeline caches modules", 1)
+
+	// An entry an agent contradicted is demoted: only a person may trust it again.
+	refuted := e.learn(t, knowledge.LearnInput{Title: "Builds run on arm64 runners", Body: "Every build job runs on the arm64 runner pool.", Kind: "fact"})
+	if err := e.d.InTenant(ctx, e.arch.Tenant(), func(tx *pg.Tx) error {
+		_, err := e.k.Contradict(ctx, tx, e.arch, refuted.KnowledgeID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := post(pid, refuted.KnowledgeID, tok); code != 409 {
+		t.Fatalf("CI confirmed a demoted entry: %d %v", code, body)
+	}
+	e.wantRecalled(t, "builds arm64 runners", 0)
 }
 
 // TestRecallNeverScansBeyondItsProject reads the plan of the recall query: it must use

@@ -77,6 +77,9 @@ type Decision struct {
 	Confidence  float64   `json:"confidence"`
 }
 
+// deciderCI is decided_by for CI's confirmations; a person's is "person:<name>".
+const deciderCI = "ci"
+
 // Approve makes a candidate (or a demoted entry) trusted; by names the person.
 func (s *Service) Approve(ctx context.Context, projectID, id uuid.UUID, by string) (Decision, error) {
 	var d Decision
@@ -108,6 +111,10 @@ func (s *Service) decide(ctx context.Context, tx *pg.Tx, projectID, id uuid.UUID
 	from := []string{StatusCandidate, StatusDemoted}
 	if to == StatusRejected {
 		from = append(from, StatusTrusted)
+	}
+	if by == deciderCI {
+		// A demoted entry was refuted by an agent: only a person may trust it again.
+		from = []string{StatusCandidate}
 	}
 	now := s.now()
 	r, err := s.Q.KnowledgeDecide(ctx, tx, db.KnowledgeDecideParams{Status: to, Confidence: float32(conf(st.cfg)), DecidedBy: &by,
@@ -177,7 +184,7 @@ func (s *Service) ConfirmCI(ctx context.Context, token string, projectID, id uui
 			return errBadCIToken()
 		}
 		tx.SetTenant(pg.Tenant{ProjectID: projectID})
-		d, err = s.decide(ctx, tx, projectID, id, StatusTrusted, "ci", func(c Config) float64 { return c.CIConfidence })
+		d, err = s.decide(ctx, tx, projectID, id, StatusTrusted, deciderCI, func(c Config) float64 { return c.CIConfidence })
 		return err
 	})
 	if err != nil {
