@@ -138,7 +138,7 @@ func (q *Queries) DeliveryInsert(ctx context.Context, db DBTX, arg DeliveryInser
 
 const deliveryListInbox = `-- name: DeliveryListInbox :many
 SELECT d.message_id, d.thread_id, t.subject, m.from_part, (d.read_at IS NULL)::boolean AS unread,
-  m.created_at, left(m.body, 600)::text AS body_head
+  m.created_at, left(m.body, 601)::text AS body_head
 FROM delivery d
 JOIN message m ON m.project_id = d.project_id AND m.id = d.message_id
 JOIN thread t ON t.project_id = d.project_id AND t.id = d.thread_id
@@ -166,6 +166,8 @@ type DeliveryListInboxRow struct {
 }
 
 // Newest first, open threads only; before pages by message id (UUIDv7, creation order).
+// The preview is made from the body's first 600 characters; the 601st, when there is
+// one, says that more followed (threads.inboxPreview).
 func (q *Queries) DeliveryListInbox(ctx context.Context, db DBTX, arg DeliveryListInboxParams) ([]DeliveryListInboxRow, error) {
 	rows, err := db.Query(ctx, deliveryListInbox,
 		arg.ProjectID,
@@ -201,7 +203,7 @@ func (q *Queries) DeliveryListInbox(ctx context.Context, db DBTX, arg DeliveryLi
 
 const deliveryListInboxUnread = `-- name: DeliveryListInboxUnread :many
 SELECT d.message_id, d.thread_id, t.subject, m.from_part, true AS unread,
-  m.created_at, left(m.body, 600)::text AS body_head
+  m.created_at, left(m.body, 601)::text AS body_head
 FROM delivery d
 JOIN message m ON m.project_id = d.project_id AND m.id = d.message_id
 JOIN thread t ON t.project_id = d.project_id AND t.id = d.thread_id

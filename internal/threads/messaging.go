@@ -339,14 +339,14 @@ func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, in InboxInput) ([
 			rows, err := s.Q.DeliveryListInboxUnread(ctx, tx, db.DeliveryListInboxUnreadParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Before: before, Lim: int32(in.Limit)})
 			for _, r := range rows {
 				out = append(out, InboxItem{MessageID: r.MessageID.String(), ThreadID: r.ThreadID.String(), Subject: r.Subject, From: r.FromPart,
-					Unread: true, At: Time(r.CreatedAt), Preview: Preview(r.BodyHead)})
+					Unread: true, At: Time(r.CreatedAt), Preview: inboxPreview(r.BodyHead)})
 			}
 			return err
 		}
 		rows, err := s.Q.DeliveryListInbox(ctx, tx, db.DeliveryListInboxParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Before: before, Lim: int32(in.Limit)})
 		for _, r := range rows {
 			out = append(out, InboxItem{MessageID: r.MessageID.String(), ThreadID: r.ThreadID.String(), Subject: r.Subject, From: r.FromPart,
-				Unread: r.Unread, At: Time(r.CreatedAt), Preview: Preview(r.BodyHead)})
+				Unread: r.Unread, At: Time(r.CreatedAt), Preview: inboxPreview(r.BodyHead)})
 		}
 		return err
 	})
@@ -354,6 +354,28 @@ func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, in InboxInput) ([
 		return nil, pg.Classify("inbox", err)
 	}
 	return out, nil
+}
+
+// previewHeadRunes is how much of a body the inbox reads for its preview: enough for
+// PreviewRunes after ordinary white space collapses. DeliveryListInbox reads one more
+// character, which says that more followed.
+const previewHeadRunes = 600
+
+// inboxPreview is Preview of a body read as its first previewHeadRunes+1 characters. A
+// head that long was cut, so its preview ends in "…" even when its first 600 characters
+// collapse to fewer than PreviewRunes (a long run of blanks), instead of passing for the
+// whole message.
+func inboxPreview(head string) string {
+	cut := false
+	if len(head) > previewHeadRunes && utf8.RuneCountInString(head) > previewHeadRunes {
+		_, size := utf8.DecodeLastRuneInString(head)
+		head, cut = head[:len(head)-size], true
+	}
+	p := Preview(head)
+	if cut && !strings.HasSuffix(p, "…") {
+		p += "…"
+	}
+	return p
 }
 
 // Preview collapses a body to one line (every run of white space becomes one space) and

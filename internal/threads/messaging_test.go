@@ -257,6 +257,32 @@ func TestInboxPreviewAndPaging(t *testing.T) {
 	}
 }
 
+// TestInboxPreviewOfALongBlankRun: a body whose first 600 characters collapse to a few
+// words still previews as cut ("…"), never as if those words were the whole message.
+func TestInboxPreviewOfALongBlankRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	for _, c := range []struct{ name, body, want string }{
+		{"a few words, a long blank run, then the news", "Build log:" + strings.Repeat(" ", 600) + "FAILED at step 3", "Build log:…"},
+		{"a long blank run first", strings.Repeat("\n", 700) + "the rest", "…"},
+		{"exactly 600 characters is the whole body", strings.Repeat(" ", 590) + "0123456789", "0123456789"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sent := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: c.body})
+			for _, m := range must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{})) {
+				if m.MessageID == sent.MessageID {
+					if m.Preview != c.want {
+						t.Fatalf("preview %q, want %q", m.Preview, c.want)
+					}
+					return
+				}
+			}
+			t.Fatal("the message is not in the inbox")
+		})
+	}
+}
+
 func TestThreadsAndSearch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -61,8 +61,10 @@ WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id)
 
 -- name: DeliveryListInbox :many
 -- Newest first, open threads only; before pages by message id (UUIDv7, creation order).
+-- The preview is made from the body's first 600 characters; the 601st, when there is
+-- one, says that more followed (threads.inboxPreview).
 SELECT d.message_id, d.thread_id, t.subject, m.from_part, (d.read_at IS NULL)::boolean AS unread,
-  m.created_at, left(m.body, 600)::text AS body_head
+  m.created_at, left(m.body, 601)::text AS body_head
 FROM delivery d
 JOIN message m ON m.project_id = d.project_id AND m.id = d.message_id
 JOIN thread t ON t.project_id = d.project_id AND t.id = d.thread_id
@@ -73,7 +75,7 @@ LIMIT @lim;
 
 -- name: DeliveryListInboxUnread :many
 SELECT d.message_id, d.thread_id, t.subject, m.from_part, true AS unread,
-  m.created_at, left(m.body, 600)::text AS body_head
+  m.created_at, left(m.body, 601)::text AS body_head
 FROM delivery d
 JOIN message m ON m.project_id = d.project_id AND m.id = d.message_id
 JOIN thread t ON t.project_id = d.project_id AND t.id = d.thread_id
