@@ -77,6 +77,13 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(rest); err != nil {
 		return err
 	}
+	// flag stops at the first argument that is not a flag and leaves the rest unread: a
+	// command run with flags it never saw must not report success.
+	if !cmd.args && fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected argument(s) %q: every flag must come before them, and a true/false flag takes its value as --flag=value\n\n", fs.Args())
+		fs.Usage()
+		return errUsage
+	}
 	cfg, err := config.Load(nil, nil, os.Getenv)
 	if err != nil {
 		return err
@@ -102,6 +109,9 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type adminCommand struct {
 	help  string
 	flags func(fs *flag.FlagSet) func(ctx context.Context, env adminEnv) error
+	// args: the command takes arguments after its flags (a file); any other command
+	// refuses them.
+	args bool
 }
 
 func required(fs *flag.FlagSet, names ...string) error {

@@ -75,7 +75,7 @@ func deskAdminCommands() map[string]adminCommand {
 				return s.CreateToken(ctx, org, *user, strings.Split(*scopes, ","), *expires)
 			}
 		}),
-		"desk import": {help: "Import conversations into an inbox from a CSV file (UTF-8; columns customer_email, subject, body,\ncreated_at, status; at most 10 MB and 5,000 rows): every bad row is reported with its line and nothing\nis imported; importing the same rows again creates nothing; imported history sends and triggers nothing.\nUsage: relayroom admin desk import --workspace SLUG --inbox SLUG FILE", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
+		"desk import": {args: true, help: "Import conversations into an inbox from a CSV file (UTF-8; columns customer_email, subject, body,\ncreated_at, status; at most 10 MB and 5,000 rows): every bad row is reported with its line and nothing\nis imported; importing the same rows again creates nothing; imported history sends and triggers nothing.\nUsage: relayroom admin desk import --workspace SLUG --inbox SLUG FILE", flags: func(fs *flag.FlagSet) func(context.Context, adminEnv) error {
 			ws, inbox := fs.String("workspace", "", "the workspace (organisation slug)"), fs.String("inbox", "", "the inbox's slug")
 			return func(ctx context.Context, env adminEnv) error {
 				if err := required(fs, "workspace", "inbox"); err != nil {
