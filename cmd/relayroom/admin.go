@@ -114,9 +114,15 @@ type adminCommand struct {
 	args bool
 }
 
-func required(fs *flag.FlagSet, names ...string) error {
+// flagsSet names the flags given on the command line.
+func flagsSet(fs *flag.FlagSet) map[string]bool {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+func required(fs *flag.FlagSet, names ...string) error {
+	set := flagsSet(fs)
 	var missing []string
 	for _, n := range names {
 		if !set[n] {
@@ -268,17 +274,62 @@ func coreAdminCommands() map[string]adminCommand {
 			nick, access := fs.String("nickname", "", "nickname"), fs.String("access", "write", "read, write or manager")
 			caps := fs.String("capabilities", "", "comma-separated: urgent, needsHuman")
 			return []string{"project", "agent"}, func(ctx context.Context, env adminEnv) (any, error) {
-				return applyToProject(ctx, env, *project, admin.ProjectSpec{
-					Members: []admin.MemberSpec{{Agent: *agent, Part: *part, Main: *main, Nickname: *nick, Access: *access, Capabilities: csv(*caps)}}})
+				m := admin.MemberSpec{Agent: *agent, Part: *part, Main: *main, Nickname: *nick, Access: *access, Capabilities: csv(*caps)}
+				// An update changes what its flags name and keeps the rest, not the flags'
+				// defaults (a manager stays a manager when only the nickname is given).
+				members, err := env.svc.ListMembers(ctx, *project)
+				if err != nil {
+					return nil, err
+				}
+				set := flagsSet(fs)
+				for _, cur := range members {
+					if cur.OrgSlug+"/"+cur.AgentSlug != *agent {
+						continue
+					}
+					if !set["part"] {
+						m.Part = cur.Part
+					}
+					if !set["main"] {
+						m.Main = cur.IsMain
+					}
+					if !set["nickname"] && cur.Nickname != nil {
+						m.Nickname = *cur.Nickname
+					}
+					if !set["access"] {
+						m.Access = cur.Access
+					}
+					if !set["capabilities"] {
+						m.Capabilities = cur.Capabilities
+					}
+				}
+				return applyToProject(ctx, env, *project, admin.ProjectSpec{Members: []admin.MemberSpec{m}})
 			}
 		}),
 		"agreement list": oneFlag("List a project's guest agreements.", "project", "the project, as host/slug", func(ctx context.Context, env adminEnv, v string) (any, error) { return env.svc.ListAgreements(ctx, v) }),
 		"agreement set": command("Create or update a guest organisation's agreement: status and grants.", func(fs *flag.FlagSet) ([]string, runFunc) {
 			project, guest := fs.String("project", "", "the project, as host/slug"), fs.String("guest", "", "guest organisation slug")
-			status, grants := fs.String("status", "active", "pending, active or revoked"), fs.String("grants", "", "comma-separated: read_memory, write_memory, assign_tasks")
+			status, grants := fs.String("status", "active", "pending, active or revoked (an update without it keeps the agreement's status)"), fs.String("grants", "", "comma-separated: read_memory, write_memory, assign_tasks (an update without it keeps the grants)")
 			return []string{"project", "guest"}, func(ctx context.Context, env adminEnv) (any, error) {
-				return applyToProject(ctx, env, *project, admin.ProjectSpec{
-					Guests: []admin.GuestSpec{{Org: *guest, Status: *status, Grants: csv(*grants)}}})
+				g := admin.GuestSpec{Org: *guest, Status: *status, Grants: csv(*grants)}
+				// An update changes what its flags name: new grants must not re-admit a
+				// revoked guest.
+				agreements, err := env.svc.ListAgreements(ctx, *project)
+				if err != nil {
+					return nil, err
+				}
+				set := flagsSet(fs)
+				for _, cur := range agreements {
+					if cur.GuestSlug != *guest {
+						continue
+					}
+					if !set["status"] {
+						g.Status = cur.Status
+					}
+					if !set["grants"] {
+						g.Grants = cur.Grants
+					}
+				}
+				return applyToProject(ctx, env, *project, admin.ProjectSpec{Guests: []admin.GuestSpec{g}})
 			}
 		}),
 		"agreement revoke": command("Revoke a guest organisation's agreement; its agents are refused from their next call.", func(fs *flag.FlagSet) ([]string, runFunc) {

@@ -82,14 +82,51 @@ func TestAdminCLI(t *testing.T) {
 		t.Fatalf("agreement list after revoke: %s", out)
 	}
 
-	// The commands that change one part of an existing project keep its name.
+	// An update changes only what its flags name: new grants leave a revoked guest revoked.
 	code, _, stderr = runCLI(t, "admin", "agreement", "set", "--project", "acme/escalations", "--guest", "globex", "--grants", "read_memory")
 	if code != 0 {
 		t.Fatalf("agreement set: exit %d: %s", code, stderr)
 	}
 	code, out, _ = runCLI(t, "admin", "agreement", "list", "--project", "acme/escalations")
+	if code != 0 || !strings.Contains(out, `"revoked"`) || strings.Contains(out, `"active"`) || !strings.Contains(out, "read_memory") {
+		t.Fatalf("agreement list after set --grants: exit %d: %s", code, out)
+	}
+	// The commands that change one part of an existing project keep its name.
+	code, _, stderr = runCLI(t, "admin", "agreement", "set", "--project", "acme/escalations", "--guest", "globex", "--status", "active")
+	if code != 0 {
+		t.Fatalf("agreement set: exit %d: %s", code, stderr)
+	}
+	code, out, _ = runCLI(t, "admin", "agreement", "list", "--project", "acme/escalations")
 	if code != 0 || !strings.Contains(out, `"active"`) || !strings.Contains(out, "read_memory") {
-		t.Fatalf("agreement list after set: exit %d: %s", code, out)
+		t.Fatalf("agreement list after set --status active: exit %d: %s", code, out)
+	}
+	// A flag after a stray argument would go unread: the command refuses, changing nothing.
+	if code, _, _ = runCLI(t, "admin", "member", "add", "--project", "acme/escalations", "--agent", "acme/backend", "--main", "true", "--access", "read"); code != 2 {
+		t.Fatalf("member add with a stray argument exits %d, want 2", code)
+	}
+	code, _, stderr = runCLI(t, "admin", "member", "add", "--project", "acme/escalations", "--agent", "acme/backend", "--access", "manager")
+	if code != 0 {
+		t.Fatalf("member add --access manager: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "admin", "member", "add", "--project", "acme/escalations", "--agent", "acme/backend", "--nickname", "Bea")
+	if code != 0 {
+		t.Fatalf("member add --nickname: exit %d: %s", code, stderr)
+	}
+	code, out, _ = runCLI(t, "admin", "member", "list", "--project", "acme/escalations")
+	if err := json.Unmarshal([]byte(out), &members); code != 0 || err != nil {
+		t.Fatalf("member list: exit %d: %s", code, out)
+	}
+	found := false
+	for _, m := range members {
+		if m["AgentSlug"] == "backend" {
+			found = true
+			if m["Access"] != "manager" || m["Nickname"] != "Bea" {
+				t.Fatalf("an update of the nickname changed the rest of the membership: %v", m)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("backend is not in the member list: %s", out)
 	}
 	code, _, stderr = runCLI(t, "admin", "member", "add", "--project", "acme/escalations", "--agent", "acme/architect", "--part", "reviewer")
 	if code != 0 {
