@@ -410,6 +410,27 @@ func (q *Queries) WakeEventQueue(ctx context.Context, db DBTX, arg WakeEventQueu
 	return err
 }
 
+const wakeEventWithdraw = `-- name: WakeEventWithdraw :exec
+DELETE FROM wake_event e
+WHERE e.project_id = $1 AND e.member_id = $2 AND e.item_id = $3::uuid
+`
+
+type WakeEventWithdrawParams struct {
+	ProjectID uuid.UUID
+	MemberID  uuid.UUID
+	MessageID uuid.UUID
+}
+
+// Acking a message withdraws it from the part's wakes not delivered yet, in three
+// statements sent in one round trip (wake.Service.Withdraw): its event, if not folded yet,
+// goes here; the part's pending wake is locked (WakeLockPending); then its share for the
+// message's thread is recounted (WakeWithdrawAcked). The event comes first, as in a fold
+// (events, then the wake), so the two never wait on each other in opposite orders.
+func (q *Queries) WakeEventWithdraw(ctx context.Context, db DBTX, arg WakeEventWithdrawParams) error {
+	_, err := db.Exec(ctx, wakeEventWithdraw, arg.ProjectID, arg.MemberID, arg.MessageID)
+	return err
+}
+
 const wakeFinishSend = `-- name: WakeFinishSend :execrows
 UPDATE wake SET status = $1::text, attempts = attempts + $2::integer,
   last_error = $3,
@@ -709,6 +730,25 @@ func (q *Queries) WakeListWebhookProjects(ctx context.Context, db DBTX, arg Wake
 	return items, nil
 }
 
+const wakeLockPending = `-- name: WakeLockPending :exec
+SELECT 1 FROM wake WHERE project_id = $1 AND member_id = $2 AND status = 'pending'
+FOR UPDATE
+`
+
+type WakeLockPendingParams struct {
+	ProjectID uuid.UUID
+	MemberID  uuid.UUID
+}
+
+// The recount that follows starts once this lock is held, so its snapshot holds every
+// fold committed before it (their messages included), and no fold changes the wake
+// until the ack commits: a recount from an older snapshot applied to a newer row would
+// drop a share folded meanwhile, or leave count unequal to the shares.
+func (q *Queries) WakeLockPending(ctx context.Context, db DBTX, arg WakeLockPendingParams) error {
+	_, err := db.Exec(ctx, wakeLockPending, arg.ProjectID, arg.MemberID)
+	return err
+}
+
 const wakeNotify = `-- name: WakeNotify :exec
 SELECT pg_notify('rr_wake', $1::text)
 `
@@ -934,19 +974,16 @@ func (q *Queries) WakeTargetUpsert(ctx context.Context, db DBTX, arg WakeTargetU
 }
 
 const wakeWithdrawAcked = `-- name: WakeWithdrawAcked :exec
-WITH ev AS (
-  DELETE FROM wake_event e
-  WHERE e.project_id = $3 AND e.member_id = $4 AND e.item_id = $5::uuid
-), w AS (
+WITH w AS (
   SELECT x.project_id, x.id, x.had, least(x.unread, x.had) AS keep, to_jsonb(least(x.unread, x.had)) AS keep_json
   FROM (
     SELECT wk.project_id, wk.id, COALESCE((wk.thread_counts->>$1::text)::integer, 0) AS had,
       (SELECT count(*)::integer FROM delivery d
        JOIN message msg ON msg.project_id = d.project_id AND msg.id = d.message_id
-       WHERE d.project_id = $3 AND msg.project_id = $3 AND d.member_id = wk.member_id AND d.thread_id = $6::uuid
+       WHERE d.project_id = $3 AND msg.project_id = $3 AND d.member_id = wk.member_id AND d.thread_id = $4::uuid
          AND d.read_at IS NULL AND d.open AND msg.created_at >= wk.created_at) AS unread
     FROM wake wk
-    WHERE wk.project_id = $3 AND wk.member_id = $4 AND wk.status = 'pending'
+    WHERE wk.project_id = $3 AND wk.member_id = $5 AND wk.status = 'pending'
       AND jsonb_exists(wk.thread_counts, $1::text)
   ) x
 )
@@ -957,32 +994,29 @@ UPDATE wake SET
   status = CASE WHEN wake.count - w.had + w.keep <= 0 THEN 'canceled' ELSE wake.status END,
   updated_at = $2::timestamptz
 FROM w WHERE wake.project_id = $3 AND wake.project_id = w.project_id AND wake.id = w.id
+  AND wake.status = 'pending'
 `
 
 type WakeWithdrawAckedParams struct {
 	ThreadKey string
 	Now       time.Time
 	ProjectID uuid.UUID
-	MemberID  uuid.UUID
-	MessageID uuid.UUID
 	ThreadID  uuid.UUID
+	MemberID  uuid.UUID
 }
 
-// Acking a message withdraws it from the part's wakes not delivered yet: its event, if not
-// folded yet, goes; the pending wake's share for the message's thread is recounted from
-// what is still unread there since the wake began (never raised, so acking twice changes
-// nothing), and a wake left with nothing is canceled. thread_key is the thread's id as
-// text (the key of thread_counts), passed as such, and the new share is made into jsonb
-// in the CTE: Citus refuses a function that is not immutable (the uuid to text cast,
-// to_jsonb) inside CASE.
+// The pending wake's share for the acked message's thread is recounted from what is still
+// unread there since the wake began (never raised, so acking twice changes nothing), and a
+// wake left with nothing is canceled. thread_key is the thread's id as text (the key of
+// thread_counts), passed as such, and the new share is made into jsonb in the CTE: Citus
+// refuses a function that is not immutable (the uuid to text cast, to_jsonb) inside CASE.
 func (q *Queries) WakeWithdrawAcked(ctx context.Context, db DBTX, arg WakeWithdrawAckedParams) error {
 	_, err := db.Exec(ctx, wakeWithdrawAcked,
 		arg.ThreadKey,
 		arg.Now,
 		arg.ProjectID,
-		arg.MemberID,
-		arg.MessageID,
 		arg.ThreadID,
+		arg.MemberID,
 	)
 	return err
 }

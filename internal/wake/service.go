@@ -224,8 +224,18 @@ func (s *Service) notifyLoop(ctx context.Context) {
 // wake's share for its thread is recounted from what is still unread; a wake left with
 // nothing is canceled, so a part that read its messages is not nudged about them.
 func (s *Service) Withdraw(ctx context.Context, tx *pg.Tx, projectID, memberID, threadID, messageID uuid.UUID) error {
-	err := s.Q.WakeWithdrawAcked(ctx, tx, db.WakeWithdrawAckedParams{ProjectID: projectID, MemberID: memberID,
-		ThreadID: threadID, ThreadKey: threadID.String(), MessageID: messageID, Now: s.now()})
+	// Three statements, one round trip: the server runs them in turn, so the recount's
+	// snapshot is taken once the wake's lock is held (WakeLockPending).
+	err := tx.Pipeline(func() error {
+		if err := s.Q.WakeEventWithdraw(ctx, tx, db.WakeEventWithdrawParams{ProjectID: projectID, MemberID: memberID, MessageID: messageID}); err != nil {
+			return err
+		}
+		if err := s.Q.WakeLockPending(ctx, tx, db.WakeLockPendingParams{ProjectID: projectID, MemberID: memberID}); err != nil {
+			return err
+		}
+		return s.Q.WakeWithdrawAcked(ctx, tx, db.WakeWithdrawAckedParams{ProjectID: projectID, MemberID: memberID,
+			ThreadID: threadID, ThreadKey: threadID.String(), Now: s.now()})
+	})
 	if err != nil {
 		return fmt.Errorf("wake withdraw: %w", err)
 	}

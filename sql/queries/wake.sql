@@ -302,18 +302,30 @@ DELETE FROM wake WHERE (project_id, id) IN (
   WHERE w.status IN ('delivered', 'canceled') AND w.updated_at < sqlc.arg(before)::timestamptz
   LIMIT sqlc.arg(max_rows)::integer);
 
+-- name: WakeEventWithdraw :exec
+-- Acking a message withdraws it from the part's wakes not delivered yet, in three
+-- statements sent in one round trip (wake.Service.Withdraw): its event, if not folded yet,
+-- goes here; the part's pending wake is locked (WakeLockPending); then its share for the
+-- message's thread is recounted (WakeWithdrawAcked). The event comes first, as in a fold
+-- (events, then the wake), so the two never wait on each other in opposite orders.
+DELETE FROM wake_event e
+WHERE e.project_id = sqlc.arg(project_id) AND e.member_id = sqlc.arg(member_id) AND e.item_id = sqlc.arg(message_id)::uuid;
+
+-- name: WakeLockPending :exec
+-- The recount that follows starts once this lock is held, so its snapshot holds every
+-- fold committed before it (their messages included), and no fold changes the wake
+-- until the ack commits: a recount from an older snapshot applied to a newer row would
+-- drop a share folded meanwhile, or leave count unequal to the shares.
+SELECT 1 FROM wake WHERE project_id = sqlc.arg(project_id) AND member_id = sqlc.arg(member_id) AND status = 'pending'
+FOR UPDATE;
+
 -- name: WakeWithdrawAcked :exec
--- Acking a message withdraws it from the part's wakes not delivered yet: its event, if not
--- folded yet, goes; the pending wake's share for the message's thread is recounted from
--- what is still unread there since the wake began (never raised, so acking twice changes
--- nothing), and a wake left with nothing is canceled. thread_key is the thread's id as
--- text (the key of thread_counts), passed as such, and the new share is made into jsonb
--- in the CTE: Citus refuses a function that is not immutable (the uuid to text cast,
--- to_jsonb) inside CASE.
-WITH ev AS (
-  DELETE FROM wake_event e
-  WHERE e.project_id = sqlc.arg(project_id) AND e.member_id = sqlc.arg(member_id) AND e.item_id = sqlc.arg(message_id)::uuid
-), w AS (
+-- The pending wake's share for the acked message's thread is recounted from what is still
+-- unread there since the wake began (never raised, so acking twice changes nothing), and a
+-- wake left with nothing is canceled. thread_key is the thread's id as text (the key of
+-- thread_counts), passed as such, and the new share is made into jsonb in the CTE: Citus
+-- refuses a function that is not immutable (the uuid to text cast, to_jsonb) inside CASE.
+WITH w AS (
   SELECT x.project_id, x.id, x.had, least(x.unread, x.had) AS keep, to_jsonb(least(x.unread, x.had)) AS keep_json
   FROM (
     SELECT wk.project_id, wk.id, COALESCE((wk.thread_counts->>sqlc.arg(thread_key)::text)::integer, 0) AS had,
@@ -332,4 +344,5 @@ UPDATE wake SET
   count = wake.count - w.had + w.keep,
   status = CASE WHEN wake.count - w.had + w.keep <= 0 THEN 'canceled' ELSE wake.status END,
   updated_at = sqlc.arg(now)::timestamptz
-FROM w WHERE wake.project_id = sqlc.arg(project_id) AND wake.project_id = w.project_id AND wake.id = w.id;
+FROM w WHERE wake.project_id = sqlc.arg(project_id) AND wake.project_id = w.project_id AND wake.id = w.id
+  AND wake.status = 'pending';
