@@ -134,11 +134,13 @@ func readPage[R, T any](ctx context.Context, p pager, op string, before func(tx 
 
 // SearchInput is relaydesk_search_conversations' arguments.
 type SearchInput struct {
-	Query   string `json:"query"`
-	Status  string `json:"status,omitempty"`
-	InboxID string `json:"inbox_id,omitempty"`
-	Limit   int    `json:"limit,omitempty"`
-	Cursor  string `json:"cursor,omitempty"`
+	Query  string `json:"query"`
+	Status string `json:"status,omitempty"`
+	// InboxID is a pointer so that "" is an inbox that does not exist (NOT_FOUND),
+	// not the absence of the filter.
+	InboxID *string `json:"inbox_id,omitempty"`
+	Limit   int     `json:"limit,omitempty"`
+	Cursor  string  `json:"cursor,omitempty"`
 }
 
 func (in *SearchInput) paging() (*int, *string) { return &in.Limit, &in.Cursor }
@@ -184,8 +186,8 @@ func (s *Service) SearchConversations(ctx context.Context, sc tenancy.Scope, in 
 	var out SearchResult
 	out.Conversations, out.NextCursor, err = readPage(ctx, pgr, "desk: search conversations",
 		func(tx *pg.Tx) error {
-			if in.InboxID != "" {
-				id, err := s.visibleInbox(ctx, tx, c, in.InboxID)
+			if in.InboxID != nil {
+				id, err := s.visibleInbox(ctx, tx, c, *in.InboxID)
 				if err != nil {
 					return err
 				}

@@ -80,11 +80,11 @@ func TestSearchConversations(t *testing.T) {
 		if err != nil || !slices.Equal(convIDs(r), []string{fx.conv["refund"]}) {
 			t.Fatalf("%v %v", convIDs(r), err)
 		}
-		r, err = fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: "import", Status: "open", InboxID: fx.res.Desk["acme"].Inboxes["billing"].ID})
+		r, err = fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: "import", Status: "open", InboxID: new(fx.res.Desk["acme"].Inboxes["billing"].ID)})
 		if err != nil || len(r.Conversations) != 0 {
 			t.Fatalf("%v %v", convIDs(r), err)
 		}
-		r, err = fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: "import", InboxID: fx.res.Desk["acme"].Inboxes["billing"].ID})
+		r, err = fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: "import", InboxID: new(fx.res.Desk["acme"].Inboxes["billing"].ID)})
 		if err != nil || !slices.Equal(convIDs(r), []string{fx.conv["invoice"]}) {
 			t.Fatalf("%v %v", convIDs(r), err)
 		}
@@ -119,7 +119,7 @@ func TestSearchConversations(t *testing.T) {
 				t.Fatalf("%s: %v %v", c.name, convIDs(r), err)
 			}
 		}
-		_, err := fx.svc.SearchConversations(ctx, cy, desk.SearchInput{Query: "invoice", InboxID: fx.res.Desk["acme"].Inboxes["billing"].ID})
+		_, err := fx.svc.SearchConversations(ctx, cy, desk.SearchInput{Query: "invoice", InboxID: new(fx.res.Desk["acme"].Inboxes["billing"].ID)})
 		wantErr(t, err, apperr.NotFound, "NOT_FOUND", desk.MsgInboxNotFound)
 	})
 	t.Run("another workspace's conversations and inboxes are not there", func(t *testing.T) {
@@ -368,14 +368,28 @@ func TestIsolation(t *testing.T) {
 	})
 	t.Run("search_conversations.inbox_id", func(t *testing.T) {
 		same(t, func(id string) error {
-			_, err := fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: "import", InboxID: id})
+			_, err := fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: "import", InboxID: &id})
 			return err
 		}, "inbox_3", missingInbox)
 	})
 	t.Run("get_report.inbox_id", func(t *testing.T) {
 		same(t, func(id string) error {
-			_, err := fx.svc.GetReport(ctx, ana, desk.ReportInput{Metric: desk.MetricConversationVolume, StartDate: "2026-11-01", EndDate: "2026-11-02", InboxID: id})
+			_, err := fx.svc.GetReport(ctx, ana, desk.ReportInput{Metric: desk.MetricConversationVolume, StartDate: "2026-11-01", EndDate: "2026-11-02", InboxID: &id})
 			return err
 		}, "inbox_3", missingInbox)
+	})
+	// An empty inbox_id names no inbox: it is refused like any missing one, never read
+	// as "no filter" (which would widen the answer to every inbox).
+	t.Run("search_conversations.inbox_id empty", func(t *testing.T) {
+		same(t, func(id string) error {
+			_, err := fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: "import", InboxID: &id})
+			return err
+		}, "inbox_3", "")
+	})
+	t.Run("get_report.inbox_id empty", func(t *testing.T) {
+		same(t, func(id string) error {
+			_, err := fx.svc.GetReport(ctx, ana, desk.ReportInput{Metric: desk.MetricConversationVolume, StartDate: "2026-11-01", EndDate: "2026-11-02", InboxID: &id})
+			return err
+		}, "inbox_3", "")
 	})
 }

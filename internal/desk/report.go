@@ -25,10 +25,11 @@ const dateLayout = "2006-01-02"
 
 // ReportInput is relaydesk_get_report's arguments.
 type ReportInput struct {
-	Metric    string `json:"metric"`
-	StartDate string `json:"start_date"`
-	EndDate   string `json:"end_date"`
-	InboxID   string `json:"inbox_id,omitempty"`
+	Metric    string  `json:"metric"`
+	StartDate string  `json:"start_date"`
+	EndDate   string  `json:"end_date"`
+	InboxID   *string `json:"inbox_id,omitempty"` // a pointer, as SearchInput's: "" is a missing inbox
+
 }
 
 // Point is one day of a report; Value is null when nothing qualified that day.
@@ -94,8 +95,8 @@ func (s *Service) GetReport(ctx context.Context, sc tenancy.Scope, in ReportInpu
 	p := db.DeskReportParams{StartDate: in.StartDate, EndDate: in.EndDate, Tz: c.tzName(), Metric: in.Metric, OrgID: c.org}
 	var rows []db.DeskReportRow
 	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) (err error) {
-		if in.InboxID != "" {
-			id, err := s.visibleInbox(ctx, tx, c, in.InboxID)
+		if in.InboxID != nil {
+			id, err := s.visibleInbox(ctx, tx, c, *in.InboxID)
 			if err != nil {
 				return err
 			}

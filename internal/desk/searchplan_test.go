@@ -105,7 +105,7 @@ func TestSearchPlans(t *testing.T) {
 		"member": fx.scope("acme", "cy@acme.test")}
 	inputs := []desk.SearchInput{
 		{Query: "alpha"}, {Query: "alpha", Limit: 1}, {Query: "alpha", Limit: 7}, {Query: "alpha", Status: desk.StatusOpen, Limit: 2},
-		{Query: "alpha", InboxID: fx.res.Desk["acme"].Inboxes["support"].ID, Limit: 3}, {Query: "quokka", Limit: 1}, {Query: "quokka alpha"},
+		{Query: "alpha", InboxID: new(fx.res.Desk["acme"].Inboxes["support"].ID), Limit: 3}, {Query: "quokka", Limit: 1}, {Query: "quokka alpha"},
 		{Query: "alp qu", Limit: 2}, {Query: "question", Limit: 5}, {Query: "nowhere"},
 	}
 	caps := map[int]*desk.Service{}

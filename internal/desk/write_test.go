@@ -32,7 +32,11 @@ func TestGetReport(t *testing.T) {
 	fx := newFixture(t)
 	al := fx.scope("acme", "al@acme.test")
 	report := func(metric, start, end, inbox string) (desk.Report, error) {
-		return fx.svc.GetReport(ctx, al, desk.ReportInput{Metric: metric, StartDate: start, EndDate: end, InboxID: inbox})
+		in := desk.ReportInput{Metric: metric, StartDate: start, EndDate: end}
+		if inbox != "" {
+			in.InboxID = &inbox
+		}
+		return fx.svc.GetReport(ctx, al, in)
 	}
 
 	t.Run("days of the workspace's timezone across the end of DST (a 25-hour day is one point)", func(t *testing.T) {
