@@ -10,77 +10,110 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/relayroom/relayroom/internal/pg"
 )
+
+// ackScene is the ack tests' setting: architect writes to backend in project
+// escalations, and backend's pager polls for its wake.
+type ackScene struct {
+	s                            *server
+	arch, back, archKey, backKey string
+}
+
+// sentMessage is what send and reply answer.
+type sentMessage struct {
+	ThreadID  string `json:"threadId"`
+	MessageID string `json:"messageId"`
+}
+
+func newAckScene(t *testing.T) *ackScene {
+	s := startServer(t)
+	return &ackScene{s: s, arch: s.threadsURL("escalations", "architect"), back: s.threadsURL("escalations", "backend"),
+		archKey: s.key("acme/architect"), backKey: s.key("acme/backend")}
+}
+
+// send starts a thread from architect to backend.
+func (a *ackScene) send(t *testing.T) sentMessage {
+	t.Helper()
+	return a.call(t, "send", map[string]any{"to": []string{"backend"}, "subject": "Deploy plan", "body": "Review the rollback path."})
+}
+
+// reply adds architect's second message to the thread.
+func (a *ackScene) reply(t *testing.T, threadID string) sentMessage {
+	t.Helper()
+	return a.call(t, "reply", map[string]any{"threadId": threadID, "body": "And the migration order."})
+}
+
+func (a *ackScene) call(t *testing.T, tool string, args map[string]any) sentMessage {
+	t.Helper()
+	r := callTool(t, a.arch, a.archKey, tool, args)
+	var m sentMessage
+	if err := json.Unmarshal([]byte(r.text), &m); err != nil || m.MessageID == "" {
+		t.Fatalf("%s: %s", tool, r.body)
+	}
+	return m
+}
+
+// poll makes backend online (it calls whoami) and lets its pager poll: the poll folds
+// what was sent into one pending wake and holds it, because backend is online.
+func (a *ackScene) poll(t *testing.T) {
+	t.Helper()
+	callTool(t, a.back, a.backKey, "whoami", nil)
+	if status, _ := a.s.nextWake(t, http.DefaultClient, a.backKey); status != http.StatusNoContent && status != http.StatusOK {
+		t.Fatalf("pager poll: %d", status)
+	}
+}
+
+func (a *ackScene) ack(t *testing.T, messageID string) {
+	t.Helper()
+	if r := callTool(t, a.back, a.backKey, "ack", map[string]any{"messageId": messageID}); r.isErr {
+		t.Fatalf("ack: %s", r.body)
+	}
+}
+
+// wake reads backend's newest wake: its status, its count and the share of threadID.
+func (a *ackScene) wake(t *testing.T, threadID string) (status string, count, share int) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, a.s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, `SELECT w.status, w.count, COALESCE((w.thread_counts->>$1::text)::int, 0) FROM wake w
+		JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
+		WHERE m.part = 'backend' ORDER BY w.created_at DESC LIMIT 1`, threadID).Scan(&status, &count, &share); err != nil {
+		t.Fatal(err)
+	}
+	return status, count, share
+}
 
 // TestAckWithdrawsTheMessageFromPendingWakes: a part that acks what it was sent is not
 // nudged about it afterwards, and is not charged budget for it: acking (like closing)
 // takes the acked messages out of the wakes not delivered yet.
 func TestAckWithdrawsTheMessageFromPendingWakes(t *testing.T) {
 	t.Parallel()
-	s := startServer(t)
-	arch, back := s.threadsURL("escalations", "architect"), s.threadsURL("escalations", "backend")
-	archKey, backKey := s.key("acme/architect"), s.key("acme/backend")
-	d := openSeeded(t, s)
-
-	first := callTool(t, arch, archKey, "send", map[string]any{"to": []string{"backend"}, "subject": "Deploy plan", "body": "Review the rollback path."})
-	var sent struct {
-		ThreadID  string `json:"threadId"`
-		MessageID string `json:"messageId"`
-	}
-	if err := json.Unmarshal([]byte(first.text), &sent); err != nil || sent.ThreadID == "" {
-		t.Fatalf("send: %s", first.body)
-	}
-	second := callTool(t, arch, archKey, "reply", map[string]any{"threadId": sent.ThreadID, "body": "And the migration order."})
-	var replied struct {
-		MessageID string `json:"messageId"`
-	}
-	if err := json.Unmarshal([]byte(second.text), &replied); err != nil || replied.MessageID == "" {
-		t.Fatalf("reply: %s", second.body)
-	}
-	// backend's pager polls: the two messages are folded into one pending wake, which is
-	// held, not handed out, because backend is online (it just called whoami).
-	callTool(t, back, backKey, "whoami", nil)
-	if status, _ := s.nextWake(t, http.DefaultClient, backKey); status != http.StatusNoContent && status != http.StatusOK {
-		t.Fatalf("pager poll: %d", status)
-	}
-	wake := func() (status string, count int) {
-		t.Helper()
-		err := d.Operator(context.Background(), func(tx *pg.Tx) error {
-			return tx.QueryRow(context.Background(), `SELECT w.status, w.count FROM wake w
-				JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
-				WHERE m.part = 'backend' ORDER BY w.created_at DESC LIMIT 1`).Scan(&status, &count)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return status, count
-	}
-	if st, n := wake(); st != "pending" || n != 2 {
+	a := newAckScene(t)
+	sent := a.send(t)
+	replied := a.reply(t, sent.ThreadID)
+	a.poll(t)
+	if st, n, _ := a.wake(t, sent.ThreadID); st != "pending" || n != 2 {
 		t.Fatalf("before any ack: %s with %d", st, n)
 	}
-	ack := func(id string) {
-		t.Helper()
-		if a := callTool(t, back, backKey, "ack", map[string]any{"messageId": id}); a.isErr {
-			t.Fatalf("ack: %s", a.body)
-		}
-	}
 	t.Run("acking one message takes it out of the pending wake", func(t *testing.T) {
-		ack(sent.MessageID)
-		if st, n := wake(); st != "pending" || n != 1 {
+		a.ack(t, sent.MessageID)
+		if st, n, _ := a.wake(t, sent.ThreadID); st != "pending" || n != 1 {
 			t.Fatalf("after one ack: %s with %d", st, n)
 		}
 	})
 	t.Run("acking the same message again changes nothing", func(t *testing.T) {
-		ack(sent.MessageID)
-		if st, n := wake(); st != "pending" || n != 1 {
+		a.ack(t, sent.MessageID)
+		if st, n, _ := a.wake(t, sent.ThreadID); st != "pending" || n != 1 {
 			t.Fatalf("after a repeated ack: %s with %d", st, n)
 		}
 	})
 	t.Run("acking the last one cancels the wake", func(t *testing.T) {
-		ack(replied.MessageID)
-		if st, n := wake(); st != "canceled" || n != 0 {
+		a.ack(t, replied.MessageID)
+		if st, n, _ := a.wake(t, sent.ThreadID); st != "canceled" || n != 0 {
 			t.Fatalf("after the last ack: %s with %d", st, n)
 		}
 	})
@@ -91,41 +124,12 @@ func TestAckWithdrawsTheMessageFromPendingWakes(t *testing.T) {
 // read. The wake begins at its first message, which must count as unread in the recount.
 func TestAckingTheNewestKeepsTheWakeForAnOlderMessage(t *testing.T) {
 	t.Parallel()
-	s := startServer(t)
-	arch, back := s.threadsURL("escalations", "architect"), s.threadsURL("escalations", "backend")
-	archKey, backKey := s.key("acme/architect"), s.key("acme/backend")
-	d := openSeeded(t, s)
-
-	var sent, replied struct {
-		ThreadID  string `json:"threadId"`
-		MessageID string `json:"messageId"`
-	}
-	first := callTool(t, arch, archKey, "send", map[string]any{"to": []string{"backend"}, "subject": "Deploy plan", "body": "Review the rollback path."})
-	if err := json.Unmarshal([]byte(first.text), &sent); err != nil || sent.MessageID == "" {
-		t.Fatalf("send: %s", first.body)
-	}
-	second := callTool(t, arch, archKey, "reply", map[string]any{"threadId": sent.ThreadID, "body": "And the migration order."})
-	if err := json.Unmarshal([]byte(second.text), &replied); err != nil || replied.MessageID == "" {
-		t.Fatalf("reply: %s", second.body)
-	}
-	callTool(t, back, backKey, "whoami", nil) // online: the pager's poll folds the wake and holds it
-	if status, _ := s.nextWake(t, http.DefaultClient, backKey); status != http.StatusNoContent && status != http.StatusOK {
-		t.Fatalf("pager poll: %d", status)
-	}
-	if a := callTool(t, back, backKey, "ack", map[string]any{"messageId": replied.MessageID}); a.isErr {
-		t.Fatalf("ack: %s", a.body)
-	}
-	var status string
-	var count int
-	err := d.Operator(context.Background(), func(tx *pg.Tx) error {
-		return tx.QueryRow(context.Background(), `SELECT w.status, w.count FROM wake w
-			JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
-			WHERE m.part = 'backend' ORDER BY w.created_at DESC LIMIT 1`).Scan(&status, &count)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if status != "pending" || count != 1 {
+	a := newAckScene(t)
+	sent := a.send(t)
+	replied := a.reply(t, sent.ThreadID)
+	a.poll(t)
+	a.ack(t, replied.MessageID)
+	if status, count, _ := a.wake(t, sent.ThreadID); status != "pending" || count != 1 {
 		t.Fatalf("after acking the newest of two: the wake is %s with %d, want pending with 1 (the first is unread)", status, count)
 	}
 }
@@ -136,26 +140,11 @@ func TestAckingTheNewestKeepsTheWakeForAnOlderMessage(t *testing.T) {
 func TestAckWhileAFoldHoldsTheWake(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := startServer(t)
-	arch, back := s.threadsURL("escalations", "architect"), s.threadsURL("escalations", "backend")
-	archKey, backKey := s.key("acme/architect"), s.key("acme/backend")
-
-	var first, second struct {
-		ThreadID  string `json:"threadId"`
-		MessageID string `json:"messageId"`
-	}
-	a := callTool(t, arch, archKey, "send", map[string]any{"to": []string{"backend"}, "subject": "Deploy plan", "body": "Review the rollback path."})
-	if err := json.Unmarshal([]byte(a.text), &first); err != nil || first.MessageID == "" {
-		t.Fatalf("send: %s", a.body)
-	}
-	callTool(t, back, backKey, "whoami", nil) // online: the poll folds the first message and holds the wake
-	if status, _ := s.nextWake(t, http.DefaultClient, backKey); status != http.StatusNoContent && status != http.StatusOK {
-		t.Fatalf("pager poll: %d", status)
-	}
-	b := callTool(t, arch, archKey, "reply", map[string]any{"threadId": first.ThreadID, "body": "And the migration order."})
-	if err := json.Unmarshal([]byte(b.text), &second); err != nil || second.MessageID == "" {
-		t.Fatalf("reply: %s", b.body)
-	}
+	a := newAckScene(t)
+	s, back, backKey := a.s, a.back, a.backKey
+	first := a.send(t)
+	a.poll(t) // folds the first message and holds the wake
+	second := a.reply(t, first.ThreadID)
 
 	// A fold of the reply, held open: it moves the reply's event into the wake.
 	conn, err := pgx.Connect(ctx, s.dbURL)
@@ -223,14 +212,7 @@ func TestAckWhileAFoldHoldsTheWake(t *testing.T) {
 	if r := <-acked; r.err != nil || r.status != http.StatusOK || strings.Contains(r.body, `"isError":true`) {
 		t.Fatalf("ack: %d %s %v", r.status, r.body, r.err)
 	}
-	var status string
-	var count, share int
-	if err := conn.QueryRow(ctx, `SELECT w.status, w.count, COALESCE((w.thread_counts->>$1::text)::int, 0) FROM wake w
-		JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
-		WHERE m.part = 'backend' ORDER BY w.created_at DESC LIMIT 1`, first.ThreadID).Scan(&status, &count, &share); err != nil {
-		t.Fatal(err)
-	}
-	if status != "pending" || count != 1 || share != 1 {
+	if status, count, share := a.wake(t, first.ThreadID); status != "pending" || count != 1 || share != 1 {
 		t.Fatalf("after the ack and the fold: %s with count %d and the thread's share %d, want pending with 1 and 1 (the reply)", status, count, share)
 	}
 }
