@@ -63,6 +63,16 @@ func (a *ackScene) poll(t *testing.T) {
 	}
 }
 
+// twoInOneWake sends backend a thread of two messages and lets the pager fold them into
+// one pending wake.
+func (a *ackScene) twoInOneWake(t *testing.T) (sent, replied sentMessage) {
+	t.Helper()
+	sent = a.send(t)
+	replied = a.reply(t, sent.ThreadID)
+	a.poll(t)
+	return sent, replied
+}
+
 func (a *ackScene) ack(t *testing.T, messageID string) {
 	t.Helper()
 	if r := callTool(t, a.back, a.backKey, "ack", map[string]any{"messageId": messageID}); r.isErr {
@@ -93,30 +103,26 @@ func (a *ackScene) wake(t *testing.T, threadID string) (status string, count, sh
 func TestAckWithdrawsTheMessageFromPendingWakes(t *testing.T) {
 	t.Parallel()
 	a := newAckScene(t)
-	sent := a.send(t)
-	replied := a.reply(t, sent.ThreadID)
-	a.poll(t)
+	sent, replied := a.twoInOneWake(t)
 	if st, n, _ := a.wake(t, sent.ThreadID); st != "pending" || n != 2 {
 		t.Fatalf("before any ack: %s with %d", st, n)
 	}
-	t.Run("acking one message takes it out of the pending wake", func(t *testing.T) {
-		a.ack(t, sent.MessageID)
-		if st, n, _ := a.wake(t, sent.ThreadID); st != "pending" || n != 1 {
-			t.Fatalf("after one ack: %s with %d", st, n)
-		}
-	})
-	t.Run("acking the same message again changes nothing", func(t *testing.T) {
-		a.ack(t, sent.MessageID)
-		if st, n, _ := a.wake(t, sent.ThreadID); st != "pending" || n != 1 {
-			t.Fatalf("after a repeated ack: %s with %d", st, n)
-		}
-	})
-	t.Run("acking the last one cancels the wake", func(t *testing.T) {
-		a.ack(t, replied.MessageID)
-		if st, n, _ := a.wake(t, sent.ThreadID); st != "canceled" || n != 0 {
-			t.Fatalf("after the last ack: %s with %d", st, n)
-		}
-	})
+	// The steps run in order, each on the wake the one before it left.
+	for _, step := range []struct {
+		name, ack, status string
+		count             int
+	}{
+		{"acking one message takes it out of the pending wake", sent.MessageID, "pending", 1},
+		{"acking the same message again changes nothing", sent.MessageID, "pending", 1},
+		{"acking the last one cancels the wake", replied.MessageID, "canceled", 0},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			a.ack(t, step.ack)
+			if st, n, _ := a.wake(t, sent.ThreadID); st != step.status || n != step.count {
+				t.Fatalf("the wake is %s with %d, want %s with %d", st, n, step.status, step.count)
+			}
+		})
+	}
 }
 
 // TestAckingTheNewestKeepsTheWakeForAnOlderMessage: a part that acks the newest message of
@@ -125,9 +131,7 @@ func TestAckWithdrawsTheMessageFromPendingWakes(t *testing.T) {
 func TestAckingTheNewestKeepsTheWakeForAnOlderMessage(t *testing.T) {
 	t.Parallel()
 	a := newAckScene(t)
-	sent := a.send(t)
-	replied := a.reply(t, sent.ThreadID)
-	a.poll(t)
+	sent, replied := a.twoInOneWake(t)
 	a.ack(t, replied.MessageID)
 	if status, count, _ := a.wake(t, sent.ThreadID); status != "pending" || count != 1 {
 		t.Fatalf("after acking the newest of two: the wake is %s with %d, want pending with 1 (the first is unread)", status, count)
