@@ -32,11 +32,18 @@ type Periodic struct {
 	Name  string
 	Every time.Duration
 	Run   func(ctx context.Context) error
-	// Timeout bounds one run (default: Every, at least 30 s).
+	// Timeout bounds one run (default: Every, at least 30 s and at most
+	// DefaultPeriodicTimeout). A run cut short leaves the rest to the next tick, so periodic
+	// work is written in steps that each commit.
 	Timeout time.Duration
 	// RunOnStart also runs it as soon as a leader is elected.
 	RunOnStart bool
 }
+
+// DefaultPeriodicTimeout caps the default timeout of a periodic run. Runs are bounded
+// short because the longest one sets how long a replica's death keeps its jobs stuck
+// (rescueAfter): a ten-minute clean-up would hold the embedding backlog for eleven.
+const DefaultPeriodicTimeout = 2 * time.Minute
 
 // Options tune the runner; zero values are production defaults.
 type Options struct {
@@ -51,6 +58,10 @@ type Options struct {
 	FetchPollInterval time.Duration
 	// MaxWorkers is the number of jobs run at once by this replica (default 10).
 	MaxWorkers int
+	// JobTimeout bounds a run of a job whose worker sets no Timeout of its own (default
+	// 1 min). A worker's own Timeout must not exceed it nor any periodic job's Timeout:
+	// RescueAfter is derived from them.
+	JobTimeout time.Duration
 }
 
 // Runner owns the River client. Register workers and periodic jobs, then Start.
@@ -75,6 +86,9 @@ func New(pool *pgxpool.Pool, opts Options) *Runner {
 	}
 	if opts.RetryCap <= 0 {
 		opts.RetryCap = time.Hour
+	}
+	if opts.JobTimeout <= 0 {
+		opts.JobTimeout = time.Minute
 	}
 	if opts.MaxWorkers <= 0 {
 		opts.MaxWorkers = 10
@@ -107,7 +121,7 @@ func (r *Runner) AddPeriodic(p Periodic) error {
 		return fmt.Errorf("jobs: periodic job %q registered twice", p.Name)
 	}
 	if p.Timeout <= 0 {
-		p.Timeout = max(p.Every, 30*time.Second)
+		p.Timeout = min(max(p.Every, 30*time.Second), DefaultPeriodicTimeout)
 	}
 	r.periodic[p.Name] = p
 	r.order = append(r.order, p.Name)
@@ -145,13 +159,30 @@ func (r *Runner) Client() (*river.Client[pgx.Tx], error) {
 		RetryPolicy:                 &backoff{base: r.opts.RetryBase, cap: r.opts.RetryCap},
 		FetchPollInterval:           r.opts.FetchPollInterval,
 		CompletedJobRetentionPeriod: time.Hour,
-		JobTimeout:                  time.Minute,
+		JobTimeout:                  r.opts.JobTimeout,
+		RescueStuckJobsAfter:        r.rescueAfter(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: client: %w", err)
 	}
 	r.client = c
 	return c, nil
+}
+
+// rescueAfter is how long a job may stay running before River takes it for stuck (its
+// replica died mid-run: killed, out of memory, stopped past its grace period) and retries
+// it, or discards it when it has no attempt left. River's default is an hour, during
+// which a dead replica's periodic tick, still "running", holds the job's unique slot: the
+// job would run nowhere (the embedding backlog, the wake sweep) and a webhook delivery
+// would wait. It must exceed every run's timeout, or a slow live run would be taken for
+// stuck and run twice; the margin covers the gap between the timeout and the cancel.
+// Called with r.mu held.
+func (r *Runner) rescueAfter() time.Duration {
+	longest := r.opts.JobTimeout
+	for _, p := range r.periodic {
+		longest = max(longest, p.Timeout)
+	}
+	return longest + min(longest, time.Minute)
 }
 
 // Start runs workers (and, when elected leader, the periodic schedule) until Stop.

@@ -367,7 +367,8 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (SweepResult, error)
 }
 
 // Periodic is the sweep as a periodic job (every 30 s, once across replicas), plus the
-// daily clean-up of delivered and canceled wakes older than a week.
+// hourly clean-up of delivered and canceled wakes older than a week (in batches, within
+// the default periodic timeout; a run cut short leaves the rest to the next hour).
 func (s *Service) Periodic() []jobs.Periodic {
 	return []jobs.Periodic{
 		{Name: "wake_sweep", Every: DefaultSweepEvery, RunOnStart: true, Run: func(ctx context.Context) error {
@@ -377,7 +378,7 @@ func (s *Service) Periodic() []jobs.Periodic {
 			}
 			return err
 		}},
-		{Name: "wake_cleanup", Every: 24 * time.Hour, RunOnStart: true, Timeout: 10 * time.Minute, Run: func(ctx context.Context) error {
+		{Name: "wake_cleanup", Every: time.Hour, RunOnStart: true, Run: func(ctx context.Context) error {
 			_, err := s.Cleanup(ctx, s.now().Add(-7*24*time.Hour))
 			return err
 		}},
