@@ -672,6 +672,46 @@ func (q *Queries) WakeListAgentProjects(ctx context.Context, db DBTX, arg WakeLi
 	return items, nil
 }
 
+const wakeListStaleSending = `-- name: WakeListStaleSending :many
+SELECT project_id, id FROM wake
+WHERE status = 'sending' AND updated_at < $1::timestamptz
+ORDER BY updated_at
+LIMIT $2::integer
+`
+
+type WakeListStaleSendingParams struct {
+	Before  time.Time
+	MaxRows int32
+}
+
+type WakeListStaleSendingRow struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+// Wakes left sending longer than any live delivery leaves one (wake.SendingStaleAfter):
+// their job ended without settling them (its replica was killed on the last attempt, or
+// the last write failed). wake_sending_idx; on Citus every shard is read.
+func (q *Queries) WakeListStaleSending(ctx context.Context, db DBTX, arg WakeListStaleSendingParams) ([]WakeListStaleSendingRow, error) {
+	rows, err := db.Query(ctx, wakeListStaleSending, arg.Before, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WakeListStaleSendingRow{}
+	for rows.Next() {
+		var i WakeListStaleSendingRow
+		if err := rows.Scan(&i.ProjectID, &i.ID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const wakeListWebhookAgents = `-- name: WakeListWebhookAgents :many
 SELECT agent_id FROM wake_target
 `

@@ -332,14 +332,16 @@ func dedupe(ids []uuid.UUID) []uuid.UUID {
 type SweepResult struct {
 	Resumed    int64 `json:"resumed"`
 	Folded     int64 `json:"folded"`
+	Rescued    int   `json:"rescued"` // lost webhook deliveries put back to pending
 	Dispatched int   `json:"dispatched"`
 }
 
 // Sweep is one tick of the 30 s eligibility sweep at time now: it folds every wake event
 // into its part's pending wake (so events of agents with neither pager nor webhook do not
 // pile up), unparks every part whose park ended (the first tick past resetAt), tells every waiting pager to look again
-// (wakes of resumed parts, and wakes whose part's budget freed, are deliverable now), and
-// hands deliverable webhook wakes to delivery jobs. Pending wakes themselves are not
+// (wakes of resumed parts, and wakes whose part's budget freed, are deliverable now), puts
+// back webhook wakes whose delivery was lost (rescueSending), and hands deliverable webhook
+// wakes to delivery jobs. Pending wakes themselves are not
 // rewritten: deliverability is decided at delivery, so a tick costs the same with 100 or
 // 100,000 of them.
 func (s *Service) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
@@ -360,6 +362,9 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (SweepResult, error)
 	if err != nil {
 		return res, fmt.Errorf("wake sweep: %w", err)
 	}
+	if res.Rescued, err = s.rescueSending(ctx, now); err != nil {
+		return res, fmt.Errorf("wake sweep: %w", err)
+	}
 	if res.Dispatched, err = s.Dispatch(ctx, now); err != nil {
 		return res, err
 	}
@@ -373,8 +378,8 @@ func (s *Service) Periodic() []jobs.Periodic {
 	return []jobs.Periodic{
 		{Name: "wake_sweep", Every: DefaultSweepEvery, RunOnStart: true, Run: func(ctx context.Context) error {
 			res, err := s.Sweep(ctx, s.now())
-			if err == nil && (res.Resumed > 0 || res.Dispatched > 0) {
-				s.Log.InfoContext(ctx, "wake sweep", "resumed", res.Resumed, "folded", res.Folded, "dispatched", res.Dispatched)
+			if err == nil && (res.Resumed > 0 || res.Rescued > 0 || res.Dispatched > 0) {
+				s.Log.InfoContext(ctx, "wake sweep", "resumed", res.Resumed, "folded", res.Folded, "rescued", res.Rescued, "dispatched", res.Dispatched)
 			}
 			return err
 		}},

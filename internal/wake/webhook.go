@@ -409,6 +409,59 @@ func (s *Service) dispatchBatch(ctx context.Context, now time.Time) (int, error)
 	return n, nil
 }
 
+// settleSending ends a sending wake's delivery as status (delivered, dead, sending again,
+// or back to pending). Back to pending is refused when newer work opened another pending
+// wake for the part meanwhile: the wake is canceled instead, and that one wakes the part.
+func (s *Service) settleSending(ctx context.Context, projectID, id uuid.UUID, status string, attempted int32, lastErr *string, now time.Time) error {
+	set := func(status string, lastErr *string) error {
+		return s.DB.Operator(ctx, func(tx *pg.Tx) error {
+			_, err := s.Q.WakeFinishSend(ctx, tx, db.WakeFinishSendParams{ProjectID: projectID, ID: id,
+				Status: status, Attempted: attempted, LastError: lastErr, Now: now})
+			return err
+		})
+	}
+	err := set(status, lastErr)
+	if status == StatusPending && pg.IsUniqueViolation(err) {
+		msg := "superseded by a newer pending wake of the part"
+		err = set(StatusCanceled, &msg)
+	}
+	return err
+}
+
+// SendingStaleAfter is how long a wake may stay sending before the sweep takes its delivery
+// for lost. A live delivery moves the wake at every attempt, and the longest wait between
+// two is the backoff's largest step before the last attempt (640 s with the defaults),
+// plus the attempt itself (30 s) and, when a replica died mid-attempt, River's rescue (3
+// minutes, jobs.Runner): well under this.
+const SendingStaleAfter = 30 * time.Minute
+
+// rescueBatch bounds the lost deliveries one sweep tick puts back; the next tick takes
+// the rest.
+const rescueBatch = 500
+
+// rescueSending puts back to pending the wakes whose delivery job ended without settling
+// them (its replica was killed on the last attempt, or the last write failed), so the
+// dispatch that follows sends them again: a receiver may get a nudge twice, never not at
+// all. Left alone they would stay sending for good: never listed as dead letters, never
+// retried, never cleaned up.
+func (s *Service) rescueSending(ctx context.Context, now time.Time) (int, error) {
+	var rows []db.WakeListStaleSendingRow
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		rows, err = s.Q.WakeListStaleSending(ctx, tx, db.WakeListStaleSendingParams{Before: now.Add(-SendingStaleAfter), MaxRows: rescueBatch})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("list lost deliveries: %w", err)
+	}
+	msg := "the delivery was interrupted (its job ended without an outcome); sent again"
+	for i, r := range rows {
+		if err := s.settleSending(ctx, r.ProjectID, r.ID, StatusPending, 0, &msg, now); err != nil {
+			return i, fmt.Errorf("put back a lost delivery: %w", err)
+		}
+	}
+	return len(rows), nil
+}
+
 type deliverWorker struct {
 	river.WorkerDefaults[DeliverArgs]
 	s *Service
@@ -449,20 +502,7 @@ func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) err
 		return nil // canceled (its thread closed) or already settled
 	}
 	finish := func(status string, attempted int32, lastErr *string) error {
-		set := func(status string, lastErr *string) error {
-			return s.DB.Operator(ctx, func(tx *pg.Tx) error {
-				_, err := s.Q.WakeFinishSend(ctx, tx, db.WakeFinishSendParams{ProjectID: row.ProjectID, ID: row.ID,
-					Status: status, Attempted: attempted, LastError: lastErr, Now: s.now()})
-				return err
-			})
-		}
-		err := set(status, lastErr)
-		if status == StatusPending && pg.IsUniqueViolation(err) {
-			// Newer work opened another pending wake for the part meanwhile: that one wakes it.
-			msg := "superseded by a newer pending wake of the part"
-			err = set(StatusCanceled, &msg)
-		}
-		return err
+		return s.settleSending(ctx, row.ProjectID, row.ID, status, attempted, lastErr, s.now())
 	}
 	if !hasTarget || s.Box == nil {
 		return finish(StatusPending, 0, nil) // no webhook (any more): a pager may take it

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/testfix"
@@ -284,6 +286,63 @@ func TestWebhookRetryAfterRevocation(t *testing.T) {
 	if posts != 1 {
 		t.Fatalf("%d posts to the revoked guest's webhook, want 1 (the one before the revocation)", posts)
 	}
+}
+
+// TestLostDeliveryIsSentAgain: a wake left sending by a delivery job that ended without an
+// outcome (its replica was killed on the last attempt) is put back by the sweep and sent
+// again, once it has been sending longer than any live delivery leaves one; one whose
+// part has a newer pending wake meanwhile is canceled, since that one wakes the part.
+func TestLostDeliveryIsSentAgain(t *testing.T) {
+	t.Parallel()
+	rec := newReceiver(t)
+	f, _ := webhookSetup(t, rec, 5)
+	// lost makes a wake of part a that is sending, for age, with no job behind it: the
+	// webhook is removed while it is queued, so nothing dispatches it meanwhile.
+	lost := func(age time.Duration) uuid.UUID {
+		f.exec(`DELETE FROM wake_target`)
+		f.queue(f.msg("a"))
+		id := f.open("a").ID
+		f.exec(`UPDATE wake SET status = 'sending', updated_at = now() - make_interval(secs => $2) WHERE id = $1`, id, age.Seconds())
+		return id
+	}
+	sweep := func(t *testing.T) {
+		if _, err := f.svc.Sweep(f.ctx, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	statusOf := func(t *testing.T, id uuid.UUID) (status string) {
+		f.in(t).op(func(tx *pg.Tx) error {
+			return tx.QueryRow(f.ctx, `SELECT status FROM wake WHERE id = $1`, id).Scan(&status)
+		})
+		return status
+	}
+	id := lost(wake.SendingStaleAfter - time.Minute)
+	if _, _, err := f.svc.SetWebhook(f.ctx, "acme/alpha", rec.srv.URL+"/hook"); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a delivery that may still be alive is left to its job", func(t *testing.T) {
+		sweep(t)
+		if st := statusOf(t, id); st != wake.StatusSending || len(rec.got()) != 0 {
+			t.Fatalf("the wake is %s after %d posts, want sending and none", st, len(rec.got()))
+		}
+	})
+	t.Run("a lost delivery is sent again", func(t *testing.T) {
+		f.exec(`UPDATE wake SET updated_at = now() - make_interval(secs => $2) WHERE id = $1`, id, (wake.SendingStaleAfter + time.Minute).Seconds())
+		sweep(t)
+		waitFor(t, "the lost wake delivered", 10*time.Second, func() bool { return statusOf(t, id) == wake.StatusDelivered })
+		if hits := rec.got(); len(hits) != 1 || hits[0].id != id.String() {
+			t.Fatalf("posts %+v, want one of wake %s", hits, id)
+		}
+	})
+	t.Run("a lost delivery superseded by a newer pending wake is canceled", func(t *testing.T) {
+		old := lost(wake.SendingStaleAfter + time.Minute)
+		f.queue(f.msg("a")) // newer work: a new pending wake, the webhook still removed
+		sweep(t)
+		if st := statusOf(t, old); st != wake.StatusCanceled {
+			t.Fatalf("the lost wake is %s, want canceled", st)
+		}
+		f.open("a") // the newer one is still pending
+	})
 }
 
 // TestSecretKeyRequired: without the server key no webhook can be set.

@@ -195,6 +195,15 @@ UPDATE wake SET status = sqlc.arg(status)::text, attempts = attempts + sqlc.arg(
   updated_at = sqlc.arg(now)::timestamptz
 WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id) AND status = 'sending';
 
+-- name: WakeListStaleSending :many
+-- Wakes left sending longer than any live delivery leaves one (wake.SendingStaleAfter):
+-- their job ended without settling them (its replica was killed on the last attempt, or
+-- the last write failed). wake_sending_idx; on Citus every shard is read.
+SELECT project_id, id FROM wake
+WHERE status = 'sending' AND updated_at < sqlc.arg(before)::timestamptz
+ORDER BY updated_at
+LIMIT sqlc.arg(max_rows)::integer;
+
 -- name: WakeListAgentProjects :many
 -- The pager's candidates: the agent's projects with wake events to fold or wakes to claim
 -- (pending, or claimed with the lease run out), the oldest first. The pager's request

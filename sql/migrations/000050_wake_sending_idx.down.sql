@@ -1,0 +1,1 @@
+DROP INDEX wake_sending_idx;
