@@ -49,6 +49,22 @@ type HTTPError struct {
 	Body       string // excerpt, API key removed
 }
 
+// Refused reports whether err is the embeddings server refusing the texts themselves (400,
+// 413 or 422: too long for the model, or input it cannot take), as opposed to being
+// unreachable, overloaded or misconfigured for every text (401, 403, 404, 429, 5xx,
+// network errors), which a later try may get past.
+func Refused(err error) bool {
+	var h *HTTPError
+	if !errors.As(err, &h) {
+		return false
+	}
+	switch h.StatusCode {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
+}
+
 func (e *HTTPError) Error() string {
 	if e.Body == "" {
 		return fmt.Sprintf("POST %s: %s", e.URL, e.Status)

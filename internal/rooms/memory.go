@@ -284,11 +284,72 @@ func (s *Service) EmbedPending(ctx context.Context, limit int) (int, error) {
 	for chunk := range slices.Chunk(rows, embedChunk) {
 		n, err := s.embedChunk(ctx, e, chunk)
 		stored += n
+		if err != nil && embed.Refused(err) && len(chunk) > 1 {
+			// One text can make the server refuse the whole request (an entry longer
+			// than the model takes). The oldest entries are listed first, so left
+			// alone that chunk would fail on every tick and the backlog behind it would
+			// never drain: its entries are sent one by one instead.
+			n, err = s.embedOneByOne(ctx, e, chunk)
+			stored += n
+		}
 		if err != nil {
 			return stored, fmt.Errorf("rooms: embed pending: %w", err)
 		}
 	}
 	return stored, nil
+}
+
+// embedOneByOne embeds rows one at a time and returns how many it finished. An entry the
+// server refuses alone is stored without a vector for this embedder (as a blank text is):
+// it is found lexically, and embedded again only when the embedder changes. Only when
+// another entry of the chunk was embedded: if the server refuses every one, the fault
+// is more likely its configuration than the texts, so nothing is marked and the error is
+// returned for the next tick to try again.
+func (s *Service) embedOneByOne(ctx context.Context, e embed.Embedder, rows []db.MemoryEntryListUnembeddedRow) (int, error) {
+	var refused []db.MemoryEntryListUnembeddedRow
+	var refusal error
+	done := 0
+	for i := range rows {
+		n, err := s.embedChunk(ctx, e, rows[i:i+1])
+		switch {
+		case err == nil:
+			done += n
+		case embed.Refused(err):
+			refused, refusal = append(refused, rows[i]), err
+		default:
+			return done, err
+		}
+	}
+	if len(refused) == 0 {
+		return done, nil
+	}
+	if done == 0 {
+		return 0, refusal
+	}
+	n, err := s.storeWithoutVector(ctx, e, refused)
+	for _, r := range refused {
+		s.log().WarnContext(ctx, "rooms: the embedder refused a memory entry; it is found by its words only",
+			"memory_id", r.ID.String(), "embedder", e.Name(), "error", refusal.Error())
+	}
+	return done + n, err
+}
+
+// storeWithoutVector claims rows that still have no vector for e and stores each without
+// one (a null embedding), so the backlog no longer lists them.
+func (s *Service) storeWithoutVector(ctx context.Context, e embed.Embedder, rows []db.MemoryEntryListUnembeddedRow) (int, error) {
+	var n int
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		claimed, err := s.claimUnembedded(ctx, tx, e.Name(), rows)
+		if err != nil {
+			return err
+		}
+		n = len(claimed)
+		return s.storeVectors(ctx, tx, e.Name(), claimed, make([][]float32, len(claimed)))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store entries the embedder refused: %w", err)
+	}
+	return n, nil
 }
 
 func (s *Service) storeVectors(ctx context.Context, tx *pg.Tx, embedder string, rows []db.MemoryEntryListUnembeddedRow, vs [][]float32) error {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -236,6 +238,9 @@ type hashEmbedder struct {
 	name  string
 	mode  atomic.Int32 // 0 works, 1 fails, 2 hangs until the context ends
 	calls atomic.Int32
+	// refuse, when set, makes the whole request fail with a 400 when one of its texts
+	// contains it, as an OpenAI-compatible server refuses a batch with a text too long.
+	refuse atomic.Pointer[string]
 }
 
 func (h *hashEmbedder) Name() string { return h.name }
@@ -248,6 +253,14 @@ func (h *hashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 	case 2:
 		<-ctx.Done()
 		return nil, ctx.Err()
+	}
+	if w := h.refuse.Load(); w != nil {
+		for _, t := range texts {
+			if strings.Contains(t, *w) {
+				return nil, &embed.HTTPError{URL: "http://embedder.test/v1/embeddings", StatusCode: http.StatusBadRequest,
+					Status: "400 Bad Request", Body: "input is longer than the model's context"}
+			}
+		}
 	}
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
@@ -313,6 +326,64 @@ func TestWriteNeverFailsBecauseOfTheEmbedder(t *testing.T) {
 	if err != nil || !res.Semantic || len(res.Entries) == 0 || res.Entries[0].Relevance == nil || res.Entries[0].Content != "alpha escalation policy" {
 		t.Fatalf("semantic read after catching up: %+v %v", res, err)
 	}
+}
+
+// TestEmbedBacklogGoesPastAnEntryTheEmbedderRefuses: an entry the embeddings server refuses
+// (too long for its model: a 400 for the whole request it is in) does not hold up the
+// backlog behind it; it is kept without a vector and still found by its words. A server
+// that refuses every entry is taken for misconfigured: nothing is marked, the error stands.
+func TestEmbedBacklogGoesPastAnEntryTheEmbedderRefuses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	h := &hashEmbedder{name: "hash-v1"}
+	e.svc.Embedder, e.svc.EmbedTimeout = h, 100*time.Millisecond
+	sc := e.scope("architect", e.one)
+	h.mode.Store(1) // down while they are written: all of them wait in the backlog
+	poison := "oversized"
+	if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: "The oversized runbook for the quarterly failover drill"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: fmt.Sprintf("Escalation note number %d for the billing team", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.mode.Store(0)
+	h.refuse.Store(&poison)
+	t.Run("the entries behind the refused one are embedded", func(t *testing.T) {
+		n, err := e.svc.EmbedPending(ctx, 100)
+		if err != nil || n != 21 {
+			t.Fatalf("EmbedPending = %d, %v; want 21 finished (20 embedded, 1 refused) and no error", n, err)
+		}
+		if v := e.count("SELECT count(*) FROM memory_vector WHERE embedder = 'hash-v1' AND embedding IS NOT NULL"); v != 20 {
+			t.Fatalf("%d vectors, want 20", v)
+		}
+		if n, err := e.svc.EmbedPending(ctx, 100); err != nil || n != 0 {
+			t.Fatalf("the next tick: %d, %v; want nothing left", n, err)
+		}
+	})
+	t.Run("the refused entry is still found by its words", func(t *testing.T) {
+		res, err := e.svc.ReadMemory(ctx, sc, rooms.ReadMemoryInput{Query: "quarterly failover runbook"})
+		if err != nil || len(res.Entries) == 0 || !strings.Contains(res.Entries[0].Content, "failover drill") {
+			t.Fatalf("read: %+v %v", res, err)
+		}
+	})
+	t.Run("a server refusing every entry marks none", func(t *testing.T) {
+		h.mode.Store(1)
+		for i := range 3 {
+			if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: fmt.Sprintf("Another oversized appendix %d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.mode.Store(0)
+		if n, err := e.svc.EmbedPending(ctx, 100); err == nil || n != 0 {
+			t.Fatalf("EmbedPending = %d, %v; want 0 and the refusal", n, err)
+		}
+		if v := e.count("SELECT count(*) FROM memory_vector"); v != 21 {
+			t.Fatalf("%d vector rows, want the 21 of before", v)
+		}
+	})
 }
 
 func TestChangingEmbedderReEmbedsAndNeverMixesSpaces(t *testing.T) {
