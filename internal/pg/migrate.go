@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/golang-migrate/migrate/v4"
 	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5" // registers the pgx5:// driver
@@ -42,11 +43,20 @@ func migrator(dbURL string) (*migrate.Migrate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrate: connect: %w", err)
 	}
+	m.LockTimeout = MigrateLockTimeout
 	return m, nil
 }
 
+// MigrateLockTimeout is how long a replica starting while another migrates waits for it.
+// Opening the migrator already waits for the lock without a limit (the pgx driver takes
+// it to create its version table), but a replica that opened just before another took
+// the lock waits again in Up, where golang-migrate's default of 15 s is shorter than a
+// migration that builds an index over a large table: it would exit instead of serving
+// once the migration is done.
+const MigrateLockTimeout = 30 * time.Minute
+
 // MigrateUp applies every pending migration. golang-migrate takes an advisory lock, so
-// replicas starting together migrate once.
+// replicas starting together migrate once: the others wait for it (MigrateLockTimeout).
 func MigrateUp(dbURL string) error {
 	m, err := migrator(dbURL)
 	if err != nil {

@@ -3,7 +3,10 @@ package pg_test
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/relayroom/relayroom/internal/pg"
@@ -53,5 +56,46 @@ func TestMigrationsRoundTrip(t *testing.T) {
 	st, err = pg.StatusURL(ctx, u)
 	if err != nil || !st.UpToDate() {
 		t.Fatalf("after second up: %+v, %v", st, err)
+	}
+}
+
+// TestMigrateUpWaitsForAnotherReplicasMigration: a replica that starts while another holds
+// the migration lock (a migration building an index can take minutes) waits for it and
+// then finds nothing to do, instead of failing after golang-migrate's default 15 s.
+func TestMigrateUpWaitsForAnotherReplicasMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u := pgtest.New(t)
+	holder, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	// The lock golang-migrate's pgx driver takes: named by the database (as the URL's path
+	// gives it, with its slash), the schema and the migrations table.
+	var dbName string
+	if err := holder.QueryRow(ctx, `SELECT current_database()`).Scan(&dbName); err != nil {
+		t.Fatal(err)
+	}
+	id, err := database.GenerateAdvisoryLockId("/"+dbName, "public", "schema_migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, id); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- pg.MigrateUp(u) }()
+	// Past golang-migrate's own timeout, the second replica must still be waiting.
+	select {
+	case err := <-done:
+		t.Fatalf("MigrateUp returned while another replica held the lock: %v", err)
+	case <-time.After(migrate.DefaultLockTimeout + 2*time.Second):
+	}
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("MigrateUp after the lock was released: %v", err)
 	}
 }
