@@ -12,8 +12,10 @@
 #                      a crash), with the settings of `start`; wait until it is ready
 #
 # DIR keeps haproxy.cfg, the pid files and the logs. BIN defaults to bin/relayroom.
-# Every replica gets the same RELAYROOM_PUBLIC_URL (the balancer's) and the caller's
-# environment (RELAYROOM_SECRET_KEY must be the same on every replica).
+# Every replica gets the same RELAYROOM_PUBLIC_URL (the balancer's), the same
+# RELAYROOM_SIGNING_KEY (the caller's, else one made by `start` and kept in DIR: download
+# links and desk cursors made by one replica must be accepted by the others) and the
+# caller's environment (RELAYROOM_SECRET_KEY must be the same on every replica).
 set -euo pipefail
 
 readonly HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,7 +33,7 @@ start_replica() {
 	# HAProxy (on loopback) names the client in X-Forwarded-For: the per-address limits
 	# count the client, not the balancer.
 	DATABASE_URL="$(cat "$dir/database_url")" RELAYROOM_ADDR="127.0.0.1:${port}" RELAYROOM_PUBLIC_URL="$(cat "$dir/public_url")" \
-		RELAYROOM_TRUSTED_PROXIES="${RELAYROOM_TRUSTED_PROXIES:-127.0.0.1}" setsid "$(cat "$dir/bin")" serve >>"$dir/replica$i.log" 2>&1 </dev/null &
+		RELAYROOM_SIGNING_KEY="$(cat "$dir/signing_key")" RELAYROOM_TRUSTED_PROXIES="${RELAYROOM_TRUSTED_PROXIES:-127.0.0.1}" setsid "$(cat "$dir/bin")" serve >>"$dir/replica$i.log" 2>&1 </dev/null &
 	echo $! >"$dir/replica$i.pid"
 	echo "$port" >"$dir/replica$i.port"
 }
@@ -58,6 +60,8 @@ cmd_start() {
 	local public="http://127.0.0.1:${lb_port}"
 	# the database URL may hold a password: readable by the owner only
 	(umask 077 && printf '%s\n' "$url" >"$dir/database_url")
+	# one signing key for every replica, readable by the owner only
+	(umask 077 && printf '%s\n' "${RELAYROOM_SIGNING_KEY:-$(python3 -c 'import secrets; print(secrets.token_hex(32))')}" >"$dir/signing_key")
 	echo "$public" >"$dir/public_url"
 	(cd "$(dirname "$bin")" && echo "$(pwd)/$(basename "$bin")") >"$dir/bin"
 	for ((i = 1; i <= n; i++)); do

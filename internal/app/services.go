@@ -54,7 +54,7 @@ func (a *App) buildServices() error {
 	if len(key) == 0 {
 		key = make([]byte, 32)
 		_, _ = rand.Read(key) // crypto/rand does not fail on Linux
-		log.Warn("RELAYROOM_SIGNING_KEY is not set: attachment download links work only on this process")
+		log.Warn("RELAYROOM_SIGNING_KEY is not set: attachment download links and desk cursors work only on this process; set the same key on every replica")
 	}
 	a.rooms = rooms.New(rooms.Deps{
 		DB: database, Resolver: a.resolver, Embedder: emb, EmbedTimeout: cfg.EmbedWait, Secrets: det,
