@@ -301,16 +301,22 @@ func (s *Service) List(ctx context.Context, status string, limit int) ([]Listed,
 
 // Retry makes a dead wake pending again (refused while the part has another pending wake).
 func (s *Service) Retry(ctx context.Context, id uuid.UUID) error {
+	refused := apperr.New(apperr.Conflict, "wake %s is not a dead letter, or its part already has a pending wake", id)
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		n, err := s.Q.WakeRetryDead(ctx, tx, id)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			return apperr.New(apperr.Conflict, "wake %s is not a dead letter, or its part already has a pending wake", id)
+			return refused
 		}
 		return s.Q.WakeNotify(ctx, tx, "*")
 	})
+	if pg.IsUniqueViolation(err) {
+		// New work opened a pending wake for the part between the statement's check and
+		// its write (a fold committed meanwhile): the same refusal as when it came first.
+		return refused
+	}
 	return pg.Classify("wake retry", err)
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/testfix"
@@ -343,6 +344,62 @@ func TestLostDeliveryIsSentAgain(t *testing.T) {
 		}
 		f.open("a") // the newer one is still pending
 	})
+}
+
+// TestRetryRacingNewWork: a person retrying a dead letter while new work opens a pending
+// wake for the same part (committed between the retry's check and its write) is told the
+// part already has one, as when the new wake came first; never an internal error.
+func TestRetryRacingNewWork(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.queue(f.msg("a"))
+	dead := f.open("a").ID
+	f.exec(`UPDATE wake SET status = 'dead' WHERE id = $1`, dead)
+	f.queue(f.msg("a"))
+	other := f.open("a").ID
+	f.exec(`UPDATE wake SET status = 'canceled' WHERE id = $1`, other)
+
+	// The new work, held open: the part's other wake becomes pending again.
+	tx, err := f.d.Ops.Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(f.ctx) //nolint:errcheck // a no-op once committed
+	if _, err := tx.Exec(f.ctx, `UPDATE wake SET status = 'pending' WHERE id = $1`, other); err != nil {
+		t.Fatal(err)
+	}
+	retried := make(chan error, 1)
+	go func() { retried <- f.svc.Retry(f.ctx, dead) }()
+	// The retry's write waits on the pending wake's uniqueness until the new work ends.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		var waiting int
+		// Read outside tx: within a transaction, pg_stat_activity is one snapshot.
+		if err := f.d.Ops.QueryRow(f.ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		select {
+		case err := <-retried:
+			t.Fatalf("the retry ended before the new work did: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the retry never waited for the new work")
+		}
+	}
+	if err := tx.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = <-retried
+	if e, ok := apperr.As(err); !ok || e.Code != apperr.Conflict {
+		t.Fatalf("retry racing new work: %v, want the conflict", err)
+	}
+	if st := f.wakes("a"); st[0].Status != wake.StatusDead {
+		t.Fatalf("the dead letter is %s after the refused retry", st[0].Status)
+	}
 }
 
 // TestSecretKeyRequired: without the server key no webhook can be set.
