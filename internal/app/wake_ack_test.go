@@ -97,6 +97,59 @@ func (a *ackScene) wake(t *testing.T, threadID string) (status string, count, sh
 	return status, count, share
 }
 
+// urgent reads whether backend's newest wake is urgent.
+func (a *ackScene) urgent(t *testing.T) (urgent bool) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, a.s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, `SELECT w.urgent FROM wake w
+		JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
+		WHERE m.part = 'backend' ORDER BY w.created_at DESC LIMIT 1`).Scan(&urgent); err != nil {
+		t.Fatal(err)
+	}
+	return urgent
+}
+
+// TestAckingTheUrgentMessageEndsTheWakesUrgency: a wake is urgent (it passes a spent
+// budget) on account of its urgent message; once the part has acked that message, what is
+// left of the wake is not urgent, and waits for the budget like any other.
+func TestAckingTheUrgentMessageEndsTheWakesUrgency(t *testing.T) {
+	t.Parallel()
+	a := newAckScene(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, a.s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE membership SET capabilities = '{urgent}' WHERE part = 'architect'`); err != nil {
+		t.Fatal(err)
+	}
+	urgent := a.call(t, "send", map[string]any{"to": []string{"backend"}, "subject": "Prod is down", "body": "Roll back now.", "urgent": true})
+	first := a.reply(t, urgent.ThreadID)
+	a.reply(t, urgent.ThreadID)
+	a.poll(t)
+	if !a.urgent(t) {
+		t.Fatal("the wake of an urgent message is not urgent")
+	}
+	t.Run("acking another message keeps the wake urgent", func(t *testing.T) {
+		a.ack(t, first.MessageID)
+		if st, n, _ := a.wake(t, urgent.ThreadID); st != "pending" || n != 2 || !a.urgent(t) {
+			t.Fatalf("the wake is %s with %d, urgent %v; want pending with 2, urgent", st, n, a.urgent(t))
+		}
+	})
+	t.Run("acking the urgent message ends the urgency", func(t *testing.T) {
+		a.ack(t, urgent.MessageID)
+		if st, n, _ := a.wake(t, urgent.ThreadID); st != "pending" || n != 1 || a.urgent(t) {
+			t.Fatalf("the wake is %s with %d, urgent %v; want pending with 1, not urgent", st, n, a.urgent(t))
+		}
+	})
+}
+
 // TestAckWithdrawsTheMessageFromPendingWakes: a part that acks what it was sent is not
 // nudged about it afterwards, and is not charged budget for it: acking (like closing)
 // takes the acked messages out of the wakes not delivered yet.

@@ -334,14 +334,23 @@ FOR UPDATE;
 -- wake left with nothing is canceled. thread_key is the thread's id as text (the key of
 -- thread_counts), passed as such, and the new share is made into jsonb in the CTE: Citus
 -- refuses a function that is not immutable (the uuid to text cast, to_jsonb) inside CASE.
+-- The wake stays urgent only while an urgent message of the part's is still unread since
+-- it began, or while it holds items that are not messages (a room's task, whose urgency
+-- this cannot recount): acking the urgent message must not leave the rest passing the
+-- budget on its account.
 WITH w AS (
-  SELECT x.project_id, x.id, x.had, least(x.unread, x.had) AS keep, to_jsonb(least(x.unread, x.had)) AS keep_json
+  SELECT x.project_id, x.id, x.had, least(x.unread, x.had) AS keep, to_jsonb(least(x.unread, x.had)) AS keep_json,
+    x.urgent_left
   FROM (
     SELECT wk.project_id, wk.id, COALESCE((wk.thread_counts->>sqlc.arg(thread_key)::text)::integer, 0) AS had,
       (SELECT count(*)::integer FROM delivery d
        JOIN message msg ON msg.project_id = d.project_id AND msg.id = d.message_id
        WHERE d.project_id = sqlc.arg(project_id) AND msg.project_id = sqlc.arg(project_id) AND d.member_id = wk.member_id AND d.thread_id = sqlc.arg(thread_id)::uuid
-         AND d.read_at IS NULL AND d.open AND msg.created_at >= wk.created_at) AS unread
+         AND d.read_at IS NULL AND d.open AND msg.created_at >= wk.created_at) AS unread,
+      (wk.other_count > 0 OR EXISTS (SELECT 1 FROM delivery d
+       JOIN message msg ON msg.project_id = d.project_id AND msg.id = d.message_id
+       WHERE d.project_id = sqlc.arg(project_id) AND msg.project_id = sqlc.arg(project_id) AND d.member_id = wk.member_id
+         AND d.read_at IS NULL AND d.open AND msg.urgent AND msg.created_at >= wk.created_at)) AS urgent_left
     FROM wake wk
     WHERE wk.project_id = sqlc.arg(project_id) AND wk.member_id = sqlc.arg(member_id) AND wk.status = 'pending'
       AND jsonb_exists(wk.thread_counts, sqlc.arg(thread_key)::text)
@@ -351,6 +360,7 @@ UPDATE wake SET
   thread_counts = CASE WHEN w.keep = 0 THEN wake.thread_counts - sqlc.arg(thread_key)::text
     ELSE jsonb_set(wake.thread_counts, ARRAY[sqlc.arg(thread_key)::text], w.keep_json) END,
   count = wake.count - w.had + w.keep,
+  urgent = wake.urgent AND w.urgent_left,
   status = CASE WHEN wake.count - w.had + w.keep <= 0 THEN 'canceled' ELSE wake.status END,
   updated_at = sqlc.arg(now)::timestamptz
 FROM w WHERE wake.project_id = sqlc.arg(project_id) AND wake.project_id = w.project_id AND wake.id = w.id
