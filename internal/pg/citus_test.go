@@ -36,6 +36,7 @@ var multiShard = map[string]string{
 	"MemoryEntryListUnembedded":   "the embedding backfill, across projects, a batch per run",
 	"KnowledgeExpire":             "the expiry sweep, across projects, a batch per run",
 	"WakeDeleteOld":               "the wake retention sweep, across projects, a batch per statement",
+	"WakeListStaleSending":        "the sweep's look for lost webhook deliveries, across projects (wake_sending_idx on each shard)",
 	"IdempotencyKeyDeleteExpired": "the idempotency clean-up, across organisations, a batch per statement",
 	"WakeListAgentProjects":       "the pager's candidates: its agent's projects with wakes; its request names no project",
 	"AgentListRooms":              "an agent's rooms across projects (the all-rooms address)",
