@@ -172,8 +172,10 @@ func (s *Service) CanAttach(ctx context.Context, sc tenancy.Scope, taskID string
 	return pg.Classify("check attachment", err)
 }
 
-// checkAttacher finds the task (answered like a missing one when it is another room's)
-// and refuses a caller that is neither the sending company nor the host.
+// checkAttacher finds the task and refuses a caller that is neither the sending company
+// nor the host. A task the caller's company is not party to (another room's, or one
+// between two other companies) is answered like a missing one, so its existence does not
+// leak; the recipient's company sees the task, so it is told why it may not attach.
 func (s *Service) checkAttacher(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, id uuid.UUID, taskID string) error {
 	t, err := s.Q.TaskGetForUpdate(ctx, tx, db.TaskGetForUpdateParams{ProjectID: sc.ProjectID, ID: id})
 	if pg.IsNoRows(err) {
@@ -182,15 +184,23 @@ func (s *Service) checkAttacher(ctx context.Context, tx *pg.Tx, sc tenancy.Scope
 	if err != nil {
 		return err
 	}
-	if t.FromOrgID != sc.OrgID && !sc.IsHost() {
+	switch {
+	case t.FromOrgID == sc.OrgID || sc.IsHost():
+		return nil
+	case t.ToOrgID == sc.OrgID:
 		return errNotAttacher()
+	default:
+		return taskNotFound(taskID)
 	}
-	return nil
 }
 
 func errNotAttacher() error {
 	return apperr.New(apperr.Forbidden, "Only the company that sent the task, or the room's host, can attach files to it")
 }
+
+// MaxContentTypeBytes bounds an upload's Content-Type, which is stored and served back
+// with every download: a real media type with its parameters is far shorter.
+const MaxContentTypeBytes = 255
 
 // MaxFilenameBytes bounds an attachment's name: the column holds at most 255 characters,
 // and 255 bytes never exceed that.
@@ -225,6 +235,9 @@ func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename
 	}
 	if err := text.Check(contentType); err != nil {
 		return UploadResult{}, invalid("the upload's Content-Type %v", err)
+	}
+	if len(contentType) > MaxContentTypeBytes {
+		return UploadResult{}, invalid("the upload's Content-Type is longer than %d bytes", MaxContentTypeBytes)
 	}
 	if contentType == "" {
 		contentType = "application/octet-stream"

@@ -66,8 +66,14 @@ func TestAttachments(t *testing.T) {
 	if code, _ := e.upload("architect", own, "b.txt", "text/plain", []byte("b")); code != http.StatusCreated {
 		t.Fatalf("host refused: %d", code)
 	}
-	if code, _ := e.upload("gavin", own, "c.txt", "text/plain", []byte("c")); code != http.StatusForbidden {
-		t.Fatalf("third company attached: %d", code)
+	// Hooli is not party to the task: it is answered as if there were none.
+	if code, m := e.upload("gavin", own, "c.txt", "text/plain", []byte("c")); code != http.StatusNotFound || m["error"] != "Task not found: "+own {
+		t.Fatalf("third company attached: %d %v", code, m)
+	}
+	// A Content-Type longer than any media type is refused, not stored and served back.
+	if code, m := e.upload("architect", task, "long.txt", "text/plain; x="+strings.Repeat("a", rooms.MaxContentTypeBytes), []byte("l")); code != http.StatusBadRequest ||
+		!strings.Contains(str(m, "error"), "Content-Type is longer than 255 bytes") {
+		t.Fatalf("long content type: %d %v", code, m)
 	}
 	if code, _ := e.upload("", task, "c.txt", "text/plain", []byte("c")); code != http.StatusUnauthorized {
 		t.Fatalf("no key: %d", code)

@@ -284,6 +284,12 @@ func TestAnotherCompanysTaskIsAMissingTask(t *testing.T) {
 			t.Fatalf("review of %s by a third company: %d %v", id, code, m)
 		}
 	}
+	// Attaching a file answers the same as a missing task too.
+	for _, id := range []string{task, missing} {
+		if code, m := e.upload("gavin", id, "x.txt", "text/plain", []byte("x")); code != http.StatusNotFound || m["error"] != "Task not found: "+id {
+			t.Fatalf("attachment to %s by a third company: %d %v", id, code, m)
+		}
+	}
 	// The host's other agent is of a company in the task: it is told whose task it is.
 	wantError(t, e.call("qa-lead", e.one, "respond_to_task", map[string]any{"task_id": task, "result": "x", "status": "done"}),
 		"Task "+task+" is assigned to a different agent: only its recipient can respond to it")
