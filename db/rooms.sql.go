@@ -737,7 +737,7 @@ LEFT JOIN agent a ON a.id = t.from_agent_id
 LEFT JOIN organisation o ON o.id = t.from_org_id
 WHERE t.project_id = $1 AND t.to_agent_id = $2
   AND t.status IN ('pending', 'in_progress', 'input_required')
-ORDER BY t.id
+ORDER BY t.status <> 'pending', t.id
 LIMIT 100
 `
 
@@ -760,9 +760,11 @@ type TaskListOpenRow struct {
 	FromOrg            *string
 }
 
-// The caller's open tasks, oldest first: at most 100 (get_inbox's largest limit; the
-// caller keeps the first `limit`). No parameter in LIMIT, so the cached generic plan
-// serves every call and the joins' row-level security is not planned again each time.
+// The caller's open tasks, pending ones first, each group oldest first: at most 100
+// (get_inbox's largest limit; the caller keeps the first `limit`). Pending first, so a
+// new task is handed out even when `limit` older tasks are still in progress. No
+// parameter in LIMIT, so the cached generic plan serves every call and the joins'
+// row-level security is not planned again each time.
 func (q *Queries) TaskListOpen(ctx context.Context, db DBTX, arg TaskListOpenParams) ([]TaskListOpenRow, error) {
 	rows, err := db.Query(ctx, taskListOpen, arg.ProjectID, arg.ToAgentID)
 	if err != nil {
@@ -866,6 +868,44 @@ func (q *Queries) TaskStartPending(ctx context.Context, db DBTX, arg TaskStartPe
 			return nil, err
 		}
 		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskStatuses = `-- name: TaskStatuses :many
+SELECT id, status FROM room_task
+WHERE project_id = $1 AND id = ANY($2::uuid[])
+`
+
+type TaskStatusesParams struct {
+	ProjectID uuid.UUID
+	Ids       []uuid.UUID
+}
+
+type TaskStatusesRow struct {
+	ID     uuid.UUID
+	Status string
+}
+
+// The current status of listed tasks that TaskStartPending did not move: another call
+// handed them out, or they were answered or canceled, between the list and the lock.
+// A new statement, so it sees what those transactions committed.
+func (q *Queries) TaskStatuses(ctx context.Context, db DBTX, arg TaskStatusesParams) ([]TaskStatusesRow, error) {
+	rows, err := db.Query(ctx, taskStatuses, arg.ProjectID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TaskStatusesRow{}
+	for rows.Next() {
+		var i TaskStatusesRow
+		if err := rows.Scan(&i.ID, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -255,10 +255,10 @@ type InboxResult struct {
 	Tasks        []InboxTask `json:"tasks"`
 }
 
-// Inbox lists the caller's open tasks as they were found and moves the listed pending
+// Inbox lists the caller's open tasks, pending ones first, and moves the listed pending
 // ones to in_progress in the same transaction. The UPDATE takes row locks and re-checks
 // the status, so of two concurrent calls only one hands a task out as pending; the other
-// reports it in progress.
+// reports what the task has become (in progress, or answered meanwhile).
 func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, limit int) (InboxResult, error) {
 	if err := requireAgreement(sc); err != nil {
 		return InboxResult{}, err
@@ -288,14 +288,26 @@ func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, limit int) (Inbox
 				return err
 			}
 		}
+		// A listed pending task that did not move changed between the list and its lock:
+		// another call handed it out, or it was answered or canceled. Report what it is now.
+		now := map[uuid.UUID]string{}
+		if missed := slices.DeleteFunc(slices.Clone(pendingIDs), func(id uuid.UUID) bool { return slices.Contains(moved, id) }); len(missed) > 0 {
+			cur, err := s.Q.TaskStatuses(ctx, tx, db.TaskStatusesParams{ProjectID: sc.ProjectID, Ids: missed})
+			if err != nil {
+				return err
+			}
+			for _, c := range cur {
+				now[c.ID] = c.Status
+			}
+		}
 		out.Tasks = make([]InboxTask, 0, len(rows))
 		ids := make([]uuid.UUID, 0, len(rows))
 		for _, r := range rows {
 			status := r.Status
 			if slices.Contains(moved, r.ID) {
 				pending++ // reported as found (pending): this call handed it out
-			} else if status == "pending" {
-				status = "in_progress" // a concurrent call handed it out first
+			} else if c, ok := now[r.ID]; ok {
+				status = c
 			}
 			t := InboxTask{TaskID: r.ID.String(), From: nameOrg(r.FromName, r.FromOrg), Goal: r.Goal, Priority: r.Priority,
 				Status: status, State: stateOf[status], Deadline: MsgNoDeadline, MemoryRefs: make([]string, 0, len(r.MemoryRefs)),

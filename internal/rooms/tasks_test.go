@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/relayroom/relayroom/internal/rooms"
 )
 
@@ -293,4 +295,70 @@ func TestAnotherCompanysTaskIsAMissingTask(t *testing.T) {
 	// The host's other agent is of a company in the task: it is told whose task it is.
 	wantError(t, e.call("qa-lead", e.one, "respond_to_task", map[string]any{"task_id": task, "result": "x", "status": "done"}),
 		"Task "+task+" is assigned to a different agent: only its recipient can respond to it")
+}
+
+// TestInboxListsNewTasksBeforeOlderOpenOnes: with `limit` older tasks still in progress, a
+// new task is still handed out, not hidden behind them until they close.
+func TestInboxListsNewTasksBeforeOlderOpenOnes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for range 2 {
+		e.insertTask("architect", "peter", "older work")
+	}
+	e.call("peter", e.one, "get_inbox", map[string]any{"limit": 2}).obj(t) // both now in progress
+	fresh := e.insertTask("architect", "peter", "new work")
+	in := e.call("peter", e.one, "get_inbox", map[string]any{"limit": 2}).obj(t)
+	tasks := in["tasks"].([]any)
+	first := tasks[0].(map[string]any)
+	if in["pending_tasks"].(float64) != 1 || str(first, "task_id") != fresh.String() || first["status"] != "pending" {
+		t.Fatalf("the new task was not handed out: %s", fmtJSON(in))
+	}
+	if second := tasks[1].(map[string]any); second["status"] != "in_progress" {
+		t.Fatalf("the older tasks should follow, in progress: %s", fmtJSON(in))
+	}
+}
+
+// TestInboxReportsWhatATaskBecameWhileItWasListed: a pending task answered between
+// get_inbox's list and its lock is reported with the status it now has, not as a task
+// in progress.
+func TestInboxReportsWhatATaskBecameWhileItWasListed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.insertTask("architect", "peter", "answered meanwhile")
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // after the commit below, a no-op
+	if _, err := tx.Exec(ctx, "UPDATE room_task SET status = 'done', result = 'already done' WHERE id = $1", id); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		res rooms.InboxResult
+		err error
+	}
+	got := make(chan answer, 1)
+	done := make(chan error, 1)
+	go func() {
+		res, err := e.svc.Inbox(ctx, e.scope("peter", e.one), 10)
+		got <- answer{res, err}
+		done <- err
+	}()
+	e.b.AwaitLockWaiter(t, done) // the list saw it pending; the hand-out waits for the answer
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := <-got
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if len(a.res.Tasks) != 1 || a.res.Tasks[0].Status != "done" || a.res.Tasks[0].State != "COMPLETED" || *a.res.PendingTasks != 0 {
+		t.Fatalf("want the task reported done and nothing handed out: %s", fmtJSON(a.res))
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -205,4 +206,26 @@ func Detector(t testing.TB) *secrets.Detector {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// AwaitLockWaiter returns once a backend of the test's database waits on a lock (a call
+// under test blocked behind a transaction the test holds open), or fails the test after
+// 30 s or when done delivers first (the call did not wait). Each poll is a transaction of
+// its own: inside one, pg_stat_activity is a single snapshot and never changes.
+func (b *Bundle) AwaitLockWaiter(t testing.TB, done <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("the call returned (%v) without waiting on the held lock", err)
+		default:
+		}
+		if b.Count(t, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("no backend waited on the held lock within 30 s")
 }

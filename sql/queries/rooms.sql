@@ -104,9 +104,11 @@ INSERT INTO room_task (project_id, id, from_agent_id, from_org_id, to_member_id,
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14);
 
 -- name: TaskListOpen :many
--- The caller's open tasks, oldest first: at most 100 (get_inbox's largest limit; the
--- caller keeps the first `limit`). No parameter in LIMIT, so the cached generic plan
--- serves every call and the joins' row-level security is not planned again each time.
+-- The caller's open tasks, pending ones first, each group oldest first: at most 100
+-- (get_inbox's largest limit; the caller keeps the first `limit`). Pending first, so a
+-- new task is handed out even when `limit` older tasks are still in progress. No
+-- parameter in LIMIT, so the cached generic plan serves every call and the joins'
+-- row-level security is not planned again each time.
 SELECT t.id, t.goal, t.priority, t.status, t.deadline, t.memory_refs, t.acceptance_criteria,
   t.verification_method, t.created_at, a.name AS from_name, o.name AS from_org
 FROM room_task t
@@ -114,7 +116,7 @@ LEFT JOIN agent a ON a.id = t.from_agent_id
 LEFT JOIN organisation o ON o.id = t.from_org_id
 WHERE t.project_id = $1 AND t.to_agent_id = $2
   AND t.status IN ('pending', 'in_progress', 'input_required')
-ORDER BY t.id
+ORDER BY t.status <> 'pending', t.id
 LIMIT 100;
 
 -- name: TaskStartPending :many
@@ -124,6 +126,13 @@ LIMIT 100;
 UPDATE room_task SET status = 'in_progress', updated_at = now()
 WHERE project_id = sqlc.arg(project_id) AND id = ANY(sqlc.arg(ids)::uuid[]) AND status = 'pending'
 RETURNING id;
+
+-- name: TaskStatuses :many
+-- The current status of listed tasks that TaskStartPending did not move: another call
+-- handed them out, or they were answered or canceled, between the list and the lock.
+-- A new statement, so it sees what those transactions committed.
+SELECT id, status FROM room_task
+WHERE project_id = sqlc.arg(project_id) AND id = ANY(sqlc.arg(ids)::uuid[]);
 
 -- name: TaskGetForUpdate :one
 SELECT id, from_agent_id, from_org_id, to_agent_id, to_org_id, to_member_id, status, review, goal
