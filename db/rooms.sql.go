@@ -416,6 +416,48 @@ func (q *Queries) MemoryVectorListIDs(ctx context.Context, db DBTX, arg MemoryVe
 	return items, nil
 }
 
+const roomMemberGetByAgentSlug = `-- name: RoomMemberGetByAgentSlug :one
+SELECT m.id, m.agent_id, m.org_id, m.part, a.name AS agent_name, a.kind AS agent_kind,
+  o.name AS org_name
+FROM membership m
+JOIN agent a ON a.id = m.agent_id
+JOIN organisation o ON o.id = m.org_id
+WHERE m.project_id = $1 AND m.org_id = $2 AND a.slug = $3
+`
+
+type RoomMemberGetByAgentSlugParams struct {
+	ProjectID uuid.UUID
+	OrgID     uuid.UUID
+	Slug      string
+}
+
+type RoomMemberGetByAgentSlugRow struct {
+	ID        uuid.UUID
+	AgentID   uuid.UUID
+	OrgID     uuid.UUID
+	Part      string
+	AgentName string
+	AgentKind string
+	OrgName   string
+}
+
+// send_task's second look: the caller's own company's agent by its slug, when it is a
+// member of the room under another part name (slugs are unique within a company).
+func (q *Queries) RoomMemberGetByAgentSlug(ctx context.Context, db DBTX, arg RoomMemberGetByAgentSlugParams) (RoomMemberGetByAgentSlugRow, error) {
+	row := db.QueryRow(ctx, roomMemberGetByAgentSlug, arg.ProjectID, arg.OrgID, arg.Slug)
+	var i RoomMemberGetByAgentSlugRow
+	err := row.Scan(
+		&i.ID,
+		&i.AgentID,
+		&i.OrgID,
+		&i.Part,
+		&i.AgentName,
+		&i.AgentKind,
+		&i.OrgName,
+	)
+	return i, err
+}
+
 const roomMemberGetByPart = `-- name: RoomMemberGetByPart :one
 
 SELECT m.id, m.agent_id, m.org_id, m.part, a.name AS agent_name, a.kind AS agent_kind,

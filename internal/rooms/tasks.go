@@ -139,6 +139,14 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		to, err = s.Q.RoomMemberGetByPart(ctx, tx, db.RoomMemberGetByPartParams{ProjectID: sc.ProjectID, Part: slug})
 		if pg.IsNoRows(err) {
+			// The caller's own company's agent may be a member under another part name; its
+			// slug names it too (a guest's agent is named by its part: slugs repeat across
+			// companies).
+			var own db.RoomMemberGetByAgentSlugRow
+			own, err = s.Q.RoomMemberGetByAgentSlug(ctx, tx, db.RoomMemberGetByAgentSlugParams{ProjectID: sc.ProjectID, OrgID: sc.OrgID, Slug: slug})
+			to = db.RoomMemberGetByPartRow(own)
+		}
+		if pg.IsNoRows(err) {
 			exists, err := s.Q.AgentExistsInOrg(ctx, tx, db.AgentExistsInOrgParams{OrgID: sc.OrgID, Slug: slug})
 			if err != nil {
 				return err

@@ -362,3 +362,20 @@ func TestInboxReportsWhatATaskBecameWhileItWasListed(t *testing.T) {
 		t.Fatalf("want the task reported done and nothing handed out: %s", fmtJSON(a.res))
 	}
 }
+
+// TestSendTaskNamesOwnAgentBySlugOrPart: an agent of the caller's company that is in the
+// room under another part name is found by its slug as well as its part, not refused as
+// "not a member".
+func TestSendTaskNamesOwnAgentBySlugOrPart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.exec("UPDATE membership SET part = 'qa' WHERE project_id = $1 AND part = 'qa-lead'", e.one)
+	for _, name := range []string{"qa", "qa-lead"} {
+		r := e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": name, "goal": "check it"}).obj(t)
+		if r["assigned_to"] != "QA Lead (Acme Corp)" {
+			t.Fatalf("%s: %v", name, r)
+		}
+	}
+	// Another company's agent is named by its part in the room: slugs repeat across companies.
+	wantError(t, e.call("peter", e.one, "send_task", map[string]any{"to_agent_slug": "qa-lead", "goal": "x"}), `Agent "qa-lead" not found in this project`)
+}

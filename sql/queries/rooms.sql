@@ -9,6 +9,16 @@ JOIN agent a ON a.id = m.agent_id
 JOIN organisation o ON o.id = m.org_id
 WHERE m.project_id = $1 AND m.part = $2;
 
+-- name: RoomMemberGetByAgentSlug :one
+-- send_task's second look: the caller's own company's agent by its slug, when it is a
+-- member of the room under another part name (slugs are unique within a company).
+SELECT m.id, m.agent_id, m.org_id, m.part, a.name AS agent_name, a.kind AS agent_kind,
+  o.name AS org_name
+FROM membership m
+JOIN agent a ON a.id = m.agent_id
+JOIN organisation o ON o.id = m.org_id
+WHERE m.project_id = $1 AND m.org_id = $2 AND a.slug = $3;
+
 -- name: AgentExistsInOrg :one
 SELECT EXISTS (SELECT 1 FROM agent WHERE org_id = $1 AND slug = $2);
 
