@@ -107,9 +107,10 @@ func (b *byteBudget) give(n int64) {
 }
 
 // bodyHold is what one request holds of the byte budget. A declared body (Content-Length)
-// takes its whole size before the handler runs, so a refusal costs no read; a body of
-// undeclared length (chunked) takes the budget as it is read, and a read past what the
-// budget allows fails with an apperr that the MCP endpoints answer as a 429.
+// takes its size, at most growStep, before the handler runs, so a refusal costs no read
+// and a lying Content-Length cannot reserve the budget unread; past that, and for a body
+// of undeclared length (chunked), the budget is taken as the body is read, and a read past
+// what the budget allows fails with an apperr that the MCP endpoints answer as a 429.
 type bodyHold struct {
 	budget *byteBudget
 	body   io.ReadCloser
