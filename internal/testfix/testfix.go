@@ -211,9 +211,14 @@ func Detector(t testing.TB) *secrets.Detector {
 // AwaitLockWaiter returns once a backend of the test's database waits on a lock (a call
 // under test blocked behind a transaction the test holds open), or fails the test after
 // 30 s or when done delivers first (the call did not wait). Each poll is a transaction of
-// its own: inside one, pg_stat_activity is a single snapshot and never changes.
+// its own: inside one, pg_stat_activity is a single snapshot and never changes. On Citus
+// the call waits on the worker that holds the row's shard, which citus_stat_activity sees.
 func (b *Bundle) AwaitLockWaiter(t testing.TB, done <-chan error) {
 	t.Helper()
+	activity := "pg_stat_activity"
+	if b.DB.Citus() {
+		activity = "citus_stat_activity"
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -221,7 +226,7 @@ func (b *Bundle) AwaitLockWaiter(t testing.TB, done <-chan error) {
 			t.Fatalf("the call returned (%v) without waiting on the held lock", err)
 		default:
 		}
-		if b.Count(t, `SELECT count(*) FROM pg_stat_activity
+		if b.Count(t, `SELECT count(*) FROM `+activity+`
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0 {
 			return
 		}
