@@ -199,13 +199,15 @@ func (q *Queries) AttachmentListByTask(ctx context.Context, db DBTX, arg Attachm
 }
 
 const memoryEntryClaimUnembedded = `-- name: MemoryEntryClaimUnembedded :many
-SELECT e.id, e.content
-FROM memory_entry e
-WHERE e.project_id = $1 AND e.id = ANY($2::uuid[])
-  AND NOT EXISTS (SELECT 1 FROM memory_vector v
-                  WHERE v.project_id = e.project_id AND v.memory_id = e.id AND v.embedder = $3)
-ORDER BY e.id
-FOR NO KEY UPDATE OF e SKIP LOCKED
+SELECT c.id, c.content
+FROM (SELECT e.id, e.content
+      FROM memory_entry e
+      WHERE e.project_id = $1 AND e.id = ANY($2::uuid[])
+        AND NOT EXISTS (SELECT 1 FROM memory_vector v
+                        WHERE v.project_id = e.project_id AND v.memory_id = e.id AND v.embedder = $3)
+      ORDER BY e.id
+      OFFSET 0) c
+WHERE pg_try_advisory_xact_lock(7274, hashtext(c.id::text || '/' || $3::text))
 `
 
 type MemoryEntryClaimUnembeddedParams struct {
@@ -220,10 +222,15 @@ type MemoryEntryClaimUnembeddedRow struct {
 }
 
 // Claims those of a project's entries @ids that still have no vector row for the
-// embedder: each is locked until the claiming transaction ends, and one another
-// transaction holds is skipped, so two embedders (threads or replicas) never embed the
-// same entry at once. NO KEY UPDATE does not block the vector row's foreign-key check.
-// One project: a router query on Citus.
+// embedder: each claim is a transaction-scoped advisory lock on (entry, embedder), and
+// an entry another transaction has claimed is skipped, so two embedders (threads or
+// replicas) never embed the same entry at once. An advisory lock, not a row lock: the
+// claim lasts while a remote embedder answers, and a row lock would make a person's
+// deprecation of the entry wait that long (and fail at its lock timeout). The class
+// 7274 keeps these two-key locks apart from every other advisory lock; a hash collision
+// only skips an entry until the next round. The lock is taken last, on rows that
+// passed the other conditions. One project: a router query on Citus, so the lock is
+// taken on the node holding the shard, the same for every replica.
 func (q *Queries) MemoryEntryClaimUnembedded(ctx context.Context, db DBTX, arg MemoryEntryClaimUnembeddedParams) ([]MemoryEntryClaimUnembeddedRow, error) {
 	rows, err := db.Query(ctx, memoryEntryClaimUnembedded, arg.ProjectID, arg.Ids, arg.Embedder)
 	if err != nil {

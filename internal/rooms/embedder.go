@@ -297,8 +297,10 @@ func (s *Service) embedChunk(ctx context.Context, e embed.Embedder, rows []db.Me
 	return stored, nil
 }
 
-// claimUnembedded locks those of rows that have no vector for embedder and that no other
-// transaction holds (MemoryEntryClaimUnembedded), one project at a time, and returns them.
+// claimUnembedded claims those of rows that have no vector for embedder and that no other
+// transaction has claimed (MemoryEntryClaimUnembedded: an advisory lock per entry, which
+// leaves the entry's row free to change while the embedder works), one project at a
+// time, and returns them.
 func (s *Service) claimUnembedded(ctx context.Context, tx *pg.Tx, embedder string, rows []db.MemoryEntryListUnembeddedRow) ([]db.MemoryEntryListUnembeddedRow, error) {
 	var claimed []db.MemoryEntryListUnembeddedRow
 	for len(rows) > 0 {

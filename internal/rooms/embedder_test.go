@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/relayroom/relayroom/internal/embed"
 	"github.com/relayroom/relayroom/internal/rooms"
 )
@@ -213,4 +215,44 @@ func TestTwoRunEmbeddersNeverEmbedTheSameEntry(t *testing.T) {
 			}
 		}
 	})
+}
+
+// While the backlog waits for a slow embedder, the entries it is embedding stay free to
+// change: a person deprecating one is not made to wait (and refused at the request's lock
+// timeout) until the embedder answers.
+func TestEmbeddingDoesNotLockTheEntriesItEmbeds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.svc.Embedder = embed.None{}
+	id := str(e.call("architect", e.one, "write_memory", map[string]any{"content": "The release train leaves on Thursdays"}).obj(t), "memory_id")
+	g := &gatedEmbedder{requestWatcher: &requestWatcher{hashEmbedder: &hashEmbedder{name: "hash-v1"}}, open: make(chan struct{}), started: make(chan struct{})}
+	e.svc.Embedder = g
+	ctx := context.Background()
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := e.svc.EmbedPending(ctx, 10)
+		done <- result{n, err}
+	}()
+	<-g.started
+	conn, err := pgx.Connect(ctx, e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// What a request does: a lock waited for past its lock timeout is an error.
+	_, err = conn.Exec(ctx, "SET lock_timeout = '1s'")
+	if err == nil {
+		_, err = conn.Exec(ctx, "UPDATE memory_entry SET deprecated_at = now() WHERE id = $1", uuidOf(t, id))
+	}
+	close(g.open)
+	if err != nil {
+		t.Fatalf("deprecating an entry while it was being embedded: %v", err)
+	}
+	if r := <-done; r.err != nil || r.n != 1 {
+		t.Fatalf("the backlog stored %d vectors (%v), want the entry's", r.n, r.err)
+	}
 }
