@@ -172,26 +172,17 @@ func (s *Service) CanAttach(ctx context.Context, sc tenancy.Scope, taskID string
 	return pg.Classify("check attachment", err)
 }
 
-// checkAttacher finds the task and refuses a caller that is neither the sending company
-// nor the host. A task the caller's company is not party to (another room's, or one
-// between two other companies) is answered like a missing one, so its existence does not
-// leak; the recipient's company sees the task, so it is told why it may not attach.
+// checkAttacher finds the task (a missing one when the caller's company is not party to
+// it) and refuses the recipient's company, which sees the task but may not attach.
 func (s *Service) checkAttacher(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, id uuid.UUID, taskID string) error {
-	t, err := s.Q.TaskGetForUpdate(ctx, tx, db.TaskGetForUpdateParams{ProjectID: sc.ProjectID, ID: id})
-	if pg.IsNoRows(err) {
-		return taskNotFound(taskID)
-	}
+	t, err := s.lockTask(ctx, tx, sc, id, taskID, true)
 	if err != nil {
 		return err
 	}
-	switch {
-	case t.FromOrgID == sc.OrgID || sc.IsHost():
-		return nil
-	case t.ToOrgID == sc.OrgID:
+	if t.FromOrgID != sc.OrgID && !sc.IsHost() {
 		return errNotAttacher()
-	default:
-		return taskNotFound(taskID)
 	}
+	return nil
 }
 
 func errNotAttacher() error {

@@ -234,10 +234,7 @@ func (s *Service) CancelTask(ctx context.Context, sc tenancy.Scope, taskID strin
 		return taskNotFound(taskID)
 	}
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		t, err := s.Q.TaskGetForUpdate(ctx, tx, db.TaskGetForUpdateParams{ProjectID: sc.ProjectID, ID: id})
-		if pg.IsNoRows(err) || (err == nil && !sc.IsHost() && t.FromOrgID != sc.OrgID && t.ToOrgID != sc.OrgID) {
-			return taskNotFound(taskID)
-		}
+		t, err := s.lockTask(ctx, tx, sc, id, taskID, true)
 		if err != nil {
 			return err
 		}

@@ -365,6 +365,25 @@ var openStatuses = []string{"pending", "in_progress", "input_required"}
 
 func taskNotFound(id string) error { return apperr.New(apperr.NotFound, "Task not found: %s", id) }
 
+// lockTask reads task id for a change (its row locked until the transaction ends). A
+// task the caller's company is not party to, as neither sender nor recipient, answers
+// "Task not found" exactly like an id that does not exist, so its existence does not
+// leak. The host is party to every task of its room when hostSeesAll: its people see
+// them all on the dashboard, and the contract lets the host attach files to any.
+func (s *Service) lockTask(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, id uuid.UUID, taskID string, hostSeesAll bool) (db.TaskGetForUpdateRow, error) {
+	t, err := s.Q.TaskGetForUpdate(ctx, tx, db.TaskGetForUpdateParams{ProjectID: sc.ProjectID, ID: id})
+	if pg.IsNoRows(err) {
+		return t, taskNotFound(taskID)
+	}
+	if err != nil {
+		return t, err
+	}
+	if t.FromOrgID != sc.OrgID && t.ToOrgID != sc.OrgID && !(hostSeesAll && sc.IsHost()) {
+		return t, taskNotFound(taskID)
+	}
+	return t, nil
+}
+
 // RespondToTask records the recipient's result and outcome; the room sees a card and the
 // sender is woken.
 func (s *Service) RespondToTask(ctx context.Context, sc tenancy.Scope, in RespondInput) (RespondResult, error) {
@@ -383,16 +402,9 @@ func (s *Service) RespondToTask(ctx context.Context, sc tenancy.Scope, in Respon
 	}
 	at := s.now()
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		t, err := s.Q.TaskGetForUpdate(ctx, tx, db.TaskGetForUpdateParams{ProjectID: sc.ProjectID, ID: id})
-		if pg.IsNoRows(err) {
-			return taskNotFound(in.TaskID)
-		}
+		t, err := s.lockTask(ctx, tx, sc, id, in.TaskID, false)
 		if err != nil {
 			return err
-		}
-		if t.FromOrgID != sc.OrgID && t.ToOrgID != sc.OrgID {
-			// Another company's task answers exactly like an id that does not exist.
-			return taskNotFound(in.TaskID)
 		}
 		if t.ToAgentID != sc.AgentID {
 			return apperr.New(apperr.Forbidden, "Task %s is assigned to a different agent: only its recipient can respond to it", id)
@@ -470,18 +482,12 @@ func (s *Service) ReviewTask(ctx context.Context, sc tenancy.Scope, taskID, verd
 	at := s.now()
 	var status string
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
-		t, err := s.Q.TaskGetForUpdate(ctx, tx, db.TaskGetForUpdateParams{ProjectID: sc.ProjectID, ID: id})
-		if pg.IsNoRows(err) {
-			return taskNotFound(taskID)
-		}
+		// The host's people see every task; an agent, only its company's.
+		t, err := s.lockTask(ctx, tx, sc, id, taskID, sc.IsPerson())
 		if err != nil {
 			return err
 		}
 		switch {
-		case sc.IsPerson() && !sc.IsHost() && t.FromOrgID != sc.OrgID && t.ToOrgID != sc.OrgID:
-			return taskNotFound(taskID) // a guest's people see only their company's tasks
-		case !sc.IsPerson() && t.FromOrgID != sc.OrgID && t.ToOrgID != sc.OrgID:
-			return taskNotFound(taskID) // an agent: another company's task is a missing one
 		case sc.IsPerson() && t.FromOrgID != sc.OrgID:
 			return apperr.New(apperr.Forbidden, "Only the company that sent task %s can accept or reject its result", id)
 		case !sc.IsPerson() && (t.FromAgentID == nil || *t.FromAgentID != sc.AgentID):
