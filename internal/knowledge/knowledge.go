@@ -419,6 +419,16 @@ func (o LessonOutcome) Outcome() string {
 	return o.Code
 }
 
+// Settles says whether the outcome decides the thread's lesson for good: it was recorded,
+// or refused for what it says (emptied by redaction, past a limit once redacted). A
+// refusal for who closed or when (unauthorized, rate_limited, distill_disabled,
+// redaction_unresolvable: a project setting a person can fix; thread_canceled, which
+// no lesson ever passes) leaves it open, so a later close of the ended thread can still
+// record one.
+func (o LessonOutcome) Settles() bool {
+	return o.Recorded || o.Code == OutcomeEmptyAfterRedaction || o.Code == OutcomeStorageFailed
+}
+
 func refused(code, reason string) LessonOutcome {
 	return LessonOutcome{Code: code, Reason: reason}
 }
@@ -466,7 +476,7 @@ func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req L
 		return refused(OutcomeEmptyAfterRedaction, "the lesson body is empty once secrets are redacted ("+strings.Join(red.Kinds, ", ")+")"), nil
 	}
 	if req.AlreadyDecided {
-		return refused(OutcomeAlreadyDecided, "this thread's lesson was already recorded or refused"), nil
+		return refused(OutcomeAlreadyDecided, "this thread's lesson was already recorded, or refused for what it said"), nil
 	}
 	if secrets.IsEmptyAfterRedaction(red.Title) {
 		red.Title = RedactedTitle

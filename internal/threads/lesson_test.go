@@ -152,6 +152,14 @@ func TestLessonOutcomesFromProjectSettings(t *testing.T) {
 		if n := e.count(t, `SELECT count(*) FROM agent_lesson WHERE agent_id = $1`, sc.AgentID); n != 60 {
 			t.Fatalf("agent_lesson rows: %d, want the 60 within the hour", n)
 		}
+		// A refusal for the moment does not decide the thread's lesson: once the hour has
+		// passed, closing the ended thread again with the lesson records it.
+		limited := e.open(t)
+		wantOutcome(t, e.closeWith(t, "architect", limited, lesson("Later lesson", "Worth keeping once the hour allows it.")), "rate_limited")
+		e.exec(t, `UPDATE agent_lesson SET created_at = created_at - interval '2 hours' WHERE agent_id = $1`, sc.AgentID)
+		if r := e.closeWith(t, "architect", limited, lesson("Later lesson", "Worth keeping once the hour allows it.")); !r.Lesson.Recorded {
+			t.Fatalf("the lesson refused for the hour was not recorded later: %+v", r.Lesson)
+		}
 		// Another agent is not limited by it.
 		th := e.open(t, "backend")
 		if r := e.closeWith(t, "backend", th, lesson("Backend's own lesson", "Backend has its own hourly allowance.")); !r.Lesson.Recorded {

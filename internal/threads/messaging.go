@@ -664,7 +664,7 @@ func (s *Service) Close(ctx context.Context, sc tenancy.Scope, in CloseInput) (C
 			return err // infrastructure: the close fails with it
 		}
 		res.Lesson = &out
-		if t.LessonOutcome == nil && out.Code != knowledge.OutcomeThreadCanceled {
+		if t.LessonOutcome == nil && out.Settles() {
 			o := out.Outcome()
 			return s.Q.ThreadSetLessonOutcome(ctx, tx, db.ThreadSetLessonOutcomeParams{Outcome: &o, ProjectID: sc.ProjectID, ID: tid})
 		}
