@@ -33,6 +33,20 @@ func (q *Queries) AgentLessonCount(ctx context.Context, db DBTX, arg AgentLesson
 	return count, err
 }
 
+const agentLessonLock = `-- name: AgentLessonLock :exec
+SELECT pg_advisory_xact_lock(7275, hashtext($1::uuid::text))
+`
+
+// Makes an agent's lessons take turns from count to record (until the transaction ends),
+// so closes running at once cannot all count 59 and all record past the hourly limit.
+// A transaction-scoped advisory lock on the agent (class 7275, apart from every other
+// advisory lock): it blocks nothing else, and only the agent's own concurrent lessons
+// wait. On Citus it is taken on the coordinator, which every replica shares.
+func (q *Queries) AgentLessonLock(ctx context.Context, db DBTX, agentID uuid.UUID) error {
+	_, err := db.Exec(ctx, agentLessonLock, agentID)
+	return err
+}
+
 const agentLessonRecord = `-- name: AgentLessonRecord :exec
 WITH expired AS (
   DELETE FROM agent_lesson old

@@ -464,6 +464,9 @@ func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req L
 	}
 	// The limit is per agent across every project, as the contract says: an agent in
 	// five projects gets 60 lessons an hour, not 300.
+	if err := s.Q.AgentLessonLock(ctx, tx, sc.AgentID); err != nil {
+		return LessonOutcome{}, err
+	}
 	since := s.now().Add(-time.Hour)
 	n, err := s.Q.AgentLessonCount(ctx, tx, db.AgentLessonCountParams{OrgID: sc.OrgID, AgentID: sc.AgentID, Since: since})
 	if err != nil {

@@ -210,10 +210,17 @@ func Detector(t testing.TB) *secrets.Detector {
 
 // AwaitLockWaiter returns once a backend of the test's database waits on a lock (a call
 // under test blocked behind a transaction the test holds open), or fails the test after
-// 30 s or when done delivers first (the call did not wait). Each poll is a transaction of
-// its own: inside one, pg_stat_activity is a single snapshot and never changes. On Citus
-// the call waits on the worker that holds the row's shard, which citus_stat_activity sees.
+// 30 s or when done delivers first (the call did not wait).
 func (b *Bundle) AwaitLockWaiter(t testing.TB, done <-chan error) {
+	t.Helper()
+	b.AwaitLockWaiters(t, 1, done)
+}
+
+// AwaitLockWaiters is AwaitLockWaiter for n backends waiting at once (on a row, a table
+// or an advisory lock); done may be nil. Each poll is a transaction of its own: inside
+// one, pg_stat_activity is a single snapshot and never changes. On Citus a call waits on
+// the worker that holds the row's shard, which citus_stat_activity sees.
+func (b *Bundle) AwaitLockWaiters(t testing.TB, n int, done <-chan error) {
 	t.Helper()
 	activity := "pg_stat_activity"
 	if b.DB.Citus() {
@@ -227,10 +234,10 @@ func (b *Bundle) AwaitLockWaiter(t testing.TB, done <-chan error) {
 		default:
 		}
 		if b.Count(t, `SELECT count(*) FROM `+activity+`
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0 {
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`) >= n {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatal("no backend waited on the held lock within 30 s")
+	t.Fatalf("fewer than %d backends waited on a lock within 30 s", n)
 }

@@ -2,7 +2,9 @@ package threads_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,6 +128,64 @@ func TestLessonOutcomesFromProjectSettings(t *testing.T) {
 		e.exec(t, `update project set knowledge_config = knowledge_config || '{"distillOnClose":true}'::jsonb`)
 		if r := e.closeWith(t, "architect", e.open(t), good); !r.Lesson.Recorded {
 			t.Fatalf("%+v", r.Lesson)
+		}
+	})
+	t.Run("rate_limited holds for closes at once", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		sc := e.sc("architect")
+		e.exec(t, `INSERT INTO agent_lesson (org_id, agent_id, id, created_at)
+			SELECT $1, $2, gen_random_uuid(), now() - interval '10 minutes' FROM generate_series(1, 59)`, sc.OrgID, sc.AgentID)
+		const closes = 6
+		ths := make([]string, closes)
+		for i := range ths {
+			ths[i] = e.open(t)
+		}
+		// The closes meet at the count: a transaction holding the lessons' table makes each
+		// wait there (or, with the agent's lock, wait for it), then all go at once.
+		ctx := context.Background()
+		holder, err := pgx.Connect(ctx, e.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Close(ctx)
+		tx, err := holder.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // after the commit below, a no-op
+		if _, err := tx.Exec(ctx, "LOCK TABLE agent_lesson IN ACCESS EXCLUSIVE MODE"); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			wg       sync.WaitGroup
+			mu       sync.Mutex
+			recorded int
+			errs     []error
+		)
+		for i, th := range ths {
+			wg.Go(func() {
+				r, err := e.svc.Close(ctx, sc, threads.CloseInput{ThreadID: th,
+					Lesson: lesson(fmt.Sprintf("Concurrent lesson %d", i), fmt.Sprintf("Lesson number %d closed at the same moment as the others.", i))})
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+				} else if r.Lesson.Recorded {
+					recorded++
+				}
+			})
+		}
+		e.AwaitLockWaiters(t, closes, nil)
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if len(errs) > 0 {
+			t.Fatal(errs[0])
+		}
+		if recorded != 1 {
+			t.Fatalf("%d of %d concurrent lessons recorded with 59 of 60 used, want 1", recorded, closes)
 		}
 	})
 	t.Run("redaction_unresolvable", func(t *testing.T) {

@@ -5,6 +5,14 @@
 -- Read on every decision: no caching, so a change takes effect on the next call.
 SELECT knowledge_config, settings FROM project WHERE id = @project_id;
 
+-- name: AgentLessonLock :exec
+-- Makes an agent's lessons take turns from count to record (until the transaction ends),
+-- so closes running at once cannot all count 59 and all record past the hourly limit.
+-- A transaction-scoped advisory lock on the agent (class 7275, apart from every other
+-- advisory lock): it blocks nothing else, and only the agent's own concurrent lessons
+-- wait. On Citus it is taken on the coordinator, which every replica shares.
+SELECT pg_advisory_xact_lock(7275, hashtext(sqlc.arg(agent_id)::uuid::text));
+
 -- name: AgentLessonCount :one
 -- An agent's lessons since a time, in every project (agent_lesson is in the agent's
 -- organisation's tenant).
