@@ -120,6 +120,11 @@ func (d eventDetail) str(k string) (v string, ok bool, err error) {
 // checkEvent checks what every event type shares: the detail is a bounded object, the
 // usage report is within bounds, and a part named in the detail is the caller's own.
 func checkEvent(sc tenancy.Scope, in EventInput) (eventDetail, error) {
+	if strings.HasPrefix(in.Type, ServiceEventPrefix) {
+		// The feed shows these as what people did (a thread canceled by a person): an
+		// agent's event must not pass for one.
+		return nil, invalid("type %q is reserved: types starting %q are recorded by the service itself", in.Type, ServiceEventPrefix)
+	}
 	detail := eventDetail{}
 	if len(in.Detail) > 0 && string(in.Detail) != "null" {
 		if len(in.Detail) > MaxDetailBytes {

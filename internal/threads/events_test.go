@@ -49,6 +49,9 @@ func TestEventUsageIsAggregatedPerPartModelAndDay(t *testing.T) {
 	wantErr(t, err, apperr.Invalid, "")
 	_, err = e.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Detail: json.RawMessage(`{"part":"architect"}`)})
 	wantErr(t, err, apperr.Forbidden, "own_part_only")
+	// The service's own events (a person canceling a thread) cannot be forged by an agent.
+	_, err = e.svc.Event(ctx, sc, threads.EventInput{Type: threads.EventCanceled, Detail: json.RawMessage(`{"by":"Ana [Acme] (human)"}`)})
+	wantErr(t, err, apperr.Invalid, "invalid_argument")
 }
 
 func TestEventComposingIsTransientAndNeverWakes(t *testing.T) {

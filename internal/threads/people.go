@@ -31,8 +31,12 @@ const (
 	MaxUsageDays = 90
 )
 
+// ServiceEventPrefix starts the types of the events the service records itself; the
+// event tool refuses them from agents, so none can be forged.
+const ServiceEventPrefix = "thread."
+
 // EventCanceled is the activity a person's cancel leaves on the feed.
-const EventCanceled = "thread.canceled"
+const EventCanceled = ServiceEventPrefix + "canceled"
 
 // Channel is the Postgres notification channel on which a project's id is announced after
 // a thread's messages, its end, an event or a composing indicator were committed in it
