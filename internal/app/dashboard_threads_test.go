@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // threadsFile: Acme (in Seoul) hosts Escalations with two parts of its own and Globex's
@@ -287,6 +289,30 @@ func TestDashboardThreads(t *testing.T) {
 		if line := nextData(t, r, "live-1234", "the event"); !strings.Contains(line, `"type":"review.done"`) || !strings.Contains(line, `"part":"qa-lead"`) {
 			t.Fatalf("live event: %s", line)
 		}
+	})
+
+	t.Run("the activity stream delivers an event committed after a newer one was sent", func(t *testing.T) {
+		t.Parallel()
+		// An event's id is made before its transaction commits: "late" is older than
+		// "first", but commits after "first" was sent.
+		start := uuid.Must(uuid.NewV7())
+		late := uuid.Must(uuid.NewV7())
+		r := ana.liveStream(t, pages+"/events?after="+start.String())
+		served(t, asQA, qa, "event", map[string]any{"type": "review.first", "detail": map[string]any{"pr": "first-5678"}})
+		nextData(t, r, "first-5678", "the first event")
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, s.dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `INSERT INTO activity_event (project_id, id, type, detail, created_at)
+			VALUES ($1, $2, 'review.late', '{"pr":"late-9012"}', now())`, uuid.MustParse(project), late); err != nil {
+			t.Fatal(err)
+		}
+		// The next event wakes the stream, which must also send the late one.
+		served(t, asQA, qa, "event", map[string]any{"type": "review.second", "detail": map[string]any{"pr": "second-3456"}})
+		nextData(t, r, "late-9012", "the event committed late")
 	})
 
 	t.Run("home links to each project's thread pages", func(t *testing.T) {

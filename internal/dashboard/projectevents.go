@@ -60,7 +60,7 @@ type threadState struct {
 // reconnect resumes from Last-Event-ID), after ?after=. Handler.stream runs it.
 func (h *Handler) projectEvents(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
 	threadID := r.URL.Query().Get("thread")
-	var after uuid.UUID
+	var feed activityCursor
 	if threadID == "" {
 		last := r.Header.Get("Last-Event-ID")
 		if last == "" {
@@ -72,7 +72,7 @@ func (h *Handler) projectEvents(w http.ResponseWriter, r *http.Request, sess web
 				http.Error(w, "after is not an event id", http.StatusBadRequest)
 				return
 			}
-			after = id
+			feed.newest = id
 		}
 	}
 	wakes, stop := h.deps.Hub.SubscribeOn(ThreadChannel, sc.ProjectID)
@@ -84,9 +84,7 @@ func (h *Handler) projectEvents(w http.ResponseWriter, r *http.Request, sess web
 	var last []byte // the thread state sent last
 	h.stream(w, r, sess, sc, wakes, lapse.C, func(sc tenancy.Scope) error {
 		if threadID == "" {
-			var err error
-			after, err = h.sendActivity(w, r, sc, after)
-			return err
+			return h.sendActivity(w, r, sc, &feed)
 		}
 		state, composing, err := h.threadState(r, sc, threadID)
 		if err != nil || bytes.Equal(state, last) {
@@ -120,25 +118,77 @@ func (h *Handler) threadState(r *http.Request, sc tenancy.Scope, threadID string
 	return data, len(t.Composing) > 0, nil
 }
 
-// sendActivity writes the events after the given one, oldest first, and returns the
-// newest sent.
-func (h *Handler) sendActivity(w http.ResponseWriter, r *http.Request, sc tenancy.Scope, after uuid.UUID) (uuid.UUID, error) {
-	list, err := h.deps.Threads.ActivityForPeople(h.budget(r).Context(), sc, after)
-	if err != nil {
-		return after, fmt.Errorf("live activity: %w", err)
+// liveOverlap is how far before the newest event sent each read of the live feed looks
+// again. An event's id (a UUIDv7, hence its place in the feed) is made before its
+// transaction runs, and a transaction may take up to a request's database budget (5 s by
+// default) to commit: an event committed after a newer one was sent would otherwise sit
+// below the cursor and never be sent.
+const liveOverlap = 15 * time.Second
+
+// activityCursor is where a live feed stands: the newest event sent, and the events sent
+// within liveOverlap of it (so a read that looks again sends none twice).
+type activityCursor struct {
+	newest uuid.UUID
+	sent   map[uuid.UUID]bool
+}
+
+// from is the id the next read starts after: liveOverlap before the newest event sent.
+func (c *activityCursor) from() uuid.UUID {
+	if c.newest == uuid.Nil || c.newest.Version() != 7 {
+		return c.newest
 	}
-	rows := activityRows(list)
+	sec, nsec := c.newest.Time().UnixTime()
+	return minV7(time.Unix(sec, nsec).Add(-liveOverlap))
+}
+
+// minV7 is the smallest UUIDv7 of a millisecond: every id made from then on sorts after it.
+func minV7(t time.Time) uuid.UUID {
+	var id uuid.UUID
+	ms := uint64(max(t.UnixMilli(), 0))
+	for i := range 6 {
+		id[i] = byte(ms >> (40 - 8*i))
+	}
+	return id
+}
+
+// sendActivity writes the feed's events not yet sent, oldest first, and moves the cursor.
+func (h *Handler) sendActivity(w http.ResponseWriter, r *http.Request, sc tenancy.Scope, c *activityCursor) error {
+	list, err := h.deps.Threads.ActivityForPeople(h.budget(r).Context(), sc, c.from())
+	if err != nil {
+		return fmt.Errorf("live activity: %w", err)
+	}
+	if c.sent == nil {
+		c.sent = map[uuid.UUID]bool{}
+	}
+	fresh := list[:0:0]
+	for _, e := range list {
+		if !c.sent[e.ID] && (c.newest == uuid.Nil || e.ID != c.newest) {
+			fresh = append(fresh, e)
+		}
+	}
+	rows := activityRows(fresh)
 	for i := len(rows) - 1; i >= 0; i-- {
 		data, err := json.Marshal(rows[i])
 		if err != nil {
-			return after, fmt.Errorf("live activity: %w", err)
+			return fmt.Errorf("live activity: %w", err)
 		}
 		if _, err := fmt.Fprintf(w, "id: %s\nevent: activity\ndata: %s\n\n", rows[i].ID, data); err != nil {
-			return after, fmt.Errorf("live write: %w", err)
+			return fmt.Errorf("live write: %w", err)
+		}
+		c.sent[fresh[i].ID] = true
+		if bytes.Compare(fresh[i].ID[:], c.newest[:]) > 0 {
+			c.newest = fresh[i].ID
 		}
 	}
-	if len(list) == 0 {
-		return after, nil
+	if len(fresh) == 0 {
+		return nil
 	}
-	return list[0].ID, http.NewResponseController(w).Flush()
+	// Forget what the next read no longer looks at again.
+	from := c.from()
+	for id := range c.sent {
+		if bytes.Compare(id[:], from[:]) <= 0 {
+			delete(c.sent, id)
+		}
+	}
+	return http.NewResponseController(w).Flush()
 }

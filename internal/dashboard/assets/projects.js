@@ -95,7 +95,13 @@
       li.appendChild(time);
       if (a.detail) { var p = el("p"); p.appendChild(el("code", "", a.detail)); li.appendChild(p); }
       if (a.usage) { var u = el("p", "meta", "usage "); u.appendChild(el("code", "", a.usage)); li.appendChild(u); }
-      feed.insertBefore(li, feed.firstChild);
+      // Newest first, placed by id (ids sort by time): an event that committed late
+      // goes below the newer ones already shown.
+      var items = feed.querySelectorAll("li[data-id]"), before = items.length ? null : feed.firstChild;
+      for (var i = 0; i < items.length; i++) {
+        if (items[i].getAttribute("data-id") < a.id) { before = items[i]; break; }
+      }
+      feed.insertBefore(li, before);
       noneYet();
     }
   });
