@@ -216,7 +216,7 @@ func TestLessonOutcomesFromProjectSettings(t *testing.T) {
 		// passed, closing the ended thread again with the lesson records it.
 		limited := e.open(t)
 		wantOutcome(t, e.closeWith(t, "architect", limited, lesson("Later lesson", "Worth keeping once the hour allows it.")), "rate_limited")
-		e.exec(t, `UPDATE agent_lesson SET created_at = created_at - interval '2 hours' WHERE agent_id = $1`, sc.AgentID)
+		e.exec(t, `UPDATE agent_lesson SET created_at = $2 WHERE agent_id = $1`, sc.AgentID, time.Now().Add(-2*time.Hour))
 		if r := e.closeWith(t, "architect", limited, lesson("Later lesson", "Worth keeping once the hour allows it.")); !r.Lesson.Recorded {
 			t.Fatalf("the lesson refused for the hour was not recorded later: %+v", r.Lesson)
 		}
