@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/relayroom/relayroom/internal/rooms"
 )
 
@@ -326,16 +324,7 @@ func TestInboxReportsWhatATaskBecameWhileItWasListed(t *testing.T) {
 	e := newEnv(t)
 	id := e.insertTask("architect", "peter", "answered meanwhile")
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, e.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // after the commit below, a no-op
+	tx := e.b.Holder(t)
 	if _, err := tx.Exec(ctx, "UPDATE room_task SET status = 'done', result = 'already done' WHERE id = $1", id); err != nil {
 		t.Fatal(err)
 	}

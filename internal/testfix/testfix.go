@@ -208,6 +208,30 @@ func Detector(t testing.TB) *secrets.Detector {
 	return d
 }
 
+// Holder opens a transaction on a connection of its own, as the database's owner (behind
+// no row-level security), for a test to hold locks that a call under test must wait for.
+// The test commits it to let the call go on; it is rolled back and closed at the end.
+func (b *Bundle) Holder(t testing.TB) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, b.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// After a commit the rollback is a no-op; a closed connection ends either way.
+		_ = tx.Rollback(ctx)
+		if err := conn.Close(ctx); err != nil {
+			t.Errorf("close the holder's connection: %v", err)
+		}
+	})
+	return tx
+}
+
 // AwaitLockWaiter returns once a backend of the test's database waits on a lock (a call
 // under test blocked behind a transaction the test holds open), or fails the test after
 // 30 s or when done delivers first (the call did not wait).

@@ -144,16 +144,7 @@ func TestLessonOutcomesFromProjectSettings(t *testing.T) {
 		// The closes meet at the count: a transaction holding the lessons' table makes each
 		// wait there (or, with the agent's lock, wait for it), then all go at once.
 		ctx := context.Background()
-		holder, err := pgx.Connect(ctx, e.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer holder.Close(ctx)
-		tx, err := holder.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx) //nolint:errcheck // after the commit below, a no-op
+		tx := e.Holder(t)
 		if _, err := tx.Exec(ctx, "LOCK TABLE agent_lesson IN ACCESS EXCLUSIVE MODE"); err != nil {
 			t.Fatal(err)
 		}
