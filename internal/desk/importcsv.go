@@ -230,8 +230,9 @@ func parseImport(b []byte, now time.Time) ([]importRow, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := r.FieldPos(0)
 		if err != nil {
+			// FieldPos describes only a record that was read: after a parse error it
+			// may hold no fields and panics, so the error's own line is used.
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
 				bad(pe.StartLine, "%v", pe.Err)
@@ -240,8 +241,9 @@ func parseImport(b []byte, now time.Time) ([]importRow, error) {
 				}
 				continue
 			}
-			return nil, fmt.Errorf("read line %d: %w", line, err)
+			return nil, fmt.Errorf("read the file: %w", err)
 		}
+		line, _ := r.FieldPos(0)
 		if records++; records > MaxImportRows {
 			bad(line, "more than %d rows: split the file", MaxImportRows)
 			break

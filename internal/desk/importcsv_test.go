@@ -82,6 +82,19 @@ func TestImportCSV(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a quote out of place is reported by line, not a crash", func(t *testing.T) {
+		head := "customer_email,subject,body,created_at,status\n"
+		for _, c := range []struct{ file, want string }{
+			{head + "jo\"e@example.com,S,B,2026-10-01T10:00:00Z,open\n", `line 2: bare " in non-quoted-field`},
+			{head + "ok@example.com,S,B,2026-10-01T10:00:00Z,open\n\"never closed,S,B\n", `line 3: extraneous or missing " in quoted-field`},
+		} {
+			_, err := imp(c.file)
+			var ie *desk.ImportError
+			if !errors.As(err, &ie) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("want %q, got %v", c.want, err)
+			}
+		}
+	})
 	t.Run("a file of several chunks: progress, rows known before, a row repeated across chunks", func(t *testing.T) {
 		// 1,201 rows: row 0 repeats as row 1,100 (another chunk), rows 10-19 were imported
 		// before; each row is stored as one conversation with its customer message.
