@@ -239,6 +239,23 @@ func TestDashboardDesk(t *testing.T) {
 		}
 	})
 
+	t.Run("a deactivated owner is refused on every desk page, reports included", func(t *testing.T) {
+		t.Parallel()
+		gus := signIn(t, s.base, "gus@globex.test", "demo-password-gus")
+		pages := []string{"/app/desk/reports", "/app/desk/inboxes", "/app/desk/replies", "/app/desk/import"}
+		for _, path := range pages {
+			status, body := gus.get(path)
+			must(t, status, http.StatusOK, body)
+		}
+		count(t, `UPDATE org_member SET deactivated_at = now() WHERE org_id = $1 AND user_id = $2 RETURNING 1`,
+			s.res.Organisations["globex"].ID, userID("gus@globex.test"))
+		for _, path := range pages {
+			status, body := gus.get(path)
+			must(t, status, http.StatusForbidden, body)
+			contains(t, body, "no longer an active member")
+		}
+	})
+
 	t.Run("CSRF: every form refused without the session's token", func(t *testing.T) {
 		t.Parallel()
 		for path, f := range map[string]url.Values{

@@ -56,6 +56,9 @@ func (h *Handler) serveDesk(w http.ResponseWriter, r *http.Request, sess web.Ses
 	if !ok {
 		return
 	}
+	if _, ok := h.deskWorkspace(w, r, sess, c); !ok {
+		return
+	}
 	h.deskReports(c)
 }
 

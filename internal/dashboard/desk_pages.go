@@ -59,19 +59,28 @@ func (h *Handler) deskMember(w http.ResponseWriter, r *http.Request, sess web.Se
 	if !ok {
 		return deskCtx{}, false
 	}
-	c := deskCtx{w: w, r: r, sess: sess, orgQ: a.orgQ}
+	ws, ok := h.deskWorkspace(w, r, sess, a)
+	if !ok {
+		return deskCtx{}, false
+	}
+	return deskCtx{w: w, r: r, sess: sess, orgQ: a.orgQ, ws: ws,
+		m: desk.Member{OrgID: a.a.OrgID, UserID: sess.Person.ID, Name: sess.Person.Name, Role: ws.Role}}, true
+}
+
+// deskWorkspace reads the workspace of the organisation a acts for as the desk sees the
+// person, on every request: a deactivated member gets the desk's refusal (403) on every
+// desk page, as their tokens get it on every call.
+func (h *Handler) deskWorkspace(w http.ResponseWriter, r *http.Request, sess web.Session, a adminCtx) (desk.Workspace, bool) {
 	ws, err := h.deps.Desk.PeopleWorkspace(r.Context(), a.a.OrgID, sess.Person.ID)
 	if e, isApp := apperr.As(err); isApp && e.Code == apperr.Forbidden {
 		h.message(w, http.StatusForbidden, &sess, "Desk", e.Message)
-		return deskCtx{}, false
+		return desk.Workspace{}, false
 	}
 	if err != nil {
 		h.unavailable(w, r, &sess, "desk workspace", err)
-		return deskCtx{}, false
+		return desk.Workspace{}, false
 	}
-	c.ws = ws
-	c.m = desk.Member{OrgID: a.a.OrgID, UserID: sess.Person.ID, Name: sess.Person.Name, Role: ws.Role}
-	return c, true
+	return ws, true
 }
 
 // url is a desk page's address, keeping the organisation acted for, with a notice's key.
