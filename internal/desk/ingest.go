@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/mail"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,6 +61,17 @@ func slugID(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.UUID, kind
 	return id, err
 }
 
+// dashboardReplyNumber is N when slug is "reply-N", the slug the dashboard gives the
+// saved reply numbered N (CreateSavedReply).
+func dashboardReplyNumber(slug string) (int64, bool) {
+	digits, ok := strings.CutPrefix(slug, dashboardReplySlug)
+	if !ok || digits == "" || strings.TrimLeft(digits, "0123456789") != "" || digits[0] == '0' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return n, err == nil
+}
+
 // ApplyWorkspace creates or updates a workspace's inboxes and saved replies by slug, in
 // the caller's transaction (admin apply's, on the owner's pool). Inbox members must be
 // members of the workspace.
@@ -99,11 +111,20 @@ func ApplyWorkspace(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.UU
 		out.Inboxes[in.Slug] = PublicRef{publicID(PrefixInbox, id)}
 	}
 	for _, r := range w.SavedReplies {
+		found := true
 		id, err := slugID(ctx, tx, q, orgID, counterReply, func() (int64, error) {
-			return q.DeskSavedReplyGetBySlug(ctx, tx, db.DeskSavedReplyGetBySlugParams{OrgID: orgID, Slug: r.Slug})
+			id, err := q.DeskSavedReplyGetBySlug(ctx, tx, db.DeskSavedReplyGetBySlugParams{OrgID: orgID, Slug: r.Slug})
+			found = err == nil
+			return id, err
 		})
 		if err != nil {
 			return out, fmt.Errorf("saved reply %s: %w", r.Slug, err)
+		}
+		if n, dashboard := dashboardReplyNumber(r.Slug); dashboard && !found && n != id {
+			// The dashboard names the reply it creates "reply-" and its number: a new one
+			// made here under another number's slug would take the slug of a later
+			// dashboard reply, whose creation would then fail for good.
+			return out, fmt.Errorf("saved reply %s: slugs reply-N name the replies made on the dashboard, and there is no reply %d; give a new reply another slug", r.Slug, n)
 		}
 		if id, err = q.DeskSavedReplyUpsert(ctx, tx, db.DeskSavedReplyUpsertParams{OrgID: orgID, ID: id, Slug: r.Slug, Title: r.Title, Body: r.Body}); err != nil {
 			return out, fmt.Errorf("saved reply %s: %w", r.Slug, err)

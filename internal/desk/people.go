@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -296,6 +297,11 @@ func checkReply(title, body string) (string, string, error) {
 	return title, body, nil
 }
 
+// dashboardReplySlug and the reply's number are the slug of a saved reply made on the
+// dashboard, by which admin apply can name it; apply makes no new reply under such a
+// slug (dashboardReplyNumber).
+const dashboardReplySlug = "reply-"
+
 // CreateSavedReply adds a saved reply (owners and admins). Its slug, which admin apply
 // names replies by, is "reply-N" after its number. Returns its public id.
 func (s *Service) CreateSavedReply(ctx context.Context, m Member, title, body string) (string, error) {
@@ -313,7 +319,7 @@ func (s *Service) CreateSavedReply(ctx context.Context, m Member, title, body st
 			return fmt.Errorf("number the reply: %w", err)
 		}
 		public = publicID(PrefixReply, id)
-		slug := "reply-" + fmt.Sprint(id)
+		slug := dashboardReplySlug + strconv.FormatInt(id, 10)
 		if err := s.q.DeskSavedReplyInsert(ctx, tx, db.DeskSavedReplyInsertParams{OrgID: m.OrgID, ID: id, Slug: slug, Title: title, Body: body}); err != nil {
 			return fmt.Errorf("store the reply: %w", err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/desk"
+	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
 
@@ -82,6 +83,52 @@ func TestPeopleImport(t *testing.T) {
 		}
 		if n := testfix.Scalar[int](t, fx.d, audited, fx.acme); n != 2 {
 			t.Fatalf("an import that created nothing was audited: %d rows", n)
+		}
+	})
+}
+
+// TestSavedReplySlugs: admin apply names a reply made on the dashboard by its slug
+// reply-N, and makes no new reply under a slug the dashboard will give a later one.
+func TestSavedReplySlugs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	initech := fx.orgs["initech"]
+	ida := desk.Member{OrgID: initech, UserID: fx.users["ida@initech.test"], Name: "Ida", Role: desk.RoleOwner}
+	apply := func(slug, title string) (desk.WorkspaceOut, error) {
+		var out desk.WorkspaceOut
+		err := fx.d.Operator(ctx, func(tx *pg.Tx) (err error) {
+			out, err = desk.ApplyWorkspace(ctx, tx, fx.q, initech, desk.WorkspaceSpec{Workspace: "initech",
+				SavedReplies: []desk.SavedReplySpec{{Slug: slug, Title: title, Body: "Body."}}})
+			return err
+		})
+		return out, err
+	}
+	first, err := fx.svc.CreateSavedReply(ctx, ida, "Made on the dashboard", "Body.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strings.CutPrefix(first, desk.PrefixReply)
+
+	t.Run("apply updates the dashboard's reply by its slug", func(t *testing.T) {
+		out, err := apply("reply-"+n, "Renamed by apply")
+		if err != nil || out.SavedReplies["reply-"+n].ID != first {
+			t.Fatalf("%+v %v", out, err)
+		}
+	})
+	t.Run("apply makes no new reply under a slug the dashboard will give", func(t *testing.T) {
+		var k int
+		if _, err := fmt.Sscan(n, &k); err != nil {
+			t.Fatal(err)
+		}
+		later := fmt.Sprintf("reply-%d", k+2)
+		if _, err := apply(later, "Taken from the dashboard"); err == nil || !strings.Contains(err.Error(), "give a new reply another slug") {
+			t.Fatalf("apply made %s: %v", later, err)
+		}
+		for range 2 {
+			if _, err := fx.svc.CreateSavedReply(ctx, ida, "Made on the dashboard", "Body."); err != nil {
+				t.Fatalf("the dashboard cannot make a reply: %v", err)
+			}
 		}
 	})
 }
