@@ -10,7 +10,11 @@ func (h *Handler) deskInbox(c deskCtx, id string, status int, pre *deskPageView,
 	if err == nil {
 		v.Title = "Inbox " + in.Inbox.Name
 		v.DeskPage.Inbox = &in
-		err = h.deskHistory(c, &v, audit.KindDeskInbox, in.Inbox.ID, "this inbox")
+		if v.DeskPage.CanChange {
+			// Its history names whom it was restricted to, which only owners and admins
+			// see (desk.PeopleInbox.Members).
+			err = h.deskHistory(c, &v, audit.KindDeskInbox, in.Inbox.ID, "this inbox")
+		}
 	}
 	h.deskShow(c, status, v, err)
 }
