@@ -613,6 +613,24 @@ func (q *Queries) KnowledgeSetExpiry(ctx context.Context, db DBTX, arg Knowledge
 	return i, err
 }
 
+const knowledgeTitleLock = `-- name: KnowledgeTitleLock :exec
+SELECT pg_advisory_xact_lock(7276, hashtext($1::uuid::text || '/' || $2::text))
+`
+
+type KnowledgeTitleLockParams struct {
+	ProjectID uuid.UUID
+	TitleKey  string
+}
+
+// Makes writes of one title in a project take turns from the near-duplicate check to
+// commit, so that of two identical learns (or lessons) at once the second finds the
+// first. A transaction-scoped advisory lock (class 7276) on the project and the title's
+// letters and digits (knowledge.titleKey): different titles never wait for each other.
+func (q *Queries) KnowledgeTitleLock(ctx context.Context, db DBTX, arg KnowledgeTitleLockParams) error {
+	_, err := db.Exec(ctx, knowledgeTitleLock, arg.ProjectID, arg.TitleKey)
+	return err
+}
+
 const projectGetIDBySlug = `-- name: ProjectGetIDBySlug :one
 SELECT p.id FROM project p JOIN organisation o ON o.id = p.host_org_id
 WHERE o.slug = $1 AND p.slug = $2

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -322,11 +323,30 @@ type Written struct {
 	DuplicateOf *uuid.UUID
 }
 
+// titleKey is what near-duplicate titles most often share: their letters and digits,
+// lower-cased ("Run migrations before deploy!" and "run migrations before deploy").
+func titleKey(title string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return unicode.ToLower(r)
+		}
+		return -1
+	}, title)
+}
+
 // store inserts a redacted candidate, linking it to a near-duplicate of the project when
 // one exists (both are then reviewed together; the new one is not a second, unlinked copy).
 func (s *Service) store(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, st settings, red Redacted, kind, source string, threadID *uuid.UUID, expires *time.Time) (Written, error) {
 	w := Written{ID: uuid.Must(uuid.NewV7())}
 	minTitle, minText, text := float32(st.cfg.DuplicateSimilarity)*0.75, float32(st.cfg.DuplicateSimilarity), red.Title+" "+red.Body
+	// Another write of this title at once would not see this one, nor this one it: they
+	// take turns, so the later one is linked (KnowledgeTitleLock). The lock travels with
+	// the check, in its round trip.
+	if err := tx.Pipeline(func() error {
+		return s.Q.KnowledgeTitleLock(ctx, tx, db.KnowledgeTitleLockParams{ProjectID: sc.ProjectID, TitleKey: titleKey(red.Title)})
+	}); err != nil {
+		return Written{}, err
+	}
 	var dup uuid.UUID
 	var err error
 	if s.DB.Citus() {

@@ -306,6 +306,52 @@ func TestNearDuplicatesAreLinkedAndRedactionRunsOnEveryWrite(t *testing.T) {
 	})
 }
 
+// TestLearnsOfOneTitleAtOnceAreLinked: near-duplicate learns that run at the same moment
+// do not miss each other; every one but the first is linked.
+func TestLearnsOfOneTitleAtOnceAreLinked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	// The learns meet at the entries' table: a transaction holding it makes each wait
+	// there (or, with the title's lock, wait for it), then all go at once.
+	tx := e.Holder(t)
+	if _, err := tx.Exec(ctx, "LOCK TABLE knowledge IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	const learns = 4
+	results := make(chan knowledge.LearnResult, learns)
+	errs := make(chan error, learns)
+	for i := range learns {
+		go func() {
+			l, err := e.k.Learn(ctx, e.arch, knowledge.LearnInput{Title: "Rotate the signing key" + strings.Repeat("!", i),
+				Body: "Rotate the signing key every quarter and keep the old one for a day.", Kind: "procedure"})
+			if err != nil {
+				errs <- err
+				return
+			}
+			results <- l
+		}()
+	}
+	e.AwaitLockWaiters(t, learns, nil)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	linked := 0
+	for range learns {
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		case l := <-results:
+			if l.DuplicateOf != nil {
+				linked++
+			}
+		}
+	}
+	if linked != learns-1 {
+		t.Fatalf("%d of %d learns at once linked to a near-duplicate, want %d", linked, learns, learns-1)
+	}
+}
+
 // TestNearDuplicateQueriesAgree: the near-duplicate check's two forms, rr_near_duplicate
 // (owner's rights, the trigram index; plain PostgreSQL) and the request role's query
 // (Citus, after the transaction wrote), find the same entry or none.

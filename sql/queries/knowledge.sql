@@ -13,6 +13,13 @@ SELECT knowledge_config, settings FROM project WHERE id = @project_id;
 -- wait. On Citus it is taken on the coordinator, which every replica shares.
 SELECT pg_advisory_xact_lock(7275, hashtext(sqlc.arg(agent_id)::uuid::text));
 
+-- name: KnowledgeTitleLock :exec
+-- Makes writes of one title in a project take turns from the near-duplicate check to
+-- commit, so that of two identical learns (or lessons) at once the second finds the
+-- first. A transaction-scoped advisory lock (class 7276) on the project and the title's
+-- letters and digits (knowledge.titleKey): different titles never wait for each other.
+SELECT pg_advisory_xact_lock(7276, hashtext(sqlc.arg(project_id)::uuid::text || '/' || sqlc.arg(title_key)::text));
+
 -- name: AgentLessonCount :one
 -- An agent's lessons since a time, in every project (agent_lesson is in the agent's
 -- organisation's tenant).
