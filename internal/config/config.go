@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"net/url"
@@ -115,8 +116,6 @@ func parsed[T any](dst *T, parse func(string) (T, error), v string) error {
 	return err
 }
 
-func parseInt64(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }
-
 func positiveDuration(dst *time.Duration, v string) error {
 	return checkedDuration(dst, v, time.Nanosecond, "must be positive")
 }
@@ -136,9 +135,18 @@ func checkedDuration(dst *time.Duration, v string, least time.Duration, tooSmall
 }
 
 func positiveInt[T int | int64](dst *T, v string) error {
+	return checkedInt(dst, v, 1, "must be positive")
+}
+
+func nonNegativeInt[T int | int64](dst *T, v string) error {
+	return checkedInt(dst, v, 0, "must not be negative")
+}
+
+// checkedInt parses a whole number, refusing one below least with the reason tooSmall.
+func checkedInt[T int | int64](dst *T, v string, least int64, tooSmall string) error {
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err == nil && n <= 0 {
-		err = fmt.Errorf("must be positive")
+	if err == nil && n < least {
+		err = errors.New(tooSmall)
 	}
 	*dst = T(n)
 	return err
@@ -154,16 +162,33 @@ func settings() []setting {
 	return []setting{
 		{"DATABASE_URL", "database-url", "", "Postgres URL (postgres://user:pass@host:port/db). Required.", func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
 		{"RELAYROOM_ADDR", "addr", ":48801", "listen address", func(c *Config, v string) error { c.Addr = v; return nil }},
-		{"RELAYROOM_PUBLIC_URL", "public-url", "", "base of every URL the service prints or publishes (default: derived from the listen address)", func(c *Config, v string) error { c.PublicURL = strings.TrimRight(v, "/"); return nil }},
-		{"RELAYROOM_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", func(c *Config, v string) error { c.LogLevel = v; return nil }},
+		{"RELAYROOM_PUBLIC_URL", "public-url", "", "base of every URL the service prints or publishes (default: derived from the listen address)", func(c *Config, v string) error {
+			// Every route answers at the root of its host, and the URLs the service prints
+			// and publishes (OAuth metadata, download links) are this plus a path: a path,
+			// query or user here would print URLs that lead nowhere.
+			c.PublicURL = strings.TrimRight(v, "/")
+			if c.PublicURL == "" {
+				return nil
+			}
+			_, err := exactOrigin(c.PublicURL)
+			return err
+		}},
+		{"RELAYROOM_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", func(c *Config, v string) error {
+			c.LogLevel = v
+			var l slog.Level
+			if err := l.UnmarshalText([]byte(v)); err != nil {
+				return fmt.Errorf("%q: want debug, info, warn or error", v)
+			}
+			return nil
+		}},
 		{"RELAYROOM_MIGRATE", "migrate", "true", "apply pending migrations on start (safe with many replicas: an advisory lock serialises them)", func(c *Config, v string) error { return parsed(&c.MigrateOnStart, strconv.ParseBool, v) }},
-		{"RELAYROOM_SHUTDOWN_TIMEOUT", "shutdown-timeout", "20s", "how long in-flight calls may take to finish on shutdown", func(c *Config, v string) error { return parsed(&c.ShutdownTimeout, time.ParseDuration, v) }},
+		{"RELAYROOM_SHUTDOWN_TIMEOUT", "shutdown-timeout", "20s", "how long in-flight calls may take to finish on shutdown", func(c *Config, v string) error { return nonNegativeDuration(&c.ShutdownTimeout, v) }},
 		{"RELAYROOM_STATEMENT_TIMEOUT", "statement-timeout", DefaultStatementTimeout.String(), "the database time of a request: acquiring a pooled connection, preparing and running every statement of all its transactions (past it: the retryable 'database unavailable' answer)", func(c *Config, v string) error {
 			return positiveDuration(&c.StatementTimeout, v)
 		}},
 		{"RELAYROOM_LOCK_TIMEOUT", "lock-timeout", "1s", "how long a request's statement waits for a row or table lock before the retryable \"database unavailable\" answer (keeps a pile-up behind one lock from holding every pooled connection); 0: only the statement timeout", func(c *Config, v string) error { return nonNegativeDuration(&c.LockTimeout, v) }},
-		{"RELAYROOM_DB_MAX_CONNS", "db-max-conns", "20", "connections of the request pool", func(c *Config, v string) error { return parsed(&c.MaxConns, strconv.Atoi, v) }},
-		{"RELAYROOM_MAX_BODY_BYTES", "max-body-bytes", "4194304", "largest JSON-RPC request body accepted", func(c *Config, v string) error { return parsed(&c.MaxBodyBytes, parseInt64, v) }},
+		{"RELAYROOM_DB_MAX_CONNS", "db-max-conns", "20", "connections of the request pool", func(c *Config, v string) error { return positiveInt(&c.MaxConns, v) }},
+		{"RELAYROOM_MAX_BODY_BYTES", "max-body-bytes", "4194304", "largest JSON-RPC request body accepted", func(c *Config, v string) error { return positiveInt(&c.MaxBodyBytes, v) }},
 		{"RELAYROOM_READ_HEADER_TIMEOUT", "read-header-timeout", DefaultReadHeaderTimeout.String(), "time a client has to send a request's headers", func(c *Config, v string) error {
 			return positiveDuration(&c.ReadHeaderTimeout, v)
 		}},
@@ -189,7 +214,7 @@ func settings() []setting {
 		{"RELAYROOM_EMBED_URL", "embed-url", "", "base URL of the OpenAI-compatible embeddings server", func(c *Config, v string) error { c.EmbedURL = v; return nil }},
 		{"RELAYROOM_EMBED_MODEL", "embed-model", "", "embedding model name", func(c *Config, v string) error { c.EmbedModel = v; return nil }},
 		{"RELAYROOM_EMBED_API_KEY", "embed-api-key", "", "API key of the embeddings server", func(c *Config, v string) error { c.EmbedAPIKey = v; return nil }},
-		{"RELAYROOM_EMBED_DIM", "embed-dim", "0", "embedding dimension (0: learnt from the first response)", func(c *Config, v string) error { return parsed(&c.EmbedDim, strconv.Atoi, v) }},
+		{"RELAYROOM_EMBED_DIM", "embed-dim", "0", "embedding dimension (0: learnt from the first response)", func(c *Config, v string) error { return nonNegativeInt(&c.EmbedDim, v) }},
 		{"RELAYROOM_EMBED_WAIT", "embed-wait", "1500ms", "how long write_memory and read_memory wait for the embedder; past it the write is embedded later by the backlog job and the read searches lexically", func(c *Config, v string) error { return positiveDuration(&c.EmbedWait, v) }},
 		{"RELAYROOM_ATTACHMENT_MAX_BYTES", "attachment-max-bytes", "26214400", "largest task attachment accepted (rooms), in bytes", func(c *Config, v string) error { return positiveInt(&c.AttachmentMaxBytes, v) }},
 		{"RELAYROOM_DESK_RATE_LIMITS", "desk-rate-limits", desk.FormatLimits(desk.DefaultLimits()), "desk tools' calls per minute by plan: plan=memberReads/memberWrites/workspaceReads/workspaceWrites, for growth and scale (docs/desk.md)", func(c *Config, v string) error { return parsed(&c.DeskLimits, desk.ParseLimits, v) }},
@@ -204,8 +229,8 @@ func settings() []setting {
 			return nil
 		}},
 		{"RELAYROOM_AUTH_FAILURE_WINDOW", "auth-failure-window", throttle.DefaultWindow.String(), "window in which failed authentications are counted; a caller over a limit is refused (429) until its window ends", func(c *Config, v string) error { return positiveDuration(&c.AuthFailures.Window, v) }},
-		{"RELAYROOM_AUTH_FAILURES_PER_ADDRESS", "auth-failures-per-address", strconv.Itoa(throttle.DefaultPerAddress), "failed authentications allowed per client address per window (0: no limit)", func(c *Config, v string) error { return parsed(&c.AuthFailures.PerAddress, strconv.Atoi, v) }},
-		{"RELAYROOM_AUTH_FAILURES_PER_KEY", "auth-failures-per-key", strconv.Itoa(throttle.DefaultPerKey), "failed authentications allowed per agent key id per window, from all addresses together (0: no limit)", func(c *Config, v string) error { return parsed(&c.AuthFailures.PerKey, strconv.Atoi, v) }},
+		{"RELAYROOM_AUTH_FAILURES_PER_ADDRESS", "auth-failures-per-address", strconv.Itoa(throttle.DefaultPerAddress), "failed authentications allowed per client address per window (0: no limit)", func(c *Config, v string) error { return nonNegativeInt(&c.AuthFailures.PerAddress, v) }},
+		{"RELAYROOM_AUTH_FAILURES_PER_KEY", "auth-failures-per-key", strconv.Itoa(throttle.DefaultPerKey), "failed authentications allowed per agent key id per window, from all addresses together (0: no limit)", func(c *Config, v string) error { return nonNegativeInt(&c.AuthFailures.PerKey, v) }},
 		{"RELAYROOM_AUTH_BLOCKED_DELAY", "auth-blocked-delay", throttle.DefaultBlockedDelay.String(), "how long a blocked caller waits for its 429, so one connection sends at most one blocked attempt per delay (0: answered at once)", func(c *Config, v string) error { return nonNegativeDuration(&c.AuthFailures.BlockedDelay, v) }},
 		{"RELAYROOM_TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none, the TCP peer is the client)", func(c *Config, v string) error { return parsed(&c.TrustedProxies, throttle.ParseProxies, v) }},
 	}
@@ -242,9 +267,6 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	if _, err := url.Parse(c.DatabaseURL); err != nil {
 		return c, fmt.Errorf("config: DATABASE_URL: %w", err)
 	}
-	if _, err := url.Parse(c.PublicURL); err != nil {
-		return c, fmt.Errorf("config: RELAYROOM_PUBLIC_URL: %w", err)
-	}
 	return c, nil
 }
 
@@ -279,16 +301,25 @@ func ParseOrigins(v string) ([]string, error) {
 		if raw == "" {
 			continue
 		}
-		o, err := Origin(raw)
+		o, err := exactOrigin(raw)
 		if err != nil {
 			return nil, err
-		}
-		if o != raw && strings.ToLower(raw) != o {
-			return nil, fmt.Errorf("%q is not an origin (scheme://host[:port], nothing after)", raw)
 		}
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// exactOrigin returns raw in the form browsers send, refusing anything but an origin.
+func exactOrigin(raw string) (string, error) {
+	o, err := Origin(raw)
+	if err != nil {
+		return "", err
+	}
+	if o != raw && strings.ToLower(raw) != o {
+		return "", fmt.Errorf("%q is not an origin (scheme://host[:port], nothing after)", raw)
+	}
+	return o, nil
 }
 
 // Origin returns the origin (scheme://host[:port], lower case) of an http(s) URL; any

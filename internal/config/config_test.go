@@ -59,3 +59,41 @@ func TestWaitsHaveDefaultsAndBounds(t *testing.T) {
 		}
 	}
 }
+
+func TestNonsenseIsRefusedAtStart(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ env, value string }{
+		{"RELAYROOM_LOG_LEVEL", "loud"},
+		{"RELAYROOM_DB_MAX_CONNS", "0"},
+		{"RELAYROOM_DB_MAX_CONNS", "-3"},
+		{"RELAYROOM_MAX_BODY_BYTES", "0"},
+		{"RELAYROOM_SHUTDOWN_TIMEOUT", "-1s"},
+		{"RELAYROOM_EMBED_DIM", "-1"},
+		{"RELAYROOM_AUTH_FAILURES_PER_ADDRESS", "-1"},
+		{"RELAYROOM_AUTH_FAILURES_PER_KEY", "-5"},
+		// The service answers at its host's root: a URL with more would be printed into
+		// every link and OAuth document and lead nowhere.
+		{"RELAYROOM_PUBLIC_URL", "https://relay.example/base"},
+		{"RELAYROOM_PUBLIC_URL", "https://relay.example?x=1"},
+		{"RELAYROOM_PUBLIC_URL", "https://user@relay.example"},
+		{"RELAYROOM_PUBLIC_URL", "ftp://relay.example"},
+		{"RELAYROOM_PUBLIC_URL", "relay.example"},
+	} {
+		t.Run(c.env+"="+c.value, func(t *testing.T) {
+			_, err := load(map[string]string{c.env: c.value})
+			if err == nil || !strings.Contains(err.Error(), c.env) {
+				t.Fatalf("want a refusal naming %s, got %v", c.env, err)
+			}
+		})
+	}
+	t.Run("the documented forms are kept", func(t *testing.T) {
+		c, err := load(map[string]string{"RELAYROOM_LOG_LEVEL": "DEBUG", "RELAYROOM_PUBLIC_URL": "https://Relay.example:8443/",
+			"RELAYROOM_AUTH_FAILURES_PER_KEY": "0", "RELAYROOM_SHUTDOWN_TIMEOUT": "0s", "RELAYROOM_DB_MAX_CONNS": "7"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.PublicURL != "https://Relay.example:8443" || c.LogLevel != "DEBUG" || c.MaxConns != 7 || c.AuthFailures.PerKey != 0 {
+			t.Fatalf("%+v", c)
+		}
+	})
+}
