@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -69,6 +70,9 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := app.NewLogger(stderr, cfg.LogLevel)
+	// Libraries that log through the process's default logger (the OAuth server library
+	// does, and the standard log package) then write the same redacted JSON lines.
+	slog.SetDefault(log)
 	if err := pg.MigrateUp(cfg.DatabaseURL); err != nil {
 		return err
 	}

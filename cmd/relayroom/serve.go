@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/relayroom/relayroom/internal/app"
@@ -21,6 +22,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := app.NewLogger(os.Stderr, cfg.LogLevel)
+	log := app.NewLogger(stderr, cfg.LogLevel)
+	// Libraries that log through the process's default logger (the OAuth server library
+	// does, and the standard log package) then write the same redacted JSON lines.
+	slog.SetDefault(log)
 	return app.Run(ctx, cfg, log, nil)
 }

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/cli"
+	"github.com/relayroom/relayroom/internal/pg/pgtest"
+)
+
+// serveChildEnv marks the re-executed test binary that runs `relayroom serve` itself.
+const serveChildEnv = "RELAYROOM_TEST_SERVE_CHILD"
+
+// TestServeChild is `relayroom serve` in a process of its own, for TestServeLogsOnlyJSON
+// (libraries log through process-wide loggers, which only a process of its own shows).
+func TestServeChild(t *testing.T) {
+	if os.Getenv(serveChildEnv) == "" {
+		t.Skip("run by TestServeLogsOnlyJSON")
+	}
+	ctx, stop := cli.Context()
+	defer stop()
+	if code := run(ctx, []string{"serve"}, os.Stdout, os.Stderr); code != 0 {
+		t.Fatalf("serve: exit %d", code)
+	}
+}
+
+// TestServeLogsOnlyJSON: everything the server writes to its log stream, from start to a
+// clean stop, is one JSON object a line, so a log shipper reads every line (and each
+// passes through the credential redaction).
+func TestServeLogsOnlyJSON(t *testing.T) {
+	if os.Getenv(serveChildEnv) != "" {
+		t.Skip("the child")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServeChild$")
+	cmd.Env = append(os.Environ(), serveChildEnv+"=1", "DATABASE_URL="+pgtest.New(t), "RELAYROOM_ADDR=127.0.0.1:0",
+		"RELAYROOM_EMBEDDER=none", "RELAYROOM_LOG_LEVEL=debug")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var all []string
+	deadline := time.After(2 * time.Minute)
+	signalled := false
+	for done := false; !done; {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				done = true
+				break
+			}
+			all = append(all, line)
+			if !signalled && strings.Contains(line, `"msg":"serving"`) {
+				signalled = true
+				if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			t.Fatalf("no clean stop within 2 minutes; log so far:\n%s", strings.Join(all, "\n"))
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve: %v\n%s", err, strings.Join(all, "\n"))
+	}
+	if !signalled {
+		t.Fatalf("the server never said it was serving:\n%s", strings.Join(all, "\n"))
+	}
+	for _, line := range all {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Errorf("a log line that is not a JSON object: %q", line)
+		}
+	}
+}
