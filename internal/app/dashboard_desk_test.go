@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
@@ -352,6 +354,44 @@ func TestDashboardDesk(t *testing.T) {
 		}
 		if n := count(t, `SELECT count(*) FROM desk_conversation WHERE org_id = $1 AND inbox_id = 1 AND subject LIKE 'Question %'`, acme); n != rows {
 			t.Fatalf("%d of %d rows stored", n, rows)
+		}
+	})
+}
+
+// TestDashboardDeskReportsPastTheDeskLimit: the reports page reads through the desk's rate
+// limits, which the workspace's assistants share. Past them the person is told to wait
+// (429, the limit's message, Retry-After), and nothing is logged as an outage.
+func TestDashboardDeskReportsPastTheDeskLimit(t *testing.T) {
+	t.Parallel()
+	s := startServerOpts(t, serverOptions{file: dashboardDeskFile, tune: func(c *config.Config) {
+		// One page's worth of reads a minute (a page reads each metric once).
+		c.DeskLimits = map[string]desk.Limits{}
+		for plan, l := range desk.DefaultLimits() {
+			l.MemberReads = len(desk.Metrics)
+			c.DeskLimits[plan] = l
+		}
+	}})
+	ana := signIn(t, s.base, "ana@acme.test", "demo-password-ana")
+	if status, body := ana.get("/app/desk/reports"); status != http.StatusOK {
+		t.Fatalf("the first page: status %d: %s", status, body)
+	}
+	req, err := http.NewRequest(http.MethodGet, s.base+"/app/desk/reports", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, body, header := ana.do(req)
+	t.Run("the page past the limit says to wait, and for how long", func(t *testing.T) {
+		if status != http.StatusTooManyRequests || !strings.Contains(body, "Member read-call limit exceeded.") {
+			t.Fatalf("status %d: %s", status, body)
+		}
+		secs, err := strconv.Atoi(header.Get("Retry-After"))
+		if err != nil || secs < 1 || secs > 60 || !strings.Contains(body, "try again in "+strconv.Itoa(secs)+" s") {
+			t.Fatalf("Retry-After %q, page %s", header.Get("Retry-After"), body)
+		}
+	})
+	t.Run("a spent limit is not logged as an error", func(t *testing.T) {
+		if strings.Contains(s.logs.String(), `"level":"ERROR"`) {
+			t.Fatalf("error lines: %s", s.logs.String())
 		}
 	})
 }

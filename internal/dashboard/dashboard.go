@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/desk"
+	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
@@ -264,7 +266,19 @@ func (h *Handler) pathID(w http.ResponseWriter, sess *web.Session, idText string
 	return id, true
 }
 
+// unavailable answers a page that could not be served. A spent rate limit (the desk's,
+// which the workspace's assistants share) is the person's to wait out, not an outage:
+// 429 with its message and Retry-After, and nothing logged as an error.
 func (h *Handler) unavailable(w http.ResponseWriter, r *http.Request, sess *web.Session, what string, err error) {
+	if e, ok := apperr.As(err); ok && e.Code == apperr.RateLimited {
+		msg := e.Message
+		if secs, ok := e.Details[httpapi.RetryAfterDetail].(int); ok {
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			msg += fmt.Sprintf(" Please try again in %d s.", secs)
+		}
+		h.message(w, http.StatusTooManyRequests, sess, "Too many requests", msg)
+		return
+	}
 	h.deps.Log.ErrorContext(r.Context(), "dashboard", "what", what, "error", err.Error())
 	h.message(w, http.StatusServiceUnavailable, sess, "Unavailable", "This page is unavailable right now. Please try again.")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -93,7 +94,7 @@ func (s *Service) countHits(ctx context.Context, c caller, window time.Time, sub
 // rateLimited is RATE_LIMITED with the whole seconds until the window ends (at least 1).
 func rateLimited(msg string, left time.Duration) error {
 	e := apperr.New(apperr.RateLimited, "%s", msg)
-	e.Details = map[string]any{"retry_after_seconds": max1(int(math.Ceil(left.Seconds())))}
+	e.Details = map[string]any{httpapi.RetryAfterDetail: max1(int(math.Ceil(left.Seconds())))}
 	return e
 }
 
