@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -196,7 +197,13 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	var req registration
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxRegistrationBytes))
 	if err := dec.Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, registrationError{errInvalidClientMetadata, "the body must be a JSON object of client metadata"})
+		msg := "the body must be a JSON object of client metadata"
+		var large *http.MaxBytesError
+		if errors.As(err, &large) {
+			// A valid document that is only too long must not read as malformed.
+			msg = fmt.Sprintf("the client metadata is larger than %d bytes", MaxRegistrationBytes)
+		}
+		writeJSON(w, http.StatusBadRequest, registrationError{errInvalidClientMetadata, msg})
 		return
 	}
 	if req.TokenEndpointAuthMethod != "" && req.TokenEndpointAuthMethod != "none" {
