@@ -88,8 +88,11 @@ func (s *Store) writeAnswers(ctx context.Context, batch []*answer) {
 		groups[k] = append(groups[k], a)
 	}
 	// The answers outlive their requests (a client that hung up is the one that will
-	// retry, and its retry needs the answer): the writer's cancellation does not apply.
-	ctx, cancel := context.WithTimeout(pg.WithoutClaim(context.WithoutCancel(ctx)), saveTimeout)
+	// retry, and its retry needs the answer): the writer's cancellation does not apply,
+	// nor does its request's database budget, which its tool may have spent and which
+	// must never decide the other callers' answers in the batch: the save has its own.
+	ctx = pg.WithBudget(pg.WithoutClaim(context.WithoutCancel(ctx)), saveTimeout)
+	ctx, cancel := context.WithTimeout(ctx, saveTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, group := range groups {

@@ -137,6 +137,30 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// holdKeyRow locks the row of key until release is closed, so that the answers saved
+// meanwhile queue behind the one waiting on it; unlocked answers when the lock is gone.
+func holdKeyRow(t *testing.T, d *pg.DB, key string) (release chan struct{}, unlocked chan error) {
+	t.Helper()
+	locked := make(chan struct{})
+	release, unlocked = make(chan struct{}), make(chan error, 1)
+	go func() {
+		unlocked <- d.Operator(context.Background(), func(tx *pg.Tx) error {
+			if _, err := tx.Exec(context.Background(), "SELECT 1 FROM idempotency_key WHERE key = $1 FOR UPDATE", key); err != nil {
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	select {
+	case <-locked:
+	case err := <-unlocked:
+		t.Fatalf("hold the row of %s: %v", key, err)
+	}
+	return release, unlocked
+}
+
 func TestConcurrentAnswersShareTransactions(t *testing.T) {
 	t.Parallel()
 	d, _ := pgtest.Open(t)
@@ -151,18 +175,7 @@ func TestConcurrentAnswersShareTransactions(t *testing.T) {
 	for i := range runs {
 		runs[i] = committedRun(t, d, s, agents[i%2], fmt.Sprintf("later-%d", i))
 	}
-	locked, release, unlocked := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		unlocked <- d.Operator(context.Background(), func(tx *pg.Tx) error {
-			if _, err := tx.Exec(context.Background(), "SELECT 1 FROM idempotency_key WHERE key = 'first' FOR UPDATE"); err != nil {
-				return err
-			}
-			close(locked)
-			<-release
-			return nil
-		})
-	}()
-	<-locked
+	release, unlocked := holdKeyRow(t, d, "first")
 	before := d.RoundTrips()
 	saved := make(chan error, later+1)
 	save := func(run mcp.IdempotentRun, i int) {
@@ -203,4 +216,46 @@ func TestConcurrentAnswersShareTransactions(t *testing.T) {
 			t.Fatal("the first answer is not stored")
 		}
 	})
+}
+
+// TestAnswersOutliveTheirRequestsDatabaseBudget: a keyed write whose request spent its
+// database budget just as it committed still stores its answer, and so does every answer
+// of other agents (other companies) that its caller happens to store in the same batch.
+func TestAnswersOutliveTheirRequestsDatabaseBudget(t *testing.T) {
+	t.Parallel()
+	d, _ := pgtest.Open(t)
+	a, b, c := seedAgent(t, d), seedAgent(t, d), seedAgent(t, d)
+	s := &idempotency.Store{DB: d, Q: db.New()}
+	first := committedRun(t, d, s, a, "first")
+	spent := committedRun(t, d, s, b, "spent")
+	other := committedRun(t, d, s, c, "other")
+	// The first answer's row is held, so the next two queue and are stored as one batch
+	// by the spent request's caller (the next in line).
+	release, unlocked := holdKeyRow(t, d, "first")
+	errs := map[string]chan error{"first": make(chan error, 1), "spent": make(chan error, 1), "other": make(chan error, 1)}
+	go func() { errs["first"] <- first.Save(context.Background(), json.RawMessage(`{"a":1}`)) }()
+	waitFor(t, "first is writing", func() bool { w, n := s.AnswersQueued(); return w && n == 0 })
+	go func() {
+		errs["spent"] <- spent.Save(pg.WithBudget(context.Background(), 0), json.RawMessage(`{"b":1}`))
+	}()
+	waitFor(t, "spent waits", func() bool { _, n := s.AnswersQueued(); return n == 1 })
+	go func() { errs["other"] <- other.Save(context.Background(), json.RawMessage(`{"c":1}`)) }()
+	waitFor(t, "other waits", func() bool { _, n := s.AnswersQueued(); return n == 2 })
+	close(release)
+	if err := <-unlocked; err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"spent", "other"} {
+		t.Run("the answer of "+key+" is stored", func(t *testing.T) {
+			if err := <-errs[key]; err != nil {
+				t.Fatalf("save: %v", err)
+			}
+			if n := testfix.Scalar[int](t, d, "SELECT count(*)::int FROM idempotency_key WHERE key = $1 AND response IS NOT NULL", key); n != 1 {
+				t.Fatalf("%d stored answers, want 1: its retry would read in_progress, then answer_lost", n)
+			}
+		})
+	}
+	if err := <-errs["first"]; err != nil {
+		t.Fatal(err)
+	}
 }
