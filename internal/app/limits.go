@@ -155,6 +155,14 @@ func errServerBusy() *apperr.Error {
 // connection while it waits, and many pagers may share one address behind a NAT.
 func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		// Every 503 says when to retry, whichever handler wrote it, on the exempt routes
+		// too (the pager's long poll is told the database is unavailable like any call).
+		res := c.Response()
+		res.Before(func() {
+			if res.Status == http.StatusServiceUnavailable && res.Header().Get("Retry-After") == "" {
+				res.Header().Set("Retry-After", strconv.Itoa(pg.RetryAfterSeconds))
+			}
+		})
 		switch c.Path() {
 		case routeHealthz, routeReadyz, routeMetrics:
 			return next(c)
@@ -165,13 +173,6 @@ func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 			a.extendDeadlines(c, dashboard.StreamLifetime)
 			return next(c)
 		}
-		// Every 503 of a route says when to retry, whichever handler wrote it.
-		res := c.Response()
-		res.Before(func() {
-			if res.Status == http.StatusServiceUnavailable && res.Header().Get("Retry-After") == "" {
-				res.Header().Set("Retry-After", strconv.Itoa(pg.RetryAfterSeconds))
-			}
-		})
 		r := c.Request()
 		addr := clientAddr(r)
 		if !a.limits.enter(addr) {

@@ -483,6 +483,15 @@ func TestDatabaseDeadlineHolds(t *testing.T) {
 		rec := p.serve(t, http.MethodPost, p.threadsPath("architect"), p.res.Agents["acme/architect"].Key, strings.NewReader(list))
 		checkUnavailable(t, rec)
 	})
+	t.Run("the pager's long poll, exempt from the request limits, says when to retry too", func(t *testing.T) {
+		t.Parallel()
+		p := newInProcess(t, 2, time.Second)
+		holdPool(t, p.db.App)
+		rec := p.serve(t, http.MethodGet, "/api/wakes/next?wait=0", p.res.Agents["acme/architect"].Key, nil)
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+			t.Fatalf("%d, Retry-After %q: %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+		}
+	})
 }
 
 // holdPool takes every connection of pool until the returned release runs (or the test
