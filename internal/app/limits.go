@@ -3,7 +3,6 @@ package app
 import (
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -174,7 +173,7 @@ func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		r := c.Request()
-		addr := clientAddr(r)
+		addr := a.limitAddress(r)
 		if !a.limits.enter(addr) {
 			return a.refuse(c, errAddressBusy())
 		}
@@ -221,12 +220,13 @@ func (a *App) refuse(c echo.Context, e *apperr.Error) error {
 	return nil
 }
 
-// clientAddr is the address limits count by: the TCP peer's IP. Behind a reverse proxy
-// every client shares the proxy's address (docs/limits.md).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+// limitAddress is the address requests in progress are counted by: the client's, as for
+// the authentication limits (an IPv6 address reduced to its /64, which one host can
+// rotate through freely; behind a trusted proxy, the client it names), or the raw peer
+// when that cannot be read (docs/limits.md).
+func (a *App) limitAddress(r *http.Request) string {
+	if addr := a.clientAddress(r); addr != "" {
+		return addr
 	}
-	return host
+	return r.RemoteAddr
 }

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -345,6 +346,79 @@ func TestRequestsPerAddressAreBounded(t *testing.T) {
 			if time.Now().After(end) {
 				t.Fatalf("still refused: %d %s", status, body)
 			}
+		}
+	})
+}
+
+// firstRead tells read when its body is first read (its request is then in progress).
+type firstRead struct {
+	r    io.Reader
+	read chan<- struct{}
+	once sync.Once
+}
+
+func (f *firstRead) Read(p []byte) (int, error) {
+	f.once.Do(func() { f.read <- struct{}{} })
+	return f.r.Read(p)
+}
+
+// TestRequestsPerAddressCountAnIPv6HostOnce: one IPv6 host routes a whole /64 and can send
+// each request from another address of it; the requests in progress are counted for the
+// /64, as the authentication limits count them, and another /64 is another client.
+func TestRequestsPerAddressCountAnIPv6HostOnce(t *testing.T) {
+	t.Parallel()
+	p := newInProcess(t, 2, 5*time.Second)
+	path, key := p.threadsPath("architect"), p.res.Agents["acme/architect"].Key
+	request := func(remote string, body io.Reader) *http.Request {
+		req := httptest.NewRequest(http.MethodPost, path, body)
+		req.RemoteAddr = remote
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Agent-Key", key)
+		return req
+	}
+	// Every request of the limit held open, each from its own address of one /64: its
+	// body never ends, so it stays in progress once the handler reads it.
+	var held sync.WaitGroup
+	var bodies []*io.PipeWriter
+	defer func() {
+		for _, w := range bodies {
+			_ = w.Close()
+		}
+		held.Wait()
+	}()
+	reading := make(chan struct{}, config.DefaultMaxRequestsPerAddr)
+	for i := range config.DefaultMaxRequestsPerAddr {
+		r, w := io.Pipe()
+		bodies = append(bodies, w)
+		held.Add(1)
+		go func() {
+			defer held.Done()
+			req := request(fmt.Sprintf("[2001:db8:1:2::%x]:40000", i+1), &firstRead{r: r, read: reading})
+			req.ContentLength = -1 // undeclared: read until the pipe closes
+			p.app.Handler().ServeHTTP(httptest.NewRecorder(), req)
+		}()
+	}
+	for range config.DefaultMaxRequestsPerAddr {
+		select {
+		case <-reading:
+		case <-time.After(generous):
+			t.Fatal("the held requests were not all read")
+		}
+	}
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	t.Run("one more from another address of the /64 is refused", func(t *testing.T) {
+		rec := httptest.NewRecorder()
+		p.app.Handler().ServeHTTP(rec, request("[2001:db8:1:2::ffff]:40000", strings.NewReader(list)))
+		if rec.Code != http.StatusTooManyRequests {
+			t.Fatalf("%d %.200s", rec.Code, rec.Body)
+		}
+		checkRefusal(t, rec.Header(), rec.Body.String())
+	})
+	t.Run("another /64 is served", func(t *testing.T) {
+		rec := httptest.NewRecorder()
+		p.app.Handler().ServeHTTP(rec, request("[2001:db8:1:3::1]:40000", strings.NewReader(list)))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%d %.200s", rec.Code, rec.Body)
 		}
 	})
 }
