@@ -135,7 +135,7 @@ WITH c AS (
                     AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
          OR (SELECT count(*) FROM wake x WHERE x.project_id = $3::uuid AND x.member_id = w.member_id
-             AND x.charged_at > $6::timestamptz AND x.status <> 'canceled')
+             AND x.charged_at > $6::timestamptz)
             < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = $3::uuid))
   ORDER BY w.created_at
   LIMIT 1
@@ -853,7 +853,7 @@ WITH c AS (
                     AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
          OR (SELECT count(*) FROM wake x WHERE x.project_id = $2::uuid AND x.member_id = w.member_id
-             AND x.charged_at > $5::timestamptz AND x.status <> 'canceled')
+             AND x.charged_at > $5::timestamptz)
             < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = $2::uuid))
   ORDER BY w.created_at
   LIMIT $6::integer
@@ -882,7 +882,8 @@ type WakeTakeWebhookRow struct {
 // A project's deliverable wakes of the agents given (those with a webhook; not parked,
 // within budget or urgent), charged and marked sending for the delivery job enqueued in
 // the same transaction. Every subquery names the project itself: on Citus the statement
-// is then a router query, which FOR UPDATE needs.
+// is then a router query, which FOR UPDATE needs. The budget counts every wake charged in
+// the hour, canceled ones too: a wake closed or acked after it was handed out was spent.
 func (q *Queries) WakeTakeWebhook(ctx context.Context, db DBTX, arg WakeTakeWebhookParams) ([]WakeTakeWebhookRow, error) {
 	rows, err := db.Query(ctx, wakeTakeWebhook,
 		arg.Now,

@@ -50,6 +50,40 @@ func TestBudgetEnforced(t *testing.T) {
 	}
 }
 
+// TestBudgetKeepsWhatWasHandedOut: a wake is charged when it is handed out, and stays
+// charged when its thread is closed afterwards (as agents are told to do once the work is
+// done): closing every thread must not let a part be woken past its budget.
+func TestBudgetKeepsWhatWasHandedOut(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.budget(2)
+	woken := 0
+	for range 6 {
+		thread := uuid.Must(uuid.NewV7())
+		r := f.msg("a")
+		r.ThreadID = thread
+		f.queue(r)
+		w := f.next("a")
+		if w == nil {
+			f.clock.Add(time.Minute)
+			continue
+		}
+		woken++
+		if err := f.d.InTenant(f.ctx, pg.Tenant{ProjectID: f.project}, func(tx *pg.Tx) error {
+			return f.svc.CancelThread(f.ctx, tx, f.project, thread)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := f.svc.Ack(f.ctx, f.agent["a"], w.ID); err != nil || st != wake.StatusCanceled {
+			t.Fatalf("ack after the close: %q %v", st, err)
+		}
+		f.clock.Add(time.Minute)
+	}
+	if woken != 2 {
+		t.Fatalf("woken %d times within 6 minutes on a budget of 2 an hour: %+v", woken, f.wakes("a"))
+	}
+}
+
 // TestBroadcastChargedPerRecipient: a message to "*" costs each recipient one wake of
 // its own budget.
 func TestBroadcastChargedPerRecipient(t *testing.T) {

@@ -138,7 +138,8 @@ LIMIT sqlc.arg(max_rows)::integer;
 -- A project's deliverable wakes of the agents given (those with a webhook; not parked,
 -- within budget or urgent), charged and marked sending for the delivery job enqueued in
 -- the same transaction. Every subquery names the project itself: on Citus the statement
--- is then a router query, which FOR UPDATE needs.
+-- is then a router query, which FOR UPDATE needs. The budget counts every wake charged in
+-- the hour, canceled ones too: a wake closed or acked after it was handed out was spent.
 WITH c AS (
   SELECT w.project_id, w.id
   FROM wake w
@@ -155,7 +156,7 @@ WITH c AS (
                     AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
          OR (SELECT count(*) FROM wake x WHERE x.project_id = sqlc.arg(project_id)::uuid AND x.member_id = w.member_id
-             AND x.charged_at > sqlc.arg(since)::timestamptz AND x.status <> 'canceled')
+             AND x.charged_at > sqlc.arg(since)::timestamptz)
             < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = sqlc.arg(project_id)::uuid))
   ORDER BY w.created_at
   LIMIT sqlc.arg(max_rows)::integer
@@ -243,7 +244,7 @@ WITH c AS (
                     AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
     AND (w.urgent OR w.charged_at IS NOT NULL
          OR (SELECT count(*) FROM wake x WHERE x.project_id = sqlc.arg(project_id)::uuid AND x.member_id = w.member_id
-             AND x.charged_at > sqlc.arg(since)::timestamptz AND x.status <> 'canceled')
+             AND x.charged_at > sqlc.arg(since)::timestamptz)
             < (SELECT rr_wake_budget(p.settings) FROM project p WHERE p.id = sqlc.arg(project_id)::uuid))
   ORDER BY w.created_at
   LIMIT 1
