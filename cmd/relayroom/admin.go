@@ -121,6 +121,14 @@ func flagsSet(fs *flag.FlagSet) map[string]bool {
 	return set
 }
 
+// keep is an update's value of a field: the flag's when it was given, else the stored one.
+func keep(set map[string]bool, flag, given, stored string) string {
+	if set[flag] {
+		return given
+	}
+	return stored
+}
+
 func required(fs *flag.FlagSet, names ...string) error {
 	set := flagsSet(fs)
 	var missing []string
@@ -237,7 +245,21 @@ func coreAdminCommands() map[string]adminCommand {
 			slug, name := fs.String("slug", "", "organisation slug"), fs.String("name", "", "display name")
 			plan, tz := fs.String("plan", "trial", "trial, starter, growth or scale"), fs.String("timezone", "UTC", "IANA time zone")
 			return []string{"slug", "name"}, func(ctx context.Context, env adminEnv) (any, error) {
-				return applyOne(ctx, env, admin.File{Organisations: []admin.OrgSpec{{Slug: *slug, Name: *name, Plan: *plan, Timezone: *tz}}})
+				o := admin.OrgSpec{Slug: *slug, Name: *name, Plan: *plan, Timezone: *tz}
+				// An update changes what its flags name and keeps the rest, not the flags'
+				// defaults (a new name must not put a paying organisation back on trial).
+				orgs, err := env.svc.ListOrganisations(ctx)
+				if err != nil {
+					return nil, err
+				}
+				set := flagsSet(fs)
+				for _, cur := range orgs {
+					if cur.Slug == *slug {
+						o.Plan = keep(set, "plan", o.Plan, cur.Plan)
+						o.Timezone = keep(set, "timezone", o.Timezone, cur.Timezone)
+					}
+				}
+				return applyOne(ctx, env, admin.File{Organisations: []admin.OrgSpec{o}})
 			}
 		}),
 		"user list": list("List people with their organisations and roles.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListUsers(ctx) }),
@@ -245,7 +267,24 @@ func coreAdminCommands() map[string]adminCommand {
 			email, name := fs.String("email", "", "email address"), fs.String("name", "", "display name")
 			org, role := fs.String("org", "", "organisation slug"), fs.String("role", "member", "owner, admin or member")
 			return []string{"email", "org"}, func(ctx context.Context, env adminEnv) (any, error) {
-				return applyOne(ctx, env, admin.File{Users: []admin.UserSpec{{Email: *email, Name: *name, Org: *org, Role: *role, Password: os.Getenv("RELAYROOM_PASSWORD")}}})
+				u := admin.UserSpec{Email: *email, Name: *name, Org: *org, Role: *role, Password: os.Getenv("RELAYROOM_PASSWORD")}
+				// An update keeps what its flags do not name: setting a password must not
+				// blank the person's name or demote an owner to member.
+				users, err := env.svc.ListUsers(ctx)
+				if err != nil {
+					return nil, err
+				}
+				set := flagsSet(fs)
+				for _, cur := range users {
+					if !strings.EqualFold(cur.Email, *email) {
+						continue
+					}
+					u.Name = keep(set, "name", u.Name, cur.Name)
+					if cur.OrgSlug == *org {
+						u.Role = keep(set, "role", u.Role, cur.Role)
+					}
+				}
+				return applyOne(ctx, env, admin.File{Users: []admin.UserSpec{u}})
 			}
 		}),
 		"agent list": list("List agents with their number of active keys.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListAgents(ctx) }),
@@ -253,7 +292,21 @@ func coreAdminCommands() map[string]adminCommand {
 			org, slug, name := fs.String("org", "", "organisation slug"), fs.String("slug", "", "agent slug"), fs.String("name", "", "display name")
 			model, kind := fs.String("model", "", "model id, e.g. claude-opus-4"), fs.String("kind", "session", "always_on or session")
 			return []string{"org", "slug", "name"}, func(ctx context.Context, env adminEnv) (any, error) {
-				return applyOne(ctx, env, admin.File{Agents: []admin.AgentSpec{{Org: *org, Slug: *slug, Name: *name, Model: *model, Kind: *kind}}})
+				a := admin.AgentSpec{Org: *org, Slug: *slug, Name: *name, Model: *model, Kind: *kind}
+				// An update keeps what its flags do not name: a new name must not turn an
+				// always-on agent into a session one (rooms wake only always-on agents).
+				agents, err := env.svc.ListAgents(ctx)
+				if err != nil {
+					return nil, err
+				}
+				set := flagsSet(fs)
+				for _, cur := range agents {
+					if cur.OrgSlug == *org && cur.Slug == *slug {
+						a.Model = keep(set, "model", a.Model, cur.Model)
+						a.Kind = keep(set, "kind", a.Kind, cur.Kind)
+					}
+				}
+				return applyOne(ctx, env, admin.File{Agents: []admin.AgentSpec{a}})
 			}
 		}),
 		"agent rotate-key": oneFlag("Revoke an agent's keys and issue a new one (printed once).", "agent", "the agent, as org/slug", func(ctx context.Context, env adminEnv, v string) (any, error) { return env.svc.RotateAgentKey(ctx, v) }),

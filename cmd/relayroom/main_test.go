@@ -172,3 +172,71 @@ func TestAdminCLI(t *testing.T) {
 		t.Fatalf("--help exits %d, want 0", code)
 	}
 }
+
+// TestAdminUpdatesKeepWhatTheirFlagsDoNotName: "create or update" commands run on an
+// existing object change the fields their flags name and keep the others, not the flags'
+// defaults.
+func TestAdminUpdatesKeepWhatTheirFlagsDoNotName(t *testing.T) {
+	t.Setenv("DATABASE_URL", pgtest.New(t))
+	t.Setenv("RELAYROOM_PUBLIC_URL", "https://relay.example.test")
+	if code, _, stderr := runCLI(t, "admin", "apply", "-f", "../../deploy/demo.yaml"); code != 0 {
+		t.Fatalf("apply: exit %d: %s", code, stderr)
+	}
+	update := func(t *testing.T, args ...string) {
+		t.Helper()
+		if code, _, stderr := runCLI(t, append([]string{"admin"}, args...)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+	list := func(t *testing.T, what string, into any) {
+		t.Helper()
+		code, out, stderr := runCLI(t, "admin", what, "list")
+		if code != 0 {
+			t.Fatalf("%s list: exit %d: %s", what, code, stderr)
+		}
+		if err := json.Unmarshal([]byte(out), into); err != nil {
+			t.Fatalf("%s list: %v\n%s", what, err, out)
+		}
+	}
+	t.Run("an agent renamed stays always-on with its model", func(t *testing.T) {
+		update(t, "agent", "create", "--org", "acme", "--slug", "architect", "--name", "Architect Two")
+		var agents []struct{ OrgSlug, Slug, Name, Model, Kind string }
+		list(t, "agent", &agents)
+		for _, a := range agents {
+			if a.OrgSlug == "acme" && a.Slug == "architect" && (a.Name != "Architect Two" || a.Kind != "always_on" || a.Model != "claude-opus-4") {
+				t.Fatalf("%+v", a)
+			}
+		}
+	})
+	t.Run("a person given a password keeps their name and role", func(t *testing.T) {
+		t.Setenv("RELAYROOM_PASSWORD", "a-new-password-for-ana")
+		update(t, "user", "create", "--email", "ana@acme.test", "--org", "acme")
+		var users []struct{ Email, Name, OrgSlug, Role string }
+		list(t, "user", &users)
+		for _, u := range users {
+			if u.Email == "ana@acme.test" && u.OrgSlug == "acme" && (u.Name != "Ana" || u.Role != "owner") {
+				t.Fatalf("%+v", u)
+			}
+		}
+	})
+	t.Run("an organisation renamed keeps its plan and time zone", func(t *testing.T) {
+		update(t, "org", "create", "--slug", "acme", "--name", "Acme Corporation")
+		var orgs []struct{ Slug, Name, Plan, Timezone string }
+		list(t, "org", &orgs)
+		for _, o := range orgs {
+			if o.Slug == "acme" && (o.Name != "Acme Corporation" || o.Plan != "scale" || o.Timezone != "America/Los_Angeles") {
+				t.Fatalf("%+v", o)
+			}
+		}
+	})
+	t.Run("a field a flag names is changed", func(t *testing.T) {
+		update(t, "agent", "create", "--org", "acme", "--slug", "architect", "--name", "Architect", "--kind", "session")
+		var agents []struct{ OrgSlug, Slug, Kind string }
+		list(t, "agent", &agents)
+		for _, a := range agents {
+			if a.OrgSlug == "acme" && a.Slug == "architect" && a.Kind != "session" {
+				t.Fatalf("%+v", a)
+			}
+		}
+	})
+}
