@@ -262,6 +262,26 @@ func (q *Queries) InvitationListByOrg(ctx context.Context, db DBTX, orgID uuid.U
 	return items, nil
 }
 
+const invitationRetireOthers = `-- name: InvitationRetireOthers :exec
+UPDATE org_invitation SET expires_at = now()
+WHERE org_id = $1 AND email = $2 AND id <> $3
+  AND accepted_at IS NULL AND expires_at > now()
+`
+
+type InvitationRetireOthersParams struct {
+	OrgID uuid.UUID
+	Email string
+	ID    uuid.UUID
+}
+
+// An accepted invitation ends the email's other pending ones of the organisation (a link
+// sent again, an older one with another role): left open, a spare link would set the role
+// again after an owner had changed it.
+func (q *Queries) InvitationRetireOthers(ctx context.Context, db DBTX, arg InvitationRetireOthersParams) error {
+	_, err := db.Exec(ctx, invitationRetireOthers, arg.OrgID, arg.Email, arg.ID)
+	return err
+}
+
 const invitationRowsByInviteID = `-- name: InvitationRowsByInviteID :many
 SELECT i.org_id, i.id, i.secret_hash, i.email, i.role, i.expires_at, i.accepted_at, o.name AS org_name
 FROM org_invitation i JOIN organisation o ON o.id = i.org_id

@@ -35,6 +35,10 @@ const MinPassword = 8
 // MsgInvitationInvalid answers a link that is unknown, used or expired alike.
 const MsgInvitationInvalid = "This invitation link is not valid: it may have been used or have expired. Ask for a new one."
 
+// MsgInvitationMember answers a link opened by someone who is a member already: an
+// invitation does not change a member's role.
+const MsgInvitationMember = "You are a member of this organisation already: an invitation does not change your role. Ask an owner or admin to change it."
+
 // RouteInvite is where a link points (served by the dashboard without a session).
 const RouteInvite = "/app/invite/"
 
@@ -187,12 +191,24 @@ func (s *Service) AcceptInvitation(ctx context.Context, link string, j Joiner) e
 				return err
 			}
 		}
+		// An invitation makes a member; it never changes the role of one (an owner may have
+		// changed it since the link was sent).
+		member, err := s.Q.OrgMemberExists(ctx, tx, db.OrgMemberExistsParams{OrgID: inv.OrgID, Email: inv.Email})
+		if err != nil {
+			return err
+		}
+		if member {
+			return apperr.New(apperr.Conflict, "%s", MsgInvitationMember)
+		}
 		n, err := s.Q.InvitationAccept(ctx, tx, db.InvitationAcceptParams{OrgID: inv.OrgID, ID: inv.ID, UserID: &userID})
 		if err != nil {
 			return err
 		}
 		if n == 0 { // used by a concurrent request since it was read
 			return apperr.New(apperr.NotFound, "%s", MsgInvitationInvalid)
+		}
+		if err := s.Q.InvitationRetireOthers(ctx, tx, db.InvitationRetireOthersParams{OrgID: inv.OrgID, Email: inv.Email, ID: inv.ID}); err != nil {
+			return err
 		}
 		if err := s.Q.OrgMemberUpsert(ctx, tx, db.OrgMemberUpsertParams{OrgID: inv.OrgID, UserID: userID, Role: inv.Role}); err != nil {
 			return err

@@ -83,6 +83,8 @@ func (h *Handler) invitePage(w http.ResponseWriter, r *http.Request, link string
 			h.renderInvite(w, r, http.StatusBadRequest, v, signedIn)
 		case isApp && e.Code == apperr.NotFound:
 			h.message(w, http.StatusNotFound, sp, "Invitation", e.Message)
+		case isApp && e.Code == apperr.Conflict:
+			h.message(w, http.StatusConflict, sp, "Invitation", e.Message)
 		case isApp && e.Code == apperr.Forbidden:
 			v.Error = e.Message
 			h.renderInvite(w, r, http.StatusForbidden, v, signedIn)

@@ -104,6 +104,14 @@ WHERE i.invite_id = sqlc.arg(invite_id);
 UPDATE org_invitation SET accepted_at = now(), accepted_user_id = sqlc.arg(user_id)
 WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND accepted_at IS NULL AND expires_at > now();
 
+-- name: InvitationRetireOthers :exec
+-- An accepted invitation ends the email's other pending ones of the organisation (a link
+-- sent again, an older one with another role): left open, a spare link would set the role
+-- again after an owner had changed it.
+UPDATE org_invitation SET expires_at = now()
+WHERE org_id = sqlc.arg(org_id) AND email = sqlc.arg(email) AND id <> sqlc.arg(id)
+  AND accepted_at IS NULL AND expires_at > now();
+
 -- name: UserGetByEmail :one
 SELECT id, name FROM app_user WHERE email = sqlc.arg(email);
 

@@ -1,0 +1,73 @@
+package admin_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/testfix"
+)
+
+// TestInvitationMakesAMemberOnce: an invitation makes a member and nothing more; any
+// other link the person holds (one sent again, an older one with another role) never
+// changes the role an owner set since.
+func TestInvitationMakesAMemberOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := testfix.Seed(t, demo)
+	svc := admin.New(b.DB, testfix.PublicURL)
+	acme := b.Result.Organisations["acme"].ID
+	owner := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
+	invite := func(t *testing.T, email, role string) string {
+		t.Helper()
+		out, err := svc.Invite(ctx, owner, email, role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.URL[strings.LastIndex(out.URL, "/")+1:]
+	}
+	role := func(t *testing.T, email string) string {
+		t.Helper()
+		return testfix.Value[string](t, b, `SELECT om.role FROM org_member om JOIN app_user u ON u.id = om.user_id
+			WHERE om.org_id = $1 AND u.email = $2`, acme, email)
+	}
+	signedIn := func(t *testing.T, email string) admin.Joiner {
+		t.Helper()
+		return admin.Joiner{SignedInEmail: email, SignedIn: testfix.Value[uuid.UUID](t, b, `SELECT id FROM app_user WHERE email = $1`, email)}
+	}
+
+	t.Run("a link sent again no longer works once one was accepted", func(t *testing.T) {
+		t.Parallel()
+		first, resent := invite(t, "zoe@acme.test", "admin"), invite(t, "zoe@acme.test", "admin")
+		if err := svc.AcceptInvitation(ctx, first, admin.Joiner{Name: "Zoe", Password: "long enough pw"}); err != nil {
+			t.Fatal(err)
+		}
+		b.Exec(t, `UPDATE org_member SET role = 'member' WHERE org_id = $1
+			AND user_id = (SELECT id FROM app_user WHERE email = 'zoe@acme.test')`, acme) // an owner demotes her
+		err := svc.AcceptInvitation(ctx, resent, signedIn(t, "zoe@acme.test"))
+		if e, ok := apperr.As(err); !ok || e.Code != apperr.NotFound {
+			t.Fatalf("the spare link: %v", err)
+		}
+		if r := role(t, "zoe@acme.test"); r != "member" {
+			t.Fatalf("zoe is %q again", r)
+		}
+	})
+	t.Run("a member's older link does not change their role", func(t *testing.T) {
+		t.Parallel()
+		older := invite(t, "yan@acme.test", "member")
+		// Made an owner meanwhile another way (the admin CLI, say) while the link waits.
+		b.Exec(t, `WITH u AS (INSERT INTO app_user (id, email, name) VALUES (gen_random_uuid(), 'yan@acme.test', 'Yan') RETURNING id)
+			INSERT INTO org_member (org_id, user_id, role) SELECT $1, id, 'owner' FROM u`, acme)
+		err := svc.AcceptInvitation(ctx, older, signedIn(t, "yan@acme.test"))
+		if e, ok := apperr.As(err); !ok || e.Code != apperr.Conflict || e.Message != admin.MsgInvitationMember {
+			t.Fatalf("the older link: %v", err)
+		}
+		if r := role(t, "yan@acme.test"); r != "owner" {
+			t.Fatalf("yan, an owner, is %q", r)
+		}
+	})
+}
