@@ -20,7 +20,7 @@ func wakeService(env adminEnv, needKey bool) (*wake.Service, error) {
 	if box == nil && needKey {
 		return nil, apperr.New(apperr.Invalid, "RELAYROOM_SECRET_KEY is not set: it must be the server's key (openssl rand -hex 32 makes one)")
 	}
-	return wake.New(wake.Deps{DB: env.svc.DB, Q: env.svc.Q, Box: box}), nil
+	return wake.New(wake.Deps{DB: env.svc.DB, Q: env.svc.Q, Box: box, PrivateTargets: env.cfg.WebhookPrivateTargets}), nil
 }
 
 // wakeRun is what a wake command does with the wake service.

@@ -69,6 +69,10 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if os.Getenv("RELAYROOM_WEBHOOK_PRIVATE_TARGETS") == "" {
+		// Local development: a webhook on this machine is the point.
+		cfg.WebhookPrivateTargets = true
+	}
 	log := app.NewLogger(stderr, cfg.LogLevel)
 	// Libraries that log through the process's default logger (the OAuth server library
 	// does, and the standard log package) then write the same redacted JSON lines.

@@ -41,7 +41,7 @@ func (a *App) buildServices() error {
 		log.Warn(SecretKeyEnv + " is not set: wake webhooks are off (pagers still work)")
 	}
 	a.jobs = jobs.New(database.Ops, jobs.Options{Log: log})
-	a.wake = wake.New(wake.Deps{DB: database, Log: log, Now: time.Now, Box: box})
+	a.wake = wake.New(wake.Deps{DB: database, Log: log, Now: time.Now, Box: box, PrivateTargets: cfg.WebhookPrivateTargets})
 	if err := a.wake.RegisterJobs(a.jobs); err != nil {
 		return fmt.Errorf("app: wakes: %w", err)
 	}

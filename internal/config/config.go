@@ -65,6 +65,8 @@ type Config struct {
 	// X-Forwarded-For names the client (none: the TCP peer is the client).
 	AuthFailures   throttle.Limits
 	TrustedProxies []netip.Prefix
+	// WebhookPrivateTargets lets wake webhooks reach loopback and private addresses.
+	WebhookPrivateTargets bool
 	// DeskLimits are the desk tools' rate limits by plan (nil: desk.DefaultLimits).
 	DeskLimits map[string]desk.Limits
 	// OAuthMetadataDocumentsAllowPrivate lets client ID metadata documents be fetched
@@ -232,6 +234,9 @@ func settings() []setting {
 		{"RELAYROOM_AUTH_FAILURES_PER_ADDRESS", "auth-failures-per-address", strconv.Itoa(throttle.DefaultPerAddress), "failed authentications allowed per client address per window (0: no limit)", func(c *Config, v string) error { return nonNegativeInt(&c.AuthFailures.PerAddress, v) }},
 		{"RELAYROOM_AUTH_FAILURES_PER_KEY", "auth-failures-per-key", strconv.Itoa(throttle.DefaultPerKey), "failed authentications allowed per agent key id per window, from all addresses together (0: no limit)", func(c *Config, v string) error { return nonNegativeInt(&c.AuthFailures.PerKey, v) }},
 		{"RELAYROOM_AUTH_BLOCKED_DELAY", "auth-blocked-delay", throttle.DefaultBlockedDelay.String(), "how long a blocked caller waits for its 429, so one connection sends at most one blocked attempt per delay (0: answered at once)", func(c *Config, v string) error { return nonNegativeDuration(&c.AuthFailures.BlockedDelay, v) }},
+		{"RELAYROOM_WEBHOOK_PRIVATE_TARGETS", "webhook-private-targets", "false", "let wake webhooks reach loopback and private addresses, and http:// on loopback (local development, or a server whose organisations all trust each other); off, an organisation cannot make the server post into its own network", func(c *Config, v string) error {
+			return parsed(&c.WebhookPrivateTargets, strconv.ParseBool, v)
+		}},
 		{"RELAYROOM_TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none, the TCP peer is the client)", func(c *Config, v string) error { return parsed(&c.TrustedProxies, throttle.ParseProxies, v) }},
 	}
 }

@@ -13,12 +13,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 
 	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/egress"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -44,28 +44,10 @@ func (s *Server) isMetadataDocumentID(id string) bool {
 	return s.deps.MetadataDocumentsAllowPrivate && strings.HasPrefix(id, "http://127.0.0.1:")
 }
 
-// blockedAddress refuses what a document URL must never reach: loopback, private,
-// link-local, unspecified and multicast addresses (SSRF), unless allowed for tests.
-func blockedAddress(ip net.IP) bool {
-	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast()
-}
-
 func (s *Server) documentClient() *http.Client {
 	dialer := &net.Dialer{Timeout: MetadataDocumentTimeout}
 	if !s.deps.MetadataDocumentsAllowPrivate {
-		// Checked on the address actually dialled, after resolution: a name that resolves to
-		// a private address (or is rebound to one) is refused too.
-		dialer.Control = func(_, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return err
-			}
-			if ip := net.ParseIP(host); ip == nil || blockedAddress(ip) {
-				return fmt.Errorf("client metadata document: address %s is not public", host)
-			}
-			return nil
-		}
+		egress.PublicOnly(dialer, "client metadata document")
 	}
 	return &http.Client{
 		Timeout: MetadataDocumentTimeout,

@@ -81,7 +81,7 @@ func TestClientIDMetadataDocuments(t *testing.T) {
 	t.Run("a document at a private address is not fetched", func(t *testing.T) {
 		doc = `{"client_id":"` + strings.Replace(id, "http://", "https://", 1) + `","redirect_uris":["http://127.0.0.1/callback"]}`
 		status, loc, body := authorizeWith(t, newServer(false), strings.Replace(id, "http://", "https://", 1))
-		if status == http.StatusFound || !strings.Contains(body, "not public") {
+		if status == http.StatusFound || !strings.Contains(body, "not a public address") {
 			t.Fatalf("%d %q %s", status, loc, body)
 		}
 	})

@@ -56,7 +56,12 @@ type Deps struct {
 	Lease        time.Duration // how long a pager's claim holds before the wake is replayed
 	MaxAttempts  int           // webhook attempts before the wake is dead
 	PollInterval time.Duration // long-poll re-check besides notifications (default 30 s: each sweep tick notifies anyway)
-	HTTPClient   *http.Client  // webhook client (default: 10 s timeout)
+	HTTPClient   *http.Client  // webhook client (default: 10 s timeout, public addresses only unless PrivateTargets)
+	// PrivateTargets lets webhooks reach loopback and private addresses
+	// (RELAYROOM_WEBHOOK_PRIVATE_TARGETS: local development, or a server whose
+	// organisations all trust each other). Off, an organisation's admin cannot make the
+	// server post into its own machine or network.
+	PrivateTargets bool
 }
 
 // Service queues, holds, releases and delivers wakes. Build it with New.

@@ -27,6 +27,7 @@ import (
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/audit"
+	"github.com/relayroom/relayroom/internal/egress"
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
 )
@@ -136,22 +137,47 @@ type Target struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
-// ValidateURL accepts https URLs, and http only to a loopback host (local development).
-func ValidateURL(raw string) error {
+// Refusals of a webhook URL.
+const (
+	MsgWebhookHTTPS   = "the webhook URL must be an absolute https:// URL"
+	MsgWebhookPrivate = "the webhook URL must name a public address: this server does not post to loopback or private networks"
+)
+
+// validateURL accepts https URLs to public hosts; with PrivateTargets, also any https
+// host and http to a loopback one (local development). A name is checked again when it is
+// dialled (after resolution): this only answers early for an address written as such.
+func (s *Service) validateURL(raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return apperr.New(apperr.Invalid, "the webhook URL must be an absolute https:// URL")
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return apperr.New(apperr.Invalid, "%s", MsgWebhookHTTPS)
 	}
-	switch u.Scheme {
-	case "https":
-		return nil
-	case "http":
-		h := u.Hostname()
-		if ip := net.ParseIP(h); h == "localhost" || (ip != nil && ip.IsLoopback()) {
-			return nil
-		}
+	h := u.Hostname()
+	ip := net.ParseIP(h)
+	loopback := h == "localhost" || (ip != nil && ip.IsLoopback())
+	switch {
+	case !s.PrivateTargets && (loopback || (ip != nil && egress.Blocked(ip))):
+		return apperr.New(apperr.Invalid, "%s", MsgWebhookPrivate)
+	case u.Scheme == "http" && !(s.PrivateTargets && loopback):
+		return apperr.New(apperr.Invalid, "%s", MsgWebhookHTTPS)
 	}
-	return apperr.New(apperr.Invalid, "the webhook URL must use https (http is accepted only for localhost)")
+	return nil
+}
+
+// webhookClient is the client webhooks are posted with: HTTPClient, or one that gives up
+// after 10 s and, unless PrivateTargets, dials public addresses only.
+func (s *Service) webhookClient() *http.Client {
+	if s.HTTPClient != nil {
+		return s.HTTPClient
+	}
+	dialer := &net.Dialer{Timeout: 10 * time.Second}
+	t := &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 10 * time.Second}
+	if s.PrivateTargets {
+		t.Proxy = http.ProxyFromEnvironment
+	} else {
+		// No proxy either: the check must see the webhook's own address, not a proxy's.
+		egress.PublicOnly(dialer, "webhook")
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: t}
 }
 
 func splitRef(ref string) (string, string, error) {
@@ -168,7 +194,7 @@ func (s *Service) SetWebhook(ctx context.Context, agentRef, rawURL string) (Targ
 	if s.Box == nil {
 		return Target{}, "", apperr.New(apperr.Invalid, "RELAYROOM_SECRET_KEY is not set: webhook secrets cannot be stored (generate one: openssl rand -hex 32)")
 	}
-	if err := ValidateURL(rawURL); err != nil {
+	if err := s.validateURL(rawURL); err != nil {
 		return Target{}, "", err
 	}
 	org, slug, err := splitRef(agentRef)
@@ -561,12 +587,8 @@ func (s *Service) post(ctx context.Context, target, secret string, wk Wake) erro
 	req.Header.Set(HeaderWakeID, wk.ID.String())
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set(HeaderSignature, Sign(secret, now, body))
-	c := s.HTTPClient
-	if c == nil {
-		c = &http.Client{Timeout: 10 * time.Second}
-	}
 	// Never follow redirects: the signature is for the configured URL only.
-	cc := *c
+	cc := *s.webhookClient()
 	cc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := cc.Do(req)
 	if err != nil {

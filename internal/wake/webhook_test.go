@@ -64,9 +64,17 @@ func (r *receiver) got() []hit {
 	return append([]hit(nil), r.hits...)
 }
 
-// webhookSetup gives agent alpha (part a) a webhook on rec and starts delivery: a job
-// runner with a fast backoff and the service's listener.
+// webhookSetup gives agent alpha (part a) a webhook on rec (on loopback, which the
+// service may reach here) and starts delivery: a job runner with a fast backoff and the
+// service's listener.
 func webhookSetup(t *testing.T, rec *receiver, maxAttempts int) (*fixture, string) {
+	t.Helper()
+	return webhookSetupReaching(t, rec, maxAttempts, true)
+}
+
+// webhookSetupReaching is webhookSetup with the service then delivering to private
+// addresses or not (the webhook is set while it may, so that it names loopback).
+func webhookSetupReaching(t *testing.T, rec *receiver, maxAttempts int, private bool) (*fixture, string) {
 	t.Helper()
 	f := setup(t)
 	key := hex.EncodeToString(make([]byte, 32))
@@ -77,6 +85,12 @@ func webhookSetup(t *testing.T, rec *receiver, maxAttempts int) (*fixture, strin
 	f.svc.Box = box
 	f.svc.MaxAttempts = maxAttempts
 	f.svc.Now = nil // real time: River schedules retries on the wall clock
+	f.svc.PrivateTargets = true
+	_, secret, err := f.svc.SetWebhook(f.ctx, "acme/alpha", rec.srv.URL+"/hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc.PrivateTargets = private
 	r := jobs.New(f.d.Ops, jobs.Options{RetryBase: 150 * time.Millisecond, FetchPollInterval: 100 * time.Millisecond})
 	if err := f.svc.RegisterJobs(r); err != nil {
 		t.Fatal(err)
@@ -94,10 +108,6 @@ func webhookSetup(t *testing.T, rec *receiver, maxAttempts int) (*fixture, strin
 		cancel()
 		<-done
 	})
-	_, secret, err := f.svc.SetWebhook(f.ctx, "acme/alpha", rec.srv.URL+"/hook")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if !strings.HasPrefix(secret, wake.SecretPrefix) {
 		t.Fatalf("secret %q", secret)
 	}
@@ -205,6 +215,46 @@ func TestWebhookRetriesThenDelivers(t *testing.T) {
 // TestWebhookDeadLetter: a receiver that keeps failing gets exactly MaxAttempts posts,
 // with growing gaps and none after; the wake is then a dead letter people can list. A
 // 4xx refusal is dead at once.
+// TestWebhookTargetsArePublic: an organisation's admin cannot make the server post into
+// its own machine or network (unless the server allows private targets).
+func TestWebhookTargetsArePublic(t *testing.T) {
+	t.Parallel()
+	testfix.Step(t, "an address of the server's machine or network is refused when set", func(t *testing.T) {
+		f := setup(t)
+		box, err := wake.NewSecretBox(hex.EncodeToString(make([]byte, 32)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.svc.Box = box
+		for _, u := range []string{"http://127.0.0.1:5432/", "https://localhost:6060/debug/pprof/", "https://169.254.169.254/latest/meta-data/",
+			"https://10.0.0.7:8443/admin", "https://192.168.1.1/", "http://[::1]:9000/", "https://[fd00::1]/", "https://0.0.0.0/"} {
+			_, _, err := f.svc.SetWebhook(f.ctx, "acme/alpha", u)
+			if e, ok := apperr.As(err); !ok || e.Code != apperr.Invalid || e.Message != wake.MsgWebhookPrivate {
+				t.Errorf("%s: %v", u, err)
+			}
+		}
+		if _, _, err := f.svc.SetWebhook(f.ctx, "acme/alpha", "http://hooks.example.com/wake"); err == nil || !strings.Contains(err.Error(), wake.MsgWebhookHTTPS) {
+			t.Errorf("plain http to a public host: %v", err)
+		}
+		if _, _, err := f.svc.SetWebhook(f.ctx, "acme/alpha", "https://hooks.example.com/wake"); err != nil {
+			t.Errorf("a public https host: %v", err)
+		}
+	})
+	testfix.Step(t, "a private address is refused again when it is dialled (as a name resolving to one is)", func(t *testing.T) {
+		rec := newReceiver(t)
+		f, _ := webhookSetupReaching(t, rec, 2, false)
+		f.queue(f.msg("a"))
+		waitFor(t, "the dead letter", 30*time.Second, func() bool { return f.status("a") == wake.StatusDead })
+		if n := len(rec.got()); n != 0 {
+			t.Fatalf("%d posts reached the private address", n)
+		}
+		dead, err := f.svc.List(f.ctx, wake.StatusDead, 10)
+		if err != nil || len(dead) != 1 || dead[0].LastError == nil || !strings.Contains(*dead[0].LastError, "not a public address") {
+			t.Fatalf("dead letters: %+v %v", dead, err)
+		}
+	})
+}
+
 func TestWebhookDeadLetter(t *testing.T) {
 	t.Parallel()
 	rec := newReceiver(t, -500)
