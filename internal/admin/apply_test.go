@@ -162,6 +162,29 @@ func TestParseFileRefusesUnknownFields(t *testing.T) {
 	}
 }
 
+// TestParseFileRefusesWhatItWouldNotApply: a file is applied whole or refused, never in
+// part: a second YAML document or JSON value, or a file cut at the size limit, is refused.
+func TestParseFileRefusesWhatItWouldNotApply(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct{ file, says string }{
+		"a second YAML document": {"organisations:\n  - {slug: acme, name: Acme}\n---\nagents:\n  - {org: acme, slug: a, name: A}\n", "more than one document"},
+		"a second JSON value":    {`{"organisations":[{"slug":"a","name":"A"}]} {"agents":[]}`, "more than one JSON value"},
+		"a file past the limit":  {"organisations:\n" + strings.Repeat("  - {slug: acme, name: Acme}\n", admin.MaxFileBytes/28+1), "larger than 8 MiB"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := admin.ParseFile(strings.NewReader(c.file)); err == nil || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("want a refusal saying %q, got %v", c.says, err)
+			}
+		})
+	}
+	t.Run("a document that ends with --- is one document", func(t *testing.T) {
+		f, err := admin.ParseFile(strings.NewReader("---\norganisations:\n  - {slug: acme, name: Acme}\n"))
+		if err != nil || len(f.Organisations) != 1 {
+			t.Fatalf("%v %+v", err, f)
+		}
+	})
+}
+
 func TestAgreementRevocationTakesEffectOnTheNextResolve(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

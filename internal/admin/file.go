@@ -78,12 +78,19 @@ type GuestSpec struct {
 	Grants []string `yaml:"grants" json:"grants"`
 }
 
+// MaxFileBytes is the largest file ParseFile reads.
+const MaxFileBytes = 8 << 20
+
 // ParseFile reads YAML or JSON (JSON is YAML), refusing unknown fields so a typo in a key
-// is an error rather than a silently ignored line.
+// is an error rather than a silently ignored line, and refusing whatever it would not
+// apply: a second YAML document or JSON value, or a file past MaxFileBytes.
 func ParseFile(r io.Reader) (File, error) {
-	b, err := io.ReadAll(io.LimitReader(r, 8<<20))
+	b, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
 	if err != nil {
 		return File{}, fmt.Errorf("read file: %w", err)
+	}
+	if len(b) > MaxFileBytes {
+		return File{}, fmt.Errorf("read file: larger than %d MiB", MaxFileBytes>>20)
 	}
 	var f File
 	trimmed := bytes.TrimSpace(b)
@@ -93,12 +100,19 @@ func ParseFile(r io.Reader) (File, error) {
 		if err := dec.Decode(&f); err != nil {
 			return File{}, fmt.Errorf("parse JSON: %w", err)
 		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return File{}, errors.New("parse JSON: the file holds more than one JSON value: put everything in one object")
+		}
 		return f, nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return File{}, fmt.Errorf("parse YAML: %w", err)
+	}
+	var more any
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return File{}, errors.New("parse YAML: the file holds more than one document (---): only the first would be applied; put everything in one")
 	}
 	return f, nil
 }
