@@ -565,6 +565,19 @@ func (q *Queries) OrgMemberSetRole(ctx context.Context, db DBTX, arg OrgMemberSe
 	return result.RowsAffected(), nil
 }
 
+const orgOwnersLock = `-- name: OrgOwnersLock :exec
+SELECT pg_advisory_xact_lock(7277, hashtext($1::uuid::text))
+`
+
+// Makes role changes of one organisation take turns from reading its owners to commit,
+// so that two owners demoting each other at once cannot both count two owners and leave
+// none. A transaction-scoped advisory lock (class 7277) on the organisation: only its own
+// role changes wait. On Citus it is taken on the coordinator, which every replica shares.
+func (q *Queries) OrgOwnersLock(ctx context.Context, db DBTX, orgID uuid.UUID) error {
+	_, err := db.Exec(ctx, orgOwnersLock, orgID)
+	return err
+}
+
 const organisationGetByID = `-- name: OrganisationGetByID :one
 
 SELECT id, slug, name, plan, timezone FROM organisation WHERE id = $1

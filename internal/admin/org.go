@@ -558,6 +558,9 @@ func (s *Service) SetRole(ctx context.Context, a OrgActor, userID uuid.UUID, rol
 		return fieldError("role", "choose owner, admin or member")
 	}
 	return s.inOrg(ctx, a, "set role", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) error {
+		if err := s.Q.OrgOwnersLock(ctx, tx, a.OrgID); err != nil {
+			return err
+		}
 		people, err := s.Q.OrgMemberListByOrg(ctx, tx, a.OrgID)
 		if err != nil {
 			return err

@@ -63,3 +63,54 @@ func TestOrgAdminChangesCarryTheirAudit(t *testing.T) {
 		}
 	})
 }
+
+// TestTwoOwnersDemotingEachOtherLeaveOne: the last-owner rule holds when two owners demote
+// each other at the same moment: one change is made, the other refused.
+func TestTwoOwnersDemotingEachOtherLeaveOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := testfix.SeedWith(t, demo, testfix.Options{MaxConns: 4, OpsMaxConns: 4}) // both changes and the test's polls at once
+	svc := admin.New(b.DB, testfix.PublicURL)
+	res, err := svc.Apply(ctx, parse(t, `
+organisations: [{slug: pair, name: Pair}]
+users:
+  - {email: x@pair.test, name: X, org: pair, role: owner}
+  - {email: y@pair.test, name: Y, org: pair, role: owner}
+`), admin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	org := res.Organisations["pair"].ID
+	x, y := res.Users["x@pair.test"].ID, res.Users["y@pair.test"].ID
+	// Both changes are held at their UPDATE, after whatever each read before it.
+	holder := b.Holder(t)
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM org_member WHERE org_id = $1 FOR UPDATE`, org); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() {
+		done <- svc.SetRole(ctx, admin.OrgActor{OrgID: org, UserID: x, Name: "X", Role: "owner"}, y, "member")
+	}()
+	go func() {
+		done <- svc.SetRole(ctx, admin.OrgActor{OrgID: org, UserID: y, Name: "Y", Role: "owner"}, x, "member")
+	}()
+	b.AwaitLockWaiters(t, 2, done)
+	if err := holder.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var refused int
+	for range 2 {
+		err := <-done
+		var in *admin.InputError
+		switch {
+		case err == nil:
+		case errors.As(err, &in) && in.Fields["role"] == admin.MsgLastOwner:
+			refused++
+		default:
+			t.Fatalf("set role: %v", err)
+		}
+	}
+	if n := b.Count(t, `SELECT count(*) FROM org_member WHERE org_id = $1 AND role = 'owner'`, org); n != 1 || refused != 1 {
+		t.Fatalf("%d owners left, %d changes refused; want 1 and 1", n, refused)
+	}
+}

@@ -65,6 +65,13 @@ ORDER BY u.name, u.email;
 -- name: OrgMemberSetRole :execrows
 UPDATE org_member SET role = sqlc.arg(role) WHERE org_id = sqlc.arg(org_id) AND user_id = sqlc.arg(user_id);
 
+-- name: OrgOwnersLock :exec
+-- Makes role changes of one organisation take turns from reading its owners to commit,
+-- so that two owners demoting each other at once cannot both count two owners and leave
+-- none. A transaction-scoped advisory lock (class 7277) on the organisation: only its own
+-- role changes wait. On Citus it is taken on the coordinator, which every replica shares.
+SELECT pg_advisory_xact_lock(7277, hashtext(sqlc.arg(org_id)::uuid::text));
+
 -- name: OrgMemberCountOwners :one
 SELECT count(*) FROM org_member WHERE org_id = sqlc.arg(org_id) AND role = 'owner';
 
