@@ -239,14 +239,27 @@ func (e *OpenAI) vectors(r *embeddingsResponse, n int) ([][]float32, error) {
 		} else if len(d.Embedding) != dim {
 			return nil, fmt.Errorf("POST %s: embeddings of different lengths (%d and %d)", e.shownURL, dim, len(d.Embedding))
 		}
-		v := make([]float32, len(d.Embedding))
-		for k, x := range d.Embedding {
+		// Normalised in float64, before the float32 it is stored as: a component past
+		// float32's range (a broken quantisation) would become Inf there, and then NaN,
+		// which pgvector refuses.
+		var sum float64
+		for _, x := range d.Embedding {
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				return nil, fmt.Errorf("POST %s: embedding %d has a non-finite component", e.shownURL, i)
 			}
-			v[k] = float32(x)
+			sum += x * x
 		}
-		normalize(v)
+		if math.IsInf(sum, 0) {
+			return nil, fmt.Errorf("POST %s: embedding %d is too long to normalise", e.shownURL, i)
+		}
+		inv := 1.0
+		if sum > 0 {
+			inv = 1 / math.Sqrt(sum)
+		}
+		v := make([]float32, len(d.Embedding))
+		for k, x := range d.Embedding {
+			v[k] = float32(x * inv)
+		}
 		out[i] = v
 	}
 	// Learn the dimension once; after that every response must agree, configured or not.

@@ -230,6 +230,7 @@ func TestOpenAIMalformedResponses(t *testing.T) {
 		{"repeated index", `{"data":[{"index":0,"embedding":[1,0]},{"index":0,"embedding":[0,1]}]}`, "index 0 repeated", 2},
 		{"empty embedding", `{"data":[{"index":0,"embedding":[]}]}`, "is empty", 1},
 		{"ragged", `{"data":[{"index":0,"embedding":[1,0]},{"index":1,"embedding":[1,0,0]}]}`, "different lengths", 2},
+		{"too long to normalise", `{"data":[{"index":0,"embedding":[1e200,1e200]}]}`, "too long to normalise", 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newFake(t, &fakeServer{handler: reply(c.body)}, Config{})
@@ -238,6 +239,27 @@ func TestOpenAIMalformedResponses(t *testing.T) {
 				t.Fatalf("err %v: want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestOpenAIComponentsPastFloat32: a vector with components past float32's range (a broken
+// quantisation) is stored normalised and finite, not as the NaN a float32 Inf would make
+// (pgvector refuses NaN: every search with it failed).
+func TestOpenAIComponentsPastFloat32(t *testing.T) {
+	e := newFake(t, &fakeServer{handler: func(w http.ResponseWriter, _ *http.Request, _ embeddingsRequest) {
+		io.WriteString(w, `{"data":[{"index":0,"embedding":[1e39,0.5,0.25]}]}`)
+	}}, Config{})
+	vs, err := e.Embed(context.Background(), []string{"a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range vs[0] {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			t.Fatalf("non-finite vector %v", vs[0])
+		}
+	}
+	if math.Abs(float64(vs[0][0])-1) > 1e-6 {
+		t.Fatalf("not normalised: %v", vs[0])
 	}
 }
 
