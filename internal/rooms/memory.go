@@ -1,6 +1,7 @@
 package rooms
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -280,58 +281,88 @@ func (s *Service) EmbedPending(ctx context.Context, limit int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rooms: embed pending: %w", err)
 	}
+	// A chunk that fails is tried one entry at a time, and a failure never ends the tick:
+	// the oldest entries are listed first, so a chunk left failing (one text longer than
+	// the model takes, one text the server always fails on) would otherwise hold back the
+	// whole backlog behind it, of every room, on every tick.
 	stored := 0
+	var refused []db.MemoryEntryListUnembeddedRow
+	var failure, refusal error
 	for chunk := range slices.Chunk(rows, embedChunk) {
 		n, err := s.embedChunk(ctx, e, chunk)
+		if err != nil && len(chunk) > 1 && ctx.Err() == nil {
+			var r []db.MemoryEntryListUnembeddedRow
+			var why error
+			n, r, why, err = s.embedEach(ctx, e, chunk)
+			refused, refusal = append(refused, r...), cmp.Or(refusal, why)
+		}
 		stored += n
-		if err != nil && embed.Refused(err) && len(chunk) > 1 {
-			// One text can make the server refuse the whole request (an entry longer
-			// than the model takes). The oldest entries are listed first, so left
-			// alone that chunk would fail on every tick and the backlog behind it would
-			// never drain: its entries are sent one by one instead.
-			n, err = s.embedOneByOne(ctx, e, chunk)
-			stored += n
+		switch {
+		case err != nil && embed.Refused(err):
+			refusal = cmp.Or(refusal, err)
+			if len(chunk) == 1 {
+				refused = append(refused, chunk...)
+			}
+		case err != nil:
+			failure = cmp.Or(failure, err)
 		}
-		if err != nil {
-			return stored, fmt.Errorf("rooms: embed pending: %w", err)
+		if ctx.Err() != nil {
+			break
 		}
+	}
+	if len(refused) > 0 && stored == 0 {
+		// The server refused everything it was sent: more likely its configuration than
+		// the texts. Nothing is marked; the next tick tries again.
+		return 0, fmt.Errorf("rooms: embed pending: %w", refusal)
+	}
+	if len(refused) > 0 {
+		// The server embeds other entries: each of these it refuses alone is stored
+		// without a vector for this embedder (as a blank text is), found by its words
+		// only, and embedded again only when the embedder changes.
+		n, err := s.storeWithoutVector(ctx, e, refused)
+		for _, r := range refused {
+			s.log().WarnContext(ctx, "rooms: the embedder refused a memory entry; it is found by its words only",
+				"memory_id", r.ID.String(), "embedder", e.Name())
+		}
+		stored += n
+		failure = cmp.Or(failure, err)
+	}
+	if failure != nil && stored == 0 {
+		return 0, fmt.Errorf("rooms: embed pending: %w", failure)
+	}
+	if failure != nil {
+		s.log().WarnContext(ctx, "rooms: some memory entries were not embedded; they are tried again on the next tick",
+			"embedder", e.Name(), "error", failure.Error())
 	}
 	return stored, nil
 }
 
-// embedOneByOne embeds rows one at a time and returns how many it finished. An entry the
-// server refuses alone is stored without a vector for this embedder (as a blank text is):
-// it is found lexically, and embedded again only when the embedder changes. Only when
-// another entry of the chunk was embedded: if the server refuses every one, the fault
-// is more likely its configuration than the texts, so nothing is marked and the error is
-// returned for the next tick to try again.
-func (s *Service) embedOneByOne(ctx context.Context, e embed.Embedder, rows []db.MemoryEntryListUnembeddedRow) (int, error) {
-	var refused []db.MemoryEntryListUnembeddedRow
-	var refusal error
-	done := 0
+// embedEachGiveUp is how many failures in a row, with nothing embedded, end a chunk's
+// one-by-one pass: the server is down, not one of the texts.
+const embedEachGiveUp = 3
+
+// embedEach embeds rows one at a time. It returns how many it finished, the rows the
+// server refused alone (for the caller to decide on: see EmbedPending) with the first
+// refusal, and the first other failure; rows that failed otherwise are left for the next
+// tick.
+func (s *Service) embedEach(ctx context.Context, e embed.Embedder, rows []db.MemoryEntryListUnembeddedRow) (done int, refused []db.MemoryEntryListUnembeddedRow, refusal, failure error) {
+	failed := 0
 	for i := range rows {
 		n, err := s.embedChunk(ctx, e, rows[i:i+1])
 		switch {
 		case err == nil:
 			done += n
 		case embed.Refused(err):
-			refused, refusal = append(refused, rows[i]), err
+			refused, refusal = append(refused, rows[i]), cmp.Or(refusal, err)
 		default:
-			return done, err
+			failure = cmp.Or(failure, err)
+			failed++
+		}
+		if ctx.Err() != nil || (done == 0 && len(refused) == 0 && failed >= embedEachGiveUp) {
+			break
 		}
 	}
-	if len(refused) == 0 {
-		return done, nil
-	}
-	if done == 0 {
-		return 0, refusal
-	}
-	n, err := s.storeWithoutVector(ctx, e, refused)
-	for _, r := range refused {
-		s.log().WarnContext(ctx, "rooms: the embedder refused a memory entry; it is found by its words only",
-			"memory_id", r.ID.String(), "embedder", e.Name(), "error", refusal.Error())
-	}
-	return done + n, err
+	return done, refused, refusal, failure
 }
 
 // storeWithoutVector claims rows that still have no vector for e and stores each without

@@ -241,6 +241,9 @@ type hashEmbedder struct {
 	// refuse, when set, makes the whole request fail with a 400 when one of its texts
 	// contains it, as an OpenAI-compatible server refuses a batch with a text too long.
 	refuse atomic.Pointer[string]
+	// fail, when set, makes the whole request fail with a 500 when one of its texts
+	// contains it, as a server fails on a text it cannot embed without saying so.
+	fail atomic.Pointer[string]
 }
 
 func (h *hashEmbedder) Name() string { return h.name }
@@ -254,12 +257,14 @@ func (h *hashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	if w := h.refuse.Load(); w != nil {
-		for _, t := range texts {
-			if strings.Contains(t, *w) {
-				return nil, &embed.HTTPError{URL: "http://embedder.test/v1/embeddings", StatusCode: http.StatusBadRequest,
-					Status: "400 Bad Request", Body: "input is longer than the model's context"}
-			}
+	for _, t := range texts {
+		if w := h.refuse.Load(); w != nil && strings.Contains(t, *w) {
+			return nil, &embed.HTTPError{URL: "http://embedder.test/v1/embeddings", StatusCode: http.StatusBadRequest,
+				Status: "400 Bad Request", Body: "input is longer than the model's context"}
+		}
+		if w := h.fail.Load(); w != nil && strings.Contains(t, *w) {
+			return nil, &embed.HTTPError{URL: "http://embedder.test/v1/embeddings", StatusCode: http.StatusInternalServerError,
+				Status: "500 Internal Server Error", Body: "json: unsupported value: NaN"}
 		}
 	}
 	out := make([][]float32, len(texts))
@@ -384,6 +389,59 @@ func TestEmbedBacklogGoesPastAnEntryTheEmbedderRefuses(t *testing.T) {
 			t.Fatalf("%d vector rows, want the 21 of before", v)
 		}
 	})
+}
+
+// TestEmbedBacklogIsNotHeldBackByOneChunk: the backlog lists its oldest entries first, so
+// a chunk of them that always fails must not keep the entries behind it, of every room,
+// from ever being embedded.
+func TestEmbedBacklogIsNotHeldBackByOneChunk(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		poison func(h *hashEmbedder, word *string)
+		left   int  // poison entries still without a vector row after the ticks
+		again  bool // the next tick fails (nothing it could embed), to be retried
+	}{
+		{"a whole chunk the server refuses entry by entry", func(h *hashEmbedder, w *string) { h.refuse.Store(w) }, 0, false},
+		{"a whole chunk the server fails on without saying it refuses", func(h *hashEmbedder, w *string) { h.fail.Store(w) }, 16, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := context.Background()
+			h := &hashEmbedder{name: "hash-v1"}
+			e.svc.Embedder, e.svc.EmbedTimeout = h, 100*time.Millisecond
+			sc := e.scope("architect", e.one)
+			h.mode.Store(1) // down while they are written: all of them wait in the backlog
+			for i := range 16 {
+				if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: fmt.Sprintf("The poisoned design document part %d", i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range 20 {
+				if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: fmt.Sprintf("Escalation note number %d for the billing team", i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.mode.Store(0)
+			word := "poisoned"
+			c.poison(h, &word)
+			// The first tick embeds the entries behind the chunk; the next finds only what
+			// is left of the chunk.
+			if n, err := e.svc.EmbedPending(ctx, 100); err != nil || n < 20 {
+				t.Fatalf("the first tick: %d, %v", n, err)
+			}
+			if n, err := e.svc.EmbedPending(ctx, 100); n != 0 || (err != nil) != c.again {
+				t.Fatalf("the next tick: %d, %v", n, err)
+			}
+			if v := e.count("SELECT count(*) FROM memory_vector WHERE embedder = 'hash-v1' AND embedding IS NOT NULL"); v != 20 {
+				t.Fatalf("%d of the 20 entries behind the failing chunk embedded", v)
+			}
+			if left := e.count("SELECT count(*) FROM memory_entry m WHERE NOT EXISTS (SELECT 1 FROM memory_vector v WHERE v.memory_id = m.id)"); left != c.left {
+				t.Fatalf("%d entries without a vector row, want %d", left, c.left)
+			}
+		})
+	}
 }
 
 func TestChangingEmbedderReEmbedsAndNeverMixesSpaces(t *testing.T) {
