@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -448,6 +449,11 @@ func (s *Service) ReadMemory(ctx context.Context, sc tenancy.Scope, in ReadMemor
 	q := strings.TrimSpace(in.Query)
 	if q == "" {
 		return ReadMemoryResult{}, invalid("query must not be blank")
+	}
+	// The tool's schema bounds it too; the dashboard's search box is bounded only here,
+	// and embedding a query costs CPU and memory by its length.
+	if utf8.RuneCountInString(q) > MaxMemoryQuery {
+		return ReadMemoryResult{}, invalid("query holds at most %d characters", MaxMemoryQuery)
 	}
 	limit := in.Limit
 	if limit <= 0 {

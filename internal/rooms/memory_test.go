@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/embed"
 	"github.com/relayroom/relayroom/internal/pg"
@@ -214,6 +215,21 @@ SELECT $1, id, $2, v::vector FROM unnest($3::uuid[], $4::text[]) AS u(id, v)`, e
 			t.Fatalf("the semantic search does not use the HNSW index:\n%s", plan)
 		}
 	})
+}
+
+// TestReadMemoryBoundsItsQuery: the service bounds the query as the tool's schema does,
+// for callers that do not go through the schema (the dashboard's search box).
+func TestReadMemoryBoundsItsQuery(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sc := e.scope("architect", e.one)
+	_, err := e.svc.ReadMemory(context.Background(), sc, rooms.ReadMemoryInput{Query: strings.Repeat("é", rooms.MaxMemoryQuery+1)})
+	if ae, ok := apperr.As(err); !ok || ae.Code != apperr.Invalid || !strings.Contains(ae.Message, "at most 1000 characters") {
+		t.Fatalf("a query of %d characters: %v", rooms.MaxMemoryQuery+1, err)
+	}
+	if _, err := e.svc.ReadMemory(context.Background(), sc, rooms.ReadMemoryInput{Query: strings.Repeat("é", rooms.MaxMemoryQuery)}); err != nil {
+		t.Fatalf("a query of %d characters: %v", rooms.MaxMemoryQuery, err)
+	}
 }
 
 func TestReadMemoryWithoutEmbedderIsLexicalWithoutRelevance(t *testing.T) {
