@@ -73,7 +73,7 @@ func wakeAdminCommands() map[string]adminCommand {
 		"wake list": wakeCommand("List wakes across projects, newest first: --dead shows the dead letters (webhook deliveries\nthat failed every attempt or were refused), with their last error.", false, func(fs *flag.FlagSet) ([]string, wakeRun) {
 			dead := fs.Bool("dead", false, "only dead letters")
 			status := fs.String("status", "", "only this status: pending, claimed, sending, delivered, canceled or dead")
-			limit := fs.Int("limit", 100, "at most this many")
+			limit := fs.Int("limit", 100, "at most this many (1 to 10000)")
 			return nil, func(ctx context.Context, s *wake.Service) (any, error) {
 				st := *status
 				if *dead {

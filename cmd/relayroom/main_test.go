@@ -240,3 +240,25 @@ func TestAdminUpdatesKeepWhatTheirFlagsDoNotName(t *testing.T) {
 		}
 	})
 }
+
+// TestWakeListRefusesWhatItCannotAnswer: a misspelt status or an out-of-range limit is an
+// error, not an empty list that reads as "no dead letters".
+func TestWakeListRefusesWhatItCannotAnswer(t *testing.T) {
+	t.Setenv("DATABASE_URL", pgtest.New(t))
+	if code, _, stderr := runCLI(t, "admin", "apply", "-f", "../../deploy/demo.yaml"); code != 0 {
+		t.Fatalf("apply: exit %d: %s", code, stderr)
+	}
+	for _, args := range [][]string{{"--status", "daed"}, {"--limit", "0"}, {"--limit", "20000"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, stderr := runCLI(t, append([]string{"admin", "wake", "list"}, args...)...)
+			if code != 1 || !strings.Contains(stderr, args[0][2:]+" must be") {
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
+			}
+		})
+	}
+	t.Run("a known status lists", func(t *testing.T) {
+		if code, out, stderr := runCLI(t, "admin", "wake", "list", "--status", "dead"); code != 0 || strings.TrimSpace(out) != "[]" {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
+		}
+	})
+}

@@ -41,6 +41,14 @@ const (
 	StatusDead      = "dead"
 )
 
+// Statuses are a wake's statuses, in the order it goes through them.
+func Statuses() []string {
+	return []string{StatusPending, StatusClaimed, StatusSending, StatusDelivered, StatusCanceled, StatusDead}
+}
+
+// MaxList is the most wakes List answers at once.
+const MaxList = 10000
+
 // Deps are what the wake service is built from (New). Zero knobs take the defaults above.
 type Deps struct {
 	DB  *pg.DB

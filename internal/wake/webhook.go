@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -298,8 +299,12 @@ type Listed struct {
 // List returns wakes across projects, newest first; status "" means all. Wake events
 // not folded yet are folded first, so pending wakes show every message queued so far.
 func (s *Service) List(ctx context.Context, status string, limit int) ([]Listed, error) {
-	if limit <= 0 || limit > 10000 {
-		limit = 100
+	// A misspelt status would list nothing, which reads as "no dead letters".
+	if status != "" && !slices.Contains(Statuses(), status) {
+		return nil, apperr.New(apperr.Invalid, "status must be one of %s, got %q", strings.Join(Statuses(), ", "), status)
+	}
+	if limit < 1 || limit > MaxList {
+		return nil, apperr.New(apperr.Invalid, "limit must be 1 to %d, got %d", MaxList, limit)
 	}
 	if _, err := s.Coalesce(ctx, s.now(), false); err != nil {
 		return nil, err
