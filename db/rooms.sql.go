@@ -289,17 +289,18 @@ func (q *Queries) MemoryEntryInsert(ctx context.Context, db DBTX, arg MemoryEntr
 }
 
 const memoryEntryListUnembedded = `-- name: MemoryEntryListUnembedded :many
-SELECT e.project_id, e.id, e.content
+SELECT e.project_id, e.id, e.content, e.created_at
 FROM memory_entry e
 WHERE NOT EXISTS (SELECT 1 FROM memory_vector v
                   WHERE v.project_id = e.project_id AND v.memory_id = e.id AND v.embedder = $1)
-  AND e.created_at < $2
+  AND e.created_at >= $2 AND e.created_at < $3
 ORDER BY e.created_at
-LIMIT $3
+LIMIT $4
 `
 
 type MemoryEntryListUnembeddedParams struct {
 	Embedder string
+	Since    time.Time
 	Before   time.Time
 	Lim      int32
 }
@@ -308,12 +309,18 @@ type MemoryEntryListUnembeddedRow struct {
 	ProjectID uuid.UUID
 	ID        uuid.UUID
 	Content   string
+	CreatedAt time.Time
 }
 
 // Entries without a vector row for the embedder (never embedded, or embedded by another),
-// written before @before.
+// written from @since and before @before, oldest first (memory_entry_created_idx).
 func (q *Queries) MemoryEntryListUnembedded(ctx context.Context, db DBTX, arg MemoryEntryListUnembeddedParams) ([]MemoryEntryListUnembeddedRow, error) {
-	rows, err := db.Query(ctx, memoryEntryListUnembedded, arg.Embedder, arg.Before, arg.Lim)
+	rows, err := db.Query(ctx, memoryEntryListUnembedded,
+		arg.Embedder,
+		arg.Since,
+		arg.Before,
+		arg.Lim,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +328,12 @@ func (q *Queries) MemoryEntryListUnembedded(ctx context.Context, db DBTX, arg Me
 	items := []MemoryEntryListUnembeddedRow{}
 	for rows.Next() {
 		var i MemoryEntryListUnembeddedRow
-		if err := rows.Scan(&i.ProjectID, &i.ID, &i.Content); err != nil {
+		if err := rows.Scan(
+			&i.ProjectID,
+			&i.ID,
+			&i.Content,
+			&i.CreatedAt,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

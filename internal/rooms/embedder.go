@@ -249,13 +249,16 @@ func (s *Service) embedFailed(ctx context.Context, entries int, err error) {
 // the oldest across tenants (the owner's pool), grouped by project: a chunk of one
 // project is one claim (claimUnembedded).
 func (s *Service) listUnembedded(ctx context.Context, e embed.Embedder, before time.Time, limit int) (rows []db.MemoryEntryListUnembeddedRow, err error) {
+	now := s.now()
+	since := s.backlog.since(e.Name(), now)
 	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		rows, err = s.Q.MemoryEntryListUnembedded(ctx, tx, db.MemoryEntryListUnembeddedParams{Embedder: e.Name(), Before: before, Lim: int32(limit)})
+		rows, err = s.Q.MemoryEntryListUnembedded(ctx, tx, db.MemoryEntryListUnembeddedParams{Embedder: e.Name(), Since: since, Before: before, Lim: int32(limit)})
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list entries without a vector: %w", err)
 	}
+	s.backlog.advance(e.Name(), since, before, rows)
 	slices.SortStableFunc(rows, func(a, b db.MemoryEntryListUnembeddedRow) int {
 		return bytes.Compare(a.ProjectID[:], b.ProjectID[:])
 	})
@@ -339,4 +342,54 @@ func (s *Service) claimUnembedded(ctx context.Context, tx *pg.Tx, embedder strin
 		}
 	}
 	return claimed, nil
+}
+
+// backlogMargin is how far before a listing's bound the backlog's next listing starts
+// again: an entry is dated when its transaction starts and is seen only once it commits,
+// which a request's database budget (5 s by default) bounds far below this.
+const backlogMargin = 15 * time.Minute
+
+// backlogFullEvery is how often the backlog lists from the first entry again, for
+// whatever lost its vector row since it was passed (a row deleted by hand, a restore).
+const backlogFullEvery = time.Hour
+
+// backlogCursor remembers, per embedder, from when the embedding backlog's next listing
+// reads: every entry written before it has its vector row (or had, at the last full
+// pass). Without it each 30 s tick read every entry of every room to find none, which at
+// a few hundred thousand entries took most of a second (docs/performance.md).
+type backlogCursor struct {
+	mu   sync.Mutex
+	from map[string]time.Time // where the next listing starts
+	full map[string]time.Time // when the last listing from the first entry ran
+}
+
+func newBacklogCursor() *backlogCursor {
+	return &backlogCursor{from: map[string]time.Time{}, full: map[string]time.Time{}}
+}
+
+// since is where a listing of embedder's backlog at now starts: the zero time (the first
+// entry) on the first listing and once backlogFullEvery has passed since the last such.
+func (c *backlogCursor) since(embedder string, now time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if last, ok := c.full[embedder]; !ok || now.Sub(last) >= backlogFullEvery {
+		c.full[embedder] = now
+		return time.Time{}
+	}
+	return c.from[embedder]
+}
+
+// advance moves the cursor past a listing from since to before that found rows (oldest
+// first, as many as its limit allowed): the next starts at the oldest entry found, which
+// is still without a vector, or, when none was, backlogMargin before the bound.
+func (c *backlogCursor) advance(embedder string, since, before time.Time, rows []db.MemoryEntryListUnembeddedRow) {
+	next := before.Add(-backlogMargin)
+	if len(rows) > 0 && rows[0].CreatedAt.Before(next) {
+		next = rows[0].CreatedAt
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if next.After(c.from[embedder]) || since.IsZero() {
+		c.from[embedder] = next
+	}
 }

@@ -460,6 +460,52 @@ func TestEmbedBacklogIsNotHeldBackByOneChunk(t *testing.T) {
 	}
 }
 
+// TestEmbedBacklogListsFromWhereItLeftOff: a tick of the backlog reads on from where the
+// last left off, not every entry again, and still embeds an entry that commits late (dated
+// by its transaction's start) and, within the hour, one that lost its vector row.
+func TestEmbedBacklogListsFromWhereItLeftOff(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	h := &hashEmbedder{name: "hash-v1"}
+	var clock atomic.Pointer[time.Time]
+	now := time.Now()
+	clock.Store(&now)
+	e.svc.Embedder, e.svc.Now = h, func() time.Time { return *clock.Load() }
+	acme, arch := e.res.Organisations["acme"].ID, e.res.Agents["acme/architect"].ID
+	insert := func(t *testing.T, content string, age time.Duration) uuid.UUID {
+		t.Helper()
+		id := uuid.Must(uuid.NewV7())
+		e.exec(`INSERT INTO memory_entry (project_id, id, org_id, agent_id, content, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			e.one, id, acme, arch, content, clock.Load().Add(-age))
+		return id
+	}
+	hasVector := func(id uuid.UUID) bool {
+		return e.count(`SELECT count(*) FROM memory_vector WHERE memory_id = $1 AND embedder = 'hash-v1'`, id) == 1
+	}
+	old := insert(t, "An entry of last year", 365*24*time.Hour)
+	if n, err := e.svc.EmbedPending(ctx, 100); err != nil || n != 1 || !hasVector(old) {
+		t.Fatalf("the first tick: %d, %v", n, err)
+	}
+	t.Run("an entry committed late, dated minutes back, is embedded", func(t *testing.T) {
+		late := insert(t, "An entry whose transaction started ten minutes ago", 10*time.Minute)
+		if n, err := e.svc.EmbedPending(ctx, 100); err != nil || n != 1 || !hasVector(late) {
+			t.Fatalf("%d, %v", n, err)
+		}
+	})
+	t.Run("an old entry that lost its vector is embedded at the hourly pass", func(t *testing.T) {
+		e.exec(`DELETE FROM memory_vector WHERE memory_id = $1`, old)
+		if n, err := e.svc.EmbedPending(ctx, 100); err != nil || n != 0 {
+			t.Fatalf("a tick within the hour read the old entries again: %d, %v", n, err)
+		}
+		later := clock.Load().Add(time.Hour)
+		clock.Store(&later)
+		if n, err := e.svc.EmbedPending(ctx, 100); err != nil || n != 1 || !hasVector(old) {
+			t.Fatalf("the hourly pass: %d, %v", n, err)
+		}
+	})
+}
+
 func TestChangingEmbedderReEmbedsAndNeverMixesSpaces(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -85,6 +85,8 @@ type Service struct {
 	embeds *embedQueue
 	// embedsSpilled counts entries left to the sweep past the queue's bound.
 	embedsSpilled atomic.Uint64
+	// backlog is where the embedding backlog's next listing starts.
+	backlog *backlogCursor
 }
 
 // New builds the toolset; a nil Now is the wall clock, a nil Log discards, a nil Q is
@@ -99,7 +101,7 @@ func New(d Deps) *Service {
 	if d.Q == nil {
 		d.Q = db.New()
 	}
-	return &Service{Deps: d, notes: pg.NewAnnouncer(), embeds: newEmbedQueue()}
+	return &Service{Deps: d, notes: pg.NewAnnouncer(), embeds: newEmbedQueue(), backlog: newBacklogCursor()}
 }
 
 func (s *Service) now() time.Time {

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS memory_entry_created_idx;
