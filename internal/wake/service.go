@@ -86,6 +86,9 @@ type Service struct {
 	overflow atomic.Bool    // notes was full: the next NOTIFY says "*"
 	stopped  chan struct{}  // closed when Run returns: long polls end at once
 	stopOnce sync.Once
+
+	clientOnce sync.Once
+	client     *http.Client // webhookClient's, when HTTPClient is nil
 }
 
 // New builds the service; a nil Q is the generated queries.

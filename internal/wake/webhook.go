@@ -165,20 +165,25 @@ func (s *Service) validateURL(raw string) error {
 }
 
 // webhookClient is the client webhooks are posted with: HTTPClient, or one that gives up
-// after 10 s and, unless PrivateTargets, dials public addresses only.
+// after 10 s and, unless PrivateTargets, dials public addresses only. It is built once,
+// on the first delivery, so that its connections are reused.
 func (s *Service) webhookClient() *http.Client {
 	if s.HTTPClient != nil {
 		return s.HTTPClient
 	}
-	dialer := &net.Dialer{Timeout: 10 * time.Second}
-	t := &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 10 * time.Second}
-	if s.PrivateTargets {
-		t.Proxy = http.ProxyFromEnvironment
-	} else {
-		// No proxy either: the check must see the webhook's own address, not a proxy's.
-		egress.PublicOnly(dialer, "webhook")
-	}
-	return &http.Client{Timeout: 10 * time.Second, Transport: t}
+	s.clientOnce.Do(func() {
+		dialer := &net.Dialer{Timeout: 10 * time.Second}
+		t := &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 10 * time.Second,
+			MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}
+		if s.PrivateTargets {
+			t.Proxy = http.ProxyFromEnvironment
+		} else {
+			// No proxy either: the check must see the webhook's own address, not a proxy's.
+			egress.PublicOnly(dialer, "webhook")
+		}
+		s.client = &http.Client{Timeout: 10 * time.Second, Transport: t}
+	})
+	return s.client
 }
 
 func splitRef(ref string) (string, string, error) {

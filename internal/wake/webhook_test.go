@@ -26,6 +26,7 @@ type hit struct {
 	body []byte
 	sig  string
 	id   string
+	from string // the connection's remote address
 }
 
 // receiver is a webhook endpoint answering with the statuses given, then 200.
@@ -41,7 +42,7 @@ func newReceiver(t *testing.T, statuses ...int) *receiver {
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		b, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
-		r.hits = append(r.hits, hit{at: time.Now(), body: b, sig: req.Header.Get(wake.HeaderSignature), id: req.Header.Get(wake.HeaderWakeID)})
+		r.hits = append(r.hits, hit{at: time.Now(), body: b, sig: req.Header.Get(wake.HeaderSignature), id: req.Header.Get(wake.HeaderWakeID), from: req.RemoteAddr})
 		status := http.StatusOK
 		if n := len(r.hits); n <= len(r.statuses) {
 			status = r.statuses[n-1]
@@ -215,6 +216,26 @@ func TestWebhookRetriesThenDelivers(t *testing.T) {
 // TestWebhookDeadLetter: a receiver that keeps failing gets exactly MaxAttempts posts,
 // with growing gaps and none after; the wake is then a dead letter people can list. A
 // 4xx refusal is dead at once.
+// TestWebhookConnectionsAreReused: deliveries share the service's client, so a receiver
+// is posted to over one kept-alive connection instead of a new one (and a new handshake,
+// and a connection left open) per wake.
+func TestWebhookConnectionsAreReused(t *testing.T) {
+	t.Parallel()
+	rec := newReceiver(t)
+	f, _ := webhookSetup(t, rec, 3)
+	for i := range 3 {
+		f.queue(f.msg("a"))
+		waitFor(t, "delivery", 10*time.Second, func() bool { return len(rec.got()) == i+1 && f.status("a") == wake.StatusDelivered })
+	}
+	from := map[string]bool{}
+	for _, h := range rec.got() {
+		from[h.from] = true
+	}
+	if len(from) != 1 {
+		t.Fatalf("3 deliveries came over %d connections: %v", len(from), from)
+	}
+}
+
 // TestWebhookTargetsArePublic: an organisation's admin cannot make the server post into
 // its own machine or network (unless the server allows private targets).
 func TestWebhookTargetsArePublic(t *testing.T) {
