@@ -339,16 +339,18 @@ func (s *Service) EmbedPending(ctx context.Context, limit int) (int, error) {
 }
 
 // embedEachGiveUp is how many failures in a row, with nothing embedded, end a chunk's
-// one-by-one pass: the server is down, not one of the texts.
+// one-by-one pass in one direction: the server is down, not one of the texts.
 const embedEachGiveUp = 3
 
 // embedEach embeds rows one at a time. It returns how many it finished, the rows the
 // server refused alone (for the caller to decide on: see EmbedPending) with the first
 // refusal, and the first other failure; rows that failed otherwise are left for the next
-// tick.
+// tick. A pass that fails embedEachGiveUp times in a row before anything works goes on
+// from the chunk's other end, and ends only when that end fails the same way: entries
+// the server always fails on at the head of a chunk (listed first again on every tick)
+// must not keep the rest of it from ever being tried.
 func (s *Service) embedEach(ctx context.Context, e embed.Embedder, rows []db.MemoryEntryListUnembeddedRow) (done int, refused []db.MemoryEntryListUnembeddedRow, refusal, failure error) {
-	failed := 0
-	for i := range rows {
+	try := func(i int) (failed bool) {
 		n, err := s.embedChunk(ctx, e, rows[i:i+1])
 		switch {
 		case err == nil:
@@ -357,9 +359,35 @@ func (s *Service) embedEach(ctx context.Context, e embed.Embedder, rows []db.Mem
 			refused, refusal = append(refused, rows[i]), cmp.Or(refusal, err)
 		default:
 			failure = cmp.Or(failure, err)
-			failed++
+			return true
 		}
-		if ctx.Err() != nil || (done == 0 && len(refused) == 0 && failed >= embedEachGiveUp) {
+		return false
+	}
+	stuck := func(inARow int) bool {
+		return ctx.Err() != nil || (done == 0 && len(refused) == 0 && inARow >= embedEachGiveUp)
+	}
+	lo, inARow := 0, 0
+	for ; lo < len(rows); lo++ {
+		if try(lo) {
+			inARow++
+		} else {
+			inARow = 0
+		}
+		if stuck(inARow) {
+			break
+		}
+	}
+	if lo >= len(rows)-1 || ctx.Err() != nil {
+		return done, refused, refusal, failure
+	}
+	inARow = 0
+	for hi := len(rows) - 1; hi > lo; hi-- {
+		if try(hi) {
+			inARow++
+		} else {
+			inARow = 0
+		}
+		if stuck(inARow) {
 			break
 		}
 	}

@@ -415,11 +415,13 @@ func TestEmbedBacklogIsNotHeldBackByOneChunk(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		poison func(h *hashEmbedder, word *string)
-		left   int  // poison entries still without a vector row after the ticks
+		bad    int  // the oldest entries, the server fails on each
+		left   int  // of them, still without a vector row after the ticks
 		again  bool // the next tick fails (nothing it could embed), to be retried
 	}{
-		{"a whole chunk the server refuses entry by entry", func(h *hashEmbedder, w *string) { h.refuse.Store(w) }, 0, false},
-		{"a whole chunk the server fails on without saying it refuses", func(h *hashEmbedder, w *string) { h.fail.Store(w) }, 16, true},
+		{"a whole chunk the server refuses entry by entry", func(h *hashEmbedder, w *string) { h.refuse.Store(w) }, 16, 0, false},
+		{"a whole chunk the server fails on without saying it refuses", func(h *hashEmbedder, w *string) { h.fail.Store(w) }, 16, 16, true},
+		{"entries the server fails on at the head of a chunk of good ones", func(h *hashEmbedder, w *string) { h.fail.Store(w) }, 3, 3, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -429,7 +431,7 @@ func TestEmbedBacklogIsNotHeldBackByOneChunk(t *testing.T) {
 			e.svc.Embedder, e.svc.EmbedTimeout = h, 100*time.Millisecond
 			sc := e.scope("architect", e.one)
 			h.mode.Store(1) // down while they are written: all of them wait in the backlog
-			for i := range 16 {
+			for i := range c.bad {
 				if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: fmt.Sprintf("The poisoned design document part %d", i)}); err != nil {
 					t.Fatal(err)
 				}
