@@ -565,6 +565,16 @@ func (s *Service) SetRole(ctx context.Context, a OrgActor, userID uuid.UUID, rol
 		if err != nil {
 			return err
 		}
+		// The actor's role as it is now, under the lock: one demoted a moment ago by
+		// another owner must not go on changing roles as an owner.
+		me := slices.IndexFunc(people, func(p db.OrgMemberListByOrgRow) bool { return p.ID == a.UserID })
+		if me < 0 || people[me].DeactivatedAt != nil {
+			return apperr.New(apperr.Forbidden, "%s", MsgAdminRole)
+		}
+		a.Role = people[me].Role
+		if err := a.check(); err != nil {
+			return err
+		}
 		i := slices.IndexFunc(people, func(p db.OrgMemberListByOrgRow) bool { return p.ID == userID })
 		if i < 0 {
 			return apperr.New(apperr.NotFound, "no such person")

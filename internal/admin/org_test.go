@@ -106,11 +106,44 @@ users:
 		case err == nil:
 		case errors.As(err, &in) && in.Fields["role"] == admin.MsgLastOwner:
 			refused++
+		case apperr.CodeOf(err) == apperr.Forbidden: // the other's change came first: no longer an owner
+			refused++
 		default:
 			t.Fatalf("set role: %v", err)
 		}
 	}
 	if n := b.Count(t, `SELECT count(*) FROM org_member WHERE org_id = $1 AND role = 'owner'`, org); n != 1 || refused != 1 {
 		t.Fatalf("%d owners left, %d changes refused; want 1 and 1", n, refused)
+	}
+}
+
+// TestARoleChangeIsMadeWithTheActorsRoleOfNow: a person demoted a moment ago (their page
+// still shows them as an owner) cannot go on changing roles as one.
+func TestARoleChangeIsMadeWithTheActorsRoleOfNow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := testfix.Seed(t, demo)
+	svc := admin.New(b.DB, testfix.PublicURL)
+	res, err := svc.Apply(ctx, parse(t, `
+organisations: [{slug: trio, name: Trio}]
+users:
+  - {email: a@trio.test, name: A, org: trio, role: owner}
+  - {email: b@trio.test, name: B, org: trio, role: owner}
+  - {email: c@trio.test, name: C, org: trio, role: owner}
+`), admin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	org := res.Organisations["trio"].ID
+	a, bb, c := res.Users["a@trio.test"].ID, res.Users["b@trio.test"].ID, res.Users["c@trio.test"].ID
+	if err := svc.SetRole(ctx, admin.OrgActor{OrgID: org, UserID: a, Name: "A", Role: "owner"}, bb, "member"); err != nil {
+		t.Fatal(err)
+	}
+	err = svc.SetRole(ctx, admin.OrgActor{OrgID: org, UserID: bb, Name: "B", Role: "owner"}, c, "member")
+	if e, ok := apperr.As(err); !ok || e.Code != apperr.Forbidden {
+		t.Fatalf("B, a member now, demoting C: %v", err)
+	}
+	if n := b.Count(t, `SELECT count(*) FROM org_member WHERE org_id = $1 AND role = 'owner'`, org); n != 2 {
+		t.Fatalf("%d owners, want A and C", n)
 	}
 }
