@@ -177,12 +177,17 @@ func TestParseFileRefusesWhatItWouldNotApply(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a document that ends with --- is one document", func(t *testing.T) {
-		f, err := admin.ParseFile(strings.NewReader("---\norganisations:\n  - {slug: acme, name: Acme}\n"))
-		if err != nil || len(f.Organisations) != 1 {
-			t.Fatalf("%v %+v", err, f)
-		}
-	})
+	for name, file := range map[string]string{
+		"a document that starts with --- is one document": "---\norganisations:\n  - {slug: acme, name: Acme}\n",
+		"a document followed by an empty one is one":      "organisations:\n  - {slug: acme, name: Acme}\n---\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, err := admin.ParseFile(strings.NewReader(file))
+			if err != nil || len(f.Organisations) != 1 {
+				t.Fatalf("%v %+v", err, f)
+			}
+		})
+	}
 }
 
 func TestAgreementRevocationTakesEffectOnTheNextResolve(t *testing.T) {

@@ -110,11 +110,17 @@ func ParseFile(r io.Reader) (File, error) {
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return File{}, fmt.Errorf("parse YAML: %w", err)
 	}
-	var more any
-	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
-		return File{}, errors.New("parse YAML: the file holds more than one document (---): only the first would be applied; put everything in one")
+	// Further documents must be empty (a trailing --- that tools write when they join files).
+	for {
+		var more any
+		err := dec.Decode(&more)
+		if errors.Is(err, io.EOF) {
+			return f, nil
+		}
+		if err != nil || more != nil {
+			return File{}, errors.New("parse YAML: the file holds more than one document (---): only the first would be applied; put everything in one")
+		}
 	}
-	return f, nil
 }
 
 // Problems is every problem found in a file, each named by its path.
