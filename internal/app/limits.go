@@ -16,6 +16,7 @@ import (
 	"github.com/relayroom/relayroom/internal/mcp"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/status"
+	"github.com/relayroom/relayroom/internal/throttle"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -62,25 +63,42 @@ func newLimits(perAddr int, maxBytes int64) *limits {
 	return &limits{perAddr: perAddr, budget: byteBudget{max: maxBytes}, active: map[string]int{}}
 }
 
-// enter counts a request of addr in, unless addr already has perAddr in progress.
-func (l *limits) enter(addr string) bool {
+// prefixShare is how many addresses' worth of requests one IPv6 /64 may have in progress
+// together: a host can send each request from another address of its /64, while one
+// subnet (a cloud's, a cluster's) may hold many real clients.
+const prefixShare = 16
+
+// client is what a request's requests in progress are counted under: its address and,
+// for an IPv6 one, its /64 ("" for none).
+type client struct{ addr, prefix string }
+
+// enter counts a request of c in, unless its address already has perAddr in progress or
+// its /64 perAddr × prefixShare.
+func (l *limits) enter(c client) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.active[addr] >= l.perAddr {
+	if l.active[c.addr] >= l.perAddr || (c.prefix != "" && l.active[c.prefix] >= l.perAddr*prefixShare) {
 		return false
 	}
-	l.active[addr]++
+	l.active[c.addr]++
+	if c.prefix != "" {
+		l.active[c.prefix]++
+	}
 	return true
 }
 
-func (l *limits) leave(addr string) {
+func (l *limits) leave(c client) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.active[addr] <= 1 {
-		delete(l.active, addr) // the map holds only addresses with requests in progress
-		return
+	for _, k := range []string{c.addr, c.prefix} {
+		switch {
+		case k == "":
+		case l.active[k] <= 1:
+			delete(l.active, k) // the map holds only keys with requests in progress
+		default:
+			l.active[k]--
+		}
 	}
-	l.active[addr]--
 }
 
 // byteBudget bounds the request body bytes all requests in progress may hold together.
@@ -173,11 +191,11 @@ func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		r := c.Request()
-		addr := a.limitAddress(r)
-		if !a.limits.enter(addr) {
+		who := a.limitClient(r)
+		if !a.limits.enter(who) {
 			return a.refuse(c, errAddressBusy())
 		}
-		defer a.limits.leave(addr)
+		defer a.limits.leave(who)
 		hold := &bodyHold{budget: &a.limits.budget, body: r.Body}
 		if r.ContentLength > 0 {
 			hold.held = min(r.ContentLength, a.limits.budget.max, growStep)
@@ -220,13 +238,19 @@ func (a *App) refuse(c echo.Context, e *apperr.Error) error {
 	return nil
 }
 
-// limitAddress is the address requests in progress are counted by: the client's, as for
-// the authentication limits (an IPv6 address reduced to its /64, which one host can
-// rotate through freely; behind a trusted proxy, the client it names), or the raw peer
-// when that cannot be read (docs/limits.md).
-func (a *App) limitAddress(r *http.Request) string {
-	if addr := a.clientAddress(r); addr != "" {
-		return addr
+// limitClient is who requests in progress are counted by: the client's address (behind a
+// trusted proxy, the client it names), and for IPv6 its /64 as well, or the raw peer when
+// that cannot be read (docs/limits.md).
+func (a *App) limitClient(r *http.Request) client {
+	ip, ok := throttle.ClientIP(r, a.cfg.TrustedProxies)
+	if !ok {
+		return client{addr: r.RemoteAddr}
 	}
-	return r.RemoteAddr
+	c := client{addr: ip.String()}
+	if ip.Is6() {
+		if p, err := ip.Prefix(64); err == nil {
+			c.prefix = p.String()
+		}
+	}
+	return c
 }

@@ -141,6 +141,12 @@ type inProcess struct {
 
 func newInProcess(t *testing.T, maxConns int32, statementTimeout time.Duration) *inProcess {
 	t.Helper()
+	return newInProcessWith(t, maxConns, statementTimeout, func(*config.Config) {})
+}
+
+// newInProcessWith is newInProcess with tune changing the configuration first.
+func newInProcessWith(t *testing.T, maxConns int32, statementTimeout time.Duration, tune func(*config.Config)) *inProcess {
+	t.Helper()
 	u := pgtest.New(t)
 	ctx := context.Background()
 	d, err := pg.Open(ctx, u, pg.Options{MaxConns: maxConns, OpsMaxConns: 2, StatementTimeout: statementTimeout})
@@ -153,6 +159,7 @@ func newInProcess(t *testing.T, maxConns int32, statementTimeout time.Duration) 
 		t.Fatal(err)
 	}
 	cfg := config.Config{DatabaseURL: u, StatementTimeout: statementTimeout, MaxConns: int(maxConns), MaxBodyBytes: 4 << 20}
+	tune(&cfg)
 	a, err := app.New(cfg, app.NewLogger(io.Discard, "error"), d, "http://relay.test")
 	if err != nil {
 		t.Fatal(err)
@@ -362,12 +369,14 @@ func (f *firstRead) Read(p []byte) (int, error) {
 	return f.r.Read(p)
 }
 
-// TestRequestsPerAddressCountAnIPv6HostOnce: one IPv6 host routes a whole /64 and can send
-// each request from another address of it; the requests in progress are counted for the
-// /64, as the authentication limits count them, and another /64 is another client.
+// TestRequestsPerAddressCountAnIPv6HostOnce: requests in progress are counted per client
+// address and, for IPv6, per /64 as well (a host can send each request from another
+// address of its /64; a subnet may hold many real clients): an address has its share, a
+// /64 prefixShare (16) addresses' worth.
 func TestRequestsPerAddressCountAnIPv6HostOnce(t *testing.T) {
 	t.Parallel()
-	p := newInProcess(t, 2, 5*time.Second)
+	const perAddr = 2
+	p := newInProcessWith(t, 2, 5*time.Second, func(c *config.Config) { c.MaxRequestsPerAddr = perAddr })
 	path, key := p.threadsPath("architect"), p.res.Agents["acme/architect"].Key
 	request := func(remote string, body io.Reader) *http.Request {
 		req := httptest.NewRequest(http.MethodPost, path, body)
@@ -376,8 +385,8 @@ func TestRequestsPerAddressCountAnIPv6HostOnce(t *testing.T) {
 		req.Header.Set("X-Agent-Key", key)
 		return req
 	}
-	// Every request of the limit held open, each from its own address of one /64: its
-	// body never ends, so it stays in progress once the handler reads it.
+	// hold keeps a request from remote in progress (its body never ends) until the test
+	// ends, once the handler reads it.
 	var held sync.WaitGroup
 	var bodies []*io.PipeWriter
 	defer func() {
@@ -386,38 +395,51 @@ func TestRequestsPerAddressCountAnIPv6HostOnce(t *testing.T) {
 		}
 		held.Wait()
 	}()
-	reading := make(chan struct{}, config.DefaultMaxRequestsPerAddr)
-	for i := range config.DefaultMaxRequestsPerAddr {
+	hold := func(t *testing.T, remote string) {
+		t.Helper()
 		r, w := io.Pipe()
 		bodies = append(bodies, w)
+		reading := make(chan struct{}, 1)
 		held.Add(1)
 		go func() {
 			defer held.Done()
-			req := request(fmt.Sprintf("[2001:db8:1:2::%x]:40000", i+1), &firstRead{r: r, read: reading})
+			req := request(remote, &firstRead{r: r, read: reading})
 			req.ContentLength = -1 // undeclared: read until the pipe closes
 			p.app.Handler().ServeHTTP(httptest.NewRecorder(), req)
 		}()
-	}
-	for range config.DefaultMaxRequestsPerAddr {
 		select {
 		case <-reading:
 		case <-time.After(generous):
-			t.Fatal("the held requests were not all read")
+			t.Fatalf("the request from %s was not read", remote)
 		}
 	}
 	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
-	t.Run("one more from another address of the /64 is refused", func(t *testing.T) {
+	call := func(remote string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
-		p.app.Handler().ServeHTTP(rec, request("[2001:db8:1:2::ffff]:40000", strings.NewReader(list)))
+		p.app.Handler().ServeHTTP(rec, request(remote, strings.NewReader(list)))
+		return rec
+	}
+	t.Run("an address past its share is refused; another of its /64 is served", func(t *testing.T) {
+		for range perAddr {
+			hold(t, "[2001:db8:1:2::1]:40000")
+		}
+		if rec := call("[2001:db8:1:2::1]:40001"); rec.Code != http.StatusTooManyRequests {
+			t.Fatalf("%d %.200s", rec.Code, rec.Body)
+		}
+		if rec := call("[2001:db8:1:2::2]:40000"); rec.Code != http.StatusOK {
+			t.Fatalf("%d %.200s", rec.Code, rec.Body)
+		}
+	})
+	t.Run("a /64 past its share is refused, whichever of its addresses asks; another /64 is served", func(t *testing.T) {
+		for i := perAddr; i < perAddr*16; i++ {
+			hold(t, fmt.Sprintf("[2001:db8:1:2::%x]:40000", 0x100+i))
+		}
+		rec := call("[2001:db8:1:2::ffff]:40000")
 		if rec.Code != http.StatusTooManyRequests {
 			t.Fatalf("%d %.200s", rec.Code, rec.Body)
 		}
 		checkRefusal(t, rec.Header(), rec.Body.String())
-	})
-	t.Run("another /64 is served", func(t *testing.T) {
-		rec := httptest.NewRecorder()
-		p.app.Handler().ServeHTTP(rec, request("[2001:db8:1:3::1]:40000", strings.NewReader(list)))
-		if rec.Code != http.StatusOK {
+		if rec := call("[2001:db8:1:3::1]:40000"); rec.Code != http.StatusOK {
 			t.Fatalf("%d %.200s", rec.Code, rec.Body)
 		}
 	})

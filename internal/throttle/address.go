@@ -17,13 +17,29 @@ const ipv6Bits = 64
 // to its left were written by the client and prove nothing). IPv6 addresses are reduced to
 // their /64. "" when RemoteAddr cannot be read.
 func ClientAddress(r *http.Request, trusted []netip.Prefix) string {
+	addr, ok := ClientIP(r, trusted)
+	if !ok {
+		return ""
+	}
+	if addr.Is6() {
+		p, err := addr.Prefix(ipv6Bits)
+		if err == nil {
+			return p.String()
+		}
+	}
+	return addr.String()
+}
+
+// ClientIP is ClientAddress's address before an IPv6 one is reduced to its /64; ok is
+// false when RemoteAddr cannot be read.
+func ClientIP(r *http.Request, trusted []netip.Prefix) (netip.Addr, bool) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
 	}
 	addr, err := netip.ParseAddr(host)
 	if err != nil {
-		return ""
+		return netip.Addr{}, false
 	}
 	addr = addr.Unmap().WithZone("")
 	if isTrusted(addr, trusted) {
@@ -39,13 +55,7 @@ func ClientAddress(r *http.Request, trusted []netip.Prefix) string {
 			}
 		}
 	}
-	if addr.Is6() {
-		p, err := addr.Prefix(ipv6Bits)
-		if err == nil {
-			return p.String()
-		}
-	}
-	return addr.String()
+	return addr, true
 }
 
 func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
