@@ -43,7 +43,7 @@ func wakeCommand(help string, needKey bool, flags func(fs *flag.FlagSet) (need [
 
 func wakeAdminCommands() map[string]adminCommand {
 	return map[string]adminCommand{
-		"wake set-webhook": wakeCommand("Deliver an agent's wakes to an HTTPS webhook (http only for localhost). A new signing secret is\nprinted once; only its ciphertext is stored, under RELAYROOM_SECRET_KEY (which must match the server's).\nSetting it again replaces the URL and the secret. See docs/wakes.md for verifying the signature.", true, func(fs *flag.FlagSet) ([]string, wakeRun) {
+		"wake set-webhook": wakeCommand("Deliver an agent's wakes to an HTTPS webhook at a public address (loopback, private networks and http\non loopback only with RELAYROOM_WEBHOOK_PRIVATE_TARGETS=true, as the server must have it). A new signing secret is\nprinted once; only its ciphertext is stored, under RELAYROOM_SECRET_KEY (which must match the server's).\nSetting it again replaces the URL and the secret. See docs/wakes.md for verifying the signature.", true, func(fs *flag.FlagSet) ([]string, wakeRun) {
 			agent, url := fs.String("agent", "", "the agent, org/slug"), fs.String("url", "", "the webhook URL")
 			return []string{"agent", "url"}, func(ctx context.Context, s *wake.Service) (any, error) {
 				t, secret, err := s.SetWebhook(ctx, *agent, *url)

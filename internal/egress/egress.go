@@ -4,9 +4,13 @@
 package egress
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
+	"net/url"
+	"sync"
 	"syscall"
 )
 
@@ -70,4 +74,71 @@ func PublicOnly(d *net.Dialer, what string) {
 		}
 		return nil
 	}
+}
+
+// Transport is an http.Transport for connections to addresses tenants name. A direct
+// connection dials public addresses only (PublicOnly). Through a proxy (proxy answers a
+// URL: the operator's egress proxy, from the environment), the connection is the
+// proxy's, an address of the operator's own: it is dialled as it is, and the target is
+// checked before the request is handed to the proxy instead, every address its name
+// resolves to (the proxy resolves it again: a name rebound in between is the one case
+// this cannot see). proxy may be nil (no proxy).
+func Transport(d *net.Dialer, proxy func(*http.Request) (*url.URL, error), what string) *http.Transport {
+	direct := *d
+	PublicOnly(&direct, what)
+	var proxies sync.Map // host:port of the proxies handed out: dialled as they are
+	t := &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if _, ok := proxies.Load(addr); ok {
+				return d.DialContext(ctx, network, addr)
+			}
+			return direct.DialContext(ctx, network, addr)
+		},
+	}
+	if proxy != nil {
+		t.Proxy = func(req *http.Request) (*url.URL, error) {
+			u, err := proxy(req)
+			if err != nil || u == nil {
+				return u, err
+			}
+			if err := checkHost(req.Context(), req.URL.Hostname(), what); err != nil {
+				return nil, err
+			}
+			proxies.Store(hostPort(u), true)
+			return u, nil
+		}
+	}
+	return t
+}
+
+// checkHost refuses a host that is, or whose name resolves to, an address Blocked refuses.
+func checkHost(ctx context.Context, host, what string) error {
+	if ip := net.ParseIP(host); ip != nil {
+		if Blocked(ip) {
+			return fmt.Errorf("%s: address %s is not a public address", what, host)
+		}
+		return nil
+	}
+	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return fmt.Errorf("%s: resolve %s: %w", what, host, err)
+	}
+	for _, a := range addrs {
+		if Blocked(a.IP) {
+			return fmt.Errorf("%s: address %s of %s is not a public address", what, a.IP, host)
+		}
+	}
+	return nil
+}
+
+// hostPort is a proxy URL's address as the transport dials it.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }

@@ -173,14 +173,14 @@ func (s *Service) webhookClient() *http.Client {
 	}
 	s.clientOnce.Do(func() {
 		dialer := &net.Dialer{Timeout: 10 * time.Second}
-		t := &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 10 * time.Second,
-			MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}
-		if s.PrivateTargets {
-			t.Proxy = http.ProxyFromEnvironment
-		} else {
-			// No proxy either: the check must see the webhook's own address, not a proxy's.
-			egress.PublicOnly(dialer, "webhook")
+		t := &http.Transport{DialContext: dialer.DialContext, Proxy: http.ProxyFromEnvironment}
+		if !s.PrivateTargets {
+			// Public addresses only, checked on the address dialled, or, through the
+			// environment's proxy, on the webhook's own name before it is handed over.
+			t = egress.Transport(dialer, http.ProxyFromEnvironment, "webhook")
 		}
+		t.TLSHandshakeTimeout, t.ResponseHeaderTimeout = 10*time.Second, 10*time.Second
+		t.MaxIdleConnsPerHost, t.IdleConnTimeout = 4, 90*time.Second
 		s.client = &http.Client{Timeout: 10 * time.Second, Transport: t}
 	})
 	return s.client
