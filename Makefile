@@ -96,7 +96,9 @@ check-generated:
 
 generate:
 	$(GO) tool sqlc -f sql/sqlc.yaml generate
-	$(GO) test ./internal/app -run TestToolsListSnapshots -count=1 -update
+	@set -euo pipefail; \
+	url=$$(bash $(PG) start $(TEST_PG_DIR) --fast); \
+	DATABASE_URL="$$url" $(GO) test ./internal/app -run TestToolsListSnapshots -count=1 -update
 	$(GO) test ./internal/desk -run '^TestIngestOpenAPI$$' -count=1 -update
 
 fmt:
