@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/testfix"
@@ -64,6 +66,25 @@ func TestOrgAdminChangesCarryTheirAudit(t *testing.T) {
 	})
 }
 
+// ownedBy makes an organisation whose owners are the people named (each name@own.test),
+// and returns its id and theirs, in order.
+func ownedBy(t *testing.T, svc *admin.Service, names ...string) (uuid.UUID, []uuid.UUID) {
+	t.Helper()
+	f := admin.File{Organisations: []admin.OrgSpec{{Slug: "own", Name: "Own"}}}
+	for _, n := range names {
+		f.Users = append(f.Users, admin.UserSpec{Email: n + "@own.test", Name: n, Org: "own", Role: "owner"})
+	}
+	res, err := svc.Apply(context.Background(), f, admin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]uuid.UUID, len(names))
+	for i, n := range names {
+		ids[i] = res.Users[n+"@own.test"].ID
+	}
+	return res.Organisations["own"].ID, ids
+}
+
 // TestTwoOwnersDemotingEachOtherLeaveOne: the last-owner rule holds when two owners demote
 // each other at the same moment: one change is made, the other refused.
 func TestTwoOwnersDemotingEachOtherLeaveOne(t *testing.T) {
@@ -71,17 +92,8 @@ func TestTwoOwnersDemotingEachOtherLeaveOne(t *testing.T) {
 	ctx := context.Background()
 	b := testfix.SeedWith(t, demo, testfix.Options{MaxConns: 4, OpsMaxConns: 4}) // both changes and the test's polls at once
 	svc := admin.New(b.DB, testfix.PublicURL)
-	res, err := svc.Apply(ctx, parse(t, `
-organisations: [{slug: pair, name: Pair}]
-users:
-  - {email: x@pair.test, name: X, org: pair, role: owner}
-  - {email: y@pair.test, name: Y, org: pair, role: owner}
-`), admin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	org := res.Organisations["pair"].ID
-	x, y := res.Users["x@pair.test"].ID, res.Users["y@pair.test"].ID
+	org, owners := ownedBy(t, svc, "x", "y")
+	x, y := owners[0], owners[1]
 	// Both changes are held at their UPDATE, after whatever each read before it.
 	holder := b.Holder(t)
 	if _, err := holder.Exec(ctx, `SELECT 1 FROM org_member WHERE org_id = $1 FOR UPDATE`, org); err != nil {
@@ -124,19 +136,10 @@ func TestARoleChangeIsMadeWithTheActorsRoleOfNow(t *testing.T) {
 	ctx := context.Background()
 	b := testfix.Seed(t, demo)
 	svc := admin.New(b.DB, testfix.PublicURL)
-	res, err := svc.Apply(ctx, parse(t, `
-organisations: [{slug: trio, name: Trio}]
-users:
-  - {email: a@trio.test, name: A, org: trio, role: owner}
-  - {email: b@trio.test, name: B, org: trio, role: owner}
-  - {email: c@trio.test, name: C, org: trio, role: owner}
-`), admin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	org := res.Organisations["trio"].ID
-	a, bb, c := res.Users["a@trio.test"].ID, res.Users["b@trio.test"].ID, res.Users["c@trio.test"].ID
-	if err := svc.SetRole(ctx, admin.OrgActor{OrgID: org, UserID: a, Name: "A", Role: "owner"}, bb, "member"); err != nil {
+	org, owners := ownedBy(t, svc, "a", "b", "c")
+	a, bb, c := owners[0], owners[1], owners[2]
+	var err error
+	if err = svc.SetRole(ctx, admin.OrgActor{OrgID: org, UserID: a, Name: "A", Role: "owner"}, bb, "member"); err != nil {
 		t.Fatal(err)
 	}
 	err = svc.SetRole(ctx, admin.OrgActor{OrgID: org, UserID: bb, Name: "B", Role: "owner"}, c, "member")
