@@ -192,7 +192,12 @@ func (s *Service) AcceptInvitation(ctx context.Context, link string, j Joiner) e
 			}
 		}
 		// An invitation makes a member; it never changes the role of one (an owner may have
-		// changed it since the link was sent).
+		// changed it since the link was sent). Taken in turns with the organisation's other
+		// role changes: two links of one person accepted at once would otherwise each
+		// retire the other's row and deadlock.
+		if err := s.Q.OrgOwnersLock(ctx, tx, inv.OrgID); err != nil {
+			return err
+		}
 		member, err := s.Q.OrgMemberExists(ctx, tx, db.OrgMemberExistsParams{OrgID: inv.OrgID, Email: inv.Email})
 		if err != nil {
 			return err

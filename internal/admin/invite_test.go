@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -68,6 +69,35 @@ func TestInvitationMakesAMemberOnce(t *testing.T) {
 		}
 		if r := role(t, "yan@acme.test"); r != "owner" {
 			t.Fatalf("yan, an owner, is %q", r)
+		}
+	})
+	t.Run("two links of one person accepted at once make one member", func(t *testing.T) {
+		t.Parallel()
+		for round := range 8 {
+			// Someone with an account already (of another organisation), signed in.
+			email := fmt.Sprintf("twice%d@acme.test", round)
+			b.Exec(t, `INSERT INTO app_user (id, email, name) VALUES (gen_random_uuid(), $1, 'Twice')`, email)
+			links := []string{invite(t, email, "member"), invite(t, email, "admin")}
+			j := signedIn(t, email)
+			errs := make(chan error, 2)
+			for _, l := range links {
+				go func() { errs <- svc.AcceptInvitation(ctx, l, j) }()
+			}
+			var ok, refused int
+			for range 2 {
+				err := <-errs
+				switch e, isApp := apperr.As(err); {
+				case err == nil:
+					ok++
+				case isApp && (e.Code == apperr.Conflict || e.Code == apperr.NotFound || e.Code == apperr.Forbidden):
+					refused++ // a member already, the link retired, or the account made meanwhile
+				default:
+					t.Fatalf("round %d: %v", round, err)
+				}
+			}
+			if ok != 1 || refused != 1 {
+				t.Fatalf("round %d: %d accepted, %d refused", round, ok, refused)
+			}
 		}
 	})
 }
