@@ -10,6 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/rooms"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // dashboardFile is the demo (Acme hosts Escalations, Globex is its guest) plus Initech,
@@ -378,6 +383,24 @@ func TestDashboard(t *testing.T) {
 		if _, body := ana.get("/app/rooms/" + room + "/knowledge"); !strings.Contains(body, "approved by person:Ana") || !strings.Contains(body, "Recall hit rate") {
 			t.Fatalf("knowledge page after approval: %s", body)
 		}
+	})
+
+	t.Run("the live stream delivers a message committed after a newer one was sent", func(t *testing.T) {
+		t.Parallel()
+		r := ana.liveStream(t, "/app/rooms/"+room+"/events")
+		served(t, roomURL, qa, "post_message", map[string]any{"content": "the newer message, sent first"})
+		nextData(t, r, "the newer message, sent first", "the newer message")
+		// An agent's message whose id was made 5 s ago, when its transaction started,
+		// commits only now (another replica's slow write, say).
+		id := uuid.Must(uuid.NewV7())
+		ms := uint64(time.Now().Add(-5 * time.Second).UnixMilli())
+		for i := range 6 {
+			id[i] = byte(ms >> (40 - 8*i))
+		}
+		testfix.OpAll(t, s.d, testfix.Stmt{SQL: `INSERT INTO room_message (project_id, id, author_agent_id, author_org_id, content)
+			VALUES ($1, $2, $3, $4, 'the older message, committed late')`, Args: []any{room, id, s.res.Agents["globex/qa-lead"].ID, s.res.Organisations["globex"].ID}},
+			testfix.Stmt{SQL: `SELECT pg_notify($1, $2)`, Args: []any{rooms.RoomChannel, room}})
+		nextData(t, r, "the older message, committed late", "the message committed late")
 	})
 
 	t.Run("the live stream delivers an agent's message through LISTEN/NOTIFY", func(t *testing.T) {

@@ -1,11 +1,14 @@
 package dashboard
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/web"
@@ -22,11 +25,19 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, sess web.Sessio
 	if after == "" {
 		after = r.URL.Query().Get("after")
 	}
+	var c activityCursor
+	if after != "" {
+		id, err := uuid.Parse(after)
+		if err != nil {
+			http.Error(w, "after is not a message id", http.StatusBadRequest)
+			return
+		}
+		c.newest = id
+	}
 	wakes, stop := h.deps.Hub.Subscribe(sc.ProjectID)
 	defer stop()
-	h.stream(w, r, sess, sc, wakes, nil, func(sc tenancy.Scope) (err error) {
-		after, err = h.send(w, r, sc, after)
-		return err
+	h.stream(w, r, sess, sc, wakes, nil, func(sc tenancy.Scope) error {
+		return h.send(w, r, sc, &c)
 	})
 }
 
@@ -106,31 +117,48 @@ func (h *Handler) rebind(r *http.Request, sess web.Session, sc tenancy.Scope) (t
 	return next, nil
 }
 
-// send writes the messages newer than after and returns the newest id sent. Message ids
-// are UUIDv7, so their text sorts by time.
-func (h *Handler) send(w http.ResponseWriter, r *http.Request, sc tenancy.Scope, after string) (string, error) {
+// send writes the room's newest messages not yet sent and moves the cursor. A message's
+// id (a UUIDv7) is made before its transaction commits, so a message committed after a
+// newer one was sent sorts below the newest sent: the cursor looks liveOverlap back, as
+// the activity feed's does, and the page skips a message it already shows.
+func (h *Handler) send(w http.ResponseWriter, r *http.Request, sc tenancy.Scope, c *activityCursor) error {
 	res, err := h.deps.Rooms.GetMessages(h.budget(r).Context(), sc, liveFetch, "")
 	if err != nil {
-		return after, fmt.Errorf("live messages: %w", err)
+		return fmt.Errorf("live messages: %w", err)
 	}
+	if c.sent == nil {
+		c.sent = map[uuid.UUID]bool{}
+	}
+	from := c.from()
 	sent := false
 	for _, m := range res.Messages {
-		if m.ID <= after {
+		id, err := uuid.Parse(m.ID)
+		if err != nil || c.sent[id] || id == c.newest || bytes.Compare(id[:], from[:]) <= 0 {
 			continue
 		}
 		data, err := json.Marshal(m) // get_messages' own fields: id, from, content, timestamp
 		if err != nil {
-			return after, fmt.Errorf("live message: %w", err)
+			return fmt.Errorf("live message: %w", err)
 		}
 		if _, err := fmt.Fprintf(w, "id: %s\nevent: message\ndata: %s\n\n", m.ID, data); err != nil {
-			return after, fmt.Errorf("live write: %w", err)
+			return fmt.Errorf("live write: %w", err)
 		}
-		after, sent = m.ID, true
-	}
-	if sent {
-		if err := http.NewResponseController(w).Flush(); err != nil {
-			return after, fmt.Errorf("live flush: %w", err)
+		c.sent[id], sent = true, true
+		if bytes.Compare(id[:], c.newest[:]) > 0 {
+			c.newest = id
 		}
 	}
-	return after, nil
+	if !sent {
+		return nil
+	}
+	from = c.from()
+	for id := range c.sent {
+		if bytes.Compare(id[:], from[:]) <= 0 {
+			delete(c.sent, id)
+		}
+	}
+	if err := http.NewResponseController(w).Flush(); err != nil {
+		return fmt.Errorf("live flush: %w", err)
+	}
+	return nil
 }
