@@ -385,6 +385,15 @@ func TestDashboard(t *testing.T) {
 		}
 	})
 
+	t.Run("a live stream asked to resume after something that is no id is refused", func(t *testing.T) {
+		t.Parallel()
+		for _, path := range []string{"/app/rooms/" + room + "/events?after=nope", "/app/projects/" + s.res.Projects["escalations"].ID.String() + "/events?after=nope"} {
+			if status, body := ana.get(path); status != http.StatusBadRequest || !strings.Contains(body, "after is not") {
+				t.Errorf("%s: %d %s", path, status, body)
+			}
+		}
+	})
+
 	t.Run("the live stream delivers a message committed after a newer one was sent", func(t *testing.T) {
 		t.Parallel()
 		r := ana.liveStream(t, "/app/rooms/"+room+"/events")

@@ -21,18 +21,9 @@ import (
 // scope. The stream starts after ?after= (the newest message the page showed) or the
 // browser's Last-Event-ID when it reconnects.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
-	after := r.Header.Get("Last-Event-ID")
-	if after == "" {
-		after = r.URL.Query().Get("after")
-	}
-	var c activityCursor
-	if after != "" {
-		id, err := uuid.Parse(after)
-		if err != nil {
-			http.Error(w, "after is not a message id", http.StatusBadRequest)
-			return
-		}
-		c.newest = id
+	c, ok := resumeCursor(w, r, "a message id")
+	if !ok {
+		return
 	}
 	wakes, stop := h.deps.Hub.Subscribe(sc.ProjectID)
 	defer stop()

@@ -62,17 +62,9 @@ func (h *Handler) projectEvents(w http.ResponseWriter, r *http.Request, sess web
 	threadID := r.URL.Query().Get("thread")
 	var feed activityCursor
 	if threadID == "" {
-		last := r.Header.Get("Last-Event-ID")
-		if last == "" {
-			last = r.URL.Query().Get("after")
-		}
-		if last != "" {
-			id, err := uuid.Parse(last)
-			if err != nil {
-				http.Error(w, "after is not an event id", http.StatusBadRequest)
-				return
-			}
-			feed.newest = id
+		var ok bool
+		if feed, ok = resumeCursor(w, r, "an event id"); !ok {
+			return
 		}
 	}
 	wakes, stop := h.deps.Hub.SubscribeOn(ThreadChannel, sc.ProjectID)
@@ -124,6 +116,27 @@ func (h *Handler) threadState(r *http.Request, sc tenancy.Scope, threadID string
 // default) to commit: an event committed after a newer one was sent would otherwise sit
 // below the cursor and never be sent.
 const liveOverlap = 15 * time.Second
+
+// resumeCursor is a live stream's cursor at its start: after the browser's Last-Event-ID
+// when it reconnects, else ?after= (the newest item the page showed), else before
+// everything. A value that is not an id (what, for the refusal) is answered 400: ok is
+// false and the answer is written.
+func resumeCursor(w http.ResponseWriter, r *http.Request, what string) (c activityCursor, ok bool) {
+	after := r.Header.Get("Last-Event-ID")
+	if after == "" {
+		after = r.URL.Query().Get("after")
+	}
+	if after == "" {
+		return c, true
+	}
+	id, err := uuid.Parse(after)
+	if err != nil {
+		http.Error(w, "after is not "+what, http.StatusBadRequest)
+		return c, false
+	}
+	c.newest = id
+	return c, true
+}
 
 // activityCursor is where a live feed stands: the newest event sent, and the events sent
 // within liveOverlap of it (so a read that looks again sends none twice).
