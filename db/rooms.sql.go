@@ -294,14 +294,16 @@ FROM memory_entry e
 WHERE NOT EXISTS (SELECT 1 FROM memory_vector v
                   WHERE v.project_id = e.project_id AND v.memory_id = e.id AND v.embedder = $1)
   AND e.created_at >= $2 AND e.created_at < $3
+  AND e.id <> ALL($4::uuid[])
 ORDER BY e.created_at
-LIMIT $4
+LIMIT $5
 `
 
 type MemoryEntryListUnembeddedParams struct {
 	Embedder string
 	Since    time.Time
 	Before   time.Time
+	Skip     []uuid.UUID
 	Lim      int32
 }
 
@@ -313,12 +315,14 @@ type MemoryEntryListUnembeddedRow struct {
 }
 
 // Entries without a vector row for the embedder (never embedded, or embedded by another),
-// written from @since and before @before, oldest first (memory_entry_created_idx).
+// written from @since and before @before, oldest first (memory_entry_created_idx), but
+// for the @skip ones (parked: the embedder fails on them).
 func (q *Queries) MemoryEntryListUnembedded(ctx context.Context, db DBTX, arg MemoryEntryListUnembeddedParams) ([]MemoryEntryListUnembeddedRow, error) {
 	rows, err := db.Query(ctx, memoryEntryListUnembedded,
 		arg.Embedder,
 		arg.Since,
 		arg.Before,
+		arg.Skip,
 		arg.Lim,
 	)
 	if err != nil {

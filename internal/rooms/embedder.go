@@ -251,14 +251,17 @@ func (s *Service) embedFailed(ctx context.Context, entries int, err error) {
 func (s *Service) listUnembedded(ctx context.Context, e embed.Embedder, before time.Time, limit int) (rows []db.MemoryEntryListUnembeddedRow, err error) {
 	now := s.now()
 	since := s.backlog.since(e.Name(), now)
+	skip, _ := s.parked.skip(e.Name(), now)
 	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		rows, err = s.Q.MemoryEntryListUnembedded(ctx, tx, db.MemoryEntryListUnembeddedParams{Embedder: e.Name(), Since: since, Before: before, Lim: int32(limit)})
+		rows, err = s.Q.MemoryEntryListUnembedded(ctx, tx, db.MemoryEntryListUnembeddedParams{Embedder: e.Name(), Since: since, Before: before, Skip: skip, Lim: int32(limit)})
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list entries without a vector: %w", err)
 	}
-	s.backlog.advance(e.Name(), since, before, rows)
+	s.parked.forgetGone(e.Name(), now, since, before, rows, limit)
+	_, oldestParked := s.parked.skip(e.Name(), now)
+	s.backlog.advance(e.Name(), since, before, rows, oldestParked)
 	slices.SortStableFunc(rows, func(a, b db.MemoryEntryListUnembeddedRow) int {
 		return bytes.Compare(a.ProjectID[:], b.ProjectID[:])
 	})
@@ -380,12 +383,16 @@ func (c *backlogCursor) since(embedder string, now time.Time) time.Time {
 }
 
 // advance moves the cursor past a listing from since to before that found rows (oldest
-// first, as many as its limit allowed): the next starts at the oldest entry found, which
-// is still without a vector, or, when none was, backlogMargin before the bound.
-func (c *backlogCursor) advance(embedder string, since, before time.Time, rows []db.MemoryEntryListUnembeddedRow) {
+// first, as many as its limit allowed) and left out parked entries, the oldest written at
+// oldestParked (zero: none): the next starts at the oldest entry found or parked, which is
+// still without a vector, or, when there is none, backlogMargin before the bound.
+func (c *backlogCursor) advance(embedder string, since, before time.Time, rows []db.MemoryEntryListUnembeddedRow, oldestParked time.Time) {
 	next := before.Add(-backlogMargin)
 	if len(rows) > 0 && rows[0].CreatedAt.Before(next) {
 		next = rows[0].CreatedAt
+	}
+	if !oldestParked.IsZero() && oldestParked.Before(next) {
+		next = oldestParked
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -70,3 +70,10 @@ var ParseCursor = parseCursor
 
 // EmbedderRunning reports whether write_memory leaves its vector to RunEmbedder.
 func (s *Service) EmbedderRunning() bool { return s.embeds.running.Load() }
+
+// Parked is how many entries of embedder the embedding backlog holds parked.
+func (s *Service) Parked(embedder string) int {
+	s.parked.mu.Lock()
+	defer s.parked.mu.Unlock()
+	return len(s.parked.entries[embedder])
+}

@@ -285,86 +285,125 @@ func (s *Service) EmbedPending(ctx context.Context, limit int) (int, error) {
 	// A chunk that fails is tried one entry at a time, and a failure never ends the tick:
 	// the oldest entries are listed first, so a chunk left failing (one text longer than
 	// the model takes, one text the server always fails on) would otherwise hold back the
-	// whole backlog behind it, of every room, on every tick.
-	stored := 0
-	var refused []db.MemoryEntryListUnembeddedRow
-	var failure, refusal error
+	// whole backlog behind it, of every room, on every tick. An entry the server fails on
+	// alone is parked (embedpark.go), so that even a listing's worth of them does not.
+	var t embedTick
 	for chunk := range slices.Chunk(rows, embedChunk) {
 		n, err := s.embedChunk(ctx, e, chunk)
-		if err != nil && len(chunk) > 1 && ctx.Err() == nil {
-			var r []db.MemoryEntryListUnembeddedRow
-			var why error
-			n, r, why, err = s.embedEach(ctx, e, chunk)
-			refused, refusal = append(refused, r...), cmp.Or(refusal, why)
-		}
-		stored += n
 		switch {
-		case err != nil && embed.Refused(err):
-			refusal = cmp.Or(refusal, err)
+		case err == nil:
+			t.stored += n
+			t.settled = append(t.settled, chunk...)
+		case len(chunk) > 1 && ctx.Err() == nil:
+			s.embedEach(ctx, e, chunk, &t)
+		case embed.Refused(err):
+			t.refusal = cmp.Or(t.refusal, err)
 			if len(chunk) == 1 {
-				refused = append(refused, chunk...)
+				t.refused = append(t.refused, chunk...)
 			}
-		case err != nil:
-			failure = cmp.Or(failure, err)
+		default:
+			t.failure = cmp.Or(t.failure, err)
+			if len(chunk) == 1 && ctx.Err() == nil {
+				t.failed = append(t.failed, chunk...)
+			}
 		}
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	if len(refused) > 0 && stored == 0 {
-		// The server refused everything it was sent: more likely its configuration than
-		// the texts. Nothing is marked; the next tick tries again.
-		return 0, fmt.Errorf("rooms: embed pending: %w", refusal)
+	stored := t.stored
+	// Whether the server works at all, asked once a tick and only when nothing it was sent
+	// worked: a check text of its own tells a server that fails on these texts from one
+	// that is down or misconfigured.
+	checked, works := false, false
+	serverWorks := func() bool {
+		if !checked {
+			checked, works = true, ctx.Err() == nil && s.serverWorks(ctx, e)
+		}
+		return works
 	}
-	if len(refused) > 0 {
+	if len(t.refused) > 0 && stored == 0 && !serverWorks() {
+		// The server refused everything it was sent, its own check text too: its
+		// configuration, not the texts. Nothing is marked; the next tick tries again.
+		return 0, fmt.Errorf("rooms: embed pending: %w", t.refusal)
+	}
+	failure := t.failure
+	if len(t.refused) > 0 {
 		// The server embeds other entries: each of these it refuses alone is stored
 		// without a vector for this embedder (as a blank text is), found by its words
 		// only, and embedded again only when the embedder changes.
-		n, err := s.storeWithoutVector(ctx, e, refused)
-		for _, r := range refused {
+		n, err := s.storeWithoutVector(ctx, e, t.refused)
+		for _, r := range t.refused {
 			s.log().WarnContext(ctx, "rooms: the embedder refused a memory entry; it is found by its words only",
 				"memory_id", r.ID.String(), "embedder", e.Name())
 		}
 		stored += n
 		failure = cmp.Or(failure, err)
 	}
+	parked := len(t.failed) > 0
+	if len(t.failed) > 0 || len(t.settled) > 0 || len(t.refused) > 0 {
+		if len(t.failed) > 0 && stored == 0 && !serverWorks() {
+			t.failed, parked = nil, false // down: nothing is the texts' fault
+		}
+		n, err := s.parkFailures(ctx, e, append(t.settled, t.refused...), t.failed)
+		stored += n
+		failure = cmp.Or(err, failure)
+		if err == nil && parked && stored == 0 {
+			failure = nil // every failure is parked: the server works, these texts do not
+		}
+	}
 	if failure != nil && stored == 0 {
 		return 0, fmt.Errorf("rooms: embed pending: %w", failure)
 	}
-	if failure != nil {
-		s.log().WarnContext(ctx, "rooms: some memory entries were not embedded; they are tried again on the next tick",
-			"embedder", e.Name(), "error", failure.Error())
+	if failure != nil || parked {
+		s.log().WarnContext(ctx, "rooms: some memory entries were not embedded; they are tried again later",
+			"embedder", e.Name(), "parked", len(t.failed), "error", fmt.Sprint(failure))
 	}
 	return stored, nil
+}
+
+// embedTick is what one tick of EmbedPending did with the entries it listed.
+type embedTick struct {
+	stored  int                               // vectors stored
+	settled []db.MemoryEntryListUnembeddedRow // embedded, or claimed by another embedder
+	refused []db.MemoryEntryListUnembeddedRow // the server refused each alone
+	failed  []db.MemoryEntryListUnembeddedRow // the server failed on each alone
+	refusal error                             // the first refusal
+	failure error                             // the first other failure
 }
 
 // embedEachGiveUp is how many failures in a row, with nothing embedded, end a chunk's
 // one-by-one pass in one direction: the server is down, not one of the texts.
 const embedEachGiveUp = 3
 
-// embedEach embeds rows one at a time. It returns how many it finished, the rows the
-// server refused alone (for the caller to decide on: see EmbedPending) with the first
-// refusal, and the first other failure; rows that failed otherwise are left for the next
-// tick. A pass that fails embedEachGiveUp times in a row before anything works goes on
-// from the chunk's other end, and ends only when that end fails the same way: entries
-// the server always fails on at the head of a chunk (listed first again on every tick)
-// must not keep the rest of it from ever being tried.
-func (s *Service) embedEach(ctx context.Context, e embed.Embedder, rows []db.MemoryEntryListUnembeddedRow) (done int, refused []db.MemoryEntryListUnembeddedRow, refusal, failure error) {
+// embedEach embeds rows one at a time and adds what happened to each to t; rows it did
+// not try (it gave up) are in none of t's lists and are left for the next tick. A pass
+// that fails embedEachGiveUp times in a row before anything works goes on from the
+// chunk's other end, and ends only when that end fails the same way: entries the server
+// always fails on at the head of a chunk (listed first again on every tick) must not keep
+// the rest of it from ever being tried.
+func (s *Service) embedEach(ctx context.Context, e embed.Embedder, rows []db.MemoryEntryListUnembeddedRow, t *embedTick) {
+	worked := false
 	try := func(i int) (failed bool) {
 		n, err := s.embedChunk(ctx, e, rows[i:i+1])
 		switch {
 		case err == nil:
-			done += n
+			t.stored += n
+			t.settled = append(t.settled, rows[i])
+			worked = true
 		case embed.Refused(err):
-			refused, refusal = append(refused, rows[i]), cmp.Or(refusal, err)
+			t.refused, t.refusal = append(t.refused, rows[i]), cmp.Or(t.refusal, err)
+			worked = true
+		case ctx.Err() != nil:
+			return true // stopping: not the text's fault
 		default:
-			failure = cmp.Or(failure, err)
+			t.failed, t.failure = append(t.failed, rows[i]), cmp.Or(t.failure, err)
 			return true
 		}
 		return false
 	}
 	stuck := func(inARow int) bool {
-		return ctx.Err() != nil || (done == 0 && len(refused) == 0 && inARow >= embedEachGiveUp)
+		return ctx.Err() != nil || (!worked && inARow >= embedEachGiveUp)
 	}
 	lo, inARow := 0, 0
 	for ; lo < len(rows); lo++ {
@@ -378,7 +417,7 @@ func (s *Service) embedEach(ctx context.Context, e embed.Embedder, rows []db.Mem
 		}
 	}
 	if lo >= len(rows)-1 || ctx.Err() != nil {
-		return done, refused, refusal, failure
+		return
 	}
 	inARow = 0
 	for hi := len(rows) - 1; hi > lo; hi-- {
@@ -391,7 +430,6 @@ func (s *Service) embedEach(ctx context.Context, e embed.Embedder, rows []db.Mem
 			break
 		}
 	}
-	return done, refused, refusal, failure
 }
 
 // storeWithoutVector claims rows that still have no vector for e and stores each without

@@ -398,6 +398,9 @@ func TestEmbedBacklogGoesPastAnEntryTheEmbedderRefuses(t *testing.T) {
 			}
 		}
 		h.mode.Store(0)
+		everything := "" // every text holds it: a wrong model name, say
+		h.refuse.Store(&everything)
+		defer h.refuse.Store(&poison)
 		if n, err := e.svc.EmbedPending(ctx, 100); err == nil || n != 0 {
 			t.Fatalf("EmbedPending = %d, %v; want 0 and the refusal", n, err)
 		}
@@ -415,13 +418,12 @@ func TestEmbedBacklogIsNotHeldBackByOneChunk(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		poison func(h *hashEmbedder, word *string)
-		bad    int  // the oldest entries, the server fails on each
-		left   int  // of them, still without a vector row after the ticks
-		again  bool // the next tick fails (nothing it could embed), to be retried
+		bad    int // the oldest entries, the server fails on each
+		left   int // of them, still without a vector row after the ticks (parked)
 	}{
-		{"a whole chunk the server refuses entry by entry", func(h *hashEmbedder, w *string) { h.refuse.Store(w) }, 16, 0, false},
-		{"a whole chunk the server fails on without saying it refuses", func(h *hashEmbedder, w *string) { h.fail.Store(w) }, 16, 16, true},
-		{"entries the server fails on at the head of a chunk of good ones", func(h *hashEmbedder, w *string) { h.fail.Store(w) }, 3, 3, true},
+		{"a whole chunk the server refuses entry by entry", func(h *hashEmbedder, w *string) { h.refuse.Store(w) }, 16, 0},
+		{"a whole chunk the server fails on without saying it refuses", func(h *hashEmbedder, w *string) { h.fail.Store(w) }, 16, 16},
+		{"entries the server fails on at the head of a chunk of good ones", func(h *hashEmbedder, w *string) { h.fail.Store(w) }, 3, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -449,7 +451,8 @@ func TestEmbedBacklogIsNotHeldBackByOneChunk(t *testing.T) {
 			if n, err := e.svc.EmbedPending(ctx, 100); err != nil || n < 20 {
 				t.Fatalf("the first tick: %d, %v", n, err)
 			}
-			if n, err := e.svc.EmbedPending(ctx, 100); n != 0 || (err != nil) != c.again {
+			// What the server fails on while it works is parked, not an error of the tick.
+			if n, err := e.svc.EmbedPending(ctx, 100); n != 0 || err != nil {
 				t.Fatalf("the next tick: %d, %v", n, err)
 			}
 			if v := e.count("SELECT count(*) FROM memory_vector WHERE embedder = 'hash-v1' AND embedding IS NOT NULL"); v != 20 {
@@ -460,6 +463,182 @@ func TestEmbedBacklogIsNotHeldBackByOneChunk(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEmbedBacklogParksWhatTheServerFailsOn: entries the server fails on, each time and
+// alone, while it embeds other texts are left out of the backlog for a while, so that
+// even more of them than one listing holds, at its head, do not keep the entries behind
+// them from their vectors; they are tried again later, and in the end kept without a
+// vector. A server that is down fails every text alike: nothing is parked, and the whole
+// backlog is embedded as soon as it is back.
+func TestEmbedBacklogParksWhatTheServerFailsOn(t *testing.T) {
+	t.Parallel()
+	const listing = 100
+	setup := func(t *testing.T, bad int) (*env, *hashEmbedder, *atomic.Pointer[time.Time], func() int) {
+		e := newEnv(t)
+		h := &hashEmbedder{name: "hash-v1"}
+		var clock atomic.Pointer[time.Time]
+		now := time.Now()
+		clock.Store(&now)
+		e.svc.Embedder, e.svc.EmbedTimeout = h, 100*time.Millisecond
+		e.svc.Now = func() time.Time { return *clock.Load() }
+		sc := e.scope("architect", e.one)
+		h.mode.Store(1) // down while they are written: all of them wait in the backlog
+		for i := range bad {
+			if _, err := e.svc.WriteMemory(context.Background(), sc, rooms.WriteMemoryInput{Content: fmt.Sprintf("The poisoned design document part %d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 20 {
+			if _, err := e.svc.WriteMemory(context.Background(), sc, rooms.WriteMemoryInput{Content: fmt.Sprintf("Escalation note number %d for the billing team", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.mode.Store(0)
+		good := func() int {
+			return e.count("SELECT count(*) FROM memory_vector WHERE embedder = 'hash-v1' AND embedding IS NOT NULL")
+		}
+		return e, h, &clock, good
+	}
+	t.Run("more failing entries than a listing holds do not hold back the rest", func(t *testing.T) {
+		t.Parallel()
+		e, h, clock, good := setup(t, listing+20)
+		word := "poisoned"
+		h.fail.Store(&word)
+		ctx := context.Background()
+		var errs []error
+		for tick := 0; tick < 5 && good() < 20; tick++ {
+			if _, err := e.svc.EmbedPending(ctx, listing); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if g := good(); g != 20 {
+			t.Fatalf("%d of the 20 entries behind the failing ones embedded after 5 ticks (errors: %v)", g, errs)
+		}
+		if len(errs) > 0 {
+			t.Fatalf("the server works, yet the ticks failed: %v", errs)
+		}
+		t.Run("parked entries are tried again, and in the end kept without a vector", func(t *testing.T) {
+			left := func() int {
+				return e.count("SELECT count(*) FROM memory_entry m WHERE NOT EXISTS (SELECT 1 FROM memory_vector v WHERE v.memory_id = m.id)")
+			}
+			calls := h.calls.Load()
+			for tick := 0; tick < 100 && left() > 0; tick++ {
+				later := clock.Load().Add(2 * time.Hour)
+				clock.Store(&later)
+				if _, err := e.svc.EmbedPending(ctx, listing); err != nil {
+					t.Fatalf("tick %d: %v", tick, err)
+				}
+			}
+			if l := left(); l != 0 {
+				t.Fatalf("%d failing entries still without a vector row after 100 ticks two hours apart", l)
+			}
+			if h.calls.Load() == calls {
+				t.Fatal("the parked entries were never tried again")
+			}
+			if n := e.count("SELECT count(*) FROM memory_vector WHERE embedder = 'hash-v1' AND embedding IS NULL"); n != listing+20 {
+				t.Fatalf("%d entries kept without a vector, want %d", n, listing+20)
+			}
+		})
+	})
+	t.Run("a listing's worth of entries refused or failed, and nothing else, does not hold back the rest", func(t *testing.T) {
+		t.Parallel()
+		// Refusals and failures only: nothing was embedded, and the refusal was taken for
+		// the server's configuration before the failed ones were parked: the same entries
+		// were listed on every tick.
+		e, h, _, _ := setup(t, 0)
+		ctx := context.Background()
+		sc := e.scope("architect", e.one)
+		newer := func() int {
+			return e.count(`SELECT count(*) FROM memory_vector v JOIN memory_entry m ON m.id = v.memory_id
+				WHERE v.embedding IS NOT NULL AND m.content LIKE 'A newer good note%'`)
+		}
+		if _, err := e.svc.EmbedPending(ctx, listing); err != nil { // setup's own entries
+			t.Fatal(err)
+		}
+		h.mode.Store(1)
+		for i := range listing {
+			word := "refusedword"
+			if i%2 == 1 {
+				word = "failedword"
+			}
+			if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: fmt.Sprintf("An old %s entry %d", word, i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 20 {
+			if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: fmt.Sprintf("A newer good note %d for the team", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.mode.Store(0)
+		refused, failed := "refusedword", "failedword"
+		h.refuse.Store(&refused)
+		h.fail.Store(&failed)
+		for tick := 0; tick < 5 && newer() < 20; tick++ {
+			if _, err := e.svc.EmbedPending(ctx, listing); err != nil {
+				t.Fatalf("tick %d: %v", tick, err)
+			}
+		}
+		if g := newer(); g != 20 {
+			t.Fatalf("%d of the 20 newer entries embedded after 5 ticks", g)
+		}
+	})
+	t.Run("an entry that works when tried again is embedded", func(t *testing.T) {
+		t.Parallel()
+		e, h, clock, good := setup(t, 3)
+		word := "poisoned"
+		h.fail.Store(&word)
+		ctx := context.Background()
+		if _, err := e.svc.EmbedPending(ctx, listing); err != nil || good() != 20 {
+			t.Fatalf("the first tick: %v, %d embedded", err, good())
+		}
+		h.fail.Store(nil)
+		if n, err := e.svc.EmbedPending(ctx, listing); n != 0 || err != nil {
+			t.Fatalf("a tick before they are due: %d, %v; want them left out", n, err)
+		}
+		later := clock.Load().Add(2 * time.Hour)
+		clock.Store(&later)
+		if n, err := e.svc.EmbedPending(ctx, listing); n != 3 || err != nil || good() != 23 {
+			t.Fatalf("a tick once they are due: %d, %v, %d embedded; want the 3 embedded", n, err, good())
+		}
+	})
+	t.Run("a parked entry embedded elsewhere or deleted is forgotten", func(t *testing.T) {
+		t.Parallel()
+		e, h, clock, _ := setup(t, 3)
+		word := "poisoned"
+		h.fail.Store(&word)
+		ctx := context.Background()
+		if _, err := e.svc.EmbedPending(ctx, listing); err != nil || e.svc.Parked("hash-v1") != 3 {
+			t.Fatalf("the first tick: %v, %d parked; want the 3 failing entries parked", err, e.svc.Parked("hash-v1"))
+		}
+		// Another replica embeds one; a person deletes another.
+		e.exec(`INSERT INTO memory_vector (project_id, memory_id, embedder, embedding)
+			SELECT project_id, id, 'hash-v1', NULL FROM memory_entry WHERE content = 'The poisoned design document part 0'`)
+		e.exec(`DELETE FROM memory_entry WHERE content = 'The poisoned design document part 1'`)
+		later := clock.Load().Add(2 * time.Hour)
+		clock.Store(&later)
+		if _, err := e.svc.EmbedPending(ctx, listing); err != nil {
+			t.Fatal(err)
+		}
+		// Left parked, they would hold the backlog's listings at their creation for good.
+		if n := e.svc.Parked("hash-v1"); n != 1 {
+			t.Fatalf("%d entries parked, want the 1 still failing", n)
+		}
+	})
+	t.Run("a server that is down parks nothing", func(t *testing.T) {
+		t.Parallel()
+		e, h, _, good := setup(t, 0)
+		ctx := context.Background()
+		h.mode.Store(1)
+		if n, err := e.svc.EmbedPending(ctx, listing); n != 0 || err == nil {
+			t.Fatalf("a tick while down: %d, %v; want the failure", n, err)
+		}
+		h.mode.Store(0)
+		if n, err := e.svc.EmbedPending(ctx, listing); n != 20 || err != nil || good() != 20 {
+			t.Fatalf("the tick after: %d, %v, %d embedded; want all 20 at once", n, err, good())
+		}
+	})
 }
 
 // TestEmbedBacklogListsFromWhereItLeftOff: a tick of the backlog reads on from where the

@@ -87,6 +87,8 @@ type Service struct {
 	embedsSpilled atomic.Uint64
 	// backlog is where the embedding backlog's next listing starts.
 	backlog *backlogCursor
+	// parked are the entries the embedder fails on, left out of the backlog for a while.
+	parked *parkingLot
 }
 
 // New builds the toolset; a nil Now is the wall clock, a nil Log discards, a nil Q is
@@ -101,7 +103,7 @@ func New(d Deps) *Service {
 	if d.Q == nil {
 		d.Q = db.New()
 	}
-	return &Service{Deps: d, notes: pg.NewAnnouncer(), embeds: newEmbedQueue(), backlog: newBacklogCursor()}
+	return &Service{Deps: d, notes: pg.NewAnnouncer(), embeds: newEmbedQueue(), backlog: newBacklogCursor(), parked: newParkingLot()}
 }
 
 func (s *Service) now() time.Time {

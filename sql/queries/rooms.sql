@@ -76,12 +76,14 @@ WHERE project_id = sqlc.arg(project_id) AND id = ANY(sqlc.arg(ids)::uuid[])
 
 -- name: MemoryEntryListUnembedded :many
 -- Entries without a vector row for the embedder (never embedded, or embedded by another),
--- written from @since and before @before, oldest first (memory_entry_created_idx).
+-- written from @since and before @before, oldest first (memory_entry_created_idx), but
+-- for the @skip ones (parked: the embedder fails on them).
 SELECT e.project_id, e.id, e.content, e.created_at
 FROM memory_entry e
 WHERE NOT EXISTS (SELECT 1 FROM memory_vector v
                   WHERE v.project_id = e.project_id AND v.memory_id = e.id AND v.embedder = sqlc.arg(embedder))
   AND e.created_at >= sqlc.arg(since) AND e.created_at < sqlc.arg(before)
+  AND e.id <> ALL(sqlc.arg(skip)::uuid[])
 ORDER BY e.created_at
 LIMIT sqlc.arg(lim);
 
