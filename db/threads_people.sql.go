@@ -20,14 +20,16 @@ FROM activity_event e
 LEFT JOIN membership m ON m.project_id = e.project_id AND m.id = e.member_id
 LEFT JOIN organisation o ON o.id = m.org_id
 WHERE e.project_id = $1 AND e.id > $2::uuid
-  AND ($3::boolean OR m.org_id = $4)
+  AND ($3::uuid IS NULL OR e.id < $3::uuid)
+  AND ($4::boolean OR m.org_id = $5)
 ORDER BY e.id DESC
-LIMIT $5
+LIMIT $6
 `
 
 type ActivityEventListForPeopleParams struct {
 	ProjectID    uuid.UUID
 	After        uuid.UUID
+	Before       *uuid.UUID
 	ViewerIsHost bool
 	ViewerOrgID  uuid.UUID
 	Lim          int32
@@ -44,11 +46,13 @@ type ActivityEventListForPeopleRow struct {
 }
 
 // The activity feed, newest first: events after an id (the live stream's resume point;
-// the nil uuid for all), with the part and company that reported them.
+// the nil uuid for all) and before another (the page before the newest, when a live
+// stream catches up; null for none), with the part and company that reported them.
 func (q *Queries) ActivityEventListForPeople(ctx context.Context, db DBTX, arg ActivityEventListForPeopleParams) ([]ActivityEventListForPeopleRow, error) {
 	rows, err := db.Query(ctx, activityEventListForPeople,
 		arg.ProjectID,
 		arg.After,
+		arg.Before,
 		arg.ViewerIsHost,
 		arg.ViewerOrgID,
 		arg.Lim,

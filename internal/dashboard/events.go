@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/web"
 )
@@ -19,7 +20,8 @@ import (
 // Hub re-resolves the person (a signed-out session, an expired one or a revoked agreement
 // ends the stream) and reads what is new through the rooms service, under the person's
 // scope. The stream starts after ?after= (the newest message the page showed) or the
-// browser's Last-Event-ID when it reconnects.
+// browser's Last-Event-ID when it reconnects; a `gap` event says that a reconnect missed
+// more messages than it catches up (liveCatchUpPages pages) and sent the newest.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
 	c, ok := resumeCursor(w, r, "a message id")
 	if !ok {
@@ -108,21 +110,53 @@ func (h *Handler) rebind(r *http.Request, sess web.Session, sc tenancy.Scope) (t
 	return next, nil
 }
 
+// readMessages reads the room's newest messages, oldest first: page after page back until
+// a page reaches the newest message sent (up to liveCatchUpPages; gap reports that there
+// were more), only the newest page when it starts from nothing. As readActivity, the
+// pages stop at the newest message sent, not at the overlap's start.
+func (h *Handler) readMessages(r *http.Request, sc tenancy.Scope, c *activityCursor) (msgs []rooms.Message, gap bool, err error) {
+	newest, before := c.newest, ""
+	for page := 1; ; page++ {
+		res, err := h.deps.Rooms.GetMessages(h.budget(r).Context(), sc, liveFetch, before)
+		if err != nil {
+			return nil, false, fmt.Errorf("live messages: %w", err)
+		}
+		msgs = append(res.Messages, msgs...)
+		if len(res.Messages) < liveFetch || c.newest == uuid.Nil {
+			return msgs, false, nil
+		}
+		oldest, err := uuid.Parse(res.Messages[0].ID)
+		if err != nil || bytes.Compare(oldest[:], newest[:]) <= 0 {
+			return msgs, false, nil // the page reaches what was sent
+		}
+		if page == liveCatchUpPages {
+			return msgs, true, nil
+		}
+		before = res.Messages[0].ID
+	}
+}
+
 // send writes the room's newest messages not yet sent and moves the cursor. A message's
 // id (a UUIDv7) is made before its transaction commits, so a message committed after a
 // newer one was sent sorts below the newest sent: the cursor looks liveOverlap back, as
 // the activity feed's does, and the page skips a message it already shows.
 func (h *Handler) send(w http.ResponseWriter, r *http.Request, sc tenancy.Scope, c *activityCursor) error {
-	res, err := h.deps.Rooms.GetMessages(h.budget(r).Context(), sc, liveFetch, "")
+	msgs, gap, err := h.readMessages(r, sc, c)
 	if err != nil {
-		return fmt.Errorf("live messages: %w", err)
+		return err
 	}
 	if c.sent == nil {
 		c.sent = map[uuid.UUID]bool{}
 	}
 	from := c.from()
 	sent := false
-	for _, m := range res.Messages {
+	if gap {
+		if err := sendGap(w); err != nil {
+			return err
+		}
+		sent = true
+	}
+	for _, m := range msgs {
 		id, err := uuid.Parse(m.ID)
 		if err != nil || c.sent[id] || id == c.newest || bytes.Compare(id[:], from[:]) <= 0 {
 			continue

@@ -57,7 +57,8 @@ type threadState struct {
 // status, composing parts or messages and their reads change, and again once a composing
 // indicator has lapsed (composing is not announced when it expires). Without it serves the
 // activity feed: an `activity` event per new event (activityRow, id = the event's id, so a
-// reconnect resumes from Last-Event-ID), after ?after=. Handler.stream runs it.
+// reconnect resumes from Last-Event-ID), after ?after=, and a `gap` event when a
+// reconnect missed more than it catches up (liveCatchUpPages). Handler.stream runs it.
 func (h *Handler) projectEvents(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
 	threadID := r.URL.Query().Get("thread")
 	var feed activityCursor
@@ -164,11 +165,58 @@ func minV7(t time.Time) uuid.UUID {
 	return id
 }
 
+// liveCatchUpPages is how many pages a live stream reads back from the newest to reach
+// its cursor, after a reconnect that missed more than one page. Past it the newest are
+// sent and a `gap` event tells the page that some before them are missing (a reload
+// shows them), rather than the stream sending a day's history.
+const liveCatchUpPages = 10
+
+// sendGap tells the page that the stream skipped items it never sent.
+func sendGap(w http.ResponseWriter) error {
+	if _, err := fmt.Fprint(w, "event: gap\ndata: {}\n\n"); err != nil {
+		return fmt.Errorf("live write: %w", err)
+	}
+	return nil
+}
+
+// readActivity reads the feed's events after the cursor's start, newest first: page
+// after page back until a page reaches the newest event sent (up to liveCatchUpPages;
+// gap reports that there were more), only the newest page when it starts from nothing.
+// The pages stop at the newest event sent, not at the overlap's start: in a feed busier
+// than a page in liveOverlap, every wake would read again what it had sent, and report
+// a gap that is not there.
+func (h *Handler) readActivity(r *http.Request, sc tenancy.Scope, c *activityCursor) (list []threads.Activity, gap bool, err error) {
+	var before *uuid.UUID
+	for page := 1; ; page++ {
+		got, err := h.deps.Threads.ActivityForPeople(h.budget(r).Context(), sc, c.from(), before)
+		if err != nil {
+			return nil, false, fmt.Errorf("live activity: %w", err)
+		}
+		list = append(list, got...)
+		if len(got) < threads.MaxPeopleActivity || c.newest == uuid.Nil {
+			return list, false, nil
+		}
+		oldest := got[len(got)-1].ID
+		switch {
+		case bytes.Compare(oldest[:], c.newest[:]) <= 0:
+			return list, false, nil // the page reaches what was sent
+		case page == liveCatchUpPages:
+			return list, true, nil
+		}
+		before = &oldest
+	}
+}
+
 // sendActivity writes the feed's events not yet sent, oldest first, and moves the cursor.
 func (h *Handler) sendActivity(w http.ResponseWriter, r *http.Request, sc tenancy.Scope, c *activityCursor) error {
-	list, err := h.deps.Threads.ActivityForPeople(h.budget(r).Context(), sc, c.from())
+	list, gap, err := h.readActivity(r, sc, c)
 	if err != nil {
-		return fmt.Errorf("live activity: %w", err)
+		return err
+	}
+	if gap {
+		if err := sendGap(w); err != nil {
+			return err
+		}
 	}
 	if c.sent == nil {
 		c.sent = map[uuid.UUID]bool{}
@@ -194,6 +242,9 @@ func (h *Handler) sendActivity(w http.ResponseWriter, r *http.Request, sc tenanc
 		}
 	}
 	if len(fresh) == 0 {
+		if gap {
+			return http.NewResponseController(w).Flush()
+		}
 		return nil
 	}
 	// Forget what the next read no longer looks at again.

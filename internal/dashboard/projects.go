@@ -229,7 +229,7 @@ func (h *Handler) rosterPage(w http.ResponseWriter, r *http.Request, sess web.Se
 // activityPage is the activity feed: the project's events, newest first, live.
 func (h *Handler) activityPage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
 	v := h.projectPage(sess, sc, "activity", "Activity")
-	list, err := h.deps.Threads.ActivityForPeople(r.Context(), sc, uuid.Nil)
+	list, err := h.deps.Threads.ActivityForPeople(r.Context(), sc, uuid.Nil, nil)
 	if err != nil {
 		h.serviceError(w, r, sess, "activity", err, "activity", v)
 		return

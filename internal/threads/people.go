@@ -231,14 +231,15 @@ func (s *Service) CancelByPerson(ctx context.Context, sc tenancy.Scope, threadID
 // Activity is an event of the activity feed.
 type Activity = db.ActivityEventListForPeopleRow
 
-// ActivityForPeople lists the project's events after an id (uuid.Nil: from the newest),
-// newest first, at most MaxPeopleActivity: the host's people see every part's, a guest's
-// its own parts'. One statement.
-func (s *Service) ActivityForPeople(ctx context.Context, sc tenancy.Scope, after uuid.UUID) ([]Activity, error) {
+// ActivityForPeople lists the project's events after an id (uuid.Nil: all) and, when
+// before is given, before that one (the page before a page already read), newest first,
+// at most MaxPeopleActivity: the host's people see every part's, a guest's its own
+// parts'. One statement.
+func (s *Service) ActivityForPeople(ctx context.Context, sc tenancy.Scope, after uuid.UUID, before *uuid.UUID) ([]Activity, error) {
 	if err := sc.Admitted(); err != nil {
 		return nil, err
 	}
-	p := db.ActivityEventListForPeopleParams{ProjectID: sc.ProjectID, After: after, Lim: MaxPeopleActivity}
+	p := db.ActivityEventListForPeopleParams{ProjectID: sc.ProjectID, After: after, Before: before, Lim: MaxPeopleActivity}
 	p.ViewerIsHost, p.ViewerOrgID = viewer(sc)
 	return pg.ReadOne(ctx, s.DB, sc.Tenant(), "activity for people", func(tx *pg.Tx) ([]Activity, error) { return s.Q.ActivityEventListForPeople(ctx, tx, p) })
 }

@@ -94,7 +94,7 @@ func TestCancelByPerson(t *testing.T) {
 		if !slicesContain(e.waker.canceledIDs(), th) {
 			t.Fatal("the thread's wakes were not canceled")
 		}
-		feed := must[[]threads.Activity](t)(e.svc.ActivityForPeople(ctx, ana, uuid.Nil))
+		feed := must[[]threads.Activity](t)(e.svc.ActivityForPeople(ctx, ana, uuid.Nil, nil))
 		found := false
 		for _, a := range feed {
 			found = found || (a.Type == threads.EventCanceled && strings.Contains(string(a.Detail), `"by": "Ana [`) && strings.Contains(string(a.Detail), th))

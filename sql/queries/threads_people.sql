@@ -121,12 +121,14 @@ FOR UPDATE OF t;
 
 -- name: ActivityEventListForPeople :many
 -- The activity feed, newest first: events after an id (the live stream's resume point;
--- the nil uuid for all), with the part and company that reported them.
+-- the nil uuid for all) and before another (the page before the newest, when a live
+-- stream catches up; null for none), with the part and company that reported them.
 SELECT e.id, e.type, e.detail, e.usage, e.created_at, coalesce(m.part, '')::text AS part, coalesce(o.name, '')::text AS org_name
 FROM activity_event e
 LEFT JOIN membership m ON m.project_id = e.project_id AND m.id = e.member_id
 LEFT JOIN organisation o ON o.id = m.org_id
 WHERE e.project_id = sqlc.arg(project_id) AND e.id > sqlc.arg(after)::uuid
+  AND (sqlc.narg(before)::uuid IS NULL OR e.id < sqlc.narg(before)::uuid)
   AND (sqlc.arg(viewer_is_host)::boolean OR m.org_id = sqlc.arg(viewer_org_id))
 ORDER BY e.id DESC
 LIMIT sqlc.arg(lim);

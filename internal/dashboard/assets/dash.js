@@ -30,8 +30,13 @@
     if (empty) { empty.remove(); }
   }
   var es = new EventSource(list.getAttribute("data-events"));
-  es.addEventListener("open", function () { say("Live: new messages appear here."); });
+  var gap = ""; // said once the stream skipped messages, until a reload
+  es.addEventListener("open", function () { say("Live: new messages appear here." + gap); });
   es.addEventListener("message", function (e) { add(JSON.parse(e.data)); });
+  es.addEventListener("gap", function () {
+    gap = " Some messages that arrived while the page was away are not shown: reload the page to see them.";
+    say("Live: new messages appear here." + gap);
+  });
   es.addEventListener("gone", function () { es.close(); say("This room is no longer available to you. Reload the page."); });
   es.addEventListener("error", function () { say("Reconnecting…"); });
 

@@ -21,7 +21,12 @@
   function live(list, handlers) {
     if (!list || !window.EventSource) { return; }
     var es = new EventSource(list.getAttribute("data-events"));
-    es.addEventListener("open", function () { say("Live: changes appear here."); });
+    var gap = ""; // said once the stream skipped events, until a reload
+    es.addEventListener("open", function () { say("Live: changes appear here." + gap); });
+    es.addEventListener("gap", function () {
+      gap = " Some events that happened while the page was away are not shown: reload the page to see them.";
+      say("Live: changes appear here." + gap);
+    });
     es.addEventListener("gone", function () { es.close(); say("This page is no longer available to you. Reload it."); });
     es.addEventListener("error", function () { say("Reconnecting…"); });
     Object.keys(handlers).forEach(function (k) {
