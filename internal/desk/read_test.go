@@ -69,6 +69,16 @@ func TestSearchConversations(t *testing.T) {
 			t.Fatalf("prefix: %v", convIDs(r))
 		}
 	})
+	t.Run("a word with a hyphen, a dot or a slash is found", func(t *testing.T) {
+		// "add-on" was read back as the phrase add-on <-> add <-> on, which the stripped
+		// search text never matches: every such query found nothing.
+		for _, q := range []string{"add-on", "import add-on", "ADD-ON invoice"} {
+			r, err := fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: q})
+			if err != nil || !slices.Equal(convIDs(r), []string{fx.conv["invoice"]}) {
+				t.Fatalf("%q: %v %v", q, convIDs(r), err)
+			}
+		}
+	})
 	t.Run("private notes are never searched", func(t *testing.T) {
 		r, err := fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: "zebracorn"})
 		if err != nil || len(r.Conversations) != 0 {
