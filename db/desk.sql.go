@@ -821,7 +821,7 @@ WITH ins AS (
   RETURNING id, type, body, created_at
 ), upd AS (
   UPDATE desk_conversation c SET
-    search = c.search || strip(to_tsvector('simple', ins.body)),
+    search = desk_search_add(c.search, ins.body),
     updated_at = greatest(c.updated_at, ins.created_at),
     first_reply_at = CASE WHEN ins.type = 'reply' AND ins.created_at >= c.created_at
                           THEN least(coalesce(c.first_reply_at, ins.created_at), ins.created_at)
@@ -846,7 +846,7 @@ type DeskMessageInsertParams struct {
 }
 
 // Appends a message and brings its conversation up to date in one statement: a public
-// message joins the search text and moves updated_at; a member's reply may set the first
+// message joins the search text (while it has room: desk_search_add) and moves updated_at; a member's reply may set the first
 // reply time. A note changes nothing of the conversation. An external id already used
 // in the workspace inserts nothing (created false).
 // (upd runs whether or not it is read, as every data-modifying WITH does.)

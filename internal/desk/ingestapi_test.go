@@ -180,6 +180,44 @@ func TestIngest(t *testing.T) {
 			t.Fatalf("%d stored, %v", n, err)
 		}
 	})
+	t.Run("a conversation whose search text is full still takes messages", func(t *testing.T) {
+		// A search text holds at most 1 MB of distinct words: about ten log dumps of
+		// 99,000 characters fill it. Every message after that failed (INTERNAL) and was
+		// never stored.
+		c, err := fx.svc.IngestConversation(ctx, ana, desk.IngestConversation{ExternalID: "hs-5", InboxID: support, Subject: "Exporter log dumps",
+			CustomerEmail: "pat@customer.test", CreatedAt: new(at("2026-11-10T10:00:00Z"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		word := 0
+		dump := func() string {
+			var b strings.Builder
+			for b.Len() < 99_000 {
+				word++
+				fmt.Fprintf(&b, "w%031d ", word)
+			}
+			return b.String()
+		}
+		for i := range 14 {
+			body := dump()
+			if i == 13 {
+				body = "Thanks, that fixed the exporter."
+			}
+			if _, err := fx.svc.IngestMessage(ctx, ana, c.ConversationID, desk.IngestAppend{IngestMessage: desk.IngestMessage{
+				ExternalID: fmt.Sprintf("hs-5-%d", i), Type: desk.TypeCustomer, Body: body, CreatedAt: new(at("2026-11-10T10:01:00Z"))}}); err != nil {
+				t.Fatalf("message %d: %v", i, err)
+			}
+		}
+		if r := read(c.ConversationID); len(r.Messages) != 14 {
+			t.Fatalf("%d messages stored, want 14", len(r.Messages))
+		}
+		for _, q := range []string{"exporter dumps", fmt.Sprintf("w%031d", 1)} {
+			found, err := fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: q})
+			if err != nil || len(found.Conversations) != 1 || found.Conversations[0].ID != c.ConversationID {
+				t.Fatalf("search %q: %+v %v", q, found, err)
+			}
+		}
+	})
 	t.Run("a resolved conversation is resolved with its last message unless told", func(t *testing.T) {
 		c := newConv("hs-4")
 		c.Status = desk.StatusResolved

@@ -1,0 +1,1 @@
+DROP FUNCTION IF EXISTS desk_search_add(tsvector, text);
