@@ -642,10 +642,11 @@ func (q *Queries) DeskInboxSecretsAll(ctx context.Context, db DBTX) ([]DeskInbox
 
 const deskInboxUpsert = `-- name: DeskInboxUpsert :one
 INSERT INTO desk_inbox AS i (org_id, id, slug, name, restricted, forwarding_address, connection_secret)
-VALUES ($1, $2, $3, $4, $5,
+VALUES ($1, $2, $3, $4, coalesce($5::boolean, false),
         $6, $7)
-ON CONFLICT (org_id, slug) DO UPDATE SET name = EXCLUDED.name, restricted = EXCLUDED.restricted,
-  forwarding_address = EXCLUDED.forwarding_address,
+ON CONFLICT (org_id, slug) DO UPDATE SET name = EXCLUDED.name,
+  restricted = coalesce($5::boolean, i.restricted),
+  forwarding_address = CASE WHEN $8::boolean THEN EXCLUDED.forwarding_address ELSE i.forwarding_address END,
   connection_secret = coalesce(EXCLUDED.connection_secret, i.connection_secret)
 RETURNING id
 `
@@ -655,12 +656,14 @@ type DeskInboxUpsertParams struct {
 	ID                int64
 	Slug              string
 	Name              string
-	Restricted        bool
+	Restricted        *bool
 	ForwardingAddress *string
 	ConnectionSecret  []byte
+	ForwardingGiven   bool
 }
 
-// id is used only when the slug is new.
+// id is used only when the slug is new. A null restricted, or forwarding_given false,
+// leaves an existing inbox's setting as it is (a new one: open, no address).
 func (q *Queries) DeskInboxUpsert(ctx context.Context, db DBTX, arg DeskInboxUpsertParams) (int64, error) {
 	row := db.QueryRow(ctx, deskInboxUpsert,
 		arg.OrgID,
@@ -670,6 +673,7 @@ func (q *Queries) DeskInboxUpsert(ctx context.Context, db DBTX, arg DeskInboxUps
 		arg.Restricted,
 		arg.ForwardingAddress,
 		arg.ConnectionSecret,
+		arg.ForwardingGiven,
 	)
 	var id int64
 	err := row.Scan(&id)

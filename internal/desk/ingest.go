@@ -19,11 +19,17 @@ import (
 
 // InboxSpec declares an inbox in `relayroom admin apply`'s desk section. Members, when
 // given, restrict it to those members (emails); owners and admins always see it.
+//
+// A field left out leaves an existing inbox as it is: without `members`, who may see it
+// (which the dashboard may have changed since the file was written: applying the file
+// again must not open an inbox restricted there); without `forwarding_address`, the
+// address. `members: []` opens the inbox to the workspace; `forwarding_address: ""`
+// clears the address.
 type InboxSpec struct {
 	Slug              string   `yaml:"slug" json:"slug"`
 	Name              string   `yaml:"name" json:"name"`
-	Members           []string `yaml:"members" json:"members"`
-	ForwardingAddress string   `yaml:"forwarding_address" json:"forwarding_address"`
+	Members           []string `yaml:"members" json:"members"` // nil: left as it is
+	ForwardingAddress *string  `yaml:"forwarding_address" json:"forwarding_address"`
 }
 
 // SavedReplySpec declares a saved reply.
@@ -84,13 +90,19 @@ func ApplyWorkspace(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.UU
 		if err != nil {
 			return out, fmt.Errorf("inbox %s: %w", in.Slug, err)
 		}
-		var fwd *string
-		if in.ForwardingAddress != "" {
-			fwd = &in.ForwardingAddress
+		p := db.DeskInboxUpsertParams{OrgID: orgID, ID: id, Slug: in.Slug, Name: in.Name, ForwardingGiven: in.ForwardingAddress != nil}
+		if in.ForwardingAddress != nil && *in.ForwardingAddress != "" {
+			p.ForwardingAddress = in.ForwardingAddress
 		}
-		if id, err = q.DeskInboxUpsert(ctx, tx, db.DeskInboxUpsertParams{OrgID: orgID, ID: id, Slug: in.Slug, Name: in.Name,
-			Restricted: len(in.Members) > 0, ForwardingAddress: fwd}); err != nil {
+		if in.Members != nil {
+			p.Restricted = new(len(in.Members) > 0)
+		}
+		if id, err = q.DeskInboxUpsert(ctx, tx, p); err != nil {
 			return out, fmt.Errorf("inbox %s: %w", in.Slug, err)
+		}
+		out.Inboxes[in.Slug] = PublicRef{publicID(PrefixInbox, id)}
+		if in.Members == nil {
+			continue
 		}
 		users := make([]uuid.UUID, 0, len(in.Members))
 		for _, email := range in.Members {
@@ -108,7 +120,6 @@ func ApplyWorkspace(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.UU
 		if err := q.DeskInboxMemberInsert(ctx, tx, db.DeskInboxMemberInsertParams{OrgID: orgID, InboxID: id, UserIds: users}); err != nil {
 			return out, fmt.Errorf("inbox %s: members: %w", in.Slug, err)
 		}
-		out.Inboxes[in.Slug] = PublicRef{publicID(PrefixInbox, id)}
 	}
 	for _, r := range w.SavedReplies {
 		found := true
@@ -161,8 +172,8 @@ func CheckWorkspace(path string, w WorkspaceSpec) []string {
 		if n := len([]rune(in.Name)); n < 1 || n > 200 {
 			add(at+".name", "must hold 1 to 200 characters")
 		}
-		if in.ForwardingAddress != "" {
-			if _, err := mail.ParseAddress(in.ForwardingAddress); err != nil || len(in.ForwardingAddress) > 320 {
+		if a := in.ForwardingAddress; a != nil && *a != "" {
+			if _, err := mail.ParseAddress(*a); err != nil || len(*a) > 320 {
 				add(at+".forwarding_address", "must be an email address")
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
@@ -129,6 +131,73 @@ func TestSavedReplySlugs(t *testing.T) {
 			if _, err := fx.svc.CreateSavedReply(ctx, ida, "Made on the dashboard", "Body."); err != nil {
 				t.Fatalf("the dashboard cannot make a reply: %v", err)
 			}
+		}
+	})
+}
+
+// TestApplyLeavesWhatItDoesNotName: applying a file again leaves an inbox's access and
+// forwarding address as they are unless the file names them. Before, an inbox entry
+// without members opened an inbox restricted on the dashboard to the whole workspace,
+// private notes included, and one without an address cleared it.
+func TestApplyLeavesWhatItDoesNotName(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	acme := fx.orgs["acme"]
+	ana := desk.Member{OrgID: acme, UserID: fx.users["ana@acme.test"], Name: "Ana", Role: desk.RoleOwner}
+	cy := fx.scope("acme", "cy@acme.test")
+	support := fx.res.Desk["acme"].Inboxes["support"].ID
+	apply := func(t *testing.T, in desk.InboxSpec) {
+		t.Helper()
+		err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
+			_, err := desk.ApplyWorkspace(ctx, tx, fx.q, acme, desk.WorkspaceSpec{Workspace: "acme", Inboxes: []desk.InboxSpec{in}})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cySees := func() bool {
+		_, err := fx.svc.GetConversation(ctx, cy, desk.GetConversationInput{ConversationID: fx.conv["csv"]})
+		return err == nil
+	}
+	forwarding := func(t *testing.T) string {
+		t.Helper()
+		var a *string
+		if err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
+			return tx.QueryRow(ctx, `SELECT forwarding_address FROM desk_inbox WHERE org_id = $1 AND slug = 'support'`, acme).Scan(&a)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if a == nil {
+			return ""
+		}
+		return *a
+	}
+	apply(t, desk.InboxSpec{Slug: "support", Name: "Support", ForwardingAddress: new("support@mail.acme.test")})
+	if err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{fx.users["bo@acme.test"]}); err != nil {
+		t.Fatal(err)
+	}
+	if cySees() {
+		t.Fatal("a member not listed sees the restricted inbox")
+	}
+
+	t.Run("an inbox without members or address keeps both", func(t *testing.T) {
+		apply(t, desk.InboxSpec{Slug: "support", Name: "Support desk"})
+		if cySees() {
+			t.Fatal("applying the file opened the inbox restricted on the dashboard")
+		}
+		if a := forwarding(t); a != "support@mail.acme.test" {
+			t.Fatalf("forwarding address %q", a)
+		}
+	})
+	t.Run("members: [] opens it, and an empty address clears it", func(t *testing.T) {
+		apply(t, desk.InboxSpec{Slug: "support", Name: "Support desk", Members: []string{}, ForwardingAddress: new("")})
+		if !cySees() {
+			t.Fatal("the inbox is still restricted")
+		}
+		if a := forwarding(t); a != "" {
+			t.Fatalf("forwarding address %q, want none", a)
 		}
 	})
 }

@@ -293,12 +293,14 @@ WHERE k.org_id = old.org_id AND k.user_id = old.user_id AND k.key = old.key;
 SELECT id FROM desk_inbox WHERE org_id = sqlc.arg(org_id) AND slug = sqlc.arg(slug);
 
 -- name: DeskInboxUpsert :one
--- id is used only when the slug is new.
+-- id is used only when the slug is new. A null restricted, or forwarding_given false,
+-- leaves an existing inbox's setting as it is (a new one: open, no address).
 INSERT INTO desk_inbox AS i (org_id, id, slug, name, restricted, forwarding_address, connection_secret)
-VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(slug), sqlc.arg(name), sqlc.arg(restricted),
+VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(slug), sqlc.arg(name), coalesce(sqlc.narg(restricted)::boolean, false),
         sqlc.narg(forwarding_address), sqlc.narg(connection_secret))
-ON CONFLICT (org_id, slug) DO UPDATE SET name = EXCLUDED.name, restricted = EXCLUDED.restricted,
-  forwarding_address = EXCLUDED.forwarding_address,
+ON CONFLICT (org_id, slug) DO UPDATE SET name = EXCLUDED.name,
+  restricted = coalesce(sqlc.narg(restricted)::boolean, i.restricted),
+  forwarding_address = CASE WHEN sqlc.arg(forwarding_given)::boolean THEN EXCLUDED.forwarding_address ELSE i.forwarding_address END,
   connection_secret = coalesce(EXCLUDED.connection_secret, i.connection_secret)
 RETURNING id;
 
