@@ -40,7 +40,7 @@ const (
 // database's checks say the same).
 var (
 	AgreementGrants = []string{tenancy.GrantReadMemory, tenancy.GrantWriteMemory, tenancy.GrantAssignTasks}
-	Capabilities    = []string{"urgent", "needsHuman"}
+	Capabilities    = []string{tenancy.CapUrgent, tenancy.CapNeedsHuman}
 	Accesses        = []string{"read", "write", "manager"}
 	Roles           = []string{tenancy.RoleOwner, tenancy.RoleAdmin, tenancy.RoleMember}
 )

@@ -202,7 +202,7 @@ func validate(f *File, k known) Problems {
 			}
 			checkOneOf(&m.Access, "write", []string{"read", "write", "manager"}, mp+".access", add)
 			for n, c := range m.Capabilities {
-				if c != "urgent" && c != "needsHuman" {
+				if !slices.Contains(Capabilities, c) {
 					add(fmt.Sprintf("%s.capabilities[%d]", mp, n), "must be urgent or needsHuman, got %q", c)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
+	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -142,6 +143,16 @@ func TestNewWorkQueuesWakes(t *testing.T) {
 	e.svc.Wakes = q
 	ctx := context.Background()
 	arch, qa := e.scope("architect", e.one), e.scope("qa-lead", e.one)
+	// An urgent task wakes past the recipient's budget only from a part with the urgent
+	// capability, as an urgent message does; without it, within the budget.
+	if _, err := e.svc.SendTask(ctx, arch, rooms.SendTaskInput{ToAgentSlug: "qa-lead", Goal: "triage", Priority: "urgent"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.reqs) != 1 || q.reqs[0].Urgent {
+		t.Fatalf("an urgent task from a part without the urgent capability: %+v", q.reqs)
+	}
+	q.reqs = nil
+	arch.Capabilities = append(arch.Capabilities, tenancy.CapUrgent)
 	res, err := e.svc.SendTask(ctx, arch, rooms.SendTaskInput{ToAgentSlug: "qa-lead", Goal: "triage", Priority: "urgent"})
 	if err != nil {
 		t.Fatal(err)

@@ -96,6 +96,15 @@ func parseIDs(field string, in []string) ([]uuid.UUID, error) {
 	return out, nil
 }
 
+// urgentWake reports whether a task of this priority wakes its recipient as urgent,
+// past the recipient's wake budget: only when the sender's part holds the urgent
+// capability, as for an urgent threads message. Without it an urgent task is stored
+// with its priority and wakes within the budget, so no member, a guest company's
+// included, can wake another company's always-on agent as often as it likes.
+func urgentWake(sc tenancy.Scope, priority string) bool {
+	return priority == PriorityUrgent && sc.HasCapability(tenancy.CapUrgent)
+}
+
 // SendTask assigns work to a member of the room named by its part (to_agent_slug). Across
 // companies the guest side's agreement must be active and grant assign_tasks.
 func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInput) (SendTaskResult, error) {
@@ -195,7 +204,7 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 			// the wake reads nothing more (AlwaysOnOnly would: one more round trip).
 			if to.AgentID != sc.AgentID && to.AgentKind == agentAlwaysOn {
 				if err := s.queueWake(ctx, tx, wake.Request{ProjectID: sc.ProjectID, HostOrgID: sc.HostOrgID, MemberIDs: []uuid.UUID{to.ID}, Source: "task",
-					ItemID: id, Urgent: priority == PriorityUrgent}); err != nil {
+					ItemID: id, Urgent: urgentWake(sc, priority)}); err != nil {
 					return err
 				}
 			}

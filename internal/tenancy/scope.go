@@ -28,6 +28,14 @@ const (
 	GrantAssignTasks = "assign_tasks"
 )
 
+// Capabilities a manager grants to a part (membership.capabilities).
+const (
+	// CapUrgent lets a part's messages and tasks wake their recipient past its budget.
+	CapUrgent = "urgent"
+	// CapNeedsHuman lets a part flag a thread for people.
+	CapNeedsHuman = "needsHuman"
+)
+
 // Agreement statuses.
 const (
 	AgreementPending = "pending"

@@ -42,8 +42,8 @@ const (
 	MaxThreads     = 50
 	PreviewRunes   = 160
 	Broadcast      = "*"
-	CapUrgent      = "urgent"
-	CapNeedsHuman  = "needsHuman"
+	CapUrgent      = tenancy.CapUrgent
+	CapNeedsHuman  = tenancy.CapNeedsHuman
 	ComposingFor   = 10 * time.Second
 	MaxParkWindow  = 24 * time.Hour
 	DefaultIdle    = 30 * time.Minute
