@@ -198,6 +198,32 @@ func (q *Queries) AttachmentListByTask(ctx context.Context, db DBTX, arg Attachm
 	return items, nil
 }
 
+const attachmentLockSame = `-- name: AttachmentLockSame :exec
+SELECT pg_advisory_xact_lock(7278, hashtext($1::uuid::text || '/' || $2::uuid::text || '/' ||
+  $3::text || '/' || $4::text))
+`
+
+type AttachmentLockSameParams struct {
+	TaskID   uuid.UUID
+	OrgID    uuid.UUID
+	Sha256   string
+	Filename string
+}
+
+// Uploads of the same file (task, company, name and bytes) take turns from looking for a
+// stored copy to commit, so two retries racing each other store it once. A
+// transaction-scoped advisory lock (class 7278): other uploads, to the same task
+// included, never wait. On Citus it is taken on the coordinator, which every replica shares.
+func (q *Queries) AttachmentLockSame(ctx context.Context, db DBTX, arg AttachmentLockSameParams) error {
+	_, err := db.Exec(ctx, attachmentLockSame,
+		arg.TaskID,
+		arg.OrgID,
+		arg.Sha256,
+		arg.Filename,
+	)
+	return err
+}
+
 const memoryEntryClaimUnembedded = `-- name: MemoryEntryClaimUnembedded :many
 SELECT c.id, c.content
 FROM (SELECT e.id, e.content
@@ -710,10 +736,36 @@ func (q *Queries) RoomNotifyChanged(ctx context.Context, db DBTX, projectIds []u
 	return err
 }
 
+const taskGetForAttach = `-- name: TaskGetForAttach :one
+SELECT from_org_id, to_org_id FROM room_task WHERE project_id = $1 AND id = $2
+FOR KEY SHARE
+`
+
+type TaskGetForAttachParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+type TaskGetForAttachRow struct {
+	FromOrgID uuid.UUID
+	ToOrgID   uuid.UUID
+}
+
+// The task an upload attaches to, with a key-share lock (what the attachment's foreign key
+// takes anyway): the task stays while the file is stored, and its status changes
+// (get_inbox starting it, respond_to_task, a review) do not wait for up to 25 MB to be
+// written, as they did when the upload locked it FOR UPDATE.
+func (q *Queries) TaskGetForAttach(ctx context.Context, db DBTX, arg TaskGetForAttachParams) (TaskGetForAttachRow, error) {
+	row := db.QueryRow(ctx, taskGetForAttach, arg.ProjectID, arg.ID)
+	var i TaskGetForAttachRow
+	err := row.Scan(&i.FromOrgID, &i.ToOrgID)
+	return i, err
+}
+
 const taskGetForUpdate = `-- name: TaskGetForUpdate :one
 SELECT id, from_agent_id, from_org_id, to_agent_id, to_org_id, to_member_id, status, review, goal
 FROM room_task WHERE project_id = $1 AND id = $2
-FOR UPDATE
+FOR NO KEY UPDATE
 `
 
 type TaskGetForUpdateParams struct {
@@ -733,6 +785,9 @@ type TaskGetForUpdateRow struct {
 	Goal        string
 }
 
+// The task a response or a review changes, locked until the change commits. NO KEY
+// UPDATE, the lock the UPDATE itself takes: it does not wait for an upload's key-share
+// lock (TaskGetForAttach), so a file being stored never holds up the response.
 func (q *Queries) TaskGetForUpdate(ctx context.Context, db DBTX, arg TaskGetForUpdateParams) (TaskGetForUpdateRow, error) {
 	row := db.QueryRow(ctx, taskGetForUpdate, arg.ProjectID, arg.ID)
 	var i TaskGetForUpdateRow

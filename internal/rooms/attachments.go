@@ -175,7 +175,10 @@ func (s *Service) CanAttach(ctx context.Context, sc tenancy.Scope, taskID string
 // checkAttacher finds the task (a missing one when the caller's company is not party to
 // it) and refuses the recipient's company, which sees the task but may not attach.
 func (s *Service) checkAttacher(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, id uuid.UUID, taskID string) error {
-	t, err := s.lockTask(ctx, tx, sc, id, taskID, true)
+	t, err := s.Q.TaskGetForAttach(ctx, tx, db.TaskGetForAttachParams{ProjectID: sc.ProjectID, ID: id})
+	if pg.IsNoRows(err) || (err == nil && t.FromOrgID != sc.OrgID && t.ToOrgID != sc.OrgID && !sc.IsHost()) {
+		return taskNotFound(taskID)
+	}
 	if err != nil {
 		return err
 	}
@@ -251,6 +254,9 @@ func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename
 		}
 		// The same file again from the same company (a retry whose answer was lost)
 		// answers the stored attachment: nothing is stored or audited twice.
+		if err := s.Q.AttachmentLockSame(ctx, tx, db.AttachmentLockSameParams{TaskID: id, OrgID: sc.OrgID, Sha256: res.Sha256, Filename: filename}); err != nil {
+			return err
+		}
 		prev, err := s.Q.AttachmentGetSame(ctx, tx, db.AttachmentGetSameParams{ProjectID: sc.ProjectID, TaskID: id, OrgID: sc.OrgID,
 			Filename: filename, Sha256: res.Sha256})
 		if err == nil {

@@ -10,10 +10,15 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
@@ -238,4 +243,71 @@ func TestAttachmentRetryStoresOnce(t *testing.T) {
 	if n := testfix.Scalar[int](t, e.db, "SELECT count(*) FROM task_attachment WHERE task_id = $1", task); n != 2 {
 		t.Fatalf("%d attachments stored, want 2", n)
 	}
+}
+
+// TestUploadsDoNotHoldUpTheTask: storing a file (up to 25 MB, hundreds of milliseconds)
+// locked its task FOR UPDATE until the commit, so the recipient's get_inbox (which starts
+// the task) and respond_to_task waited behind it and failed at the 1 s lock timeout on a
+// loaded machine. An upload now takes only a key-share lock on the task.
+func TestUploadsDoNotHoldUpTheTask(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Read the dump"}).obj(t), "task_id")
+	taskID := uuidOf(t, task)
+
+	t.Run("the recipient starts and answers the task while a file is being stored", func(t *testing.T) {
+		// An upload's statements, in a transaction held open as a large insert would be.
+		locked, release, done := make(chan error, 1), make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- e.db.Operator(ctx, func(tx *pg.Tx) error {
+				_, err := e.svc.Q.TaskGetForAttach(ctx, tx, db.TaskGetForAttachParams{ProjectID: e.one, ID: taskID})
+				if err == nil {
+					err = e.svc.Q.AttachmentInsert(ctx, tx, db.AttachmentInsertParams{ProjectID: e.one, ID: uuid.Must(uuid.NewV7()), TaskID: taskID,
+						UploadedByOrgID: e.res.Organisations["acme"].ID, Filename: "dump.bin", ContentType: "application/octet-stream",
+						SizeBytes: 4, Sha256: "00", Content: []byte("dump")})
+				}
+				locked <- err
+				<-release
+				return err
+			})
+		}()
+		if err := <-locked; err != nil {
+			t.Fatal(err)
+		}
+		inbox := e.call("peter", e.one, "get_inbox", nil)
+		respond := e.call("peter", e.one, "respond_to_task", map[string]any{"task_id": task, "result": "Read it.", "status": "done"})
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if inbox.IsError || !strings.Contains(inbox.Text, task) {
+			t.Fatalf("get_inbox during an upload: %s", inbox.Text)
+		}
+		if respond.IsError {
+			t.Fatalf("respond_to_task during an upload: %s", respond.Text)
+		}
+	})
+	t.Run("the same file sent by racing retries is stored once", func(t *testing.T) {
+		sc := e.scope("architect", e.one)
+		ids := make([]string, 8)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Go(func() {
+				res, err := e.svc.Upload(ctx, sc, task, "race.log", "text/plain", []byte("the same bytes\n"))
+				if err == nil {
+					ids[i] = res.ID
+				}
+			})
+		}
+		wg.Wait()
+		for _, id := range ids {
+			if id == "" || id != ids[0] {
+				t.Fatalf("answers %v, want one id for all", ids)
+			}
+		}
+		if n := testfix.Scalar[int](t, e.db, "SELECT count(*) FROM task_attachment WHERE task_id = $1 AND filename = 'race.log'", task); n != 1 {
+			t.Fatalf("%d copies stored, want 1", n)
+		}
+	})
 }

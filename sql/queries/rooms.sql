@@ -154,9 +154,20 @@ SELECT id, status FROM room_task
 WHERE project_id = sqlc.arg(project_id) AND id = ANY(sqlc.arg(ids)::uuid[]);
 
 -- name: TaskGetForUpdate :one
+-- The task a response or a review changes, locked until the change commits. NO KEY
+-- UPDATE, the lock the UPDATE itself takes: it does not wait for an upload's key-share
+-- lock (TaskGetForAttach), so a file being stored never holds up the response.
 SELECT id, from_agent_id, from_org_id, to_agent_id, to_org_id, to_member_id, status, review, goal
 FROM room_task WHERE project_id = $1 AND id = $2
-FOR UPDATE;
+FOR NO KEY UPDATE;
+
+-- name: TaskGetForAttach :one
+-- The task an upload attaches to, with a key-share lock (what the attachment's foreign key
+-- takes anyway): the task stays while the file is stored, and its status changes
+-- (get_inbox starting it, respond_to_task, a review) do not wait for up to 25 MB to be
+-- written, as they did when the upload locked it FOR UPDATE.
+SELECT from_org_id, to_org_id FROM room_task WHERE project_id = $1 AND id = $2
+FOR KEY SHARE;
 
 -- name: TaskRespond :exec
 UPDATE room_task SET status = $3, result = $4, responded_at = now(), updated_at = now()
@@ -172,6 +183,14 @@ WHERE project_id = $1 AND id = $2;
 SELECT m.id, a.kind = 'always_on' AS always_on
 FROM membership m JOIN agent a ON a.id = m.agent_id
 WHERE m.project_id = $1 AND m.agent_id = $2;
+
+-- name: AttachmentLockSame :exec
+-- Uploads of the same file (task, company, name and bytes) take turns from looking for a
+-- stored copy to commit, so two retries racing each other store it once. A
+-- transaction-scoped advisory lock (class 7278): other uploads, to the same task
+-- included, never wait. On Citus it is taken on the coordinator, which every replica shares.
+SELECT pg_advisory_xact_lock(7278, hashtext(sqlc.arg(task_id)::uuid::text || '/' || sqlc.arg(org_id)::uuid::text || '/' ||
+  sqlc.arg(sha256)::text || '/' || sqlc.arg(filename)::text));
 
 -- name: AttachmentGetSame :one
 -- The task's attachment with the same name and bytes from the same company: an upload
