@@ -50,6 +50,22 @@ func (q *Queries) AgreementGetForRoom(ctx context.Context, db DBTX, arg Agreemen
 	return i, err
 }
 
+const attachmentCountByTask = `-- name: AttachmentCountByTask :one
+SELECT count(*) FROM task_attachment WHERE project_id = $1 AND task_id = $2
+`
+
+type AttachmentCountByTaskParams struct {
+	ProjectID uuid.UUID
+	TaskID    uuid.UUID
+}
+
+func (q *Queries) AttachmentCountByTask(ctx context.Context, db DBTX, arg AttachmentCountByTaskParams) (int64, error) {
+	row := db.QueryRow(ctx, attachmentCountByTask, arg.ProjectID, arg.TaskID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const attachmentGetContent = `-- name: AttachmentGetContent :one
 SELECT filename, content_type, content FROM task_attachment WHERE project_id = $1 AND id = $2
 `
@@ -144,15 +160,13 @@ func (q *Queries) AttachmentInsert(ctx context.Context, db DBTX, arg AttachmentI
 }
 
 const attachmentListByTask = `-- name: AttachmentListByTask :many
-SELECT id, task_id, uploaded_by_org_id, filename, content_type, size_bytes, sha256,
-  (CASE WHEN size_bytes <= $1::bigint THEN content END)::bytea AS small_content
+SELECT id, task_id, uploaded_by_org_id, filename, content_type, size_bytes, sha256
 FROM task_attachment
-WHERE project_id = $2 AND task_id = ANY($3::uuid[])
+WHERE project_id = $1 AND task_id = ANY($2::uuid[])
 ORDER BY task_id, id
 `
 
 type AttachmentListByTaskParams struct {
-	InlineMax int64
 	ProjectID uuid.UUID
 	TaskIds   []uuid.UUID
 }
@@ -165,12 +179,12 @@ type AttachmentListByTaskRow struct {
 	ContentType     string
 	SizeBytes       int64
 	Sha256          string
-	SmallContent    []byte
 }
 
-// Attachments of the given tasks; the bytes only of files small enough to inline.
+// Attachments of the given tasks, without their bytes (AttachmentListContent reads those
+// of the few get_inbox inlines).
 func (q *Queries) AttachmentListByTask(ctx context.Context, db DBTX, arg AttachmentListByTaskParams) ([]AttachmentListByTaskRow, error) {
-	rows, err := db.Query(ctx, attachmentListByTask, arg.InlineMax, arg.ProjectID, arg.TaskIds)
+	rows, err := db.Query(ctx, attachmentListByTask, arg.ProjectID, arg.TaskIds)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +200,6 @@ func (q *Queries) AttachmentListByTask(ctx context.Context, db DBTX, arg Attachm
 			&i.ContentType,
 			&i.SizeBytes,
 			&i.Sha256,
-			&i.SmallContent,
 		); err != nil {
 			return nil, err
 		}
@@ -198,29 +211,53 @@ func (q *Queries) AttachmentListByTask(ctx context.Context, db DBTX, arg Attachm
 	return items, nil
 }
 
-const attachmentLockSame = `-- name: AttachmentLockSame :exec
-SELECT pg_advisory_xact_lock(7278, hashtext($1::uuid::text || '/' || $2::uuid::text || '/' ||
-  $3::text || '/' || $4::text))
+const attachmentListContent = `-- name: AttachmentListContent :many
+SELECT id, content FROM task_attachment
+WHERE project_id = $1 AND id = ANY($2::uuid[])
 `
 
-type AttachmentLockSameParams struct {
-	TaskID   uuid.UUID
-	OrgID    uuid.UUID
-	Sha256   string
-	Filename string
+type AttachmentListContentParams struct {
+	ProjectID uuid.UUID
+	Ids       []uuid.UUID
 }
 
-// Uploads of the same file (task, company, name and bytes) take turns from looking for a
-// stored copy to commit, so two retries racing each other store it once. A
-// transaction-scoped advisory lock (class 7278): other uploads, to the same task
-// included, never wait. On Citus it is taken on the coordinator, which every replica shares.
-func (q *Queries) AttachmentLockSame(ctx context.Context, db DBTX, arg AttachmentLockSameParams) error {
-	_, err := db.Exec(ctx, attachmentLockSame,
-		arg.TaskID,
-		arg.OrgID,
-		arg.Sha256,
-		arg.Filename,
-	)
+type AttachmentListContentRow struct {
+	ID      uuid.UUID
+	Content []byte
+}
+
+// The bytes of the attachments get_inbox may inline.
+func (q *Queries) AttachmentListContent(ctx context.Context, db DBTX, arg AttachmentListContentParams) ([]AttachmentListContentRow, error) {
+	rows, err := db.Query(ctx, attachmentListContent, arg.ProjectID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AttachmentListContentRow{}
+	for rows.Next() {
+		var i AttachmentListContentRow
+		if err := rows.Scan(&i.ID, &i.Content); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const attachmentLockTask = `-- name: AttachmentLockTask :exec
+SELECT pg_advisory_xact_lock(7278, hashtext($1::uuid::text))
+`
+
+// Uploads to one task take turns from looking for a stored copy of the file and counting
+// the task's files to commit, so two retries racing each other store a file once and the
+// task never holds more than its bound. A transaction-scoped advisory lock (class 7278)
+// on the task: nothing else waits for it, unlike the task's row. On Citus it is taken on
+// the coordinator, which every replica shares.
+func (q *Queries) AttachmentLockTask(ctx context.Context, db DBTX, taskID uuid.UUID) error {
+	_, err := db.Exec(ctx, attachmentLockTask, taskID)
 	return err
 }
 

@@ -25,7 +25,15 @@ const (
 	InlineMax      = 64 << 10  // a text file inlines only up to this size
 	InlineBudget   = 256 << 10 // inlined text per get_inbox answer
 	LinkTTLSeconds = 60
+	// MaxAttachmentsPerTask bounds a task's files: get_inbox lists every file of up to
+	// MaxInbox tasks, each with its own link, in one answer a model reads.
+	MaxAttachmentsPerTask = 100
 )
+
+// maxInlineRead bounds the bytes get_inbox reads to find the text it inlines: files it
+// cannot inline (binary ones) leave the budget unspent, so it may read on past them, but
+// never more than this, however many small files the tasks hold.
+const maxInlineRead = 2 * InlineBudget
 
 // Attachment is a task's file as get_inbox shows it.
 type Attachment struct {
@@ -43,8 +51,12 @@ type Attachment struct {
 // attachInline adds attachments to the inbox's tasks: valid UTF-8 text of at most 64 KB
 // inline while the 256 KB budget lasts, anything else as a signed 60-second link. Binary
 // content (NUL bytes, invalid UTF-8) is never inlined.
+//
+// Only the bytes of files that may be inlined are read, a budget's worth at a time (at
+// most maxInlineRead): reading every small file's bytes to inline four of them read
+// megabytes per call from a task with many files.
 func (s *Service) attachInline(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, ids []uuid.UUID, tasks []InboxTask) error {
-	rows, err := s.Q.AttachmentListByTask(ctx, tx, db.AttachmentListByTaskParams{ProjectID: sc.ProjectID, TaskIds: ids, InlineMax: InlineMax})
+	rows, err := s.Q.AttachmentListByTask(ctx, tx, db.AttachmentListByTaskParams{ProjectID: sc.ProjectID, TaskIds: ids})
 	if err != nil || len(rows) == 0 {
 		return err
 	}
@@ -52,19 +64,41 @@ func (s *Service) attachInline(ctx context.Context, tx *pg.Tx, sc tenancy.Scope,
 	for i, t := range tasks {
 		idx[t.TaskID] = i
 	}
-	budget := InlineBudget
+	budget, read := InlineBudget, 0
+	content, fetched := map[uuid.UUID][]byte{}, map[uuid.UUID]bool{}
 	exp := s.now().Add(LinkTTLSeconds * time.Second)
-	for _, r := range rows {
+	for i, r := range rows {
 		a := Attachment{ID: r.ID.String(), UploadedByOrgID: r.UploadedByOrgID.String(), Filename: r.Filename,
 			ContentType: r.ContentType, SizeBytes: r.SizeBytes, Sha256: r.Sha256}
-		if r.SmallContent != nil && len(r.SmallContent) <= budget && isText(r.SmallContent) {
-			t := string(r.SmallContent)
+		fits := r.SizeBytes <= InlineMax && r.SizeBytes <= int64(budget)
+		if fits && !fetched[r.ID] && read < maxInlineRead {
+			// This file and the next ones that could still fit the budget.
+			var batch []uuid.UUID
+			sum := int64(0)
+			for _, n := range rows[i:] {
+				if n.SizeBytes <= InlineMax && sum+n.SizeBytes <= int64(budget) && read+int(sum+n.SizeBytes) <= maxInlineRead && !fetched[n.ID] {
+					batch, sum = append(batch, n.ID), sum+n.SizeBytes
+					fetched[n.ID] = true
+				}
+			}
+			got, err := s.Q.AttachmentListContent(ctx, tx, db.AttachmentListContentParams{ProjectID: sc.ProjectID, Ids: batch})
+			if err != nil {
+				return err
+			}
+			for _, g := range got {
+				content[g.ID] = g.Content
+			}
+			read += int(sum)
+		}
+		if c, ok := content[r.ID]; fits && ok && isText(c) {
+			t := string(c)
 			a.Text = &t
-			budget -= len(r.SmallContent)
+			budget -= len(c)
 		} else {
 			a.DownloadURL = s.downloadURL(sc.ProjectID, r.ID, exp)
 			a.ExpiresIn = LinkTTLSeconds
 		}
+		delete(content, r.ID)
 		i := idx[r.TaskID.String()]
 		tasks[i].Attachments = append(tasks[i].Attachments, a)
 	}
@@ -188,6 +222,10 @@ func (s *Service) checkAttacher(ctx context.Context, tx *pg.Tx, sc tenancy.Scope
 	return nil
 }
 
+func errTooManyAttachments() error {
+	return invalid("A task holds at most %d attachments; send the rest as one archive, or in a new task", MaxAttachmentsPerTask)
+}
+
 func errNotAttacher() error {
 	return apperr.New(apperr.Forbidden, "Only the company that sent the task, or the room's host, can attach files to it")
 }
@@ -254,7 +292,7 @@ func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename
 		}
 		// The same file again from the same company (a retry whose answer was lost)
 		// answers the stored attachment: nothing is stored or audited twice.
-		if err := s.Q.AttachmentLockSame(ctx, tx, db.AttachmentLockSameParams{TaskID: id, OrgID: sc.OrgID, Sha256: res.Sha256, Filename: filename}); err != nil {
+		if err := s.Q.AttachmentLockTask(ctx, tx, id); err != nil {
 			return err
 		}
 		prev, err := s.Q.AttachmentGetSame(ctx, tx, db.AttachmentGetSameParams{ProjectID: sc.ProjectID, TaskID: id, OrgID: sc.OrgID,
@@ -265,6 +303,13 @@ func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename
 		}
 		if !pg.IsNoRows(err) {
 			return err
+		}
+		n, err := s.Q.AttachmentCountByTask(ctx, tx, db.AttachmentCountByTaskParams{ProjectID: sc.ProjectID, TaskID: id})
+		if err != nil {
+			return err
+		}
+		if n >= MaxAttachmentsPerTask {
+			return errTooManyAttachments()
 		}
 		err = s.Q.AttachmentInsert(ctx, tx, db.AttachmentInsertParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(res.ID), TaskID: id,
 			UploadedByOrgID: sc.OrgID, UploadedByAgent: agent, Filename: filename, ContentType: contentType,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -308,6 +309,80 @@ func TestUploadsDoNotHoldUpTheTask(t *testing.T) {
 		}
 		if n := testfix.Scalar[int](t, e.db, "SELECT count(*) FROM task_attachment WHERE task_id = $1 AND filename = 'race.log'", task); n != 1 {
 			t.Fatalf("%d copies stored, want 1", n)
+		}
+	})
+}
+
+// TestAttachmentsPerTask: a task holds at most MaxAttachmentsPerTask files, and get_inbox
+// reads the bytes only of files it may inline, past binary ones that leave its budget
+// unspent, up to a bound: it read every small file's bytes before, megabytes a call from
+// a task with many files, to inline four of them.
+func TestAttachmentsPerTask(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	sc := e.scope("architect", e.one)
+	inlined := func(t *testing.T, task string) []string {
+		t.Helper()
+		var names []string
+		for _, it := range e.call("peter", e.one, "get_inbox", nil).obj(t)["tasks"].([]any) {
+			tk := it.(map[string]any)
+			if tk["task_id"] != task {
+				continue
+			}
+			for _, a := range tk["attachments"].([]any) {
+				if _, ok := a.(map[string]any)["text"]; ok {
+					names = append(names, str(a.(map[string]any), "filename"))
+				}
+			}
+		}
+		return names
+	}
+	binary := append([]byte{0}, bytes.Repeat([]byte("b"), 60<<10)...) // 60 KB, never inlined
+	t.Run("a text file after binary ones is still inlined", func(t *testing.T) {
+		task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Six dumps and a note"}).obj(t), "task_id")
+		for i := range 6 {
+			if _, err := e.svc.Upload(ctx, sc, task, fmt.Sprintf("dump-%d.bin", i), "application/octet-stream", binary); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.svc.Upload(ctx, sc, task, "note.txt", "text/plain", []byte("Read the dumps in order.")); err != nil {
+			t.Fatal(err)
+		}
+		if got := inlined(t, task); len(got) != 1 || got[0] != "note.txt" {
+			t.Fatalf("inlined %v, want [note.txt]", got)
+		}
+	})
+	t.Run("a text file after more binary bytes than get_inbox reads is a link", func(t *testing.T) {
+		task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Twelve dumps and a note"}).obj(t), "task_id")
+		for i := range 12 {
+			if _, err := e.svc.Upload(ctx, sc, task, fmt.Sprintf("dump-%d.bin", i), "application/octet-stream", binary); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// 40 KB: it never fits beside four dumps in one read of a budget's worth, nor
+		// beside eight within the 512 KiB get_inbox reads at most.
+		if _, err := e.svc.Upload(ctx, sc, task, "note.txt", "text/plain", bytes.Repeat([]byte("note "), 8<<10)); err != nil {
+			t.Fatal(err)
+		}
+		if got := inlined(t, task); len(got) != 0 {
+			t.Fatalf("inlined %v after 720 KB of binary files, want none (its link is there)", got)
+		}
+	})
+	t.Run("a task takes at most MaxAttachmentsPerTask files", func(t *testing.T) {
+		task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Many files"}).obj(t), "task_id")
+		for i := range rooms.MaxAttachmentsPerTask {
+			if _, err := e.svc.Upload(ctx, sc, task, fmt.Sprintf("part-%03d.txt", i), "text/plain", []byte{'a'}); err != nil {
+				t.Fatalf("file %d: %v", i, err)
+			}
+		}
+		code, m := e.upload("architect", task, "one-more.txt", "text/plain", []byte{'a'})
+		if code != http.StatusBadRequest || !strings.Contains(str(m, "error"), fmt.Sprintf("at most %d attachments", rooms.MaxAttachmentsPerTask)) {
+			t.Fatalf("file %d: %d %v", rooms.MaxAttachmentsPerTask+1, code, m)
+		}
+		// A retry of a stored file still answers it.
+		if code, m := e.upload("architect", task, "part-000.txt", "text/plain", []byte{'a'}); code != http.StatusCreated {
+			t.Fatalf("a retry at the bound: %d %v", code, m)
 		}
 	})
 }

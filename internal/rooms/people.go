@@ -201,7 +201,7 @@ func (s *Service) TasksForPeople(ctx context.Context, sc tenancy.Scope) ([]Perso
 		for i, r := range rows {
 			out[i], ids[i], idx[r.ID] = PersonTask{TaskListForPeopleRow: r}, r.ID, i
 		}
-		files, err := s.Q.AttachmentListByTask(ctx, tx, db.AttachmentListByTaskParams{ProjectID: sc.ProjectID, TaskIds: ids, InlineMax: 0})
+		files, err := s.Q.AttachmentListByTask(ctx, tx, db.AttachmentListByTaskParams{ProjectID: sc.ProjectID, TaskIds: ids})
 		if err != nil {
 			return err
 		}

@@ -184,13 +184,13 @@ SELECT m.id, a.kind = 'always_on' AS always_on
 FROM membership m JOIN agent a ON a.id = m.agent_id
 WHERE m.project_id = $1 AND m.agent_id = $2;
 
--- name: AttachmentLockSame :exec
--- Uploads of the same file (task, company, name and bytes) take turns from looking for a
--- stored copy to commit, so two retries racing each other store it once. A
--- transaction-scoped advisory lock (class 7278): other uploads, to the same task
--- included, never wait. On Citus it is taken on the coordinator, which every replica shares.
-SELECT pg_advisory_xact_lock(7278, hashtext(sqlc.arg(task_id)::uuid::text || '/' || sqlc.arg(org_id)::uuid::text || '/' ||
-  sqlc.arg(sha256)::text || '/' || sqlc.arg(filename)::text));
+-- name: AttachmentLockTask :exec
+-- Uploads to one task take turns from looking for a stored copy of the file and counting
+-- the task's files to commit, so two retries racing each other store a file once and the
+-- task never holds more than its bound. A transaction-scoped advisory lock (class 7278)
+-- on the task: nothing else waits for it, unlike the task's row. On Citus it is taken on
+-- the coordinator, which every replica shares.
+SELECT pg_advisory_xact_lock(7278, hashtext(sqlc.arg(task_id)::uuid::text));
 
 -- name: AttachmentGetSame :one
 -- The task's attachment with the same name and bytes from the same company: an upload
@@ -207,12 +207,20 @@ INSERT INTO task_attachment (project_id, id, task_id, uploaded_by_org_id, upload
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
 
 -- name: AttachmentListByTask :many
--- Attachments of the given tasks; the bytes only of files small enough to inline.
-SELECT id, task_id, uploaded_by_org_id, filename, content_type, size_bytes, sha256,
-  (CASE WHEN size_bytes <= sqlc.arg(inline_max)::bigint THEN content END)::bytea AS small_content
+-- Attachments of the given tasks, without their bytes (AttachmentListContent reads those
+-- of the few get_inbox inlines).
+SELECT id, task_id, uploaded_by_org_id, filename, content_type, size_bytes, sha256
 FROM task_attachment
 WHERE project_id = sqlc.arg(project_id) AND task_id = ANY(sqlc.arg(task_ids)::uuid[])
 ORDER BY task_id, id;
+
+-- name: AttachmentListContent :many
+-- The bytes of the attachments get_inbox may inline.
+SELECT id, content FROM task_attachment
+WHERE project_id = sqlc.arg(project_id) AND id = ANY(sqlc.arg(ids)::uuid[]);
+
+-- name: AttachmentCountByTask :one
+SELECT count(*) FROM task_attachment WHERE project_id = sqlc.arg(project_id) AND task_id = sqlc.arg(task_id);
 
 -- name: AttachmentGetContent :one
 SELECT filename, content_type, content FROM task_attachment WHERE project_id = $1 AND id = $2;
