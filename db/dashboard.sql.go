@@ -397,7 +397,7 @@ JOIN organisation o ON o.id = om.org_id
 JOIN project p ON p.id = $1
 JOIN organisation ho ON ho.id = p.host_org_id
 LEFT JOIN ag ON true
-WHERE om.org_id = $2
+WHERE om.org_id = $2 AND om.deactivated_at IS NULL
   AND om.user_id = (SELECT s.user_id FROM web_session s
                     WHERE s.session_id = $3::text AND s.expires_at > now())
   AND (p.host_org_id = om.org_id OR ag.status IS NOT NULL)
@@ -431,7 +431,8 @@ type ScopeBindPersonRoomRow struct {
 // an agreement with its host (in any state: Scope.Admitted decides on it). On Citus the
 // membership (by organisation) and the agreement (by project) are in two shard groups:
 // the agreement is a CTE pinned to both ids, and the session (a table of the coordinator)
-// a scalar subquery, so Citus plans each part on its own, one shard each.
+// a scalar subquery, so Citus plans each part on its own, one shard each. A deactivated
+// member enters no room.
 func (q *Queries) ScopeBindPersonRoom(ctx context.Context, db DBTX, arg ScopeBindPersonRoomParams) (ScopeBindPersonRoomRow, error) {
 	row := db.QueryRow(ctx, scopeBindPersonRoom, arg.ProjectID, arg.OrgID, arg.SessionID)
 	var i ScopeBindPersonRoomRow

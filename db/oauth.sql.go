@@ -318,7 +318,7 @@ const oAuthGrantGetLive = `-- name: OAuthGrantGetLive :one
 SELECT g.id, g.user_id, g.client_id, g.resource, g.agent_id, g.part, g.scopes
 FROM oauth_grant g
 JOIN oauth_client c ON c.client_id = g.client_id AND c.revoked_at IS NULL
-JOIN org_member om ON om.org_id = $1 AND om.user_id = g.user_id
+JOIN org_member om ON om.org_id = $1 AND om.user_id = g.user_id AND om.deactivated_at IS NULL
 WHERE g.org_id = $1 AND g.id = $2 AND g.revoked_at IS NULL
   AND (g.agent_id IS NULL OR EXISTS (SELECT 1 FROM agent_key k
        WHERE k.org_id = $1 AND k.agent_id = g.agent_id AND k.revoked_at IS NULL))
@@ -340,8 +340,9 @@ type OAuthGrantGetLiveRow struct {
 }
 
 // A grant as its tokens act, under its organisation's tenant, only while everything it
-// rests on holds: not revoked, its client not revoked, its person still a member of the
-// organisation, and (when it acts as an agent) the agent still holding an active key.
+// rests on holds: not revoked, its client not revoked, its person still an active
+// (not deactivated) member of the organisation, and (when it acts as an agent) the agent
+// still holding an active key.
 // Every table names the organisation by value, so Citus routes it to one shard group.
 func (q *Queries) OAuthGrantGetLive(ctx context.Context, db DBTX, arg OAuthGrantGetLiveParams) (OAuthGrantGetLiveRow, error) {
 	row := db.QueryRow(ctx, oAuthGrantGetLive, arg.OrgID, arg.ID)

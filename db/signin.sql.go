@@ -64,20 +64,22 @@ func (q *Queries) WebSessionInsert(ctx context.Context, db DBTX, arg WebSessionI
 }
 
 const webSessionListOrgs = `-- name: WebSessionListOrgs :many
-SELECT om.org_id, om.role FROM org_member om
+SELECT om.org_id, om.role, (om.deactivated_at IS NOT NULL)::boolean AS deactivated FROM org_member om
 WHERE om.user_id = (SELECT s.user_id FROM web_session s WHERE s.session_id = $1::text)
 ORDER BY om.created_at, om.org_id
 `
 
 type WebSessionListOrgsRow struct {
-	OrgID uuid.UUID
-	Role  string
+	OrgID       uuid.UUID
+	Role        string
+	Deactivated bool
 }
 
 // The organisations of a session's person (the session named in app.lookup). The session
 // is a scalar subquery, not a join: on Citus, joining org_member (sharded) with
 // web_session (a table of the coordinator) crashed the coordinator's backend (signal 11,
-// Citus 13.2.2), while the subquery is planned on its own first.
+// Citus 13.2.2), while the subquery is planned on its own first. A deactivated membership
+// is listed, marked, so that its pages can say why they refuse the person.
 func (q *Queries) WebSessionListOrgs(ctx context.Context, db DBTX, sessionID string) ([]WebSessionListOrgsRow, error) {
 	rows, err := db.Query(ctx, webSessionListOrgs, sessionID)
 	if err != nil {
@@ -87,7 +89,7 @@ func (q *Queries) WebSessionListOrgs(ctx context.Context, db DBTX, sessionID str
 	items := []WebSessionListOrgsRow{}
 	for rows.Next() {
 		var i WebSessionListOrgsRow
-		if err := rows.Scan(&i.OrgID, &i.Role); err != nil {
+		if err := rows.Scan(&i.OrgID, &i.Role, &i.Deactivated); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -92,9 +92,13 @@ func (h *Handler) adminActor(w http.ResponseWriter, r *http.Request, sess web.Se
 	return c, true
 }
 
+// MsgDeactivated refuses a person on the pages of an organisation that deactivated them.
+const MsgDeactivated = "You are no longer an active member of this organisation; an owner or admin can reactivate you."
+
 // orgActor resolves the person's organisation (?org= when it is one of theirs, else
-// their first) and role there, whatever the role; a person without one gets 403 with
-// refusal on a page titled title.
+// their first where they are active) and role there, whatever the role; a person without
+// one gets 403 with refusal on a page titled title, and one the organisation deactivated
+// 403 with MsgDeactivated: deactivation ends every right in it, an admin's included.
 func (h *Handler) orgActor(w http.ResponseWriter, r *http.Request, sess web.Session, title, refusal string) (adminCtx, bool) {
 	rows, err := h.deps.Resolver.PersonOrgs(r.Context(), sess.ID)
 	if err != nil {
@@ -106,11 +110,21 @@ func (h *Handler) orgActor(w http.ResponseWriter, r *http.Request, sess web.Sess
 		return adminCtx{}, false
 	}
 	pick := rows[0]
+	for _, o := range rows {
+		if !o.Deactivated {
+			pick = o
+			break
+		}
+	}
 	want, _ := uuid.Parse(r.URL.Query().Get("org"))
 	for _, o := range rows {
 		if o.OrgID == want {
 			pick = o
 		}
+	}
+	if pick.Deactivated {
+		h.message(w, http.StatusForbidden, &sess, title, MsgDeactivated)
+		return adminCtx{}, false
 	}
 	c := adminCtx{w: w, r: r, sess: sess, a: admin.OrgActor{OrgID: pick.OrgID, UserID: sess.Person.ID, Name: sess.Person.Name, Role: pick.Role}}
 	if want == pick.OrgID {

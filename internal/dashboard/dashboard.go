@@ -380,22 +380,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // orgs returns the person's organisations and the one the page acts for: ?org= when it is
-// one of theirs, else their first.
-func (h *Handler) orgs(r *http.Request, sess web.Session) ([]uuid.UUID, error) {
+// one of theirs, else their first. An organisation that deactivated the person is not
+// theirs here: they act for it in nothing (deactivated says there was one).
+func (h *Handler) orgs(r *http.Request, sess web.Session) (out []uuid.UUID, deactivated bool, err error) {
 	rows, err := h.deps.Resolver.PersonOrgs(r.Context(), sess.ID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	out := make([]uuid.UUID, 0, len(rows))
+	out = make([]uuid.UUID, 0, len(rows))
 	want, _ := uuid.Parse(r.URL.Query().Get("org"))
 	for _, o := range rows {
+		if o.Deactivated {
+			deactivated = true
+			continue
+		}
 		if o.OrgID == want {
 			out = append([]uuid.UUID{o.OrgID}, out...)
 		} else {
 			out = append(out, o.OrgID)
 		}
 	}
-	return out, nil
+	return out, deactivated, nil
 }
 
 // room resolves the person in a room (its id as the path spells it) for the first of
@@ -407,7 +412,7 @@ func (h *Handler) room(w http.ResponseWriter, r *http.Request, sess web.Session,
 	if !ok {
 		return tenancy.Scope{}, false
 	}
-	orgs, err := h.orgs(r, sess)
+	orgs, _, err := h.orgs(r, sess)
 	if err != nil {
 		h.unavailable(w, r, &sess, "organisations", err)
 		return tenancy.Scope{}, false
@@ -432,7 +437,7 @@ func (h *Handler) room(w http.ResponseWriter, r *http.Request, sess web.Session,
 }
 
 func (h *Handler) home(w http.ResponseWriter, r *http.Request, sess web.Session) {
-	orgs, err := h.orgs(r, sess)
+	orgs, deactivated, err := h.orgs(r, sess)
 	if err != nil {
 		h.unavailable(w, r, &sess, "organisations", err)
 		return
@@ -440,6 +445,9 @@ func (h *Handler) home(w http.ResponseWriter, r *http.Request, sess web.Session)
 	v := view{Title: "Home", Person: sess.Person, CSRF: sess.CSRF()}
 	if len(orgs) == 0 {
 		v.Message = "You do not belong to any organisation yet."
+		if deactivated {
+			v.Message = MsgDeactivated
+		}
 		h.render(w, http.StatusOK, "home", v)
 		return
 	}

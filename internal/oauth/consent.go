@@ -78,6 +78,9 @@ func (s *Server) choices(ctx context.Context, sess web.Session, res auth.Resourc
 			}
 		}
 		for _, o := range orgs {
+			if o.Deactivated {
+				continue // a deactivated member acts for the organisation in nothing
+			}
 			tx.SetTenant(pg.Tenant{OrgID: o.OrgID, ProjectID: projectID})
 			orgName, err := s.deps.Q.OrganisationGetName(ctx, tx, o.OrgID)
 			if err != nil {

@@ -9,7 +9,8 @@
 -- an agreement with its host (in any state: Scope.Admitted decides on it). On Citus the
 -- membership (by organisation) and the agreement (by project) are in two shard groups:
 -- the agreement is a CTE pinned to both ids, and the session (a table of the coordinator)
--- a scalar subquery, so Citus plans each part on its own, one shard each.
+-- a scalar subquery, so Citus plans each part on its own, one shard each. A deactivated
+-- member enters no room.
 WITH ag AS MATERIALIZED (
   SELECT a.status, a.grants FROM agreement a
   WHERE a.project_id = sqlc.arg(project_id) AND a.guest_org_id = sqlc.arg(org_id)
@@ -22,7 +23,7 @@ JOIN organisation o ON o.id = om.org_id
 JOIN project p ON p.id = sqlc.arg(project_id)
 JOIN organisation ho ON ho.id = p.host_org_id
 LEFT JOIN ag ON true
-WHERE om.org_id = sqlc.arg(org_id)
+WHERE om.org_id = sqlc.arg(org_id) AND om.deactivated_at IS NULL
   AND om.user_id = (SELECT s.user_id FROM web_session s
                     WHERE s.session_id = sqlc.arg(session_id)::text AND s.expires_at > now())
   AND (p.host_org_id = om.org_id OR ag.status IS NOT NULL);

@@ -99,13 +99,14 @@ WHERE org_id = sqlc.arg(org_id) AND grant_id = sqlc.arg(grant_id) AND kind = 're
 
 -- name: OAuthGrantGetLive :one
 -- A grant as its tokens act, under its organisation's tenant, only while everything it
--- rests on holds: not revoked, its client not revoked, its person still a member of the
--- organisation, and (when it acts as an agent) the agent still holding an active key.
+-- rests on holds: not revoked, its client not revoked, its person still an active
+-- (not deactivated) member of the organisation, and (when it acts as an agent) the agent
+-- still holding an active key.
 -- Every table names the organisation by value, so Citus routes it to one shard group.
 SELECT g.id, g.user_id, g.client_id, g.resource, g.agent_id, g.part, g.scopes
 FROM oauth_grant g
 JOIN oauth_client c ON c.client_id = g.client_id AND c.revoked_at IS NULL
-JOIN org_member om ON om.org_id = sqlc.arg(org_id) AND om.user_id = g.user_id
+JOIN org_member om ON om.org_id = sqlc.arg(org_id) AND om.user_id = g.user_id AND om.deactivated_at IS NULL
 WHERE g.org_id = sqlc.arg(org_id) AND g.id = sqlc.arg(id) AND g.revoked_at IS NULL
   AND (g.agent_id IS NULL OR EXISTS (SELECT 1 FROM agent_key k
        WHERE k.org_id = sqlc.arg(org_id) AND k.agent_id = g.agent_id AND k.revoked_at IS NULL));

@@ -22,8 +22,9 @@ DELETE FROM web_session WHERE session_id = sqlc.arg(session_id)::text;
 -- The organisations of a session's person (the session named in app.lookup). The session
 -- is a scalar subquery, not a join: on Citus, joining org_member (sharded) with
 -- web_session (a table of the coordinator) crashed the coordinator's backend (signal 11,
--- Citus 13.2.2), while the subquery is planned on its own first.
-SELECT om.org_id, om.role FROM org_member om
+-- Citus 13.2.2), while the subquery is planned on its own first. A deactivated membership
+-- is listed, marked, so that its pages can say why they refuse the person.
+SELECT om.org_id, om.role, (om.deactivated_at IS NOT NULL)::boolean AS deactivated FROM org_member om
 WHERE om.user_id = (SELECT s.user_id FROM web_session s WHERE s.session_id = sqlc.arg(session_id)::text)
 ORDER BY om.created_at, om.org_id;
 
