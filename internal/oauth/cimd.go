@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +19,7 @@ import (
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/egress"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/throttle"
 )
 
 // Client ID metadata documents (draft-ietf-oauth-client-id-metadata-document, MCP
@@ -105,6 +105,15 @@ func (s *Server) fetchClient(ctx context.Context, id string) (client, error) {
 	if revoked {
 		return client{}, errNoClient
 	}
+	// Anyone may name a document: each fetch counts against the asking address, as a
+	// registration does, so no address makes the server fetch (or store clients) at will.
+	if address, _ := ctx.Value(clientAddressKey{}).(string); s.deps.Registrations != nil && address != "" {
+		at := throttle.Attempt{Address: "register/" + address, Always: true}
+		if err := s.deps.Registrations.Admit(ctx, at); err != nil {
+			return refuse("too many documents fetched for this address: retry later")
+		}
+		defer s.deps.Registrations.Refused(ctx, at)
+	}
 	ctx, cancel := context.WithTimeout(ctx, MetadataDocumentTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
@@ -112,13 +121,19 @@ func (s *Server) fetchClient(ctx context.Context, id string) (client, error) {
 		return refuse("the client_id is not a URL")
 	}
 	req.Header.Set("Accept", "application/json")
+	// What went wrong goes to the log, not to the asker: the dial error names the
+	// address the server's resolver gave (an internal name's, even when refused), and
+	// the status of a URL fetched from the server's network position is the server's to
+	// know.
 	resp, err := s.documentClient().Do(req)
 	if err != nil {
-		return refuse("could not be fetched (%s)", errors.Unwrap(err))
+		s.deps.Log.InfoContext(ctx, "oauth: client metadata document not fetched", "client_id", id, "error", err.Error())
+		return refuse("could not be fetched from that URL")
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return refuse("fetching it answered HTTP %d", resp.StatusCode)
+		s.deps.Log.InfoContext(ctx, "oauth: client metadata document not fetched", "client_id", id, "status", resp.StatusCode)
+		return refuse("fetching it did not answer 200 OK")
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MetadataDocumentMaxBytes+1))
 	if err != nil {

@@ -10,12 +10,15 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/oauth"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/throttle"
 )
 
 const publicURL = "http://127.0.0.1:1"
@@ -81,8 +84,56 @@ func TestClientIDMetadataDocuments(t *testing.T) {
 	t.Run("a document at a private address is not fetched", func(t *testing.T) {
 		doc = `{"client_id":"` + strings.Replace(id, "http://", "https://", 1) + `","redirect_uris":["http://127.0.0.1/callback"]}`
 		status, loc, body := authorizeWith(t, newServer(false), strings.Replace(id, "http://", "https://", 1))
-		if status == http.StatusFound || !strings.Contains(body, "not a public address") {
+		if status == http.StatusFound || !strings.Contains(body, "could not be fetched") {
 			t.Fatalf("%d %q %s", status, loc, body)
 		}
 	})
+	t.Run("a failed fetch says nothing of what the server's network answered", func(t *testing.T) {
+		// The dial error named the address the server's resolver gave an internal name,
+		// and a status told what the URL answered from the server's network position.
+		for _, cid := range []string{"https://localhost:8443/x", docs.URL + "/missing.json"} {
+			srv := newServer(false)
+			if strings.HasPrefix(cid, docs.URL) {
+				srv = newServer(true)
+				doc = ""
+			}
+			status, _, body := authorizeWith(t, srv, cid)
+			if status != http.StatusBadRequest || strings.Contains(body, "127.0.0.1") || strings.Contains(body, "dial") || strings.Contains(body, "500") {
+				t.Fatalf("%s: %d %s", cid, status, body)
+			}
+		}
+	})
+}
+
+// TestMetadataDocumentFetchesAreCounted: anyone may name a client metadata document at
+// /authorize, so each fetch counts against the asking address like a registration: an
+// address past the limit makes the server fetch nothing more. Before, every request
+// fetched (a failed document is not kept), and valid documents stored clients past the
+// /register limit.
+func TestMetadataDocumentFetchesAreCounted(t *testing.T) {
+	t.Parallel()
+	d, _ := pgtest.Open(t)
+	var hits atomic.Int64
+	docs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	t.Cleanup(docs.Close)
+	const limit = 5
+	s, err := oauth.NewHandler(oauth.Deps{DB: d, Q: db.New(), PublicURL: publicURL, Log: slog.New(slog.DiscardHandler), MetadataDocumentsAllowPrivate: true,
+		Registrations: throttle.New(d, throttle.Limits{Window: time.Minute, PerAddress: limit}, slog.New(slog.DiscardHandler), nil),
+		ClientAddress: func(*http.Request) string { return "198.51.100.7" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for i := range 3 * limit {
+		_, _, last = authorizeWith(t, s, fmt.Sprintf("%s/client-%d.json", docs.URL, i))
+	}
+	if n := hits.Load(); n != limit {
+		t.Fatalf("%d documents fetched for one address, want %d", n, limit)
+	}
+	if !strings.Contains(last, "too many documents fetched for this address") {
+		t.Fatalf("the refusal: %s", last)
+	}
 }

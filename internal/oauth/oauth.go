@@ -138,21 +138,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// only the content type).
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Pragma", "no-cache")
-		s.op.ServeHTTP(w, r)
+		s.op.ServeHTTP(w, s.withClientAddress(r))
 	case p == RouteAuthorize:
-		// op hands Authorize the request's context, not the request: the client address
-		// (for the pending-request limit) travels in it.
-		if s.deps.ClientAddress != nil {
-			r = r.WithContext(context.WithValue(r.Context(), clientAddressKey{}, s.deps.ClientAddress(r)))
-		}
-		s.op.ServeHTTP(&issuerRedirects{ResponseWriter: w, issuer: s.issuer}, r)
+		s.op.ServeHTTP(&issuerRedirects{ResponseWriter: w, issuer: s.issuer}, s.withClientAddress(r))
 	default:
 		http.NotFound(w, r)
 	}
 }
 
-// clientAddressKey carries the client address of an /authorize request to Authorize.
+// clientAddressKey carries the client address of an /authorize, /token or /revoke
+// request to what op calls with the request's context only (Authorize's pending-request
+// limit, the metadata document fetch's limit).
 type clientAddressKey struct{}
+
+func (s *Server) withClientAddress(r *http.Request) *http.Request {
+	if s.deps.ClientAddress == nil {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), clientAddressKey{}, s.deps.ClientAddress(r)))
+}
 
 // issuerRedirects adds iss to the error redirects op writes itself (a prompt, scope,
 // response type or challenge method it refuses before our Authorize runs): RFC 9207 wants
