@@ -459,6 +459,40 @@ func TestAuthorizationRefusals(t *testing.T) {
 			t.Fatalf("%d authorization requests kept", n)
 		}
 	})
+	t.Run("a state or challenge that is not text, or a challenge not S256's shape, is refused and no request is kept", func(t *testing.T) {
+		// They reached the database: a NUL answered server_error (an ERROR log line per
+		// anonymous request) with the NUL echoed back in state.
+		f := newFlow(t, s, room)
+		for name, mod := range map[string]func(url.Values){
+			"state with a NUL":        func(v url.Values) { v.Set("state", "a\x00b") },
+			"state not UTF-8":         func(v url.Values) { v.Set("state", "a\xffb") },
+			"challenge with a NUL":    func(v url.Values) { v.Set("code_challenge", strings.Repeat("c", 42)+"\x00") },
+			"challenge of 42 chars":   func(v url.Values) { v.Set("code_challenge", strings.Repeat("c", 42)) },
+			"challenge not base64url": func(v url.Values) { v.Set("code_challenge", strings.Repeat("c", 42)+"+") },
+		} {
+			resp, _ := f.br.get(f.authURL(mod))
+			loc, _ := url.Parse(resp.Header.Get("Location"))
+			if resp.StatusCode != http.StatusFound || loc.Query().Get("error") != "invalid_request" || strings.ContainsAny(loc.Query().Get("state"), "\x00\xff") {
+				t.Fatalf("%s: %d %.200s", name, resp.StatusCode, resp.Header.Get("Location"))
+			}
+		}
+		if n := ownerCount(t, s, `SELECT count(*) FROM oauth_auth_request WHERE client_id = $1`, f.clientID); n != 0 {
+			t.Fatalf("%d authorization requests kept", n)
+		}
+	})
+	t.Run("a client_id that is not text is refused, not a server error, at both endpoints", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		for _, id := range []string{"a\x00b", "a\xffb"} {
+			resp, body := f.br.get(f.authURL(func(v url.Values) { v.Set("client_id", id) }))
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "invalid_client") {
+				t.Fatalf("/authorize with client_id %q: %d %s", id, resp.StatusCode, body)
+			}
+			status, m := f.token(t, url.Values{"grant_type": {"authorization_code"}, "client_id": {id}, "code": {"x"}, "code_verifier": {f.verifier}, "redirect_uri": {callbackURL}})
+			if status != http.StatusBadRequest && status != http.StatusUnauthorized || m["error"] == "server_error" {
+				t.Fatalf("/token with client_id %q: %d %v", id, status, m)
+			}
+		}
+	})
 	t.Run("a resource that is not ours", func(t *testing.T) {
 		f := newFlow(t, s, "https://elsewhere.example/api/mcp")
 		resp, _ := f.br.get(f.authURL(nil))

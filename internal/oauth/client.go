@@ -18,6 +18,7 @@ import (
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/text"
 	"github.com/relayroom/relayroom/internal/throttle"
 )
 
@@ -65,7 +66,7 @@ func (c client) IsScopeAllowed(scope string) bool {
 var errNoClient = oidc.ErrInvalidClient().WithDescription("unknown client")
 
 func (s *Server) clientByID(ctx context.Context, id string) (client, error) {
-	if id == "" || len(id) > 2048 || strings.Contains(id, ",") {
+	if id == "" || len(id) > 2048 || strings.Contains(id, ",") || text.Check(id) != nil {
 		return client{}, errNoClient
 	}
 	var row db.OAuthClientGetByIDRow

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 
 	"github.com/google/uuid"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -13,6 +14,7 @@ import (
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/text"
 	"github.com/relayroom/relayroom/internal/throttle"
 )
 
@@ -52,6 +54,10 @@ func (o *opServer) VerifyAuthRequest(ctx context.Context, r *op.Request[oidc.Aut
 	return &op.ClientRequest[oidc.AuthRequest]{Request: r, Client: c}, nil
 }
 
+// s256Challenge is an S256 code challenge: BASE64URL(SHA256(verifier)) without padding,
+// 43 characters (RFC 7636 4.2). Anything else could never match a verifier.
+var s256Challenge = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+
 // Authorize runs with a redirect URI the client registered: it requires PKCE S256 and a
 // resource that is one of our endpoints, keeps the request, and sends the person to the
 // consent page (which signs them in first).
@@ -66,8 +72,15 @@ func (o *opServer) Authorize(ctx context.Context, r *op.ClientRequest[oidc.AuthR
 	if len(d.State) > MaxStateBytes {
 		return o.s.errorRedirect(d.RedirectURI, "", oidc.ErrInvalidRequest().WithDescription("state is longer than %d bytes", MaxStateBytes))
 	}
+	if text.Check(d.State) != nil {
+		// Not echoed back: a NUL or invalid UTF-8 has no place in a URL the client reads.
+		return o.s.errorRedirect(d.RedirectURI, "", oidc.ErrInvalidRequest().WithDescription("state must be text"))
+	}
 	if len(d.CodeChallenge) > MaxCodeChallengeBytes {
 		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrInvalidRequest().WithDescription("code_challenge is longer than %d characters", MaxCodeChallengeBytes))
+	}
+	if !s256Challenge.MatchString(d.CodeChallenge) {
+		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrInvalidRequest().WithDescription("code_challenge must be the 43 base64url characters of an S256 challenge"))
 	}
 	resources := r.Form["resource"]
 	if len(resources) != 1 {
