@@ -198,7 +198,9 @@ func (s *Service) SetInboxAccess(ctx context.Context, m Member, public string, r
 		return err
 	}
 	if !restricted {
-		members = nil
+		// Not nil: "every member but none of these" must drop the whole list, and a
+		// NULL array made it drop nobody.
+		members = []uuid.UUID{}
 	}
 	err := s.db.InTenant(ctx, m.tenant(), func(tx *pg.Tx) error {
 		id, _, err := s.inbox(ctx, tx, m, public)

@@ -201,3 +201,24 @@ func TestApplyLeavesWhatItDoesNotName(t *testing.T) {
 		}
 	})
 }
+
+// TestOpeningAnInboxDropsItsList: opening a restricted inbox to the workspace forgets whom
+// it was restricted to. The list was passed as a NULL array, which dropped nobody: the
+// dashboard went on naming them as listed on an inbox everyone sees.
+func TestOpeningAnInboxDropsItsList(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	ana := desk.Member{OrgID: fx.acme, UserID: fx.users["ana@acme.test"], Name: "Ana", Role: desk.RoleOwner}
+	support := fx.res.Desk["acme"].Inboxes["support"].ID
+	if err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{fx.users["bo@acme.test"]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.svc.SetInboxAccess(ctx, ana, support, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := testfix.Scalar[int](t, fx.d, `SELECT count(*) FROM desk_inbox_member m JOIN desk_inbox i ON i.org_id = m.org_id AND i.id = m.inbox_id
+		WHERE i.org_id = $1 AND i.slug = 'support'`, fx.acme); n != 0 {
+		t.Fatalf("%d members still listed on the opened inbox", n)
+	}
+}
