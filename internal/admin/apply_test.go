@@ -129,7 +129,10 @@ func TestApplyRefusesABadFileWholeNamingEachProblem(t *testing.T) {
 	ctx := context.Background()
 	svc, _ := newService(t)
 	bad := strings.Replace(demo, "- {agent: globex/qa-lead, part: qa-lead, access: write}", "- {agent: acme/nobody, part: qa-lead, access: admin}", 1)
-	bad = strings.Replace(bad, "plan: growth", "plan: platinum", 1)
+	// Go knows "Local" (the server machine's zone); PostgreSQL, which computes the desk
+	// reports' days, does not: every report of the workspace failed.
+	bad = strings.Replace(bad, "timezone: America/Los_Angeles", "timezone: Local", 1)
+	bad = strings.Replace(bad, "{slug: globex, name: Globex, plan: growth}", "{slug: globex, name: Globex, plan: platinum, timezone: localtime}", 1)
 	_, err := svc.Apply(ctx, parse(t, bad), admin.Options{})
 	var problems admin.Problems
 	if !errors.As(err, &problems) {
@@ -139,6 +142,8 @@ func TestApplyRefusesABadFileWholeNamingEachProblem(t *testing.T) {
 		`projects[0].members[1].agent: unknown agent "acme/nobody"`,
 		`projects[0].members[1].access: must be one of read, write, manager, got "admin"`,
 		`organisations[1].plan: must be one of trial, starter, growth, scale, got "platinum"`,
+		`organisations[0].timezone: unknown time zone "Local"`,
+		`organisations[1].timezone: unknown time zone "localtime"`,
 	)
 	// Nothing was half-applied: the valid organisations of the bad file do not exist.
 	orgs, err := svc.ListOrganisations(ctx)

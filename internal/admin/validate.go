@@ -7,9 +7,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/relayroom/relayroom/internal/desk"
+	"github.com/relayroom/relayroom/internal/tenancy"
 )
 
 var (
@@ -87,8 +87,8 @@ func validate(f *File, k known) Problems {
 		if o.Timezone == "" {
 			o.Timezone = "UTC"
 		}
-		if _, err := time.LoadLocation(o.Timezone); err != nil {
-			add(path+".timezone", "unknown time zone %q", o.Timezone)
+		if _, err := tenancy.LoadTimezone(o.Timezone); err != nil {
+			add(path+".timezone", "%v", err)
 		}
 	}
 

@@ -109,7 +109,7 @@ var funcs = template.FuncMap{
 
 // inZone is t in the IANA zone tz; an unknown zone shows UTC rather than fail a page.
 func inZone(t time.Time, tz string) time.Time {
-	loc, err := time.LoadLocation(tz)
+	loc, err := tenancy.LoadTimezone(tz)
 	if err != nil {
 		return t.UTC()
 	}

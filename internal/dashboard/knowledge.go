@@ -221,7 +221,7 @@ func parseLocal(v, tz string) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
-	loc, err := time.LoadLocation(tz)
+	loc, err := tenancy.LoadTimezone(tz)
 	if err != nil {
 		loc = time.UTC
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/tenancy"
 )
 
 // Demo's size: DemoConversations over the DemoDays before now, in the workspace's days.
@@ -41,7 +42,7 @@ var demoTopics = []struct{ subject, ask, answer string }{
 // many it added.
 func SeedDemo(ctx context.Context, tx *pg.Tx, orgID uuid.UUID, tz string, now time.Time, inboxes []string, members []uuid.UUID) (int, error) {
 	q := db.New()
-	loc, err := time.LoadLocation(tz)
+	loc, err := tenancy.LoadTimezone(tz)
 	if err != nil {
 		return 0, fmt.Errorf("desk demo: timezone: %w", err)
 	}

@@ -229,14 +229,16 @@ func (s *Service) admit(ctx context.Context, sc tenancy.Scope, scope string, wri
 // location is the workspace's timezone (UTC when it cannot be loaded: the organisation's
 // timezone is checked when it is set, so this only guards a broken tz database).
 func (c caller) location() *time.Location {
-	if loc, err := time.LoadLocation(c.tz); err == nil {
+	if loc, err := tenancy.LoadTimezone(c.tz); err == nil {
 		return loc
 	}
 	return time.UTC
 }
 
+// tzName is the name of location() for PostgreSQL: a stored zone it does not know
+// ("Local", from before such a zone was refused) is UTC, as in Go.
 func (c caller) tzName() string {
-	if _, err := time.LoadLocation(c.tz); err != nil || c.tz == "" {
+	if _, err := tenancy.LoadTimezone(c.tz); err != nil {
 		return "UTC"
 	}
 	return c.tz

@@ -12,6 +12,7 @@ import (
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 func values(r desk.Report) []any {
@@ -98,6 +99,15 @@ func TestGetReport(t *testing.T) {
 	t.Run("owners and admins only", func(t *testing.T) {
 		_, err := fx.svc.GetReport(ctx, fx.scope("acme", "bo@acme.test"), desk.ReportInput{Metric: desk.MetricConversationVolume, StartDate: "2026-11-01", EndDate: "2026-11-01"})
 		wantErr(t, err, apperr.Forbidden, "FORBIDDEN", desk.MsgReportsRole)
+	})
+	t.Run("a stored zone PostgreSQL does not know reports in UTC, not INTERNAL", func(t *testing.T) {
+		// "Local" passed the admin file's check before it was refused there.
+		testfix.OpAll(t, fx.d, testfix.Stmt{SQL: `UPDATE organisation SET timezone = 'Local' WHERE id = $1`, Args: []any{fx.acme}})
+		defer testfix.OpAll(t, fx.d, testfix.Stmt{SQL: `UPDATE organisation SET timezone = 'America/Los_Angeles' WHERE id = $1`, Args: []any{fx.acme}})
+		r, err := fx.svc.GetReport(ctx, fx.scope("acme", "al@acme.test"), desk.ReportInput{Metric: desk.MetricConversationVolume, StartDate: "2026-11-01", EndDate: "2026-11-02"})
+		if err != nil || r.Timezone != "UTC" {
+			t.Fatalf("%+v %v", r, err)
+		}
 	})
 }
 
