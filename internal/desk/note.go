@@ -70,17 +70,36 @@ func (s *Service) AddPrivateNote(ctx context.Context, sc tenancy.Scope, in NoteI
 	if n := len([]rune(in.IdempotencyKey)); n < MinIdempotencyKey || n > MaxIdempotencyKey {
 		return NoteResult{}, invalid("argument \"idempotency_key\" must hold %d to %d characters", MinIdempotencyKey, MaxIdempotencyKey)
 	}
-	if f := s.secrets.Scan(in.Body); len(f) > 0 {
-		return NoteResult{}, invalid(MsgNoteSecret, f[0].Kind)
-	}
+	// A live key answers first, whatever the arguments say now: the same call replays
+	// its note, and changed arguments (another conversation, one that is gone, a body
+	// the secret scan refuses) are IDEMPOTENCY_CONFLICT, as the contract says, not an
+	// error that would have the caller write the note again under a new key.
 	conv, ok := parseID(PrefixConversation, in.ConversationID)
-	if !ok {
-		return NoteResult{}, conversationNotFound()
-	}
 	now := s.clock()
 	fp := noteFingerprint(conv, in.Body)
 	var out NoteResult
+	keyed := func(rec db.DeskNoteKeyGetRow) error {
+		if subtle.ConstantTimeCompare(rec.Fingerprint, fp) != 1 || !ok {
+			return apperr.New(apperr.Conflict, MsgNoteConflict).WithReason(ReasonIdempotencyConflict)
+		}
+		out = NoteResult{Note: Note{ID: publicID(PrefixNote, rec.MessageID), ConversationID: publicID(PrefixConversation, rec.ConversationID),
+			Visibility: "internal", Body: rec.Body}, Replayed: true}
+		return nil
+	}
 	err = s.db.InTenant(ctx, c.tenant(), func(tx *pg.Tx) error {
+		rec, err := s.q.DeskNoteKeyGet(ctx, tx, db.DeskNoteKeyGetParams{OrgID: c.org, UserID: c.user, Key: in.IdempotencyKey, ExpiredBefore: now.Add(-NoteKeyRetention)})
+		if err == nil {
+			return keyed(rec)
+		}
+		if !pg.IsNoRows(err) {
+			return fmt.Errorf("read note key: %w", err)
+		}
+		if !ok {
+			return conversationNotFound()
+		}
+		if f := s.secrets.Scan(in.Body); len(f) > 0 {
+			return invalid(MsgNoteSecret, f[0].Kind)
+		}
 		if _, err := s.q.DeskConversationGet(ctx, tx, db.DeskConversationGetParams{OrgID: c.org, ID: conv, SeesAll: c.seesAll(), UserID: c.user}); pg.IsNoRows(err) {
 			return conversationNotFound()
 		} else if err != nil {
@@ -99,17 +118,13 @@ func (s *Service) AddPrivateNote(ctx context.Context, sc tenancy.Scope, in NoteI
 			out = NoteResult{Note: Note{ID: publicID(PrefixNote, id), ConversationID: publicID(PrefixConversation, conv), Visibility: "internal", Body: in.Body}}
 			return nil
 		}
-		// The key is live: the same call again replays its note, another is refused.
-		rec, err := s.q.DeskNoteKeyGet(ctx, tx, db.DeskNoteKeyGetParams{OrgID: c.org, UserID: c.user, Key: in.IdempotencyKey, ExpiredBefore: now.Add(-NoteKeyRetention)})
+		// A concurrent call claimed the key first (it committed while this one waited on
+		// the key): the same call again replays its note, another is refused.
+		rec, err = s.q.DeskNoteKeyGet(ctx, tx, db.DeskNoteKeyGetParams{OrgID: c.org, UserID: c.user, Key: in.IdempotencyKey, ExpiredBefore: now.Add(-NoteKeyRetention)})
 		if err != nil {
 			return fmt.Errorf("read note key: %w", err)
 		}
-		if subtle.ConstantTimeCompare(rec.Fingerprint, fp) != 1 {
-			return apperr.New(apperr.Conflict, MsgNoteConflict).WithReason(ReasonIdempotencyConflict)
-		}
-		out = NoteResult{Note: Note{ID: publicID(PrefixNote, rec.MessageID), ConversationID: publicID(PrefixConversation, rec.ConversationID),
-			Visibility: "internal", Body: rec.Body}, Replayed: true}
-		return nil
+		return keyed(rec)
 	})
 	if err != nil {
 		return NoteResult{}, pg.Classify("desk: add private note", err)

@@ -157,6 +157,25 @@ func TestAddPrivateNote(t *testing.T) {
 		other.ConversationID = fx.conv["refund"]
 		_, err = fx.svc.AddPrivateNote(ctx, bo, other)
 		wantErr(t, err, apperr.Conflict, "IDEMPOTENCY_CONFLICT", "different arguments")
+		// The key answers before the arguments are looked at: a conversation that is gone
+		// or hidden, or a body the secret scan refuses, was NOT_FOUND or INVALID_ARGUMENT,
+		// which would have the caller write the note again under a new key.
+		key, _, err := auth.Generate(auth.AgentKeyPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, mod := range map[string]func(*desk.NoteInput){
+			"a conversation that does not exist": func(n *desk.NoteInput) { n.ConversationID = "conv_999999" },
+			"a conversation id that is not one":  func(n *desk.NoteInput) { n.ConversationID = "nope" },
+			"a body holding a credential":        func(n *desk.NoteInput) { n.Body = "their key is " + key },
+		} {
+			other = in
+			mod(&other)
+			_, err = fx.svc.AddPrivateNote(ctx, bo, other)
+			if e, ok := apperr.As(err); !ok || e.Code != apperr.Conflict {
+				t.Fatalf("%s: %v, want IDEMPOTENCY_CONFLICT", name, err)
+			}
+		}
 	})
 	t.Run("keys are the member's: another member's same key writes its own note", func(t *testing.T) {
 		r, err := fx.svc.AddPrivateNote(ctx, fx.scope("acme", "cy@acme.test"), in)
