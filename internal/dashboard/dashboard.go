@@ -105,6 +105,8 @@ var funcs = template.FuncMap{
 	// clock is the hour and minute in the viewer's timezone, as the "limited until" badge shows it.
 	"clock": func(t any, tz string) string { return inZone(timeOf(t), tz).Format("15:04") },
 	"has":   has, // a checkbox's state (admin.go)
+	// maxPost is the composer's bound, the one the rooms service holds.
+	"maxPost": func() int { return rooms.MaxPost },
 }
 
 // inZone is t in the IANA zone tz; an unknown zone shows UTC rather than fail a page.

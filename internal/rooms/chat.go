@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -33,6 +34,11 @@ func (s *Service) PostMessage(ctx context.Context, sc tenancy.Scope, content str
 	}
 	if strings.TrimSpace(content) == "" {
 		return PostResult{}, invalid("content must not be blank")
+	}
+	// The tool's schema says so too; a person's post from the dashboard reaches only this,
+	// and past the column's bound it failed as an internal error.
+	if n := utf8.RuneCountInString(content); n > MaxPost {
+		return PostResult{}, invalid("content must hold at most %d characters (it holds %d)", MaxPost, n)
 	}
 	content, err := s.mask(content, maxMessageRunes)
 	if err != nil {

@@ -3,11 +3,13 @@ package rooms_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
@@ -201,5 +203,23 @@ func TestNewWorkQueuesWakes(t *testing.T) {
 	}
 	if len(q.reqs) != 3 {
 		t.Fatalf("wakes: %d", len(q.reqs))
+	}
+}
+
+// TestPostMessageBoundsItsContent: the service holds post_message's bound itself, for the
+// dashboard's posts that no tool schema checks: past the column's bound such a post
+// failed as an internal error.
+func TestPostMessageBoundsItsContent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sc := e.scope("architect", e.one)
+	if _, err := e.svc.PostMessage(context.Background(), sc, strings.Repeat("é", rooms.MaxPost)); err != nil {
+		t.Fatalf("at the bound: %v", err)
+	}
+	for _, n := range []int{rooms.MaxPost + 1, 20_001} {
+		_, err := e.svc.PostMessage(context.Background(), sc, strings.Repeat("é", n))
+		if e, ok := apperr.As(err); !ok || e.Code != apperr.Invalid || !strings.Contains(e.Message, "at most 10000 characters") {
+			t.Fatalf("%d characters: %v", n, err)
+		}
 	}
 }
