@@ -73,14 +73,32 @@ func parseDeadline(s string) (*time.Time, error) {
 	if s == "" {
 		return nil, nil
 	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
+	// ISO 8601 writes T and Z in either case, and the offset with or without its colon.
+	v := strings.ToUpper(s)
+	for _, layout := range deadlineLayouts {
+		if t, err := time.Parse(layout, v); err == nil {
+			if y := t.UTC().Year(); y < minDeadlineYear || y > maxDeadlineYear {
+				return nil, invalid("deadline must be between the years %d and %d (got %q)", minDeadlineYear, maxDeadlineYear, s)
+			}
 			t = t.UTC()
 			return &t, nil
 		}
 	}
 	return nil, invalid("deadline must be an ISO 8601 date or date-time, e.g. 2026-09-15 or 2026-09-15T17:00:00Z (got %q)", s)
 }
+
+// deadlineLayouts are the forms of a deadline: a date-time with an offset (Z, +02:00 or
+// +0200; seconds and their fractions optional), one without (UTC), a date (midnight UTC).
+var deadlineLayouts = []string{
+	time.RFC3339Nano, "2006-01-02T15:04Z07:00", "2006-01-02T15:04:05.999999999Z0700", "2006-01-02T15:04Z0700",
+	"2006-01-02T15:04:05.999999999", "2006-01-02T15:04", "2006-01-02",
+}
+
+// The years a deadline may fall in: "0000-01-01" parses, and means nothing.
+const (
+	minDeadlineYear = 1970
+	maxDeadlineYear = 9999
+)
 
 func parseIDs(field string, in []string) ([]uuid.UUID, error) {
 	out := make([]uuid.UUID, 0, len(in))

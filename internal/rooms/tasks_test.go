@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/relayroom/relayroom/internal/rooms"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 func TestSendTaskAndInbox(t *testing.T) {
@@ -99,8 +101,34 @@ func TestSendTaskRefusals(t *testing.T) {
 	priv := str(e.call("architect", e.one, "write_memory", map[string]any{"content": "acme only", "is_private": true}).obj(t), "memory_id")
 	wantError(t, e.call("peter", e.one, "send_task", map[string]any{"to_agent_slug": "architect", "goal": "x", "memory_refs": []string{priv}}), "Memory entry not found: "+priv)
 	wantErrorPrefix(t, e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "x", "deadline": "next friday"}), "deadline must be an ISO 8601 date")
+	// "0000-01-01" parsed and was stored as a deadline 2,026 years ago.
+	wantErrorPrefix(t, e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "x", "deadline": "0000-01-01"}), "deadline must be between the years")
 	if n := e.count("SELECT count(*) FROM room_task"); n != 1 {
 		t.Fatalf("refused tasks stored: %d", n)
+	}
+}
+
+// TestDeadlineForms: the ISO 8601 forms agents write are read, as the same instant.
+func TestDeadlineForms(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for in, want := range map[string]string{
+		"2026-09-15T15:00:00Z":       "2026-09-15T15:00:00Z",
+		"2026-09-15t15:00:00z":       "2026-09-15T15:00:00Z",
+		"2026-09-15T15:00Z":          "2026-09-15T15:00:00Z",
+		"2026-09-15T17:00+02:00":     "2026-09-15T15:00:00Z",
+		"2026-09-15T17:00:00+0200":   "2026-09-15T15:00:00Z",
+		"2026-09-15T17:00:00.5+0200": "2026-09-15T15:00:00Z",
+		"2026-09-15":                 "2026-09-15T00:00:00Z",
+	} {
+		r := e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Deadline " + in, "deadline": in})
+		if r.IsError {
+			t.Fatalf("%q refused: %s", in, r.Text)
+		}
+		id := str(r.obj(t), "task_id")
+		if got := testfix.Scalar[time.Time](t, e.db, "SELECT deadline FROM room_task WHERE id = $1", id).UTC().Truncate(time.Second).Format(time.RFC3339); got != want {
+			t.Fatalf("%q stored as %s, want %s", in, got, want)
+		}
 	}
 }
 
