@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 
@@ -240,14 +241,19 @@ const MaxFilenameBytes = 255
 
 // CleanFilename trims an upload's name and refuses one the store cannot hold (a NUL,
 // invalid UTF-8: from a query parameter such as filename=%ff%fe.txt or a multipart
-// header) or one that could name a path.
+// header), one that could name a path (a slash, "." or ".."), and one whose characters
+// would show other than they are: a control character, or a format character such as
+// the right-to-left override that shows "invoice\u202Etxt.exe" as "invoiceexe.txt".
 func CleanFilename(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	if err := text.Check(name); err != nil {
 		return "", invalid("filename %v", err)
 	}
-	if name == "" || len(name) > MaxFilenameBytes || strings.ContainsAny(name, `/\`) {
-		return "", invalid("filename is required: 1-%d characters, no slashes", MaxFilenameBytes)
+	if name == "" || len(name) > MaxFilenameBytes || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+		return "", invalid("filename is required: 1-%d characters, no slashes, not . or ..", MaxFilenameBytes)
+	}
+	if i := strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }); i >= 0 {
+		return "", invalid("filename must not hold control or formatting characters (found %U)", []rune(name[i:])[0])
 	}
 	return name, nil
 }
@@ -257,6 +263,9 @@ func CleanFilename(name string) (string, error) {
 func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename, contentType string, content []byte) (UploadResult, error) {
 	if err := requireAgreement(sc); err != nil {
 		return UploadResult{}, err
+	}
+	if len(content) == 0 {
+		return UploadResult{}, invalid("the file is empty")
 	}
 	if int64(len(content)) > s.MaxAttachment() {
 		return UploadResult{}, s.TooLarge()

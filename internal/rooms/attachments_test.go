@@ -386,3 +386,43 @@ func TestAttachmentsPerTask(t *testing.T) {
 		}
 	})
 }
+
+// TestUploadsAreWhatTheyShow: a file is stored as sent and named as it shows. A multipart
+// upload whose Content-Type was not in lower case was stored whole, envelope and all;
+// names with control or formatting characters (the right-to-left override shows
+// "invoice\u202Etxt.exe" as "invoiceexe.txt"), "." and "..", and empty files were taken.
+func TestUploadsAreWhatTheyShow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Files"}).obj(t), "task_id")
+	t.Run("a multipart upload is read whatever the case of its media type", func(t *testing.T) {
+		var form bytes.Buffer
+		mw := multipart.NewWriter(&form)
+		fw, _ := mw.CreateFormFile("file", "cased.txt")
+		fw.Write([]byte("just the file"))
+		mw.Close()
+		ctype := strings.Replace(mw.FormDataContentType(), "multipart/form-data", "Multipart/Form-Data", 1)
+		code, m := e.upload("architect", task, "", ctype, form.Bytes())
+		if code != http.StatusCreated || m["filename"] != "cased.txt" || m["size_bytes"] != float64(len("just the file")) {
+			t.Fatalf("%d %v", code, m)
+		}
+	})
+	for name, filename := range map[string]string{
+		"a right-to-left override": "invoice\u202Etxt.exe",
+		"a control character":      "bell\a.txt",
+		"a zero-width space":       "report\u200b.pdf",
+		"a dot":                    ".",
+		"two dots":                 "..",
+	} {
+		t.Run("a name with "+name+" is refused", func(t *testing.T) {
+			if code, m := e.upload("architect", task, filename, "text/plain", []byte("x")); code != http.StatusBadRequest || !strings.HasPrefix(str(m, "error"), "filename") {
+				t.Fatalf("%q: %d %v", filename, code, m)
+			}
+		})
+	}
+	t.Run("an empty file is refused", func(t *testing.T) {
+		if code, m := e.upload("architect", task, "empty.txt", "text/plain", nil); code != http.StatusBadRequest || m["error"] != "the file is empty" {
+			t.Fatalf("%d %v", code, m)
+		}
+	})
+}

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"strings"
 
 	"github.com/google/uuid"
 
@@ -104,7 +103,9 @@ func (h *httpHandler) upload(w http.ResponseWriter, r *http.Request) {
 		name, ctype string
 		body        []byte
 	)
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+	// Media types are case-insensitive: "Multipart/Form-Data" was stored as a file
+	// holding the form's envelope.
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {
 		// The form's overhead is allowed on top of the file's own limit.
 		r.Body = http.MaxBytesReader(w, r.Body, limit+1<<20)
 		f, fh, err := r.FormFile("file")
