@@ -88,10 +88,10 @@ func (q *Queries) DeskConversationGetIDByExternal(ctx context.Context, db DBTX, 
 const deskConversationInsert = `-- name: DeskConversationInsert :one
 WITH ins AS (
   INSERT INTO desk_conversation (org_id, id, inbox_id, subject, status, assignee_user_id, customer_email, customer_name,
-    external_id, created_at, updated_at, resolved_at, search)
+    external_id, created_at, updated_at, resolved_at, first_resolved_at, search)
   VALUES ($1, $2, $3, $4, $5, $6,
     $7, $8, $9, $10, $10,
-    $11, strip(to_tsvector('simple', $4::text)))
+    $11, $11, strip(to_tsvector('simple', $4::text)))
   ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
   RETURNING id
 )
@@ -320,6 +320,9 @@ func (q *Queries) DeskConversationSearch(ctx context.Context, db DBTX, arg DeskC
 const deskConversationSetStatus = `-- name: DeskConversationSetStatus :exec
 UPDATE desk_conversation SET status = $1,
   resolved_at = CASE WHEN $1::text = 'resolved' THEN coalesce(resolved_at, $2::timestamptz) END,
+  -- The first resolution stays through a reopening: the reports count it (000054).
+  first_resolved_at = coalesce(first_resolved_at,
+    CASE WHEN $1::text = 'resolved' THEN coalesce(resolved_at, $2::timestamptz) END),
   updated_at = greatest(updated_at, $2::timestamptz)
 WHERE org_id = $3 AND id = $4
 `
@@ -1114,10 +1117,10 @@ WITH days AS (
     AND c.first_reply_at >= b.lo AND c.first_reply_at < b.hi
     AND ($6::bigint IS NULL OR c.inbox_id = $6::bigint)
   UNION ALL
-  SELECT width_bucket(c.resolved_at, b.e), extract(epoch FROM c.resolved_at - c.created_at)::float8
+  SELECT width_bucket(c.first_resolved_at, b.e), extract(epoch FROM c.first_resolved_at - c.created_at)::float8
   FROM desk_conversation c, bounds b
   WHERE $4::text = 'resolution_time' AND c.org_id = $5
-    AND c.resolved_at >= b.lo AND c.resolved_at < b.hi
+    AND c.first_resolved_at >= b.lo AND c.first_resolved_at < b.hi
     AND ($6::bigint IS NULL OR c.inbox_id = $6::bigint)
 ), per_day AS (
   SELECT o.n, count(*) AS observations, avg(o.secs) AS mean_seconds FROM obs o GROUP BY o.n
@@ -1146,7 +1149,8 @@ type DeskReportRow struct {
 // One row per day of [start_date, end_date] in the workspace's timezone: how many
 // observations of the metric fall on that day and their mean in seconds. An observation
 // belongs to the day its event happened there: a conversation's creation (volume), its
-// first public reply by a member (first response), its resolution (resolution time).
+// first public reply by a member (first response), its first resolution (resolution time:
+// first_resolved_at, which a reopening leaves, so past days stay as reported).
 // A day is the local calendar day, 23 or 25 hours long across a DST change. The days'
 // starts are computed once (edges: each day's local midnight as an instant, then the
 // end's), and an event's day is found by a binary search of its time among them

@@ -132,20 +132,21 @@ type Delivery struct {
 }
 
 type DeskConversation struct {
-	OrgID          uuid.UUID
-	ID             int64
-	InboxID        int64
-	Subject        string
-	Status         string
-	AssigneeUserID *uuid.UUID
-	CustomerEmail  string
-	CustomerName   string
-	ExternalID     *string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	ResolvedAt     *time.Time
-	FirstReplyAt   *time.Time
-	Search         interface{}
+	OrgID           uuid.UUID
+	ID              int64
+	InboxID         int64
+	Subject         string
+	Status          string
+	AssigneeUserID  *uuid.UUID
+	CustomerEmail   string
+	CustomerName    string
+	ExternalID      *string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	ResolvedAt      *time.Time
+	FirstReplyAt    *time.Time
+	Search          interface{}
+	FirstResolvedAt *time.Time
 }
 
 type DeskCounter struct {

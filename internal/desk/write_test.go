@@ -2,6 +2,7 @@ package desk_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -107,6 +108,26 @@ func TestGetReport(t *testing.T) {
 		r, err := fx.svc.GetReport(ctx, fx.scope("acme", "al@acme.test"), desk.ReportInput{Metric: desk.MetricConversationVolume, StartDate: "2026-11-01", EndDate: "2026-11-02"})
 		if err != nil || r.Timezone != "UTC" {
 			t.Fatalf("%+v %v", r, err)
+		}
+	})
+	t.Run("a reopening leaves a past day's resolution time as reported", func(t *testing.T) {
+		// "refund" was resolved on Nov 9 after 7200 s. Reopening it on the 10th removed
+		// the 9th's only observation; resolving it again moved it to a later day.
+		ingest := fx.scope("acme", "ana@acme.test", desk.ScopeIngestWrite, desk.ScopeConversationsRead)
+		before, err := report(desk.MetricResolutionTime, "2026-11-09", "2026-11-10", "")
+		if err != nil || !slices.Equal(values(before), []any{7200.0, nil}) {
+			t.Fatalf("before: %v %v", values(before), err)
+		}
+		for i, status := range []string{desk.StatusOpen, desk.StatusResolved} {
+			if _, err := fx.svc.IngestMessage(ctx, ingest, fx.conv["refund"], desk.IngestAppend{IngestMessage: desk.IngestMessage{
+				ExternalID: fmt.Sprintf("refund-again-%d", i), Type: desk.TypeCustomer, Body: "About that refund again.",
+				CreatedAt: new(at(fmt.Sprintf("2026-11-10T0%d:00:00Z", i+1)))}, Status: status}); err != nil {
+				t.Fatal(err)
+			}
+			r, err := report(desk.MetricResolutionTime, "2026-11-09", "2026-11-10", "")
+			if err != nil || !slices.Equal(values(r), []any{7200.0, nil}) {
+				t.Fatalf("after it was set %s again: %v %v", status, values(r), err)
+			}
 		}
 	})
 }

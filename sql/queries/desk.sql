@@ -212,7 +212,8 @@ LIMIT sqlc.arg(lim);
 -- One row per day of [start_date, end_date] in the workspace's timezone: how many
 -- observations of the metric fall on that day and their mean in seconds. An observation
 -- belongs to the day its event happened there: a conversation's creation (volume), its
--- first public reply by a member (first response), its resolution (resolution time).
+-- first public reply by a member (first response), its first resolution (resolution time:
+-- first_resolved_at, which a reopening leaves, so past days stay as reported).
 -- A day is the local calendar day, 23 or 25 hours long across a DST change. The days'
 -- starts are computed once (edges: each day's local midnight as an instant, then the
 -- end's), and an event's day is found by a binary search of its time among them
@@ -239,10 +240,10 @@ WITH days AS (
     AND c.first_reply_at >= b.lo AND c.first_reply_at < b.hi
     AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
   UNION ALL
-  SELECT width_bucket(c.resolved_at, b.e), extract(epoch FROM c.resolved_at - c.created_at)::float8
+  SELECT width_bucket(c.first_resolved_at, b.e), extract(epoch FROM c.first_resolved_at - c.created_at)::float8
   FROM desk_conversation c, bounds b
   WHERE sqlc.arg(metric)::text = 'resolution_time' AND c.org_id = sqlc.arg(org_id)
-    AND c.resolved_at >= b.lo AND c.resolved_at < b.hi
+    AND c.first_resolved_at >= b.lo AND c.first_resolved_at < b.hi
     AND (sqlc.narg(inbox_id)::bigint IS NULL OR c.inbox_id = sqlc.narg(inbox_id)::bigint)
 ), per_day AS (
   SELECT o.n, count(*) AS observations, avg(o.secs) AS mean_seconds FROM obs o GROUP BY o.n
@@ -331,10 +332,10 @@ RETURNING id;
 -- returns the existing conversation's id (created false).
 WITH ins AS (
   INSERT INTO desk_conversation (org_id, id, inbox_id, subject, status, assignee_user_id, customer_email, customer_name,
-    external_id, created_at, updated_at, resolved_at, search)
+    external_id, created_at, updated_at, resolved_at, first_resolved_at, search)
   VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(inbox_id), sqlc.arg(subject), sqlc.arg(status), sqlc.narg(assignee_user_id),
     sqlc.arg(customer_email), sqlc.arg(customer_name), sqlc.narg(external_id), sqlc.arg(created_at), sqlc.arg(created_at),
-    sqlc.narg(resolved_at), strip(to_tsvector('simple', sqlc.arg(subject)::text)))
+    sqlc.narg(resolved_at), sqlc.narg(resolved_at), strip(to_tsvector('simple', sqlc.arg(subject)::text)))
   ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
   RETURNING id
 )
@@ -405,6 +406,9 @@ SELECT (SELECT count(*) FROM conv)::bigint AS conversations, (SELECT count(*) FR
 -- A status change by the ingest API or an import (never by a desk tool).
 UPDATE desk_conversation SET status = sqlc.arg(status),
   resolved_at = CASE WHEN sqlc.arg(status)::text = 'resolved' THEN coalesce(resolved_at, sqlc.arg(at)::timestamptz) END,
+  -- The first resolution stays through a reopening: the reports count it (000054).
+  first_resolved_at = coalesce(first_resolved_at,
+    CASE WHEN sqlc.arg(status)::text = 'resolved' THEN coalesce(resolved_at, sqlc.arg(at)::timestamptz) END),
   updated_at = greatest(updated_at, sqlc.arg(at)::timestamptz)
 WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id);
 

@@ -1,0 +1,13 @@
+-- A conversation's first resolution, kept when it is reopened: the reports' resolution
+-- time is counted on it, so past days stay as they were reported.
+--
+-- resolved_at is the current resolution: reopening a conversation clears it (the CHECK
+-- of 000014 wants it null unless resolved), so a conversation resolved on the 9th and
+-- reopened on the 10th vanished from the 9th's resolution_time, and when resolved again
+-- its whole time landed on a later day: two exports of the same day disagreed.
+-- first_resolved_at is set by the first transition to resolved and never changes;
+-- 000055 fills it and indexes it.
+--
+-- A file of its own, one statement (docs/scale.md: a Citus coordinator whose tables are
+-- distributed refuses a file of several), written out so that sqlc sees the column.
+ALTER TABLE desk_conversation ADD COLUMN first_resolved_at timestamptz;
