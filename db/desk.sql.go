@@ -488,8 +488,9 @@ WHERE i.org_id = $1
   AND ($2::bool OR NOT i.restricted OR EXISTS (
         SELECT 1 FROM desk_inbox_member im
         WHERE im.org_id = $1 AND im.inbox_id = i.id AND im.user_id = $3))
-  AND ($4::text IS NULL OR (i.name, i.id) > ($4::text, $5::bigint))
-ORDER BY i.name, i.id
+  AND ($4::text IS NULL
+       OR (i.name COLLATE "und-x-icu", i.id) > ($4::text COLLATE "und-x-icu", $5::bigint))
+ORDER BY i.name COLLATE "und-x-icu", i.id
 LIMIT $6
 `
 
@@ -509,7 +510,10 @@ type DeskInboxListRow struct {
 }
 
 // A page of the inboxes the member sees, by name then id, after the keyset (after_name,
-// after_id), with each inbox's open conversations counted. The subqueries name the
+// after_id), with each inbox's open conversations counted. Names compare in the
+// language-neutral ICU order ("billing", "Support", "Zeta", "Élan" as a person reads
+// them), not the database's (byte order under C.UTF-8: "Support" before "billing"), so
+// the order is the same on every deployment. The subqueries name the
 // organisation by value, not through i.org_id, so Citus routes them to the one shard.
 func (q *Queries) DeskInboxList(ctx context.Context, db DBTX, arg DeskInboxListParams) ([]DeskInboxListRow, error) {
 	rows, err := db.Query(ctx, deskInboxList,
@@ -1187,8 +1191,9 @@ SELECT r.id, r.title, r.body
 FROM desk_saved_reply r
 WHERE r.org_id = $1
   AND to_tsvector('simple', r.title || ' ' || r.body) @@ desk_query($2::text)
-  AND ($3::text IS NULL OR (r.title, r.id) > ($3::text, $4::bigint))
-ORDER BY r.title, r.id
+  AND ($3::text IS NULL
+       OR (r.title COLLATE "und-x-icu", r.id) > ($3::text COLLATE "und-x-icu", $4::bigint))
+ORDER BY r.title COLLATE "und-x-icu", r.id
 LIMIT $5
 `
 
@@ -1207,7 +1212,7 @@ type DeskSavedReplyFindRow struct {
 }
 
 // A page of the saved replies whose title or body holds every word of the query, by title
-// then id, after the keyset (after_title, after_id).
+// (in ICU order, as DeskInboxList's names) then id, after the keyset (after_title, after_id).
 func (q *Queries) DeskSavedReplyFind(ctx context.Context, db DBTX, arg DeskSavedReplyFindParams) ([]DeskSavedReplyFindRow, error) {
 	rows, err := db.Query(ctx, deskSavedReplyFind,
 		arg.OrgID,

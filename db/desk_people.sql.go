@@ -73,7 +73,7 @@ WHERE i.org_id = $1
         SELECT 1 FROM desk_inbox_member im
         WHERE im.org_id = $1 AND im.inbox_id = i.id AND im.user_id = $3))
   AND ($4::bigint IS NULL OR i.id = $4::bigint)
-ORDER BY i.name, i.id
+ORDER BY i.name COLLATE "und-x-icu", i.id
 LIMIT $5
 `
 
@@ -200,7 +200,7 @@ func (q *Queries) DeskSavedReplyInsert(ctx context.Context, db DBTX, arg DeskSav
 const deskSavedReplyListForPeople = `-- name: DeskSavedReplyListForPeople :many
 SELECT id, title, body FROM desk_saved_reply
 WHERE org_id = $1
-ORDER BY title, id
+ORDER BY title COLLATE "und-x-icu", id
 LIMIT $2
 `
 

@@ -244,6 +244,30 @@ func TestListInboxes(t *testing.T) {
 			t.Fatalf("got %v", got)
 		}
 	})
+	t.Run("names sort as a person reads them, on any database locale, page after page", func(t *testing.T) {
+		// Under the database's C.UTF-8 "Support" came before "billing", and "Élan" after "Zeta".
+		globex := fx.orgs["globex"]
+		err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
+			_, err := desk.ApplyWorkspace(ctx, tx, fx.q, globex, desk.WorkspaceSpec{Workspace: "globex", Inboxes: []desk.InboxSpec{
+				{Slug: "zeta", Name: "Zeta"}, {Slug: "upper", Name: "Support"}, {Slug: "lower", Name: "billing"}, {Slug: "elan", Name: "Élan"}}})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := pages(t, func(cursor string) ([]string, *string, error) {
+			r, err := fx.svc.ListInboxes(ctx, fx.scope("globex", "gus@globex.test"), desk.PageInput{Limit: 1, Cursor: cursor})
+			return ids(r.Inboxes, func(i desk.Inbox) string { return i.Name }), r.NextCursor, err
+		})
+		var names []string
+		for _, p := range got {
+			names = append(names, p...)
+		}
+		// With the workspace's own Billing and Help.
+		if !slices.Equal(names, []string{"billing", "Billing", "Élan", "Help", "Support", "Zeta"}) {
+			t.Fatalf("got %v", names)
+		}
+	})
 }
 
 func TestFindSavedReplies(t *testing.T) {

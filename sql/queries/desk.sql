@@ -39,7 +39,10 @@ RETURNING last;
 
 -- name: DeskInboxList :many
 -- A page of the inboxes the member sees, by name then id, after the keyset (after_name,
--- after_id), with each inbox's open conversations counted. The subqueries name the
+-- after_id), with each inbox's open conversations counted. Names compare in the
+-- language-neutral ICU order ("billing", "Support", "Zeta", "Élan" as a person reads
+-- them), not the database's (byte order under C.UTF-8: "Support" before "billing"), so
+-- the order is the same on every deployment. The subqueries name the
 -- organisation by value, not through i.org_id, so Citus routes them to the one shard.
 SELECT i.id, i.name,
   (SELECT count(*) FROM desk_conversation c
@@ -49,8 +52,9 @@ WHERE i.org_id = sqlc.arg(org_id)
   AND (sqlc.arg(sees_all)::bool OR NOT i.restricted OR EXISTS (
         SELECT 1 FROM desk_inbox_member im
         WHERE im.org_id = sqlc.arg(org_id) AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
-  AND (sqlc.narg(after_name)::text IS NULL OR (i.name, i.id) > (sqlc.narg(after_name)::text, sqlc.arg(after_id)::bigint))
-ORDER BY i.name, i.id
+  AND (sqlc.narg(after_name)::text IS NULL
+       OR (i.name COLLATE "und-x-icu", i.id) > (sqlc.narg(after_name)::text COLLATE "und-x-icu", sqlc.arg(after_id)::bigint))
+ORDER BY i.name COLLATE "und-x-icu", i.id
 LIMIT sqlc.arg(lim);
 
 -- name: DeskInboxVisible :one
@@ -199,13 +203,14 @@ LIMIT sqlc.arg(lim);
 
 -- name: DeskSavedReplyFind :many
 -- A page of the saved replies whose title or body holds every word of the query, by title
--- then id, after the keyset (after_title, after_id).
+-- (in ICU order, as DeskInboxList's names) then id, after the keyset (after_title, after_id).
 SELECT r.id, r.title, r.body
 FROM desk_saved_reply r
 WHERE r.org_id = sqlc.arg(org_id)
   AND to_tsvector('simple', r.title || ' ' || r.body) @@ desk_query(sqlc.arg(query)::text)
-  AND (sqlc.narg(after_title)::text IS NULL OR (r.title, r.id) > (sqlc.narg(after_title)::text, sqlc.arg(after_id)::bigint))
-ORDER BY r.title, r.id
+  AND (sqlc.narg(after_title)::text IS NULL
+       OR (r.title COLLATE "und-x-icu", r.id) > (sqlc.narg(after_title)::text COLLATE "und-x-icu", sqlc.arg(after_id)::bigint))
+ORDER BY r.title COLLATE "und-x-icu", r.id
 LIMIT sqlc.arg(lim);
 
 -- name: DeskReport :many

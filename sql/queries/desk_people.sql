@@ -16,7 +16,7 @@ WHERE i.org_id = sqlc.arg(org_id)
         SELECT 1 FROM desk_inbox_member im
         WHERE im.org_id = sqlc.arg(org_id) AND im.inbox_id = i.id AND im.user_id = sqlc.arg(user_id)))
   AND (sqlc.narg(only_id)::bigint IS NULL OR i.id = sqlc.narg(only_id)::bigint)
-ORDER BY i.name, i.id
+ORDER BY i.name COLLATE "und-x-icu", i.id
 LIMIT sqlc.arg(lim);
 
 -- name: DeskInboxAccessList :many
@@ -35,7 +35,7 @@ WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id);
 -- name: DeskSavedReplyListForPeople :many
 SELECT id, title, body FROM desk_saved_reply
 WHERE org_id = sqlc.arg(org_id)
-ORDER BY title, id
+ORDER BY title COLLATE "und-x-icu", id
 LIMIT sqlc.arg(lim);
 
 -- name: DeskSavedReplyGetForPeople :one
