@@ -64,6 +64,9 @@ type ImportSummary struct {
 type importRow struct {
 	line int
 	conv NewConversation
+	// repeats is the line of an earlier row of the file that is the same conversation
+	// (0: none): it is counted, as existing, and not written twice.
+	repeats int
 }
 
 // ImportCSV imports conversations into one inbox of a workspace from a CSV file: UTF-8,
@@ -107,6 +110,9 @@ type chunkRecorder func(ctx context.Context, tx *pg.Tx, first, last, created int
 // importRows writes checked rows into an inbox in chunks of ImportProgressEvery.
 func importRows(ctx context.Context, d *pg.DB, q *db.Queries, orgID uuid.UUID, inbox int64, rows []importRow, progress func(done, total int), record chunkRecorder) (ImportSummary, error) {
 	sum := ImportSummary{Rows: len(rows)}
+	rows = slices.DeleteFunc(slices.Clone(rows), func(r importRow) bool { return r.repeats != 0 })
+	repeats := sum.Rows - len(rows)
+	sum.Existing = repeats
 	for start := 0; start < len(rows); start += ImportProgressEvery {
 		chunk := rows[start:min(start+ImportProgressEvery, len(rows))]
 		created, err := importChunk(ctx, d, q, orgID, inbox, chunk, record)
@@ -117,7 +123,8 @@ func importRows(ctx context.Context, d *pg.DB, q *db.Queries, orgID uuid.UUID, i
 		sum.Created += created
 		sum.Existing += len(chunk) - created
 		if progress != nil && len(chunk) == ImportProgressEvery {
-			progress(start+len(chunk), len(rows))
+			// In the file's lines, as the summary counts them: the repeats are done already.
+			progress(repeats+start+len(chunk), sum.Rows)
 		}
 	}
 	return sum, nil
@@ -223,7 +230,7 @@ func parseImport(b []byte, now time.Time) ([]importRow, error) {
 		return nil, &ImportError{Problems: problems}
 	}
 	var rows []importRow
-	seen := map[string]bool{}
+	seen := map[string]importRow{} // by external id: the first row of each conversation
 	records := 0
 	for {
 		rec, err := r.Read()
@@ -289,13 +296,20 @@ func parseImport(b []byte, now time.Time) ([]importRow, error) {
 		// conversation, whichever file or line it comes from.
 		h := sha256.Sum256([]byte(strings.Join([]string{email, subject, body, created.UTC().Format(time.RFC3339Nano)}, "\x00")))
 		c.ExternalID = "csv:" + hex.EncodeToString(h[:16])
-		if seen[c.ExternalID] {
+		c.Subject, c.Status, c.CustomerEmail, c.CreatedAt = subject, status, email, created.UTC()
+		if first, ok := seen[c.ExternalID]; ok {
+			// The same conversation twice. With the same status it is counted once
+			// imported; with another, which one is meant is the file's to say.
+			if first.conv.Status != status {
+				bad(line, "the same conversation as line %d with another status (%s, not %s): keep one of the two lines", first.line, status, first.conv.Status)
+				continue
+			}
+			rows = append(rows, importRow{line: line, conv: first.conv, repeats: first.line})
 			continue
 		}
-		seen[c.ExternalID] = true
-		c.Subject, c.Status, c.CustomerEmail, c.CreatedAt = subject, status, email, created.UTC()
 		c.Messages = []NewMessage{{Type: TypeCustomer, Body: body, CreatedAt: created.UTC()}}
 		rows = append(rows, row)
+		seen[c.ExternalID] = row
 	}
 	if len(problems) > 0 {
 		return rows, &ImportError{Problems: problems}

@@ -38,6 +38,21 @@ func TestImportCSV(t *testing.T) {
 			t.Fatalf("%+v %v", sum, err)
 		}
 	})
+	t.Run("a row repeated in the file is counted, and one repeated with another status is reported", func(t *testing.T) {
+		// The second line of such a pair was dropped: a 2-row file reported 1 row, and a
+		// status changed in the repeat was neither applied nor mentioned.
+		head := "customer_email,subject,body,created_at,status\n"
+		row := "rep@example.com,Repeated row,Same body,2026-10-03T10:00:00Z,"
+		sum, err := imp(head + row + "open\n" + row + "open\n")
+		if err != nil || sum != (desk.ImportSummary{Rows: 2, Created: 1, Existing: 1}) {
+			t.Fatalf("an exact repeat: %+v %v", sum, err)
+		}
+		_, err = imp(head + row + "open\n" + row + "resolved\n")
+		var ie *desk.ImportError
+		if !errors.As(err, &ie) || len(ie.Problems) != 1 || ie.Problems[0].Line != 3 || !strings.Contains(ie.Problems[0].Reason, "the same conversation as line 2 with another status") {
+			t.Fatalf("a repeat with another status: %v", err)
+		}
+	})
 	t.Run("every bad row is reported by line, and nothing is imported", func(t *testing.T) {
 		bad := "customer_email,subject,body,created_at,status\n" +
 			"ok@example.com,Fine row,Fine body,2026-10-01T10:00:00Z,open\n" +
@@ -119,15 +134,16 @@ func TestImportCSV(t *testing.T) {
 		}
 		var progress []int
 		sum, err := desk.ImportCSV(ctx, fx.d, fx.acme, "support", strings.NewReader(file.String()), now, func(done, total int) {
-			if total != 1200 {
+			if total != 1201 { // the file's lines, the repeat included
 				t.Errorf("total %d", total)
 			}
 			progress = append(progress, done)
 		})
-		if err != nil || sum != (desk.ImportSummary{Rows: 1200, Created: 1190, Existing: 10}) {
+		// 1,201 rows: 10 imported before, one a repeat of row 0 in the file.
+		if err != nil || sum != (desk.ImportSummary{Rows: 1201, Created: 1190, Existing: 11}) {
 			t.Fatalf("%+v %v", sum, err)
 		}
-		if !slices.Equal(progress, []int{500, 1000}) {
+		if !slices.Equal(progress, []int{501, 1001}) { // the repeat is done from the start
 			t.Fatalf("progress %v", progress)
 		}
 		ana := fx.scope("acme", "ana@acme.test")
@@ -153,7 +169,7 @@ func TestImportCSV(t *testing.T) {
 				t.Fatalf("row %d: %+v", i, g)
 			}
 		}
-		if sum, err := imp(file.String()); err != nil || sum != (desk.ImportSummary{Rows: 1200, Existing: 1200}) {
+		if sum, err := imp(file.String()); err != nil || sum != (desk.ImportSummary{Rows: 1201, Existing: 1201}) {
 			t.Fatalf("again: %+v %v", sum, err)
 		}
 	})
