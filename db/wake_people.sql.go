@@ -86,7 +86,7 @@ func (q *Queries) WakeGetForPeople(ctx context.Context, db DBTX, arg WakeGetForP
 
 const wakeRetryDeadForPeople = `-- name: WakeRetryDeadForPeople :execrows
 UPDATE wake SET status = 'pending', attempts = 0, last_error = NULL, updated_at = now()
-WHERE wake.project_id = $1 AND wake.id = $2 AND wake.status = 'dead'
+WHERE wake.project_id = $1 AND wake.id = $2 AND wake.status = 'dead' AND wake.count > 0
   AND ($3::boolean OR EXISTS (
     SELECT 1 FROM membership m WHERE m.project_id = $1 AND m.id = wake.member_id
       AND m.org_id = $4))

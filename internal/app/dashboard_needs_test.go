@@ -45,11 +45,13 @@ func TestDashboardNeedsYou(t *testing.T) {
 	served(t, roomURL, architect, "respond_to_task", map[string]any{"task_id": task, "status": "done", "result": "Reproduced on staging"})
 	served(t, threads, architect, "learn", map[string]any{"title": "Rollbacks need the feature flag off first",
 		"body": "Turn the flag off before rolling back, or the old code reads new rows.", "kind": "pitfall"})
-	// A wake the qa-lead's webhook refused (the wake engine's dead letter).
+	// A wake the qa-lead's webhook refused (the wake engine's dead letter), for one task.
 	var deadWake string
 	if err := d.Operator(context.Background(), func(tx *pg.Tx) error {
-		return tx.QueryRow(context.Background(), `INSERT INTO wake (project_id, id, member_id, agent_id, part, status, attempts, last_error, created_at, updated_at)
-			SELECT project_id, gen_random_uuid(), id, agent_id, part, 'dead', 8, 'webhook answered 502', now(), now() FROM membership WHERE project_id = $1 AND part = 'qa-lead'
+		return tx.QueryRow(context.Background(), `INSERT INTO wake (project_id, id, member_id, agent_id, part, status, attempts, last_error,
+			count, other_count, sources, created_at, updated_at)
+			SELECT project_id, gen_random_uuid(), id, agent_id, part, 'dead', 8, 'webhook answered 502', 1, 1, '{task}', now(), now()
+			FROM membership WHERE project_id = $1 AND part = 'qa-lead'
 			RETURNING id::text`, room).Scan(&deadWake)
 	}); err != nil {
 		t.Fatal(err)

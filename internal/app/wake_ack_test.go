@@ -150,6 +150,36 @@ func TestAckingTheUrgentMessageEndsTheWakesUrgency(t *testing.T) {
 	})
 }
 
+// TestClosingTheUrgentThreadEndsTheWakesUrgency: closing a thread takes its share out of
+// the part's pending wake; when that thread held the urgent message, the rest (ordinary
+// work of another thread) must not go on passing a spent budget on its account, as after
+// acking it.
+func TestClosingTheUrgentThreadEndsTheWakesUrgency(t *testing.T) {
+	t.Parallel()
+	a := newAckScene(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, a.s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE membership SET capabilities = '{urgent}' WHERE part = 'architect'`); err != nil {
+		t.Fatal(err)
+	}
+	plain := a.send(t)
+	urgent := a.call(t, "send", map[string]any{"to": []string{"backend"}, "subject": "Prod is down", "body": "Roll back now.", "urgent": true})
+	a.poll(t)
+	if !a.urgent(t) {
+		t.Fatal("the wake of an urgent message is not urgent")
+	}
+	if r := callTool(t, a.arch, a.archKey, "close", map[string]any{"threadId": urgent.ThreadID}); r.isErr {
+		t.Fatalf("close: %s", r.body)
+	}
+	if st, n, share := a.wake(t, plain.ThreadID); st != "pending" || n != 1 || share != 1 || a.urgent(t) {
+		t.Fatalf("the wake is %s with %d (the plain thread's share %d), urgent %v; want pending with 1, not urgent", st, n, share, a.urgent(t))
+	}
+}
+
 // TestAckWithdrawsTheMessageFromPendingWakes: a part that acks what it was sent is not
 // nudged about it afterwards, and is not charged budget for it: acking (like closing)
 // takes the acked messages out of the wakes not delivered yet.

@@ -57,7 +57,7 @@ func (s *Service) RetryByPerson(ctx context.Context, sc tenancy.Scope, id uuid.U
 			return err
 		}
 		if n == 0 {
-			return apperr.New(apperr.Conflict, "This wake is not a dead letter any more, or its part already has a wake waiting")
+			return apperr.New(apperr.Conflict, "This wake is not a dead letter any more, its threads have all ended, or its part already has a wake waiting")
 		}
 		if err := audit.RecordIntended(ctx, tx); err != nil {
 			return err

@@ -337,7 +337,7 @@ func (s *Service) List(ctx context.Context, status string, limit int) ([]Listed,
 
 // Retry makes a dead wake pending again (refused while the part has another pending wake).
 func (s *Service) Retry(ctx context.Context, id uuid.UUID) error {
-	refused := apperr.New(apperr.Conflict, "wake %s is not a dead letter, or its part already has a pending wake", id)
+	refused := apperr.New(apperr.Conflict, "wake %s is not a dead letter, its threads have all ended, or its part already has a pending wake", id)
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		n, err := s.Q.WakeRetryDead(ctx, tx, id)
 		if err != nil {

@@ -493,3 +493,34 @@ func TestSecretKeyRequired(t *testing.T) {
 		t.Fatal("accepted a short key")
 	}
 }
+
+// TestADeadLetterOfAClosedThreadIsNotSentAgain: closing a thread takes its share out of
+// the part's dead letters too. A dead letter about a thread since closed was sent again
+// by a retry: the part was woken about a finished conversation, past its budget (the
+// letter was charged when first handed out).
+func TestADeadLetterOfAClosedThreadIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	th := uuid.Must(uuid.NewV7())
+	r := f.msg("a")
+	r.ThreadID = th
+	f.queue(r)
+	w := f.open("a")
+	f.exec(`UPDATE wake SET status = 'dead', charged_at = now(), last_error = 'webhook refused: 410' WHERE id = $1`, w.ID)
+	f.op(func(tx *pg.Tx) error { return f.svc.CancelThread(f.ctx, tx, f.project, th) })
+	t.Run("the dead letter stays for people to see, with nothing left in it", func(t *testing.T) {
+		rows := f.wakes("a")
+		if len(rows) != 1 || rows[0].Status != "dead" || rows[0].Count != 0 {
+			t.Fatalf("%+v", rows)
+		}
+	})
+	t.Run("a retry is refused and wakes nobody", func(t *testing.T) {
+		err := f.svc.Retry(f.ctx, w.ID)
+		if e, ok := apperr.As(err); !ok || e.Code != apperr.Conflict || !strings.Contains(e.Message, "threads have all ended") {
+			t.Fatalf("retry: %v", err)
+		}
+		if got := f.next("a"); got != nil {
+			t.Fatalf("woken about a closed thread: %+v", got)
+		}
+	})
+}

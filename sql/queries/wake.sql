@@ -108,16 +108,25 @@ HAVING count(*) > 0;
 
 -- name: WakeCancelThread :many
 -- Closing a thread: its share of every undelivered wake goes; a wake left with nothing is
--- canceled.
+-- canceled. A dead letter loses the share too (a retry must not wake anyone about the
+-- finished conversation) but stays dead for people to see, with count 0 when nothing is
+-- left, which a retry refuses. The wake stays urgent only while an urgent message of the
+-- part's is still unread and open since it began, or while it holds items that are not
+-- messages (as WakeWithdrawAcked): the closed thread's deliveries are closed first, so
+-- closing the thread that held the urgent message ends the rest's pass past the budget.
 UPDATE wake SET
   count = greatest(count - COALESCE((thread_counts->>sqlc.arg(thread_id)::uuid::text)::integer, 0), 0),
   thread_counts = thread_counts - sqlc.arg(thread_id)::uuid::text,
-  status = CASE WHEN count - COALESCE((thread_counts->>sqlc.arg(thread_id)::uuid::text)::integer, 0) <= 0
+  urgent = urgent AND (other_count > 0 OR EXISTS (SELECT 1 FROM delivery d
+    JOIN message msg ON msg.project_id = d.project_id AND msg.id = d.message_id
+    WHERE d.project_id = sqlc.arg(project_id) AND msg.project_id = sqlc.arg(project_id) AND d.member_id = wake.member_id
+      AND d.read_at IS NULL AND d.open AND msg.urgent AND msg.created_at >= wake.created_at)),
+  status = CASE WHEN status <> 'dead' AND count - COALESCE((thread_counts->>sqlc.arg(thread_id)::uuid::text)::integer, 0) <= 0
                 THEN 'canceled' ELSE status END,
   lease_until = CASE WHEN count - COALESCE((thread_counts->>sqlc.arg(thread_id)::uuid::text)::integer, 0) <= 0
                 THEN NULL ELSE lease_until END,
   updated_at = sqlc.arg(now)::timestamptz
-WHERE project_id = sqlc.arg(project_id) AND status IN ('pending', 'claimed', 'sending')
+WHERE project_id = sqlc.arg(project_id) AND status IN ('pending', 'claimed', 'sending', 'dead')
   AND jsonb_exists(thread_counts, sqlc.arg(thread_id)::uuid::text)
 RETURNING id, status;
 
@@ -299,9 +308,10 @@ ORDER BY w.updated_at DESC
 LIMIT sqlc.arg(max_rows)::integer;
 
 -- name: WakeRetryDead :execrows
--- A person sends a dead letter again: it becomes pending (and is re-dispatched).
+-- A person sends a dead letter again: it becomes pending (and is re-dispatched), unless
+-- nothing is left in it (its threads were closed since: WakeCancelThread).
 UPDATE wake SET status = 'pending', attempts = 0, last_error = NULL, updated_at = now()
-WHERE wake.id = sqlc.arg(id) AND wake.status = 'dead'
+WHERE wake.id = sqlc.arg(id) AND wake.status = 'dead' AND wake.count > 0
   AND NOT EXISTS (SELECT 1 FROM wake o WHERE o.project_id = wake.project_id
                   AND o.member_id = wake.member_id AND o.status = 'pending');
 

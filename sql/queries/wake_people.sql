@@ -22,7 +22,7 @@ WHERE w.project_id = sqlc.arg(project_id) AND w.id = sqlc.arg(id)
 -- project by value: correlated through wake.project_id, a guest's retry (viewer_is_host
 -- false) read every membership shard on Citus.
 UPDATE wake SET status = 'pending', attempts = 0, last_error = NULL, updated_at = now()
-WHERE wake.project_id = sqlc.arg(project_id) AND wake.id = sqlc.arg(id) AND wake.status = 'dead'
+WHERE wake.project_id = sqlc.arg(project_id) AND wake.id = sqlc.arg(id) AND wake.status = 'dead' AND wake.count > 0
   AND (sqlc.arg(viewer_is_host)::boolean OR EXISTS (
     SELECT 1 FROM membership m WHERE m.project_id = sqlc.arg(project_id) AND m.id = wake.member_id
       AND m.org_id = sqlc.arg(viewer_org_id)))
