@@ -281,6 +281,10 @@ func (s *Service) Learn(ctx context.Context, sc tenancy.Scope, in LearnInput) (L
 	if in.ExpiresAt != nil && !in.ExpiresAt.After(now) {
 		return LearnResult{}, apperr.New(apperr.Invalid, "expiresAt must be in the future").WithReason(apperr.ReasonInvalidArgument)
 	}
+	// Blank as sent is the caller's slip, not what redaction did to a secret.
+	if secrets.IsEmptyAfterRedaction(in.Title) || secrets.IsEmptyAfterRedaction(in.Body) {
+		return LearnResult{}, apperr.New(apperr.Invalid, "title and body must not be blank (each needs a letter or a digit)").WithReason(apperr.ReasonInvalidArgument)
+	}
 	var out LearnResult
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		st, err := s.load(ctx, tx, sc.ProjectID)
@@ -428,7 +432,13 @@ type LessonOutcome struct {
 	KnowledgeID string `json:"knowledgeId,omitempty"`
 	Code        string `json:"code,omitempty"`
 	Reason      string `json:"reason,omitempty"`
-	Title       string `json:"title,omitempty"`
+	// Title is the recorded entry's title, once redacted, for the caller's own use: the
+	// contract's answer is {recorded, knowledgeId}, nothing more.
+	Title string `json:"-"`
+	// blank: the lesson was blank as sent, before any redaction. It is refused with
+	// empty_after_redaction (the contract's codes are fixed) but settles nothing: a
+	// caller's slip must not keep the thread from its real lesson.
+	blank bool
 }
 
 // Outcome is the code stored on the thread: recorded or the refusal.
@@ -446,7 +456,7 @@ func (o LessonOutcome) Outcome() string {
 // no lesson ever passes) leaves it open, so a later close of the ended thread can still
 // record one.
 func (o LessonOutcome) Settles() bool {
-	return o.Recorded || o.Code == OutcomeEmptyAfterRedaction || o.Code == OutcomeStorageFailed
+	return o.Recorded || (o.Code == OutcomeEmptyAfterRedaction && !o.blank) || o.Code == OutcomeStorageFailed
 }
 
 func refused(code, reason string) LessonOutcome {
@@ -494,6 +504,12 @@ func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req L
 	}
 	if n >= int64(st.cfg.LessonsPerHour) {
 		return refused(OutcomeRateLimited, fmt.Sprintf("%d lessons per agent per hour; try again later", st.cfg.LessonsPerHour)), nil
+	}
+	if secrets.IsEmptyAfterRedaction(req.Body) || secrets.IsEmptyAfterRedaction(req.Title) {
+		// Nothing of substance as sent (no letter, no digit), before any rule ran.
+		o := refused(OutcomeEmptyAfterRedaction, "the lesson's title and body must not be blank (each needs a letter or a digit); close again with the lesson written out")
+		o.blank = true
+		return o, nil
 	}
 	if secrets.IsEmptyAfterRedaction(red.Body) {
 		return refused(OutcomeEmptyAfterRedaction, "the lesson body is empty once secrets are redacted ("+strings.Join(red.Kinds, ", ")+")"), nil

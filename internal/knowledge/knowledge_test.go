@@ -250,6 +250,16 @@ func TestContradictionsDemoteAndExpiryIsHonouredAtReadTime(t *testing.T) {
 		_, err := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "x", Body: "y", Kind: "fact", ExpiresAt: ptr(time.Now().Add(-time.Hour))})
 		wantErr(t, err, apperr.Invalid, "")
 	})
+	t.Run("a blank title or body is refused as such, not as redacted", func(t *testing.T) {
+		// "   " answered "the body is empty once secrets are redacted ()", and a blank
+		// title became "(redacted)".
+		for _, in := range []knowledge.LearnInput{{Title: "Fine title", Body: "   ", Kind: "fact"}, {Title: " \t", Body: "A body worth keeping.", Kind: "fact"}, {Title: "Fine title", Body: "...", Kind: "fact"}} {
+			_, err := e.k.Learn(ctx, arch, in)
+			if e, ok := apperr.As(err); !ok || e.Code != apperr.Invalid || e.Reason != apperr.ReasonInvalidArgument || !strings.Contains(e.Message, "must not be blank") {
+				t.Fatalf("%+v: %v", in, err)
+			}
+		}
+	})
 }
 
 // stored is the body architect's project stores for the candidate id ("" when none).

@@ -86,6 +86,21 @@ func TestLessonOnCloseOutcomes(t *testing.T) {
 			t.Fatalf("%+v", r.Lesson)
 		}
 	})
+	t.Run("a blank lesson is refused and settles nothing: the real one is recorded after", func(t *testing.T) {
+		// Blank as sent, it answered empty_after_redaction "(…redacted ())" and was stored as
+		// the thread's outcome, so the corrected lesson was already_decided for good.
+		th := e.open(t)
+		for _, blank := range []*knowledge.LessonInput{lesson("   ", "A durable thing to learn here, written out."), lesson("A fine title", " \n\t "), lesson("A fine title", "--- 👍 ---")} {
+			r := e.closeWith(t, "architect", th, blank)
+			wantOutcome(t, r, "empty_after_redaction")
+			if !strings.Contains(r.Lesson.Reason, "must not be blank") {
+				t.Fatalf("reason %q", r.Lesson.Reason)
+			}
+		}
+		if r := e.closeWith(t, "architect", th, good); !r.Lesson.Recorded {
+			t.Fatalf("the real lesson: %+v", r.Lesson)
+		}
+	})
 	t.Run("already_decided", func(t *testing.T) {
 		th := e.open(t)
 		e.closeWith(t, "architect", th, lesson("First lesson of the thread", "Something durable and specific to learn here."))
