@@ -46,6 +46,21 @@ const MarkerPrefix = "[REDACTED:"
 // named rule when the rule has no replacement of its own).
 func Marker(kind string) string { return MarkerPrefix + kind + "]" }
 
+// Bounds of a rule (when saved: ValidateRules) and of what rules may make of a text (when
+// applied: Redact). A replacement is a marker, not content; rules run one after another,
+// each on the last one's output, so unbounded replacements multiplied a text by their
+// lengths: two rules replacing each character with 40,000 made terabytes of a
+// 5,000-character write.
+const (
+	MaxRuleNameBytes    = 100
+	MaxRulePatternBytes = 1000
+	MaxReplacementBytes = 200
+	// MaxRedactedBytes bounds a text while the rules run: past it the write is refused
+	// (ErrRuleInvalid) rather than the next rule run on it. Every text the rules are
+	// applied to is far shorter (a knowledge body holds at most 5,000 characters).
+	MaxRedactedBytes = 256 << 10
+)
+
 type compiledRule struct {
 	re          *regexp.Regexp
 	replacement string
@@ -60,11 +75,28 @@ type compiledRule struct {
 func ValidateRules(rules []Rule) error {
 	var errs []error
 	for _, r := range rules {
-		if _, err := compileRule(r); err != nil {
+		if err := checkBounds(r); err != nil {
+			errs = append(errs, err)
+		} else if _, err := compileRule(r); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkBounds refuses a rule past the bounds of a new one. It runs when rules are saved,
+// not when they are applied: a rule saved before the bounds existed keeps working (the
+// growth bound of Redact holds whatever the rules).
+func checkBounds(r Rule) error {
+	switch {
+	case len(r.Name) > MaxRuleNameBytes:
+		return &RuleError{Name: strings.ToValidUTF8(r.Name[:MaxRuleNameBytes], "") + "…", Err: fmt.Errorf("name is longer than %d bytes", MaxRuleNameBytes)}
+	case len(r.Pattern) > MaxRulePatternBytes:
+		return &RuleError{Name: r.Name, Err: fmt.Errorf("pattern is longer than %d bytes", MaxRulePatternBytes)}
+	case len(r.Replacement) > MaxReplacementBytes:
+		return &RuleError{Name: r.Name, Err: fmt.Errorf("replacement is longer than %d bytes: it is a marker, not content", MaxReplacementBytes)}
+	}
+	return nil
 }
 
 func compileRule(r Rule) (compiledRule, error) {
@@ -92,6 +124,29 @@ func compileRule(r Rule) (compiledRule, error) {
 	return compiledRule{re: re, replacement: repl}, nil
 }
 
+// replaceBounded is ReplaceAllLiteralString that stops, reporting false, as soon as the
+// result would pass MaxRedactedBytes: a text is never grown past it, whatever the rules.
+func (c compiledRule) replaceBounded(text string) (string, bool) {
+	if len(text) > MaxRedactedBytes {
+		return "", false
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range c.re.FindAllStringIndex(text, -1) {
+		if b.Len()+(m[0]-last)+len(c.replacement) > MaxRedactedBytes {
+			return "", false
+		}
+		b.WriteString(text[last:m[0]])
+		b.WriteString(c.replacement)
+		last = m[1]
+	}
+	if b.Len()+len(text)-last > MaxRedactedBytes {
+		return "", false
+	}
+	b.WriteString(text[last:])
+	return b.String(), true
+}
+
 // Redact applies the project's rules in order, then replaces every secret the detector
 // finds in the result with Marker(kind). The findings it returns locate those markers in
 // the returned text (text[f.Start:f.End] == Marker(f.Kind)). If any rule is unusable
@@ -106,8 +161,11 @@ func (d *Detector) Redact(text string, rules []Rule) (string, []Finding, error) 
 		}
 		compiled = append(compiled, c)
 	}
-	for _, c := range compiled {
-		text = c.re.ReplaceAllLiteralString(text, c.replacement)
+	for i, c := range compiled {
+		var ok bool
+		if text, ok = c.replaceBounded(text); !ok {
+			return "", nil, &RuleError{Name: rules[i].Name, Err: fmt.Errorf("the rules make the text longer than %d bytes", MaxRedactedBytes)}
+		}
 	}
 
 	found := d.Scan(text)

@@ -238,3 +238,51 @@ func TestMask(t *testing.T) {
 		}
 	})
 }
+
+// TestRulesCannotBlowUpAText: rules run one after another, each on the last one's output,
+// and any company hosting a room writes its own. Unbounded, two rules replacing every
+// character with a long text multiplied a knowledge write into gigabytes: a replacement
+// is now a marker's size, and the text may not grow past MaxRedactedBytes while they run.
+func TestRulesCannotBlowUpAText(t *testing.T) {
+	d := newTestDetector(t)
+	t.Run("a replacement longer than a marker is refused when saved", func(t *testing.T) {
+		err := ValidateRules([]Rule{{Name: "grow", Pattern: `.`, Replacement: strings.Repeat("x", MaxReplacementBytes+1)}})
+		if !errors.Is(err, ErrRuleInvalid) || !strings.Contains(err.Error(), "replacement is longer than") {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("a name or pattern past its bound is refused when saved", func(t *testing.T) {
+		for _, r := range []Rule{{Name: strings.Repeat("n", MaxRuleNameBytes+1), Pattern: `x`}, {Name: "p", Pattern: strings.Repeat("x", MaxRulePatternBytes+1)}} {
+			if err := ValidateRules([]Rule{r}); !errors.Is(err, ErrRuleInvalid) {
+				t.Fatalf("%.40v: %v", r, err)
+			}
+		}
+	})
+	t.Run("rules that would grow a text past the bound refuse it, having grown nothing", func(t *testing.T) {
+		grow := strings.Repeat("x", MaxReplacementBytes)
+		rules := []Rule{{Name: "one", Pattern: `.`, Replacement: grow}, {Name: "two", Pattern: `.`, Replacement: grow}}
+		got, _, err := d.Redact(strings.Repeat("a", 5000), rules)
+		if !errors.Is(err, ErrRuleInvalid) || !strings.Contains(err.Error(), "longer than") || got != "" {
+			t.Fatalf("%d bytes, %v", len(got), err)
+		}
+		// The same rules on a short text are fine: 5 × 200 × 200 bytes.
+		if got, _, err := d.Redact("abcde", rules); err != nil || len(got) != 5*MaxReplacementBytes*MaxReplacementBytes {
+			t.Fatalf("%d bytes, %v", len(got), err)
+		}
+	})
+}
+
+// TestARuleSavedBeforeTheBoundsStillApplies: the bounds refuse a new rule; a rule stored
+// before they existed (a long keyword list, a long marker) still redacts, since refusing
+// it would refuse every knowledge write of its project. The growth bound holds either way.
+func TestARuleSavedBeforeTheBoundsStillApplies(t *testing.T) {
+	d := newTestDetector(t)
+	long := Rule{Name: "customers", Pattern: `\b(` + strings.Repeat("acme|", 250) + `globex)\b`, Replacement: strings.Repeat("#", MaxReplacementBytes+1)}
+	if err := ValidateRules([]Rule{long}); !errors.Is(err, ErrRuleInvalid) {
+		t.Fatalf("saving it: %v, want refused", err)
+	}
+	got, _, err := d.Redact("Globex and globex", []Rule{long})
+	if err != nil || got != "Globex and "+long.Replacement {
+		t.Fatalf("applying it: %q, %v", got, err)
+	}
+}
