@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -168,6 +169,27 @@ const maxDecodeRounds = 8
 
 // tooDeeplyEncoded replaces text that maxDecodeRounds could not fully decode.
 const tooDeeplyEncoded = "[redacted: too deeply percent-encoded]"
+
+// signedQueryParam finds the query parameters that are credentials without a credential's
+// prefix: an attachment link's signature works as a key to the file until it expires, so
+// anyone reading the request log could have downloaded it. It reads the raw query, its
+// key spelled with escapes or in any case too, as the handler's own reading does (that
+// reading takes the well-formed pairs of a query that holds a malformed one as well).
+var signedQueryParam = regexp.MustCompile(`(?i)(^|&)((?:s|%73)(?:i|%69)(?:g|%67))=[^&]*`)
+
+// LoggedURI is a request's path and query as the request log writes them: the values of
+// signed parameters replaced by "[redacted]" (RedactCredentials then masks the prefixed
+// credentials).
+func LoggedURI(u *url.URL) string {
+	if u.RawQuery == "" {
+		return u.RequestURI()
+	}
+	q := signedQueryParam.ReplaceAllString(u.RawQuery, "${1}${2}=[redacted]")
+	if q == u.RawQuery {
+		return u.RequestURI()
+	}
+	return u.EscapedPath() + "?" + q
+}
 
 // RedactCredentials masks every credential in s, keeping its prefix (lower case) so a
 // reader knows which kind was there. Credentials are found after percent-decoding (as many

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/auth"
 )
@@ -200,11 +202,39 @@ func TestRequestLogsNeverHoldCredentials(t *testing.T) {
 		send(http.MethodGet, "/api/mcp?key="+v, http.Header{"X-Request-Id": {key}})
 	}
 	send(http.MethodGet, "/healthz?k="+key, http.Header{"X-Request-Id": {key}})
+	// An attachment link's signature has no credential's prefix, and works as a key to
+	// the file until it expires.
+	const sig = "5f0c2d6b9a8e7f1c3b4a5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2"
+	send(http.MethodGet, "/api/rooms/"+s.res.Projects["escalations"].ID.String()+"/attachments/"+uuid.NewString()+"?exp=1999999999&sig="+sig, http.Header{})
 	logs := s.logs.String()
 	if !strings.Contains(logs, "[redacted]") {
 		t.Fatal("no request was logged with a masked credential")
 	}
 	if leaks(logs, code, auth.ConnectCodePrefix) || leaks(logs, key, auth.AgentKeyPrefix) {
 		t.Fatal("a credential reached the logs")
+	}
+	if strings.Contains(logs, sig) || !strings.Contains(logs, "sig=[redacted]") {
+		t.Fatal("an attachment link's signature reached the logs")
+	}
+}
+
+func TestLoggedURIMasksSignatures(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"/api/rooms/p/attachments/a?exp=17&sig=abc123": "/api/rooms/p/attachments/a?exp=17&sig=[redacted]",
+		// A malformed pair beside it: the handler still reads sig, so the log must not.
+		"/api/rooms/p/attachments/a?exp=17&sig=abc123&x=%zz": "/api/rooms/p/attachments/a?exp=17&sig=[redacted]&x=%zz",
+		"/api/rooms/p/attachments/a?%73IG=abc123&exp=17":     "/api/rooms/p/attachments/a?%73IG=[redacted]&exp=17",
+		"/x?design=1":         "/x?design=1",
+		"/api/mcp?part=a%20b": "/api/mcp?part=a%20b",
+		"/healthz":            "/healthz",
+	} {
+		u, err := url.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := app.LoggedURI(u); got != want {
+			t.Errorf("LoggedURI(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
