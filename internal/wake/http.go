@@ -1,6 +1,7 @@
 package wake
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -44,6 +45,23 @@ func noStore(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// ParseWait reads a long poll's ?wait= in whole seconds: DefaultWait when absent, at most
+// MaxWait. A huge number is MaxWait: multiplied into a Duration first, it overflowed to a
+// negative wait and the poll answered at once, so the pager spun instead of waiting.
+func ParseWait(v string) (time.Duration, error) {
+	if v == "" {
+		return DefaultWait, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, apperr.New(apperr.Invalid, "wait must be a whole number of seconds")
+	}
+	if err != nil || n >= uint64(MaxWait/time.Second) {
+		return MaxWait, nil
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
 // next serves GET /api/wakes/next?wait=SECONDS: 200 with a claimed wake, or 204 when
 // none arrived in time.
 func (h *httpHandler) next(w http.ResponseWriter, r *http.Request) {
@@ -52,14 +70,10 @@ func (h *httpHandler) next(w http.ResponseWriter, r *http.Request) {
 		h.errs.Write(w, r, err)
 		return
 	}
-	wait := DefaultWait
-	if v := r.URL.Query().Get("wait"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			h.errs.Write(w, r, apperr.New(apperr.Invalid, "wait must be a whole number of seconds"))
-			return
-		}
-		wait = min(time.Duration(n)*time.Second, MaxWait)
+	wait, err := ParseWait(r.URL.Query().Get("wait"))
+	if err != nil {
+		h.errs.Write(w, r, err)
+		return
 	}
 	wk, err := h.svc.Next(r.Context(), a, wait)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -73,4 +74,25 @@ func mistype(s string) string {
 		return s[:len(s)-1] + "y"
 	}
 	return s[:len(s)-1] + "x"
+}
+
+func TestParseWait(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{
+		"":                     wake.DefaultWait,
+		"0":                    0,
+		"5":                    5 * time.Second,
+		"9300000000":           wake.MaxWait, // overflowed to a negative wait: the poll answered at once
+		"9223372036854775807":  wake.MaxWait,
+		"99999999999999999999": wake.MaxWait,
+	} {
+		if got, err := wake.ParseWait(in); err != nil || got != want {
+			t.Errorf("ParseWait(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"-1", "soon", "1.5", " 3"} {
+		if _, err := wake.ParseWait(bad); err == nil {
+			t.Errorf("ParseWait(%q) accepted", bad)
+		}
+	}
 }
