@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"slices"
+	"strings"
 )
 
 // The sign-in pages and the dashboard load and render their pages one way: each page is
@@ -32,13 +33,22 @@ func ParsePages(files fs.FS, funcs template.FuncMap, names []string, shared ...s
 	return pages, nil
 }
 
-// AssetHandler serves the assets folder of files under prefix.
+// AssetHandler serves the files of the assets folder of files under prefix, and nothing
+// else: a folder (the prefix itself included) is 404, not a listing of what it holds.
 func AssetHandler(files fs.FS, prefix string) (http.Handler, error) {
 	sub, err := fs.Sub(files, "assets")
 	if err != nil {
 		return nil, fmt.Errorf("assets: %w", err)
 	}
-	return http.StripPrefix(prefix, http.FileServer(http.FS(sub))), nil
+	serve := http.StripPrefix(prefix, http.FileServer(http.FS(sub)))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Path, prefix)
+		if st, err := fs.Stat(sub, name); name == "" || err != nil || st.IsDir() {
+			http.NotFound(w, r)
+			return
+		}
+		serve.ServeHTTP(w, r)
+	}), nil
 }
 
 // WritePage renders t's layout with data and, when that worked, writes it with status
