@@ -457,4 +457,22 @@ func TestDeskIngestAPI(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a body of the wrong shape is told in the API's words, not Go's", func(t *testing.T) {
+		// The decoder's own text reached integrators: "Go struct field
+		// IngestConversation.messages of type []desk.IngestMessage".
+		for body, want := range map[string]string{
+			`{"external_id": "p9", "messages": "x"}`: `"messages" must be an array, not a string`,
+			`{"external_id": 5}`:                     `"external_id" must be a string, not a number`,
+			`[]`:                                     `the body must be a JSON object, not an array`,
+			`{"external_id": "p9", "created_at": "yesterday"}`: `not an RFC 3339 timestamp`,
+			`{"external_id": `: `the body is not valid JSON`,
+		} {
+			status, _, got := post(t, convs, ingest, body)
+			var e struct{ Error struct{ Message string } }
+			if err := json.Unmarshal([]byte(got), &e); err != nil || status != http.StatusBadRequest ||
+				!strings.Contains(e.Error.Message, want) || strings.Contains(got, "Go ") || strings.Contains(got, "desk.") {
+				t.Fatalf("%s: %d %s", body, status, got)
+			}
+		}
+	})
 }

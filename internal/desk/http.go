@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
+	"strings"
+	"time"
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/auth"
@@ -55,6 +59,59 @@ type httpHandler struct {
 
 // decode reads a JSON body of at most MaxIngestBytes holding one object with only known
 // fields.
+// decodeMessage says what is wrong with a body in the API's words: the decoder's own
+// error names Go's types and fields ("Go struct field IngestConversation.messages of type
+// []desk.IngestMessage"), which mean nothing to an integrator.
+func decodeMessage(err error) string {
+	var typ *json.UnmarshalTypeError
+	var syn *json.SyntaxError
+	var tp *time.ParseError
+	switch {
+	case errors.As(err, &typ) && typ.Field == "":
+		return fmt.Sprintf("the body must be a JSON object, not %s", article(typ.Value))
+	case errors.As(err, &typ):
+		return fmt.Sprintf("%q must be %s, not %s", typ.Field, jsonKind(typ.Type), article(typ.Value))
+	case errors.As(err, &syn), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "the body is not valid JSON"
+	case errors.As(err, &tp):
+		return fmt.Sprintf("a time is not an RFC 3339 timestamp such as 2026-11-06T17:00:00Z (got %q)", tp.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	}
+	return "the body is not the expected JSON object"
+}
+
+// jsonKind names the JSON a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		if t == reflect.TypeFor[time.Time]() {
+			return "an RFC 3339 timestamp"
+		}
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "an object"
+}
+
+// article is the decoder's name of a JSON value ("string", "array", "number …") with its
+// article.
+func article(v string) string {
+	v, _, _ = strings.Cut(v, " ")
+	if v == "array" || v == "object" {
+		return "an " + v
+	}
+	return "a " + v
+}
+
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxIngestBytes))
 	if err != nil {
@@ -74,7 +131,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return apperr.New(apperr.Invalid, "the body is not the expected JSON object: %s", err.Error())
+		return apperr.New(apperr.Invalid, "%s", decodeMessage(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return apperr.New(apperr.Invalid, "the body holds more than one JSON value")
