@@ -798,6 +798,44 @@ func (q *Queries) WakeLockPending(ctx context.Context, db DBTX, arg WakeLockPend
 	return err
 }
 
+const wakeMergeSendingIntoPending = `-- name: WakeMergeSendingIntoPending :execrows
+UPDATE wake p SET
+  count = p.count + o.count,
+  other_count = p.other_count + o.other_count,
+  thread_counts = (SELECT coalesce(jsonb_object_agg(k, n), '{}'::jsonb)
+                   FROM (SELECT k, sum(v::integer) AS n
+                         FROM (SELECT key AS k, value AS v FROM jsonb_each_text(p.thread_counts)
+                               UNION ALL SELECT key, value FROM jsonb_each_text(o.thread_counts)) kv
+                         GROUP BY k) s),
+  sources = ARRAY(SELECT DISTINCT x FROM unnest(p.sources || o.sources) AS x ORDER BY x),
+  urgent = p.urgent OR o.urgent,
+  created_at = least(p.created_at, o.created_at),
+  updated_at = $1::timestamptz
+FROM wake o
+WHERE o.project_id = $2 AND o.id = $3
+  AND p.project_id = $2 AND p.member_id = o.member_id AND p.status = 'pending'
+`
+
+type WakeMergeSendingIntoPendingParams struct {
+	Now       time.Time
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+// A sending wake going back to pending (its part was parked, its webhook removed, its
+// agreement paused meanwhile) while newer work opened another pending wake for the part:
+// its items join that wake (counts and thread shares added, sources and urgency joined,
+// the earlier start kept, so an ack recounts from it) instead of being dropped. The
+// caller cancels the sending wake first, in the same transaction (which locks it and
+// proves it was still sending), so nothing changes it between its reading and its end.
+func (q *Queries) WakeMergeSendingIntoPending(ctx context.Context, db DBTX, arg WakeMergeSendingIntoPendingParams) (int64, error) {
+	result, err := db.Exec(ctx, wakeMergeSendingIntoPending, arg.Now, arg.ProjectID, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const wakeNotify = `-- name: WakeNotify :exec
 SELECT pg_notify('rr_wake', $1::text)
 `

@@ -453,21 +453,42 @@ func (s *Service) dispatchBatch(ctx context.Context, now time.Time) (int, error)
 
 // settleSending ends a sending wake's delivery as status (delivered, dead, sending again,
 // or back to pending). Back to pending is refused when newer work opened another pending
-// wake for the part meanwhile: the wake is canceled instead, and that one wakes the part.
+// wake for the part meanwhile (one pending wake a part): its items join that wake, which
+// wakes the part for all of them, and it is canceled. Canceled alone, it dropped its
+// threads and its urgency: an urgent message waited behind a spent budget, or was never
+// nudged about once the newer wake's own message was acked.
 func (s *Service) settleSending(ctx context.Context, projectID, id uuid.UUID, status string, attempted int32, lastErr *string, now time.Time) error {
-	set := func(status string, lastErr *string) error {
-		return s.DB.Operator(ctx, func(tx *pg.Tx) error {
-			_, err := s.Q.WakeFinishSend(ctx, tx, db.WakeFinishSendParams{ProjectID: projectID, ID: id,
-				Status: status, Attempted: attempted, LastError: lastErr, Now: now})
+	finish := func(tx *pg.Tx, status string, lastErr *string) (int64, error) {
+		return s.Q.WakeFinishSend(ctx, tx, db.WakeFinishSendParams{ProjectID: projectID, ID: id,
+			Status: status, Attempted: attempted, LastError: lastErr, Now: now})
+	}
+	// The pending wake may be claimed between the refusal and the merge (then there is
+	// none to merge into, and this one may be pending again): a few turns settle it.
+	errNoPending := errors.New("no pending wake to merge into")
+	for range 3 {
+		err := s.DB.Operator(ctx, func(tx *pg.Tx) error { _, err := finish(tx, status, lastErr); return err })
+		if status != StatusPending || !pg.IsUniqueViolation(err) {
+			return err
+		}
+		err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
+			// Ended first: the row is locked, and proven still sending, before its items
+			// are read into the pending wake (a thread closed meanwhile waits for this,
+			// then takes its share out of the pending wake).
+			msg := "merged into the newer pending wake of the part"
+			if n, err := finish(tx, StatusCanceled, &msg); err != nil || n == 0 {
+				return err
+			}
+			n, err := s.Q.WakeMergeSendingIntoPending(ctx, tx, db.WakeMergeSendingIntoPendingParams{ProjectID: projectID, ID: id, Now: now})
+			if err == nil && n == 0 {
+				return errNoPending // roll the cancel back and try again
+			}
 			return err
 		})
+		if !errors.Is(err, errNoPending) {
+			return err
+		}
 	}
-	err := set(status, lastErr)
-	if status == StatusPending && pg.IsUniqueViolation(err) {
-		msg := "superseded by a newer pending wake of the part"
-		err = set(StatusCanceled, &msg)
-	}
-	return err
+	return fmt.Errorf("wake %s: the part's pending wake changed three times while it was settled", id)
 }
 
 // SendingStaleAfter is how long a wake may stay sending before the sweep takes its delivery

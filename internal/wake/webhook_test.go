@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -363,7 +364,8 @@ func TestWebhookRetryAfterRevocation(t *testing.T) {
 // TestLostDeliveryIsSentAgain: a wake left sending by a delivery job that ended without an
 // outcome (its replica was killed on the last attempt) is put back by the sweep and sent
 // again, once it has been sending longer than any live delivery leaves one; one whose
-// part has a newer pending wake meanwhile is canceled, since that one wakes the part.
+// part has a newer pending wake meanwhile joins that one (its threads and its urgency
+// with it: canceled alone, they were dropped) and is canceled.
 func TestLostDeliveryIsSentAgain(t *testing.T) {
 	t.Parallel()
 	rec := newReceiver(t)
@@ -406,14 +408,25 @@ func TestLostDeliveryIsSentAgain(t *testing.T) {
 			t.Fatalf("posts %+v, want one of wake %s", hits, id)
 		}
 	})
-	t.Run("a lost delivery superseded by a newer pending wake is canceled", func(t *testing.T) {
-		old := lost(wake.SendingStaleAfter + time.Minute)
-		f.queue(f.msg("a")) // newer work: a new pending wake, the webhook still removed
+	t.Run("a lost delivery superseded by a newer pending wake joins it", func(t *testing.T) {
+		t1, t2 := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+		f.exec(`DELETE FROM wake_target`)
+		urgent := f.msg("a")
+		urgent.ThreadID, urgent.Urgent = t1, true
+		f.queue(urgent)
+		old := f.open("a").ID
+		f.exec(`UPDATE wake SET status = 'sending', updated_at = now() - make_interval(secs => $2) WHERE id = $1`, old, (wake.SendingStaleAfter + time.Minute).Seconds())
+		plain := f.msg("a") // newer work: a new pending wake, the webhook still removed
+		plain.ThreadID = t2
+		f.queue(plain)
 		sweep(t)
 		if st := statusOf(t, old); st != wake.StatusCanceled {
 			t.Fatalf("the lost wake is %s, want canceled", st)
 		}
-		f.open("a") // the newer one is still pending
+		w := f.open("a") // the newer one, still pending, carries both
+		if w.Count != 2 || !w.Urgent || !slices.Contains(w.ThreadIDs, t1.String()) || !slices.Contains(w.ThreadIDs, t2.String()) {
+			t.Fatalf("the pending wake: %+v; want the urgent thread's share and urgency joined", w)
+		}
 	})
 }
 

@@ -205,6 +205,29 @@ UPDATE wake SET status = sqlc.arg(status)::text, attempts = attempts + sqlc.arg(
   updated_at = sqlc.arg(now)::timestamptz
 WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id) AND status = 'sending';
 
+-- name: WakeMergeSendingIntoPending :execrows
+-- A sending wake going back to pending (its part was parked, its webhook removed, its
+-- agreement paused meanwhile) while newer work opened another pending wake for the part:
+-- its items join that wake (counts and thread shares added, sources and urgency joined,
+-- the earlier start kept, so an ack recounts from it) instead of being dropped. The
+-- caller cancels the sending wake first, in the same transaction (which locks it and
+-- proves it was still sending), so nothing changes it between its reading and its end.
+UPDATE wake p SET
+  count = p.count + o.count,
+  other_count = p.other_count + o.other_count,
+  thread_counts = (SELECT coalesce(jsonb_object_agg(k, n), '{}'::jsonb)
+                   FROM (SELECT k, sum(v::integer) AS n
+                         FROM (SELECT key AS k, value AS v FROM jsonb_each_text(p.thread_counts)
+                               UNION ALL SELECT key, value FROM jsonb_each_text(o.thread_counts)) kv
+                         GROUP BY k) s),
+  sources = ARRAY(SELECT DISTINCT x FROM unnest(p.sources || o.sources) AS x ORDER BY x),
+  urgent = p.urgent OR o.urgent,
+  created_at = least(p.created_at, o.created_at),
+  updated_at = sqlc.arg(now)::timestamptz
+FROM wake o
+WHERE o.project_id = sqlc.arg(project_id) AND o.id = sqlc.arg(id)
+  AND p.project_id = sqlc.arg(project_id) AND p.member_id = o.member_id AND p.status = 'pending';
+
 -- name: WakeListStaleSending :many
 -- Wakes left sending longer than any live delivery leaves one (wake.SendingStaleAfter):
 -- their job ended without settling them (its replica was killed on the last attempt, or
