@@ -289,6 +289,10 @@ WITH pick AS (
           UNION ALL SELECT b.k, b.v FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) s),
     other_count = wake.other_count + EXCLUDED.other_count,
     last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
+    -- A wake begins at its oldest item: an event stamped before the wake (its message's
+    -- transaction committed late) moves it back, so an ack's recount ("unread since the
+    -- wake began") still counts that message and does not drop its nudge.
+    created_at = least(wake.created_at, EXCLUDED.created_at),
     updated_at = EXCLUDED.updated_at
 )
 DELETE FROM wake_event e USING pick
