@@ -83,6 +83,27 @@ func TestDashboardKnowledge(t *testing.T) {
 		}
 	})
 
+	t.Run("a guest's people read the trusted entries only, and no query's text", func(t *testing.T) {
+		t.Parallel()
+		// A candidate distilled from a thread only the host's parts were in, and the host
+		// agents' recall queries that found nothing, told a guest what the host discussed.
+		learn("Host-only margin floor", "Never quote under a 32 percent margin to Globex.")
+		recall(t, "quartz zeppelin pricing exception")
+		trusted := learn("Shared release window", "Releases go out on Tuesdays.")
+		ana.wantPost(t, http.StatusSeeOther, "approve", base+"/"+trusted+"/approve", ana.form())
+		_, host := ana.get(base)
+		if !strings.Contains(host, "Host-only margin floor") || !strings.Contains(host, "quartz zeppelin") {
+			t.Fatalf("the host's own page lacks its candidate or its empty query: %s", host)
+		}
+		status, guest := gus.get(base)
+		if status != http.StatusOK || !strings.Contains(guest, "Shared release window") {
+			t.Fatalf("the guest's page: %d, trusted entry shown %v", status, strings.Contains(guest, "Shared release window"))
+		}
+		if strings.Contains(guest, "Host-only margin floor") || strings.Contains(guest, "quartz zeppelin") {
+			t.Fatal("a guest's people read the host's candidate or its agents' queries")
+		}
+	})
+
 	t.Run("a bad title is refused beside its field and nothing is saved", func(t *testing.T) {
 		t.Parallel()
 		id := learn("Rotate the signing key yearly", "The release signing key rotates every January.")

@@ -292,6 +292,11 @@ func (s *Service) Learning(ctx context.Context, sc tenancy.Scope, now time.Time)
 			return err
 		}
 		l.Days, l.Weeks = series(rows, daysFrom, LearningDays, 1), series(rows, weeksFrom, LearningWeeks, 7)
+		if !sc.IsHost() {
+			// The queries' text is what the host's agents asked: a guest's people see
+			// the rates only.
+			return nil
+		}
 		for _, e := range empty {
 			l.Empty = append(l.Empty, EmptyQuery{Query: e.Query, Times: e.Times, LastAt: e.LastAt})
 		}

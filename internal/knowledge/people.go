@@ -19,10 +19,19 @@ import (
 const MsgReviewerRole = "Only an owner or admin of the host company can approve or reject knowledge"
 
 // ReviewQueue lists the project's entries of one status (all when empty), newest first.
-// Reading the project's knowledge takes the read_memory grant for a guest, as recall does.
+// Reading the project's knowledge takes the read_memory grant for a guest, as recall does,
+// and a guest reads what recall would give it: trusted entries only. Candidates and
+// demoted entries are the host's to review; a candidate distilled from a thread only the
+// host's parts were in told a guest what that thread said.
 func (s *Service) ReviewQueue(ctx context.Context, sc tenancy.Scope, status string, limit int) ([]Review, error) {
 	if err := sc.RequireGrant(tenancy.GrantReadMemory, NeedRecall); err != nil {
 		return nil, err
+	}
+	if !sc.IsHost() {
+		if status != "" && status != StatusTrusted {
+			return nil, nil
+		}
+		status = StatusTrusted
 	}
 	var st *string
 	if status != "" {
