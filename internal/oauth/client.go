@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -107,6 +108,11 @@ func CheckRedirectURI(raw string) error {
 	}
 	if u.User != nil {
 		return fmt.Errorf("redirect URI %q has user information", raw)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("redirect URI %q: port %s is not a port (1-65535)", raw, p)
+		}
 	}
 	switch scheme := strings.ToLower(u.Scheme); scheme {
 	case "https":

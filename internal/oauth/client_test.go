@@ -35,6 +35,11 @@ func TestRedirectURIs(t *testing.T) {
 			"/relative/callback",
 			"",
 		}},
+		// url.Parse takes any digits as a port: no client could ever listen there.
+		{"a port that is not a port is refused", false, []string{
+			"http://127.0.0.1:99999/callback",
+			"https://claude.ai:0/cb",
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, u := range c.uris {
