@@ -68,7 +68,16 @@ func (a *App) mount(e *echo.Echo, h httpapi.Handler) {
 		if rt.Credential != nil {
 			next = a.limitedRoute(rt.Credential, next)
 		}
-		e.Add(rt.Method, pathValuePattern.ReplaceAllString(pathRestPattern.ReplaceAllString(rt.Path, "*"), ":$1"), next)
+		path := pathValuePattern.ReplaceAllString(pathRestPattern.ReplaceAllString(rt.Path, "*"), ":$1")
+		e.Add(rt.Method, path, next)
+		if rt.Method == http.MethodGet && rt.Credential == nil {
+			// HEAD is GET without the body (RFC 9110 9.3.2): monitors and download tools
+			// send it, and it answered 405. The surface's mux serves HEAD on its GET
+			// patterns, and the server writes no body for it. Not on a route that reads a
+			// credential: the pager's long poll is a GET that claims a wake, and a HEAD
+			// would claim it for a body nobody reads.
+			e.Add(http.MethodHead, path, next)
+		}
 	}
 }
 

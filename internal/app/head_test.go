@@ -1,0 +1,64 @@
+package app_test
+
+import (
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// TestHEADIsGETWithoutTheBody: the routes beside MCP answer HEAD as their GET, without a
+// body (RFC 9110 9.3.2). It was 405 on every one of them: health monitors and download
+// tools that send HEAD first were told the route does not exist.
+func TestHEADIsGETWithoutTheBody(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	for path, want := range map[string]int{
+		"/healthz": http.StatusOK,
+		"/readyz":  http.StatusOK,
+		"/":        http.StatusOK,
+		"/.well-known/oauth-protected-resource/api/mcp": http.StatusOK,
+		// A link with a bad signature is refused as its GET is.
+		"/api/rooms/" + s.res.Projects["escalations"].ID.String() + "/attachments/" + uuid.NewString() + "?exp=1&sig=00": http.StatusForbidden,
+	} {
+		get, err := http.Get(s.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		get.Body.Close()
+		resp, err := http.Head(s.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || get.StatusCode != want || len(body) != 0 {
+			t.Errorf("HEAD %s: %d with %d bytes (GET %d), want %d and no body", path, resp.StatusCode, len(body), get.StatusCode, want)
+		}
+	}
+}
+
+// TestHEADNeverClaimsAWake: the pager's long poll is a GET that claims the part's wake; a
+// HEAD of it (a monitor probing the URL with the key) claimed the wake for a body nobody
+// read, and the pager's own poll then found nothing.
+func TestHEADNeverClaimsAWake(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	key := s.key("acme/backend")
+	arch := s.threadsURL("escalations", "architect")
+	callTool(t, arch, s.key("acme/architect"), "send", map[string]any{"to": []string{"backend"}, "subject": "Deploy", "body": "Review it."})
+	req, _ := http.NewRequest(http.MethodHead, s.base+"/api/wakes/next?wait=0", nil)
+	req.Header.Set("X-Agent-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("HEAD of the long poll: %d, want 405", resp.StatusCode)
+	}
+	if status, _ := s.nextWake(t, http.DefaultClient, key); status != http.StatusOK {
+		t.Fatalf("the pager's poll after the HEAD: %d, want its wake (200)", status)
+	}
+}
