@@ -479,9 +479,11 @@ func (q *Queries) OAuthGrantRevokeByOrgClient(ctx context.Context, db DBTX, arg 
 }
 
 const orgMemberCountOwners = `-- name: OrgMemberCountOwners :one
-SELECT count(*) FROM org_member WHERE org_id = $1 AND role = 'owner'
+SELECT count(*) FROM org_member WHERE org_id = $1 AND role = 'owner' AND deactivated_at IS NULL
 `
 
+// The owners who can act: a deactivated owner acts for the organisation in nothing, so an
+// organisation whose other owners are deactivated has one owner left.
 func (q *Queries) OrgMemberCountOwners(ctx context.Context, db DBTX, orgID uuid.UUID) (int64, error) {
 	row := db.QueryRow(ctx, orgMemberCountOwners, orgID)
 	var count int64

@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -148,5 +149,22 @@ func TestARoleChangeIsMadeWithTheActorsRoleOfNow(t *testing.T) {
 	}
 	if n := b.Count(t, `SELECT count(*) FROM org_member WHERE org_id = $1 AND role = 'owner'`, org); n != 2 {
 		t.Fatalf("%d owners, want A and C", n)
+	}
+}
+
+// TestADeactivatedOwnerIsNotTheOwnerLeft: an organisation keeps an owner who can act. The
+// count of owners took in deactivated ones, so the only active owner could demote
+// themself beside a deactivated owner and leave nobody able to act for the organisation.
+func TestADeactivatedOwnerIsNotTheOwnerLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := testfix.Seed(t, demo)
+	svc := admin.New(b.DB, testfix.PublicURL)
+	org, owners := ownedBy(t, svc, "a", "b")
+	a, bb := owners[0], owners[1]
+	testfix.OpAll(t, b.DB, testfix.Stmt{SQL: `UPDATE org_member SET deactivated_at = now() WHERE org_id = $1 AND user_id = $2`, Args: []any{org, bb}})
+	err := svc.SetRole(ctx, admin.OrgActor{OrgID: org, UserID: a, Name: "A", Role: "owner"}, a, "admin")
+	if err == nil || !strings.Contains(err.Error(), admin.MsgLastOwner) {
+		t.Fatalf("the only active owner demoting themself: %v", err)
 	}
 }

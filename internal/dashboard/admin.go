@@ -93,7 +93,7 @@ func (h *Handler) adminActor(w http.ResponseWriter, r *http.Request, sess web.Se
 }
 
 // MsgDeactivated refuses a person on the pages of an organisation that deactivated them.
-const MsgDeactivated = "You are no longer an active member of this organisation; an owner or admin can reactivate you."
+const MsgDeactivated = "You are no longer an active member of this organisation; ask one of its owners to have you reactivated."
 
 // orgActor resolves the person's organisation (?org= when it is one of theirs, else
 // their first where they are active) and role there, whatever the role; a person without

@@ -73,7 +73,9 @@ UPDATE org_member SET role = sqlc.arg(role) WHERE org_id = sqlc.arg(org_id) AND 
 SELECT pg_advisory_xact_lock(7277, hashtext(sqlc.arg(org_id)::uuid::text));
 
 -- name: OrgMemberCountOwners :one
-SELECT count(*) FROM org_member WHERE org_id = sqlc.arg(org_id) AND role = 'owner';
+-- The owners who can act: a deactivated owner acts for the organisation in nothing, so an
+-- organisation whose other owners are deactivated has one owner left.
+SELECT count(*) FROM org_member WHERE org_id = sqlc.arg(org_id) AND role = 'owner' AND deactivated_at IS NULL;
 
 -- name: OAuthClientListByOrg :many
 -- The clients an organisation's people connected (live grants), with how many consents.
