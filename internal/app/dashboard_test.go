@@ -412,6 +412,20 @@ func TestDashboard(t *testing.T) {
 		nextData(t, r, "the older message, committed late", "the message committed late")
 	})
 
+	t.Run("a post is counted as the composer counts it: a line break is one character", func(t *testing.T) {
+		t.Parallel()
+		// The form sends each line break as CRLF: 3,334 lines of "a" are 6,668
+		// characters in the composer, and were refused as 10,002.
+		body := strings.Repeat("a\r\n", 3334)
+		if status, got := ana.postForm("/app/rooms/"+room+"/messages", url.Values{"csrf": {ana.csrf()}, "content": {body}}); status != http.StatusSeeOther {
+			t.Fatalf("post: %d %.300s", status, got)
+		}
+		n := testfix.Scalar[int](t, s.d, `SELECT count(*) FROM room_message WHERE content = $1`, strings.Repeat("a\n", 3334))
+		if n != 1 {
+			t.Fatalf("%d messages stored with LF line breaks, want 1", n)
+		}
+	})
+
 	t.Run("the live stream delivers an agent's message through LISTEN/NOTIFY", func(t *testing.T) {
 		t.Parallel()
 		r := ana.liveStream(t, "/app/rooms/"+room+"/events")

@@ -561,7 +561,11 @@ func fetched(r *http.Request) bool { return r.Header.Get("X-Requested-With") == 
 // post stores a person's message through the rooms service: agents read it with
 // get_messages as "Name [Organisation] (human)".
 func (h *Handler) post(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
-	_, err := h.deps.Rooms.PostMessage(r.Context(), sc, r.PostFormValue("content"))
+	// A form sends the textarea's line breaks as CRLF (HTML's form encoding), where its
+	// maxlength counted one character each: stored as typed, and counted as the composer
+	// counted them.
+	content := strings.ReplaceAll(r.PostFormValue("content"), "\r\n", "\n")
+	_, err := h.deps.Rooms.PostMessage(r.Context(), sc, content)
 	if e, ok := apperr.As(err); ok && e.Code != apperr.Unavailable {
 		if fetched(r) {
 			http.Error(w, e.Message, http.StatusBadRequest)
