@@ -15,6 +15,7 @@ import (
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 // ScopeIngestWrite lets a token of an owner or admin write a workspace's conversations
@@ -185,8 +186,8 @@ func (s *Service) newMessage(ctx context.Context, tx *pg.Tx, org uuid.UUID, at s
 		return NewMessage{}, invalid("%q holds at most %d attachments", at+"attachments", MaxAttachments)
 	}
 	for i, a := range m.Attachments {
-		if n := len([]rune(a.Filename)); n < 1 || n > MaxFilename || a.Size < 0 {
-			return NewMessage{}, invalid("%q needs a filename of 1 to %d characters and a size of at least 0", fmt.Sprintf("%sattachments[%d]", at, i), MaxFilename)
+		if n := len([]rune(a.Filename)); n < 1 || n > MaxFilename || a.Size < 0 || text.CheckShown(a.Filename) != nil {
+			return NewMessage{}, invalid("%q needs a filename of 1 to %d characters, none of them a control or formatting character, and a size of at least 0", fmt.Sprintf("%sattachments[%d]", at, i), MaxFilename)
 		}
 	}
 	created, err := checkTime(at+"created_at", m.CreatedAt, now)

@@ -154,17 +154,19 @@ func TestIngest(t *testing.T) {
 	})
 	t.Run("bounds and shapes are checked before anything is written", func(t *testing.T) {
 		cases := map[string]func(*desk.IngestConversation){
-			"external_id":      func(c *desk.IngestConversation) { c.ExternalID = "" },
-			"customer_email":   func(c *desk.IngestConversation) { c.CustomerEmail = "not an address" },
-			"status":           func(c *desk.IngestConversation) { c.Status = "closed" },
-			"at most 100":      func(c *desk.IngestConversation) { c.Messages = make([]desk.IngestMessage, desk.MaxIngestMessages+1) },
-			"in the future":    func(c *desk.IngestConversation) { c.CreatedAt = new(now.Add(time.Hour)) },
-			"customer, reply":  func(c *desk.IngestConversation) { c.Messages[0].Type = desk.TypeNote },
-			"required for a":   func(c *desk.IngestConversation) { c.Messages[0].Type = desk.TypeReply },
-			"not an active":    func(c *desk.IngestConversation) { c.AssigneeEmail = "gus@globex.test" },
-			"before the":       func(c *desk.IngestConversation) { c.Messages[1].CreatedAt = new(at("2026-11-09T00:00:00Z")) },
-			"attachments[0]":   func(c *desk.IngestConversation) { c.Messages[0].Attachments[0].Size = -1 },
-			"only for a resol": func(c *desk.IngestConversation) { c.ResolvedAt = new(now) },
+			"external_id":     func(c *desk.IngestConversation) { c.ExternalID = "" },
+			"customer_email":  func(c *desk.IngestConversation) { c.CustomerEmail = "not an address" },
+			"status":          func(c *desk.IngestConversation) { c.Status = "closed" },
+			"at most 100":     func(c *desk.IngestConversation) { c.Messages = make([]desk.IngestMessage, desk.MaxIngestMessages+1) },
+			"in the future":   func(c *desk.IngestConversation) { c.CreatedAt = new(now.Add(time.Hour)) },
+			"customer, reply": func(c *desk.IngestConversation) { c.Messages[0].Type = desk.TypeNote },
+			"required for a":  func(c *desk.IngestConversation) { c.Messages[0].Type = desk.TypeReply },
+			"not an active":   func(c *desk.IngestConversation) { c.AssigneeEmail = "gus@globex.test" },
+			"before the":      func(c *desk.IngestConversation) { c.Messages[1].CreatedAt = new(at("2026-11-09T00:00:00Z")) },
+			"attachments[0]":  func(c *desk.IngestConversation) { c.Messages[0].Attachments[0].Size = -1 },
+			// A right-to-left override shows "invoice\u202Etxt.exe" as "invoiceexe.txt".
+			"formatting character": func(c *desk.IngestConversation) { c.Messages[0].Attachments[0].Filename = "invoice\u202Etxt.exe" },
+			"only for a resol":     func(c *desk.IngestConversation) { c.ResolvedAt = new(now) },
 		}
 		for want, mutate := range cases {
 			c := newConv("bad-" + want)

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/google/uuid"
 
@@ -246,14 +245,11 @@ const MaxFilenameBytes = 255
 // the right-to-left override that shows "invoice\u202Etxt.exe" as "invoiceexe.txt".
 func CleanFilename(name string) (string, error) {
 	name = strings.TrimSpace(name)
-	if err := text.Check(name); err != nil {
+	if err := text.CheckShown(name); err != nil {
 		return "", invalid("filename %v", err)
 	}
 	if name == "" || len(name) > MaxFilenameBytes || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
 		return "", invalid("filename is required: 1-%d characters, no slashes, not . or ..", MaxFilenameBytes)
-	}
-	if i := strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }); i >= 0 {
-		return "", invalid("filename must not hold control or formatting characters (found %U)", []rune(name[i:])[0])
 	}
 	return name, nil
 }

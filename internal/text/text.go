@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -27,6 +28,22 @@ const MaxDepth = 10000
 
 // Check reports whether s is storable text. utf8.ValidString refuses invalid bytes,
 // overlong encodings (such as C0 80 or E0 80 80) and encoded surrogates.
+// ErrHidden is CheckShown's answer for a character that does not show as itself.
+var ErrHidden = errors.New("must not hold control or formatting characters (a line break, a right-to-left override, a zero-width space…)")
+
+// CheckShown refuses, beyond Check, a name that would show other than it is: a control
+// character, or a format character such as the right-to-left override that shows
+// "invoice\u202Etxt.exe" as "invoiceexe.txt". For file names and the like.
+func CheckShown(s string) error {
+	if err := Check(s); err != nil {
+		return err
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0 {
+		return ErrHidden
+	}
+	return nil
+}
+
 func Check(s string) error {
 	if !utf8.ValidString(s) {
 		return ErrInvalid
