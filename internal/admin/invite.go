@@ -53,11 +53,14 @@ type InviteOut struct {
 	ExpiresAt time.Time
 }
 
+// MaxEmailBytes is the longest email address an invitation holds (org_invitation.email).
+const MaxEmailBytes = 320
+
 // Invite creates a one-time link for email to join the organisation with role.
 func (s *Service) Invite(ctx context.Context, a OrgActor, email, role string) (InviteOut, error) {
 	email = strings.ToLower(strings.TrimSpace(email))
-	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email {
-		return InviteOut{}, fieldError("email", "enter one email address, like ana@example.com")
+	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email || len(email) > MaxEmailBytes {
+		return InviteOut{}, fieldError("email", fmt.Sprintf("enter one email address of at most %d characters, like ana@example.com", MaxEmailBytes))
 	}
 	if !slices.Contains(Roles, role) {
 		return InviteOut{}, fieldError("role", "choose owner, admin or member")
@@ -182,6 +185,9 @@ func (s *Service) AcceptInvitation(ctx context.Context, link string, j Joiner) e
 			}
 			if len(j.Password) < MinPassword {
 				return fieldError("password", fmt.Sprintf("at least %d characters", MinPassword))
+			}
+			if len(j.Password) > auth.MaxPasswordBytes {
+				return fieldError("password", fmt.Sprintf("at most %d characters", auth.MaxPasswordBytes))
 			}
 			hash, err := auth.HashPassword(j.Password)
 			if err != nil {

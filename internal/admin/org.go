@@ -583,7 +583,9 @@ func (s *Service) SetRole(ctx context.Context, a OrgActor, userID uuid.UUID, rol
 		if (role == tenancy.RoleOwner || p.Role == tenancy.RoleOwner) && a.Role != tenancy.RoleOwner {
 			return apperr.New(apperr.Forbidden, "%s", MsgOwnerRole)
 		}
-		if p.Role == tenancy.RoleOwner && role != tenancy.RoleOwner {
+		// Only an active owner's demotion can leave nobody able to act: a deactivated one
+		// is not counted, and demoting them changes nothing of it.
+		if p.Role == tenancy.RoleOwner && p.DeactivatedAt == nil && role != tenancy.RoleOwner {
 			owners, err := s.Q.OrgMemberCountOwners(ctx, tx, a.OrgID)
 			if err != nil {
 				return err

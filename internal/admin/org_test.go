@@ -167,4 +167,8 @@ func TestADeactivatedOwnerIsNotTheOwnerLeft(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), admin.MsgLastOwner) {
 		t.Fatalf("the only active owner demoting themself: %v", err)
 	}
+	// Demoting the deactivated owner leaves the active one: it is allowed.
+	if err := svc.SetRole(ctx, admin.OrgActor{OrgID: org, UserID: a, Name: "A", Role: "owner"}, bb, "member"); err != nil {
+		t.Fatalf("the active owner demoting the deactivated one: %v", err)
+	}
 }

@@ -7,10 +7,15 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/tenancy"
 )
+
+// MaxModelChars bounds an agent's model name ("claude-opus-4", "gpt-5"): it is shown
+// after the agent's name everywhere, and recorded in the audit trail.
+const MaxModelChars = 200
 
 var (
 	slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -130,6 +135,9 @@ func validate(f *File, k known) Problems {
 		seenAgent[ref] = true
 		agents[ref] = true
 		checkName(&a.Name, path, add)
+		if utf8.RuneCountInString(a.Model) > MaxModelChars {
+			add(path+".model", "at most %d characters", MaxModelChars)
+		}
 		if a.Kind == "" {
 			a.Kind = "session"
 		}

@@ -195,6 +195,29 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 		}
 	})
 
+	t.Run("input past a column's bound is refused beside its field, not a 503", func(t *testing.T) {
+		t.Parallel()
+		// Each reached the database (or the audit trail's detail bound) and answered
+		// "This page is unavailable right now", with nothing beside the field.
+		for _, c := range []struct {
+			path  string
+			form  url.Values
+			field string
+		}{
+			{"/app/admin/people", form(ana, "email", strings.Repeat("a", 330)+"@acme.test", "role", "member"), "email"},
+			{"/app/admin/agents", form(ana, "slug", "long-model", "name", "Long", "model", strings.Repeat("m", 5000)), "model"},
+			{"/app/admin/agents/" + architect + "/webhook", form(ana, "url", "https://hooks.acme.test/"+strings.Repeat("x", 5000)), "url"},
+		} {
+			status, body := ana.postForm(c.path, c.form)
+			if status != http.StatusBadRequest || !strings.Contains(body, `class="field-error"`) {
+				t.Fatalf("%s: %d %.300s", c.path, status, body)
+			}
+		}
+		if count(t, `SELECT count(*) FROM agent WHERE slug = 'long-model'`) != 0 {
+			t.Fatal("the agent with the long model was stored")
+		}
+	})
+
 	t.Run("without the form's CSRF token nothing changes", func(t *testing.T) {
 		t.Parallel()
 		status, _ := ana.postForm("/app/admin/agents", url.Values{"slug": {"csrf-less"}, "name": {"No"}})
@@ -352,6 +375,13 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 		if _, people := ana.get("/app/admin/people"); strings.Contains(people, link[1]) {
 			t.Fatal("the link is shown again")
 		}
+		// An expired link reads as expired, not "open until" a time gone by.
+		status, body = ana.postForm("/app/admin/people", form(ana, "email", "late@acme.test", "role", "member"))
+		must(t, status, http.StatusCreated, body)
+		count(t, `UPDATE org_invitation SET expires_at = now() - interval '2 days' WHERE email = 'late@acme.test' RETURNING 1`)
+		if _, people := ana.get("/app/admin/people"); !strings.Contains(people, "<td>late@acme.test</td><td>member</td><td>expired ") {
+			t.Fatalf("the expired invitation: %s", people)
+		}
 		// Zoe opens it signed out, chooses a name and password, and signs in.
 		zoe := &person{t: t, base: s.base, c: newJarClient(t)}
 		status, page := zoe.get("/app/invite/" + link[1])
@@ -363,6 +393,10 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 		status, body = zoe.postForm("/app/invite/"+link[1], url.Values{"name": {"Zoe"}, "password": {"secret!!"}})
 		must(t, status, http.StatusForbidden, body)
 		status, body = zoe.postForm("/app/invite/"+link[1], url.Values{"csrf": {m[1]}, "name": {"Zoe"}, "password": {"short"}})
+		must(t, status, http.StatusBadRequest, body)
+		// Past what a password may be hashed from: beside the field, not a 503.
+		m = csrfField.FindStringSubmatch(body)
+		status, body = zoe.postForm("/app/invite/"+link[1], url.Values{"csrf": {m[1]}, "name": {"Zoe"}, "password": {strings.Repeat("p", 1100)}})
 		must(t, status, http.StatusBadRequest, body)
 		if count(t, `SELECT count(*) FROM app_user WHERE email = 'zoe@acme.test'`) != 0 {
 			t.Fatal("a refused acceptance created the account")

@@ -105,6 +105,8 @@ var funcs = template.FuncMap{
 	// clock is the hour and minute in the viewer's timezone, as the "limited until" badge shows it.
 	"clock": func(t any, tz string) string { return inZone(timeOf(t), tz).Format("15:04") },
 	"has":   has, // a checkbox's state (admin.go)
+	// past reports a time gone by, when the page is made (an invitation's expiry).
+	"past": func(t any) bool { return timeOf(t).Before(time.Now()) },
 	// maxPost is the composer's bound, the one the rooms service holds.
 	"maxPost": func() int { return rooms.MaxPost },
 }

@@ -144,10 +144,16 @@ const (
 	MsgWebhookPrivate = "the webhook URL must name a public address: this server does not post to loopback or private networks"
 )
 
+// MaxWebhookURLBytes bounds a webhook's URL: it is stored, shown and audited.
+const MaxWebhookURLBytes = 2048
+
 // validateURL accepts https URLs to public hosts; with PrivateTargets, also any https
 // host and http to a loopback one (local development). A name is checked again when it is
 // dialled (after resolution): this only answers early for an address written as such.
 func (s *Service) validateURL(raw string) error {
+	if len(raw) > MaxWebhookURLBytes {
+		return apperr.New(apperr.Invalid, "the webhook URL is longer than %d characters", MaxWebhookURLBytes)
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return apperr.New(apperr.Invalid, "%s", MsgWebhookHTTPS)
