@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -244,11 +245,17 @@ func changeAgentKeys[T any](ctx context.Context, s *Service, a OrgActor, id uuid
 }
 
 // WebhookEvent is the audit event of setting or clearing an agent's wake webhook, which
-// the wake service records in its own transaction (audit.Intend / RecordIntended).
-func WebhookEvent(a OrgActor, agentID uuid.UUID, action, url string) audit.Event {
+// the wake service records in its own transaction (audit.Intend / RecordIntended). The
+// URL is recorded without its user information and query: a webhook URL often carries a
+// token there, and the audit trail is never a secret's place (it is never rewritten).
+func WebhookEvent(a OrgActor, agentID uuid.UUID, action, rawURL string) audit.Event {
 	d := map[string]string{}
-	if url != "" {
-		d["url"] = url
+	if rawURL != "" {
+		d["url"] = "(not a URL)"
+		if u, err := url.Parse(rawURL); err == nil {
+			u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+			d["url"] = u.String()
+		}
 	}
 	return audit.Event{Actor: a.audit(), OrgID: a.OrgID, Kind: audit.KindAgent, ObjectID: agentID.String(), Action: action, Detail: d}
 }

@@ -251,6 +251,13 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 		if strings.Contains(page, secret) || !strings.Contains(page, "https://hooks.acme.test/wake") || !strings.Contains(page, "<td>webhook_set</td>") {
 			t.Fatalf("the secret is shown again, or the webhook or its audit row missing: %s", page)
 		}
+		// A URL's user information and query (where a token often is) stay out of the
+		// audit trail, which is never rewritten.
+		status, body = ana.postForm("/app/admin/agents/"+architect+"/webhook", form(ana, "url", "https://user:hunter2@hooks.acme.test/wake?token=supersecret"))
+		must(t, status, http.StatusOK, body)
+		if n := count(t, `SELECT count(*) FROM audit_event WHERE object_id = $1 AND (detail::text LIKE '%supersecret%' OR detail::text LIKE '%hunter2%')`, architect); n != 0 {
+			t.Fatal("the webhook URL's credentials are in the audit trail")
+		}
 		status, _ = ana.postForm("/app/admin/agents/"+architect+"/unhook", form(ana))
 		must(t, status, http.StatusSeeOther, "")
 		if _, page = ana.get("/app/admin/agents/" + architect); !strings.Contains(page, "<td>webhook_cleared</td>") {
