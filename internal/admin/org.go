@@ -470,6 +470,10 @@ func (s *Service) InviteGuest(ctx context.Context, a OrgActor, projectID uuid.UU
 		if err != nil {
 			return err
 		}
+		if g.ID == a.OrgID {
+			// The file's check says it too, under a path the form has no field for.
+			return fieldError("guest", "your company hosts this project: invite another company")
+		}
 		if _, err := s.agreementIn(ctx, tx, a.OrgID, projectID, g.ID); err == nil {
 			return fieldError("guest", MsgAgreementExists)
 		} else if apperr.CodeOf(err) != apperr.NotFound {

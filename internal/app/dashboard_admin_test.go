@@ -195,6 +195,15 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 		}
 	})
 
+	t.Run("inviting the host itself as a guest says why beside the field", func(t *testing.T) {
+		t.Parallel()
+		// The page said "correct the fields marked below" and marked none.
+		status, body := ana.postForm("/app/admin/projects/"+room+"/guests", form(ana, "guest", "acme", "grants", "read_memory"))
+		if status != http.StatusBadRequest || !strings.Contains(body, `class="field-error"`) || !strings.Contains(body, "invite another company") {
+			t.Fatalf("%d %.400s", status, body)
+		}
+	})
+
 	t.Run("input past a column's bound is refused beside its field, not a 503", func(t *testing.T) {
 		t.Parallel()
 		// Each reached the database (or the audit trail's detail bound) and answered
