@@ -307,7 +307,7 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 		must(t, status, http.StatusBadRequest, body)
 		// The home page's pending agreement leads to the page where Ivy accepts.
 		_, home := ivy.get("/app/")
-		if !strings.Contains(home, `href="`+page+`"`) {
+		if !strings.Contains(home, `href="`+page+`?org=`) {
 			t.Fatalf("the guest's home does not link to its agreement: %s", home)
 		}
 		status, body = ana.postForm(page+"/accept", form(ana))

@@ -477,16 +477,39 @@ type need struct {
 	What     string
 }
 
+// orgAdmin reports whether the person is an active owner or admin of org.
+func (h *Handler) orgAdmin(r *http.Request, sess web.Session, org uuid.UUID) (bool, error) {
+	rows, err := h.deps.Resolver.PersonOrgs(r.Context(), sess.ID)
+	if err != nil {
+		return false, err
+	}
+	for _, o := range rows {
+		if o.OrgID == org && !o.Deactivated && (o.Role == tenancy.RoleOwner || o.Role == tenancy.RoleAdmin) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // needs gathers what waits for the person across their organisation's rooms: per room the
 // person is resolved as on the room's own pages (one statement) and the room's needs are
 // read in one more (rooms.Service.NeedsYou); a guest's pending agreement comes from the
 // room list itself.
 func (h *Handler) needs(r *http.Request, sess web.Session, org uuid.UUID, list []rooms.PersonRoom) ([]need, error) {
+	// An agreement is accepted or chased on the company admin pages: only an owner or
+	// admin of the organisation the page acts for is sent there, with that organisation.
+	admin, err := h.orgAdmin(r, sess, org)
+	if err != nil {
+		return nil, err
+	}
+	inOrg := "?org=" + org.String()
 	var out []need
 	for _, pr := range list {
 		if !pr.IsHost && pr.AgreementStatus == tenancy.AgreementPending {
-			out = append(out, need{Need: rooms.Need{Kind: rooms.NeedAgreement, ID: org, Title: pr.HostName}, Room: pr.ID.String(),
-				RoomName: pr.Name, URL: agreementURL(pr.ID, org), What: "Agreement waiting for your company's acceptance"})
+			if admin {
+				out = append(out, need{Need: rooms.Need{Kind: rooms.NeedAgreement, ID: org, Title: pr.HostName}, Room: pr.ID.String(),
+					RoomName: pr.Name, URL: agreementURL(pr.ID, org) + inOrg, What: "Agreement waiting for your company's acceptance"})
+			}
 			continue
 		}
 		if !pr.IsHost && pr.AgreementStatus != tenancy.AgreementActive {
@@ -513,9 +536,12 @@ func (h *Handler) needs(r *http.Request, sess web.Session, org uuid.UUID, list [
 			case rooms.NeedKnowledge:
 				n.What, n.URL = "Knowledge to review", roomURL(pr.ID, "knowledge")+"#k-"+it.ID.String()
 			case rooms.NeedAgreement:
+				if !admin {
+					continue
+				}
 				// The directory shows the host only the organisations that have parts in the
 				// room, so an invited company without any is unnamed.
-				n.URL, n.What = agreementURL(pr.ID, it.ID), "Agreement not yet accepted by an invited company"
+				n.URL, n.What = agreementURL(pr.ID, it.ID)+inOrg, "Agreement not yet accepted by an invited company"
 				if it.Title != "" {
 					n.What = "Agreement not yet accepted by " + it.Title
 				}
