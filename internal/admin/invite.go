@@ -170,7 +170,7 @@ func (s *Service) AcceptInvitation(ctx context.Context, link string, j Joiner) e
 			return err
 		}
 		var userID uuid.UUID
-		name := existing.Name
+		name := audit.PersonName(existing.Name, inv.Email)
 		switch {
 		case j.SignedIn != uuid.Nil:
 			if !strings.EqualFold(j.SignedInEmail, inv.Email) {

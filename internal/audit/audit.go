@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,6 +73,25 @@ type Event struct {
 	Action    string
 	// Detail says briefly what changed (field names and new values, never secrets).
 	Detail map[string]string
+}
+
+// MaxActorName is the longest name an event records its actor under (audit_event.actor_name).
+const MaxActorName = 200
+
+// PersonName is the name a person acts and is recorded under: their name, at most
+// MaxActorName characters, or their email when they have none (`admin user create` and an
+// admin file may leave it out). Left blank, every audited change of theirs failed, and the
+// pages, which take a name for a signed-in person, showed them neither their links nor
+// Sign out.
+func PersonName(name, email string) string {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		name = email
+	}
+	if r := []rune(name); len(r) > MaxActorName {
+		name = string(r[:MaxActorName])
+	}
+	return name
 }
 
 // Record writes e in tx, the transaction of the change it describes.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/text"
@@ -369,7 +370,7 @@ func (s *Site) Session(r *http.Request) (Session, bool, error) {
 	}
 	for _, row := range rows {
 		if p.Matches(row.SecretHash) {
-			return Session{Person: Person{ID: row.UserID, Email: row.Email, Name: row.Name}, ID: p.ID, raw: c.Value}, true, nil
+			return Session{Person: Person{ID: row.UserID, Email: row.Email, Name: audit.PersonName(row.Name, row.Email)}, ID: p.ID, raw: c.Value}, true, nil
 		}
 	}
 	return Session{}, false, nil
