@@ -195,6 +195,15 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 		}
 	})
 
+	t.Run("the overview is the admin overview", func(t *testing.T) {
+		t.Parallel()
+		// Its page name was "home", the home page's template's: owners saw "No rooms yet".
+		status, body := ana.get("/app/admin")
+		if status != http.StatusOK || !strings.Contains(body, "Projects you host") || !strings.Contains(body, `aria-current="page">Overview`) {
+			t.Fatalf("%d %.600s", status, body)
+		}
+	})
+
 	t.Run("inviting the host itself as a guest says why beside the field", func(t *testing.T) {
 		t.Parallel()
 		// The page said "correct the fields marked below" and marked none.

@@ -299,7 +299,7 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request, sess web.Se
 }
 
 func (h *Handler) adminHome(c adminCtx, status int, pre view) {
-	h.show(c, status, pre, "Company admin", "home", func(ctx context.Context, v *view) (err error) {
+	h.show(c, status, pre, "Company admin", "overview", func(ctx context.Context, v *view) (err error) {
 		if v.Admin.Agents, err = h.deps.Admin.OrgAgents(ctx, c.a); err != nil {
 			return err
 		}
