@@ -329,6 +329,31 @@ func (q *Queries) InvitationRowsByInviteID(ctx context.Context, db DBTX, inviteI
 	return items, nil
 }
 
+const invitationWithdraw = `-- name: InvitationWithdraw :one
+UPDATE org_invitation SET expires_at = now()
+WHERE org_id = $1 AND id = $2 AND accepted_at IS NULL AND expires_at > now()
+RETURNING email, role
+`
+
+type InvitationWithdrawParams struct {
+	OrgID uuid.UUID
+	ID    uuid.UUID
+}
+
+type InvitationWithdrawRow struct {
+	Email string
+	Role  string
+}
+
+// An owner or admin withdraws an open invitation of their organisation: its link stops
+// working at once. Returns its role (an owner's link is an owner's to withdraw).
+func (q *Queries) InvitationWithdraw(ctx context.Context, db DBTX, arg InvitationWithdrawParams) (InvitationWithdrawRow, error) {
+	row := db.QueryRow(ctx, invitationWithdraw, arg.OrgID, arg.ID)
+	var i InvitationWithdrawRow
+	err := row.Scan(&i.Email, &i.Role)
+	return i, err
+}
+
 const membershipListForAdmin = `-- name: MembershipListForAdmin :many
 SELECT m.part, m.is_main, m.access, m.capabilities, m.last_seen_at, a.id AS agent_id, a.name AS agent_name,
   o.name AS org_name

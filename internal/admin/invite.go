@@ -96,6 +96,26 @@ func (s *Service) Invite(ctx context.Context, a OrgActor, email, role string) (I
 	return out, err
 }
 
+// WithdrawInvitation ends an open invitation of the organisation: its link stops working
+// at once. An owners' or admins' action, as inviting is, and an owner link an owner's
+// only. One already accepted, expired, withdrawn, or of another organisation is NotFound.
+func (s *Service) WithdrawInvitation(ctx context.Context, a OrgActor, id uuid.UUID) error {
+	return s.inOrg(ctx, a, "withdraw invitation", func(tx *pg.Tx, _ db.OrganisationGetByIDRow) error {
+		inv, err := s.Q.InvitationWithdraw(ctx, tx, db.InvitationWithdrawParams{OrgID: a.OrgID, ID: id})
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "no open invitation %s", id)
+		}
+		if err != nil {
+			return err
+		}
+		if inv.Role == tenancy.RoleOwner && a.Role != tenancy.RoleOwner {
+			return apperr.New(apperr.Forbidden, "%s", MsgOwnerRole) // rolls the withdrawal back
+		}
+		return audit.Record(ctx, tx, audit.Event{Actor: a.audit(), OrgID: a.OrgID, Kind: audit.KindInvitation, ObjectID: id.String(),
+			Action: "withdrawn", Detail: map[string]string{"email": inv.Email, "role": inv.Role}})
+	})
+}
+
 // OrgInvitations lists the organisation's invitations, newest first.
 func (s *Service) OrgInvitations(ctx context.Context, a OrgActor) ([]Invitation, error) {
 	return orgList(ctx, s, a, "list invitations", s.Q.InvitationListByOrg)

@@ -204,6 +204,31 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 		}
 	})
 
+	t.Run("an open invitation is withdrawn: its link stops working, and the change is audited", func(t *testing.T) {
+		t.Parallel()
+		status, body := ana.postForm("/app/admin/people", form(ana, "email", "wrong-address@acme.test", "role", "owner"))
+		must(t, status, http.StatusCreated, body)
+		link := inviteLinkRe.FindStringSubmatch(body)
+		id := ""
+		if err := d.Operator(context.Background(), func(tx *pg.Tx) error {
+			return tx.QueryRow(context.Background(), `SELECT id::text FROM org_invitation WHERE email = 'wrong-address@acme.test'`).Scan(&id)
+		}); err != nil || link == nil {
+			t.Fatalf("%v %v", link, err)
+		}
+		// Another organisation's admin cannot.
+		status, body = gus.postForm("/app/admin/invitations/"+id+"/withdraw", form(gus))
+		must(t, status, http.StatusNotFound, body)
+		status, body = ana.postForm("/app/admin/invitations/"+id+"/withdraw", form(ana))
+		must(t, status, http.StatusSeeOther, body)
+		status, _ = (&person{t: t, base: s.base, c: newJarClient(t)}).get("/app/invite/" + link[1])
+		must(t, status, http.StatusNotFound, "")
+		if n := count(t, `SELECT count(*) FROM audit_event WHERE object_id = $1 AND action = 'withdrawn'`, id); n != 1 {
+			t.Fatalf("%d audit rows", n)
+		}
+		status, body = ana.postForm("/app/admin/invitations/"+id+"/withdraw", form(ana))
+		must(t, status, http.StatusNotFound, body)
+	})
+
 	t.Run("inviting the host itself as a guest says why beside the field", func(t *testing.T) {
 		t.Parallel()
 		// The page said "correct the fields marked below" and marked none.

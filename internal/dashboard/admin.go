@@ -289,6 +289,8 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request, sess web.Se
 		h.personPage(c, id, http.StatusOK, view{})
 	case what == "people" && obj && n == 3 && post && verb == "role":
 		h.setRole(c, id)
+	case what == "invitations" && obj && n == 3 && post && verb == "withdraw":
+		h.withdrawInvitation(c, id)
 	case seg(0) == "clients" && n == 1 && get:
 		h.clientsPage(c, http.StatusOK, view{})
 	case seg(0) == "clients" && n == 2 && seg(1) == "disconnect" && post:
@@ -531,6 +533,16 @@ func (h *Handler) setRole(c adminCtx, id uuid.UUID) {
 		return
 	}
 	http.Redirect(c.w, c.r, c.url("/people/"+id.String(), noticeRoleSaved), http.StatusSeeOther)
+}
+
+// withdrawInvitation ends an open invitation: its link stops working at once (one sent to
+// the wrong address, or pasted where it should not be).
+func (h *Handler) withdrawInvitation(c adminCtx, id uuid.UUID) {
+	if err := h.deps.Admin.WithdrawInvitation(c.r.Context(), c.a, id); err != nil {
+		h.fail(c, err, func(status int, pre view) { h.peoplePage(c, status, pre) })
+		return
+	}
+	http.Redirect(c.w, c.r, c.url("/people", noticeInvitationWithdrawn), http.StatusSeeOther)
 }
 
 // invite creates a one-time link for an email address and shows it, once.

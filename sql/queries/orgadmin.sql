@@ -103,6 +103,13 @@ WHERE org_id = sqlc.arg(org_id)
 ORDER BY created_at DESC
 LIMIT 100;
 
+-- name: InvitationWithdraw :one
+-- An owner or admin withdraws an open invitation of their organisation: its link stops
+-- working at once. Returns its role (an owner's link is an owner's to withdraw).
+UPDATE org_invitation SET expires_at = now()
+WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND accepted_at IS NULL AND expires_at > now()
+RETURNING email, role;
+
 -- name: InvitationRowsByInviteID :many
 -- The invitations a link's public id names, with their organisation; hashes compared in Go.
 SELECT i.org_id, i.id, i.secret_hash, i.email, i.role, i.expires_at, i.accepted_at, o.name AS org_name
