@@ -234,11 +234,32 @@ func (s *Service) SetInboxAccess(ctx context.Context, m Member, public string, r
 		detail := map[string]string{"visible to": "everyone"}
 		if restricted {
 			slices.Sort(names)
-			detail["visible to"] = strings.Join(names, ", ") + " (and owners and admins)"
+			detail["visible to"] = accessList(names) + " (and owners and admins)"
 		}
 		return audit.Record(ctx, tx, m.event(audit.KindDeskInbox, public, "access_changed", detail))
 	})
 	return pg.Classify("desk inbox access", err)
+}
+
+// maxAccessListBytes bounds the names an inbox's access_changed event lists: the audit
+// trail's detail holds at most 4 KiB, and restricting an inbox to a couple of hundred
+// members failed the whole change (503) when every name was listed.
+const maxAccessListBytes = 2048
+
+// accessList names the members, as many as fit maxAccessListBytes, then how many more.
+func accessList(names []string) string {
+	var b strings.Builder
+	for i, n := range names {
+		if b.Len()+len(n)+2 > maxAccessListBytes {
+			fmt.Fprintf(&b, " and %d more", len(names)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(n)
+	}
+	return b.String()
 }
 
 // SavedReplies lists the workspace's saved replies by title (every member reads them, as

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/desk"
@@ -221,5 +222,39 @@ func TestOpeningAnInboxDropsItsList(t *testing.T) {
 	if n := testfix.Scalar[int](t, fx.d, `SELECT count(*) FROM desk_inbox_member m JOIN desk_inbox i ON i.org_id = m.org_id AND i.id = m.inbox_id
 		WHERE i.org_id = $1 AND i.slug = 'support'`, fx.acme); n != 0 {
 		t.Fatalf("%d members still listed on the opened inbox", n)
+	}
+}
+
+// TestRestrictingAnInboxToManyMembers: the access_changed event named every member, and
+// the audit trail's detail holds 4 KiB: restricting an inbox to a couple of hundred
+// members failed the whole change. The event names those that fit, then how many more.
+func TestRestrictingAnInboxToManyMembers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	ana := desk.Member{OrgID: fx.acme, UserID: fx.users["ana@acme.test"], Name: "Ana", Role: desk.RoleOwner}
+	testfix.OpAll(t, fx.d, testfix.Stmt{SQL: `WITH u AS (
+		INSERT INTO app_user (id, email, name)
+		SELECT gen_random_uuid(), 'many' || n || '@acme.test', 'Support agent with a longish name ' || n FROM generate_series(1, 250) n
+		RETURNING id)
+		INSERT INTO org_member (org_id, user_id, role) SELECT $1, id, 'member' FROM u`, Args: []any{fx.acme}})
+	var ids []uuid.UUID
+	if err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id FROM app_user WHERE email LIKE 'many%@acme.test'`)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		return err
+	}); err != nil || len(ids) != 250 {
+		t.Fatalf("%d members: %v", len(ids), err)
+	}
+	support := fx.res.Desk["acme"].Inboxes["support"].ID
+	if err := fx.svc.SetInboxAccess(ctx, ana, support, true, ids); err != nil {
+		t.Fatalf("restricting to 250 members: %v", err)
+	}
+	detail := testfix.Scalar[string](t, fx.d, `SELECT detail->>'visible to' FROM audit_event WHERE action = 'access_changed' ORDER BY at DESC LIMIT 1`)
+	if !strings.Contains(detail, " more") || len(detail) > 4096 {
+		t.Fatalf("the event's list: %d bytes, %.120s", len(detail), detail)
 	}
 }
