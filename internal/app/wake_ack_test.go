@@ -97,6 +97,20 @@ func (a *ackScene) wake(t *testing.T, threadID string) (status string, count, sh
 	return status, count, share
 }
 
+// grantUrgent gives the architect's part the urgent capability.
+func (a *ackScene) grantUrgent(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, a.s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE membership SET capabilities = '{urgent}' WHERE part = 'architect'`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // urgent reads whether backend's newest wake is urgent.
 func (a *ackScene) urgent(t *testing.T) (urgent bool) {
 	t.Helper()
@@ -120,15 +134,7 @@ func (a *ackScene) urgent(t *testing.T) (urgent bool) {
 func TestAckingTheUrgentMessageEndsTheWakesUrgency(t *testing.T) {
 	t.Parallel()
 	a := newAckScene(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, a.s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `UPDATE membership SET capabilities = '{urgent}' WHERE part = 'architect'`); err != nil {
-		t.Fatal(err)
-	}
+	a.grantUrgent(t)
 	urgent := a.call(t, "send", map[string]any{"to": []string{"backend"}, "subject": "Prod is down", "body": "Roll back now.", "urgent": true})
 	first := a.reply(t, urgent.ThreadID)
 	a.reply(t, urgent.ThreadID)
@@ -157,15 +163,7 @@ func TestAckingTheUrgentMessageEndsTheWakesUrgency(t *testing.T) {
 func TestClosingTheUrgentThreadEndsTheWakesUrgency(t *testing.T) {
 	t.Parallel()
 	a := newAckScene(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, a.s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `UPDATE membership SET capabilities = '{urgent}' WHERE part = 'architect'`); err != nil {
-		t.Fatal(err)
-	}
+	a.grantUrgent(t)
 	plain := a.send(t)
 	urgent := a.call(t, "send", map[string]any{"to": []string{"backend"}, "subject": "Prod is down", "body": "Roll back now.", "urgent": true})
 	a.poll(t)
