@@ -283,23 +283,31 @@ func (q *Queries) InvitationRetireOthers(ctx context.Context, db DBTX, arg Invit
 }
 
 const invitationRowsByInviteID = `-- name: InvitationRowsByInviteID :many
-SELECT i.org_id, i.id, i.secret_hash, i.email, i.role, i.expires_at, i.accepted_at, o.name AS org_name
+SELECT i.org_id, i.id, i.secret_hash, i.email, i.role, i.expires_at, i.accepted_at, o.name AS org_name,
+  (i.invited_by_user_id IS NULL OR EXISTS (
+    SELECT 1 FROM org_member m
+    WHERE m.org_id = i.org_id AND m.user_id = i.invited_by_user_id AND m.deactivated_at IS NULL
+      AND (m.role = 'owner' OR (m.role = 'admin' AND i.role <> 'owner'))))::boolean AS inviter_may_grant
 FROM org_invitation i JOIN organisation o ON o.id = i.org_id
 WHERE i.invite_id = $1
 `
 
 type InvitationRowsByInviteIDRow struct {
-	OrgID      uuid.UUID
-	ID         uuid.UUID
-	SecretHash []byte
-	Email      string
-	Role       string
-	ExpiresAt  time.Time
-	AcceptedAt *time.Time
-	OrgName    string
+	OrgID           uuid.UUID
+	ID              uuid.UUID
+	SecretHash      []byte
+	Email           string
+	Role            string
+	ExpiresAt       time.Time
+	AcceptedAt      *time.Time
+	OrgName         string
+	InviterMayGrant bool
 }
 
 // The invitations a link's public id names, with their organisation; hashes compared in Go.
+// inviter_may_grant: whoever sent the link may still give its role (an active owner, or an
+// active admin for an admin's or member's link); a link outlives no demotion or
+// deactivation of its sender. A link without a sender (none is made so today) stands.
 func (q *Queries) InvitationRowsByInviteID(ctx context.Context, db DBTX, inviteID string) ([]InvitationRowsByInviteIDRow, error) {
 	rows, err := db.Query(ctx, invitationRowsByInviteID, inviteID)
 	if err != nil {
@@ -318,6 +326,7 @@ func (q *Queries) InvitationRowsByInviteID(ctx context.Context, db DBTX, inviteI
 			&i.ExpiresAt,
 			&i.AcceptedAt,
 			&i.OrgName,
+			&i.InviterMayGrant,
 		); err != nil {
 			return nil, err
 		}

@@ -39,6 +39,10 @@ const MsgInvitationInvalid = "This invitation link is not valid: it may have bee
 // invitation does not change a member's role.
 const MsgInvitationMember = "You are a member of this organisation already: an invitation does not change your role. Ask an owner or admin to change it."
 
+// MsgInvitationSenderCannot answers a live link whose sender has since been demoted or
+// deactivated: the role it offers is no longer theirs to give.
+const MsgInvitationSenderCannot = "This invitation link is no longer valid: the person who sent it can no longer give this role. Ask an owner or admin for a new one."
+
 // RouteInvite is where a link points (served by the dashboard without a session).
 const RouteInvite = "/app/invite/"
 
@@ -130,7 +134,8 @@ type OpenInvitation struct {
 }
 
 // invitation finds the live invitation a link names; NotFound (one message) for a
-// malformed, unknown, used or expired link.
+// malformed, unknown, used or expired link, and its own message for a link whose sender
+// may no longer give its role.
 func (s *Service) invitation(ctx context.Context, tx *pg.Tx, link string) (db.InvitationRowsByInviteIDRow, error) {
 	invalid := apperr.New(apperr.NotFound, "%s", MsgInvitationInvalid)
 	p, err := auth.Parse(InvitePrefix, link)
@@ -143,6 +148,9 @@ func (s *Service) invitation(ctx context.Context, tx *pg.Tx, link string) (db.In
 	}
 	for _, r := range rows {
 		if p.Matches(r.SecretHash) && r.AcceptedAt == nil && time.Now().Before(r.ExpiresAt) {
+			if !r.InviterMayGrant {
+				return db.InvitationRowsByInviteIDRow{}, apperr.New(apperr.NotFound, "%s", MsgInvitationSenderCannot)
+			}
 			return r, nil
 		}
 	}

@@ -71,6 +71,42 @@ func TestInvitationMakesAMemberOnce(t *testing.T) {
 			t.Fatalf("yan, an owner, is %q", r)
 		}
 	})
+	t.Run("a link stops working when its sender may no longer give its role", func(t *testing.T) {
+		t.Parallel()
+		b.Exec(t, `WITH u AS (INSERT INTO app_user (id, email, name) VALUES (gen_random_uuid(), 'ada@acme.test', 'Ada') RETURNING id)
+			INSERT INTO org_member (org_id, user_id, role) SELECT $1, id, 'admin' FROM u`, acme)
+		ada := admin.OrgActor{OrgID: acme, UserID: testfix.Value[uuid.UUID](t, b, `SELECT id FROM app_user WHERE email = 'ada@acme.test'`), Name: "Ada", Role: "admin"}
+		out, err := svc.Invite(ctx, ada, "xia@acme.test", "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		link := out.URL[strings.LastIndex(out.URL, "/")+1:]
+		setAda := func(t *testing.T, set string) {
+			t.Helper()
+			b.Exec(t, `UPDATE org_member SET `+set+` WHERE org_id = $1 AND user_id = $2`, acme, ada.UserID)
+		}
+		refused := func(t *testing.T, when string) {
+			t.Helper()
+			if _, err := svc.Invitation(ctx, link); err == nil || !strings.Contains(err.Error(), admin.MsgInvitationSenderCannot) {
+				t.Fatalf("%s, the link's page: %v", when, err)
+			}
+			err := svc.AcceptInvitation(ctx, link, admin.Joiner{Name: "Xia", Password: "long enough pw"})
+			if e, ok := apperr.As(err); !ok || e.Code != apperr.NotFound || e.Message != admin.MsgInvitationSenderCannot {
+				t.Fatalf("%s, accepting: %v", when, err)
+			}
+		}
+		setAda(t, "role = 'member'") // an owner demotes the admin who sent it
+		refused(t, "sender demoted")
+		setAda(t, "role = 'admin', deactivated_at = now()")
+		refused(t, "sender deactivated")
+		setAda(t, "deactivated_at = NULL") // an admin again: the link is hers to give once more
+		if err := svc.AcceptInvitation(ctx, link, admin.Joiner{Name: "Xia", Password: "long enough pw"}); err != nil {
+			t.Fatal(err)
+		}
+		if r := role(t, "xia@acme.test"); r != "admin" {
+			t.Fatalf("xia is %q", r)
+		}
+	})
 	t.Run("two links of one person accepted at once make one member", func(t *testing.T) {
 		t.Parallel()
 		for round := range 8 {

@@ -112,7 +112,14 @@ RETURNING email, role;
 
 -- name: InvitationRowsByInviteID :many
 -- The invitations a link's public id names, with their organisation; hashes compared in Go.
-SELECT i.org_id, i.id, i.secret_hash, i.email, i.role, i.expires_at, i.accepted_at, o.name AS org_name
+-- inviter_may_grant: whoever sent the link may still give its role (an active owner, or an
+-- active admin for an admin's or member's link); a link outlives no demotion or
+-- deactivation of its sender. A link without a sender (none is made so today) stands.
+SELECT i.org_id, i.id, i.secret_hash, i.email, i.role, i.expires_at, i.accepted_at, o.name AS org_name,
+  (i.invited_by_user_id IS NULL OR EXISTS (
+    SELECT 1 FROM org_member m
+    WHERE m.org_id = i.org_id AND m.user_id = i.invited_by_user_id AND m.deactivated_at IS NULL
+      AND (m.role = 'owner' OR (m.role = 'admin' AND i.role <> 'owner'))))::boolean AS inviter_may_grant
 FROM org_invitation i JOIN organisation o ON o.id = i.org_id
 WHERE i.invite_id = sqlc.arg(invite_id);
 
