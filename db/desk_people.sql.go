@@ -12,11 +12,13 @@ import (
 )
 
 const deskInboxAccessList = `-- name: DeskInboxAccessList :many
-SELECT m.user_id, u.name, u.email, m.role,
+SELECT m.user_id, u.name, u.email, m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated,
   EXISTS (SELECT 1 FROM desk_inbox_member im
           WHERE im.org_id = $1 AND im.inbox_id = $2 AND im.user_id = m.user_id)::bool AS listed
 FROM org_member m JOIN app_user u ON u.id = m.user_id
 WHERE m.org_id = $1
+  AND (m.deactivated_at IS NULL OR EXISTS (SELECT 1 FROM desk_inbox_member im
+          WHERE im.org_id = $1 AND im.inbox_id = $2 AND im.user_id = m.user_id))
 ORDER BY u.name, m.user_id
 `
 
@@ -26,14 +28,18 @@ type DeskInboxAccessListParams struct {
 }
 
 type DeskInboxAccessListRow struct {
-	UserID uuid.UUID
-	Name   string
-	Email  string
-	Role   string
-	Listed bool
+	UserID      uuid.UUID
+	Name        string
+	Email       string
+	Role        string
+	Deactivated bool
+	Listed      bool
 }
 
-// The workspace's members, each with whether the inbox is restricted to include them.
+// The workspace's members, each with whether the inbox is restricted to include them. A
+// deactivated member is offered only while the inbox lists them (so they can be taken
+// off): they see nothing while deactivated, and choosing them would list someone who
+// cannot act.
 func (q *Queries) DeskInboxAccessList(ctx context.Context, db DBTX, arg DeskInboxAccessListParams) ([]DeskInboxAccessListRow, error) {
 	rows, err := db.Query(ctx, deskInboxAccessList, arg.OrgID, arg.InboxID)
 	if err != nil {
@@ -48,6 +54,7 @@ func (q *Queries) DeskInboxAccessList(ctx context.Context, db DBTX, arg DeskInbo
 			&i.Name,
 			&i.Email,
 			&i.Role,
+			&i.Deactivated,
 			&i.Listed,
 		); err != nil {
 			return nil, err

@@ -215,7 +215,8 @@ func (s *Service) SetInboxAccess(ctx context.Context, m Member, public string, r
 		for _, u := range members {
 			i := slices.IndexFunc(all, func(r db.DeskInboxAccessListRow) bool { return r.UserID == u })
 			if i < 0 {
-				return fieldErrors(map[string]string{"members": "Choose members of this workspace."})
+				// Not a member, or deactivated and not listed already (DeskInboxAccessList).
+				return fieldErrors(map[string]string{"members": "Choose active members of this workspace."})
 			}
 			names = append(names, all[i].Name)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
@@ -257,4 +258,58 @@ func TestRestrictingAnInboxToManyMembers(t *testing.T) {
 	if !strings.Contains(detail, " more") || len(detail) > 4096 {
 		t.Fatalf("the event's list: %d bytes, %.120s", len(detail), detail)
 	}
+}
+
+// TestADeactivatedMemberIsNotOfferedAnInbox: an inbox's page offered every member,
+// deactivated ones too, so an admin could restrict an inbox to someone who can no longer
+// act. A deactivated member is offered only while listed (to be taken off), and cannot
+// be added by a forged form.
+func TestADeactivatedMemberIsNotOfferedAnInbox(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	ana := desk.Member{OrgID: fx.acme, UserID: fx.users["ana@acme.test"], Name: "Ana", Role: desk.RoleOwner}
+	support := fx.res.Desk["acme"].Inboxes["support"].ID
+	bo, cy := fx.users["bo@acme.test"], fx.users["cy@acme.test"]
+	if err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{bo}); err != nil {
+		t.Fatal(err)
+	}
+	testfix.OpAll(t, fx.d, testfix.Stmt{SQL: `UPDATE org_member SET deactivated_at = now() WHERE org_id = $1 AND user_id = ANY($2)`,
+		Args: []any{fx.acme, []uuid.UUID{bo, cy}}})
+	offered := func(t *testing.T) map[uuid.UUID]db.DeskInboxAccessListRow {
+		t.Helper()
+		page, err := fx.svc.Inbox(ctx, ana, support)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[uuid.UUID]db.DeskInboxAccessListRow{}
+		for _, m := range page.Members {
+			out[m.UserID] = m
+		}
+		return out
+	}
+
+	t.Run("a deactivated member not listed is not offered", func(t *testing.T) {
+		if _, ok := offered(t)[cy]; ok {
+			t.Fatal("cy, deactivated, is offered")
+		}
+		err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{bo, cy})
+		if f := desk.Fields(err); f["members"] == "" {
+			t.Fatalf("restricting to a deactivated member: %v", err)
+		}
+	})
+	t.Run("a deactivated member listed is shown so, and can stay or go", func(t *testing.T) {
+		if m, ok := offered(t)[bo]; !ok || !m.Listed || !m.Deactivated {
+			t.Fatalf("bo: %+v (offered %v)", m, ok)
+		}
+		if err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{bo}); err != nil {
+			t.Fatalf("saving the list unchanged: %v", err)
+		}
+		if err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{ana.UserID}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := offered(t)[bo]; ok {
+			t.Fatal("bo, taken off and deactivated, is still offered")
+		}
+	})
 }

@@ -20,12 +20,17 @@ ORDER BY i.name COLLATE "und-x-icu", i.id
 LIMIT sqlc.arg(lim);
 
 -- name: DeskInboxAccessList :many
--- The workspace's members, each with whether the inbox is restricted to include them.
-SELECT m.user_id, u.name, u.email, m.role,
+-- The workspace's members, each with whether the inbox is restricted to include them. A
+-- deactivated member is offered only while the inbox lists them (so they can be taken
+-- off): they see nothing while deactivated, and choosing them would list someone who
+-- cannot act.
+SELECT m.user_id, u.name, u.email, m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated,
   EXISTS (SELECT 1 FROM desk_inbox_member im
           WHERE im.org_id = sqlc.arg(org_id) AND im.inbox_id = sqlc.arg(inbox_id) AND im.user_id = m.user_id)::bool AS listed
 FROM org_member m JOIN app_user u ON u.id = m.user_id
 WHERE m.org_id = sqlc.arg(org_id)
+  AND (m.deactivated_at IS NULL OR EXISTS (SELECT 1 FROM desk_inbox_member im
+          WHERE im.org_id = sqlc.arg(org_id) AND im.inbox_id = sqlc.arg(inbox_id) AND im.user_id = m.user_id))
 ORDER BY u.name, m.user_id;
 
 -- name: DeskInboxSetRestricted :execrows
