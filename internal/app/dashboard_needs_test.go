@@ -295,3 +295,60 @@ func TestDashboardRosterLimitedBadge(t *testing.T) {
 		})
 	}
 }
+
+// TestDashboardOrganisationSwitch: a person in two organisations could reach the second
+// only by typing ?org= into the address: the home page now lists their organisations,
+// the one it acts for first, each with the pages their role opens.
+func TestDashboardOrganisationSwitch(t *testing.T) {
+	t.Parallel()
+	s := startDashboard(t, needsFile)
+	globex := s.res.Organisations["globex"].ID.String()
+	if err := s.d.Operator(context.Background(), func(tx *pg.Tx) error {
+		_, err := tx.Exec(context.Background(), `INSERT INTO org_member (org_id, user_id, role)
+			SELECT $1, id, 'admin' FROM app_user WHERE email = 'mo@acme.test'`, globex)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := s.signIn(t, "mo", "ana")
+	mo, ana := p[0], p[1]
+	orgs := func(t *testing.T, p *person, path string) string {
+		t.Helper()
+		status, body := p.get(path)
+		if status != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, status, body)
+		}
+		i := strings.Index(body, `id="orgs-h"`)
+		if i < 0 {
+			return ""
+		}
+		return body[i : i+strings.Index(body[i:], "</nav>")]
+	}
+
+	t.Run("the home page offers the other organisation, and the admin pages only where the role opens them", func(t *testing.T) {
+		list := orgs(t, mo, "/app/")
+		acme := strings.Index(list, `<strong aria-current="page">Acme Corp</strong>`)
+		other := strings.Index(list, `href="/app/?org=`+globex+`">Globex</a>`)
+		if acme < 0 || other < acme {
+			t.Fatalf("the list: %s", list)
+		}
+		if strings.Count(list, "Company admin") != 1 || !strings.Contains(list, `href="/app/admin?org=`+globex+`"`) {
+			t.Fatalf("company admin offered where mo is a member: %s", list)
+		}
+	})
+	t.Run("following it, the home page acts for the other organisation", func(t *testing.T) {
+		list := orgs(t, mo, "/app/?org="+globex)
+		if !strings.HasPrefix(list[strings.Index(list, "<ul>"):], `<ul><li><strong aria-current="page">Globex</strong>`) {
+			t.Fatalf("the list: %s", list)
+		}
+		_, body := mo.get("/app/?org=" + globex)
+		if !strings.Contains(body, "hosted by Acme Corp · agreement active") {
+			t.Fatalf("the rooms are not Globex's: %s", body)
+		}
+	})
+	t.Run("a person in one organisation sees no list", func(t *testing.T) {
+		if list := orgs(t, ana, "/app/"); list != "" {
+			t.Fatalf("ana sees %s", list)
+		}
+	})
+}

@@ -168,7 +168,10 @@ type view struct {
 
 	Rooms []rooms.PersonRoom
 	Needs []need
-	Room  *roomView
+	// Orgs lists a person's organisations when they have more than one, the one the
+	// page acts for first: the home page offers the others (?org=).
+	Orgs []tenancy.OrgName
+	Room *roomView
 	// Project holds what a project's thread pages show (projects.go).
 	Project *projectView
 
@@ -464,6 +467,12 @@ func (h *Handler) home(w http.ResponseWriter, r *http.Request, sess web.Session)
 	if v.Needs, err = h.needs(r, sess, orgs[0], list); err != nil {
 		h.unavailable(w, r, &sess, "needs you", err)
 		return
+	}
+	if len(orgs) > 1 {
+		if v.Orgs, err = h.deps.Resolver.PersonOrgNames(r.Context(), sess.ID, orgs); err != nil {
+			h.unavailable(w, r, &sess, "organisations", err)
+			return
+		}
 	}
 	h.render(w, http.StatusOK, "home", v)
 }

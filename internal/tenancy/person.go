@@ -3,6 +3,7 @@ package tenancy
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -37,6 +38,44 @@ func (r *Resolver) PersonOrgs(ctx context.Context, sessionID string) ([]db.WebSe
 		return nil, pg.Classify("person organisations", err)
 	}
 	return orgs, nil
+}
+
+// OrgName is one organisation of a person, with their role there, as the dashboard
+// offers it to switch to.
+type OrgName struct {
+	ID   uuid.UUID
+	Name string
+	Role string
+}
+
+// PersonOrgNames names the organisations of a signed-in person that order lists (in
+// that order) and in which they are an active member; any other id is left out. One
+// transaction: the memberships read as the session's person, each name as its own tenant.
+func (r *Resolver) PersonOrgNames(ctx context.Context, sessionID string, order []uuid.UUID) ([]OrgName, error) {
+	out := make([]OrgName, 0, len(order))
+	err := r.DB.InTenant(ctx, pg.Tenant{Lookup: sessionID, SignIn: true}, func(tx *pg.Tx) error {
+		rows, err := r.Q.WebSessionListOrgs(ctx, tx, sessionID)
+		if err != nil {
+			return err
+		}
+		for _, id := range order {
+			i := slices.IndexFunc(rows, func(m db.WebSessionListOrgsRow) bool { return m.OrgID == id && !m.Deactivated })
+			if i < 0 {
+				continue
+			}
+			tx.SetTenant(pg.Tenant{OrgID: id})
+			name, err := r.Q.OrganisationGetName(ctx, tx, id)
+			if err != nil {
+				return fmt.Errorf("organisation %s: %w", id, err)
+			}
+			out = append(out, OrgName{ID: id, Name: name, Role: rows[i].Role})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, pg.Classify("person organisation names", err)
+	}
+	return out, nil
 }
 
 // PersonRoom resolves a signed-in person (their session) in a room, acting for orgID,
