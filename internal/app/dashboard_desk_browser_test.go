@@ -50,6 +50,25 @@ func TestDashboardDeskInABrowser(t *testing.T) {
 		show(t, "/replies", "#replies", "Shipping times", "desk-replies")
 	})
 
+	t.Run("a form posts once: the second submit of a double-click is dropped", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(deskURL+"/replies"), chromedp.WaitVisible("#new-reply")); err != nil {
+			t.Fatal(err)
+		}
+		// Synthetic submit events run the page's handlers without posting: the first
+		// passes, the second (the double-click's) is cancelled.
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+			const f = document.getElementById("new-reply");
+			const first = new Event("submit", {cancelable: true, bubbles: true});
+			const second = new Event("submit", {cancelable: true, bubbles: true});
+			f.dispatchEvent(first);
+			f.dispatchEvent(second);
+			return first.defaultPrevented + "," + second.defaultPrevented;
+		})()`))
+		if err != nil || got != "false,true" {
+			t.Fatalf("first and second submit cancelled: %q, %v", got, err)
+		}
+	})
+
 	t.Run("the inboxes and who may see them", func(t *testing.T) {
 		show(t, "/inboxes", "main", "Restricted to Bo", "desk-inboxes")
 		show(t, "/inboxes/inbox_2", "#access-members", "Mo", "desk-inbox-access")

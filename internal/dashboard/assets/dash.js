@@ -1,7 +1,26 @@
-// The dashboard's one script (no framework, no build): a room's conversation stays live
-// over Server-Sent Events, and the composer posts without reloading. Without it every
-// page still works (forms post and redirect; a reload shows new messages).
+// The dashboard's one script (no framework, no build): a form posts once, a room's
+// conversation stays live over Server-Sent Events, and the composer posts without
+// reloading. Without it every page still works (forms post and redirect; a reload shows
+// new messages).
 "use strict";
+// A form posts once: a second click while the first post is on its way (a double-click
+// on Create) made a second saved reply or a second invitation link. A post that leaves
+// the page where it was (a download, a dropped connection) frees its form after 10 s,
+// and so does coming back to the page with the browser's Back button.
+(function () {
+  document.addEventListener("submit", function (e) {
+    var f = e.target;
+    if (e.defaultPrevented || (f.getAttribute("method") || "").toLowerCase() !== "post") { return; }
+    if (f.hasAttribute("data-sent")) { e.preventDefault(); return; }
+    f.setAttribute("data-sent", "");
+    setTimeout(function () { f.removeAttribute("data-sent"); }, 10000);
+  });
+  window.addEventListener("pageshow", function (e) {
+    if (!e.persisted) { return; }
+    var sent = document.querySelectorAll("form[data-sent]");
+    for (var i = 0; i < sent.length; i++) { sent[i].removeAttribute("data-sent"); }
+  });
+})();
 (function () {
   var list = document.getElementById("messages");
   if (!list || !window.EventSource) { return; }
