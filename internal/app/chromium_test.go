@@ -226,7 +226,12 @@ func browserSignIn(ctx context.Context, page, email, password string) error {
 	); err != nil {
 		return fmt.Errorf("sign in as %s: %w (%s)", email, err, pageText(ctx))
 	}
-	return waitLocation(ctx, page)
+	// The address changes before the page has loaded: a field looked up in between
+	// belonged to a document about to be replaced ("Could not find node with given id").
+	if err := waitFor(ctx, `location.href.startsWith(`+jsString(page)+`) && document.readyState === "complete"`); err != nil {
+		return fmt.Errorf("the browser never loaded %s (%w): %s", page, err, pageText(ctx))
+	}
+	return nil
 }
 
 // submitAndLoad presses a form's button (or submits the form of a field) and waits until
