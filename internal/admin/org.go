@@ -474,8 +474,14 @@ func (s *Service) InviteGuest(ctx context.Context, a OrgActor, projectID uuid.UU
 			// The file's check says it too, under a path the form has no field for.
 			return fieldError("guest", "your company hosts this project: invite another company")
 		}
-		if _, err := s.agreementIn(ctx, tx, a.OrgID, projectID, g.ID); err == nil {
-			return fieldError("guest", MsgAgreementExists)
+		// A revoked agreement is invited again: pending once more, with the grants given
+		// now, for the guest to accept (the only way back from revoked on these pages).
+		again := map[string]string{}
+		if prev, err := s.agreementIn(ctx, tx, a.OrgID, projectID, g.ID); err == nil {
+			if prev.Status != tenancy.AgreementRevoked {
+				return fieldError("guest", MsgAgreementExists)
+			}
+			again = map[string]string{"from": prev.Status, "to": tenancy.AgreementPending}
 		} else if apperr.CodeOf(err) != apperr.NotFound {
 			return err
 		}
@@ -486,7 +492,8 @@ func (s *Service) InviteGuest(ctx context.Context, a OrgActor, projectID uuid.UU
 		if out, err = s.agreementIn(ctx, tx, a.OrgID, projectID, g.ID); err != nil {
 			return err
 		}
-		return audit.Record(ctx, tx, agreementEvent(a, out, "invited", map[string]string{"guest": g.Name, "grants": strings.Join(grants, ",")}))
+		again["guest"], again["grants"] = g.Name, strings.Join(grants, ",")
+		return audit.Record(ctx, tx, agreementEvent(a, out, "invited", again))
 	})
 	return out, err
 }

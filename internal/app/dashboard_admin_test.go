@@ -382,6 +382,20 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 		if count(t, `SELECT count(*) FROM agreement WHERE guest_org_id = $1 AND status = 'revoked'`, s.res.Organisations["initech"].ID) != 1 {
 			t.Fatal("the guest could not revoke")
 		}
+		t.Run("a revoked agreement is invited again, pending until the guest accepts", func(t *testing.T) {
+			status, body := ana.postForm("/app/admin/projects/"+room+"/guests", form(ana, "guest", "initech", "grants", "read_memory"))
+			must(t, status, http.StatusSeeOther, body)
+			if count(t, `SELECT count(*) FROM agreement WHERE guest_org_id = $1 AND status = 'pending' AND grants = '{read_memory}'`, s.res.Organisations["initech"].ID) != 1 {
+				t.Fatal("the revoked agreement is not pending again with the new grants")
+			}
+			status, body = ana.postForm("/app/admin/projects/"+room+"/guests", form(ana, "guest", "initech"))
+			must(t, status, http.StatusBadRequest, body) // pending now: its grants or state are changed instead
+			status, body = ivy.postForm(page+"/accept", form(ivy))
+			must(t, status, http.StatusSeeOther, body)
+			if count(t, `SELECT count(*) FROM audit_event WHERE object_id = $1 AND action = 'invited' AND detail->>'from' = 'revoked'`, room+"/"+initech) != 1 {
+				t.Fatal("the new invitation's event does not say it follows a revocation")
+			}
+		})
 	})
 
 	t.Run("a notice comes from the page's own list: a link cannot make a page say something else", func(t *testing.T) {
