@@ -410,6 +410,7 @@ type OrgInvitation struct {
 	ExpiresAt       time.Time
 	AcceptedAt      *time.Time
 	AcceptedUserID  *uuid.UUID
+	WithdrawnAt     *time.Time
 }
 
 type OrgMember struct {

@@ -220,21 +220,27 @@ func (q *Queries) InvitationInsert(ctx context.Context, db DBTX, arg InvitationI
 }
 
 const invitationListByOrg = `-- name: InvitationListByOrg :many
-SELECT id, email, role, created_at, expires_at, accepted_at FROM org_invitation
-WHERE org_id = $1
-ORDER BY created_at DESC
+SELECT i.id, i.email, i.role, i.created_at, i.expires_at, i.accepted_at, i.withdrawn_at,
+  coalesce(nullif(u.name, ''), u.email, '')::text AS invited_by
+FROM org_invitation i LEFT JOIN app_user u ON u.id = i.invited_by_user_id
+WHERE i.org_id = $1
+ORDER BY i.created_at DESC
 LIMIT 100
 `
 
 type InvitationListByOrgRow struct {
-	ID         uuid.UUID
-	Email      string
-	Role       string
-	CreatedAt  time.Time
-	ExpiresAt  time.Time
-	AcceptedAt *time.Time
+	ID          uuid.UUID
+	Email       string
+	Role        string
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	AcceptedAt  *time.Time
+	WithdrawnAt *time.Time
+	InvitedBy   string
 }
 
+// Newest first, with who sent each (their name, else their email; empty when unknown)
+// and whether it was withdrawn.
 func (q *Queries) InvitationListByOrg(ctx context.Context, db DBTX, orgID uuid.UUID) ([]InvitationListByOrgRow, error) {
 	rows, err := db.Query(ctx, invitationListByOrg, orgID)
 	if err != nil {
@@ -251,6 +257,8 @@ func (q *Queries) InvitationListByOrg(ctx context.Context, db DBTX, orgID uuid.U
 			&i.CreatedAt,
 			&i.ExpiresAt,
 			&i.AcceptedAt,
+			&i.WithdrawnAt,
+			&i.InvitedBy,
 		); err != nil {
 			return nil, err
 		}
@@ -339,7 +347,7 @@ func (q *Queries) InvitationRowsByInviteID(ctx context.Context, db DBTX, inviteI
 }
 
 const invitationWithdraw = `-- name: InvitationWithdraw :one
-UPDATE org_invitation SET expires_at = now()
+UPDATE org_invitation SET expires_at = now(), withdrawn_at = now()
 WHERE org_id = $1 AND id = $2 AND accepted_at IS NULL AND expires_at > now()
 RETURNING email, role
 `

@@ -227,6 +227,13 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 		}
 		status, body = ana.postForm("/app/admin/invitations/"+id+"/withdraw", form(ana))
 		must(t, status, http.StatusNotFound, body)
+		// The People page says who sent it and that it was withdrawn, not that it expired.
+		_, page := ana.get("/app/admin/people")
+		row := page[strings.Index(page, "<td>wrong-address@acme.test</td>"):]
+		row = row[:strings.Index(row, "</tr>")]
+		if !strings.Contains(row, "<td>Ana <span") || !strings.Contains(row, "withdrawn ") || strings.Contains(row, "expired") {
+			t.Fatalf("the invitation's row: %s", row)
+		}
 	})
 
 	t.Run("inviting the host itself as a guest says why beside the field", func(t *testing.T) {
@@ -443,7 +450,7 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 		status, body = ana.postForm("/app/admin/people", form(ana, "email", "late@acme.test", "role", "member"))
 		must(t, status, http.StatusCreated, body)
 		count(t, `UPDATE org_invitation SET expires_at = now() - interval '2 days' WHERE email = 'late@acme.test' RETURNING 1`)
-		if _, people := ana.get("/app/admin/people"); !strings.Contains(people, "<td>late@acme.test</td><td>member</td><td>expired ") {
+		if _, people := ana.get("/app/admin/people"); !regexp.MustCompile(`<td>late@acme.test</td><td>member</td><td>Ana <span class="meta">[^<]*</span></td><td>expired `).MatchString(people) {
 			t.Fatalf("the expired invitation: %s", people)
 		}
 		// Zoe opens it signed out, chooses a name and password, and signs in.

@@ -98,15 +98,19 @@ VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(invite_id), sqlc.arg(secret_has
   sqlc.narg(invited_by_user_id), sqlc.arg(expires_at));
 
 -- name: InvitationListByOrg :many
-SELECT id, email, role, created_at, expires_at, accepted_at FROM org_invitation
-WHERE org_id = sqlc.arg(org_id)
-ORDER BY created_at DESC
+-- Newest first, with who sent each (their name, else their email; empty when unknown)
+-- and whether it was withdrawn.
+SELECT i.id, i.email, i.role, i.created_at, i.expires_at, i.accepted_at, i.withdrawn_at,
+  coalesce(nullif(u.name, ''), u.email, '')::text AS invited_by
+FROM org_invitation i LEFT JOIN app_user u ON u.id = i.invited_by_user_id
+WHERE i.org_id = sqlc.arg(org_id)
+ORDER BY i.created_at DESC
 LIMIT 100;
 
 -- name: InvitationWithdraw :one
 -- An owner or admin withdraws an open invitation of their organisation: its link stops
 -- working at once. Returns its role (an owner's link is an owner's to withdraw).
-UPDATE org_invitation SET expires_at = now()
+UPDATE org_invitation SET expires_at = now(), withdrawn_at = now()
 WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND accepted_at IS NULL AND expires_at > now()
 RETURNING email, role;
 

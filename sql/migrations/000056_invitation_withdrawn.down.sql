@@ -1,0 +1,1 @@
+ALTER TABLE org_invitation DROP COLUMN IF EXISTS withdrawn_at;
