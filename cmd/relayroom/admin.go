@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,7 +17,7 @@ import (
 
 const adminUsage = `Usage: relayroom admin COMMAND [flags]   (every command prints JSON; each takes --help)
 
-  apply -f FILE [--rotate-keys]        create or update what FILE (YAML or JSON) declares
+  apply -f FILE [--rotate-keys | --if-new]   create or update what FILE (YAML or JSON) declares
   org list | org create                organisations
   user list | user create               people and their role in an organisation
   agent list | agent create | agent rotate-key
@@ -223,6 +224,7 @@ func coreAdminCommands() map[string]adminCommand {
 		"apply": command("Create or update the organisations, users, agents and projects that FILE declares, idempotently by slug.\nPrints the ids and every credential newly issued (a key is shown once, when created). A file with any\nproblem is refused whole, each problem named by its path.", func(fs *flag.FlagSet) ([]string, runFunc) {
 			file := fs.String("f", "", "the file (YAML or JSON; - for stdin)")
 			rotate := fs.Bool("rotate-keys", false, "revoke the declared agents' keys and projects' connect codes and issue new ones")
+			ifNew := fs.Bool("if-new", false, "apply only when FILE declares an agent or project the database lacks, else change nothing\n(a seed run on every start: it does not set back what people changed since); prints {\"applied\": …, \"result\": …}")
 			return []string{"f"}, func(ctx context.Context, env adminEnv) (any, error) {
 				r := io.Reader(os.Stdin)
 				if *file != "-" {
@@ -236,6 +238,13 @@ func coreAdminCommands() map[string]adminCommand {
 				f, err := admin.ParseFile(r)
 				if err != nil {
 					return nil, err
+				}
+				if *ifNew {
+					if *rotate {
+						return nil, errors.New("--if-new and --rotate-keys do not go together: rotating changes what exists")
+					}
+					res, applied, err := env.svc.ApplyIfNew(ctx, f)
+					return map[string]any{"applied": applied, "result": res}, err
 				}
 				return env.svc.Apply(ctx, f, admin.Options{RotateKeys: *rotate})
 			}

@@ -139,7 +139,9 @@ func ensureServerKeys(path string) error {
 
 func applyDemo(ctx context.Context, cfg config.Config, demoPath, credPath string) (devCredentials, admin.Result, admin.File, error) {
 	creds := devCredentials{Agents: map[string]string{}, ConnectCodes: map[string]string{}}
+	fresh := true // no earlier run's credentials: the demo is applied whole
 	if b, err := os.ReadFile(credPath); err == nil {
+		fresh = false
 		if err := json.Unmarshal(b, &creds); err != nil {
 			return creds, admin.Result{}, admin.File{}, fmt.Errorf("read %s: %w", credPath, err)
 		}
@@ -161,7 +163,15 @@ func applyDemo(ctx context.Context, cfg config.Config, demoPath, credPath string
 	}
 	defer database.Close()
 	svc := admin.New(database, cfg.Public())
-	res, err := svc.Apply(ctx, file, admin.Options{})
+	// A restart applies the file again only when it declares an agent or project the
+	// database lacks: applied on every start, it set back what people changed on the
+	// dashboard since (a revoked agreement active again, an accepted one pending).
+	var res admin.Result
+	if fresh {
+		res, err = svc.Apply(ctx, file, admin.Options{})
+	} else {
+		res, _, err = svc.ApplyIfNew(ctx, file)
+	}
 	if err != nil {
 		return creds, res, file, err
 	}

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -80,6 +81,42 @@ func (s *Service) Apply(ctx context.Context, f File, opt Options) (Result, error
 		return Result{}, err
 	}
 	return res, nil
+}
+
+// errNothingNew rolls back ApplyIfNew's transaction.
+var errNothingNew = errors.New("the file declares nothing new")
+
+// ApplyIfNew applies f only when it declares an agent or a project the database does not
+// have yet (a first run, or a file that grew one); otherwise it changes nothing and the
+// result names the declared objects as they are, with no credential. A demo seed applied
+// on every start (`make run`, the compose file's seed) uses it: a plain apply set back
+// whatever people had changed since, a revoked agreement active again, an accepted one
+// pending. applied says which it was. One transaction: the file is applied, then rolled
+// back when it issued no new key or connect code.
+func (s *Service) ApplyIfNew(ctx context.Context, f File) (res Result, applied bool, err error) {
+	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		if res, err = s.applyTx(ctx, tx, f, Options{}); err != nil {
+			return err
+		}
+		for _, a := range res.Agents {
+			if a.Key != "" {
+				return nil
+			}
+		}
+		for _, p := range res.Projects {
+			if p.ConnectCode != "" {
+				return nil
+			}
+		}
+		return errNothingNew
+	})
+	switch {
+	case errors.Is(err, errNothingNew):
+		return res, false, nil
+	case err != nil:
+		return Result{}, false, err
+	}
+	return res, true, nil
 }
 
 // applyTx is Apply in the caller's transaction: the dashboard's company admin applies a

@@ -214,3 +214,48 @@ func TestAgreementRevocationTakesEffectOnTheNextResolve(t *testing.T) {
 		t.Fatal("revoking an unknown organisation's agreement succeeded")
 	}
 }
+
+// TestApplyIfNewLeavesWhatPeopleChanged: a seed applied on every start (make run, the
+// compose file's seed) set back what people had changed since: a revoked agreement was
+// active again after a restart. ApplyIfNew changes nothing unless the file declares an
+// agent or project the database lacks.
+func TestApplyIfNewLeavesWhatPeopleChanged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, res, out := applyDemo(t)
+	key, room := out.Agents["globex/qa-lead"].Key, out.Projects["escalations"].ID
+	if err := svc.SetAgreementStatus(ctx, "acme/escalations", "globex", "revoked"); err != nil {
+		t.Fatal(err)
+	}
+	status := func(t *testing.T) string {
+		t.Helper()
+		sc, err := res.RoomByKey(ctx, key, room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc.AgreementStatus
+	}
+
+	t.Run("the same file again changes nothing and names the objects", func(t *testing.T) {
+		again, applied, err := svc.ApplyIfNew(ctx, parse(t, demo))
+		if err != nil || applied {
+			t.Fatalf("applied %v: %v", applied, err)
+		}
+		if s := status(t); s != "revoked" {
+			t.Fatalf("the revoked agreement is %s again", s)
+		}
+		if again.Projects["escalations"].ID != room || again.Agents["globex/qa-lead"].ID != out.Agents["globex/qa-lead"].ID || again.Agents["globex/qa-lead"].Key != "" {
+			t.Fatalf("the result: %+v", again)
+		}
+	})
+	t.Run("a file that gained an agent is applied, with the new agent's key", func(t *testing.T) {
+		grown := "agents:\n  - {org: acme, slug: scribe, name: Scribe, model: claude-haiku-4, kind: session}\n"
+		again, applied, err := svc.ApplyIfNew(ctx, parse(t, grown))
+		if err != nil || !applied {
+			t.Fatalf("applied %v: %v", applied, err)
+		}
+		if !strings.HasPrefix(again.Agents["acme/scribe"].Key, "sk-qyt-") {
+			t.Fatalf("no key for the new agent: %+v", again.Agents["acme/scribe"])
+		}
+	})
+}
