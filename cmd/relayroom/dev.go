@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/app"
@@ -43,6 +44,11 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	lock, err := lockDataDir(*dataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close() // the lock goes with the descriptor, and with the process however it ends
 	if os.Getenv("DATABASE_URL") == "" {
 		pgDir, err := filepath.Abs(filepath.Join(*dataDir, "pg"))
 		if err != nil {
@@ -95,6 +101,29 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		printBanner(stdout, public, creds, res, file)
 	})
+}
+
+// lockDataDir holds dir for this process: one `relayroom dev` a data folder. A second
+// one reused the first's running cluster and, on its Ctrl-C, stopped it under the first
+// server, which then answered "the database is unavailable" to every call. A cluster
+// left running by a `dev` that was killed has no lock holder: it is reused and stopped
+// as before.
+func lockDataDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "dev.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close() // the lock was not taken: nothing to release
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another `relayroom dev` (make run) is using %s: stop it first (Ctrl-C in its terminal), or give this one its own folder with --data", dir)
+		}
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return f, nil
 }
 
 // ensureServerKeys gives the local service its two server keys (sealing webhook secrets,

@@ -90,3 +90,28 @@ func TestBannerUsesEachProjectsParts(t *testing.T) {
 		t.Errorf("banner invents parts:\n%s", s)
 	}
 }
+
+// TestOneDevAFolder: a second `make run` on the same folder reused the first one's
+// cluster and stopped it under the first server on its Ctrl-C. It now refuses to start
+// while the first holds the folder, and starts once the first has ended.
+func TestOneDevAFolder(t *testing.T) {
+	dir := t.TempDir()
+	first, err := lockDataDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second, err := lockDataDir(dir); err == nil || !strings.Contains(err.Error(), "another `relayroom dev`") {
+		if second != nil {
+			second.Close()
+		}
+		t.Fatalf("a second dev on the same folder: %v", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	third, err := lockDataDir(dir)
+	if err != nil {
+		t.Fatalf("after the first ended: %v", err)
+	}
+	third.Close()
+}
