@@ -362,6 +362,17 @@ func (q *Queries) MembershipClearMainExcept(ctx context.Context, db DBTX, arg Me
 	return err
 }
 
+const membershipForgetPresence = `-- name: MembershipForgetPresence :exec
+UPDATE membership SET last_seen_at = NULL
+WHERE project_id = $1 AND last_seen_at IS NOT NULL
+`
+
+// Marks a project's parts as never seen (make run's demo, after speaking as its agents).
+func (q *Queries) MembershipForgetPresence(ctx context.Context, db DBTX, projectID uuid.UUID) error {
+	_, err := db.Exec(ctx, membershipForgetPresence, projectID)
+	return err
+}
+
 const membershipList = `-- name: MembershipList :many
 SELECT m.part, m.is_main, m.nickname, m.access, m.capabilities, m.last_seen_at,
   a.slug AS agent_slug, o.slug AS org_slug

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/google/uuid"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/cli"
@@ -96,11 +97,36 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.MigrateOnStart = false
 	return app.Run(ctx, cfg, log, func(public string) {
 		// The dashboard's pages get the agents' activity to show (a fresh demo only).
-		if err := seedDashboardDemo(ctx, public, file, res, creds); err != nil {
+		seeded, err := seedDashboardDemo(ctx, public, file, res, creds)
+		if err != nil {
 			log.Warn("dashboard demo data", "error", err.Error())
+		}
+		// The seed spoke as the demo's agents, none of which is connected: left seen, a
+		// pager started now would get its first wake only a minute later.
+		if err := forgetDemoPresence(ctx, cfg, seeded); err != nil {
+			log.Warn("dashboard demo data: presence", "error", err.Error())
 		}
 		printBanner(stdout, public, creds, res, file)
 	})
+}
+
+// forgetDemoPresence marks the parts of the projects the demo seeded as never seen.
+func forgetDemoPresence(ctx context.Context, cfg config.Config, projects []uuid.UUID) error {
+	if len(projects) == 0 {
+		return nil
+	}
+	database, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: 1, OpsMaxConns: 1})
+	if err != nil {
+		return err
+	}
+	defer database.Close()
+	svc := admin.New(database, cfg.Public())
+	for _, id := range projects {
+		if err := svc.ForgetPresence(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lockDataDir holds dir for this process: one `relayroom dev` a data folder. A second

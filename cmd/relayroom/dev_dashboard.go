@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/loadtest"
 )
@@ -46,8 +47,9 @@ var demoUUID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 // a task done and awaiting the sender's review, a thread flagged for people, a lesson to
 // review, usage and progress events, and an OAuth client connected by the host's person
 // (seedConnectedApp). It needs a project whose host has two agents with
-// keys and a guest agent; other demo files are left as they are.
-func seedDashboardDemo(ctx context.Context, public string, file admin.File, res admin.Result, creds devCredentials) error {
+// keys and a guest agent; other demo files are left as they are. It returns the projects
+// it seeded (none on a restart).
+func seedDashboardDemo(ctx context.Context, public string, file admin.File, res admin.Result, creds devCredentials) (seeded []uuid.UUID, err error) {
 	connected := false
 	for _, ps := range file.Projects {
 		members := bannerMembers(ps)
@@ -65,10 +67,10 @@ func seedDashboardDemo(ctx context.Context, public string, file admin.File, res 
 		}
 		text, err := demoCall(ctx, room, key1, "get_messages", map[string]any{"limit": 1})
 		if err != nil {
-			return err
+			return seeded, err
 		}
 		if err := json.Unmarshal([]byte(text), &got); err != nil {
-			return fmt.Errorf("dashboard demo: get_messages: %w", err)
+			return seeded, fmt.Errorf("dashboard demo: get_messages: %w", err)
 		}
 		if len(got.Messages) > 0 {
 			continue // seeded by an earlier run
@@ -88,7 +90,7 @@ func seedDashboardDemo(ctx context.Context, public string, file admin.File, res 
 		}
 		for _, s := range steps {
 			if _, err := demoCall(ctx, s.url, s.key, s.tool, s.args); err != nil {
-				return err
+				return seeded, err
 			}
 		}
 		// A task from the second agent, done by the first: its result waits for the
@@ -96,25 +98,26 @@ func seedDashboardDemo(ctx context.Context, public string, file admin.File, res 
 		sent, err := demoCall(ctx, room, key2, "send_task", map[string]any{"to_agent_slug": first.part, "goal": "Add a 5 s budget to each payment retry",
 			"acceptance_criteria": "Checkout on staging completes within 20 s with the sandbox slowed down."})
 		if err != nil {
-			return err
+			return seeded, err
 		}
 		task := demoUUID.FindString(sent)
 		if task == "" {
-			return fmt.Errorf("dashboard demo: send_task returned no task id: %s", sent)
+			return seeded, fmt.Errorf("dashboard demo: send_task returned no task id: %s", sent)
 		}
 		if _, err := demoCall(ctx, room, key1, "respond_to_task", map[string]any{"task_id": task, "status": "done",
 			"result": "Each retry now has a 5 s budget (3 at most); checkout completed in 11 s on staging with the sandbox slowed."}); err != nil {
-			return err
+			return seeded, err
 		}
 		// The host's Connected apps page gets an app its person allowed (once per demo).
 		if !connected {
 			if err := seedConnectedApp(ctx, public, file, ps.Host); err != nil {
-				return err
+				return seeded, err
 			}
 			connected = true
 		}
+		seeded = append(seeded, res.Projects[ps.Slug].ID)
 	}
-	return nil
+	return seeded, nil
 }
 
 // demoCall sends one tools/call to the local server with the load generator's plain MCP

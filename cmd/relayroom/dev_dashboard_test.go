@@ -14,6 +14,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
@@ -35,7 +36,11 @@ func TestMakeRunDashboard(t *testing.T) {
 	ready, errc := make(chan string, 1), make(chan error, 1)
 	go func() {
 		errc <- app.Run(ctx, cfg, app.NewLogger(io.Discard, "error"), func(public string) {
-			if err := seedDashboardDemo(ctx, public, file, res, creds); err != nil {
+			seeded, err := seedDashboardDemo(ctx, public, file, res, creds)
+			if err == nil {
+				err = forgetDemoPresence(ctx, cfg, seeded)
+			}
+			if err != nil {
 				errc <- err
 				return
 			}
@@ -93,9 +98,21 @@ func TestMakeRunDashboard(t *testing.T) {
 		})
 	}
 
-	t.Run("a restart seeds nothing twice", func(t *testing.T) {
-		if err := seedDashboardDemo(ctx, base, file, res, creds); err != nil {
+	t.Run("no demo part is online once seeded: a pager started now gets its wake at once", func(t *testing.T) {
+		d, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: 1, OpsMaxConns: 1})
+		if err != nil {
 			t.Fatal(err)
+		}
+		defer d.Close()
+		if n := testfix.Scalar[int](t, d, `SELECT count(*) FROM membership WHERE last_seen_at IS NOT NULL`); n != 0 {
+			t.Fatalf("%d parts seen", n)
+		}
+	})
+
+	t.Run("a restart seeds nothing twice", func(t *testing.T) {
+		seeded, err := seedDashboardDemo(ctx, base, file, res, creds)
+		if err != nil || len(seeded) != 0 {
+			t.Fatalf("seeded %v again: %v", seeded, err)
 		}
 		c := demoSignIn(t, base, "ana@acme.test", "demo-password-ana")
 		_, body := testfix.Get(t, c, base+"/app/rooms/"+room)

@@ -184,3 +184,13 @@ func (s *Service) ProjectName(ctx context.Context, project string) (string, erro
 		return p.Name, err
 	})
 }
+
+// ForgetPresence marks a project's parts as never seen. make run's demo seeds the
+// dashboard by calling the tools as the demo's agents; presence then said they had been
+// online a moment ago, and a wake for one of them was held for the online window (a
+// minute) though no agent was connected yet.
+func (s *Service) ForgetPresence(ctx context.Context, projectID uuid.UUID) error {
+	return s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		return s.Q.MembershipForgetPresence(ctx, tx, projectID)
+	})
+}

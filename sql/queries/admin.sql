@@ -134,3 +134,8 @@ FROM agreement a
 JOIN project p ON p.id = a.project_id
 JOIN organisation ho ON ho.id = p.host_org_id
 JOIN organisation g ON g.id = a.guest_org_id;
+
+-- name: MembershipForgetPresence :exec
+-- Marks a project's parts as never seen (make run's demo, after speaking as its agents).
+UPDATE membership SET last_seen_at = NULL
+WHERE project_id = sqlc.arg(project_id) AND last_seen_at IS NOT NULL;
