@@ -55,16 +55,18 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		url, err := localpg.Run(ctx, stderr, *pgScript, "start", pgDir)
-		if err != nil {
-			return err
-		}
+		// Stop the cluster even though ctx is done: that is the point of Ctrl-C. Deferred
+		// before the start: a Ctrl-C while it starts the cluster ends the script, and the
+		// server it had started stayed up (stop is a no-op when there is none).
 		defer func() {
-			// Stop the cluster even though ctx is done: that is the point of Ctrl-C.
 			if _, err := localpg.Run(context.WithoutCancel(ctx), stderr, *pgScript, "stop", pgDir); err != nil {
 				fmt.Fprintln(stderr, "stopping the local Postgres:", err)
 			}
 		}()
+		url, err := localpg.Run(ctx, stderr, *pgScript, "start", pgDir)
+		if err != nil {
+			return err
+		}
 		if err := os.Setenv("DATABASE_URL", url); err != nil {
 			return err
 		}
