@@ -181,7 +181,13 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 			if exists {
 				return apperr.New(apperr.NotFound, "Agent %q exists but is not a member of this project", slug)
 			}
-			return apperr.New(apperr.NotFound, "Agent %q not found in this project", slug)
+			// No rooms tool lists part names (messages show display names): name them, so
+			// that the caller can correct the call instead of guessing.
+			parts, err := s.Q.MembershipListParts(ctx, tx, sc.ProjectID)
+			if err != nil {
+				return err
+			}
+			return apperr.New(apperr.NotFound, "Agent %q not found in this project. Its parts: %s", slug, partList(parts))
 		}
 		if err != nil {
 			return err
@@ -539,4 +545,21 @@ func (s *Service) ReviewTask(ctx context.Context, sc tenancy.Scope, taskID, verd
 		return ReviewResult{}, pg.Classify("review task", err)
 	}
 	return ReviewResult{TaskID: id.String(), Status: status, State: stateOf[status], Review: verdict}, nil
+}
+
+// maxPartsNamed bounds the part names an unknown recipient's error lists.
+const maxPartsNamed = 20
+
+// partList names a project's parts for an error, the main part first, at most
+// maxPartsNamed of them and then how many more.
+func partList(parts []db.MembershipListPartsRow) string {
+	names := make([]string, 0, min(len(parts), maxPartsNamed))
+	for _, p := range parts[:min(len(parts), maxPartsNamed)] {
+		names = append(names, p.Part)
+	}
+	out := strings.Join(names, ", ")
+	if len(parts) > maxPartsNamed {
+		out += fmt.Sprintf(" and %d more", len(parts)-maxPartsNamed)
+	}
+	return out + "."
 }

@@ -80,7 +80,8 @@ func TestSendTaskRefusals(t *testing.T) {
 	send := func(from, to string) callResult {
 		return e.call(from, e.one, "send_task", map[string]any{"to_agent_slug": to, "goal": "x"})
 	}
-	wantError(t, send("architect", "nobody"), `Agent "nobody" not found in this project`)
+	// The error names the room's parts: no rooms tool lists them.
+	wantError(t, send("architect", "nobody"), `Agent "nobody" not found in this project. Its parts: albert, architect, gavin, hank, peter, qa-lead.`)
 	wantError(t, send("architect", "outsider"), `Agent "outsider" exists but is not a member of this project`)
 	// A guest whose agreement does not grant assign_tasks cannot assign across companies…
 	wantError(t, send("gavin", "architect"), rooms.MsgNoAssignTasks)
@@ -94,7 +95,7 @@ func TestSendTaskRefusals(t *testing.T) {
 	// Guest to guest needs both sides.
 	wantError(t, send("peter", "gavin"), "No active agreement between your organisation and Hooli grants task assignment")
 	// Another room's agent is not in this room.
-	wantError(t, e.call("peter", e.two, "send_task", map[string]any{"to_agent_slug": "qa-lead", "goal": "x"}), `Agent "qa-lead" not found in this project`)
+	wantErrorPrefix(t, e.call("peter", e.two, "send_task", map[string]any{"to_agent_slug": "qa-lead", "goal": "x"}), `Agent "qa-lead" not found in this project.`)
 	// memory_refs must be entries of this room the caller can read.
 	other := str(e.call("peter", e.two, "write_memory", map[string]any{"content": "room two fact"}).obj(t), "memory_id")
 	wantError(t, e.call("peter", e.one, "send_task", map[string]any{"to_agent_slug": "architect", "goal": "x", "memory_refs": []string{other}}), "Memory entry not found: "+other)
@@ -394,5 +395,5 @@ func TestSendTaskNamesOwnAgentBySlugOrPart(t *testing.T) {
 		}
 	}
 	// Another company's agent is named by its part in the room: slugs repeat across companies.
-	wantError(t, e.call("peter", e.one, "send_task", map[string]any{"to_agent_slug": "qa-lead", "goal": "x"}), `Agent "qa-lead" not found in this project`)
+	wantErrorPrefix(t, e.call("peter", e.one, "send_task", map[string]any{"to_agent_slug": "qa-lead", "goal": "x"}), `Agent "qa-lead" not found in this project.`)
 }
