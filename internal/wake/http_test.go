@@ -67,6 +67,30 @@ func TestPagerHTTP(t *testing.T) {
 	}
 }
 
+// TestPagerStopsWithItsKey: a long poll opened before its key was revoked claimed the
+// next wake, and held it from the agent's new key for the lease. It answers 401 instead,
+// and the wake waits for a valid key.
+func TestPagerStopsWithItsKey(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	key := f.res.Agents["acme/alpha"].Key
+	answer := make(chan int, 1)
+	go func() {
+		req := httptest.NewRequest(http.MethodGet, "/api/wakes/next?wait=10", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		rec := httptest.NewRecorder()
+		wake.NewHandler(wake.HandlerDeps{Service: f.svc}).ServeHTTP(rec, req)
+		answer <- rec.Code
+	}()
+	time.Sleep(200 * time.Millisecond) // the poll is waiting (an answer now would be a 204 race, caught below)
+	f.exec(`UPDATE agent_key SET revoked_at = now() WHERE agent_id = $1`, f.res.Agents["acme/alpha"].ID)
+	f.queue(f.msg("a"))
+	if code := <-answer; code != http.StatusUnauthorized {
+		t.Fatalf("the poll of a revoked key answered %d", code)
+	}
+	f.open("a") // still pending: nothing claimed it
+}
+
 // mistype changes a credential's last character to a different one: a plain "+x" is the
 // same credential one time in 62.
 func mistype(s string) string {

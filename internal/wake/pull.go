@@ -16,6 +16,9 @@ import (
 type Agent struct {
 	ID    uuid.UUID
 	OrgID uuid.UUID
+	// key is the credential Authenticate verified: a long poll verifies it again before
+	// each claim after a wait, so that a key revoked meanwhile claims nothing more.
+	key string
 }
 
 // Authenticate verifies an agent key. Unlike the MCP endpoints it does not move the
@@ -34,7 +37,7 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Agent, error) {
 		}
 		for _, r := range rows {
 			if r.Kind == "key" && p.Matches(r.SecretHash) {
-				a = Agent{ID: r.AgentID, OrgID: r.OwnerID}
+				a = Agent{ID: r.AgentID, OrgID: r.OwnerID, key: key}
 				return nil
 			}
 		}
@@ -101,7 +104,14 @@ func (s *Service) Next(ctx context.Context, a Agent, wait time.Duration) (*Wake,
 	ch, cancel := s.hub.Subscribe(a.ID)
 	defer cancel()
 	deadline := time.Now().Add(wait)
-	for {
+	for waited := false; ; waited = true {
+		// A key revoked while its pager waited got the next wake, and held it from the
+		// agent's new key for the lease: the key is verified again after each wait.
+		if waited && a.key != "" {
+			if _, err := s.Authenticate(ctx, a.key); err != nil {
+				return nil, err
+			}
+		}
 		w, err := s.claim(ctx, a)
 		if err != nil || w != nil {
 			return w, err
