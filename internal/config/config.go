@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/relayroom/relayroom/internal/desk"
+	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/throttle"
 )
 
@@ -269,8 +270,8 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	if c.DatabaseURL == "" {
 		return c, fmt.Errorf("config: DATABASE_URL is required")
 	}
-	if _, err := url.Parse(c.DatabaseURL); err != nil {
-		return c, fmt.Errorf("config: DATABASE_URL: %w", err)
+	if _, err := pg.ParseURL(c.DatabaseURL); err != nil {
+		return c, fmt.Errorf("config: DATABASE_URL %w", err)
 	}
 	return c, nil
 }

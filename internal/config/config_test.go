@@ -97,3 +97,23 @@ func TestNonsenseIsRefusedAtStart(t *testing.T) {
 		}
 	})
 }
+
+// TestABadDatabaseURLKeepsItsPassword: a DATABASE_URL that did not parse (a password
+// with an unencoded %, a typo in the port) was quoted whole in the error, password
+// included, on stderr and in whatever log collects it.
+func TestABadDatabaseURLKeepsItsPassword(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"postgres://app:p%wd!S3cret@db:5432/relayroom", "postgres://app:S3cret@db:54x32/relayroom"} {
+		t.Run(u, func(t *testing.T) {
+			_, err := config.Load(nil, nil, func(k string) string {
+				if k == "DATABASE_URL" {
+					return u
+				}
+				return ""
+			})
+			if err == nil || strings.Contains(err.Error(), "S3cret") || !strings.Contains(err.Error(), "DATABASE_URL does not parse") {
+				t.Fatalf("%v", err)
+			}
+		})
+	}
+}

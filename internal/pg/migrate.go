@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,9 +33,9 @@ func migrator(dbURL string) (*migrate.Migrate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrate: source: %w", err)
 	}
-	u, err := url.Parse(dbURL)
+	u, err := ParseURL(dbURL)
 	if err != nil {
-		return nil, fmt.Errorf("migrate: parse DATABASE_URL: %w", err)
+		return nil, fmt.Errorf("migrate: DATABASE_URL %w", err)
 	}
 	u.Scheme = "pgx5"
 	m, err := migrate.NewWithSourceInstance("iofs", src, u.String())
