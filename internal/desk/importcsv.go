@@ -188,12 +188,28 @@ func importChunk(ctx context.Context, d *pg.DB, q *db.Queries, orgID uuid.UUID, 
 	return created, err
 }
 
+// MaxImportProblems bounds the problems a refused file lists (then how many more): a 10 MB
+// file of bytes that are not UTF-8 listed one problem a line, five million, in a 394 MB
+// preview page.
+const MaxImportProblems = 100
+
 // parseImport reads and checks every row; any problem fails the whole file (the rows
 // that passed come back with the *ImportError, for a preview).
 func parseImport(b []byte, now time.Time) ([]importRow, error) {
 	var problems []RowProblem
+	unlisted := 0 // problems past MaxImportProblems, counted
 	bad := func(line int, format string, args ...any) {
+		if len(problems) >= MaxImportProblems {
+			unlisted++
+			return
+		}
 		problems = append(problems, RowProblem{Line: line, Reason: fmt.Sprintf(format, args...)})
+	}
+	refused := func() *ImportError {
+		if unlisted > 0 {
+			problems = append(problems, RowProblem{Line: 0, Reason: fmt.Sprintf("and %d more problem(s) not listed: fix these first", unlisted)})
+		}
+		return &ImportError{Problems: problems}
 	}
 	b = bytes.TrimPrefix(b, []byte("\uFEFF")) // a byte-order mark is UTF-8's, not a column
 	if !utf8.Valid(b) {
@@ -203,7 +219,7 @@ func parseImport(b []byte, now time.Time) ([]importRow, error) {
 				bad(i+1, "not valid UTF-8 (save the file as UTF-8)")
 			}
 		}
-		return nil, &ImportError{Problems: problems}
+		return nil, refused()
 	}
 	r := csv.NewReader(bytes.NewReader(b))
 	r.FieldsPerRecord = -1
@@ -227,7 +243,7 @@ func parseImport(b []byte, now time.Time) ([]importRow, error) {
 		}
 	}
 	if len(problems) > 0 {
-		return nil, &ImportError{Problems: problems}
+		return nil, refused()
 	}
 	var rows []importRow
 	seen := map[string]importRow{} // by external id: the first row of each conversation
@@ -244,7 +260,7 @@ func parseImport(b []byte, now time.Time) ([]importRow, error) {
 			if errors.As(err, &pe) {
 				bad(pe.StartLine, "%v", pe.Err)
 				if pe.Err == csv.ErrQuote || pe.Err == csv.ErrBareQuote {
-					return nil, &ImportError{Problems: problems} // the rest cannot be read reliably
+					return nil, refused() // the rest cannot be read reliably
 				}
 				continue
 			}
@@ -312,7 +328,7 @@ func parseImport(b []byte, now time.Time) ([]importRow, error) {
 		seen[c.ExternalID] = row
 	}
 	if len(problems) > 0 {
-		return rows, &ImportError{Problems: problems}
+		return rows, refused()
 	}
 	return rows, nil
 }

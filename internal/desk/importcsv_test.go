@@ -97,6 +97,15 @@ func TestImportCSV(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a file of many bad lines lists the first problems and counts the rest", func(t *testing.T) {
+		// A file that is not UTF-8 at all listed one problem a line: five million for 10 MB.
+		_, err := imp(strings.Repeat("\xff\xfe\n", 5000))
+		var ie *desk.ImportError
+		if !errors.As(err, &ie) || len(ie.Problems) != desk.MaxImportProblems+1 ||
+			ie.Problems[desk.MaxImportProblems].Reason != fmt.Sprintf("and %d more problem(s) not listed: fix these first", 5000-desk.MaxImportProblems) {
+			t.Fatalf("%d problems: %v", len(ie.Problems), err)
+		}
+	})
 	t.Run("a quote out of place is reported by line, not a crash", func(t *testing.T) {
 		head := "customer_email,subject,body,created_at,status\n"
 		for _, c := range []struct{ file, want string }{
