@@ -396,7 +396,8 @@ func (q *Queries) MessageInsert(ctx context.Context, db DBTX, arg MessageInsertP
 const messageListByThread = `-- name: MessageListByThread :many
 SELECT id, from_part, body, urgent, created_at FROM message
 WHERE project_id = $1 AND thread_id = $2
-ORDER BY id
+ORDER BY id DESC
+LIMIT 201
 `
 
 type MessageListByThreadParams struct {
@@ -412,6 +413,8 @@ type MessageListByThreadRow struct {
 	CreatedAt time.Time
 }
 
+// A thread's newest messages first, at most 201 (a page shows 200; the 201st says there
+// are older ones).
 func (q *Queries) MessageListByThread(ctx context.Context, db DBTX, arg MessageListByThreadParams) ([]MessageListByThreadRow, error) {
 	rows, err := db.Query(ctx, messageListByThread, arg.ProjectID, arg.ThreadID)
 	if err != nil {
@@ -897,13 +900,16 @@ CROSS JOIN LATERAL (
     ORDER BY mb.part) END::text[] AS parts
 ) c
 LEFT JOIN message m ON m.project_id = t.project_id AND m.thread_id = t.id
-WHERE t.project_id = $1 AND t.id = $3
-ORDER BY m.id
+  AND ($3::uuid IS NULL OR m.id < $3::uuid)
+WHERE t.project_id = $1 AND t.id = $4
+ORDER BY m.id DESC
+LIMIT 201
 `
 
 type ThreadShowParams struct {
 	ProjectID uuid.UUID
 	Now       time.Time
+	Before    *uuid.UUID
 	ID        uuid.UUID
 }
 
@@ -920,12 +926,18 @@ type ThreadShowRow struct {
 }
 
 // show in one statement: the thread (in every row), the parts composing in it while it
-// is open (computed once), and its messages in order; one row with NULL message columns
-// for a thread without messages, none for no such thread. One round trip with the
-// transaction's BEGIN and COMMIT, where the thread, its messages and the composing parts
-// were three.
+// is open (computed once), and its newest messages first (those before the message
+// `before`, when given), at most 201: show returns 200 at most, and the 201st says there
+// are older ones; one row with NULL message columns for a thread without messages (or
+// none before `before`), none for no such thread. One round trip with the transaction's
+// BEGIN and COMMIT, where the thread, its messages and the composing parts were three.
 func (q *Queries) ThreadShow(ctx context.Context, db DBTX, arg ThreadShowParams) ([]ThreadShowRow, error) {
-	rows, err := db.Query(ctx, threadShow, arg.ProjectID, arg.Now, arg.ID)
+	rows, err := db.Query(ctx, threadShow,
+		arg.ProjectID,
+		arg.Now,
+		arg.Before,
+		arg.ID,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -93,7 +93,8 @@ SELECT g.id, g.from_part, g.body, g.urgent, g.needs_human, g.broadcast, g.create
               AND d.thread_id = $2 AND d.message_id = g.id), '[]'::jsonb)::jsonb AS reads
 FROM message g
 WHERE g.project_id = $1 AND g.thread_id = $2
-ORDER BY g.id
+ORDER BY g.id DESC
+LIMIT 201
 `
 
 type MessageListForPeopleParams struct {
@@ -112,8 +113,9 @@ type MessageListForPeopleRow struct {
 	Reads      json.RawMessage
 }
 
-// A thread's messages in order, each with its recipients and when each read it
-// (delivery.read_at; null while unread), as a JSON array [{part, readAt}].
+// A thread's newest messages first, at most 201 (a page shows 200; the 201st says there
+// are older ones), each with its recipients and when each read it (delivery.read_at;
+// null while unread), as a JSON array [{part, readAt}].
 func (q *Queries) MessageListForPeople(ctx context.Context, db DBTX, arg MessageListForPeopleParams) ([]MessageListForPeopleRow, error) {
 	rows, err := db.Query(ctx, messageListForPeople, arg.ProjectID, arg.ThreadID)
 	if err != nil {

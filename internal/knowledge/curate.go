@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -193,8 +194,18 @@ type CitedThread struct {
 	Subject   string
 	Status    string
 	CreatedAt time.Time
-	Messages  []CitedMessage
+	Messages  []CitedMessage // the newest, in order: as many as citedMaxMessages and citedMaxBytes allow
+	// EarlierOmitted says the thread has older messages than those shown.
+	EarlierOmitted bool
 }
+
+// A cited thread shows its newest messages, as many as a page of the threads toolset's
+// show holds: a thread has no bound of its own, and read whole, one of 400 long replies
+// made a page of a hundred megabytes.
+const (
+	citedMaxMessages = 200
+	citedMaxBytes    = 1 << 20
+)
 
 // CitedMessage is one message of a cited thread.
 type CitedMessage struct {
@@ -227,9 +238,16 @@ func (s *Service) Cited(ctx context.Context, sc tenancy.Scope, id uuid.UUID) (Ci
 			Thread: CitedThread{ID: r.ThreadID, Subject: r.Subject, Status: r.Status, CreatedAt: r.CreatedAt}}
 		tx.CommitWithNext(ctx) // the last read: no round trip for the COMMIT
 		msgs, err := s.Q.MessageListByThread(ctx, tx, db.MessageListByThreadParams{ProjectID: sc.ProjectID, ThreadID: r.ThreadID})
-		for _, m := range msgs {
+		size := 0
+		for _, m := range msgs { // newest first
+			size += len(m.Body)
+			if len(c.Thread.Messages) == citedMaxMessages || (len(c.Thread.Messages) > 0 && size > citedMaxBytes) {
+				c.Thread.EarlierOmitted = true
+				break
+			}
 			c.Thread.Messages = append(c.Thread.Messages, CitedMessage{ID: m.ID, FromPart: m.FromPart, Body: m.Body, CreatedAt: m.CreatedAt})
 		}
+		slices.Reverse(c.Thread.Messages)
 		return err
 	})
 	return c, pg.Classify("cited thread", err)

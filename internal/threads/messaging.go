@@ -569,34 +569,75 @@ type ShowResult struct {
 	} `json:"thread"`
 	Messages  []ShownMessage `json:"messages"`
 	Composing []string       `json:"composing,omitempty"`
+	// Before is set when the thread holds older messages than those shown: show with it
+	// as before reads the page before them.
+	Before string `json:"before,omitempty"`
 }
 
-// Show returns a thread of the project and every message in order. It changes nothing.
+// A page of show: the newest messages (before the message `before`, when given), at most
+// ShowMaxMessages of them and ShowMaxBytes of bodies, never fewer than one. A thread has
+// no bound of its own (replies are never refused for its size), and show returned every
+// message: 400 replies of 20,000 characters made one answer of 104 MB, and 20 of them
+// at once took the server to 5 GB.
+const (
+	ShowMaxMessages = 200
+	ShowMaxBytes    = 1 << 20
+)
+
+// ShowInput is show's arguments.
+type ShowInput struct {
+	ThreadID string  `json:"threadId"`
+	Before   *string `json:"before,omitempty"`
+}
+
+// Show returns a thread of the project and its newest messages in order (ShowPage's first
+// page). It changes nothing.
 func (s *Service) Show(ctx context.Context, sc tenancy.Scope, threadID string) (ShowResult, error) {
-	tid, err := parseID("threadId", threadID)
+	return s.ShowPage(ctx, sc, ShowInput{ThreadID: threadID})
+}
+
+// ShowPage returns a thread of the project and a page of its messages in order: the
+// newest, or those before in.Before; ShowResult.Before names the next page back.
+func (s *Service) ShowPage(ctx context.Context, sc tenancy.Scope, in ShowInput) (ShowResult, error) {
+	tid, err := parseID("threadId", in.ThreadID)
 	if err != nil {
 		return ShowResult{}, err
 	}
+	var before *uuid.UUID
+	if in.Before != nil {
+		id, err := parseID("before", *in.Before)
+		if err != nil {
+			return ShowResult{}, err
+		}
+		before = &id
+	}
 	rows, err := pg.ReadOne(ctx, s.DB, sc.Tenant(), "show", func(tx *pg.Tx) ([]db.ThreadShowRow, error) {
-		return s.Q.ThreadShow(ctx, tx, db.ThreadShowParams{ProjectID: sc.ProjectID, ID: tid, Now: s.now()})
+		return s.Q.ThreadShow(ctx, tx, db.ThreadShowParams{ProjectID: sc.ProjectID, ID: tid, Now: s.now(), Before: before})
 	})
 	if err != nil {
 		return ShowResult{}, err
 	}
 	if len(rows) == 0 {
-		return ShowResult{}, threadNotFound(threadID)
+		return ShowResult{}, threadNotFound(in.ThreadID)
 	}
 	t := rows[0]
 	var res ShowResult
 	res.Thread.ID, res.Thread.Subject, res.Thread.Status, res.Thread.CreatedAt = t.ID.String(), t.Subject, t.Status, Time(t.CreatedAt)
 	res.Composing = t.Composing
-	res.Messages = make([]ShownMessage, 0, len(rows))
-	for _, m := range rows {
+	res.Messages = make([]ShownMessage, 0, min(len(rows), ShowMaxMessages))
+	size := 0
+	for _, m := range rows { // newest first
 		if m.MessageID == nil {
-			continue // a thread without messages: its one row has none
+			continue // a thread without messages (or none before `before`): its one row has none
+		}
+		size += len(*m.Body)
+		if len(res.Messages) == ShowMaxMessages || (len(res.Messages) > 0 && size > ShowMaxBytes) {
+			res.Before = res.Messages[len(res.Messages)-1].ID
+			break
 		}
 		res.Messages = append(res.Messages, ShownMessage{ID: m.MessageID.String(), From: *m.FromPart, Body: *m.Body, CreatedAt: Time(*m.MessageCreatedAt)})
 	}
+	slices.Reverse(res.Messages)
 	return res, nil
 }
 

@@ -257,6 +257,70 @@ func TestInboxPreviewAndPaging(t *testing.T) {
 	}
 }
 
+// TestShowPagesALongThread: show returned every message of a thread, however many:
+// 400 replies of 20,000 characters made one answer of 104 MB. It answers pages, newest
+// last, bounded by count and by bytes, and before reads the page before.
+func TestShowPagesALongThread(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	read := func(t *testing.T, tid string, before *string) threads.ShowResult {
+		t.Helper()
+		return must[threads.ShowResult](t)(e.svc.ShowPage(ctx, e.sc("backend"), threads.ShowInput{ThreadID: tid, Before: before}))
+	}
+	thread := func(t *testing.T, replies int, body string) (string, []string) {
+		t.Helper()
+		r := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "long", Body: "first"})
+		ids := []string{r.MessageID}
+		for range replies {
+			rr := must[threads.ReplyResult](t)(e.svc.Reply(ctx, e.sc("architect"), threads.ReplyInput{ThreadID: r.ThreadID, Body: body}))
+			ids = append(ids, rr.MessageID)
+		}
+		return r.ThreadID, ids
+	}
+
+	t.Run("by count: the newest 200, then the rest", func(t *testing.T) {
+		tid, ids := thread(t, threads.ShowMaxMessages+4, "short")
+		first := read(t, tid, nil)
+		if len(first.Messages) != threads.ShowMaxMessages || first.Messages[len(first.Messages)-1].ID != ids[len(ids)-1] ||
+			first.Messages[0].ID != ids[5] || first.Before != ids[5] {
+			t.Fatalf("first page: %d messages, %s…%s, before %q", len(first.Messages), first.Messages[0].ID, first.Messages[len(first.Messages)-1].ID, first.Before)
+		}
+		second := read(t, tid, &first.Before)
+		if len(second.Messages) != 5 || second.Messages[0].ID != ids[0] || second.Messages[4].ID != ids[4] || second.Before != "" {
+			t.Fatalf("second page: %+v", second)
+		}
+		// The dashboard's view of the thread (its page and live stream) shows the same page.
+		v := must[threads.PersonThreadView](t)(e.svc.ThreadForPeople(ctx, e.person("Ana"), tid))
+		if len(v.Messages) != threads.ShowMaxMessages || !v.EarlierOmitted || v.Messages[len(v.Messages)-1].ID.String() != ids[len(ids)-1] {
+			t.Fatalf("a person's view: %d messages, earlier omitted %v", len(v.Messages), v.EarlierOmitted)
+		}
+	})
+	t.Run("by bytes: no page holds more than 1 MiB of bodies", func(t *testing.T) {
+		big := strings.Repeat("abcdefghij", threads.MaxBody/10)
+		tid, ids := thread(t, 60, big)
+		seen, before := 0, (*string)(nil)
+		for {
+			page := read(t, tid, before)
+			size := 0
+			for _, m := range page.Messages {
+				size += len(m.Body)
+			}
+			if size > threads.ShowMaxBytes || len(page.Messages) == 0 {
+				t.Fatalf("a page of %d messages, %d bytes", len(page.Messages), size)
+			}
+			seen += len(page.Messages)
+			if page.Before == "" {
+				break
+			}
+			before = &page.Before
+		}
+		if seen != len(ids) {
+			t.Fatalf("%d of %d messages read", seen, len(ids))
+		}
+	})
+}
+
 // TestInboxPreviewOfALongBlankRun: a body whose first 600 characters collapse to a few
 // words still previews as cut ("…"), never as if those words were the whole message.
 func TestInboxPreviewOfALongBlankRun(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -120,10 +121,12 @@ type PersonMessage struct {
 }
 
 // PersonThreadView is a thread's page: its header (parts, who is composing now) and its
-// messages in order.
+// newest messages in order, as many as show's page holds (ShowMaxMessages and
+// ShowMaxBytes); EarlierOmitted says the thread has older ones.
 type PersonThreadView struct {
 	db.ThreadGetForPeopleRow
-	Messages []PersonMessage
+	Messages       []PersonMessage
+	EarlierOmitted bool
 }
 
 // ThreadForPeople reads a thread the person's company may see, with its messages and
@@ -157,14 +160,21 @@ func (s *Service) ThreadForPeople(ctx context.Context, sc tenancy.Scope, threadI
 	if err != nil {
 		return PersonThreadView{}, pg.Classify("thread for people", err)
 	}
-	v.Messages = make([]PersonMessage, len(rows))
-	for i, r := range rows {
+	v.Messages = make([]PersonMessage, 0, min(len(rows), ShowMaxMessages))
+	size := 0
+	for _, r := range rows { // newest first
+		size += len(r.Body)
+		if len(v.Messages) == ShowMaxMessages || (len(v.Messages) > 0 && size > ShowMaxBytes) {
+			v.EarlierOmitted = true
+			break
+		}
 		m := PersonMessage{ID: r.ID, From: r.FromPart, Body: r.Body, Urgent: r.Urgent, NeedsHuman: r.NeedsHuman, Broadcast: r.Broadcast, CreatedAt: r.CreatedAt}
 		if err := json.Unmarshal(r.Reads, &m.Reads); err != nil {
 			return PersonThreadView{}, fmt.Errorf("thread for people: read state of %s: %w", r.ID, err)
 		}
-		v.Messages[i] = m
+		v.Messages = append(v.Messages, m)
 	}
+	slices.Reverse(v.Messages)
 	return v, nil
 }
 

@@ -169,11 +169,13 @@ type threadIDInput struct {
 func showTool(s *Service) mcp.Tool[tenancy.Scope] {
 	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "show", Title: "Read a thread",
 		Description: "Fetch a thread of this project and all its messages in order: {thread:{id, subject, status, createdAt}, " +
-			"messages:[{id, from, body, createdAt}], composing?}. This is how you read full bodies after inbox. It marks nothing read.",
+			"messages:[{id, from, body, createdAt}], composing?, before?}. This is how you read full bodies after inbox. It marks nothing read. " +
+			fmt.Sprintf("A long thread comes in pages, newest last: at most %d messages and %d MiB of bodies; ", ShowMaxMessages, ShowMaxBytes>>20) +
+			"before in the answer means older messages exist: call show again with it as before to read them.",
 		Annotations: mcp.Annotations{ReadOnly: true, Idempotent: true},
-	}, func(ctx context.Context, sc tenancy.Scope, in threadIDInput) (ShowResult, error) {
-		return s.Show(ctx, sc, in.ThreadID)
-	}, mcp.Prop("threadId", idArg()))
+	}, s.ShowPage,
+		mcp.Prop("threadId", idArg()),
+		mcp.Prop("before", idArg(), mcp.Description("Only messages older than this message id (a previous answer's before).")))
 }
 
 func closeTool(s *Service) mcp.Tool[tenancy.Scope] {

@@ -104,16 +104,20 @@ ORDER BY p.thread_id DESC
 LIMIT @lim;
 
 -- name: MessageListByThread :many
+-- A thread's newest messages first, at most 201 (a page shows 200; the 201st says there
+-- are older ones).
 SELECT id, from_part, body, urgent, created_at FROM message
 WHERE project_id = @project_id AND thread_id = @thread_id
-ORDER BY id;
+ORDER BY id DESC
+LIMIT 201;
 
 -- name: ThreadShow :many
 -- show in one statement: the thread (in every row), the parts composing in it while it
--- is open (computed once), and its messages in order; one row with NULL message columns
--- for a thread without messages, none for no such thread. One round trip with the
--- transaction's BEGIN and COMMIT, where the thread, its messages and the composing parts
--- were three.
+-- is open (computed once), and its newest messages first (those before the message
+-- `before`, when given), at most 201: show returns 200 at most, and the 201st says there
+-- are older ones; one row with NULL message columns for a thread without messages (or
+-- none before `before`), none for no such thread. One round trip with the transaction's
+-- BEGIN and COMMIT, where the thread, its messages and the composing parts were three.
 SELECT t.id, t.subject, t.status, t.created_at, c.parts AS composing,
   m.id AS message_id, m.from_part, m.body, m.created_at AS message_created_at
 FROM thread t
@@ -125,8 +129,10 @@ CROSS JOIN LATERAL (
     ORDER BY mb.part) END::text[] AS parts
 ) c
 LEFT JOIN message m ON m.project_id = t.project_id AND m.thread_id = t.id
+  AND (sqlc.narg(before)::uuid IS NULL OR m.id < sqlc.narg(before)::uuid)
 WHERE t.project_id = @project_id AND t.id = @id
-ORDER BY m.id;
+ORDER BY m.id DESC
+LIMIT 201;
 
 -- name: ThreadEnd :exec
 UPDATE thread SET status = @status, closed_at = @now, closed_by = @closed_by, closed_by_member = sqlc.narg(closed_by_member)

@@ -96,8 +96,9 @@ WHERE t.project_id = sqlc.arg(project_id) AND t.id = sqlc.arg(id)
       AND m.org_id = sqlc.arg(viewer_org_id)));
 
 -- name: MessageListForPeople :many
--- A thread's messages in order, each with its recipients and when each read it
--- (delivery.read_at; null while unread), as a JSON array [{part, readAt}].
+-- A thread's newest messages first, at most 201 (a page shows 200; the 201st says there
+-- are older ones), each with its recipients and when each read it (delivery.read_at;
+-- null while unread), as a JSON array [{part, readAt}].
 SELECT g.id, g.from_part, g.body, g.urgent, g.needs_human, g.broadcast, g.created_at,
   coalesce((SELECT jsonb_agg(jsonb_build_object('part', m.part, 'readAt', d.read_at) ORDER BY m.part)
             FROM delivery d JOIN membership m ON m.project_id = d.project_id AND m.id = d.member_id
@@ -107,7 +108,8 @@ SELECT g.id, g.from_part, g.body, g.urgent, g.needs_human, g.broadcast, g.create
               AND d.thread_id = sqlc.arg(thread_id) AND d.message_id = g.id), '[]'::jsonb)::jsonb AS reads
 FROM message g
 WHERE g.project_id = sqlc.arg(project_id) AND g.thread_id = sqlc.arg(thread_id)
-ORDER BY g.id;
+ORDER BY g.id DESC
+LIMIT 201;
 
 -- name: ThreadLockForPeople :one
 -- A thread a person ends, locked; no row for one the viewer's company may not see.
