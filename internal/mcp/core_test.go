@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 
 	"github.com/relayroom/relayroom/internal/apperr"
 )
@@ -456,4 +458,51 @@ func TestUnavailableAuthenticationWithoutAMessage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAnAbandonedRequestIsNoInternalError: a client that cut its body short (or reset
+// the connection, or trickled it past the read timeout) got 200 "internal error" and
+// left an ERROR line: net/http cancels the request's context when the read fails, and
+// the cached caller's check then ran on it. The body's failure is answered as such, and
+// a check that fails because the request was abandoned is not logged as an error.
+func TestAnAbandonedRequestIsNoInternalError(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	ep := testEndpoint("threads", ThreadsFormat)
+	ep.Provisional = &Provisional[testScope]{
+		Defer: func(ctx context.Context, _ testScope) context.Context { return ctx },
+		Settle: func(ctx context.Context, _ *http.Request, s testScope) (testScope, bool, error) {
+			if err := ctx.Err(); err != nil {
+				return s, false, apperr.Wrap(apperr.Internal, "internal error", err) // as pg.Classify makes it
+			}
+			return s, true, nil
+		},
+	}
+	h, err := NewHandler(ep, Options{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	abandoned := func(body io.Reader) *httptest.ResponseRecorder {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // as net/http does once the body's read fails
+		req := httptest.NewRequest(http.MethodPost, "/", body).WithContext(ctx)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Test-Key", "good")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+
+	t.Run("a body cut short is a parse error", func(t *testing.T) {
+		rec := abandoned(io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"pi`), iotest.ErrReader(io.ErrUnexpectedEOF)))
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"code":-32700`) {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+	})
+	t.Run("a check that fails because the request was abandoned is not an error in the log", func(t *testing.T) {
+		abandoned(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		if strings.Contains(logs.String(), `"level":"ERROR"`) {
+			t.Fatalf("an ERROR line: %s", logs.String())
+		}
+	})
 }

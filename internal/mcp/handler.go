@@ -266,7 +266,11 @@ func (h *handler[S]) servePost(w http.ResponseWriter, r *http.Request, rid strin
 			endReading(w)
 			return early(nil, refusal(e))
 		}
-		return early(nil, rpcReply(http.StatusBadRequest, nullID, &protocolError{code: codeParseError, message: "Parse error: cannot read the body"}))
+		// A body the client did not deliver (cut short, the connection reset, the read
+		// timeout) runs nothing and tells nothing: answered without settling the scope,
+		// whose check would run on the request's context, which net/http cancels as soon
+		// as the read fails, and came out as an internal error logged at ERROR.
+		return rpcReply(http.StatusBadRequest, nullID, &protocolError{code: codeParseError, message: "Parse error: cannot read the body"})
 	}
 	if int64(len(body)) > h.opts.MaxBodyBytes {
 		return early(nil, h.tooLarge())
@@ -368,6 +372,12 @@ func scanHead(prefix []byte) *message {
 func (h *handler[S]) authFailure(r *http.Request, msg *message, err error, rid string) reply {
 	ctx := r.Context()
 	e, ok := apperr.As(err)
+	if (!ok || e.Code == apperr.Internal) && ctx.Err() != nil {
+		// The client went away (or the server is stopping) while its credential was
+		// checked: nobody reads the answer, and nothing failed in the service.
+		h.log.InfoContext(ctx, "mcp: request abandoned before its credential was checked", "request_id", rid, "error", err)
+		return rpcReply(http.StatusOK, msg.replyID(), internalError(rid))
+	}
 	if !ok || e.Code == apperr.Internal {
 		h.log.ErrorContext(ctx, "mcp: authentication failed unexpectedly", "request_id", rid, "error", err)
 		return rpcReply(http.StatusOK, msg.replyID(), internalError(rid))
