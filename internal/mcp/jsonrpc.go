@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 // JSON-RPC error codes. The -32000 range is ours: -32001 is the authentication failure
@@ -128,7 +130,9 @@ func invalidRequest(msg string) *protocolError {
 	return &protocolError{status: http.StatusBadRequest, code: codeInvalidRequest, message: "Invalid Request: " + msg}
 }
 
-// validID accepts what MCP allows as a request id: a string or a number, never null.
+// validID accepts what MCP allows as a request id: a string or a number, never null. A
+// string must be text (valid UTF-8, no lone surrogate): the id is echoed as sent, and one
+// with invalid bytes made the answer itself invalid JSON.
 func validID(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
@@ -136,7 +140,8 @@ func validID(raw json.RawMessage) bool {
 	}
 	switch c := raw[0]; {
 	case c == '"':
-		return true
+		_, err := text.CheckJSON(raw)
+		return err == nil
 	case c == '-' || (c >= '0' && c <= '9'):
 		_, err := strconv.ParseFloat(string(raw), 64)
 		return err == nil
