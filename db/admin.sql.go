@@ -732,7 +732,7 @@ func (q *Queries) UserList(ctx context.Context, db DBTX) ([]UserListRow, error) 
 const userUpsert = `-- name: UserUpsert :one
 INSERT INTO app_user (id, email, name, password_hash)
 VALUES ($1, $2, $3, $4)
-ON CONFLICT (email) DO UPDATE SET name = excluded.name,
+ON CONFLICT (email) DO UPDATE SET name = coalesce(nullif(excluded.name, ''), app_user.name),
   password_hash = coalesce(excluded.password_hash, app_user.password_hash), updated_at = excluded.updated_at
 RETURNING id
 `
@@ -744,6 +744,8 @@ type UserUpsertParams struct {
 	PasswordHash *string
 }
 
+// A name left out (empty) keeps the stored one, as a password left out does: a file
+// adding a person to a second organisation erased their name everywhere.
 func (q *Queries) UserUpsert(ctx context.Context, db DBTX, arg UserUpsertParams) (uuid.UUID, error) {
 	row := db.QueryRow(ctx, userUpsert,
 		arg.ID,

@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -256,6 +257,45 @@ func TestApplyIfNewLeavesWhatPeopleChanged(t *testing.T) {
 		}
 		if !strings.HasPrefix(again.Agents["acme/scribe"].Key, "sk-qyt-") {
 			t.Fatalf("no key for the new agent: %+v", again.Agents["acme/scribe"])
+		}
+	})
+}
+
+// TestPeoplesNamesAreKeptAndBounded: a file entry adding a person to a second
+// organisation (email, org, role: no name) erased their name in every organisation, and
+// names and nicknames had no bound: a 252-character name could not post in a room.
+func TestPeoplesNamesAreKeptAndBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _, _ := applyDemo(t)
+
+	t.Run("a person listed again without a name keeps theirs", func(t *testing.T) {
+		if _, err := svc.Apply(ctx, parse(t, "users:\n  - {email: ana@acme.test, org: globex, role: member}\n"), admin.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		users, err := svc.ListUsers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range users {
+			if u.Email == "ana@acme.test" && u.Name != "Ana" {
+				t.Fatalf("ana in %s is named %q", u.OrgSlug, u.Name)
+			}
+		}
+	})
+	t.Run("names and nicknames are bounded and plain", func(t *testing.T) {
+		long := strings.Repeat("é", admin.MaxNameRunes) // 200 characters, 400 bytes: fits
+		file := "users:\n  - {email: long@acme.test, org: acme, name: \"" + long + "\"}\n" +
+			"  - {email: longer@acme.test, org: acme, name: \"" + long + "x\"}\n" +
+			"  - {email: lines@acme.test, org: acme, name: \"a\\nb\"}\n" +
+			"projects:\n  - slug: escalations\n    name: Escalations\n    host: acme\n    members:\n" +
+			"      - {agent: acme/architect, part: architect, main: true, nickname: \"red\\e[31m\"}\n"
+		_, err := svc.Apply(ctx, parse(t, file), admin.Options{})
+		testfix.CheckContains(t, "the problems", fmt.Sprint(err),
+			"users[1].name: at most 200 characters", "users[2].name: must not hold control characters",
+			"projects[0].members[0].nickname: must not hold control characters")
+		if strings.Contains(fmt.Sprint(err), "users[0]") {
+			t.Fatalf("a name of 200 characters refused: %v", err)
 		}
 	})
 }

@@ -7,10 +7,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 // MaxModelChars bounds an agent's model name ("claude-opus-4", "gpt-5"): it is shown
@@ -40,10 +42,40 @@ func checkNewSlug(seen map[string]bool, slug, path, kind string, add func(path, 
 	seen[slug] = true
 }
 
-// checkName trims a display name and records a problem when it is empty or too long.
+// MaxNameRunes bounds a display name (an organisation's, a person's, an agent's, a
+// project's, a part's nickname): characters, as the database's checks count them.
+const MaxNameRunes = 200
+
+// checkName trims a display name and records a problem when it is empty, too long or not
+// plain text.
 func checkName(name *string, path string, add func(path, format string, args ...any)) {
-	if *name = strings.TrimSpace(*name); *name == "" || len(*name) > 200 {
-		add(path+".name", "required, at most 200 characters")
+	if *name = strings.TrimSpace(*name); *name == "" || utf8.RuneCountInString(*name) > MaxNameRunes {
+		add(path+".name", "required, at most %d characters", MaxNameRunes)
+		return
+	}
+	checkPlain(*name, path+".name", add)
+}
+
+// checkOptionalName is checkName for a name that may be left out (a person's: left out,
+// the stored one stays; a part's nickname).
+func checkOptionalName(name *string, path string, add func(path, format string, args ...any)) {
+	if *name = strings.TrimSpace(*name); *name == "" {
+		return
+	}
+	if utf8.RuneCountInString(*name) > MaxNameRunes {
+		add(path, "at most %d characters", MaxNameRunes)
+		return
+	}
+	checkPlain(*name, path, add)
+}
+
+// checkPlain refuses what is not storable text, and control characters (a line break, an
+// escape sequence) that would show as something else in every list that names it.
+func checkPlain(s, path string, add func(path, format string, args ...any)) {
+	if err := text.Check(s); err != nil {
+		add(path, "%v", err)
+	} else if strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		add(path, "must not hold control characters (a line break, a tab, an escape…)")
 	}
 }
 
@@ -113,6 +145,7 @@ func validate(f *File, k known) Problems {
 		if !orgs[u.Org] {
 			add(path+".org", "unknown organisation %q", u.Org)
 		}
+		checkOptionalName(&u.Name, path+".name", add)
 		checkOneOf(&u.Role, "member", []string{"owner", "admin", "member"}, path+".role", add)
 		if u.Password != "" && len(u.Password) < 8 {
 			add(path+".password", "must be at least 8 characters")
@@ -208,6 +241,7 @@ func validate(f *File, k known) Problems {
 					add(mp+".main", "a project has at most one main agent")
 				}
 			}
+			checkOptionalName(&m.Nickname, mp+".nickname", add)
 			checkOneOf(&m.Access, "write", []string{"read", "write", "manager"}, mp+".access", add)
 			for n, c := range m.Capabilities {
 				if !slices.Contains(Capabilities, c) {

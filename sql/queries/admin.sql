@@ -16,9 +16,11 @@ SELECT id, slug, name, plan, timezone, created_at FROM organisation WHERE slug =
 SELECT id, slug, name, plan, timezone, created_at FROM organisation ORDER BY slug;
 
 -- name: UserUpsert :one
+-- A name left out (empty) keeps the stored one, as a password left out does: a file
+-- adding a person to a second organisation erased their name everywhere.
 INSERT INTO app_user (id, email, name, password_hash)
 VALUES ($1, $2, $3, $4)
-ON CONFLICT (email) DO UPDATE SET name = excluded.name,
+ON CONFLICT (email) DO UPDATE SET name = coalesce(nullif(excluded.name, ''), app_user.name),
   password_hash = coalesce(excluded.password_hash, app_user.password_hash), updated_at = excluded.updated_at
 RETURNING id;
 
