@@ -176,6 +176,11 @@ func TestParseFileRefusesWhatItWouldNotApply(t *testing.T) {
 		"a second YAML document": {"organisations:\n  - {slug: acme, name: Acme}\n---\nagents:\n  - {org: acme, slug: a, name: A}\n", "more than one document"},
 		"a second JSON value":    {`{"organisations":[{"slug":"a","name":"A"}]} {"agents":[]}`, "more than one JSON value"},
 		"a file past the limit":  {"organisations:\n" + strings.Repeat("  - {slug: acme, name: Acme}\n", admin.MaxFileBytes/28+1), "larger than 8 MiB"},
+		// encoding/json kept the last of a repeated key, and matched keys whatever their case.
+		"a JSON key twice": {`{"organisations":[{"slug":"a","name":"A"}],"agents":[],"organisations":[{"slug":"b","name":"B"}]}`,
+			"organisations: the key appears twice"},
+		"a JSON key twice in an entry": {`{"organisations":[{"slug":"a","name":"A","name":"B"}]}`, "organisations[0].name: the key appears twice"},
+		"a JSON key in capitals":       {`{"organisations":[{"slug":"a","NAME":"A"}]}`, `organisations[0].NAME: keys are lower case ("name")`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := admin.ParseFile(strings.NewReader(c.file)); err == nil || !strings.Contains(err.Error(), c.says) {

@@ -103,6 +103,12 @@ func ParseFile(r io.Reader) (File, error) {
 		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 			return File{}, errors.New("parse JSON: the file holds more than one JSON value: put everything in one object")
 		}
+		// encoding/json keeps the last of a repeated key and matches keys whatever their
+		// case: a file with "organisations" twice was applied in part, silently, where the
+		// same file in YAML is refused.
+		if err := checkJSONKeys(json.NewDecoder(bytes.NewReader(b)), ""); err != nil {
+			return File{}, fmt.Errorf("parse JSON: %w", err)
+		}
 		return f, nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
@@ -121,6 +127,52 @@ func ParseFile(r io.Reader) (File, error) {
 			return File{}, errors.New("parse YAML: the file holds more than one document (---): only the first would be applied; put everything in one")
 		}
 	}
+}
+
+// checkJSONKeys walks a JSON value that decoded (so well formed, and nested within
+// encoding/json's depth) and refuses a key repeated in its object, and a key not spelled
+// in lower case as every key of the file is.
+func checkJSONKeys(dec *json.Decoder, path string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := kt.(string) // an object's key is a string token
+			at := key
+			if path != "" {
+				at = path + "." + key
+			}
+			if seen[key] {
+				return fmt.Errorf("%s: the key appears twice in its object: only one would be applied", at)
+			}
+			if key != strings.ToLower(key) {
+				return fmt.Errorf("%s: keys are lower case (%q)", at, strings.ToLower(key))
+			}
+			seen[key] = true
+			if err := checkJSONKeys(dec, at); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token() // }
+		return err
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if err := checkJSONKeys(dec, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token() // ]
+		return err
+	}
+	return nil
 }
 
 // Problems is every problem found in a file, each named by its path.
