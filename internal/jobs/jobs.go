@@ -98,6 +98,12 @@ func New(pool *pgxpool.Pool, opts Options) *Runner {
 	return r
 }
 
+// QueueDeliveries is the queue of outbound deliveries (wake webhooks), apart from the
+// default queue's periodic jobs: deliveries to receivers that stall hold their workers
+// for their whole timeout, and the sweep (unparking, replays), the idle close and the
+// other periodic jobs queued behind them on one queue.
+const QueueDeliveries = "deliveries"
+
 // AddWorker registers a job kind. It must be called before Start or the first insert.
 func AddWorker[T river.JobArgs](r *Runner, w river.Worker[T]) error {
 	r.mu.Lock()
@@ -150,12 +156,15 @@ func (r *Runner) Client() (*river.Client[pgx.Tx], error) {
 			}, &river.PeriodicJobOpts{ID: name, RunOnStart: p.RunOnStart}))
 	}
 	c, err := river.NewClient(riverpgxv5.New(r.pool), &river.Config{
-		ID:                          r.opts.ID,
-		Schema:                      Schema,
-		Logger:                      slog.New(minLevel{r.opts.Log.Handler(), slog.LevelWarn}).With("component", "jobs"),
-		Workers:                     r.workers,
-		PeriodicJobs:                periodic,
-		Queues:                      map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: r.opts.MaxWorkers}},
+		ID:           r.opts.ID,
+		Schema:       Schema,
+		Logger:       slog.New(minLevel{r.opts.Log.Handler(), slog.LevelWarn}).With("component", "jobs"),
+		Workers:      r.workers,
+		PeriodicJobs: periodic,
+		Queues: map[string]river.QueueConfig{
+			river.QueueDefault: {MaxWorkers: r.opts.MaxWorkers},
+			QueueDeliveries:    {MaxWorkers: r.opts.MaxWorkers},
+		},
 		RetryPolicy:                 &backoff{base: r.opts.RetryBase, cap: r.opts.RetryCap},
 		FetchPollInterval:           r.opts.FetchPollInterval,
 		CompletedJobRetentionPeriod: time.Hour,

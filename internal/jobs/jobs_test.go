@@ -221,3 +221,72 @@ func TestRiverMigrationsRoundTrip(t *testing.T) {
 		t.Fatalf("schema river left behind (%d, %v)", n, err)
 	}
 }
+
+type stallArgs struct{}
+
+func (stallArgs) Kind() string { return "test_stall" }
+
+// stallWorker holds its worker until release closes, as a delivery to a receiver that
+// never answers holds it for its whole timeout.
+type stallWorker struct {
+	river.WorkerDefaults[stallArgs]
+	release chan struct{}
+	started atomic.Int32
+}
+
+func (w *stallWorker) Work(ctx context.Context, _ *river.Job[stallArgs]) error {
+	w.started.Add(1)
+	select {
+	case <-w.release:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// TestPeriodicJobsRunWhileDeliveriesStall: deliveries and periodic jobs shared one queue,
+// so deliveries to receivers that stall, filling every worker, held back the sweep and
+// the other periodic jobs. Deliveries have a queue of their own.
+func TestPeriodicJobsRunWhileDeliveriesStall(t *testing.T) {
+	t.Parallel()
+	d := openDB(t)
+	w := &stallWorker{release: make(chan struct{})}
+	defer close(w.release)
+	r := jobs.New(d.Ops, jobs.Options{FetchPollInterval: 100 * time.Millisecond, MaxWorkers: 2})
+	if err := jobs.AddWorker(r, w); err != nil {
+		t.Fatal(err)
+	}
+	var ticks atomic.Int32
+	if err := r.AddPeriodic(jobs.Periodic{Name: "tick", Every: 200 * time.Millisecond, Run: func(context.Context) error {
+		ticks.Add(1)
+		return nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	start(t, r)
+	tx, err := d.Ops.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 6 { // three times the workers
+		if err := r.InsertTx(context.Background(), tx, stallArgs{}, &river.InsertOpts{Queue: jobs.QueueDeliveries}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for w.started.Load() < 2 { // every delivery worker is held
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deliveries started", w.started.Load())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	from := ticks.Load()
+	for ticks.Load() < from+3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ticks while the deliveries stalled", ticks.Load()-from)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

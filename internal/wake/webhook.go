@@ -442,7 +442,7 @@ func (s *Service) dispatchBatch(ctx context.Context, now time.Time) (int, error)
 			}
 			for _, r := range rows {
 				params = append(params, river.InsertManyParams{Args: DeliverArgs{ProjectID: r.ProjectID, WakeID: r.ID},
-					InsertOpts: &river.InsertOpts{MaxAttempts: s.maxAttempts()}})
+					InsertOpts: &river.InsertOpts{MaxAttempts: s.maxAttempts(), Queue: jobs.QueueDeliveries}})
 			}
 		}
 		n = len(params)
@@ -571,7 +571,16 @@ func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) err
 		return nil // canceled (its thread closed) or already settled
 	}
 	finish := func(status string, attempted int32, lastErr *string) error {
-		return s.settleSending(ctx, row.ProjectID, row.ID, status, attempted, lastErr, s.now())
+		err := s.settleSending(ctx, row.ProjectID, row.ID, status, attempted, lastErr, s.now())
+		if err == nil && status != StatusSending {
+			// The part's next pending wake waited for this delivery (one a part at a
+			// time, WakeTakeWebhook): dispatch now, not at the sweep's next tick.
+			select {
+			case s.kick <- struct{}{}:
+			default:
+			}
+		}
+		return err
 	}
 	if !hasTarget || s.Box == nil {
 		return finish(StatusPending, 0, nil) // no webhook (any more): a pager may take it

@@ -214,6 +214,41 @@ func TestWebhookRetriesThenDelivers(t *testing.T) {
 	}
 }
 
+// TestOneDeliveryAPartAtATime: while a part's delivery was retried, newer work opened a
+// pending wake that the next dispatch sent too: a receiver that stalled got a delivery
+// per wake, each holding a delivery worker (every tenant's deliveries, and the sweep,
+// waited behind them). The newer wake now waits for the first to settle, then goes at
+// once.
+func TestOneDeliveryAPartAtATime(t *testing.T) {
+	t.Parallel()
+	rec := newReceiver(t, 500, 500) // the first wake fails twice, then everything is taken
+	f, _ := webhookSetup(t, rec, 5)
+	f.queue(f.msg("a"))
+	waitFor(t, "the first attempt", 10*time.Second, func() bool { return len(rec.got()) >= 1 })
+	f.queue(f.msg("a")) // newer work while the first wake is being retried
+	waitFor(t, "both wakes delivered", 20*time.Second, func() bool {
+		ws := f.wakes("a")
+		return len(ws) == 2 && ws[0].Status == wake.StatusDelivered && ws[1].Status == wake.StatusDelivered
+	})
+	hits := rec.got()
+	first := hits[0].id
+	lastFirst, firstSecond := -1, -1
+	for i, h := range hits {
+		if h.id == first {
+			lastFirst = i
+		} else if firstSecond < 0 {
+			firstSecond = i
+		}
+	}
+	if firstSecond < 0 || firstSecond < lastFirst {
+		ids := make([]string, len(hits))
+		for i, h := range hits {
+			ids[i] = h.id
+		}
+		t.Fatalf("the second wake was sent while the first was retried: %v", ids)
+	}
+}
+
 // TestWebhookDeadLetter: a receiver that keeps failing gets exactly MaxAttempts posts,
 // with growing gaps and none after; the wake is then a dead letter people can list. A
 // 4xx refusal is dead at once.

@@ -163,6 +163,11 @@ WITH c AS (
     -- online: it sees the work itself; the wake waits (coalescing) until it has been quiet
     -- for the online window, unless acks or a close withdraw it first
     AND (m.last_seen_at IS NULL OR m.last_seen_at <= sqlc.arg(online_since)::timestamptz)
+    -- one delivery a part at a time: while one is being sent (and retried), newer work
+    -- gathers in the pending wake, sent once that delivery settles. Taken as well, a
+    -- stalling receiver got a delivery per wake, each holding a delivery worker.
+    AND NOT EXISTS (SELECT 1 FROM wake s WHERE s.project_id = sqlc.arg(project_id)::uuid
+                    AND s.member_id = w.member_id AND s.status = 'sending')
     -- a host's part, or a guest's under an active agreement (tenancy.Scope.Admitted)
     AND (m.org_id = (SELECT p.host_org_id FROM project p WHERE p.id = sqlc.arg(project_id)::uuid)
          OR EXISTS (SELECT 1 FROM agreement ag WHERE ag.project_id = sqlc.arg(project_id)::uuid
