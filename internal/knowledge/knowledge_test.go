@@ -699,3 +699,27 @@ func mistype(s string) string {
 	}
 	return s[:len(s)-1] + "x"
 }
+
+// TestTheReviewListRefusesWhatItCannotList: a status that is none ("candidates") was
+// taken as a filter matching nothing, so the review queue read as empty, and a limit
+// out of range became 100 without a word.
+func TestTheReviewListRefusesWhatItCannotList(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for _, c := range []struct {
+		status string
+		limit  int
+		says   string
+	}{
+		{"candidates", 10, `status must be one of candidate, trusted, demoted, rejected, expired, got "candidates"`},
+		{"candidate", 0, "limit must be 1 to 1000, got 0"},
+		{"", knowledge.MaxList + 1, "limit must be 1 to 1000, got 1001"},
+	} {
+		t.Run(c.says, func(t *testing.T) {
+			_, err := e.k.List(context.Background(), e.arch.ProjectID, c.status, c.limit)
+			if ae, ok := apperr.As(err); !ok || ae.Code != apperr.Invalid || ae.Message != c.says {
+				t.Fatalf("%v", err)
+			}
+		})
+	}
+}

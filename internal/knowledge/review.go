@@ -3,6 +3,7 @@ package knowledge
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -32,10 +33,19 @@ type Review struct {
 	CreatedAt      string     `json:"createdAt"`
 }
 
-// List returns a project's entries, newest first, optionally of one status (operator).
+// MaxList bounds List's limit.
+const MaxList = 1000
+
+// List returns a project's entries, newest first, optionally of one status (operator). A
+// status that is none (a typo such as "candidates") or a limit out of 1..MaxList is
+// refused: taken as given, the review queue read as empty, or the list was cut at 100
+// without a word.
 func (s *Service) List(ctx context.Context, projectID uuid.UUID, status string, limit int) ([]Review, error) {
-	if limit <= 0 || limit > 1000 {
-		limit = 100
+	if limit < 1 || limit > MaxList {
+		return nil, apperr.New(apperr.Invalid, "limit must be 1 to %d, got %d", MaxList, limit)
+	}
+	if statuses := []string{StatusCandidate, StatusTrusted, StatusDemoted, StatusRejected, StatusExpired}; status != "" && !slices.Contains(statuses, status) {
+		return nil, apperr.New(apperr.Invalid, "status must be one of %s, got %q", strings.Join(statuses, ", "), status)
 	}
 	var st *string
 	if status != "" {
