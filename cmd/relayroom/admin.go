@@ -33,6 +33,7 @@ const adminUsage = `Usage: relayroom admin COMMAND [flags]   (every command prin
   desk import --workspace SLUG --inbox SLUG FILE            conversations from a CSV file
   desk member deactivate | desk member reactivate            a member's access to a desk workspace
   desk inbox set-secret | desk inbox clear-secret | desk secrets reseal   inbox mail-connection secrets, sealed
+  oauth clients list | oauth clients revoke | oauth grants list | oauth grants revoke   apps people signed in with
 `
 
 type adminEnv struct {
@@ -76,7 +77,10 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(rest); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage // an unknown flag or a value that does not parse: flag said which, with the usage
 	}
 	// flag stops at the first argument that is not a flag and leaves the rest unread: a
 	// command run with flags it never saw must not report success.
@@ -139,7 +143,7 @@ func required(fs *flag.FlagSet, names ...string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("missing required flag(s): %s (see --help)", strings.Join(missing, ", "))
+		return fmt.Errorf("%w: missing required flag(s): %s (see --help)", errUsage, strings.Join(missing, ", "))
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 
 // TestAdminToolsetCommands drives the desk, wake, knowledge, thread and OAuth commands
 // the way a script does: each prints JSON on stdout and exits 0, or prints a JSON error
-// on stderr and exits 1, and a missing required flag is named.
+// on stderr and exits 1, and a missing required flag is named (a usage error: exit 2).
 func TestAdminToolsetCommands(t *testing.T) {
 	t.Setenv("DATABASE_URL", pgtest.New(t))
 	t.Setenv("RELAYROOM_PUBLIC_URL", "https://relay.example.test")
@@ -25,14 +25,16 @@ func TestAdminToolsetCommands(t *testing.T) {
 		}
 		return out
 	}
-	fails := func(t *testing.T, want string, args ...string) {
+	exits := func(t *testing.T, exit int, want string, args ...string) {
 		t.Helper()
 		code, _, stderr := runCLI(t, append([]string{"admin"}, args...)...)
 		var e struct{ Error string }
-		if code != 1 || json.Unmarshal([]byte(stderr), &e) != nil || !strings.Contains(e.Error, want) {
-			t.Fatalf("%s: exit %d, stderr %s; want exit 1 and an error containing %q", strings.Join(args, " "), code, stderr, want)
+		if code != exit || json.Unmarshal([]byte(stderr), &e) != nil || !strings.Contains(e.Error, want) {
+			t.Fatalf("%s: exit %d, stderr %s; want exit %d and an error containing %q", strings.Join(args, " "), code, stderr, exit, want)
 		}
 	}
+	fails := func(t *testing.T, want string, args ...string) { t.Helper(); exits(t, 1, want, args...) }
+	misused := func(t *testing.T, want string, args ...string) { t.Helper(); exits(t, 2, want, args...) } // a usage error
 
 	t.Run("a desk token is printed once, listed without its secret, and revoked", func(t *testing.T) {
 		var tok struct {
@@ -50,7 +52,7 @@ func TestAdminToolsetCommands(t *testing.T) {
 		}
 	})
 	t.Run("a desk command names its missing flags and bad values", func(t *testing.T) {
-		fails(t, "--id, --workspace", "desk", "token", "revoke")
+		misused(t, "--id, --workspace", "desk", "token", "revoke")
 		fails(t, "--id must be a token id", "desk", "token", "revoke", "--workspace", "acme", "--id", "x")
 		fails(t, "nobody@acme.test is not a member of workspace acme", "desk", "member", "deactivate", "--workspace", "acme", "--user", "nobody@acme.test")
 	})
@@ -59,7 +61,7 @@ func TestAdminToolsetCommands(t *testing.T) {
 			t.Fatalf("knowledge list: %s", out)
 		}
 		fails(t, `--id: "x" is not an id`, "knowledge", "approve", "--project", "acme/escalations", "--id", "x")
-		fails(t, "--project", "knowledge", "list")
+		misused(t, "--project", "knowledge", "list")
 	})
 	t.Run("a thread id is checked before anything is canceled", func(t *testing.T) {
 		fails(t, `--thread: "x" is not an id`, "thread", "cancel", "--project", "acme/escalations", "--thread", "x")

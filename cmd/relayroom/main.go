@@ -70,6 +70,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if errors.Is(err, errUsage) {
+		if err != errUsage { // a usage error with its own words (a missing flag): printed like any failure
+			printError(stderr, err)
+		}
 		return 2
 	}
 	printError(stderr, err)

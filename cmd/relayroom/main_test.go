@@ -162,8 +162,11 @@ func TestAdminCLI(t *testing.T) {
 		t.Fatalf("bad file: exit %d: %s", code, stderr)
 	}
 
-	if code, _, _ = runCLI(t, "admin", "agent", "rotate-key"); code != 1 {
-		t.Fatalf("a missing required flag exits %d, want 1", code)
+	if code, _, stderr = runCLI(t, "admin", "agent", "rotate-key"); code != 2 || !strings.Contains(stderr, "missing required flag(s): --agent") {
+		t.Fatalf("a missing required flag exits %d, want 2: %s", code, stderr)
+	}
+	if code, _, _ = runCLI(t, "admin", "org", "list", "--bogus"); code != 2 {
+		t.Fatalf("an unknown flag exits %d, want 2", code)
 	}
 	if code, _, _ = runCLI(t, "admin", "nonsense", "cmd"); code != 2 {
 		t.Fatalf("an unknown command exits %d, want 2", code)
