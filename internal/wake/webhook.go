@@ -618,6 +618,17 @@ func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) err
 	return sendErr // River retries with backoff
 }
 
+// withoutURL drops the URL net/http quotes in its errors: the error is kept as the wake's
+// last_error, which the project's people read on the dashboard (a guest's webhook under
+// the host's eyes too), and a webhook URL may carry a token in its query.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
+}
+
 func (s *Service) post(ctx context.Context, target, secret string, wk Wake) error {
 	body, err := json.Marshal(wk)
 	if err != nil {
@@ -625,7 +636,7 @@ func (s *Service) post(ctx context.Context, target, secret string, wk Wake) erro
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
-		return permanentError{err}
+		return permanentError{withoutURL(err)}
 	}
 	now := time.Now()
 	req.Header.Set("Content-Type", "application/json")
@@ -638,7 +649,7 @@ func (s *Service) post(ctx context.Context, target, secret string, wk Wake) erro
 	cc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := cc.Do(req)
 	if err != nil {
-		return fmt.Errorf("post: %w", err)
+		return fmt.Errorf("post: %w", withoutURL(err))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

@@ -309,6 +309,11 @@ func TestWebhookTargetsArePublic(t *testing.T) {
 		if err != nil || len(dead) != 1 || dead[0].LastError == nil || !strings.Contains(*dead[0].LastError, "not a public address") {
 			t.Fatalf("dead letters: %+v %v", dead, err)
 		}
+		// The error people read (a guest's webhook under the host's eyes too) does not
+		// quote the URL, which may carry a token.
+		if strings.Contains(*dead[0].LastError, "/hook") {
+			t.Fatalf("the last error quotes the webhook's URL: %s", *dead[0].LastError)
+		}
 	})
 }
 
