@@ -56,6 +56,7 @@ func nonPublic() []netip.Prefix {
 		netip.MustParsePrefix("2001:db8::/32"),   // documentation
 		netip.MustParsePrefix("100::/64"),        // discard
 		netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated)
+		netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated, still routed inside some networks)
 	}
 }
 

@@ -46,7 +46,7 @@ func TestPublicOnlyChecksTheAddressDialled(t *testing.T) {
 		for addr, blocked := range map[string]bool{"127.0.0.1": true, "10.1.2.3": true, "172.16.0.1": true, "192.168.0.1": true,
 			"169.254.169.254": true, "::1": true, "fd00::1": true, "fe80::1": true, "0.0.0.0": true, "224.0.0.1": true,
 			"100.100.100.200": true, "100.64.0.1": true, "198.18.0.1": true, "240.0.0.1": true, "255.255.255.255": true,
-			"64:ff9b::a9fe:a9fe": true, "64:ff9b::a00:7": true, "2002:a9fe:a9fe::1": true, "::ffff:10.0.0.1": true, "::a00:1": true,
+			"64:ff9b::a9fe:a9fe": true, "64:ff9b::a00:7": true, "2002:a9fe:a9fe::1": true, "::ffff:10.0.0.1": true, "::a00:1": true, "fec0::1": true,
 			"8.8.8.8": false, "2606:4700::1111": false, "100.128.0.1": false} {
 			if got := egress.Blocked(net.ParseIP(addr)); got != blocked {
 				t.Errorf("%s: blocked %v, want %v", addr, got, blocked)
