@@ -1,9 +1,11 @@
 package wake_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,6 +91,64 @@ func TestPagerStopsWithItsKey(t *testing.T) {
 		t.Fatalf("the poll of a revoked key answered %d", code)
 	}
 	f.open("a") // still pending: nothing claimed it
+}
+
+// TestLongPollsPerAgentAreBounded: long polls are not counted per address (pagers share
+// addresses behind a NAT), and one key held every connection the server allows for a
+// minute at a time. An agent holds MaxPollsPerAgent at once; the next is told to retry.
+func TestLongPollsPerAgentAreBounded(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	key := f.res.Agents["acme/alpha"].Key
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	poll := func(ctx context.Context, key string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, "/api/wakes/next?wait=30", nil).WithContext(ctx)
+		req.Header.Set("Authorization", "Bearer "+key)
+		rec := httptest.NewRecorder()
+		wake.NewHandler(wake.HandlerDeps{Service: f.svc}).ServeHTTP(rec, req)
+		return rec
+	}
+	var wg sync.WaitGroup
+	for range wake.MaxPollsPerAgent {
+		wg.Add(1)
+		go func() { // polls again when one ended early (refused while a probe held a slot)
+			defer wg.Done()
+			for ctx.Err() == nil {
+				poll(ctx, key)
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		probe, stop := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		rec := poll(probe, key)
+		stop()
+		if rec.Code == http.StatusTooManyRequests {
+			if rec.Header().Get("Retry-After") == "" {
+				t.Fatal("no Retry-After")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a poll past the bound answered %d", rec.Code)
+		}
+		// The others were not all waiting yet: this probe waited its 200 ms and ended.
+	}
+	// Another agent is not held back by alpha's polls.
+	otherCtx, otherCancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer otherCancel()
+	if rec := poll(otherCtx, f.res.Agents["acme/beta"].Key); rec.Code != http.StatusNoContent {
+		t.Fatalf("another agent's poll: %d", rec.Code)
+	}
+	cancel()
+	wg.Wait()
+	last, lastCancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer lastCancel()
+	if rec := poll(last, key); rec.Code != http.StatusNoContent {
+		t.Fatalf("once the polls ended: %d (the bound outlived them)", rec.Code)
+	}
 }
 
 // mistype changes a credential's last character to a different one: a plain "+x" is the

@@ -9,6 +9,7 @@ import (
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -96,11 +97,38 @@ func (s *Service) claim(ctx context.Context, a Agent) (*Wake, error) {
 	return w, nil
 }
 
+// MaxPollsPerAgent bounds the long polls one agent holds at once in a process. A pager
+// holds one; long polls are not counted per address (pagers share addresses behind a
+// NAT), so without a bound one key held every connection the server allows, for a
+// minute at a time, and nobody else could connect.
+const MaxPollsPerAgent = 4
+
+// MsgTooManyPolls refuses a long poll past MaxPollsPerAgent.
+const MsgTooManyPolls = "This agent already has the most long polls waiting at once; retry when one ends"
+
 // Next claims the agent's oldest deliverable wake, waiting up to wait for one. The claim
 // is a lease: a wake not acknowledged before it ends is handed out again (at least once
 // delivery). nil means none arrived in time.
 func (s *Service) Next(ctx context.Context, a Agent, wait time.Duration) (*Wake, error) {
 	s.init()
+	if wait > 0 {
+		s.pollsMu.Lock()
+		if s.polls[a.ID] >= MaxPollsPerAgent {
+			s.pollsMu.Unlock()
+			e := apperr.New(apperr.RateLimited, "%s", MsgTooManyPolls)
+			e.Details = map[string]any{httpapi.RetryAfterDetail: 1}
+			return nil, e
+		}
+		s.polls[a.ID]++
+		s.pollsMu.Unlock()
+		defer func() {
+			s.pollsMu.Lock()
+			if s.polls[a.ID]--; s.polls[a.ID] == 0 {
+				delete(s.polls, a.ID)
+			}
+			s.pollsMu.Unlock()
+		}()
+	}
 	ch, cancel := s.hub.Subscribe(a.ID)
 	defer cancel()
 	deadline := time.Now().Add(wait)

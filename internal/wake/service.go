@@ -89,6 +89,9 @@ type Service struct {
 
 	clientOnce sync.Once
 	client     *http.Client // webhookClient's, when HTTPClient is nil
+
+	pollsMu sync.Mutex
+	polls   map[uuid.UUID]int // long polls waiting in this process, by agent (MaxPollsPerAgent)
 }
 
 // New builds the service; a nil Q is the generated queries.
@@ -104,6 +107,7 @@ func New(d Deps) *Service {
 func (s *Service) init() {
 	s.once.Do(func() {
 		s.hub = &hub{}
+		s.polls = map[uuid.UUID]int{}
 		s.kick = make(chan struct{}, 1)
 		s.notes = make(chan memberRef, notifyBuffer)
 		s.stopped = make(chan struct{})
