@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/dashboard"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
@@ -147,5 +148,43 @@ func TestLiveStreamsCatchUpAfterAReconnect(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLiveStreamsPerPersonAreBounded: live streams are not counted per address (they
+// outlive the per-request limits by design), and one signed-in person could open them
+// without end, holding every connection the server allows. A person holds at most
+// dashboard.MaxStreamsPerPerson at once; another person is not held back.
+func TestLiveStreamsPerPersonAreBounded(t *testing.T) {
+	t.Parallel()
+	s := startDashboard(t, dashboardFile)
+	p := s.signIn(t, "ana", "mo")
+	ana, mo := p[0], p[1]
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	open := func(p *person) *http.Response {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/app/rooms/"+s.room+"/events", nil)
+		res, err := p.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for i := range dashboard.MaxStreamsPerPerson {
+		res := open(ana)
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d: %d", i+1, res.StatusCode)
+		}
+	}
+	res := open(ana)
+	res.Body.Close()
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("a stream past the bound: %d", res.StatusCode)
+	}
+	res = open(mo)
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("another person's stream: %d", res.StatusCode)
 	}
 }

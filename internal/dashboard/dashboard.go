@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -93,6 +94,9 @@ type Handler struct {
 	deps   Deps
 	pages  map[string]*template.Template
 	assets http.Handler
+
+	streamsMu sync.Mutex
+	streams   map[uuid.UUID]int // live streams open in this process, by person (MaxStreamsPerPerson)
 }
 
 var funcs = template.FuncMap{
@@ -136,7 +140,7 @@ func timeOf(v any) time.Time {
 
 // NewHandler builds the pages.
 func NewHandler(d Deps) (*Handler, error) {
-	h := &Handler{deps: d}
+	h := &Handler{deps: d, streams: map[uuid.UUID]int{}}
 	var err error
 	h.pages, err = web.ParsePages(templateFiles, funcs, append([]string{"home", "room", "memory", "knowledge", "tasks", "message", "admin", "invite", "desk", "deskpages"}, projectPages...),
 		"templates/layout.html", "templates/history.html", "templates/chart.html")
