@@ -124,6 +124,24 @@ func (q *Queries) AttachmentGetSame(ctx context.Context, db DBTX, arg Attachment
 	return i, err
 }
 
+const attachmentGetSize = `-- name: AttachmentGetSize :one
+SELECT size_bytes FROM task_attachment WHERE project_id = $1 AND id = $2
+`
+
+type AttachmentGetSizeParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+// A download's size, read before its content: the content is held in memory while it is
+// sent, within the process's download budget (rooms.MaxDownloadBytes).
+func (q *Queries) AttachmentGetSize(ctx context.Context, db DBTX, arg AttachmentGetSizeParams) (int64, error) {
+	row := db.QueryRow(ctx, attachmentGetSize, arg.ProjectID, arg.ID)
+	var size_bytes int64
+	err := row.Scan(&size_bytes)
+	return size_bytes, err
+}
+
 const attachmentInsert = `-- name: AttachmentInsert :exec
 INSERT INTO task_attachment (project_id, id, task_id, uploaded_by_org_id, uploaded_by_agent,
   filename, content_type, size_bytes, sha256, content)

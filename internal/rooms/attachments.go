@@ -15,6 +15,7 @@ import (
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/audit"
+	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/text"
@@ -130,7 +131,24 @@ type File struct {
 	Filename    string
 	ContentType string
 	Content     []byte
+	release     func() // gives the content's share of the download budget back
 }
+
+// Close ends a download: its share of the download budget is given back.
+func (f File) Close() {
+	if f.release != nil {
+		f.release()
+	}
+}
+
+// MaxDownloadBytes bounds the attachment bytes a process holds for downloads being sent:
+// a download's content is read whole, and 30 parallel downloads of one 25 MB file took
+// the server from 160 MB to 875 MB (a link works again and again while it lasts). A
+// download past it is refused (429, to retry shortly).
+const MaxDownloadBytes = 256 << 20
+
+// MsgDownloadsBusy refuses a download past MaxDownloadBytes.
+const MsgDownloadsBusy = "The server is sending too many downloads at once; retry shortly"
 
 // Download serves a signed link: refused when expired, tampered with, or for another room.
 func (s *Service) Download(ctx context.Context, projectID, attachmentID, exp, sig string) (File, error) {
@@ -149,17 +167,37 @@ func (s *Service) Download(ctx context.Context, projectID, attachmentID, exp, si
 		return File{}, gone
 	}
 	var f File
+	var held int64
 	err := s.DB.InTenant(ctx, pg.Tenant{ProjectID: p}, func(tx *pg.Tx) error {
-		r, err := s.Q.AttachmentGetContent(ctx, tx, db.AttachmentGetContentParams{ProjectID: p, ID: id})
+		size, err := s.Q.AttachmentGetSize(ctx, tx, db.AttachmentGetSizeParams{ProjectID: p, ID: id})
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "Attachment not found")
 		}
+		if err != nil {
+			return err
+		}
+		if held == 0 { // a transaction run again keeps the share it took
+			held = max(size, 1)
+			if !s.downloads.TryAcquire(held) {
+				held = 0
+				// 429 like the process's other byte budget (the request bodies'), with when
+				// to retry; a refusal that is no failure of the service.
+				e := apperr.New(apperr.RateLimited, "%s", MsgDownloadsBusy)
+				e.Details = map[string]any{httpapi.RetryAfterDetail: 2}
+				return e
+			}
+		}
+		r, err := s.Q.AttachmentGetContent(ctx, tx, db.AttachmentGetContentParams{ProjectID: p, ID: id})
 		f = File{Filename: r.Filename, ContentType: r.ContentType, Content: r.Content}
 		return err
 	})
 	if err != nil {
+		if held > 0 {
+			s.downloads.Release(held)
+		}
 		return File{}, pg.Classify("download attachment", err)
 	}
+	f.release = func() { s.downloads.Release(held) }
 	return f, nil
 }
 

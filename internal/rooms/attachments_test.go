@@ -426,3 +426,46 @@ func TestUploadsAreWhatTheyShow(t *testing.T) {
 		}
 	})
 }
+
+// TestDownloadsHaveAByteBudget: a download's content is held whole while it is sent, and
+// nothing bounded how many were: 30 parallel downloads of one 25 MB file took the server
+// from 160 MB to 875 MB. The bytes held are bounded; past the bound a download is told
+// to retry, and a finished one frees its share.
+func TestDownloadsHaveAByteBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Budget"}).obj(t), "task_id")
+	big := bytes.Repeat([]byte("b"), rooms.InlineMax+1) // over the inline size: get_inbox gives a link
+	if code, _ := e.upload("architect", task, "big.bin", "application/octet-stream", big); code != http.StatusCreated {
+		t.Fatalf("upload: %d", code)
+	}
+	var link string
+	for _, x := range e.call("peter", e.one, "get_inbox", nil).obj(t)["tasks"].([]any) {
+		if str(x.(map[string]any), "task_id") == task {
+			link = str(x.(map[string]any)["attachments"].([]any)[0].(map[string]any), "download_url")
+		}
+	}
+	u, err := url.Parse(link)
+	if err != nil || link == "" {
+		t.Fatalf("link %q: %v", link, err)
+	}
+	parts := strings.Split(u.Path, "/") // …/projects/{project}/attachments/{id}
+	download := func() (rooms.File, error) {
+		return e.svc.Download(context.Background(), parts[len(parts)-3], parts[len(parts)-1], u.Query().Get("exp"), u.Query().Get("sig"))
+	}
+	e.svc.SetDownloadBudget(int64(len(big)) + 10) // room for one of these at a time
+
+	first, err := download()
+	if err != nil || !bytes.Equal(first.Content, big) {
+		t.Fatalf("first download: %v", err)
+	}
+	if _, err := download(); err == nil || !strings.Contains(err.Error(), rooms.MsgDownloadsBusy) {
+		t.Fatalf("a download past the budget: %v", err)
+	}
+	first.Close()
+	again, err := download()
+	if err != nil {
+		t.Fatalf("once the first was sent: %v", err)
+	}
+	again.Close()
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	pgvector "github.com/pgvector/pgvector-go"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
@@ -77,3 +78,6 @@ func (s *Service) Parked(embedder string) int {
 	defer s.parked.mu.Unlock()
 	return len(s.parked.entries[embedder])
 }
+
+// SetDownloadBudget replaces the process's download budget (MaxDownloadBytes).
+func (s *Service) SetDownloadBudget(n int64) { s.downloads = semaphore.NewWeighted(n) }

@@ -153,6 +153,7 @@ func (h *httpHandler) download(w http.ResponseWriter, r *http.Request) {
 		h.errs.Write(w, r, err)
 		return
 	}
+	defer f.Close()
 	hd := w.Header()
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
@@ -89,6 +90,8 @@ type Service struct {
 	backlog *backlogCursor
 	// parked are the entries the embedder fails on, left out of the backlog for a while.
 	parked *parkingLot
+	// downloads is the byte budget of the attachments being sent (MaxDownloadBytes).
+	downloads *semaphore.Weighted
 }
 
 // New builds the toolset; a nil Now is the wall clock, a nil Log discards, a nil Q is
@@ -103,7 +106,8 @@ func New(d Deps) *Service {
 	if d.Q == nil {
 		d.Q = db.New()
 	}
-	return &Service{Deps: d, notes: pg.NewAnnouncer(), embeds: newEmbedQueue(), backlog: newBacklogCursor(), parked: newParkingLot()}
+	return &Service{Deps: d, notes: pg.NewAnnouncer(), embeds: newEmbedQueue(), backlog: newBacklogCursor(), parked: newParkingLot(),
+		downloads: semaphore.NewWeighted(MaxDownloadBytes)}
 }
 
 func (s *Service) now() time.Time {

@@ -222,6 +222,11 @@ WHERE project_id = sqlc.arg(project_id) AND id = ANY(sqlc.arg(ids)::uuid[]);
 -- name: AttachmentCountByTask :one
 SELECT count(*) FROM task_attachment WHERE project_id = sqlc.arg(project_id) AND task_id = sqlc.arg(task_id);
 
+-- name: AttachmentGetSize :one
+-- A download's size, read before its content: the content is held in memory while it is
+-- sent, within the process's download budget (rooms.MaxDownloadBytes).
+SELECT size_bytes FROM task_attachment WHERE project_id = $1 AND id = $2;
+
 -- name: AttachmentGetContent :one
 SELECT filename, content_type, content FROM task_attachment WHERE project_id = $1 AND id = $2;
 
