@@ -753,18 +753,24 @@ func (q *Queries) WakeListWebhookAgents(ctx context.Context, db DBTX) ([]uuid.UU
 const wakeListWebhookProjects = `-- name: WakeListWebhookProjects :many
 SELECT DISTINCT w.project_id FROM wake w
 WHERE w.agent_id = ANY ($1::uuid[]) AND w.status = 'pending'
-LIMIT $2::integer
+  AND w.project_id > $2::uuid
+ORDER BY w.project_id
+LIMIT $3::integer
 `
 
 type WakeListWebhookProjectsParams struct {
 	AgentIds []uuid.UUID
+	After    uuid.UUID
 	MaxRows  int32
 }
 
 // Projects with pending wakes of the agents given (those with a webhook): the dispatch's
-// candidates, read from every shard without locks (wake_agent_idx).
+// candidates, read from every shard without locks (wake_agent_idx), a page at a time in
+// project order after `after`. Without an order and a cursor the page was the same set
+// on every call: when it was full of projects whose wakes were all held (parked, over
+// budget, online), the wakes of the others were never dispatched.
 func (q *Queries) WakeListWebhookProjects(ctx context.Context, db DBTX, arg WakeListWebhookProjectsParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, wakeListWebhookProjects, arg.AgentIds, arg.MaxRows)
+	rows, err := db.Query(ctx, wakeListWebhookProjects, arg.AgentIds, arg.After, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}

@@ -63,8 +63,10 @@ type Deps struct {
 	OnlineWindow time.Duration // a part seen this recently is online: not woken
 	Lease        time.Duration // how long a pager's claim holds before the wake is replayed
 	MaxAttempts  int           // webhook attempts before the wake is dead
-	PollInterval time.Duration // long-poll re-check besides notifications (default 30 s: each sweep tick notifies anyway)
-	HTTPClient   *http.Client  // webhook client (default: 10 s timeout, public addresses only unless PrivateTargets)
+	// DispatchProjects is the page of projects one dispatch batch looks at (default 5,000).
+	DispatchProjects int
+	PollInterval     time.Duration // long-poll re-check besides notifications (default 30 s: each sweep tick notifies anyway)
+	HTTPClient       *http.Client  // webhook client (default: 10 s timeout, public addresses only unless PrivateTargets)
 	// PrivateTargets lets webhooks reach loopback and private addresses
 	// (RELAYROOM_WEBHOOK_PRIVATE_TARGETS: local development, or a server whose
 	// organisations all trust each other). Off, an organisation's admin cannot make the
@@ -89,6 +91,9 @@ type Service struct {
 
 	clientOnce sync.Once
 	client     *http.Client // webhookClient's, when HTTPClient is nil
+
+	dispatchMu    sync.Mutex
+	dispatchAfter uuid.UUID // the dispatch's place in the projects with webhook wakes
 
 	pollsMu sync.Mutex
 	polls   map[uuid.UUID]int // long polls waiting in this process, by agent (MaxPollsPerAgent)

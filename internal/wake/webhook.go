@@ -397,10 +397,10 @@ func (s *Service) Dispatch(ctx context.Context, now time.Time) (int, error) {
 		return 0, err
 	}
 	total := 0
-	for total < dispatchPerCall {
-		n, err := s.dispatchBatch(ctx, now)
+	for pages := 0; total < dispatchPerCall && pages < dispatchPages; pages++ {
+		n, more, err := s.dispatchBatch(ctx, now)
 		total += n
-		if err != nil || n < dispatchBatchSize {
+		if err != nil || (n < dispatchBatchSize && !more) {
 			return total, err
 		}
 	}
@@ -415,25 +415,48 @@ const (
 	dispatchPerCall   = 10000
 	dispatchBatchSize = 500
 	dispatchProjects  = 5000
+	// dispatchPages bounds the pages of projects one dispatch reads: the next call goes
+	// on from where it stopped (Service.dispatchAfter), then starts over.
+	dispatchPages = 20
 )
 
 // dispatchBatch takes up to dispatchBatchSize deliverable webhook wakes, project by
-// project (each take is a router statement on Citus), and enqueues their deliveries.
-func (s *Service) dispatchBatch(ctx context.Context, now time.Time) (int, error) {
-	n := 0
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+// project (each take is a router statement on Citus) from the page of projects after
+// the service's cursor, and enqueues their deliveries. more says projects after those
+// looked at may hold wakes (the page was full, or the batch filled before its end).
+func (s *Service) dispatchBatch(ctx context.Context, now time.Time) (n int, more bool, err error) {
+	s.dispatchMu.Lock() // one dispatch at a time moves the cursor
+	defer s.dispatchMu.Unlock()
+	next := s.dispatchAfter
+	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		n, more, next = 0, false, s.dispatchAfter
 		agents, err := s.Q.WakeListWebhookAgents(ctx, tx)
 		if err != nil || len(agents) == 0 {
 			return err
 		}
-		projects, err := s.Q.WakeListWebhookProjects(ctx, tx, db.WakeListWebhookProjectsParams{AgentIds: agents, MaxRows: dispatchProjects})
+		page := dispatchProjects
+		if s.DispatchProjects > 0 {
+			page = s.DispatchProjects
+		}
+		projects, err := s.Q.WakeListWebhookProjects(ctx, tx, db.WakeListWebhookProjectsParams{AgentIds: agents, After: s.dispatchAfter, MaxRows: int32(page)})
 		if err != nil {
 			return err
 		}
+		more = len(projects) == page
+		next = uuid.Nil // the end of the projects: the next page starts over
 		var params []river.InsertManyParams
-		for _, p := range projects {
+		for i, p := range projects {
 			if len(params) >= dispatchBatchSize {
+				// The batch is full: the last project taken may hold more, so the next
+				// batch starts at it (after the one before it).
+				more, next = true, s.dispatchAfter
+				if i >= 2 {
+					next = projects[i-2]
+				}
 				break
+			}
+			if more {
+				next = p
 			}
 			rows, err := s.Q.WakeTakeWebhook(ctx, tx, db.WakeTakeWebhookParams{ProjectID: p, AgentIds: agents, Now: now,
 				Since: now.Add(-time.Hour), MaxRows: int32(dispatchBatchSize - len(params)), OnlineSince: now.Add(-s.onlineWindow())})
@@ -452,9 +475,10 @@ func (s *Service) dispatchBatch(ctx context.Context, now time.Time) (int, error)
 		return s.Jobs.InsertManyTx(ctx, jobs.PgxTx(tx), params)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("wake dispatch: %w", err)
+		return 0, false, fmt.Errorf("wake dispatch: %w", err)
 	}
-	return n, nil
+	s.dispatchAfter = next
+	return n, more, nil
 }
 
 // settleSending ends a sending wake's delivery as status (delivered, dead, sending again,

@@ -249,6 +249,39 @@ func TestOneDeliveryAPartAtATime(t *testing.T) {
 	}
 }
 
+// TestHeldWakesDoNotHideOthers: the dispatch looked at a fixed page of projects (5,000,
+// in no order, the same set each time): when it was full of projects whose webhook wakes
+// were all held (parked, over budget, online), the other projects' wakes were never sent.
+// It pages through the projects in order, from where the last dispatch stopped.
+func TestHeldWakesDoNotHideOthers(t *testing.T) {
+	t.Parallel()
+	rec := newReceiver(t)
+	f, _ := webhookSetup(t, rec, 3)
+	f.svc.DispatchProjects = 1 // a page of one project: the held one fills it
+	f.svc.PrivateTargets = true
+	if _, _, err := f.svc.SetWebhook(f.ctx, "initech/peter", rec.srv.URL+"/hook"); err != nil {
+		t.Fatal(err)
+	}
+	// The project that sorts first holds a parked part's wake; the other, a deliverable one.
+	held, open := f.project, f.other
+	heldPart, openPart := "a", "peter"
+	if f.other.String() < f.project.String() {
+		held, open, heldPart, openPart = f.other, f.project, "peter", "a"
+	}
+	f.exec(`UPDATE membership SET parked_until = now() + interval '1 day' WHERE project_id = $1 AND part = $2`, held, heldPart)
+	heldMsg, openMsg := f.msg(), f.msg()
+	heldMsg.ProjectID, heldMsg.MemberIDs = held, []uuid.UUID{f.member[heldPart]}
+	openMsg.ProjectID, openMsg.MemberIDs = open, []uuid.UUID{f.member[openPart]}
+	f.queue(heldMsg)
+	f.queue(openMsg)
+	for range 3 {
+		if _, err := f.svc.Dispatch(f.ctx, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the deliverable wake's post", 10*time.Second, func() bool { return len(rec.got()) == 1 })
+}
+
 // TestWebhookDeadLetter: a receiver that keeps failing gets exactly MaxAttempts posts,
 // with growing gaps and none after; the wake is then a dead letter people can list. A
 // 4xx refusal is dead at once.

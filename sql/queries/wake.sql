@@ -142,9 +142,14 @@ WHERE parked_until IS NOT NULL AND parked_until <= sqlc.arg(now)::timestamptz;
 
 -- name: WakeListWebhookProjects :many
 -- Projects with pending wakes of the agents given (those with a webhook): the dispatch's
--- candidates, read from every shard without locks (wake_agent_idx).
+-- candidates, read from every shard without locks (wake_agent_idx), a page at a time in
+-- project order after `after`. Without an order and a cursor the page was the same set
+-- on every call: when it was full of projects whose wakes were all held (parked, over
+-- budget, online), the wakes of the others were never dispatched.
 SELECT DISTINCT w.project_id FROM wake w
 WHERE w.agent_id = ANY (sqlc.arg(agent_ids)::uuid[]) AND w.status = 'pending'
+  AND w.project_id > sqlc.arg(after)::uuid
+ORDER BY w.project_id
 LIMIT sqlc.arg(max_rows)::integer;
 
 -- name: WakeTakeWebhook :many
