@@ -259,6 +259,12 @@ type promptsListResult struct {
 
 type emptyResult struct{}
 
+// methodsServed are the methods dispatch answers (in one era or the other).
+var methodsServed = map[string]bool{
+	methodInitialize: true, methodPing: true, methodToolsList: true, methodResourcesList: true, methodResourcesRead: true,
+	methodTemplatesList: true, methodPromptsList: true, methodPromptsGet: true, methodDiscover: true,
+}
+
 // dispatch runs a call's method. Only the methods of the request's era exist: the
 // stateless era has no initialize and no ping (they are removed there, and the go-sdk
 // answers them -32601), and the handshake era has no server/discover.
@@ -268,6 +274,11 @@ func (h *handler[S]) dispatch(ctx context.Context, c *caller[S], msg *message, e
 	}
 	if _, err := c.settle(ctx); err != nil {
 		return nil, authProblem(err)
+	}
+	// MCP's params are an object on every request (JSON-RPC allows an array too): one of
+	// another type was taken without a word by every method but initialize and tools/call.
+	if msg.params != nil && bytes.TrimSpace(msg.params)[0] != '{' && methodsServed[msg.method] {
+		return nil, &protocolError{code: codeInvalidParams, message: "Invalid params: " + msg.method + " params must be an object"}
 	}
 	switch msg.method {
 	case methodToolsList:
