@@ -415,6 +415,33 @@ func TestPlainGETOfANonRoomAnswersLikeAnUnseenRoom(t *testing.T) {
 	})
 }
 
+// TestPlainGETOfAMistypedThreadsURL: the threads description said "ok" for a connect
+// code whose checksum fails (mistyped) and for any ?part=, NUL included, while a POST to
+// the same URL is refused: the description is how a person checks the URL given to them.
+func TestPlainGETOfAMistypedThreadsURL(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	good := s.threadsURL("escalations", "architect")
+	code := good[strings.Index(good, "/mcp/")+len("/mcp/") : strings.Index(good, "?")]
+	for _, c := range []struct {
+		name, url string
+		status    int
+		says      string
+	}{
+		{"a code whose checksum fails", s.base + "/mcp/" + mistype(code) + "?part=architect", http.StatusUnauthorized, "unknown connect code"},
+		{"a ?part= with a NUL", s.base + "/mcp/" + code + "?part=a%00b", http.StatusBadRequest, "NUL"},
+		{"no ?part=", s.base + "/mcp/" + code, http.StatusForbidden, "the URL needs ?part="},
+		{"the right URL", good, http.StatusOK, `"status":"ok"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := testfix.Get(t, http.DefaultClient, c.url)
+			if status != c.status || !strings.Contains(body, c.says) || (c.status != http.StatusOK && strings.Contains(body, `"ok"`)) {
+				t.Fatalf("%d %s", status, body)
+			}
+		})
+	}
+}
+
 // mistype changes a credential's last character to a different one: a plain "+x" is the
 // same credential one time in 62.
 func mistype(s string) string {

@@ -200,7 +200,21 @@ func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 		Provisional: a.provisional(),
 		Challenge:   a.challenge(threadsScope),
 		Describe: func(r *http.Request) (map[string]any, error) {
-			return map[string]any{"part": r.URL.Query().Get("part")}, nil
+			// A code that cannot exist (mistyped: its checksum fails) and a ?part= that is
+			// not one are answered as the POST answers them, never "ok": the description is
+			// how a person checks the URL they were given. Whether a well-formed code names
+			// a project needs a credential, as on the POST.
+			if _, err := auth.Parse(auth.ConnectCodePrefix, pathValue(r.Context(), connectCodeKey)); err != nil {
+				return nil, apperr.New(apperr.Unauthenticated, "unknown connect code")
+			}
+			part := r.URL.Query().Get("part")
+			if part == "" {
+				return nil, apperr.New(apperr.Forbidden, "the URL needs ?part=<your part>")
+			}
+			if err := tenancy.CheckPart(part); err != nil {
+				return nil, err
+			}
+			return map[string]any{"part": part}, nil
 		},
 		Tools:  a.threads.Tools(),
 		Format: mcp.ThreadsFormat,
