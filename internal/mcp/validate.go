@@ -102,6 +102,15 @@ func (s *schema) prepareArgs(raw json.RawMessage) (json.RawMessage, error) {
 func (s *schema) prepare(raw json.RawMessage) (json.RawMessage, error) {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
+		// An object with a number no float64 holds (1e400) names that member, not the
+		// object: "arguments must be a JSON object" sent the caller looking elsewhere.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && strings.HasPrefix(te.Value, "number") {
+			if te.Field != "" {
+				return nil, apperr.New(apperr.Invalid, "%s is a number out of range (%s)", subject(te.Field), strings.TrimPrefix(te.Value, "number "))
+			}
+			return nil, apperr.New(apperr.Invalid, "arguments hold a number out of range (%s)", strings.TrimPrefix(te.Value, "number "))
+		}
 		return nil, apperr.New(apperr.Invalid, "arguments must be a JSON object")
 	}
 	obj, ok := v.(map[string]any)
