@@ -289,6 +289,37 @@ func TestUploadsDoNotHoldUpTheTask(t *testing.T) {
 			t.Fatalf("respond_to_task during an upload: %s", respond.Text)
 		}
 	})
+	t.Run("an upload waits its turn past lock_timeout while another stores its bytes", func(t *testing.T) {
+		// Another upload to the task holding the task's turn for 1.5 s (a large file being
+		// stored), longer than the request pool's 1 s lock_timeout and within the 5 s
+		// budget: the second waited 1 s, then failed as "database unavailable".
+		locked, done := make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- e.db.Operator(ctx, func(tx *pg.Tx) error {
+				if err := e.svc.Q.AttachmentLockTask(ctx, tx, taskID); err != nil {
+					return err
+				}
+				close(locked)
+				time.Sleep(1500 * time.Millisecond)
+				return nil
+			})
+		}()
+		<-locked
+		// The service as it runs: its request pool's statements wait 1 s for a lock.
+		d, err := pg.Open(ctx, e.url, pg.Options{MaxConns: 2, OpsMaxConns: 2, StatementTimeout: 5 * time.Second, LockTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		svc := rooms.New(rooms.Deps{DB: d, Resolver: e.b.Resolver, Secrets: sharedDetector(t)})
+		_, err = svc.Upload(pg.WithBudget(ctx, 5*time.Second), e.scope("architect", e.one), task, "second.txt", "text/plain", []byte("second"))
+		if derr := <-done; derr != nil {
+			t.Fatal(derr)
+		}
+		if err != nil {
+			t.Fatalf("the upload that waited its turn: %v", err)
+		}
+	})
 	t.Run("the same file sent by racing retries is stored once", func(t *testing.T) {
 		sc := e.scope("architect", e.one)
 		ids := make([]string, 8)

@@ -189,8 +189,13 @@ WHERE m.project_id = $1 AND m.agent_id = $2;
 -- the task's files to commit, so two retries racing each other store a file once and the
 -- task never holds more than its bound. A transaction-scoped advisory lock (class 7278)
 -- on the task: nothing else waits for it, unlike the task's row. On Citus it is taken on
--- the coordinator, which every replica shares.
-SELECT pg_advisory_xact_lock(7278, hashtext(sqlc.arg(task_id)::uuid::text));
+-- the coordinator, which every replica shares. An upload holds it while its bytes are
+-- stored (up to 25 MB, a second or more), so the wait is bounded by the request's
+-- database budget, not by lock_timeout (1 s, for row locks that are held for
+-- milliseconds): parallel uploads of large files to one task failed as "database
+-- unavailable" after sending their whole body. The setting is made first, in the FROM.
+SELECT pg_advisory_xact_lock(7278, hashtext(sqlc.arg(task_id)::uuid::text))
+FROM (SELECT set_config('lock_timeout', '0', true)) AS no_lock_timeout;
 
 -- name: AttachmentGetSame :one
 -- The task's attachment with the same name and bytes from the same company: an upload
