@@ -2,6 +2,7 @@ package desk_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -182,6 +183,29 @@ func TestIngest(t *testing.T) {
 			t.Fatalf("%d stored, %v", n, err)
 		}
 	})
+	t.Run("a page of messages is bounded by its encoded bytes", func(t *testing.T) {
+		// 100,000 control characters are 600 KB once encoded: one page of 50 such
+		// messages was 64 MB, held twice in the answer.
+		c, err := fx.svc.IngestConversation(ctx, ana, desk.IngestConversation{ExternalID: "hs-ctl", InboxID: support, Subject: "Control characters",
+			CustomerEmail: "ctl@customer.test", CreatedAt: new(at("2026-11-10T10:00:00Z"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 {
+			if _, err := fx.svc.IngestMessage(ctx, ana, c.ConversationID, desk.IngestAppend{IngestMessage: desk.IngestMessage{
+				ExternalID: fmt.Sprintf("ctl-%d", i), Type: desk.TypeCustomer, Body: strings.Repeat("\x01", 100_000), CreatedAt: new(at("2026-11-10T10:01:00Z"))}}); err != nil {
+				t.Fatalf("message %d: %v", i, err)
+			}
+		}
+		r := read(c.ConversationID)
+		enc, err := json.Marshal(r.Messages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(enc) > desk.MaxPageBytes+desk.MaxPageBytes/10 || r.NextCursor == nil {
+			t.Fatalf("a page of %d messages, %d bytes encoded, next cursor %v", len(r.Messages), len(enc), r.NextCursor != nil)
+		}
+	})
 	t.Run("a conversation whose search text is full still takes messages", func(t *testing.T) {
 		// A search text holds at most 1 MB of distinct words: about ten log dumps of
 		// 99,000 characters fill it. Every message after that failed (INTERNAL) and was
@@ -210,8 +234,21 @@ func TestIngest(t *testing.T) {
 				t.Fatalf("message %d: %v", i, err)
 			}
 		}
-		if r := read(c.ConversationID); len(r.Messages) != 14 {
-			t.Fatalf("%d messages stored, want 14", len(r.Messages))
+		// 14 messages of 99 KB: more than one page holds (desk.MaxPageBytes), read page by page.
+		stored, pages := 0, 0
+		for in := (desk.GetConversationInput{ConversationID: c.ConversationID, Limit: desk.MaxLimit}); ; pages++ {
+			r, err := fx.svc.GetConversation(ctx, ana, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored += len(r.Messages)
+			if r.NextCursor == nil {
+				break
+			}
+			in.Cursor = *r.NextCursor
+		}
+		if stored != 14 || pages == 0 {
+			t.Fatalf("%d messages stored in %d pages, want 14 in more than one", stored, pages+1)
 		}
 		for _, q := range []string{"exporter dumps", fmt.Sprintf("w%031d", 1)} {
 			found, err := fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: q})

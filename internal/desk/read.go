@@ -118,6 +118,7 @@ func readPage[R, T any](ctx context.Context, p pager, op string, before func(tx 
 	}
 	out := make([]T, 0, min(len(rows), p.limit))
 	var next *string
+	size := 0
 	for i, r := range rows {
 		if i == p.limit {
 			next = new(p.s.issueCursor(p.tool, p.c, p.args, after(rows[i-1])))
@@ -127,10 +128,25 @@ func readPage[R, T any](ctx context.Context, p pager, op string, before func(tx 
 		if err != nil {
 			return nil, nil, err
 		}
+		enc, err := json.Marshal(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", op, err)
+		}
+		if size += len(enc); i > 0 && size > MaxPageBytes {
+			// The page is full by bytes: the cursor goes on from the last item it holds.
+			next = new(p.s.issueCursor(p.tool, p.c, p.args, after(rows[i-1])))
+			break
+		}
 		out = append(out, v)
 	}
 	return out, next, nil
 }
+
+// MaxPageBytes bounds the encoded items of one page (at least one item is given), with
+// the cursor going on from there: a message's body is up to 100,000 characters, each
+// written as six bytes when it is a control character, and an answer holds the page
+// twice (its text and its structured content): one page of 50 such messages was 64 MB.
+const MaxPageBytes = 1 << 20
 
 // SearchInput is relaydesk_search_conversations' arguments.
 type SearchInput struct {

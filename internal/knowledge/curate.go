@@ -19,6 +19,7 @@ import (
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 // What the host's owners and admins do with a project's knowledge on the dashboard beyond
@@ -240,7 +241,7 @@ func (s *Service) Cited(ctx context.Context, sc tenancy.Scope, id uuid.UUID) (Ci
 		msgs, err := s.Q.MessageListByThread(ctx, tx, db.MessageListByThreadParams{ProjectID: sc.ProjectID, ThreadID: r.ThreadID})
 		size := 0
 		for _, m := range msgs { // newest first
-			size += len(m.Body)
+			size += text.JSONSize(m.Body)
 			if len(c.Thread.Messages) == citedMaxMessages || (len(c.Thread.Messages) > 0 && size > citedMaxBytes) {
 				c.Thread.EarlierOmitted = true
 				break

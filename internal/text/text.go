@@ -373,3 +373,23 @@ func (s *scanner) hex4(at int) (rune, bool) {
 	}
 	return r, true
 }
+
+// JSONSize is how many bytes encoding/json writes for s as a JSON string, its quotes
+// included: a control character, and <, > and & (escaped for HTML), take six; a quote,
+// a backslash and the control characters with a short escape (\n, \t…) two. A text of 100,000 control characters is 600 KB once encoded: bounds
+// on what an answer holds count these bytes, not the characters.
+func JSONSize(s string) int {
+	n := 2
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+			n += 2
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			n += 6
+		default:
+			n++
+		}
+	}
+	// U+2028 and U+2029 are escaped too (\u2028: six bytes for their three).
+	return n + 3*(strings.Count(s, "\u2028")+strings.Count(s, "\u2029"))
+}

@@ -173,3 +173,17 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestJSONSize: the estimate is exactly what encoding/json writes.
+func TestJSONSize(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "plain", "a\u0001b\nc", `"quoted" \ back`, "<a href='x'>&amp;</a>", "line\u2028para\u2029", "héllo wörld ✓", "\x7f\t"} {
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := text.JSONSize(s); got != len(b) {
+			t.Errorf("JSONSize(%q) = %d, encoding/json writes %d", s, got, len(b))
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
 	"github.com/relayroom/relayroom/internal/wake"
 	"github.com/relayroom/relayroom/internal/wiretime"
 )
@@ -575,7 +576,8 @@ type ShowResult struct {
 }
 
 // A page of show: the newest messages (before the message `before`, when given), at most
-// ShowMaxMessages of them and ShowMaxBytes of bodies, never fewer than one. A thread has
+// ShowMaxMessages of them and ShowMaxBytes of bodies as JSON writes them (a control
+// character takes six bytes), never fewer than one. A thread has
 // no bound of its own (replies are never refused for its size), and show returned every
 // message: 400 replies of 20,000 characters made one answer of 104 MB, and 20 of them
 // at once took the server to 5 GB.
@@ -630,7 +632,7 @@ func (s *Service) ShowPage(ctx context.Context, sc tenancy.Scope, in ShowInput) 
 		if m.MessageID == nil {
 			continue // a thread without messages (or none before `before`): its one row has none
 		}
-		size += len(*m.Body)
+		size += text.JSONSize(*m.Body)
 		if len(res.Messages) == ShowMaxMessages || (len(res.Messages) > 0 && size > ShowMaxBytes) {
 			res.Before = res.Messages[len(res.Messages)-1].ID
 			break

@@ -14,6 +14,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/testfix"
+	"github.com/relayroom/relayroom/internal/text"
 	"github.com/relayroom/relayroom/internal/threads"
 )
 
@@ -304,7 +305,7 @@ func TestShowPagesALongThread(t *testing.T) {
 			page := read(t, tid, before)
 			size := 0
 			for _, m := range page.Messages {
-				size += len(m.Body)
+				size += text.JSONSize(m.Body)
 			}
 			if size > threads.ShowMaxBytes || len(page.Messages) == 0 {
 				t.Fatalf("a page of %d messages, %d bytes", len(page.Messages), size)

@@ -15,6 +15,7 @@ import (
 	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 // What the dashboard (people, docs/dashboard.md) reads and does with a project's threads.
@@ -163,7 +164,7 @@ func (s *Service) ThreadForPeople(ctx context.Context, sc tenancy.Scope, threadI
 	v.Messages = make([]PersonMessage, 0, min(len(rows), ShowMaxMessages))
 	size := 0
 	for _, r := range rows { // newest first
-		size += len(r.Body)
+		size += text.JSONSize(r.Body)
 		if len(v.Messages) == ShowMaxMessages || (len(v.Messages) > 0 && size > ShowMaxBytes) {
 			v.EarlierOmitted = true
 			break
