@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/tenancy"
@@ -201,14 +202,21 @@ func TestParseFileRefusesWhatItWouldNotApply(t *testing.T) {
 	}
 }
 
+// revokedGuest applies the demo file and revokes Globex's agreement; it returns the
+// guest agent's key and the room.
+func revokedGuest(t *testing.T) (svc *admin.Service, res *tenancy.Resolver, out admin.Result, key string, room uuid.UUID) {
+	t.Helper()
+	svc, res, out = applyDemo(t)
+	if err := svc.SetAgreementStatus(context.Background(), "acme/escalations", "globex", "revoked"); err != nil {
+		t.Fatal(err)
+	}
+	return svc, res, out, out.Agents["globex/qa-lead"].Key, out.Projects["escalations"].ID
+}
+
 func TestAgreementRevocationTakesEffectOnTheNextResolve(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, res, out := applyDemo(t)
-	key, room := out.Agents["globex/qa-lead"].Key, out.Projects["escalations"].ID
-	if err := svc.SetAgreementStatus(ctx, "acme/escalations", "globex", "revoked"); err != nil {
-		t.Fatal(err)
-	}
+	svc, res, _, key, room := revokedGuest(t)
 	sc, err := res.RoomByKey(ctx, key, room)
 	if err != nil {
 		t.Fatal(err)
@@ -228,11 +236,7 @@ func TestAgreementRevocationTakesEffectOnTheNextResolve(t *testing.T) {
 func TestApplyIfNewLeavesWhatPeopleChanged(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, res, out := applyDemo(t)
-	key, room := out.Agents["globex/qa-lead"].Key, out.Projects["escalations"].ID
-	if err := svc.SetAgreementStatus(ctx, "acme/escalations", "globex", "revoked"); err != nil {
-		t.Fatal(err)
-	}
+	svc, res, out, key, room := revokedGuest(t)
 	status := func(t *testing.T) string {
 		t.Helper()
 		sc, err := res.RoomByKey(ctx, key, room)
