@@ -50,6 +50,19 @@ func (q *Queries) AgreementGetForRoom(ctx context.Context, db DBTX, arg Agreemen
 	return i, err
 }
 
+const attachmentBytesByProject = `-- name: AttachmentBytesByProject :one
+SELECT coalesce(sum(size_bytes), 0)::bigint FROM task_attachment WHERE project_id = $1
+`
+
+// The bytes a room's attachments hold (their sizes, not their content): an upload is
+// refused past the room's bound (rooms.Deps.MaxRoomAttachmentBytes).
+func (q *Queries) AttachmentBytesByProject(ctx context.Context, db DBTX, projectID uuid.UUID) (int64, error) {
+	row := db.QueryRow(ctx, attachmentBytesByProject, projectID)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const attachmentCountByTask = `-- name: AttachmentCountByTask :one
 SELECT count(*) FROM task_attachment WHERE project_id = $1 AND task_id = $2
 `

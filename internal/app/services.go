@@ -58,7 +58,7 @@ func (a *App) buildServices() error {
 	}
 	a.rooms = rooms.New(rooms.Deps{
 		DB: database, Resolver: a.resolver, Embedder: emb, EmbedTimeout: cfg.EmbedWait, Secrets: det,
-		Wakes: a.wake, SigningKey: key, MaxAttachmentBytes: cfg.AttachmentMaxBytes, PublicURL: a.publicURL,
+		Wakes: a.wake, SigningKey: key, MaxAttachmentBytes: cfg.AttachmentMaxBytes, MaxRoomAttachmentBytes: cfg.RoomAttachmentBytes, PublicURL: a.publicURL,
 		Now: time.Now, Log: log,
 	})
 	// The desk toolset signs its cursors with a key derived from the signing key (the

@@ -55,9 +55,11 @@ type Config struct {
 	// Rooms attachments: upload limit, and the key that signs download links (empty: a
 	// random key per process, so links only work on the replica that issued them).
 	AttachmentMaxBytes int64
-	SigningKey         string
-	SecretKey          string
-	SecretKeyPrevious  string
+	// RoomAttachmentBytes is what one room's attachments may hold together.
+	RoomAttachmentBytes int64
+	SigningKey          string
+	SecretKey           string
+	SecretKeyPrevious   string
 
 	// AllowedOrigins are browser origins, besides the public URL's own, whose requests
 	// are served (MCP requires servers to refuse other origins: DNS rebinding).
@@ -220,6 +222,7 @@ func settings() []setting {
 		{"RELAYROOM_EMBED_DIM", "embed-dim", "0", "embedding dimension (0: learnt from the first response)", func(c *Config, v string) error { return nonNegativeInt(&c.EmbedDim, v) }},
 		{"RELAYROOM_EMBED_WAIT", "embed-wait", "1500ms", "how long write_memory and read_memory wait for the embedder; past it the write is embedded later by the backlog job and the read searches lexically", func(c *Config, v string) error { return positiveDuration(&c.EmbedWait, v) }},
 		{"RELAYROOM_ATTACHMENT_MAX_BYTES", "attachment-max-bytes", "26214400", "largest task attachment accepted (rooms), in bytes", func(c *Config, v string) error { return positiveInt(&c.AttachmentMaxBytes, v) }},
+		{"RELAYROOM_ROOM_ATTACHMENT_BYTES", "room-attachment-bytes", "2147483648", "bytes of attachments one room may hold together (stored in Postgres)", func(c *Config, v string) error { return positiveInt(&c.RoomAttachmentBytes, v) }},
 		{"RELAYROOM_DESK_RATE_LIMITS", "desk-rate-limits", desk.FormatLimits(desk.DefaultLimits()), "desk tools' calls per minute by plan: plan=memberReads/memberWrites/workspaceReads/workspaceWrites, for growth and scale (docs/desk.md)", func(c *Config, v string) error { return parsed(&c.DeskLimits, desk.ParseLimits, v) }},
 		{"RELAYROOM_SECRET_KEY", "secret-key", "", "32-byte key (hex or base64) sealing webhook secrets and desk inbox secrets at rest; the same on every replica and for `relayroom admin` (unset: webhooks off, pagers still work, inbox secrets cannot be stored)", func(c *Config, v string) error { c.SecretKey = v; return nil }},
 		{"RELAYROOM_SECRET_KEY_PREVIOUS", "secret-key-previous", "", "the RELAYROOM_SECRET_KEY being rotated out: it still opens desk inbox secrets until `relayroom admin desk secrets reseal` seals them under the new key (docs/desk.md)", func(c *Config, v string) error { c.SecretKeyPrevious = v; return nil }},

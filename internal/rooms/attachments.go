@@ -260,6 +260,28 @@ func (s *Service) checkAttacher(ctx context.Context, tx *pg.Tx, sc tenancy.Scope
 	return nil
 }
 
+// DefaultMaxRoomAttachmentBytes is the bytes of attachments one room holds by default:
+// they are stored in Postgres, and without a bound one agent could fill the disk every
+// tenant shares (100 files of 25 MB a task, tasks without end).
+const DefaultMaxRoomAttachmentBytes = 2 << 30
+
+// MaxRoomAttachments is the bytes of attachments one room may hold.
+func (s *Service) MaxRoomAttachments() int64 {
+	if s.MaxRoomAttachmentBytes > 0 {
+		return s.MaxRoomAttachmentBytes
+	}
+	return DefaultMaxRoomAttachmentBytes
+}
+
+// megabytes writes n bytes for people: whole megabytes (1,000,000 bytes), or bytes when
+// fewer.
+func megabytes(n int64) string {
+	if n < 1_000_000 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%d MB", n/1_000_000)
+}
+
 func errTooManyAttachments() error {
 	return invalid("A task holds at most %d attachments; send the rest as one archive, or in a new task", MaxAttachmentsPerTask)
 }
@@ -353,6 +375,16 @@ func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename
 		}
 		if n >= MaxAttachmentsPerTask {
 			return errTooManyAttachments()
+		}
+		// Uploads to two tasks of one room may both pass this check at once: the bound
+		// is overshot by at most the uploads in flight (25 MB each), never without end.
+		held, err := s.Q.AttachmentBytesByProject(ctx, tx, sc.ProjectID)
+		if err != nil {
+			return err
+		}
+		if held+res.SizeBytes > s.MaxRoomAttachments() {
+			return invalid("This room's attachments hold %s of the %s it may hold: this file does not fit. Link to the file elsewhere instead",
+				megabytes(held), megabytes(s.MaxRoomAttachments()))
 		}
 		err = s.Q.AttachmentInsert(ctx, tx, db.AttachmentInsertParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(res.ID), TaskID: id,
 			UploadedByOrgID: sc.OrgID, UploadedByAgent: agent, Filename: filename, ContentType: contentType,

@@ -221,6 +221,26 @@ func TestAttachmentSizeLimit(t *testing.T) {
 	_ = rooms.InlineMax
 }
 
+// TestARoomsAttachmentsAreBounded: one agent could store 100 files of 25 MB a task,
+// tasks without end, in the Postgres every tenant shares. A room's attachments hold at
+// most what the server allows together, whichever task they belong to.
+func TestARoomsAttachmentsAreBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(c *config.Config) { c.RoomAttachmentBytes = 1500 })
+	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Quota"}).obj(t), "task_id")
+	other := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Quota too"}).obj(t), "task_id")
+	if code, m := e.upload("architect", task, "a.txt", "text/plain", bytes.Repeat([]byte("a"), 1000)); code != http.StatusCreated {
+		t.Fatalf("within the bound: %d %v", code, m)
+	}
+	code, m := e.upload("architect", other, "b.txt", "text/plain", bytes.Repeat([]byte("b"), 501))
+	if code != http.StatusBadRequest || !strings.Contains(str(m, "error"), "this file does not fit") {
+		t.Fatalf("past the room's bound, on another task: %d %v", code, m)
+	}
+	if code, m := e.upload("architect", other, "c.txt", "text/plain", bytes.Repeat([]byte("c"), 500)); code != http.StatusCreated {
+		t.Fatalf("what still fits: %d %v", code, m)
+	}
+}
+
 // TestAttachmentRetryStoresOnce: an upload retried after its answer was lost (the route is
 // plain HTTP, outside the tools' idempotency keys) answers the attachment already stored;
 // another file, or the same bytes under another name, is a new attachment.

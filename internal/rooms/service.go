@@ -71,6 +71,9 @@ type Deps struct {
 	SigningKey []byte
 	// MaxAttachmentBytes is the upload limit (default 25 MB).
 	MaxAttachmentBytes int64
+	// MaxRoomAttachmentBytes is what one room's attachments may hold together (default
+	// DefaultMaxRoomAttachmentBytes).
+	MaxRoomAttachmentBytes int64
 	// PublicURL is the base of download links.
 	PublicURL string
 	Now       func() time.Time

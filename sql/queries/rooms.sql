@@ -227,6 +227,11 @@ WHERE project_id = sqlc.arg(project_id) AND id = ANY(sqlc.arg(ids)::uuid[]);
 -- name: AttachmentCountByTask :one
 SELECT count(*) FROM task_attachment WHERE project_id = sqlc.arg(project_id) AND task_id = sqlc.arg(task_id);
 
+-- name: AttachmentBytesByProject :one
+-- The bytes a room's attachments hold (their sizes, not their content): an upload is
+-- refused past the room's bound (rooms.Deps.MaxRoomAttachmentBytes).
+SELECT coalesce(sum(size_bytes), 0)::bigint FROM task_attachment WHERE project_id = $1;
+
 -- name: AttachmentGetSize :one
 -- A download's size, read before its content: the content is held in memory while it is
 -- sent, within the process's download budget (rooms.MaxDownloadBytes).
