@@ -15,6 +15,7 @@ import (
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -113,6 +114,11 @@ type Message struct {
 }
 
 // MessagesResult is get_messages' answer.
+// MaxMessagesBytes bounds the content one get_messages answer holds, as JSON writes it
+// (never fewer than one message): 100 messages of 10,000 control characters, six bytes
+// each once written and held twice in the answer, made 12 MB a call.
+const MaxMessagesBytes = 1 << 20
+
 type MessagesResult struct {
 	Messages []Message `json:"messages"`
 	Count    int       `json:"count"`
@@ -178,6 +184,13 @@ func (s *Service) GetMessages(ctx context.Context, sc tenancy.Scope, limit int, 
 		return MessagesResult{}, pg.Classify("get messages", err)
 	}
 	rows = rows[:min(limit, len(rows))]
+	size := 0
+	for i, r := range rows { // newest first
+		if size += text.JSONSize(r.Content); i > 0 && size > MaxMessagesBytes {
+			rows = rows[:i] // the older ones are read with before, from the oldest given
+			break
+		}
+	}
 	slices.Reverse(rows)
 	out := MessagesResult{Messages: make([]Message, 0, len(rows)), Count: len(rows)}
 	readsMemory := sc.Granted(tenancy.GrantReadMemory)

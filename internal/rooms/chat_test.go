@@ -13,6 +13,7 @@ import (
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -54,6 +55,34 @@ func TestMessagesOrderLimitAndPaging(t *testing.T) {
 	// Room two's message is not in room one.
 	if all := e.call("peter", e.one, "get_messages", map[string]any{"limit": 100}).obj(t); all["count"].(float64) != 7 {
 		t.Fatalf("room one has %v messages", all["count"])
+	}
+}
+
+// TestMessagesAreBoundedByBytes: 100 messages of 10,000 control characters (six bytes
+// each once written, and an answer holds them twice) made 12 MB a call. An answer holds
+// at most rooms.MaxMessagesBytes of content as JSON writes it; before reads the rest.
+func TestMessagesAreBoundedByBytes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	body := strings.Repeat("\x01", rooms.MaxPost) // 60 KB once written
+	n := rooms.MaxMessagesBytes/text.JSONSize(body) + 3
+	for range n {
+		if r := e.call("architect", e.one, "post_message", map[string]any{"content": body}); r.IsError {
+			t.Fatal(r.Text)
+		}
+	}
+	got := e.call("peter", e.one, "get_messages", map[string]any{"limit": rooms.MaxMessagesLimit}).obj(t)
+	msgs := got["messages"].([]any)
+	size := 0
+	for _, m := range msgs {
+		size += text.JSONSize(str(m.(map[string]any), "content"))
+	}
+	if len(msgs) == 0 || len(msgs) >= n || size > rooms.MaxMessagesBytes || got["count"].(float64) != float64(len(msgs)) {
+		t.Fatalf("%d of %d messages, %d bytes of content", len(msgs), n, size)
+	}
+	rest := e.call("peter", e.one, "get_messages", map[string]any{"limit": rooms.MaxMessagesLimit, "before": str(msgs[0].(map[string]any), "id")}).obj(t)
+	if c := int(rest["count"].(float64)); c == 0 {
+		t.Fatal("before the page, nothing: the older messages are lost")
 	}
 }
 
