@@ -65,8 +65,11 @@ type Deps struct {
 	MaxAttempts  int           // webhook attempts before the wake is dead
 	// DispatchProjects is the page of projects one dispatch batch looks at (default 5,000).
 	DispatchProjects int
-	PollInterval     time.Duration // long-poll re-check besides notifications (default 30 s: each sweep tick notifies anyway)
-	HTTPClient       *http.Client  // webhook client (default: 10 s timeout, public addresses only unless PrivateTargets)
+	// MaxDeliveriesPerOrg bounds one organisation's webhook posts in flight in a process
+	// (default DefaultMaxDeliveriesPerOrg).
+	MaxDeliveriesPerOrg int
+	PollInterval        time.Duration // long-poll re-check besides notifications (default 30 s: each sweep tick notifies anyway)
+	HTTPClient          *http.Client  // webhook client (default: 10 s timeout, public addresses only unless PrivateTargets)
 	// PrivateTargets lets webhooks reach loopback and private addresses
 	// (RELAYROOM_WEBHOOK_PRIVATE_TARGETS: local development, or a server whose
 	// organisations all trust each other). Off, an organisation's admin cannot make the
@@ -95,6 +98,9 @@ type Service struct {
 	dispatchMu    sync.Mutex
 	dispatchAfter uuid.UUID // the dispatch's place in the projects with webhook wakes
 
+	deliveriesMu sync.Mutex
+	deliveries   map[uuid.UUID]int // webhook posts in flight in this process, by organisation
+
 	pollsMu sync.Mutex
 	polls   map[uuid.UUID]int // long polls waiting in this process, by agent (MaxPollsPerAgent)
 }
@@ -113,6 +119,7 @@ func (s *Service) init() {
 	s.once.Do(func() {
 		s.hub = &hub{}
 		s.polls = map[uuid.UUID]int{}
+		s.deliveries = map[uuid.UUID]int{}
 		s.kick = make(chan struct{}, 1)
 		s.notes = make(chan memberRef, notifyBuffer)
 		s.stopped = make(chan struct{})

@@ -626,6 +626,14 @@ func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) err
 		Agent: row.OrgSlug + "/" + row.AgentSlug, Count: int(row.Count), Sources: row.Sources,
 		ThreadIDs: threadIDs(row.ThreadCounts), Urgent: row.Urgent, LastItemID: row.LastItemID,
 		CreatedAt: row.CreatedAt, Attempt: j.Attempt}
+	// One organisation's receivers hold at most a few of the delivery workers: past that,
+	// the job is tried again shortly, its attempt not counted. Without it, one tenant
+	// whose receivers accept and stall held every worker, and every other tenant's
+	// deliveries waited behind them.
+	if !s.enterDelivery(row.AgentOrgID) {
+		return river.JobSnooze(deliverySnooze)
+	}
+	defer s.leaveDelivery(row.AgentOrgID)
 	sendErr := s.post(ctx, target.Url, string(secret), wk)
 	if sendErr == nil {
 		return finish(StatusDelivered, 1, nil)
@@ -640,6 +648,36 @@ func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) err
 		return err
 	}
 	return sendErr // River retries with backoff
+}
+
+// DefaultMaxDeliveriesPerOrg is how many webhook posts of one organisation a process
+// sends at once (of the deliveries queue's workers, 10 by default).
+const DefaultMaxDeliveriesPerOrg = 4
+
+// deliverySnooze is how long a delivery past its organisation's bound waits to be tried
+// again.
+const deliverySnooze = 2 * time.Second
+
+func (s *Service) enterDelivery(org uuid.UUID) bool {
+	limit := DefaultMaxDeliveriesPerOrg
+	if s.MaxDeliveriesPerOrg > 0 {
+		limit = s.MaxDeliveriesPerOrg
+	}
+	s.deliveriesMu.Lock()
+	defer s.deliveriesMu.Unlock()
+	if s.deliveries[org] >= limit {
+		return false
+	}
+	s.deliveries[org]++
+	return true
+}
+
+func (s *Service) leaveDelivery(org uuid.UUID) {
+	s.deliveriesMu.Lock()
+	defer s.deliveriesMu.Unlock()
+	if s.deliveries[org]--; s.deliveries[org] <= 0 {
+		delete(s.deliveries, org)
+	}
 }
 
 // withoutURL drops the URL net/http quotes in its errors: the error is kept as the wake's

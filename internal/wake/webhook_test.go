@@ -249,6 +249,56 @@ func TestOneDeliveryAPartAtATime(t *testing.T) {
 	}
 }
 
+// TestOneOrganisationHoldsFewDeliveryWorkers: one tenant whose receivers accepted and
+// stalled held every delivery worker, and every other tenant's deliveries waited. An
+// organisation has at most MaxDeliveriesPerOrg posts in flight; the rest wait their turn,
+// their attempts not counted.
+func TestOneOrganisationHoldsFewDeliveryWorkers(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	inFlight, most, posts := 0, 0, 0
+	release := make(chan struct{})
+	stall := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight, posts = inFlight+1, posts+1
+		most = max(most, inFlight)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}))
+	t.Cleanup(stall.Close)
+	f, _ := webhookSetup(t, newReceiver(t), 3)
+	f.svc.MaxDeliveriesPerOrg = 2
+	f.svc.PrivateTargets = true
+	for _, agent := range []string{"acme/alpha", "acme/beta", "acme/gamma", "acme/lead"} {
+		if _, _, err := f.svc.SetWebhook(f.ctx, agent, stall.URL+"/hook"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, part := range []string{"a", "b", "c", "lead"} {
+		f.queue(f.msg(part))
+	}
+	waitFor(t, "two posts held", 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return inFlight == 2 })
+	time.Sleep(700 * time.Millisecond) // the other two are dispatched meanwhile, and wait their turn
+	mu.Lock()
+	held := most
+	mu.Unlock()
+	close(release)
+	if held != 2 {
+		t.Fatalf("%d posts of one organisation in flight at once, want 2", held)
+	}
+	waitFor(t, "every wake delivered", 20*time.Second, func() bool {
+		for _, p := range []string{"a", "b", "c", "lead"} {
+			if f.status(p) != wake.StatusDelivered {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // TestHeldWakesDoNotHideOthers: the dispatch looked at a fixed page of projects (5,000,
 // in no order, the same set each time): when it was full of projects whose webhook wakes
 // were all held (parked, over budget, online), the other projects' wakes were never sent.
