@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,6 +30,7 @@ import (
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/threads"
+	"github.com/relayroom/relayroom/internal/waiters"
 	"github.com/relayroom/relayroom/internal/wake"
 	"github.com/relayroom/relayroom/internal/web"
 )
@@ -95,8 +95,7 @@ type Handler struct {
 	pages  map[string]*template.Template
 	assets http.Handler
 
-	streamsMu sync.Mutex
-	streams   map[uuid.UUID]int // live streams open in this process, by person (MaxStreamsPerPerson)
+	streams waiters.Slots[uuid.UUID] // live streams open in this process, by person (MaxStreamsPerPerson)
 }
 
 var funcs = template.FuncMap{
@@ -140,7 +139,7 @@ func timeOf(v any) time.Time {
 
 // NewHandler builds the pages.
 func NewHandler(d Deps) (*Handler, error) {
-	h := &Handler{deps: d, streams: map[uuid.UUID]int{}}
+	h := &Handler{deps: d}
 	var err error
 	h.pages, err = web.ParsePages(templateFiles, funcs, append([]string{"home", "room", "memory", "knowledge", "tasks", "message", "admin", "invite", "desk", "deskpages"}, projectPages...),
 		"templates/layout.html", "templates/history.html", "templates/chart.html")

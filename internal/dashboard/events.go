@@ -42,12 +42,12 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, sess web.Sessio
 // stops (the server is shutting down: the browser reconnects, through a balancer to
 // another replica).
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, wakes <-chan struct{}, again <-chan time.Time, push func(tenancy.Scope) error) {
-	if !h.enterStream(sess.Person.ID) {
+	if !h.streams.Take(sess.Person.ID, MaxStreamsPerPerson) {
 		w.Header().Set("Retry-After", "5") // EventSource reconnects on its own after its retry delay
 		h.message(w, http.StatusTooManyRequests, &sess, "Too many live pages", MsgTooManyStreams)
 		return
 	}
-	defer h.leaveStream(sess.Person.ID)
+	defer h.streams.Give(sess.Person.ID)
 	rc := http.NewResponseController(w)
 	// The stream outlives the server's write timeout (the app's limit middleware leaves
 	// this route's deadlines to it): its own lifetime bounds it.
@@ -202,21 +202,3 @@ const MaxStreamsPerPerson = 32
 
 // MsgTooManyStreams refuses a stream past MaxStreamsPerPerson.
 const MsgTooManyStreams = "You have too many live pages open at once: close some tabs, then reload this one."
-
-func (h *Handler) enterStream(person uuid.UUID) bool {
-	h.streamsMu.Lock()
-	defer h.streamsMu.Unlock()
-	if h.streams[person] >= MaxStreamsPerPerson {
-		return false
-	}
-	h.streams[person]++
-	return true
-}
-
-func (h *Handler) leaveStream(person uuid.UUID) {
-	h.streamsMu.Lock()
-	defer h.streamsMu.Unlock()
-	if h.streams[person]--; h.streams[person] <= 0 {
-		delete(h.streams, person)
-	}
-}

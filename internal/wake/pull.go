@@ -112,22 +112,12 @@ const MsgTooManyPolls = "This agent already has the most long polls waiting at o
 func (s *Service) Next(ctx context.Context, a Agent, wait time.Duration) (*Wake, error) {
 	s.init()
 	if wait > 0 {
-		s.pollsMu.Lock()
-		if s.polls[a.ID] >= MaxPollsPerAgent {
-			s.pollsMu.Unlock()
+		if !s.polls.Take(a.ID, MaxPollsPerAgent) {
 			e := apperr.New(apperr.RateLimited, "%s", MsgTooManyPolls)
 			e.Details = map[string]any{httpapi.RetryAfterDetail: 1}
 			return nil, e
 		}
-		s.polls[a.ID]++
-		s.pollsMu.Unlock()
-		defer func() {
-			s.pollsMu.Lock()
-			if s.polls[a.ID]--; s.polls[a.ID] == 0 {
-				delete(s.polls, a.ID)
-			}
-			s.pollsMu.Unlock()
-		}()
+		defer s.polls.Give(a.ID)
 	}
 	ch, cancel := s.hub.Subscribe(a.ID)
 	defer cancel()

@@ -98,11 +98,8 @@ type Service struct {
 	dispatchMu    sync.Mutex
 	dispatchAfter uuid.UUID // the dispatch's place in the projects with webhook wakes
 
-	deliveriesMu sync.Mutex
-	deliveries   map[uuid.UUID]int // webhook posts in flight in this process, by organisation
-
-	pollsMu sync.Mutex
-	polls   map[uuid.UUID]int // long polls waiting in this process, by agent (MaxPollsPerAgent)
+	deliveries waiters.Slots[uuid.UUID] // webhook posts in flight in this process, by organisation
+	polls      waiters.Slots[uuid.UUID] // long polls waiting in this process, by agent (MaxPollsPerAgent)
 }
 
 // New builds the service; a nil Q is the generated queries.
@@ -118,8 +115,6 @@ func New(d Deps) *Service {
 func (s *Service) init() {
 	s.once.Do(func() {
 		s.hub = &hub{}
-		s.polls = map[uuid.UUID]int{}
-		s.deliveries = map[uuid.UUID]int{}
 		s.kick = make(chan struct{}, 1)
 		s.notes = make(chan memberRef, notifyBuffer)
 		s.stopped = make(chan struct{})

@@ -2,6 +2,7 @@ package wake
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -434,10 +435,7 @@ func (s *Service) dispatchBatch(ctx context.Context, now time.Time) (n int, more
 		if err != nil || len(agents) == 0 {
 			return err
 		}
-		page := dispatchProjects
-		if s.DispatchProjects > 0 {
-			page = s.DispatchProjects
-		}
+		page := cmp.Or(s.DispatchProjects, dispatchProjects)
 		projects, err := s.Q.WakeListWebhookProjects(ctx, tx, db.WakeListWebhookProjectsParams{AgentIds: agents, After: s.dispatchAfter, MaxRows: int32(page)})
 		if err != nil {
 			return err
@@ -630,10 +628,11 @@ func (w *deliverWorker) Work(ctx context.Context, j *river.Job[DeliverArgs]) err
 	// the job is tried again shortly, its attempt not counted. Without it, one tenant
 	// whose receivers accept and stall held every worker, and every other tenant's
 	// deliveries waited behind them.
-	if !s.enterDelivery(row.AgentOrgID) {
+	limit := cmp.Or(s.MaxDeliveriesPerOrg, DefaultMaxDeliveriesPerOrg)
+	if !s.deliveries.Take(row.AgentOrgID, limit) {
 		return river.JobSnooze(deliverySnooze)
 	}
-	defer s.leaveDelivery(row.AgentOrgID)
+	defer s.deliveries.Give(row.AgentOrgID)
 	sendErr := s.post(ctx, target.Url, string(secret), wk)
 	if sendErr == nil {
 		return finish(StatusDelivered, 1, nil)
@@ -657,28 +656,6 @@ const DefaultMaxDeliveriesPerOrg = 4
 // deliverySnooze is how long a delivery past its organisation's bound waits to be tried
 // again.
 const deliverySnooze = 2 * time.Second
-
-func (s *Service) enterDelivery(org uuid.UUID) bool {
-	limit := DefaultMaxDeliveriesPerOrg
-	if s.MaxDeliveriesPerOrg > 0 {
-		limit = s.MaxDeliveriesPerOrg
-	}
-	s.deliveriesMu.Lock()
-	defer s.deliveriesMu.Unlock()
-	if s.deliveries[org] >= limit {
-		return false
-	}
-	s.deliveries[org]++
-	return true
-}
-
-func (s *Service) leaveDelivery(org uuid.UUID) {
-	s.deliveriesMu.Lock()
-	defer s.deliveriesMu.Unlock()
-	if s.deliveries[org]--; s.deliveries[org] <= 0 {
-		delete(s.deliveries, org)
-	}
-}
 
 // withoutURL drops the URL net/http quotes in its errors: the error is kept as the wake's
 // last_error, which the project's people read on the dashboard (a guest's webhook under
