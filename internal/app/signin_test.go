@@ -529,6 +529,68 @@ func TestAuthorizationRefusals(t *testing.T) {
 			t.Fatalf("the replayed code's token still works: %d", got)
 		}
 	})
+	t.Run("a code exchanged twice at once revokes what it issued", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		code := f.code(t)
+		// A transaction holds the grant's row, so both exchanges read the code unspent and
+		// then meet at its update: the one that waited finds it spent by the other.
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, s.dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := conn.Close(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		hold, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := hold.Exec(ctx, `SELECT 1 FROM oauth_grant WHERE client_id = $1 FOR UPDATE`, f.clientID); err != nil {
+			t.Fatal(err)
+		}
+		type answer struct {
+			status int
+			body   map[string]any
+		}
+		answers := make(chan answer, 2)
+		for range 2 {
+			go func() {
+				status, m := f.exchange(t, code, nil)
+				answers <- answer{status, m}
+			}()
+		}
+		// Both exchanges then wait at the row (whichever order they reach it in, the
+		// answer checked below is the same; the race is only lost when they overlap).
+		for waiting := 0; waiting < 1; {
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if err := hold.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var access string
+		for range 2 {
+			a := <-answers
+			switch {
+			case a.status == http.StatusOK && access == "":
+				access = a.body["access_token"].(string)
+			case a.status != http.StatusBadRequest || a.body["error"] != "invalid_grant":
+				t.Fatalf("exchange: %d %v", a.status, a.body)
+			}
+		}
+		if access == "" {
+			t.Fatal("neither exchange succeeded")
+		}
+		if got := bearerStatus(t, room, access); got != http.StatusUnauthorized {
+			t.Fatalf("the code was presented twice, yet its token still works: %d", got)
+		}
+	})
 	t.Run("an expired code", func(t *testing.T) {
 		f := newFlow(t, s, room)
 		code := f.code(t)

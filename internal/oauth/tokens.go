@@ -104,7 +104,10 @@ func (s *Server) exchangeCode(ctx context.Context, clientID string, req *oidc.Ac
 			return fmt.Errorf("use code: %w", err)
 		}
 		if n != 1 {
-			return errBadGrant // spent concurrently
+			// Spent by an exchange that committed while this one waited for the row: the
+			// code was presented twice, so what the other exchange issued is revoked too.
+			replayed = &grantKey{g.OrgID, g.ID}
+			return errBadGrant
 		}
 		live, err := s.liveGrant(ctx, tx, g.OrgID, g.ID, errBadGrant)
 		if err != nil {
