@@ -687,6 +687,35 @@ func (q *Queries) ProjectUpsert(ctx context.Context, db DBTX, arg ProjectUpsertP
 	return i, err
 }
 
+const userCreate = `-- name: UserCreate :one
+INSERT INTO app_user (id, email, name, password_hash)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (email) DO NOTHING
+RETURNING id
+`
+
+type UserCreateParams struct {
+	ID           uuid.UUID
+	Email        string
+	Name         string
+	PasswordHash *string
+}
+
+// A new person (an invitation accepted without an account): never changes one that
+// exists, so two acceptances of one email at once make one account; no row when the
+// email has one.
+func (q *Queries) UserCreate(ctx context.Context, db DBTX, arg UserCreateParams) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, userCreate,
+		arg.ID,
+		arg.Email,
+		arg.Name,
+		arg.PasswordHash,
+	)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
 const userList = `-- name: UserList :many
 SELECT u.id, u.email, u.name, o.slug AS org_slug, om.role
 FROM app_user u

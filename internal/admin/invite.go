@@ -221,7 +221,13 @@ func (s *Service) AcceptInvitation(ctx context.Context, link string, j Joiner) e
 			if err != nil {
 				return fmt.Errorf("hash password: %w", err)
 			}
-			if userID, err = s.Q.UserUpsert(ctx, tx, db.UserUpsertParams{ID: newID(), Email: inv.Email, Name: name, PasswordHash: &hash}); err != nil {
+			userID, err = s.Q.UserCreate(ctx, tx, db.UserCreateParams{ID: newID(), Email: inv.Email, Name: name, PasswordHash: &hash})
+			if pg.IsNoRows(err) {
+				// Created since it was read (another invitation of this email accepted at
+				// the same time): refused as if it had been there, never overwritten.
+				return apperr.New(apperr.Forbidden, "%s has an account: sign in as that person to accept the invitation.", inv.Email)
+			}
+			if err != nil {
 				return err
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
 
@@ -134,6 +135,43 @@ func TestInvitationMakesAMemberOnce(t *testing.T) {
 			if ok != 1 || refused != 1 {
 				t.Fatalf("round %d: %d accepted, %d refused", round, ok, refused)
 			}
+		}
+	})
+	t.Run("an account made while a new person accepts is refused, never overwritten", func(t *testing.T) {
+		t.Parallel()
+		// Another invitation of this email is being accepted by a new person: their
+		// account is written, not yet committed, when this link is accepted as a new
+		// person too. The acceptance must not take the other's account as its own.
+		email := "both@example.test"
+		link := invite(t, email, "member")
+		first, err := auth.HashPassword("the first person's password")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold := b.Holder(t)
+		if _, err := hold.Exec(ctx, `INSERT INTO app_user (id, email, name, password_hash) VALUES (gen_random_uuid(), $1, 'First', $2)`, email, first); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			done <- svc.AcceptInvitation(ctx, link, admin.Joiner{Name: "Second", Password: "another password"})
+		}()
+		b.AwaitLockWaiter(t, done)
+		if err := hold.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if e, ok := apperr.As(<-done); !ok || e.Code != apperr.Forbidden || !strings.Contains(e.Message, "has an account") {
+			t.Fatalf("the second acceptance: %v", e)
+		}
+		hash := testfix.Value[string](t, b, `SELECT password_hash FROM app_user WHERE email = $1`, email)
+		if err := auth.VerifyPassword(hash, "the first person's password"); err != nil {
+			t.Fatalf("the first person's password no longer works: %v", err)
+		}
+		if name := testfix.Value[string](t, b, `SELECT name FROM app_user WHERE email = $1`, email); name != "First" {
+			t.Fatalf("the account's name is now %q", name)
+		}
+		if n := testfix.Value[int64](t, b, `SELECT count(*) FROM org_member om JOIN app_user u ON u.id = om.user_id WHERE u.email = $1`, email); n != 0 {
+			t.Fatalf("the refused acceptance made %d memberships", n)
 		}
 	})
 }

@@ -24,6 +24,15 @@ ON CONFLICT (email) DO UPDATE SET name = coalesce(nullif(excluded.name, ''), app
   password_hash = coalesce(excluded.password_hash, app_user.password_hash), updated_at = excluded.updated_at
 RETURNING id;
 
+-- name: UserCreate :one
+-- A new person (an invitation accepted without an account): never changes one that
+-- exists, so two acceptances of one email at once make one account; no row when the
+-- email has one.
+INSERT INTO app_user (id, email, name, password_hash)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (email) DO NOTHING
+RETURNING id;
+
 -- name: OrgMemberUpsert :exec
 INSERT INTO org_member (org_id, user_id, role) VALUES ($1, $2, $3)
 ON CONFLICT (org_id, user_id) DO UPDATE SET role = excluded.role;
