@@ -261,6 +261,24 @@ func (q *Queries) AgreementListAllKeys(ctx context.Context, db DBTX) ([]Agreemen
 	return items, nil
 }
 
+const agreementLock = `-- name: AgreementLock :exec
+SELECT pg_advisory_xact_lock(7279, hashtext($1::uuid::text || '/' || $2::uuid::text))
+`
+
+type AgreementLockParams struct {
+	ProjectID  uuid.UUID
+	GuestOrgID uuid.UUID
+}
+
+// Makes changes of one agreement take turns from reading its status to commit, so that a
+// guest's acceptance and the host's revocation at once cannot both pass their checks and
+// leave the revoked agreement active. A transaction-scoped advisory lock (class 7279) on
+// the project and guest: held before the agreement exists too, as a re-invitation needs.
+func (q *Queries) AgreementLock(ctx context.Context, db DBTX, arg AgreementLockParams) error {
+	_, err := db.Exec(ctx, agreementLock, arg.ProjectID, arg.GuestOrgID)
+	return err
+}
+
 const agreementSetStatus = `-- name: AgreementSetStatus :execrows
 UPDATE agreement SET status = $3, updated_at = now() WHERE project_id = $1 AND guest_org_id = $2
 `

@@ -477,6 +477,9 @@ func (s *Service) InviteGuest(ctx context.Context, a OrgActor, projectID uuid.UU
 		// A revoked agreement is invited again: pending once more, with the grants given
 		// now, for the guest to accept (the only way back from revoked on these pages).
 		again := map[string]string{}
+		if err := s.Q.AgreementLock(ctx, tx, db.AgreementLockParams{ProjectID: projectID, GuestOrgID: g.ID}); err != nil {
+			return err
+		}
 		if prev, err := s.agreementIn(ctx, tx, a.OrgID, projectID, g.ID); err == nil {
 			if prev.Status != tenancy.AgreementRevoked {
 				return fieldError("guest", MsgAgreementExists)
@@ -524,9 +527,12 @@ func (s *Service) RevokeAgreement(ctx context.Context, a OrgActor, projectID, gu
 }
 
 // onAgreement runs fn in one transaction on an agreement the organisation hosts or is the
-// guest of (NotFound otherwise).
+// guest of (NotFound otherwise), read after the other changes of it have committed.
 func (s *Service) onAgreement(ctx context.Context, a OrgActor, op string, projectID, guestID uuid.UUID, fn func(tx *pg.Tx, ag Agreement) error) error {
 	return s.inOrg(ctx, a, op, func(tx *pg.Tx, _ db.OrganisationGetByIDRow) error {
+		if err := s.Q.AgreementLock(ctx, tx, db.AgreementLockParams{ProjectID: projectID, GuestOrgID: guestID}); err != nil {
+			return err
+		}
 		ag, err := s.agreementIn(ctx, tx, a.OrgID, projectID, guestID)
 		if err != nil {
 			return err

@@ -130,6 +130,13 @@ INSERT INTO agreement (project_id, guest_org_id, status, grants) VALUES ($1, $2,
 ON CONFLICT (project_id, guest_org_id) DO UPDATE SET status = excluded.status,
   grants = excluded.grants, updated_at = excluded.updated_at;
 
+-- name: AgreementLock :exec
+-- Makes changes of one agreement take turns from reading its status to commit, so that a
+-- guest's acceptance and the host's revocation at once cannot both pass their checks and
+-- leave the revoked agreement active. A transaction-scoped advisory lock (class 7279) on
+-- the project and guest: held before the agreement exists too, as a re-invitation needs.
+SELECT pg_advisory_xact_lock(7279, hashtext(sqlc.arg(project_id)::uuid::text || '/' || sqlc.arg(guest_org_id)::uuid::text));
+
 -- name: AgreementSetStatus :execrows
 UPDATE agreement SET status = $3, updated_at = now() WHERE project_id = $1 AND guest_org_id = $2;
 
