@@ -1,9 +1,11 @@
 package app_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -389,6 +391,25 @@ func TestDeskIngestAPI(t *testing.T) {
 	conv := `{"external_id": "mail-7781", "inbox_id": "inbox_1", "subject": "Export to PDF", "customer_email": "jo@customer.test",
 		"messages": [{"external_id": "mail-7781-1", "type": "customer", "body": "How do I export a zeppelin report to PDF?"}]}`
 
+	t.Run("a body cut short is refused without the server's read error", func(t *testing.T) {
+		head := "POST " + desk.RouteIngestConversations + " HTTP/1.1\r\nHost: relay.test\r\nContent-Type: application/json\r\n" +
+			"Authorization: Bearer " + ingest + "\r\nContent-Length: 100\r\n\r\n"
+		conn := rawRequest(t, ds.base, head, `{"external_id": "m`)
+		if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.SetReadDeadline(time.Now().Add(generous)); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := testfix.Body(t, resp)
+		if resp.StatusCode != http.StatusBadRequest || errorCode(t, body) != "invalid" || strings.Contains(body, "EOF") || strings.Contains(body, "127.0.0.1") {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	})
 	t.Run("another workspace's conversation is a 404 like a missing one", func(t *testing.T) {
 		var bodies []string
 		for _, id := range []string{"conv_2", "conv_999"} { // globex has conv_2, acme does not (yet)

@@ -115,10 +115,7 @@ func article(v string) string {
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxIngestBytes))
 	if err != nil {
-		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-			return apperr.New(apperr.Invalid, "the body is larger than %d bytes", MaxIngestBytes)
-		}
-		return apperr.New(apperr.Invalid, "cannot read the body: %v", err)
+		return httpapi.BodyError(err, "body")
 	}
 	// The raw bytes are checked: decoding would hide invalid UTF-8 behind U+FFFD, and a
 	// NUL would fail inside the database as an internal error.

@@ -166,3 +166,21 @@ func RequestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey).(string)
 	return id
 }
+
+// BodyError is how a route answers a request body it could not read (what names it:
+// "body", "upload"): the in-flight byte budget's refusal (an apperr: a 429 with
+// Retry-After, so that a sender retries rather than drops what it sent) as it is, a body
+// past an http.MaxBytesReader as too large, and anything else (cut short, too slow) with
+// a fixed message. Go's read errors name the server's socket addresses; they stay in the
+// error's cause, never in the answer.
+func BodyError(err error, what string) error {
+	if _, ok := apperr.As(err); ok {
+		return err
+	}
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		return apperr.New(apperr.Invalid, "the %s is larger than %d bytes", what, mbe.Limit)
+	}
+	e := apperr.New(apperr.Invalid, "cannot read the %s: it was cut short or sent too slowly", what)
+	e.Err = err
+	return e
+}

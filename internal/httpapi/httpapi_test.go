@@ -3,8 +3,11 @@ package httpapi_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/apperr"
@@ -62,6 +65,37 @@ func TestErrors(t *testing.T) {
 		w, _ := answer(t, httpapi.Errors{}, e)
 		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "3" {
 			t.Fatalf("%d %v", w.Code, w.Header())
+		}
+	})
+}
+
+// TestBodyError: a body that could not be read is answered by what went wrong, never by
+// Go's read error.
+func TestBodyError(t *testing.T) {
+	t.Parallel()
+	t.Run("the byte budget's refusal stays a 429 that says when to retry", func(t *testing.T) {
+		t.Parallel()
+		busy := apperr.New(apperr.RateLimited, "The server holds too many request bodies; retry shortly").WithReason("too_many_request_bytes")
+		busy.Details = map[string]any{httpapi.RetryAfterDetail: 1}
+		w, body := answer(t, httpapi.Errors{Coded: true}, httpapi.BodyError(fmt.Errorf("read: %w", busy), "body"))
+		e, _ := body["error"].(map[string]any)
+		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" || e["code"] != "too_many_request_bytes" {
+			t.Fatalf("%d %v %v", w.Code, w.Header(), body)
+		}
+	})
+	t.Run("a body past its bound names the bound", func(t *testing.T) {
+		t.Parallel()
+		w, body := answer(t, httpapi.Errors{}, httpapi.BodyError(&http.MaxBytesError{Limit: 1024}, "body"))
+		if w.Code != http.StatusBadRequest || body["error"] != "the body is larger than 1024 bytes" {
+			t.Fatalf("%d %v", w.Code, body)
+		}
+	})
+	t.Run("a read that failed does not show the server's addresses", func(t *testing.T) {
+		t.Parallel()
+		read := &net.OpError{Op: "read", Net: "tcp", Source: &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 8080}, Err: os.ErrDeadlineExceeded}
+		w, body := answer(t, httpapi.Errors{}, httpapi.BodyError(read, "upload"))
+		if w.Code != http.StatusBadRequest || body["error"] != "cannot read the upload: it was cut short or sent too slowly" {
+			t.Fatalf("%d %v", w.Code, body)
 		}
 	})
 }

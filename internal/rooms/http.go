@@ -76,14 +76,9 @@ func (h *httpHandler) scope(ctx context.Context, r *http.Request) (tenancy.Scope
 	return sc, nil
 }
 
-// readError answers an upload whose body could not be read: the in-flight byte budget's
-// refusal (an apperr, a 429) as such, anything else as a bad upload.
+// readError answers an upload whose body could not be read (httpapi.BodyError).
 func (h *httpHandler) readError(w http.ResponseWriter, r *http.Request, err error) {
-	if _, ok := apperr.As(err); ok {
-		h.errs.Write(w, r, err)
-		return
-	}
-	h.errs.Write(w, r, apperr.New(apperr.Invalid, "cannot read the upload: %v", err))
+	h.errs.Write(w, r, httpapi.BodyError(err, "upload"))
 }
 
 func (h *httpHandler) upload(w http.ResponseWriter, r *http.Request) {
@@ -195,7 +190,7 @@ func reviewComment(r *http.Request) (string, error) {
 	}
 	raw, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBody))
 	if err != nil {
-		return "", apperr.New(apperr.Invalid, "cannot read the body: %v", err)
+		return "", httpapi.BodyError(err, "body")
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return "", nil
