@@ -79,25 +79,58 @@ func (q *Queries) AttachmentCountByTask(ctx context.Context, db DBTX, arg Attach
 	return count, err
 }
 
-const attachmentGetContent = `-- name: AttachmentGetContent :one
-SELECT filename, content_type, content FROM task_attachment WHERE project_id = $1 AND id = $2
+const attachmentGetChunk = `-- name: AttachmentGetChunk :one
+SELECT substring(content FROM $1::int + 1 FOR $2::int)::bytea AS chunk
+FROM task_attachment WHERE project_id = $3 AND id = $4
 `
 
-type AttachmentGetContentParams struct {
+type AttachmentGetChunkParams struct {
+	OffsetBytes int32
+	Length      int32
+	ProjectID   uuid.UUID
+	ID          uuid.UUID
+}
+
+// length bytes of a download's content from offset (0-based).
+func (q *Queries) AttachmentGetChunk(ctx context.Context, db DBTX, arg AttachmentGetChunkParams) ([]byte, error) {
+	row := db.QueryRow(ctx, attachmentGetChunk,
+		arg.OffsetBytes,
+		arg.Length,
+		arg.ProjectID,
+		arg.ID,
+	)
+	var chunk []byte
+	err := row.Scan(&chunk)
+	return chunk, err
+}
+
+const attachmentGetHead = `-- name: AttachmentGetHead :one
+SELECT filename, content_type, size_bytes, created_at FROM task_attachment WHERE project_id = $1 AND id = $2
+`
+
+type AttachmentGetHeadParams struct {
 	ProjectID uuid.UUID
 	ID        uuid.UUID
 }
 
-type AttachmentGetContentRow struct {
+type AttachmentGetHeadRow struct {
 	Filename    string
 	ContentType string
-	Content     []byte
+	SizeBytes   int64
+	CreatedAt   time.Time
 }
 
-func (q *Queries) AttachmentGetContent(ctx context.Context, db DBTX, arg AttachmentGetContentParams) (AttachmentGetContentRow, error) {
-	row := db.QueryRow(ctx, attachmentGetContent, arg.ProjectID, arg.ID)
-	var i AttachmentGetContentRow
-	err := row.Scan(&i.Filename, &i.ContentType, &i.Content)
+// What a download sends before the content: the content itself is read a chunk at a time
+// (AttachmentGetChunk) while it is sent.
+func (q *Queries) AttachmentGetHead(ctx context.Context, db DBTX, arg AttachmentGetHeadParams) (AttachmentGetHeadRow, error) {
+	row := db.QueryRow(ctx, attachmentGetHead, arg.ProjectID, arg.ID)
+	var i AttachmentGetHeadRow
+	err := row.Scan(
+		&i.Filename,
+		&i.ContentType,
+		&i.SizeBytes,
+		&i.CreatedAt,
+	)
 	return i, err
 }
 
@@ -135,24 +168,6 @@ func (q *Queries) AttachmentGetSame(ctx context.Context, db DBTX, arg Attachment
 	var i AttachmentGetSameRow
 	err := row.Scan(&i.ID, &i.ContentType)
 	return i, err
-}
-
-const attachmentGetSize = `-- name: AttachmentGetSize :one
-SELECT size_bytes FROM task_attachment WHERE project_id = $1 AND id = $2
-`
-
-type AttachmentGetSizeParams struct {
-	ProjectID uuid.UUID
-	ID        uuid.UUID
-}
-
-// A download's size, read before its content: the content is held in memory while it is
-// sent, within the process's download budget (rooms.MaxDownloadBytes).
-func (q *Queries) AttachmentGetSize(ctx context.Context, db DBTX, arg AttachmentGetSizeParams) (int64, error) {
-	row := db.QueryRow(ctx, attachmentGetSize, arg.ProjectID, arg.ID)
-	var size_bytes int64
-	err := row.Scan(&size_bytes)
-	return size_bytes, err
 }
 
 const attachmentInsert = `-- name: AttachmentInsert :exec

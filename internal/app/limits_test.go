@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -688,5 +689,42 @@ func TestConnectionCapMakesRoom(t *testing.T) {
 	var ne net.Error
 	if _, err := last.Read(make([]byte, 1)); !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("the newest connection was closed too: %v", err)
+	}
+}
+
+// TestAnUploadMayTakeLongerThanTheReadTimeout: the server's read timeout bounds a whole
+// request, and a file near the attachment limit takes longer than that on a slow link: it
+// was cut off on every try. An upload's read deadline grows with its declared size.
+func TestAnUploadMayTakeLongerThanTheReadTimeout(t *testing.T) {
+	t.Parallel()
+	skipThroughBalancer(t, "the client's connection is HAProxy's, which applies its own timeout http-request, not the service's read timeout this test sets")
+	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) { c.ReadTimeout = time.Second }})
+	room := fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID)
+	var sent struct {
+		TaskID string `json:"task_id"`
+	}
+	if err := json.Unmarshal([]byte(served(t, room, s.key("acme/architect"), "send_task", map[string]any{"to_agent_slug": "backend", "goal": "Read the dump"})), &sent); err != nil {
+		t.Fatal(err)
+	}
+	path := fmt.Sprintf("/api/rooms/%s/tasks/%s/attachments?filename=dump.bin", s.res.Projects["escalations"].ID, sent.TaskID)
+	const piece = 16 << 10
+	head := "POST " + path + " HTTP/1.1\r\nHost: relay.test\r\nContent-Type: application/octet-stream\r\n" +
+		"X-Agent-Key: " + s.key("acme/architect") + "\r\n" + fmt.Sprintf("Content-Length: %d\r\n\r\n", 4*piece)
+	conn := rawRequest(t, s.base, head, "")
+	for range 4 { // 1.6 s in all, past the 1 s read timeout
+		time.Sleep(400 * time.Millisecond)
+		if _, err := conn.Write(bytes.Repeat([]byte{0xfe}, piece)); err != nil {
+			t.Fatalf("the server stopped reading: %v", err)
+		}
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(generous)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := testfix.Body(t, resp); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -126,79 +128,127 @@ func (s *Service) downloadURL(project, id uuid.UUID, exp time.Time) string {
 	return fmt.Sprintf("%s%s?exp=%d&sig=%s", strings.TrimRight(s.PublicURL, "/"), DownloadPath(project, id), e, s.sign(project, id, e))
 }
 
-// File is an attachment's bytes for download.
+// File is an attachment being downloaded: an io.ReadSeeker over its content, which it
+// reads from the database DownloadChunk bytes at a time, each in a transaction of its own,
+// so that a download holds one chunk in memory and no connection while it is sent.
 type File struct {
 	Filename    string
 	ContentType string
-	Content     []byte
-	release     func() // gives the content's share of the download budget back
+	Size        int64
+	Created     time.Time
+
+	ctx         context.Context
+	s           *Service
+	project, id uuid.UUID
+	off         int64  // where the next Read starts
+	chunk       []byte // the content from chunkOff
+	chunkOff    int64
+	release     func() // gives the download's share of the budget back
+}
+
+// Read reads the content from the current offset.
+func (f *File) Read(p []byte) (int, error) {
+	if f.off >= f.Size {
+		return 0, io.EOF
+	}
+	if f.off < f.chunkOff || f.off >= f.chunkOff+int64(len(f.chunk)) {
+		n := min(DownloadChunk, f.Size-f.off)
+		var chunk []byte
+		err := f.s.DB.InTenant(f.ctx, pg.Tenant{ProjectID: f.project}, func(tx *pg.Tx) error {
+			var err error
+			chunk, err = f.s.Q.AttachmentGetChunk(f.ctx, tx, db.AttachmentGetChunkParams{ProjectID: f.project, ID: f.id, OffsetBytes: int32(f.off), Length: int32(n)})
+			return err
+		})
+		if err != nil {
+			return 0, fmt.Errorf("read attachment at %d: %w", f.off, err)
+		}
+		if len(chunk) == 0 {
+			return 0, io.ErrUnexpectedEOF // removed (its room deleted) while it was sent
+		}
+		f.chunk, f.chunkOff = chunk, f.off
+	}
+	n := copy(p, f.chunk[f.off-f.chunkOff:])
+	f.off += int64(n)
+	return n, nil
+}
+
+// Seek sets the offset of the next Read (for ranges of the content).
+func (f *File) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekCurrent:
+		offset += f.off
+	case io.SeekEnd:
+		offset += f.Size
+	}
+	if offset < 0 {
+		return 0, errors.New("seek before the start of the attachment")
+	}
+	f.off = offset
+	return offset, nil
 }
 
 // Close ends a download: its share of the download budget is given back.
-func (f File) Close() {
+func (f *File) Close() {
 	if f.release != nil {
 		f.release()
+		f.release = nil
 	}
 }
 
+// DownloadChunk is how much of an attachment a download reads from the database at a
+// time, and what it holds of the download budget.
+const DownloadChunk = 1 << 20
+
 // MaxDownloadBytes bounds the attachment bytes a process holds for downloads being sent:
-// a download's content is read whole, and 30 parallel downloads of one 25 MB file took
-// the server from 160 MB to 875 MB (a link works again and again while it lasts). A
-// download past it is refused (429, to retry shortly).
+// a download holds one chunk of its content at a time (DownloadChunk), so a reader that
+// does not read holds no more than that. Before, a download read its content whole: 30
+// parallel downloads of one 25 MB file took the server from 160 MB to 875 MB, and a few
+// clients that never read held the whole budget until the write timeout. A download past
+// it is refused (429, to retry shortly).
 const MaxDownloadBytes = 256 << 20
 
 // MsgDownloadsBusy refuses a download past MaxDownloadBytes.
 const MsgDownloadsBusy = "The server is sending too many downloads at once; retry shortly"
 
 // Download serves a signed link: refused when expired, tampered with, or for another room.
-func (s *Service) Download(ctx context.Context, projectID, attachmentID, exp, sig string) (File, error) {
+// The File reads the content as it is sent (ctx is the request's); Close it.
+func (s *Service) Download(ctx context.Context, projectID, attachmentID, exp, sig string) (*File, error) {
 	gone := apperr.New(apperr.Forbidden, "This download link is invalid or has expired; call get_inbox for a new one")
 	if len(s.SigningKey) == 0 {
-		return File{}, gone
+		return nil, gone
 	}
 	p, err1 := uuid.Parse(projectID)
 	id, err2 := uuid.Parse(attachmentID)
 	e, err3 := strconv.ParseInt(exp, 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil {
-		return File{}, gone
+		return nil, gone
 	}
 	want := s.sign(p, id, e)
 	if !hmac.Equal([]byte(want), []byte(sig)) || s.now().Unix() > e {
-		return File{}, gone
+		return nil, gone
 	}
-	var f File
-	var held int64
+	var head db.AttachmentGetHeadRow
 	err := s.DB.InTenant(ctx, pg.Tenant{ProjectID: p}, func(tx *pg.Tx) error {
-		size, err := s.Q.AttachmentGetSize(ctx, tx, db.AttachmentGetSizeParams{ProjectID: p, ID: id})
+		var err error
+		head, err = s.Q.AttachmentGetHead(ctx, tx, db.AttachmentGetHeadParams{ProjectID: p, ID: id})
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "Attachment not found")
 		}
-		if err != nil {
-			return err
-		}
-		if held == 0 { // a transaction run again keeps the share it took
-			held = max(size, 1)
-			if !s.downloads.TryAcquire(held) {
-				held = 0
-				// 429 like the process's other byte budget (the request bodies'), with when
-				// to retry; a refusal that is no failure of the service.
-				e := apperr.New(apperr.RateLimited, "%s", MsgDownloadsBusy)
-				e.Details = map[string]any{httpapi.RetryAfterDetail: 2}
-				return e
-			}
-		}
-		r, err := s.Q.AttachmentGetContent(ctx, tx, db.AttachmentGetContentParams{ProjectID: p, ID: id})
-		f = File{Filename: r.Filename, ContentType: r.ContentType, Content: r.Content}
 		return err
 	})
 	if err != nil {
-		if held > 0 {
-			s.downloads.Release(held)
-		}
-		return File{}, pg.Classify("download attachment", err)
+		return nil, pg.Classify("download attachment", err)
 	}
-	f.release = func() { s.downloads.Release(held) }
-	return f, nil
+	held := max(min(head.SizeBytes, DownloadChunk), 1)
+	if !s.downloads.TryAcquire(held) {
+		// 429 like the process's other byte budget (the request bodies'), with when to
+		// retry; a refusal that is no failure of the service.
+		e := apperr.New(apperr.RateLimited, "%s", MsgDownloadsBusy)
+		e.Details = map[string]any{httpapi.RetryAfterDetail: 2}
+		return nil, e
+	}
+	return &File{Filename: head.Filename, ContentType: head.ContentType, Size: head.SizeBytes, Created: head.CreatedAt,
+		ctx: ctx, s: s, project: p, id: id, release: func() { s.downloads.Release(held) }}, nil
 }
 
 // UploadResult is the HTTP answer of an upload.

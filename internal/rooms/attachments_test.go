@@ -478,15 +478,19 @@ func TestUploadsAreWhatTheyShow(t *testing.T) {
 	})
 }
 
-// TestDownloadsHaveAByteBudget: a download's content is held whole while it is sent, and
-// nothing bounded how many were: 30 parallel downloads of one 25 MB file took the server
-// from 160 MB to 875 MB. The bytes held are bounded; past the bound a download is told
-// to retry, and a finished one frees its share.
+// TestDownloadsHaveAByteBudget: a download read its content whole and held it while it
+// was sent: 30 parallel downloads of one 25 MB file took the server from 160 MB to 875
+// MB, and a few clients that never read held the whole budget for a minute. A download
+// now holds one chunk of the budget, whatever its file's size, and reads the content a
+// chunk at a time; past the budget a download is told to retry.
 func TestDownloadsHaveAByteBudget(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Budget"}).obj(t), "task_id")
-	big := bytes.Repeat([]byte("b"), rooms.InlineMax+1) // over the inline size: get_inbox gives a link
+	big := make([]byte, 2*rooms.DownloadChunk+12345) // three chunks, bytes that differ by offset
+	for i := range big {
+		big[i] = byte(i % 251)
+	}
 	if code, _ := e.upload("architect", task, "big.bin", "application/octet-stream", big); code != http.StatusCreated {
 		t.Fatalf("upload: %d", code)
 	}
@@ -501,22 +505,59 @@ func TestDownloadsHaveAByteBudget(t *testing.T) {
 		t.Fatalf("link %q: %v", link, err)
 	}
 	parts := strings.Split(u.Path, "/") // …/projects/{project}/attachments/{id}
-	download := func() (rooms.File, error) {
+	download := func() (*rooms.File, error) {
 		return e.svc.Download(context.Background(), parts[len(parts)-3], parts[len(parts)-1], u.Query().Get("exp"), u.Query().Get("sig"))
 	}
-	e.svc.SetDownloadBudget(int64(len(big)) + 10) // room for one of these at a time
+	e.svc.SetDownloadBudget(2*rooms.DownloadChunk + 10) // two downloads' chunks, less than one file
 
-	first, err := download()
-	if err != nil || !bytes.Equal(first.Content, big) {
-		t.Fatalf("first download: %v", err)
-	}
-	if _, err := download(); err == nil || !strings.Contains(err.Error(), rooms.MsgDownloadsBusy) {
-		t.Fatalf("a download past the budget: %v", err)
-	}
-	first.Close()
-	again, err := download()
-	if err != nil {
-		t.Fatalf("once the first was sent: %v", err)
-	}
-	again.Close()
+	t.Run("a download holds one chunk however large its file", func(t *testing.T) {
+		first, err := download()
+		if err != nil {
+			t.Fatalf("first download: %v", err)
+		}
+		defer first.Close()
+		second, err := download()
+		if err != nil {
+			t.Fatalf("a second download of a file larger than the budget left: %v", err)
+		}
+		if _, err := download(); err == nil || !strings.Contains(err.Error(), rooms.MsgDownloadsBusy) {
+			t.Fatalf("a download past the budget: %v", err)
+		}
+		got, err := io.ReadAll(second)
+		if err != nil || !bytes.Equal(got, big) {
+			t.Fatalf("the content read by chunks: %d bytes, %v", len(got), err)
+		}
+		second.Close()
+		third, err := download()
+		if err != nil {
+			t.Fatalf("once the second was sent: %v", err)
+		}
+		third.Close()
+	})
+	t.Run("a range across a chunk's end is served", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodGet, link, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		from, to := rooms.DownloadChunk-10, rooms.DownloadChunk+9
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", from, to))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := testfix.Body(t, resp)
+		if resp.StatusCode != http.StatusPartialContent || got != string(big[from:to+1]) {
+			t.Fatalf("%d, %d bytes", resp.StatusCode, len(got))
+		}
+	})
+	t.Run("a whole download says its length", func(t *testing.T) {
+		resp, err := http.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := testfix.Body(t, resp)
+		if resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len(big)) || got != string(big) {
+			t.Fatalf("%d, length %d, %d bytes", resp.StatusCode, resp.ContentLength, len(got))
+		}
+	})
 }

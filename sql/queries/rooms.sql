@@ -232,13 +232,15 @@ SELECT count(*) FROM task_attachment WHERE project_id = sqlc.arg(project_id) AND
 -- refused past the room's bound (rooms.Deps.MaxRoomAttachmentBytes).
 SELECT coalesce(sum(size_bytes), 0)::bigint FROM task_attachment WHERE project_id = $1;
 
--- name: AttachmentGetSize :one
--- A download's size, read before its content: the content is held in memory while it is
--- sent, within the process's download budget (rooms.MaxDownloadBytes).
-SELECT size_bytes FROM task_attachment WHERE project_id = $1 AND id = $2;
+-- name: AttachmentGetHead :one
+-- What a download sends before the content: the content itself is read a chunk at a time
+-- (AttachmentGetChunk) while it is sent.
+SELECT filename, content_type, size_bytes, created_at FROM task_attachment WHERE project_id = $1 AND id = $2;
 
--- name: AttachmentGetContent :one
-SELECT filename, content_type, content FROM task_attachment WHERE project_id = $1 AND id = $2;
+-- name: AttachmentGetChunk :one
+-- length bytes of a download's content from offset (0-based).
+SELECT substring(content FROM sqlc.arg(offset_bytes)::int + 1 FOR sqlc.arg(length)::int)::bytea AS chunk
+FROM task_attachment WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id);
 
 -- name: RoomNotifyChanged :exec
 -- One NOTIFY per room on rr_room (rooms.RoomChannel), sent after the writers committed.
