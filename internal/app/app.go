@@ -126,6 +126,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
 		ConnState:         conns.track,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}

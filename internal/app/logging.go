@@ -191,6 +191,28 @@ func LoggedURI(u *url.URL) string {
 	return u.EscapedPath() + "?" + q
 }
 
+// MaxHeaderBytes bounds a request's line and headers (Go's default is 1 MiB): the longest
+// URL a client sends is an authorization request's, a few KiB.
+const MaxHeaderBytes = 64 << 10
+
+// maxLoggedPath bounds the path a request's log line holds: an unauthenticated 404 with a
+// long URL wrote a log line of twice its size (masking lengthens a credential).
+const maxLoggedPath = 2 << 10
+
+// loggedPath is a request's URI as its log line holds it: credentials masked first (a
+// credential cut in two would not be recognised), then cut at maxLoggedPath.
+func loggedPath(u *url.URL) string {
+	p := RedactCredentials(LoggedURI(u))
+	if len(p) <= maxLoggedPath {
+		return p
+	}
+	cut := maxLoggedPath
+	for cut > 0 && !utf8.RuneStart(p[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d bytes)", p[:cut], len(p))
+}
+
 // RedactCredentials masks every credential in s, keeping its prefix (lower case) so a
 // reader knows which kind was there. Credentials are found after percent-decoding (as many
 // layers as there are, up to maxDecodeRounds, mixed freely) and case-insensitively, and

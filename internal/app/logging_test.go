@@ -238,3 +238,41 @@ func TestLoggedURIMasksSignatures(t *testing.T) {
 		}
 	}
 }
+
+// TestALongURLIsLoggedCut: one anonymous request with a long URL wrote a log line of
+// twice its size; the logged path is cut after its credentials are masked, and a request
+// line past MaxHeaderBytes is refused before it is read.
+func TestALongURLIsLoggedCut(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	key := s.key("acme/architect")
+	get := func(path string) int {
+		t.Helper()
+		resp, err := http.Get(s.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resp.Body.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode
+	}
+	// The credential straddles the cut: masked whole, then cut.
+	long := "/nope/" + strings.Repeat("a", 2030) + key + strings.Repeat("%2525qyt-a", 4000)
+	if status := get(long); status != http.StatusNotFound {
+		t.Fatalf("a long URL: %d", status)
+	}
+	logs := s.logs.String()
+	if leaks(logs, key, auth.AgentKeyPrefix) {
+		t.Fatal("a credential reached the logs")
+	}
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "/nope/") && (len(line) > 4<<10 || !strings.Contains(line, "bytes)")) {
+			t.Fatalf("the request was logged in %d bytes: %.300s", len(line), line)
+		}
+	}
+	// net/http reads 4 KiB past the bound before it refuses.
+	if status := get("/nope/" + strings.Repeat("a", app.MaxHeaderBytes+8<<10)); status != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("a request line past the bound: %d", status)
+	}
+}

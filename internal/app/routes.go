@@ -122,7 +122,7 @@ func (a *App) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 			// Typed attributes, not key-value pairs: the line is written on every request,
 			// and slog then neither boxes the numbers nor converts the pairs.
 			line := func(extra ...slog.Attr) []slog.Attr {
-				return append([]slog.Attr{slog.String("method", r.Method), slog.String("path", RedactCredentials(LoggedURI(r.URL))),
+				return append([]slog.Attr{slog.String("method", r.Method), slog.String("path", loggedPath(r.URL)),
 					slog.Int("status", status), slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.Int64("bytes", c.Response().Size)}, extra...)
 			}
 			if status == http.StatusUnauthorized || status == http.StatusTooManyRequests {
