@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -191,6 +192,9 @@ func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		r := c.Request()
+		if !identityCoded(r) && !mcpRoute(c.Path()) { // the MCP endpoints refuse it in their wire
+			return a.refuseCoding(c)
+		}
 		who := a.limitClient(r)
 		if !a.limits.enter(who) {
 			return a.refuse(c, errAddressBusy())
@@ -213,6 +217,26 @@ func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// identityCoded reports whether a request's body is sent as it is: no route decodes a
+// Content-Encoding, and a gzip-coded attachment was stored as its compressed bytes under
+// the client's file name.
+func identityCoded(r *http.Request) bool {
+	ce := strings.TrimSpace(r.Header.Get("Content-Encoding"))
+	return ce == "" || strings.EqualFold(ce, "identity")
+}
+
+// msgContentCoding refuses a coded body.
+const msgContentCoding = "Content-Encoding is not supported: send the body uncompressed"
+
+// refuseCoding answers a coded body with 415 and what is accepted (RFC 9110 15.5.16).
+func (a *App) refuseCoding(c echo.Context) error {
+	w := c.Response()
+	httpapi.BoundDrain(w, c.Request(), a.log)
+	w.Header().Set("Accept-Encoding", "identity")
+	httpapi.WriteError(w, c.Request(), http.StatusUnsupportedMediaType, msgContentCoding)
+	return nil
+}
+
 // extendDeadlines gives a long poll room for its wait on top of the server's timeouts.
 // The read deadline matters too: when it passes while the handler runs, net/http cancels
 // the request's context.
@@ -228,14 +252,22 @@ func (a *App) extendDeadlines(c echo.Context, wait time.Duration) {
 // refuse answers a request a limit refused, in its route's wire: a JSON-RPC error on the
 // MCP endpoints, {"error", "reason", "request_id"} elsewhere; both with Retry-After.
 func (a *App) refuse(c echo.Context, e *apperr.Error) error {
-	switch c.Path() {
-	case routeThreadsMCP, routeRoomMCP, routeAllRoomsMCP, routeDeskMCP:
+	if mcpRoute(c.Path()) {
 		httpapi.BoundDrain(c.Response(), c.Request(), a.log)
 		mcp.WriteRefusal(c.Response(), e)
 		return nil
 	}
 	httpapi.Errors{Log: a.log}.Write(c.Response(), c.Request(), e)
 	return nil
+}
+
+// mcpRoute reports whether route is one of the MCP endpoints, which answer in JSON-RPC.
+func mcpRoute(route string) bool {
+	switch route {
+	case routeThreadsMCP, routeRoomMCP, routeAllRoomsMCP, routeDeskMCP:
+		return true
+	}
+	return false
 }
 
 // limitClient is who requests in progress are counted by: the client's address (behind a

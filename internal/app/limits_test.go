@@ -3,6 +3,7 @@ package app_test
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -727,4 +728,58 @@ func TestAnUploadMayTakeLongerThanTheReadTimeout(t *testing.T) {
 	if body := testfix.Body(t, resp); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
+}
+
+// TestACodedBodyIsRefused: no route decodes a Content-Encoding; a gzip-coded attachment
+// was stored as its compressed bytes under the client's file name, and a coded JSON body
+// was refused as JSON that is not valid. Both are refused as a coding the server does
+// not apply (415, Accept-Encoding: identity).
+func TestACodedBodyIsRefused(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	room := fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID)
+	architect := s.key("acme/architect")
+	var sent struct {
+		TaskID string `json:"task_id"`
+	}
+	if err := json.Unmarshal([]byte(served(t, room, architect, "send_task", map[string]any{"to_agent_slug": "backend", "goal": "Read the report"})), &sent); err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	send := func(url, ctype string) (int, http.Header, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(gz.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", ctype)
+		req.Header.Set("Content-Encoding", "gzip")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		setCredential(req.Header, architect)
+		return testfix.Do(t, http.DefaultClient, req)
+	}
+	t.Run("an attachment", func(t *testing.T) {
+		upload := fmt.Sprintf("%s/api/rooms/%s/tasks/%s/attachments?filename=report.txt", s.base, s.res.Projects["escalations"].ID, sent.TaskID)
+		status, h, body := send(upload, "text/plain")
+		if status != http.StatusUnsupportedMediaType || h.Get("Accept-Encoding") != "identity" || !strings.Contains(body, "Content-Encoding") {
+			t.Fatalf("%d %v %s", status, h, body)
+		}
+		if a := callTool(t, room, s.key("acme/backend"), "get_inbox", nil); strings.Contains(a.text, "report.txt") {
+			t.Fatalf("the coded upload was stored: %s", a.text)
+		}
+	})
+	t.Run("an MCP request", func(t *testing.T) {
+		status, h, body := send(room, "application/json")
+		var e rpcErr
+		if status != http.StatusUnsupportedMediaType || h.Get("Accept-Encoding") != "identity" || json.Unmarshal([]byte(body), &e) != nil || e.Error.Code != -32600 {
+			t.Fatalf("%d %v %s", status, h, body)
+		}
+	})
 }

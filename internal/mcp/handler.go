@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/relayroom/relayroom/internal/apperr"
@@ -242,6 +243,13 @@ func (h *handler[S]) servePost(w http.ResponseWriter, r *http.Request, rid strin
 				code: codeInvalidRequest, message: "Content-Type must be application/json",
 			})
 		}
+	}
+	if ce := strings.TrimSpace(r.Header.Get("Content-Encoding")); ce != "" && !strings.EqualFold(ce, "identity") {
+		// Nothing decodes a coded body: it would be refused as JSON that is not valid.
+		w.Header().Set("Accept-Encoding", "identity")
+		return rpcReply(http.StatusUnsupportedMediaType, nullID, &protocolError{
+			code: codeInvalidRequest, message: "Content-Encoding is not supported: send the body uncompressed",
+		})
 	}
 	if r.ContentLength > h.opts.MaxBodyBytes {
 		return h.tooLarge() // declared too large: refused unread
