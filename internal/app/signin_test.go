@@ -591,6 +591,29 @@ func TestAuthorizationRefusals(t *testing.T) {
 			t.Fatalf("the code was presented twice, yet its token still works: %d", got)
 		}
 	})
+	t.Run("the token endpoint takes its parameters by POST, from the body only", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		code := f.code(t)
+		q := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {"http://127.0.0.1:50123/callback"},
+			"code_verifier": {f.verifier}, "resource": {f.resource}, "client_id": {f.clientID}}
+		get, err := http.Get(s.base + "/token?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body := testfix.Body(t, get); get.StatusCode != http.StatusMethodNotAllowed || get.Header.Get("Allow") != http.MethodPost {
+			t.Fatalf("GET: %d %v %s", get.StatusCode, get.Header, body)
+		}
+		post, err := http.Post(s.base+"/token?"+q.Encode(), "application/x-www-form-urlencoded", strings.NewReader(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body := testfix.Body(t, post); post.StatusCode != http.StatusBadRequest {
+			t.Fatalf("POST with the parameters in the URL: %d %s", post.StatusCode, body)
+		}
+		if status, m := f.exchange(t, code, nil); status != http.StatusOK {
+			t.Fatalf("the code, sent right after: %d %v", status, m)
+		}
+	})
 	t.Run("an expired code", func(t *testing.T) {
 		f := newFlow(t, s, room)
 		code := f.code(t)

@@ -160,7 +160,8 @@ type registered struct {
 	ResponseTypes           []string `json:"response_types"`
 }
 
-type registrationError struct {
+// errorAnswer is an OAuth error's JSON body (RFC 6749 5.2, RFC 7591 3.2.2).
+type errorAnswer struct {
 	Error       string `json:"error"`
 	Description string `json:"error_description"`
 }
@@ -187,7 +188,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeJSON(w, http.StatusMethodNotAllowed, registrationError{errInvalidClientMetadata, "register with POST"})
+		writeJSON(w, http.StatusMethodNotAllowed, errorAnswer{errInvalidClientMetadata, "register with POST"})
 		return
 	}
 	ctx := r.Context()
@@ -195,7 +196,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		at := throttle.Attempt{Address: "register/" + s.deps.ClientAddress(r), Always: true}
 		if err := s.deps.Registrations.Admit(ctx, at); err != nil {
 			w.Header().Set("Retry-After", "60")
-			writeJSON(w, http.StatusTooManyRequests, registrationError{"too_many_requests", "too many registrations from this address: retry later"})
+			writeJSON(w, http.StatusTooManyRequests, errorAnswer{"too_many_requests", "too many registrations from this address: retry later"})
 			return
 		}
 		// Every registration counts: the limit is on how often, not on failures.
@@ -210,16 +211,16 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 			// A valid document that is only too long must not read as malformed.
 			msg = fmt.Sprintf("the client metadata is larger than %d bytes", MaxRegistrationBytes)
 		}
-		writeJSON(w, http.StatusBadRequest, registrationError{errInvalidClientMetadata, msg})
+		writeJSON(w, http.StatusBadRequest, errorAnswer{errInvalidClientMetadata, msg})
 		return
 	}
 	if req.TokenEndpointAuthMethod != "" && req.TokenEndpointAuthMethod != "none" {
-		writeJSON(w, http.StatusBadRequest, registrationError{errInvalidClientMetadata, "only public clients are registered: token_endpoint_auth_method must be none"})
+		writeJSON(w, http.StatusBadRequest, errorAnswer{errInvalidClientMetadata, "only public clients are registered: token_endpoint_auth_method must be none"})
 		return
 	}
 	for _, g := range req.GrantTypes {
 		if g != "authorization_code" && g != "refresh_token" {
-			writeJSON(w, http.StatusBadRequest, registrationError{errInvalidClientMetadata, "grant_types may hold authorization_code and refresh_token only"})
+			writeJSON(w, http.StatusBadRequest, errorAnswer{errInvalidClientMetadata, "grant_types may hold authorization_code and refresh_token only"})
 			return
 		}
 	}
@@ -242,12 +243,12 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		if len(refused) > 0 {
 			desc = strings.Join(refused, "; ")
 		}
-		writeJSON(w, http.StatusBadRequest, registrationError{errInvalidRedirectURI, desc})
+		writeJSON(w, http.StatusBadRequest, errorAnswer{errInvalidRedirectURI, desc})
 		return
 	}
 	raw, _, err := auth.Generate(ClientIDPrefix)
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, registrationError{"server_error", "could not register"})
+		writeJSON(w, http.StatusInternalServerError, errorAnswer{"server_error", "could not register"})
 		return
 	}
 	id := raw[:len(ClientIDPrefix)+24] // a public identifier: no checksum needed
@@ -257,7 +258,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		s.deps.Log.ErrorContext(ctx, "register client", "error", err.Error())
-		writeJSON(w, http.StatusServiceUnavailable, registrationError{"temporarily_unavailable", "could not register: retry later"})
+		writeJSON(w, http.StatusServiceUnavailable, errorAnswer{"temporarily_unavailable", "could not register: retry later"})
 		return
 	}
 	writeJSON(w, http.StatusCreated, registered{

@@ -138,6 +138,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// only the content type).
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Pragma", "no-cache")
+		if r.Method != http.MethodPost {
+			// op reads a form from any method: a GET carried the code, its verifier or a
+			// refresh token in the URL, which proxies and browser histories keep.
+			w.Header().Set("Allow", http.MethodPost)
+			writeJSON(w, http.StatusMethodNotAllowed, errorAnswer{"invalid_request", "send this request with POST, its parameters in the body"})
+			return
+		}
+		// Parameters are read from the body only (RFC 6749 3.2, RFC 7009 2.1), never the URL.
+		r = r.Clone(r.Context())
+		r.URL.RawQuery = ""
 		s.op.ServeHTTP(w, s.withClientAddress(r))
 	case p == RouteAuthorize:
 		s.op.ServeHTTP(&issuerRedirects{ResponseWriter: w, issuer: s.issuer}, s.withClientAddress(r))
