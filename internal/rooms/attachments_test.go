@@ -534,6 +534,11 @@ func TestDownloadsHaveAByteBudget(t *testing.T) {
 		}
 		third.Close()
 	})
+	t.Run("its file is stored with lz4, whose slices are cheaper to read", func(t *testing.T) {
+		if n := e.count("SELECT count(*) FROM task_attachment WHERE filename = 'big.bin' AND pg_column_compression(content) = 'lz4'"); n != 1 {
+			t.Fatalf("%d attachments stored with lz4", n)
+		}
+	})
 	t.Run("a range across a chunk's end is served", func(t *testing.T) {
 		req, err := http.NewRequest(http.MethodGet, link, nil)
 		if err != nil {

@@ -1,0 +1,1 @@
+ALTER TABLE task_attachment ALTER COLUMN content SET COMPRESSION pglz;
