@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/web"
 )
 
 // TestHEADIsGETWithoutTheBody: the routes beside MCP answer HEAD as their GET, without a
@@ -19,6 +21,9 @@ func TestHEADIsGETWithoutTheBody(t *testing.T) {
 		"/readyz":  http.StatusOK,
 		"/":        http.StatusOK,
 		"/.well-known/oauth-protected-resource/api/mcp": http.StatusOK,
+		"/metrics":                   http.StatusOK,
+		"/login":                     http.StatusOK,
+		web.RouteAssets + "site.css": http.StatusOK,
 		// A link with a bad signature is refused as its GET is.
 		"/api/rooms/" + s.res.Projects["escalations"].ID.String() + "/attachments/" + uuid.NewString() + "?exp=1&sig=00": http.StatusForbidden,
 	} {

@@ -31,7 +31,9 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 	e.HTTPErrorHandler = a.httpError
 	e.Use(a.requestContext, a.recoverPanics, a.limit, a.checkOrigin)
 
-	e.GET(routeMetrics, echo.WrapHandler(promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{})))
+	metrics := echo.WrapHandler(promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{}))
+	e.GET(routeMetrics, metrics)
+	e.HEAD(routeMetrics, metrics) // a monitor's check that the route answers
 
 	e.Any(routeThreadsMCP, withPath(threadsH, connectCodeKey, "code"))
 	e.Any(routeRoomMCP, withPath(roomH, projectIDKey, "project_id"))

@@ -54,6 +54,7 @@ func (a *App) signInRoutes(e *echo.Echo) {
 	e.Any(web.RouteLogout, site)
 	e.Any(web.RouteAccount, site)
 	e.GET(web.RouteAssets+"*", site)
+	e.HEAD(web.RouteAssets+"*", site)
 	for _, p := range []string{oauth.RouteAuthorize, oauth.RouteToken, oauth.RouteRevoke, oauth.RouteRegister, oauth.RouteConsent,
 		oauth.RouteASMeta, oauth.RouteASMeta + "/*", oauth.RouteOIDCMeta, oauth.RouteOIDCMeta + "/*"} {
 		e.Any(p, as)

@@ -126,10 +126,13 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, RouteAssets):
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		s.assets.ServeHTTP(w, r)
-	case r.URL.Path == RouteLogin && r.Method == http.MethodGet:
+	case r.URL.Path == RouteLogin && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		s.loginPage(w, r)
 	case r.URL.Path == RouteLogin && r.Method == http.MethodPost:
 		s.login(w, r)
+	case r.URL.Path == RouteLogin:
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		s.Message(w, http.StatusMethodNotAllowed, "Not allowed", "This page is opened or posted to, nothing else.")
 	case r.URL.Path == RouteLogout && r.Method == http.MethodPost:
 		s.logout(w, r)
 	case r.URL.Path == RouteLogout || r.URL.Path == RouteAccount:
