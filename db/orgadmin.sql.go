@@ -171,7 +171,8 @@ func (q *Queries) AgreementSetGrants(ctx context.Context, db DBTX, arg Agreement
 
 const invitationAccept = `-- name: InvitationAccept :execrows
 UPDATE org_invitation SET accepted_at = now(), accepted_user_id = $1
-WHERE org_id = $2 AND id = $3 AND accepted_at IS NULL AND expires_at > now()
+WHERE org_id = $2 AND id = $3 AND accepted_at IS NULL AND withdrawn_at IS NULL
+  AND expires_at > clock_timestamp()
 `
 
 type InvitationAcceptParams struct {
@@ -180,6 +181,9 @@ type InvitationAcceptParams struct {
 	ID     uuid.UUID
 }
 
+// A withdrawal, a retirement by another of the email's links or the expiry that committed
+// while the acceptance ran is seen here: withdrawn_at, and the clock of now rather than
+// the transaction's start (a withdrawal's expires_at is its own later now()).
 func (q *Queries) InvitationAccept(ctx context.Context, db DBTX, arg InvitationAcceptParams) (int64, error) {
 	result, err := db.Exec(ctx, invitationAccept, arg.UserID, arg.OrgID, arg.ID)
 	if err != nil {

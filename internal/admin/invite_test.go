@@ -175,3 +175,43 @@ func TestInvitationMakesAMemberOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestAnInvitationWithdrawnWhileItIsAcceptedMakesNoMember: an owner withdraws a link while
+// the invited person's acceptance is under way (it read the link and waits for the
+// organisation's turn). The acceptance compared the link's expiry, which a withdrawal moves
+// to its own moment, with the acceptance's earlier start, and made the member anyway.
+func TestAnInvitationWithdrawnWhileItIsAcceptedMakesNoMember(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := testfix.SeedWith(t, demo, testfix.Options{MaxConns: 4, OpsMaxConns: 4})
+	svc := admin.New(b.DB, testfix.PublicURL)
+	acme := b.Result.Organisations["acme"].ID
+	owner := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
+	out, err := svc.Invite(ctx, owner, "mallory@example.test", "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := out.URL[strings.LastIndex(out.URL, "/")+1:]
+	holder := b.Holder(t) // the organisation's turn for role changes (OrgOwnersLock)
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock(7277, hashtext($1::uuid::text))`, acme); err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan error, 1)
+	go func() {
+		accepted <- svc.AcceptInvitation(ctx, link, admin.Joiner{Name: "Mallory", Password: "long enough pw"})
+	}()
+	b.AwaitLockWaiter(t, accepted)
+	if err := svc.WithdrawInvitation(ctx, owner, out.ID); err != nil {
+		t.Fatalf("withdraw: %v", err)
+	}
+	if err := holder.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-accepted; err == nil {
+		t.Fatal("the withdrawn invitation was accepted")
+	}
+	if n := b.Count(t, `SELECT count(*) FROM org_member om JOIN app_user u ON u.id = om.user_id
+		WHERE om.org_id = $1 AND u.email = 'mallory@example.test'`, acme); n != 0 {
+		t.Fatalf("the withdrawn invitation made %d members", n)
+	}
+}

@@ -128,8 +128,12 @@ FROM org_invitation i JOIN organisation o ON o.id = i.org_id
 WHERE i.invite_id = sqlc.arg(invite_id);
 
 -- name: InvitationAccept :execrows
+-- A withdrawal, a retirement by another of the email's links or the expiry that committed
+-- while the acceptance ran is seen here: withdrawn_at, and the clock of now rather than
+-- the transaction's start (a withdrawal's expires_at is its own later now()).
 UPDATE org_invitation SET accepted_at = now(), accepted_user_id = sqlc.arg(user_id)
-WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND accepted_at IS NULL AND expires_at > now();
+WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND accepted_at IS NULL AND withdrawn_at IS NULL
+  AND expires_at > clock_timestamp();
 
 -- name: InvitationRetireOthers :exec
 -- An accepted invitation ends the email's other pending ones of the organisation (a link
