@@ -188,6 +188,33 @@ func (q *Queries) AgentUpsert(ctx context.Context, db DBTX, arg AgentUpsertParam
 	return i, err
 }
 
+const agreementChangeStatus = `-- name: AgreementChangeStatus :execrows
+UPDATE agreement SET status = $1, updated_at = now()
+WHERE project_id = $2 AND guest_org_id = $3 AND status = $4
+`
+
+type AgreementChangeStatusParams struct {
+	Status     string
+	ProjectID  uuid.UUID
+	GuestOrgID uuid.UUID
+	Was        string
+}
+
+// A change of an agreement's status from the one its maker read: no row when another
+// change committed meanwhile (an acceptance never turns a revocation into active).
+func (q *Queries) AgreementChangeStatus(ctx context.Context, db DBTX, arg AgreementChangeStatusParams) (int64, error) {
+	result, err := db.Exec(ctx, agreementChangeStatus,
+		arg.Status,
+		arg.ProjectID,
+		arg.GuestOrgID,
+		arg.Was,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const agreementList = `-- name: AgreementList :many
 SELECT o.slug AS guest_slug, a.status, a.grants, a.updated_at
 FROM agreement a JOIN organisation o ON o.id = a.guest_org_id

@@ -620,7 +620,8 @@ SELECT pg_advisory_xact_lock(7277, hashtext($1::uuid::text))
 // Makes role changes of one organisation take turns from reading its owners to commit,
 // so that two owners demoting each other at once cannot both count two owners and leave
 // none. A transaction-scoped advisory lock (class 7277) on the organisation: only its own
-// role changes wait. On Citus it is taken on the coordinator, which every replica shares.
+// role changes wait (and its agent creations and member additions, which check for a
+// duplicate before they write). On Citus it is taken on the coordinator, which every replica shares.
 func (q *Queries) OrgOwnersLock(ctx context.Context, db DBTX, orgID uuid.UUID) error {
 	_, err := db.Exec(ctx, orgOwnersLock, orgID)
 	return err

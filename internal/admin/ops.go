@@ -137,6 +137,10 @@ func (s *Service) SetAgreementStatus(ctx context.Context, project, guest, status
 		if err != nil {
 			return err
 		}
+		// In turns with the dashboard's changes of the agreement (AgreementLock).
+		if err := s.Q.AgreementLock(ctx, tx, db.AgreementLockParams{ProjectID: p.ID, GuestOrgID: g.ID}); err != nil {
+			return err
+		}
 		n, err := s.Q.AgreementSetStatus(ctx, tx, db.AgreementSetStatusParams{ProjectID: p.ID, GuestOrgID: g.ID, Status: status})
 		if err != nil {
 			return err

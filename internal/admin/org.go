@@ -27,14 +27,15 @@ import (
 
 // Refusals people read.
 const (
-	MsgAdminRole       = "Only your organisation's owners and admins can do this."
-	MsgOwnerRole       = "Only an owner can make someone an owner or change an owner's role."
-	MsgLastOwner       = "An organisation keeps at least one owner."
-	MsgHostOnly        = "Only the host company's owners and admins can do this."
-	MsgGuestAccepts    = "Only the invited company's owners and admins can accept an agreement."
-	MsgNotPending      = "Only a pending agreement can be accepted."
-	MsgAlreadyRevoked  = "This agreement is already revoked."
-	MsgAgreementExists = "This company already has an agreement for this project: change its grants or its state instead."
+	MsgAdminRole        = "Only your organisation's owners and admins can do this."
+	MsgOwnerRole        = "Only an owner can make someone an owner or change an owner's role."
+	MsgLastOwner        = "An organisation keeps at least one owner."
+	MsgHostOnly         = "Only the host company's owners and admins can do this."
+	MsgGuestAccepts     = "Only the invited company's owners and admins can accept an agreement."
+	MsgNotPending       = "Only a pending agreement can be accepted."
+	MsgAlreadyRevoked   = "This agreement is already revoked."
+	MsgAgreementChanged = "This agreement was changed meanwhile; reload the page to see it as it is now."
+	MsgAgreementExists  = "This company already has an agreement for this project: change its grants or its state instead."
 )
 
 // Grants an agreement may give, and capabilities and access a membership may have (the
@@ -189,6 +190,11 @@ func (s *Service) OrgAgent(ctx context.Context, a OrgActor, id uuid.UUID) (db.Ag
 func (s *Service) CreateAgent(ctx context.Context, a OrgActor, spec AgentSpec) (AgentOut, error) {
 	var out AgentOut
 	err := s.inOrg(ctx, a, "create agent", func(tx *pg.Tx, org db.OrganisationGetByIDRow) error {
+		// Taken in turns with the organisation's other changes: two creations of one slug
+		// at once each passed the check below, and the second overwrote the first.
+		if err := s.Q.OrgOwnersLock(ctx, tx, a.OrgID); err != nil {
+			return err
+		}
 		spec.Org, spec.Slug = org.Slug, strings.TrimSpace(spec.Slug)
 		if _, err := s.Q.AgentGetBySlug(ctx, tx, db.AgentGetBySlugParams{OrgSlug: org.Slug, AgentSlug: spec.Slug}); err == nil {
 			return fieldError("slug", fmt.Sprintf("an agent %q exists already", spec.Slug))
@@ -321,6 +327,11 @@ type MemberInput struct {
 // one-object apply of the project with that member: the same checks as the CLI's).
 func (s *Service) AddOrgMember(ctx context.Context, a OrgActor, projectID uuid.UUID, m MemberInput) error {
 	return s.inOrg(ctx, a, "add member", func(tx *pg.Tx, org db.OrganisationGetByIDRow) error {
+		// In turns, as CreateAgent: two additions at once each passed the checks below, and
+		// the second replaced the first's part or failed on the part's unique key.
+		if err := s.Q.OrgOwnersLock(ctx, tx, a.OrgID); err != nil {
+			return err
+		}
 		p, err := s.hosted(ctx, tx, a.OrgID, projectID)
 		if err != nil {
 			return err
@@ -543,8 +554,13 @@ func (s *Service) onAgreement(ctx context.Context, a OrgActor, op string, projec
 
 // setAgreementStatus is the CLI's `agreement set --status` on one agreement, audited.
 func (s *Service) setAgreementStatus(ctx context.Context, tx *pg.Tx, a OrgActor, ag Agreement, status, action string) error {
-	if _, err := s.Q.AgreementSetStatus(ctx, tx, db.AgreementSetStatusParams{ProjectID: ag.ProjectID, GuestOrgID: ag.GuestOrgID, Status: status}); err != nil {
+	n, err := s.Q.AgreementChangeStatus(ctx, tx, db.AgreementChangeStatusParams{ProjectID: ag.ProjectID, GuestOrgID: ag.GuestOrgID, Status: status, Was: ag.Status})
+	if err != nil {
 		return err
+	}
+	if n == 0 {
+		// Changed by a path that does not take AgreementLock (the operator's CLI or file).
+		return apperr.New(apperr.Conflict, "%s", MsgAgreementChanged)
 	}
 	return audit.Record(ctx, tx, agreementEvent(a, ag, action, map[string]string{"from": ag.Status, "to": status}))
 }

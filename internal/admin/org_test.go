@@ -211,3 +211,126 @@ func TestAnAgreementRevokedWhileItIsAcceptedStaysRevoked(t *testing.T) {
 		t.Fatalf("the revoked agreement is %q", status)
 	}
 }
+
+// TestAnAgreementRevokedByTheOperatorWhileItIsAcceptedStaysRevoked: the operator's CLI
+// (`admin agreement set --status revoked`) and the guest's acceptance at once. The CLI
+// took no turn and the acceptance wrote without checking what it had read, so the
+// revocation the operator was told of ended active.
+func TestAnAgreementRevokedByTheOperatorWhileItIsAcceptedStaysRevoked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	file := strings.Replace(demo, "{org: globex, status: active,", "{org: globex, status: pending,", 1)
+	file = strings.Replace(file, "users:\n", "users:\n  - {email: gus@globex.test, name: Gus, org: globex, role: owner, password: \"correct horse\"}\n", 1)
+	b := testfix.SeedWith(t, file, testfix.Options{MaxConns: 4, OpsMaxConns: 4})
+	svc := admin.New(b.DB, testfix.PublicURL)
+	globex := b.Result.Organisations["globex"].ID
+	project := b.Result.Projects["escalations"].ID
+	guest := admin.OrgActor{OrgID: globex, UserID: b.Result.Users["gus@globex.test"].ID, Name: "Gus", Role: "owner"}
+	holder := b.Holder(t)
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM agreement WHERE project_id = $1 AND guest_org_id = $2 FOR UPDATE`, project, globex); err != nil {
+		t.Fatal(err)
+	}
+	revoked, accepted := make(chan error, 1), make(chan error, 1)
+	go func() { revoked <- svc.SetAgreementStatus(ctx, "acme/escalations", "globex", "revoked") }()
+	b.AwaitLockWaiters(t, 1, revoked)
+	go func() { accepted <- svc.AcceptAgreement(ctx, guest, project, globex) }()
+	b.AwaitLockWaiters(t, 2, accepted)
+	if err := holder.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-revoked; err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	if err := <-accepted; apperr.CodeOf(err) != apperr.Conflict {
+		t.Fatalf("the acceptance of a revoked agreement: %v", err)
+	}
+	if status := testfix.Value[string](t, b, `SELECT status FROM agreement WHERE project_id = $1 AND guest_org_id = $2`, project, globex); status != "revoked" {
+		t.Fatalf("the revoked agreement is %q", status)
+	}
+}
+
+// TestAdminCreationsAtOnceAreRefusedAsInTurn: an agent created twice with one slug, or two
+// agents added under one part, at the same moment. Each passed its duplicate check before
+// the other wrote: the second creation overwrote the first agent (both "created"), and the
+// second addition failed on the part's unique key as a 503. One is made, the other is
+// refused with its field error, as when they come one after the other.
+func TestAdminCreationsAtOnceAreRefusedAsInTurn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	refusedOn := func(t *testing.T, field string, errs ...error) {
+		t.Helper()
+		var made, refused int
+		for _, err := range errs {
+			var in *admin.InputError
+			switch {
+			case err == nil:
+				made++
+			case errors.As(err, &in) && in.Fields[field] != "":
+				refused++
+			default:
+				t.Fatalf("want a %s field error, got %v", field, err)
+			}
+		}
+		if made != 1 || refused != 1 {
+			t.Fatalf("%d made, %d refused; want 1 and 1", made, refused)
+		}
+	}
+	t.Run("one slug", func(t *testing.T) {
+		t.Parallel()
+		b := testfix.SeedWith(t, demo, testfix.Options{MaxConns: 4, OpsMaxConns: 4})
+		svc := admin.New(b.DB, testfix.PublicURL)
+		acme := b.Result.Organisations["acme"].ID
+		owner := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
+		// The agent table is held, so a creation that passed its check waits at its write.
+		holder := b.Holder(t)
+		if _, err := holder.Exec(ctx, `LOCK TABLE agent IN SHARE MODE`); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 2)
+		for _, name := range []string{"Billing bot", "Support bot"} {
+			go func() {
+				_, err := svc.CreateAgent(ctx, owner, admin.AgentSpec{Slug: "bot", Name: name})
+				done <- err
+			}()
+		}
+		b.AwaitLockWaiters(t, 2, nil)
+		if err := holder.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		refusedOn(t, "slug", <-done, <-done)
+		if n := b.Count(t, `SELECT count(*) FROM audit_event WHERE action = 'created' AND detail->>'slug' = 'bot'`); n != 1 {
+			t.Fatalf("%d creations recorded", n)
+		}
+	})
+	t.Run("one part", func(t *testing.T) {
+		t.Parallel()
+		b := testfix.SeedWith(t, demo, testfix.Options{MaxConns: 4, OpsMaxConns: 4})
+		svc := admin.New(b.DB, testfix.PublicURL)
+		acme := b.Result.Organisations["acme"].ID
+		project := b.Result.Projects["escalations"].ID
+		owner := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
+		var agents []uuid.UUID
+		for _, slug := range []string{"one", "two"} {
+			out, err := svc.CreateAgent(ctx, owner, admin.AgentSpec{Slug: slug, Name: slug})
+			if err != nil {
+				t.Fatal(err)
+			}
+			agents = append(agents, out.ID)
+		}
+		holder := b.Holder(t)
+		if _, err := holder.Exec(ctx, `SELECT 1 FROM project WHERE id = $1 FOR UPDATE`, project); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 2)
+		for _, id := range agents {
+			go func() {
+				done <- svc.AddOrgMember(ctx, owner, project, admin.MemberInput{AgentID: id, Part: "reviewer", Access: "write"})
+			}()
+		}
+		b.AwaitLockWaiters(t, 2, nil)
+		if err := holder.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		refusedOn(t, "part", <-done, <-done)
+	})
+}

@@ -137,6 +137,12 @@ ON CONFLICT (project_id, guest_org_id) DO UPDATE SET status = excluded.status,
 -- the project and guest: held before the agreement exists too, as a re-invitation needs.
 SELECT pg_advisory_xact_lock(7279, hashtext(sqlc.arg(project_id)::uuid::text || '/' || sqlc.arg(guest_org_id)::uuid::text));
 
+-- name: AgreementChangeStatus :execrows
+-- A change of an agreement's status from the one its maker read: no row when another
+-- change committed meanwhile (an acceptance never turns a revocation into active).
+UPDATE agreement SET status = sqlc.arg(status), updated_at = now()
+WHERE project_id = sqlc.arg(project_id) AND guest_org_id = sqlc.arg(guest_org_id) AND status = sqlc.arg(was);
+
 -- name: AgreementSetStatus :execrows
 UPDATE agreement SET status = $3, updated_at = now() WHERE project_id = $1 AND guest_org_id = $2;
 

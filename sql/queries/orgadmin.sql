@@ -69,7 +69,8 @@ UPDATE org_member SET role = sqlc.arg(role) WHERE org_id = sqlc.arg(org_id) AND 
 -- Makes role changes of one organisation take turns from reading its owners to commit,
 -- so that two owners demoting each other at once cannot both count two owners and leave
 -- none. A transaction-scoped advisory lock (class 7277) on the organisation: only its own
--- role changes wait. On Citus it is taken on the coordinator, which every replica shares.
+-- role changes wait (and its agent creations and member additions, which check for a
+-- duplicate before they write). On Citus it is taken on the coordinator, which every replica shares.
 SELECT pg_advisory_xact_lock(7277, hashtext(sqlc.arg(org_id)::uuid::text));
 
 -- name: OrgMemberCountOwners :one
