@@ -173,79 +173,55 @@ func TestADeactivatedOwnerIsNotTheOwnerLeft(t *testing.T) {
 	}
 }
 
-// TestAnAgreementRevokedWhileItIsAcceptedStaysRevoked: the host's revocation and the
-// guest's acceptance of a pending agreement at once are made one after the other, never
-// both on what each read before the other: a revocation that answered success is not
-// undone by an acceptance.
+// TestAnAgreementRevokedWhileItIsAcceptedStaysRevoked: a revocation and the guest's
+// acceptance of a pending agreement at once are made one after the other, never both on
+// what each read before the other: a revocation that answered success is not undone by
+// an acceptance, whether the host made it on the dashboard or the operator with the CLI
+// (`admin agreement set --status revoked`, which took no turn with the dashboard's).
 func TestAnAgreementRevokedWhileItIsAcceptedStaysRevoked(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	file := strings.Replace(demo, "{org: globex, status: active,", "{org: globex, status: pending,", 1)
-	file = strings.Replace(file, "users:\n", "users:\n  - {email: gus@globex.test, name: Gus, org: globex, role: owner, password: \"correct horse\"}\n", 1)
-	b := testfix.SeedWith(t, file, testfix.Options{MaxConns: 4, OpsMaxConns: 4}) // both changes and the test's polls at once
-	svc := admin.New(b.DB, testfix.PublicURL)
-	acme, globex := b.Result.Organisations["acme"].ID, b.Result.Organisations["globex"].ID
-	project := b.Result.Projects["escalations"].ID
-	host := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
-	guest := admin.OrgActor{OrgID: globex, UserID: b.Result.Users["gus@globex.test"].ID, Name: "Gus", Role: "owner"}
-	// The revocation is held at its update, after what it read; the acceptance starts then.
-	holder := b.Holder(t)
-	if _, err := holder.Exec(ctx, `SELECT 1 FROM agreement WHERE project_id = $1 AND guest_org_id = $2 FOR UPDATE`, project, globex); err != nil {
-		t.Fatal(err)
-	}
-	revoked, accepted := make(chan error, 1), make(chan error, 1)
-	go func() { revoked <- svc.RevokeAgreement(ctx, host, project, globex) }()
-	b.AwaitLockWaiters(t, 1, revoked)
-	go func() { accepted <- svc.AcceptAgreement(ctx, guest, project, globex) }()
-	b.AwaitLockWaiters(t, 2, accepted)
-	if err := holder.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-revoked; err != nil {
-		t.Fatalf("revoke: %v", err)
-	}
-	if err := <-accepted; apperr.CodeOf(err) != apperr.Conflict {
-		t.Fatalf("the acceptance of a revoked agreement: %v", err)
-	}
-	if status := testfix.Value[string](t, b, `SELECT status FROM agreement WHERE project_id = $1 AND guest_org_id = $2`, project, globex); status != "revoked" {
-		t.Fatalf("the revoked agreement is %q", status)
-	}
-}
-
-// TestAnAgreementRevokedByTheOperatorWhileItIsAcceptedStaysRevoked: the operator's CLI
-// (`admin agreement set --status revoked`) and the guest's acceptance at once. The CLI
-// took no turn and the acceptance wrote without checking what it had read, so the
-// revocation the operator was told of ended active.
-func TestAnAgreementRevokedByTheOperatorWhileItIsAcceptedStaysRevoked(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	file := strings.Replace(demo, "{org: globex, status: active,", "{org: globex, status: pending,", 1)
-	file = strings.Replace(file, "users:\n", "users:\n  - {email: gus@globex.test, name: Gus, org: globex, role: owner, password: \"correct horse\"}\n", 1)
-	b := testfix.SeedWith(t, file, testfix.Options{MaxConns: 4, OpsMaxConns: 4})
-	svc := admin.New(b.DB, testfix.PublicURL)
-	globex := b.Result.Organisations["globex"].ID
-	project := b.Result.Projects["escalations"].ID
-	guest := admin.OrgActor{OrgID: globex, UserID: b.Result.Users["gus@globex.test"].ID, Name: "Gus", Role: "owner"}
-	holder := b.Holder(t)
-	if _, err := holder.Exec(ctx, `SELECT 1 FROM agreement WHERE project_id = $1 AND guest_org_id = $2 FOR UPDATE`, project, globex); err != nil {
-		t.Fatal(err)
-	}
-	revoked, accepted := make(chan error, 1), make(chan error, 1)
-	go func() { revoked <- svc.SetAgreementStatus(ctx, "acme/escalations", "globex", "revoked") }()
-	b.AwaitLockWaiters(t, 1, revoked)
-	go func() { accepted <- svc.AcceptAgreement(ctx, guest, project, globex) }()
-	b.AwaitLockWaiters(t, 2, accepted)
-	if err := holder.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-revoked; err != nil {
-		t.Fatalf("revoke: %v", err)
-	}
-	if err := <-accepted; apperr.CodeOf(err) != apperr.Conflict {
-		t.Fatalf("the acceptance of a revoked agreement: %v", err)
-	}
-	if status := testfix.Value[string](t, b, `SELECT status FROM agreement WHERE project_id = $1 AND guest_org_id = $2`, project, globex); status != "revoked" {
-		t.Fatalf("the revoked agreement is %q", status)
+	for name, revoke := range map[string]func(context.Context, *admin.Service, admin.OrgActor, uuid.UUID, uuid.UUID) error{
+		"by the host": func(ctx context.Context, svc *admin.Service, host admin.OrgActor, project, guest uuid.UUID) error {
+			return svc.RevokeAgreement(ctx, host, project, guest)
+		},
+		"by the operator": func(ctx context.Context, svc *admin.Service, _ admin.OrgActor, _, _ uuid.UUID) error {
+			return svc.SetAgreementStatus(ctx, "acme/escalations", "globex", "revoked")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			file := strings.Replace(demo, "{org: globex, status: active,", "{org: globex, status: pending,", 1)
+			file = strings.Replace(file, "users:\n", "users:\n  - {email: gus@globex.test, name: Gus, org: globex, role: owner, password: \"correct horse\"}\n", 1)
+			b := testfix.SeedWith(t, file, testfix.Options{MaxConns: 4, OpsMaxConns: 4}) // both changes and the test's polls at once
+			svc := admin.New(b.DB, testfix.PublicURL)
+			acme, globex := b.Result.Organisations["acme"].ID, b.Result.Organisations["globex"].ID
+			project := b.Result.Projects["escalations"].ID
+			host := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
+			guest := admin.OrgActor{OrgID: globex, UserID: b.Result.Users["gus@globex.test"].ID, Name: "Gus", Role: "owner"}
+			// The revocation is held at its update, after what it read; the acceptance starts then.
+			holder := b.Holder(t)
+			if _, err := holder.Exec(ctx, `SELECT 1 FROM agreement WHERE project_id = $1 AND guest_org_id = $2 FOR UPDATE`, project, globex); err != nil {
+				t.Fatal(err)
+			}
+			revoked, accepted := make(chan error, 1), make(chan error, 1)
+			go func() { revoked <- revoke(ctx, svc, host, project, globex) }()
+			b.AwaitLockWaiters(t, 1, revoked)
+			go func() { accepted <- svc.AcceptAgreement(ctx, guest, project, globex) }()
+			b.AwaitLockWaiters(t, 2, accepted)
+			if err := holder.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-revoked; err != nil {
+				t.Fatalf("revoke: %v", err)
+			}
+			if err := <-accepted; apperr.CodeOf(err) != apperr.Conflict {
+				t.Fatalf("the acceptance of a revoked agreement: %v", err)
+			}
+			if status := testfix.Value[string](t, b, `SELECT status FROM agreement WHERE project_id = $1 AND guest_org_id = $2`, project, globex); status != "revoked" {
+				t.Fatalf("the revoked agreement is %q", status)
+			}
+		})
 	}
 }
 
