@@ -376,26 +376,10 @@ func coreAdminCommands() map[string]adminCommand {
 			project, guest := fs.String("project", "", "the project, as host/slug"), fs.String("guest", "", "guest organisation slug")
 			status, grants := fs.String("status", "active", "pending, active or revoked (an update without it keeps the agreement's status)"), fs.String("grants", "", "comma-separated: read_memory, write_memory, assign_tasks (an update without it keeps the grants)")
 			return []string{"project", "guest"}, func(ctx context.Context, env adminEnv) (any, error) {
-				g := admin.GuestSpec{Org: *guest, Status: *status, Grants: csv(*grants)}
 				// An update changes what its flags name: new grants must not re-admit a
 				// revoked guest.
-				agreements, err := env.svc.ListAgreements(ctx, *project)
-				if err != nil {
-					return nil, err
-				}
 				set := flagsSet(fs)
-				for _, cur := range agreements {
-					if cur.GuestSlug != *guest {
-						continue
-					}
-					if !set["status"] {
-						g.Status = cur.Status
-					}
-					if !set["grants"] {
-						g.Grants = cur.Grants
-					}
-				}
-				return applyToProject(ctx, env, *project, admin.ProjectSpec{Guests: []admin.GuestSpec{g}})
+				return env.svc.SetAgreement(ctx, *project, admin.GuestSpec{Org: *guest, Status: *status, Grants: csv(*grants)}, !set["status"], !set["grants"])
 			}
 		}),
 		"agreement revoke": command("Revoke a guest organisation's agreement; its agents are refused from their next call.", func(fs *flag.FlagSet) ([]string, runFunc) {

@@ -153,6 +153,46 @@ func (s *Service) SetAgreementStatus(ctx context.Context, project, guest, status
 	return wrap("set agreement", err)
 }
 
+// SetAgreement is `agreement set`: it creates a guest's agreement or updates it. What is
+// not given (keepStatus, keepGrants) keeps what is stored when the agreement is written,
+// read in the same transaction, in turns with the dashboard's changes of it: read in a
+// transaction of its own before, a revocation made in between was written back as active.
+func (s *Service) SetAgreement(ctx context.Context, project string, g GuestSpec, keepStatus, keepGrants bool) (Result, error) {
+	return operator(ctx, s, "set agreement", func(tx *pg.Tx) (Result, error) {
+		p, err := s.project(ctx, tx, project)
+		if err != nil {
+			return Result{}, err
+		}
+		org, err := s.Q.OrganisationGetBySlug(ctx, tx, g.Org)
+		switch {
+		case pg.IsNoRows(err): // no agreement to keep anything of; the file's checks name the guest
+		case err != nil:
+			return Result{}, err
+		default:
+			if err := s.Q.AgreementLock(ctx, tx, db.AgreementLockParams{ProjectID: p.ID, GuestOrgID: org.ID}); err != nil {
+				return Result{}, err
+			}
+			current, err := s.Q.AgreementList(ctx, tx, p.ID)
+			if err != nil {
+				return Result{}, err
+			}
+			for _, cur := range current {
+				if cur.GuestSlug != g.Org {
+					continue
+				}
+				if keepStatus {
+					g.Status = cur.Status
+				}
+				if keepGrants {
+					g.Grants = cur.Grants
+				}
+			}
+		}
+		spec := ProjectSpec{Slug: p.Slug, Name: p.Name, Host: p.HostSlug, Guests: []GuestSpec{g}}
+		return s.applyTx(ctx, tx, File{Projects: []ProjectSpec{spec}}, Options{})
+	})
+}
+
 // project finds "host/slug".
 func (s *Service) project(ctx context.Context, tx *pg.Tx, ref string) (db.ProjectGetBySlugRow, error) {
 	host, slug, ok := strings.Cut(ref, "/")

@@ -310,3 +310,42 @@ func TestAdminCreationsAtOnceAreRefusedAsInTurn(t *testing.T) {
 		refusedOn(t, "part", <-done, <-done)
 	})
 }
+
+// TestTheOperatorsGrantsKeepARevocationMadeMeanwhile: `admin agreement set --grants` keeps
+// the agreement's status. It read the status in a transaction of its own and wrote it
+// back, so a revocation the host made in between was undone: the guest was active again.
+func TestTheOperatorsGrantsKeepARevocationMadeMeanwhile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := testfix.SeedWith(t, demo, testfix.Options{MaxConns: 4, OpsMaxConns: 4})
+	svc := admin.New(b.DB, testfix.PublicURL)
+	acme, globex := b.Result.Organisations["acme"].ID, b.Result.Organisations["globex"].ID
+	project := b.Result.Projects["escalations"].ID
+	host := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
+	// The host's revocation is held at its update; the operator's change starts then.
+	holder := b.Holder(t)
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM agreement WHERE project_id = $1 AND guest_org_id = $2 FOR UPDATE`, project, globex); err != nil {
+		t.Fatal(err)
+	}
+	revoked, set := make(chan error, 1), make(chan error, 1)
+	go func() { revoked <- svc.RevokeAgreement(ctx, host, project, globex) }()
+	b.AwaitLockWaiters(t, 1, revoked)
+	go func() {
+		_, err := svc.SetAgreement(ctx, "acme/escalations", admin.GuestSpec{Org: "globex", Status: "active", Grants: []string{"read_memory"}}, true, false)
+		set <- err
+	}()
+	b.AwaitLockWaiters(t, 2, set)
+	if err := holder.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-revoked; err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	if err := <-set; err != nil {
+		t.Fatalf("set grants: %v", err)
+	}
+	got := testfix.Value[string](t, b, `SELECT status || ' ' || array_to_string(grants, ',') FROM agreement WHERE project_id = $1 AND guest_org_id = $2`, project, globex)
+	if got != "revoked read_memory" {
+		t.Fatalf("the agreement is %q, want revoked with the new grants", got)
+	}
+}
