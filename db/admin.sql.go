@@ -468,6 +468,17 @@ func (q *Queries) MembershipList(ctx context.Context, db DBTX, projectID uuid.UU
 	return items, nil
 }
 
+const membershipLockProject = `-- name: MembershipLockProject :exec
+SELECT 1 FROM membership WHERE project_id = $1 FOR UPDATE
+`
+
+// The operator's update of a member reads what it keeps after this: a change the
+// dashboard commits meanwhile is read, or waits for the update's commit.
+func (q *Queries) MembershipLockProject(ctx context.Context, db DBTX, projectID uuid.UUID) error {
+	_, err := db.Exec(ctx, membershipLockProject, projectID)
+	return err
+}
+
 const membershipUpsert = `-- name: MembershipUpsert :one
 INSERT INTO membership (project_id, id, agent_id, org_id, part, is_main, nickname, access, capabilities)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)

@@ -148,18 +148,6 @@ func required(fs *flag.FlagSet, names ...string) error {
 	return nil
 }
 
-// applyToProject applies spec to an existing project (host/slug), keeping its name: the
-// member and agreement commands change one part of a project the way its file would.
-func applyToProject(ctx context.Context, env adminEnv, project string, spec admin.ProjectSpec) (admin.Result, error) {
-	name, err := env.svc.ProjectName(ctx, project)
-	if err != nil {
-		return admin.Result{}, err
-	}
-	spec.Host, spec.Slug, _ = strings.Cut(project, "/")
-	spec.Name = name
-	return applyOne(ctx, env, admin.File{Projects: []admin.ProjectSpec{spec}})
-}
-
 // applyOne applies a one-object file: the imperative `create` commands share the file's
 // validation and write path.
 func applyOne(ctx context.Context, env adminEnv, f admin.File) (admin.Result, error) {
@@ -343,32 +331,9 @@ func coreAdminCommands() map[string]adminCommand {
 				m := admin.MemberSpec{Agent: *agent, Part: *part, Main: *main, Nickname: *nick, Access: *access, Capabilities: csv(*caps)}
 				// An update changes what its flags name and keeps the rest, not the flags'
 				// defaults (a manager stays a manager when only the nickname is given).
-				members, err := env.svc.ListMembers(ctx, *project)
-				if err != nil {
-					return nil, err
-				}
 				set := flagsSet(fs)
-				for _, cur := range members {
-					if cur.OrgSlug+"/"+cur.AgentSlug != *agent {
-						continue
-					}
-					if !set["part"] {
-						m.Part = cur.Part
-					}
-					if !set["main"] {
-						m.Main = cur.IsMain
-					}
-					if !set["nickname"] && cur.Nickname != nil {
-						m.Nickname = *cur.Nickname
-					}
-					if !set["access"] {
-						m.Access = cur.Access
-					}
-					if !set["capabilities"] {
-						m.Capabilities = cur.Capabilities
-					}
-				}
-				return applyToProject(ctx, env, *project, admin.ProjectSpec{Members: []admin.MemberSpec{m}})
+				return env.svc.SetMember(ctx, *project, m, admin.MemberKeep{Part: !set["part"], Main: !set["main"],
+					Nickname: !set["nickname"], Access: !set["access"], Capabilities: !set["capabilities"]})
 			}
 		}),
 		"agreement list": oneFlag("List a project's guest agreements.", "project", "the project, as host/slug", func(ctx context.Context, env adminEnv, v string) (any, error) { return env.svc.ListAgreements(ctx, v) }),

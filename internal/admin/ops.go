@@ -193,6 +193,53 @@ func (s *Service) SetAgreement(ctx context.Context, project string, g GuestSpec,
 	})
 }
 
+// MemberKeep names what SetMember keeps as stored: the fields its caller did not give.
+type MemberKeep struct {
+	Part, Main, Nickname, Access, Capabilities bool
+}
+
+// SetMember is `member add`: it adds an agent to a project as a part, or updates its
+// membership. What keep names keeps what is stored when the membership is written, read
+// in the same transaction with the project's members locked: read in a transaction of
+// its own before, an access the host lowered in between was written back.
+func (s *Service) SetMember(ctx context.Context, project string, m MemberSpec, keep MemberKeep) (Result, error) {
+	return operator(ctx, s, "set member", func(tx *pg.Tx) (Result, error) {
+		p, err := s.project(ctx, tx, project)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := s.Q.MembershipLockProject(ctx, tx, p.ID); err != nil {
+			return Result{}, err
+		}
+		members, err := s.Q.MembershipList(ctx, tx, p.ID)
+		if err != nil {
+			return Result{}, err
+		}
+		for _, cur := range members {
+			if cur.OrgSlug+"/"+cur.AgentSlug != m.Agent {
+				continue
+			}
+			if keep.Part {
+				m.Part = cur.Part
+			}
+			if keep.Main {
+				m.Main = cur.IsMain
+			}
+			if keep.Nickname && cur.Nickname != nil {
+				m.Nickname = *cur.Nickname
+			}
+			if keep.Access {
+				m.Access = cur.Access
+			}
+			if keep.Capabilities {
+				m.Capabilities = cur.Capabilities
+			}
+		}
+		spec := ProjectSpec{Slug: p.Slug, Name: p.Name, Host: p.HostSlug, Members: []MemberSpec{m}}
+		return s.applyTx(ctx, tx, File{Projects: []ProjectSpec{spec}}, Options{})
+	})
+}
+
 // project finds "host/slug".
 func (s *Service) project(ctx context.Context, tx *pg.Tx, ref string) (db.ProjectGetBySlugRow, error) {
 	host, slug, ok := strings.Cut(ref, "/")
@@ -219,14 +266,6 @@ func wrap(op string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", op, err)
-}
-
-// ProjectName returns the name of "host/slug" (imperative commands re-apply it unchanged).
-func (s *Service) ProjectName(ctx context.Context, project string) (string, error) {
-	return operator(ctx, s, "find project", func(tx *pg.Tx) (string, error) {
-		p, err := s.project(ctx, tx, project)
-		return p.Name, err
-	})
 }
 
 // ForgetPresence marks a project's parts as never seen. make run's demo seeds the

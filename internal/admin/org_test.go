@@ -349,3 +349,46 @@ func TestTheOperatorsGrantsKeepARevocationMadeMeanwhile(t *testing.T) {
 		t.Fatalf("the agreement is %q, want revoked with the new grants", got)
 	}
 }
+
+// TestTheOperatorsMemberUpdateKeepsAnAccessLoweredMeanwhile: `admin member add
+// --nickname` keeps the part's access. It read the access in a transaction of its own and
+// wrote it back, so a host's lowering of the part in between was undone.
+func TestTheOperatorsMemberUpdateKeepsAnAccessLoweredMeanwhile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := testfix.SeedWith(t, demo, testfix.Options{MaxConns: 4, OpsMaxConns: 4})
+	svc := admin.New(b.DB, testfix.PublicURL)
+	acme := b.Result.Organisations["acme"].ID
+	project := b.Result.Projects["escalations"].ID
+	host := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
+	// The host's change is held at its update; the operator's starts then.
+	holder := b.Holder(t)
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM membership WHERE project_id = $1 AND part = 'architect' FOR UPDATE`, project); err != nil {
+		t.Fatal(err)
+	}
+	lowered, set := make(chan error, 1), make(chan error, 1)
+	go func() {
+		lowered <- svc.SetOrgMemberAccess(ctx, host, project, admin.MemberInput{Part: "architect", Access: "read"})
+	}()
+	b.AwaitLockWaiters(t, 1, lowered)
+	go func() {
+		_, err := svc.SetMember(ctx, "acme/escalations", admin.MemberSpec{Agent: "acme/architect", Nickname: "Arch", Access: "write"},
+			admin.MemberKeep{Part: true, Main: true, Access: true, Capabilities: true})
+		set <- err
+	}()
+	b.AwaitLockWaiters(t, 2, set)
+	if err := holder.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-lowered; err != nil {
+		t.Fatalf("lower: %v", err)
+	}
+	if err := <-set; err != nil {
+		t.Fatalf("set nickname: %v", err)
+	}
+	got := testfix.Value[string](t, b, `SELECT access || ' ' || array_to_string(capabilities, ',') || ' ' || coalesce(nickname, '')
+		FROM membership WHERE project_id = $1 AND part = 'architect'`, project)
+	if got != "read  Arch" {
+		t.Fatalf("the part is %q, want read, no capabilities, and the new nickname", got)
+	}
+}

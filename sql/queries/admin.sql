@@ -116,6 +116,11 @@ RETURNING id;
 UPDATE membership SET is_main = false, updated_at = now()
 WHERE project_id = $1 AND is_main AND agent_id <> $2;
 
+-- name: MembershipLockProject :exec
+-- The operator's update of a member reads what it keeps after this: a change the
+-- dashboard commits meanwhile is read, or waits for the update's commit.
+SELECT 1 FROM membership WHERE project_id = $1 FOR UPDATE;
+
 -- name: MembershipList :many
 SELECT m.part, m.is_main, m.nickname, m.access, m.capabilities, m.last_seen_at,
   a.slug AS agent_slug, o.slug AS org_slug
