@@ -172,7 +172,7 @@ func (q *Queries) AgreementSetGrants(ctx context.Context, db DBTX, arg Agreement
 const invitationAccept = `-- name: InvitationAccept :execrows
 UPDATE org_invitation SET accepted_at = now(), accepted_user_id = $1
 WHERE org_id = $2 AND id = $3 AND accepted_at IS NULL AND withdrawn_at IS NULL
-  AND expires_at > clock_timestamp()
+  AND expires_at > statement_timestamp()
 `
 
 type InvitationAcceptParams struct {
@@ -182,8 +182,10 @@ type InvitationAcceptParams struct {
 }
 
 // A withdrawal, a retirement by another of the email's links or the expiry that committed
-// while the acceptance ran is seen here: withdrawn_at, and the clock of now rather than
-// the transaction's start (a withdrawal's expires_at is its own later now()).
+// while the acceptance ran is seen here: withdrawn_at, and the statement's start rather
+// than the transaction's (a withdrawal's expires_at is its own later now()). Not
+// clock_timestamp(): Citus refuses a volatile function in the WHERE of an update of a
+// distributed table.
 func (q *Queries) InvitationAccept(ctx context.Context, db DBTX, arg InvitationAcceptParams) (int64, error) {
 	result, err := db.Exec(ctx, invitationAccept, arg.UserID, arg.OrgID, arg.ID)
 	if err != nil {

@@ -130,11 +130,13 @@ WHERE i.invite_id = sqlc.arg(invite_id);
 
 -- name: InvitationAccept :execrows
 -- A withdrawal, a retirement by another of the email's links or the expiry that committed
--- while the acceptance ran is seen here: withdrawn_at, and the clock of now rather than
--- the transaction's start (a withdrawal's expires_at is its own later now()).
+-- while the acceptance ran is seen here: withdrawn_at, and the statement's start rather
+-- than the transaction's (a withdrawal's expires_at is its own later now()). Not
+-- clock_timestamp(): Citus refuses a volatile function in the WHERE of an update of a
+-- distributed table.
 UPDATE org_invitation SET accepted_at = now(), accepted_user_id = sqlc.arg(user_id)
 WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND accepted_at IS NULL AND withdrawn_at IS NULL
-  AND expires_at > clock_timestamp();
+  AND expires_at > statement_timestamp();
 
 -- name: InvitationRetireOthers :exec
 -- An accepted invitation ends the email's other pending ones of the organisation (a link
