@@ -91,24 +91,33 @@ var errNothingNew = errors.New("the file declares nothing new")
 // result names the declared objects as they are, with no credential. A demo seed applied
 // on every start (`make run`, the compose file's seed) uses it: a plain apply set back
 // whatever people had changed since, a revoked agreement active again, an accepted one
-// pending. applied says which it was. One transaction: the file is applied, then rolled
-// back when it issued no new key or connect code.
+// pending. applied says which it was. One transaction: what exists is read, the file is
+// applied, then rolled back when it declared nothing new. "New" is decided by what exists
+// before, not by whether the apply issued a credential: an agent whose keys were revoked
+// on the dashboard got a fresh key, and counted as new, so a restart re-applied the whole
+// file (a revoked agreement active again, a removed inbox member back).
 func (s *Service) ApplyIfNew(ctx context.Context, f File) (res Result, applied bool, err error) {
 	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		fresh, err := s.declaresNew(ctx, tx, f)
+		if err != nil {
+			return err
+		}
 		if res, err = s.applyTx(ctx, tx, f, Options{}); err != nil {
 			return err
 		}
-		for _, a := range res.Agents {
-			if a.Key != "" {
-				return nil
+		if !fresh {
+			// Rolled back: a key or code the apply issued meanwhile exists nowhere.
+			for k, a := range res.Agents {
+				a.Key = ""
+				res.Agents[k] = a
 			}
-		}
-		for _, p := range res.Projects {
-			if p.ConnectCode != "" {
-				return nil
+			for k, p := range res.Projects {
+				p.ConnectCode, p.URLs.Threads = "", nil
+				res.Projects[k] = p
 			}
+			return errNothingNew
 		}
-		return errNothingNew
+		return nil
 	})
 	switch {
 	case errors.Is(err, errNothingNew):
@@ -117,6 +126,36 @@ func (s *Service) ApplyIfNew(ctx context.Context, f File) (res Result, applied b
 		return Result{}, false, err
 	}
 	return res, true, nil
+}
+
+// declaresNew reports whether f declares an agent or a project the database does not have.
+func (s *Service) declaresNew(ctx context.Context, tx *pg.Tx, f File) (bool, error) {
+	agents, err := s.Q.AgentList(ctx, tx)
+	if err != nil {
+		return false, fmt.Errorf("load agents: %w", err)
+	}
+	have := map[string]bool{}
+	for _, a := range agents {
+		have["agent "+a.OrgSlug+"/"+a.Slug] = true
+	}
+	projects, err := s.Q.ProjectList(ctx, tx)
+	if err != nil {
+		return false, fmt.Errorf("load projects: %w", err)
+	}
+	for _, p := range projects {
+		have["project "+p.HostSlug+"/"+p.Slug] = true
+	}
+	for _, a := range f.Agents {
+		if !have["agent "+a.Org+"/"+a.Slug] {
+			return true, nil
+		}
+	}
+	for _, p := range f.Projects {
+		if !have["project "+p.Host+"/"+p.Slug] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // applyTx is Apply in the caller's transaction: the dashboard's company admin applies a

@@ -258,6 +258,24 @@ func TestApplyIfNewLeavesWhatPeopleChanged(t *testing.T) {
 			t.Fatalf("the result: %+v", again)
 		}
 	})
+	t.Run("an agent whose keys were revoked is nothing new", func(t *testing.T) {
+		// Its keys revoked on the dashboard: the apply would issue it one, which counted as
+		// new and re-applied the whole file.
+		owner := admin.OrgActor{OrgID: out.Organisations["acme"].ID, UserID: out.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
+		if n, err := svc.RevokeOrgAgentKeys(ctx, owner, out.Agents["acme/architect"].ID); err != nil || n == 0 {
+			t.Fatalf("revoke: %d %v", n, err)
+		}
+		again, applied, err := svc.ApplyIfNew(ctx, parse(t, demo))
+		if err != nil || applied {
+			t.Fatalf("applied %v: %v", applied, err)
+		}
+		if again.Agents["acme/architect"].Key != "" {
+			t.Fatal("the revoked agent was given a key")
+		}
+		if s := status(t); s != "revoked" {
+			t.Fatalf("the revoked agreement is %s again", s)
+		}
+	})
 	t.Run("a file that gained an agent is applied, with the new agent's key", func(t *testing.T) {
 		grown := "agents:\n  - {org: acme, slug: scribe, name: Scribe, model: claude-haiku-4, kind: session}\n"
 		again, applied, err := svc.ApplyIfNew(ctx, parse(t, grown))
