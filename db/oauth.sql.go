@@ -523,6 +523,39 @@ func (q *Queries) OAuthGrantRevoke(ctx context.Context, db DBTX, arg OAuthGrantR
 	return result.RowsAffected(), nil
 }
 
+const oAuthGrantRevokeByAgent = `-- name: OAuthGrantRevokeByAgent :many
+UPDATE oauth_grant SET revoked_at = now()
+WHERE org_id = $1 AND agent_id = $2 AND revoked_at IS NULL
+RETURNING id
+`
+
+type OAuthGrantRevokeByAgentParams struct {
+	OrgID   uuid.UUID
+	AgentID *uuid.UUID
+}
+
+// The grants acting as an agent whose keys were all revoked: they end with its keys, and
+// a key issued later brings none of them back.
+func (q *Queries) OAuthGrantRevokeByAgent(ctx context.Context, db DBTX, arg OAuthGrantRevokeByAgentParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, oAuthGrantRevokeByAgent, arg.OrgID, arg.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const oAuthGrantRevokeByID = `-- name: OAuthGrantRevokeByID :execrows
 UPDATE oauth_grant SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL
 `
@@ -646,6 +679,21 @@ UPDATE oauth_token SET revoked_at = now() WHERE grant_id = $1 AND revoked_at IS 
 
 func (q *Queries) OAuthTokenRevokeByGrantID(ctx context.Context, db DBTX, grantID uuid.UUID) error {
 	_, err := db.Exec(ctx, oAuthTokenRevokeByGrantID, grantID)
+	return err
+}
+
+const oAuthTokenRevokeByGrants = `-- name: OAuthTokenRevokeByGrants :exec
+UPDATE oauth_token SET revoked_at = now()
+WHERE org_id = $1 AND grant_id = ANY ($2::uuid[]) AND revoked_at IS NULL
+`
+
+type OAuthTokenRevokeByGrantsParams struct {
+	OrgID    uuid.UUID
+	GrantIds []uuid.UUID
+}
+
+func (q *Queries) OAuthTokenRevokeByGrants(ctx context.Context, db DBTX, arg OAuthTokenRevokeByGrantsParams) error {
+	_, err := db.Exec(ctx, oAuthTokenRevokeByGrants, arg.OrgID, arg.GrantIds)
 	return err
 }
 

@@ -230,7 +230,21 @@ func (s *Service) RotateOrgAgentKey(ctx context.Context, a OrgActor, id uuid.UUI
 func (s *Service) RevokeOrgAgentKeys(ctx context.Context, a OrgActor, id uuid.UUID) (int64, error) {
 	return changeAgentKeys(ctx, s, a, id, "revoke keys", "keys_revoked", func(tx *pg.Tx) (int64, map[string]string, error) {
 		n, err := s.Q.AgentKeyRevoke(ctx, tx, db.AgentKeyRevokeParams{OrgID: a.OrgID, AgentID: id})
-		return n, map[string]string{"keys": fmt.Sprint(n)}, err
+		if err != nil {
+			return 0, nil, err
+		}
+		// The sign-ins acting as the agent end with its keys: they only stood while it had
+		// one, and any key issued later (a rotation, an apply) brought them all back.
+		grants, err := s.Q.OAuthGrantRevokeByAgent(ctx, tx, db.OAuthGrantRevokeByAgentParams{OrgID: a.OrgID, AgentID: &id})
+		if err != nil {
+			return 0, nil, err
+		}
+		if len(grants) > 0 {
+			if err := s.Q.OAuthTokenRevokeByGrants(ctx, tx, db.OAuthTokenRevokeByGrantsParams{OrgID: a.OrgID, GrantIds: grants}); err != nil {
+				return 0, nil, err
+			}
+		}
+		return n, map[string]string{"keys": fmt.Sprint(n), "sign_ins": fmt.Sprint(len(grants))}, nil
 	})
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/oauth"
@@ -801,6 +802,27 @@ func TestTokensEndWithTheirAgentOrPerson(t *testing.T) {
 	if got := bearerStatus(t, room, tok); got != http.StatusOK {
 		t.Fatalf("fresh token: %d", got)
 	}
+	t.Run("the agent's keys revoked on the dashboard, then a new key", func(t *testing.T) {
+		// The sign-ins stood only while the agent held a key: any key issued later (a
+		// rotation, an apply) brought back every token of before the revocation.
+		g := newFlow(t, s, room)
+		_, m := g.exchange(t, g.code(t), nil)
+		tok, refresh := m["access_token"].(string), m["refresh_token"].(string)
+		svc := admin.New(openSeeded(t, s), s.base)
+		owner := admin.OrgActor{OrgID: s.res.Organisations["acme"].ID, UserID: s.res.Users[anaEmail].ID, Name: "Ana", Role: "owner"}
+		if _, err := svc.RevokeOrgAgentKeys(context.Background(), owner, s.res.Agents["acme/architect"].ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.RotateAgentKey(context.Background(), "acme/architect"); err != nil {
+			t.Fatal(err)
+		}
+		if got := bearerStatus(t, room, tok); got != http.StatusUnauthorized {
+			t.Fatalf("a token of before the revocation, once the agent has a key again: %d", got)
+		}
+		if status, m := g.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}}); status != http.StatusBadRequest {
+			t.Fatalf("a refresh token of before the revocation: %d %v", status, m)
+		}
+	})
 	t.Run("the agent's keys revoked", func(t *testing.T) {
 		ownerExec(t, s, `UPDATE agent_key SET revoked_at = now() WHERE agent_id = (SELECT id FROM agent WHERE slug = 'architect')`)
 		if got := bearerStatus(t, room, tok); got != http.StatusUnauthorized {

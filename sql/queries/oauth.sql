@@ -73,6 +73,17 @@ WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND revoked_at IS NULL;
 UPDATE oauth_token SET revoked_at = now()
 WHERE org_id = sqlc.arg(org_id) AND grant_id = sqlc.arg(grant_id) AND revoked_at IS NULL;
 
+-- name: OAuthGrantRevokeByAgent :many
+-- The grants acting as an agent whose keys were all revoked: they end with its keys, and
+-- a key issued later brings none of them back.
+UPDATE oauth_grant SET revoked_at = now()
+WHERE org_id = sqlc.arg(org_id) AND agent_id = sqlc.arg(agent_id) AND revoked_at IS NULL
+RETURNING id;
+
+-- name: OAuthTokenRevokeByGrants :exec
+UPDATE oauth_token SET revoked_at = now()
+WHERE org_id = sqlc.arg(org_id) AND grant_id = ANY (sqlc.arg(grant_ids)::uuid[]) AND revoked_at IS NULL;
+
 -- name: OAuthTokenInsert :exec
 INSERT INTO oauth_token (org_id, token_id, grant_id, kind, secret_hash, expires_at)
 VALUES (sqlc.arg(org_id), sqlc.arg(token_id), sqlc.arg(grant_id), sqlc.arg(kind), sqlc.arg(secret_hash), sqlc.arg(expires_at));
