@@ -279,10 +279,14 @@ func (q *Queries) OAuthClientList(ctx context.Context, db DBTX) ([]OAuthClientLi
 
 const oAuthClientPrune = `-- name: OAuthClientPrune :execrows
 DELETE FROM oauth_client WHERE last_used_at < now() - make_interval(days => $1::int)
+  AND (revoked_at IS NULL OR source <> 'metadata_document')
 `
 
 // Idle clients expire (registrations are anonymous and frequent); their grants and tokens
-// go with them.
+// go with them. A revoked client named by its metadata document's URL stays, as the mark
+// that keeps it out: its id is the URL anyone may present again, and deleted, the next
+// authorization fetched it anew as a client never revoked (a revoked client is never
+// used, so it always looked idle).
 func (q *Queries) OAuthClientPrune(ctx context.Context, db DBTX, idleDays int32) (int64, error) {
 	result, err := db.Exec(ctx, oAuthClientPrune, idleDays)
 	if err != nil {

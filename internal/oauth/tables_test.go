@@ -91,18 +91,20 @@ func TestPruneDeletesWhatHasEnded(t *testing.T) {
 		`INSERT INTO app_user (id, email) VALUES ('`+user.String()+`', 'p@example.test')`,
 		`INSERT INTO web_session (session_id, secret_hash, user_id, expires_at) VALUES ('old', '\x00', '`+user.String()+`', now() - interval '1 second'), ('live', '\x00', '`+user.String()+`', now() + interval '1 hour')`,
 		`INSERT INTO oauth_client (client_id, redirect_uris, source, last_used_at) VALUES ('idle', '{https://a.example/cb}', 'registration', now() - interval '91 days'), ('used', '{https://b.example/cb}', 'registration', now() - interval '89 days')`,
+		// Revoked and idle: a registration goes; a metadata document's URL stays revoked.
+		`INSERT INTO oauth_client (client_id, redirect_uris, source, last_used_at, revoked_at) VALUES ('revoked', '{https://c.example/cb}', 'registration', now() - interval '91 days', now()), ('https://d.example/client.json', '{https://d.example/cb}', 'metadata_document', now() - interval '200 days', now() - interval '100 days')`,
 		`INSERT INTO oauth_auth_request (id, client_id, redirect_uri, code_challenge, resource, expires_at) VALUES ('old', 'used', 'https://b.example/cb', 'c', 'r', now() - interval '1 second'), ('live', 'used', 'https://b.example/cb', 'c', 'r', now() + interval '1 hour')`,
 	)
 	s := newHandler(t, d, false)
-	if n, err := s.Prune(ctx); err != nil || n != 3 {
-		t.Fatalf("Prune = %d, %v; want 3 (an expired session, an expired request, an idle client)", n, err)
+	if n, err := s.Prune(ctx); err != nil || n != 4 {
+		t.Fatalf("Prune = %d, %v; want 4 (an expired session, an expired request, two idle registrations)", n, err)
 	}
 	var left string
 	err := d.Operator(ctx, func(tx *pg.Tx) error {
 		return tx.QueryRow(ctx, `SELECT (SELECT string_agg(session_id, ',') FROM web_session) || '|' ||
-			(SELECT string_agg(client_id, ',') FROM oauth_client) || '|' || (SELECT string_agg(id, ',') FROM oauth_auth_request)`).Scan(&left)
+			(SELECT string_agg(client_id, ',' ORDER BY client_id) FROM oauth_client) || '|' || (SELECT string_agg(id, ',') FROM oauth_auth_request)`).Scan(&left)
 	})
-	if err != nil || left != "live|used|live" {
+	if err != nil || left != "live|https://d.example/client.json,used|live" {
 		t.Fatalf("left %q, %v", left, err)
 	}
 }

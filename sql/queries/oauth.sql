@@ -25,8 +25,12 @@ WHERE client_id = sqlc.arg(client_id)::text AND last_used_at < now() - interval 
 
 -- name: OAuthClientPrune :execrows
 -- Idle clients expire (registrations are anonymous and frequent); their grants and tokens
--- go with them.
-DELETE FROM oauth_client WHERE last_used_at < now() - make_interval(days => sqlc.arg(idle_days)::int);
+-- go with them. A revoked client named by its metadata document's URL stays, as the mark
+-- that keeps it out: its id is the URL anyone may present again, and deleted, the next
+-- authorization fetched it anew as a client never revoked (a revoked client is never
+-- used, so it always looked idle).
+DELETE FROM oauth_client WHERE last_used_at < now() - make_interval(days => sqlc.arg(idle_days)::int)
+  AND (revoked_at IS NULL OR source <> 'metadata_document');
 
 -- name: OAuthClientRevoke :execrows
 UPDATE oauth_client SET revoked_at = now() WHERE client_id = sqlc.arg(client_id)::text AND revoked_at IS NULL;
