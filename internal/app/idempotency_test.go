@@ -509,3 +509,17 @@ func BenchmarkPostMessageIdempotencyKey(b *testing.B) {
 		})
 	}
 }
+
+// TestAKeyedRetryOfARefusedCallerIsRefused: a keyed write replayed its stored first answer
+// whatever the retry found, a refusal of who the caller is now included: a guest whose
+// agreement was revoked went on "succeeding" with the same key for 24 hours.
+func TestAKeyedRetryOfARefusedCallerIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newIdemFixture(t)
+	post := f.room("globex/qa-lead").with(newKey(), "post_message", map[string]any{"content": "before the revocation"})
+	post.ok(t)
+	f.exec(t, `UPDATE agreement SET status = 'revoked' WHERE project_id = $1`, f.s.res.Projects["escalations"].ID)
+	if a := post.do(t); !a.isError || !strings.Contains(a.text, "No active agreement") {
+		t.Fatalf("the keyed retry after the revocation: %s", a.text)
+	}
+}

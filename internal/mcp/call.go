@@ -128,7 +128,7 @@ func (h *handler[S]) finish(tool *compiledTool[S], ex execution, rid string) (to
 		return *ex.failed, ex.outcome
 	case ex.run == nil:
 		return h.respond(ctx, tool, ex.value, ex.err, rid)
-	case !ex.run.Committed():
+	case !ex.run.Committed() && !refusesTheCaller(ex.err):
 		if res, outcome, ok := h.earlier(ctx, tool, ex.run, rid); ok {
 			return res, outcome
 		}
@@ -138,6 +138,15 @@ func (h *handler[S]) finish(tool *compiledTool[S], ex execution, rid string) (to
 		h.saveAnswer(ctx, tool, ex.run, res, rid)
 	}
 	return res, outcome
+}
+
+// refusesTheCaller reports whether a run was refused for who its caller is now (an
+// agreement revoked, a grant removed, access lowered): such a caller gets the refusal,
+// never the answer its key stored while it was allowed, or a client retrying with the
+// same key would go on "succeeding" in a room it was removed from.
+func refusesTheCaller(err error) bool {
+	c := apperr.CodeOf(err)
+	return err != nil && (c == apperr.Forbidden || c == apperr.Unauthenticated)
 }
 
 // respond shapes a handler's value or error in the endpoint's format and classifies it.
