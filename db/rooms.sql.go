@@ -105,7 +105,7 @@ func (q *Queries) AttachmentGetChunk(ctx context.Context, db DBTX, arg Attachmen
 }
 
 const attachmentGetHead = `-- name: AttachmentGetHead :one
-SELECT filename, content_type, size_bytes, created_at FROM task_attachment WHERE project_id = $1 AND id = $2
+SELECT filename, content_type, size_bytes FROM task_attachment WHERE project_id = $1 AND id = $2
 `
 
 type AttachmentGetHeadParams struct {
@@ -117,7 +117,6 @@ type AttachmentGetHeadRow struct {
 	Filename    string
 	ContentType string
 	SizeBytes   int64
-	CreatedAt   time.Time
 }
 
 // What a download sends before the content: the content itself is read a chunk at a time
@@ -125,12 +124,7 @@ type AttachmentGetHeadRow struct {
 func (q *Queries) AttachmentGetHead(ctx context.Context, db DBTX, arg AttachmentGetHeadParams) (AttachmentGetHeadRow, error) {
 	row := db.QueryRow(ctx, attachmentGetHead, arg.ProjectID, arg.ID)
 	var i AttachmentGetHeadRow
-	err := row.Scan(
-		&i.Filename,
-		&i.ContentType,
-		&i.SizeBytes,
-		&i.CreatedAt,
-	)
+	err := row.Scan(&i.Filename, &i.ContentType, &i.SizeBytes)
 	return i, err
 }
 

@@ -135,7 +135,6 @@ type File struct {
 	Filename    string
 	ContentType string
 	Size        int64
-	Created     time.Time
 
 	ctx         context.Context
 	s           *Service
@@ -247,7 +246,7 @@ func (s *Service) Download(ctx context.Context, projectID, attachmentID, exp, si
 		e.Details = map[string]any{httpapi.RetryAfterDetail: 2}
 		return nil, e
 	}
-	return &File{Filename: head.Filename, ContentType: head.ContentType, Size: head.SizeBytes, Created: head.CreatedAt,
+	return &File{Filename: head.Filename, ContentType: head.ContentType, Size: head.SizeBytes,
 		ctx: ctx, s: s, project: p, id: id, release: func() { s.downloads.Release(held) }}, nil
 }
 

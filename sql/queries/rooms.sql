@@ -235,7 +235,7 @@ SELECT coalesce(sum(size_bytes), 0)::bigint FROM task_attachment WHERE project_i
 -- name: AttachmentGetHead :one
 -- What a download sends before the content: the content itself is read a chunk at a time
 -- (AttachmentGetChunk) while it is sent.
-SELECT filename, content_type, size_bytes, created_at FROM task_attachment WHERE project_id = $1 AND id = $2;
+SELECT filename, content_type, size_bytes FROM task_attachment WHERE project_id = $1 AND id = $2;
 
 -- name: AttachmentGetChunk :one
 -- length bytes of a download's content from offset (0-based).
