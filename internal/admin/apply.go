@@ -130,28 +130,25 @@ func (s *Service) ApplyIfNew(ctx context.Context, f File) (res Result, applied b
 
 // declaresNew reports whether f declares an agent or a project the database does not have.
 func (s *Service) declaresNew(ctx context.Context, tx *pg.Tx, f File) (bool, error) {
-	agents, err := s.Q.AgentList(ctx, tx)
+	k, err := s.loadKnown(ctx, tx)
 	if err != nil {
-		return false, fmt.Errorf("load agents: %w", err)
+		return false, err
 	}
-	have := map[string]bool{}
-	for _, a := range agents {
-		have["agent "+a.OrgSlug+"/"+a.Slug] = true
+	for _, a := range f.Agents {
+		if !k.agents[a.Org+"/"+a.Slug] {
+			return true, nil
+		}
 	}
 	projects, err := s.Q.ProjectList(ctx, tx)
 	if err != nil {
 		return false, fmt.Errorf("load projects: %w", err)
 	}
+	have := map[string]bool{}
 	for _, p := range projects {
-		have["project "+p.HostSlug+"/"+p.Slug] = true
-	}
-	for _, a := range f.Agents {
-		if !have["agent "+a.Org+"/"+a.Slug] {
-			return true, nil
-		}
+		have[p.HostSlug+"/"+p.Slug] = true
 	}
 	for _, p := range f.Projects {
-		if !have["project "+p.Host+"/"+p.Slug] {
+		if !have[p.Host+"/"+p.Slug] {
 			return true, nil
 		}
 	}
