@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -192,7 +191,7 @@ func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		r := c.Request()
-		if !identityCoded(r) && !mcpRoute(c.Path()) { // the MCP endpoints refuse it in their wire
+		if !mcp.IdentityCoded(r) && !mcpRoute(c.Path()) { // the MCP endpoints refuse it in their wire
 			return a.refuseCoding(c)
 		}
 		who := a.limitClient(r)
@@ -217,23 +216,12 @@ func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// identityCoded reports whether a request's body is sent as it is: no route decodes a
-// Content-Encoding, and a gzip-coded attachment was stored as its compressed bytes under
-// the client's file name.
-func identityCoded(r *http.Request) bool {
-	ce := strings.TrimSpace(r.Header.Get("Content-Encoding"))
-	return ce == "" || strings.EqualFold(ce, "identity")
-}
-
-// msgContentCoding refuses a coded body.
-const msgContentCoding = "Content-Encoding is not supported: send the body uncompressed"
-
 // refuseCoding answers a coded body with 415 and what is accepted (RFC 9110 15.5.16).
 func (a *App) refuseCoding(c echo.Context) error {
 	w := c.Response()
 	httpapi.BoundDrain(w, c.Request(), a.log)
 	w.Header().Set("Accept-Encoding", "identity")
-	httpapi.WriteError(w, c.Request(), http.StatusUnsupportedMediaType, msgContentCoding)
+	httpapi.WriteError(w, c.Request(), http.StatusUnsupportedMediaType, mcp.MsgContentCoding)
 	return nil
 }
 

@@ -230,6 +230,17 @@ func WriteRefusal(w http.ResponseWriter, e *apperr.Error) {
 	_ = writeReply(w, refusal(e), "") // refusal's body always encodes
 }
 
+// MsgContentCoding refuses a body sent with a Content-Encoding, on every route.
+const MsgContentCoding = "Content-Encoding is not supported: send the body uncompressed"
+
+// IdentityCoded reports whether a request's body is sent as it is: no route of the
+// service decodes a Content-Encoding (a gzip-coded attachment was stored as its
+// compressed bytes under the client's file name).
+func IdentityCoded(r *http.Request) bool {
+	ce := strings.TrimSpace(r.Header.Get("Content-Encoding"))
+	return ce == "" || strings.EqualFold(ce, "identity")
+}
+
 // servePost handles one JSON-RPC message. The order is fixed: transport checks (media
 // type, declared size), authentication, the body (read only for an authenticated caller),
 // parsing, the version header, the era's own checks, then the method. Authentication
@@ -244,12 +255,10 @@ func (h *handler[S]) servePost(w http.ResponseWriter, r *http.Request, rid strin
 			})
 		}
 	}
-	if ce := strings.TrimSpace(r.Header.Get("Content-Encoding")); ce != "" && !strings.EqualFold(ce, "identity") {
+	if !IdentityCoded(r) {
 		// Nothing decodes a coded body: it would be refused as JSON that is not valid.
 		w.Header().Set("Accept-Encoding", "identity")
-		return rpcReply(http.StatusUnsupportedMediaType, nullID, &protocolError{
-			code: codeInvalidRequest, message: "Content-Encoding is not supported: send the body uncompressed",
-		})
+		return rpcReply(http.StatusUnsupportedMediaType, nullID, &protocolError{code: codeInvalidRequest, message: MsgContentCoding})
 	}
 	if r.ContentLength > h.opts.MaxBodyBytes {
 		return h.tooLarge() // declared too large: refused unread
