@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"testing"
@@ -65,5 +66,35 @@ func TestHEADNeverClaimsAWake(t *testing.T) {
 	}
 	if status, _ := s.nextWake(t, http.DefaultClient, key); status != http.StatusOK {
 		t.Fatalf("the pager's poll after the HEAD: %d, want its wake (200)", status)
+	}
+}
+
+// TestAnUnservedMethodIsAJSON405: a method a route does not serve is refused with 405, an
+// Allow header and a JSON body, as every other refusal of this service. The authorization
+// server's metadata answered plain text, which a client reading errors as JSON could not
+// parse.
+func TestAnUnservedMethodIsAJSON405(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	for _, path := range []string{
+		"/.well-known/oauth-authorization-server",
+		"/.well-known/openid-configuration",
+		"/.well-known/oauth-protected-resource/api/mcp",
+		"/healthz",
+		"/metrics",
+	} {
+		t.Run(path, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodDelete, s.base+path, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var parsed map[string]any
+			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") == "" || json.Unmarshal(body, &parsed) != nil || parsed["error"] == nil {
+				t.Fatalf("DELETE: %d, Allow %q, body %s; want 405, an Allow header and a JSON error", resp.StatusCode, resp.Header.Get("Allow"), body)
+			}
+		})
 	}
 }

@@ -56,7 +56,9 @@ func (s *Server) Metadata() Metadata {
 func (s *Server) metadata(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		// JSON like every other answer of this server: a client that reads the error as
+		// JSON got plain text here.
+		writeJSON(w, http.StatusMethodNotAllowed, errorAnswer{"invalid_request", "read this document with GET"})
 		return
 	}
 	writeJSON(w, http.StatusOK, s.Metadata())
