@@ -1,20 +1,26 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // credentialKinds are every credential prefix the service issues or reserves: agent keys,
@@ -274,5 +280,72 @@ func TestALongURLIsLoggedCut(t *testing.T) {
 	// net/http reads 4 KiB past the bound before it refuses.
 	if status := get("/nope/" + strings.Repeat("a", app.MaxHeaderBytes+8<<10)); status != http.StatusRequestHeaderFieldsTooLarge {
 		t.Fatalf("a request line past the bound: %d", status)
+	}
+}
+
+// TestAnAbandonedDownloadIsLoggedAsSuch: a client that reads part of a large download and
+// goes away was logged as any served download (200 and its bytes), and nobody could tell
+// from the log that the file never arrived.
+func TestAnAbandonedDownloadIsLoggedAsSuch(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	project := s.res.Projects["escalations"].ID
+	room := fmt.Sprintf("%s/api/mcp/p/%s", s.base, project)
+	var sent struct {
+		TaskID string `json:"task_id"`
+	}
+	if err := json.Unmarshal([]byte(served(t, room, s.key("acme/architect"), "send_task", map[string]any{"to_agent_slug": "backend", "goal": "Read the dump"})), &sent); err != nil {
+		t.Fatal(err)
+	}
+	// Larger than loopback's socket buffers can hold, and incompressible, so that the
+	// server is still writing when the client goes.
+	content := make([]byte, 24<<20)
+	if _, err := rand.NewChaCha8([32]byte{1}).Read(content); err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/api/rooms/%s/tasks/%s/attachments?filename=dump.bin", s.base, project, sent.TaskID), bytes.NewReader(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	setCredential(req.Header, s.key("acme/architect"))
+	if status, _, body := testfix.Do(t, http.DefaultClient, req); status != http.StatusCreated {
+		t.Fatalf("upload: %d %s", status, body)
+	}
+	var inbox struct {
+		Tasks []struct {
+			Attachments []struct {
+				DownloadURL string `json:"download_url"`
+			} `json:"attachments"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal([]byte(served(t, room, s.key("acme/backend"), "get_inbox", nil)), &inbox); err != nil || len(inbox.Tasks) != 1 || len(inbox.Tasks[0].Attachments) != 1 {
+		t.Fatalf("the inbox: %+v, %v", inbox, err)
+	}
+	link, err := url.Parse(inbox.Tasks[0].Attachments[0].DownloadURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := rawRequest(t, s.base, "GET "+link.RequestURI()+" HTTP/1.1\r\nHost: relay.test\r\n\r\n", "")
+	if _, err := io.ReadFull(conn, make([]byte, 64<<10)); err != nil {
+		t.Fatalf("the download's start: %v", err)
+	}
+	if err := conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(generous)
+	for {
+		for _, line := range strings.Split(s.logs.String(), "\n") {
+			if strings.Contains(line, "/attachments/") && strings.Contains(line, `"method":"GET"`) {
+				if !strings.Contains(line, `"client_gone":true`) {
+					t.Fatalf("the abandoned download was logged as served: %s", line)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the download was never logged")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
