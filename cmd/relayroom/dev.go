@@ -31,6 +31,11 @@ type devCredentials struct {
 	Agents       map[string]string `json:"agents"`        // "org/slug" -> key
 	ConnectCodes map[string]string `json:"connect_codes"` // project slug -> code
 	DeskTokens   map[string]string `json:"desk_tokens"`   // desk workspace -> a personal access token
+	// Saved keys and codes revoked or rotated since they were saved (on the dashboard,
+	// with the CLI): the banner says so instead of printing what would be refused. A new
+	// one is not issued here: that would undo the revocation.
+	RevokedAgents map[string]bool `json:"-"`
+	RevokedCodes  map[string]bool `json:"-"`
 }
 
 func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -262,6 +267,11 @@ func applyDemo(ctx context.Context, cfg config.Config, demoPath, credPath string
 			creds.ConnectCodes[slug] = out.ConnectCode
 		}
 	}
+	if !fresh {
+		if err := markRevoked(ctx, svc, &creds); err != nil {
+			return creds, res, file, err
+		}
+	}
 	if err := seedDeskDemo(ctx, database, file, res, &creds); err != nil {
 		return creds, res, file, err
 	}
@@ -278,6 +288,24 @@ func applyDemo(ctx context.Context, cfg config.Config, demoPath, credPath string
 	return creds, res, file, nil
 }
 
+// markRevoked finds the saved keys and codes that no longer verify.
+func markRevoked(ctx context.Context, svc *admin.Service, creds *devCredentials) error {
+	creds.RevokedAgents, creds.RevokedCodes = map[string]bool{}, map[string]bool{}
+	for _, set := range []struct {
+		saved   map[string]string
+		revoked map[string]bool
+	}{{creds.Agents, creds.RevokedAgents}, {creds.ConnectCodes, creds.RevokedCodes}} {
+		for name, credential := range set.saved {
+			active, err := svc.CredentialActive(ctx, credential)
+			if err != nil {
+				return err
+			}
+			set.revoked[name] = !active
+		}
+	}
+	return nil
+}
+
 func printBanner(w io.Writer, public string, creds devCredentials, res admin.Result, file admin.File) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nrelayroom is running at %s   (Ctrl-C stops it and the local Postgres)\n", public)
@@ -286,6 +314,10 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 	agents := sortedKeys(creds.Agents)
 	fmt.Fprintln(&b, "\nDemo agent keys (send as X-Agent-Key or Authorization: Bearer):")
 	for _, ref := range agents {
+		if creds.RevokedAgents[ref] {
+			fmt.Fprintf(&b, "  %-18s (revoked since the last run: make a new key on the dashboard's agent page, or ./bin/relayroom admin agent rotate-key %s)\n", ref, ref)
+			continue
+		}
 		fmt.Fprintf(&b, "  %-18s %s\n", ref, creds.Agents[ref])
 	}
 	mcpServers := map[string]any{}
@@ -298,18 +330,28 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 		fmt.Fprintf(&b, "\nProject %q (id %s)\n", ps.Slug, p.ID)
 		fmt.Fprintf(&b, "  room (one room):   %s\n", room)
 		fmt.Fprintf(&b, "  all rooms:         %s/api/mcp\n", public)
-		fmt.Fprintln(&b, "  threads, one URL per part:")
 		members := bannerMembers(ps)
-		for _, m := range members {
-			fmt.Fprintf(&b, "    %-12s %s\n", m.part, admin.ThreadsURL(public, code, m.part))
+		if creds.RevokedCodes[ps.Slug] {
+			fmt.Fprintf(&b, "  threads: the connect code was rotated since the last run; its URLs are on the dashboard's project page, or ./bin/relayroom admin project rotate-code %s/%s\n", ps.Host, ps.Slug)
+		} else {
+			fmt.Fprintln(&b, "  threads, one URL per part:")
+			for _, m := range members {
+				fmt.Fprintf(&b, "    %-12s %s\n", m.part, admin.ThreadsURL(public, code, m.part))
+			}
 		}
 		fmt.Fprintln(&b, "\nClaude Code (paste one line per agent you want to be):")
 		for _, m := range members {
+			if creds.RevokedCodes[ps.Slug] || creds.RevokedAgents[m.agent] {
+				continue
+			}
 			url, key := admin.ThreadsURL(public, code, m.part), creds.Agents[m.agent]
 			fmt.Fprintf(&b, "  claude mcp add --transport http relayroom-%s '%s' --header 'X-Agent-Key: %s'\n", m.part, url, key)
 			mcpServers["relayroom-"+m.part] = map[string]any{"type": "http", "url": url, "headers": map[string]string{"X-Agent-Key": key}}
 		}
 		for _, m := range members {
+			if creds.RevokedAgents[m.agent] {
+				continue
+			}
 			key := creds.Agents[m.agent]
 			fmt.Fprintf(&b, "  claude mcp add --transport http room-%s '%s' --header 'X-Agent-Key: %s'\n", m.part, room, key)
 			mcpServers["room-"+m.part] = map[string]any{"type": "http", "url": room, "headers": map[string]string{"X-Agent-Key": key}}
@@ -320,8 +362,11 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 			if u.Org != ps.Host || u.Password == "" {
 				continue
 			}
-			threads := strings.SplitN(admin.ThreadsURL(public, code, "x"), "?", 2)[0]
-			for _, ep := range []string{threads, room, public + "/api/mcp"} {
+			endpoints := []string{room, public + "/api/mcp"}
+			if !creds.RevokedCodes[ps.Slug] {
+				endpoints = append([]string{strings.SplitN(admin.ThreadsURL(public, code, "x"), "?", 2)[0]}, endpoints...)
+			}
+			for _, ep := range endpoints {
 				fmt.Fprintf(&b, "  Or connect with only the URL: paste %s into your client and sign in as %s / %s\n", ep, u.Email, u.Password)
 			}
 			break
@@ -330,9 +375,13 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 	if len(creds.DeskTokens) > 0 {
 		deskBanner(&b, public, creds, mcpServers)
 	}
-	if len(agents) > 0 {
+	for _, ref := range agents {
+		if creds.RevokedAgents[ref] {
+			continue
+		}
 		fmt.Fprintf(&b, "\nWake an agent when work arrives (runs CMD once per wake, the wake as JSON on stdin):\n")
-		fmt.Fprintf(&b, "  RELAYROOM_AGENT_KEY='%s' ./bin/relayroom pager --url %s --exec 'cat'\n", creds.Agents[agents[0]], public)
+		fmt.Fprintf(&b, "  RELAYROOM_AGENT_KEY='%s' ./bin/relayroom pager --url %s --exec 'cat'\n", creds.Agents[ref], public)
+		break
 	}
 	js, _ := json.MarshalIndent(map[string]any{"mcpServers": mcpServers}, "  ", "  ")
 	fmt.Fprintf(&b, "\nGeneric MCP client configuration (JSON):\n  %s\n\n", js)

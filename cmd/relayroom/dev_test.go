@@ -9,8 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
 
@@ -114,4 +118,54 @@ func TestOneDevAFolder(t *testing.T) {
 		t.Fatalf("after the first ended: %v", err)
 	}
 	third.Close()
+}
+
+// TestARestartNamesWhatWasRevoked: a key revoked (or rotated) on the dashboard since the
+// last `make run` was printed again by the next one, with the client configuration built
+// on it, and every line pasted from it was refused. The banner now says it was revoked
+// and how to get a new one, and issues none itself: that would undo the revocation.
+func TestARestartNamesWhatWasRevoked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := config.Config{DatabaseURL: pgtest.New(t), StatementTimeout: 5 * time.Second}
+	credPath := filepath.Join(t.TempDir(), "creds.json")
+	first, _, _, err := applyDemo(ctx, cfg, "../../deploy/demo.yaml", credPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: 1, OpsMaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	svc := admin.New(d, "http://h")
+	if _, err := svc.RotateAgentKey(ctx, "acme/architect"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.RotateConnectCode(ctx, "acme/escalations"); err != nil {
+		t.Fatal(err)
+	}
+	again, res, file, err := applyDemo(ctx, cfg, "../../deploy/demo.yaml", credPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	printBanner(&out, "http://h", again, res, file)
+	banner := out.String()
+	t.Run("the revoked key and code are not printed", func(t *testing.T) {
+		for _, old := range []string{first.Agents["acme/architect"], first.ConnectCodes["escalations"]} {
+			if strings.Contains(banner, old) {
+				t.Fatalf("the banner prints a revoked credential:\n%s", banner)
+			}
+		}
+	})
+	t.Run("the banner says they were revoked and how to get new ones", func(t *testing.T) {
+		testfix.CheckContains(t, "banner", banner,
+			"acme/architect     (revoked since the last run",
+			"admin agent rotate-key acme/architect",
+			"admin project rotate-code acme/escalations")
+	})
+	t.Run("the keys still valid are printed as before", func(t *testing.T) {
+		testfix.CheckContains(t, "banner", banner, first.Agents["acme/backend"])
+	})
 }

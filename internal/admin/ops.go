@@ -9,6 +9,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -276,4 +277,31 @@ func (s *Service) ForgetPresence(ctx context.Context, projectID uuid.UUID) error
 	return s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		return s.Q.MembershipForgetPresence(ctx, tx, projectID)
 	})
+}
+
+// CredentialActive tells whether an agent key or a connect code still verifies. What an
+// earlier `make run` saved may have been revoked or rotated since (on the dashboard, with
+// this CLI); printed again, it was refused at the first call.
+func (s *Service) CredentialActive(ctx context.Context, credential string) (bool, error) {
+	params, kind := db.CredentialRowsParams{}, "key"
+	p, err := auth.Parse(auth.AgentKeyPrefix, credential)
+	if err == nil {
+		params.KeyID = p.ID
+	} else if p, err = auth.Parse(auth.ConnectCodePrefix, credential); err == nil {
+		kind, params.CodeID = "code", p.ID
+	} else {
+		return false, nil // not a credential of this service: nothing verifies it
+	}
+	active := false
+	err = s.DB.InTenant(ctx, pg.Tenant{Lookup: p.ID}, func(tx *pg.Tx) error {
+		rows, err := s.Q.CredentialRows(ctx, tx, params)
+		if err != nil {
+			return fmt.Errorf("verify a saved credential: %w", err)
+		}
+		for _, r := range rows {
+			active = active || (r.Kind == kind && p.Matches(r.SecretHash))
+		}
+		return nil
+	})
+	return active, err
 }
