@@ -287,6 +287,23 @@ func (q *Queries) AttachmentListContent(ctx context.Context, db DBTX, arg Attach
 	return items, nil
 }
 
+const attachmentLockRoom = `-- name: AttachmentLockRoom :exec
+SELECT pg_advisory_xact_lock(7280, hashtext($1::uuid::text))
+FROM (SELECT set_config('lock_timeout', '0', true)) AS no_lock_timeout
+`
+
+// An upload takes its room's turn (a transaction-scoped advisory lock, class 7280) once
+// its row is written, and counts the room's bytes again in the next statement, whose
+// snapshot sees every upload that took the turn before it and committed: uploads to two
+// tasks of one room that both passed the first count cannot both commit past the room's
+// bound. The turn is taken after the slow part (storing the bytes), so uploads to one
+// room wait on each other only for that count and their commits. lock_timeout is lifted
+// as for the task's turn: a commit of 25 MB can take longer than it.
+func (q *Queries) AttachmentLockRoom(ctx context.Context, db DBTX, projectID uuid.UUID) error {
+	_, err := db.Exec(ctx, attachmentLockRoom, projectID)
+	return err
+}
+
 const attachmentLockTask = `-- name: AttachmentLockTask :exec
 SELECT pg_advisory_xact_lock(7278, hashtext($1::uuid::text))
 FROM (SELECT set_config('lock_timeout', '0', true)) AS no_lock_timeout

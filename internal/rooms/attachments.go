@@ -322,6 +322,16 @@ func (s *Service) MaxRoomAttachments() int64 {
 	return DefaultMaxRoomAttachmentBytes
 }
 
+// fits refuses an upload of size bytes to a room whose other attachments hold held bytes
+// when both together pass the room's bound.
+func (s *Service) fits(held, size int64) error {
+	if held+size <= s.MaxRoomAttachments() {
+		return nil
+	}
+	return invalid("This room's attachments hold %s of the %s it may hold: this file does not fit. Link to the file elsewhere instead",
+		megabytes(held), megabytes(s.MaxRoomAttachments()))
+}
+
 // megabytes writes n bytes for people: whole megabytes (1,000,000 bytes), or bytes when
 // fewer.
 func megabytes(n int64) string {
@@ -425,20 +435,31 @@ func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename
 		if n >= MaxAttachmentsPerTask {
 			return errTooManyAttachments()
 		}
-		// Uploads to two tasks of one room may both pass this check at once: the bound
-		// is overshot by at most the uploads in flight (25 MB each), never without end.
+		// Counted first to refuse a file that does not fit before its bytes are stored;
+		// counted again, in the room's turn, once they are (fits).
 		held, err := s.Q.AttachmentBytesByProject(ctx, tx, sc.ProjectID)
 		if err != nil {
 			return err
 		}
-		if held+res.SizeBytes > s.MaxRoomAttachments() {
-			return invalid("This room's attachments hold %s of the %s it may hold: this file does not fit. Link to the file elsewhere instead",
-				megabytes(held), megabytes(s.MaxRoomAttachments()))
+		if err := s.fits(held, res.SizeBytes); err != nil {
+			return err
 		}
 		err = s.Q.AttachmentInsert(ctx, tx, db.AttachmentInsertParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(res.ID), TaskID: id,
 			UploadedByOrgID: sc.OrgID, UploadedByAgent: agent, Filename: filename, ContentType: contentType,
 			SizeBytes: res.SizeBytes, Sha256: res.Sha256, Content: content})
 		if err != nil {
+			return err
+		}
+		// Uploads to two tasks of one room could both pass the first count: each counts
+		// again in the room's turn, its own row included, and the later one sees the
+		// earlier's once it committed.
+		if err := s.Q.AttachmentLockRoom(ctx, tx, sc.ProjectID); err != nil {
+			return err
+		}
+		if held, err = s.Q.AttachmentBytesByProject(ctx, tx, sc.ProjectID); err != nil {
+			return err
+		}
+		if err := s.fits(held-res.SizeBytes, res.SizeBytes); err != nil { // held counts this upload's row
 			return err
 		}
 		return audit.RecordIntended(ctx, tx)

@@ -241,6 +241,47 @@ func TestARoomsAttachmentsAreBounded(t *testing.T) {
 	}
 }
 
+// TestUploadsAtOnceKeepTheRoomsBound: uploads to two tasks of one room both passed the
+// room's count before either was stored, and both were stored past the bound. Each now
+// counts again in the room's turn once its bytes are written: the second sees the first.
+func TestUploadsAtOnceKeepTheRoomsBound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.svc.MaxRoomAttachmentBytes = 1500
+	tasks := []string{
+		str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Quota"}).obj(t), "task_id"),
+		str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Quota too"}).obj(t), "task_id"),
+	}
+	ctx := context.Background()
+	turn := e.b.Holder(t)
+	if _, err := turn.Exec(ctx, "SELECT pg_advisory_xact_lock(7280, hashtext($1::uuid::text))", e.one); err != nil {
+		t.Fatal(err)
+	}
+	done, sc := make(chan error, len(tasks)), e.scope("architect", e.one)
+	for i, task := range tasks {
+		go func() {
+			_, err := e.svc.Upload(ctx, sc, task, fmt.Sprintf("%d.txt", i), "text/plain", bytes.Repeat([]byte("a"), 1000))
+			done <- err
+		}()
+	}
+	e.b.AwaitLockWaiters(t, len(tasks), done) // both counted 0 bytes held, and stored theirs
+	if err := turn.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var refused []error
+	for range tasks {
+		if err := <-done; err != nil {
+			refused = append(refused, err)
+		}
+	}
+	if len(refused) != 1 || !strings.Contains(refused[0].Error(), "this file does not fit") {
+		t.Fatalf("want one upload stored and one refused as not fitting: %v", refused)
+	}
+	if held := e.count("SELECT coalesce(sum(size_bytes), 0) FROM task_attachment WHERE project_id = $1", e.one); held != 1000 {
+		t.Fatalf("the room holds %d bytes, past its bound of 1500", held)
+	}
+}
+
 // TestAttachmentRetryStoresOnce: an upload retried after its answer was lost (the route is
 // plain HTTP, outside the tools' idempotency keys) answers the attachment already stored;
 // another file, or the same bytes under another name, is a new attachment.

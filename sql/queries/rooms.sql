@@ -227,6 +227,17 @@ WHERE project_id = sqlc.arg(project_id) AND id = ANY(sqlc.arg(ids)::uuid[]);
 -- name: AttachmentCountByTask :one
 SELECT count(*) FROM task_attachment WHERE project_id = sqlc.arg(project_id) AND task_id = sqlc.arg(task_id);
 
+-- name: AttachmentLockRoom :exec
+-- An upload takes its room's turn (a transaction-scoped advisory lock, class 7280) once
+-- its row is written, and counts the room's bytes again in the next statement, whose
+-- snapshot sees every upload that took the turn before it and committed: uploads to two
+-- tasks of one room that both passed the first count cannot both commit past the room's
+-- bound. The turn is taken after the slow part (storing the bytes), so uploads to one
+-- room wait on each other only for that count and their commits. lock_timeout is lifted
+-- as for the task's turn: a commit of 25 MB can take longer than it.
+SELECT pg_advisory_xact_lock(7280, hashtext(sqlc.arg(project_id)::uuid::text))
+FROM (SELECT set_config('lock_timeout', '0', true)) AS no_lock_timeout;
+
 -- name: AttachmentBytesByProject :one
 -- The bytes a room's attachments hold (their sizes, not their content): an upload is
 -- refused past the room's bound (rooms.Deps.MaxRoomAttachmentBytes).
