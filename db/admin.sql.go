@@ -479,6 +479,25 @@ func (q *Queries) MembershipLockProject(ctx context.Context, db DBTX, projectID 
 	return err
 }
 
+const membershipMoveAside = `-- name: MembershipMoveAside :exec
+UPDATE membership SET part = 'moving-' || replace(id::text, '-', '')
+WHERE project_id = $1 AND agent_id = $2 AND part <> $3
+`
+
+type MembershipMoveAsideParams struct {
+	ProjectID uuid.UUID
+	AgentID   uuid.UUID
+	Part      string
+}
+
+// A file may give members each other's parts (a swap): its upserts, one at a time,
+// collided on the unique part before the last. A member whose part changes is first moved
+// to a part named after its own row, which no file declares, and then given its new part.
+func (q *Queries) MembershipMoveAside(ctx context.Context, db DBTX, arg MembershipMoveAsideParams) error {
+	_, err := db.Exec(ctx, membershipMoveAside, arg.ProjectID, arg.AgentID, arg.Part)
+	return err
+}
+
 const membershipUpsert = `-- name: MembershipUpsert :one
 INSERT INTO membership (project_id, id, agent_id, org_id, part, is_main, nickname, access, capabilities)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)

@@ -271,12 +271,18 @@ func (s *Service) applyProject(ctx context.Context, tx *pg.Tx, p ProjectSpec, or
 			return ProjectOut{}, fmt.Errorf("agreement with %s: %w", g.Org, err)
 		}
 	}
-	for _, m := range p.Members {
+	agents := make([]db.AgentGetBySlugRow, len(p.Members))
+	for i, m := range p.Members {
 		orgSlug, agentSlug, _ := strings.Cut(m.Agent, "/")
-		a, err := s.Q.AgentGetBySlug(ctx, tx, db.AgentGetBySlugParams{OrgSlug: orgSlug, AgentSlug: agentSlug})
-		if err != nil {
+		if agents[i], err = s.Q.AgentGetBySlug(ctx, tx, db.AgentGetBySlugParams{OrgSlug: orgSlug, AgentSlug: agentSlug}); err != nil {
 			return ProjectOut{}, fmt.Errorf("member %s: %w", m.Agent, err)
 		}
+		if err := s.Q.MembershipMoveAside(ctx, tx, db.MembershipMoveAsideParams{ProjectID: row.ID, AgentID: agents[i].ID, Part: m.Part}); err != nil {
+			return ProjectOut{}, fmt.Errorf("member %s: %w", m.Agent, err)
+		}
+	}
+	for i, m := range p.Members {
+		a := agents[i]
 		if m.Main {
 			if err := s.Q.MembershipClearMainExcept(ctx, tx, db.MembershipClearMainExceptParams{ProjectID: row.ID, AgentID: a.ID}); err != nil {
 				return ProjectOut{}, fmt.Errorf("member %s: %w", m.Agent, err)

@@ -326,3 +326,41 @@ func TestPeoplesNamesAreKeptAndBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestApplySwapsMembersParts: a file that gives two members each other's parts was
+// refused ("part … is already held"): its upserts, one at a time, collided on the unique
+// part before the last. The swap now applies, and a part held by a member the file does
+// not declare is still refused.
+func TestApplySwapsMembersParts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _, out := applyDemo(t)
+	swapped := strings.NewReplacer("part: architect", "part: qa-lead", "part: qa-lead", "part: architect").Replace(demo)
+	t.Run("two members trade parts", func(t *testing.T) {
+		again, err := svc.Apply(ctx, parse(t, swapped), admin.Options{})
+		if err != nil {
+			t.Fatalf("the swap: %v", err)
+		}
+		members, err := svc.ListMembers(ctx, "acme/escalations")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, m := range members {
+			got[m.OrgSlug+"/"+m.AgentSlug] = m.Part
+		}
+		if got["acme/architect"] != "qa-lead" || got["globex/qa-lead"] != "architect" || len(got) != 2 {
+			t.Fatalf("the parts after the swap: %v", got)
+		}
+		if again.Projects["escalations"].ID != out.Projects["escalations"].ID {
+			t.Fatal("the swap made another project")
+		}
+	})
+	t.Run("a part held by a member the file does not declare is refused", func(t *testing.T) {
+		// globex/qa-lead holds "architect" since the swap, and this file leaves it out.
+		only := strings.Replace(demo, "      - {agent: globex/qa-lead, part: qa-lead, access: write}\n", "", 1)
+		if _, err := svc.Apply(ctx, parse(t, only), admin.Options{}); err == nil || !strings.Contains(err.Error(), `part "architect" is already held`) {
+			t.Fatalf("a part held by an undeclared member: %v", err)
+		}
+	})
+}

@@ -111,6 +111,13 @@ ON CONFLICT (project_id, agent_id) DO UPDATE SET part = excluded.part, is_main =
   updated_at = excluded.updated_at
 RETURNING id;
 
+-- name: MembershipMoveAside :exec
+-- A file may give members each other's parts (a swap): its upserts, one at a time,
+-- collided on the unique part before the last. A member whose part changes is first moved
+-- to a part named after its own row, which no file declares, and then given its new part.
+UPDATE membership SET part = 'moving-' || replace(id::text, '-', '')
+WHERE project_id = sqlc.arg(project_id) AND agent_id = sqlc.arg(agent_id) AND part <> sqlc.arg(part);
+
 -- name: MembershipClearMainExcept :exec
 -- Makes room for a new main agent: the partial unique index allows one per project.
 UPDATE membership SET is_main = false, updated_at = now()
