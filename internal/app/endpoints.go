@@ -60,10 +60,7 @@ func (a *App) challenge(scope string) func(r *http.Request, err *apperr.Error) s
 // (throttle.Admit), so no replica checks a guess past the limit.
 func (a *App) limited(credential func(*http.Request) string, authenticate func(context.Context, *http.Request) (tenancy.Scope, error)) func(context.Context, *http.Request) (tenancy.Scope, error) {
 	return func(ctx context.Context, r *http.Request) (tenancy.Scope, error) {
-		at := throttle.Attempt{Address: a.clientAddress(r), Credential: credential(r)}
-		if k, err := auth.Parse(auth.AgentKeyPrefix, at.Credential); err == nil {
-			at.KeyID, at.Random = k.ID, true
-		}
+		at := a.attempt(r, credential)
 		if err := a.throttle.Admit(ctx, at); err != nil {
 			return tenancy.Scope{}, err
 		}
@@ -92,10 +89,7 @@ func (a *App) limited(credential func(*http.Request) string, authenticate func(c
 func (a *App) limitedRoute(credential func(*http.Request) string, next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		at := throttle.Attempt{Address: a.clientAddress(r), Credential: credential(r)}
-		if k, err := auth.Parse(auth.AgentKeyPrefix, at.Credential); err == nil {
-			at.KeyID, at.Random = k.ID, true
-		}
+		at := a.attempt(r, credential)
 		if err := a.throttle.Admit(r.Context(), at); err != nil {
 			httpapi.Errors{Log: a.log}.Write(c.Response(), r, err)
 			return nil
@@ -113,6 +107,17 @@ func (a *App) limitedRoute(credential func(*http.Request) string, next echo.Hand
 		}
 		return err
 	}
+}
+
+// attempt is a request's authentication as the limits see it: its address and credential,
+// and for an agent key its public id (limited per key too). The MCP endpoints and the HTTP
+// routes build it alike, so neither counts a guess the other would not.
+func (a *App) attempt(r *http.Request, credential func(*http.Request) string) throttle.Attempt {
+	at := throttle.Attempt{Address: a.clientAddress(r), Credential: credential(r)}
+	if k, err := auth.Parse(auth.AgentKeyPrefix, at.Credential); err == nil {
+		at.KeyID, at.Random = k.ID, true
+	}
+	return at
 }
 
 func (a *App) clientAddress(r *http.Request) string {
