@@ -187,17 +187,27 @@ func admitted(ep mcp.Endpoint[tenancy.Scope]) mcp.Endpoint[tenancy.Scope] {
 	return ep
 }
 
+// urlPart is the threads endpoint's ?part=, refused when missing or malformed: the POST
+// and the description a person checks the URL with answer it alike.
+func urlPart(r *http.Request) (string, error) {
+	part := r.URL.Query().Get("part")
+	if part == "" {
+		return "", apperr.New(apperr.Forbidden, "the URL needs ?part=<your part>")
+	}
+	if err := tenancy.CheckPart(part); err != nil {
+		return "", err
+	}
+	return part, nil
+}
+
 func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 	resolver := a.resolver.Provisional()
 	return mcp.Endpoint[tenancy.Scope]{
 		Name: "threads", Service: "relayroom-threads", ServerName: "relayroom-threads", ServerVersion: Version,
 		Instructions: "Threads between the parts of this project. Start with whoami and roster; read inbox, open threads with show, close them when done.",
 		Authenticate: a.agentOrToken(auth.ResourceThreads, func(ctx context.Context, r *http.Request, key string) (tenancy.Scope, error) {
-			part := r.URL.Query().Get("part")
-			if part == "" {
-				return tenancy.Scope{}, apperr.New(apperr.Forbidden, "the URL needs ?part=<your part>")
-			}
-			if err := tenancy.CheckPart(part); err != nil {
+			part, err := urlPart(r)
+			if err != nil {
 				return tenancy.Scope{}, err
 			}
 			return resolver.Part(ctx, pathValue(ctx, connectCodeKey), part, key)
@@ -212,11 +222,8 @@ func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 			if _, err := auth.Parse(auth.ConnectCodePrefix, pathValue(r.Context(), connectCodeKey)); err != nil {
 				return nil, apperr.New(apperr.Unauthenticated, "unknown connect code")
 			}
-			part := r.URL.Query().Get("part")
-			if part == "" {
-				return nil, apperr.New(apperr.Forbidden, "the URL needs ?part=<your part>")
-			}
-			if err := tenancy.CheckPart(part); err != nil {
+			part, err := urlPart(r)
+			if err != nil {
 				return nil, err
 			}
 			return map[string]any{"part": part}, nil
