@@ -20,10 +20,8 @@ import (
 func TestInvitationMakesAMemberOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := testfix.Seed(t, demo)
-	svc := admin.New(b.DB, testfix.PublicURL)
-	acme := b.Result.Organisations["acme"].ID
-	owner := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
+	b, svc, owner := seededAdmin(t, demo, testfix.Options{})
+	acme := owner.OrgID
 	invite := func(t *testing.T, email, role string) string {
 		t.Helper()
 		out, err := svc.Invite(ctx, owner, email, role)
@@ -183,10 +181,8 @@ func TestInvitationMakesAMemberOnce(t *testing.T) {
 func TestAnInvitationWithdrawnWhileItIsAcceptedMakesNoMember(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := testfix.SeedWith(t, demo, testfix.Options{MaxConns: 4, OpsMaxConns: 4})
-	svc := admin.New(b.DB, testfix.PublicURL)
-	acme := b.Result.Organisations["acme"].ID
-	owner := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
+	b, svc, owner := seededAdmin(t, demo, racing)
+	acme := owner.OrgID
 	out, err := svc.Invite(ctx, owner, "mallory@example.test", "admin")
 	if err != nil {
 		t.Fatal(err)

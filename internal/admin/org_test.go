@@ -18,10 +18,7 @@ import (
 func TestOrgAdminChangesCarryTheirAudit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := testfix.Seed(t, demo)
-	svc := admin.New(b.DB, testfix.PublicURL)
-	acme := b.Result.Organisations["acme"].ID
-	owner := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
+	b, svc, owner := seededAdmin(t, demo, testfix.Options{})
 
 	t.Run("an event that cannot be written undoes the change", func(t *testing.T) {
 		t.Parallel()
@@ -91,8 +88,7 @@ func ownedBy(t *testing.T, svc *admin.Service, names ...string) (uuid.UUID, []uu
 func TestTwoOwnersDemotingEachOtherLeaveOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := testfix.SeedWith(t, demo, testfix.Options{MaxConns: 4, OpsMaxConns: 4}) // both changes and the test's polls at once
-	svc := admin.New(b.DB, testfix.PublicURL)
+	b, svc, _ := seededAdmin(t, demo, racing) // both changes and the test's polls at once
 	org, owners := ownedBy(t, svc, "x", "y")
 	x, y := owners[0], owners[1]
 	// Both changes are held at their UPDATE, after whatever each read before it.
@@ -135,8 +131,7 @@ func TestTwoOwnersDemotingEachOtherLeaveOne(t *testing.T) {
 func TestARoleChangeIsMadeWithTheActorsRoleOfNow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := testfix.Seed(t, demo)
-	svc := admin.New(b.DB, testfix.PublicURL)
+	b, svc, _ := seededAdmin(t, demo, testfix.Options{})
 	org, owners := ownedBy(t, svc, "a", "b", "c")
 	a, bb, c := owners[0], owners[1], owners[2]
 	var err error
@@ -158,8 +153,7 @@ func TestARoleChangeIsMadeWithTheActorsRoleOfNow(t *testing.T) {
 func TestADeactivatedOwnerIsNotTheOwnerLeft(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := testfix.Seed(t, demo)
-	svc := admin.New(b.DB, testfix.PublicURL)
+	b, svc, _ := seededAdmin(t, demo, testfix.Options{})
 	org, owners := ownedBy(t, svc, "a", "b")
 	a, bb := owners[0], owners[1]
 	testfix.OpAll(t, b.DB, testfix.Stmt{SQL: `UPDATE org_member SET deactivated_at = now() WHERE org_id = $1 AND user_id = $2`, Args: []any{org, bb}})
@@ -193,11 +187,9 @@ func TestAnAgreementRevokedWhileItIsAcceptedStaysRevoked(t *testing.T) {
 			ctx := context.Background()
 			file := strings.Replace(demo, "{org: globex, status: active,", "{org: globex, status: pending,", 1)
 			file = strings.Replace(file, "users:\n", "users:\n  - {email: gus@globex.test, name: Gus, org: globex, role: owner, password: \"correct horse\"}\n", 1)
-			b := testfix.SeedWith(t, file, testfix.Options{MaxConns: 4, OpsMaxConns: 4}) // both changes and the test's polls at once
-			svc := admin.New(b.DB, testfix.PublicURL)
-			acme, globex := b.Result.Organisations["acme"].ID, b.Result.Organisations["globex"].ID
+			b, svc, host := seededAdmin(t, file, racing) // both changes and the test's polls at once
+			globex := b.Result.Organisations["globex"].ID
 			project := b.Result.Projects["escalations"].ID
-			host := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
 			guest := admin.OrgActor{OrgID: globex, UserID: b.Result.Users["gus@globex.test"].ID, Name: "Gus", Role: "owner"}
 			// The revocation is held at its update, after what it read; the acceptance starts then.
 			holder := b.Holder(t)
@@ -253,10 +245,7 @@ func TestAdminCreationsAtOnceAreRefusedAsInTurn(t *testing.T) {
 	}
 	t.Run("one slug", func(t *testing.T) {
 		t.Parallel()
-		b := testfix.SeedWith(t, demo, testfix.Options{MaxConns: 4, OpsMaxConns: 4})
-		svc := admin.New(b.DB, testfix.PublicURL)
-		acme := b.Result.Organisations["acme"].ID
-		owner := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
+		b, svc, owner := seededAdmin(t, demo, racing)
 		// The agent table is held, so a creation that passed its check waits at its write.
 		holder := b.Holder(t)
 		if _, err := holder.Exec(ctx, `LOCK TABLE agent IN SHARE MODE`); err != nil {
@@ -280,11 +269,8 @@ func TestAdminCreationsAtOnceAreRefusedAsInTurn(t *testing.T) {
 	})
 	t.Run("one part", func(t *testing.T) {
 		t.Parallel()
-		b := testfix.SeedWith(t, demo, testfix.Options{MaxConns: 4, OpsMaxConns: 4})
-		svc := admin.New(b.DB, testfix.PublicURL)
-		acme := b.Result.Organisations["acme"].ID
+		b, svc, owner := seededAdmin(t, demo, racing)
 		project := b.Result.Projects["escalations"].ID
-		owner := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
 		var agents []uuid.UUID
 		for _, slug := range []string{"one", "two"} {
 			out, err := svc.CreateAgent(ctx, owner, admin.AgentSpec{Slug: slug, Name: slug})
@@ -317,11 +303,9 @@ func TestAdminCreationsAtOnceAreRefusedAsInTurn(t *testing.T) {
 func TestTheOperatorsGrantsKeepARevocationMadeMeanwhile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := testfix.SeedWith(t, demo, testfix.Options{MaxConns: 4, OpsMaxConns: 4})
-	svc := admin.New(b.DB, testfix.PublicURL)
-	acme, globex := b.Result.Organisations["acme"].ID, b.Result.Organisations["globex"].ID
+	b, svc, host := seededAdmin(t, demo, racing)
+	globex := b.Result.Organisations["globex"].ID
 	project := b.Result.Projects["escalations"].ID
-	host := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
 	// The host's revocation is held at its update; the operator's change starts then.
 	holder := b.Holder(t)
 	if _, err := holder.Exec(ctx, `SELECT 1 FROM agreement WHERE project_id = $1 AND guest_org_id = $2 FOR UPDATE`, project, globex); err != nil {
@@ -356,11 +340,8 @@ func TestTheOperatorsGrantsKeepARevocationMadeMeanwhile(t *testing.T) {
 func TestTheOperatorsMemberUpdateKeepsAnAccessLoweredMeanwhile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := testfix.SeedWith(t, demo, testfix.Options{MaxConns: 4, OpsMaxConns: 4})
-	svc := admin.New(b.DB, testfix.PublicURL)
-	acme := b.Result.Organisations["acme"].ID
+	b, svc, host := seededAdmin(t, demo, racing)
 	project := b.Result.Projects["escalations"].ID
-	host := admin.OrgActor{OrgID: acme, UserID: b.Result.Users["ana@acme.test"].ID, Name: "Ana", Role: "owner"}
 	// The host's change is held at its update; the operator's starts then.
 	holder := b.Holder(t)
 	if _, err := holder.Exec(ctx, `SELECT 1 FROM membership WHERE project_id = $1 AND part = 'architect' FOR UPDATE`, project); err != nil {
