@@ -192,23 +192,15 @@ func TestAnAgreementRevokedWhileItIsAcceptedStaysRevoked(t *testing.T) {
 			project := b.Result.Projects["escalations"].ID
 			guest := admin.OrgActor{OrgID: globex, UserID: b.Result.Users["gus@globex.test"].ID, Name: "Gus", Role: "owner"}
 			// The revocation is held at its update, after what it read; the acceptance starts then.
-			holder := b.Holder(t)
-			if _, err := holder.Exec(ctx, `SELECT 1 FROM agreement WHERE project_id = $1 AND guest_org_id = $2 FOR UPDATE`, project, globex); err != nil {
-				t.Fatal(err)
+			revoked, accepted := inTurn(t, b,
+				func() error { return revoke(ctx, svc, host, project, globex) },
+				func() error { return svc.AcceptAgreement(ctx, guest, project, globex) },
+				`SELECT 1 FROM agreement WHERE project_id = $1 AND guest_org_id = $2 FOR UPDATE`, project, globex)
+			if revoked != nil {
+				t.Fatalf("revoke: %v", revoked)
 			}
-			revoked, accepted := make(chan error, 1), make(chan error, 1)
-			go func() { revoked <- revoke(ctx, svc, host, project, globex) }()
-			b.AwaitLockWaiters(t, 1, revoked)
-			go func() { accepted <- svc.AcceptAgreement(ctx, guest, project, globex) }()
-			b.AwaitLockWaiters(t, 2, accepted)
-			if err := holder.Commit(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-revoked; err != nil {
-				t.Fatalf("revoke: %v", err)
-			}
-			if err := <-accepted; apperr.CodeOf(err) != apperr.Conflict {
-				t.Fatalf("the acceptance of a revoked agreement: %v", err)
+			if apperr.CodeOf(accepted) != apperr.Conflict {
+				t.Fatalf("the acceptance of a revoked agreement: %v", accepted)
 			}
 			if status := testfix.Value[string](t, b, `SELECT status FROM agreement WHERE project_id = $1 AND guest_org_id = $2`, project, globex); status != "revoked" {
 				t.Fatalf("the revoked agreement is %q", status)
@@ -307,26 +299,18 @@ func TestTheOperatorsGrantsKeepARevocationMadeMeanwhile(t *testing.T) {
 	globex := b.Result.Organisations["globex"].ID
 	project := b.Result.Projects["escalations"].ID
 	// The host's revocation is held at its update; the operator's change starts then.
-	holder := b.Holder(t)
-	if _, err := holder.Exec(ctx, `SELECT 1 FROM agreement WHERE project_id = $1 AND guest_org_id = $2 FOR UPDATE`, project, globex); err != nil {
-		t.Fatal(err)
+	revoked, set := inTurn(t, b,
+		func() error { return svc.RevokeAgreement(ctx, host, project, globex) },
+		func() error {
+			_, err := svc.SetAgreement(ctx, "acme/escalations", admin.GuestSpec{Org: "globex", Status: "active", Grants: []string{"read_memory"}}, true, false)
+			return err
+		},
+		`SELECT 1 FROM agreement WHERE project_id = $1 AND guest_org_id = $2 FOR UPDATE`, project, globex)
+	if revoked != nil {
+		t.Fatalf("revoke: %v", revoked)
 	}
-	revoked, set := make(chan error, 1), make(chan error, 1)
-	go func() { revoked <- svc.RevokeAgreement(ctx, host, project, globex) }()
-	b.AwaitLockWaiters(t, 1, revoked)
-	go func() {
-		_, err := svc.SetAgreement(ctx, "acme/escalations", admin.GuestSpec{Org: "globex", Status: "active", Grants: []string{"read_memory"}}, true, false)
-		set <- err
-	}()
-	b.AwaitLockWaiters(t, 2, set)
-	if err := holder.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-revoked; err != nil {
-		t.Fatalf("revoke: %v", err)
-	}
-	if err := <-set; err != nil {
-		t.Fatalf("set grants: %v", err)
+	if set != nil {
+		t.Fatalf("set grants: %v", set)
 	}
 	got := testfix.Value[string](t, b, `SELECT status || ' ' || array_to_string(grants, ',') FROM agreement WHERE project_id = $1 AND guest_org_id = $2`, project, globex)
 	if got != "revoked read_memory" {
@@ -343,29 +327,21 @@ func TestTheOperatorsMemberUpdateKeepsAnAccessLoweredMeanwhile(t *testing.T) {
 	b, svc, host := seededAdmin(t, demo, racing)
 	project := b.Result.Projects["escalations"].ID
 	// The host's change is held at its update; the operator's starts then.
-	holder := b.Holder(t)
-	if _, err := holder.Exec(ctx, `SELECT 1 FROM membership WHERE project_id = $1 AND part = 'architect' FOR UPDATE`, project); err != nil {
-		t.Fatal(err)
+	lowered, set := inTurn(t, b,
+		func() error {
+			return svc.SetOrgMemberAccess(ctx, host, project, admin.MemberInput{Part: "architect", Access: "read"})
+		},
+		func() error {
+			_, err := svc.SetMember(ctx, "acme/escalations", admin.MemberSpec{Agent: "acme/architect", Nickname: "Arch", Access: "write"},
+				admin.MemberKeep{Part: true, Main: true, Access: true, Capabilities: true})
+			return err
+		},
+		`SELECT 1 FROM membership WHERE project_id = $1 AND part = 'architect' FOR UPDATE`, project)
+	if lowered != nil {
+		t.Fatalf("lower: %v", lowered)
 	}
-	lowered, set := make(chan error, 1), make(chan error, 1)
-	go func() {
-		lowered <- svc.SetOrgMemberAccess(ctx, host, project, admin.MemberInput{Part: "architect", Access: "read"})
-	}()
-	b.AwaitLockWaiters(t, 1, lowered)
-	go func() {
-		_, err := svc.SetMember(ctx, "acme/escalations", admin.MemberSpec{Agent: "acme/architect", Nickname: "Arch", Access: "write"},
-			admin.MemberKeep{Part: true, Main: true, Access: true, Capabilities: true})
-		set <- err
-	}()
-	b.AwaitLockWaiters(t, 2, set)
-	if err := holder.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-lowered; err != nil {
-		t.Fatalf("lower: %v", err)
-	}
-	if err := <-set; err != nil {
-		t.Fatalf("set nickname: %v", err)
+	if set != nil {
+		t.Fatalf("set nickname: %v", set)
 	}
 	got := testfix.Value[string](t, b, `SELECT access || ' ' || array_to_string(capabilities, ',') || ' ' || coalesce(nickname, '')
 		FROM membership WHERE project_id = $1 AND part = 'architect'`, project)
