@@ -22,6 +22,7 @@ import (
 	"github.com/relayroom/relayroom/internal/embed"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
+	"github.com/relayroom/relayroom/internal/tenancy"
 )
 
 const (
@@ -307,12 +308,44 @@ func (h *hashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 
 var _ embed.Embedder = (*hashEmbedder)(nil)
 
+// hashEmbedding puts a hash embedder on e's service, which a write waits for 100 ms at
+// most (an embedder that fails or hangs costs the test no more), and returns it.
+func hashEmbedding(e *env) *hashEmbedder {
+	h := &hashEmbedder{name: "hash-v1"}
+	e.svc.Embedder, e.svc.EmbedTimeout = h, 100*time.Millisecond
+	return h
+}
+
+// writeBacklog writes first, then 20 escalation notes, as sc while h is down: all of them
+// wait in the backlog, first's the oldest. h is up again on return.
+func writeBacklog(t *testing.T, e *env, h *hashEmbedder, sc tenancy.Scope, first ...string) {
+	t.Helper()
+	h.mode.Store(1)
+	for i := range 20 {
+		first = append(first, fmt.Sprintf("Escalation note number %d for the billing team", i))
+	}
+	for _, c := range first {
+		if _, err := e.svc.WriteMemory(context.Background(), sc, rooms.WriteMemoryInput{Content: c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.mode.Store(0)
+}
+
+// poisoned is n parts of a document whose word "poisoned" a test's embedder fails on.
+func poisoned(n int) []string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("The poisoned design document part %d", i)
+	}
+	return parts
+}
+
 func TestWriteNeverFailsBecauseOfTheEmbedder(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	h := &hashEmbedder{name: "hash-v1"}
-	e.svc.Embedder, e.svc.EmbedTimeout = h, 100*time.Millisecond
+	h := hashEmbedding(e)
 	sc := e.scope("architect", e.one)
 
 	h.mode.Store(1) // down
@@ -357,20 +390,10 @@ func TestEmbedBacklogGoesPastAnEntryTheEmbedderRefuses(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	h := &hashEmbedder{name: "hash-v1"}
-	e.svc.Embedder, e.svc.EmbedTimeout = h, 100*time.Millisecond
+	h := hashEmbedding(e)
 	sc := e.scope("architect", e.one)
-	h.mode.Store(1) // down while they are written: all of them wait in the backlog
+	writeBacklog(t, e, h, sc, "The oversized runbook for the quarterly failover drill")
 	poison := "oversized"
-	if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: "The oversized runbook for the quarterly failover drill"}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 20 {
-		if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: fmt.Sprintf("Escalation note number %d for the billing team", i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.mode.Store(0)
 	h.refuse.Store(&poison)
 	t.Run("the entries behind the refused one are embedded", func(t *testing.T) {
 		n, err := e.svc.EmbedPending(ctx, 100)
@@ -429,21 +452,8 @@ func TestEmbedBacklogIsNotHeldBackByOneChunk(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			ctx := context.Background()
-			h := &hashEmbedder{name: "hash-v1"}
-			e.svc.Embedder, e.svc.EmbedTimeout = h, 100*time.Millisecond
-			sc := e.scope("architect", e.one)
-			h.mode.Store(1) // down while they are written: all of them wait in the backlog
-			for i := range c.bad {
-				if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: fmt.Sprintf("The poisoned design document part %d", i)}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for i := range 20 {
-				if _, err := e.svc.WriteMemory(ctx, sc, rooms.WriteMemoryInput{Content: fmt.Sprintf("Escalation note number %d for the billing team", i)}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			h.mode.Store(0)
+			h := hashEmbedding(e)
+			writeBacklog(t, e, h, e.scope("architect", e.one), poisoned(c.bad)...)
 			word := "poisoned"
 			c.poison(h, &word)
 			// The first tick embeds the entries behind the chunk; the next finds only what
@@ -476,25 +486,12 @@ func TestEmbedBacklogParksWhatTheServerFailsOn(t *testing.T) {
 	const listing = 100
 	setup := func(t *testing.T, bad int) (*env, *hashEmbedder, *atomic.Pointer[time.Time], func() int) {
 		e := newEnv(t)
-		h := &hashEmbedder{name: "hash-v1"}
+		h := hashEmbedding(e)
 		var clock atomic.Pointer[time.Time]
 		now := time.Now()
 		clock.Store(&now)
-		e.svc.Embedder, e.svc.EmbedTimeout = h, 100*time.Millisecond
 		e.svc.Now = func() time.Time { return *clock.Load() }
-		sc := e.scope("architect", e.one)
-		h.mode.Store(1) // down while they are written: all of them wait in the backlog
-		for i := range bad {
-			if _, err := e.svc.WriteMemory(context.Background(), sc, rooms.WriteMemoryInput{Content: fmt.Sprintf("The poisoned design document part %d", i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for i := range 20 {
-			if _, err := e.svc.WriteMemory(context.Background(), sc, rooms.WriteMemoryInput{Content: fmt.Sprintf("Escalation note number %d for the billing team", i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		h.mode.Store(0)
+		writeBacklog(t, e, h, e.scope("architect", e.one), poisoned(bad)...)
 		good := func() int {
 			return e.count("SELECT count(*) FROM memory_vector WHERE embedder = 'hash-v1' AND embedding IS NOT NULL")
 		}
