@@ -128,6 +128,16 @@ func (fx *fixture) inbox(org, slug string) int64 {
 
 func (fx *fixture) user(email string) *uuid.UUID { u := fx.users[email]; return &u }
 
+// apply applies a workspace's entry of an admin file, as `relayroom admin apply` does.
+func (fx *fixture) apply(ctx context.Context, spec desk.WorkspaceSpec) (desk.WorkspaceOut, error) {
+	var out desk.WorkspaceOut
+	err := fx.d.Operator(ctx, func(tx *pg.Tx) (err error) {
+		out, err = desk.ApplyWorkspace(ctx, tx, fx.q, fx.orgs[spec.Workspace], spec)
+		return err
+	})
+	return out, err
+}
+
 // seed stores the conversations every test reads.
 func (fx *fixture) seed() {
 	fx.t.Helper()

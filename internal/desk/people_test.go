@@ -101,13 +101,7 @@ func TestSavedReplySlugs(t *testing.T) {
 	initech := fx.orgs["initech"]
 	ida := desk.Member{OrgID: initech, UserID: fx.users["ida@initech.test"], Name: "Ida", Role: desk.RoleOwner}
 	apply := func(slug, title string) (desk.WorkspaceOut, error) {
-		var out desk.WorkspaceOut
-		err := fx.d.Operator(ctx, func(tx *pg.Tx) (err error) {
-			out, err = desk.ApplyWorkspace(ctx, tx, fx.q, initech, desk.WorkspaceSpec{Workspace: "initech",
-				SavedReplies: []desk.SavedReplySpec{{Slug: slug, Title: title, Body: "Body."}}})
-			return err
-		})
-		return out, err
+		return fx.apply(ctx, desk.WorkspaceSpec{Workspace: "initech", SavedReplies: []desk.SavedReplySpec{{Slug: slug, Title: title, Body: "Body."}}})
 	}
 	first, err := fx.svc.CreateSavedReply(ctx, ida, "Made on the dashboard", "Body.")
 	if err != nil {
@@ -152,11 +146,7 @@ func TestApplyLeavesWhatItDoesNotName(t *testing.T) {
 	support := fx.res.Desk["acme"].Inboxes["support"].ID
 	apply := func(t *testing.T, in desk.InboxSpec) {
 		t.Helper()
-		err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
-			_, err := desk.ApplyWorkspace(ctx, tx, fx.q, acme, desk.WorkspaceSpec{Workspace: "acme", Inboxes: []desk.InboxSpec{in}})
-			return err
-		})
-		if err != nil {
+		if _, err := fx.apply(ctx, desk.WorkspaceSpec{Workspace: "acme", Inboxes: []desk.InboxSpec{in}}); err != nil {
 			t.Fatal(err)
 		}
 	}

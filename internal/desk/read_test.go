@@ -246,13 +246,8 @@ func TestListInboxes(t *testing.T) {
 	})
 	t.Run("names sort as a person reads them, on any database locale, page after page", func(t *testing.T) {
 		// Under the database's C.UTF-8 "Support" came before "billing", and "Élan" after "Zeta".
-		globex := fx.orgs["globex"]
-		err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
-			_, err := desk.ApplyWorkspace(ctx, tx, fx.q, globex, desk.WorkspaceSpec{Workspace: "globex", Inboxes: []desk.InboxSpec{
-				{Slug: "zeta", Name: "Zeta"}, {Slug: "upper", Name: "Support"}, {Slug: "lower", Name: "billing"}, {Slug: "elan", Name: "Élan"}}})
-			return err
-		})
-		if err != nil {
+		if _, err := fx.apply(ctx, desk.WorkspaceSpec{Workspace: "globex", Inboxes: []desk.InboxSpec{
+			{Slug: "zeta", Name: "Zeta"}, {Slug: "upper", Name: "Support"}, {Slug: "lower", Name: "billing"}, {Slug: "elan", Name: "Élan"}}}); err != nil {
 			t.Fatal(err)
 		}
 		got := pages(t, func(cursor string) ([]string, *string, error) {
