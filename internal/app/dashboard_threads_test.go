@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // threadsFile: Acme (in Seoul) hosts Escalations with two parts of its own and Globex's
@@ -300,16 +298,8 @@ func TestDashboardThreads(t *testing.T) {
 		r := ana.liveStream(t, pages+"/events?after="+start.String())
 		served(t, asQA, qa, "event", map[string]any{"type": "review.first", "detail": map[string]any{"pr": "first-5678"}})
 		nextData(t, r, "first-5678", "the first event")
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, s.dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `INSERT INTO activity_event (project_id, id, type, detail, created_at)
-			VALUES ($1, $2, 'review.late', '{"pr":"late-9012"}', now())`, uuid.MustParse(project), late); err != nil {
-			t.Fatal(err)
-		}
+		ownerExec(t, s, `INSERT INTO activity_event (project_id, id, type, detail, created_at)
+			VALUES ($1, $2, 'review.late', '{"pr":"late-9012"}', now())`, uuid.MustParse(project), late)
 		// The next event wakes the stream, which must also send the late one.
 		served(t, asQA, qa, "event", map[string]any{"type": "review.second", "detail": map[string]any{"pr": "second-3456"}})
 		nextData(t, r, "late-9012", "the event committed late")

@@ -46,15 +46,12 @@ func TestAClientIdentifiedByItsMetadataDocumentConnects(t *testing.T) {
 		}})
 		cs := sdkOAuthClientWith(t, newBrowser(t, s.base), s.base+"/api/mcp", "Backend", docURL)
 		callJSON(t, cs, "list_rooms", map[string]any{})
-		conn, err := pgx.Connect(context.Background(), s.dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(context.Background())
 		var name, source string
-		err = conn.QueryRow(context.Background(), `SELECT client_name, source FROM oauth_client WHERE client_id = $1`, docURL).Scan(&name, &source)
-		if err != nil || name != "Document client" || source != "metadata_document" || fetched.Load() == 0 {
-			t.Fatalf("client %q from %q (%v), document fetched %d times", name, source, err, fetched.Load())
+		asOwner(t, s, func(ctx context.Context, conn *pgx.Conn) error {
+			return conn.QueryRow(ctx, `SELECT client_name, source FROM oauth_client WHERE client_id = $1`, docURL).Scan(&name, &source)
+		})
+		if name != "Document client" || source != "metadata_document" || fetched.Load() == 0 {
+			t.Fatalf("client %q from %q, document fetched %d times", name, source, fetched.Load())
 		}
 	})
 	t.Run("by default a document on a loopback address is refused unfetched", func(t *testing.T) {

@@ -373,31 +373,35 @@ func accessToken(t *testing.T, s *server, resource, pick, scope string) string {
 	return at
 }
 
-// ownerExec changes the seeded data as the database owner, as an operator would.
-func ownerExec(t *testing.T, s *server, sql string, args ...any) {
+// asOwner runs f on a connection of the database's owner (no row security), as an
+// operator would, and closes it; an error fails the test.
+func asOwner(t *testing.T, s *server, f func(ctx context.Context, conn *pgx.Conn) error) {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), s.dbURL)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
+	defer conn.Close(ctx)
+	if err := f(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ownerExec changes the seeded data as the database owner, as an operator would.
+func ownerExec(t *testing.T, s *server, sql string, args ...any) {
+	t.Helper()
+	asOwner(t, s, func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, sql, args...)
+		return err
+	})
 }
 
 // ownerCount is a count(*) read as the database's owner (no row security).
 func ownerCount(t *testing.T, s *server, sql string, args ...any) int {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
 	var n int
-	if err := conn.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	asOwner(t, s, func(ctx context.Context, conn *pgx.Conn) error { return conn.QueryRow(ctx, sql, args...).Scan(&n) })
 	return n
 }
 

@@ -83,48 +83,28 @@ func (a *ackScene) ack(t *testing.T, messageID string) {
 // wake reads backend's newest wake: its status, its count and the share of threadID.
 func (a *ackScene) wake(t *testing.T, threadID string) (status string, count, share int) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, a.s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if err := conn.QueryRow(ctx, `SELECT w.status, w.count, COALESCE((w.thread_counts->>$1::text)::int, 0) FROM wake w
-		JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
-		WHERE m.part = 'backend' ORDER BY w.created_at DESC LIMIT 1`, threadID).Scan(&status, &count, &share); err != nil {
-		t.Fatal(err)
-	}
+	asOwner(t, a.s, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT w.status, w.count, COALESCE((w.thread_counts->>$1::text)::int, 0) FROM wake w
+			JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
+			WHERE m.part = 'backend' ORDER BY w.created_at DESC LIMIT 1`, threadID).Scan(&status, &count, &share)
+	})
 	return status, count, share
 }
 
 // grantUrgent gives the architect's part the urgent capability.
 func (a *ackScene) grantUrgent(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, a.s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `UPDATE membership SET capabilities = '{urgent}' WHERE part = 'architect'`); err != nil {
-		t.Fatal(err)
-	}
+	ownerExec(t, a.s, `UPDATE membership SET capabilities = '{urgent}' WHERE part = 'architect'`)
 }
 
 // urgent reads whether backend's newest wake is urgent.
 func (a *ackScene) urgent(t *testing.T) (urgent bool) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, a.s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if err := conn.QueryRow(ctx, `SELECT w.urgent FROM wake w
-		JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
-		WHERE m.part = 'backend' ORDER BY w.created_at DESC LIMIT 1`).Scan(&urgent); err != nil {
-		t.Fatal(err)
-	}
+	asOwner(t, a.s, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT w.urgent FROM wake w
+			JOIN membership m ON m.project_id = w.project_id AND m.id = w.member_id
+			WHERE m.part = 'backend' ORDER BY w.created_at DESC LIMIT 1`).Scan(&urgent)
+	})
 	return urgent
 }
 
