@@ -83,9 +83,7 @@ func TestADeactivatedMemberActsInNothing(t *testing.T) {
 		t.Parallel()
 		s := startServerFile(t, signInDemo, nil)
 		g := newFlow(t, s, s.base+"/api/mcp")
-		cb := g.br.authorize(g.authURL(nil), "Backend")
-		_, m := g.exchange(t, cb.Query().Get("code"), nil)
-		tok := m["access_token"].(string)
+		tok := g.accessToken(t, "Backend", "rooms")
 		if st := bearerStatus(t, s.base+"/api/mcp", tok); st != http.StatusOK {
 			t.Fatalf("active: %d", st)
 		}

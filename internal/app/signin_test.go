@@ -363,12 +363,18 @@ func (f *flow) code(t *testing.T) string {
 // Ana signs in and consents to the choice whose label contains pick.
 func accessToken(t *testing.T, s *server, resource, pick, scope string) string {
 	t.Helper()
-	f := newFlow(t, s, resource)
+	return newFlow(t, s, resource).accessToken(t, pick, scope)
+}
+
+// accessToken is an access token for the flow's resource, issued after Ana signs in and
+// consents to the choice whose label contains pick.
+func (f *flow) accessToken(t *testing.T, pick, scope string) string {
+	t.Helper()
 	cb := f.br.authorize(f.authURL(func(q url.Values) { q.Set("scope", scope) }), pick)
 	status, tok := f.exchange(t, cb.Query().Get("code"), nil)
 	at, _ := tok["access_token"].(string)
 	if status != http.StatusOK || at == "" {
-		t.Fatalf("token for %s: %d %v", resource, status, tok)
+		t.Fatalf("token for %s: %d %v", f.resource, status, tok)
 	}
 	return at
 }
@@ -834,10 +840,7 @@ func TestTokensEndWithTheirAgentOrPerson(t *testing.T) {
 		}
 	})
 	t.Run("the person removed from the organisation", func(t *testing.T) {
-		g := newFlow(t, s, s.base+"/api/mcp")
-		cb := g.br.authorize(g.authURL(nil), "Backend")
-		_, m := g.exchange(t, cb.Query().Get("code"), nil)
-		tok := m["access_token"].(string)
+		tok := accessToken(t, s, s.base+"/api/mcp", "Backend", "rooms")
 		if got := bearerStatus(t, s.base+"/api/mcp", tok); got != http.StatusOK {
 			t.Fatalf("fresh token: %d", got)
 		}
