@@ -662,21 +662,6 @@ func (q *Queries) OAuthTokenRevoke(ctx context.Context, db DBTX, arg OAuthTokenR
 	return err
 }
 
-const oAuthTokenRevokeByGrant = `-- name: OAuthTokenRevokeByGrant :exec
-UPDATE oauth_token SET revoked_at = now()
-WHERE org_id = $1 AND grant_id = $2 AND revoked_at IS NULL
-`
-
-type OAuthTokenRevokeByGrantParams struct {
-	OrgID   uuid.UUID
-	GrantID uuid.UUID
-}
-
-func (q *Queries) OAuthTokenRevokeByGrant(ctx context.Context, db DBTX, arg OAuthTokenRevokeByGrantParams) error {
-	_, err := db.Exec(ctx, oAuthTokenRevokeByGrant, arg.OrgID, arg.GrantID)
-	return err
-}
-
 const oAuthTokenRevokeByGrantID = `-- name: OAuthTokenRevokeByGrantID :exec
 UPDATE oauth_token SET revoked_at = now() WHERE grant_id = $1 AND revoked_at IS NULL
 `
@@ -696,6 +681,8 @@ type OAuthTokenRevokeByGrantsParams struct {
 	GrantIds []uuid.UUID
 }
 
+// The tokens issued under the grants of one organisation: a grant revoked, or every grant
+// acting as an agent (OAuthGrantRevokeByAgent).
 func (q *Queries) OAuthTokenRevokeByGrants(ctx context.Context, db DBTX, arg OAuthTokenRevokeByGrantsParams) error {
 	_, err := db.Exec(ctx, oAuthTokenRevokeByGrants, arg.OrgID, arg.GrantIds)
 	return err

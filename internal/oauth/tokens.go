@@ -161,7 +161,7 @@ func (s *Server) revokeGrantTx(ctx context.Context, tx *pg.Tx, orgID, grantID uu
 	if _, err := s.deps.Q.OAuthGrantRevoke(ctx, tx, db.OAuthGrantRevokeParams{OrgID: orgID, ID: grantID}); err != nil {
 		return fmt.Errorf("revoke grant: %w", err)
 	}
-	if err := s.deps.Q.OAuthTokenRevokeByGrant(ctx, tx, db.OAuthTokenRevokeByGrantParams{OrgID: orgID, GrantID: grantID}); err != nil {
+	if err := s.deps.Q.OAuthTokenRevokeByGrants(ctx, tx, db.OAuthTokenRevokeByGrantsParams{OrgID: orgID, GrantIds: []uuid.UUID{grantID}}); err != nil {
 		return fmt.Errorf("revoke grant: %w", err)
 	}
 	return nil

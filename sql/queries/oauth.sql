@@ -73,10 +73,6 @@ WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND code_used_at IS NULL;
 UPDATE oauth_grant SET revoked_at = now()
 WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND revoked_at IS NULL;
 
--- name: OAuthTokenRevokeByGrant :exec
-UPDATE oauth_token SET revoked_at = now()
-WHERE org_id = sqlc.arg(org_id) AND grant_id = sqlc.arg(grant_id) AND revoked_at IS NULL;
-
 -- name: OAuthGrantRevokeByAgent :many
 -- The grants acting as an agent whose keys were all revoked: they end with its keys, and
 -- a key issued later brings none of them back.
@@ -85,6 +81,8 @@ WHERE org_id = sqlc.arg(org_id) AND agent_id = sqlc.arg(agent_id) AND revoked_at
 RETURNING id;
 
 -- name: OAuthTokenRevokeByGrants :exec
+-- The tokens issued under the grants of one organisation: a grant revoked, or every grant
+-- acting as an agent (OAuthGrantRevokeByAgent).
 UPDATE oauth_token SET revoked_at = now()
 WHERE org_id = sqlc.arg(org_id) AND grant_id = ANY (sqlc.arg(grant_ids)::uuid[]) AND revoked_at IS NULL;
 
