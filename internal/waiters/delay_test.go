@@ -16,11 +16,11 @@ func TestNextDelay(t *testing.T) {
 		d = nextDelay(d, time.Millisecond)
 		got = append(got, d)
 	}
-	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second}
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second}
 	if !slices.Equal(got, want) {
 		t.Errorf("waits after failing connections: %v, want %v", got, want)
 	}
-	if d := nextDelay(30*time.Second, time.Hour); d != 500*time.Millisecond {
+	if d := nextDelay(5*time.Second, time.Hour); d != 500*time.Millisecond {
 		t.Errorf("after a connection that held an hour: %v, want 500ms", d)
 	}
 }

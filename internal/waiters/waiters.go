@@ -64,10 +64,14 @@ func (s *Set[K]) WakeAll() {
 	}
 }
 
-// Reconnect delays of Follow: the first, doubled after each failure up to the last.
+// Reconnect delays of Follow: the first, doubled after each failure up to the last. The
+// last is short: a wake or a page's news notified between Postgres coming back and the
+// listener's next attempt is seen only by the waiters' own checks, and an attempt against
+// a server that is down costs one refused connection. With 30 s, a wake queued a second
+// after an outage reached a waiting long poll 11 s later.
 const (
 	firstDelay = 500 * time.Millisecond
-	maxDelay   = 30 * time.Second
+	maxDelay   = 5 * time.Second
 )
 
 // Follow runs listen (one connection's LISTEN, handing its notifications to Wake) until
@@ -95,7 +99,7 @@ func (s *Set[K]) Follow(ctx context.Context, log *slog.Logger, what string, list
 
 // nextDelay is the wait before listening again after a connection that held for held,
 // the last wait having been prev (0 at first): half a second, doubled after each failure
-// up to 30 s, and half a second again after a connection that held longer than the
+// up to 5 s, and half a second again after a connection that held longer than the
 // longest wait. Without that reset, a server that lost its connection now and then over
 // days waited 30 s, notifications lost, after every later loss.
 func nextDelay(prev, held time.Duration) time.Duration {
