@@ -36,6 +36,14 @@ const (
 	MaxUsageCostUSD int64 = 1_000_000
 )
 
+// A part's day of usage holds at most MaxUsageModelsPerDay models; reports naming others
+// that day are added up under OtherUsageModel. Agents name their model freely, and each
+// model is a row the usage page and its export read.
+const (
+	MaxUsageModelsPerDay = 20
+	OtherUsageModel      = "(other models)"
+)
+
 // Usage is an event's usage report.
 type Usage struct {
 	InputTokens  *int64   `json:"input_tokens,omitempty"`
@@ -257,7 +265,7 @@ func (s *Service) recordEvent(ctx context.Context, sc tenancy.Scope, ev *event, 
 			}
 		}
 		if ev.in.Usage != nil {
-			if err := s.Q.UsageAdd(ctx, tx, usageParams(sc, ev.in.Usage, ev.now)); err != nil {
+			if err := s.addUsage(ctx, tx, usageParams(sc, ev.in.Usage, ev.now)); err != nil {
 				return err
 			}
 		}
@@ -289,6 +297,20 @@ func (s *Service) recordEvent(ctx context.Context, sc tenancy.Scope, ev *event, 
 		return pg.Classify("event", err)
 	}
 	return nil
+}
+
+// addUsage adds a report to its part's day, under OtherUsageModel when the day holds
+// MaxUsageModelsPerDay models already and not this one. Two first reports of new models
+// at once may both pass the count, by one row each.
+func (s *Service) addUsage(ctx context.Context, tx *pg.Tx, p db.UsageAddParams) error {
+	day, err := s.Q.UsageDayModels(ctx, tx, db.UsageDayModelsParams{ProjectID: p.ProjectID, MemberID: p.MemberID, Day: p.Day, Model: p.Model})
+	if err != nil {
+		return err
+	}
+	if !day.Known && day.Models >= MaxUsageModelsPerDay {
+		p.Model = OtherUsageModel
+	}
+	return s.Q.UsageAdd(ctx, tx, p)
 }
 
 func usageParams(sc tenancy.Scope, u *Usage, now time.Time) db.UsageAddParams {

@@ -3,6 +3,7 @@ package threads_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -227,6 +228,39 @@ func TestUsageNumbersAreBoundedByTheirColumns(t *testing.T) {
 		must[threads.EventResult](t)(h.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Usage: &u}))
 		if n := h.count(t, "SELECT count(*) FROM usage_daily WHERE model = 'saturated' AND cost_usd = 999999999999.999999 AND input_tokens = 9223372036854775807 AND events = 2"); n != 1 {
 			t.Fatal("the day's totals did not stop at the columns' maxima")
+		}
+	})
+}
+
+// TestAPartsDayHoldsBoundedModels: each model an agent names was a row of usage_daily,
+// which the usage page and its export read: 6,000 names made one page view take 10 s and
+// 800 MB. Past MaxUsageModelsPerDay models in a day, a part's reports are added up under
+// OtherUsageModel; the models it already has keep their rows.
+func TestAPartsDayHoldsBoundedModels(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := setupHTTP(t)
+	sc := h.sc("backend")
+	report := func(model string) {
+		t.Helper()
+		u := threads.Usage{Model: model, InputTokens: i64(10)}
+		must[threads.EventResult](t)(h.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Usage: &u}))
+	}
+	for i := range threads.MaxUsageModelsPerDay + 5 {
+		report(fmt.Sprintf("model-%d", i))
+	}
+	report("model-0")
+	t.Run("the part's day holds the bound's models and the rest together", func(t *testing.T) {
+		if n := h.count(t, "SELECT count(*) FROM usage_daily WHERE member_id = $1", sc.MemberID); n != threads.MaxUsageModelsPerDay+1 {
+			t.Fatalf("%d rows, want %d models and one for the others", n, threads.MaxUsageModelsPerDay+1)
+		}
+		if n := h.count(t, "SELECT count(*) FROM usage_daily WHERE member_id = $1 AND model = $2 AND events = 5 AND input_tokens = 50", sc.MemberID, threads.OtherUsageModel); n != 1 {
+			t.Fatal("the five models past the bound are not added up under the others' row")
+		}
+	})
+	t.Run("a model the day already holds keeps its row", func(t *testing.T) {
+		if n := h.count(t, "SELECT count(*) FROM usage_daily WHERE member_id = $1 AND model = 'model-0' AND events = 2", sc.MemberID); n != 1 {
+			t.Fatal("the second report of a known model went elsewhere")
 		}
 	})
 }

@@ -163,6 +163,16 @@ INSERT INTO composing (project_id, thread_id, member_id, expires_at)
 VALUES (@project_id, @thread_id, @member_id, @expires_at)
 ON CONFLICT (project_id, thread_id, member_id) DO UPDATE SET expires_at = EXCLUDED.expires_at;
 
+-- name: UsageDayModels :one
+-- The models a part's day of usage holds, and whether it holds this one: past
+-- threads.MaxUsageModelsPerDay a report naming another model is added to the others' row.
+-- Each model is a row that the usage page and its CSV read, and an agent names its model
+-- freely: 6,000 names made one page view take 10 s and 800 MB. (A statement of its own:
+-- Citus plans no INSERT … SELECT that reads the table it writes.)
+SELECT count(*) AS models, coalesce(bool_or(model = @model), false)::boolean AS known
+FROM usage_daily
+WHERE project_id = @project_id AND member_id = @member_id AND day = @day;
+
 -- name: UsageAdd :exec
 INSERT INTO usage_daily (project_id, member_id, model, day, events, input_tokens, output_tokens, cache_tokens, cost_usd)
 VALUES (@project_id, @member_id, @model, @day, 1, @input_tokens, @output_tokens, @cache_tokens, @cost_usd)
