@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"net/http"
@@ -119,6 +120,43 @@ func usageCharts(rows []threads.UsageRow, days int, now time.Time) []chart {
 	}
 }
 
+// MaxChartSeries bounds a usage chart's series: the largest by the period's total, the
+// rest drawn as one. A part reports as many models a day as the event tool bounds, and a
+// project may have many parts; each series is a colour and a table column per day.
+const MaxChartSeries = 10
+
+// foldSeries sorts the series by name, keeping at most MaxChartSeries: past it, the
+// MaxChartSeries-1 largest by total and one series that adds up the others.
+func foldSeries(series []string, sums map[string][]float64, days int) []string {
+	if len(series) <= MaxChartSeries {
+		slices.Sort(series)
+		return series
+	}
+	total := func(k string) (t float64) {
+		for _, v := range sums[k] {
+			t += v
+		}
+		return t
+	}
+	slices.SortFunc(series, func(a, b string) int {
+		if c := cmp.Compare(total(b), total(a)); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	kept, rest := series[:MaxChartSeries-1], series[MaxChartSeries-1:]
+	others := fmt.Sprintf("%d others", len(rest))
+	sums[others] = make([]float64, days)
+	for _, k := range rest {
+		for i, v := range sums[k] {
+			sums[others][i] += v
+		}
+	}
+	kept = slices.Clone(kept)
+	slices.Sort(kept)
+	return append(kept, others)
+}
+
 // stacked lays out one chart: a bar per day from first, stacked by series (key), with the
 // table of the same numbers and their totals.
 func stacked(id, title string, rows []threads.UsageRow, first time.Time, days int, key func(threads.UsageRow) string,
@@ -137,7 +175,7 @@ func stacked(id, title string, rows []threads.UsageRow, first time.Time, days in
 		}
 		sums[k][i] += value(u)
 	}
-	slices.Sort(in.Series)
+	in.Series = foldSeries(in.Series, sums, days)
 	for i := range days {
 		day := first.AddDate(0, 0, i).Format(time.DateOnly)
 		b := chartBucket{Key: day, Label: day[5:], Values: make([]float64, len(in.Series))}

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -55,6 +56,24 @@ func TestUsageCharts(t *testing.T) {
 			if b.X < chartLeft || b.X+b.W > chartW || b.Y < chartTop || b.Y+b.H > chartH-chartBottom+0.1 {
 				t.Fatalf("a bar outside the plot: %+v", b)
 			}
+		}
+	})
+
+	t.Run("past MaxChartSeries the smallest series are drawn as one", func(t *testing.T) {
+		t.Parallel()
+		// A guest's agent that names thousands of models made the page a column per model
+		// and day: seconds and hundreds of megabytes a view.
+		var many []threads.UsageRow
+		for i := range MaxChartSeries + 5 {
+			many = append(many, threads.UsageRow{Day: day(11), Part: "qa", Model: fmt.Sprintf("m%02d", i), InputTokens: int64(100 + i)})
+		}
+		c := usageCharts(many, 2, now)[0]
+		if len(c.Columns) != MaxChartSeries+1 || c.Columns[MaxChartSeries-1] != "6 others" || c.Columns[0] != "m06" {
+			t.Fatalf("columns %v: want the %d largest by name, then the others, then the total", c.Columns, MaxChartSeries-1)
+		}
+		// m00..m05 (100+101+…+105) are the six smallest.
+		if r := c.Rows[1]; r.Cells[MaxChartSeries-1] != "615" || c.Total != fmt.Sprint((100+114)*15/2) {
+			t.Fatalf("the others' cell %q, total %q", r.Cells[MaxChartSeries-1], c.Total)
 		}
 	})
 
