@@ -439,6 +439,20 @@ func TestAuthorizationRefusals(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the consent page names only a room the person has an agent in", func(t *testing.T) {
+		// A room id in the sign-in request named another company's room and its host to
+		// anyone signed in, and told a real id from a made-up one.
+		f := newFlow(t, s, room)
+		f.code(t) // signs the flow's browser in, through the room Ana's agents are in
+		f.resource = otherRoom
+		resp, body := f.br.get(f.authURL(nil))
+		if resp.Request.URL.Path != "/consent" {
+			t.Fatalf("expected the consent page, got %d %s", resp.StatusCode, resp.Request.URL)
+		}
+		if strings.Contains(body, "Other") || strings.Contains(body, "Initech") {
+			t.Fatalf("the page names a room none of Ana's agents is in:\n%s", body)
+		}
+	})
 	t.Run("wrong PKCE verifier", func(t *testing.T) {
 		f := newFlow(t, s, room)
 		status, m := f.exchange(t, f.code(t), func(v url.Values) { v.Set("code_verifier", strings.Repeat("w", 50)) })

@@ -67,16 +67,6 @@ func (s *Server) choices(ctx context.Context, sess web.Session, res auth.Resourc
 		case auth.ResourceDesk:
 			question, words = "Which workspace?", "the helpdesk"
 		}
-		if projectID != uuid.Nil {
-			tx.SetTenant(pg.Tenant{ProjectID: projectID})
-			t, err := s.deps.Q.ProjectGetTitle(ctx, tx, projectID)
-			if err != nil && !pg.IsNoRows(err) {
-				return fmt.Errorf("consent: project: %w", err)
-			}
-			if err == nil {
-				words += t.Name + ", hosted by " + t.HostName
-			}
-		}
 		for _, o := range orgs {
 			if o.Deactivated {
 				continue // a deactivated member acts for the organisation in nothing
@@ -114,6 +104,19 @@ func (s *Server) choices(ctx context.Context, sess web.Session, res auth.Resourc
 					}
 					opts = append(opts, op)
 				}
+			}
+		}
+		// The room's name and host only for a person with an agent in it: a room id in the
+		// sign-in request named another company's room, and whether it exists, to anyone
+		// signed in, where every other answer treats it as missing.
+		if projectID != uuid.Nil && len(opts) > 0 {
+			tx.SetTenant(pg.Tenant{ProjectID: projectID})
+			t, err := s.deps.Q.ProjectGetTitle(ctx, tx, projectID)
+			if err != nil && !pg.IsNoRows(err) {
+				return fmt.Errorf("consent: project: %w", err)
+			}
+			if err == nil {
+				words += t.Name + ", hosted by " + t.HostName
 			}
 		}
 		return nil
