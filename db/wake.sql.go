@@ -263,31 +263,51 @@ WITH pick AS (
   SELECT e.project_id, e.id, e.member_id, e.agent_id, e.part, e.source, e.urgent, e.thread_id, e.item_id, e.created_at FROM wake_event e JOIN pick ON e.project_id = pick.project_id AND e.id = pick.id
   WHERE e.project_id = $1::uuid
 ), per_thread AS (
-  SELECT project_id, member_id, thread_id, count(*)::integer AS n FROM ev GROUP BY project_id, member_id, thread_id
+  -- A wake names at most max_threads threads (those with the most events); the others'
+  -- events are counted in other_count. Without the bound one part's sends grew one wake
+  -- without end: every fold rebuilt it, and every answer carried it.
+  SELECT project_id, member_id, thread_id, count(*)::integer AS n,
+    row_number() OVER (PARTITION BY project_id, member_id, thread_id IS NULL ORDER BY count(*) DESC, thread_id) AS r
+  FROM ev GROUP BY project_id, member_id, thread_id
 ), per_part AS (
   SELECT ev.project_id, ev.member_id, min(ev.agent_id::text)::uuid AS agent_id, min(ev.part) AS part,
     bool_or(ev.urgent) AS urgent, array_agg(DISTINCT ev.source ORDER BY ev.source) AS sources,
-    count(*)::integer AS count, count(*) FILTER (WHERE ev.thread_id IS NULL)::integer AS other_count,
+    count(*)::integer AS count,
+    (count(*) FILTER (WHERE ev.thread_id IS NULL) + (SELECT COALESCE(sum(pt.n), 0) FROM per_thread pt
+     WHERE pt.project_id = ev.project_id AND pt.member_id = ev.member_id AND pt.thread_id IS NOT NULL
+       AND pt.r > $4::integer))::integer AS other_count,
     (array_agg(ev.item_id ORDER BY ev.id DESC) FILTER (WHERE ev.item_id IS NOT NULL))[1] AS last_item_id,
     min(ev.created_at) AS created_at, (array_agg(ev.id ORDER BY ev.id))[1] AS id,
     (SELECT COALESCE(jsonb_object_agg(pt.thread_id::text, pt.n), '{}'::jsonb) FROM per_thread pt
-     WHERE pt.project_id = ev.project_id AND pt.member_id = ev.member_id AND pt.thread_id IS NOT NULL) AS thread_counts
+     WHERE pt.project_id = ev.project_id AND pt.member_id = ev.member_id AND pt.thread_id IS NOT NULL
+       AND pt.r <= $4::integer) AS thread_counts
   FROM ev GROUP BY ev.project_id, ev.member_id
 ), upsert AS (
   INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
     thread_counts, other_count, last_item_id, created_at, updated_at)
   SELECT p.project_id, p.id, p.member_id, p.agent_id, p.part, 'pending', p.urgent, p.sources, p.count,
-    p.thread_counts, p.other_count, p.last_item_id, p.created_at, $4::timestamptz
+    p.thread_counts, p.other_count, p.last_item_id, p.created_at, $5::timestamptz
   FROM per_part p
   ON CONFLICT (project_id, member_id) WHERE status = 'pending' DO UPDATE SET
     count = wake.count + EXCLUDED.count,
     urgent = wake.urgent OR EXCLUDED.urgent,
     sources = ARRAY(SELECT DISTINCT s FROM unnest(wake.sources || EXCLUDED.sources) AS s ORDER BY s),
-    thread_counts = (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb) FROM (
-        SELECT k, sum(v::integer) AS n FROM (
-          SELECT a.k, a.v FROM jsonb_each_text(wake.thread_counts) AS a (k, v)
-          UNION ALL SELECT b.k, b.v FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) s),
-    other_count = wake.other_count + EXCLUDED.other_count,
+    -- The threads the wake names are kept before new ones, up to max_threads; the
+    -- others' shares are counted in other_count.
+    -- (Two subqueries, not one row assigned to both columns: sqlc cannot rewrite a
+    -- parameter in that form.)
+    thread_counts = (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb)
+      FROM (SELECT k, n, row_number() OVER (ORDER BY named DESC, n DESC, k) AS r FROM (
+        SELECT k, sum(v::integer) AS n, bool_or(named) AS named FROM (
+          SELECT a.k, a.v, true AS named FROM jsonb_each_text(wake.thread_counts) AS a (k, v)
+          UNION ALL SELECT b.k, b.v, false FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) g) s
+      WHERE r <= $4::integer),
+    other_count = wake.other_count + EXCLUDED.other_count + (SELECT COALESCE(sum(n), 0)::integer
+      FROM (SELECT k, n, row_number() OVER (ORDER BY named DESC, n DESC, k) AS r FROM (
+        SELECT k, sum(v::integer) AS n, bool_or(named) AS named FROM (
+          SELECT a.k, a.v, true AS named FROM jsonb_each_text(wake.thread_counts) AS a (k, v)
+          UNION ALL SELECT b.k, b.v, false FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) g) s
+      WHERE r > $4::integer),
     last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
     -- A wake begins at its oldest item: an event stamped before the wake (its message's
     -- transaction committed late) moves it back, so an ack's recount ("unread since the
@@ -300,10 +320,11 @@ WHERE e.project_id = $1::uuid AND e.project_id = pick.project_id AND e.id = pick
 `
 
 type WakeEventFoldParams struct {
-	ProjectID uuid.UUID
-	AgentIds  []uuid.UUID
-	MaxRows   int32
-	Now       time.Time
+	ProjectID  uuid.UUID
+	AgentIds   []uuid.UUID
+	MaxRows    int32
+	MaxThreads int32
+	Now        time.Time
 }
 
 // The coalescing: a project's wake events of the agents given (at most max_rows) are
@@ -319,6 +340,7 @@ func (q *Queries) WakeEventFold(ctx context.Context, db DBTX, arg WakeEventFoldP
 		arg.ProjectID,
 		arg.AgentIds,
 		arg.MaxRows,
+		arg.MaxThreads,
 		arg.Now,
 	)
 	if err != nil {
@@ -811,25 +833,35 @@ func (q *Queries) WakeLockPending(ctx context.Context, db DBTX, arg WakeLockPend
 const wakeMergeSendingIntoPending = `-- name: WakeMergeSendingIntoPending :execrows
 UPDATE wake p SET
   count = p.count + o.count,
-  other_count = p.other_count + o.other_count,
+  -- At most max_threads threads named, as in WakeEventFold.
   thread_counts = (SELECT coalesce(jsonb_object_agg(k, n), '{}'::jsonb)
-                   FROM (SELECT k, sum(v::integer) AS n
-                         FROM (SELECT key AS k, value AS v FROM jsonb_each_text(p.thread_counts)
-                               UNION ALL SELECT key, value FROM jsonb_each_text(o.thread_counts)) kv
-                         GROUP BY k) s),
+    FROM (SELECT k, n, row_number() OVER (ORDER BY named DESC, n DESC, k) AS r
+          FROM (SELECT k, sum(v::integer) AS n, bool_or(named) AS named
+                FROM (SELECT key AS k, value AS v, true AS named FROM jsonb_each_text(p.thread_counts)
+                      UNION ALL SELECT key, value, false FROM jsonb_each_text(o.thread_counts)) kv
+                GROUP BY k) g) s
+    WHERE r <= $1::integer),
+  other_count = p.other_count + o.other_count + (SELECT coalesce(sum(n), 0)::integer
+    FROM (SELECT k, n, row_number() OVER (ORDER BY named DESC, n DESC, k) AS r
+          FROM (SELECT k, sum(v::integer) AS n, bool_or(named) AS named
+                FROM (SELECT key AS k, value AS v, true AS named FROM jsonb_each_text(p.thread_counts)
+                      UNION ALL SELECT key, value, false FROM jsonb_each_text(o.thread_counts)) kv
+                GROUP BY k) g) s
+    WHERE r > $1::integer),
   sources = ARRAY(SELECT DISTINCT x FROM unnest(p.sources || o.sources) AS x ORDER BY x),
   urgent = p.urgent OR o.urgent,
   created_at = least(p.created_at, o.created_at),
-  updated_at = $1::timestamptz
+  updated_at = $2::timestamptz
 FROM wake o
-WHERE o.project_id = $2 AND o.id = $3
-  AND p.project_id = $2 AND p.member_id = o.member_id AND p.status = 'pending'
+WHERE o.project_id = $3 AND o.id = $4
+  AND p.project_id = $3 AND p.member_id = o.member_id AND p.status = 'pending'
 `
 
 type WakeMergeSendingIntoPendingParams struct {
-	Now       time.Time
-	ProjectID uuid.UUID
-	ID        uuid.UUID
+	MaxThreads int32
+	Now        time.Time
+	ProjectID  uuid.UUID
+	ID         uuid.UUID
 }
 
 // A sending wake going back to pending (its part was parked, its webhook removed, its
@@ -839,7 +871,12 @@ type WakeMergeSendingIntoPendingParams struct {
 // caller cancels the sending wake first, in the same transaction (which locks it and
 // proves it was still sending), so nothing changes it between its reading and its end.
 func (q *Queries) WakeMergeSendingIntoPending(ctx context.Context, db DBTX, arg WakeMergeSendingIntoPendingParams) (int64, error) {
-	result, err := db.Exec(ctx, wakeMergeSendingIntoPending, arg.Now, arg.ProjectID, arg.ID)
+	result, err := db.Exec(ctx, wakeMergeSendingIntoPending,
+		arg.MaxThreads,
+		arg.Now,
+		arg.ProjectID,
+		arg.ID,
+	)
 	if err != nil {
 		return 0, err
 	}

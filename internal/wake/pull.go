@@ -68,7 +68,7 @@ func (s *Service) claim(ctx context.Context, a Agent) (*Wake, error) {
 		}
 		for _, p := range projects {
 			if err := tx.Pipeline(func() error {
-				_, err := s.Q.WakeEventFold(ctx, tx, db.WakeEventFoldParams{Now: now, ProjectID: p, AgentIds: []uuid.UUID{a.ID}, MaxRows: foldBatch})
+				_, err := s.Q.WakeEventFold(ctx, tx, db.WakeEventFoldParams{Now: now, ProjectID: p, AgentIds: []uuid.UUID{a.ID}, MaxRows: foldBatch, MaxThreads: MaxThreads})
 				return err
 			}); err != nil {
 				return err

@@ -287,6 +287,15 @@ func (s *Service) CancelThread(ctx context.Context, tx *pg.Tx, projectID, thread
 	return nil
 }
 
+// MaxThreads bounds the threads one wake names (threadIds): those it names first, then
+// those with the most events. The other threads' events are counted with the events of no
+// thread (other_count). One part's sends to another that is offline or past its budget
+// grew one wake without end: every fold rebuilt it (half a second at 100,000 threads),
+// the pager's answer and a webhook's body carried every id (3.9 MB), and the pager's
+// RELAYROOM_THREAD_IDS passed what one environment variable may hold (128 KiB), so its
+// command could not start. 100 ids are 3.7 KB.
+const MaxThreads = 100
+
 // foldBatch bounds the events one fold statement coalesces, and the events one
 // transaction of Coalesce folds before it commits, so each stays well within the
 // statement timeout; foldProjects bounds the projects one transaction looks at, and
@@ -325,7 +334,7 @@ func (s *Service) Coalesce(ctx context.Context, now time.Time, webhookOnly bool)
 			}
 			more = len(backlog) == foldProjects
 			for _, b := range backlog {
-				k, err := s.Q.WakeEventFold(ctx, tx, db.WakeEventFoldParams{Now: now, ProjectID: b.ProjectID, AgentIds: b.AgentIds, MaxRows: foldBatch})
+				k, err := s.Q.WakeEventFold(ctx, tx, db.WakeEventFoldParams{Now: now, ProjectID: b.ProjectID, AgentIds: b.AgentIds, MaxRows: foldBatch, MaxThreads: MaxThreads})
 				if err != nil {
 					return err
 				}

@@ -217,6 +217,50 @@ func TestCoalescing(t *testing.T) {
 	}
 }
 
+// TestAWakeNamesBoundedThreads: one part's sends to another grew its pending wake by a
+// thread each, without end: every fold rebuilt it, and the pager's answer, a webhook's
+// body and the pager's RELAYROOM_THREAD_IDS carried every id. A wake names at most
+// wake.MaxThreads threads, those it already names first; the others' messages are still
+// counted.
+func TestAWakeNamesBoundedThreads(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	send := func(n int) {
+		for range n {
+			r := f.msg("a")
+			r.ThreadID = uuid.Must(uuid.NewV7())
+			f.queue(r)
+		}
+	}
+	unnamed := func() (n int) {
+		f.op(func(tx *pg.Tx) error {
+			return tx.QueryRow(f.ctx, `SELECT other_count FROM wake WHERE member_id = $1 AND status = 'pending'`, f.member["a"]).Scan(&n)
+		})
+		return n
+	}
+	send(wake.MaxThreads + 5)
+	first := f.open("a")
+	t.Run("a fold names the bound's threads and counts every message", func(t *testing.T) {
+		if first.Count != wake.MaxThreads+5 || len(first.ThreadIDs) != wake.MaxThreads || unnamed() != 5 {
+			t.Fatalf("count %d, %d threads named, %d counted unnamed", first.Count, len(first.ThreadIDs), unnamed())
+		}
+	})
+	t.Run("a later fold keeps the threads the wake names", func(t *testing.T) {
+		send(3)
+		w := f.open("a")
+		slices.Sort(w.ThreadIDs)
+		slices.Sort(first.ThreadIDs)
+		if w.Count != wake.MaxThreads+8 || !slices.Equal(w.ThreadIDs, first.ThreadIDs) || unnamed() != 8 {
+			t.Fatalf("count %d, %d threads named (the same as before: %v), %d counted unnamed", w.Count, len(w.ThreadIDs), slices.Equal(w.ThreadIDs, first.ThreadIDs), unnamed())
+		}
+	})
+	t.Run("the pager gets the bound's ids", func(t *testing.T) {
+		if got := f.next("a"); got == nil || got.Count != wake.MaxThreads+8 || len(got.ThreadIDs) != wake.MaxThreads {
+			t.Fatalf("claimed: %+v", got)
+		}
+	})
+}
+
 // TestConcurrentSendersOneWake: 32 senders queueing wakes for one part at once, each in
 // its own transaction, leave exactly one pending wake carrying all 32 messages (per
 // thread and in total), and its pager gets that one wake. Queueing only inserts, so none

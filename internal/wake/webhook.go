@@ -506,7 +506,7 @@ func (s *Service) settleSending(ctx context.Context, projectID, id uuid.UUID, st
 			if n, err := finish(tx, StatusCanceled, &msg); err != nil || n == 0 {
 				return err
 			}
-			n, err := s.Q.WakeMergeSendingIntoPending(ctx, tx, db.WakeMergeSendingIntoPendingParams{ProjectID: projectID, ID: id, Now: now})
+			n, err := s.Q.WakeMergeSendingIntoPending(ctx, tx, db.WakeMergeSendingIntoPendingParams{ProjectID: projectID, ID: id, Now: now, MaxThreads: MaxThreads})
 			if err == nil && n == 0 {
 				return errNoPending // roll the cancel back and try again
 			}

@@ -56,15 +56,24 @@ WITH pick AS (
   SELECT e.* FROM wake_event e JOIN pick ON e.project_id = pick.project_id AND e.id = pick.id
   WHERE e.project_id = sqlc.arg(project_id)::uuid
 ), per_thread AS (
-  SELECT project_id, member_id, thread_id, count(*)::integer AS n FROM ev GROUP BY project_id, member_id, thread_id
+  -- A wake names at most max_threads threads (those with the most events); the others'
+  -- events are counted in other_count. Without the bound one part's sends grew one wake
+  -- without end: every fold rebuilt it, and every answer carried it.
+  SELECT project_id, member_id, thread_id, count(*)::integer AS n,
+    row_number() OVER (PARTITION BY project_id, member_id, thread_id IS NULL ORDER BY count(*) DESC, thread_id) AS r
+  FROM ev GROUP BY project_id, member_id, thread_id
 ), per_part AS (
   SELECT ev.project_id, ev.member_id, min(ev.agent_id::text)::uuid AS agent_id, min(ev.part) AS part,
     bool_or(ev.urgent) AS urgent, array_agg(DISTINCT ev.source ORDER BY ev.source) AS sources,
-    count(*)::integer AS count, count(*) FILTER (WHERE ev.thread_id IS NULL)::integer AS other_count,
+    count(*)::integer AS count,
+    (count(*) FILTER (WHERE ev.thread_id IS NULL) + (SELECT COALESCE(sum(pt.n), 0) FROM per_thread pt
+     WHERE pt.project_id = ev.project_id AND pt.member_id = ev.member_id AND pt.thread_id IS NOT NULL
+       AND pt.r > sqlc.arg(max_threads)::integer))::integer AS other_count,
     (array_agg(ev.item_id ORDER BY ev.id DESC) FILTER (WHERE ev.item_id IS NOT NULL))[1] AS last_item_id,
     min(ev.created_at) AS created_at, (array_agg(ev.id ORDER BY ev.id))[1] AS id,
     (SELECT COALESCE(jsonb_object_agg(pt.thread_id::text, pt.n), '{}'::jsonb) FROM per_thread pt
-     WHERE pt.project_id = ev.project_id AND pt.member_id = ev.member_id AND pt.thread_id IS NOT NULL) AS thread_counts
+     WHERE pt.project_id = ev.project_id AND pt.member_id = ev.member_id AND pt.thread_id IS NOT NULL
+       AND pt.r <= sqlc.arg(max_threads)::integer) AS thread_counts
   FROM ev GROUP BY ev.project_id, ev.member_id
 ), upsert AS (
   INSERT INTO wake (project_id, id, member_id, agent_id, part, status, urgent, sources, count,
@@ -76,11 +85,22 @@ WITH pick AS (
     count = wake.count + EXCLUDED.count,
     urgent = wake.urgent OR EXCLUDED.urgent,
     sources = ARRAY(SELECT DISTINCT s FROM unnest(wake.sources || EXCLUDED.sources) AS s ORDER BY s),
-    thread_counts = (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb) FROM (
-        SELECT k, sum(v::integer) AS n FROM (
-          SELECT a.k, a.v FROM jsonb_each_text(wake.thread_counts) AS a (k, v)
-          UNION ALL SELECT b.k, b.v FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) s),
-    other_count = wake.other_count + EXCLUDED.other_count,
+    -- The threads the wake names are kept before new ones, up to max_threads; the
+    -- others' shares are counted in other_count.
+    -- (Two subqueries, not one row assigned to both columns: sqlc cannot rewrite a
+    -- parameter in that form.)
+    thread_counts = (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb)
+      FROM (SELECT k, n, row_number() OVER (ORDER BY named DESC, n DESC, k) AS r FROM (
+        SELECT k, sum(v::integer) AS n, bool_or(named) AS named FROM (
+          SELECT a.k, a.v, true AS named FROM jsonb_each_text(wake.thread_counts) AS a (k, v)
+          UNION ALL SELECT b.k, b.v, false FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) g) s
+      WHERE r <= sqlc.arg(max_threads)::integer),
+    other_count = wake.other_count + EXCLUDED.other_count + (SELECT COALESCE(sum(n), 0)::integer
+      FROM (SELECT k, n, row_number() OVER (ORDER BY named DESC, n DESC, k) AS r FROM (
+        SELECT k, sum(v::integer) AS n, bool_or(named) AS named FROM (
+          SELECT a.k, a.v, true AS named FROM jsonb_each_text(wake.thread_counts) AS a (k, v)
+          UNION ALL SELECT b.k, b.v, false FROM jsonb_each_text(EXCLUDED.thread_counts) AS b (k, v)) u GROUP BY k) g) s
+      WHERE r > sqlc.arg(max_threads)::integer),
     last_item_id = COALESCE(EXCLUDED.last_item_id, wake.last_item_id),
     -- A wake begins at its oldest item: an event stamped before the wake (its message's
     -- transaction committed late) moves it back, so an ack's recount ("unread since the
@@ -228,12 +248,21 @@ WHERE project_id = sqlc.arg(project_id) AND id = sqlc.arg(id) AND status = 'send
 -- proves it was still sending), so nothing changes it between its reading and its end.
 UPDATE wake p SET
   count = p.count + o.count,
-  other_count = p.other_count + o.other_count,
+  -- At most max_threads threads named, as in WakeEventFold.
   thread_counts = (SELECT coalesce(jsonb_object_agg(k, n), '{}'::jsonb)
-                   FROM (SELECT k, sum(v::integer) AS n
-                         FROM (SELECT key AS k, value AS v FROM jsonb_each_text(p.thread_counts)
-                               UNION ALL SELECT key, value FROM jsonb_each_text(o.thread_counts)) kv
-                         GROUP BY k) s),
+    FROM (SELECT k, n, row_number() OVER (ORDER BY named DESC, n DESC, k) AS r
+          FROM (SELECT k, sum(v::integer) AS n, bool_or(named) AS named
+                FROM (SELECT key AS k, value AS v, true AS named FROM jsonb_each_text(p.thread_counts)
+                      UNION ALL SELECT key, value, false FROM jsonb_each_text(o.thread_counts)) kv
+                GROUP BY k) g) s
+    WHERE r <= sqlc.arg(max_threads)::integer),
+  other_count = p.other_count + o.other_count + (SELECT coalesce(sum(n), 0)::integer
+    FROM (SELECT k, n, row_number() OVER (ORDER BY named DESC, n DESC, k) AS r
+          FROM (SELECT k, sum(v::integer) AS n, bool_or(named) AS named
+                FROM (SELECT key AS k, value AS v, true AS named FROM jsonb_each_text(p.thread_counts)
+                      UNION ALL SELECT key, value, false FROM jsonb_each_text(o.thread_counts)) kv
+                GROUP BY k) g) s
+    WHERE r > sqlc.arg(max_threads)::integer),
   sources = ARRAY(SELECT DISTINCT x FROM unnest(p.sources || o.sources) AS x ORDER BY x),
   urgent = p.urgent OR o.urgent,
   created_at = least(p.created_at, o.created_at),
