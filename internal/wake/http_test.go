@@ -136,15 +136,17 @@ func TestLongPollsPerAgentAreBounded(t *testing.T) {
 		}
 		// The others were not all waiting yet: this probe waited its 200 ms and ended.
 	}
-	// Another agent is not held back by alpha's polls.
-	otherCtx, otherCancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Another agent is not held back by alpha's polls. Its poll waits for a wake until its
+	// context ends (204); the context is long enough for the poll's authentication and
+	// claim to finish on a loaded machine, which 300 ms was not (a 503, its own deadline).
+	otherCtx, otherCancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer otherCancel()
 	if rec := poll(otherCtx, f.res.Agents["acme/beta"].Key); rec.Code != http.StatusNoContent {
 		t.Fatalf("another agent's poll: %d", rec.Code)
 	}
 	cancel()
 	wg.Wait()
-	last, lastCancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	last, lastCancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer lastCancel()
 	if rec := poll(last, key); rec.Code != http.StatusNoContent {
 		t.Fatalf("once the polls ended: %d (the bound outlived them)", rec.Code)
