@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/relayroom/relayroom/internal/dashboard"
 )
 
 // threadsFile: Acme (in Seoul) hosts Escalations with two parts of its own and Globex's
@@ -278,6 +280,48 @@ func TestDashboardThreads(t *testing.T) {
 		r := ana.liveStream(t, pages+"/events?thread="+flagged)
 		served(t, asQA, qa, "event", map[string]any{"type": "composing", "detail": map[string]any{"threadId": flagged}})
 		nextData(t, r, `"composing":["qa-lead"]`, "the composing part")
+	})
+
+	t.Run("a burst of replies reaches a thread stream in one event a second", func(t *testing.T) {
+		t.Parallel()
+		// Each reply made each watching stream read and send the whole thread (up to 1 MiB
+		// each): 16 streams took 337 MB for 20 two-byte replies.
+		burst := threadIDField.FindStringSubmatch(served(t, asBackend, backend, "send", map[string]any{"to": []string{"architect"}, "subject": "Paced burst", "body": "first"}))[1]
+		r := ana.liveStream(t, pages+"/events?thread="+burst)
+		states := make(chan string, 64)
+		go func() {
+			defer close(states)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if strings.HasPrefix(line, "data: ") {
+					states <- line
+				}
+			}
+		}()
+		<-states // the state when the page opened
+		began := time.Now()
+		const replies = 10
+		for i := range replies {
+			// Apart, as agents reply: replies at once were already announced together.
+			time.Sleep(150 * time.Millisecond)
+			served(t, asArchitect, architect, "reply", map[string]any{"threadId": burst, "body": fmt.Sprintf("burst reply %d", i)})
+		}
+		took := time.Since(began)
+		sent := 0
+		for line := range states {
+			sent++
+			if strings.Contains(line, fmt.Sprintf("burst reply %d", replies-1)) {
+				break
+			}
+		}
+		// Sends are at least dashboard.StreamPushEvery apart: over the replies and the one
+		// wait that may follow them, no more than one a second, and one more at the start.
+		if most := int(took/dashboard.StreamPushEvery) + 2; sent > most {
+			t.Fatalf("%d replies in %v reached the stream in %d events, want at most %d", replies, took, sent, most)
+		}
 	})
 
 	t.Run("the activity stream delivers a new event through LISTEN/NOTIFY", func(t *testing.T) {

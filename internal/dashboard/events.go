@@ -69,6 +69,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, sess web.Sessio
 	defer end.Stop()
 	ping := time.NewTicker(pingInterval)
 	defer ping.Stop()
+	pushed := time.Now()
 	if push(sc) != nil {
 		return
 	}
@@ -88,6 +89,20 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, sess web.Sessio
 		case <-wakes:
 		case <-again:
 		}
+		// What changes meanwhile leaves one token in wakes: it is read after the next wait.
+		if wait := StreamPushEvery - time.Since(pushed); wait > 0 {
+			pause := time.NewTimer(wait)
+			select {
+			case <-r.Context().Done():
+				pause.Stop()
+				return
+			case <-h.deps.Hub.Stopped():
+				pause.Stop()
+				return
+			case <-pause.C:
+			}
+		}
+		pushed = time.Now()
 		var err error
 		if sc, err = h.rebind(r, sess, sc); err == nil {
 			err = push(sc)
