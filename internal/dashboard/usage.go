@@ -132,20 +132,23 @@ func foldSeries(series []string, sums map[string][]float64, days int) []string {
 		slices.Sort(series)
 		return series
 	}
-	total := func(k string) (t float64) {
+	total := make(map[string]float64, len(series))
+	for _, k := range series {
 		for _, v := range sums[k] {
-			t += v
+			total[k] += v
 		}
-		return t
 	}
 	slices.SortFunc(series, func(a, b string) int {
-		if c := cmp.Compare(total(b), total(a)); c != 0 {
+		if c := cmp.Compare(total[b], total[a]); c != 0 {
 			return c
 		}
 		return strings.Compare(a, b)
 	})
 	kept, rest := series[:MaxChartSeries-1], series[MaxChartSeries-1:]
 	others := fmt.Sprintf("%d others", len(rest))
+	for sums[others] != nil { // a model or part may bear that name
+		others = "(" + others + ")"
+	}
 	sums[others] = make([]float64, days)
 	for _, k := range rest {
 		for i, v := range sums[k] {

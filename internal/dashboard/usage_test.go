@@ -77,6 +77,19 @@ func TestUsageCharts(t *testing.T) {
 		}
 	})
 
+	t.Run("the others' series never takes a series' own name", func(t *testing.T) {
+		t.Parallel()
+		var many []threads.UsageRow
+		for i := range MaxChartSeries + 5 {
+			many = append(many, threads.UsageRow{Day: day(11), Part: "qa", Model: fmt.Sprintf("m%02d", i), InputTokens: 1000})
+		}
+		many = append(many, threads.UsageRow{Day: day(11), Part: "qa", Model: "7 others", InputTokens: 5000})
+		c := usageCharts(many, 2, now)[0]
+		if c.Columns[0] != "7 others" || c.Columns[MaxChartSeries-1] != "(7 others)" || c.Rows[1].Cells[0] != "5000" || c.Rows[1].Cells[MaxChartSeries-1] != "7000" {
+			t.Fatalf("columns %v, cells %v", c.Columns, c.Rows[1].Cells)
+		}
+	})
+
 	t.Run("an empty period draws no bars and a zero axis", func(t *testing.T) {
 		t.Parallel()
 		c := usageCharts(nil, 7, now)[1]
