@@ -324,6 +324,25 @@ func TestDashboardThreads(t *testing.T) {
 		}
 	})
 
+	t.Run("a thread stream sends what changed, not the thread again", func(t *testing.T) {
+		t.Parallel()
+		// Each change sent the whole page of messages again: 16 streams of a 1 MB thread
+		// sent 16 MB for each two-byte reply.
+		id := threadIDField.FindStringSubmatch(served(t, asBackend, backend, "send", map[string]any{"to": []string{"architect"}, "subject": "Only the changes", "body": "the opening message"}))[1]
+		r := ana.liveStream(t, pages+"/events?thread="+id)
+		nextData(t, r, "the opening message", "the state when the page opened")
+		served(t, asArchitect, architect, "reply", map[string]any{"threadId": id, "body": "reply one"})
+		nextData(t, r, "reply one", "the first reply")
+		served(t, asArchitect, architect, "reply", map[string]any{"threadId": id, "body": "reply two"})
+		if line := nextData(t, r, "reply two", "the second reply"); strings.Contains(line, "reply one") || strings.Contains(line, "the opening message") {
+			t.Fatalf("the second reply's event sent unchanged messages again: %s", line)
+		}
+		served(t, asArchitect, architect, "event", map[string]any{"type": "composing", "detail": map[string]any{"threadId": id}})
+		if line := nextData(t, r, `"composing":["architect"]`, "the composing part"); !strings.Contains(line, `"messages":[]`) {
+			t.Fatalf("a change of who is composing sent messages: %s", line)
+		}
+	})
+
 	t.Run("the activity stream delivers a new event through LISTEN/NOTIFY", func(t *testing.T) {
 		t.Parallel()
 		r := gus.liveStream(t, pages+"/events?after="+uuid.Must(uuid.NewV7()).String()) // after every event so far

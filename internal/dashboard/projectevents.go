@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -45,16 +46,26 @@ func compactJSON(raw []byte) string {
 }
 
 // threadState is what a thread view's live stream sends on each change: the status, who
-// is composing, and every message with its read state.
+// is composing, and the messages (threads.PersonMessage, with their read states) that are
+// new or changed since the stream's last event: all of them in its first.
 type threadState struct {
-	Status    string                  `json:"status"`
-	Composing []string                `json:"composing"`
-	Messages  []threads.PersonMessage `json:"messages"`
+	Status    string            `json:"status"`
+	Composing []string          `json:"composing"`
+	Messages  []json.RawMessage `json:"messages"`
+}
+
+// threadSent is what a thread view's stream has sent: the status and composing parts, and
+// a digest of each message as last sent. A reply then sends the reply and the reads it
+// changed, not the page again: 16 streams of a 1 MB thread sent 16 MB for each reply.
+type threadSent struct {
+	head     []byte
+	messages map[uuid.UUID][sha256.Size]byte
 }
 
 // projectEvents is a project page's live stream, woken by the hub on ThreadChannel. With
-// ?thread= it serves the thread view: a `thread` event (threadState) whenever the thread's
-// status, composing parts or messages and their reads change, and again once a composing
+// ?thread= it serves the thread view: a `thread` event (threadState, carrying only what
+// changed) whenever the thread's status, composing parts or messages and their reads
+// change, and again once a composing
 // indicator has lapsed (composing is not announced when it expires). Without it serves the
 // activity feed: an `activity` event per new event (activityRow, id = the event's id, so a
 // reconnect resumes from Last-Event-ID), after ?after=, and a `gap` event when a
@@ -74,19 +85,18 @@ func (h *Handler) projectEvents(w http.ResponseWriter, r *http.Request, sess web
 	lapse := time.NewTimer(time.Hour)
 	lapse.Stop()
 	defer lapse.Stop()
-	var last []byte // the thread state sent last
+	var sent threadSent
 	h.stream(w, r, sess, sc, wakes, lapse.C, func(sc tenancy.Scope) error {
 		if threadID == "" {
 			return h.sendActivity(w, r, sc, &feed)
 		}
-		state, composing, err := h.threadState(r, sc, threadID)
-		if err != nil || bytes.Equal(state, last) {
+		state, composing, err := h.threadState(r, sc, threadID, &sent)
+		if err != nil || state == nil {
 			return err
 		}
 		if _, err := fmt.Fprintf(w, "event: thread\ndata: %s\n\n", state); err != nil {
 			return fmt.Errorf("live write: %w", err)
 		}
-		last = state
 		if composing {
 			lapse.Reset(threads.ComposingFor + time.Second)
 		}
@@ -94,9 +104,10 @@ func (h *Handler) projectEvents(w http.ResponseWriter, r *http.Request, sess web
 	})
 }
 
-// threadState reads the thread as its view shows it and encodes it; composing reports
-// whether someone is composing. A thread the person can no longer see ends the stream.
-func (h *Handler) threadState(r *http.Request, sc tenancy.Scope, threadID string) ([]byte, bool, error) {
+// threadState reads the thread as its view shows it and encodes what changed since sent
+// (nil: nothing did), then records it in sent as sent; composing reports whether someone
+// is composing. A thread the person can no longer see ends the stream.
+func (h *Handler) threadState(r *http.Request, sc tenancy.Scope, threadID string, sent *threadSent) ([]byte, bool, error) {
 	t, err := h.deps.Threads.ThreadForPeople(h.budget(r).Context(), sc, threadID)
 	if e, ok := apperr.As(err); ok && (e.Code == apperr.NotFound || e.Code == apperr.Invalid) {
 		return nil, false, errStreamGone
@@ -104,11 +115,35 @@ func (h *Handler) threadState(r *http.Request, sc tenancy.Scope, threadID string
 	if err != nil {
 		return nil, false, fmt.Errorf("live thread: %w", err)
 	}
-	data, err := json.Marshal(threadState{Status: t.Status, Composing: t.Composing, Messages: t.Messages})
+	head, err := json.Marshal(threadState{Status: t.Status, Composing: t.Composing})
 	if err != nil {
 		return nil, false, fmt.Errorf("live thread: %w", err)
 	}
-	return data, len(t.Composing) > 0, nil
+	state := threadState{Status: t.Status, Composing: t.Composing, Messages: []json.RawMessage{}}
+	// Only the page's messages are kept: one that left it (older than the page) is not
+	// sent again, and the map stays the page's size.
+	digests := make(map[uuid.UUID][sha256.Size]byte, len(t.Messages))
+	for _, m := range t.Messages {
+		data, err := json.Marshal(m)
+		if err != nil {
+			return nil, false, fmt.Errorf("live message: %w", err)
+		}
+		d := sha256.Sum256(data)
+		if old, ok := sent.messages[m.ID]; !ok || old != d {
+			state.Messages = append(state.Messages, data)
+		}
+		digests[m.ID] = d
+	}
+	composing := len(t.Composing) > 0
+	if len(state.Messages) == 0 && bytes.Equal(head, sent.head) {
+		return nil, composing, nil
+	}
+	data, err := json.Marshal(state)
+	if err != nil {
+		return nil, false, fmt.Errorf("live thread: %w", err)
+	}
+	sent.head, sent.messages = head, digests
+	return data, composing, nil
 }
 
 // liveOverlap is how far before the newest event sent each read of the live feed looks
