@@ -29,7 +29,7 @@ import (
 // that a second `make run` prints the same ones instead of issuing new keys.
 type devCredentials struct {
 	Agents       map[string]string `json:"agents"`        // "org/slug" -> key
-	ConnectCodes map[string]string `json:"connect_codes"` // project slug -> code
+	ConnectCodes map[string]string `json:"connect_codes"` // admin.File.ProjectKey -> code
 	DeskTokens   map[string]string `json:"desk_tokens"`   // desk workspace -> a personal access token
 	// Saved keys and codes revoked or rotated since they were saved (on the dashboard,
 	// with the CLI): the banner says so instead of printing what would be refused. A new
@@ -250,21 +250,16 @@ func applyDemo(ctx context.Context, cfg config.Config, demoPath, credPath string
 			creds.Agents[ref] = out.Key
 		}
 	}
-	for slug, p := range res.Projects {
-		if p.ConnectCode != "" {
-			creds.ConnectCodes[slug] = p.ConnectCode
-		} else if creds.ConnectCodes[slug] == "" {
-			host := ""
-			for _, ps := range file.Projects {
-				if ps.Slug == slug {
-					host = ps.Host
-				}
-			}
-			out, err := svc.RotateConnectCode(ctx, host+"/"+slug)
+	for _, ps := range file.Projects {
+		key := file.ProjectKey(ps)
+		if code := res.Projects[key].ConnectCode; code != "" {
+			creds.ConnectCodes[key] = code
+		} else if creds.ConnectCodes[key] == "" {
+			out, err := svc.RotateConnectCode(ctx, ps.Host+"/"+ps.Slug)
 			if err != nil {
 				return creds, res, file, err
 			}
-			creds.ConnectCodes[slug] = out.ConnectCode
+			creds.ConnectCodes[key] = out.ConnectCode
 		}
 	}
 	if !fresh {
@@ -322,16 +317,17 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 	}
 	mcpServers := map[string]any{}
 	for _, ps := range file.Projects {
-		p, code := res.Projects[ps.Slug], creds.ConnectCodes[ps.Slug]
+		key := file.ProjectKey(ps)
+		p, code := res.Projects[key], creds.ConnectCodes[key]
 		if code == "" {
 			continue
 		}
 		room := fmt.Sprintf("%s/api/mcp/p/%s", public, p.ID)
-		fmt.Fprintf(&b, "\nProject %q (id %s)\n", ps.Slug, p.ID)
+		fmt.Fprintf(&b, "\nProject %q of %q (id %s)\n", ps.Slug, ps.Host, p.ID)
 		fmt.Fprintf(&b, "  room (one room):   %s\n", room)
 		fmt.Fprintf(&b, "  all rooms:         %s/api/mcp\n", public)
 		members := bannerMembers(ps)
-		if creds.RevokedCodes[ps.Slug] {
+		if creds.RevokedCodes[key] {
 			fmt.Fprintf(&b, "  threads: the connect code was rotated since the last run; its URLs are on the dashboard's project page, or ./bin/relayroom admin project rotate-code %s/%s\n", ps.Host, ps.Slug)
 		} else {
 			fmt.Fprintln(&b, "  threads, one URL per part:")
@@ -341,7 +337,7 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 		}
 		fmt.Fprintln(&b, "\nClaude Code (paste one line per agent you want to be):")
 		for _, m := range members {
-			if creds.RevokedCodes[ps.Slug] || creds.RevokedAgents[m.agent] {
+			if creds.RevokedCodes[key] || creds.RevokedAgents[m.agent] {
 				continue
 			}
 			url, key := admin.ThreadsURL(public, code, m.part), creds.Agents[m.agent]
@@ -363,7 +359,7 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 				continue
 			}
 			endpoints := []string{room, public + "/api/mcp"}
-			if !creds.RevokedCodes[ps.Slug] {
+			if !creds.RevokedCodes[key] {
 				endpoints = append([]string{strings.SplitN(admin.ThreadsURL(public, code, "x"), "?", 2)[0]}, endpoints...)
 			}
 			for _, ep := range endpoints {

@@ -52,11 +52,11 @@ var demoUUID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 func seedDashboardDemo(ctx context.Context, public string, file admin.File, res admin.Result, creds devCredentials) (seeded []uuid.UUID, err error) {
 	connected := false
 	for _, ps := range file.Projects {
-		members := bannerMembers(ps)
-		if len(members) < 2 || creds.ConnectCodes[ps.Slug] == "" {
+		members, key := bannerMembers(ps), file.ProjectKey(ps)
+		if len(members) < 2 || creds.ConnectCodes[key] == "" {
 			continue
 		}
-		room := fmt.Sprintf("%s/api/mcp/p/%s", public, res.Projects[ps.Slug].ID)
+		room := fmt.Sprintf("%s/api/mcp/p/%s", public, res.Projects[key].ID)
 		first, second := members[0], members[1]
 		key1, key2 := creds.Agents[first.agent], creds.Agents[second.agent]
 		if key1 == "" || key2 == "" {
@@ -75,7 +75,7 @@ func seedDashboardDemo(ctx context.Context, public string, file admin.File, res 
 		if len(got.Messages) > 0 {
 			continue // seeded by an earlier run
 		}
-		threads1 := admin.ThreadsURL(public, creds.ConnectCodes[ps.Slug], first.part)
+		threads1 := admin.ThreadsURL(public, creds.ConnectCodes[key], first.part)
 		steps := []struct {
 			url, key, tool string
 			args           map[string]any
@@ -115,7 +115,7 @@ func seedDashboardDemo(ctx context.Context, public string, file admin.File, res 
 			}
 			connected = true
 		}
-		seeded = append(seeded, res.Projects[ps.Slug].ID)
+		seeded = append(seeded, res.Projects[key].ID)
 	}
 	return seeded, nil
 }

@@ -228,9 +228,9 @@ func (s *Service) applyTx(ctx context.Context, tx *pg.Tx, f File, opt Options) (
 		for _, p := range f.Projects {
 			out, err := s.applyProject(ctx, tx, p, orgID, opt)
 			if err != nil {
-				return fmt.Errorf("apply project %s: %w", p.Slug, err)
+				return fmt.Errorf("apply project %s/%s: %w", p.Host, p.Slug, err)
 			}
-			res.Projects[p.Slug] = out
+			res.Projects[f.ProjectKey(p)] = out
 		}
 		for _, w := range f.Desk {
 			oid, err := orgID(w.Workspace)

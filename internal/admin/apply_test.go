@@ -364,3 +364,44 @@ func TestApplySwapsMembersParts(t *testing.T) {
 		}
 	})
 }
+
+func TestApplyOneProjectSlugUnderTwoHosts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := newService(t)
+	// A project's slug is unique per host: Acme's "escalations" and Globex's are two
+	// projects. The file was refused as declaring a duplicate project.
+	both := demo + `
+  - slug: escalations
+    name: Globex escalations
+    host: globex
+    members:
+      - {agent: globex/qa-lead, part: qa-lead, main: true}
+`
+	t.Run("each host's project is applied and named host/slug in the output", func(t *testing.T) {
+		out, err := svc.Apply(ctx, parse(t, both), admin.Options{})
+		if err != nil {
+			t.Fatalf("the file: %v", err)
+		}
+		acme, globex := out.Projects["acme/escalations"], out.Projects["globex/escalations"]
+		if len(out.Projects) != 2 || acme.ID == uuid.Nil || globex.ID == uuid.Nil || acme.ID == globex.ID {
+			t.Fatalf("the projects: %+v", out.Projects)
+		}
+		if acme.ConnectCode == "" || globex.ConnectCode == "" || acme.ConnectCode == globex.ConnectCode {
+			t.Fatalf("each project gets its own connect code: %q and %q", acme.ConnectCode, globex.ConnectCode)
+		}
+		members, err := svc.ListMembers(ctx, "globex/escalations")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(members) != 1 || members[0].OrgSlug != "globex" || members[0].Part != "qa-lead" {
+			t.Fatalf("Globex's project's members: %+v", members)
+		}
+	})
+	t.Run("the same host's slug twice is still refused", func(t *testing.T) {
+		twice := strings.Replace(both, "host: globex", "host: acme", 1)
+		if _, err := svc.Apply(ctx, parse(t, twice), admin.Options{}); err == nil || !strings.Contains(err.Error(), `projects[1].slug: duplicate project "escalations" of "acme"`) {
+			t.Fatalf("one host's slug twice: %v", err)
+		}
+	})
+}

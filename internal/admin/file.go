@@ -26,6 +26,18 @@ type File struct {
 	Desk []desk.WorkspaceSpec `yaml:"desk" json:"desk"`
 }
 
+// ProjectKey names a declared project in Result.Projects: its slug, or "host/slug" where
+// the file declares that slug under more than one host. A project's slug is unique per
+// host, so two companies may each have their own "support".
+func (f File) ProjectKey(p ProjectSpec) string {
+	for _, q := range f.Projects {
+		if q.Slug == p.Slug && q.Host != p.Host {
+			return p.Host + "/" + p.Slug
+		}
+	}
+	return p.Slug
+}
+
 // OrgSpec declares an organisation.
 type OrgSpec struct {
 	Slug     string `yaml:"slug" json:"slug"`

@@ -183,7 +183,11 @@ func validate(f *File, k known) Problems {
 	for i := range f.Projects {
 		pr := &f.Projects[i]
 		path := fmt.Sprintf("projects[%d]", i)
-		checkNewSlug(seenProject, pr.Slug, path, "project", add)
+		// A project is one host's: the same slug under two hosts is two projects.
+		if validSlug(pr.Slug, path, add) && seenProject[pr.Host+"/"+pr.Slug] {
+			add(path+".slug", "duplicate project %q of %q", pr.Slug, pr.Host)
+		}
+		seenProject[pr.Host+"/"+pr.Slug] = true
 		checkName(&pr.Name, path, add)
 		if !orgs[pr.Host] {
 			add(path+".host", "unknown organisation %q", pr.Host)
