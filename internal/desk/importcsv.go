@@ -173,7 +173,7 @@ func importChunk(ctx context.Context, d *pg.DB, q *db.Queries, orgID uuid.UUID, 
 			p.Statuses = append(p.Statuses, c.Status)
 			p.CustomerEmails = append(p.CustomerEmails, c.CustomerEmail)
 			p.Bodies = append(p.Bodies, c.Messages[0].Body)
-			p.CreatedAts = append(p.CreatedAts, c.CreatedAt)
+			p.CreatedAts = append(p.CreatedAts, stamp(c.CreatedAt))
 		}
 		row, err := q.DeskImportChunk(ctx, tx, p)
 		if err != nil {

@@ -244,7 +244,7 @@ func AddConversation(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.U
 	}
 	row, err := q.DeskConversationInsert(ctx, tx, db.DeskConversationInsertParams{OrgID: orgID, ID: next, InboxID: c.InboxID,
 		Subject: c.Subject, Status: c.Status, AssigneeUserID: c.AssigneeID, CustomerEmail: c.CustomerEmail, CustomerName: c.CustomerName,
-		ExternalID: ext, CreatedAt: c.CreatedAt, ResolvedAt: resolved})
+		ExternalID: ext, CreatedAt: stamp(c.CreatedAt), ResolvedAt: stampPtr(resolved)})
 	if pg.IsNoRows(err) && ext != nil {
 		// A concurrent call stored the same external id and committed while this
 		// statement waited on it, so the statement's snapshot predates that row: a new
@@ -278,7 +278,7 @@ func AddConversation(ctx context.Context, tx *pg.Tx, q *db.Queries, orgID uuid.U
 			mext = &m.ExternalID
 		}
 		created, err := q.DeskMessageInsert(ctx, tx, db.DeskMessageInsertParams{OrgID: orgID, ID: first + int64(i), ConversationID: row.ID,
-			Type: m.Type, Body: m.Body, AuthorUserID: m.AuthorID, Attachments: b, ExternalID: mext, CreatedAt: m.CreatedAt})
+			Type: m.Type, Body: m.Body, AuthorUserID: m.AuthorID, Attachments: b, ExternalID: mext, CreatedAt: stamp(m.CreatedAt)})
 		if err != nil {
 			return 0, false, fmt.Errorf("desk: add message: %w", err)
 		}

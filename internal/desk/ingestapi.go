@@ -348,7 +348,7 @@ func (s *Service) IngestMessage(ctx context.Context, sc tenancy.Scope, conversat
 			return fmt.Errorf("attachments: %w", err)
 		}
 		if out.Created, err = s.q.DeskMessageInsert(ctx, tx, db.DeskMessageInsertParams{OrgID: c.org, ID: id, ConversationID: conv,
-			Type: nm.Type, Body: nm.Body, AuthorUserID: nm.AuthorID, Attachments: att, ExternalID: &nm.ExternalID, CreatedAt: nm.CreatedAt}); err != nil {
+			Type: nm.Type, Body: nm.Body, AuthorUserID: nm.AuthorID, Attachments: att, ExternalID: &nm.ExternalID, CreatedAt: stamp(nm.CreatedAt)}); err != nil {
 			return fmt.Errorf("add message: %w", err)
 		}
 		if !out.Created {
@@ -366,7 +366,7 @@ func (s *Service) IngestMessage(ctx context.Context, sc tenancy.Scope, conversat
 		}
 		out.MessageID = messageID(nm.Type, id)
 		if in.Status != "" && in.Status != cv.Status {
-			return s.q.DeskConversationSetStatus(ctx, tx, db.DeskConversationSetStatusParams{OrgID: c.org, ID: conv, Status: in.Status, At: nm.CreatedAt})
+			return s.q.DeskConversationSetStatus(ctx, tx, db.DeskConversationSetStatusParams{OrgID: c.org, ID: conv, Status: in.Status, At: stamp(nm.CreatedAt)})
 		}
 		return nil
 	})

@@ -107,6 +107,30 @@ func TestIngest(t *testing.T) {
 			t.Fatalf("%+v", r.Conversation)
 		}
 	})
+	t.Run("conversations of one shown second list by id, as the contract sorts", func(t *testing.T) {
+		// Times were stored to the microsecond and answers show seconds: the later
+		// fraction listed first, two equal times with ids descending.
+		var ids []string
+		for i, frac := range []string{"2", "7"} {
+			when := at("2026-11-10T09:00:00." + frac + "Z")
+			c, err := fx.svc.IngestConversation(ctx, ana, desk.IngestConversation{ExternalID: fmt.Sprintf("frac-%d", i), InboxID: support,
+				Subject: "Quokka sighting " + frac, CustomerEmail: "pat@customer.test", CreatedAt: &when,
+				Messages: []desk.IngestMessage{{ExternalID: fmt.Sprintf("frac-%d-m", i), Type: desk.TypeCustomer, Body: "A quokka at the door.", CreatedAt: &when}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, c.ConversationID)
+		}
+		found, err := fx.svc.SearchConversations(ctx, ana, desk.SearchInput{Query: "quokka"})
+		if err != nil || len(found.Conversations) != 2 {
+			t.Fatalf("search %+v %v", found, err)
+		}
+		for i, c := range found.Conversations {
+			if c.ID != ids[i] || c.UpdatedAt != "2026-11-10T09:00:00Z" {
+				t.Fatalf("result %d: %s at %s, want %s at 2026-11-10T09:00:00Z (ids ascending within one second)", i, c.ID, c.UpdatedAt, ids[i])
+			}
+		}
+	})
 	t.Run("a message's external id on another conversation is a conflict and writes nothing", func(t *testing.T) {
 		other, err := fx.svc.IngestConversation(ctx, ana, newConv("hs-3"))
 		if err != nil {

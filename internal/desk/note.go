@@ -110,7 +110,7 @@ func (s *Service) AddPrivateNote(ctx context.Context, sc tenancy.Scope, in NoteI
 			return fmt.Errorf("number the note: %w", err)
 		}
 		created, err := s.q.DeskNoteClaim(ctx, tx, db.DeskNoteClaimParams{OrgID: c.org, UserID: c.user, Key: in.IdempotencyKey,
-			Fingerprint: fp, MessageID: id, CreatedAt: now, ExpiredBefore: now.Add(-NoteKeyRetention), ConversationID: conv, Body: in.Body})
+			Fingerprint: fp, MessageID: id, CreatedAt: stamp(now), ExpiredBefore: now.Add(-NoteKeyRetention), ConversationID: conv, Body: in.Body})
 		if err != nil {
 			return fmt.Errorf("add note: %w", err)
 		}

@@ -246,6 +246,21 @@ func (c caller) tzName() string {
 
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
+// stamp is a time as a conversation or message stores it: to the second, the precision
+// answers show (ts). Lists sort on the stored times, then by id: stored finer, two
+// conversations of one shown second came out in the order of their fractions, which to
+// a client reads as ids out of the contract's order.
+func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
+
+// stampPtr is stamp for a time that may be absent.
+func stampPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	s := stamp(*t)
+	return &s
+}
+
 func tsp(t *time.Time) *string {
 	if t == nil {
 		return nil
