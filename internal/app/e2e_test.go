@@ -229,7 +229,7 @@ func TestOperationsEndpointsAndLogs(t *testing.T) {
 		t.Fatalf("whoami over raw HTTP: %d %s", status, body)
 	}
 	post(t, threads, key, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{"x":1}}}`)
-	post(t, threads, mistype(key), `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	post(t, threads, testfix.Mistype(key), `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
 	// Methods of the caller's own invention are counted as "other", not one series each.
 	for _, m := range []string{"M1X2Y3", "M4X5Y6"} {
 		req, err := http.NewRequest(m, s.base+"/", nil)
@@ -428,7 +428,7 @@ func TestPlainGETOfAMistypedThreadsURL(t *testing.T) {
 		status    int
 		says      string
 	}{
-		{"a code whose checksum fails", s.base + "/mcp/" + mistype(code) + "?part=architect", http.StatusUnauthorized, "unknown connect code"},
+		{"a code whose checksum fails", s.base + "/mcp/" + testfix.Mistype(code) + "?part=architect", http.StatusUnauthorized, "unknown connect code"},
 		{"a ?part= with a NUL", s.base + "/mcp/" + code + "?part=a%00b", http.StatusBadRequest, "NUL"},
 		{"no ?part=", s.base + "/mcp/" + code, http.StatusForbidden, "the URL needs ?part="},
 		{"the right URL", good, http.StatusOK, `"status":"ok"`},
@@ -440,13 +440,4 @@ func TestPlainGETOfAMistypedThreadsURL(t *testing.T) {
 			}
 		})
 	}
-}
-
-// mistype changes a credential's last character to a different one: a plain "+x" is the
-// same credential one time in 62.
-func mistype(s string) string {
-	if s[len(s)-1] == 'x' {
-		return s[:len(s)-1] + "y"
-	}
-	return s[:len(s)-1] + "x"
 }

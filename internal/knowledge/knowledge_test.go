@@ -571,7 +571,7 @@ func TestCIConfirmsOverHTTPWithItsProjectToken(t *testing.T) {
 		want                 int
 	}{
 		{"no token", pid, "", 401},
-		{"mistyped token", pid, mistype(tok), 401},
+		{"mistyped token", pid, testfix.Mistype(tok), 401},
 		{"another project's token", pid, other, 401},
 		{"another project's entry", e.scopes["peter"].ProjectID.String(), other, 404},
 	} {
@@ -689,15 +689,6 @@ func recallBody(t testing.TB, e *env) string {
 		t.Fatal(err)
 	}
 	return q
-}
-
-// mistype changes a credential's last character to a different one: a plain "+x" is the
-// same credential one time in 62.
-func mistype(s string) string {
-	if s[len(s)-1] == 'x' {
-		return s[:len(s)-1] + "y"
-	}
-	return s[:len(s)-1] + "x"
 }
 
 // TestTheReviewListRefusesWhatItCannotList: a status that is none ("candidates") was

@@ -60,9 +60,9 @@ func TestPartResolution(t *testing.T) {
 	// Unknown part, unknown code, mistyped key.
 	_, err = r.Part(ctx, code1, "nobody", arch)
 	wantCode(t, err, apperr.Forbidden)
-	_, err = r.Part(ctx, mistype(code1), "architect", arch)
+	_, err = r.Part(ctx, testfix.Mistype(code1), "architect", arch)
 	wantCode(t, err, apperr.Unauthenticated)
-	_, err = r.Part(ctx, code1, "architect", mistype(arch))
+	_, err = r.Part(ctx, code1, "architect", testfix.Mistype(arch))
 	wantCode(t, err, apperr.Unauthenticated)
 }
 
@@ -291,21 +291,12 @@ func TestMistypedKeyNeedsNoDatabase(t *testing.T) {
 	d, r, res := setup(t)
 	key := res.Agents["acme/architect"].Key
 	d.Close()
-	for _, bad := range []string{mistype(key), strings.ToUpper(key), "sk-qyt-short"} {
+	for _, bad := range []string{testfix.Mistype(key), strings.ToUpper(key), "sk-qyt-short"} {
 		_, err := r.Agent(ctx, bad)
 		wantCode(t, err, apperr.Unauthenticated)
 	}
 	_, err := r.Agent(ctx, key)
 	wantCode(t, err, apperr.Unavailable) // the well-formed key does reach for the database
-}
-
-// mistype changes a credential's last character to a different one: a plain "+x" is the
-// same credential one time in 62.
-func mistype(s string) string {
-	if s[len(s)-1] == 'x' {
-		return s[:len(s)-1] + "y"
-	}
-	return s[:len(s)-1] + "x"
 }
 
 const guests = `

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -38,7 +39,7 @@ func TestPagerHTTP(t *testing.T) {
 	if rec, _ := call(http.MethodGet, "/api/wakes/next?wait=0", ""); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("no key: %d", rec.Code)
 	}
-	if rec, _ := call(http.MethodGet, "/api/wakes/next?wait=0", mistype(key)); rec.Code != http.StatusUnauthorized {
+	if rec, _ := call(http.MethodGet, "/api/wakes/next?wait=0", testfix.Mistype(key)); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("mistyped key: %d", rec.Code)
 	}
 	if rec, _ := call(http.MethodGet, "/api/wakes/next?wait=soon", key); rec.Code != http.StatusBadRequest {
@@ -162,15 +163,6 @@ func TestLongPollsPerAgentAreBounded(t *testing.T) {
 	if code := pollUntilIdle(key); code != http.StatusNoContent {
 		t.Fatalf("once the polls ended: %d (the bound outlived them)", code)
 	}
-}
-
-// mistype changes a credential's last character to a different one: a plain "+x" is the
-// same credential one time in 62.
-func mistype(s string) string {
-	if s[len(s)-1] == 'x' {
-		return s[:len(s)-1] + "y"
-	}
-	return s[:len(s)-1] + "x"
 }
 
 func TestParseWait(t *testing.T) {
