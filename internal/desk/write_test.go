@@ -374,7 +374,7 @@ func TestAccess(t *testing.T) {
 		if ok, err := fx.svc.RevokeToken(ctx, fx.orgs["acme"], live.ID); !ok || err != nil {
 			t.Fatalf("revoke: %v %v", ok, err)
 		}
-		for _, bad := range []string{live.Token, "", "qyt_pt_nope", live.Token[:len(live.Token)-1] + "x", "sk-qyt-whatever"} {
+		for _, bad := range []string{live.Token, "", "qyt_pt_nope", testfix.Mistype(live.Token), "sk-qyt-whatever"} {
 			_, err = fx.svc.Authenticate(ctx, bad)
 			wantErr(t, err, apperr.Unauthenticated, "UNAUTHENTICATED", desk.MsgUnauthorized)
 		}
