@@ -513,22 +513,10 @@ func TestRefusedBodiesHoldLittleOfTheBudget(t *testing.T) {
 // the test ends.
 func lockTable(t *testing.T, url, table string) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
+	tx := testfix.Holder(t, url)
+	if _, err := tx.Exec(context.Background(), "LOCK TABLE "+pgx.Identifier{table}.Sanitize()+" IN ACCESS EXCLUSIVE MODE"); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "LOCK TABLE "+pgx.Identifier{table}.Sanitize()+" IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = tx.Rollback(ctx) // ends the lock; the connection closes next
-		_ = conn.Close(ctx)
-	})
 }
 
 // checkUnavailable checks the HTTP-level "database unavailable" answer: 503, Retry-After,

@@ -560,19 +560,7 @@ func TestAuthorizationRefusals(t *testing.T) {
 		// A transaction holds the grant's row, so both exchanges read the code unspent and
 		// then meet at its update: the one that waited finds it spent by the other.
 		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, s.dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := conn.Close(ctx); err != nil {
-				t.Error(err)
-			}
-		}()
-		hold, err := conn.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		hold := testfix.Holder(t, s.dbURL)
 		if _, err := hold.Exec(ctx, `SELECT 1 FROM oauth_grant WHERE client_id = $1 FOR UPDATE`, f.clientID); err != nil {
 			t.Fatal(err)
 		}
@@ -590,7 +578,7 @@ func TestAuthorizationRefusals(t *testing.T) {
 		// Both exchanges then wait at the row (whichever order they reach it in, the
 		// answer checked below is the same; the race is only lost when they overlap).
 		for waiting := 0; waiting < 1; {
-			if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			if err := hold.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(5 * time.Millisecond)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // ackScene is the ack tests' setting: architect writes to backend in project
@@ -212,16 +214,7 @@ func TestAckWhileAFoldHoldsTheWake(t *testing.T) {
 	second := a.reply(t, first.ThreadID)
 
 	// A fold of the reply, held open: it moves the reply's event into the wake.
-	conn, err := pgx.Connect(ctx, s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	fold, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fold.Rollback(ctx) //nolint:errcheck // a no-op once committed
+	fold := testfix.Holder(t, s.dbURL)
 	if _, err := fold.Exec(ctx, `DELETE FROM wake_event WHERE item_id = $1`, second.MessageID); err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +253,7 @@ func TestAckWhileAFoldHoldsTheWake(t *testing.T) {
 	// The ack is waiting for the fold's lock on the wake before the fold commits.
 	for deadline := time.Now().Add(generous); ; time.Sleep(10 * time.Millisecond) {
 		var waiting int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+		if err := fold.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
 			AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}

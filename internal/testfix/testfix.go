@@ -208,13 +208,20 @@ func Detector(t testing.TB) *secrets.Detector {
 	return d
 }
 
-// Holder opens a transaction on a connection of its own, as the database's owner (behind
-// no row-level security), for a test to hold locks that a call under test must wait for.
-// The test commits it to let the call go on; it is rolled back and closed at the end.
+// Holder is the package-level Holder on the bundle's database.
 func (b *Bundle) Holder(t testing.TB) pgx.Tx {
 	t.Helper()
+	return Holder(t, b.URL)
+}
+
+// Holder opens a transaction on a connection of its own to the database at url, as its
+// owner (behind no row-level security), for a test to hold locks that a call under test
+// must wait for. The test commits it to let the call go on; it is rolled back and closed
+// at the end. Tests with a server rather than a Bundle reach it by the server's URL.
+func Holder(t testing.TB, url string) pgx.Tx {
+	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, b.URL)
+	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
