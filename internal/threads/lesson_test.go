@@ -260,15 +260,12 @@ func TestLessonOutcomesFromProjectSettings(t *testing.T) {
 func holdKnowledgeWrites(t *testing.T, e *env) (pgx.Tx, func()) {
 	t.Helper()
 	ctx := context.Background()
-	conn := e.connect(t)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := e.Holder(t)
 	if _, err := tx.Exec(ctx, "LOCK TABLE knowledge IN SHARE MODE"); err != nil {
 		t.Fatal(err)
 	}
-	return tx, func() { _ = tx.Rollback(ctx); _ = conn.Close(ctx) }
+	// Rolling back ends the lock; called again (deferred), it is a no-op.
+	return tx, func() { _ = tx.Rollback(ctx) }
 }
 
 // connect opens a connection of the test's own to its database, as the owner, closed when

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/testfix"
@@ -479,18 +478,7 @@ func TestRepliesDoNotQueueOnTheirThread(t *testing.T) {
 	sent := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "Busy", Body: "first"})
 	// Touched just now: the reply's own touch has nothing to write within this second.
 	e.exec(t, "UPDATE thread SET last_message_at = now() + interval '1 minute' WHERE id = $1", uuid.MustParse(sent.ThreadID))
-	holder, err := pgx.Connect(ctx, e.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(ctx)
-	tx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Ends the hold when the test fails early; after the explicit rollback below it only
-	// reports that the transaction is closed already.
-	defer func() { _ = tx.Rollback(ctx) }()
+	tx := e.Holder(t)
 	// By project and id: on Citus a lock must name its shard (the distribution column).
 	if _, err := tx.Exec(ctx, "SELECT 1 FROM thread WHERE project_id = $1 AND id = $2 FOR NO KEY UPDATE",
 		e.sc("architect").ProjectID, uuid.MustParse(sent.ThreadID)); err != nil {
@@ -511,7 +499,7 @@ func TestRepliesDoNotQueueOnTheirThread(t *testing.T) {
 		default:
 		}
 		var waiting int
-		if err := holder.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
