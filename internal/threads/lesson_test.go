@@ -149,8 +149,7 @@ func TestLessonOutcomesFromProjectSettings(t *testing.T) {
 		t.Parallel()
 		e := setup(t)
 		sc := e.sc("architect")
-		e.exec(t, `INSERT INTO agent_lesson (org_id, agent_id, id, created_at)
-			SELECT $1, $2, gen_random_uuid(), now() - interval '10 minutes' FROM generate_series(1, 59)`, sc.OrgID, sc.AgentID)
+		e.pastLessons(t, "architect", 59, 10)
 		const closes = 6
 		ths := make([]string, closes)
 		for i := range ths {
@@ -206,10 +205,8 @@ func TestLessonOutcomesFromProjectSettings(t *testing.T) {
 		sc := e.sc("architect")
 		// 60 lessons of this agent within the hour, wherever they were recorded (the count
 		// is the agent's, across projects); the 61st is refused. Older ones do not count.
-		e.exec(t, `INSERT INTO agent_lesson (org_id, agent_id, id, created_at)
-			SELECT $1, $2, gen_random_uuid(), now() - interval '50 minutes' FROM generate_series(1, 59)`, sc.OrgID, sc.AgentID)
-		e.exec(t, `INSERT INTO agent_lesson (org_id, agent_id, id, created_at)
-			SELECT $1, $2, gen_random_uuid(), now() - interval '61 minutes' FROM generate_series(1, 30)`, sc.OrgID, sc.AgentID)
+		e.pastLessons(t, "architect", 59, 50)
+		e.pastLessons(t, "architect", 30, 61)
 		if r := e.closeWith(t, "architect", e.open(t), good); !r.Lesson.Recorded {
 			t.Fatalf("the 60th lesson was refused: %+v", r.Lesson)
 		}
@@ -266,6 +263,16 @@ func holdKnowledgeWrites(t *testing.T, e *env) (pgx.Tx, func()) {
 	}
 	// Rolling back ends the lock; called again (deferred), it is a no-op.
 	return tx, func() { _ = tx.Rollback(ctx) }
+}
+
+// pastLessons records n lessons of part's agent, each minutes ago: what the agent's hourly
+// limit on lessons counts, or, past the hour, forgets.
+func (e *env) pastLessons(t *testing.T, part string, n, minutes int) {
+	t.Helper()
+	sc := e.sc(part)
+	e.exec(t, `INSERT INTO agent_lesson (org_id, agent_id, id, created_at)
+		SELECT $1, $2, gen_random_uuid(), now() - make_interval(mins => $3) FROM generate_series(1, $4)`,
+		sc.OrgID, sc.AgentID, minutes, n)
 }
 
 // connect opens a connection of the test's own to its database, as the owner, closed when
