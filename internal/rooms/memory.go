@@ -693,7 +693,7 @@ func (s *Service) lexical(ctx context.Context, tx *pg.Tx, q string, f filter, n 
 	// a sentence is left to full text, which ranks it better and costs less.
 	var like *string
 	if l := len(q); l >= 3 && l <= 100 && len(strings.Fields(q)) <= 3 {
-		p := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(q) + "%"
+		p := pg.LikeSubstring(q)
 		like = &p
 	}
 	return queryScored(ctx, tx, "lexical search", lexicalSQL, q, like, f.category, f.tags, n)

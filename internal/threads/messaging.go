@@ -503,11 +503,6 @@ type SearchHit struct {
 	CreatedAt Time   `json:"createdAt"`
 }
 
-func likePattern(q string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return "%" + r.Replace(q) + "%"
-}
-
 // Threads lists the threads the caller takes part in, newest first, optionally filtered
 // by status and by a substring of the subject or any message.
 func (s *Service) Threads(ctx context.Context, sc tenancy.Scope, in ThreadsInput) ([]ThreadSummary, error) {
@@ -517,7 +512,7 @@ func (s *Service) Threads(ctx context.Context, sc tenancy.Scope, in ThreadsInput
 	in.Limit = min(in.Limit, MaxThreads)
 	var pattern *string
 	if in.Query != nil && strings.TrimSpace(*in.Query) != "" {
-		p := likePattern(*in.Query)
+		p := pg.LikeSubstring(*in.Query)
 		pattern = &p
 	}
 	rows, err := pg.ReadOne(ctx, s.DB, sc.Tenant(), "threads", func(tx *pg.Tx) ([]db.ThreadListMineRow, error) {
@@ -540,7 +535,7 @@ func (s *Service) Search(ctx context.Context, sc tenancy.Scope, query string) ([
 		return nil, apperr.New(apperr.Invalid, "query needs at least %d characters", MinSearchQuery).WithReason(apperr.ReasonInvalidArgument)
 	}
 	rows, err := pg.ReadOne(ctx, s.DB, sc.Tenant(), "search", func(tx *pg.Tx) ([]db.ThreadSearchOthersRow, error) {
-		return s.Q.ThreadSearchOthers(ctx, tx, db.ThreadSearchOthersParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Pattern: likePattern(query), Lim: MaxThreads})
+		return s.Q.ThreadSearchOthers(ctx, tx, db.ThreadSearchOthersParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Pattern: pg.LikeSubstring(query), Lim: MaxThreads})
 	})
 	if err != nil {
 		return nil, err
