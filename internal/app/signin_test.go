@@ -577,12 +577,7 @@ func TestAuthorizationRefusals(t *testing.T) {
 		}
 		// Both exchanges then wait at the row (whichever order they reach it in, the
 		// answer checked below is the same; the race is only lost when they overlap).
-		for waiting := 0; waiting < 1; {
-			if err := hold.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testfix.AwaitLockWaitersAt(t, s.dbURL, 1, nil)
 		time.Sleep(300 * time.Millisecond)
 		if err := hold.Commit(ctx); err != nil {
 			t.Fatal(err)

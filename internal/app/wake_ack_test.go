@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -251,19 +250,7 @@ func TestAckWhileAFoldHoldsTheWake(t *testing.T) {
 		acked <- result{status: resp.StatusCode, body: string(body), err: err}
 	}()
 	// The ack is waiting for the fold's lock on the wake before the fold commits.
-	for deadline := time.Now().Add(generous); ; time.Sleep(10 * time.Millisecond) {
-		var waiting int
-		if err := fold.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the ack never waited for the fold")
-		}
-	}
+	testfix.AwaitLockWaitersAt(t, s.dbURL, 1, nil)
 	if err := fold.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}

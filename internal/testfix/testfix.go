@@ -248,13 +248,50 @@ func (b *Bundle) AwaitLockWaiter(t testing.TB, done <-chan error) {
 }
 
 // AwaitLockWaiters is AwaitLockWaiter for n backends waiting at once (on a row, a table
-// or an advisory lock); done may be nil. Each poll is a transaction of its own: inside
-// one, pg_stat_activity is a single snapshot and never changes. On Citus a call waits on
-// the worker that holds the row's shard, which citus_stat_activity sees.
+// or an advisory lock); done may be nil.
 func (b *Bundle) AwaitLockWaiters(t testing.TB, n int, done <-chan error) {
 	t.Helper()
+	awaitLockWaiters(t, n, done, b.DB.Citus(), func(sql string) int { return b.Count(t, sql) })
+}
+
+// AwaitLockWaitersAt is AwaitLockWaiters for the database at url (a test server's), read
+// on a connection of its own, one statement (so one snapshot) a poll. A test must not
+// poll from the transaction that holds the lock: within one transaction the set of
+// backends pg_stat_activity lists is read once, and a call's backend that connects later
+// is never seen.
+func AwaitLockWaitersAt(t testing.TB, url string, n int, done <-chan error) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := conn.Close(ctx); err != nil {
+			t.Errorf("close the lock poller's connection: %v", err)
+		}
+	}()
+	var citus bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')`).Scan(&citus); err != nil {
+		t.Fatal(err)
+	}
+	awaitLockWaiters(t, n, done, citus, func(sql string) int {
+		var v int
+		if err := conn.QueryRow(ctx, sql).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	})
+}
+
+// awaitLockWaiters polls count until n backends of the database wait on a lock. Each poll
+// is a transaction of its own: inside one, pg_stat_activity is a single snapshot. On
+// Citus a call waits on the worker that holds the row's shard, which citus_stat_activity
+// sees.
+func awaitLockWaiters(t testing.TB, n int, done <-chan error, citus bool, count func(sql string) int) {
+	t.Helper()
 	activity := "pg_stat_activity"
-	if b.DB.Citus() {
+	if citus {
 		activity = "citus_stat_activity"
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -264,7 +301,7 @@ func (b *Bundle) AwaitLockWaiters(t testing.TB, n int, done <-chan error) {
 			t.Fatalf("the call returned (%v) without waiting on the held lock", err)
 		default:
 		}
-		if b.Count(t, `SELECT count(*) FROM `+activity+`
+		if count(`SELECT count(*) FROM `+activity+`
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`) >= n {
 			return
 		}
