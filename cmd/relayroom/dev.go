@@ -317,8 +317,8 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 	}
 	mcpServers := map[string]any{}
 	for _, ps := range file.Projects {
-		key := file.ProjectKey(ps)
-		p, code := res.Projects[key], creds.ConnectCodes[key]
+		project := file.ProjectKey(ps)
+		p, code := res.Projects[project], creds.ConnectCodes[project]
 		if code == "" {
 			continue
 		}
@@ -327,7 +327,7 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 		fmt.Fprintf(&b, "  room (one room):   %s\n", room)
 		fmt.Fprintf(&b, "  all rooms:         %s/api/mcp\n", public)
 		members := bannerMembers(ps)
-		if creds.RevokedCodes[key] {
+		if creds.RevokedCodes[project] {
 			fmt.Fprintf(&b, "  threads: the connect code was rotated since the last run; its URLs are on the dashboard's project page, or ./bin/relayroom admin project rotate-code %s/%s\n", ps.Host, ps.Slug)
 		} else {
 			fmt.Fprintln(&b, "  threads, one URL per part:")
@@ -337,7 +337,7 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 		}
 		fmt.Fprintln(&b, "\nClaude Code (paste one line per agent you want to be):")
 		for _, m := range members {
-			if creds.RevokedCodes[key] || creds.RevokedAgents[m.agent] {
+			if creds.RevokedCodes[project] || creds.RevokedAgents[m.agent] {
 				continue
 			}
 			url, key := admin.ThreadsURL(public, code, m.part), creds.Agents[m.agent]
@@ -359,7 +359,7 @@ func printBanner(w io.Writer, public string, creds devCredentials, res admin.Res
 				continue
 			}
 			endpoints := []string{room, public + "/api/mcp"}
-			if !creds.RevokedCodes[key] {
+			if !creds.RevokedCodes[project] {
 				endpoints = append([]string{strings.SplitN(admin.ThreadsURL(public, code, "x"), "?", 2)[0]}, endpoints...)
 			}
 			for _, ep := range endpoints {
