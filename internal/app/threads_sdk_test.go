@@ -81,6 +81,14 @@ func TestGoSDKClientDrivesEveryThreadsTool(t *testing.T) {
 	if learned, _ := callJSON(t, back, "learn", map[string]any{"title": "Check rollback before deploys", "body": "Review the rollback path of every migration before a Friday deploy.", "kind": "procedure"}); learned["status"] != "candidate" {
 		t.Fatalf("learn: %v", learned)
 	}
+	// A lesson past its bound loses only the lesson: the schema refused the whole call,
+	// and the thread stayed open.
+	long, _ := callJSON(t, arch, "close", map[string]any{"threadId": threadID, "lesson": map[string]any{
+		"title": "Too long", "body": strings.Repeat("a", 5001), "kind": "procedure"}})
+	if l, _ := long["lesson"].(map[string]any); long["status"] != "closed" || l["recorded"] != false || l["code"] != "storage_failed" {
+		t.Fatalf("close with a lesson past its bound: %v", long)
+	}
+	// That slip settles nothing: the real lesson is recorded by the next close.
 	closed, _ := callJSON(t, arch, "close", map[string]any{"threadId": threadID, "lesson": map[string]any{
 		"title": "Migrations need a reviewed rollback", "body": "Ask a second part to review the rollback path before deploying a migration.", "kind": "procedure"}})
 	lesson, _ := closed["lesson"].(map[string]any)

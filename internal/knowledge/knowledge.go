@@ -10,10 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -435,10 +437,10 @@ type LessonOutcome struct {
 	// Title is the recorded entry's title, once redacted, for the caller's own use: the
 	// contract's answer is {recorded, knowledgeId}, nothing more.
 	Title string `json:"-"`
-	// blank: the lesson was blank as sent, before any redaction. It is refused with
-	// empty_after_redaction (the contract's codes are fixed) but settles nothing: a
-	// caller's slip must not keep the thread from its real lesson.
-	blank bool
+	// slip: the lesson was refused for how it was sent (blank, past a bound, an unknown
+	// kind), before any redaction. It is refused with one of the contract's fixed codes but
+	// settles nothing: a caller's slip must not keep the thread from its real lesson.
+	slip bool
 }
 
 // Outcome is the code stored on the thread: recorded or the refusal.
@@ -456,7 +458,7 @@ func (o LessonOutcome) Outcome() string {
 // no lesson ever passes) leaves it open, so a later close of the ended thread can still
 // record one.
 func (o LessonOutcome) Settles() bool {
-	return o.Recorded || (o.Code == OutcomeEmptyAfterRedaction && !o.blank) || o.Code == OutcomeStorageFailed
+	return o.Recorded || ((o.Code == OutcomeEmptyAfterRedaction || o.Code == OutcomeStorageFailed) && !o.slip)
 }
 
 func refused(code, reason string) LessonOutcome {
@@ -508,7 +510,15 @@ func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req L
 	if secrets.IsEmptyAfterRedaction(req.Body) || secrets.IsEmptyAfterRedaction(req.Title) {
 		// Nothing of substance as sent (no letter, no digit), before any rule ran.
 		o := refused(OutcomeEmptyAfterRedaction, "the lesson's title and body must not be blank (each needs a letter or a digit); close again with the lesson written out")
-		o.blank = true
+		o.slip = true
+		return o, nil
+	}
+	// The bounds are decided here, not by close's input schema: losing the lesson never
+	// costs the close, so a lesson past a bound is an outcome (storage_failed, the
+	// contract's code for a lesson that cannot be stored), and the close happens.
+	if reason := lessonOutOfBounds(req.LessonInput); reason != "" {
+		o := refused(OutcomeStorageFailed, reason+"; close again with the lesson corrected")
+		o.slip = true
 		return o, nil
 	}
 	if secrets.IsEmptyAfterRedaction(red.Body) {
@@ -541,6 +551,20 @@ func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req L
 		return LessonOutcome{}, err
 	}
 	return LessonOutcome{Recorded: true, KnowledgeID: w.ID.String(), Title: red.Title}, nil
+}
+
+// lessonOutOfBounds names what breaks a lesson's bounds as sent ("" when nothing does):
+// learn's bounds, which its schema enforces for learn.
+func lessonOutOfBounds(l LessonInput) string {
+	switch {
+	case utf8.RuneCountInString(l.Title) > MaxTitle:
+		return fmt.Sprintf("the lesson's title holds %d characters, more than %d", utf8.RuneCountInString(l.Title), MaxTitle)
+	case utf8.RuneCountInString(l.Body) > MaxBody:
+		return fmt.Sprintf("the lesson's body holds %d characters, more than %d", utf8.RuneCountInString(l.Body), MaxBody)
+	case !slices.Contains(Kinds, l.Kind):
+		return fmt.Sprintf("the lesson's kind %q is not one of %s", l.Kind, strings.Join(Kinds, ", "))
+	}
+	return ""
 }
 
 func storageReason(err error) string {

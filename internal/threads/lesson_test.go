@@ -101,6 +101,25 @@ func TestLessonOnCloseOutcomes(t *testing.T) {
 			t.Fatalf("the real lesson: %+v", r.Lesson)
 		}
 	})
+	t.Run("a lesson past a bound or of an unknown kind is refused, the close happens, and it settles nothing", func(t *testing.T) {
+		// close's schema bounded the lesson, so such a call was refused whole and the
+		// thread stayed open: losing the lesson must never cost the close.
+		th := e.open(t)
+		for _, bad := range []*knowledge.LessonInput{
+			lesson(strings.Repeat("t", knowledge.MaxTitle+1), "A durable thing to learn here, written out."),
+			lesson("A fine title", strings.Repeat("b", knowledge.MaxBody+1)),
+			{Title: "A fine title", Body: "A durable thing to learn here, written out.", Kind: "howto"},
+		} {
+			r := e.closeWith(t, "architect", th, bad)
+			wantOutcome(t, r, "storage_failed")
+			if r.Status != "closed" || !strings.Contains(r.Lesson.Reason, "close again with the lesson corrected") {
+				t.Fatalf("%s: %+v", r.Status, r.Lesson)
+			}
+		}
+		if r := e.closeWith(t, "architect", th, good); !r.Lesson.Recorded {
+			t.Fatalf("the real lesson: %+v", r.Lesson)
+		}
+	})
 	t.Run("already_decided", func(t *testing.T) {
 		th := e.open(t)
 		e.closeWith(t, "architect", th, lesson("First lesson of the thread", "Something durable and specific to learn here."))

@@ -3,6 +3,7 @@ package threads
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/knowledge"
@@ -48,7 +49,7 @@ func urgencyArgs(described bool) []mcp.SchemaOption {
 	return []mcp.SchemaOption{mcp.Prop("urgent", urgent...), mcp.Prop("needsHuman", needsHuman...)}
 }
 
-// entryArgs bound a knowledge entry's title, body and kind (learn, close's lesson).
+// entryArgs bound a knowledge entry's title, body and kind (learn; close decides its lesson's itself).
 func entryArgs() []mcp.SchemaOption {
 	return []mcp.SchemaOption{
 		mcp.Prop("title", mcp.MinLength(1), mcp.MaxLength(knowledge.MaxTitle)),
@@ -190,9 +191,14 @@ func closeTool(s *Service) mcp.Tool[tenancy.Scope] {
 		Annotations: mcp.Annotations{Destructive: true, Idempotent: true},
 	}, s.Close,
 		mcp.Prop("threadId", idArg()),
-		mcp.Prop("lesson", append([]mcp.SchemaOption{
+		// The lesson's bounds are not in the schema: a call refused for its lesson would
+		// lose the close, and losing the lesson never costs the close. The lesson decides
+		// them and answers recorded false (storage_failed) with the reason.
+		mcp.Prop("lesson",
 			mcp.Description("Optional: what someone should do differently next time (not a transcript). Recorded as a candidate citing this thread."),
-		}, entryArgs()...)...),
+			mcp.Prop("title", mcp.Description(fmt.Sprintf("1-%d characters.", knowledge.MaxTitle))),
+			mcp.Prop("body", mcp.Description(fmt.Sprintf("1-%d characters.", knowledge.MaxBody))),
+			mcp.Prop("kind", mcp.Description("One of "+strings.Join(knowledge.Kinds, ", ")+"."))),
 	)
 }
 
