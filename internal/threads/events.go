@@ -452,8 +452,10 @@ func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID
 const localTimestamp = "2006-01-02T15:04:05.999999999"
 
 // parseResetAt reads a limited event's resetAt: RFC 3339, with Z or a ±hh:mm offset.
+// RFC 3339 allows a lower-case t and z, which Go's layout does not: the value is read
+// upper-cased (no other letter is valid in it, so nothing else is let through).
 func parseResetAt(v string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, v)
+	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(v))
 	if err == nil {
 		return t, nil
 	}

@@ -130,6 +130,12 @@ func TestEventLimitedParksOnlyYourOwnPart(t *testing.T) {
 	if !r.Clamped || time.Until(time.Time(*r.ParkedUntil)) > 24*time.Hour+time.Second {
 		t.Fatalf("not clamped: %+v", r)
 	}
+	// RFC 3339 allows a lower-case t and z: such a time parks, and was refused as not RFC 3339.
+	lower := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
+	r = must[threads.EventResult](t)(e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"resetAt":"` + strings.ToLower(lower.Format(time.RFC3339)) + `"}`)}))
+	if !*r.Parked || !time.Time(*r.ParkedUntil).Equal(lower) {
+		t.Fatalf("a lower-case resetAt: %+v", r)
+	}
 	// Invalid strings are rejected and change nothing.
 	// A timestamp without an offset names no instant: the error says which form to use.
 	_, err = e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"resetAt":"2026-06-11T08:00:00"}`)})
