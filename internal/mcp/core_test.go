@@ -96,6 +96,7 @@ func TestValidation(t *testing.T) {
 		{"nested required", `{"lesson":{}}`, `missing required argument "lesson.title"`},
 		{"nested unknown", `{"lesson":{"title":"t","x":1}}`, `unknown argument "lesson.x" (allowed: kind, title)`},
 		{"date-time", `{"deadline":"2026-09-12 10:00"}`, `argument "deadline" must be an RFC 3339 date-time such as 2026-09-12T10:00:00Z (got "2026-09-12 10:00")`},
+		{"date-time in lower case", `{"deadline":"2026-09-12t10:00:00z"}`, `argument "deadline" must write T and Z in upper case, as in 2026-09-12T10:00:00Z (got "2026-09-12t10:00:00z")`},
 		{"date", `{"day":"12/09/2026"}`, `argument "day" must be a date in the form YYYY-MM-DD (got "12/09/2026")`},
 		{"not an object", `"query"`, `arguments must be a JSON object`},
 	}

@@ -37,6 +37,11 @@ func builtinFormats() map[string]FormatChecker {
 		},
 		"date-time": func(s string) error {
 			if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+				// RFC 3339 allows a lower-case t and z, which Go's time decoding (and so
+				// the tool's input) does not: say so rather than call it not RFC 3339.
+				if _, uerr := time.Parse(time.RFC3339Nano, strings.ToUpper(s)); uerr == nil {
+					return errors.New("must write T and Z in upper case, as in 2026-09-12T10:00:00Z")
+				}
 				return errors.New("must be an RFC 3339 date-time such as 2026-09-12T10:00:00Z")
 			}
 			return nil
