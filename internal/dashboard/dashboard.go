@@ -63,9 +63,10 @@ const StreamLifetime = 10 * time.Minute
 const pingInterval = 25 * time.Second
 
 // StreamPushEvery spaces a live stream's reads: after one, the changes of the next second
-// are read and sent together. A thread view's read and its event are up to 1 MiB each, and
-// a burst of replies a quarter of a second apart cost each watching stream a read and a
-// send per reply (16 streams on a 1 MB thread: 337 MB for 20 two-byte replies).
+// are read and sent together. A thread view's read is up to 1 MiB (its page), and a burst
+// of replies a quarter of a second apart cost each watching stream a read per reply (and,
+// before its event carried only what changed, a send of the page: 16 streams on a 1 MB
+// thread took 337 MB for 20 two-byte replies).
 const StreamPushEvery = time.Second
 
 // maxFormBytes bounds a posted form (a message is at most 20,000 characters).
