@@ -446,6 +446,15 @@ func TestDeskIngestAPI(t *testing.T) {
 			t.Fatalf("%s", text)
 		}
 	})
+	t.Run("a time with a lower-case t and z is RFC 3339 too", func(t *testing.T) {
+		// The format check refused it, and so did Go's time decoding behind it.
+		status, _, body := post(t, convs, ingest, `{"external_id": "mail-lc", "inbox_id": "inbox_1", "subject": "Lower-case times",
+			"customer_email": "jo@customer.test", "created_at": "2026-11-10t10:00:00z",
+			"messages": [{"external_id": "mail-lc-1", "type": "customer", "body": "Sent at ten.", "created_at": "2026-11-10t10:00:00+00:00"}]}`)
+		if status != http.StatusCreated {
+			t.Fatalf("%d %s", status, body)
+		}
+	})
 	t.Run("a missing or bad token is a 401 with the ingest challenge", func(t *testing.T) {
 		for _, tok := range []string{"", desk.TokenPrefix + "nope"} {
 			status, h, body := post(t, convs, tok, conv)
@@ -486,7 +495,8 @@ func TestDeskIngestAPI(t *testing.T) {
 			`{"external_id": 5}`:                     `"external_id" must be a string, not a number`,
 			`[]`:                                     `the body must be a JSON object, not an array`,
 			`{"external_id": "p9", "created_at": "yesterday"}`: `not an RFC 3339 timestamp`,
-			`{"external_id": `: `the body is not valid JSON`,
+			`{"external_id": "p9", "created_at": 5}`:           `"created_at" must be an RFC 3339 timestamp, not a number`,
+			`{"external_id": `:                                 `the body is not valid JSON`,
 		} {
 			status, _, got := post(t, convs, ingest, body)
 			var e struct{ Error struct{ Message string } }

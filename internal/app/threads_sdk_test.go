@@ -81,6 +81,11 @@ func TestGoSDKClientDrivesEveryThreadsTool(t *testing.T) {
 	if learned, _ := callJSON(t, back, "learn", map[string]any{"title": "Check rollback before deploys", "body": "Review the rollback path of every migration before a Friday deploy.", "kind": "procedure"}); learned["status"] != "candidate" {
 		t.Fatalf("learn: %v", learned)
 	}
+	// RFC 3339 allows a lower-case t and z; learn refused such an expiresAt.
+	if learned, _ := callJSON(t, back, "learn", map[string]any{"title": "Freeze before the audit", "body": "No deploys in the week before the audit.",
+		"kind": "decision", "expiresAt": "2099-01-01t09:00:00z"}); learned["status"] != "candidate" {
+		t.Fatalf("learn with a lower-case expiresAt: %v", learned)
+	}
 	// A lesson past its bound loses only the lesson: the schema refused the whole call,
 	// and the thread stayed open.
 	long, _ := callJSON(t, arch, "close", map[string]any{"threadId": threadID, "lesson": map[string]any{

@@ -17,6 +17,7 @@ import (
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/testfix"
+	"github.com/relayroom/relayroom/internal/wiretime"
 )
 
 // Two workspaces: acme (Scale, Los Angeles) with an open inbox and a restricted one, and
@@ -91,6 +92,9 @@ func at(s string) time.Time {
 	}
 	return t
 }
+
+// argAt is at as the ingest API's optional time argument.
+func argAt(s string) *wiretime.Arg { return new(wiretime.Arg(at(s))) }
 
 func newFixture(t *testing.T) *fixture {
 	return newFixtureWith(t, nil)

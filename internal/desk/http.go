@@ -17,6 +17,7 @@ import (
 	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/text"
+	"github.com/relayroom/relayroom/internal/wiretime"
 )
 
 // HandlerDeps is what the desk's HTTP routes need.
@@ -83,11 +84,11 @@ func decodeMessage(err error) string {
 
 // jsonKind names the JSON a Go type decodes from.
 func jsonKind(t reflect.Type) string {
+	if t == reflect.TypeFor[wiretime.Arg]() {
+		return "an RFC 3339 timestamp" // a struct in Go, a string on the wire
+	}
 	switch t.Kind() {
 	case reflect.String:
-		if t == reflect.TypeFor[time.Time]() {
-			return "an RFC 3339 timestamp"
-		}
 		return "a string"
 	case reflect.Bool:
 		return "true or false"

@@ -16,6 +16,7 @@ import (
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/text"
+	"github.com/relayroom/relayroom/internal/wiretime"
 )
 
 // ScopeIngestWrite lets a token of an owner or admin write a workspace's conversations
@@ -62,12 +63,12 @@ const (
 // IngestMessage is a message the ingest API stores: a customer's message, a member's
 // public reply (author_email names the member) or an automated notification.
 type IngestMessage struct {
-	ExternalID  string       `json:"external_id"`
-	Type        string       `json:"type"`
-	Body        string       `json:"body"`
-	AuthorEmail string       `json:"author_email,omitempty"`
-	Attachments []Attachment `json:"attachments,omitempty"`
-	CreatedAt   *time.Time   `json:"created_at,omitempty"`
+	ExternalID  string        `json:"external_id"`
+	Type        string        `json:"type"`
+	Body        string        `json:"body"`
+	AuthorEmail string        `json:"author_email,omitempty"`
+	Attachments []Attachment  `json:"attachments,omitempty"`
+	CreatedAt   *wiretime.Arg `json:"created_at,omitempty"`
 }
 
 // IngestConversation is POST /api/desk/conversations' body.
@@ -79,8 +80,8 @@ type IngestConversation struct {
 	CustomerEmail string          `json:"customer_email"`
 	CustomerName  string          `json:"customer_name,omitempty"`
 	AssigneeEmail string          `json:"assignee_email,omitempty"`
-	CreatedAt     *time.Time      `json:"created_at,omitempty"`
-	ResolvedAt    *time.Time      `json:"resolved_at,omitempty"`
+	CreatedAt     *wiretime.Arg   `json:"created_at,omitempty"`
+	ResolvedAt    *wiretime.Arg   `json:"resolved_at,omitempty"`
 	Messages      []IngestMessage `json:"messages"`
 }
 
@@ -132,7 +133,8 @@ func checkExternalID(field, v string) error {
 }
 
 // checkTime refuses a time later than now allows; a missing one is now.
-func checkTime(field string, t *time.Time, now time.Time) (time.Time, error) {
+func checkTime(field string, at *wiretime.Arg, now time.Time) (time.Time, error) {
+	t := at.TimePtr()
 	if t == nil {
 		return now, nil
 	}
@@ -279,7 +281,7 @@ func (s *Service) IngestConversation(ctx context.Context, sc tenancy.Scope, in I
 			// Resolved at the given time, or with the last thing that happened.
 			nc.ResolvedAt = &last
 			if in.ResolvedAt != nil {
-				r := in.ResolvedAt.UTC()
+				r := in.ResolvedAt.Time().UTC()
 				if r.Before(created) || r.After(now.Add(MaxIngestSkew)) {
 					return invalid("\"resolved_at\" must be between created_at and now")
 				}

@@ -12,6 +12,7 @@ import (
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/wiretime"
 )
 
 func TestIngest(t *testing.T) {
@@ -22,10 +23,10 @@ func TestIngest(t *testing.T) {
 	support := fx.res.Desk["acme"].Inboxes["support"].ID
 	newConv := func(ext string) desk.IngestConversation {
 		return desk.IngestConversation{ExternalID: ext, InboxID: support, Subject: "Webhook retries", CustomerEmail: "pat@customer.test",
-			CustomerName: "Pat", CreatedAt: new(at("2026-11-10T10:00:00Z")), Messages: []desk.IngestMessage{
-				{ExternalID: ext + "-m1", Type: desk.TypeCustomer, Body: "Our webhook receiver sees duplicate retries.", CreatedAt: new(at("2026-11-10T10:00:00Z")),
+			CustomerName: "Pat", CreatedAt: argAt("2026-11-10T10:00:00Z"), Messages: []desk.IngestMessage{
+				{ExternalID: ext + "-m1", Type: desk.TypeCustomer, Body: "Our webhook receiver sees duplicate retries.", CreatedAt: argAt("2026-11-10T10:00:00Z"),
 					Attachments: []desk.Attachment{{Filename: "log.txt", Size: 812}}},
-				{ExternalID: ext + "-m2", Type: desk.TypeAutomated, Body: "We got your message.", CreatedAt: new(at("2026-11-10T10:00:02Z"))},
+				{ExternalID: ext + "-m2", Type: desk.TypeAutomated, Body: "We got your message.", CreatedAt: argAt("2026-11-10T10:00:02Z")},
 			}}
 	}
 	read := func(conv string) desk.GetConversationResult {
@@ -83,7 +84,7 @@ func TestIngest(t *testing.T) {
 			t.Fatal(err)
 		}
 		reply := desk.IngestAppend{IngestMessage: desk.IngestMessage{ExternalID: "hs-2-r1", Type: desk.TypeReply, Body: "We deduplicate by delivery id.",
-			AuthorEmail: "Bo@acme.test", CreatedAt: new(at("2026-11-10T10:30:00Z"))}}
+			AuthorEmail: "Bo@acme.test", CreatedAt: argAt("2026-11-10T10:30:00Z")}}
 		m, err := fx.svc.IngestMessage(ctx, ana, c.ConversationID, reply)
 		if err != nil || !m.Created || !strings.HasPrefix(m.MessageID, desk.PrefixMessage) {
 			t.Fatalf("%+v %v", m, err)
@@ -98,7 +99,7 @@ func TestIngest(t *testing.T) {
 			t.Fatalf("%+v", r)
 		}
 		done := desk.IngestAppend{IngestMessage: desk.IngestMessage{ExternalID: "hs-2-a1", Type: desk.TypeAutomated, Body: "Marked as resolved.",
-			CreatedAt: new(at("2026-11-10T11:00:00Z"))}, Status: desk.StatusResolved}
+			CreatedAt: argAt("2026-11-10T11:00:00Z")}, Status: desk.StatusResolved}
 		if _, err := fx.svc.IngestMessage(ctx, ana, c.ConversationID, done); err != nil {
 			t.Fatal(err)
 		}
@@ -114,8 +115,8 @@ func TestIngest(t *testing.T) {
 		for i, frac := range []string{"2", "7"} {
 			when := at("2026-11-10T09:00:00." + frac + "Z")
 			c, err := fx.svc.IngestConversation(ctx, ana, desk.IngestConversation{ExternalID: fmt.Sprintf("frac-%d", i), InboxID: support,
-				Subject: "Quokka sighting " + frac, CustomerEmail: "pat@customer.test", CreatedAt: &when,
-				Messages: []desk.IngestMessage{{ExternalID: fmt.Sprintf("frac-%d-m", i), Type: desk.TypeCustomer, Body: "A quokka at the door.", CreatedAt: &when}}})
+				Subject: "Quokka sighting " + frac, CustomerEmail: "pat@customer.test", CreatedAt: new(wiretime.Arg(when)),
+				Messages: []desk.IngestMessage{{ExternalID: fmt.Sprintf("frac-%d-m", i), Type: desk.TypeCustomer, Body: "A quokka at the door.", CreatedAt: new(wiretime.Arg(when))}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,15 +184,15 @@ func TestIngest(t *testing.T) {
 			"customer_email":  func(c *desk.IngestConversation) { c.CustomerEmail = "not an address" },
 			"status":          func(c *desk.IngestConversation) { c.Status = "closed" },
 			"at most 100":     func(c *desk.IngestConversation) { c.Messages = make([]desk.IngestMessage, desk.MaxIngestMessages+1) },
-			"in the future":   func(c *desk.IngestConversation) { c.CreatedAt = new(now.Add(time.Hour)) },
+			"in the future":   func(c *desk.IngestConversation) { c.CreatedAt = new(wiretime.Arg(now.Add(time.Hour))) },
 			"customer, reply": func(c *desk.IngestConversation) { c.Messages[0].Type = desk.TypeNote },
 			"required for a":  func(c *desk.IngestConversation) { c.Messages[0].Type = desk.TypeReply },
 			"not an active":   func(c *desk.IngestConversation) { c.AssigneeEmail = "gus@globex.test" },
-			"before the":      func(c *desk.IngestConversation) { c.Messages[1].CreatedAt = new(at("2026-11-09T00:00:00Z")) },
+			"before the":      func(c *desk.IngestConversation) { c.Messages[1].CreatedAt = argAt("2026-11-09T00:00:00Z") },
 			"attachments[0]":  func(c *desk.IngestConversation) { c.Messages[0].Attachments[0].Size = -1 },
 			// A right-to-left override shows "invoice\u202Etxt.exe" as "invoiceexe.txt".
 			"formatting character": func(c *desk.IngestConversation) { c.Messages[0].Attachments[0].Filename = "invoice\u202Etxt.exe" },
-			"only for a resol":     func(c *desk.IngestConversation) { c.ResolvedAt = new(now) },
+			"only for a resol":     func(c *desk.IngestConversation) { c.ResolvedAt = new(wiretime.Arg(now)) },
 		}
 		for want, mutate := range cases {
 			c := newConv("bad-" + want)
@@ -211,13 +212,13 @@ func TestIngest(t *testing.T) {
 		// 100,000 control characters are 600 KB once encoded: one page of 50 such
 		// messages was 64 MB, held twice in the answer.
 		c, err := fx.svc.IngestConversation(ctx, ana, desk.IngestConversation{ExternalID: "hs-ctl", InboxID: support, Subject: "Control characters",
-			CustomerEmail: "ctl@customer.test", CreatedAt: new(at("2026-11-10T10:00:00Z"))})
+			CustomerEmail: "ctl@customer.test", CreatedAt: argAt("2026-11-10T10:00:00Z")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range 4 {
 			if _, err := fx.svc.IngestMessage(ctx, ana, c.ConversationID, desk.IngestAppend{IngestMessage: desk.IngestMessage{
-				ExternalID: fmt.Sprintf("ctl-%d", i), Type: desk.TypeCustomer, Body: strings.Repeat("\x01", 100_000), CreatedAt: new(at("2026-11-10T10:01:00Z"))}}); err != nil {
+				ExternalID: fmt.Sprintf("ctl-%d", i), Type: desk.TypeCustomer, Body: strings.Repeat("\x01", 100_000), CreatedAt: argAt("2026-11-10T10:01:00Z")}}); err != nil {
 				t.Fatalf("message %d: %v", i, err)
 			}
 		}
@@ -235,7 +236,7 @@ func TestIngest(t *testing.T) {
 		// 99,000 characters fill it. Every message after that failed (INTERNAL) and was
 		// never stored.
 		c, err := fx.svc.IngestConversation(ctx, ana, desk.IngestConversation{ExternalID: "hs-5", InboxID: support, Subject: "Exporter log dumps",
-			CustomerEmail: "pat@customer.test", CreatedAt: new(at("2026-11-10T10:00:00Z"))})
+			CustomerEmail: "pat@customer.test", CreatedAt: argAt("2026-11-10T10:00:00Z")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +255,7 @@ func TestIngest(t *testing.T) {
 				body = "Thanks, that fixed the exporter."
 			}
 			if _, err := fx.svc.IngestMessage(ctx, ana, c.ConversationID, desk.IngestAppend{IngestMessage: desk.IngestMessage{
-				ExternalID: fmt.Sprintf("hs-5-%d", i), Type: desk.TypeCustomer, Body: body, CreatedAt: new(at("2026-11-10T10:01:00Z"))}}); err != nil {
+				ExternalID: fmt.Sprintf("hs-5-%d", i), Type: desk.TypeCustomer, Body: body, CreatedAt: argAt("2026-11-10T10:01:00Z")}}); err != nil {
 				t.Fatalf("message %d: %v", i, err)
 			}
 		}

@@ -121,7 +121,7 @@ func TestGetReport(t *testing.T) {
 		for i, status := range []string{desk.StatusOpen, desk.StatusResolved} {
 			if _, err := fx.svc.IngestMessage(ctx, ingest, fx.conv["refund"], desk.IngestAppend{IngestMessage: desk.IngestMessage{
 				ExternalID: fmt.Sprintf("refund-again-%d", i), Type: desk.TypeCustomer, Body: "About that refund again.",
-				CreatedAt: new(at(fmt.Sprintf("2026-11-10T0%d:00:00Z", i+1)))}, Status: status}); err != nil {
+				CreatedAt: argAt(fmt.Sprintf("2026-11-10T0%d:00:00Z", i+1))}, Status: status}); err != nil {
 				t.Fatal(err)
 			}
 			r, err := report(desk.MetricResolutionTime, "2026-11-09", "2026-11-10", "")

@@ -257,10 +257,10 @@ type Entry struct {
 
 // LearnInput is learn's arguments.
 type LearnInput struct {
-	Title     string     `json:"title"`
-	Body      string     `json:"body"`
-	Kind      string     `json:"kind"`
-	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	Title     string        `json:"title"`
+	Body      string        `json:"body"`
+	Kind      string        `json:"kind"`
+	ExpiresAt *wiretime.Arg `json:"expiresAt,omitempty"`
 }
 
 // LearnResult is learn's answer.
@@ -280,7 +280,8 @@ func (s *Service) Learn(ctx context.Context, sc tenancy.Scope, in LearnInput) (L
 		return LearnResult{}, apperr.New(apperr.Forbidden, "learn needs write access to the project; your part has %s access", sc.Access).WithReason(ReasonWriteAccessRequired)
 	}
 	now := s.now()
-	if in.ExpiresAt != nil && !in.ExpiresAt.After(now) {
+	expires := in.ExpiresAt.TimePtr()
+	if expires != nil && !expires.After(now) {
 		return LearnResult{}, apperr.New(apperr.Invalid, "expiresAt must be in the future").WithReason(apperr.ReasonInvalidArgument)
 	}
 	// Blank as sent is the caller's slip, not what redaction did to a secret.
@@ -303,7 +304,7 @@ func (s *Service) Learn(ctx context.Context, sc tenancy.Scope, in LearnInput) (L
 		if secrets.IsEmptyAfterRedaction(red.Title) {
 			red.Title = RedactedTitle
 		}
-		w, err := s.store(ctx, tx, sc, st, red, in.Kind, SourceLearn, nil, in.ExpiresAt)
+		w, err := s.store(ctx, tx, sc, st, red, in.Kind, SourceLearn, nil, expires)
 		if err != nil {
 			if pg.IsCheckViolation(err) {
 				return apperr.New(apperr.Invalid, "the entry is too long once secrets are redacted (title ≤ %d, body ≤ %d characters)", MaxTitle, MaxBody).WithReason(ReasonStorageFailed)

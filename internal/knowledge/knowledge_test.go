@@ -22,6 +22,7 @@ import (
 	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/testfix"
+	"github.com/relayroom/relayroom/internal/wiretime"
 )
 
 // The cast: architect (write) and reader (read) in project one, peter in project two.
@@ -238,7 +239,7 @@ func TestContradictionsDemoteAndExpiryIsHonouredAtReadTime(t *testing.T) {
 		}
 	})
 	t.Run("an expired trusted entry is left out before the sweep, then retired by it", func(t *testing.T) {
-		l3 := e.trusted(t, knowledge.LearnInput{Title: "Release freeze", Body: "No releases during the freeze week.", Kind: "decision", ExpiresAt: ptr(time.Now().Add(time.Hour))})
+		l3 := e.trusted(t, knowledge.LearnInput{Title: "Release freeze", Body: "No releases during the freeze week.", Kind: "decision", ExpiresAt: ptr(wiretime.Arg(time.Now().Add(time.Hour)))})
 		e.wantRecalled(t, "release freeze", 1)
 		e.exec(t, "UPDATE knowledge SET expires_at = now() - interval '1 second' WHERE id = $1", uuid.MustParse(l3.KnowledgeID))
 		e.wantRecalled(t, "release freeze", 0)
@@ -247,7 +248,7 @@ func TestContradictionsDemoteAndExpiryIsHonouredAtReadTime(t *testing.T) {
 		}
 	})
 	t.Run("an expiry in the past is refused", func(t *testing.T) {
-		_, err := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "x", Body: "y", Kind: "fact", ExpiresAt: ptr(time.Now().Add(-time.Hour))})
+		_, err := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "x", Body: "y", Kind: "fact", ExpiresAt: ptr(wiretime.Arg(time.Now().Add(-time.Hour)))})
 		wantErr(t, err, apperr.Invalid, "")
 	})
 	t.Run("a blank title or body is refused as such, not as redacted", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/relayroom/relayroom/internal/wiretime"
 )
 
 // A tool's input schema is derived from the Go struct its handler takes, the way the MCP
@@ -63,6 +64,8 @@ func argTypeSchemas() map[reflect.Type]*jsonschema.Schema {
 		// A json.RawMessage argument is a free-form object its handler reads itself
 		// (threads' event detail), not the array of bytes its Go type would suggest.
 		reflect.TypeFor[json.RawMessage](): {Type: "object"},
+		// A time argument is written as a string; the tool's Prop gives its format.
+		reflect.TypeFor[wiretime.Arg](): {Type: "string"},
 	}
 }
 

@@ -8,17 +8,18 @@ import (
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/wiretime"
 )
 
 // echoArgs is the Go form of echoSchema: the declared tool must come out as the
 // hand-written one, byte for byte, and validate the same way.
 type echoArgs struct {
-	Query    string   `json:"query,omitempty"`
-	Limit    int      `json:"limit,omitempty"`
-	Priority string   `json:"priority,omitempty"`
-	Deadline *string  `json:"deadline,omitempty"`
-	Day      string   `json:"day,omitempty"`
-	Tags     []string `json:"tags,omitempty"`
+	Query    string        `json:"query,omitempty"`
+	Limit    int           `json:"limit,omitempty"`
+	Priority string        `json:"priority,omitempty"`
+	Deadline *wiretime.Arg `json:"deadline,omitempty"`
+	Day      string        `json:"day,omitempty"`
+	Tags     []string      `json:"tags,omitempty"`
 	Lesson   *struct {
 		Title string `json:"title"`
 		Kind  string `json:"kind,omitempty"`

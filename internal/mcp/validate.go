@@ -20,6 +20,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/text"
+	"github.com/relayroom/relayroom/internal/wiretime"
 )
 
 // FormatChecker checks a string against a JSON Schema "format". jsonschema-go treats
@@ -36,12 +37,9 @@ func builtinFormats() map[string]FormatChecker {
 			return nil
 		},
 		"date-time": func(s string) error {
-			if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-				// RFC 3339 allows a lower-case t and z, which Go's time decoding (and so
-				// the tool's input) does not: say so rather than call it not RFC 3339.
-				if _, uerr := time.Parse(time.RFC3339Nano, strings.ToUpper(s)); uerr == nil {
-					return errors.New("must write T and Z in upper case, as in 2026-09-12T10:00:00Z")
-				}
+			// A lower-case t and z are RFC 3339 too: a tool reads the argument as a
+			// wiretime.Arg, which takes them.
+			if _, err := wiretime.Parse(s); err != nil {
 				return errors.New("must be an RFC 3339 date-time such as 2026-09-12T10:00:00Z")
 			}
 			return nil

@@ -1,7 +1,8 @@
 // Package wiretime holds the one timestamp format of the threads toolset's results:
 // RFC 3339 in UTC with millisecond precision ("2026-06-11T08:00:00.000Z"), as the threads
 // contract's examples show. Every time a threads or knowledge result carries is of this
-// type, so none comes out in another precision or offset.
+// type, so none comes out in another precision or offset. Arg is the other direction: a
+// timestamp argument, read as RFC 3339 allows it to be written.
 package wiretime
 
 import "time"
