@@ -56,10 +56,11 @@ func (s *Service) PostMessage(ctx context.Context, sc tenancy.Scope, content str
 	return PostResult{Success: true, MessageID: id.String(), PostedAt: ts(at), VisibleTo: VisibleToAll}, nil
 }
 
-// Column bounds (sql/migrations/000005_rooms.up.sql) a masked text must still fit:
-// a marker can be longer than the secret it replaces.
+// Column bounds a masked text must still fit: a marker can be longer than the secret it
+// replaces. A room message holds up to 50,000 characters (migrations 000060 and 000061)
+// so that a task's response card carries the whole result after its prefix.
 const (
-	maxMessageRunes = 20000 // room_message.content
+	maxMessageRunes = 50000 // room_message.content
 	maxGoalRunes    = 5000  // room_task.goal
 )
 

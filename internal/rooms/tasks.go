@@ -453,8 +453,9 @@ func (s *Service) RespondToTask(ctx context.Context, sc tenancy.Scope, in Respon
 				return err
 			}
 			// The whole result: the contract lets the sender and everyone in the room see the
-			// response, and the room's conversation is where they see it.
-			// (cut only where the card would pass a room message's limit).
+			// response, and the room's conversation is where they see it. A room message
+			// holds a result at its limit with room to spare; the cut is only for a result
+			// that masking more than doubled.
 			prefix := fmt.Sprintf("[task] Responded to %q: %s. ", excerpt(t.Goal, 80), in.Status)
 			card := prefix + excerpt(in.Result, maxMessageRunes-utf8.RuneCountInString(prefix)-1)
 			return s.card(ctx, tx, sc, "task", card, id, at)

@@ -286,12 +286,16 @@ func TestEveryoneInTheRoomSeesTheWholeResult(t *testing.T) {
 			t.Fatalf("%s does not see the whole result: %s", viewer, msgs)
 		}
 	}
-	// A result at its 20,000-character limit still fits the card (cut at the room
-	// message's limit, not refused).
-	id = str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Write it all down"}).obj(t), "task_id")
+	// A result at its limit reaches the card whole: the card's prefix came out of the
+	// 20,000 characters a room message held, so the result's end was cut.
+	id = str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": strings.Repeat("Write it all down. ", 10)}).obj(t), "task_id")
 	e.call("peter", e.one, "get_inbox", nil)
-	if r := e.call("peter", e.one, "respond_to_task", map[string]any{"task_id": id, "result": strings.Repeat("x", 20000), "status": "done"}); r.IsError {
+	long := strings.Repeat("x", rooms.MaxResult-len("END-OF-LONG-RESULT")) + "END-OF-LONG-RESULT"
+	if r := e.call("peter", e.one, "respond_to_task", map[string]any{"task_id": id, "result": long, "status": "input_required"}); r.IsError {
 		t.Fatalf("a result at its limit: %s", r.Text)
+	}
+	if msgs := e.call("architect", e.one, "get_messages", map[string]any{"limit": 1}).Text; !strings.Contains(msgs, long+`"`) {
+		t.Fatalf("the sender does not see the whole result at its limit: …%s", msgs[max(0, len(msgs)-300):])
 	}
 }
 

@@ -1,0 +1,1 @@
+ALTER TABLE room_message DROP CONSTRAINT room_message_content_check;
