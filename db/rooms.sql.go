@@ -476,18 +476,26 @@ func (q *Queries) MemoryEntryListUnembedded(ctx context.Context, db DBTX, arg Me
 const memoryEntryVisibleIDs = `-- name: MemoryEntryVisibleIDs :many
 SELECT id FROM memory_entry
 WHERE project_id = $1 AND id = ANY($2::uuid[])
-  AND (NOT is_private OR org_id = $3)
+  AND (NOT is_private OR (org_id = $3 AND org_id = $4))
 `
 
 type MemoryEntryVisibleIDsParams struct {
-	ProjectID uuid.UUID
-	Ids       []uuid.UUID
-	OrgID     uuid.UUID
+	ProjectID   uuid.UUID
+	Ids         []uuid.UUID
+	OrgID       uuid.UUID
+	ReaderOrgID uuid.UUID
 }
 
-// Which of the given ids are entries the caller's organisation can read.
+// Which of the given ids are entries both the caller's organisation and the reader's (a
+// task's recipient) can read: a private entry only when it is the organisation of both,
+// so a task to another company cannot hand it the id of an entry it may not read.
 func (q *Queries) MemoryEntryVisibleIDs(ctx context.Context, db DBTX, arg MemoryEntryVisibleIDsParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, memoryEntryVisibleIDs, arg.ProjectID, arg.Ids, arg.OrgID)
+	rows, err := db.Query(ctx, memoryEntryVisibleIDs,
+		arg.ProjectID,
+		arg.Ids,
+		arg.OrgID,
+		arg.ReaderOrgID,
+	)
 	if err != nil {
 		return nil, err
 	}

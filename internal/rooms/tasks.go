@@ -198,7 +198,7 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 			}
 		}
 		if len(refs) > 0 {
-			found, err := s.Q.MemoryEntryVisibleIDs(ctx, tx, db.MemoryEntryVisibleIDsParams{ProjectID: sc.ProjectID, Ids: refs, OrgID: sc.OrgID})
+			found, err := s.Q.MemoryEntryVisibleIDs(ctx, tx, db.MemoryEntryVisibleIDsParams{ProjectID: sc.ProjectID, Ids: refs, OrgID: sc.OrgID, ReaderOrgID: to.OrgID})
 			if err != nil {
 				return err
 			}

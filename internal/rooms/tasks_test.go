@@ -101,10 +101,16 @@ func TestSendTaskRefusals(t *testing.T) {
 	wantError(t, e.call("peter", e.one, "send_task", map[string]any{"to_agent_slug": "architect", "goal": "x", "memory_refs": []string{other}}), "Memory entry not found: "+other)
 	priv := str(e.call("architect", e.one, "write_memory", map[string]any{"content": "acme only", "is_private": true}).obj(t), "memory_id")
 	wantError(t, e.call("peter", e.one, "send_task", map[string]any{"to_agent_slug": "architect", "goal": "x", "memory_refs": []string{priv}}), "Memory entry not found: "+priv)
+	// Nor may a task hand another company the id of the sender's private entry, which
+	// that company may not read (it was accepted); the sender's own company may have it.
+	wantError(t, e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "x", "memory_refs": []string{priv}}), "Memory entry not found: "+priv)
+	if r := e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "architect", "goal": "x", "memory_refs": []string{priv}}); r.IsError {
+		t.Fatalf("a private entry's id to its own company: %s", r.Text)
+	}
 	wantErrorPrefix(t, e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "x", "deadline": "next friday"}), "deadline must be an ISO 8601 date")
 	// "0000-01-01" parsed and was stored as a deadline 2,026 years ago.
 	wantErrorPrefix(t, e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "x", "deadline": "0000-01-01"}), "deadline must be between the years")
-	if n := e.count("SELECT count(*) FROM room_task"); n != 1 {
+	if n := e.count("SELECT count(*) FROM room_task"); n != 2 {
 		t.Fatalf("refused tasks stored: %d", n)
 	}
 }

@@ -69,10 +69,12 @@ VALUES ($1, $2, $3, $4)
 ON CONFLICT (project_id, memory_id, embedder) DO NOTHING;
 
 -- name: MemoryEntryVisibleIDs :many
--- Which of the given ids are entries the caller's organisation can read.
+-- Which of the given ids are entries both the caller's organisation and the reader's (a
+-- task's recipient) can read: a private entry only when it is the organisation of both,
+-- so a task to another company cannot hand it the id of an entry it may not read.
 SELECT id FROM memory_entry
 WHERE project_id = sqlc.arg(project_id) AND id = ANY(sqlc.arg(ids)::uuid[])
-  AND (NOT is_private OR org_id = sqlc.arg(org_id));
+  AND (NOT is_private OR (org_id = sqlc.arg(org_id) AND org_id = sqlc.arg(reader_org_id)));
 
 -- name: MemoryEntryListUnembedded :many
 -- Entries without a vector row for the embedder (never embedded, or embedded by another),
