@@ -24,6 +24,7 @@ import (
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/secrets"
+	"github.com/relayroom/relayroom/internal/stopwords"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/wiretime"
 )
@@ -67,26 +68,12 @@ const RecallTimeout = 2 * time.Second
 // by the title channel (which catches typos the word channel misses).
 const TitleThreshold = 0.5
 
-// stopWords are left out of the title channel's query: their trigrams are in most titles
-// and would make every entry a candidate.
-var stopWords = map[string]bool{}
-
-func init() {
-	for _, w := range strings.Fields(`a about above after again against all am an and any are as at be because been before being
-below between both but by can could did do does doing down during each few for from further had has have having he her here
-hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on once only
-or other our ours ourselves out over own same she should so some such than that the their theirs them themselves then there
-these they this those through to too under until up very was we were what when where which while who whom why will with would
-you your yours yourself yourselves`) {
-		stopWords[w] = true
-	}
-}
-
 // contentWords is the query without stop words (the query itself if nothing is left).
 func contentWords(q string) string {
 	var keep []string
 	for _, w := range strings.Fields(q) {
-		if !stopWords[strings.ToLower(strings.Trim(w, ".,;:!?'\"()"))] {
+		// Their trigrams are in most titles and would make every entry a candidate.
+		if !stopwords.Is(w) {
 			keep = append(keep, w)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/embed"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/stopwords"
 	"github.com/relayroom/relayroom/internal/tenancy"
 )
 
@@ -691,8 +692,10 @@ const lexicalSQL = `SELECT id, score FROM rr_memory_lexical($1, $2, $3, $4, $5)`
 func (s *Service) lexical(ctx context.Context, tx *pg.Tx, q string, f filter, n int) ([]scored, error) {
 	// The whole query as a substring finds exact names and ids ("ZX-4471", "Acme Corp");
 	// a sentence is left to full text, which ranks it better and costs less.
+	// Not a query made of stop words: "the" is inside nearly every entry (and inside
+	// "other" and "there"), and matched every entry as exactly as an id.
 	var like *string
-	if l := len(q); l >= 3 && l <= 100 && len(strings.Fields(q)) <= 3 {
+	if l := len(q); l >= 3 && l <= 100 && len(strings.Fields(q)) <= 3 && !stopwords.Only(q) {
 		p := pg.LikeSubstring(q)
 		like = &p
 	}

@@ -167,6 +167,14 @@ func TestReadMemoryHybridSearch(t *testing.T) {
 	if r["message"] != rooms.MsgNoMemory || len(r["entries"].([]any)) != 0 || r["found"] != nil {
 		t.Fatalf("empty result: %s", fmtJSON(r))
 	}
+	// A query of stop words is about nothing: "the" is in most entries, and matched them
+	// as exactly as an id ("the" is also inside "other" and "there").
+	for _, q := range []string{"the", "The and"} {
+		r = e.call("peter", e.one, "read_memory", map[string]any{"query": q}).obj(t)
+		if r["message"] != rooms.MsgNoMemory {
+			t.Fatalf("%q: %s", q, fmtJSON(r))
+		}
+	}
 	// Room two's memory is not room one's.
 	r = e.call("architect", e.two, "read_memory", map[string]any{"query": "escalations expire"}).obj(t)
 	if r["message"] != rooms.MsgNoMemory {
