@@ -67,9 +67,21 @@ type pagedInput[In any] interface {
 	paging() (limit *int, cursor *string)
 }
 
-// openPager defaults the input's limit and checks its cursor, if any, against the tool,
-// the caller and the other arguments.
-func openPager[In any, P pagedInput[In]](s *Service, tool string, c caller, in P) (pager, error) {
+// openList is how every list tool begins, in the order a call is told of its faults: it
+// admits the caller for the tool's scope, runs check (nil: none) on the arguments a
+// cursor does not stand for, then defaults the input's limit and checks its cursor, if
+// any, against the tool, the caller and the other arguments.
+func openList[In any, P pagedInput[In]](ctx context.Context, s *Service, sc tenancy.Scope, scope, tool string, in P,
+	check func() error) (caller, pager, error) {
+	c, err := s.admit(ctx, sc, scope, false)
+	if err != nil {
+		return caller{}, pager{}, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return caller{}, pager{}, err
+		}
+	}
 	limit, cursor := in.paging()
 	*limit = pageLimit(*limit)
 	args := *in
@@ -79,11 +91,11 @@ func openPager[In any, P pagedInput[In]](s *Service, tool string, c caller, in P
 	if *cursor != "" {
 		at, err := s.readCursor(tool, c, args, *cursor)
 		if err != nil {
-			return pager{}, err
+			return caller{}, pager{}, err
 		}
 		p.after = at
 	}
-	return p, nil
+	return c, p, nil
 }
 
 func pageLimit(n int) int {
@@ -183,14 +195,7 @@ type SearchResult struct {
 // SearchConversations finds conversations whose subject and public messages hold every
 // word of the query, in the inboxes the member sees.
 func (s *Service) SearchConversations(ctx context.Context, sc tenancy.Scope, in SearchInput) (SearchResult, error) {
-	c, err := s.admit(ctx, sc, ScopeConversationsRead, false)
-	if err != nil {
-		return SearchResult{}, err
-	}
-	if err := checkQuery(in.Query); err != nil {
-		return SearchResult{}, err
-	}
-	pgr, err := openPager(s, ToolSearchConversations, c, &in)
+	c, pgr, err := openList(ctx, s, sc, ScopeConversationsRead, ToolSearchConversations, &in, func() error { return checkQuery(in.Query) })
 	if err != nil {
 		return SearchResult{}, err
 	}
@@ -284,15 +289,14 @@ type GetConversationResult struct {
 // GetConversation reads a conversation and a page of its messages, oldest first. Notes
 // are left out unless asked for; a member who sees the conversation sees its notes.
 func (s *Service) GetConversation(ctx context.Context, sc tenancy.Scope, in GetConversationInput) (GetConversationResult, error) {
-	c, err := s.admit(ctx, sc, ScopeConversationsRead, false)
-	if err != nil {
-		return GetConversationResult{}, err
-	}
-	id, ok := parseID(PrefixConversation, in.ConversationID)
-	if !ok {
-		return GetConversationResult{}, conversationNotFound()
-	}
-	pgr, err := openPager(s, ToolGetConversation, c, &in)
+	var id int64
+	c, pgr, err := openList(ctx, s, sc, ScopeConversationsRead, ToolGetConversation, &in, func() error {
+		var ok bool
+		if id, ok = parseID(PrefixConversation, in.ConversationID); !ok {
+			return conversationNotFound()
+		}
+		return nil
+	})
 	if err != nil {
 		return GetConversationResult{}, err
 	}
@@ -350,11 +354,7 @@ type InboxesResult struct {
 
 // ListInboxes lists the inboxes the member sees, by name then id.
 func (s *Service) ListInboxes(ctx context.Context, sc tenancy.Scope, in PageInput) (InboxesResult, error) {
-	c, err := s.admit(ctx, sc, ScopeInboxesRead, false)
-	if err != nil {
-		return InboxesResult{}, err
-	}
-	pgr, err := openPager(s, ToolListInboxes, c, &in)
+	c, pgr, err := openList(ctx, s, sc, ScopeInboxesRead, ToolListInboxes, &in, nil)
 	if err != nil {
 		return InboxesResult{}, err
 	}
@@ -394,14 +394,7 @@ type SavedRepliesResult struct {
 // FindSavedReplies finds the saved replies whose title or body holds every word of the
 // query, by title then id.
 func (s *Service) FindSavedReplies(ctx context.Context, sc tenancy.Scope, in FindSavedRepliesInput) (SavedRepliesResult, error) {
-	c, err := s.admit(ctx, sc, ScopeSavedRepliesRead, false)
-	if err != nil {
-		return SavedRepliesResult{}, err
-	}
-	if err := checkQuery(in.Query); err != nil {
-		return SavedRepliesResult{}, err
-	}
-	pgr, err := openPager(s, ToolFindSavedReplies, c, &in)
+	c, pgr, err := openList(ctx, s, sc, ScopeSavedRepliesRead, ToolFindSavedReplies, &in, func() error { return checkQuery(in.Query) })
 	if err != nil {
 		return SavedRepliesResult{}, err
 	}
