@@ -23,7 +23,7 @@ import (
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
-	"github.com/relayroom/relayroom/internal/secrets"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // conformanceScenarios are the official suite's server scenarios that apply to a
@@ -93,11 +93,7 @@ func TestConformance(t *testing.T) {
 	s := startServerOpts(t, serverOptions{file: signInDemo + conformanceDesk,
 		tune: func(c *config.Config) { c.AllowedOrigins = []string{front, frontTok} },
 		before: func(ctx context.Context, d *pg.DB, res admin.Result) {
-			det, err := secrets.NewDetector()
-			if err != nil {
-				t.Fatal(err)
-			}
-			svc, err := desk.New(desk.Deps{DB: d, CursorKey: make([]byte, 32), Secrets: det})
+			svc, err := desk.New(desk.Deps{DB: d, CursorKey: make([]byte, 32), Secrets: testfix.Detector(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

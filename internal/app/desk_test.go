@@ -20,7 +20,6 @@ import (
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
-	"github.com/relayroom/relayroom/internal/secrets"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
 
@@ -68,11 +67,7 @@ func startDeskServer(t *testing.T) *deskServer {
 	ds := &deskServer{tokens: map[string]string{}}
 	s := startServerFile(t, deskFile, func(ctx context.Context, d *pg.DB, res admin.Result) {
 		q := db.New()
-		det, err := secrets.NewDetector()
-		if err != nil {
-			t.Fatal(err)
-		}
-		svc, err := desk.New(desk.Deps{DB: d, Q: q, CursorKey: make([]byte, 32), Secrets: det})
+		svc, err := desk.New(desk.Deps{DB: d, Q: q, CursorKey: make([]byte, 32), Secrets: testfix.Detector(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
