@@ -77,6 +77,9 @@ type fixture struct {
 	res   admin.Result
 	orgs  map[string]uuid.UUID
 	acme  uuid.UUID // orgs["acme"]: the workspace most tests act in
+	// ana is Ana, acme's owner, as the dashboard passes her to the service: the person
+	// most tests of its actions act as.
+	ana   desk.Member
 	users map[string]uuid.UUID
 	// conv holds the seeded conversations' public ids by name.
 	conv map[string]string
@@ -117,6 +120,7 @@ func newFixtureWith(t testing.TB, limits map[string]desk.Limits) *fixture {
 	for email, u := range res.Users {
 		fx.users[email] = u.ID
 	}
+	fx.ana = desk.Member{OrgID: fx.acme, UserID: fx.users["ana@acme.test"], Name: "Ana", Role: desk.RoleOwner}
 	fx.seed()
 	return fx
 }

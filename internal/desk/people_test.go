@@ -25,7 +25,7 @@ func TestPeopleImport(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fx := newFixture(t)
-	owner := desk.Member{OrgID: fx.acme, UserID: fx.users["ana@acme.test"], Name: "Ana", Role: desk.RoleOwner}
+	owner := fx.ana
 	member := desk.Member{OrgID: fx.acme, UserID: fx.users["bo@acme.test"], Name: "Bo", Role: desk.RoleMember}
 	convs := `SELECT count(*) FROM desk_conversation WHERE org_id = $1`
 	bad := "customer_email,subject,body,created_at,status\n" +
@@ -141,7 +141,7 @@ func TestApplyLeavesWhatItDoesNotName(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t)
 	acme := fx.orgs["acme"]
-	ana := desk.Member{OrgID: acme, UserID: fx.users["ana@acme.test"], Name: "Ana", Role: desk.RoleOwner}
+	ana := fx.ana
 	cy := fx.scope("acme", "cy@acme.test")
 	support := fx.res.Desk["acme"].Inboxes["support"].ID
 	apply := func(t *testing.T, in desk.InboxSpec) {
@@ -202,7 +202,7 @@ func TestOpeningAnInboxDropsItsList(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fx := newFixture(t)
-	ana := desk.Member{OrgID: fx.acme, UserID: fx.users["ana@acme.test"], Name: "Ana", Role: desk.RoleOwner}
+	ana := fx.ana
 	support := fx.res.Desk["acme"].Inboxes["support"].ID
 	if err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{fx.users["bo@acme.test"]}); err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestRestrictingAnInboxToManyMembers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fx := newFixture(t)
-	ana := desk.Member{OrgID: fx.acme, UserID: fx.users["ana@acme.test"], Name: "Ana", Role: desk.RoleOwner}
+	ana := fx.ana
 	testfix.OpAll(t, fx.d, testfix.Stmt{SQL: `WITH u AS (
 		INSERT INTO app_user (id, email, name)
 		SELECT gen_random_uuid(), 'many' || n || '@acme.test', 'Support agent with a longish name ' || n FROM generate_series(1, 250) n
@@ -258,7 +258,7 @@ func TestADeactivatedMemberIsNotOfferedAnInbox(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fx := newFixture(t)
-	ana := desk.Member{OrgID: fx.acme, UserID: fx.users["ana@acme.test"], Name: "Ana", Role: desk.RoleOwner}
+	ana := fx.ana
 	support := fx.res.Desk["acme"].Inboxes["support"].ID
 	bo, cy := fx.users["bo@acme.test"], fx.users["cy@acme.test"]
 	if err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{bo}); err != nil {
