@@ -403,17 +403,20 @@ func (s *Service) embedEach(ctx context.Context, e embed.Embedder, rows []db.Mem
 		}
 		return false
 	}
-	stuck := func(inARow int) bool {
-		return ctx.Err() != nil || (!worked && inARow >= embedEachGiveUp)
-	}
-	lo, inARow := 0, 0
-	for ; lo < len(rows); lo++ {
-		if try(lo) {
+	inARow := 0
+	// stuck takes each try's outcome in turn, counts a pass's failures in a row and tells
+	// whether the pass ends there.
+	stuck := func(failed bool) bool {
+		if failed {
 			inARow++
 		} else {
 			inARow = 0
 		}
-		if stuck(inARow) {
+		return ctx.Err() != nil || (!worked && inARow >= embedEachGiveUp)
+	}
+	lo := 0
+	for ; lo < len(rows); lo++ {
+		if stuck(try(lo)) {
 			break
 		}
 	}
@@ -422,12 +425,7 @@ func (s *Service) embedEach(ctx context.Context, e embed.Embedder, rows []db.Mem
 	}
 	inARow = 0
 	for hi := len(rows) - 1; hi > lo; hi-- {
-		if try(hi) {
-			inARow++
-		} else {
-			inARow = 0
-		}
-		if stuck(inARow) {
+		if stuck(try(hi)) {
 			break
 		}
 	}
