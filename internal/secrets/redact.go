@@ -172,19 +172,26 @@ func (d *Detector) Redact(text string, rules []Rule) (string, []Finding, error) 
 	if len(found) == 0 {
 		return text, nil, nil
 	}
+	text, markers := mark(text, found)
+	return text, markers, nil
+}
+
+// mark replaces each of found (in order, none overlapping) in text with its marker, and
+// locates those markers in the result (text[m.Start:m.End] == Marker(m.Kind)).
+func mark(text string, found []Finding) (string, []Finding) {
 	var b strings.Builder
 	b.Grow(len(text))
-	out := make([]Finding, 0, len(found))
+	markers := make([]Finding, 0, len(found))
 	last := 0
 	for _, f := range found {
 		b.WriteString(text[last:f.Start])
 		start := b.Len()
 		b.WriteString(Marker(f.Kind))
-		out = append(out, Finding{Kind: f.Kind, Start: start, End: b.Len()})
+		markers = append(markers, Finding{Kind: f.Kind, Start: start, End: b.Len()})
 		last = f.End
 	}
 	b.WriteString(text[last:])
-	return b.String(), out, nil
+	return b.String(), markers
 }
 
 // IsEmptyAfterRedaction reports whether nothing of substance is left in s once the
@@ -226,19 +233,7 @@ func (d *Detector) Mask(text string, maxRunes int) string {
 	if len(found) == 0 {
 		return text
 	}
-	var b strings.Builder
-	b.Grow(len(text))
-	var markers [][2]int
-	last := 0
-	for _, f := range found {
-		b.WriteString(text[last:f.Start])
-		start := b.Len()
-		b.WriteString(Marker(f.Kind))
-		markers = append(markers, [2]int{start, b.Len()})
-		last = f.End
-	}
-	b.WriteString(text[last:])
-	out := b.String()
+	out, markers := mark(text, found)
 	if maxRunes <= 0 || utf8.RuneCountInString(out) <= maxRunes {
 		return out
 	}
@@ -249,8 +244,8 @@ func (d *Detector) Mask(text string, maxRunes int) string {
 		n++
 	}
 	for _, m := range markers {
-		if m[0] < cut && cut < m[1] {
-			cut = m[0]
+		if m.Start < cut && cut < m.End {
+			cut = m.Start
 			break
 		}
 	}
