@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,12 +27,8 @@ func TestAuthorizationServerConformance(t *testing.T) {
 	s := startServerFile(t, signInDemo, nil)
 	t.Run("authorization-server-metadata-endpoint and authorization-code-grant", func(t *testing.T) {
 		// The suite's callback listens on the port it is given: one free a moment ago.
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		_, port, err := net.SplitHostPort(freeLoopback(t))
 		if err != nil {
-			t.Fatal(err)
-		}
-		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-		if err := ln.Close(); err != nil {
 			t.Fatal(err)
 		}
 		resp, err := http.Post(s.base+"/register", "application/json", strings.NewReader(

@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"html/template"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -563,14 +562,7 @@ func TestInviteCookieSecureBehindProxy(t *testing.T) {
 		t.Skip("the test is its own proxy's view of one server: it names that server's address")
 	}
 	// The server's own address, named by an https public URL as a proxy in front would be.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
+	addr := freeLoopback(t)
 	public := "https://" + addr
 	var path string
 	s := startServerOpts(t, serverOptions{
