@@ -681,6 +681,40 @@ func (q *Queries) RoomMemberGetSender(ctx context.Context, db DBTX, arg RoomMemb
 	return i, err
 }
 
+const roomMemberListAdmittedParts = `-- name: RoomMemberListAdmittedParts :many
+SELECT m.part
+FROM membership m
+JOIN project p ON p.id = m.project_id
+WHERE m.project_id = $1
+  AND (m.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+    WHERE ag.project_id = $1 AND ag.project_id = m.project_id
+      AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
+ORDER BY m.is_main DESC, m.part
+`
+
+// The parts an unknown recipient's error names: members of the host's company and of the
+// guest companies whose agreement is active. A pending or revoked guest is not in the
+// room yet (or any more), and its parts are not told to the others.
+func (q *Queries) RoomMemberListAdmittedParts(ctx context.Context, db DBTX, projectID uuid.UUID) ([]string, error) {
+	rows, err := db.Query(ctx, roomMemberListAdmittedParts, projectID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var part string
+		if err := rows.Scan(&part); err != nil {
+			return nil, err
+		}
+		items = append(items, part)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const roomMemberListAlwaysOn = `-- name: RoomMemberListAlwaysOn :many
 SELECT m.id FROM membership m JOIN agent a ON a.id = m.agent_id
 WHERE m.project_id = $1 AND m.agent_id <> $2 AND a.kind = 'always_on' ORDER BY m.id

@@ -183,7 +183,7 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 			}
 			// No rooms tool lists part names (messages show display names): name them, so
 			// that the caller can correct the call instead of guessing.
-			parts, err := s.Q.MembershipListParts(ctx, tx, sc.ProjectID)
+			parts, err := s.Q.RoomMemberListAdmittedParts(ctx, tx, sc.ProjectID)
 			if err != nil {
 				return err
 			}
@@ -553,12 +553,8 @@ const maxPartsNamed = 20
 
 // partList names a project's parts for an error, the main part first, at most
 // maxPartsNamed of them and then how many more.
-func partList(parts []db.MembershipListPartsRow) string {
-	names := make([]string, 0, min(len(parts), maxPartsNamed))
-	for _, p := range parts[:min(len(parts), maxPartsNamed)] {
-		names = append(names, p.Part)
-	}
-	out := strings.Join(names, ", ")
+func partList(parts []string) string {
+	out := strings.Join(parts[:min(len(parts), maxPartsNamed)], ", ")
 	if len(parts) > maxPartsNamed {
 		out += fmt.Sprintf(" and %d more", len(parts)-maxPartsNamed)
 	}

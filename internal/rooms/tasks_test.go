@@ -80,8 +80,10 @@ func TestSendTaskRefusals(t *testing.T) {
 	send := func(from, to string) callResult {
 		return e.call(from, e.one, "send_task", map[string]any{"to_agent_slug": to, "goal": "x"})
 	}
-	// The error names the room's parts: no rooms tool lists them.
-	wantError(t, send("architect", "nobody"), `Agent "nobody" not found in this project. Its parts: albert, architect, gavin, hank, peter, qa-lead.`)
+	// The error names the room's parts: no rooms tool lists them. Not those of a guest
+	// whose agreement is pending (hank) or revoked (albert): they are not in the room.
+	wantError(t, send("architect", "nobody"), `Agent "nobody" not found in this project. Its parts: architect, gavin, peter, qa-lead.`)
+	wantError(t, send("gavin", "nobody"), `Agent "nobody" not found in this project. Its parts: architect, gavin, peter, qa-lead.`)
 	wantError(t, send("architect", "outsider"), `Agent "outsider" exists but is not a member of this project`)
 	// A guest whose agreement does not grant assign_tasks cannot assign across companies…
 	wantError(t, send("gavin", "architect"), rooms.MsgNoAssignTasks)

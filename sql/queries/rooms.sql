@@ -9,6 +9,19 @@ JOIN agent a ON a.id = m.agent_id
 JOIN organisation o ON o.id = m.org_id
 WHERE m.project_id = $1 AND m.part = $2;
 
+-- name: RoomMemberListAdmittedParts :many
+-- The parts an unknown recipient's error names: members of the host's company and of the
+-- guest companies whose agreement is active. A pending or revoked guest is not in the
+-- room yet (or any more), and its parts are not told to the others.
+SELECT m.part
+FROM membership m
+JOIN project p ON p.id = m.project_id
+WHERE m.project_id = sqlc.arg(project_id)
+  AND (m.org_id = p.host_org_id OR EXISTS (SELECT 1 FROM agreement ag
+    WHERE ag.project_id = sqlc.arg(project_id) AND ag.project_id = m.project_id
+      AND ag.guest_org_id = m.org_id AND ag.status = 'active'))
+ORDER BY m.is_main DESC, m.part;
+
 -- name: RoomMemberGetByAgentSlug :one
 -- send_task's second look: the caller's own company's agent by its slug, when it is a
 -- member of the room under another part name (slugs are unique within a company).
