@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/mail"
 	"slices"
@@ -265,8 +266,8 @@ func (s *Service) AcceptInvitation(ctx context.Context, link string, j Joiner) e
 		return audit.Record(ctx, tx, audit.Event{Actor: actor, OrgID: inv.OrgID, Kind: audit.KindPerson, ObjectID: userID.String(),
 			Action: "joined", Detail: map[string]string{"role": inv.Role, "invitation": inv.ID.String()}})
 	})
-	if _, ok := err.(*InputError); ok {
-		return err
+	if in := (*InputError)(nil); errors.As(err, &in) {
+		return err // field errors, shown beside their fields: not wrapped as an operation's failure
 	}
 	return wrap("accept invitation", err)
 }

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -129,8 +130,8 @@ func (s *Service) inOrg(ctx context.Context, a OrgActor, op string, fn func(tx *
 		}
 		return fn(tx, org)
 	})
-	if _, ok := err.(*InputError); ok {
-		return err
+	if in := (*InputError)(nil); errors.As(err, &in) {
+		return err // field errors, shown beside their fields: not wrapped as an operation's failure
 	}
 	return wrap(op, err)
 }

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -170,12 +171,9 @@ func (h *Handler) adminView(c adminCtx, title, page string) (view, error) {
 // again re-renders the page the form was on with that status.
 func (h *Handler) fail(c adminCtx, err error, again func(status int, v view)) {
 	var in *admin.InputError
-	if e, ok := err.(*admin.InputError); ok {
-		in = e
-	}
 	e, isApp := apperr.As(err)
 	switch {
-	case in != nil:
+	case errors.As(err, &in):
 		again(http.StatusBadRequest, view{Admin: &adminView{Fields: in.Fields}})
 	case isApp && e.Code == apperr.NotFound:
 		h.notFound(c.w, &c.sess)

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"net/http"
 
 	"github.com/relayroom/relayroom/internal/admin"
@@ -68,16 +69,13 @@ func (h *Handler) invitePage(w http.ResponseWriter, r *http.Request, link string
 		}
 		err := h.deps.Admin.AcceptInvitation(r.Context(), link, j)
 		var in *admin.InputError
-		if e, ok := err.(*admin.InputError); ok {
-			in = e
-		}
 		e, isApp := apperr.As(err)
 		switch {
 		case err == nil && signedIn:
 			http.Redirect(w, r, Prefix, http.StatusSeeOther)
 		case err == nil:
 			http.Redirect(w, r, web.LoginURL(Prefix), http.StatusSeeOther)
-		case in != nil:
+		case errors.As(err, &in):
 			v.Invite.Fields, v.Invite.Name = in.Fields, j.Name
 			v.Error = "Please correct the fields marked below; nothing was saved."
 			h.renderInvite(w, r, http.StatusBadRequest, v, signedIn)
