@@ -353,7 +353,10 @@ func TestPlainGETDescribesTheRoomEndpoint(t *testing.T) {
 		!slices.Contains(d.Methods, "tools/call") {
 		t.Fatalf("description: %s", body)
 	}
-	req, _ := http.NewRequest(http.MethodGet, s.base+"/api/mcp/p/"+id, nil)
+	req, err := http.NewRequest(http.MethodGet, s.base+"/api/mcp/p/"+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

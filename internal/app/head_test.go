@@ -2,12 +2,12 @@ package app_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/web"
 )
 
@@ -37,8 +37,7 @@ func TestHEADIsGETWithoutTheBody(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		body := []byte(testfix.Body(t, resp))
 		if resp.StatusCode != want || get.StatusCode != want || len(body) != 0 {
 			t.Errorf("HEAD %s: %d with %d bytes (GET %d), want %d and no body", path, resp.StatusCode, len(body), get.StatusCode, want)
 		}
@@ -54,7 +53,10 @@ func TestHEADNeverClaimsAWake(t *testing.T) {
 	key := s.key("acme/backend")
 	arch := s.threadsURL("escalations", "architect")
 	callTool(t, arch, s.key("acme/architect"), "send", map[string]any{"to": []string{"backend"}, "subject": "Deploy", "body": "Review it."})
-	req, _ := http.NewRequest(http.MethodHead, s.base+"/api/wakes/next?wait=0", nil)
+	req, err := http.NewRequest(http.MethodHead, s.base+"/api/wakes/next?wait=0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	req.Header.Set("X-Agent-Key", key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -84,13 +86,15 @@ func TestAnUnservedMethodIsAJSON405(t *testing.T) {
 		"/metrics",
 	} {
 		t.Run(path, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodDelete, s.base+path, nil)
+			req, err := http.NewRequest(http.MethodDelete, s.base+path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			body := []byte(testfix.Body(t, resp))
 			var parsed map[string]any
 			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") == "" || json.Unmarshal(body, &parsed) != nil || parsed["error"] == nil {
 				t.Fatalf("DELETE: %d, Allow %q, body %s; want 405, an Allow header and a JSON error", resp.StatusCode, resp.Header.Get("Allow"), body)

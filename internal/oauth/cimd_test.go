@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -44,8 +43,7 @@ func authorizeWith(t *testing.T, s http.Handler, clientID string) (int, string, 
 		"resource": {publicURL + "/api/mcp"}, "scope": {"rooms"}}
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/authorize?"+q.Encode(), nil))
-	body, _ := io.ReadAll(w.Body)
-	return w.Code, w.Header().Get("Location"), string(body)
+	return w.Code, w.Header().Get("Location"), w.Body.String()
 }
 
 func TestClientIDMetadataDocuments(t *testing.T) {

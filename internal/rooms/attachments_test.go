@@ -117,12 +117,14 @@ func TestAttachments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := []byte(testfix.Body(t, resp))
 	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, binary) || resp.Header.Get("Content-Type") != "image/png" {
 		t.Fatalf("download: %d %q", resp.StatusCode, body)
 	}
-	u, _ := url.Parse(link)
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
 	q := u.Query()
 	for name, tamper := range map[string]func(url.Values){
 		"signature": func(v url.Values) {

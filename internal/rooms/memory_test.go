@@ -381,8 +381,8 @@ func TestWriteNeverFailsBecauseOfTheEmbedder(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("EmbedPending = %d, %v; want 2", n, err)
 	}
-	if n, _ := e.svc.EmbedPending(ctx, 10); n != 0 {
-		t.Fatalf("second EmbedPending found %d more", n)
+	if n, err := e.svc.EmbedPending(ctx, 10); err != nil || n != 0 {
+		t.Fatalf("second EmbedPending = %d, %v; want 0", n, err)
 	}
 	res, err = e.svc.ReadMemory(ctx, sc, rooms.ReadMemoryInput{Query: "alpha escalation policy"})
 	if err != nil || !res.Semantic || len(res.Entries) == 0 || res.Entries[0].Relevance == nil || res.Entries[0].Content != "alpha escalation policy" {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // httpEnv serves the real application (routes, authentication, MCP core, toolset).
@@ -70,8 +71,7 @@ func (h *httpEnv) call(code, part, key, tool string, args any) toolAnswer {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	raw := []byte(testfix.Body(h.t, resp))
 	var m struct {
 		Result *struct {
 			Content           []struct{ Text string } `json:"content"`
