@@ -184,6 +184,10 @@ func TestBadTextOnTheRoomsHTTPRoutesIsA400(t *testing.T) {
 		{"accept comment with a NUL", base + "/accept", "application/json", `{"comment":"fine\u0000"}`, "comment " + text.ErrNUL.Error()},
 		{"accept comment with invalid UTF-8", base + "/accept", "application/json", "{\"comment\":\"fine\xff\"}", "comment " + text.ErrInvalid.Error()},
 		{"reject comment with a lone surrogate", base + "/reject", "application/json", `{"comment":"\ud800"}`, "comment " + text.ErrInvalid.Error()},
+		// A misspelt or extra field was dropped without a word, and of two comments the
+		// last was kept.
+		{"a field the route does not take", base + "/accept", "application/json", `{"coment":"thanks"}`, `body must be JSON: {"comment": "…"} (optional), and nothing else`},
+		{"a comment given twice", base + "/reject", "application/json", `{"comment":"no","comment":"yes"}`, "comment " + text.ErrDuplicate.Error()},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if status, msg := send(c.url, c.ctype, c.body); status != http.StatusBadRequest || msg != c.want {

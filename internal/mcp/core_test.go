@@ -96,6 +96,7 @@ func TestValidation(t *testing.T) {
 		{"nested required", `{"lesson":{}}`, `missing required argument "lesson.title"`},
 		{"nested unknown", `{"lesson":{"title":"t","x":1}}`, `unknown argument "lesson.x" (allowed: kind, title)`},
 		{"date-time", `{"deadline":"2026-09-12 10:00"}`, `argument "deadline" must be an RFC 3339 date-time such as 2026-09-12T10:00:00Z (got "2026-09-12 10:00")`},
+		{"a member named twice", `{"query":"a","query":"b"}`, `argument "query" must not be given twice`},
 		{"date", `{"day":"12/09/2026"}`, `argument "day" must be a date in the form YYYY-MM-DD (got "12/09/2026")`},
 		{"not an object", `"query"`, `arguments must be a JSON object`},
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/relayroom/relayroom/internal/text"
 )
@@ -90,6 +92,10 @@ func parseMessage(body []byte) (*message, *protocolError) {
 	err := json.Unmarshal(body, &fields)
 	var syntax *json.SyntaxError
 	switch trimmed := bytes.TrimLeft(body, " \t\r\n"); {
+	case errors.As(err, &syntax) && strings.Contains(syntax.Error(), "exceeded max depth"):
+		// Valid JSON, but deeper than encoding/json reads: not a syntax fault of the client.
+		return nil, &protocolError{status: http.StatusBadRequest, code: codeParseError,
+			message: fmt.Sprintf("Parse error: the body nests more than %d levels deep", text.MaxDepth)}
 	case errors.As(err, &syntax):
 		return nil, &protocolError{status: http.StatusBadRequest, code: codeParseError, message: "Parse error: the body is not valid JSON"}
 	case err != nil && len(trimmed) > 0 && trimmed[0] == '[':

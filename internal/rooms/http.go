@@ -228,8 +228,12 @@ func reviewComment(r *http.Request) (string, error) {
 		}
 		return "", apperr.New(apperr.Invalid, "%s %v", path, err)
 	}
-	if err := json.Unmarshal(raw, &body); err != nil {
-		return "", apperr.New(apperr.Invalid, "body must be JSON: {\"comment\": \"…\"} (optional)")
+	// Only "comment", as the tools refuse an argument they do not know: a misspelt
+	// field ("coment") was dropped without a word.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil || dec.Decode(&struct{}{}) != io.EOF {
+		return "", apperr.New(apperr.Invalid, "body must be JSON: {\"comment\": \"…\"} (optional), and nothing else")
 	}
 	return body.Comment, nil
 }

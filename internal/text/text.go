@@ -2,12 +2,14 @@
 // text and jsonb hold valid UTF-8 without NUL (U+0000) and nothing else: a string that
 // breaks either rule fails inside the database, where it would surface as an internal
 // error. Every edge (tool arguments, URL parts, HTTP bodies and form fields) refuses such
-// input first, with the endpoint's own validation error.
+// input first, with the endpoint's own validation error. CheckJSON also refuses an object
+// that names one member twice, which two readers may read as two different documents.
 package text
 
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -21,6 +23,11 @@ var (
 	// ErrSyntax is CheckJSON's answer for bytes that are not JSON; callers that parse
 	// the document themselves report their own error instead.
 	ErrSyntax = errors.New("is not valid JSON")
+	// ErrDuplicate is CheckJSON's answer for an object that names one member twice.
+	// encoding/json keeps the last, another reader (a gateway that checks the call, a
+	// log) may keep the first: the two would act on different calls (RFC 8259 §4 leaves
+	// such an object's meaning open), so it is refused.
+	ErrDuplicate = errors.New("must not be given twice")
 )
 
 // MaxDepth bounds the nesting CheckJSON follows, the same as encoding/json's own limit.
@@ -58,7 +65,8 @@ func Check(s string) error {
 // bytes: encoding/json silently turns invalid UTF-8 and lone surrogate escapes into
 // U+FFFD, so after decoding the fault can no longer be seen. On a bad string it returns
 // the string's path (`limit`, `lesson.title`, `tags[1]`; "" for the root; a bad key
-// is named by the path of the key itself) and ErrNUL or ErrInvalid; on bytes it cannot
+// is named by the path of the key itself) and ErrNUL or ErrInvalid; on a member named
+// twice in one object, that member's path and ErrDuplicate; on bytes it cannot
 // walk, ErrSyntax. It is not a full JSON validator (it skips over numbers loosely):
 // callers decode the document with encoding/json as well.
 func CheckJSON(raw []byte) (path string, err error) {
@@ -157,6 +165,7 @@ func (s *scanner) object(depth int) error {
 		s.pos++
 		return nil
 	}
+	var seen names
 	for {
 		s.space()
 		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
@@ -175,6 +184,10 @@ func (s *scanner) object(depth int) error {
 		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
 			return ErrSyntax
 		}
+		if !seen.add(key) {
+			s.path = Join(s.where(), key)
+			return ErrDuplicate
+		}
 		s.pos++
 		s.space()
 		s.segs = append(s.segs, seg{name: key, index: -1})
@@ -187,6 +200,40 @@ func (s *scanner) object(depth int) error {
 			return err
 		}
 	}
+}
+
+// names are an object's member names read so far. Most objects have a few, which a scan
+// finds faster than a map; past fewNames a map keeps an object of a hundred thousand
+// members (a 4 MiB body can hold them) from costing a scan per member.
+type names struct {
+	few  []string
+	many map[string]struct{}
+}
+
+const fewNames = 16
+
+// add records name and reports whether it was new.
+func (n *names) add(name string) bool {
+	if n.many != nil {
+		if _, ok := n.many[name]; ok {
+			return false
+		}
+		n.many[name] = struct{}{}
+		return true
+	}
+	if slices.Contains(n.few, name) {
+		return false
+	}
+	if len(n.few) < fewNames {
+		n.few = append(n.few, name)
+		return true
+	}
+	n.many = make(map[string]struct{}, 2*fewNames)
+	for _, f := range n.few {
+		n.many[f] = struct{}{}
+	}
+	n.many[name] = struct{}{}
+	return true
 }
 
 func (s *scanner) array(depth int) error {

@@ -3,6 +3,7 @@ package text_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -61,6 +62,14 @@ func TestCheckJSON(t *testing.T) {
 		{"trailing bytes", `{} {}`, "", text.ErrSyntax},
 		{"bad escape", `{"a":"\x"}`, "", text.ErrSyntax},
 		{"control character", "{\"a\":\"\n\"}", "", text.ErrSyntax},
+		// encoding/json keeps the last of two members of one name; a gateway may keep
+		// the first, and act on another call than the one that runs.
+		{"a member named twice", `{"content":"first","content":"second"}`, "content", text.ErrDuplicate},
+		{"named twice deep inside", `{"a":[{"k":1},{"k":1,"x":{"y":1,"y":2}}]}`, "a[1].x.y", text.ErrDuplicate},
+		{"named twice by an escape", `{"k":1,"\u006b":2}`, "k", text.ErrDuplicate},
+		{"one name in two objects", `{"a":{"k":1},"b":{"k":1},"k":{"k":1}}`, "", nil},
+		{"names that differ in case", `{"content":1,"Content":2}`, "", nil},
+		{"the first problem wins over a later duplicate", `{"a":"\u0000","a":1}`, "a", text.ErrNUL},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -70,6 +79,21 @@ func TestCheckJSON(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a member named twice among many is found", func(t *testing.T) {
+		t.Parallel()
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range 1000 {
+			fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+		}
+		b.WriteString(`"k999":0}`)
+		if path, err := text.CheckJSON([]byte(b.String())); !errors.Is(err, text.ErrDuplicate) || path != "k999" {
+			t.Fatalf("got %q, %v", path, err)
+		}
+		if _, err := text.CheckJSON([]byte(strings.Replace(b.String(), `"k999":0}`, `"k1000":0}`, 1))); err != nil {
+			t.Fatalf("1,001 distinct names: %v", err)
+		}
+	})
 	t.Run("a problem deep inside is named by its whole path", func(t *testing.T) {
 		t.Parallel()
 		in := `{"a":[` + strings.Repeat(`[],`, 2) + strings.Repeat(`[`, 500) + `"\u0000"` + strings.Repeat(`]`, 500) + `]}`
