@@ -616,7 +616,11 @@ func (s *Service) Recall(ctx context.Context, sc tenancy.Scope, in RecallInput) 
 		}
 		qid := uuid.MustParse(out.QueryID)
 		member := memberOf(sc)
-		return s.Q.RecallQueryInsert(ctx, tx, db.RecallQueryInsertParams{ProjectID: sc.ProjectID, ID: qid, MemberID: member, Query: in.Query, Returned: ids, Now: now})
+		// The query is kept (eight weeks) and shown to the host's people (the Learning
+		// panel's queries that found nothing): a secret an agent searched for is masked, as
+		// in every stored text. The search itself ran on the query as sent.
+		return s.Q.RecallQueryInsert(ctx, tx, db.RecallQueryInsertParams{ProjectID: sc.ProjectID, ID: qid, MemberID: member,
+			Query: s.Detector.Mask(in.Query, 0), Returned: ids, Now: now})
 	})
 	if err != nil {
 		return RecallResult{}, pg.Classify("recall", err)

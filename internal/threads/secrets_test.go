@@ -46,6 +46,17 @@ var threadChannels = map[string]threadChannel{
 	"threads.close.lesson.body": func(t *testing.T, e *env, text string) (string, bool, string) {
 		return e.lessonOnClose(t, "a title", text)
 	},
+	"threads.recall.query": func(t *testing.T, e *env, text string) (string, bool, string) {
+		// The query is kept and shown to the host's people (the Learning panel).
+		r := must[knowledge.RecallResult](t)(e.svc.Knowledge.Recall(context.Background(), e.sc("architect"), knowledge.RecallInput{Query: text}))
+		var stored string
+		if err := e.d.Operator(context.Background(), func(tx *pg.Tx) error {
+			return tx.QueryRow(context.Background(), `SELECT query FROM recall_query WHERE id = $1`, r.QueryID).Scan(&stored)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return stored, false, ""
+	},
 	"threads.event.detail": func(t *testing.T, e *env, text string) (string, bool, string) {
 		d, err := json.Marshal(map[string]string{"message": text})
 		if err != nil {
@@ -130,6 +141,8 @@ func TestSecretCorpusPerChannel(t *testing.T) {
 			limit = threads.MaxSubject
 		case ch.Name == "threads.event.detail":
 			limit = threads.MaxDetailBytes / 8 // JSON escapes can make one character six bytes
+		case ch.Name == "threads.recall.query":
+			limit = knowledge.MaxRecallQuery
 		case knowledgeField && title:
 			limit = knowledge.MaxTitle
 		case knowledgeField:
