@@ -103,6 +103,13 @@ func parseMessage(body []byte) (*message, *protocolError) {
 	case err != nil || fields == nil:
 		return nil, invalidRequest("a JSON-RPC message must be a JSON object")
 	}
+	// A member named twice in the message (two methods, two tool names, two ids, two
+	// arguments objects): encoding/json kept the last, while a gateway or a log may read
+	// the first and see another call than the one that runs. Inside the arguments it is
+	// the tool's argument error instead (checkText), as any fault of the arguments is.
+	if path, err := text.CheckNames(body); errors.Is(err, text.ErrDuplicate) && !strings.HasPrefix(path, "params.arguments.") {
+		return nil, invalidRequest(fmt.Sprintf("%s %v", path, err))
+	}
 	m := &message{}
 	if raw, ok := fields["id"]; ok {
 		if !validID(raw) {

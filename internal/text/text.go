@@ -102,6 +102,8 @@ type scanner struct {
 	// every level, a document of deeply nested arrays cost the square of its depth: one
 	// 3.6 MB request held a core for 22 s and a gigabyte of memory.
 	segs []seg
+	// namesOnly: report only a member named twice (CheckNames), not a string's text.
+	namesOnly bool
 }
 
 // seg is one step of a path: an object member's name, or an array item's index.
@@ -294,6 +296,24 @@ func (s *scanner) number() error {
 	return nil
 }
 
+// CheckNames reports the first object of a JSON document that names one member twice,
+// with that member's path and ErrDuplicate, and nothing about the text of its strings:
+// for a document whose parts are checked by different readers (a JSON-RPC message, whose
+// tool arguments CheckJSON checks on their own, as the tool's). On bytes it cannot walk it
+// returns ErrSyntax.
+func CheckNames(raw []byte) (path string, err error) {
+	s := &scanner{data: raw, namesOnly: true}
+	s.space()
+	if err := s.value(0); err != nil {
+		return s.path, err
+	}
+	s.space()
+	if s.pos != len(s.data) {
+		return "", ErrSyntax
+	}
+	return "", nil
+}
+
 // str reads a string literal, returning its decoded value (for keys). The first text
 // problem is reported (with the scan's path when record is set: a value's; a key's is
 // named by its caller); the literal is still read to its end so that a key's raw form
@@ -315,7 +335,7 @@ func (s *scanner) str(record bool) (string, error) {
 		switch {
 		case c == '"':
 			s.pos++
-			if problem != nil {
+			if problem != nil && !s.namesOnly {
 				if record {
 					s.path = s.where()
 				}

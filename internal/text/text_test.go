@@ -79,6 +79,18 @@ func TestCheckJSON(t *testing.T) {
 			}
 		})
 	}
+	t.Run("CheckNames reports a member named twice and nothing of the text", func(t *testing.T) {
+		t.Parallel()
+		if path, err := text.CheckNames([]byte(`{"a":"\u0000","b":{"c":"\ud800","c":1}}`)); !errors.Is(err, text.ErrDuplicate) || path != "b.c" {
+			t.Fatalf("got %q, %v; want b.c and ErrDuplicate", path, err)
+		}
+		if _, err := text.CheckNames([]byte(`{"a":"\u0000` + "\xff" + `"}`)); err != nil {
+			t.Fatalf("bad text reported: %v", err)
+		}
+		if _, err := text.CheckNames([]byte(`{"a":`)); !errors.Is(err, text.ErrSyntax) {
+			t.Fatalf("not JSON: %v", err)
+		}
+	})
 	t.Run("a member named twice among many is found", func(t *testing.T) {
 		t.Parallel()
 		var b strings.Builder
