@@ -478,6 +478,12 @@ func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req L
 	if !st.cfg.DistillOnClose {
 		return refused(OutcomeDistillDisabled, "lessons on close are turned off for this project (knowledge_config distillOnClose is false)"), nil
 	}
+	// The thread's own state before the caller's budget and the lesson's text: nothing
+	// sent to a thread whose lesson is decided can be recorded, and a rate_limited
+	// answer ("try again later") would send the caller back for nothing.
+	if req.AlreadyDecided {
+		return refused(OutcomeAlreadyDecided, "this thread's lesson was already recorded, or refused for what it said"), nil
+	}
 	red, rerr := s.redact(st, req.Title, req.Body)
 	if rerr != nil {
 		return refused(OutcomeRedactionUnresolvable, "a redaction rule of this project cannot be applied: "+rerr.Error()), nil
@@ -511,9 +517,6 @@ func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req L
 	}
 	if secrets.IsEmptyAfterRedaction(red.Body) {
 		return refused(OutcomeEmptyAfterRedaction, "the lesson body is empty once secrets are redacted ("+strings.Join(red.Kinds, ", ")+")"), nil
-	}
-	if req.AlreadyDecided {
-		return refused(OutcomeAlreadyDecided, "this thread's lesson was already recorded, or refused for what it said"), nil
 	}
 	if secrets.IsEmptyAfterRedaction(red.Title) {
 		red.Title = RedactedTitle

@@ -226,10 +226,14 @@ func TestLessonOutcomesFromProjectSettings(t *testing.T) {
 		// is the agent's, across projects); the 61st is refused. Older ones do not count.
 		e.pastLessons(t, "architect", 59, 50)
 		e.pastLessons(t, "architect", 30, 61)
-		if r := e.closeWith(t, "architect", e.open(t), good); !r.Lesson.Recorded {
+		sixtieth := e.open(t)
+		if r := e.closeWith(t, "architect", sixtieth, good); !r.Lesson.Recorded {
 			t.Fatalf("the 60th lesson was refused: %+v", r.Lesson)
 		}
 		wantOutcome(t, e.closeWith(t, "architect", e.open(t), lesson("Sixty-first", "One lesson too many within the hour.")), "rate_limited")
+		// A thread whose lesson is decided says so, not "try again later", which could
+		// never succeed.
+		wantOutcome(t, e.closeWith(t, "architect", sixtieth, lesson("Another go", "A second lesson for a decided thread.")), "already_decided")
 		// Recording the 60th forgot the agent's lessons older than the hour.
 		if n := e.count(t, `SELECT count(*) FROM agent_lesson WHERE agent_id = $1`, sc.AgentID); n != 60 {
 			t.Fatalf("agent_lesson rows: %d, want the 60 within the hour", n)
