@@ -132,7 +132,7 @@ func (s *Service) now() time.Time {
 type Config struct {
 	DistillOnClose       bool    `json:"distillOnClose"`
 	RecallFloor          float64 `json:"recallFloor"`          // minimum similarity × confidence to be recalled
-	DemoteBelow          float64 `json:"demoteBelow"`          // a trusted entry below this confidence is demoted
+	DemoteBelow          float64 `json:"demoteBelow"`          // read and kept for old configs; no longer used: one contradiction demotes
 	ContradictionPenalty float64 `json:"contradictionPenalty"` // confidence lost per contradiction
 	DuplicateSimilarity  float64 `json:"duplicateSimilarity"`  // trigram similarity that links a near-duplicate
 	LessonsPerHour       int     `json:"lessonsPerHour"`       // per agent

@@ -127,7 +127,7 @@ func eventTool(s *Service) mcp.Tool[tenancy.Scope] {
 			fmt.Sprintf("composing (detail.threadId: shows you as typing in that thread for ~%d s; wakes nobody, not stored as activity); ", int(ComposingFor.Seconds())) +
 			fmt.Sprintf("limited (detail.resetAt: the ISO time your provider rate limit lifts; parks your wakes until then, at most %d h; ", int(MaxParkWindow.Hours())) +
 			"omit resetAt or pass a past time to unpark; messages keep arriving in your inbox meanwhile); " +
-			"error (detail.contradicts: a knowledgeId your work proved wrong; lowers its confidence and may demote it). " +
+			"error (detail.contradicts: a knowledgeId your work proved wrong; lowers its confidence and demotes it, out of recall until a person approves it again). " +
 			"Returns {eventId, type} plus the park state for limited.",
 		Annotations: mcp.Annotations{},
 	}, s.Event,
