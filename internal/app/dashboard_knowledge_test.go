@@ -102,6 +102,12 @@ func TestDashboardKnowledge(t *testing.T) {
 		if strings.Contains(guest, "Host-only margin floor") || strings.Contains(guest, "quartz zeppelin") {
 			t.Fatal("a guest's people read the host's candidate or its agents' queries")
 		}
+		// Hidden, and said to be: the page told them "No candidates to review" and "Every
+		// recall … returned something" while the host had both.
+		if strings.Contains(guest, "No candidates to review") || strings.Contains(guest, "Every recall in the last weeks returned something") ||
+			!strings.Contains(guest, "The review queue is the host company") || !strings.Contains(guest, "shown to the host company's people only") {
+			t.Fatal("the guest's page says there is nothing to review or no empty query, instead of that they are the host's")
+		}
 	})
 
 	t.Run("a bad title is refused beside its field and nothing is saved", func(t *testing.T) {
