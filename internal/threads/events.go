@@ -231,9 +231,13 @@ func (s *Service) limitedEvent(ctx context.Context, sc tenancy.Scope, ev *event)
 // errorEvent records an error; with detail.contradicts it reports that a knowledge entry
 // was wrong, which needs write access.
 func (s *Service) errorEvent(ctx context.Context, sc tenancy.Scope, ev *event) error {
-	contradicts, _, err := ev.detail.str("contradicts")
+	contradicts, given, err := ev.detail.str("contradicts")
 	if err != nil {
 		return err
+	}
+	if given && strings.TrimSpace(contradicts) == "" {
+		// Recorded as a plain error, it demoted nothing and said nothing of it.
+		return invalid("detail.contradicts must be the knowledgeId your work proved wrong, not an empty string")
 	}
 	if contradicts == "" {
 		return s.recordEvent(ctx, sc, ev, nil)

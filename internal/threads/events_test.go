@@ -190,6 +190,9 @@ func TestEventErrorContradictsDemotes(t *testing.T) {
 	wantErr(t, err, apperr.Forbidden, "write_access_required")
 	// An error without contradicts is plain activity.
 	must[threads.EventResult](t)(e.svc.Event(ctx, e.sc("reader"), threads.EventInput{Type: "error", Detail: json.RawMessage(`{"message":"build failed"}`)}))
+	// An empty contradicts was recorded as that, demoting nothing and saying nothing.
+	_, err = e.svc.Event(ctx, e.sc("backend"), threads.EventInput{Type: "error", Detail: json.RawMessage(`{"contradicts":" "}`)})
+	wantErr(t, err, apperr.Invalid, "invalid_argument")
 }
 
 // TestUsageNumbersAreBoundedByTheirColumns: a usage report beyond what usage_daily holds
