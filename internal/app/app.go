@@ -136,17 +136,28 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 		_ = ln.Close()
 		return fmt.Errorf("serve: %w", err)
 	}
+	// wakeCtx ends after the drain: the writes a drain finishes still send their NOTIFYs
+	// (wakes, room and thread changes) to the other replicas. hubCtx ends when the drain
+	// starts: the dashboard's live streams would otherwise hold it to its timeout.
 	wakeCtx, stopWakes := context.WithCancel(context.WithoutCancel(ctx))
+	hubCtx, stopHub := context.WithCancel(wakeCtx)
 	wakesDone := make(chan struct{})
 	go func() { defer close(wakesDone); a.wake.Run(wakeCtx) }()
 	hubDone, notifierDone, embedderDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() { defer close(hubDone); a.dashHub.Run(wakeCtx) }()
+	go func() { defer close(hubDone); a.dashHub.Run(hubCtx) }()
 	go func() { defer close(notifierDone); a.rooms.RunNotifier(wakeCtx) }()
 	threadNotesDone := make(chan struct{}) // the dashboard's live thread pages (threads.Channel)
 	go func() { defer close(threadNotesDone); a.threads.RunNotifier(wakeCtx, a.log) }()
 	// Memory vectors are made here, after write_memory's commit (docs/rooms.md, "Memory").
 	go func() { defer close(embedderDone); a.rooms.RunEmbedder(wakeCtx) }()
-	defer func() { stopWakes(); <-hubDone; <-notifierDone; <-embedderDone; <-threadNotesDone }()
+	defer func() {
+		stopHub()
+		stopWakes()
+		<-hubDone
+		<-notifierDone
+		<-embedderDone
+		<-threadNotesDone
+	}()
 	defer func() {
 		stopWakes()
 		<-wakesDone
@@ -170,7 +181,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 	log.Info("shutting down: finishing in-flight requests", "timeout", cfg.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
-	stopWakes() // pagers' long polls return now rather than hold up the shutdown
+	// Pagers' long polls and the dashboard's streams end now rather than hold up the
+	// drain; the notifiers run on until it ends (the deferred stopWakes).
+	a.wake.EndPolls()
+	stopHub()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("serve: shutdown: %w", err)
 	}

@@ -60,6 +60,39 @@ func TestWakeReachesAPagerOnAnotherReplica(t *testing.T) {
 	queueAndWait(ctx, t, f, other)
 }
 
+// TestADrainingReplicaEndsItsPollsAndStillNotifies: a replica shutting down ends its
+// pagers' long polls at once (EndPolls), so they do not hold its drain, and keeps sending
+// the NOTIFYs of the writes the drain finishes. The shutdown used to stop both together:
+// a send acknowledged during the drain reached a pager on another replica 31 s later, at
+// that replica's poll interval.
+func TestADrainingReplicaEndsItsPollsAndStillNotifies(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx, other := otherReplica(t, f)
+	t.Run("a long poll on the draining replica ends at once", func(t *testing.T) {
+		done := make(chan error, 1)
+		go func() {
+			w, err := f.svc.Next(ctx, f.agent["a"], 30*time.Second)
+			if err == nil && w != nil {
+				t.Errorf("a wake out of nothing: %+v", w)
+			}
+			done <- err
+		}()
+		f.svc.EndPolls()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("the long poll held on past EndPolls")
+		}
+	})
+	t.Run("a write it finishes still reaches a pager on another replica", func(t *testing.T) {
+		queueAndWait(ctx, t, f, other)
+	})
+}
+
 // BenchmarkWakeAcrossReplicas measures how long a wake queued through one replica takes
 // to reach a pager long-polling another (as in TestWakeReachesAPagerOnAnotherReplica):
 // from the queueing transaction's start to the pager's Next returning the wake, which is

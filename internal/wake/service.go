@@ -89,7 +89,7 @@ type Service struct {
 	kick     chan struct{}
 	notes    chan memberRef // parts whose wakes were queued and committed: to NOTIFY
 	overflow atomic.Bool    // notes was full: the next NOTIFY says "*"
-	stopped  chan struct{}  // closed when Run returns: long polls end at once
+	stopped  chan struct{}  // closed by EndPolls or when Run returns: long polls end at once
 	stopOnce sync.Once
 
 	clientOnce sync.Once
@@ -218,31 +218,53 @@ func (s *Service) noteQueued(project uuid.UUID, members []uuid.UUID) {
 // sweep tick, which notifies everyone.
 func (s *Service) notifyLoop(ctx context.Context) {
 	for {
-		var first memberRef
 		select {
 		case <-ctx.Done():
+			// The last writes of a drain still get their NOTIFY, bounded: what cannot be
+			// sent is left to the sweep.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyFlushTimeout)
+			s.sendNotes(fctx, s.takeNotes(nil))
+			cancel()
 			return
-		case first = <-s.notes:
+		case first := <-s.notes:
+			s.sendNotes(ctx, s.takeNotes(&first))
 		}
-		arg := db.WakeNotifyMembersParams{ProjectIds: []uuid.UUID{first.project}, MemberIds: []uuid.UUID{first.member}}
-	drain:
-		for len(arg.MemberIds) < notifyBuffer {
-			select {
-			case n := <-s.notes:
-				arg.ProjectIds, arg.MemberIds = append(arg.ProjectIds, n.project), append(arg.MemberIds, n.member)
-			default:
-				break drain
-			}
+	}
+}
+
+// notifyFlushTimeout bounds the last NOTIFY of a process that stops.
+const notifyFlushTimeout = 2 * time.Second
+
+// takeNotes gathers first (when given) and the notes queued behind it, up to notifyBuffer.
+func (s *Service) takeNotes(first *memberRef) db.WakeNotifyMembersParams {
+	var arg db.WakeNotifyMembersParams
+	if first != nil {
+		arg.ProjectIds, arg.MemberIds = []uuid.UUID{first.project}, []uuid.UUID{first.member}
+	}
+	for len(arg.MemberIds) < notifyBuffer {
+		select {
+		case n := <-s.notes:
+			arg.ProjectIds, arg.MemberIds = append(arg.ProjectIds, n.project), append(arg.MemberIds, n.member)
+		default:
+			return arg
 		}
-		err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
-			if s.overflow.Swap(false) {
-				return s.Q.WakeNotify(ctx, tx, "*")
-			}
-			return s.Q.WakeNotifyMembers(ctx, tx, arg)
-		})
-		if err != nil && ctx.Err() == nil {
-			s.Log.WarnContext(ctx, "wake notify", "error", err.Error())
+	}
+	return arg
+}
+
+// sendNotes sends the NOTIFY of the parts in arg, or of every part once notes overflowed.
+func (s *Service) sendNotes(ctx context.Context, arg db.WakeNotifyMembersParams) {
+	if len(arg.MemberIds) == 0 && !s.overflow.Load() {
+		return
+	}
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		if s.overflow.Swap(false) {
+			return s.Q.WakeNotify(ctx, tx, "*")
 		}
+		return s.Q.WakeNotifyMembers(ctx, tx, arg)
+	})
+	if err != nil && ctx.Err() == nil {
+		s.Log.WarnContext(ctx, "wake notify", "error", err.Error())
 	}
 }
 
@@ -444,13 +466,22 @@ func (s *Service) Cleanup(ctx context.Context, before time.Time) (int64, error) 
 // poll interval.
 func (s *Service) Run(ctx context.Context) {
 	s.init()
-	defer s.stopOnce.Do(func() { close(s.stopped) })
+	defer s.EndPolls()
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); s.notifyLoop(ctx) }()
 	go func() { defer wg.Done(); s.listen(ctx) }()
 	go func() { defer wg.Done(); s.dispatchLoop(ctx) }()
 	wg.Wait()
+}
+
+// EndPolls ends this process's long polls now (each answers "no wake", and its pager
+// asks again, another replica then) while Run goes on: a replica shutting down ends its
+// polls at once, so that they do not hold its drain, and keeps sending the NOTIFYs of the
+// writes it is finishing, which other replicas' pagers wait for.
+func (s *Service) EndPolls() {
+	s.init()
+	s.stopOnce.Do(func() { close(s.stopped) })
 }
 
 func (s *Service) listen(ctx context.Context) {
