@@ -106,6 +106,14 @@ func startReplicas(t testing.TB, cfg config.Config, logs *syncBuffer, n int) (st
 		t.Fatal(errors.Join(err, stopAll()))
 	}
 	cfgText := strings.Replace(strings.Replace(string(tmpl), "__BIND__", lb, 1), "__SERVERS__\n", servers.String(), 1)
+	// The balancer drops the client's X-Forwarded-For, being the edge. The tests stand for
+	// many clients from one machine, as a trusted proxy in front of it would, so theirs is
+	// kept (the per-address limit tests name their clients in it).
+	const dropForwarded = "    http-request del-header X-Forwarded-For\n"
+	if !strings.Contains(cfgText, dropForwarded) {
+		t.Fatalf("%s no longer drops the client's X-Forwarded-For as this harness expects", haproxyConfig)
+	}
+	cfgText = strings.Replace(cfgText, dropForwarded, "", 1)
 	cfgPath := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(errors.Join(err, stopAll()))
