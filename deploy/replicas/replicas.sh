@@ -6,7 +6,8 @@
 #   replicas.sh start DIR N DATABASE_URL [BIN]   start N replicas (free loopback ports)
 #                      and HAProxy in front of them, wait until every replica answers
 #                      /readyz, print the balancer's URL as the only line on stdout
-#   replicas.sh stop DIR                         stop HAProxy and the replicas of DIR
+#   replicas.sh stop DIR                         stop the replicas of DIR (each drains its
+#                      calls in flight), then HAProxy
 #   replicas.sh kill DIR I                       SIGKILL replica I (1-based): a crash
 #   replicas.sh restart DIR I                    start replica I again on its port (after
 #                      a crash), with the settings of `start`; wait until it is ready
@@ -70,7 +71,8 @@ cmd_start() {
 		servers+="    server r$i 127.0.0.1:${port}"$'\n'"    server r$i-open 127.0.0.1:${port} backup no-check"$'\n'
 	done
 	for ((i = 1; i <= n; i++)); do
-		wait_ready "http://127.0.0.1:$(cat "$dir/replica$i.port")" 60 || die "replica $i did not become ready (log: $dir/replica$i.log)"
+		# a failed start stops what it started rather than leave it running
+		wait_ready "http://127.0.0.1:$(cat "$dir/replica$i.port")" 60 || { cmd_stop "$dir"; die "replica $i did not become ready (log: $dir/replica$i.log)"; }
 	done
 	python3 - "$HERE/haproxy.cfg" "$dir/haproxy.cfg" "127.0.0.1:${lb_port}" "$servers" <<'PY'
 import sys
@@ -78,32 +80,38 @@ src, dst, bind, servers = sys.argv[1:]
 text = open(src).read().replace("__BIND__", bind).replace("__SERVERS__\n", servers)
 open(dst, "w").write(text)
 PY
-	haproxy -c -q -f "$dir/haproxy.cfg" || die "haproxy refused $dir/haproxy.cfg"
+	haproxy -c -q -f "$dir/haproxy.cfg" || { cmd_stop "$dir"; die "haproxy refused $dir/haproxy.cfg"; }
 	haproxy -D -f "$dir/haproxy.cfg" -p "$dir/haproxy.pid" >>"$dir/haproxy.log" 2>&1
-	wait_ready "$public" 30 || die "haproxy does not answer on $public"
+	wait_ready "$public" 30 || { cmd_stop "$dir"; die "haproxy does not answer on $public"; }
 	log "$n replicas behind haproxy at $public (dir $dir)"
 	echo "$public"
 }
 
-stop_pid() { # pidfile
+stop_pid() { # pidfile seconds: SIGTERM, then SIGKILL after that long
 	[[ -f $1 ]] || return 0
 	local pid
 	pid=$(cat "$1")
 	if kill -0 "$pid" 2>/dev/null; then
 		kill -TERM "$pid" 2>/dev/null || true
-		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		for _ in $(seq $(($2 * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$pid" 2>/dev/null || true
 	fi
 	rm -f "$1"
 }
 
+# cmd_stop stops the replicas first, all at once, each draining its calls in flight
+# (RELAYROOM_SHUTDOWN_TIMEOUT, then as long for its jobs: 45 s before SIGKILL), while the
+# balancer still carries their answers; then the balancer, whose SIGTERM is a hard stop.
 cmd_stop() {
 	local dir=$1 f
 	[[ -d $dir ]] || return 0
-	stop_pid "$dir/haproxy.pid"
 	for f in "$dir"/replica*.pid; do
-		[[ -e $f ]] && stop_pid "$f"
+		[[ -e $f ]] && { kill -TERM "$(cat "$f")" 2>/dev/null || true; }
 	done
+	for f in "$dir"/replica*.pid; do
+		[[ -e $f ]] && stop_pid "$f" 45
+	done
+	stop_pid "$dir/haproxy.pid" 10
 	return 0
 }
 
