@@ -283,6 +283,31 @@ func TestALongURLIsLoggedCut(t *testing.T) {
 	}
 }
 
+// TestProbesAreNotLogged: a balancer's /readyz every second of every replica filled its
+// log (406 of 2,569 lines in nine minutes); the probes are counted in the metrics only.
+func TestProbesAreNotLogged(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		if status, _ := testfix.Get(t, http.DefaultClient, s.base+path); status != http.StatusOK {
+			t.Fatalf("%s: %d", path, status)
+		}
+	}
+	// A request after them, logged: the lines before it are written.
+	if status, _ := testfix.Get(t, http.DefaultClient, s.base+"/nope"); status != http.StatusNotFound {
+		t.Fatalf("/nope: %d", status)
+	}
+	logs := s.logs.String()
+	if !strings.Contains(logs, `"path":"/nope"`) {
+		t.Fatalf("the request after the probes was not logged: %s", logs)
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		if strings.Contains(logs, `"path":"`+path+`"`) {
+			t.Fatalf("%s was logged", path)
+		}
+	}
+}
+
 // TestAnAbandonedDownloadIsLoggedAsSuch: a client that reads part of a large download and
 // goes away was logged as any served download (200 and its bytes), and nobody could tell
 // from the log that the file never arrived.

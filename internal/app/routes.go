@@ -120,7 +120,9 @@ func (a *App) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		method := metricMethod(r.Method)
 		a.metrics.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 		a.metrics.latency.WithLabelValues(route, method).Observe(d.Seconds())
-		if route != "/metrics" && route != "/healthz" {
+		// Probes are counted, not logged: a balancer asks /readyz every second of every
+		// replica (86,000 lines a replica a day). A replica answering unready is logged.
+		if route != "/metrics" && route != "/healthz" && (route != "/readyz" || status != http.StatusOK) {
 			// Typed attributes, not key-value pairs: the line is written on every request,
 			// and slog then neither boxes the numbers nor converts the pairs.
 			line := func(extra ...slog.Attr) []slog.Attr {
