@@ -89,7 +89,7 @@ func (s *Service) ApproveAs(ctx context.Context, sc tenancy.Scope, id uuid.UUID,
 			if err != nil {
 				return FieldError(FieldTitle, "a redaction rule of this project cannot be applied (%v); fix the rules in the knowledge settings", err)
 			}
-			if secrets.IsEmptyAfterRedaction(red.Title) {
+			if red.emptied(red.Title) {
 				return FieldError(FieldTitle, "the title is empty once secrets are redacted")
 			}
 			if utf8.RuneCountInString(red.Title) > MaxTitle {

@@ -197,6 +197,20 @@ type Redacted struct {
 	Title, Body string
 	// Kinds names what was redacted (rule names and secret kinds), for the caller.
 	Kinds []string
+	// replaced are the replacements of their own that matched rules put in: like a
+	// marker, they are what redaction left, not what the writer said.
+	replaced []string
+}
+
+// emptied reports whether s (the redacted title or body) holds nothing of substance
+// once the markers and the rules' own replacements are taken out: a body that a rule
+// with a replacement of its own reduced to "[codename]" is as empty as one reduced to a
+// marker.
+func (r Redacted) emptied(s string) bool {
+	for _, rep := range r.replaced {
+		s = strings.ReplaceAll(s, rep, "")
+	}
+	return secrets.IsEmptyAfterRedaction(s)
 }
 
 // redact applies the rules and the detectors to a title and body. An unusable rule fails
@@ -205,26 +219,31 @@ func (s *Service) redact(st settings, title, body string) (Redacted, error) {
 	if st.rulesErr != nil {
 		return Redacted{}, st.rulesErr
 	}
-	t, tf, err := s.Detector.Redact(title, st.rules)
+	t, tf, tm, err := s.Detector.Redact(title, st.rules)
 	if err != nil {
 		return Redacted{}, err
 	}
-	b, bf, err := s.Detector.Redact(body, st.rules)
+	b, bf, bm, err := s.Detector.Redact(body, st.rules)
 	if err != nil {
 		return Redacted{}, err
 	}
 	r := Redacted{Title: strings.TrimSpace(t), Body: strings.TrimSpace(b)}
 	seen := map[string]bool{}
+	// The rules that matched first, then the secrets found: a rule with a replacement of
+	// its own leaves no marker to find, and was missing from redacted.
+	for _, rule := range append(tm, bm...) {
+		if !seen[rule.Name] {
+			seen[rule.Name] = true
+			r.Kinds = append(r.Kinds, rule.Name)
+			if rule.Replacement != "" {
+				r.replaced = append(r.replaced, rule.Replacement)
+			}
+		}
+	}
 	for _, f := range append(tf, bf...) {
 		if !seen[f.Kind] {
 			seen[f.Kind] = true
 			r.Kinds = append(r.Kinds, f.Kind)
-		}
-	}
-	for _, rule := range st.rules {
-		if !seen[rule.Name] && (t != title || b != body) && (strings.Contains(t, secrets.Marker(rule.Name)) || strings.Contains(b, secrets.Marker(rule.Name))) {
-			seen[rule.Name] = true
-			r.Kinds = append(r.Kinds, rule.Name)
 		}
 	}
 	return r, nil
@@ -285,10 +304,10 @@ func (s *Service) Learn(ctx context.Context, sc tenancy.Scope, in LearnInput) (L
 		if err != nil {
 			return apperr.New(apperr.Conflict, "a redaction rule of this project cannot be applied (%v); nothing was written — ask a manager to fix the project's redaction rules", err).WithReason(ReasonRedactionUnresolvable)
 		}
-		if secrets.IsEmptyAfterRedaction(red.Body) {
+		if red.emptied(red.Body) {
 			return apperr.New(apperr.Invalid, "the body is empty once secrets are redacted (%s); nothing was written", strings.Join(red.Kinds, ", ")).WithReason(ReasonEmptyAfterRedaction)
 		}
-		if secrets.IsEmptyAfterRedaction(red.Title) {
+		if red.emptied(red.Title) {
 			red.Title = RedactedTitle
 		}
 		w, err := s.store(ctx, tx, sc, st, red, in.Kind, SourceLearn, nil, expires)
@@ -515,10 +534,10 @@ func (s *Service) Lesson(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, req L
 		o.slip = true
 		return o, nil
 	}
-	if secrets.IsEmptyAfterRedaction(red.Body) {
+	if red.emptied(red.Body) {
 		return refused(OutcomeEmptyAfterRedaction, "the lesson body is empty once secrets are redacted ("+strings.Join(red.Kinds, ", ")+")"), nil
 	}
-	if secrets.IsEmptyAfterRedaction(red.Title) {
+	if red.emptied(red.Title) {
 		red.Title = RedactedTitle
 	}
 	if _, err := tx.Exec(ctx, "SAVEPOINT lesson"); err != nil {

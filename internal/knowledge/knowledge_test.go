@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -305,6 +306,17 @@ func TestNearDuplicatesAreLinkedAndRedactionRunsOnEveryWrite(t *testing.T) {
 		if stored := e.stored(t, l2.KnowledgeID); strings.Contains(stored, "ACME-1234") {
 			t.Fatalf("project rule not applied: %q", stored)
 		}
+	})
+	testfix.Step(t, "a rule with a replacement of its own is reported, and empties a body it is all of", func(t *testing.T) {
+		// Its replacement leaves no marker: learn's redacted left it out, and a body that
+		// was only the code name was stored as "[codename]".
+		e.exec(t, `UPDATE project SET settings = settings || '{"redactionRules":[{"name":"codename","pattern":"(?i)project\\s+falcon","replacement":"[codename]"}]}'::jsonb WHERE id = $1`, e.arch.ProjectID)
+		l := e.learn(t, knowledge.LearnInput{Title: "Project Falcon launch", Body: "Project Falcon ships in May, after the audit.", Kind: "fact"})
+		if !slices.Contains(l.Redacted, "codename") {
+			t.Fatalf("redacted %v does not name the rule", l.Redacted)
+		}
+		_, err := e.k.Learn(ctx, e.arch, knowledge.LearnInput{Title: "Falcon only", Body: "Project  Falcon", Kind: "fact"})
+		wantErr(t, err, apperr.Invalid, "empty_after_redaction")
 	})
 	testfix.Step(t, "an entry that is only a secret is refused", func(t *testing.T) {
 		_, err := e.k.Learn(ctx, e.arch, knowledge.LearnInput{Title: "Only a key", Body: key, Kind: "fact"})

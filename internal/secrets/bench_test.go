@@ -70,7 +70,7 @@ func BenchmarkRedact2KB(b *testing.B) {
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := d.Redact(text, rules); err != nil {
+		if _, _, _, err := d.Redact(text, rules); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -126,54 +126,60 @@ func compileRule(r Rule) (compiledRule, error) {
 
 // replaceBounded is ReplaceAllLiteralString that stops, reporting false, as soon as the
 // result would pass MaxRedactedBytes: a text is never grown past it, whatever the rules.
-func (c compiledRule) replaceBounded(text string) (string, bool) {
+// It also reports whether the rule matched at all.
+func (c compiledRule) replaceBounded(text string) (out string, matched, ok bool) {
 	if len(text) > MaxRedactedBytes {
-		return "", false
+		return "", false, false
 	}
 	var b strings.Builder
 	last := 0
 	for _, m := range c.re.FindAllStringIndex(text, -1) {
 		if b.Len()+(m[0]-last)+len(c.replacement) > MaxRedactedBytes {
-			return "", false
+			return "", false, false
 		}
 		b.WriteString(text[last:m[0]])
 		b.WriteString(c.replacement)
 		last = m[1]
+		matched = true
 	}
 	if b.Len()+len(text)-last > MaxRedactedBytes {
-		return "", false
+		return "", false, false
 	}
 	b.WriteString(text[last:])
-	return b.String(), true
+	return b.String(), matched, true
 }
 
 // Redact applies the project's rules in order, then replaces every secret the detector
 // finds in the result with Marker(kind). The findings it returns locate those markers in
-// the returned text (text[f.Start:f.End] == Marker(f.Kind)). If any rule is unusable
-// nothing is redacted and the error matches ErrRuleInvalid: a write must not go ahead
-// with a rule silently skipped.
-func (d *Detector) Redact(text string, rules []Rule) (string, []Finding, error) {
+// the returned text (text[f.Start:f.End] == Marker(f.Kind)); matched are the rules that
+// replaced something, in their order (a rule with a replacement of its own leaves no
+// marker to find). If any rule is unusable nothing is redacted and the error matches
+// ErrRuleInvalid: a write must not go ahead with a rule silently skipped.
+func (d *Detector) Redact(text string, rules []Rule) (out string, markers []Finding, matched []Rule, err error) {
 	compiled := make([]compiledRule, 0, len(rules))
 	for _, r := range rules {
 		c, err := compileRule(r)
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		compiled = append(compiled, c)
 	}
 	for i, c := range compiled {
-		var ok bool
-		if text, ok = c.replaceBounded(text); !ok {
-			return "", nil, &RuleError{Name: rules[i].Name, Err: fmt.Errorf("the rules make the text longer than %d bytes", MaxRedactedBytes)}
+		var hit, ok bool
+		if text, hit, ok = c.replaceBounded(text); !ok {
+			return "", nil, nil, &RuleError{Name: rules[i].Name, Err: fmt.Errorf("the rules make the text longer than %d bytes", MaxRedactedBytes)}
+		}
+		if hit {
+			matched = append(matched, rules[i])
 		}
 	}
 
 	found := d.Scan(text)
 	if len(found) == 0 {
-		return text, nil, nil
+		return text, nil, matched, nil
 	}
-	text, markers := mark(text, found)
-	return text, markers, nil
+	text, markers = mark(text, found)
+	return text, markers, matched, nil
 }
 
 // mark replaces each of found (in order, none overlapping) in text with its marker, and

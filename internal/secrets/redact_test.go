@@ -18,7 +18,7 @@ func TestRedactAppliesRulesInOrderThenDetector(t *testing.T) {
 		{Name: "hashes", Pattern: `###`, Replacement: "n"},
 	}
 	in := "Ticket RR-1042 from bob@example.com: deploy with GITHUB_TOKEN=" + key + " then restart."
-	got, found, err := d.Redact(in, rules)
+	got, found, _, err := d.Redact(in, rules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,18 +34,20 @@ func TestRedactAppliesRulesInOrderThenDetector(t *testing.T) {
 func TestRedactRuleCanHideSecretFirst(t *testing.T) {
 	d := newTestDetector(t)
 	key := expand(t, "sk-qyt-{{b62:32}}", rand.New(rand.NewPCG(3, 4)))
-	got, found, err := d.Redact("key: "+key, []Rule{{Name: "agent", Pattern: `sk-qyt-\w+`, Replacement: "<agent key>"}})
+	got, found, matched, err := d.Redact("key: "+key, []Rule{{Name: "agent", Pattern: `sk-qyt-\w+`, Replacement: "<agent key>"},
+		{Name: "unused", Pattern: `zzz`}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != "key: <agent key>" || len(found) != 0 {
-		t.Errorf("got %q %v", got, found)
+	// The rule's own replacement leaves no marker: only matched names it.
+	if got != "key: <agent key>" || len(found) != 0 || len(matched) != 1 || matched[0].Name != "agent" {
+		t.Errorf("got %q %v, matched %v", got, found, matched)
 	}
 }
 
 func TestRedactReplacementIsLiteral(t *testing.T) {
 	d := newTestDetector(t)
-	got, _, err := d.Redact("order 12345 shipped", []Rule{{Name: "num", Pattern: `(\d+)`, Replacement: "$1-${1}"}})
+	got, _, _, err := d.Redact("order 12345 shipped", []Rule{{Name: "num", Pattern: `(\d+)`, Replacement: "$1-${1}"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ func TestRedactReplacementIsLiteral(t *testing.T) {
 
 func TestRedactDefaultReplacement(t *testing.T) {
 	d := newTestDetector(t)
-	got, found, err := d.Redact("call 555-0100 or 555-0199", []Rule{{Name: "phone", Pattern: `\d{3}-\d{4}`}})
+	got, found, _, err := d.Redact("call 555-0100 or 555-0199", []Rule{{Name: "phone", Pattern: `\d{3}-\d{4}`}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func TestRedactInvalidRule(t *testing.T) {
 		{Rule{Name: "a]b", Pattern: `x`}, false},
 	} {
 		ok := Rule{Name: "fine", Pattern: `fine`}
-		got, found, err := d.Redact("fine text", []Rule{ok, tc.rule})
+		got, found, _, err := d.Redact("fine text", []Rule{ok, tc.rule})
 		if !errors.Is(err, ErrRuleInvalid) {
 			t.Errorf("%+v: err = %v, want ErrRuleInvalid", tc.rule, err)
 			continue
@@ -125,7 +127,7 @@ func TestValidateRules(t *testing.T) {
 func TestRedactLeavesCleanTextAlone(t *testing.T) {
 	d := newTestDetector(t)
 	for _, line := range loadProse(t) {
-		got, found, err := d.Redact(line, nil)
+		got, found, _, err := d.Redact(line, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +141,7 @@ func TestRedactEverySample(t *testing.T) {
 	d := newTestDetector(t)
 	for _, s := range loadSamples(t) {
 		secret := s.Text[s.Start:s.End]
-		got, found, err := d.Redact(s.Text, nil)
+		got, found, _, err := d.Redact(s.Text, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +156,7 @@ func TestRedactEverySample(t *testing.T) {
 			t.Errorf("positives.txt:%d: findings %v do not point at the marker", s.Line, found)
 		}
 		// Markers must not look like secrets themselves: redacting twice changes nothing.
-		again, more, err := d.Redact(got, nil)
+		again, more, _, err := d.Redact(got, nil)
 		if err != nil || again != got {
 			t.Errorf("positives.txt:%d: second redaction changed %q into %q", s.Line, got, again)
 		}
@@ -172,7 +174,7 @@ func TestRedactBodyThatIsOnlyASecret(t *testing.T) {
 		{"  " + expand(t, "{{jwt}}", rng) + "\n", "  [REDACTED:jwt]\n"},
 		{expand(t, "ghp_{{b62:36}}", rng) + ".", "[REDACTED:github_token]."},
 	} {
-		got, _, err := d.Redact(tc.body, nil)
+		got, _, _, err := d.Redact(tc.body, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +186,7 @@ func TestRedactBodyThatIsOnlyASecret(t *testing.T) {
 		}
 	}
 	// A secret in a sentence leaves the sentence.
-	got, _, _ := d.Redact("Use "+expand(t, "ghp_{{b62:36}}", rng)+" for CI", nil)
+	got, _, _, _ := d.Redact("Use "+expand(t, "ghp_{{b62:36}}", rng)+" for CI", nil)
 	if IsEmptyAfterRedaction(got) {
 		t.Errorf("IsEmptyAfterRedaction(%q) = true", got)
 	}
@@ -261,12 +263,12 @@ func TestRulesCannotBlowUpAText(t *testing.T) {
 	t.Run("rules that would grow a text past the bound refuse it, having grown nothing", func(t *testing.T) {
 		grow := strings.Repeat("x", MaxReplacementBytes)
 		rules := []Rule{{Name: "one", Pattern: `.`, Replacement: grow}, {Name: "two", Pattern: `.`, Replacement: grow}}
-		got, _, err := d.Redact(strings.Repeat("a", 5000), rules)
+		got, _, _, err := d.Redact(strings.Repeat("a", 5000), rules)
 		if !errors.Is(err, ErrRuleInvalid) || !strings.Contains(err.Error(), "longer than") || got != "" {
 			t.Fatalf("%d bytes, %v", len(got), err)
 		}
 		// The same rules on a short text are fine: 5 × 200 × 200 bytes.
-		if got, _, err := d.Redact("abcde", rules); err != nil || len(got) != 5*MaxReplacementBytes*MaxReplacementBytes {
+		if got, _, _, err := d.Redact("abcde", rules); err != nil || len(got) != 5*MaxReplacementBytes*MaxReplacementBytes {
 			t.Fatalf("%d bytes, %v", len(got), err)
 		}
 	})
@@ -281,7 +283,7 @@ func TestARuleSavedBeforeTheBoundsStillApplies(t *testing.T) {
 	if err := ValidateRules([]Rule{long}); !errors.Is(err, ErrRuleInvalid) {
 		t.Fatalf("saving it: %v, want refused", err)
 	}
-	got, _, err := d.Redact("Globex and globex", []Rule{long})
+	got, _, _, err := d.Redact("Globex and globex", []Rule{long})
 	if err != nil || got != "Globex and "+long.Replacement {
 		t.Fatalf("applying it: %q, %v", got, err)
 	}
