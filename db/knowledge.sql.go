@@ -168,6 +168,7 @@ const knowledgeDecide = `-- name: KnowledgeDecide :one
 UPDATE knowledge SET status = $1, confidence = CASE WHEN $1 = 'trusted' THEN greatest(confidence, $2::real) ELSE confidence END,
   decided_by = $3, decided_at = $4, updated_at = $4
 WHERE project_id = $5 AND id = $6 AND status = ANY($7::text[])
+  AND ($1 <> 'trusted' OR expires_at IS NULL OR expires_at > $4)
 RETURNING id, status, confidence
 `
 
@@ -187,7 +188,9 @@ type KnowledgeDecideRow struct {
 	Confidence float32
 }
 
-// A person or CI moves a candidate (or a demoted entry) to trusted or rejected.
+// A person or CI moves a candidate (or a demoted entry) to trusted or rejected. An entry
+// past its expiry is not made trusted: recall would never return it, and the approval
+// would answer a success that does nothing.
 func (q *Queries) KnowledgeDecide(ctx context.Context, db DBTX, arg KnowledgeDecideParams) (KnowledgeDecideRow, error) {
 	row := db.QueryRow(ctx, knowledgeDecide,
 		arg.Status,
@@ -350,7 +353,7 @@ func (q *Queries) KnowledgeGetCitation(ctx context.Context, db DBTX, arg Knowled
 }
 
 const knowledgeGetStatus = `-- name: KnowledgeGetStatus :one
-SELECT status FROM knowledge WHERE project_id = $1 AND id = $2
+SELECT status, expires_at FROM knowledge WHERE project_id = $1 AND id = $2
 `
 
 type KnowledgeGetStatusParams struct {
@@ -358,11 +361,16 @@ type KnowledgeGetStatusParams struct {
 	ID        uuid.UUID
 }
 
-func (q *Queries) KnowledgeGetStatus(ctx context.Context, db DBTX, arg KnowledgeGetStatusParams) (string, error) {
+type KnowledgeGetStatusRow struct {
+	Status    string
+	ExpiresAt *time.Time
+}
+
+func (q *Queries) KnowledgeGetStatus(ctx context.Context, db DBTX, arg KnowledgeGetStatusParams) (KnowledgeGetStatusRow, error) {
 	row := db.QueryRow(ctx, knowledgeGetStatus, arg.ProjectID, arg.ID)
-	var status string
-	err := row.Scan(&status)
-	return status, err
+	var i KnowledgeGetStatusRow
+	err := row.Scan(&i.Status, &i.ExpiresAt)
+	return i, err
 }
 
 const knowledgeInsert = `-- name: KnowledgeInsert :exec

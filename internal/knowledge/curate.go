@@ -178,7 +178,7 @@ func (s *Service) notTrusted(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, i
 	if err != nil {
 		return err
 	}
-	return apperr.New(apperr.Conflict, "knowledge entry %s is %s and cannot become %s; only a trusted entry can", id, cur, to).WithReason(ReasonAlreadyDecided)
+	return apperr.New(apperr.Conflict, "knowledge entry %s is %s and cannot become %s; only a trusted entry can", id, cur.Status, to).WithReason(ReasonAlreadyDecided)
 }
 
 // Citation is the thread a lesson cites, with its messages, as the review queue shows it.

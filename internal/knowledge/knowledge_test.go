@@ -248,6 +248,15 @@ func TestContradictionsDemoteAndExpiryIsHonouredAtReadTime(t *testing.T) {
 			t.Fatalf("ExpireDue: %d %v", n, err)
 		}
 	})
+	t.Run("a candidate past its expiry is not approved", func(t *testing.T) {
+		// The approval answered trusted, which recall never returned.
+		l := e.learn(t, knowledge.LearnInput{Title: "Quokka feeding hours", Body: "The quokkas are fed at noon.", Kind: "fact", ExpiresAt: ptr(wiretime.Arg(time.Now().Add(time.Hour)))})
+		e.exec(t, "UPDATE knowledge SET expires_at = now() - interval '1 second' WHERE id = $1", uuid.MustParse(l.KnowledgeID))
+		_, err := e.k.Approve(ctx, arch.ProjectID, uuid.MustParse(l.KnowledgeID), "alice")
+		if e, ok := apperr.As(err); !ok || e.Code != apperr.Conflict || !strings.Contains(e.Message, "expired at") {
+			t.Fatalf("approve an expired candidate: %v", err)
+		}
+	})
 	t.Run("an expiry in the past is refused", func(t *testing.T) {
 		_, err := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "x", Body: "y", Kind: "fact", ExpiresAt: ptr(wiretime.Arg(time.Now().Add(-time.Hour)))})
 		wantErr(t, err, apperr.Invalid, "")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -137,7 +138,11 @@ func (s *Service) decide(ctx context.Context, tx *pg.Tx, projectID, id uuid.UUID
 		if err2 != nil {
 			return Decision{}, err2
 		}
-		return Decision{}, apperr.New(apperr.Conflict, "knowledge entry %s is %s and cannot become %s", id, cur, to).WithReason(ReasonAlreadyDecided)
+		if to == StatusTrusted && cur.ExpiresAt != nil && !cur.ExpiresAt.After(now) && slices.Contains(from, cur.Status) {
+			return Decision{}, apperr.New(apperr.Conflict, "knowledge entry %s expired at %s: recall would never return it, so it cannot become trusted",
+				id, cur.ExpiresAt.UTC().Format(time.RFC3339)).WithReason(ReasonAlreadyDecided)
+		}
+		return Decision{}, apperr.New(apperr.Conflict, "knowledge entry %s is %s and cannot become %s", id, cur.Status, to).WithReason(ReasonAlreadyDecided)
 	}
 	if err != nil {
 		return Decision{}, err

@@ -107,14 +107,17 @@ ORDER BY created_at DESC, id DESC
 LIMIT @lim;
 
 -- name: KnowledgeDecide :one
--- A person or CI moves a candidate (or a demoted entry) to trusted or rejected.
+-- A person or CI moves a candidate (or a demoted entry) to trusted or rejected. An entry
+-- past its expiry is not made trusted: recall would never return it, and the approval
+-- would answer a success that does nothing.
 UPDATE knowledge SET status = @status, confidence = CASE WHEN @status = 'trusted' THEN greatest(confidence, @confidence::real) ELSE confidence END,
   decided_by = @decided_by, decided_at = @now, updated_at = @now
 WHERE project_id = @project_id AND id = @id AND status = ANY(@from_status::text[])
+  AND (@status <> 'trusted' OR expires_at IS NULL OR expires_at > @now)
 RETURNING id, status, confidence;
 
 -- name: KnowledgeGetStatus :one
-SELECT status FROM knowledge WHERE project_id = @project_id AND id = @id;
+SELECT status, expires_at FROM knowledge WHERE project_id = @project_id AND id = @id;
 
 -- name: KnowledgeExpire :execrows
 -- Cross-tenant (operator): entries past their expiry are retired.
