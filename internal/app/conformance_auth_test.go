@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // TestAuthorizationServerConformance runs the official suite's authorization-server
@@ -27,7 +29,7 @@ func TestAuthorizationServerConformance(t *testing.T) {
 	s := startServerFile(t, signInDemo, nil)
 	t.Run("authorization-server-metadata-endpoint and authorization-code-grant", func(t *testing.T) {
 		// The suite's callback listens on the port it is given: one free a moment ago.
-		_, port, err := net.SplitHostPort(freeLoopback(t))
+		_, port, err := net.SplitHostPort(testfix.FreeLoopback(t))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -562,7 +562,7 @@ func TestInviteCookieSecureBehindProxy(t *testing.T) {
 		t.Skip("the test is its own proxy's view of one server: it names that server's address")
 	}
 	// The server's own address, named by an https public URL as a proxy in front would be.
-	addr := freeLoopback(t)
+	addr := testfix.FreeLoopback(t)
 	public := "https://" + addr
 	var path string
 	s := startServerOpts(t, serverOptions{

@@ -3,7 +3,6 @@ package app_test
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // replicasEnv names how many replicas every end-to-end server is (docs/scale.md,
@@ -44,20 +44,6 @@ func testReplicas(t testing.TB) int {
 	return n
 }
 
-// freeLoopback asks the kernel for a free port on 127.0.0.1.
-func freeLoopback(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 // startReplicas runs n servers with cfg (each on its own loopback port, all with the
 // balancer's URL as their public URL unless cfg names one) behind HAProxy, and returns
 // the balancer's URL and how to stop everything. Every replica logs to logs.
@@ -67,7 +53,7 @@ func startReplicas(t testing.TB, cfg config.Config, logs *syncBuffer, n int) (st
 	if err != nil {
 		t.Fatalf("%s=%d needs haproxy (apt-get install haproxy): %v", replicasEnv, n, err)
 	}
-	lb := freeLoopback(t)
+	lb := testfix.FreeLoopback(t)
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + lb
 	}
@@ -90,7 +76,7 @@ func startReplicas(t testing.TB, cfg config.Config, logs *syncBuffer, n int) (st
 	}
 	for i := range n {
 		c := cfg
-		c.Addr = freeLoopback(t)
+		c.Addr = testfix.FreeLoopback(t)
 		fmt.Fprintf(&servers, "    server r%d %s\n    server r%d-open %s backup no-check\n", i+1, c.Addr, i+1, c.Addr)
 		_, stop := startOne(t, c, logs)
 		// Stopped here too should the start of a later one fail (stop runs once).

@@ -2,6 +2,7 @@ package testfix
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"testing"
 )
@@ -37,4 +38,19 @@ func Body(t testing.TB, resp *http.Response) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// FreeLoopback asks the kernel for a free port on 127.0.0.1 and returns its address, for a
+// server a test starts by address (a replica, a pager's target).
+func FreeLoopback(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }

@@ -70,7 +70,11 @@ func Check(s string) error {
 // walk, ErrSyntax. It is not a full JSON validator (it skips over numbers loosely):
 // callers decode the document with encoding/json as well.
 func CheckJSON(raw []byte) (path string, err error) {
-	s := &scanner{data: raw}
+	return check(&scanner{data: raw})
+}
+
+// check walks the whole document of s.
+func check(s *scanner) (path string, err error) {
 	s.space()
 	if err := s.value(0); err != nil {
 		return s.path, err
@@ -302,16 +306,7 @@ func (s *scanner) number() error {
 // tool arguments CheckJSON checks on their own, as the tool's). On bytes it cannot walk it
 // returns ErrSyntax.
 func CheckNames(raw []byte) (path string, err error) {
-	s := &scanner{data: raw, namesOnly: true}
-	s.space()
-	if err := s.value(0); err != nil {
-		return s.path, err
-	}
-	s.space()
-	if s.pos != len(s.data) {
-		return "", ErrSyntax
-	}
-	return "", nil
+	return check(&scanner{data: raw, namesOnly: true})
 }
 
 // str reads a string literal, returning its decoded value (for keys). The first text

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,19 +63,6 @@ func awaitStop(t *testing.T, done <-chan error, within time.Duration, what strin
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 // TestPagerAgainstServer runs `relayroom pager`'s loop against the real server: a wake
 // queued by a message reaches the command once, as JSON on stdin and in environment
 // variables, and is acknowledged; a failing command's wake is replayed after its lease;
@@ -85,7 +71,7 @@ func TestPagerAgainstServer(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	f.svc.Now = nil
-	addr := freeAddr(t)
+	addr := testfix.FreeLoopback(t)
 	stop := runServer(t, f.url, addr)
 
 	out := t.TempDir()
@@ -202,7 +188,7 @@ if [ -e %[1]s/fail-next ]; then rm %[1]s/fail-next; exit 3; fi`, out)
 func TestPagerRefusedKey(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	addr := freeAddr(t)
+	addr := testfix.FreeLoopback(t)
 	runServer(t, f.url, addr)
 	key := f.res.Agents["acme/alpha"].Key
 	// A well-formed key that is not on file: revoke by rotating.
