@@ -165,11 +165,13 @@ func (q *Queries) KnowledgeContradict(ctx context.Context, db DBTX, arg Knowledg
 }
 
 const knowledgeDecide = `-- name: KnowledgeDecide :one
-UPDATE knowledge SET status = $1, confidence = CASE WHEN $1 = 'trusted' THEN greatest(confidence, $2::real) ELSE confidence END,
+UPDATE knowledge k SET status = $1, confidence = CASE WHEN $1 = 'trusted' THEN greatest(k.confidence, $2::real) ELSE k.confidence END,
   decided_by = $3, decided_at = $4, updated_at = $4
-WHERE project_id = $5 AND id = $6 AND status = ANY($7::text[])
-  AND ($1 <> 'trusted' OR expires_at IS NULL OR expires_at > $4)
-RETURNING id, status, confidence
+WHERE k.project_id = $5 AND k.id = $6 AND k.status = ANY($7::text[])
+  AND ($1 <> 'trusted' OR k.expires_at IS NULL OR k.expires_at > $4)
+  AND ($1 <> 'trusted' OR k.duplicate_of IS NULL OR NOT EXISTS (SELECT 1 FROM knowledge o
+    WHERE o.project_id = $5 AND o.id = k.duplicate_of AND o.status = 'trusted'))
+RETURNING k.id, k.status, k.confidence
 `
 
 type KnowledgeDecideParams struct {
@@ -190,7 +192,8 @@ type KnowledgeDecideRow struct {
 
 // A person or CI moves a candidate (or a demoted entry) to trusted or rejected. An entry
 // past its expiry is not made trusted: recall would never return it, and the approval
-// would answer a success that does nothing.
+// would answer a success that does nothing. Nor is a near-duplicate of a trusted entry:
+// recall would return the same thing twice, and a person decides it once (the original).
 func (q *Queries) KnowledgeDecide(ctx context.Context, db DBTX, arg KnowledgeDecideParams) (KnowledgeDecideRow, error) {
 	row := db.QueryRow(ctx, knowledgeDecide,
 		arg.Status,
@@ -353,7 +356,9 @@ func (q *Queries) KnowledgeGetCitation(ctx context.Context, db DBTX, arg Knowled
 }
 
 const knowledgeGetStatus = `-- name: KnowledgeGetStatus :one
-SELECT status, expires_at FROM knowledge WHERE project_id = $1 AND id = $2
+SELECT k.status, k.expires_at, k.duplicate_of, o.status AS original_status
+FROM knowledge k LEFT JOIN knowledge o ON o.project_id = k.project_id AND o.id = k.duplicate_of
+WHERE k.project_id = $1 AND k.id = $2
 `
 
 type KnowledgeGetStatusParams struct {
@@ -362,14 +367,23 @@ type KnowledgeGetStatusParams struct {
 }
 
 type KnowledgeGetStatusRow struct {
-	Status    string
-	ExpiresAt *time.Time
+	Status         string
+	ExpiresAt      *time.Time
+	DuplicateOf    *uuid.UUID
+	OriginalStatus *string
 }
 
+// An entry's state, its expiry, and the entry it is a near-duplicate of with that one's
+// state: why a decision found no row to change.
 func (q *Queries) KnowledgeGetStatus(ctx context.Context, db DBTX, arg KnowledgeGetStatusParams) (KnowledgeGetStatusRow, error) {
 	row := db.QueryRow(ctx, knowledgeGetStatus, arg.ProjectID, arg.ID)
 	var i KnowledgeGetStatusRow
-	err := row.Scan(&i.Status, &i.ExpiresAt)
+	err := row.Scan(
+		&i.Status,
+		&i.ExpiresAt,
+		&i.DuplicateOf,
+		&i.OriginalStatus,
+	)
 	return i, err
 }
 

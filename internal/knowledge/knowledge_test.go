@@ -302,6 +302,17 @@ func TestNearDuplicatesAreLinkedAndRedactionRunsOnEveryWrite(t *testing.T) {
 		if c := e.learn(t, knowledge.LearnInput{Title: "Frontend colours", Body: "Use the palette tokens, never hex codes.", Kind: "fact"}); c.DuplicateOf != nil {
 			t.Fatalf("unrelated entry linked: %+v", c)
 		}
+		// Once the original is trusted, its near-duplicate is not made trusted beside it:
+		// recall returned both, two of its five places for one thing.
+		e.approve(t, a.KnowledgeID)
+		_, err := e.k.Approve(ctx, e.arch.ProjectID, uuid.MustParse(b.KnowledgeID), "alice")
+		if ae, ok := apperr.As(err); !ok || ae.Code != apperr.Conflict || !strings.Contains(ae.Message, "near-duplicate of trusted entry "+a.KnowledgeID) {
+			t.Fatalf("approve the duplicate of a trusted entry: %v", err)
+		}
+		// Rejecting it stays possible.
+		if _, err := e.k.Reject(ctx, e.arch.ProjectID, uuid.MustParse(b.KnowledgeID), "alice"); err != nil {
+			t.Fatalf("reject the duplicate: %v", err)
+		}
 	})
 	testfix.Step(t, "a secret is redacted before it is stored", func(t *testing.T) {
 		l := e.learn(t, knowledge.LearnInput{Title: "The staging key", Body: "Use " + key + " for staging, and the ticket ACME-1234.", Kind: "fact"})

@@ -138,9 +138,15 @@ func (s *Service) decide(ctx context.Context, tx *pg.Tx, projectID, id uuid.UUID
 		if err2 != nil {
 			return Decision{}, err2
 		}
-		if to == StatusTrusted && cur.ExpiresAt != nil && !cur.ExpiresAt.After(now) && slices.Contains(from, cur.Status) {
-			return Decision{}, apperr.New(apperr.Conflict, "knowledge entry %s expired at %s: recall would never return it, so it cannot become trusted",
-				id, cur.ExpiresAt.UTC().Format(time.RFC3339)).WithReason(ReasonAlreadyDecided)
+		if to == StatusTrusted && slices.Contains(from, cur.Status) {
+			switch {
+			case cur.ExpiresAt != nil && !cur.ExpiresAt.After(now):
+				return Decision{}, apperr.New(apperr.Conflict, "knowledge entry %s expired at %s: recall would never return it, so it cannot become trusted",
+					id, cur.ExpiresAt.UTC().Format(time.RFC3339)).WithReason(ReasonAlreadyDecided)
+			case cur.DuplicateOf != nil && cur.OriginalStatus != nil && *cur.OriginalStatus == StatusTrusted:
+				return Decision{}, apperr.New(apperr.Conflict, "knowledge entry %s is a near-duplicate of trusted entry %s, and recall would return both: reject it, or demote %s first",
+					id, cur.DuplicateOf, cur.DuplicateOf).WithReason(ReasonAlreadyDecided)
+			}
 		}
 		return Decision{}, apperr.New(apperr.Conflict, "knowledge entry %s is %s and cannot become %s", id, cur.Status, to).WithReason(ReasonAlreadyDecided)
 	}

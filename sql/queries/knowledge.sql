@@ -109,15 +109,22 @@ LIMIT @lim;
 -- name: KnowledgeDecide :one
 -- A person or CI moves a candidate (or a demoted entry) to trusted or rejected. An entry
 -- past its expiry is not made trusted: recall would never return it, and the approval
--- would answer a success that does nothing.
-UPDATE knowledge SET status = @status, confidence = CASE WHEN @status = 'trusted' THEN greatest(confidence, @confidence::real) ELSE confidence END,
+-- would answer a success that does nothing. Nor is a near-duplicate of a trusted entry:
+-- recall would return the same thing twice, and a person decides it once (the original).
+UPDATE knowledge k SET status = @status, confidence = CASE WHEN @status = 'trusted' THEN greatest(k.confidence, @confidence::real) ELSE k.confidence END,
   decided_by = @decided_by, decided_at = @now, updated_at = @now
-WHERE project_id = @project_id AND id = @id AND status = ANY(@from_status::text[])
-  AND (@status <> 'trusted' OR expires_at IS NULL OR expires_at > @now)
-RETURNING id, status, confidence;
+WHERE k.project_id = @project_id AND k.id = @id AND k.status = ANY(@from_status::text[])
+  AND (@status <> 'trusted' OR k.expires_at IS NULL OR k.expires_at > @now)
+  AND (@status <> 'trusted' OR k.duplicate_of IS NULL OR NOT EXISTS (SELECT 1 FROM knowledge o
+    WHERE o.project_id = @project_id AND o.id = k.duplicate_of AND o.status = 'trusted'))
+RETURNING k.id, k.status, k.confidence;
 
 -- name: KnowledgeGetStatus :one
-SELECT status, expires_at FROM knowledge WHERE project_id = @project_id AND id = @id;
+-- An entry's state, its expiry, and the entry it is a near-duplicate of with that one's
+-- state: why a decision found no row to change.
+SELECT k.status, k.expires_at, k.duplicate_of, o.status AS original_status
+FROM knowledge k LEFT JOIN knowledge o ON o.project_id = k.project_id AND o.id = k.duplicate_of
+WHERE k.project_id = @project_id AND k.id = @id;
 
 -- name: KnowledgeExpire :execrows
 -- Cross-tenant (operator): entries past their expiry are retired.
