@@ -87,7 +87,7 @@ func (h *Hub) listenOnce(ctx context.Context) error {
 	}
 	h.subs.WakeAll()
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		n, err := pg.AwaitNotification(ctx, conn, pg.ListenPing, pg.ListenPingTimeout)
 		if err != nil {
 			return fmt.Errorf("wait: %w", err)
 		}

@@ -503,7 +503,7 @@ func (s *Service) listenOnce(ctx context.Context) error {
 	}
 	s.hub.WakeAll()
 	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
+		n, err := pg.AwaitNotification(ctx, conn.Conn(), pg.ListenPing, pg.ListenPingTimeout)
 		if err != nil {
 			return err
 		}
