@@ -356,7 +356,7 @@ func (q *Queries) KnowledgeGetCitation(ctx context.Context, db DBTX, arg Knowled
 }
 
 const knowledgeGetStatus = `-- name: KnowledgeGetStatus :one
-SELECT k.status, k.expires_at, k.duplicate_of, o.status AS original_status
+SELECT k.status, k.expires_at, k.author_agent_id, k.duplicate_of, o.status AS original_status
 FROM knowledge k LEFT JOIN knowledge o ON o.project_id = k.project_id AND o.id = k.duplicate_of
 WHERE k.project_id = $1 AND k.id = $2
 `
@@ -369,18 +369,20 @@ type KnowledgeGetStatusParams struct {
 type KnowledgeGetStatusRow struct {
 	Status         string
 	ExpiresAt      *time.Time
+	AuthorAgentID  *uuid.UUID
 	DuplicateOf    *uuid.UUID
 	OriginalStatus *string
 }
 
-// An entry's state, its expiry, and the entry it is a near-duplicate of with that one's
-// state: why a decision found no row to change.
+// An entry's state, its expiry, its writer, and the entry it is a near-duplicate of with
+// that one's state: why a decision found no row to change, and whether learn may name it.
 func (q *Queries) KnowledgeGetStatus(ctx context.Context, db DBTX, arg KnowledgeGetStatusParams) (KnowledgeGetStatusRow, error) {
 	row := db.QueryRow(ctx, knowledgeGetStatus, arg.ProjectID, arg.ID)
 	var i KnowledgeGetStatusRow
 	err := row.Scan(
 		&i.Status,
 		&i.ExpiresAt,
+		&i.AuthorAgentID,
 		&i.DuplicateOf,
 		&i.OriginalStatus,
 	)

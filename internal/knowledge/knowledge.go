@@ -318,11 +318,15 @@ func (s *Service) Learn(ctx context.Context, sc tenancy.Scope, in LearnInput) (L
 			return err
 		}
 		out = LearnResult{KnowledgeID: w.ID.String(), Status: StatusCandidate, Redacted: red.Kinds}
-		if w.DuplicateOf != nil {
+		if w.DuplicateOf == nil {
+			return nil
+		}
+		shown, err := s.mayName(ctx, tx, sc, *w.DuplicateOf)
+		if shown {
 			d := w.DuplicateOf.String()
 			out.DuplicateOf = &d
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return LearnResult{}, pg.Classify("learn", err)
@@ -394,6 +398,21 @@ func (s *Service) store(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, st set
 		return Written{}, err
 	}
 	return w, nil
+}
+
+// mayName reports whether learn's answer may name the entry a new one duplicates: one
+// the caller could read anyway (trusted, with the grant recall needs) or wrote itself.
+// Any other is linked all the same, for the review queue, but not named: the id of
+// another part's candidate told the caller what others proposed and gave it an id to
+// contradict, and candidates reach no other agent.
+func (s *Service) mayName(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, id uuid.UUID) (bool, error) {
+	orig, err := s.Q.KnowledgeGetStatus(ctx, tx, db.KnowledgeGetStatusParams{ProjectID: sc.ProjectID, ID: id})
+	if err != nil {
+		return false, err
+	}
+	own := orig.AuthorAgentID != nil && *orig.AuthorAgentID == sc.AgentID
+	readable := orig.Status == StatusTrusted && sc.RequireGrant(tenancy.GrantReadMemory, NeedRecall) == nil
+	return own || readable, nil
 }
 
 // What each grant-gated knowledge operation does, as its refusal says it (the grant each

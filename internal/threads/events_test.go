@@ -295,3 +295,40 @@ func TestEventDetailSecretsAreMasked(t *testing.T) {
 		t.Fatalf("stored detail: %s", stored)
 	}
 }
+
+// TestLearnNamesOnlyADuplicateTheCallerCouldRead: learn links every near-duplicate, but
+// its answer names only one the caller could read anyway, a trusted entry or its own.
+// It named another part's candidate: what others proposed, with an id to contradict,
+// though candidates reach no other agent.
+func TestLearnNamesOnlyADuplicateTheCallerCouldRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	learn := func(part string) knowledge.LearnResult {
+		return must[knowledge.LearnResult](t)(e.svc.Knowledge.Learn(ctx, e.sc(part), knowledge.LearnInput{Title: "Run migrations before deploy",
+			Body: "Run make migrate before every deploy of the API.", Kind: "procedure"}))
+	}
+	first := learn("architect")
+	t.Run("the caller's own candidate is named", func(t *testing.T) {
+		if again := learn("architect"); again.DuplicateOf == nil || *again.DuplicateOf != first.KnowledgeID {
+			t.Fatalf("%+v", again)
+		}
+	})
+	t.Run("another part's candidate is linked, not named", func(t *testing.T) {
+		other := learn("backend")
+		if other.DuplicateOf != nil {
+			t.Fatalf("named: %+v", other)
+		}
+		if n := e.count(t, `SELECT count(*) FROM knowledge WHERE id = $1 AND duplicate_of = $2`, uuid.MustParse(other.KnowledgeID), uuid.MustParse(first.KnowledgeID)); n != 1 {
+			t.Fatal("not linked for the review queue")
+		}
+	})
+	t.Run("a trusted entry is named", func(t *testing.T) {
+		if _, err := e.svc.Knowledge.Approve(ctx, e.sc("architect").ProjectID, uuid.MustParse(first.KnowledgeID), "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if other := learn("backend"); other.DuplicateOf == nil || *other.DuplicateOf != first.KnowledgeID {
+			t.Fatalf("%+v", other)
+		}
+	})
+}

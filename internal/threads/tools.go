@@ -270,7 +270,7 @@ func learnTool(s *Service) mcp.Tool[tenancy.Scope] {
 			"as a candidate that people (or CI) must confirm before recall returns it; nothing you write reaches another agent on " +
 			"its own. Secrets are redacted on write. Needs write access (and, for a guest company's part, its agreement's write_memory " +
 			"grant). Returns {knowledgeId, status:\"candidate\", duplicateOf?} " +
-			fmt.Sprintf("(duplicateOf links a near-identical existing entry). title 1-%d, body 1-%d characters; expiresAt optional.", knowledge.MaxTitle, knowledge.MaxBody),
+			fmt.Sprintf("(duplicateOf names a near-identical entry you could read: a trusted one, or your own). title 1-%d, body 1-%d characters; expiresAt optional.", knowledge.MaxTitle, knowledge.MaxBody),
 		Annotations: mcp.Annotations{},
 	}, func(ctx context.Context, sc tenancy.Scope, in knowledge.LearnInput) (knowledge.LearnResult, error) {
 		return s.knowledge().Learn(ctx, sc, in)

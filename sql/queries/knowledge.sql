@@ -120,9 +120,9 @@ WHERE k.project_id = @project_id AND k.id = @id AND k.status = ANY(@from_status:
 RETURNING k.id, k.status, k.confidence;
 
 -- name: KnowledgeGetStatus :one
--- An entry's state, its expiry, and the entry it is a near-duplicate of with that one's
--- state: why a decision found no row to change.
-SELECT k.status, k.expires_at, k.duplicate_of, o.status AS original_status
+-- An entry's state, its expiry, its writer, and the entry it is a near-duplicate of with
+-- that one's state: why a decision found no row to change, and whether learn may name it.
+SELECT k.status, k.expires_at, k.author_agent_id, k.duplicate_of, o.status AS original_status
 FROM knowledge k LEFT JOIN knowledge o ON o.project_id = k.project_id AND o.id = k.duplicate_of
 WHERE k.project_id = @project_id AND k.id = @id;
 
