@@ -604,9 +604,11 @@ type scored struct {
 }
 
 // visible is the WHERE clause every memory read shares ($1 project, $2 org, $3 category,
-// $4 tags).
+// $4 tags). The filters match in any case, as the lexical half's do (migration 000062):
+// "Decision" is the decision category, so a filter of "decision" must find it.
 const visible = `e.project_id = $1 AND e.deprecated_at IS NULL AND (NOT e.is_private OR e.org_id = $2)
-  AND ($3::text IS NULL OR e.category = $3) AND (coalesce(cardinality($4::text[]), 0) = 0 OR e.tags && $4::text[])`
+  AND ($3::text IS NULL OR lower(e.category) = lower($3))
+  AND (coalesce(cardinality($4::text[]), 0) = 0 OR EXISTS (SELECT 1 FROM unnest(e.tags) t, unnest($4::text[]) f WHERE lower(t) = lower(f)))`
 
 func (s *Service) semanticAll(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, e embed.Embedder, qvec []float32, f filter, n int) ([]scored, error) {
 	ix, ok := hnswIndexed(e.Name())

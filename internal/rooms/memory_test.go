@@ -162,6 +162,16 @@ func TestReadMemoryHybridSearch(t *testing.T) {
 	if es := r["entries"].([]any); len(es) != 1 || str(es[0].(map[string]any), "id") != decision {
 		t.Fatalf("category filter: %s", fmtJSON(r))
 	}
+	// In any case, as "Decision" is the decision category: "Decision" and "CI" found
+	// nothing, by both halves of the search (the build id is found lexically only).
+	r = e.call("peter", e.one, "read_memory", map[string]any{"query": "escalations", "category": "Decision"}).obj(t)
+	if es := r["entries"].([]any); len(es) != 1 || str(es[0].(map[string]any), "id") != decision {
+		t.Fatalf("category filter in another case: %s", fmtJSON(r))
+	}
+	r = e.call("architect", e.one, "read_memory", map[string]any{"query": "ZX-4471-QQ", "tags": []string{"CI"}}).obj(t)
+	if es := r["entries"].([]any); len(es) != 1 || str(es[0].(map[string]any), "id") != code {
+		t.Fatalf("tag filter in another case: %s", fmtJSON(r))
+	}
 	// Nothing relevant: the spec's message, not an error.
 	r = e.call("peter", e.one, "read_memory", map[string]any{"query": "zqxj wvpk"}).obj(t)
 	if r["message"] != rooms.MsgNoMemory || len(r["entries"].([]any)) != 0 || r["found"] != nil {
