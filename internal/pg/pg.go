@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -55,6 +56,21 @@ type Options struct {
 	LockTimeout time.Duration
 }
 
+// nameConnections names a pool's connections in pg_stat_activity (application_name):
+// the pool, the host and the process, so that an operator tells the replicas, and each
+// one's request and background connections, apart. A name DATABASE_URL sets is kept.
+// Postgres keeps the first 63 bytes of it.
+func nameConnections(cfg *pgxpool.Config, pool string) {
+	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; set {
+		return
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown" // the name is for people reading pg_stat_activity; nothing depends on it
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = fmt.Sprintf("relayroom-%s %s:%d", pool, host, os.Getpid())
+}
+
 // Open connects both pools. The vector extension must exist (run migrations first), since
 // its types are registered on every new connection.
 func Open(ctx context.Context, url string, opt Options) (*DB, error) {
@@ -76,6 +92,7 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	if opt.LockTimeout > 0 {
 		appCfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(opt.LockTimeout.Milliseconds(), 10)
 	}
+	nameConnections(appCfg, "app")
 	appCfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		if _, err := c.Exec(ctx, "SET ROLE "+AppRole); err != nil {
 			return fmt.Errorf("pg connect: switch to %s (run migrations first): %w", AppRole, err)
@@ -91,6 +108,7 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		opsCfg.MaxConns = opt.OpsMaxConns
 	}
 	opsCfg.AfterConnect = registerTypes
+	nameConnections(opsCfg, "ops")
 
 	app, err := pgxpool.NewWithConfig(ctx, appCfg)
 	if err != nil {
