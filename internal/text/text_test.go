@@ -147,11 +147,21 @@ func FuzzCheckJSON(f *testing.F) {
 		"{\"part\":\"\xe0\x80\x80\"}", `{"usage":{"cost_usd":1e13,"model":"m\u0000"}}`, `{"a":"\ud800"}`,
 		`{"a":"\udc00\ud800"}`, `{"detail":{"k\u0000":[1,{"x":"y"}]}}`, `{"comment":"ok"}`, `[]`, `"x"`, `{`,
 		`{"a":"\ud83c\udf89","b":[true,false,null,-0.5e-3]}`,
+		`{"a":1,"a":2}`, `{"a":{"b":"x\"y","b":"\u0000"}}`, `{"k":1,"\u006b":[{"k":1}]}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		_, err := text.CheckJSON(raw)
+		path, err := text.CheckJSON(raw)
+		// CheckNames walks the same document, skipping the values' text: where CheckJSON
+		// finds nothing, or a member named twice, it finds the same.
+		namesPath, namesErr := text.CheckNames(raw)
+		if err == nil && namesErr != nil {
+			t.Fatalf("CheckNames(%q) = %v where CheckJSON found nothing", raw, namesErr)
+		}
+		if errors.Is(err, text.ErrDuplicate) && (!errors.Is(namesErr, text.ErrDuplicate) || namesPath != path) {
+			t.Fatalf("CheckNames(%q) = %q, %v; CheckJSON found %q twice", raw, namesPath, namesErr, path)
+		}
 		valid := json.Valid(raw)
 		if valid && errors.Is(err, text.ErrSyntax) {
 			t.Fatalf("valid JSON %q called a syntax error", raw)
@@ -220,6 +230,19 @@ func TestJSONSize(t *testing.T) {
 		}
 		if got := text.JSONSize(s); got != len(b) {
 			t.Errorf("JSONSize(%q) = %d, encoding/json writes %d", s, got, len(b))
+		}
+	}
+}
+
+// BenchmarkCheckNames: the JSON-RPC message's check for members named twice runs on
+// every request, before the arguments' own check: a write_memory of 20,000 characters.
+func BenchmarkCheckNames(b *testing.B) {
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_memory","arguments":{"content":"` +
+		strings.Repeat("Escalations expire after three days. ", 540) + `","tags":["a","b"]}}}`)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, err := text.CheckNames(body); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
