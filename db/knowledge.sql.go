@@ -317,6 +317,36 @@ func (q *Queries) KnowledgeFindNearDuplicateAsCaller(ctx context.Context, db DBT
 	return id, err
 }
 
+const knowledgeFindTurnedDownTwin = `-- name: KnowledgeFindTurnedDownTwin :one
+SELECT k.id FROM knowledge k
+WHERE k.project_id = $1 AND k.status IN ('demoted', 'rejected') AND k.title = $2::text
+  AND similarity(k.title || ' ' || k.body, $3::text) >= $4::real
+ORDER BY k.updated_at DESC, k.id
+LIMIT 1
+`
+
+type KnowledgeFindTurnedDownTwinParams struct {
+	ProjectID uuid.UUID
+	Title     string
+	Text      string
+	MinText   float32
+}
+
+// A demoted or rejected entry of the project with this exact title and a near-duplicate
+// text, the newest first (knowledge_turned_down_title_idx). Run as the request role:
+// equality on the title is leakproof, so the index serves it under row-level security.
+func (q *Queries) KnowledgeFindTurnedDownTwin(ctx context.Context, db DBTX, arg KnowledgeFindTurnedDownTwinParams) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, knowledgeFindTurnedDownTwin,
+		arg.ProjectID,
+		arg.Title,
+		arg.Text,
+		arg.MinText,
+	)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
 const knowledgeGetCitation = `-- name: KnowledgeGetCitation :one
 SELECT k.id AS knowledge_id, k.title, k.status AS knowledge_status, t.id AS thread_id, t.subject, t.status, t.created_at
 FROM knowledge k JOIN thread t ON t.project_id = k.project_id AND t.id = k.source_thread_id
@@ -435,11 +465,11 @@ func (q *Queries) KnowledgeInsert(ctx context.Context, db DBTX, arg KnowledgeIns
 }
 
 const knowledgeList = `-- name: KnowledgeList :many
-SELECT id, kind, title, body, status, confidence, source, source_thread_id, author_part, duplicate_of,
-  contradictions, expires_at, decided_by, decided_at, created_at
-FROM knowledge
-WHERE project_id = $1 AND ($2::text IS NULL OR status = $2::text)
-ORDER BY created_at DESC, id DESC
+SELECT k.id, k.kind, k.title, k.body, k.status, k.confidence, k.source, k.source_thread_id, k.author_part, k.duplicate_of,
+  o.status AS duplicate_of_status, k.contradictions, k.expires_at, k.decided_by, k.decided_at, k.created_at
+FROM knowledge k LEFT JOIN knowledge o ON o.project_id = k.project_id AND o.id = k.duplicate_of
+WHERE k.project_id = $1 AND ($2::text IS NULL OR k.status = $2::text)
+ORDER BY k.created_at DESC, k.id DESC
 LIMIT $3
 `
 
@@ -450,23 +480,26 @@ type KnowledgeListParams struct {
 }
 
 type KnowledgeListRow struct {
-	ID             uuid.UUID
-	Kind           string
-	Title          string
-	Body           string
-	Status         string
-	Confidence     float32
-	Source         string
-	SourceThreadID *uuid.UUID
-	AuthorPart     *string
-	DuplicateOf    *uuid.UUID
-	Contradictions int32
-	ExpiresAt      *time.Time
-	DecidedBy      *string
-	DecidedAt      *time.Time
-	CreatedAt      time.Time
+	ID                uuid.UUID
+	Kind              string
+	Title             string
+	Body              string
+	Status            string
+	Confidence        float32
+	Source            string
+	SourceThreadID    *uuid.UUID
+	AuthorPart        *string
+	DuplicateOf       *uuid.UUID
+	DuplicateOfStatus *string
+	Contradictions    int32
+	ExpiresAt         *time.Time
+	DecidedBy         *string
+	DecidedAt         *time.Time
+	CreatedAt         time.Time
 }
 
+// With the state of the entry each one is a near-duplicate of: the dashboard links only to
+// an original it shows, and says when the original was turned down.
 func (q *Queries) KnowledgeList(ctx context.Context, db DBTX, arg KnowledgeListParams) ([]KnowledgeListRow, error) {
 	rows, err := db.Query(ctx, knowledgeList, arg.ProjectID, arg.Status, arg.Lim)
 	if err != nil {
@@ -487,6 +520,7 @@ func (q *Queries) KnowledgeList(ctx context.Context, db DBTX, arg KnowledgeListP
 			&i.SourceThreadID,
 			&i.AuthorPart,
 			&i.DuplicateOf,
+			&i.DuplicateOfStatus,
 			&i.Contradictions,
 			&i.ExpiresAt,
 			&i.DecidedBy,

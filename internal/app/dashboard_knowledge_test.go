@@ -146,6 +146,20 @@ func TestDashboardKnowledge(t *testing.T) {
 		}
 	})
 
+	t.Run("a candidate learned again after its rejection says so", func(t *testing.T) {
+		t.Parallel()
+		// The rejected original is not on the page: a link to it led nowhere.
+		first := learn("Deploys freeze on Fridays", "No production deploys after noon on Fridays.")
+		ana.wantPost(t, http.StatusSeeOther, "reject", base+"/"+first+"/reject", ana.form())
+		again := learn("Deploys freeze on Fridays", "No production deploys after noon on Fridays.")
+		_, body := ana.get(base)
+		card := body[strings.Index(body, `id="k-`+again+`"`):]
+		card = card[:strings.Index(card, "</li>")]
+		if !strings.Contains(card, "near-duplicate of an entry that was rejected") || strings.Contains(card, "#k-"+first) {
+			t.Fatalf("the card of the text learned again: %s", card)
+		}
+	})
+
 	t.Run("a trusted entry expires now, a past date is refused beside the field", func(t *testing.T) {
 		t.Parallel()
 		id := learn("Support hours are 8 to 18", "Support answers phones from 8 to 18 on weekdays.")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,6 +75,21 @@ func reviewCards(v view, list []knowledge.Review) []reviewCard {
 		}
 	}
 	return out
+}
+
+// OriginalOnPage reports whether the entry this card near-duplicates is one the page
+// lists (candidates, demoted and trusted entries), so that the card can link to it.
+func (c reviewCard) OriginalOnPage() bool {
+	return c.DuplicateOfStatus != nil && slices.Contains([]string{knowledge.StatusCandidate, knowledge.StatusDemoted, knowledge.StatusTrusted}, *c.DuplicateOfStatus)
+}
+
+// OriginalStatus is the state of the entry this card near-duplicates ("rejected": the
+// same text was turned down before).
+func (c reviewCard) OriginalStatus() string {
+	if c.DuplicateOfStatus == nil {
+		return ""
+	}
+	return *c.DuplicateOfStatus
 }
 
 // fieldError is a refused form's message beside the field it is about.

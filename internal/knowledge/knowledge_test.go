@@ -314,6 +314,32 @@ func TestNearDuplicatesAreLinkedAndRedactionRunsOnEveryWrite(t *testing.T) {
 			t.Fatalf("reject the duplicate: %v", err)
 		}
 	})
+	testfix.Step(t, "the text of a rejected or demoted entry learned again is linked to it", func(t *testing.T) {
+		// The live entries' check does not see them; without the link the same text came
+		// back to the review queue as if it had never been decided.
+		in := knowledge.LearnInput{Title: "Pin the Go toolchain", Body: "Pin the Go toolchain with a toolchain line in go.mod.", Kind: "procedure"}
+		first := e.learn(t, in)
+		if _, err := e.k.Reject(ctx, e.arch.ProjectID, uuid.MustParse(first.KnowledgeID), "alice"); err != nil {
+			t.Fatalf("reject: %v", err)
+		}
+		again := e.learn(t, in)
+		if again.DuplicateOf == nil || *again.DuplicateOf != first.KnowledgeID {
+			t.Fatalf("learned again after its rejection, not linked: %+v", again)
+		}
+		list, err := e.k.List(ctx, e.arch.ProjectID, knowledge.StatusCandidate, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(list, func(r knowledge.Review) bool { return r.ID.String() == again.KnowledgeID })
+		if i < 0 || list[i].DuplicateOfStatus == nil || *list[i].DuplicateOfStatus != knowledge.StatusRejected {
+			t.Fatalf("the review queue does not say the original was rejected: %+v", list)
+		}
+		demoted := e.learn(t, knowledge.LearnInput{Title: "Cache the module downloads", Body: "Cache GOMODCACHE between CI runs.", Kind: "procedure"})
+		e.exec(t, `UPDATE knowledge SET status = 'demoted' WHERE id = $1`, demoted.KnowledgeID)
+		if l := e.learn(t, knowledge.LearnInput{Title: "Cache the module downloads", Body: "Cache GOMODCACHE between CI runs!", Kind: "procedure"}); l.DuplicateOf == nil || *l.DuplicateOf != demoted.KnowledgeID {
+			t.Fatalf("learned again after its demotion, not linked: %+v", l)
+		}
+	})
 	testfix.Step(t, "a secret is redacted before it is stored", func(t *testing.T) {
 		l := e.learn(t, knowledge.LearnInput{Title: "The staging key", Body: "Use " + key + " for staging, and the ticket ACME-1234.", Kind: "fact"})
 		if stored := e.stored(t, l.KnowledgeID); strings.Contains(stored, key) || !strings.Contains(stored, secrets.MarkerPrefix) {

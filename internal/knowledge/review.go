@@ -28,10 +28,13 @@ type Review struct {
 	SourceThreadID *uuid.UUID `json:"sourceThreadId,omitempty"`
 	AuthorPart     *string    `json:"authorPart,omitempty"`
 	DuplicateOf    *uuid.UUID `json:"duplicateOf,omitempty"`
-	Contradictions int32      `json:"contradictions"`
-	ExpiresAt      *string    `json:"expiresAt,omitempty"`
-	DecidedBy      *string    `json:"decidedBy,omitempty"`
-	CreatedAt      string     `json:"createdAt"`
+	// The state of the entry DuplicateOf names: "rejected" tells a reviewer the same text
+	// was turned down before.
+	DuplicateOfStatus *string `json:"duplicateOfStatus,omitempty"`
+	Contradictions    int32   `json:"contradictions"`
+	ExpiresAt         *string `json:"expiresAt,omitempty"`
+	DecidedBy         *string `json:"decidedBy,omitempty"`
+	CreatedAt         string  `json:"createdAt"`
 }
 
 // MaxList bounds List's limit.
@@ -68,7 +71,7 @@ func reviews(rows []db.KnowledgeListRow) []Review {
 	out := make([]Review, 0, len(rows))
 	for _, r := range rows {
 		rv := Review{ID: r.ID, Kind: r.Kind, Title: r.Title, Body: r.Body, Status: r.Status, Confidence: round(float64(r.Confidence)),
-			Source: r.Source, SourceThreadID: r.SourceThreadID, AuthorPart: r.AuthorPart, DuplicateOf: r.DuplicateOf,
+			Source: r.Source, SourceThreadID: r.SourceThreadID, AuthorPart: r.AuthorPart, DuplicateOf: r.DuplicateOf, DuplicateOfStatus: r.DuplicateOfStatus,
 			Contradictions: r.Contradictions, DecidedBy: r.DecidedBy, CreatedAt: r.CreatedAt.UTC().Format(timeFormat)}
 		if r.ExpiresAt != nil {
 			e := r.ExpiresAt.UTC().Format(timeFormat)

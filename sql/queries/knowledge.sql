@@ -55,6 +55,16 @@ WHERE k.project_id = @project_id AND k.status IN ('candidate', 'trusted')
 ORDER BY similarity(k.title || ' ' || k.body, @text::text) DESC, k.id
 LIMIT 1;
 
+-- name: KnowledgeFindTurnedDownTwin :one
+-- A demoted or rejected entry of the project with this exact title and a near-duplicate
+-- text, the newest first (knowledge_turned_down_title_idx). Run as the request role:
+-- equality on the title is leakproof, so the index serves it under row-level security.
+SELECT k.id FROM knowledge k
+WHERE k.project_id = @project_id AND k.status IN ('demoted', 'rejected') AND k.title = @title::text
+  AND similarity(k.title || ' ' || k.body, @text::text) >= @min_text::real
+ORDER BY k.updated_at DESC, k.id
+LIMIT 1;
+
 -- name: KnowledgeInsert :exec
 INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source, source_thread_id,
   author_member_id, author_agent_id, author_part, duplicate_of, expires_at, created_at, updated_at)
@@ -99,11 +109,13 @@ WHERE project_id = @project_id AND id = @id AND status IN ('candidate', 'trusted
 RETURNING id, status, confidence;
 
 -- name: KnowledgeList :many
-SELECT id, kind, title, body, status, confidence, source, source_thread_id, author_part, duplicate_of,
-  contradictions, expires_at, decided_by, decided_at, created_at
-FROM knowledge
-WHERE project_id = @project_id AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status)::text)
-ORDER BY created_at DESC, id DESC
+-- With the state of the entry each one is a near-duplicate of: the dashboard links only to
+-- an original it shows, and says when the original was turned down.
+SELECT k.id, k.kind, k.title, k.body, k.status, k.confidence, k.source, k.source_thread_id, k.author_part, k.duplicate_of,
+  o.status AS duplicate_of_status, k.contradictions, k.expires_at, k.decided_by, k.decided_at, k.created_at
+FROM knowledge k LEFT JOIN knowledge o ON o.project_id = k.project_id AND o.id = k.duplicate_of
+WHERE k.project_id = @project_id AND (sqlc.narg(status)::text IS NULL OR k.status = sqlc.narg(status)::text)
+ORDER BY k.created_at DESC, k.id DESC
 LIMIT @lim;
 
 -- name: KnowledgeDecide :one

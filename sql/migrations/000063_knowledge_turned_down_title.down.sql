@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS knowledge_turned_down_title_idx;
