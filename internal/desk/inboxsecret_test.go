@@ -10,7 +10,6 @@ import (
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/desk"
-	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/wake"
 )
@@ -36,14 +35,7 @@ func TestInboxSecrets(t *testing.T) {
 	}
 	const secret = "imap-password-Zq81!"
 	stored := func(slug string) []byte {
-		var b []byte
-		err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
-			return tx.QueryRow(ctx, "SELECT connection_secret FROM desk_inbox WHERE org_id = $1 AND slug = $2", fx.acme, slug).Scan(&b)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return testfix.Scalar[[]byte](t, fx.d, "SELECT connection_secret FROM desk_inbox WHERE org_id = $1 AND slug = $2", fx.acme, slug)
 	}
 	old := service(oldKey)
 
@@ -76,13 +68,8 @@ func TestInboxSecrets(t *testing.T) {
 		}
 	})
 	t.Run("a ciphertext copied onto another inbox does not open", func(t *testing.T) {
-		err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
-			_, err := tx.Exec(ctx, "UPDATE desk_inbox SET connection_secret = $2 WHERE org_id = $1 AND slug = 'billing'", fx.acme, stored("support"))
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		testfix.OpAll(t, fx.d, testfix.Stmt{SQL: "UPDATE desk_inbox SET connection_secret = $2 WHERE org_id = $1 AND slug = 'billing'",
+			Args: []any{fx.acme, stored("support")}})
 		if _, err := old.InboxSecret(ctx, fx.acme, "billing"); !errors.Is(err, desk.ErrSecretUnreadable) {
 			t.Fatalf("%v", err)
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/desk"
-	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/wiretime"
 )
 
@@ -200,12 +200,8 @@ func TestIngest(t *testing.T) {
 			_, err := fx.svc.IngestConversation(ctx, ana, c)
 			wantErr(t, err, apperr.Invalid, "INVALID_ARGUMENT", want)
 		}
-		var n int
-		err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
-			return tx.QueryRow(ctx, "SELECT count(*) FROM desk_conversation WHERE external_id LIKE 'bad-%'").Scan(&n)
-		})
-		if err != nil || n != 0 {
-			t.Fatalf("%d stored, %v", n, err)
+		if n := testfix.Scalar[int](t, fx.d, "SELECT count(*) FROM desk_conversation WHERE external_id LIKE 'bad-%'"); n != 0 {
+			t.Fatalf("%d stored", n)
 		}
 	})
 	t.Run("a page of messages is bounded by its encoded bytes", func(t *testing.T) {

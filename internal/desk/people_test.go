@@ -9,12 +9,10 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/desk"
-	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
 
@@ -156,16 +154,7 @@ func TestApplyLeavesWhatItDoesNotName(t *testing.T) {
 	}
 	forwarding := func(t *testing.T) string {
 		t.Helper()
-		var a *string
-		if err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
-			return tx.QueryRow(ctx, `SELECT forwarding_address FROM desk_inbox WHERE org_id = $1 AND slug = 'support'`, acme).Scan(&a)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if a == nil {
-			return ""
-		}
-		return *a
+		return testfix.Scalar[string](t, fx.d, `SELECT coalesce(forwarding_address, '') FROM desk_inbox WHERE org_id = $1 AND slug = 'support'`, acme)
 	}
 	apply(t, desk.InboxSpec{Slug: "support", Name: "Support", ForwardingAddress: new("support@mail.acme.test")})
 	if err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{fx.users["bo@acme.test"]}); err != nil {
@@ -229,16 +218,9 @@ func TestRestrictingAnInboxToManyMembers(t *testing.T) {
 		SELECT gen_random_uuid(), 'many' || n || '@acme.test', 'Support agent with a longish name ' || n FROM generate_series(1, 250) n
 		RETURNING id)
 		INSERT INTO org_member (org_id, user_id, role) SELECT $1, id, 'member' FROM u`, Args: []any{fx.acme}})
-	var ids []uuid.UUID
-	if err := fx.d.Operator(ctx, func(tx *pg.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT id FROM app_user WHERE email LIKE 'many%@acme.test'`)
-		if err != nil {
-			return err
-		}
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-		return err
-	}); err != nil || len(ids) != 250 {
-		t.Fatalf("%d members: %v", len(ids), err)
+	ids := testfix.Column[uuid.UUID](t, fx.d, `SELECT id FROM app_user WHERE email LIKE 'many%@acme.test'`)
+	if len(ids) != 250 {
+		t.Fatalf("%d members, want 250", len(ids))
 	}
 	support := fx.res.Desk["acme"].Inboxes["support"].ID
 	if err := fx.svc.SetInboxAccess(ctx, ana, support, true, ids); err != nil {

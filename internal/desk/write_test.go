@@ -11,7 +11,6 @@ import (
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/desk"
-	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
@@ -342,13 +341,8 @@ func TestAccess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = fx.d.Operator(ctx, func(tx *pg.Tx) error {
-			_, err := tx.Exec(ctx, "DELETE FROM org_member WHERE org_id = $1 AND user_id = $2", fx.orgs["acme"], fx.users["bo@acme.test"])
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		testfix.OpAll(t, fx.d, testfix.Stmt{SQL: "DELETE FROM org_member WHERE org_id = $1 AND user_id = $2",
+			Args: []any{fx.orgs["acme"], fx.users["bo@acme.test"]}})
 		sc, err := fx.svc.Authenticate(ctx, tok.Token)
 		if err != nil {
 			t.Fatalf("the token still verifies: %v", err)
