@@ -15,6 +15,7 @@ import (
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/throttle"
 )
 
@@ -234,13 +235,7 @@ func TestThrottle(t *testing.T) {
 		if err := first.Admit(ctx, password); err != nil {
 			t.Fatalf("the password verified on the first replica lost its pass there: %v", err)
 		}
-		var stored int
-		if err := d.Operator(ctx, func(tx *pg.Tx) error {
-			return tx.QueryRow(ctx, "SELECT count(*) FROM auth_verified").Scan(&stored)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if stored != 1 {
+		if stored := testfix.Scalar[int](t, d, "SELECT count(*) FROM auth_verified"); stored != 1 {
 			t.Fatalf("%d verified credentials stored, want 1 (the agent key's; never a password's)", stored)
 		}
 	})
@@ -349,25 +344,12 @@ func TestThrottle(t *testing.T) {
 // endWindow moves a subject's window into the past, as the owner.
 func endWindow(t *testing.T, d *pg.DB, subject string) {
 	t.Helper()
-	err := d.Operator(context.Background(), func(tx *pg.Tx) error {
-		_, err := tx.Exec(context.Background(), "UPDATE auth_throttle SET window_start = now() - interval '1 hour' WHERE subject = $1", subject)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testfix.OpAll(t, d, testfix.Stmt{SQL: "UPDATE auth_throttle SET window_start = now() - interval '1 hour' WHERE subject = $1", Args: []any{subject}})
 }
 
 func failures(t *testing.T, d *pg.DB, subject string) int {
 	t.Helper()
-	var n int
-	err := d.Operator(context.Background(), func(tx *pg.Tx) error {
-		return tx.QueryRow(context.Background(), "SELECT coalesce(sum(failures), 0) FROM auth_throttle WHERE subject = $1", subject).Scan(&n)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return testfix.Scalar[int](t, d, "SELECT coalesce(sum(failures), 0) FROM auth_throttle WHERE subject = $1", subject)
 }
 
 func TestClientAddress(t *testing.T) {
