@@ -54,13 +54,7 @@ func TestDashboardCompanyAdmin(t *testing.T) {
 		return v
 	}
 	userID := func(email string) string {
-		var id string
-		if err := d.Operator(ctx, func(tx *pg.Tx) error {
-			return tx.QueryRow(ctx, `SELECT id::text FROM app_user WHERE email = $1`, email).Scan(&id)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return id
+		return testfix.Scalar[string](t, d, `SELECT id::text FROM app_user WHERE email = $1`, email)
 	}
 	must := func(t *testing.T, status, want int, body string) {
 		t.Helper()

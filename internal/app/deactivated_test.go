@@ -8,6 +8,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/dashboard"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // TestADeactivatedMemberActsInNothing: deactivating a member of an organisation
@@ -70,11 +71,8 @@ func TestADeactivatedMemberActsInNothing(t *testing.T) {
 				t.Fatalf("GET the room: %d, want 404", status)
 			}
 			mo.postForm("/app/rooms/"+room+"/messages", mo.form("content", "posted while deactivated"))
-			n := 0
-			if err := d.Operator(ctx, func(tx *pg.Tx) error {
-				return tx.QueryRow(ctx, `SELECT count(*) FROM room_message WHERE content = 'posted while deactivated'`).Scan(&n)
-			}); err != nil || n != 0 {
-				t.Fatalf("the message was stored: %d %v", n, err)
+			if n := testfix.Scalar[int](t, d, `SELECT count(*) FROM room_message WHERE content = 'posted while deactivated'`); n != 0 {
+				t.Fatalf("the message was stored: %d", n)
 			}
 		})
 	})

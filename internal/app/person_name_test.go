@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // TestAPersonWithoutANameActs: a person may have no name (`admin user create` and an
@@ -36,11 +37,8 @@ func TestAPersonWithoutANameActs(t *testing.T) {
 		if status != http.StatusCreated {
 			t.Fatalf("create agent: %d %.300s", status, body)
 		}
-		var actor string
-		if err := d.Operator(ctx, func(tx *pg.Tx) error {
-			return tx.QueryRow(ctx, `SELECT actor_name FROM audit_event WHERE detail->>'slug' = 'nameless-bot'`).Scan(&actor)
-		}); err != nil || actor != "ana@acme.test" {
-			t.Fatalf("recorded under %q: %v", actor, err)
+		if actor := testfix.Scalar[string](t, d, `SELECT actor_name FROM audit_event WHERE detail->>'slug' = 'nameless-bot'`); actor != "ana@acme.test" {
+			t.Fatalf("recorded under %q", actor)
 		}
 	})
 }

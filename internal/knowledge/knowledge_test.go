@@ -725,12 +725,8 @@ func TestRecallNeverScansBeyondItsProject(t *testing.T) {
 	}
 
 	// Without a tenant the function returns nothing, whatever the query.
-	var n int
-	err = e.d.Operator(ctx, func(tx *pg.Tx) error {
-		return tx.QueryRow(ctx, "SELECT count(*) FROM rr_recall('deploy rollback', 'deploy rollback', NULL, now())").Scan(&n)
-	})
-	if err != nil || n != 0 {
-		t.Fatalf("rr_recall without a tenant returned %d rows (%v)", n, err)
+	if n := testfix.Scalar[int](t, e.d, "SELECT count(*) FROM rr_recall('deploy rollback', 'deploy rollback', NULL, now())"); n != 0 {
+		t.Fatalf("rr_recall without a tenant returned %d rows", n)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // TestSignInTablesShowOnlyNamedRows: the service tables of sign-in (exempt from the tenant
@@ -99,13 +100,10 @@ func TestPruneDeletesWhatHasEnded(t *testing.T) {
 	if n, err := s.Prune(ctx); err != nil || n != 4 {
 		t.Fatalf("Prune = %d, %v; want 4 (an expired session, an expired request, two idle registrations)", n, err)
 	}
-	var left string
-	err := d.Operator(ctx, func(tx *pg.Tx) error {
-		return tx.QueryRow(ctx, `SELECT (SELECT string_agg(session_id, ',') FROM web_session) || '|' ||
-			(SELECT string_agg(client_id, ',' ORDER BY client_id) FROM oauth_client) || '|' || (SELECT string_agg(id, ',') FROM oauth_auth_request)`).Scan(&left)
-	})
-	if err != nil || left != "live|https://d.example/client.json,used|live" {
-		t.Fatalf("left %q, %v", left, err)
+	left := testfix.Scalar[string](t, d, `SELECT (SELECT string_agg(session_id, ',') FROM web_session) || '|' ||
+		(SELECT string_agg(client_id, ',' ORDER BY client_id) FROM oauth_client) || '|' || (SELECT string_agg(id, ',') FROM oauth_auth_request)`)
+	if left != "live|https://d.example/client.json,used|live" {
+		t.Fatalf("left %q", left)
 	}
 }
 

@@ -72,13 +72,7 @@ func TestResolvingMovesLastSeen(t *testing.T) {
 	d, r, res := setup(t)
 	code, key := res.Projects["one"].ConnectCode, res.Agents["acme/architect"].Key
 	lastSeen := func() time.Time {
-		var ts *time.Time
-		err := d.Operator(ctx, func(tx *pg.Tx) error {
-			return tx.QueryRow(ctx, "SELECT last_seen_at FROM membership WHERE part = 'architect'").Scan(&ts)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ts := testfix.Scalar[*time.Time](t, d, "SELECT last_seen_at FROM membership WHERE part = 'architect'")
 		if ts == nil {
 			return time.Time{}
 		}
@@ -344,13 +338,7 @@ func TestGuestsWithoutAnActiveAgreementAreNotAdmitted(t *testing.T) {
 		}
 	}
 	lastSeen := func(part string) *time.Time {
-		var ts *time.Time
-		if err := d.Operator(ctx, func(tx *pg.Tx) error {
-			return tx.QueryRow(ctx, "SELECT last_seen_at FROM membership WHERE part = $1", part).Scan(&ts)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return ts
+		return testfix.Scalar[*time.Time](t, d, "SELECT last_seen_at FROM membership WHERE part = $1", part)
 	}
 	check := func(t *testing.T, agent, part string) {
 		key := res.Agents[agent].Key

@@ -13,7 +13,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/knowledge"
-	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/threads"
 )
 
@@ -285,12 +285,7 @@ func TestEventDetailSecretsAreMasked(t *testing.T) {
 	if _, err := e.svc.Event(ctx, e.sc("architect"), threads.EventInput{Type: "error", Detail: json.RawMessage(detail)}); err != nil {
 		t.Fatal(err)
 	}
-	var stored string
-	if err := e.d.Operator(ctx, func(tx *pg.Tx) error {
-		return tx.QueryRow(ctx, `SELECT detail::text FROM activity_event WHERE type = 'error'`).Scan(&stored)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	stored := testfix.Scalar[string](t, e.d, `SELECT detail::text FROM activity_event WHERE type = 'error'`)
 	if strings.Contains(stored, token) || strings.Count(stored, "REDACTED") != 2 || !strings.Contains(stored, `"attempt": 3`) {
 		t.Fatalf("stored detail: %s", stored)
 	}
