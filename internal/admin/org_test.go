@@ -156,7 +156,7 @@ func TestADeactivatedOwnerIsNotTheOwnerLeft(t *testing.T) {
 	b, svc, _ := seededAdmin(t, demo, testfix.Options{})
 	org, owners := ownedBy(t, svc, "a", "b")
 	a, bb := owners[0], owners[1]
-	testfix.OpAll(t, b.DB, testfix.Stmt{SQL: `UPDATE org_member SET deactivated_at = now() WHERE org_id = $1 AND user_id = $2`, Args: []any{org, bb}})
+	testfix.Exec(t, b.DB, `UPDATE org_member SET deactivated_at = now() WHERE org_id = $1 AND user_id = $2`, org, bb)
 	err := svc.SetRole(ctx, admin.OrgActor{OrgID: org, UserID: a, Name: "A", Role: "owner"}, a, "admin")
 	if err == nil || !strings.Contains(err.Error(), admin.MsgLastOwner) {
 		t.Fatalf("the only active owner demoting themself: %v", err)

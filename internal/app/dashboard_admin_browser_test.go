@@ -152,8 +152,8 @@ func TestDashboardCompanyAdminInABrowser(t *testing.T) {
 	})
 
 	t.Run("a connected app is listed and disconnected", func(t *testing.T) {
-		sqlExec(t, d, `INSERT INTO oauth_client (client_id, client_name, redirect_uris, source) VALUES ('rrc_browser', 'Browser App', '{http://127.0.0.1/cb}', 'registration')`)
-		sqlExec(t, d, `INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, code_id, code_hash, code_challenge, redirect_uri, code_expires_at)
+		testfix.Exec(t, d, `INSERT INTO oauth_client (client_id, client_name, redirect_uris, source) VALUES ('rrc_browser', 'Browser App', '{http://127.0.0.1/cb}', 'registration')`)
+		testfix.Exec(t, d, `INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, code_id, code_hash, code_challenge, redirect_uri, code_expires_at)
 			SELECT om.org_id, gen_random_uuid(), 'rrc_browser', om.user_id, 'http://x/api/mcp', substr(md5(random()::text), 1, 8), '\x00', 'c', 'http://127.0.0.1/cb', now()
 			FROM org_member om JOIN app_user u ON u.id = om.user_id WHERE u.email = 'ana@acme.test'`)
 		if err := chromedp.Do(ctx, chromedp.Navigate(admin+"/clients"), chromedp.WaitVisible(`form[action$="/clients/disconnect"] button`)); err != nil {

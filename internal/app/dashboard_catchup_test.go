@@ -44,7 +44,7 @@ func TestLiveStreamsCatchUpAfterAReconnect(t *testing.T) {
 				SELECT $1, id, 'catch.up', jsonb_build_object('mark', m) FROM unnest($2::uuid[], $3::text[]) AS t(id, m)`
 			args = args[:3]
 		}
-		testfix.OpAll(t, s.d, testfix.Stmt{SQL: sql, Args: args})
+		testfix.Exec(t, s.d, sql, args...)
 		return cursor
 	}
 	// reconnect opens path as a browser's EventSource reconnects after cursor, and reads
@@ -133,7 +133,7 @@ func TestLiveStreamsCatchUpAfterAReconnect(t *testing.T) {
 			// newest message sent, not through the 15 s the room's 520 fill, and says
 			// nothing is missing (it used to read ten pages again and send a gap).
 			write(t, "after", 1, false)
-			testfix.OpAll(t, s.d, testfix.Stmt{SQL: `SELECT pg_notify($1, $2)`, Args: []any{rooms.RoomChannel, room}})
+			testfix.Exec(t, s.d, `SELECT pg_notify($1, $2)`, rooms.RoomChannel, room)
 			for {
 				select {
 				case line := <-lines:

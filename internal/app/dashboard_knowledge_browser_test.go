@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // TestDashboardKnowledgeInABrowser drives the Knowledge tab, the settings page, the
@@ -30,7 +32,7 @@ func TestDashboardKnowledgeInABrowser(t *testing.T) {
 		// Some recalls first, so the Learning panel has bars and an empty query.
 		seed := idRe.FindString(served(t, threads, architect, "learn", map[string]any{"title": "Deploys happen on Tuesdays",
 			"body": "Production deploys happen on Tuesday mornings only.", "kind": "procedure"}))
-		sqlExec(t, d, `UPDATE knowledge SET status = 'trusted', confidence = 1 WHERE id = $1`, seed)
+		testfix.Exec(t, d, `UPDATE knowledge SET status = 'trusted', confidence = 1 WHERE id = $1`, seed)
 		var rec struct {
 			QueryID string `json:"queryId"`
 		}
@@ -74,7 +76,7 @@ func TestDashboardKnowledgeInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Set while the page is open: the page still shows it on, and saving must not undo it.
-		sqlExec(t, d, `UPDATE project SET knowledge_config = knowledge_config || '{"distillOnClose":false}'::jsonb WHERE id = $1`, room)
+		testfix.Exec(t, d, `UPDATE project SET knowledge_config = knowledge_config || '{"distillOnClose":false}'::jsonb WHERE id = $1`, room)
 		err := chromedp.Do(ctx,
 			chromedp.SendKeys(`input[name="name_0"]`, "ticket"),
 			chromedp.SendKeys(`input[name="pattern_0"]`, `TCK-[0-9]+`),
@@ -103,7 +105,7 @@ func TestDashboardKnowledgeInABrowser(t *testing.T) {
 
 	t.Run("a parked agent shows the amber limited badge", func(t *testing.T) {
 		until := time.Now().UTC().Add(2 * time.Hour)
-		sqlExec(t, d, `UPDATE membership SET parked_until = $2 WHERE project_id = $1 AND part = 'qa-lead'`, room, until)
+		testfix.Exec(t, d, `UPDATE membership SET parked_until = $2 WHERE project_id = $1 AND part = 'qa-lead'`, room, until)
 		if err := chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible("#messages")); err != nil {
 			t.Fatal(err)
 		}

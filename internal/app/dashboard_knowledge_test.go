@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 var idRe = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
@@ -30,17 +31,6 @@ func knowledgeConfig(t *testing.T, d *pg.DB, room string) (cfg, settings map[str
 		t.Fatal(err)
 	}
 	return cfg, settings
-}
-
-// sqlExec runs one statement as the operator.
-func sqlExec(t *testing.T, d *pg.DB, stmt string, args ...any) {
-	t.Helper()
-	if err := d.Operator(context.Background(), func(tx *pg.Tx) error {
-		_, err := tx.Exec(context.Background(), stmt, args...)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // upload posts a file on the Tasks tab as the browser's form does: the CSRF field first
@@ -213,7 +203,7 @@ func TestDashboardKnowledge(t *testing.T) {
 	// Not parallel: it turns distillOnClose off in the room while it runs, which would
 	// change what the other subtests' closes do; run alone, it restores it before they start.
 	t.Run("the settings page merges: a distillOnClose set by SQL survives saving the rules", func(t *testing.T) {
-		sqlExec(t, d, `UPDATE project SET knowledge_config = knowledge_config || '{"distillOnClose": false, "recallFloor": 0.3}'::jsonb,
+		testfix.Exec(t, d, `UPDATE project SET knowledge_config = knowledge_config || '{"distillOnClose": false, "recallFloor": 0.3}'::jsonb,
 			settings = settings || '{"keepMe": 7}'::jsonb WHERE id = $1`, room)
 		status, page := ana.get(base + "/settings")
 		if status != http.StatusOK || strings.Contains(page, `name="distill_on_close" checked`) || !strings.Contains(page, `name="distill_was" value="false"`) {
@@ -259,7 +249,7 @@ func TestDashboardKnowledge(t *testing.T) {
 		if cfg, _ := knowledgeConfig(t, d, room); cfg["distillOnClose"] != true || cfg["recallFloor"] != 0.3 {
 			t.Fatalf("after ticking: %v", cfg)
 		}
-		sqlExec(t, d, `UPDATE project SET knowledge_config = knowledge_config || '{"distillOnClose": true}'::jsonb WHERE id = $1`, room)
+		testfix.Exec(t, d, `UPDATE project SET knowledge_config = knowledge_config || '{"distillOnClose": true}'::jsonb WHERE id = $1`, room)
 	})
 
 	t.Run("only the host's owners and admins see and save the settings", func(t *testing.T) {

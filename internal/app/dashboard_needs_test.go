@@ -162,7 +162,7 @@ func TestDashboardNeedsYou(t *testing.T) {
 		if status, body := gus.postForm(wakePage+"/retry", url.Values{"csrf": {gus.csrf()}}); status != http.StatusConflict || !strings.Contains(body, "already has a wake waiting") {
 			t.Fatalf("a retry while another wake waits: %d %s", status, body)
 		}
-		sqlExec(t, d, `UPDATE wake SET status = 'delivered', delivered_at = now() WHERE project_id = $1 AND status = 'pending'`, room)
+		testfix.Exec(t, d, `UPDATE wake SET status = 'delivered', delivered_at = now() WHERE project_id = $1 AND status = 'pending'`, room)
 		if status, body := gus.postForm(wakePage+"/retry", url.Values{"csrf": {gus.csrf()}}); status != http.StatusSeeOther {
 			t.Fatalf("retry: %d %s", status, body)
 		}

@@ -151,9 +151,7 @@ func (f *idemFixture) wantCount(t *testing.T, want int, msg, sql string, args ..
 
 func (f *idemFixture) exec(t *testing.T, sql string, args ...any) {
 	t.Helper()
-	if err := f.db.Operator(context.Background(), func(tx *pg.Tx) error { _, err := tx.Exec(context.Background(), sql, args...); return err }); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	testfix.Exec(t, f.db, sql, args...)
 }
 
 func newKey() string { return uuid.NewString() }

@@ -133,7 +133,7 @@ func TestCachedCallerWriteVerifiedWithIt(t *testing.T) {
 	d := openSeeded(t, s)
 	operator := func(t *testing.T, sql string, args ...any) {
 		t.Helper()
-		testfix.OpAll(t, d, testfix.Stmt{SQL: sql, Args: args})
+		testfix.Exec(t, d, sql, args...)
 	}
 	// stored counts what the writes below store: threads' messages, rooms' chat and
 	// memory.

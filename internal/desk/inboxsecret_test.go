@@ -68,8 +68,7 @@ func TestInboxSecrets(t *testing.T) {
 		}
 	})
 	t.Run("a ciphertext copied onto another inbox does not open", func(t *testing.T) {
-		testfix.OpAll(t, fx.d, testfix.Stmt{SQL: "UPDATE desk_inbox SET connection_secret = $2 WHERE org_id = $1 AND slug = 'billing'",
-			Args: []any{fx.acme, stored("support")}})
+		testfix.Exec(t, fx.d, "UPDATE desk_inbox SET connection_secret = $2 WHERE org_id = $1 AND slug = 'billing'", fx.acme, stored("support"))
 		if _, err := old.InboxSecret(ctx, fx.acme, "billing"); !errors.Is(err, desk.ErrSecretUnreadable) {
 			t.Fatalf("%v", err)
 		}

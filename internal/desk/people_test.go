@@ -213,11 +213,11 @@ func TestRestrictingAnInboxToManyMembers(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t)
 	ana := fx.ana
-	testfix.OpAll(t, fx.d, testfix.Stmt{SQL: `WITH u AS (
+	testfix.Exec(t, fx.d, `WITH u AS (
 		INSERT INTO app_user (id, email, name)
 		SELECT gen_random_uuid(), 'many' || n || '@acme.test', 'Support agent with a longish name ' || n FROM generate_series(1, 250) n
 		RETURNING id)
-		INSERT INTO org_member (org_id, user_id, role) SELECT $1, id, 'member' FROM u`, Args: []any{fx.acme}})
+		INSERT INTO org_member (org_id, user_id, role) SELECT $1, id, 'member' FROM u`, fx.acme)
 	ids := testfix.Column[uuid.UUID](t, fx.d, `SELECT id FROM app_user WHERE email LIKE 'many%@acme.test'`)
 	if len(ids) != 250 {
 		t.Fatalf("%d members, want 250", len(ids))
@@ -246,8 +246,7 @@ func TestADeactivatedMemberIsNotOfferedAnInbox(t *testing.T) {
 	if err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{bo}); err != nil {
 		t.Fatal(err)
 	}
-	testfix.OpAll(t, fx.d, testfix.Stmt{SQL: `UPDATE org_member SET deactivated_at = now() WHERE org_id = $1 AND user_id = ANY($2)`,
-		Args: []any{fx.acme, []uuid.UUID{bo, cy}}})
+	testfix.Exec(t, fx.d, `UPDATE org_member SET deactivated_at = now() WHERE org_id = $1 AND user_id = ANY($2)`, fx.acme, []uuid.UUID{bo, cy})
 	offered := func(t *testing.T) map[uuid.UUID]db.DeskInboxAccessListRow {
 		t.Helper()
 		page, err := fx.svc.Inbox(ctx, ana, support)

@@ -102,8 +102,8 @@ func TestGetReport(t *testing.T) {
 	})
 	t.Run("a stored zone PostgreSQL does not know reports in UTC, not INTERNAL", func(t *testing.T) {
 		// "Local" passed the admin file's check before it was refused there.
-		testfix.OpAll(t, fx.d, testfix.Stmt{SQL: `UPDATE organisation SET timezone = 'Local' WHERE id = $1`, Args: []any{fx.acme}})
-		defer testfix.OpAll(t, fx.d, testfix.Stmt{SQL: `UPDATE organisation SET timezone = 'America/Los_Angeles' WHERE id = $1`, Args: []any{fx.acme}})
+		testfix.Exec(t, fx.d, `UPDATE organisation SET timezone = 'Local' WHERE id = $1`, fx.acme)
+		defer testfix.Exec(t, fx.d, `UPDATE organisation SET timezone = 'America/Los_Angeles' WHERE id = $1`, fx.acme)
 		r, err := fx.svc.GetReport(ctx, fx.scope("acme", "al@acme.test"), desk.ReportInput{Metric: desk.MetricConversationVolume, StartDate: "2026-11-01", EndDate: "2026-11-02"})
 		if err != nil || r.Timezone != "UTC" {
 			t.Fatalf("%+v %v", r, err)
@@ -341,8 +341,7 @@ func TestAccess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		testfix.OpAll(t, fx.d, testfix.Stmt{SQL: "DELETE FROM org_member WHERE org_id = $1 AND user_id = $2",
-			Args: []any{fx.orgs["acme"], fx.users["bo@acme.test"]}})
+		testfix.Exec(t, fx.d, "DELETE FROM org_member WHERE org_id = $1 AND user_id = $2", fx.orgs["acme"], fx.users["bo@acme.test"])
 		sc, err := fx.svc.Authenticate(ctx, tok.Token)
 		if err != nil {
 			t.Fatalf("the token still verifies: %v", err)

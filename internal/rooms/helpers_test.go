@@ -190,17 +190,7 @@ func wantErrorPrefix(t testing.TB, r callResult, prefix string) {
 
 func (e *env) exec(sql string, args ...any) {
 	e.t.Helper()
-	err := e.db.Operator(context.Background(), func(tx *pg.Tx) error {
-		// Fixtures of benchmarks may take longer than a request's statement timeout.
-		if _, err := tx.Exec(context.Background(), "SELECT set_config('statement_timeout', '0', true)"); err != nil {
-			return err
-		}
-		_, err := tx.Exec(context.Background(), sql, args...)
-		return err
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	e.b.Exec(e.t, sql, args...)
 }
 
 func (e *env) count(sql string, args ...any) int {

@@ -9,18 +9,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/apperr"
-	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
-
-// operatorExec runs one statement as the owner (to change what a cached caller holds).
-func operatorExec(t *testing.T, d *pg.DB, sql string, args ...any) {
-	t.Helper()
-	ctx := context.Background()
-	if err := d.Operator(ctx, func(tx *pg.Tx) error { _, err := tx.Exec(ctx, sql, args...); return err }); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestCachedResolution: a resolution served from the scope cache reuses what it derived
 // (names, directory lists) and nothing that decides what the caller may do: the key and
@@ -32,7 +23,7 @@ func TestCachedResolution(t *testing.T) {
 	d, r, res := setupFile(t, guests)
 	code, one := res.Projects["one"].ConnectCode, res.Projects["one"].ID
 	architect, gina := res.Agents["acme/architect"].Key, res.Agents["globex/gina"].Key
-	operator := func(t *testing.T, sql string, args ...any) { t.Helper(); operatorExec(t, d, sql, args...) }
+	operator := func(t *testing.T, sql string, args ...any) { t.Helper(); testfix.Exec(t, d, sql, args...) }
 	cached := r.WithScopeCache(time.Hour)
 	uncached := r.WithScopeCache(0)
 	resolvers := []struct {

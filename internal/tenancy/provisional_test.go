@@ -28,7 +28,7 @@ func TestProvisionalResolution(t *testing.T) {
 	}
 	code, one := res.Projects["one"].ConnectCode, res.Projects["one"].ID
 	architect, gina := res.Agents["acme/architect"].Key, res.Agents["globex/gina"].Key
-	operator := func(t *testing.T, sql string, args ...any) { t.Helper(); operatorExec(t, d, sql, args...) }
+	operator := func(t *testing.T, sql string, args ...any) { t.Helper(); testfix.Exec(t, d, sql, args...) }
 	prov := r.WithScopeCache(time.Hour).Provisional()
 	// provisional resolves twice (the first fills the cache) and checks the second comes
 	// back unsettled without a round trip.

@@ -14,6 +14,13 @@ type Stmt struct {
 	Args []any
 }
 
+// Exec is Bundle.Exec on a database of the test's own seeding: one statement run as the
+// operator, failing the test on error.
+func Exec(t testing.TB, d *pg.DB, sql string, args ...any) {
+	t.Helper()
+	OpAll(t, d, Stmt{SQL: sql, Args: args})
+}
+
 // OpAll runs stmts in order in one operator transaction (the owner, outside any tenant),
 // so a seeding lands whole or not at all; the test fails at the first error. The service's
 // statement timeout is lifted: a seeding is not a request under test, and a 10,000-row

@@ -113,7 +113,7 @@ func (b *Bundle) Op(t testing.TB, fn func(tx *pg.Tx) error) {
 // Exec runs one statement as the operator, as a seed (OpAll).
 func (b *Bundle) Exec(t testing.TB, sql string, args ...any) {
 	t.Helper()
-	OpAll(t, b.DB, Stmt{SQL: sql, Args: args})
+	Exec(t, b.DB, sql, args...)
 }
 
 // Count runs a query of one integer (a count) as the operator.

@@ -344,7 +344,7 @@ func TestThrottle(t *testing.T) {
 // endWindow moves a subject's window into the past, as the owner.
 func endWindow(t *testing.T, d *pg.DB, subject string) {
 	t.Helper()
-	testfix.OpAll(t, d, testfix.Stmt{SQL: "UPDATE auth_throttle SET window_start = now() - interval '1 hour' WHERE subject = $1", Args: []any{subject}})
+	testfix.Exec(t, d, "UPDATE auth_throttle SET window_start = now() - interval '1 hour' WHERE subject = $1", subject)
 }
 
 func failures(t *testing.T, d *pg.DB, subject string) int {
