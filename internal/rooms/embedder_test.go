@@ -12,6 +12,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/embed"
 	"github.com/relayroom/relayroom/internal/rooms"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // requestKey marks the context of a write_memory call.
@@ -78,13 +79,7 @@ func runEmbedder(t *testing.T, e *env, emb embed.Embedder) {
 // waitFor polls cond for up to 20 seconds (a -race build on a busy machine is slow).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testfix.WaitFor(t, what, 20*time.Second, cond)
 }
 
 // gatedEmbedder is a requestWatcher whose embedding outside a request waits until open

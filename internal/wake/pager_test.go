@@ -109,7 +109,7 @@ if [ -e %[1]s/fail-next ]; then rm %[1]s/fail-next; exit 3; fi`, out)
 	testfix.Step(t, "a message runs the command once with the wake in its environment", func(t *testing.T) {
 		f := f.in(t)
 		queue(f)
-		waitFor(t, "the first wake's command", 15*time.Second, func() bool { return len(lines()) == 1 })
+		testfix.WaitFor(t, "the first wake's command", 15*time.Second, func() bool { return len(lines()) == 1 })
 		first := strings.Fields(lines()[0])
 		if len(first) != 5 {
 			t.Fatalf("the command's run line: %q", first)
@@ -136,7 +136,7 @@ if [ -e %[1]s/fail-next ]; then rm %[1]s/fail-next; exit 3; fi`, out)
 	})
 	testfix.Step(t, "the pager acknowledges the wake after the command succeeds", func(t *testing.T) {
 		f := f.in(t)
-		waitFor(t, "the ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
+		testfix.WaitFor(t, "the ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
 	})
 	testfix.Step(t, "a long poll does not hold up the server's graceful shutdown", func(t *testing.T) {
 		// The pager's 25 s long poll is open.
@@ -154,8 +154,8 @@ if [ -e %[1]s/fail-next ]; then rm %[1]s/fail-next; exit 3; fi`, out)
 	runServer(t, f.url, addr) // for the rest of the story
 	testfix.Step(t, "work queued while the server was down is delivered once it is back", func(t *testing.T) {
 		f := f.in(t)
-		waitFor(t, "the wake queued during the restart", 20*time.Second, func() bool { return len(lines()) == 2 })
-		waitFor(t, "its ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
+		testfix.WaitFor(t, "the wake queued during the restart", 20*time.Second, func() bool { return len(lines()) == 2 })
+		testfix.WaitFor(t, "its ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
 	})
 	testfix.Step(t, "a failing command leaves its wake claimed, not acknowledged", func(t *testing.T) {
 		f := f.in(t)
@@ -163,7 +163,7 @@ if [ -e %[1]s/fail-next ]; then rm %[1]s/fail-next; exit 3; fi`, out)
 			t.Fatal(err)
 		}
 		queue(f)
-		waitFor(t, "the failing run", 15*time.Second, func() bool { return len(lines()) == 3 })
+		testfix.WaitFor(t, "the failing run", 15*time.Second, func() bool { return len(lines()) == 3 })
 		time.Sleep(300 * time.Millisecond)
 		testfix.Check(t, "the failed command's wake", f.status("a"), wake.StatusClaimed)
 	})
@@ -172,11 +172,11 @@ if [ -e %[1]s/fail-next ]; then rm %[1]s/fail-next; exit 3; fi`, out)
 		// Expire the lease instead of waiting five minutes.
 		f.exec(`UPDATE wake SET lease_until = now() - interval '1 second' WHERE status = 'claimed'`)
 		f.exec(`SELECT pg_notify('rr_wake', '*')`) // what the next sweep tick would send
-		waitFor(t, "the replay", 15*time.Second, func() bool { return len(lines()) == 4 })
+		testfix.WaitFor(t, "the replay", 15*time.Second, func() bool { return len(lines()) == 4 })
 		third, replay := strings.Fields(lines()[2]), strings.Fields(lines()[3])
 		testfix.Check(t, "the replayed wake's id", replay[0], third[0])
 		testfix.Check(t, "RELAYROOM_WAKE_ATTEMPT of the replay", replay[4], "2")
-		waitFor(t, "the replay's ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
+		testfix.WaitFor(t, "the replay's ack", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
 	})
 	testfix.Step(t, "no wake runs more than it should", func(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)

@@ -124,17 +124,6 @@ func webhookSetupReaching(t *testing.T, rec *receiver, maxAttempts int, private 
 	return f, secret
 }
 
-func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func (f *fixture) status(part string) string {
 	ws := f.wakes(part)
 	if len(ws) == 0 {
@@ -153,7 +142,7 @@ func TestWebhookSignedDelivery(t *testing.T) {
 	testfix.Step(t, "a queued wake is posted once and marked delivered", func(t *testing.T) {
 		f := f.in(t)
 		f.queue(f.msg("a"))
-		waitFor(t, "delivery", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
+		testfix.WaitFor(t, "delivery", 10*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
 		hits := rec.got()
 		if len(hits) != 1 {
 			t.Fatalf("%d posts, want 1", len(hits))
@@ -201,7 +190,7 @@ func TestWebhookRetriesThenDelivers(t *testing.T) {
 	rec := newReceiver(t, 500, 503)
 	f, _ := webhookSetup(t, rec, 5)
 	f.queue(f.msg("a"))
-	waitFor(t, "delivery after retries", 20*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
+	testfix.WaitFor(t, "delivery after retries", 20*time.Second, func() bool { return f.status("a") == wake.StatusDelivered })
 	hits := rec.got()
 	if len(hits) != 3 {
 		t.Fatalf("%d posts, want 3 (two failures, one success)", len(hits))
@@ -224,9 +213,9 @@ func TestOneDeliveryAPartAtATime(t *testing.T) {
 	rec := newReceiver(t, 500, 500) // the first wake fails twice, then everything is taken
 	f, _ := webhookSetup(t, rec, 5)
 	f.queue(f.msg("a"))
-	waitFor(t, "the first attempt", 10*time.Second, func() bool { return len(rec.got()) >= 1 })
+	testfix.WaitFor(t, "the first attempt", 10*time.Second, func() bool { return len(rec.got()) >= 1 })
 	f.queue(f.msg("a")) // newer work while the first wake is being retried
-	waitFor(t, "both wakes delivered", 20*time.Second, func() bool {
+	testfix.WaitFor(t, "both wakes delivered", 20*time.Second, func() bool {
 		ws := f.wakes("a")
 		return len(ws) == 2 && ws[0].Status == wake.StatusDelivered && ws[1].Status == wake.StatusDelivered
 	})
@@ -280,7 +269,7 @@ func TestOneOrganisationHoldsFewDeliveryWorkers(t *testing.T) {
 	for _, part := range []string{"a", "b", "c", "lead"} {
 		f.queue(f.msg(part))
 	}
-	waitFor(t, "two posts held", 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return inFlight == 2 })
+	testfix.WaitFor(t, "two posts held", 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return inFlight == 2 })
 	time.Sleep(700 * time.Millisecond) // the other two are dispatched meanwhile, and wait their turn
 	mu.Lock()
 	held := most
@@ -289,7 +278,7 @@ func TestOneOrganisationHoldsFewDeliveryWorkers(t *testing.T) {
 	if held != 2 {
 		t.Fatalf("%d posts of one organisation in flight at once, want 2", held)
 	}
-	waitFor(t, "every wake delivered", 20*time.Second, func() bool {
+	testfix.WaitFor(t, "every wake delivered", 20*time.Second, func() bool {
 		for _, p := range []string{"a", "b", "c", "lead"} {
 			if f.status(p) != wake.StatusDelivered {
 				return false
@@ -329,7 +318,7 @@ func TestHeldWakesDoNotHideOthers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the deliverable wake's post", 10*time.Second, func() bool { return len(rec.got()) == 1 })
+	testfix.WaitFor(t, "the deliverable wake's post", 10*time.Second, func() bool { return len(rec.got()) == 1 })
 }
 
 // TestWebhookDeadLetter: a receiver that keeps failing gets exactly MaxAttempts posts,
@@ -344,7 +333,7 @@ func TestWebhookConnectionsAreReused(t *testing.T) {
 	f, _ := webhookSetup(t, rec, 3)
 	for i := range 3 {
 		f.queue(f.msg("a"))
-		waitFor(t, "delivery", 10*time.Second, func() bool { return len(rec.got()) == i+1 && f.status("a") == wake.StatusDelivered })
+		testfix.WaitFor(t, "delivery", 10*time.Second, func() bool { return len(rec.got()) == i+1 && f.status("a") == wake.StatusDelivered })
 	}
 	from := map[string]bool{}
 	for _, h := range rec.got() {
@@ -384,7 +373,7 @@ func TestWebhookTargetsArePublic(t *testing.T) {
 		rec := newReceiver(t)
 		f, _ := webhookSetupReaching(t, rec, 2, false)
 		f.queue(f.msg("a"))
-		waitFor(t, "the dead letter", 30*time.Second, func() bool { return f.status("a") == wake.StatusDead })
+		testfix.WaitFor(t, "the dead letter", 30*time.Second, func() bool { return f.status("a") == wake.StatusDead })
 		if n := len(rec.got()); n != 0 {
 			t.Fatalf("%d posts reached the private address", n)
 		}
@@ -405,7 +394,7 @@ func TestWebhookDeadLetter(t *testing.T) {
 	rec := newReceiver(t, -500)
 	f, _ := webhookSetup(t, rec, 4)
 	f.queue(f.msg("a"))
-	waitFor(t, "dead letter", 30*time.Second, func() bool { return f.status("a") == wake.StatusDead })
+	testfix.WaitFor(t, "dead letter", 30*time.Second, func() bool { return f.status("a") == wake.StatusDead })
 	time.Sleep(1500 * time.Millisecond) // no further attempts: no retry storm
 	hits := rec.got()
 	if len(hits) != 4 {
@@ -436,7 +425,7 @@ func TestWebhookDeadLetter(t *testing.T) {
 	rec2 := newReceiver(t, 410)
 	g, _ := webhookSetup(t, rec2, 4)
 	g.queue(g.msg("a"))
-	waitFor(t, "dead letter on 410", 30*time.Second, func() bool { return g.status("a") == wake.StatusDead })
+	testfix.WaitFor(t, "dead letter on 410", 30*time.Second, func() bool { return g.status("a") == wake.StatusDead })
 	time.Sleep(500 * time.Millisecond)
 	if n := len(rec2.got()); n != 1 {
 		t.Fatalf("a 410 was retried: %d posts", n)
@@ -446,7 +435,7 @@ func TestWebhookDeadLetter(t *testing.T) {
 	if err := g.svc.Retry(g.ctx, ws[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the retried dead letter", 10*time.Second, func() bool { return len(rec2.got()) == 2 && g.status("a") == wake.StatusDelivered })
+	testfix.WaitFor(t, "the retried dead letter", 10*time.Second, func() bool { return len(rec2.got()) == 2 && g.status("a") == wake.StatusDelivered })
 }
 
 // TestWebhookRetryAfterRevocation: a wake taken while the guest's agreement was active is
@@ -474,8 +463,8 @@ func TestWebhookRetryAfterRevocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.queue(f.msg("guest"))
-	waitFor(t, "the first post", 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return posts == 1 })
-	waitFor(t, "the wake back to pending", 10*time.Second, func() bool { return f.status("guest") == wake.StatusPending })
+	testfix.WaitFor(t, "the first post", 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return posts == 1 })
+	testfix.WaitFor(t, "the wake back to pending", 10*time.Second, func() bool { return f.status("guest") == wake.StatusPending })
 	time.Sleep(time.Second) // several backoff steps (150 ms, doubling): no further post
 	mu.Lock()
 	defer mu.Unlock()
@@ -526,7 +515,7 @@ func TestLostDeliveryIsSentAgain(t *testing.T) {
 	t.Run("a lost delivery is sent again", func(t *testing.T) {
 		f.exec(`UPDATE wake SET updated_at = now() - make_interval(secs => $2) WHERE id = $1`, id, (wake.SendingStaleAfter + time.Minute).Seconds())
 		sweep(t)
-		waitFor(t, "the lost wake delivered", 10*time.Second, func() bool { return statusOf(t, id) == wake.StatusDelivered })
+		testfix.WaitFor(t, "the lost wake delivered", 10*time.Second, func() bool { return statusOf(t, id) == wake.StatusDelivered })
 		if hits := rec.got(); len(hits) != 1 || hits[0].id != id.String() {
 			t.Fatalf("posts %+v, want one of wake %s", hits, id)
 		}
