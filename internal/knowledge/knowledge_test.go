@@ -100,14 +100,6 @@ func (e *env) wantRecalled(t testing.TB, query string, n int) {
 	}
 }
 
-func wantErr(t testing.TB, err error, code apperr.Code, reason string) {
-	t.Helper()
-	e, ok := apperr.As(err)
-	if !ok || e.Code != code || (reason != "" && e.Reason != reason) {
-		t.Fatalf("want %s/%s, got %v", code, reason, err)
-	}
-}
-
 func TestLearnIsACandidateUntilAPersonApproves(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -123,11 +115,11 @@ func TestLearnIsACandidateUntilAPersonApproves(t *testing.T) {
 	testfix.Step(t, "a person approves it once", func(t *testing.T) {
 		testfix.Check(t, "approved status", e.approve(t, l.KnowledgeID).Status, "trusted")
 		_, err := e.k.Approve(ctx, arch.ProjectID, uuid.MustParse(l.KnowledgeID), "alice")
-		wantErr(t, err, apperr.Conflict, "already_decided")
+		testfix.WantErr(t, err, apperr.Conflict, "already_decided")
 	})
 	testfix.Step(t, "another project's id answers not found", func(t *testing.T) {
 		_, err := e.k.Approve(ctx, peter.ProjectID, uuid.MustParse(l.KnowledgeID), "alice")
-		wantErr(t, err, apperr.NotFound, "")
+		testfix.WantErr(t, err, apperr.NotFound, "")
 	})
 	testfix.Step(t, "a read-only part may recall but not learn", func(t *testing.T) {
 		r = e.recall(t, reader, knowledge.RecallInput{Query: "deploy rollback"})
@@ -135,7 +127,7 @@ func TestLearnIsACandidateUntilAPersonApproves(t *testing.T) {
 			t.Fatalf("recall after approval: %+v", r)
 		}
 		_, err := e.k.Learn(ctx, reader, knowledge.LearnInput{Title: "x", Body: "y", Kind: "fact"})
-		wantErr(t, err, apperr.Forbidden, "write_access_required")
+		testfix.WantErr(t, err, apperr.Forbidden, "write_access_required")
 	})
 	testfix.Step(t, "another project recalls nothing of it", func(t *testing.T) {
 		if r2 := e.recall(t, peter, knowledge.RecallInput{Query: "deploy rollback"}); len(r2.Entries) != 0 {
@@ -152,11 +144,11 @@ func TestLearnIsACandidateUntilAPersonApproves(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := e.k.RecallUsed(ctx, reader, r.QueryID, l.KnowledgeID)
-		wantErr(t, err, apperr.Conflict, "already_reported")
+		testfix.WantErr(t, err, apperr.Conflict, "already_reported")
 		err = e.k.RecallUsed(ctx, reader, r.QueryID, uuid.NewString())
-		wantErr(t, err, apperr.Invalid, "not_returned")
+		testfix.WantErr(t, err, apperr.Invalid, "not_returned")
 		err = e.k.RecallUsed(ctx, peter, r.QueryID, l.KnowledgeID)
-		wantErr(t, err, apperr.NotFound, "query_not_found")
+		testfix.WantErr(t, err, apperr.NotFound, "query_not_found")
 	})
 	testfix.Step(t, "a query belongs to the part that ran it", func(t *testing.T) {
 		// Another part of the same project cannot report its use (it would inflate the hit
@@ -166,10 +158,10 @@ func TestLearnIsACandidateUntilAPersonApproves(t *testing.T) {
 			t.Fatalf("reader's recall: %+v", r7)
 		}
 		err := e.k.RecallUsed(ctx, arch, r7.QueryID, l.KnowledgeID)
-		wantErr(t, err, apperr.NotFound, "query_not_found")
+		testfix.WantErr(t, err, apperr.NotFound, "query_not_found")
 		empty := e.recall(t, arch, knowledge.RecallInput{Query: "zzqqxx unrelated"})
 		err = e.k.RecallUsed(ctx, arch, empty.QueryID, l.KnowledgeID)
-		wantErr(t, err, apperr.Invalid, "not_returned")
+		testfix.WantErr(t, err, apperr.Invalid, "not_returned")
 	})
 	testfix.Step(t, "title words and a typo of them find it, an unrelated word does not", func(t *testing.T) {
 		e.wantRecalled(t, "rollback flag", 1)
@@ -259,7 +251,7 @@ func TestContradictionsDemoteAndExpiryIsHonouredAtReadTime(t *testing.T) {
 	})
 	t.Run("an expiry in the past is refused", func(t *testing.T) {
 		_, err := e.k.Learn(ctx, arch, knowledge.LearnInput{Title: "x", Body: "y", Kind: "fact", ExpiresAt: ptr(wiretime.Arg(time.Now().Add(-time.Hour)))})
-		wantErr(t, err, apperr.Invalid, "")
+		testfix.WantErr(t, err, apperr.Invalid, "")
 	})
 	t.Run("a blank title or body is refused as such, not as redacted", func(t *testing.T) {
 		// "   " answered "the body is empty once secrets are redacted ()", and a blank
@@ -362,16 +354,16 @@ func TestNearDuplicatesAreLinkedAndRedactionRunsOnEveryWrite(t *testing.T) {
 			t.Fatalf("redacted %v does not name the rule", l.Redacted)
 		}
 		_, err := e.k.Learn(ctx, e.arch, knowledge.LearnInput{Title: "Falcon only", Body: "Project  Falcon", Kind: "fact"})
-		wantErr(t, err, apperr.Invalid, "empty_after_redaction")
+		testfix.WantErr(t, err, apperr.Invalid, "empty_after_redaction")
 	})
 	testfix.Step(t, "an entry that is only a secret is refused", func(t *testing.T) {
 		_, err := e.k.Learn(ctx, e.arch, knowledge.LearnInput{Title: "Only a key", Body: key, Kind: "fact"})
-		wantErr(t, err, apperr.Invalid, "empty_after_redaction")
+		testfix.WantErr(t, err, apperr.Invalid, "empty_after_redaction")
 	})
 	testfix.Step(t, "an unusable rule refuses the write", func(t *testing.T) {
 		e.exec(t, `UPDATE project SET settings = settings || '{"redactionRules":[{"name":"bad","pattern":"("}]}'::jsonb WHERE id = $1`, e.arch.ProjectID)
 		_, err := e.k.Learn(ctx, e.arch, knowledge.LearnInput{Title: "t", Body: "b", Kind: "fact"})
-		wantErr(t, err, apperr.Conflict, "redaction_unresolvable")
+		testfix.WantErr(t, err, apperr.Conflict, "redaction_unresolvable")
 	})
 }
 

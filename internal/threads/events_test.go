@@ -43,16 +43,16 @@ func TestEventUsageIsAggregatedPerPartModelAndDay(t *testing.T) {
 		t.Fatalf("%d activity events", n)
 	}
 	_, err := e.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Usage: &threads.Usage{InputTokens: i64(1)}})
-	wantErr(t, err, apperr.Invalid, "usage_model_required")
+	testfix.WantErr(t, err, apperr.Invalid, "usage_model_required")
 	_, err = e.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Usage: &threads.Usage{InputTokens: i64(-1), Model: "m"}})
-	wantErr(t, err, apperr.Invalid, "")
+	testfix.WantErr(t, err, apperr.Invalid, "")
 	_, err = e.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Usage: &threads.Usage{CostUSD: ptr(-0.1), Model: "m"}})
-	wantErr(t, err, apperr.Invalid, "")
+	testfix.WantErr(t, err, apperr.Invalid, "")
 	_, err = e.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Detail: json.RawMessage(`{"part":"architect"}`)})
-	wantErr(t, err, apperr.Forbidden, "own_part_only")
+	testfix.WantErr(t, err, apperr.Forbidden, "own_part_only")
 	// The service's own events (a person canceling a thread) cannot be forged by an agent.
 	_, err = e.svc.Event(ctx, sc, threads.EventInput{Type: threads.EventCanceled, Detail: json.RawMessage(`{"by":"Ana [Acme] (human)"}`)})
-	wantErr(t, err, apperr.Invalid, "invalid_argument")
+	testfix.WantErr(t, err, apperr.Invalid, "invalid_argument")
 }
 
 func TestEventComposingIsTransientAndNeverWakes(t *testing.T) {
@@ -80,9 +80,9 @@ func TestEventComposingIsTransientAndNeverWakes(t *testing.T) {
 		t.Fatalf("composing outlived its window: %+v", s.Composing)
 	}
 	_, err := e.svc.Event(ctx, e.sc("backend"), threads.EventInput{Type: "composing"})
-	wantErr(t, err, apperr.Invalid, "thread_required")
+	testfix.WantErr(t, err, apperr.Invalid, "thread_required")
 	_, err = e.svc.Event(ctx, e.sc("backend"), threads.EventInput{Type: "composing", Detail: json.RawMessage(`{"threadId":"` + uuid.NewString() + `"}`)})
-	wantErr(t, err, apperr.NotFound, "thread_not_found")
+	testfix.WantErr(t, err, apperr.NotFound, "thread_not_found")
 }
 
 func TestEventLimitedParksOnlyYourOwnPart(t *testing.T) {
@@ -139,13 +139,13 @@ func TestEventLimitedParksOnlyYourOwnPart(t *testing.T) {
 	// Invalid strings are rejected and change nothing.
 	// A timestamp without an offset names no instant: the error says which form to use.
 	_, err = e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"resetAt":"2026-06-11T08:00:00"}`)})
-	wantErr(t, err, apperr.Invalid, "invalid_reset_at")
+	testfix.WantErr(t, err, apperr.Invalid, "invalid_reset_at")
 	if !strings.Contains(err.Error(), "no UTC offset") || !strings.Contains(err.Error(), "2026-06-11T08:00:00Z") {
 		t.Fatalf("resetAt without offset: %v", err)
 	}
 	for _, bad := range []string{`{"resetAt":"tomorrow"}`, `{"resetAt":12}`, `{"resetAt":"2026-13-01T00:00:00Z"}`} {
 		_, err := e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(bad)})
-		wantErr(t, err, apperr.Invalid, "invalid_reset_at")
+		testfix.WantErr(t, err, apperr.Invalid, "invalid_reset_at")
 	}
 	if !parked() {
 		t.Fatal("an invalid resetAt unparked")
@@ -162,7 +162,7 @@ func TestEventLimitedParksOnlyYourOwnPart(t *testing.T) {
 	}
 	// Only one's own part.
 	_, err = e.svc.Event(ctx, sc, threads.EventInput{Type: "limited", Detail: json.RawMessage(`{"part":"architect","resetAt":"` + reset.Format(time.RFC3339) + `"}`)})
-	wantErr(t, err, apperr.Forbidden, "own_part_only")
+	testfix.WantErr(t, err, apperr.Forbidden, "own_part_only")
 	if parked() {
 		t.Fatal("parked after a refused event")
 	}
@@ -185,14 +185,14 @@ func TestEventErrorContradictsDemotes(t *testing.T) {
 		t.Fatalf("demoted entry recalled: %+v", rec)
 	}
 	_, err := e.svc.Event(ctx, e.sc("peter"), threads.EventInput{Type: "error", Detail: json.RawMessage(`{"contradicts":"` + l.KnowledgeID + `"}`)})
-	wantErr(t, err, apperr.NotFound, "knowledge_not_found")
+	testfix.WantErr(t, err, apperr.NotFound, "knowledge_not_found")
 	_, err = e.svc.Event(ctx, e.sc("reader"), threads.EventInput{Type: "error", Detail: json.RawMessage(`{"contradicts":"` + l.KnowledgeID + `"}`)})
-	wantErr(t, err, apperr.Forbidden, "write_access_required")
+	testfix.WantErr(t, err, apperr.Forbidden, "write_access_required")
 	// An error without contradicts is plain activity.
 	must[threads.EventResult](t)(e.svc.Event(ctx, e.sc("reader"), threads.EventInput{Type: "error", Detail: json.RawMessage(`{"message":"build failed"}`)}))
 	// An empty contradicts was recorded as that, demoting nothing and saying nothing.
 	_, err = e.svc.Event(ctx, e.sc("backend"), threads.EventInput{Type: "error", Detail: json.RawMessage(`{"contradicts":" "}`)})
-	wantErr(t, err, apperr.Invalid, "invalid_argument")
+	testfix.WantErr(t, err, apperr.Invalid, "invalid_argument")
 }
 
 // TestUsageNumbersAreBoundedByTheirColumns: a usage report beyond what usage_daily holds
@@ -226,7 +226,7 @@ func TestUsageNumbersAreBoundedByTheirColumns(t *testing.T) {
 			{Model: "m", InputTokens: i64(threads.MaxUsageTokens + 1)},
 		} {
 			_, err := h.svc.Event(ctx, sc, threads.EventInput{Type: "progress", Usage: &u})
-			wantErr(t, err, apperr.Invalid, "invalid_argument")
+			testfix.WantErr(t, err, apperr.Invalid, "invalid_argument")
 		}
 	})
 	t.Run("a day's totals saturate", func(t *testing.T) {

@@ -88,7 +88,7 @@ func TestSendInboxAckReplyClose(t *testing.T) {
 	})
 	testfix.Step(t, "a part cannot ack a message not addressed to it", func(t *testing.T) {
 		_, err := e.svc.Ack(ctx, e.sc("reader"), sent.MessageID)
-		wantErr(t, err, apperr.NotFound, "message_not_found")
+		testfix.WantErr(t, err, apperr.NotFound, "message_not_found")
 	})
 	var rep threads.ReplyResult
 	testfix.Step(t, "reply goes to every other participant", func(t *testing.T) {
@@ -141,7 +141,7 @@ func TestSendInboxAckReplyClose(t *testing.T) {
 	})
 	testfix.Step(t, "a reply to a closed thread is refused naming the status", func(t *testing.T) {
 		_, err := e.svc.Reply(ctx, e.sc("architect"), threads.ReplyInput{ThreadID: sent.ThreadID, Body: "one more"})
-		wantErr(t, err, apperr.Conflict, "thread_closed")
+		testfix.WantErr(t, err, apperr.Conflict, "thread_closed")
 		if !strings.Contains(err.Error(), "closed") {
 			t.Fatalf("refusal does not name the status: %v", err)
 		}
@@ -163,20 +163,20 @@ func TestSendIsAllOrNothingAndBroadcastReachesEveryOtherPart(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t)
 	_, err := e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"backend", "nobody"}, Subject: "s", Body: "b"})
-	wantErr(t, err, apperr.NotFound, "unknown_part")
+	testfix.WantErr(t, err, apperr.NotFound, "unknown_part")
 	if !strings.Contains(err.Error(), `"nobody"`) {
 		t.Fatalf("the unknown part is not named: %v", err)
 	}
 	// A part of another project is unknown here too.
 	_, err = e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"peter"}, Subject: "s", Body: "b"})
-	wantErr(t, err, apperr.NotFound, "unknown_part")
+	testfix.WantErr(t, err, apperr.NotFound, "unknown_part")
 	if n := e.count(t, "SELECT count(*) FROM message"); n != 0 || len(e.waker.queued) != 0 {
 		t.Fatalf("a failed send stored %d messages / %d wakes", n, len(e.waker.queued))
 	}
 	_, err = e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"*", "backend"}, Subject: "s", Body: "b"})
-	wantErr(t, err, apperr.Invalid, "invalid_recipient")
+	testfix.WantErr(t, err, apperr.Invalid, "invalid_recipient")
 	_, err = e.svc.Send(ctx, e.sc("architect"), threads.SendInput{To: []string{"architect"}, Subject: "s", Body: "b"})
-	wantErr(t, err, apperr.Invalid, "invalid_recipient")
+	testfix.WantErr(t, err, apperr.Invalid, "invalid_recipient")
 
 	b := e.send(t, "architect", threads.SendInput{To: []string{"*"}, Subject: "All hands", Body: "Standup"})
 	if strings.Join(b.To, ",") != "backend,frontend,reader" {
@@ -207,7 +207,7 @@ func TestUrgentAndNeedsHumanCapabilities(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t)
 	_, err := e.svc.Send(ctx, e.sc("backend"), threads.SendInput{To: []string{"architect"}, Subject: "s", Body: "b", Urgent: true})
-	wantErr(t, err, apperr.Forbidden, "capability_required")
+	testfix.WantErr(t, err, apperr.Forbidden, "capability_required")
 	// needsHuman without the capability: ignored, delivered.
 	s1 := e.send(t, "backend", threads.SendInput{To: []string{"architect"}, Subject: "s", Body: "b", NeedsHuman: true})
 	if n := e.count(t, "SELECT count(*) FROM thread WHERE id = $1 AND needs_human", uuid.MustParse(s1.ThreadID)); n != 0 {
@@ -217,7 +217,7 @@ func TestUrgentAndNeedsHumanCapabilities(t *testing.T) {
 		t.Fatal("the message was not delivered")
 	}
 	_, err = e.svc.Reply(ctx, e.sc("backend"), threads.ReplyInput{ThreadID: s1.ThreadID, Body: "b", Urgent: true})
-	wantErr(t, err, apperr.Forbidden, "capability_required")
+	testfix.WantErr(t, err, apperr.Forbidden, "capability_required")
 	// With the capabilities.
 	s2 := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b", Urgent: true, NeedsHuman: true})
 	if n := e.count(t, "SELECT count(*) FROM thread WHERE id = $1 AND needs_human", uuid.MustParse(s2.ThreadID)); n != 1 {
@@ -251,7 +251,7 @@ func TestInboxPreviewAndPaging(t *testing.T) {
 		t.Fatalf("page 2: %+v", page2)
 	}
 	_, err := e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{Before: ptr("not-an-id")})
-	wantErr(t, err, apperr.Invalid, "")
+	testfix.WantErr(t, err, apperr.Invalid, "")
 	if got := threads.Preview("short body"); got != "short body" {
 		t.Fatalf("short preview %q", got)
 	}
@@ -383,7 +383,7 @@ func TestThreadsAndSearch(t *testing.T) {
 		})
 	}
 	_, err := e.svc.Search(ctx, e.sc("frontend"), "m")
-	wantErr(t, err, apperr.Invalid, "")
+	testfix.WantErr(t, err, apperr.Invalid, "")
 	// The owner-rights search function sees nothing without a tenant.
 	if n := e.count(t, "SELECT count(*) FROM rr_search_threads($1, '%migration%', 50)", e.sc("frontend").MemberID); n != 0 {
 		t.Fatalf("rr_search_threads without a tenant returned %d threads", n)
@@ -415,7 +415,7 @@ func TestIdsOfAnotherProjectAnswerNotFound(t *testing.T) {
 		{"close by a non-participant of the project", errOf(e.svc.Close(ctx, e.sc("frontend"), threads.CloseInput{ThreadID: s.ThreadID})),
 			apperr.Forbidden, "not_participant"},
 	} {
-		t.Run(c.name, func(t *testing.T) { wantErr(t, c.err, c.code, c.reason) })
+		t.Run(c.name, func(t *testing.T) { testfix.WantErr(t, c.err, c.code, c.reason) })
 	}
 }
 
@@ -442,9 +442,9 @@ func TestCancelByAPersonAndIdleAutoClose(t *testing.T) {
 		t.Fatalf("close after cancel reports %q, want canceled", cl.Status)
 	}
 	_, err := e.svc.Reply(ctx, e.sc("backend"), threads.ReplyInput{ThreadID: s.ThreadID, Body: "x"})
-	wantErr(t, err, apperr.Conflict, "thread_canceled")
+	testfix.WantErr(t, err, apperr.Conflict, "thread_canceled")
 	_, err = e.svc.Cancel(ctx, "initech/two", uuid.MustParse(s.ThreadID))
-	wantErr(t, err, apperr.NotFound, "")
+	testfix.WantErr(t, err, apperr.NotFound, "")
 
 	// Idle auto-close: only threads idle longer than the window.
 	old := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "old", Body: "b"})

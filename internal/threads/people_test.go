@@ -13,6 +13,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/threads"
 )
 
@@ -90,7 +91,7 @@ func TestCancelByPerson(t *testing.T) {
 			t.Fatalf("close after the cancel: %+v", r)
 		}
 		_, err := e.svc.Reply(ctx, e.sc("backend"), threads.ReplyInput{ThreadID: th, Body: "hello?"})
-		wantErr(t, err, apperr.Conflict, threads.ReasonThreadCanceled)
+		testfix.WantErr(t, err, apperr.Conflict, threads.ReasonThreadCanceled)
 		if !slicesContain(e.waker.canceledIDs(), th) {
 			t.Fatal("the thread's wakes were not canceled")
 		}
@@ -113,18 +114,18 @@ func TestCancelByPerson(t *testing.T) {
 		th := e.open(t)
 		must[threads.CloseResult](t)(e.svc.Close(ctx, e.sc("architect"), threads.CloseInput{ThreadID: th}))
 		_, err := e.svc.CancelByPerson(ctx, ana, th)
-		wantErr(t, err, apperr.Conflict, "")
+		testfix.WantErr(t, err, apperr.Conflict, "")
 	})
 
 	t.Run("an agent's scope cannot cancel as a person, and another project's thread is not found", func(t *testing.T) {
 		t.Parallel()
 		th := e.open(t)
 		_, err := e.svc.CancelByPerson(ctx, e.sc("backend"), th)
-		wantErr(t, err, apperr.Forbidden, "")
+		testfix.WantErr(t, err, apperr.Forbidden, "")
 		peter := e.sc("peter")
 		peter.Person = &tenancy.Person{UserID: uuid.Must(uuid.NewV7()), Name: "Ivy"}
 		_, err = e.svc.CancelByPerson(ctx, peter, th)
-		wantErr(t, err, apperr.NotFound, threads.ReasonThreadNotFound)
+		testfix.WantErr(t, err, apperr.NotFound, threads.ReasonThreadNotFound)
 		if v := must[threads.PersonThreadView](t)(e.svc.ThreadForPeople(ctx, ana, th)); v.Status != threads.StatusOpen {
 			t.Fatalf("a refused cancel changed the thread: %s", v.Status)
 		}
@@ -146,7 +147,7 @@ func TestUsageForPeopleSumsPerDayPartAndModel(t *testing.T) {
 	}
 	for _, days := range []int{0, threads.MaxUsageDays + 1} {
 		_, err := e.svc.UsageForPeople(ctx, e.person("Ana"), days)
-		wantErr(t, err, apperr.Invalid, "")
+		testfix.WantErr(t, err, apperr.Invalid, "")
 	}
 }
 

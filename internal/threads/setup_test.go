@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/admin"
-	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/secrets"
@@ -89,17 +88,6 @@ func (e *env) exec(t testing.TB, sql string, args ...any) {
 func (e *env) count(t testing.TB, sql string, args ...any) int {
 	t.Helper()
 	return e.Count(t, sql, args...)
-}
-
-func wantErr(t testing.TB, err error, code apperr.Code, reason string) {
-	t.Helper()
-	e, ok := apperr.As(err)
-	if !ok {
-		t.Fatalf("want %s/%s, got %v", code, reason, err)
-	}
-	if e.Code != code || (reason != "" && e.Reason != reason) {
-		t.Fatalf("want %s/%s, got %s/%s: %s", code, reason, e.Code, e.Reason, e.Message)
-	}
 }
 
 // send sends in as the part from, failing the test when the send is refused.
