@@ -171,11 +171,17 @@ func settings() []setting {
 			// Every route answers at the root of its host, and the URLs the service prints
 			// and publishes (OAuth metadata, download links) are this plus a path: a path,
 			// query or user here would print URLs that lead nowhere.
-			c.PublicURL = strings.TrimRight(v, "/")
-			if c.PublicURL == "" {
+			// It is kept as clients write it back: they build the OAuth resource and check
+			// the issuer with a URL parser, which lower-cases the scheme and host and drops a
+			// default port, and the resource is compared byte for byte
+			// ("https://Relay.example:443" as typed made every sign-in invalid_target).
+			v = strings.TrimRight(v, "/")
+			if v == "" {
+				c.PublicURL = ""
 				return nil
 			}
-			_, err := exactOrigin(c.PublicURL)
+			o, err := exactOrigin(v)
+			c.PublicURL = o
 			return err
 		}},
 		{"RELAYROOM_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", func(c *Config, v string) error {
@@ -325,18 +331,28 @@ func exactOrigin(raw string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if o != raw && strings.ToLower(raw) != o {
+	if u, _ := url.Parse(raw); u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(raw, "#") {
 		return "", fmt.Errorf("%q is not an origin (scheme://host[:port], nothing after)", raw)
 	}
 	return o, nil
 }
 
-// Origin returns the origin (scheme://host[:port], lower case) of an http(s) URL; any
-// path is dropped.
+// Origin returns the origin of an http(s) URL as browsers send it and URL parsers write
+// it: scheme and host in lower case, a default port (80, 443) dropped; any path is dropped.
 func Origin(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return "", fmt.Errorf("%q is not an http(s) origin", raw)
 	}
-	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		return scheme + "://" + net.JoinHostPort(host, port), nil
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]" // IPv6
+	}
+	return scheme + "://" + host, nil
 }

@@ -86,13 +86,13 @@ func TestNonsenseIsRefusedAtStart(t *testing.T) {
 			}
 		})
 	}
-	t.Run("the documented forms are kept", func(t *testing.T) {
+	t.Run("the documented forms are kept, the public URL as clients write it", func(t *testing.T) {
 		c, err := load(map[string]string{"RELAYROOM_LOG_LEVEL": "DEBUG", "RELAYROOM_PUBLIC_URL": "https://Relay.example:8443/",
 			"RELAYROOM_AUTH_FAILURES_PER_KEY": "0", "RELAYROOM_SHUTDOWN_TIMEOUT": "0s", "RELAYROOM_DB_MAX_CONNS": "7"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.PublicURL != "https://Relay.example:8443" || c.LogLevel != "DEBUG" || c.MaxConns != 7 || c.AuthFailures.PerKey != 0 {
+		if c.PublicURL != "https://relay.example:8443" || c.LogLevel != "DEBUG" || c.MaxConns != 7 || c.AuthFailures.PerKey != 0 {
 			t.Fatalf("%+v", c)
 		}
 	})
