@@ -240,6 +240,15 @@ func TestAnMCPClientConnectsWithOnlyTheURL(t *testing.T) {
 	t.Run("threads: the token acts as the part chosen at consent", func(t *testing.T) {
 		checkEscalationsPart(t, sdkOAuthClient(t, s, s.signInThreadsURL("escalations"), "part backend"), "backend")
 	})
+	t.Run("threads: the URL as printed, ?part= and all, is a resource", func(t *testing.T) {
+		// Claude Code sends the URL it was given as the resource, at /authorize and at
+		// /token; the query made both invalid_target.
+		printed := s.threadsURL("escalations", "backend")
+		tok := accessToken(t, s, printed, "part backend", "threads")
+		if got := bearerStatus(t, printed, tok); got != http.StatusOK {
+			t.Fatalf("the token on the URL it was asked for: %d", got)
+		}
+	})
 	t.Run("one room: the token acts as the agent chosen", func(t *testing.T) {
 		cs := sdkOAuthClient(t, s, fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID), "Architect")
 		if names := toolNames(t, cs); len(names) == 0 {

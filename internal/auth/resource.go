@@ -109,11 +109,16 @@ func Origin(publicURL string) Resource {
 }
 
 // ParseResource checks a `resource` parameter (RFC 8707) against our endpoints: it must
-// be one of them exactly as its metadata publishes it (public URL, path, no query, no
-// fragment, no trailing slash).
+// be one of them as its metadata publishes it (public URL, path, no fragment, no trailing
+// slash). A query is dropped, and the resource is the endpoint without it: Claude Code
+// sends the URL it was given, and the threads URLs we print carry `?part=` (RFC 8707
+// allows a query; the part is chosen at consent).
 func ParseResource(publicURL, resource string) (Resource, bool) {
 	base := strings.TrimRight(publicURL, "/")
-	if !strings.HasPrefix(resource, base+"/") || strings.ContainsAny(resource, "?#") {
+	if i := strings.IndexByte(resource, '?'); i >= 0 {
+		resource = resource[:i]
+	}
+	if !strings.HasPrefix(resource, base+"/") || strings.Contains(resource, "#") {
 		return Resource{}, false
 	}
 	return ResourceAt(publicURL, resource[len(base):])

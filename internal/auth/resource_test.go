@@ -32,4 +32,17 @@ func TestOriginResource(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a query is dropped: the threads URL as printed names its endpoint", func(t *testing.T) {
+		res, ok := ParseResource(public, "https://relay.example/mcp/qyt_cc_abc?part=architect")
+		if !ok || res.URL != "https://relay.example/mcp/qyt_cc_abc" || res.Kind != ResourceThreads {
+			t.Fatalf("%+v %v", res, ok)
+		}
+	})
+	t.Run("a fragment or another path is refused", func(t *testing.T) {
+		for _, r := range []string{"https://relay.example/api/mcp#x", "https://relay.example/api/mcp/?x", "https://relay.example?/api/mcp"} {
+			if _, ok := ParseResource(public, r); ok {
+				t.Fatalf("%q accepted", r)
+			}
+		}
+	})
 }

@@ -51,9 +51,11 @@ func (s *Server) issue(ctx context.Context, tx *pg.Tx, orgID, grantID uuid.UUID,
 
 // checkResource: a token request may repeat the resource (RFC 8707); it must be the
 // grant's.
-func checkResource(form url.Values, granted string) error {
+func checkResource(issuer string, form url.Values, granted string) error {
 	for _, r := range form["resource"] {
-		if r != granted {
+		// Read as at /authorize: a query the client repeats (a threads URL's ?part=) is
+		// not part of the resource.
+		if res, ok := auth.ParseResource(issuer, r); !ok || res.URL != granted {
 			return errInvalidTarget("the resource differs from the one authorized")
 		}
 	}
@@ -95,7 +97,7 @@ func (s *Server) exchangeCode(ctx context.Context, clientID string, req *oidc.Ac
 		if err := op.AuthorizeCodeChallenge(req.CodeVerifier, &oidc.CodeChallenge{Challenge: g.CodeChallenge, Method: oidc.CodeChallengeMethodS256}); err != nil {
 			return oidc.ErrInvalidGrant().WithDescription("code_verifier does not match the code_challenge")
 		}
-		if err := checkResource(form, g.Resource); err != nil {
+		if err := checkResource(s.issuer, form, g.Resource); err != nil {
 			return err
 		}
 		tx.SetTenant(grantTenant(g.OrgID, g.ID))
@@ -218,7 +220,7 @@ func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Val
 		if live.ClientID != clientID {
 			return errBadGrant
 		}
-		if err := checkResource(form, live.Resource); err != nil {
+		if err := checkResource(s.issuer, form, live.Resource); err != nil {
 			return err
 		}
 		if t.UsedAt == nil {
