@@ -396,6 +396,7 @@ type OauthToken struct {
 	ExpiresAt  time.Time
 	UsedAt     *time.Time
 	RevokedAt  *time.Time
+	ParentID   *string
 }
 
 type OrgInvitation struct {

@@ -591,9 +591,38 @@ func (q *Queries) OAuthGrantUseCode(ctx context.Context, db DBTX, arg OAuthGrant
 	return result.RowsAffected(), nil
 }
 
+const oAuthTokenEndPredecessorGrace = `-- name: OAuthTokenEndPredecessorGrace :exec
+UPDATE oauth_token SET revoked_at = now()
+WHERE org_id = $1 AND grant_id = $2 AND kind = 'refresh' AND revoked_at IS NULL
+  AND (token_id = $3::text
+       OR ($3::text IS NULL AND used_at IS NOT NULL AND created_at < $4))
+`
+
+type OAuthTokenEndPredecessorGraceParams struct {
+	OrgID    uuid.UUID
+	GrantID  uuid.UUID
+	ParentID *string
+	Before   time.Time
+}
+
+// When a refresh token is first used, the token it was rotated from stops being accepted
+// (the one-step grace ends). Not its siblings: two refreshers at once each keep their own
+// successor. A token issued before parents were recorded ends the grace of the used
+// tokens of its grant issued before it (unused ones are siblings).
+func (q *Queries) OAuthTokenEndPredecessorGrace(ctx context.Context, db DBTX, arg OAuthTokenEndPredecessorGraceParams) error {
+	_, err := db.Exec(ctx, oAuthTokenEndPredecessorGrace,
+		arg.OrgID,
+		arg.GrantID,
+		arg.ParentID,
+		arg.Before,
+	)
+	return err
+}
+
 const oAuthTokenInsert = `-- name: OAuthTokenInsert :exec
-INSERT INTO oauth_token (org_id, token_id, grant_id, kind, secret_hash, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO oauth_token (org_id, token_id, grant_id, kind, secret_hash, expires_at, parent_id)
+VALUES ($1, $2, $3, $4, $5, $6,
+  $7)
 `
 
 type OAuthTokenInsertParams struct {
@@ -603,6 +632,7 @@ type OAuthTokenInsertParams struct {
 	Kind       string
 	SecretHash []byte
 	ExpiresAt  time.Time
+	ParentID   *string
 }
 
 func (q *Queries) OAuthTokenInsert(ctx context.Context, db DBTX, arg OAuthTokenInsertParams) error {
@@ -613,6 +643,7 @@ func (q *Queries) OAuthTokenInsert(ctx context.Context, db DBTX, arg OAuthTokenI
 		arg.Kind,
 		arg.SecretHash,
 		arg.ExpiresAt,
+		arg.ParentID,
 	)
 	return err
 }
@@ -688,27 +719,27 @@ func (q *Queries) OAuthTokenRevokeByGrants(ctx context.Context, db DBTX, arg OAu
 	return err
 }
 
-const oAuthTokenRevokeUnusedRefresh = `-- name: OAuthTokenRevokeUnusedRefresh :exec
+const oAuthTokenRevokeSuccessors = `-- name: OAuthTokenRevokeSuccessors :exec
 UPDATE oauth_token SET revoked_at = now()
 WHERE org_id = $1 AND grant_id = $2 AND kind = 'refresh'
-  AND created_at < $3 AND revoked_at IS NULL
+  AND parent_id = $3::text AND revoked_at IS NULL
 `
 
-type OAuthTokenRevokeUnusedRefreshParams struct {
-	OrgID   uuid.UUID
-	GrantID uuid.UUID
-	Before  time.Time
+type OAuthTokenRevokeSuccessorsParams struct {
+	OrgID    uuid.UUID
+	GrantID  uuid.UUID
+	ParentID string
 }
 
-// When a refresh token's successor is first used, the refresh tokens of the grant issued
-// before that successor stop being accepted (the one-step grace ends).
-func (q *Queries) OAuthTokenRevokeUnusedRefresh(ctx context.Context, db DBTX, arg OAuthTokenRevokeUnusedRefreshParams) error {
-	_, err := db.Exec(ctx, oAuthTokenRevokeUnusedRefresh, arg.OrgID, arg.GrantID, arg.Before)
+// A used refresh token came back after its grace and none of its successors was used (the
+// client lost the answer): they are revoked, and the token gets a new one.
+func (q *Queries) OAuthTokenRevokeSuccessors(ctx context.Context, db DBTX, arg OAuthTokenRevokeSuccessorsParams) error {
+	_, err := db.Exec(ctx, oAuthTokenRevokeSuccessors, arg.OrgID, arg.GrantID, arg.ParentID)
 	return err
 }
 
 const oAuthTokenRows = `-- name: OAuthTokenRows :many
-SELECT org_id, token_id, grant_id, kind, secret_hash, created_at, expires_at, used_at, revoked_at
+SELECT org_id, token_id, grant_id, kind, secret_hash, created_at, expires_at, used_at, revoked_at, parent_id
 FROM oauth_token WHERE token_id = $1::text
 `
 
@@ -732,7 +763,46 @@ func (q *Queries) OAuthTokenRows(ctx context.Context, db DBTX, tokenID string) (
 			&i.ExpiresAt,
 			&i.UsedAt,
 			&i.RevokedAt,
+			&i.ParentID,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const oAuthTokenSuccessors = `-- name: OAuthTokenSuccessors :many
+SELECT token_id, (used_at IS NOT NULL)::boolean AS used
+FROM oauth_token
+WHERE org_id = $1 AND grant_id = $2 AND kind = 'refresh' AND parent_id = $3::text
+`
+
+type OAuthTokenSuccessorsParams struct {
+	OrgID    uuid.UUID
+	GrantID  uuid.UUID
+	ParentID string
+}
+
+type OAuthTokenSuccessorsRow struct {
+	TokenID string
+	Used    bool
+}
+
+// The refresh tokens rotated from one, with whether each was used.
+func (q *Queries) OAuthTokenSuccessors(ctx context.Context, db DBTX, arg OAuthTokenSuccessorsParams) ([]OAuthTokenSuccessorsRow, error) {
+	rows, err := db.Query(ctx, oAuthTokenSuccessors, arg.OrgID, arg.GrantID, arg.ParentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OAuthTokenSuccessorsRow{}
+	for rows.Next() {
+		var i OAuthTokenSuccessorsRow
+		if err := rows.Scan(&i.TokenID, &i.Used); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

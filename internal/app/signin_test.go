@@ -639,7 +639,7 @@ func TestAuthorizationRefusals(t *testing.T) {
 			t.Fatalf("%d %v", status, m)
 		}
 	})
-	t.Run("refresh rotates with one step of grace, then reuse revokes the family, and revocation ends tokens", func(t *testing.T) {
+	t.Run("refresh rotates with one step of grace, a lost successor is replaced, reuse revokes the family, and revocation ends tokens", func(t *testing.T) {
 		f := newFlow(t, s, room)
 		_, m := f.exchange(t, f.code(t), nil)
 		r1 := m["refresh_token"].(string)
@@ -654,23 +654,28 @@ func TestAuthorizationRefusals(t *testing.T) {
 			t.Fatalf("the previous refresh token must still work until its successor is used: %d", status)
 		}
 		r2 := m2["refresh_token"].(string)
-		// Another grant: its first refresh token used, the grace over, a copy of it is
-		// reuse even though its successor has not been used.
+		// Another grant: its first refresh token used, the grace over, its successor never
+		// used (the client lost the answer, as Claude Code did): it gets a new successor
+		// and the lost one is revoked, so a later use of that one is reuse.
 		h := newFlow(t, s, room)
 		_, mh := h.exchange(t, h.code(t), nil)
 		h1 := mh["refresh_token"].(string)
-		if status, mh2 := h.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {h1}}); status != http.StatusOK {
+		status, mh2 := h.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {h1}})
+		if status != http.StatusOK {
 			t.Fatalf("refresh h1: %d %v", status, mh2)
-		} else {
-			ownerExec(t, s, `UPDATE oauth_token SET used_at = used_at - make_interval(secs => $2)
-				WHERE kind = 'refresh' AND used_at IS NOT NULL AND grant_id IN (SELECT id FROM oauth_grant WHERE client_id = $1)`,
-				h.clientID, (oauth.RefreshReuseGrace + time.Second).Seconds())
-			if status, _ := h.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {h1}}); status != http.StatusBadRequest {
-				t.Fatalf("a used refresh token past its grace, its successor unused: %d", status)
-			}
-			if got := bearerStatus(t, room, mh2["access_token"].(string)); got != http.StatusUnauthorized {
-				t.Fatalf("reuse past the grace must revoke the grant: %d", got)
-			}
+		}
+		ownerExec(t, s, `UPDATE oauth_token SET used_at = used_at - make_interval(secs => $2)
+			WHERE kind = 'refresh' AND used_at IS NOT NULL AND grant_id IN (SELECT id FROM oauth_grant WHERE client_id = $1)`,
+			h.clientID, (oauth.RefreshReuseGrace + time.Second).Seconds())
+		status, mh3 := h.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {h1}})
+		if status != http.StatusOK {
+			t.Fatalf("a used refresh token past its grace, its successor never used: %d %v", status, mh3)
+		}
+		if status, _ := h.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {mh2["refresh_token"].(string)}}); status != http.StatusBadRequest {
+			t.Fatalf("the successor replaced while unused: %d", status)
+		}
+		if got := bearerStatus(t, room, mh3["access_token"].(string)); got != http.StatusUnauthorized {
+			t.Fatalf("the replaced successor's use is reuse and must revoke the grant: %d", got)
 		}
 		status, m3 := refresh(r2)
 		if status != http.StatusOK {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -24,8 +25,8 @@ const (
 var errBadGrant = oidc.ErrInvalidGrant().WithDescription("the code or refresh token is invalid, expired, revoked or was issued to another client")
 
 // issue makes an access token and a refresh token for a grant, in tx (its tenant is the
-// grant's organisation).
-func (s *Server) issue(ctx context.Context, tx *pg.Tx, orgID, grantID uuid.UUID, scopes []string) (*oidc.AccessTokenResponse, error) {
+// grant's organisation); parent is the refresh token rotated, nil for a code's first pair.
+func (s *Server) issue(ctx context.Context, tx *pg.Tx, orgID, grantID uuid.UUID, scopes []string, parent *string) (*oidc.AccessTokenResponse, error) {
 	now := s.deps.Now()
 	access, ap, err := auth.Generate(auth.AccessTokenPrefix)
 	if err != nil {
@@ -37,7 +38,7 @@ func (s *Server) issue(ctx context.Context, tx *pg.Tx, orgID, grantID uuid.UUID,
 	}
 	for _, t := range []db.OAuthTokenInsertParams{
 		{OrgID: orgID, TokenID: ap.ID, GrantID: grantID, Kind: kindAccess, SecretHash: ap.Hash(), ExpiresAt: now.Add(AccessTokenLifetime)},
-		{OrgID: orgID, TokenID: rp.ID, GrantID: grantID, Kind: kindRefresh, SecretHash: rp.Hash(), ExpiresAt: now.Add(RefreshTokenLifetime)},
+		{OrgID: orgID, TokenID: rp.ID, GrantID: grantID, Kind: kindRefresh, SecretHash: rp.Hash(), ExpiresAt: now.Add(RefreshTokenLifetime), ParentID: parent},
 	} {
 		if err := s.deps.Q.OAuthTokenInsert(ctx, tx, t); err != nil {
 			return nil, fmt.Errorf("issue token: %w", err)
@@ -115,7 +116,7 @@ func (s *Server) exchangeCode(ctx context.Context, clientID string, req *oidc.Ac
 		if err != nil {
 			return err
 		}
-		resp, err = s.issue(ctx, tx, g.OrgID, g.ID, live.Scopes)
+		resp, err = s.issue(ctx, tx, g.OrgID, g.ID, live.Scopes, nil)
 		return err
 	})
 	return s.answer(ctx, resp, err, replayed)
@@ -190,9 +191,12 @@ func (s *Server) findToken(ctx context.Context, tx *pg.Tx, p auth.Parsed, kind s
 }
 
 // refresh is the refresh_token grant: rotation with a one-step grace. A refresh token
-// stays accepted for RefreshReuseGrace after its first use, until its successor is first
-// used (clients refresh from two places at once, or lose the answer); a refresh token
-// presented after that revokes its whole grant.
+// stays accepted for RefreshReuseGrace after its first use, until one of its successors
+// is first used (clients refresh from two places at once, or lose the answer); each use
+// in that minute gets a successor of its own. Presented after its grace, it is reuse and
+// revokes its whole grant, unless none of its successors was ever used: then the client
+// lost the answer (Claude Code came back days later with such a token), the unused
+// successors are revoked and it gets a new one, so one chain stays live.
 func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Values) (*oidc.AccessTokenResponse, error) {
 	p, err := auth.Parse(auth.RefreshTokenPrefix, raw)
 	if err != nil {
@@ -208,7 +212,7 @@ func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Val
 		if t == nil || !s.deps.Now().Before(t.ExpiresAt) {
 			return errBadGrant
 		}
-		if t.RevokedAt != nil || (t.UsedAt != nil && !s.deps.Now().Before(t.UsedAt.Add(RefreshReuseGrace))) {
+		if t.RevokedAt != nil {
 			reused = &grantKey{t.OrgID, t.GrantID}
 			return errBadGrant
 		}
@@ -223,19 +227,47 @@ func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Val
 		if err := checkResource(s.issuer, form, live.Resource); err != nil {
 			return err
 		}
-		if t.UsedAt == nil {
-			// First use: its predecessors' grace ends now.
+		switch {
+		case t.UsedAt == nil:
+			// First use: its predecessor's grace ends now.
 			if _, err := s.deps.Q.OAuthTokenMarkRefreshUsed(ctx, tx, db.OAuthTokenMarkRefreshUsedParams{OrgID: t.OrgID, TokenID: t.TokenID}); err != nil {
 				return fmt.Errorf("use refresh token: %w", err)
 			}
-			if err := s.deps.Q.OAuthTokenRevokeUnusedRefresh(ctx, tx, db.OAuthTokenRevokeUnusedRefreshParams{OrgID: t.OrgID, GrantID: t.GrantID, Before: t.CreatedAt}); err != nil {
+			if err := s.deps.Q.OAuthTokenEndPredecessorGrace(ctx, tx, db.OAuthTokenEndPredecessorGraceParams{
+				OrgID: t.OrgID, GrantID: t.GrantID, ParentID: t.ParentID, Before: t.CreatedAt}); err != nil {
 				return fmt.Errorf("end grace: %w", err)
 			}
+		case !s.deps.Now().Before(t.UsedAt.Add(RefreshReuseGrace)):
+			lost, err := s.successorsLost(ctx, tx, t)
+			if err != nil {
+				return err
+			}
+			if !lost {
+				reused = &grantKey{t.OrgID, t.GrantID}
+				return errBadGrant
+			}
 		}
-		resp, err = s.issue(ctx, tx, t.OrgID, t.GrantID, live.Scopes)
+		resp, err = s.issue(ctx, tx, t.OrgID, t.GrantID, live.Scopes, &t.TokenID)
 		return err
 	})
 	return s.answer(ctx, resp, err, reused)
+}
+
+// successorsLost reports whether a used refresh token, presented after its grace, had
+// successors none of which was ever used, and if so revokes them. A token whose
+// successors were not recorded (issued before they were) is reuse, as it was then.
+func (s *Server) successorsLost(ctx context.Context, tx *pg.Tx, t *db.OauthToken) (bool, error) {
+	succ, err := s.deps.Q.OAuthTokenSuccessors(ctx, tx, db.OAuthTokenSuccessorsParams{OrgID: t.OrgID, GrantID: t.GrantID, ParentID: t.TokenID})
+	if err != nil {
+		return false, fmt.Errorf("read successors: %w", err)
+	}
+	if len(succ) == 0 || slices.ContainsFunc(succ, func(r db.OAuthTokenSuccessorsRow) bool { return r.Used }) {
+		return false, nil
+	}
+	if err := s.deps.Q.OAuthTokenRevokeSuccessors(ctx, tx, db.OAuthTokenRevokeSuccessorsParams{OrgID: t.OrgID, GrantID: t.GrantID, ParentID: t.TokenID}); err != nil {
+		return false, fmt.Errorf("revoke successors: %w", err)
+	}
+	return true, nil
 }
 
 // revoke is RFC 7009 for one client's token.

@@ -87,12 +87,13 @@ UPDATE oauth_token SET revoked_at = now()
 WHERE org_id = sqlc.arg(org_id) AND grant_id = ANY (sqlc.arg(grant_ids)::uuid[]) AND revoked_at IS NULL;
 
 -- name: OAuthTokenInsert :exec
-INSERT INTO oauth_token (org_id, token_id, grant_id, kind, secret_hash, expires_at)
-VALUES (sqlc.arg(org_id), sqlc.arg(token_id), sqlc.arg(grant_id), sqlc.arg(kind), sqlc.arg(secret_hash), sqlc.arg(expires_at));
+INSERT INTO oauth_token (org_id, token_id, grant_id, kind, secret_hash, expires_at, parent_id)
+VALUES (sqlc.arg(org_id), sqlc.arg(token_id), sqlc.arg(grant_id), sqlc.arg(kind), sqlc.arg(secret_hash), sqlc.arg(expires_at),
+  sqlc.narg(parent_id));
 
 -- name: OAuthTokenRows :many
 -- The tokens a public id names (any kind, any state); hashes are compared in Go.
-SELECT org_id, token_id, grant_id, kind, secret_hash, created_at, expires_at, used_at, revoked_at
+SELECT org_id, token_id, grant_id, kind, secret_hash, created_at, expires_at, used_at, revoked_at, parent_id
 FROM oauth_token WHERE token_id = sqlc.arg(token_id)::text;
 
 -- name: OAuthTokenMarkRefreshUsed :execrows
@@ -103,12 +104,28 @@ WHERE org_id = sqlc.arg(org_id) AND token_id = sqlc.arg(token_id) AND used_at IS
 UPDATE oauth_token SET revoked_at = now()
 WHERE org_id = sqlc.arg(org_id) AND token_id = sqlc.arg(token_id) AND revoked_at IS NULL;
 
--- name: OAuthTokenRevokeUnusedRefresh :exec
--- When a refresh token's successor is first used, the refresh tokens of the grant issued
--- before that successor stop being accepted (the one-step grace ends).
+-- name: OAuthTokenEndPredecessorGrace :exec
+-- When a refresh token is first used, the token it was rotated from stops being accepted
+-- (the one-step grace ends). Not its siblings: two refreshers at once each keep their own
+-- successor. A token issued before parents were recorded ends the grace of the used
+-- tokens of its grant issued before it (unused ones are siblings).
+UPDATE oauth_token SET revoked_at = now()
+WHERE org_id = sqlc.arg(org_id) AND grant_id = sqlc.arg(grant_id) AND kind = 'refresh' AND revoked_at IS NULL
+  AND (token_id = sqlc.narg(parent_id)::text
+       OR (sqlc.narg(parent_id)::text IS NULL AND used_at IS NOT NULL AND created_at < sqlc.arg(before)));
+
+-- name: OAuthTokenSuccessors :many
+-- The refresh tokens rotated from one, with whether each was used.
+SELECT token_id, (used_at IS NOT NULL)::boolean AS used
+FROM oauth_token
+WHERE org_id = sqlc.arg(org_id) AND grant_id = sqlc.arg(grant_id) AND kind = 'refresh' AND parent_id = sqlc.arg(parent_id)::text;
+
+-- name: OAuthTokenRevokeSuccessors :exec
+-- A used refresh token came back after its grace and none of its successors was used (the
+-- client lost the answer): they are revoked, and the token gets a new one.
 UPDATE oauth_token SET revoked_at = now()
 WHERE org_id = sqlc.arg(org_id) AND grant_id = sqlc.arg(grant_id) AND kind = 'refresh'
-  AND created_at < sqlc.arg(before) AND revoked_at IS NULL;
+  AND parent_id = sqlc.arg(parent_id)::text AND revoked_at IS NULL;
 
 -- name: OAuthGrantGetLive :one
 -- A grant as its tokens act, under its organisation's tenant, only while everything it

@@ -1,0 +1,1 @@
+ALTER TABLE oauth_token DROP COLUMN IF EXISTS parent_id;
