@@ -42,13 +42,18 @@ func (q *Queries) AgentListByOrg(ctx context.Context, db DBTX, orgID uuid.UUID) 
 	return items, nil
 }
 
-const authRequestDelete = `-- name: AuthRequestDelete :exec
+const authRequestDelete = `-- name: AuthRequestDelete :execrows
 DELETE FROM oauth_auth_request WHERE id = $1::text
 `
 
-func (q *Queries) AuthRequestDelete(ctx context.Context, db DBTX, id string) error {
-	_, err := db.Exec(ctx, authRequestDelete, id)
-	return err
+// The request answered or ended; no row when it already was (a double-clicked Allow
+// runs twice at once, and only one may issue a code).
+func (q *Queries) AuthRequestDelete(ctx context.Context, db DBTX, id string) (int64, error) {
+	result, err := db.Exec(ctx, authRequestDelete, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const authRequestGetByID = `-- name: AuthRequestGetByID :one

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,6 +114,21 @@ func field(t *testing.T, re *regexp.Regexp, body string) string {
 // browser was sent to.
 func (b *browser) authorize(authURL, pick string) *url.URL {
 	b.t.Helper()
+	resp, body := b.post(b.base+"/consent", b.consentForm(authURL, pick))
+	if resp.StatusCode != http.StatusSeeOther {
+		b.t.Fatalf("consent answered %d:\n%s", resp.StatusCode, body)
+	}
+	u, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return u
+}
+
+// consentForm opens an authorization URL, signs in when asked, and returns the consent
+// form filled in for the choice whose label contains pick (deny when pick is "").
+func (b *browser) consentForm(authURL, pick string) url.Values {
+	b.t.Helper()
 	resp, body := b.get(authURL)
 	if resp.Request.URL.Path == "/login" {
 		form := url.Values{"email": {anaEmail}, "password": {anaPassword}, "csrf": {field(b.t, csrfInput, body)},
@@ -146,15 +162,7 @@ func (b *browser) authorize(authURL, pick string) *url.URL {
 		}
 		form.Set("decision", "allow")
 	}
-	resp, body = b.post(b.base+"/consent", form)
-	if resp.StatusCode != http.StatusSeeOther {
-		b.t.Fatalf("consent answered %d:\n%s", resp.StatusCode, body)
-	}
-	u, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return u
+	return form
 }
 
 // sdkOAuthClient connects the go-sdk's client to an endpoint with nothing but its URL:
@@ -540,6 +548,47 @@ func TestAuthorizationRefusals(t *testing.T) {
 		status, m := f.exchange(t, f.code(t), func(v url.Values) { v.Set("resource", s.base+"/api/mcp") })
 		if status != http.StatusBadRequest || m["error"] != "invalid_target" {
 			t.Fatalf("%d %v", status, m)
+		}
+	})
+	t.Run("a consent submitted several times at once issues one code and one grant", func(t *testing.T) {
+		// A double-clicked Allow: each submission made a code and a grant, and those the
+		// browser did not follow stayed live and unexchanged.
+		f := newFlow(t, s, room)
+		form := f.br.consentForm(f.authURL(nil), "Architect")
+		const posts = 6
+		statuses := make(chan int, posts)
+		var wg sync.WaitGroup
+		for range posts {
+			wg.Go(func() {
+				req, err := http.NewRequest(http.MethodPost, s.base+"/consent", strings.NewReader(form.Encode()))
+				if err != nil {
+					statuses <- 0
+					return
+				}
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				resp, err := f.br.client.Do(req)
+				if err != nil {
+					statuses <- 0
+					return
+				}
+				resp.Body.Close()
+				statuses <- resp.StatusCode
+			})
+		}
+		wg.Wait()
+		close(statuses)
+		var codes int
+		for st := range statuses {
+			switch st {
+			case http.StatusSeeOther:
+				codes++
+			case http.StatusBadRequest:
+			default:
+				t.Fatalf("a submission answered %d", st)
+			}
+		}
+		if grants := ownerCount(t, s, `SELECT count(*) FROM oauth_grant WHERE client_id = $1`, f.clientID); codes != 1 || grants != 1 {
+			t.Fatalf("%d codes and %d grants from one request", codes, grants)
 		}
 	})
 	t.Run("a replayed code revokes what it issued", func(t *testing.T) {

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -249,11 +250,22 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 			g.Part = &chosen.part
 		}
 		err = s.deps.DB.InTenant(ctx, pg.Tenant{OrgID: chosen.orgID, Lookup: req.ID}, func(tx *pg.Tx) error {
-			if err := s.deps.Q.OAuthGrantInsert(ctx, tx, g); err != nil {
+			// The request goes first: of two answers at once (a double-clicked Allow) the
+			// second waits on its row and finds it gone, instead of issuing a second code
+			// and grant nobody exchanges.
+			n, err := s.deps.Q.AuthRequestDelete(ctx, tx, req.ID)
+			if err != nil {
 				return err
 			}
-			return s.deps.Q.AuthRequestDelete(ctx, tx, req.ID)
+			if n == 0 {
+				return errAnswered
+			}
+			return s.deps.Q.OAuthGrantInsert(ctx, tx, g)
 		})
+	}
+	if errors.Is(err, errAnswered) {
+		site.Message(w, http.StatusBadRequest, "Allow access?", "This sign-in request has expired or was already used. Go back to your client and connect again.")
+		return
 	}
 	if err != nil {
 		s.deps.Log.ErrorContext(ctx, "consent: grant", "error", err.Error())
@@ -263,11 +275,15 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, s.responseURL(req.RedirectUri, url.Values{"code": {code}}, req.State), http.StatusSeeOther)
 }
 
+// errAnswered: the authorization request was answered by another submission meanwhile.
+var errAnswered = errors.New("authorization request already answered")
+
 // finish ends a request without a grant (deny), telling the client.
 func (s *Server) finish(w http.ResponseWriter, r *http.Request, req db.AuthRequestGetByIDRow, v url.Values) {
 	ctx := r.Context()
 	if err := s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: req.ID}, func(tx *pg.Tx) error {
-		return s.deps.Q.AuthRequestDelete(ctx, tx, req.ID)
+		_, err := s.deps.Q.AuthRequestDelete(ctx, tx, req.ID)
+		return err
 	}); err != nil {
 		s.deps.Log.ErrorContext(ctx, "consent: end request", "error", err.Error())
 	}

@@ -45,7 +45,9 @@ SELECT r.id, r.client_id, r.redirect_uri, r.state, r.code_challenge, r.resource,
 FROM oauth_auth_request r JOIN oauth_client c ON c.client_id = r.client_id
 WHERE r.id = sqlc.arg(id)::text AND r.expires_at > now() AND c.revoked_at IS NULL;
 
--- name: AuthRequestDelete :exec
+-- name: AuthRequestDelete :execrows
+-- The request answered or ended; no row when it already was (a double-clicked Allow
+-- runs twice at once, and only one may issue a code).
 DELETE FROM oauth_auth_request WHERE id = sqlc.arg(id)::text;
 
 -- name: AuthRequestPrune :execrows
