@@ -267,7 +267,7 @@ func TestDeskEndpoint(t *testing.T) {
 			t.Fatalf("%v", e)
 		}
 	})
-	t.Run("a missing, malformed, unknown or agent credential is a 401 with the desk challenge", func(t *testing.T) {
+	t.Run("a missing, malformed, unknown or agent credential is a 401 with the desk challenge, invalid_token when one was sent", func(t *testing.T) {
 		for _, cred := range []string{"", "qyt_pt_notatoken", desk.TokenPrefix + strings.Repeat("A", 46), "sk-qyt-an-agent-key"} {
 			req, _ := http.NewRequest(http.MethodPost, ds.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 			req.Header.Set("Content-Type", "application/json")
@@ -278,6 +278,10 @@ func TestDeskEndpoint(t *testing.T) {
 			m := resourceMetadata.FindStringSubmatch(h.Get("WWW-Authenticate"))
 			if status != http.StatusUnauthorized || m == nil || m[2] != strings.Join(desk.Scopes, " ") || !strings.HasSuffix(m[1], "/.well-known/oauth-protected-resource/desk/mcp") {
 				t.Fatalf("%q: %d %v %s", cred, status, h, body)
+			}
+			// A refused bearer credential says so (RFC 6750 3.1); none sent, no error.
+			if (m[3] != "") != (cred != "") {
+				t.Fatalf("%q: WWW-Authenticate %q", cred, h.Get("WWW-Authenticate"))
 			}
 		}
 	})

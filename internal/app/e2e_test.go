@@ -136,7 +136,7 @@ func TestGoSDKClientDrivesEveryEndpoint(t *testing.T) {
 	}
 }
 
-var resourceMetadata = regexp.MustCompile(`^Bearer resource_metadata="([^"]+)", scope="([^"]+)"$`)
+var resourceMetadata = regexp.MustCompile(`^Bearer resource_metadata="([^"]+)", scope="([^"]+)"(, error="invalid_token")?$`)
 
 // TestMissingCredentialsGet401WithTheEndpointsOwnMetadata checks every endpoint's 401: a
 // JSON-RPC -32001 body and a WWW-Authenticate header naming a metadata document that is
@@ -165,8 +165,8 @@ func TestMissingCredentialsGet401WithTheEndpointsOwnMetadata(t *testing.T) {
 			t.Fatalf("%s: body %s", c.url, body)
 		}
 		m := resourceMetadata.FindStringSubmatch(h.Get("WWW-Authenticate"))
-		if m == nil || m[2] != c.scope {
-			t.Fatalf("%s: WWW-Authenticate %q", c.url, h.Get("WWW-Authenticate"))
+		if m == nil || m[2] != c.scope || m[3] != "" {
+			t.Fatalf("%s: WWW-Authenticate %q (no bearer credential was sent: no error)", c.url, h.Get("WWW-Authenticate"))
 		}
 		u, _ := url.Parse(c.url)
 		// The resource is the endpoint URL without query (the threads part is chosen at consent).

@@ -47,7 +47,7 @@ func (a *App) challenge(scope string) func(r *http.Request, err *apperr.Error) s
 		if err == nil || err.Code != apperr.Unauthenticated {
 			return "" // a 403 is not fixed by signing in again
 		}
-		return auth.Challenge(a.public()+auth.MetadataPath(r.URL.EscapedPath()), scope)
+		return auth.Challenge(r, a.public()+auth.MetadataPath(r.URL.EscapedPath()), scope)
 	}
 }
 

@@ -27,9 +27,16 @@ func BearerToken(r *http.Request) string {
 }
 
 // Challenge is the WWW-Authenticate value of a 401: it names the endpoint's own
-// protected-resource metadata document, where an MCP client learns how to sign in.
-func Challenge(metadataURL, scope string) string {
-	return `Bearer resource_metadata="` + metadataURL + `", scope="` + scope + `"`
+// protected-resource metadata document, where an MCP client learns how to sign in. When
+// the request carried a bearer credential that was refused it also says so
+// (error="invalid_token", RFC 6750 3.1): clients tell "refresh or sign in again" from
+// "never signed in" by it.
+func Challenge(r *http.Request, metadataURL, scope string) string {
+	c := `Bearer resource_metadata="` + metadataURL + `", scope="` + scope + `"`
+	if BearerToken(r) != "" {
+		c += `, error="invalid_token"`
+	}
+	return c
 }
 
 // MetadataPath is where the RFC 9728 document of a resource path is served: the
