@@ -13,7 +13,10 @@ import (
 )
 
 const agentListByOrg = `-- name: AgentListByOrg :many
-SELECT id, slug, name FROM agent WHERE org_id = $1 ORDER BY name, slug
+SELECT a.id, a.slug, a.name FROM agent a
+WHERE a.org_id = $1
+  AND EXISTS (SELECT 1 FROM agent_key k WHERE k.org_id = $1 AND k.agent_id = a.id AND k.revoked_at IS NULL)
+ORDER BY a.name, a.slug
 `
 
 type AgentListByOrgRow struct {
@@ -22,6 +25,8 @@ type AgentListByOrgRow struct {
 	Name string
 }
 
+// The agents a person may let a client act as: those holding an active key, as
+// OAuthGrantGetLive requires (one without would be allowed, then its code refused).
 func (q *Queries) AgentListByOrg(ctx context.Context, db DBTX, orgID uuid.UUID) ([]AgentListByOrgRow, error) {
 	rows, err := db.Query(ctx, agentListByOrg, orgID)
 	if err != nil {
@@ -853,6 +858,7 @@ const roomListChoices = `-- name: RoomListChoices :many
 SELECT a.id, a.slug, a.name, m.part
 FROM membership m JOIN agent a ON a.id = m.agent_id
 WHERE m.project_id = $1 AND m.org_id = $2
+  AND EXISTS (SELECT 1 FROM agent_key k WHERE k.org_id = $2 AND k.agent_id = a.id AND k.revoked_at IS NULL)
 ORDER BY m.part
 `
 
@@ -868,7 +874,8 @@ type RoomListChoicesRow struct {
 	Part string
 }
 
-// The organisation's agents that are members of a project, with their parts.
+// The organisation's agents that are members of a project, with their parts; only those
+// holding an active key, as AgentListByOrg.
 func (q *Queries) RoomListChoices(ctx context.Context, db DBTX, arg RoomListChoicesParams) ([]RoomListChoicesRow, error) {
 	rows, err := db.Query(ctx, roomListChoices, arg.ProjectID, arg.OrgID)
 	if err != nil {

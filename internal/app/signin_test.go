@@ -125,9 +125,9 @@ func (b *browser) authorize(authURL, pick string) *url.URL {
 	return u
 }
 
-// consentForm opens an authorization URL, signs in when asked, and returns the consent
-// form filled in for the choice whose label contains pick (deny when pick is "").
-func (b *browser) consentForm(authURL, pick string) url.Values {
+// consentPage opens an authorization URL, signs in as Ana when asked, and returns the
+// consent page.
+func (b *browser) consentPage(authURL string) (*http.Response, string) {
 	b.t.Helper()
 	resp, body := b.get(authURL)
 	if resp.Request.URL.Path == "/login" {
@@ -138,6 +138,14 @@ func (b *browser) consentForm(authURL, pick string) url.Values {
 	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/consent" {
 		b.t.Fatalf("expected the consent page, got %d %s:\n%s", resp.StatusCode, resp.Request.URL, body)
 	}
+	return resp, body
+}
+
+// consentForm opens an authorization URL, signs in when asked, and returns the consent
+// form filled in for the choice whose label contains pick (deny when pick is "").
+func (b *browser) consentForm(authURL, pick string) url.Values {
+	b.t.Helper()
+	resp, body := b.consentPage(authURL)
 	if h := resp.Header.Get("Content-Security-Policy"); !strings.Contains(h, "frame-ancestors 'none'") {
 		b.t.Fatalf("consent page CSP %q", h)
 	}
@@ -897,6 +905,13 @@ func TestTokensEndWithTheirAgentOrPerson(t *testing.T) {
 		ownerExec(t, s, `UPDATE agent_key SET revoked_at = now() WHERE agent_id = (SELECT id FROM agent WHERE slug = 'architect')`)
 		if got := bearerStatus(t, room, tok); got != http.StatusUnauthorized {
 			t.Fatalf("token of an agent without keys: %d", got)
+		}
+		// Nor is it offered at consent: allowed, its code was then refused as invalid_grant.
+		for _, res := range []string{room, s.base + "/api/mcp"} {
+			f := newFlow(t, s, res)
+			if _, body := f.br.consentPage(f.authURL(nil)); strings.Contains(body, "Architect") || !strings.Contains(body, "Backend") {
+				t.Fatalf("consent for %s offers an agent without keys, or not the other:\n%s", res, body)
+			}
 		}
 	})
 	t.Run("the person removed from the organisation", func(t *testing.T) {

@@ -158,13 +158,20 @@ DELETE FROM oauth_token WHERE expires_at < now() - interval '1 day';
 SELECT name FROM organisation WHERE id = sqlc.arg(id);
 
 -- name: AgentListByOrg :many
-SELECT id, slug, name FROM agent WHERE org_id = sqlc.arg(org_id) ORDER BY name, slug;
+-- The agents a person may let a client act as: those holding an active key, as
+-- OAuthGrantGetLive requires (one without would be allowed, then its code refused).
+SELECT a.id, a.slug, a.name FROM agent a
+WHERE a.org_id = sqlc.arg(org_id)
+  AND EXISTS (SELECT 1 FROM agent_key k WHERE k.org_id = sqlc.arg(org_id) AND k.agent_id = a.id AND k.revoked_at IS NULL)
+ORDER BY a.name, a.slug;
 
 -- name: RoomListChoices :many
--- The organisation's agents that are members of a project, with their parts.
+-- The organisation's agents that are members of a project, with their parts; only those
+-- holding an active key, as AgentListByOrg.
 SELECT a.id, a.slug, a.name, m.part
 FROM membership m JOIN agent a ON a.id = m.agent_id
 WHERE m.project_id = sqlc.arg(project_id) AND m.org_id = sqlc.arg(org_id)
+  AND EXISTS (SELECT 1 FROM agent_key k WHERE k.org_id = sqlc.arg(org_id) AND k.agent_id = a.id AND k.revoked_at IS NULL)
 ORDER BY m.part;
 
 -- name: ProjectGetTitle :one
