@@ -66,6 +66,23 @@ func TestThePersonsDeskConnectsWithOnlyTheURL(t *testing.T) {
 		}
 		return tok["access_token"].(string)
 	}
+	t.Run("a request naming none of the desk's scopes is offered them all", func(t *testing.T) {
+		// Clients add offline_access or openid themselves; the page then offered no
+		// permission, and its Allow could never succeed.
+		for _, scope := range []string{"offline_access", "openid profile"} {
+			f := newFlow(t, s, deskURL)
+			_, body := f.br.consentPage(f.authURL(func(q url.Values) { q.Set("scope", scope) }))
+			for _, sc := range desk.Scopes {
+				if !strings.Contains(body, `value="`+sc+`"`) {
+					t.Fatalf("scope %q: the consent page does not offer %s:\n%s", scope, sc, body)
+				}
+			}
+			cb := f.br.authorize(f.authURL(func(q url.Values) { q.Set("scope", scope) }), "Acme Corp")
+			if status, tok := f.exchange(t, cb.Query().Get("code"), nil); status != http.StatusOK {
+				t.Fatalf("scope %q: token %d %v", scope, status, tok)
+			}
+		}
+	})
 	t.Run("a desk token works at the desk only, and a rooms token not at the desk", func(t *testing.T) {
 		tok := deskToken(t)
 		if got := bearerStatus(t, deskURL, tok); got != http.StatusOK {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -39,16 +40,19 @@ func errTemporarilyUnavailable(desc string) *oidc.Error {
 }
 
 // VerifyAuthRequest finds the client (op checks the redirect URI against it next). A
-// request without scope gets its resource's scopes: op refuses an empty scope, and MCP
-// clients that skip the challenge's scope must still connect.
+// request that names none of its resource's scopes gets them all: op refuses an empty
+// scope, MCP clients that skip the challenge's scope must still connect, and clients add
+// offline_access or openid on their own (the desk's consent then offered no permission
+// at all, and its Allow could never succeed).
 func (o *opServer) VerifyAuthRequest(ctx context.Context, r *op.Request[oidc.AuthRequest]) (*op.ClientRequest[oidc.AuthRequest], error) {
 	c, err := o.s.clientByID(ctx, r.Data.ClientID)
 	if err != nil {
 		return nil, err
 	}
-	if len(r.Data.Scopes) == 0 {
-		if res, ok := auth.ParseResource(o.s.issuer, r.Form.Get("resource")); ok {
-			r.Data.Scopes = res.Scopes()
+	if res, ok := auth.ParseResource(o.s.issuer, r.Form.Get("resource")); ok {
+		own := res.Scopes()
+		if !slices.ContainsFunc(r.Data.Scopes, func(sc string) bool { return slices.Contains(own, sc) }) {
+			r.Data.Scopes = append(r.Data.Scopes, own...)
 		}
 	}
 	return &op.ClientRequest[oidc.AuthRequest]{Request: r, Client: c}, nil
