@@ -558,6 +558,23 @@ func TestAuthorizationRefusals(t *testing.T) {
 			t.Fatalf("%d %v", status, m)
 		}
 	})
+	t.Run("signing out on the consent page and in again returns to the same request", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		resp, body := f.br.consentPage(f.authURL(nil))
+		consent := resp.Request.URL.RequestURI()
+		if ret := field(t, regexp.MustCompile(`name="return" value="([^"]+)"`), body); ret != consent {
+			t.Fatalf("the sign-out form returns to %q, not to %q", ret, consent)
+		}
+		resp, body = f.br.post(s.base+"/logout", url.Values{"csrf": {field(t, csrfInput, body)}, "return": {consent}})
+		if resp.Request.URL.Path != "/login" || resp.Request.URL.Query().Get("return") != consent {
+			t.Fatalf("after signing out: %s", resp.Request.URL)
+		}
+		resp, body = f.br.post(s.base+"/login", url.Values{"email": {anaEmail}, "password": {anaPassword},
+			"csrf": {field(t, csrfInput, body)}, "return": {consent}})
+		if resp.StatusCode != http.StatusOK || resp.Request.URL.RequestURI() != consent || !strings.Contains(body, "Architect") {
+			t.Fatalf("signed in again: %d %s", resp.StatusCode, resp.Request.URL)
+		}
+	})
 	t.Run("a consent submitted several times at once issues one code and one grant", func(t *testing.T) {
 		// A double-clicked Allow: each submission made a code and a grant, and those the
 		// browser did not follow stayed live and unexchanged.

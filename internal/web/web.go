@@ -451,6 +451,13 @@ func (s *Site) logout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	http.SetCookie(w, s.cookie(s.sessionCookieName(), "", -1))
+	// The consent page's "Not you?" signs out and back in to the same authorization:
+	// without the way back the person landed on their account, and the client waited
+	// until its request expired.
+	if ret := r.PostFormValue("return"); ret != "" {
+		http.Redirect(w, r, LoginURL(safeReturn(ret)), http.StatusSeeOther)
+		return
+	}
 	http.Redirect(w, r, RouteLogin, http.StatusSeeOther)
 }
 
