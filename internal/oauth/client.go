@@ -128,8 +128,30 @@ func CheckRedirectURI(raw string) error {
 	case "javascript", "data", "file", "vbscript", "blob", "about", "ftp", "ws", "wss":
 		return fmt.Errorf("redirect URI %q: scheme %s is not allowed", raw, scheme)
 	default:
+		if osHandlerScheme(scheme) {
+			// /authorize redirects its errors at once, before any sign-in: such a URI
+			// made a link on this server's origin that opens an operating system's
+			// handler (search-ms: and ms-msdt: links are known phishing and exploit
+			// launchers). No MCP client uses one.
+			return fmt.Errorf("redirect URI %q: scheme %s opens an operating system handler, not a client", raw, scheme)
+		}
 		return nil // a private-use scheme (RFC 8252 7.1): cursor://, vscode://, …
 	}
+}
+
+// osHandlerScheme reports the schemes that reach an operating system's or browser's own
+// handlers rather than an application of the client's: Windows' ms-* family and its
+// search, shell and help handlers, and the browser-internal and network ones.
+func osHandlerScheme(scheme string) bool {
+	if strings.HasPrefix(scheme, "ms-") {
+		return true
+	}
+	switch scheme {
+	case "search-ms", "search", "shell", "mk", "its", "hcp", "res", "jar", "view-source", "intent", "chrome",
+		"microsoft-edge", "ldap", "smb", "nfs", "telnet", "ssh", "mailto", "tel", "sms", "callto", "sip":
+		return true
+	}
+	return false
 }
 
 func isLoopbackHost(h string) bool {

@@ -35,6 +35,17 @@ func TestRedirectURIs(t *testing.T) {
 			"/relative/callback",
 			"",
 		}},
+		{"schemes of operating system handlers are refused", false, []string{
+			"search-ms:query=invoice&crumb=location:\\\\attacker.example@SSL\\share",
+			"ms-msdt:/id",
+			"MS-OFFICECMD:x",
+			"shell:startup",
+		}},
+		{"private-use schemes of applications are accepted", true, []string{
+			"vscode://vscode.github-authentication/did-authenticate",
+			"com.example.app:/oauth2redirect",
+			"claude://callback",
+		}},
 		// url.Parse takes any digits as a port: no client could ever listen there.
 		{"a port that is not a port is refused", false, []string{
 			"http://127.0.0.1:99999/callback",
