@@ -543,6 +543,16 @@ func TestAuthorizationRefusals(t *testing.T) {
 			}
 		}
 	})
+	t.Run("prompt=none answers consent_required at once", func(t *testing.T) {
+		// It showed the login page, which a client asking for a silent authorization
+		// cannot show.
+		f := newFlow(t, s, room)
+		resp, _ := f.br.get(f.authURL(func(v url.Values) { v.Set("prompt", "none") }))
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		if resp.StatusCode != http.StatusFound || loc.Query().Get("error") != "consent_required" || loc.Query().Get("state") != "st" || loc.Query().Get("iss") != s.base {
+			t.Fatalf("%d %s", resp.StatusCode, loc)
+		}
+	})
 	t.Run("a resource that is not ours", func(t *testing.T) {
 		f := newFlow(t, s, "https://elsewhere.example/api/mcp")
 		resp, _ := f.br.get(f.authURL(nil))

@@ -86,6 +86,13 @@ func (o *opServer) Authorize(ctx context.Context, r *op.ClientRequest[oidc.AuthR
 	if !s256Challenge.MatchString(d.CodeChallenge) {
 		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrInvalidRequest().WithDescription("code_challenge must be the 43 base64url characters of an S256 challenge"))
 	}
+	if slices.Contains(d.Prompt, oidc.PromptNone) {
+		// OIDC Core 3.1.2.1: no page may be shown. Consent is asked every time here, so a
+		// silent authorization never succeeds; the client is told at once instead of
+		// waiting on a page it cannot show.
+		return o.s.errorRedirect(d.RedirectURI, d.State, &oidc.Error{ErrorType: "consent_required",
+			Description: "every authorization asks the person's consent: prompt=none cannot succeed"})
+	}
 	resources := r.Form["resource"]
 	if len(resources) != 1 {
 		return o.s.errorRedirect(d.RedirectURI, d.State, errInvalidTarget("exactly one resource (the MCP endpoint URL) is required"))
