@@ -96,7 +96,16 @@ func (s *Server) choices(ctx context.Context, sess web.Session, res auth.Resourc
 				if err != nil {
 					return fmt.Errorf("consent: members: %w", err)
 				}
+				// Only agents holding an active key: one without would be allowed here and
+				// its code then refused (OAuthGrantGetLive).
+				keyed, err := s.deps.Q.AgentListByOrg(ctx, tx, o.OrgID)
+				if err != nil {
+					return fmt.Errorf("consent: agents: %w", err)
+				}
 				for _, a := range rows {
+					if !slices.ContainsFunc(keyed, func(k db.AgentListByOrgRow) bool { return k.ID == a.ID }) {
+						continue
+					}
 					op := option{value: o.OrgID.String() + "/" + a.ID.String(), label: a.Name + " (" + orgName + ")", orgID: o.OrgID, agentID: a.ID}
 					if res.Kind == auth.ResourceThreads {
 						op.value += "/" + a.Part
