@@ -115,6 +115,13 @@ func TestBrowserClientsMayRegisterAndExchangeCodesFromAnyOrigin(t *testing.T) {
 			if resp.status != http.StatusNoContent || resp.header.Get("Access-Control-Allow-Origin") != "*" {
 				t.Fatalf("preflight: status %d, headers %v", resp.status, resp.header)
 			}
+			// The answer itself, an error here, is open to any origin and carries no
+			// credentials: the OAuth library's own CORS echoed the origin and allowed
+			// credentials, replacing ours.
+			resp = postWithHeaders(t, s.base+path, map[string]string{"Origin": "https://inspector.example", "Content-Type": "application/x-www-form-urlencoded"}, "")
+			if resp.header.Get("Access-Control-Allow-Origin") != "*" || resp.header.Get("Access-Control-Allow-Credentials") != "" {
+				t.Fatalf("answer: status %d, headers %v", resp.status, resp.header)
+			}
 		})
 	}
 	t.Run("the sign-in page is not opened to other origins", func(t *testing.T) {

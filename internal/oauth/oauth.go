@@ -119,7 +119,11 @@ func NewHandler(d Deps) (*Server, error) {
 		Authorization: op.NewEndpoint(RouteAuthorize),
 		Token:         op.NewEndpoint(RouteToken),
 		Revocation:    op.NewEndpoint(RouteRevoke),
-	})
+	},
+		// The server's Origin check answers CORS for these routes (any origin, no
+		// credentials: docs/auth.md); the library's own echoed the origin and allowed
+		// credentials, replacing it.
+		op.WithServerCORSOptions(nil))
 	return s, nil
 }
 
