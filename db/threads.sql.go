@@ -597,9 +597,10 @@ func (q *Queries) ThreadInsert(ctx context.Context, db DBTX, arg ThreadInsertPar
 }
 
 const threadListIdle = `-- name: ThreadListIdle :many
-SELECT project_id, id FROM thread
-WHERE status = 'open' AND last_message_at < $1
-ORDER BY last_message_at
+SELECT t.project_id, t.id FROM thread t
+WHERE t.status = 'open' AND t.last_message_at < $1
+  AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.project_id = t.project_id AND d.thread_id = t.id AND d.open AND d.read_at IS NULL)
+ORDER BY t.last_message_at
 LIMIT $2
 `
 
@@ -615,6 +616,9 @@ type ThreadListIdleRow struct {
 
 // Cross-tenant (operator): open threads without a message since the cutoff, oldest first,
 // read without locks from every shard; each project's are then locked by ThreadLockIdle.
+// A thread with a message its recipient has not read is not idle: closing marks it read
+// and takes it out of the inbox, so a hand-off to a part parked for hours (or offline)
+// was lost. The backstop is for finished conversations (docs/threads.md).
 func (q *Queries) ThreadListIdle(ctx context.Context, db DBTX, arg ThreadListIdleParams) ([]ThreadListIdleRow, error) {
 	rows, err := db.Query(ctx, threadListIdle, arg.Cutoff, arg.Lim)
 	if err != nil {
@@ -760,9 +764,10 @@ func (q *Queries) ThreadLock(ctx context.Context, db DBTX, arg ThreadLockParams)
 }
 
 const threadLockIdle = `-- name: ThreadLockIdle :many
-SELECT id FROM thread
-WHERE project_id = $1 AND id = ANY ($2::uuid[]) AND status = 'open' AND last_message_at < $3
-FOR UPDATE SKIP LOCKED
+SELECT t.id FROM thread t
+WHERE t.project_id = $1 AND t.id = ANY ($2::uuid[]) AND t.status = 'open' AND t.last_message_at < $3
+  AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.project_id = $1 AND d.thread_id = t.id AND d.open AND d.read_at IS NULL)
+FOR UPDATE OF t SKIP LOCKED
 `
 
 type ThreadLockIdleParams struct {

@@ -446,10 +446,18 @@ func TestCancelByAPersonAndIdleAutoClose(t *testing.T) {
 	_, err = e.svc.Cancel(ctx, "initech/two", uuid.MustParse(s.ThreadID))
 	testfix.WantErr(t, err, apperr.NotFound, "")
 
-	// Idle auto-close: only threads idle longer than the window.
+	// Idle auto-close: only threads idle longer than the window, and not while a message
+	// in them is unread (a parked or offline recipient lost its mail).
 	old := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "old", Body: "b"})
 	e.exec(t, "UPDATE thread SET last_message_at = now() - interval '31 minutes' WHERE id = $1", uuid.MustParse(old.ThreadID))
 	young := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "young", Body: "b"})
+	if n := must[int](t)(e.svc.CloseIdle(ctx, threads.DefaultIdle)); n != 0 {
+		t.Fatalf("CloseIdle closed %d threads with unread mail", n)
+	}
+	if in := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{UnreadOnly: true})); len(in) != 2 {
+		t.Fatalf("unread mail left the inbox: %+v", in)
+	}
+	must[threads.AckResult](t)(e.svc.Ack(ctx, e.sc("backend"), old.MessageID))
 	n := must[int](t)(e.svc.CloseIdle(ctx, threads.DefaultIdle))
 	if n != 1 {
 		t.Fatalf("CloseIdle closed %d, want 1", n)

@@ -193,17 +193,22 @@ RETURNING parked_until;
 -- name: ThreadListIdle :many
 -- Cross-tenant (operator): open threads without a message since the cutoff, oldest first,
 -- read without locks from every shard; each project's are then locked by ThreadLockIdle.
-SELECT project_id, id FROM thread
-WHERE status = 'open' AND last_message_at < @cutoff
-ORDER BY last_message_at
+-- A thread with a message its recipient has not read is not idle: closing marks it read
+-- and takes it out of the inbox, so a hand-off to a part parked for hours (or offline)
+-- was lost. The backstop is for finished conversations (docs/threads.md).
+SELECT t.project_id, t.id FROM thread t
+WHERE t.status = 'open' AND t.last_message_at < @cutoff
+  AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.project_id = t.project_id AND d.thread_id = t.id AND d.open AND d.read_at IS NULL)
+ORDER BY t.last_message_at
 LIMIT @lim;
 
 -- name: ThreadLockIdle :many
 -- Of a project's idle candidates, those still open and idle, locked; one a reply or a
 -- close holds is skipped until the next run. One project: a router query on Citus.
-SELECT id FROM thread
-WHERE project_id = @project_id AND id = ANY (@ids::uuid[]) AND status = 'open' AND last_message_at < @cutoff
-FOR UPDATE SKIP LOCKED;
+SELECT t.id FROM thread t
+WHERE t.project_id = @project_id AND t.id = ANY (@ids::uuid[]) AND t.status = 'open' AND t.last_message_at < @cutoff
+  AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.project_id = @project_id AND d.thread_id = t.id AND d.open AND d.read_at IS NULL)
+FOR UPDATE OF t SKIP LOCKED;
 
 -- name: ThreadGetForCancel :one
 -- Operator: a thread of a project (found by ProjectGetIDBySlug), locked, for people's
