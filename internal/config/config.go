@@ -331,7 +331,8 @@ func exactOrigin(raw string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if u, _ := url.Parse(raw); u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(raw, "#") {
+	// Origin parsed it already: the error cannot happen here.
+	if u, err := url.Parse(raw); err != nil || u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(raw, "#") {
 		return "", fmt.Errorf("%q is not an origin (scheme://host[:port], nothing after)", raw)
 	}
 	return o, nil
