@@ -256,26 +256,18 @@ func (q *Queries) KnowledgeExpire(ctx context.Context, db DBTX, now time.Time) (
 }
 
 const knowledgeFindNearDuplicate = `-- name: KnowledgeFindNearDuplicate :one
-SELECT d.id::uuid AS id FROM (SELECT coalesce(rr_near_duplicate($1::text, $2::text, $3::real, $4::real),
-  (SELECT k.id FROM knowledge k
-   WHERE k.project_id = $5 AND k.status IN ('demoted', 'rejected') AND k.title = $1::text
-     AND similarity(k.title || ' ' || k.body, $2::text) >= $4::real
-   ORDER BY k.updated_at DESC, k.id
-   LIMIT 1)) AS id) d
+SELECT d.id::uuid AS id FROM (SELECT rr_near_duplicate($1::text, $2::text, $3::real, $4::real) AS id) d
 WHERE d.id IS NOT NULL
 `
 
 type KnowledgeFindNearDuplicateParams struct {
-	Title     string
-	Text      string
-	MinTitle  float32
-	MinText   float32
-	ProjectID uuid.UUID
+	Title    string
+	Text     string
+	MinTitle float32
+	MinText  float32
 }
 
-// rr_near_duplicate (migration 000003) searches the transaction's project only. When it
-// finds no live original, a turned-down one (KnowledgeFindTurnedDownTwin's query, inlined
-// so that learn's check stays one round trip; coalesce runs it only then).
+// rr_near_duplicate (migration 000003) searches the transaction's project only.
 // No row when there is none.
 func (q *Queries) KnowledgeFindNearDuplicate(ctx context.Context, db DBTX, arg KnowledgeFindNearDuplicateParams) (uuid.UUID, error) {
 	row := db.QueryRow(ctx, knowledgeFindNearDuplicate,
@@ -283,7 +275,6 @@ func (q *Queries) KnowledgeFindNearDuplicate(ctx context.Context, db DBTX, arg K
 		arg.Text,
 		arg.MinTitle,
 		arg.MinText,
-		arg.ProjectID,
 	)
 	var id uuid.UUID
 	err := row.Scan(&id)
@@ -344,8 +335,6 @@ type KnowledgeFindTurnedDownTwinParams struct {
 // A demoted or rejected entry of the project with this exact title and a near-duplicate
 // text, the newest first (knowledge_turned_down_title_idx). Run as the request role:
 // equality on the title is leakproof, so the index serves it under row-level security.
-// On Citus, after KnowledgeFindNearDuplicateAsCaller; elsewhere KnowledgeFindNearDuplicate
-// carries the same query.
 func (q *Queries) KnowledgeFindTurnedDownTwin(ctx context.Context, db DBTX, arg KnowledgeFindTurnedDownTwinParams) (uuid.UUID, error) {
 	row := db.QueryRow(ctx, knowledgeFindTurnedDownTwin,
 		arg.ProjectID,

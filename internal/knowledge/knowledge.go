@@ -371,17 +371,16 @@ func (s *Service) store(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, st set
 		// already wrote as the request role (a close's lesson).
 		dup, err = s.Q.KnowledgeFindNearDuplicateAsCaller(ctx, tx, db.KnowledgeFindNearDuplicateAsCallerParams{
 			ProjectID: sc.ProjectID, Title: red.Title, MinTitle: minTitle, Text: text, MinText: minText})
-		if pg.IsNoRows(err) {
-			// No live original: the same title and text a person rejected, or a
-			// contradiction demoted, is linked to that entry, so its reviewers see it was
-			// turned down before instead of deciding afresh. (Elsewhere the near-duplicate
-			// query looks for it in the same round trip.)
-			dup, err = s.Q.KnowledgeFindTurnedDownTwin(ctx, tx, db.KnowledgeFindTurnedDownTwinParams{
-				ProjectID: sc.ProjectID, Title: red.Title, Text: text, MinText: minText})
-		}
 	} else {
 		dup, err = s.Q.KnowledgeFindNearDuplicate(ctx, tx, db.KnowledgeFindNearDuplicateParams{
-			ProjectID: sc.ProjectID, Title: red.Title, MinTitle: minTitle, Text: text, MinText: minText})
+			Title: red.Title, MinTitle: minTitle, Text: text, MinText: minText})
+	}
+	if pg.IsNoRows(err) {
+		// No live original: the same title and text a person rejected, or a contradiction
+		// demoted, is linked to that entry, so its reviewers see it was turned down
+		// before instead of deciding afresh.
+		dup, err = s.Q.KnowledgeFindTurnedDownTwin(ctx, tx, db.KnowledgeFindTurnedDownTwinParams{
+			ProjectID: sc.ProjectID, Title: red.Title, Text: text, MinText: minText})
 	}
 	switch {
 	case err == nil:

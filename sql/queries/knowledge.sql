@@ -36,16 +36,9 @@ WITH expired AS (
 INSERT INTO agent_lesson (org_id, agent_id, id, created_at) VALUES (@org_id, @agent_id, @id, @now);
 
 -- name: KnowledgeFindNearDuplicate :one
--- rr_near_duplicate (migration 000003) searches the transaction's project only. When it
--- finds no live original, a turned-down one (KnowledgeFindTurnedDownTwin's query, inlined
--- so that learn's check stays one round trip; coalesce runs it only then).
+-- rr_near_duplicate (migration 000003) searches the transaction's project only.
 -- No row when there is none.
-SELECT d.id::uuid AS id FROM (SELECT coalesce(rr_near_duplicate(@title::text, @text::text, @min_title::real, @min_text::real),
-  (SELECT k.id FROM knowledge k
-   WHERE k.project_id = @project_id AND k.status IN ('demoted', 'rejected') AND k.title = @title::text
-     AND similarity(k.title || ' ' || k.body, @text::text) >= @min_text::real
-   ORDER BY k.updated_at DESC, k.id
-   LIMIT 1)) AS id) d
+SELECT d.id::uuid AS id FROM (SELECT rr_near_duplicate(@title::text, @text::text, @min_title::real, @min_text::real) AS id) d
 WHERE d.id IS NOT NULL;
 
 -- name: KnowledgeFindNearDuplicateAsCaller :one
@@ -66,8 +59,6 @@ LIMIT 1;
 -- A demoted or rejected entry of the project with this exact title and a near-duplicate
 -- text, the newest first (knowledge_turned_down_title_idx). Run as the request role:
 -- equality on the title is leakproof, so the index serves it under row-level security.
--- On Citus, after KnowledgeFindNearDuplicateAsCaller; elsewhere KnowledgeFindNearDuplicate
--- carries the same query.
 SELECT k.id FROM knowledge k
 WHERE k.project_id = @project_id AND k.status IN ('demoted', 'rejected') AND k.title = @title::text
   AND similarity(k.title || ' ' || k.body, @text::text) >= @min_text::real
