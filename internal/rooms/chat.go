@@ -25,6 +25,9 @@ type PostResult struct {
 	MessageID string `json:"message_id"`
 	PostedAt  string `json:"posted_at"`
 	VisibleTo string `json:"visible_to"`
+	// Redacted names the kinds of secret masked in what was stored; absent when nothing
+	// was (every answer of the contract's shape stays as it is).
+	Redacted []string `json:"redacted,omitempty"`
 }
 
 // PostMessage posts to the room. Room chat needs only an active agreement for a guest.
@@ -41,7 +44,8 @@ func (s *Service) PostMessage(ctx context.Context, sc tenancy.Scope, content str
 	if n := utf8.RuneCountInString(content); n > MaxPost {
 		return PostResult{}, invalid("content must hold at most %d characters (it holds %d)", MaxPost, n)
 	}
-	content, err := s.mask(content, maxMessageRunes)
+	var redacted []string
+	content, err := s.mask(content, maxMessageRunes, &redacted)
 	if err != nil {
 		return PostResult{}, err
 	}
@@ -53,7 +57,7 @@ func (s *Service) PostMessage(ctx context.Context, sc tenancy.Scope, content str
 	if err != nil {
 		return PostResult{}, pg.Classify("post message", err)
 	}
-	return PostResult{Success: true, MessageID: id.String(), PostedAt: ts(at), VisibleTo: VisibleToAll}, nil
+	return PostResult{Success: true, MessageID: id.String(), PostedAt: ts(at), VisibleTo: VisibleToAll, Redacted: redacted}, nil
 }
 
 // Column bounds a masked text must still fit: a marker can be longer than the secret it
@@ -64,14 +68,22 @@ const (
 	maxGoalRunes    = 5000  // room_task.goal
 )
 
-// mask replaces secrets in a text that room chat or a task stores and shows. These
-// channels have no content check in the rooms contract, so nothing is refused: the
-// secret is masked and the call answers as it always does (docs/secrets.md).
-func (s *Service) mask(text string, maxRunes int) (string, error) {
+// mask replaces secrets in a text that room chat or a task stores and shows, and adds the
+// kinds it masked to *kinds. These channels have no content check in the rooms contract,
+// so nothing is refused: the secret is masked, and the call answers as it always does
+// plus a redacted list naming the kinds, so the writer knows the room reads a marker
+// (docs/secrets.md).
+func (s *Service) mask(text string, maxRunes int, kinds *[]string) (string, error) {
 	if s.Secrets == nil {
 		return "", errors.New("rooms: no secret detector configured")
 	}
-	return s.Secrets.Mask(text, maxRunes), nil
+	out, found := s.Secrets.MaskKinds(text, maxRunes)
+	for _, k := range found {
+		if !slices.Contains(*kinds, k) {
+			*kinds = append(*kinds, k)
+		}
+	}
+	return out, nil
 }
 
 // postMessage stores the message and wakes the room's always-on agents.

@@ -34,10 +34,12 @@ var roomChannels = map[string]roomChannel{
 		if r.IsError {
 			return "", true, r.Text
 		}
-		id := str(r.obj(e.t), "message_id")
+		res := r.obj(e.t)
+		id := str(res, "message_id")
 		// What every member reads: get_messages, the channel's own reader.
 		for _, m := range e.call("qa-lead", e.one, "get_messages", map[string]any{"limit": 1}).obj(e.t)["messages"].([]any) {
 			if msg := m.(map[string]any); msg["id"] == id {
+				secretstest.CheckNamed(e.t, redactedOf(res), text, msg["content"].(string))
 				return msg["content"].(string), false, ""
 			}
 		}
@@ -54,6 +56,7 @@ var roomChannels = map[string]roomChannel{
 		if shown := str(res, "goal"); shown != stored {
 			e.t.Errorf("send_task answers goal %q but stored %q", shown, stored)
 		}
+		secretstest.CheckNamed(e.t, redactedOf(res), text, stored)
 		return stored, false, ""
 	},
 	"rooms.send_task.acceptance_criteria": func(e *env, text string) (string, bool, string) {
@@ -68,10 +71,13 @@ var roomChannels = map[string]roomChannel{
 		if r.IsError {
 			return "", true, r.Text
 		}
-		if res := r.obj(e.t); res["result_recorded"] != true || res["success"] != true {
+		res := r.obj(e.t)
+		if res["result_recorded"] != true || res["success"] != true {
 			e.t.Errorf("respond_to_task answer changed shape: %v", res)
 		}
-		return e.text("SELECT result FROM room_task WHERE id = $1", id), false, ""
+		stored := e.text("SELECT result FROM room_task WHERE id = $1", id)
+		secretstest.CheckNamed(e.t, redactedOf(res), text, stored)
+		return stored, false, ""
 	},
 }
 
@@ -88,7 +94,22 @@ func (e *env) taskField(field, text string) (string, bool, string) {
 	if r.IsError {
 		return "", true, r.Text
 	}
-	return e.text("SELECT coalesce("+field+", '') FROM room_task WHERE id = $1", uuidOf(e.t, str(r.obj(e.t), "task_id"))), false, ""
+	res := r.obj(e.t)
+	stored := e.text("SELECT coalesce("+field+", '') FROM room_task WHERE id = $1", uuidOf(e.t, str(res, "task_id")))
+	secretstest.CheckNamed(e.t, redactedOf(res), text, stored)
+	return stored, false, ""
+}
+
+// redactedOf is an answer's redacted list (nil when the answer has none).
+func redactedOf(res map[string]any) []string {
+	var out []string
+	if list, ok := res["redacted"].([]any); ok {
+		for _, k := range list {
+			s, _ := k.(string)
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (e *env) text(sql string, args ...any) string {

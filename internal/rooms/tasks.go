@@ -65,6 +65,8 @@ type SendTaskResult struct {
 	Status     string `json:"status"`
 	State      string `json:"state"`
 	Message    string `json:"message"`
+	// Redacted is as in PostResult.
+	Redacted []string `json:"redacted,omitempty"`
 }
 
 // parseDeadline accepts an RFC 3339 date-time or a bare date (midnight UTC).
@@ -135,14 +137,15 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 	}
 	// The goal, criteria and method are stored, shown in the inbox and (the goal) in the
 	// room's card and the answer: each is masked, never refused.
-	goal, err := s.mask(goal, maxGoalRunes)
+	var redacted []string
+	goal, err := s.mask(goal, maxGoalRunes, &redacted)
 	if err != nil {
 		return SendTaskResult{}, err
 	}
-	if in.AcceptanceCriteria, err = s.mask(in.AcceptanceCriteria, 0); err != nil {
+	if in.AcceptanceCriteria, err = s.mask(in.AcceptanceCriteria, 0, &redacted); err != nil {
 		return SendTaskResult{}, err
 	}
-	if in.VerificationMethod, err = s.mask(in.VerificationMethod, 0); err != nil {
+	if in.VerificationMethod, err = s.mask(in.VerificationMethod, 0, &redacted); err != nil {
 		return SendTaskResult{}, err
 	}
 	deadline, err := parseDeadline(in.Deadline)
@@ -238,7 +241,8 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 		}
 		res = SendTaskResult{Success: true, TaskID: id.String(), AssignedTo: assigned, Goal: goal, Status: "pending",
 			State: stateOf["pending"], Message: fmt.Sprintf("Task queued in %s's inbox. An always-on agent is woken to work on it; "+
-				"an agent connected from a chat or coding tool sees it the next time its inbox is checked.", to.AgentName)}
+				"an agent connected from a chat or coding tool sees it the next time its inbox is checked.", to.AgentName),
+			Redacted: redacted}
 		return nil
 	})
 	if err != nil {
@@ -392,6 +396,8 @@ type RespondResult struct {
 	State          string `json:"state"`
 	ResultRecorded bool   `json:"result_recorded"`
 	Message        string `json:"message"`
+	// Redacted is as in PostResult.
+	Redacted []string `json:"redacted,omitempty"`
 }
 
 var openStatuses = []string{"pending", "in_progress", "input_required"}
@@ -430,7 +436,8 @@ func (s *Service) RespondToTask(ctx context.Context, sc tenancy.Scope, in Respon
 	if strings.TrimSpace(in.Result) == "" {
 		return RespondResult{}, invalid("result must not be blank")
 	}
-	if in.Result, err = s.mask(in.Result, 0); err != nil {
+	var redacted []string
+	if in.Result, err = s.mask(in.Result, 0, &redacted); err != nil {
 		return RespondResult{}, err
 	}
 	at := s.now()
@@ -485,7 +492,7 @@ func (s *Service) RespondToTask(ctx context.Context, sc tenancy.Scope, in Respon
 		return RespondResult{}, pg.Classify("respond to task", err)
 	}
 	return RespondResult{Success: true, TaskID: id.String(), Status: in.Status, State: stateOf[in.Status], ResultRecorded: true,
-		Message: fmt.Sprintf("Task marked as %s. The sender has been notified.", strings.ReplaceAll(in.Status, "_", " "))}, nil
+		Message: fmt.Sprintf("Task marked as %s. The sender has been notified.", strings.ReplaceAll(in.Status, "_", " ")), Redacted: redacted}, nil
 }
 
 // ReviewResult is the HTTP answer of accepting or rejecting a result.
@@ -494,6 +501,8 @@ type ReviewResult struct {
 	Status string `json:"status"`
 	State  string `json:"state"`
 	Review string `json:"review"`
+	// Redacted is as in PostResult.
+	Redacted []string `json:"redacted,omitempty"`
 }
 
 // ReviewTask accepts or rejects a done result. Only the sender may: the agent that sent
@@ -510,7 +519,8 @@ func (s *Service) ReviewTask(ctx context.Context, sc tenancy.Scope, taskID, verd
 	if err != nil {
 		return ReviewResult{}, taskNotFound(taskID)
 	}
-	if comment, err = s.mask(comment, 0); err != nil {
+	var redacted []string
+	if comment, err = s.mask(comment, 0, &redacted); err != nil {
 		return ReviewResult{}, err
 	}
 	at := s.now()
@@ -545,7 +555,7 @@ func (s *Service) ReviewTask(ctx context.Context, sc tenancy.Scope, taskID, verd
 	if err != nil {
 		return ReviewResult{}, pg.Classify("review task", err)
 	}
-	return ReviewResult{TaskID: id.String(), Status: status, State: stateOf[status], Review: verdict}, nil
+	return ReviewResult{TaskID: id.String(), Status: status, State: stateOf[status], Review: verdict, Redacted: redacted}, nil
 }
 
 // maxPartsNamed bounds the part names an unknown recipient's error lists.

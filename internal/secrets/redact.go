@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -235,13 +236,27 @@ func IsEmptyAfterRedaction(s string) bool {
 // holds; the cut never falls inside a marker (it goes before it), so it never shows a
 // secret's first characters. Text with no secret comes back unchanged.
 func (d *Detector) Mask(text string, maxRunes int) string {
+	out, _ := d.MaskKinds(text, maxRunes)
+	return out
+}
+
+// MaskKinds is Mask that also names the kinds of secret it masked, each once, in the
+// order they stand in the text, so that a call which stored the masked text can tell its
+// caller what was taken out (nil when nothing was).
+func (d *Detector) MaskKinds(text string, maxRunes int) (string, []string) {
 	found := d.Scan(text)
 	if len(found) == 0 {
-		return text
+		return text, nil
+	}
+	var kinds []string
+	for _, f := range found {
+		if !slices.Contains(kinds, f.Kind) {
+			kinds = append(kinds, f.Kind)
+		}
 	}
 	out, markers := mark(text, found)
 	if maxRunes <= 0 || utf8.RuneCountInString(out) <= maxRunes {
-		return out
+		return out, kinds
 	}
 	cut, n := 0, 0
 	for cut < len(out) && n < maxRunes {
@@ -255,27 +270,33 @@ func (d *Detector) Mask(text string, maxRunes int) string {
 			break
 		}
 	}
-	return out[:cut]
+	return out[:cut], kinds
 }
 
 // MaskJSON masks every string of a JSON document (object keys included) as Mask does,
 // keeping its structure: for the free-form objects a channel stores (a threads event's
 // detail). The document comes back byte for byte when nothing was found; otherwise it is
-// encoded again (keys sorted, numbers kept as written).
-func (d *Detector) MaskJSON(raw json.RawMessage) (json.RawMessage, error) {
+// encoded again (keys sorted, numbers kept as written). kinds names what was masked, each
+// once, sorted (a document's objects have no order to follow).
+func (d *Detector) MaskJSON(raw json.RawMessage) (masked json.RawMessage, kinds []string, err error) {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("secrets: mask json: %w", err)
+		return nil, nil, fmt.Errorf("secrets: mask json: %w", err)
 	}
 	changed := false
 	var walk func(any) any
 	walk = func(x any) any {
 		switch t := x.(type) {
 		case string:
-			m := d.Mask(t, 0)
+			m, found := d.MaskKinds(t, 0)
 			changed = changed || m != t
+			for _, k := range found {
+				if !slices.Contains(kinds, k) {
+					kinds = append(kinds, k)
+				}
+			}
 			return m
 		case []any:
 			for i := range t {
@@ -293,11 +314,12 @@ func (d *Detector) MaskJSON(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	v = walk(v)
 	if !changed {
-		return raw, nil
+		return raw, nil, nil
 	}
 	out, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("secrets: mask json: %w", err)
+		return nil, nil, fmt.Errorf("secrets: mask json: %w", err)
 	}
-	return out, nil
+	slices.Sort(kinds)
+	return out, kinds, nil
 }

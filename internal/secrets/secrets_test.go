@@ -3,6 +3,7 @@ package secrets
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -336,4 +337,45 @@ func TestLookAlikesHaveNoFindings(t *testing.T) {
 			t.Errorf("%s: %s\n  in %q", b, describe(b.Text, got), b.Text)
 		}
 	}
+}
+
+func TestMarkerPrefixMatchesTheTests(t *testing.T) {
+	if secretstest.MarkerPrefix != MarkerPrefix {
+		t.Fatalf("secretstest.MarkerPrefix is %q, the markers start with %q", secretstest.MarkerPrefix, MarkerPrefix)
+	}
+}
+
+// TestMaskKindsNamesWhatItMasked: the kinds a call tells its writer are those whose
+// markers the stored text holds, each once, in the text's order.
+func TestMaskKindsNamesWhatItMasked(t *testing.T) {
+	d := newTestDetector(t)
+	gh := "ghp_" + strings.Repeat("aB3dE5fG7h", 3) + "K9mN2p"
+	aws := "AKIAZ7QXW3RT5YUPLM2K"
+	t.Run("two kinds, one twice", func(t *testing.T) {
+		sent := "token " + gh + " then key " + aws + " and again " + gh
+		out, kinds := d.MaskKinds(sent, 0)
+		if want := []string{"github_token", "aws_access_key"}; !slices.Equal(kinds, want) {
+			t.Fatalf("kinds %q, want %q (masked: %q)", kinds, want, out)
+		}
+		secretstest.CheckNamed(t, kinds, sent, out)
+	})
+	t.Run("nothing masked names nothing", func(t *testing.T) {
+		text := "the deploy key rotates on Mondays"
+		if out, kinds := d.MaskKinds(text, 0); out != text || kinds != nil {
+			t.Fatalf("clean text came back %q with kinds %q", out, kinds)
+		}
+	})
+	t.Run("a JSON document's strings", func(t *testing.T) {
+		out, kinds, err := d.MaskJSON([]byte(`{"step":"deploy","env":{"GITHUB":"` + gh + `"},"keys":["` + aws + `"]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"aws_access_key", "github_token"}; !slices.Equal(kinds, want) {
+			t.Fatalf("kinds %q, want %q (masked: %s)", kinds, want, out)
+		}
+		clean := []byte(`{"step":"deploy"}`)
+		if same, none, err := d.MaskJSON(clean); err != nil || string(same) != string(clean) || none != nil {
+			t.Fatalf("a clean document came back %s, %q, %v", same, none, err)
+		}
+	})
 }

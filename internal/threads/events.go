@@ -3,6 +3,7 @@ package threads
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -71,6 +72,9 @@ type EventResult struct {
 	ComposingFor *int  `json:"composingSeconds,omitempty"`
 	// error with detail.contradicts: what happened to the entry.
 	Contradiction *knowledge.Contradiction `json:"contradiction,omitempty"`
+	// Redacted names the kinds of secret masked in the stored detail, as send's answer
+	// does. Absent when nothing was masked.
+	Redacted []string `json:"redacted,omitempty"`
 }
 
 func invalid(format string, args ...any) error {
@@ -283,15 +287,18 @@ func (s *Service) recordEvent(ctx context.Context, sc tenancy.Scope, ev *event, 
 		// The detail is stored and shown on the activity feed: secrets in any of its
 		// strings are masked like a message's, without an error (docs/secrets.md).
 		if s.Secrets != nil {
-			masked, err := s.Secrets.MaskJSON(d)
+			masked, kinds, err := s.Secrets.MaskJSON(d)
 			if err != nil {
 				return err
 			}
-			d = masked
+			d, ev.res.Redacted = masked, kinds
 		}
 		var usage []byte
 		if ev.in.Usage != nil {
-			usage, _ = json.Marshal(ev.in.Usage)
+			var err error
+			if usage, err = json.Marshal(ev.in.Usage); err != nil {
+				return fmt.Errorf("event usage: %w", err)
+			}
 		}
 		member := sc.MemberID
 		return s.Q.ActivityEventInsert(ctx, tx, db.ActivityEventInsertParams{ProjectID: sc.ProjectID, ID: uuid.MustParse(ev.res.EventID), MemberID: &member,

@@ -96,6 +96,10 @@ type SendResult struct {
 	ThreadID  string   `json:"threadId"`
 	MessageID string   `json:"messageId"`
 	To        []string `json:"to"`
+	// Redacted names the kinds of secret masked in the subject or body (as learn's answer
+	// does), so the sender knows the recipients read a marker, not what it wrote. Absent
+	// when nothing was masked.
+	Redacted []string `json:"redacted,omitempty"`
 }
 
 // checkFlags refuses urgent without the capability and drops needsHuman without it.
@@ -116,10 +120,11 @@ func (s *Service) Send(ctx context.Context, sc tenancy.Scope, in SendInput) (Sen
 	if strings.TrimSpace(in.Subject) == "" || strings.TrimSpace(in.Body) == "" {
 		return SendResult{}, apperr.New(apperr.Invalid, "subject and body must not be blank").WithReason(apperr.ReasonInvalidArgument)
 	}
-	if in.Subject, err = s.mask(in.Subject, MaxSubject); err != nil {
+	var redacted []string
+	if in.Subject, err = s.mask(in.Subject, MaxSubject, &redacted); err != nil {
 		return SendResult{}, err
 	}
-	if in.Body, err = s.mask(in.Body, MaxBody); err != nil {
+	if in.Body, err = s.mask(in.Body, MaxBody, &redacted); err != nil {
 		return SendResult{}, err
 	}
 	broadcast := slices.Contains(in.To, Broadcast)
@@ -140,7 +145,7 @@ func (s *Service) Send(ctx context.Context, sc tenancy.Scope, in SendInput) (Sen
 		}
 	}
 	now := s.now()
-	res := SendResult{ThreadID: newID().String(), MessageID: newID().String()}
+	res := SendResult{ThreadID: newID().String(), MessageID: newID().String(), Redacted: redacted}
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		var ids []uuid.UUID
 		if broadcast {
@@ -191,15 +196,22 @@ func (s *Service) Send(ctx context.Context, sc tenancy.Scope, in SendInput) (Sen
 	return res, nil
 }
 
-// mask replaces secrets in a subject or body. The threads contract lists no content
-// check for messages, so nothing is refused and no answer changes shape: what is stored
-// (and so shown by inbox, show, threads and search) carries [REDACTED:<kind>] markers,
-// cut to the column's bound if the markers made it longer (docs/secrets.md).
-func (s *Service) mask(text string, maxRunes int) (string, error) {
+// mask replaces secrets in a subject or body and adds the kinds it masked to *kinds. The
+// threads contract lists no content check for messages, so nothing is refused: what is
+// stored (and so shown by inbox, show, threads and search) carries [REDACTED:<kind>]
+// markers, cut to the column's bound if the markers made it longer, and the answer gains
+// a redacted list (docs/secrets.md).
+func (s *Service) mask(text string, maxRunes int, kinds *[]string) (string, error) {
 	if s.Secrets == nil {
 		return "", errors.New("threads: no secret detector configured")
 	}
-	return s.Secrets.Mask(text, maxRunes), nil
+	out, found := s.Secrets.MaskKinds(text, maxRunes)
+	for _, k := range found {
+		if !slices.Contains(*kinds, k) {
+			*kinds = append(*kinds, k)
+		}
+	}
+	return out, nil
 }
 
 // storeMessage writes a message, its participants and inbox rows, and queues its wake.
@@ -247,6 +259,8 @@ type ReplyInput struct {
 type ReplyResult struct {
 	ThreadID  string `json:"threadId"`
 	MessageID string `json:"messageId"`
+	// Redacted is as in SendResult.
+	Redacted []string `json:"redacted,omitempty"`
 }
 
 // Reply adds a message to an open thread of the project, for every other participant;
@@ -263,11 +277,12 @@ func (s *Service) Reply(ctx context.Context, sc tenancy.Scope, in ReplyInput) (R
 	if strings.TrimSpace(in.Body) == "" {
 		return ReplyResult{}, apperr.New(apperr.Invalid, "body must not be blank").WithReason(apperr.ReasonInvalidArgument)
 	}
-	if in.Body, err = s.mask(in.Body, MaxBody); err != nil {
+	var redacted []string
+	if in.Body, err = s.mask(in.Body, MaxBody, &redacted); err != nil {
 		return ReplyResult{}, err
 	}
 	now := s.now()
-	res := ReplyResult{ThreadID: tid.String(), MessageID: newID().String()}
+	res := ReplyResult{ThreadID: tid.String(), MessageID: newID().String(), Redacted: redacted}
 	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		t, err := s.Q.ThreadShare(ctx, tx, db.ThreadShareParams{ProjectID: sc.ProjectID, ID: tid})
 		if pg.IsNoRows(err) {

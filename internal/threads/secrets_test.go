@@ -23,16 +23,22 @@ type threadChannel func(t *testing.T, e *env, text string) (stored string, refus
 var threadChannels = map[string]threadChannel{
 	"threads.send.subject": func(t *testing.T, e *env, text string) (string, bool, string) {
 		s := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: text, Body: "see subject"})
-		return e.shown(t, s.ThreadID).Thread.Subject, false, ""
+		stored := e.shown(t, s.ThreadID).Thread.Subject
+		secretstest.CheckNamed(t, s.Redacted, text, stored)
+		return stored, false, ""
 	},
 	"threads.send.body": func(t *testing.T, e *env, text string) (string, bool, string) {
 		s := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: text})
-		return e.shown(t, s.ThreadID).Messages[0].Body, false, ""
+		stored := e.shown(t, s.ThreadID).Messages[0].Body
+		secretstest.CheckNamed(t, s.Redacted, text, stored)
+		return stored, false, ""
 	},
 	"threads.reply.body": func(t *testing.T, e *env, text string) (string, bool, string) {
 		s := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"})
-		must[threads.ReplyResult](t)(e.svc.Reply(context.Background(), e.sc("backend"), threads.ReplyInput{ThreadID: s.ThreadID, Body: text}))
-		return e.shown(t, s.ThreadID).Messages[1].Body, false, ""
+		r := must[threads.ReplyResult](t)(e.svc.Reply(context.Background(), e.sc("backend"), threads.ReplyInput{ThreadID: s.ThreadID, Body: text}))
+		stored := e.shown(t, s.ThreadID).Messages[1].Body
+		secretstest.CheckNamed(t, r.Redacted, text, stored)
+		return stored, false, ""
 	},
 	"threads.learn.title": func(t *testing.T, e *env, text string) (string, bool, string) {
 		return e.learn(t, text, "a body that says enough")
@@ -73,6 +79,7 @@ var threadChannels = map[string]threadChannel{
 		if err := json.Unmarshal(stored, &got); err != nil {
 			t.Fatal(err)
 		}
+		secretstest.CheckNamed(t, r.Redacted, text, got.Message)
 		return got.Message, false, ""
 	},
 }

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -396,5 +397,37 @@ func RunChannels[D any](t *testing.T, prefix string, drivers map[string]D, check
 			}
 			check(t, ch, drive, c)
 		})
+	}
+}
+
+// MarkerPrefix is secrets.MarkerPrefix, written again because the secrets package's own
+// tests import this package; TestMarkerPrefixMatchesTheTests holds the two together.
+const MarkerPrefix = "[REDACTED:"
+
+// markerKind finds the markers redaction leaves ([REDACTED:<kind>]) and their kinds.
+var markerKind = regexp.MustCompile(regexp.QuoteMeta(MarkerPrefix) + `([^\]]+)\]`)
+
+// CheckNamed reports a call whose answer does not name (redacted) exactly the kinds of
+// the markers it put in the text it stored (those of stored beyond any that sent already
+// held, as a pasted redacted example does), each once: a writer is told what its readers
+// get in place of what it wrote, and is told nothing when nothing was masked.
+func CheckNamed(t testing.TB, redacted []string, sent, stored string) {
+	t.Helper()
+	already := map[string]int{}
+	for _, m := range markerKind.FindAllStringSubmatch(sent, -1) {
+		already[m[1]]++
+	}
+	var kinds []string
+	for _, m := range markerKind.FindAllStringSubmatch(stored, -1) {
+		if already[m[1]] > 0 {
+			already[m[1]]--
+			continue
+		}
+		if !slices.Contains(kinds, m[1]) {
+			kinds = append(kinds, m[1])
+		}
+	}
+	if len(kinds) != len(redacted) || !slices.Equal(slices.Sorted(slices.Values(kinds)), slices.Sorted(slices.Values(redacted))) {
+		t.Errorf("the answer names redacted %q; the markers it added to the stored text are of %q: %q", redacted, kinds, stored)
 	}
 }
