@@ -540,14 +540,15 @@ func (q *Queries) KnowledgeList(ctx context.Context, db DBTX, arg KnowledgeListP
 const knowledgeRecall = `-- name: KnowledgeRecall :many
 SELECT k.id, k.kind, k.title, k.body, k.confidence, k.expires_at, k.created_at, c.ascii,
   (CASE WHEN c.ascii THEN 0 ELSE word_similarity($1::text, k.title || ' ' || k.body) END)::real AS similarity
-FROM rr_recall($1::text, $2::text, $3::text, $4::timestamptz) AS k,
+FROM rr_recall($2::text, $3::text, $4::text, $5::timestamptz) AS k,
   LATERAL (SELECT octet_length($1::text) = char_length($1::text) AND octet_length(k.title) = char_length(k.title)
     AND octet_length(k.body) = char_length(k.body) AS ascii) c
-WHERE k.project_id = $5::uuid
+WHERE k.project_id = $6::uuid
 `
 
 type KnowledgeRecallParams struct {
 	Query      string
+	Search     string
 	TitleQuery string
 	Kind       *string
 	Now        time.Time
@@ -567,13 +568,16 @@ type KnowledgeRecallRow struct {
 }
 
 // rr_recall (migrations 000003, 000044) reads only rr_project(), the transaction's tenant,
-// and returns its candidates; the server ranks them (Service.Recall). pg_trgm's similarity
+// and returns its candidates; the server ranks them (Service.Recall). Its full-text
+// channel searches @search, the query with the compounds of its adjacent words added
+// (knowledge.searchText); the similarity is always the query's as sent. pg_trgm's similarity
 // is computed here only where the server cannot compute it: the query or the entry is not
 // ASCII (then ascii is false). The project_id argument is checked against the tenant, so a
 // mismatch returns nothing.
 func (q *Queries) KnowledgeRecall(ctx context.Context, db DBTX, arg KnowledgeRecallParams) ([]KnowledgeRecallRow, error) {
 	rows, err := db.Query(ctx, knowledgeRecall,
 		arg.Query,
+		arg.Search,
 		arg.TitleQuery,
 		arg.Kind,
 		arg.Now,

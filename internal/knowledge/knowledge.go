@@ -83,6 +83,28 @@ func contentWords(q string) string {
 	return strings.Join(keep, " ")
 }
 
+// searchText is what recall's full-text channel searches for a query: the query, and the
+// compound of each two adjacent words, so that "time out" and "keep-alive" reach an entry
+// that writes "timeout" or "keepalive" (the full-text stems of a compound are not those of
+// its halves, and its trigrams stand mostly in no half's). Only words of letters are
+// joined, into compounds of 5 to 40 letters (knowledge_word's longest); a compound
+// that is no entry's word matches nothing. The other way, a compound in the query and its
+// halves written apart in an entry, is not searched: one half is often a stop word that
+// full text does not index ("out"), so only the title's trigrams reach it.
+func searchText(q string) string {
+	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) })
+	var b strings.Builder
+	b.WriteString(q)
+	for i := 1; i < len(words); i++ {
+		if n := utf8.RuneCountInString(words[i-1]) + utf8.RuneCountInString(words[i]); n >= 5 && n <= 40 {
+			b.WriteString(" ")
+			b.WriteString(words[i-1])
+			b.WriteString(words[i])
+		}
+	}
+	return b.String()
+}
+
 // RedactedTitle replaces a title that redaction emptied.
 const RedactedTitle = "(redacted)"
 
@@ -650,7 +672,8 @@ func (s *Service) Recall(ctx context.Context, sc tenancy.Scope, in RecallInput) 
 		// sent with the search (SetLocal: no round trip of their own).
 		tx.SetLocal("statement_timeout", fmt.Sprintf("%dms", RecallTimeout.Milliseconds()))
 		tx.SetLocal("pg_trgm.word_similarity_threshold", strconv.FormatFloat(TitleThreshold, 'f', 3, 64))
-		cands, err := s.Q.KnowledgeRecall(ctx, tx, db.KnowledgeRecallParams{Query: in.Query, TitleQuery: contentWords(in.Query), ProjectID: sc.ProjectID, Now: now, Kind: in.Kind})
+		cands, err := s.Q.KnowledgeRecall(ctx, tx, db.KnowledgeRecallParams{Query: in.Query, Search: searchText(in.Query),
+			TitleQuery: contentWords(in.Query), ProjectID: sc.ProjectID, Now: now, Kind: in.Kind})
 		if err != nil {
 			return err
 		}

@@ -761,3 +761,28 @@ func TestTheReviewListRefusesWhatItCannotList(t *testing.T) {
 		})
 	}
 }
+
+// TestRecallFindsACompoundWrittenApart: a query that writes a compound as two words or
+// with a hyphen finds the entry that writes it as one word.
+func TestRecallFindsACompoundWrittenApart(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	limits := e.trusted(t, knowledge.LearnInput{Title: "Database statement limits", Body: "The statement timeout is 5s on the request pool.", Kind: "fact"})
+	gateway := e.trusted(t, knowledge.LearnInput{Title: "Gateway connections drop", Body: "Idle connections close after 30 seconds; send a keepalive every 20.", Kind: "pitfall"})
+	for _, c := range []struct{ query, want string }{
+		{"time out", limits.KnowledgeID},
+		{"time-out", limits.KnowledgeID},
+		{"keep-alive", gateway.KnowledgeID},
+		{"keep alive interval", gateway.KnowledgeID},
+	} {
+		t.Run(c.query, func(t *testing.T) {
+			r := e.recall(t, e.arch, knowledge.RecallInput{Query: c.query})
+			if len(r.Entries) == 0 || r.Entries[0].ID != c.want {
+				t.Fatalf("recall %q: %+v, want %s first", c.query, r.Entries, c.want)
+			}
+		})
+	}
+	t.Run("words that make no entry's compound find nothing", func(t *testing.T) {
+		e.wantRecalled(t, "giraffe migration", 0)
+	})
+}

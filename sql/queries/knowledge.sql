@@ -74,13 +74,15 @@ VALUES (@project_id, @id, @kind, @title, @body, 'candidate', @confidence, @sourc
 
 -- name: KnowledgeRecall :many
 -- rr_recall (migrations 000003, 000044) reads only rr_project(), the transaction's tenant,
--- and returns its candidates; the server ranks them (Service.Recall). pg_trgm's similarity
+-- and returns its candidates; the server ranks them (Service.Recall). Its full-text
+-- channel searches @search, the query with the compounds of its adjacent words added
+-- (knowledge.searchText); the similarity is always the query's as sent. pg_trgm's similarity
 -- is computed here only where the server cannot compute it: the query or the entry is not
 -- ASCII (then ascii is false). The project_id argument is checked against the tenant, so a
 -- mismatch returns nothing.
 SELECT k.id, k.kind, k.title, k.body, k.confidence, k.expires_at, k.created_at, c.ascii,
   (CASE WHEN c.ascii THEN 0 ELSE word_similarity(@query::text, k.title || ' ' || k.body) END)::real AS similarity
-FROM rr_recall(@query::text, @title_query::text, sqlc.narg(kind)::text, @now::timestamptz) AS k,
+FROM rr_recall(@search::text, @title_query::text, sqlc.narg(kind)::text, @now::timestamptz) AS k,
   LATERAL (SELECT octet_length(@query::text) = char_length(@query::text) AND octet_length(k.title) = char_length(k.title)
     AND octet_length(k.body) = char_length(k.body) AS ascii) c
 WHERE k.project_id = @project_id::uuid;
