@@ -802,7 +802,7 @@ func (q *Queries) DeskMemberSetDeactivated(ctx context.Context, db DBTX, arg Des
 }
 
 const deskMessageByExternal = `-- name: DeskMessageByExternal :one
-SELECT id, conversation_id, type FROM desk_message WHERE org_id = $1 AND external_id = $2
+SELECT id, conversation_id, type, body FROM desk_message WHERE org_id = $1 AND external_id = $2
 `
 
 type DeskMessageByExternalParams struct {
@@ -814,12 +814,20 @@ type DeskMessageByExternalRow struct {
 	ID             int64
 	ConversationID int64
 	Type           string
+	Body           string
 }
 
+// The message an ingest call's external id names; its type and body tell a replay from a
+// conflict.
 func (q *Queries) DeskMessageByExternal(ctx context.Context, db DBTX, arg DeskMessageByExternalParams) (DeskMessageByExternalRow, error) {
 	row := db.QueryRow(ctx, deskMessageByExternal, arg.OrgID, arg.ExternalID)
 	var i DeskMessageByExternalRow
-	err := row.Scan(&i.ID, &i.ConversationID, &i.Type)
+	err := row.Scan(
+		&i.ID,
+		&i.ConversationID,
+		&i.Type,
+		&i.Body,
+	)
 	return i, err
 }
 

@@ -58,6 +58,9 @@ const (
 	MsgIngestRole  = "The ingest API needs a token of an owner or admin of the workspace."
 	MsgIngestLimit = "Workspace ingest-call limit exceeded."
 	MsgIngestMoved = "external_id %q already names a message of another conversation; nothing was written."
+	// MsgIngestChanged: a replay must be the same call; a reused id with other content is
+	// a conflict, not a silent success that drops the new content.
+	MsgIngestChanged = "external_id %q already names a %s with another %s; nothing was written."
 )
 
 // IngestMessage is a message the ingest API stores: a customer's message, a member's
@@ -206,7 +209,8 @@ func (s *Service) newMessage(ctx context.Context, tx *pg.Tx, org uuid.UUID, at s
 }
 
 // IngestConversation stores a conversation and its history, idempotent by its external
-// id: an id already stored writes nothing and answers that conversation (Created false).
+// id: an id already stored writes nothing and answers that conversation (Created false),
+// unless the call names another conversation (sameConversation), which is a conflict.
 // Stored history sends nothing and triggers nothing.
 func (s *Service) IngestConversation(ctx context.Context, sc tenancy.Scope, in IngestConversation) (IngestResult, error) {
 	c, err := s.admitIngest(ctx, sc)
@@ -292,6 +296,11 @@ func (s *Service) IngestConversation(ctx context.Context, sc tenancy.Scope, in I
 		if err != nil {
 			return err
 		}
+		if !isNew {
+			if err := s.sameConversation(ctx, tx, c, id, nc); err != nil {
+				return err
+			}
+		}
 		out = IngestResult{ConversationID: publicID(PrefixConversation, id), Created: isNew}
 		return nil
 	})
@@ -299,6 +308,30 @@ func (s *Service) IngestConversation(ctx context.Context, sc tenancy.Scope, in I
 		return IngestResult{}, pg.Classify("desk: ingest conversation", err)
 	}
 	return out, nil
+}
+
+// sameConversation refuses a replay whose conversation differs from the stored one in what
+// names it (inbox, subject, customer): a sync that reuses an id for another ticket must
+// hear of it. Status, assignee and times move on with the conversation, and its messages
+// are the first call's, so they are not compared.
+func (s *Service) sameConversation(ctx context.Context, tx *pg.Tx, c caller, id int64, nc NewConversation) error {
+	cv, err := s.q.DeskConversationGet(ctx, tx, db.DeskConversationGetParams{OrgID: c.org, ID: id, SeesAll: true, UserID: c.user})
+	if err != nil {
+		return fmt.Errorf("read conversation: %w", err)
+	}
+	differs := ""
+	switch {
+	case cv.InboxID != nc.InboxID:
+		differs = "inbox"
+	case cv.Subject != nc.Subject:
+		differs = "subject"
+	case !strings.EqualFold(cv.CustomerEmail, nc.CustomerEmail):
+		differs = "customer_email"
+	}
+	if differs != "" {
+		return apperr.New(apperr.Conflict, MsgIngestChanged, nc.ExternalID, "conversation", differs).WithReason(ReasonExternalIDConflict)
+	}
+	return nil
 }
 
 func later(a, b time.Time) time.Time {
@@ -309,8 +342,9 @@ func later(a, b time.Time) time.Time {
 }
 
 // IngestMessage appends one message to a conversation, idempotent by its external id:
-// an id already stored on this conversation writes nothing (Created false); on another
-// conversation it is a conflict. A status, when given, is set in the same transaction.
+// an id already stored on this conversation with the same type and body writes nothing
+// (Created false); with another type or body, or on another conversation, it is a
+// conflict. A status, when given, is set in the same transaction.
 func (s *Service) IngestMessage(ctx context.Context, sc tenancy.Scope, conversationID string, in IngestAppend) (IngestResult, error) {
 	c, err := s.admitIngest(ctx, sc)
 	if err != nil {
@@ -362,6 +396,13 @@ func (s *Service) IngestMessage(ctx context.Context, sc tenancy.Scope, conversat
 			}
 			if prev.ConversationID != conv {
 				return apperr.New(apperr.Conflict, MsgIngestMoved, nm.ExternalID).WithReason(ReasonExternalIDConflict)
+			}
+			if prev.Type != nm.Type || prev.Body != nm.Body {
+				what := "body"
+				if prev.Type != nm.Type {
+					what = "type"
+				}
+				return apperr.New(apperr.Conflict, MsgIngestChanged, nm.ExternalID, "message", what).WithReason(ReasonExternalIDConflict)
 			}
 			out.MessageID = messageID(prev.Type, prev.ID)
 			return nil

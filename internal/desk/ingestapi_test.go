@@ -154,6 +154,46 @@ func TestIngest(t *testing.T) {
 			t.Fatalf("the refused call left the conversation behind: %+v %v", again, err)
 		}
 	})
+	t.Run("a conversation's external id reused for another ticket is a conflict and writes nothing", func(t *testing.T) {
+		first, err := fx.svc.IngestConversation(ctx, ana, newConv("hs-8"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := newConv("hs-8")
+		other.Subject, other.CustomerEmail = "A totally different ticket", "other@customer.test"
+		_, err = fx.svc.IngestConversation(ctx, ana, other)
+		wantErr(t, err, apperr.Conflict, desk.ReasonExternalIDConflict, "another subject")
+		moved := newConv("hs-8")
+		moved.CustomerEmail = "someone@customer.test"
+		_, err = fx.svc.IngestConversation(ctx, ana, moved)
+		wantErr(t, err, apperr.Conflict, desk.ReasonExternalIDConflict, "another customer_email")
+		// The same ticket sent again with its status moved on is still a replay.
+		resolved := newConv("hs-8")
+		resolved.CustomerEmail = "PAT@customer.test"
+		resolved.Status = desk.StatusResolved
+		again, err := fx.svc.IngestConversation(ctx, ana, resolved)
+		if err != nil || again.Created || again.ConversationID != first.ConversationID {
+			t.Fatalf("replay %+v %v", again, err)
+		}
+		if r := read(first.ConversationID); r.Conversation.Subject != "Webhook retries" || len(r.Messages) != 2 {
+			t.Fatalf("%+v", r)
+		}
+	})
+	t.Run("a message's external id reused with another body is a conflict and writes nothing", func(t *testing.T) {
+		c, err := fx.svc.IngestConversation(ctx, ana, newConv("hs-9"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = fx.svc.IngestMessage(ctx, ana, c.ConversationID, desk.IngestAppend{IngestMessage: desk.IngestMessage{
+			ExternalID: "hs-9-m1", Type: desk.TypeCustomer, Body: "not the same message at all"}})
+		wantErr(t, err, apperr.Conflict, desk.ReasonExternalIDConflict, "another body")
+		_, err = fx.svc.IngestMessage(ctx, ana, c.ConversationID, desk.IngestAppend{IngestMessage: desk.IngestMessage{
+			ExternalID: "hs-9-m2", Type: desk.TypeCustomer, Body: "We got your message."}})
+		wantErr(t, err, apperr.Conflict, desk.ReasonExternalIDConflict, "another type")
+		if r := read(c.ConversationID); len(r.Messages) != 2 || r.Messages[0].Body != "Our webhook receiver sees duplicate retries." {
+			t.Fatalf("%+v", r.Messages)
+		}
+	})
 	t.Run("two messages of one call with the same external id are refused", func(t *testing.T) {
 		c := newConv("hs-7")
 		c.Messages[1].ExternalID = c.Messages[0].ExternalID

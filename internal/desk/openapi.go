@@ -132,11 +132,11 @@ func IngestOpenAPI() ([]byte, error) {
 		Paths: map[string]map[string]operation{
 			RouteIngestConversations: {"post": {OperationID: "createConversation", Summary: fmt.Sprintf("Create a conversation with its history (at most %d messages).", MaxIngestMessages),
 				RequestBody: body("Conversation"), Security: security,
-				Responses: created("conversation", map[int]string{http.StatusConflict: ReasonExternalIDConflict + ": a message's external_id names a message of another conversation; nothing was written."})}},
+				Responses: created("conversation", map[int]string{http.StatusConflict: ReasonExternalIDConflict + ": the external_id names a stored conversation with another inbox, subject or customer_email, or a message's external_id names a message of another conversation; nothing was written."})}},
 			RouteIngestMessages: {"post": {OperationID: "appendMessage", Summary: "Append one message to a conversation, optionally setting its status.",
 				Parameters:  []parameter{{Name: "conversation_id", In: "path", Required: true, Schema: json.RawMessage(`{"type":"string"}`)}},
 				RequestBody: body("Message"), Security: security,
-				Responses: created("message", map[int]string{http.StatusConflict: ReasonExternalIDConflict + ": the message's external_id names a message of another conversation; nothing was written."})}},
+				Responses: created("message", map[int]string{http.StatusConflict: ReasonExternalIDConflict + ": the message's external_id names a message of another conversation, or one with another type or body; nothing was written."})}},
 		},
 		Components: map[string]any{
 			"schemas": map[string]json.RawMessage{"Conversation": conv, "Message": appendBody, "Result": result, "Error": failure},

@@ -421,7 +421,9 @@ WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id);
 SELECT id FROM desk_conversation WHERE org_id = sqlc.arg(org_id) AND external_id = sqlc.arg(external_id);
 
 -- name: DeskMessageByExternal :one
-SELECT id, conversation_id, type FROM desk_message WHERE org_id = sqlc.arg(org_id) AND external_id = sqlc.arg(external_id);
+-- The message an ingest call's external id names; its type and body tell a replay from a
+-- conflict.
+SELECT id, conversation_id, type, body FROM desk_message WHERE org_id = sqlc.arg(org_id) AND external_id = sqlc.arg(external_id);
 
 -- Personal access tokens (relayroom admin desk token …).
 
