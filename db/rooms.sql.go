@@ -376,6 +376,58 @@ func (q *Queries) MemoryEntryClaimUnembedded(ctx context.Context, db DBTX, arg M
 	return items, nil
 }
 
+const memoryEntryFindSame = `-- name: MemoryEntryFindSame :one
+SELECT e.id, e.category, e.created_at, a.name AS agent_name
+FROM memory_entry e
+LEFT JOIN agent a ON a.id = e.agent_id
+WHERE e.project_id = $1 AND e.content = $2 AND e.deprecated_at IS NULL
+  AND e.tags = $3::text[] AND e.category IS NOT DISTINCT FROM $4::text
+  AND e.is_decision = $5 AND e.is_private = $6
+  AND (NOT e.is_private OR e.org_id = $7)
+ORDER BY e.created_at, e.id
+LIMIT 1
+`
+
+type MemoryEntryFindSameParams struct {
+	ProjectID  uuid.UUID
+	Content    string
+	Tags       []string
+	Category   *string
+	IsDecision bool
+	IsPrivate  bool
+	OrgID      uuid.UUID
+}
+
+type MemoryEntryFindSameRow struct {
+	ID        uuid.UUID
+	Category  *string
+	CreatedAt time.Time
+	AgentName *string
+}
+
+// The live entry this write would store again: the same content, tags, category, decision
+// flag and visibility, written in the caller's organisation when private (the caller
+// reads it either way). memory_entry_content_hash_idx finds it by content.
+func (q *Queries) MemoryEntryFindSame(ctx context.Context, db DBTX, arg MemoryEntryFindSameParams) (MemoryEntryFindSameRow, error) {
+	row := db.QueryRow(ctx, memoryEntryFindSame,
+		arg.ProjectID,
+		arg.Content,
+		arg.Tags,
+		arg.Category,
+		arg.IsDecision,
+		arg.IsPrivate,
+		arg.OrgID,
+	)
+	var i MemoryEntryFindSameRow
+	err := row.Scan(
+		&i.ID,
+		&i.Category,
+		&i.CreatedAt,
+		&i.AgentName,
+	)
+	return i, err
+}
+
 const memoryEntryInsert = `-- name: MemoryEntryInsert :exec
 INSERT INTO memory_entry (project_id, id, org_id, agent_id, model, content, tags, category,
   is_decision, is_private, created_at)

@@ -114,6 +114,9 @@ type WriteMemoryResult struct {
 	SharedWith string  `json:"shared_with"`
 	Category   *string `json:"category,omitempty"`
 	Timestamp  string  `json:"timestamp"`
+	// AlreadyStored: the same write was stored before (findSame), and that entry is
+	// answered; nothing new was written and no card was posted. Absent otherwise.
+	AlreadyStored bool `json:"already_stored,omitempty"`
 }
 
 // WriteMemory checks the agreement, refuses anything that looks like a secret (storing
@@ -165,9 +168,23 @@ func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMem
 		vec, embedded = s.embedOne(ctx, e, in.Content)
 	}
 
-	// The entry, its vector and its card return nothing anyone reads: they travel with
-	// the COMMIT, one round trip for the whole write (pg.Tx.Pipeline).
+	var same *db.MemoryEntryFindSameRow
 	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+		// The same write again (a client retrying without an Idempotency-Key, an agent
+		// recording what it recorded before) answers the stored entry instead of filling
+		// the room's memory and conversation with copies. Only the same write: other tags,
+		// category, flag or visibility are an entry of their own.
+		row, err := s.Q.MemoryEntryFindSame(ctx, tx, db.MemoryEntryFindSameParams{ProjectID: sc.ProjectID, Content: in.Content, Tags: tags,
+			Category: category, IsDecision: in.IsDecision, IsPrivate: in.IsPrivate, OrgID: sc.OrgID})
+		if err == nil {
+			same = &row
+			return nil
+		}
+		if !pg.IsNoRows(err) {
+			return fmt.Errorf("find the same entry: %w", err)
+		}
+		// The entry, its vector and its card return nothing anyone reads: they travel
+		// with the COMMIT, one round trip for the whole write (pg.Tx.Pipeline).
 		return tx.Pipeline(func() error {
 			if err := s.Q.MemoryEntryInsert(ctx, tx, db.MemoryEntryInsertParams{
 				ProjectID: sc.ProjectID, ID: id, OrgID: sc.OrgID, AgentID: &sc.AgentID, Model: sc.AgentModel,
@@ -196,6 +213,11 @@ func (s *Service) WriteMemory(ctx context.Context, sc tenancy.Scope, in WriteMem
 	shared := SharedWithAll
 	if in.IsPrivate {
 		shared = SharedWithOrg
+	}
+	if same != nil {
+		// The writing agent may have been deleted since (agent_id set null).
+		return WriteMemoryResult{Success: true, MemoryID: same.ID.String(), WrittenBy: orUnknown(same.AgentName, "Unknown"), SharedWith: shared,
+			Category: same.Category, Timestamp: ts(same.CreatedAt), AlreadyStored: true}, nil
 	}
 	return WriteMemoryResult{Success: true, MemoryID: id.String(), WrittenBy: sc.AgentName, SharedWith: shared,
 		Category: category, Timestamp: ts(at)}, nil

@@ -102,6 +102,75 @@ func TestWriteMemoryRefusesSecrets(t *testing.T) {
 	}
 }
 
+// TestTheSameWriteAgainAnswersTheStoredEntry: a write that repeats one already stored (a
+// client's retry without an Idempotency-Key) answers that entry and stores nothing; any
+// difference is an entry of its own.
+func TestTheSameWriteAgainAnswersTheStoredEntry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	content := "Decision: escalations time out at 72h and expire, not auto-approve."
+	args := func(extra map[string]any) map[string]any {
+		a := map[string]any{"content": content, "tags": []any{"architecture"}, "category": "decision"}
+		for k, v := range extra {
+			if v == nil {
+				delete(a, k)
+				continue
+			}
+			a[k] = v
+		}
+		return a
+	}
+	write := func(part string, a map[string]any) map[string]any {
+		t.Helper()
+		r := e.call(part, e.one, "write_memory", a)
+		if r.IsError {
+			t.Fatalf("write_memory: %s", r.Text)
+		}
+		return r.obj(t)
+	}
+	first := write("architect", args(nil))
+	t.Run("the same write answers the first entry, with no copy and no card", func(t *testing.T) {
+		again := write("architect", args(nil))
+		if again["memory_id"] != first["memory_id"] || again["already_stored"] != true || again["timestamp"] != first["timestamp"] ||
+			again["written_by"] != first["written_by"] || again["category"] != "decision" {
+			t.Fatalf("first %v, again %v", first, again)
+		}
+		if _, ok := first["already_stored"]; ok {
+			t.Fatalf("a new entry says already_stored: %v", first)
+		}
+		if n := e.count("SELECT count(*) FROM memory_entry"); n != 1 {
+			t.Fatalf("%d entries", n)
+		}
+		if n := e.count("SELECT count(*) FROM room_message"); n != 1 {
+			t.Fatalf("%d cards", n)
+		}
+	})
+	t.Run("another member's same write answers it too", func(t *testing.T) {
+		if again := write("qa-lead", args(nil)); again["memory_id"] != first["memory_id"] || again["written_by"] != first["written_by"] {
+			t.Fatalf("first %v, qa-lead's %v", first, again)
+		}
+	})
+	t.Run("other tags, category or visibility are an entry of their own", func(t *testing.T) {
+		for name, extra := range map[string]map[string]any{
+			"no tags":     {"tags": []any{}},
+			"no category": {"category": nil},
+			"no decision": {"category": "note"},
+			"private":     {"is_private": true},
+			"other text":  {"content": content + "!"},
+		} {
+			if got := write("architect", args(extra)); got["memory_id"] == first["memory_id"] || got["already_stored"] == true {
+				t.Errorf("%s: answered the first entry: %v", name, got)
+			}
+		}
+	})
+	t.Run("a deprecated entry is written again", func(t *testing.T) {
+		e.exec("UPDATE memory_entry SET deprecated_at = now() WHERE id = $1", uuidOf(t, str(first, "memory_id")))
+		if got := write("architect", args(nil)); got["memory_id"] == first["memory_id"] || got["already_stored"] == true {
+			t.Fatalf("answered the deprecated entry: %v", got)
+		}
+	})
+}
+
 func TestReadMemoryHybridSearch(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -1,0 +1,1 @@
+DROP INDEX memory_entry_content_hash_idx;
