@@ -91,6 +91,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Libraries that log through the process's default logger (the OAuth server library
 	// does, and the standard log package) then write the same redacted JSON lines.
 	slog.SetDefault(log)
+	warnUnknownNames(log)
 	if err := pg.MigrateUp(cfg.DatabaseURL); err != nil {
 		return err
 	}

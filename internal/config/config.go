@@ -166,7 +166,18 @@ type setting struct {
 func settings() []setting {
 	return []setting{
 		{"DATABASE_URL", "database-url", "", "Postgres URL (postgres://user:pass@host:port/db). Required.", func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
-		{"RELAYROOM_ADDR", "addr", ":48801", "listen address", func(c *Config, v string) error { c.Addr = v; return nil }},
+		{"RELAYROOM_ADDR", "addr", ":48801", "listen address", func(c *Config, v string) error {
+			// Checked here, so that a typo is reported before the database is touched.
+			_, port, err := net.SplitHostPort(v)
+			if err != nil {
+				return fmt.Errorf("%q: want host:port or :port", v)
+			}
+			if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+				return fmt.Errorf("%q: the port must be a number from 0 to 65535", v)
+			}
+			c.Addr = v
+			return nil
+		}},
 		{"RELAYROOM_PUBLIC_URL", "public-url", "", "base of every URL the service prints or publishes (default: derived from the listen address)", func(c *Config, v string) error {
 			// Every route answers at the root of its host, and the URLs the service prints
 			// and publishes (OAuth metadata, download links) are this plus a path: a path,
@@ -249,6 +260,76 @@ func settings() []setting {
 		}},
 		{"RELAYROOM_TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none, the TCP peer is the client)", func(c *Config, v string) error { return parsed(&c.TrustedProxies, throttle.ParseProxies, v) }},
 	}
+}
+
+// otherNames are the RELAYROOM_ variables that are not the server's settings: what the
+// pager and the admin commands read, what the pager sets for the commands it starts, and
+// what the tests and profiling builds read.
+func otherNames() []string {
+	return []string{"RELAYROOM_AGENT_KEY", "RELAYROOM_PASSWORD", "RELAYROOM_URL", "RELAYROOM_PART", "RELAYROOM_PROJECT_ID",
+		"RELAYROOM_THREAD_IDS", "RELAYROOM_WAKE_ID", "RELAYROOM_WAKE_COUNT", "RELAYROOM_WAKE_ATTEMPT", "RELAYROOM_WAKE_URGENT",
+		"RELAYROOM_WAKE_SOURCES", "RELAYROOM_WAKE_JSON", "RELAYROOM_PPROF_ADDR", "RELAYROOM_CONFORMANCE_DIR", "RELAYROOM_SCREENSHOTS",
+		"RELAYROOM_DESK_BENCH_FULL"}
+}
+
+// Unknown is a RELAYROOM_ variable of the environment that nothing reads.
+type Unknown struct {
+	Name string
+	// Like is the setting it is most likely a misspelling of ("" when none is close).
+	Like string
+}
+
+// UnknownNames lists the RELAYROOM_ variables of environ (os.Environ's form) that are
+// neither a setting nor another name the program reads, so that a misspelt setting
+// (RELAYROOM_PUBLC_URL) is reported at start instead of silently leaving its default.
+// The tests' own variables (RELAYROOM_TEST_…) are not reported.
+func UnknownNames(environ []string) []Unknown {
+	known := map[string]bool{}
+	var names []string
+	for _, s := range settings() {
+		known[s.env] = true
+		names = append(names, s.env)
+	}
+	for _, n := range otherNames() {
+		known[n] = true
+	}
+	var out []Unknown
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "RELAYROOM_") || known[name] || strings.HasPrefix(name, "RELAYROOM_TEST_") || strings.HasPrefix(name, "RELAYROOM_JOBS_") {
+			continue
+		}
+		u := Unknown{Name: name}
+		best := 3 // at most two edits away
+		for _, n := range names {
+			if d := editDistance(name, n); d < best {
+				best, u.Like = d, n
+			}
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of two ASCII names.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // Load reads the environment, then the flags in args (flags win). fs may be nil.

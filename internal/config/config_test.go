@@ -78,6 +78,10 @@ func TestNonsenseIsRefusedAtStart(t *testing.T) {
 		{"RELAYROOM_PUBLIC_URL", "https://user@relay.example"},
 		{"RELAYROOM_PUBLIC_URL", "ftp://relay.example"},
 		{"RELAYROOM_PUBLIC_URL", "relay.example"},
+		// Refused before the database is touched, not at listen after the migrations.
+		{"RELAYROOM_ADDR", ":99999"},
+		{"RELAYROOM_ADDR", "localhost"},
+		{"RELAYROOM_ADDR", "127.0.0.1:http"},
 	} {
 		t.Run(c.env+"="+c.value, func(t *testing.T) {
 			_, err := load(map[string]string{c.env: c.value})
@@ -88,11 +92,11 @@ func TestNonsenseIsRefusedAtStart(t *testing.T) {
 	}
 	t.Run("the documented forms are kept, the public URL as clients write it", func(t *testing.T) {
 		c, err := load(map[string]string{"RELAYROOM_LOG_LEVEL": "DEBUG", "RELAYROOM_PUBLIC_URL": "https://Relay.example:8443/",
-			"RELAYROOM_AUTH_FAILURES_PER_KEY": "0", "RELAYROOM_SHUTDOWN_TIMEOUT": "0s", "RELAYROOM_DB_MAX_CONNS": "7"})
+			"RELAYROOM_AUTH_FAILURES_PER_KEY": "0", "RELAYROOM_SHUTDOWN_TIMEOUT": "0s", "RELAYROOM_DB_MAX_CONNS": "7", "RELAYROOM_ADDR": "[::1]:0"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.PublicURL != "https://relay.example:8443" || c.LogLevel != "DEBUG" || c.MaxConns != 7 || c.AuthFailures.PerKey != 0 {
+		if c.PublicURL != "https://relay.example:8443" || c.LogLevel != "DEBUG" || c.MaxConns != 7 || c.AuthFailures.PerKey != 0 || c.Addr != "[::1]:0" {
 			t.Fatalf("%+v", c)
 		}
 	})
@@ -115,5 +119,23 @@ func TestABadDatabaseURLKeepsItsPassword(t *testing.T) {
 				t.Fatalf("%v", err)
 			}
 		})
+	}
+}
+
+// TestUnknownNamesAreReported: a misspelt setting is named at start with the setting it
+// resembles, instead of leaving the default in force without a word.
+func TestUnknownNamesAreReported(t *testing.T) {
+	t.Parallel()
+	got := config.UnknownNames([]string{"RELAYROOM_PUBLC_URL=https://x", "RELAYROOM_PORT=80", "RELAYROOM_PUBLIC_URL=https://y",
+		"RELAYROOM_AGENT_KEY=k", "RELAYROOM_TEST_REPLICAS=2", "PATH=/bin", "RELAYROOM_LOGLEVEL=debug"})
+	want := []config.Unknown{{Name: "RELAYROOM_PUBLC_URL", Like: "RELAYROOM_PUBLIC_URL"}, {Name: "RELAYROOM_PORT"},
+		{Name: "RELAYROOM_LOGLEVEL", Like: "RELAYROOM_LOG_LEVEL"}}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%d: got %+v, want %+v", i, got[i], want[i])
+		}
 	}
 }
