@@ -539,7 +539,8 @@ func (q *Queries) KnowledgeList(ctx context.Context, db DBTX, arg KnowledgeListP
 
 const knowledgeRecall = `-- name: KnowledgeRecall :many
 SELECT k.id, k.kind, k.title, k.body, k.confidence, k.expires_at, k.created_at, c.ascii,
-  (CASE WHEN c.ascii THEN 0 ELSE word_similarity($1::text, k.title || ' ' || k.body) END)::real AS similarity
+  (CASE WHEN c.ascii THEN 0 ELSE word_similarity($1::text, k.title || ' ' || k.body) END)::real AS similarity,
+  k.source, k.author_part, k.source_thread_id, k.decided_at
 FROM rr_recall($2::text, $3::text, $4::text, $5::timestamptz) AS k,
   LATERAL (SELECT octet_length($1::text) = char_length($1::text) AND octet_length(k.title) = char_length(k.title)
     AND octet_length(k.body) = char_length(k.body) AS ascii) c
@@ -556,15 +557,19 @@ type KnowledgeRecallParams struct {
 }
 
 type KnowledgeRecallRow struct {
-	ID         uuid.UUID
-	Kind       string
-	Title      string
-	Body       string
-	Confidence float32
-	ExpiresAt  *time.Time
-	CreatedAt  time.Time
-	Ascii      *bool
-	Similarity float32
+	ID             uuid.UUID
+	Kind           string
+	Title          string
+	Body           string
+	Confidence     float32
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	Ascii          *bool
+	Similarity     float32
+	Source         string
+	AuthorPart     *string
+	SourceThreadID *uuid.UUID
+	DecidedAt      *time.Time
 }
 
 // rr_recall (migrations 000003, 000044) reads only rr_project(), the transaction's tenant,
@@ -600,6 +605,10 @@ func (q *Queries) KnowledgeRecall(ctx context.Context, db DBTX, arg KnowledgeRec
 			&i.CreatedAt,
 			&i.Ascii,
 			&i.Similarity,
+			&i.Source,
+			&i.AuthorPart,
+			&i.SourceThreadID,
+			&i.DecidedAt,
 		); err != nil {
 			return nil, err
 		}

@@ -281,6 +281,14 @@ type Entry struct {
 	Score      float64        `json:"score"`
 	ExpiresAt  *wiretime.Time `json:"expiresAt,omitempty"`
 	CreatedAt  wiretime.Time  `json:"createdAt"`
+	// Provenance, so an agent can weigh what it is told: how the entry came (learn, or a
+	// lesson written when threadId closed), which part of the project wrote it, and when
+	// a person confirmed it. Who confirmed it is not given: a person's name is not an
+	// agent's to read.
+	Source      string         `json:"source"`
+	LearnedBy   string         `json:"learnedBy,omitempty"`
+	ThreadID    string         `json:"threadId,omitempty"`
+	ConfirmedAt *wiretime.Time `json:"confirmedAt,omitempty"`
 }
 
 // LearnInput is learn's arguments.
@@ -682,8 +690,16 @@ func (s *Service) Recall(ctx context.Context, sc tenancy.Scope, in RecallInput) 
 		ids := make([]uuid.UUID, 0, len(rows))
 		for _, r := range rows {
 			ids = append(ids, r.ID)
-			out.Entries = append(out.Entries, Entry{ID: r.ID.String(), Kind: r.Kind, Title: r.Title, Body: r.Body,
-				Confidence: round(float64(r.Confidence)), Score: round(float64(r.score)), ExpiresAt: wiretime.Ptr(r.ExpiresAt), CreatedAt: wiretime.Time(r.CreatedAt)})
+			e := Entry{ID: r.ID.String(), Kind: r.Kind, Title: r.Title, Body: r.Body,
+				Confidence: round(float64(r.Confidence)), Score: round(float64(r.score)), ExpiresAt: wiretime.Ptr(r.ExpiresAt), CreatedAt: wiretime.Time(r.CreatedAt),
+				Source: r.Source, ConfirmedAt: wiretime.Ptr(r.DecidedAt)}
+			if r.AuthorPart != nil {
+				e.LearnedBy = *r.AuthorPart
+			}
+			if r.SourceThreadID != nil {
+				e.ThreadID = r.SourceThreadID.String()
+			}
+			out.Entries = append(out.Entries, e)
 		}
 		qid := uuid.MustParse(out.QueryID)
 		member := memberOf(sc)

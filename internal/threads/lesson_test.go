@@ -79,6 +79,37 @@ func TestLessonOnCloseOutcomes(t *testing.T) {
 			t.Fatal("the lesson is not stored as a candidate citing the thread")
 		}
 	})
+	t.Run("once confirmed, recall says it is a lesson of that thread, by whom and when confirmed", func(t *testing.T) {
+		thread := e.open(t)
+		r := e.closeWith(t, "architect", thread, lesson("Rotate the signing key before the audit", "The auditors check the key's age; rotate it a week ahead."))
+		if r.Lesson == nil || !r.Lesson.Recorded {
+			t.Fatalf("%+v", r.Lesson)
+		}
+		if _, err := e.know.Approve(ctx, pid, uuid.MustParse(r.Lesson.KnowledgeID), "alice"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.know.Recall(ctx, e.sc("backend"), knowledge.RecallInput{Query: "signing key audit"})
+		if err != nil || len(got.Entries) == 0 || got.Entries[0].ID != r.Lesson.KnowledgeID {
+			t.Fatalf("%+v %v", got, err)
+		}
+		if en := got.Entries[0]; en.Source != "lesson" || en.ThreadID != thread || en.LearnedBy != "architect" || en.ConfirmedAt == nil {
+			t.Fatalf("provenance: %+v", en)
+		}
+		l, err := e.know.Learn(ctx, e.sc("backend"), knowledge.LearnInput{Title: "Audit logs live for 400 days", Body: "Retention of audit logs is 400 days.", Kind: "fact"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.know.Approve(ctx, pid, uuid.MustParse(l.KnowledgeID), "alice"); err != nil {
+			t.Fatal(err)
+		}
+		got, err = e.know.Recall(ctx, e.sc("architect"), knowledge.RecallInput{Query: "audit logs retention"})
+		if err != nil || len(got.Entries) == 0 || got.Entries[0].ID != l.KnowledgeID {
+			t.Fatalf("%+v %v", got, err)
+		}
+		if en := got.Entries[0]; en.Source != "learn" || en.ThreadID != "" || en.LearnedBy != "backend" || en.ConfirmedAt == nil {
+			t.Fatalf("provenance: %+v", en)
+		}
+	})
 	t.Run("title emptied by redaction", func(t *testing.T) {
 		key, _, _ := auth.Generate(auth.AgentKeyPrefix)
 		r := e.closeWith(t, "architect", e.open(t), lesson(key, "Rotate keys that were pasted into a chat, the same day, always."))

@@ -81,7 +81,8 @@ VALUES (@project_id, @id, @kind, @title, @body, 'candidate', @confidence, @sourc
 -- ASCII (then ascii is false). The project_id argument is checked against the tenant, so a
 -- mismatch returns nothing.
 SELECT k.id, k.kind, k.title, k.body, k.confidence, k.expires_at, k.created_at, c.ascii,
-  (CASE WHEN c.ascii THEN 0 ELSE word_similarity(@query::text, k.title || ' ' || k.body) END)::real AS similarity
+  (CASE WHEN c.ascii THEN 0 ELSE word_similarity(@query::text, k.title || ' ' || k.body) END)::real AS similarity,
+  k.source, k.author_part, k.source_thread_id, k.decided_at
 FROM rr_recall(@search::text, @title_query::text, sqlc.narg(kind)::text, @now::timestamptz) AS k,
   LATERAL (SELECT octet_length(@query::text) = char_length(@query::text) AND octet_length(k.title) = char_length(k.title)
     AND octet_length(k.body) = char_length(k.body) AS ascii) c
