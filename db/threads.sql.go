@@ -643,20 +643,21 @@ const threadListMine = `-- name: ThreadListMine :many
 SELECT t.id, t.subject, t.status, t.created_at
 FROM participant p
 JOIN thread t ON t.project_id = p.project_id AND t.id = p.thread_id
-WHERE p.project_id = $1 AND p.member_id = $2
-  AND ($3::text IS NULL OR t.status = $3)
+WHERE p.project_id = $1 AND p.member_id = $2 AND p.thread_id < $3
+  AND ($4::text IS NULL OR t.status = $4)
   -- m.project_id = @project_id as well: Citus routes a subquery to one shard group only
   -- when its own distribution column is pinned (docs/scale.md).
-  AND ($4::text IS NULL OR t.subject ILIKE $4 OR EXISTS (
+  AND ($5::text IS NULL OR t.subject ILIKE $5 OR EXISTS (
         SELECT 1 FROM message m WHERE m.project_id = $1 AND m.project_id = t.project_id
-          AND m.thread_id = t.id AND m.body ILIKE $4))
+          AND m.thread_id = t.id AND m.body ILIKE $5))
 ORDER BY p.thread_id DESC
-LIMIT $5
+LIMIT $6
 `
 
 type ThreadListMineParams struct {
 	ProjectID uuid.UUID
 	MemberID  uuid.UUID
+	Before    uuid.UUID
 	Status    *string
 	Pattern   *string
 	Lim       int32
@@ -669,10 +670,13 @@ type ThreadListMineRow struct {
 	CreatedAt time.Time
 }
 
+// The caller's threads, newest first, older than @before (the largest uuid for the first
+// page: no "cursor IS NULL OR …", which would plan badly).
 func (q *Queries) ThreadListMine(ctx context.Context, db DBTX, arg ThreadListMineParams) ([]ThreadListMineRow, error) {
 	rows, err := db.Query(ctx, threadListMine,
 		arg.ProjectID,
 		arg.MemberID,
+		arg.Before,
 		arg.Status,
 		arg.Pattern,
 		arg.Lim,

@@ -500,6 +500,8 @@ type ThreadsInput struct {
 	Query  *string `json:"query,omitempty"`
 	Status *string `json:"status,omitempty"`
 	Limit  int     `json:"limit,omitempty"`
+	// Before pages: only threads older than this thread id (the last of a previous page).
+	Before *string `json:"before,omitempty"`
 }
 
 // ThreadSummary is a thread in a list.
@@ -530,8 +532,17 @@ func (s *Service) Threads(ctx context.Context, sc tenancy.Scope, in ThreadsInput
 		p := pg.LikeSubstring(*in.Query)
 		pattern = &p
 	}
+	before := maxUUID
+	if in.Before != nil {
+		id, err := parseID("before", *in.Before)
+		if err != nil {
+			return nil, err
+		}
+		before = id
+	}
 	rows, err := pg.ReadOne(ctx, s.DB, sc.Tenant(), "threads", func(tx *pg.Tx) ([]db.ThreadListMineRow, error) {
-		return s.Q.ThreadListMine(ctx, tx, db.ThreadListMineParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Status: in.Status, Pattern: pattern, Lim: int32(in.Limit)})
+		return s.Q.ThreadListMine(ctx, tx, db.ThreadListMineParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Before: before,
+			Status: in.Status, Pattern: pattern, Lim: int32(in.Limit)})
 	})
 	if err != nil {
 		return nil, err

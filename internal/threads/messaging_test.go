@@ -3,7 +3,9 @@ package threads_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -388,6 +390,40 @@ func TestThreadsAndSearch(t *testing.T) {
 	if n := e.count(t, "SELECT count(*) FROM rr_search_threads($1, '%migration%', 50)", e.sc("frontend").MemberID); n != 0 {
 		t.Fatalf("rr_search_threads without a tenant returned %d threads", n)
 	}
+}
+
+// TestThreadsPagesPastItsLimit: a part in more threads than one answer holds reads the
+// older ones with before, each once, newest first.
+func TestThreadsPagesPastItsLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	var sent []string
+	for i := range threads.MaxThreads + 5 {
+		sent = append(sent, e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: fmt.Sprintf("report %d", i), Body: "b"}).ThreadID)
+	}
+	slices.Reverse(sent) // newest first, as listed
+	first := must[[]threads.ThreadSummary](t)(e.svc.Threads(ctx, e.sc("backend"), threads.ThreadsInput{}))
+	t.Run("the first page holds the newest", func(t *testing.T) {
+		if len(first) != threads.MaxThreads || first[0].ID != sent[0] {
+			t.Fatalf("%d threads, first %v", len(first), first[0])
+		}
+	})
+	t.Run("before reads the rest, each once", func(t *testing.T) {
+		last := first[len(first)-1].ID
+		rest := must[[]threads.ThreadSummary](t)(e.svc.Threads(ctx, e.sc("backend"), threads.ThreadsInput{Before: &last}))
+		var got []string
+		for _, l := range append(first, rest...) {
+			got = append(got, l.ID)
+		}
+		if !slices.Equal(got, sent) {
+			t.Fatalf("pages list %d threads, want the %d sent in order", len(got), len(sent))
+		}
+	})
+	t.Run("a before that is not an id is refused", func(t *testing.T) {
+		_, err := e.svc.Threads(ctx, e.sc("backend"), threads.ThreadsInput{Before: ptr("yesterday")})
+		testfix.WantErr(t, err, apperr.Invalid, "")
+	})
 }
 
 func TestIdsOfAnotherProjectAnswerNotFound(t *testing.T) {

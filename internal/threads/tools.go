@@ -147,6 +147,7 @@ func threadsTool(s *Service) mcp.Tool[tenancy.Scope] {
 	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "threads", Title: "List your threads",
 		Description: fmt.Sprintf("List the threads you take part in, newest first: {threads:[{id, subject, status, createdAt}]}, up to %d. ", MaxThreads) +
 			"Filter with status (open, closed, canceled) and query (text in the subject or any message, case-insensitive). " +
+			"Older threads: call threads again with before set to the last id of the page. " +
 			"To find threads you are not in, use search.",
 		Annotations: mcp.Annotations{ReadOnly: true, Idempotent: true},
 	}, func(ctx context.Context, sc tenancy.Scope, in ThreadsInput) (any, error) {
@@ -160,6 +161,7 @@ func threadsTool(s *Service) mcp.Tool[tenancy.Scope] {
 			mcp.Description("Only threads whose subject or any message contains this text (case-insensitive).")),
 		mcp.Prop("status", mcp.Enum(StatusOpen, StatusClosed, StatusCanceled)),
 		mcp.Prop("limit", mcp.Minimum(1), mcp.Maximum(MaxThreads), mcp.Default(MaxThreads)),
+		mcp.Prop("before", idArg(), mcp.Description("Only threads older than this thread id (the last id of a previous page).")),
 	)
 }
 

@@ -90,10 +90,12 @@ WHERE project_id = @project_id AND member_id = @member_id AND message_id = @mess
 RETURNING message_id, thread_id;
 
 -- name: ThreadListMine :many
+-- The caller's threads, newest first, older than @before (the largest uuid for the first
+-- page: no "cursor IS NULL OR …", which would plan badly).
 SELECT t.id, t.subject, t.status, t.created_at
 FROM participant p
 JOIN thread t ON t.project_id = p.project_id AND t.id = p.thread_id
-WHERE p.project_id = @project_id AND p.member_id = @member_id
+WHERE p.project_id = @project_id AND p.member_id = @member_id AND p.thread_id < @before
   AND (sqlc.narg(status)::text IS NULL OR t.status = sqlc.narg(status))
   -- m.project_id = @project_id as well: Citus routes a subquery to one shard group only
   -- when its own distribution column is pinned (docs/scale.md).
