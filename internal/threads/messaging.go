@@ -331,7 +331,15 @@ type InboxItem struct {
 	Preview   string `json:"preview"`
 }
 
-var maxUUID = uuid.Max
+// cursor is the id a page starts before: the given one, or the largest uuid for the first
+// page (the list queries compare with it instead of a "cursor IS NULL OR …" that plans
+// badly).
+func cursor(before *string) (uuid.UUID, error) {
+	if before == nil {
+		return uuid.Max, nil
+	}
+	return parseID("before", *before)
+}
 
 // Inbox lists messages addressed to the caller in open threads, newest first. It never
 // changes state: reading is not acknowledging.
@@ -340,16 +348,12 @@ func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, in InboxInput) ([
 		in.Limit = DefaultInbox
 	}
 	in.Limit = min(in.Limit, MaxInbox)
-	before := maxUUID
-	if in.Before != nil {
-		id, err := parseID("before", *in.Before)
-		if err != nil {
-			return nil, err
-		}
-		before = id
+	before, err := cursor(in.Before)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]InboxItem, 0, in.Limit)
-	err := s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
+	err = s.DB.InTenant(ctx, sc.Tenant(), func(tx *pg.Tx) error {
 		tx.CommitWithNext(ctx) // a read of one statement: no round trip for the COMMIT
 		if in.UnreadOnly {
 			rows, err := s.Q.DeliveryListInboxUnread(ctx, tx, db.DeliveryListInboxUnreadParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Before: before, Lim: int32(in.Limit)})
@@ -532,13 +536,9 @@ func (s *Service) Threads(ctx context.Context, sc tenancy.Scope, in ThreadsInput
 		p := pg.LikeSubstring(*in.Query)
 		pattern = &p
 	}
-	before := maxUUID
-	if in.Before != nil {
-		id, err := parseID("before", *in.Before)
-		if err != nil {
-			return nil, err
-		}
-		before = id
+	before, err := cursor(in.Before)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := pg.ReadOne(ctx, s.DB, sc.Tenant(), "threads", func(tx *pg.Tx) ([]db.ThreadListMineRow, error) {
 		return s.Q.ThreadListMine(ctx, tx, db.ThreadListMineParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Before: before,
