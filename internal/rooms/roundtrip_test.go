@@ -7,7 +7,7 @@ import (
 // The write tools that wake always-on agents read the agents' kind with the lookup they
 // make anyway (the room's members, the task's recipient or sender), so queueing the wake
 // costs no round trip of its own; respond_to_task's writes travel with its next read, and
-// write_memory's with its COMMIT.
+// write_memory's with its COMMIT, after the look for the same entry stored before.
 // Each call through the per-room address by a caller the scope cache holds (a read
 // just before warms it): the caller's check rides with the tool's first statements
 // (docs/tenancy.md), so the counts are the tool's own round trips. The counts are what
@@ -38,10 +38,10 @@ func TestWriteToolRoundTrips(t *testing.T) {
 			t.Fatalf("%d wake events, want 1 (qa-lead, the one always-on member)", got)
 		}
 	})
-	t.Run("write_memory is one round trip and stores the entry, its vector and its card", func(t *testing.T) {
+	t.Run("write_memory is two round trips and stores the entry, its vector and its card", func(t *testing.T) {
 		res, n := trips(t, "architect", "write_memory", map[string]any{"content": "the release train leaves on Thursdays"})
-		if counted && n != 1 {
-			t.Fatalf("%d round trips, want 1 (the check; entry, vector and card with the COMMIT)", n)
+		if counted && n != 2 {
+			t.Fatalf("%d round trips, want 2 (the check and the look for the same entry; entry, vector and card with the COMMIT)", n)
 		}
 		id := res["memory_id"]
 		if e.count("SELECT count(*) FROM memory_entry WHERE id = $1", id) != 1 ||
