@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/relayroom/relayroom/internal/admin"
@@ -54,7 +55,20 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rest := args[1:]
 	if name != "apply" {
 		if len(rest) == 0 {
-			fmt.Fprint(stderr, adminUsage)
+			// A group without its command (admin org), or no command at all (admin bogus):
+			// say which, then the usage.
+			var subs []string
+			for full := range adminCommands() {
+				if sub, ok := strings.CutPrefix(full, name+" "); ok {
+					subs = append(subs, sub)
+				}
+			}
+			if len(subs) == 0 {
+				fmt.Fprintf(stderr, "unknown admin command %q\n\n%s", name, adminUsage)
+				return errUsage
+			}
+			slices.Sort(subs)
+			fmt.Fprintf(stderr, "admin %s needs one of: %s\n\n%s", name, strings.Join(subs, ", "), adminUsage)
 			return errUsage
 		}
 		name, rest = name+" "+rest[0], rest[1:]

@@ -171,6 +171,12 @@ func TestAdminCLI(t *testing.T) {
 	if code, _, _ = runCLI(t, "admin", "nonsense", "cmd"); code != 2 {
 		t.Fatalf("an unknown command exits %d, want 2", code)
 	}
+	if code, _, stderr = runCLI(t, "admin", "nonsense"); code != 2 || !strings.HasPrefix(stderr, `unknown admin command "nonsense"`) {
+		t.Fatalf("a lone unknown word exits %d, want 2 and its name: %.80s", code, stderr)
+	}
+	if code, _, stderr = runCLI(t, "admin", "org"); code != 2 || !strings.HasPrefix(stderr, "admin org needs one of: create, list") {
+		t.Fatalf("a group without its command exits %d, want 2 and its commands: %.80s", code, stderr)
+	}
 	if code, _, _ = runCLI(t, "admin", "org", "create", "--help"); code != 0 {
 		t.Fatalf("--help exits %d, want 0", code)
 	}
