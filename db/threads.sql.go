@@ -804,8 +804,8 @@ func (q *Queries) ThreadLockIdle(ctx context.Context, db DBTX, arg ThreadLockIdl
 
 const threadSearchOthers = `-- name: ThreadSearchOthers :many
 SELECT t.id, t.subject, t.status, t.created_at
-FROM rr_search_threads($1::uuid, $2::text, $3::integer) AS t
-WHERE t.project_id = $4::uuid
+FROM rr_search_threads($1::uuid, $2::text, $3::integer, $4::uuid) AS t
+WHERE t.project_id = $5::uuid
 ORDER BY t.id DESC
 `
 
@@ -813,6 +813,7 @@ type ThreadSearchOthersParams struct {
 	MemberID  uuid.UUID
 	Pattern   string
 	Lim       int32
+	Before    uuid.UUID
 	ProjectID uuid.UUID
 }
 
@@ -824,12 +825,14 @@ type ThreadSearchOthersRow struct {
 }
 
 // Threads the part does not take part in whose subject or any message contains the text;
-// rr_search_threads (migration 000002) reads only rr_project(), the transaction's tenant.
+// rr_search_threads (migrations 000002, 000066) reads only rr_project(), the transaction's
+// tenant; threads older than @before (the largest uuid for the first page).
 func (q *Queries) ThreadSearchOthers(ctx context.Context, db DBTX, arg ThreadSearchOthersParams) ([]ThreadSearchOthersRow, error) {
 	rows, err := db.Query(ctx, threadSearchOthers,
 		arg.MemberID,
 		arg.Pattern,
 		arg.Lim,
+		arg.Before,
 		arg.ProjectID,
 	)
 	if err != nil {

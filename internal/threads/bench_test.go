@@ -140,7 +140,7 @@ func BenchmarkMessaging1M(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			sc := e.sc("frontend")
 			timeCalls(b, func(int) error {
-				_, err := e.svc.Search(ctx, sc, c.q)
+				_, err := e.svc.Search(ctx, sc, threads.SearchInput{Query: c.q})
 				return err
 			})
 		})

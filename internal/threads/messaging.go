@@ -554,14 +554,26 @@ func (s *Service) Threads(ctx context.Context, sc tenancy.Scope, in ThreadsInput
 	return out, nil
 }
 
+// SearchInput is search's arguments.
+type SearchInput struct {
+	Query string `json:"query"`
+	// Before pages: only threads older than this thread id (the last of a previous page).
+	Before *string `json:"before,omitempty"`
+}
+
 // Search finds threads of the project the caller does not take part in, by a
 // case-insensitive substring of the subject or of any message body.
-func (s *Service) Search(ctx context.Context, sc tenancy.Scope, query string) ([]SearchHit, error) {
-	if utf8.RuneCountInString(strings.TrimSpace(query)) < MinSearchQuery {
+func (s *Service) Search(ctx context.Context, sc tenancy.Scope, in SearchInput) ([]SearchHit, error) {
+	if utf8.RuneCountInString(strings.TrimSpace(in.Query)) < MinSearchQuery {
 		return nil, apperr.New(apperr.Invalid, "query needs at least %d characters", MinSearchQuery).WithReason(apperr.ReasonInvalidArgument)
 	}
+	before, err := cursor(in.Before)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := pg.ReadOne(ctx, s.DB, sc.Tenant(), "search", func(tx *pg.Tx) ([]db.ThreadSearchOthersRow, error) {
-		return s.Q.ThreadSearchOthers(ctx, tx, db.ThreadSearchOthersParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID, Pattern: pg.LikeSubstring(query), Lim: MaxThreads})
+		return s.Q.ThreadSearchOthers(ctx, tx, db.ThreadSearchOthersParams{ProjectID: sc.ProjectID, MemberID: sc.MemberID,
+			Pattern: pg.LikeSubstring(in.Query), Lim: MaxThreads, Before: before})
 	})
 	if err != nil {
 		return nil, err

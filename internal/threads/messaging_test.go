@@ -378,22 +378,22 @@ func TestThreadsAndSearch(t *testing.T) {
 		{"never another project's thread", "peter", "migration", false},
 	} {
 		t.Run("search: "+c.name, func(t *testing.T) {
-			h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc(c.part), c.q))
+			h := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc(c.part), threads.SearchInput{Query: c.q}))
 			if c.found != (len(h) == 1) || len(h) > 1 || c.found && h[0].ThreadID != a.ThreadID {
 				t.Fatalf("search %q as %s: %+v", c.q, c.part, h)
 			}
 		})
 	}
-	_, err := e.svc.Search(ctx, e.sc("frontend"), "m")
+	_, err := e.svc.Search(ctx, e.sc("frontend"), threads.SearchInput{Query: "m"})
 	testfix.WantErr(t, err, apperr.Invalid, "")
 	// The owner-rights search function sees nothing without a tenant.
-	if n := e.count(t, "SELECT count(*) FROM rr_search_threads($1, '%migration%', 50)", e.sc("frontend").MemberID); n != 0 {
+	if n := e.count(t, "SELECT count(*) FROM rr_search_threads($1, '%migration%', 50, 'ffffffff-ffff-ffff-ffff-ffffffffffff')", e.sc("frontend").MemberID); n != 0 {
 		t.Fatalf("rr_search_threads without a tenant returned %d threads", n)
 	}
 }
 
-// TestThreadsPagesPastItsLimit: a part in more threads than one answer holds reads the
-// older ones with before, each once, newest first.
+// TestThreadsPagesPastItsLimit: a part in more threads than one answer holds (or a search
+// matching more) reads the older ones with before, each once, newest first.
 func TestThreadsPagesPastItsLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -423,6 +423,23 @@ func TestThreadsPagesPastItsLimit(t *testing.T) {
 	t.Run("a before that is not an id is refused", func(t *testing.T) {
 		_, err := e.svc.Threads(ctx, e.sc("backend"), threads.ThreadsInput{Before: ptr("yesterday")})
 		testfix.WantErr(t, err, apperr.Invalid, "")
+		_, err = e.svc.Search(ctx, e.sc("frontend"), threads.SearchInput{Query: "report", Before: ptr("yesterday")})
+		testfix.WantErr(t, err, apperr.Invalid, "")
+	})
+	t.Run("search pages the same way, for a part in none of them", func(t *testing.T) {
+		page := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), threads.SearchInput{Query: "report"}))
+		if len(page) != threads.MaxThreads {
+			t.Fatalf("%d hits on the first page", len(page))
+		}
+		last := page[len(page)-1].ThreadID
+		rest := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), threads.SearchInput{Query: "report", Before: &last}))
+		var got []string
+		for _, h := range append(page, rest...) {
+			got = append(got, h.ThreadID)
+		}
+		if !slices.Equal(got, sent) {
+			t.Fatalf("pages list %d threads, want the %d sent in order", len(got), len(sent))
+		}
 	})
 }
 

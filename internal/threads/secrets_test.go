@@ -218,7 +218,7 @@ func TestMaskedMessageEverywhereItShows(t *testing.T) {
 	}
 	inbox := must[[]threads.InboxItem](t)(e.svc.Inbox(ctx, e.sc("backend"), threads.InboxInput{}))
 	list := must[[]threads.ThreadSummary](t)(e.svc.Threads(ctx, e.sc("backend"), threads.ThreadsInput{}))
-	hits := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), "deploy"))
+	hits := must[[]threads.SearchHit](t)(e.svc.Search(ctx, e.sc("frontend"), threads.SearchInput{Query: "deploy"}))
 	shown := e.shown(t, sent.ThreadID)
 	for name, v := range map[string]any{"inbox": inbox, "threads": list, "search": hits, "show": shown} {
 		got := fmtAny(v)

@@ -204,23 +204,21 @@ func closeTool(s *Service) mcp.Tool[tenancy.Scope] {
 	)
 }
 
-type searchInput struct {
-	Query string `json:"query"`
-}
-
 func searchTool(s *Service) mcp.Tool[tenancy.Scope] {
 	return mcp.NewTool(mcp.Tool[tenancy.Scope]{Name: "search", Title: "Search other threads",
 		Description: fmt.Sprintf("Find threads of this project you are NOT a participant in, by a case-insensitive substring (%d-%d characters) of ", MinSearchQuery, MaxQuery) +
 			"the subject or any message body, to pull context from conversations you were not sent. Returns " +
-			fmt.Sprintf("{threads:[{threadId, subject, status, createdAt}]}, newest first, up to %d; call show for full content.", MaxThreads),
+			fmt.Sprintf("{threads:[{threadId, subject, status, createdAt}]}, newest first, up to %d; call show for full content. ", MaxThreads) +
+			"Older matches: call search again with before set to the last threadId of the page.",
 		Annotations: mcp.Annotations{ReadOnly: true, Idempotent: true},
-	}, func(ctx context.Context, sc tenancy.Scope, in searchInput) (any, error) {
-		list, err := s.Search(ctx, sc, in.Query)
+	}, func(ctx context.Context, sc tenancy.Scope, in SearchInput) (any, error) {
+		list, err := s.Search(ctx, sc, in)
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"threads": list}, nil
-	}, mcp.Prop("query", mcp.MinLength(MinSearchQuery), mcp.MaxLength(MaxQuery)))
+	}, mcp.Prop("query", mcp.MinLength(MinSearchQuery), mcp.MaxLength(MaxQuery)),
+		mcp.Prop("before", idArg(), mcp.Description("Only threads older than this thread id (the last threadId of a previous page).")))
 }
 
 func rosterTool(s *Service) mcp.Tool[tenancy.Scope] {

@@ -150,9 +150,10 @@ UPDATE thread SET lesson_outcome = @outcome WHERE project_id = @project_id AND i
 
 -- name: ThreadSearchOthers :many
 -- Threads the part does not take part in whose subject or any message contains the text;
--- rr_search_threads (migration 000002) reads only rr_project(), the transaction's tenant.
+-- rr_search_threads (migrations 000002, 000066) reads only rr_project(), the transaction's
+-- tenant; threads older than @before (the largest uuid for the first page).
 SELECT t.id, t.subject, t.status, t.created_at
-FROM rr_search_threads(@member_id::uuid, @pattern::text, @lim::integer) AS t
+FROM rr_search_threads(@member_id::uuid, @pattern::text, @lim::integer, @before::uuid) AS t
 WHERE t.project_id = @project_id::uuid
 ORDER BY t.id DESC;
 
