@@ -1,12 +1,8 @@
 -- search pages with before (a thread id), as threads does: a part could not reach the
 -- threads of other parts past the newest 50 that matched. The function gains the cursor
 -- (the largest uuid for the first page); its body is 000016's otherwise, planned per call
--- with its values (EXECUTE), reading only rr_project().
--- One statement, the DDL through EXECUTE (docs/scale.md).
-DO $do$
-BEGIN
-  EXECUTE $ddl$DROP FUNCTION rr_search_threads(uuid, text, integer)$ddl$;
-  EXECUTE $ddl$
+-- with its values (EXECUTE), reading only rr_project(). 000067 grants it as the old one
+-- was granted, 000068 drops the old one: one statement each, and each visible to sqlc.
 CREATE FUNCTION rr_search_threads(member uuid, pattern text, lim integer, before uuid) RETURNS SETOF thread
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $fn$
 DECLARE
@@ -28,9 +24,4 @@ BEGIN
      LIMIT $3'
     USING member, pattern, lim, proj, before;
 END
-$fn$
-$ddl$;
-  EXECUTE $ddl$REVOKE ALL ON FUNCTION rr_search_threads(uuid, text, integer, uuid) FROM PUBLIC$ddl$;
-  EXECUTE $ddl$GRANT EXECUTE ON FUNCTION rr_search_threads(uuid, text, integer, uuid) TO relayroom_app$ddl$;
-END
-$do$;
+$fn$;
