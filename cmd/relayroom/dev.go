@@ -92,7 +92,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// does, and the standard log package) then write the same redacted JSON lines.
 	slog.SetDefault(log)
 	warnUnknownNames(log)
-	if err := pg.MigrateUp(cfg.DatabaseURL); err != nil {
+	if _, err := pg.MigrateUp(ctx, cfg.DatabaseURL); err != nil {
 		return err
 	}
 	if err := jobs.MigrateUp(ctx, cfg.DatabaseURL); err != nil {

@@ -77,11 +77,7 @@ func (a *App) public() string { return a.publicURL }
 // ready, if not nil, is called with the public base URL once the listener is bound.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(publicURL string)) error {
 	if cfg.MigrateOnStart {
-		if err := pg.MigrateUp(cfg.DatabaseURL); err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
-		// River's tables, in their own schema, after ours.
-		if err := jobs.MigrateUp(ctx, cfg.DatabaseURL); err != nil {
+		if err := migrateUp(ctx, log, cfg.DatabaseURL); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 	}
@@ -169,7 +165,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 	}()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(conns) }()
-	log.Info("serving", "addr", ln.Addr().String(), "public_url", publicURL, "max_connections", conns.max)
+	log.Info("serving", "version", Version, "addr", ln.Addr().String(), "public_url", publicURL, "max_connections", conns.max)
 	if ready != nil {
 		ready(publicURL)
 	}
@@ -267,3 +263,25 @@ func (a *App) Endpoints() map[string]mcp.Endpoint[tenancy.Scope] {
 
 // Handler is the HTTP handler of every route (for tests that serve it themselves).
 func (a *App) Handler() http.Handler { return a.echo }
+
+// migrateUp applies pending migrations, ours then the job queue's, and says what it did:
+// which database, from which version to which, so that the log of an upgrade that failed
+// half-way tells which build ran which migration.
+func migrateUp(ctx context.Context, log *slog.Logger, dbURL string) error {
+	start := time.Now()
+	log.Info("migrating", "database", pg.Describe(dbURL), "version", Version)
+	m, err := pg.MigrateUp(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	// River's tables, in their own schema, after ours.
+	if err := jobs.MigrateUp(ctx, dbURL); err != nil {
+		return err
+	}
+	if m.From == m.To {
+		log.Info("schema up to date", "schema_version", m.To)
+		return nil
+	}
+	log.Info("schema migrated", "from", m.From, "to", m.To, "duration_ms", time.Since(start).Milliseconds())
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 )
@@ -61,9 +62,9 @@ func MigrateDown(ctx context.Context, dbURL string) error {
 }
 
 func withMigrator(ctx context.Context, dbURL string, fn func(*pgxpool.Pool, *rivermigrate.Migrator[pgx.Tx]) error, create bool) (err error) {
-	cfg, err := pgxpool.ParseConfig(dbURL)
+	cfg, err := pg.PoolConfig(dbURL)
 	if err != nil {
-		return fmt.Errorf("river migrate: parse DATABASE_URL: %w", err)
+		return fmt.Errorf("river migrate: %w", err)
 	}
 	cfg.MaxConns = 2
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

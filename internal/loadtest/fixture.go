@@ -52,7 +52,7 @@ func ScratchDatabase(ctx context.Context, clusterURL, name string) (string, erro
 			return "", err
 		}
 	}
-	if err := pg.MigrateUp(dbURL); err != nil {
+	if _, err := pg.MigrateUp(ctx, dbURL); err != nil {
 		return "", err
 	}
 	if err := jobs.MigrateUp(ctx, dbURL); err != nil {

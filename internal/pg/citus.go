@@ -100,7 +100,7 @@ var ErrNotCitus = errors.New("the database has no citus extension: run this on a
 // workers as the current role, which is the request role after the service's SET ROLE.
 func Distribute(ctx context.Context, dbURL string, opt CitusOptions) (CitusReport, error) {
 	var rep CitusReport
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := Connect(ctx, dbURL)
 	if err != nil {
 		return rep, fmt.Errorf("citus: connect: %w", err)
 	}

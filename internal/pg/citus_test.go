@@ -585,14 +585,14 @@ func TestCitusLaterMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !t.Run("the latest migrations come down on a distributed database", func(t *testing.T) {
-		if err := pg.MigrateDown(u, laterMigrations); err != nil {
+		if _, err := pg.MigrateDown(context.Background(), u, laterMigrations); err != nil {
 			t.Fatal(err)
 		}
 	}) {
 		return
 	}
 	if !t.Run("and go up again", func(t *testing.T) {
-		if err := pg.MigrateUp(u); err != nil {
+		if _, err := pg.MigrateUp(context.Background(), u); err != nil {
 			t.Fatal(err)
 		}
 		st, err := pg.StatusURL(context.Background(), u)

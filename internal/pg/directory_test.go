@@ -217,7 +217,7 @@ func TestDirectoryVisibilityMatchesTheSubqueryPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	after = slices.DeleteFunc(after, func(name string) bool { return name < "000013" })
-	if err := pg.MigrateDown(u, len(after)); err != nil {
+	if _, err := pg.MigrateDown(context.Background(), u, len(after)); err != nil {
 		t.Fatal(err)
 	}
 	for i, c := range tenants {

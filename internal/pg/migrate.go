@@ -2,6 +2,7 @@ package pg
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,9 +12,10 @@ import (
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
-	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5" // registers the pgx5:// driver
+	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	sqlfiles "github.com/relayroom/relayroom/sql"
 )
@@ -28,22 +30,44 @@ type MigrationStatus struct {
 // UpToDate reports whether the schema is exactly the binary's.
 func (s MigrationStatus) UpToDate() bool { return !s.Dirty && s.Current == s.Latest }
 
-func migrator(dbURL string) (*migrate.Migrate, error) {
+// migrator opens golang-migrate on its own connection, opened under ctx and bounded by
+// DefaultConnectTimeout: the driver's URL form connects without either, and a database
+// that accepted TCP without answering held serve forever, deaf to SIGTERM. Opening it
+// ourselves also keeps the URL out of the driver's errors, which quoted it, password
+// included.
+func migrator(ctx context.Context, dbURL string) (*migrate.Migrate, *sql.DB, error) {
 	src, err := iofs.New(sqlfiles.Migrations(), ".")
 	if err != nil {
-		return nil, fmt.Errorf("migrate: source: %w", err)
+		return nil, nil, fmt.Errorf("migrate: source: %w", err)
 	}
 	u, err := ParseURL(dbURL)
 	if err != nil {
-		return nil, fmt.Errorf("migrate: DATABASE_URL %w", err)
+		return nil, nil, fmt.Errorf("migrate: DATABASE_URL %w", err)
 	}
-	u.Scheme = "pgx5"
-	m, err := migrate.NewWithSourceInstance("iofs", src, u.String())
+	cfg, err := ConnConfig(dbURL)
 	if err != nil {
-		return nil, fmt.Errorf("migrate: connect: %w", err)
+		return nil, nil, fmt.Errorf("migrate: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close() // nothing was opened that needs reporting
+		return nil, nil, fmt.Errorf("migrate: connect: %w", err)
+	}
+	// The database name as the driver's URL form gives it, slash included: it names the
+	// advisory lock that serialises replicas' migrations, and a replica of an older build
+	// (which opened the driver by URL) must take the same lock.
+	drv, err := migratepgx.WithInstance(db, &migratepgx.Config{DatabaseName: u.Path})
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("migrate: connect: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "pgx5", drv)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("migrate: %w", err)
 	}
 	m.LockTimeout = MigrateLockTimeout
-	return m, nil
+	return m, db, nil
 }
 
 // MigrateLockTimeout is how long a replica starting while another migrates waits for it.
@@ -54,40 +78,121 @@ func migrator(dbURL string) (*migrate.Migrate, error) {
 // once the migration is done.
 const MigrateLockTimeout = 30 * time.Minute
 
+// MigrateStopWait is how long a cancelled migration run is given to finish the migration
+// in progress (golang-migrate stops between two, leaving the schema clean) before the
+// caller gets its error anyway: what remains then is a wait for a lock or a connection.
+const MigrateStopWait = 10 * time.Second
+
+// Migrated is what a migration run did.
+type Migrated struct {
+	From, To uint
+}
+
 // MigrateUp applies every pending migration. golang-migrate takes an advisory lock, so
 // replicas starting together migrate once: the others wait for it (MigrateLockTimeout).
-func MigrateUp(dbURL string) error {
-	m, err := migrator(dbURL)
-	if err != nil {
-		return err
-	}
-	defer closeMigrator(m)
-	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("migrate up: %w", err)
-	}
-	return nil
+func MigrateUp(ctx context.Context, dbURL string) (Migrated, error) {
+	return runMigrator(ctx, dbURL, "migrate up", func(m *migrate.Migrate) error { return m.Up() })
 }
 
 // MigrateDown reverts n migrations (all of them when n <= 0).
-func MigrateDown(dbURL string, n int) error {
-	m, err := migrator(dbURL)
-	if err != nil {
-		return err
-	}
-	defer closeMigrator(m)
-	if n <= 0 {
-		err = m.Down()
-	} else {
-		err = m.Steps(-n)
-	}
-	if err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("migrate down: %w", err)
-	}
-	return nil
+func MigrateDown(ctx context.Context, dbURL string, n int) (Migrated, error) {
+	return runMigrator(ctx, dbURL, "migrate down", func(m *migrate.Migrate) error {
+		if n <= 0 {
+			return m.Down()
+		}
+		return m.Steps(-n)
+	})
 }
 
-func closeMigrator(m *migrate.Migrate) {
-	_, _ = m.Close() // both errors are about closing connections after the work is done
+// MigrateForce records version v as applied and clean without running anything: the way
+// out of a dirty schema (a migration that failed half-way), once someone has finished or
+// undone by hand what it did (docs/upgrades.md).
+func MigrateForce(ctx context.Context, dbURL string, v uint) (Migrated, error) {
+	latest, err := LatestMigration()
+	if err != nil {
+		return Migrated{}, err
+	}
+	if v > latest {
+		return Migrated{}, fmt.Errorf("migrate force: version %d is past this build's latest, %d", v, latest)
+	}
+	return runMigrator(ctx, dbURL, "migrate force", func(m *migrate.Migrate) error { return m.Force(int(v)) })
+}
+
+// runMigrator runs fn under ctx. Cancelled, the run stops after the migration in
+// progress, leaving the schema clean; the caller waits for that at most MigrateStopWait,
+// since what remains then is a wait for a lock or a connection.
+func runMigrator(ctx context.Context, dbURL, what string, fn func(*migrate.Migrate) error) (Migrated, error) {
+	type result struct {
+		m   Migrated
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m, err := migrateRun(ctx, dbURL, what, fn)
+		done <- result{m, err}
+	}()
+	select {
+	case r := <-done:
+		return r.m, r.err
+	case <-ctx.Done():
+	}
+	select {
+	case r := <-done:
+		return r.m, r.err
+	case <-time.After(MigrateStopWait):
+		return Migrated{}, fmt.Errorf("%s: %w (gave up waiting for the database)", what, ctx.Err())
+	}
+}
+
+func migrateRun(ctx context.Context, dbURL, what string, fn func(*migrate.Migrate) error) (Migrated, error) {
+	m, db, err := migrator(ctx, dbURL)
+	if err != nil {
+		return Migrated{}, err
+	}
+	defer closeMigrator(m, db)
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-ctx.Done():
+			m.GracefulStop <- true // buffered: golang-migrate reads it between two migrations
+		case <-finished:
+		}
+	}()
+	var out Migrated
+	if out.From, err = version(m); err != nil {
+		return out, fmt.Errorf("%s: %w", what, err)
+	}
+	err = fn(m)
+	if err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return out, fmt.Errorf("%s: %w", what, err)
+	}
+	if out.To, err = version(m); err != nil {
+		return out, fmt.Errorf("%s: %w", what, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("%s: stopped at version %d: %w", what, out.To, err)
+	}
+	return out, nil
+}
+
+// version is the schema's version, 0 for none.
+func version(m *migrate.Migrate) (uint, error) {
+	v, _, err := m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read version: %w", err)
+	}
+	return v, nil
+}
+
+func closeMigrator(m *migrate.Migrate, db *sql.DB) {
+	// Both errors are about closing connections after the work is done; the driver's
+	// Close closes db too, and closing it again is harmless.
+	_, _ = m.Close()
+	_ = db.Close()
 }
 
 // LatestMigration is the highest migration version built into the binary.
@@ -142,7 +247,7 @@ func StatusURL(ctx context.Context, dbURL string) (MigrationStatus, error) {
 		return MigrationStatus{}, err
 	}
 	st := MigrationStatus{Latest: latest}
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := Connect(ctx, dbURL)
 	if err != nil {
 		return st, fmt.Errorf("migration status: connect: %w", err)
 	}

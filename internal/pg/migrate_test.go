@@ -3,6 +3,7 @@ package pg_test
 import (
 	"context"
 	"io/fs"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,14 +28,14 @@ func TestMigrationsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pg.MigrateUp(u); err != nil {
+	if _, err := pg.MigrateUp(ctx, u); err != nil {
 		t.Fatalf("first up: %v", err)
 	}
 	st, err := pg.StatusURL(ctx, u)
 	if err != nil || !st.UpToDate() || st.Current != latest {
 		t.Fatalf("after up: %+v, %v", st, err)
 	}
-	if err := pg.MigrateDown(u, 0); err != nil {
+	if _, err := pg.MigrateDown(ctx, u, 0); err != nil {
 		t.Fatalf("down: %v", err)
 	}
 	conn, err := pgx.Connect(ctx, u)
@@ -54,7 +55,7 @@ func TestMigrationsRoundTrip(t *testing.T) {
 	if len(left) > 0 {
 		t.Fatalf("down left objects behind: %v", left)
 	}
-	if err := pg.MigrateUp(u); err != nil {
+	if _, err := pg.MigrateUp(ctx, u); err != nil {
 		t.Fatalf("second up: %v", err)
 	}
 	st, err = pg.StatusURL(ctx, u)
@@ -89,7 +90,10 @@ func TestMigrateUpWaitsForAnotherReplicasMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- pg.MigrateUp(u) }()
+	go func() {
+		_, err := pg.MigrateUp(ctx, u)
+		done <- err
+	}()
 	// Past golang-migrate's own timeout, the second replica must still be waiting.
 	select {
 	case err := <-done:
@@ -184,4 +188,60 @@ func statements(sql string) int {
 		n++
 	}
 	return n
+}
+
+// TestASilentDatabaseDoesNotHoldTheProcess: a server that accepts TCP and never answers
+// (a stopped VM behind a proxy, a firewall dropping packets) held serve's migration
+// forever, deaf to SIGTERM, and the admin commands too.
+func TestASilentDatabaseDoesNotHoldTheProcess(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		var held []net.Conn // accepted and never answered
+		defer func() {
+			for _, c := range held {
+				_ = c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	u := "postgres://postgres@" + ln.Addr().String() + "/relayroom?sslmode=disable"
+	t.Run("a cancelled migration returns", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(200*time.Millisecond, cancel)
+		if _, err := pg.MigrateUp(ctx, u); err == nil {
+			t.Fatal("migrated a database that never answered")
+		}
+	})
+	t.Run("a connection without connect_timeout gives up by itself", func(t *testing.T) {
+		t.Parallel()
+		cfg, err := pg.ConnConfig(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.ConnectTimeout != pg.DefaultConnectTimeout {
+			t.Fatalf("connect timeout %v", cfg.ConnectTimeout)
+		}
+		if _, err := pg.StatusURL(context.Background(), u); err == nil {
+			t.Fatal("read the status of a database that never answered")
+		}
+	})
+	t.Run("the URL's connect_timeout is kept", func(t *testing.T) {
+		t.Parallel()
+		cfg, err := pg.ConnConfig(u + "&connect_timeout=3")
+		if err != nil || cfg.ConnectTimeout != 3*time.Second {
+			t.Fatalf("%v %v", cfg, err)
+		}
+	})
 }

@@ -77,9 +77,9 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	if opt.StatementTimeout <= 0 {
 		opt.StatementTimeout = 5 * time.Second
 	}
-	appCfg, err := pgxpool.ParseConfig(url)
+	appCfg, err := PoolConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("pg open: parse DATABASE_URL: %w", err)
+		return nil, fmt.Errorf("pg open: %w", err)
 	}
 	if opt.MaxConns > 0 {
 		appCfg.MaxConns = opt.MaxConns
@@ -99,9 +99,9 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		}
 		return registerTypes(ctx, c)
 	}
-	opsCfg, err := pgxpool.ParseConfig(url)
+	opsCfg, err := PoolConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("pg open: parse DATABASE_URL: %w", err)
+		return nil, fmt.Errorf("pg open: %w", err)
 	}
 	opsCfg.MaxConns = 4
 	if opt.OpsMaxConns > 0 {

@@ -1,22 +1,93 @@
 package pg
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // ParseURL parses a database URL. Its error never holds the URL: net/url's quotes the
 // whole of it, password included, and a password with an unencoded % or / (or a typo in
 // the port) put it on stderr, in the log that collects serve's and migrate's output.
+//
+// Only postgres:// and postgresql:// URLs pass. pgx also reads keyword=value strings
+// ("host=db password=…"), so such a value worked for the admin commands and then failed
+// serve's migrations with an error that quoted the password; other schemes were
+// rewritten to the migration driver's without a word.
 func ParseURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
-	if err == nil {
-		return u, nil
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return nil, fmt.Errorf("does not parse: %w (percent-encode any special character of the user name or password)", ue.Err)
+		}
+		return nil, errors.New("does not parse")
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return nil, fmt.Errorf("does not parse: %w (percent-encode any special character of the user name or password)", ue.Err)
+	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		return nil, errors.New("must be a postgres:// URL (postgres://user:password@host:port/database; keyword=value connection strings are not supported)")
 	}
-	return nil, errors.New("does not parse")
+	return u, nil
+}
+
+// DefaultConnectTimeout bounds opening a connection when DATABASE_URL sets no
+// connect_timeout. Without it a database that accepts TCP and never answers (a stopped VM
+// behind a proxy, a firewall that drops packets) held serve, migrate and admin forever,
+// without a log line.
+const DefaultConnectTimeout = 10 * time.Second
+
+// ConnConfig parses dbURL for one connection, with DefaultConnectTimeout unless the URL
+// sets connect_timeout.
+func ConnConfig(dbURL string) (*pgx.ConnConfig, error) {
+	if _, err := ParseURL(dbURL); err != nil {
+		return nil, fmt.Errorf("DATABASE_URL %w", err)
+	}
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	boundConnect(cfg)
+	return cfg, nil
+}
+
+// PoolConfig is ConnConfig for a pool.
+func PoolConfig(dbURL string) (*pgxpool.Config, error) {
+	if _, err := ParseURL(dbURL); err != nil {
+		return nil, fmt.Errorf("DATABASE_URL %w", err)
+	}
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	boundConnect(cfg.ConnConfig)
+	return cfg, nil
+}
+
+func boundConnect(cfg *pgx.ConnConfig) {
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+}
+
+// Connect opens one connection to dbURL (ConnConfig's timeout applies).
+func Connect(ctx context.Context, dbURL string) (*pgx.Conn, error) {
+	cfg, err := ConnConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// Describe names the database of dbURL for a log line: host, port and database, never the
+// user's password.
+func Describe(dbURL string) string {
+	cfg, err := ConnConfig(dbURL)
+	if err != nil {
+		return "(DATABASE_URL does not parse)"
+	}
+	return fmt.Sprintf("%s:%d/%s", cfg.Host, cfg.Port, cfg.Database)
 }

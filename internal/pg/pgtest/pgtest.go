@@ -188,7 +188,7 @@ func ensureTemplate(t testing.TB, ctx context.Context, base string) string {
 			t.Fatalf("pgtest: template: %v", err)
 		}
 	}
-	if err := pg.MigrateUp(tplURL); err != nil {
+	if _, err := pg.MigrateUp(ctx, tplURL); err != nil {
 		t.Fatalf("pgtest: migrate template: %v", err)
 	}
 	// River's schema (its own, "river"), as the service migrates it on start.
