@@ -47,7 +47,7 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stderr, adminUsage)
 		if len(args) == 0 {
-			return errUsage
+			return cli.ErrUsage
 		}
 		return nil
 	}
@@ -65,11 +65,11 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			if len(subs) == 0 {
 				fmt.Fprintf(stderr, "unknown admin command %q\n\n%s", name, adminUsage)
-				return errUsage
+				return cli.ErrUsage
 			}
 			slices.Sort(subs)
 			fmt.Fprintf(stderr, "admin %s needs one of: %s\n\n%s", name, strings.Join(subs, ", "), adminUsage)
-			return errUsage
+			return cli.ErrUsage
 		}
 		name, rest = name+" "+rest[0], rest[1:]
 	}
@@ -82,7 +82,7 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if !ok {
 		fmt.Fprintf(stderr, "unknown admin command %q\n\n%s", name, adminUsage)
-		return errUsage
+		return cli.ErrUsage
 	}
 	fs := cli.Flags("relayroom admin "+name, stderr)
 	run := cmd.flags(fs)
@@ -94,14 +94,14 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return errUsage // an unknown flag or a value that does not parse: flag said which, with the usage
+		return cli.ErrUsage // an unknown flag or a value that does not parse: flag said which, with the usage
 	}
 	// flag stops at the first argument that is not a flag and leaves the rest unread: a
 	// command run with flags it never saw must not report success.
 	if !cmd.args && fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "unexpected argument(s) %q: every flag must come before them, and a true/false flag takes its value as --flag=value\n\n", fs.Args())
 		fs.Usage()
-		return errUsage
+		return cli.ErrUsage
 	}
 	cfg, err := config.Load(nil, nil, os.Getenv)
 	if err != nil {
@@ -157,7 +157,7 @@ func required(fs *flag.FlagSet, names ...string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: missing required flag(s): %s (see --help)", errUsage, strings.Join(missing, ", "))
+		return fmt.Errorf("%w: missing required flag(s): %s (see --help)", cli.ErrUsage, strings.Join(missing, ", "))
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ const usage = `relayroom: agents from one company or many, working together over
 
 Usage:
   relayroom serve [flags]            serve the MCP endpoints (see: relayroom serve --help)
-  relayroom migrate up|down|status  manage the database schema (citus: distribute it)
+  relayroom migrate up|status|...   manage the database schema (see: relayroom migrate --help)
   relayroom admin COMMAND ...        organisations, people, agents, projects (JSON output)
   relayroom dev                      local Postgres + demo data + serve (what 'make run' does)
   relayroom healthcheck              exit 0 when the local server is ready (container probes)
@@ -69,17 +69,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	if errors.Is(err, errUsage) {
-		if err != errUsage { // a usage error with its own words (a missing flag): printed like any failure
+	if errors.Is(err, cli.ErrUsage) {
+		if err != cli.ErrUsage { // a usage error with its own words (a missing flag): printed like any failure
 			printError(stderr, err)
 		}
 		return 2
 	}
-	printError(stderr, err)
+	if !errors.As(err, new(errLogged)) {
+		printError(stderr, err)
+	}
 	return 1
 }
-
-var errUsage = errors.New("usage")
 
 // printError writes a failure as JSON, so scripts read errors the way they read results.
 func printError(w io.Writer, err error) {

@@ -41,7 +41,7 @@ func pager(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *execCmd == "" {
 		fs.Usage()
-		return errUsage
+		return cli.ErrUsage
 	}
 	key := os.Getenv("RELAYROOM_AGENT_KEY")
 	if key == "" {

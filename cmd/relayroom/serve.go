@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,16 +21,33 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	cfg, err := config.Load(fs, args, os.Getenv)
-	if err != nil {
+	if errors.Is(err, cli.ErrUsage) || errors.Is(err, flag.ErrHelp) {
 		return err
+	}
+	if err != nil {
+		// A fatal error is a log line like the others (one JSON object with its time and
+		// level), so that the last line of a crash-looping replica reaches the log shipper
+		// whole.
+		app.NewLogger(stderr, "info").Error("cannot start", "error", err)
+		return errLogged{err}
 	}
 	log := app.NewLogger(stderr, cfg.LogLevel)
 	// Libraries that log through the process's default logger (the OAuth server library
 	// does, and the standard log package) then write the same redacted JSON lines.
 	slog.SetDefault(log)
 	warnUnknownNames(log)
-	return app.Run(ctx, cfg, log, nil)
+	if err := app.Run(ctx, cfg, log, nil); err != nil {
+		log.Error("stopped on an error", "error", err)
+		return errLogged{err}
+	}
+	return nil
 }
+
+// errLogged is an error the command has logged already: the process exits 1 without
+// printing it again.
+type errLogged struct{ error }
+
+func (e errLogged) Unwrap() error { return e.error }
 
 // warnUnknownNames reports RELAYROOM_ variables that nothing reads: a misspelt setting
 // otherwise leaves its default in force without a word.

@@ -83,10 +83,33 @@ func TestServeLogsOnlyJSON(t *testing.T) {
 	if !signalled {
 		t.Fatalf("the server never said it was serving:\n%s", strings.Join(all, "\n"))
 	}
+	said := map[string]bool{}
 	for _, line := range all {
 		var v map[string]any
 		if err := json.Unmarshal([]byte(line), &v); err != nil {
 			t.Errorf("a log line that is not a JSON object: %q", line)
+			continue
 		}
+		msg, _ := v["msg"].(string)
+		said[msg] = v["version"] != nil || v["schema_version"] != nil || said[msg]
+	}
+	// Which build ran against which schema: the first thing read after a failed upgrade.
+	for _, msg := range []string{"migrating", "schema up to date", "serving"} {
+		if !said[msg] {
+			t.Errorf("no %q line with its version in:\n%s", msg, strings.Join(all, "\n"))
+		}
+	}
+}
+
+// TestAFatalErrorIsOneLogLine: serve's fatal error was an indented JSON object of three
+// lines without time or level, unlike every other line of its log.
+func TestAFatalErrorIsOneLogLine(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://app@127.0.0.1:1/relayroom")
+	t.Setenv("RELAYROOM_SHUTDOWN_TIMEOUT", "soon")
+	code, _, stderr := runCLI(t, "serve")
+	var line struct{ Time, Level, Msg, Error string }
+	if code != 1 || strings.Count(stderr, "\n") != 1 || json.Unmarshal([]byte(stderr), &line) != nil ||
+		line.Time == "" || line.Level != "ERROR" || !strings.Contains(line.Error, "RELAYROOM_SHUTDOWN_TIMEOUT") {
+		t.Fatalf("exit %d: %q", code, stderr)
 	}
 }

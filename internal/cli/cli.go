@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,10 +35,36 @@ func Main(name string, run Run) {
 	}
 }
 
+// ErrUsage marks a usage error: a command line that does not say what to do. The
+// process exits 2 for it (1 for a failure), as the admin commands document.
+var ErrUsage = errors.New("usage")
+
 // Flags is a command's flag set: a parse error is returned (the caller decides the exit)
 // and the usage and errors go to stderr, not to the process's own.
 func Flags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	return fs
+}
+
+// ParseInterspersed parses args into fs, flags anywhere, and returns the other arguments
+// in order. The flag package stops at the first of them, so in "migrate down 1
+// --database-url X" the flag was dropped without a word and the command went to another
+// database. After "--" everything is an argument.
+func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		}
+		left := fs.Args()
+		if len(left) == 0 {
+			return rest, nil
+		}
+		if used := len(args) - len(left); used > 0 && args[used-1] == "--" {
+			return append(rest, left...), nil
+		}
+		rest = append(rest, left[0])
+		args = left[1:]
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/throttle"
@@ -241,8 +242,8 @@ func settings() []setting {
 		{"RELAYROOM_ATTACHMENT_MAX_BYTES", "attachment-max-bytes", "26214400", "largest task attachment accepted (rooms), in bytes", func(c *Config, v string) error { return positiveInt(&c.AttachmentMaxBytes, v) }},
 		{"RELAYROOM_ROOM_ATTACHMENT_BYTES", "room-attachment-bytes", "2147483648", "bytes of attachments one room may hold together (stored in Postgres)", func(c *Config, v string) error { return positiveInt(&c.RoomAttachmentBytes, v) }},
 		{"RELAYROOM_DESK_RATE_LIMITS", "desk-rate-limits", desk.FormatLimits(desk.DefaultLimits()), "desk tools' calls per minute by plan: plan=memberReads/memberWrites/workspaceReads/workspaceWrites, for growth and scale (docs/desk.md)", func(c *Config, v string) error { return parsed(&c.DeskLimits, desk.ParseLimits, v) }},
-		{"RELAYROOM_SECRET_KEY", "secret-key", "", "32-byte key (hex or base64) sealing webhook secrets and desk inbox secrets at rest; the same on every replica and for `relayroom admin` (unset: webhooks off, pagers still work, inbox secrets cannot be stored)", func(c *Config, v string) error { c.SecretKey = v; return nil }},
-		{"RELAYROOM_SECRET_KEY_PREVIOUS", "secret-key-previous", "", "the RELAYROOM_SECRET_KEY being rotated out: it still opens desk inbox secrets until `relayroom admin desk secrets reseal` seals them under the new key (docs/desk.md)", func(c *Config, v string) error { c.SecretKeyPrevious = v; return nil }},
+		{"RELAYROOM_SECRET_KEY", "secret-key", "", "32-byte key (hex or base64) sealing webhook secrets and desk inbox secrets at rest; the same on every replica and for 'relayroom admin' (unset: webhooks off, pagers still work, inbox secrets cannot be stored)", func(c *Config, v string) error { c.SecretKey = v; return nil }},
+		{"RELAYROOM_SECRET_KEY_PREVIOUS", "secret-key-previous", "", "the RELAYROOM_SECRET_KEY being rotated out: it still opens desk inbox secrets until 'relayroom admin desk secrets reseal' seals them under the new key (docs/desk.md)", func(c *Config, v string) error { c.SecretKeyPrevious = v; return nil }},
 		{"RELAYROOM_ALLOWED_ORIGINS", "allowed-origins", "", "comma-separated browser origins (scheme://host[:port]) allowed besides the public URL's own; requests carrying any other Origin get 403", func(c *Config, v string) error { return parsed(&c.AllowedOrigins, ParseOrigins, v) }},
 		{"RELAYROOM_SIGNING_KEY", "signing-key", "", "secret (32+ characters) signing attachment download links; set the same value on every replica (default: random per process)", func(c *Config, v string) error {
 			if v != "" && len(v) < 32 {
@@ -335,25 +336,33 @@ func editDistance(a, b string) int {
 // Load reads the environment, then the flags in args (flags win). fs may be nil.
 func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
 	var c Config
-	values := map[string]*string{}
+	// A flag's default is the built-in one, never the environment's value: the usage
+	// (--help, or any flag typo) prints defaults, and the environment holds the database
+	// password and the keys. The environment is read after parsing, for the flags not set.
+	flags := map[string]*string{}
+	if fs != nil {
+		for _, s := range settings() {
+			flags[s.env] = fs.String(s.flag, s.def, s.help+" ($"+s.env+")")
+		}
+		if err := fs.Parse(args); err != nil {
+			return c, fmt.Errorf("%w: %w", cli.ErrUsage, err)
+		}
+		if fs.NArg() > 0 {
+			return c, fmt.Errorf("%w: unexpected argument(s) %q (settings are flags or environment variables)", cli.ErrUsage, fs.Args())
+		}
+	}
+	set := map[string]bool{}
+	if fs != nil {
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	}
 	for _, s := range settings() {
 		v := getenv(s.env)
-		if v == "" {
+		if set[s.flag] {
+			v = *flags[s.env]
+		} else if v == "" {
 			v = s.def
 		}
-		if fs != nil {
-			values[s.env] = fs.String(s.flag, v, s.help+" ($"+s.env+")")
-		} else {
-			values[s.env] = &v
-		}
-	}
-	if fs != nil {
-		if err := fs.Parse(args); err != nil {
-			return c, err
-		}
-	}
-	for _, s := range settings() {
-		if err := s.set(&c, *values[s.env]); err != nil {
+		if err := s.set(&c, v); err != nil {
 			return c, fmt.Errorf("config: %s: %w", s.env, err)
 		}
 	}

@@ -1,10 +1,13 @@
 package config_test
 
 import (
+	"errors"
+	"flag"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/config"
 )
 
@@ -138,4 +141,76 @@ func TestUnknownNamesAreReported(t *testing.T) {
 			t.Errorf("%d: got %+v, want %+v", i, got[i], want[i])
 		}
 	}
+}
+
+// TestFlagsAndTheEnvironment: a flag wins over its variable, the variable over the
+// default, and the usage (--help, a flag typo) prints the built-in defaults: it printed
+// the environment's values, the database password and every key among them.
+func TestFlagsAndTheEnvironment(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "postgres://app:EnvPassw0rd@db/relayroom", "RELAYROOM_SECRET_KEY": "EnvSecretKey",
+		"RELAYROOM_EMBED_API_KEY": "EnvEmbedKey", "RELAYROOM_LOG_LEVEL": "warn"}
+	loadArgs := func(args ...string) (config.Config, string, error) {
+		var out strings.Builder
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(&out)
+		c, err := config.Load(fs, args, func(k string) string { return env[k] })
+		return c, out.String(), err
+	}
+	for _, args := range [][]string{{"-help"}, {"-bogus"}} {
+		t.Run(args[0]+" prints no value of the environment", func(t *testing.T) {
+			_, out, err := loadArgs(args...)
+			if err == nil || !strings.Contains(out, "-database-url") {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for _, v := range env {
+				if v != "warn" && strings.Contains(out, v) {
+					t.Fatalf("%q printed:\n%s", v, out)
+				}
+			}
+		})
+	}
+	t.Run("a flag wins over its variable, which wins over the default", func(t *testing.T) {
+		c, _, err := loadArgs("-log-level", "debug")
+		if err != nil || c.LogLevel != "debug" || c.SecretKey != "EnvSecretKey" || c.Addr != ":48801" {
+			t.Fatalf("%+v %v", c, err)
+		}
+	})
+	t.Run("an argument that is no flag is a usage error", func(t *testing.T) {
+		if _, _, err := loadArgs("extra"); !errors.Is(err, cli.ErrUsage) {
+			t.Fatalf("%v", err)
+		}
+	})
+}
+
+// TestOnlyPostgresURLs: a keyword=value string passed the check, worked for the admin
+// commands and failed serve's migrations with the password in the error.
+func TestOnlyPostgresURLs(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"host=db user=app password=TopSecretPW dbname=relayroom", "http://app:TopSecretPW@db/relayroom", "db:5432/relayroom"} {
+		t.Run(u, func(t *testing.T) {
+			_, err := config.Load(nil, nil, func(k string) string {
+				if k == "DATABASE_URL" {
+					return u
+				}
+				return ""
+			})
+			if err == nil || strings.Contains(err.Error(), "TopSecretPW") || !strings.Contains(err.Error(), "postgres://") {
+				t.Fatalf("%v", err)
+			}
+		})
+	}
+	t.Run("postgresql:// is a postgres URL too", func(t *testing.T) {
+		if _, err := load(nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := config.Load(nil, nil, func(k string) string {
+			if k == "DATABASE_URL" {
+				return "postgresql://app@db/relayroom"
+			}
+			return ""
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
