@@ -391,6 +391,25 @@ func (q *Queries) ConnectCodeRevoke(ctx context.Context, db DBTX, projectID uuid
 	return result.RowsAffected(), nil
 }
 
+const deskTokenExists = `-- name: DeskTokenExists :one
+
+SELECT EXISTS (SELECT 1 FROM desk_token WHERE org_id = $1 AND id = $2)
+`
+
+type DeskTokenExistsParams struct {
+	OrgID uuid.UUID
+	ID    uuid.UUID
+}
+
+// The revoke commands tell an id that names nothing (a failure) from one revoked already
+// (nothing to do): a mistyped id in a revoke script looked like success.
+func (q *Queries) DeskTokenExists(ctx context.Context, db DBTX, arg DeskTokenExistsParams) (bool, error) {
+	row := db.QueryRow(ctx, deskTokenExists, arg.OrgID, arg.ID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const membershipClearMainExcept = `-- name: MembershipClearMainExcept :exec
 UPDATE membership SET is_main = false, updated_at = now()
 WHERE project_id = $1 AND is_main AND agent_id <> $2
@@ -534,6 +553,28 @@ func (q *Queries) MembershipUpsert(ctx context.Context, db DBTX, arg MembershipU
 	var id uuid.UUID
 	err := row.Scan(&id)
 	return id, err
+}
+
+const oAuthClientExists = `-- name: OAuthClientExists :one
+SELECT EXISTS (SELECT 1 FROM oauth_client WHERE client_id = $1::text)
+`
+
+func (q *Queries) OAuthClientExists(ctx context.Context, db DBTX, clientID string) (bool, error) {
+	row := db.QueryRow(ctx, oAuthClientExists, clientID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const oAuthGrantExists = `-- name: OAuthGrantExists :one
+SELECT EXISTS (SELECT 1 FROM oauth_grant WHERE id = $1)
+`
+
+func (q *Queries) OAuthGrantExists(ctx context.Context, db DBTX, id uuid.UUID) (bool, error) {
+	row := db.QueryRow(ctx, oAuthGrantExists, id)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }
 
 const orgMemberUpsert = `-- name: OrgMemberUpsert :exec

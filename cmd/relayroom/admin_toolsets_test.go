@@ -50,6 +50,13 @@ func TestAdminToolsetCommands(t *testing.T) {
 		if out := ok(t, "desk", "token", "revoke", "--workspace", "acme", "--id", tok.ID); !strings.Contains(out, `"revoked": true`) {
 			t.Fatalf("token revoke: %s", out)
 		}
+		// Again: nothing to do, not a failure.
+		if out := ok(t, "desk", "token", "revoke", "--workspace", "acme", "--id", tok.ID); !strings.Contains(out, `"revoked": false`) {
+			t.Fatalf("token revoke again: %s", out)
+		}
+		// A mistyped id, or another workspace's token, names nothing: a failure.
+		fails(t, "no token 00000000-0000-0000-0000-000000000000", "desk", "token", "revoke", "--workspace", "acme", "--id", "00000000-0000-0000-0000-000000000000")
+		fails(t, "no token "+tok.ID, "desk", "token", "revoke", "--workspace", "globex", "--id", tok.ID)
 	})
 	t.Run("a desk command names its missing flags and bad values", func(t *testing.T) {
 		misused(t, "--id, --workspace", "desk", "token", "revoke")
@@ -73,9 +80,8 @@ func TestAdminToolsetCommands(t *testing.T) {
 		fails(t, "--id must be a wake id", "wake", "retry", "--id", "x")
 	})
 	t.Run("oauth clients and grants", func(t *testing.T) {
-		if out := ok(t, "oauth", "clients", "revoke", "--client", "nobody"); !strings.Contains(out, `"revoked": false`) {
-			t.Fatalf("revoking an unknown client: %s", out)
-		}
+		fails(t, `no OAuth client "nobody"`, "oauth", "clients", "revoke", "--client", "nobody")
 		fails(t, "--grant must be a grant id", "oauth", "grants", "revoke", "--grant", "x")
+		fails(t, "no OAuth grant 00000000-0000-0000-0000-000000000000", "oauth", "grants", "revoke", "--grant", "00000000-0000-0000-0000-000000000000")
 	})
 }

@@ -206,11 +206,19 @@ func (s *Service) ListTokens(ctx context.Context, orgID uuid.UUID) ([]Token, err
 	return out, err
 }
 
-// RevokeToken revokes a token from its next call on; false when it was not live.
+// RevokeToken revokes a token from its next call on; false when it was revoked already,
+// NotFound when the workspace has no such token.
 func (s *Service) RevokeToken(ctx context.Context, orgID, id uuid.UUID) (bool, error) {
 	var n int64
 	err := s.db.Operator(ctx, func(tx *pg.Tx) (err error) {
 		n, err = s.q.DeskTokenRevoke(ctx, tx, db.DeskTokenRevokeParams{OrgID: orgID, ID: id, At: new(s.clock())})
+		if err != nil || n > 0 {
+			return err
+		}
+		exists, err := s.q.DeskTokenExists(ctx, tx, db.DeskTokenExistsParams{OrgID: orgID, ID: id})
+		if err == nil && !exists {
+			err = apperr.New(apperr.NotFound, "no token %s in this workspace", id)
+		}
 		return err
 	})
 	if err != nil {

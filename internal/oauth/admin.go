@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -19,11 +20,27 @@ func ListClients(ctx context.Context, d *pg.DB) ([]db.OAuthClientListRow, error)
 }
 
 // RevokeClient revokes a client: its tokens stop working and it cannot authorize again.
+// False when it was revoked already; NotFound when there is no such client.
 func RevokeClient(ctx context.Context, d *pg.DB, clientID string) (bool, error) {
+	q := db.New()
 	n, err := operator(ctx, d, "revoke client", func(ctx context.Context, tx db.DBTX) (int64, error) {
-		return db.New().OAuthClientRevoke(ctx, tx, clientID)
+		n, err := q.OAuthClientRevoke(ctx, tx, clientID)
+		if err != nil || n > 0 {
+			return n, err
+		}
+		return 0, mustExist(q.OAuthClientExists(ctx, tx, clientID))("no OAuth client %q", clientID)
 	})
 	return n > 0, err
+}
+
+// mustExist turns an existence check into NotFound with the message given, or its error.
+func mustExist(exists bool, err error) func(format string, args ...any) error {
+	return func(format string, args ...any) error {
+		if err != nil || exists {
+			return err
+		}
+		return apperr.New(apperr.NotFound, format, args...)
+	}
 }
 
 // ListGrants lists what people consented to, newest first.
@@ -38,6 +55,11 @@ func RevokeGrant(ctx context.Context, d *pg.DB, id uuid.UUID) (bool, error) {
 		n, err := q.OAuthGrantRevokeByID(ctx, tx, id)
 		if err != nil {
 			return 0, err
+		}
+		if n == 0 {
+			if err := mustExist(q.OAuthGrantExists(ctx, tx, id))("no OAuth grant %s", id); err != nil {
+				return 0, err
+			}
 		}
 		return n, q.OAuthTokenRevokeByGrantID(ctx, tx, id)
 	})

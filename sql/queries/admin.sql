@@ -175,3 +175,15 @@ JOIN organisation g ON g.id = a.guest_org_id;
 -- Marks a project's parts as never seen (make run's demo, after speaking as its agents).
 UPDATE membership SET last_seen_at = NULL
 WHERE project_id = sqlc.arg(project_id) AND last_seen_at IS NOT NULL;
+
+-- The revoke commands tell an id that names nothing (a failure) from one revoked already
+-- (nothing to do): a mistyped id in a revoke script looked like success.
+
+-- name: DeskTokenExists :one
+SELECT EXISTS (SELECT 1 FROM desk_token WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id));
+
+-- name: OAuthGrantExists :one
+SELECT EXISTS (SELECT 1 FROM oauth_grant WHERE id = sqlc.arg(id));
+
+-- name: OAuthClientExists :one
+SELECT EXISTS (SELECT 1 FROM oauth_client WHERE client_id = sqlc.arg(client_id)::text);
