@@ -228,7 +228,11 @@ func (d *DB) Status(ctx context.Context) (MigrationStatus, error) {
 	}
 	st := MigrationStatus{Latest: latest}
 	var v int64
-	err = d.Ops.QueryRow(ctx, "SELECT version, dirty FROM schema_migrations LIMIT 1").Scan(&v, &st.Dirty)
+	// In a transaction of its own, so that a pooled connection found dead is replaced
+	// (DB.inTx) instead of failing the readiness probe that asks.
+	err = d.Operator(ctx, func(tx *Tx) error {
+		return tx.QueryRow(ctx, "SELECT version, dirty FROM schema_migrations LIMIT 1").Scan(&v, &st.Dirty)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, nil
 	}

@@ -331,18 +331,30 @@ func (d *DB) Operator(ctx context.Context, fn func(tx *Tx) error) error {
 	return d.inTx(ctx, d.Ops, Tenant{}, fn)
 }
 
-func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx *Tx) error) (err error) {
+// inTx runs fn in a transaction, a second time on another connection when the first
+// one's connection turned out dead before anything of it ran (Tx.lost): a backend
+// terminated while idle in the pool (a failover, PgBouncer restarting, idle_session_timeout)
+// failed the next request, and /readyz with it, though the database was up.
+func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx *Tx) error) error {
+	lost, err := d.inTxOnce(ctx, pool, t, fn)
+	if lost && ctx.Err() == nil {
+		_, err = d.inTxOnce(ctx, pool, t, fn)
+	}
+	return err
+}
+
+func (d *DB) inTxOnce(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx *Tx) error) (lost bool, err error) {
 	// A request's Verification rides with this transaction, or is made before it: the
 	// operator's transactions, which no row-level security guards, always before.
 	var ride *Verification
 	if pool == d.App {
 		var err error
 		if ride, err = d.verifying(ctx, t); err != nil {
-			return err
+			return false, err
 		}
 	} else if v := verificationFrom(ctx); v != nil {
 		if err := d.Verify(ctx, v); err != nil {
-			return err
+			return false, err
 		}
 	}
 	// Without a request budget (jobs, the admin CLI) only the wait for a connection is
@@ -355,7 +367,7 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 	}
 	conn, err := d.acquire(ctx, pool, acquireBy)
 	if err != nil {
-		return err
+		return false, err
 	}
 	tx := &Tx{conn: conn, citus: d.citus, settings: -1, trips: &d.roundTrips}
 	// A request's claim (an idempotency key's record) travels with the COMMIT of the first
@@ -379,7 +391,7 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 		timeout = time.Until(deadline)
 		if timeout < time.Millisecond {
 			tx.abort(ctx)
-			return fmt.Errorf("pg tx: %w", ErrDeadline)
+			return false, fmt.Errorf("pg tx: %w", ErrDeadline)
 		}
 	}
 	tx.timeout = fmt.Sprintf("%dms", timeout.Milliseconds())
@@ -397,31 +409,31 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 		tx.SetTenant(Tenant{Lookup: ride.Lookup})
 		if err := ride.Queue(ctx, tx); err != nil {
 			tx.abort(ctx)
-			return fmt.Errorf("pg tx: queue the verification: %w", err)
+			return false, fmt.Errorf("pg tx: queue the verification: %w", err)
 		}
 	} else {
 		tx.SetTenant(t)
 	}
 	if err := fn(tx); err != nil {
 		tx.abort(ctx)
-		return err
+		return tx.lost, err
 	}
 	if !tx.begun && !tx.queued {
 		conn.Release() // fn sent nothing: there is no transaction to commit
-		return nil
+		return false, nil
 	}
 	if tx.committed {
 		// The COMMIT went with fn's last statement (CommitWithNext), and its error, if
 		// any, came back from that statement.
 		if len(tx.pending) > 0 {
 			tx.abort(ctx)
-			return fmt.Errorf("pg tx: statements queued after the commit")
+			return false, fmt.Errorf("pg tx: statements queued after the commit")
 		}
 		conn.Release()
 		for _, f := range tx.afterCommit {
 			f()
 		}
-		return nil
+		return false, nil
 	}
 	// The claim goes with the COMMIT of a transaction that wrote, until one has committed it.
 	var claimTag pgconn.CommandTag
@@ -439,7 +451,7 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 	// Statements still queued (a Pipeline that ended with writes) go with the COMMIT.
 	if _, err := tx.Exec(ctx, "COMMIT"); err != nil {
 		tx.abort(ctx)
-		return fmt.Errorf("pg tx: commit: %w", err)
+		return tx.lost, fmt.Errorf("pg tx: commit: %w", err)
 	}
 	if c != nil && claimTag.RowsAffected() > 0 {
 		c.committed = true
@@ -448,7 +460,7 @@ func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx 
 	for _, f := range tx.afterCommit {
 		f()
 	}
-	return nil
+	return false, nil
 }
 
 // Claim is what must commit atomically with a request's write: the record that an
@@ -567,6 +579,26 @@ type Tx struct {
 	// watch: the request carries a claim, so the statements' tags are read for a write
 	// (wrote); other transactions skip the reading.
 	watch, wroteTag bool
+	// lost: the first round trip failed on its first result, the BEGIN, because the
+	// connection was dead: nothing of the transaction ran (see markLost).
+	lost bool
+}
+
+// markLost notes that the transaction's first round trip failed at its BEGIN on a dead
+// connection, when nothing of it can have run: pgx sent nothing (SafeToRetry), the
+// server's first answer was that it had terminated the backend (57P0x: an administrator, a
+// shutdown, idle_session_timeout; sent at the
+// termination, so before any statement of ours ran), or the connection is gone and the
+// trip held no COMMIT (a transaction that did not commit rolled back with its backend).
+func (t *Tx) markLost(err error, committing bool) {
+	switch {
+	case pgconn.SafeToRetry(err):
+	case strings.HasPrefix(sqlState(err), "57P0"):
+	case !committing && t.conn.Conn().IsClosed():
+	default:
+		return
+	}
+	t.lost = true
 }
 
 // dataModifying finds a data-modifying statement in a statement's text, for a SELECT
@@ -752,14 +784,19 @@ func (t *Tx) sendSimple(ctx context.Context) error {
 	}
 	head := t.pending[:last+1]
 	t.pending = t.pending[last+1:]
+	first := !t.begun
 	t.begun = true
 	for len(head) > 0 {
 		t.trips.Add(1)
 		if head[0].simple {
 			tag, err := t.conn.Exec(ctx, head[0].sql, pgx.QueryExecModeSimpleProtocol)
 			if err != nil {
+				if first {
+					t.markLost(err, false) // the BEGIN goes first, alone
+				}
 				return fmt.Errorf("pg tx: settings: %w", err)
 			}
+			first = false
 			if head[0].tag != nil {
 				*head[0].tag = tag
 			}
@@ -808,6 +845,7 @@ func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults
 	pending := t.pending
 	n := len(pending)
 	t.pending, t.settings = nil, -1
+	first := !t.begun
 	t.begun = true
 	t.trips.Add(1)
 	br := t.conn.SendBatch(ctx, b)
@@ -820,6 +858,9 @@ func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults
 				// The check raised: the server ran nothing after it (Verification).
 				v.settle(false)
 				return nil, fmt.Errorf("pg tx: %w", ErrUnverified)
+			}
+			if first && i == 0 {
+				t.markLost(err, t.committed) // the BEGIN's result: committed says a COMMIT went too
 			}
 			return nil, fmt.Errorf("pg tx: pipelined statement: %w", err)
 		}
