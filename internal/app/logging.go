@@ -30,10 +30,21 @@ func RequestID(ctx context.Context) string { return httpapi.RequestID(ctx) }
 type requestIDHandler struct{ slog.Handler }
 
 func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
-	if id := RequestID(ctx); id != "" {
+	if id := RequestID(ctx); id != "" && !hasAttr(r, "request_id") {
 		r.AddAttrs(slog.String("request_id", id))
 	}
 	return h.Handler.Handle(ctx, r)
+}
+
+// hasAttr reports whether r has a top-level attribute named key: a line whose caller gave
+// the request id itself got it twice, which strict JSON readers refuse.
+func hasAttr(r slog.Record, key string) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		found = a.Key == key
+		return !found
+	})
+	return found
 }
 
 func (h requestIDHandler) WithAttrs(as []slog.Attr) slog.Handler {
@@ -170,25 +181,49 @@ const maxDecodeRounds = 8
 // tooDeeplyEncoded replaces text that maxDecodeRounds could not fully decode.
 const tooDeeplyEncoded = "[redacted: too deeply percent-encoded]"
 
-// signedQueryParam finds the query parameters that are credentials without a credential's
-// prefix: an attachment link's signature works as a key to the file until it expires, so
-// anyone reading the request log could have downloaded it. It reads the raw query, its
-// key spelled with escapes or in any case too, as the handler's own reading does (that
-// reading takes the well-formed pairs of a query that holds a malformed one as well).
-var signedQueryParam = regexp.MustCompile(`(?i)(^|&)((?:s|%73)(?:i|%69)(?:g|%67))=[^&]*`)
+// secretQueryParams are the query parameters whose values are credentials without a
+// credential's prefix: an attachment link's signature works as a key to the file until it
+// expires, an OAuth code is exchanged for a token, and a password, token or key a client
+// put in a URL is its mistake but would be the operator's log's secret. Compared without
+// case, the name decoded (the handler's own reading decodes it too).
+var secretQueryParams = []string{"sig", "signature", "code", "password", "passwd", "pwd", "pass", "secret",
+	"client_secret", "token", "access_token", "refresh_token", "id_token", "key", "api_key", "apikey", "auth", "authorization"}
+
+// secretQueryParam reports whether a raw query key names a secret.
+func secretQueryParam(rawKey string) bool {
+	k := rawKey
+	if strings.IndexByte(k, '%') >= 0 || strings.IndexByte(k, '+') >= 0 {
+		var err error
+		if k, err = url.QueryUnescape(k); err != nil {
+			return true // a key that does not decode cannot be judged: its value is not logged
+		}
+	}
+	for _, name := range secretQueryParams {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
+}
 
 // LoggedURI is a request's path and query as the request log writes them: the values of
-// signed parameters replaced by "[redacted]" (RedactCredentials then masks the prefixed
-// credentials).
+// secret parameters (secretQueryParams) replaced by "[redacted]" (RedactCredentials then
+// masks the prefixed credentials anywhere).
 func LoggedURI(u *url.URL) string {
 	if u.RawQuery == "" {
 		return u.RequestURI()
 	}
-	q := signedQueryParam.ReplaceAllString(u.RawQuery, "${1}${2}=[redacted]")
-	if q == u.RawQuery {
+	pairs := strings.Split(u.RawQuery, "&")
+	masked := false
+	for i, pair := range pairs {
+		if key, _, ok := strings.Cut(pair, "="); ok && secretQueryParam(key) {
+			pairs[i], masked = key+"=[redacted]", true
+		}
+	}
+	if !masked {
 		return u.RequestURI()
 	}
-	return u.EscapedPath() + "?" + q
+	return u.EscapedPath() + "?" + strings.Join(pairs, "&")
 }
 
 // MaxHeaderBytes bounds a request's line and headers (Go's default is 1 MiB): the longest

@@ -151,6 +151,26 @@ func TestRedactCredentials(t *testing.T) {
 	})
 }
 
+// TestALineHasOneRequestID: a line whose caller passed the request id as well as the
+// context carried it had the key twice, which strict JSON readers refuse.
+func TestALineHasOneRequestID(t *testing.T) {
+	t.Parallel()
+	buf := &syncBuffer{}
+	l := app.NewLogger(buf, "info")
+	ctx := app.WithRequestID(context.Background(), "rid-1")
+	l.InfoContext(ctx, "given", "request_id", "rid-1", "tool", "x")
+	l.InfoContext(ctx, "from the context")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%q", buf.String())
+	}
+	for _, line := range lines {
+		if n := strings.Count(line, `"request_id"`); n != 1 {
+			t.Errorf("request_id %d times in %s", n, line)
+		}
+	}
+}
+
 func TestLoggerRedactsEveryAttribute(t *testing.T) {
 	t.Parallel()
 	key, _, _ := auth.Generate(auth.AgentKeyPrefix)
@@ -164,6 +184,9 @@ func TestLoggerRedactsEveryAttribute(t *testing.T) {
 		"with":          func(l *slog.Logger) { l.With("key", enc).Info("m") },
 		"request id": func(l *slog.Logger) {
 			l.InfoContext(app.WithRequestID(context.Background(), key), "m")
+		},
+		"request id given too": func(l *slog.Logger) {
+			l.InfoContext(app.WithRequestID(context.Background(), key), "m", "request_id", key)
 		},
 	}
 	for name, logIt := range cases {
@@ -231,9 +254,14 @@ func TestLoggedURIMasksSignatures(t *testing.T) {
 		// A malformed pair beside it: the handler still reads sig, so the log must not.
 		"/api/rooms/p/attachments/a?exp=17&sig=abc123&x=%zz": "/api/rooms/p/attachments/a?exp=17&sig=[redacted]&x=%zz",
 		"/api/rooms/p/attachments/a?%73IG=abc123&exp=17":     "/api/rooms/p/attachments/a?%73IG=[redacted]&exp=17",
-		"/x?design=1":         "/x?design=1",
-		"/api/mcp?part=a%20b": "/api/mcp?part=a%20b",
-		"/healthz":            "/healthz",
+		// Secrets without a credential's prefix, by their parameters' names.
+		"/login?password=hunter2&email=a@b.c":                "/login?password=[redacted]&email=a@b.c",
+		"/mcp/c?part=bot1&token=abc123secret&Access_Token=x": "/mcp/c?part=bot1&token=[redacted]&Access_Token=[redacted]",
+		"/oauth/callback?code=abc&state=s":                   "/oauth/callback?code=[redacted]&state=s",
+		"/x?api%5Fkey=abc&keys=1&a&b=":                       "/x?api%5Fkey=[redacted]&keys=1&a&b=",
+		"/x?design=1":                                        "/x?design=1",
+		"/api/mcp?part=a%20b":                                "/api/mcp?part=a%20b",
+		"/healthz":                                           "/healthz",
 	} {
 		u, err := url.Parse(in)
 		if err != nil {
