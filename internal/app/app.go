@@ -228,7 +228,7 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 	opts := mcp.Options{
 		Logger:       log,
 		RequestID:    RequestID,
-		OnToolCall:   a.metrics.observeTool,
+		OnToolCall:   a.onToolCall,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Idempotency:  a.idempotency,
 	}

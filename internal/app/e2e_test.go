@@ -263,6 +263,7 @@ func TestOperationsEndpointsAndLogs(t *testing.T) {
 		}
 	}
 	requests := 0
+	tools := map[string]bool{} // outcome: the line named the caller and its client address
 	sc := bufio.NewScanner(strings.NewReader(logs))
 	for sc.Scan() {
 		var line map[string]any
@@ -271,6 +272,12 @@ func TestOperationsEndpointsAndLogs(t *testing.T) {
 		}
 		if line["msg"] == "request" {
 			requests++
+			// Who called which tool, from where, with what outcome: a tool's failure is
+			// answered with HTTP 200, so the status alone hides it.
+			if tool, _ := line["tool"].(string); tool == "whoami" {
+				outcome, _ := line["outcome"].(string)
+				tools[outcome] = line["client"] == "127.0.0.1" && strings.HasPrefix(fmt.Sprint(line["caller"]), "agent:") && line["org"] != nil
+			}
 			if id, _ := line["request_id"].(string); len(id) < 8 {
 				t.Errorf("request log line without a request id: %v", line)
 			}
@@ -281,6 +288,9 @@ func TestOperationsEndpointsAndLogs(t *testing.T) {
 	}
 	if requests < 4 { // readyz and the three calls (healthz and metrics are not logged)
 		t.Fatalf("only %d request lines logged", requests)
+	}
+	if !tools["ok"] || !tools["invalid"] {
+		t.Fatalf("the tool calls' request lines do not name the caller, client, tool and outcome: %v", tools)
 	}
 }
 

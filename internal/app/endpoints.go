@@ -65,6 +65,9 @@ func (a *App) limited(credential func(*http.Request) string, authenticate func(c
 			return tenancy.Scope{}, err
 		}
 		s, err := authenticate(ctx, r)
+		if err == nil {
+			noteCaller(ctx, s)
+		}
 		switch {
 		case err == nil && !s.Settled():
 			// Provisional (settleScope): verified a moment ago, and again with the call's

@@ -105,7 +105,7 @@ func (a *App) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 			id = newRequestID()
 		}
 		c.Response().Header().Set("X-Request-Id", id)
-		ctx := WithRequestID(r.Context(), id)
+		ctx, note := withRequestNote(WithRequestID(r.Context(), id))
 		c.SetRequest(r.WithContext(ctx))
 		err := next(c)
 		if err != nil {
@@ -129,19 +129,19 @@ func (a *App) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 				return append([]slog.Attr{slog.String("method", r.Method), slog.String("path", loggedPath(r.URL)),
 					slog.Int("status", status), slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.Int64("bytes", c.Response().Size)}, extra...)
 			}
-			var gone []slog.Attr
+			extra := note.attrs([]slog.Attr{slog.String("client", a.clientAddress(r))})
 			if ctx.Err() != nil {
 				// The client closed the connection before the answer was written whole (a
 				// download abandoned part way): the status says what was begun, this says
 				// it was never finished.
-				gone = append(gone, slog.Bool("client_gone", true))
+				extra = append(extra, slog.Bool("client_gone", true))
 			}
 			if status == http.StatusUnauthorized || status == http.StatusTooManyRequests {
 				// Refusals come in floods: one line per address per interval (logging.go),
 				// built only when written.
 				a.rejections.Log(ctx, a.clientAddress(r), status, line)
 			} else {
-				a.log.LogAttrs(ctx, slog.LevelInfo, "request", line(gone...)...)
+				a.log.LogAttrs(ctx, slog.LevelInfo, "request", line(extra...)...)
 			}
 		}
 		return nil
