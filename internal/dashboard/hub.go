@@ -74,7 +74,7 @@ func (h *Hub) Run(ctx context.Context) {
 }
 
 // listenOnce holds a connection of its own (not a pool's: a LISTEN ties it up for good).
-func (h *Hub) listenOnce(ctx context.Context) error {
+func (h *Hub) listenOnce(ctx context.Context, connected func()) error {
 	conn, err := pgx.ConnectConfig(ctx, h.db.Ops.Config().ConnConfig.Copy())
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
@@ -85,7 +85,7 @@ func (h *Hub) listenOnce(ctx context.Context) error {
 			return fmt.Errorf("listen %s: %w", c, err)
 		}
 	}
-	h.subs.WakeAll()
+	connected()
 	for {
 		n, err := pg.AwaitNotification(ctx, conn, pg.ListenPing, pg.ListenPingTimeout)
 		if err != nil {

@@ -158,7 +158,7 @@ func (r *Runner) Client() (*river.Client[pgx.Tx], error) {
 	c, err := river.NewClient(riverpgxv5.New(r.pool), &river.Config{
 		ID:           r.opts.ID,
 		Schema:       Schema,
-		Logger:       slog.New(minLevel{r.opts.Log.Handler(), slog.LevelWarn}).With("component", "jobs"),
+		Logger:       slog.New(newQuietRepeats(r.opts.Log.Handler(), slog.LevelWarn, time.Now)).With("component", "jobs"),
 		Workers:      r.workers,
 		PeriodicJobs: periodic,
 		Queues: map[string]river.QueueConfig{
@@ -308,17 +308,3 @@ func (b *backoff) NextRetry(job *rivertype.JobRow) time.Time {
 	jitter := time.Duration((rand.Float64()*0.2 - 0.1) * float64(d))
 	return time.Now().Add(d + jitter)
 }
-
-// minLevel keeps River's routine INFO lines (client started, job counts every few
-// seconds) out of the service's log; warnings and errors pass.
-type minLevel struct {
-	h   slog.Handler
-	min slog.Level
-}
-
-func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= m.min && m.h.Enabled(ctx, l)
-}
-func (m minLevel) Handle(ctx context.Context, r slog.Record) error { return m.h.Handle(ctx, r) }
-func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler           { return minLevel{m.h.WithAttrs(as), m.min} }
-func (m minLevel) WithGroup(g string) slog.Handler                 { return minLevel{m.h.WithGroup(g), m.min} }

@@ -75,19 +75,45 @@ const (
 )
 
 // Follow runs listen (one connection's LISTEN, handing its notifications to Wake) until
-// ctx is done. Each time listen returns while ctx is not done, the connection was lost
-// and a notification with it, perhaps: every waiter is woken to check again, and listen
-// runs again after a delay (nextDelay). what names the listener in the warning logged.
-func (s *Set[K]) Follow(ctx context.Context, log *slog.Logger, what string, listen func(context.Context) error) {
-	var delay time.Duration
+// ctx is done. listen calls connected once its LISTEN is in place: every waiter is woken
+// to check again, since a notification sent while it was not listening is lost. Each
+// time listen returns while ctx is not done, it runs again after a delay (nextDelay).
+//
+// The log says when the connection was lost, at most every stillDownEvery while it stays
+// lost, and when it is back, with how long it was down: a line every attempt (every 5 s
+// per listener) drowned an outage's useful lines and never said when it ended. what names
+// the listener.
+func (s *Set[K]) Follow(ctx context.Context, log *slog.Logger, what string, listen func(ctx context.Context, connected func()) error) {
+	var (
+		delay            time.Duration
+		lostAt, loggedAt time.Time
+		failures         int
+	)
+	connected := func() {
+		s.WakeAll()
+		if !lostAt.IsZero() {
+			log.InfoContext(ctx, what+": reconnected", "down_for", time.Since(lostAt).Round(time.Millisecond).String(), "failed_attempts", failures)
+			lostAt, failures = time.Time{}, 0
+		}
+	}
 	for ctx.Err() == nil {
 		began := time.Now()
-		err := listen(ctx)
+		err := listen(ctx, connected)
 		if ctx.Err() != nil {
 			return
 		}
 		delay = nextDelay(delay, time.Since(began))
-		log.WarnContext(ctx, what+": reconnecting", "error", fmt.Sprint(err), "in", delay.String())
+		switch now := time.Now(); {
+		case lostAt.IsZero():
+			lostAt, loggedAt = now, now
+			log.WarnContext(ctx, what+": connection lost, reconnecting", "error", fmt.Sprint(err), "in", delay.String())
+		default:
+			failures++
+			if now.Sub(loggedAt) >= stillDownEvery {
+				loggedAt = now
+				log.WarnContext(ctx, what+": still reconnecting", "error", fmt.Sprint(err), "down_for", now.Sub(lostAt).Round(time.Second).String(), "failed_attempts", failures)
+			}
+		}
 		s.WakeAll()
 		select {
 		case <-ctx.Done():
@@ -96,6 +122,9 @@ func (s *Set[K]) Follow(ctx context.Context, log *slog.Logger, what string, list
 		}
 	}
 }
+
+// stillDownEvery is how often Follow says a connection is still lost.
+const stillDownEvery = time.Minute
 
 // nextDelay is the wait before listening again after a connection that held for held,
 // the last wait having been prev (0 at first): half a second, doubled after each failure

@@ -1,9 +1,11 @@
 package waiters_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/waiters"
@@ -71,7 +73,7 @@ func TestSet(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		calls, woken := 0, false
-		s.Follow(ctx, slog.New(slog.DiscardHandler), "test listener", func(ctx context.Context) error {
+		s.Follow(ctx, slog.New(slog.DiscardHandler), "test listener", func(ctx context.Context, connected func()) error {
 			calls++
 			if calls == 1 {
 				return errors.New("connection lost")
@@ -85,6 +87,29 @@ func TestSet(t *testing.T) {
 		}
 		if !woken {
 			t.Fatal("the waiters were not woken after the lost connection")
+		}
+	})
+	t.Run("Follow says when the connection was lost and when it is back, not every attempt", func(t *testing.T) {
+		t.Parallel()
+		var s waiters.Set[string]
+		var buf bytes.Buffer
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		calls := 0
+		s.Follow(ctx, slog.New(slog.NewJSONHandler(&buf, nil)), "test listener", func(ctx context.Context, connected func()) error {
+			calls++
+			if calls <= 3 {
+				return errors.New("connection refused")
+			}
+			connected()
+			cancel()
+			return ctx.Err()
+		})
+		logged := buf.String()
+		if n := strings.Count(logged, "\n"); n != 2 ||
+			!strings.Contains(logged, `"msg":"test listener: connection lost, reconnecting"`) ||
+			!strings.Contains(logged, `"msg":"test listener: reconnected"`) || !strings.Contains(logged, `"failed_attempts":2`) {
+			t.Fatalf("%d lines:\n%s", n, logged)
 		}
 	})
 }

@@ -488,7 +488,7 @@ func (s *Service) listen(ctx context.Context) {
 	s.hub.Follow(ctx, s.Log, "wake listener", s.listenOnce)
 }
 
-func (s *Service) listenOnce(ctx context.Context) error {
+func (s *Service) listenOnce(ctx context.Context, connected func()) error {
 	conn, err := s.DB.Ops.Acquire(ctx)
 	if err != nil {
 		return err
@@ -501,7 +501,7 @@ func (s *Service) listenOnce(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 		return err
 	}
-	s.hub.WakeAll()
+	connected()
 	for {
 		n, err := pg.AwaitNotification(ctx, conn.Conn(), pg.ListenPing, pg.ListenPingTimeout)
 		if err != nil {
