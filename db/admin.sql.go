@@ -879,7 +879,7 @@ INSERT INTO app_user (id, email, name, password_hash)
 VALUES ($1, $2, $3, $4)
 ON CONFLICT (email) DO UPDATE SET name = coalesce(nullif(excluded.name, ''), app_user.name),
   password_hash = coalesce(excluded.password_hash, app_user.password_hash), updated_at = excluded.updated_at
-RETURNING id
+RETURNING id, (xmax = 0)::boolean AS created
 `
 
 type UserUpsertParams struct {
@@ -889,16 +889,21 @@ type UserUpsertParams struct {
 	PasswordHash *string
 }
 
+type UserUpsertRow struct {
+	ID      uuid.UUID
+	Created bool
+}
+
 // A name left out (empty) keeps the stored one, as a password left out does: a file
 // adding a person to a second organisation erased their name everywhere.
-func (q *Queries) UserUpsert(ctx context.Context, db DBTX, arg UserUpsertParams) (uuid.UUID, error) {
+func (q *Queries) UserUpsert(ctx context.Context, db DBTX, arg UserUpsertParams) (UserUpsertRow, error) {
 	row := db.QueryRow(ctx, userUpsert,
 		arg.ID,
 		arg.Email,
 		arg.Name,
 		arg.PasswordHash,
 	)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
+	var i UserUpsertRow
+	err := row.Scan(&i.ID, &i.Created)
+	return i, err
 }

@@ -191,11 +191,13 @@ func TestAdminUpdatesKeepWhatTheirFlagsDoNotName(t *testing.T) {
 	if code, _, stderr := runCLI(t, "admin", "apply", "-f", "../../deploy/demo.yaml"); code != 0 {
 		t.Fatalf("apply: exit %d: %s", code, stderr)
 	}
-	update := func(t *testing.T, args ...string) {
+	update := func(t *testing.T, args ...string) string {
 		t.Helper()
-		if code, _, stderr := runCLI(t, append([]string{"admin"}, args...)...); code != 0 {
+		code, out, stderr := runCLI(t, append([]string{"admin"}, args...)...)
+		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
 		}
+		return out
 	}
 	list := func(t *testing.T, what string, into any) {
 		t.Helper()
@@ -235,6 +237,24 @@ func TestAdminUpdatesKeepWhatTheirFlagsDoNotName(t *testing.T) {
 		for _, o := range orgs {
 			if o.Slug == "acme" && (o.Name != "Acme Corporation" || o.Plan != "scale" || o.Timezone != "America/Los_Angeles") {
 				t.Fatalf("%+v", o)
+			}
+		}
+	})
+	// "create" on an existing slug updates: the output says which it was, since a mistyped
+	// slug naming another object looked the same.
+	t.Run("the output says whether the object was created or updated", func(t *testing.T) {
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"org", "create", "--slug", "acme", "--name", "Acme"}, `"created": false`},
+			{[]string{"org", "create", "--slug", "umbrella", "--name", "Umbrella"}, `"created": true`},
+			{[]string{"agent", "create", "--org", "acme", "--slug", "architect", "--name", "Architect"}, `"created": false`},
+			{[]string{"agent", "create", "--org", "acme", "--slug", "newcomer", "--name", "Newcomer"}, `"created": true`},
+			{[]string{"project", "create", "--host", "acme", "--slug", "escalations", "--name", "Escalations"}, `"created": false`},
+		} {
+			if out := update(t, c.args...); !strings.Contains(out, c.want) {
+				t.Errorf("%v: want %s in %s", c.args, c.want, out)
 			}
 		}
 	})

@@ -43,20 +43,25 @@ type Result struct {
 	Desk map[string]desk.WorkspaceOut `json:"desk,omitempty"`
 }
 
-// ID is an object's id.
+// ID is an object's id, and whether the apply created it (false: it existed, and only
+// what the file or the flags name changed). "create" on an existing slug is an update,
+// and the output says so: a mistyped slug that named another object looked the same.
 type ID struct {
-	ID uuid.UUID `json:"id"`
+	ID      uuid.UUID `json:"id"`
+	Created bool      `json:"created"`
 }
 
 // AgentOut is an agent's id and, when newly issued, its key.
 type AgentOut struct {
-	ID  uuid.UUID `json:"id"`
-	Key string    `json:"key,omitempty"`
+	ID      uuid.UUID `json:"id"`
+	Created bool      `json:"created"`
+	Key     string    `json:"key,omitempty"`
 }
 
 // ProjectOut is a project's id, its connect code when newly issued, and its URLs.
 type ProjectOut struct {
 	ID          uuid.UUID `json:"id"`
+	Created     bool      `json:"created"`
 	ConnectCode string    `json:"connect_code,omitempty"`
 	URLs        URLs      `json:"urls"`
 }
@@ -106,14 +111,21 @@ func (s *Service) ApplyIfNew(ctx context.Context, f File) (res Result, applied b
 			return err
 		}
 		if !fresh {
-			// Rolled back: a key or code the apply issued meanwhile exists nowhere.
+			// Rolled back: a key or code the apply issued meanwhile exists nowhere, and
+			// nothing was created.
 			for k, a := range res.Agents {
-				a.Key = ""
+				a.Key, a.Created = "", false
 				res.Agents[k] = a
 			}
 			for k, p := range res.Projects {
-				p.ConnectCode, p.URLs.Threads = "", nil
+				p.ConnectCode, p.URLs.Threads, p.Created = "", nil, false
 				res.Projects[k] = p
+			}
+			for _, ids := range []map[string]ID{res.Organisations, res.Users} {
+				for k, id := range ids {
+					id.Created = false
+					ids[k] = id
+				}
 			}
 			return errNothingNew
 		}
@@ -174,7 +186,7 @@ func (s *Service) applyTx(ctx context.Context, tx *pg.Tx, f File, opt Options) (
 				return fmt.Errorf("apply organisation %s: %w", o.Slug, err)
 			}
 			orgIDs[o.Slug] = row.ID
-			res.Organisations[o.Slug] = ID{row.ID}
+			res.Organisations[o.Slug] = ID{ID: row.ID, Created: row.Created}
 		}
 		orgID := func(slug string) (uuid.UUID, error) {
 			if id, ok := orgIDs[slug]; ok {
@@ -197,10 +209,11 @@ func (s *Service) applyTx(ctx context.Context, tx *pg.Tx, f File, opt Options) (
 				}
 				hash = &h
 			}
-			id, err := s.Q.UserUpsert(ctx, tx, db.UserUpsertParams{ID: newID(), Email: u.Email, Name: u.Name, PasswordHash: hash})
+			user, err := s.Q.UserUpsert(ctx, tx, db.UserUpsertParams{ID: newID(), Email: u.Email, Name: u.Name, PasswordHash: hash})
 			if err != nil {
 				return fmt.Errorf("apply user %s: %w", u.Email, err)
 			}
+			id := user.ID
 			oid, err := orgID(u.Org)
 			if err != nil {
 				return err
@@ -208,7 +221,7 @@ func (s *Service) applyTx(ctx context.Context, tx *pg.Tx, f File, opt Options) (
 			if err := s.Q.OrgMemberUpsert(ctx, tx, db.OrgMemberUpsertParams{OrgID: oid, UserID: id, Role: u.Role}); err != nil {
 				return fmt.Errorf("apply user %s: membership: %w", u.Email, err)
 			}
-			res.Users[u.Email] = ID{id}
+			res.Users[u.Email] = ID{ID: id, Created: user.Created}
 		}
 		for _, a := range f.Agents {
 			oid, err := orgID(a.Org)
@@ -219,7 +232,7 @@ func (s *Service) applyTx(ctx context.Context, tx *pg.Tx, f File, opt Options) (
 			if err != nil {
 				return fmt.Errorf("apply agent %s/%s: %w", a.Org, a.Slug, err)
 			}
-			out := AgentOut{ID: row.ID}
+			out := AgentOut{ID: row.ID, Created: row.Created}
 			if out.Key, err = s.ensureAgentKey(ctx, tx, oid, row.ID, opt.RotateKeys); err != nil {
 				return fmt.Errorf("apply agent %s/%s: %w", a.Org, a.Slug, err)
 			}
@@ -306,7 +319,7 @@ func (s *Service) applyProject(ctx context.Context, tx *pg.Tx, p ProjectSpec, or
 			return ProjectOut{}, fmt.Errorf("member %s: %w", m.Agent, err)
 		}
 	}
-	out := ProjectOut{ID: row.ID, URLs: URLs{Room: s.url("/api/mcp/p/" + row.ID.String()), AllRooms: s.url("/api/mcp")}}
+	out := ProjectOut{ID: row.ID, Created: row.Created, URLs: URLs{Room: s.url("/api/mcp/p/" + row.ID.String()), AllRooms: s.url("/api/mcp")}}
 	if out.ConnectCode, err = s.ensureConnectCode(ctx, tx, row.ID, opt.RotateKeys); err != nil {
 		return ProjectOut{}, err
 	}

@@ -22,7 +22,7 @@ INSERT INTO app_user (id, email, name, password_hash)
 VALUES ($1, $2, $3, $4)
 ON CONFLICT (email) DO UPDATE SET name = coalesce(nullif(excluded.name, ''), app_user.name),
   password_hash = coalesce(excluded.password_hash, app_user.password_hash), updated_at = excluded.updated_at
-RETURNING id;
+RETURNING id, (xmax = 0)::boolean AS created;
 
 -- name: UserCreate :one
 -- A new person (an invitation accepted without an account): never changes one that
