@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -165,8 +166,22 @@ func required(fs *flag.FlagSet, names ...string) error {
 // applyOne applies a one-object file: the imperative `create` commands share the file's
 // validation and write path.
 func applyOne(ctx context.Context, env adminEnv, f admin.File) (admin.Result, error) {
-	return env.svc.Apply(ctx, f, admin.Options{})
+	res, err := env.svc.Apply(ctx, f, admin.Options{})
+	var problems admin.Problems
+	if errors.As(err, &problems) {
+		// There is no file: the problems are said without the file's words ("the file was
+		// not applied", "agents[0].org: …").
+		said := make([]string, len(problems))
+		for i, p := range problems {
+			said[i] = fileIndex.ReplaceAllString(p, "")
+		}
+		return res, errors.New(strings.Join(said, "; "))
+	}
+	return res, err
 }
+
+// fileIndex is where a problem of an applied file names the object ("agents[0].").
+var fileIndex = regexp.MustCompile(`^\w+\[\d+\]\.`)
 
 // command is an admin command whose flags are declared by flags (need names the required
 // ones) and which prints as JSON what run returns.

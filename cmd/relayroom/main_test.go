@@ -162,6 +162,13 @@ func TestAdminCLI(t *testing.T) {
 		t.Fatalf("bad file: exit %d: %s", code, stderr)
 	}
 
+	// A one-object command has no file: its problem is said without the file's words.
+	code, _, stderr = runCLI(t, "admin", "agent", "create", "--org", "nobody", "--slug", "x", "--name", "X")
+	failure.Problems = nil
+	if code != 1 || json.Unmarshal([]byte(stderr), &failure) != nil || failure.Error != `org: unknown organisation "nobody"` || failure.Problems != nil {
+		t.Fatalf("agent create in an unknown organisation: exit %d: %s", code, stderr)
+	}
+
 	if code, _, stderr = runCLI(t, "admin", "agent", "rotate-key"); code != 2 || !strings.Contains(stderr, "missing required flag(s): --agent") {
 		t.Fatalf("a missing required flag exits %d, want 2: %s", code, stderr)
 	}

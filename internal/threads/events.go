@@ -426,7 +426,9 @@ func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID
 		// project's id as a value.
 		projectID, err := s.Q.ProjectGetIDBySlug(ctx, tx, db.ProjectGetIDBySlugParams{HostSlug: host, ProjectSlug: slug})
 		if pg.IsNoRows(err) {
-			return apperr.New(apperr.NotFound, "no thread %s in project %s", threadID, project)
+			// Said as the other admin commands say it, so that a typo in the project is
+			// not taken for a missing thread.
+			return apperr.New(apperr.NotFound, "unknown project %q", project)
 		}
 		if err != nil {
 			return err
