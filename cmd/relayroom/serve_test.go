@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -30,16 +31,13 @@ func TestServeChild(t *testing.T) {
 	}
 }
 
-// TestServeLogsOnlyJSON: everything the server writes to its log stream, from start to a
-// clean stop, is one JSON object a line, so a log shipper reads every line (and each
-// passes through the credential redaction).
-func TestServeLogsOnlyJSON(t *testing.T) {
-	if os.Getenv(serveChildEnv) != "" {
-		t.Skip("the child")
-	}
+// serveChild starts `relayroom serve` in a process of its own (TestServeChild) on a
+// database of its own, and returns its log lines as they come.
+func serveChild(t *testing.T, env ...string) (*exec.Cmd, <-chan string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeChild$")
-	cmd.Env = append(os.Environ(), serveChildEnv+"=1", "DATABASE_URL="+pgtest.New(t), "RELAYROOM_ADDR=127.0.0.1:0",
-		"RELAYROOM_EMBEDDER=none", "RELAYROOM_LOG_LEVEL=debug")
+	cmd.Env = append(append(os.Environ(), serveChildEnv+"=1", "DATABASE_URL="+pgtest.New(t), "RELAYROOM_ADDR=127.0.0.1:0",
+		"RELAYROOM_EMBEDDER=none", "RELAYROOM_LOG_LEVEL=debug"), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +45,7 @@ func TestServeLogsOnlyJSON(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -55,6 +54,46 @@ func TestServeLogsOnlyJSON(t *testing.T) {
 			lines <- sc.Text()
 		}
 	}()
+	return cmd, lines
+}
+
+// TestASecondSignalEndsTheProcess: a second SIGTERM (or Ctrl-C) during a stop ends the
+// process at once; it was ignored, and the operator waited for the whole drain.
+func TestASecondSignalEndsTheProcess(t *testing.T) {
+	if os.Getenv(serveChildEnv) != "" {
+		t.Skip("the child")
+	}
+	cmd, lines := serveChild(t, "RELAYROOM_SHUTDOWN_DELAY=10m")
+	// A second signal ignored would hold the test for the ten minutes: killed before, it
+	// fails below (SIGKILL is not the SIGTERM wanted).
+	defer time.AfterFunc(2*time.Minute, func() { _ = cmd.Process.Kill() }).Stop()
+	for line := range lines {
+		switch {
+		case strings.Contains(line, `"msg":"serving"`):
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+		case strings.Contains(line, `"msg":"shutting down: not ready, still serving"`):
+			// Stopping, and holding for ten minutes: the second signal must end it.
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var exit *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+		t.Fatalf("want the process ended by the second SIGTERM, got %v", err)
+	}
+}
+
+// TestServeLogsOnlyJSON: everything the server writes to its log stream, from start to a
+// clean stop, is one JSON object a line, so a log shipper reads every line (and each
+// passes through the credential redaction).
+func TestServeLogsOnlyJSON(t *testing.T) {
+	if os.Getenv(serveChildEnv) != "" {
+		t.Skip("the child")
+	}
+	cmd, lines := serveChild(t)
 	var all []string
 	deadline := time.After(2 * time.Minute)
 	signalled := false

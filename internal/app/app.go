@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -68,6 +69,10 @@ type App struct {
 	// The people's dashboard under /app/ and the listener that keeps its rooms live.
 	dash    *dashboard.Handler
 	dashHub *dashboard.Hub
+
+	// stopping: a stop was asked for; /readyz answers 503 while the server still serves
+	// (RELAYROOM_SHUTDOWN_DELAY), so that balancers stop sending before it stops accepting.
+	stopping atomic.Bool
 }
 
 func (a *App) public() string { return a.publicURL }
@@ -174,7 +179,15 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: finishing in-flight requests", "timeout", cfg.ShutdownTimeout.String())
+	a.stopping.Store(true)
+	if cfg.ShutdownDelay > 0 {
+		// A balancer that learns of the stop from /readyz (or an orchestrator that removes
+		// the endpoint asynchronously) still sends for a moment: connections refused then
+		// would be errors for every client of a rolling restart.
+		log.Info("shutting down: not ready, still serving", "for", cfg.ShutdownDelay.String())
+		time.Sleep(cfg.ShutdownDelay)
+	}
+	log.Info("shutting down: finishing in-flight requests", "timeout", cfg.ShutdownTimeout.String(), "open_connections", conns.open())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	// Pagers' long polls and the dashboard's streams end now rather than hold up the
@@ -182,7 +195,15 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 	a.wake.EndPolls()
 	stopHub()
 	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("serve: shutdown: %w", err)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("serve: shutdown: %w", err)
+		}
+		// A drain that outlasts its timeout is an expected end, not a crash for the
+		// orchestrator to count: what is still open is cut, and said.
+		log.Warn("shutdown timeout reached: closing the connections still open", "open_connections", conns.open())
+		if err := srv.Close(); err != nil {
+			log.Warn("closing the connections", "error", err.Error())
+		}
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)

@@ -17,6 +17,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
 
@@ -338,6 +339,54 @@ func TestGracefulShutdownFinishesInFlightCalls(t *testing.T) {
 	}
 	if _, err := http.Get(s.base + "/healthz"); err == nil {
 		t.Fatal("the server still accepts connections after shutdown")
+	}
+}
+
+// TestAStopIsAnnouncedBeforeItRefuses: with RELAYROOM_SHUTDOWN_DELAY, a stopping server
+// answers /readyz 503 and still serves calls for the delay, so a balancer takes it out
+// before connections are refused; and a drain past its timeout cuts what is open and
+// still ends cleanly (it returned an error, which exited 1).
+func TestAStopIsAnnouncedBeforeItRefuses(t *testing.T) {
+	t.Parallel()
+	skipThroughBalancer(t, "the test stops one replica and asks that replica")
+	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) {
+		c.ShutdownDelay = 3 * time.Second
+		c.ShutdownTimeout = 500 * time.Millisecond
+	}})
+	// An authenticated call whose body never comes holds the drain past its timeout.
+	key, threads := s.key("acme/architect"), s.threadsURL("escalations", "architect")
+	u, _ := url.Parse(threads)
+	held, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, err := fmt.Fprintf(held, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nX-Agent-Key: %s\r\nContent-Length: 100\r\n\r\n{",
+		u.RequestURI(), u.Host, key); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the server has the request: it is in flight
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.stop() }()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		status, body := testfix.Get(t, http.DefaultClient, s.base+"/readyz")
+		if status == http.StatusServiceUnavailable && strings.Contains(body, "shutting down") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz never said it was shutting down: %d %s", status, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status, _, body := post(t, threads, key, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`); status != 200 || !strings.Contains(body, "architect") {
+		t.Fatalf("a call while stopping: %d %s", status, body)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("a drain past its timeout ended with an error: %v", err)
+	}
+	if !strings.Contains(s.logs.String(), "shutdown timeout reached") {
+		t.Fatal("the cut connections were not logged")
 	}
 }
 

@@ -40,7 +40,7 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 	e.Any(routeAllRoomsMCP, echo.WrapHandler(allRoomsH))
 	e.Any(routeDeskMCP, echo.WrapHandler(deskH))
 	for _, h := range []httpapi.Handler{
-		status.NewHandler(status.HandlerDeps{DB: a.db, Log: a.log, PublicURL: a.public(), Version: Version}),
+		status.NewHandler(status.HandlerDeps{DB: a.db, Log: a.log, PublicURL: a.public(), Version: Version, Stopping: a.stopping.Load}),
 		rooms.NewHandler(rooms.HandlerDeps{Service: a.rooms, Log: a.log}),
 		wake.NewHandler(wake.HandlerDeps{Service: a.wake, Log: a.log}),
 		knowledge.NewHandler(knowledge.HandlerDeps{Service: a.knowledge, Log: a.log}),

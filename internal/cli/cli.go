@@ -18,9 +18,24 @@ import (
 type Run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // Context is cancelled by an interrupt or SIGTERM, so that a command stops the servers
-// and clusters it started before the process ends; stop releases the signals.
+// and clusters it started before the process ends; stop releases the signals. Only the
+// first signal is caught: a second one ends the process at once, as an operator who
+// presses Ctrl-C again during a long drain expects (it was ignored).
 func Context() (ctx context.Context, stop context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	caught := make(chan os.Signal, 1)
+	signal.Notify(caught, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-caught:
+		case <-ctx.Done():
+		}
+		// The signals' default action again, before anyone sees ctx done: a second
+		// signal during the stop ends the process.
+		signal.Stop(caught)
+		cancel()
+	}()
+	return ctx, cancel
 }
 
 // Main runs run with the process's arguments and standard streams under Context and

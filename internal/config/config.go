@@ -29,6 +29,7 @@ type Config struct {
 	LogLevel         string
 	MigrateOnStart   bool
 	ShutdownTimeout  time.Duration
+	ShutdownDelay    time.Duration
 	StatementTimeout time.Duration
 	LockTimeout      time.Duration
 	MaxConns         int
@@ -206,6 +207,7 @@ func settings() []setting {
 		}},
 		{"RELAYROOM_MIGRATE", "migrate", "true", "apply pending migrations on start (safe with many replicas: an advisory lock serialises them)", func(c *Config, v string) error { return parsed(&c.MigrateOnStart, strconv.ParseBool, v) }},
 		{"RELAYROOM_SHUTDOWN_TIMEOUT", "shutdown-timeout", "20s", "how long in-flight calls may take to finish on shutdown", func(c *Config, v string) error { return nonNegativeDuration(&c.ShutdownTimeout, v) }},
+		{"RELAYROOM_SHUTDOWN_DELAY", "shutdown-delay", "0s", "on a stop, how long /readyz answers 503 while the server still accepts and serves, before the drain (give balancers time to take the replica out)", func(c *Config, v string) error { return nonNegativeDuration(&c.ShutdownDelay, v) }},
 		{"RELAYROOM_STATEMENT_TIMEOUT", "statement-timeout", DefaultStatementTimeout.String(), "the database time of a request: acquiring a pooled connection, preparing and running every statement of all its transactions (past it: the retryable 'database unavailable' answer)", func(c *Config, v string) error {
 			return positiveDuration(&c.StatementTimeout, v)
 		}},

@@ -33,6 +33,9 @@ type HandlerDeps struct {
 	PublicURL string
 	// Version is the service's version, as MCP serverInfo reports it.
 	Version string
+	// Stopping reports that the server is shutting down (nil: never): not ready, while
+	// it still serves what balancers send until they notice.
+	Stopping func() bool
 }
 
 // NewHandler serves the index, liveness and readiness.
@@ -58,6 +61,10 @@ func live(w http.ResponseWriter, _ *http.Request) {
 func (h *httpHandler) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeout)
 	defer cancel()
+	if h.d.Stopping != nil && h.d.Stopping() {
+		httpapi.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "shutting down"})
+		return
+	}
 	// Checked first: with every connection taken, the ping below would only wait.
 	if h.d.DB.PoolExhausted() {
 		h.d.Log.WarnContext(ctx, "not ready: pool exhausted")
