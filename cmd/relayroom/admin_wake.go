@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -15,7 +16,7 @@ import (
 func wakeService(env adminEnv, needKey bool) (*wake.Service, error) {
 	box, err := wake.OptionalSecretBox(env.cfg.SecretKey)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("RELAYROOM_SECRET_KEY: %w", err)
 	}
 	if box == nil && needKey {
 		return nil, apperr.New(apperr.Invalid, "RELAYROOM_SECRET_KEY is not set: it must be the server's key (openssl rand -hex 32 makes one)")

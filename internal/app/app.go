@@ -92,6 +92,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer database.Close()
+	checkDatabase(ctx, log, database, cfg)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -305,4 +306,33 @@ func migrateUp(ctx context.Context, log *slog.Logger, dbURL string) error {
 	}
 	log.Info("schema migrated", "from", m.From, "to", m.To, "duration_ms", time.Since(start).Milliseconds())
 	return nil
+}
+
+// checkDatabase warns at start of what would otherwise show only later: a schema that is
+// not this build's when the server does not migrate (RELAYROOM_MIGRATE=false: /readyz
+// answers 503 until someone migrates, and nothing said why), and pools larger than the
+// server's max_connections (requests then fail when the pools fill).
+func checkDatabase(ctx context.Context, log *slog.Logger, database *pg.DB, cfg config.Config) {
+	if !cfg.MigrateOnStart {
+		st, err := database.Status(ctx)
+		switch {
+		case err != nil:
+			log.Warn("cannot read the schema version", "error", err.Error())
+		case !st.UpToDate():
+			log.Warn("the schema is not this build's: not ready until it is (relayroom migrate up)",
+				"schema_version", st.Current, "build_version", st.Latest, "dirty", st.Dirty)
+		}
+	}
+	var most int
+	err := database.Operator(ctx, func(tx *pg.Tx) error {
+		return tx.QueryRow(ctx, "SELECT current_setting('max_connections')::int").Scan(&most)
+	})
+	if err != nil {
+		log.Warn("cannot read the database's max_connections", "error", err.Error())
+		return
+	}
+	if pools := cfg.MaxConns + opsPoolSize; pools > most {
+		log.Warn("the pools may open more connections than the database allows",
+			"pools", pools, "max_connections", most, "setting", "RELAYROOM_DB_MAX_CONNS")
+	}
 }

@@ -17,7 +17,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
 
@@ -387,6 +389,34 @@ func TestAStopIsAnnouncedBeforeItRefuses(t *testing.T) {
 	}
 	if !strings.Contains(s.logs.String(), "shutdown timeout reached") {
 		t.Fatal("the cut connections were not logged")
+	}
+}
+
+// TestTheStartSaysWhatWouldFailLater: a server that does not migrate, on a schema that is
+// not its build's, answered /readyz 503 without a word at start; pools larger than the
+// database's max_connections failed only once they filled.
+func TestTheStartSaysWhatWouldFailLater(t *testing.T) {
+	t.Parallel()
+	skipThroughBalancer(t, "the warnings are one replica's log")
+	s := startServerOpts(t, serverOptions{
+		before: func(ctx context.Context, d *pg.DB, _ admin.Result) {
+			if err := d.Operator(ctx, func(tx *pg.Tx) error {
+				_, err := tx.Exec(ctx, "UPDATE schema_migrations SET version = version - 1")
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		tune: func(c *config.Config) { c.MaxConns = 100000 },
+	})
+	logs := s.logs.String()
+	for _, want := range []string{`"msg":"the schema is not this build's`, `"msg":"the pools may open more connections than the database allows"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("no %s line in:\n%s", want, logs)
+		}
+	}
+	if status, body := testfix.Get(t, http.DefaultClient, s.base+"/readyz"); status != http.StatusServiceUnavailable {
+		t.Fatalf("readyz: %d %s", status, body)
 	}
 }
 

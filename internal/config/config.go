@@ -17,8 +17,10 @@ import (
 
 	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/desk"
+	"github.com/relayroom/relayroom/internal/embed"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/throttle"
+	"github.com/relayroom/relayroom/internal/wake"
 )
 
 // Config is every setting of `relayroom serve`.
@@ -123,6 +125,29 @@ func parsed[T any](dst *T, parse func(string) (T, error), v string) error {
 	return err
 }
 
+// MinStatementTimeout is the least RELAYROOM_STATEMENT_TIMEOUT accepted.
+const MinStatementTimeout = 10 * time.Millisecond
+
+// boolean parses true or false (and 1, 0, t, f in any case), naming them when v is neither.
+func boolean(dst *bool, v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("%q: want true or false", v)
+	}
+	*dst = b
+	return nil
+}
+
+// secretKey checks a sealing key when one is set, before the database is touched (it
+// was checked after the migrations ran and the pools opened).
+func secretKey(v string) error {
+	if v == "" {
+		return nil
+	}
+	_, err := wake.NewSecretBox(v)
+	return err
+}
+
 func positiveDuration(dst *time.Duration, v string) error {
 	return checkedDuration(dst, v, time.Nanosecond, "must be positive")
 }
@@ -205,11 +230,13 @@ func settings() []setting {
 			}
 			return nil
 		}},
-		{"RELAYROOM_MIGRATE", "migrate", "true", "apply pending migrations on start (safe with many replicas: an advisory lock serialises them)", func(c *Config, v string) error { return parsed(&c.MigrateOnStart, strconv.ParseBool, v) }},
+		{"RELAYROOM_MIGRATE", "migrate", "true", "apply pending migrations on start (safe with many replicas: an advisory lock serialises them)", func(c *Config, v string) error { return boolean(&c.MigrateOnStart, v) }},
 		{"RELAYROOM_SHUTDOWN_TIMEOUT", "shutdown-timeout", "20s", "how long in-flight calls may take to finish on shutdown", func(c *Config, v string) error { return nonNegativeDuration(&c.ShutdownTimeout, v) }},
 		{"RELAYROOM_SHUTDOWN_DELAY", "shutdown-delay", "0s", "on a stop, how long /readyz answers 503 while the server still accepts and serves, before the drain (give balancers time to take the replica out)", func(c *Config, v string) error { return nonNegativeDuration(&c.ShutdownDelay, v) }},
 		{"RELAYROOM_STATEMENT_TIMEOUT", "statement-timeout", DefaultStatementTimeout.String(), "the database time of a request: acquiring a pooled connection, preparing and running every statement of all its transactions (past it: the retryable 'database unavailable' answer)", func(c *Config, v string) error {
-			return positiveDuration(&c.StatementTimeout, v)
+			// Below a few milliseconds every call fails "unavailable" while the server
+			// looks healthy: refused rather than served that way.
+			return checkedDuration(&c.StatementTimeout, v, MinStatementTimeout, "must be at least "+MinStatementTimeout.String())
 		}},
 		{"RELAYROOM_LOCK_TIMEOUT", "lock-timeout", "1s", "how long a request's statement waits for a row or table lock before the retryable \"database unavailable\" answer (keeps a pile-up behind one lock from holding every pooled connection); 0: only the statement timeout", func(c *Config, v string) error { return nonNegativeDuration(&c.LockTimeout, v) }},
 		{"RELAYROOM_DB_MAX_CONNS", "db-max-conns", "20", "connections of the request pool", func(c *Config, v string) error { return positiveInt(&c.MaxConns, v) }},
@@ -235,7 +262,14 @@ func settings() []setting {
 		{"RELAYROOM_MAX_INFLIGHT_BYTES", "max-inflight-bytes", strconv.Itoa(DefaultMaxInflightBytes), "request body bytes all requests in progress may hold together; beyond it: 429 with Retry-After", func(c *Config, v string) error {
 			return positiveInt(&c.MaxInflightBytes, v)
 		}},
-		{"RELAYROOM_EMBEDDER", "embedder", "builtin", "builtin (offline sentence encoder), glove (offline word vectors), openai (any OpenAI-compatible /v1/embeddings) or none", func(c *Config, v string) error { c.Embedder = v; return nil }},
+		{"RELAYROOM_EMBEDDER", "embedder", embed.KindBuiltin, "builtin (offline sentence encoder), glove (offline word vectors), openai (any OpenAI-compatible /v1/embeddings) or none", func(c *Config, v string) error {
+			switch v {
+			case embed.KindBuiltin, embed.KindGlove, embed.KindOpenAI, embed.KindNone:
+				c.Embedder = v
+				return nil
+			}
+			return fmt.Errorf("%q: want %s, %s, %s or %s", v, embed.KindBuiltin, embed.KindGlove, embed.KindOpenAI, embed.KindNone)
+		}},
 		{"RELAYROOM_EMBED_URL", "embed-url", "", "base URL of the OpenAI-compatible embeddings server", func(c *Config, v string) error { c.EmbedURL = v; return nil }},
 		{"RELAYROOM_EMBED_MODEL", "embed-model", "", "embedding model name", func(c *Config, v string) error { c.EmbedModel = v; return nil }},
 		{"RELAYROOM_EMBED_API_KEY", "embed-api-key", "", "API key of the embeddings server", func(c *Config, v string) error { c.EmbedAPIKey = v; return nil }},
@@ -244,8 +278,8 @@ func settings() []setting {
 		{"RELAYROOM_ATTACHMENT_MAX_BYTES", "attachment-max-bytes", "26214400", "largest task attachment accepted (rooms), in bytes", func(c *Config, v string) error { return positiveInt(&c.AttachmentMaxBytes, v) }},
 		{"RELAYROOM_ROOM_ATTACHMENT_BYTES", "room-attachment-bytes", "2147483648", "bytes of attachments one room may hold together (stored in Postgres)", func(c *Config, v string) error { return positiveInt(&c.RoomAttachmentBytes, v) }},
 		{"RELAYROOM_DESK_RATE_LIMITS", "desk-rate-limits", desk.FormatLimits(desk.DefaultLimits()), "desk tools' calls per minute by plan: plan=memberReads/memberWrites/workspaceReads/workspaceWrites, for growth and scale (docs/desk.md)", func(c *Config, v string) error { return parsed(&c.DeskLimits, desk.ParseLimits, v) }},
-		{"RELAYROOM_SECRET_KEY", "secret-key", "", "32-byte key (hex or base64) sealing webhook secrets and desk inbox secrets at rest; the same on every replica and for 'relayroom admin' (unset: webhooks off, pagers still work, inbox secrets cannot be stored)", func(c *Config, v string) error { c.SecretKey = v; return nil }},
-		{"RELAYROOM_SECRET_KEY_PREVIOUS", "secret-key-previous", "", "the RELAYROOM_SECRET_KEY being rotated out: it still opens desk inbox secrets until 'relayroom admin desk secrets reseal' seals them under the new key (docs/desk.md)", func(c *Config, v string) error { c.SecretKeyPrevious = v; return nil }},
+		{"RELAYROOM_SECRET_KEY", "secret-key", "", "32-byte key (hex or base64) sealing webhook secrets and desk inbox secrets at rest; the same on every replica and for 'relayroom admin' (unset: webhooks off, pagers still work, inbox secrets cannot be stored)", func(c *Config, v string) error { c.SecretKey = v; return secretKey(v) }},
+		{"RELAYROOM_SECRET_KEY_PREVIOUS", "secret-key-previous", "", "the RELAYROOM_SECRET_KEY being rotated out: it still opens desk inbox secrets until 'relayroom admin desk secrets reseal' seals them under the new key (docs/desk.md)", func(c *Config, v string) error { c.SecretKeyPrevious = v; return secretKey(v) }},
 		{"RELAYROOM_ALLOWED_ORIGINS", "allowed-origins", "", "comma-separated browser origins (scheme://host[:port]) allowed besides the public URL's own; requests carrying any other Origin get 403", func(c *Config, v string) error { return parsed(&c.AllowedOrigins, ParseOrigins, v) }},
 		{"RELAYROOM_SIGNING_KEY", "signing-key", "", "secret (32+ characters) signing attachment download links; set the same value on every replica (default: random per process)", func(c *Config, v string) error {
 			if v != "" && len(v) < 32 {
@@ -259,7 +293,7 @@ func settings() []setting {
 		{"RELAYROOM_AUTH_FAILURES_PER_KEY", "auth-failures-per-key", strconv.Itoa(throttle.DefaultPerKey), "failed authentications allowed per agent key id per window, from all addresses together (0: no limit)", func(c *Config, v string) error { return nonNegativeInt(&c.AuthFailures.PerKey, v) }},
 		{"RELAYROOM_AUTH_BLOCKED_DELAY", "auth-blocked-delay", throttle.DefaultBlockedDelay.String(), "how long a blocked caller waits for its 429, so one connection sends at most one blocked attempt per delay (0: answered at once)", func(c *Config, v string) error { return nonNegativeDuration(&c.AuthFailures.BlockedDelay, v) }},
 		{"RELAYROOM_WEBHOOK_PRIVATE_TARGETS", "webhook-private-targets", "false", "let wake webhooks reach loopback and private addresses, and http:// on loopback (local development, or a server whose organisations all trust each other); off, an organisation cannot make the server post into its own network", func(c *Config, v string) error {
-			return parsed(&c.WebhookPrivateTargets, strconv.ParseBool, v)
+			return boolean(&c.WebhookPrivateTargets, v)
 		}},
 		{"RELAYROOM_TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none, the TCP peer is the client)", func(c *Config, v string) error { return parsed(&c.TrustedProxies, throttle.ParseProxies, v) }},
 	}

@@ -85,11 +85,18 @@ func TestNonsenseIsRefusedAtStart(t *testing.T) {
 		{"RELAYROOM_ADDR", ":99999"},
 		{"RELAYROOM_ADDR", "localhost"},
 		{"RELAYROOM_ADDR", "127.0.0.1:http"},
+		// Refused here, not after the migrations ran and the pools opened.
+		{"RELAYROOM_EMBEDDER", "foo"},
+		{"RELAYROOM_SECRET_KEY", "short"},
+		{"RELAYROOM_SECRET_KEY_PREVIOUS", "short"},
+		// Every call would fail "unavailable" on a server that looks healthy.
+		{"RELAYROOM_STATEMENT_TIMEOUT", "1ns"},
+		{"RELAYROOM_MIGRATE", "yes"},
 	} {
 		t.Run(c.env+"="+c.value, func(t *testing.T) {
 			_, err := load(map[string]string{c.env: c.value})
-			if err == nil || !strings.Contains(err.Error(), c.env) {
-				t.Fatalf("want a refusal naming %s, got %v", c.env, err)
+			if err == nil || !strings.Contains(err.Error(), c.env) || strings.Count(err.Error(), c.env) > 1 || strings.Contains(err.Error(), "strconv") {
+				t.Fatalf("want a refusal naming %s once, in our words, got %v", c.env, err)
 			}
 		})
 	}
@@ -148,7 +155,7 @@ func TestUnknownNamesAreReported(t *testing.T) {
 // the environment's values, the database password and every key among them.
 func TestFlagsAndTheEnvironment(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"DATABASE_URL": "postgres://app:EnvPassw0rd@db/relayroom", "RELAYROOM_SECRET_KEY": "EnvSecretKey",
+	env := map[string]string{"DATABASE_URL": "postgres://app:EnvPassw0rd@db/relayroom", "RELAYROOM_SECRET_KEY": strings.Repeat("9f3c", 16),
 		"RELAYROOM_EMBED_API_KEY": "EnvEmbedKey", "RELAYROOM_LOG_LEVEL": "warn"}
 	loadArgs := func(args ...string) (config.Config, string, error) {
 		var out strings.Builder
@@ -172,7 +179,7 @@ func TestFlagsAndTheEnvironment(t *testing.T) {
 	}
 	t.Run("a flag wins over its variable, which wins over the default", func(t *testing.T) {
 		c, _, err := loadArgs("-log-level", "debug")
-		if err != nil || c.LogLevel != "debug" || c.SecretKey != "EnvSecretKey" || c.Addr != ":48801" {
+		if err != nil || c.LogLevel != "debug" || c.SecretKey != env["RELAYROOM_SECRET_KEY"] || c.Addr != ":48801" {
 			t.Fatalf("%+v %v", c, err)
 		}
 	})

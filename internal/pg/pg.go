@@ -120,6 +120,12 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		return nil, fmt.Errorf("pg open: ops pool: %w", err)
 	}
 	d := &DB{App: app, Ops: ops, StatementTimeout: opt.StatementTimeout}
+	// Connected first, so that a database that cannot be reached is said as such (it was
+	// reported as a failure to "look for the citus extension", the first query).
+	if err := ops.Ping(ctx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("pg open: connect to %s: %w", Describe(url), err)
+	}
 	if d.citus, err = HasCitus(ctx, ops); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("pg open: look for the citus extension: %w", err)

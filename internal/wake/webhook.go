@@ -102,7 +102,7 @@ func NewSecretBox(key string) (*SecretBox, error) {
 	} else if b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(key, "=")); err == nil && len(b) == 32 {
 		raw = b
 	} else {
-		return nil, errors.New("RELAYROOM_SECRET_KEY must be 32 bytes, as 64 hex digits or base64 (openssl rand -hex 32)")
+		return nil, errors.New("must be 32 bytes, as 64 hex digits or base64 (openssl rand -hex 32)")
 	}
 	block, err := aes.NewCipher(raw)
 	if err != nil {
