@@ -39,9 +39,9 @@ const adminUsage = `Usage: relayroom admin COMMAND [flags]   (every command prin
 `
 
 type adminEnv struct {
-	cfg    config.Config
-	svc    *admin.Service
-	stdout io.Writer
+	cfg            config.Config
+	svc            *admin.Service
+	stdout, stderr io.Writer
 }
 
 func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -122,7 +122,7 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer database.Close()
-	env := adminEnv{cfg: cfg, svc: admin.New(database, cfg.Public()), stdout: stdout}
+	env := adminEnv{cfg: cfg, svc: admin.New(database, cfg.Public()), stdout: stdout, stderr: stderr}
 	return run(ctx, env)
 }
 
@@ -196,6 +196,7 @@ func command(help string, flags func(fs *flag.FlagSet) (need []string, run runFu
 			if err != nil {
 				return err
 			}
+			warnDerivedURLs(env, v)
 			return printJSON(env.stdout, v)
 		}
 	}}
@@ -386,4 +387,23 @@ func coreAdminCommands() map[string]adminCommand {
 			}
 		}),
 	}
+}
+
+// warnDerivedURLs says, on stderr, when the URLs an output holds are derived from the
+// listen address because RELAYROOM_PUBLIC_URL is unset: run on a bastion, admin printed
+// http://localhost:48801 URLs to hand out that reach nothing.
+func warnDerivedURLs(env adminEnv, v any) {
+	if env.cfg.PublicURL != "" {
+		return
+	}
+	switch out := v.(type) {
+	case admin.Result:
+		if len(out.Projects) == 0 {
+			return
+		}
+	case admin.ProjectOut:
+	default:
+		return
+	}
+	fmt.Fprintf(env.stderr, "warning: RELAYROOM_PUBLIC_URL is not set: the URLs printed start with %s, derived from the listen address\n", env.cfg.Public())
 }

@@ -47,7 +47,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "Usage: relayroom dev [flags]\n\nWithout DATABASE_URL: installs PostgreSQL 15 + pgvector when missing, starts a private cluster\nunder --data, migrates, applies the demo data and serves, printing URLs, keys and client configuration.\nCtrl-C stops the server and the cluster.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	lock, err := lockDataDir(*dataDir)

@@ -17,7 +17,7 @@ import (
 func healthcheck(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := cli.Flags("relayroom healthcheck", stderr)
 	addr := fs.String("addr", os.Getenv("RELAYROOM_ADDR"), "the server's listen address ($RELAYROOM_ADDR)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *addr == "" {

@@ -187,6 +187,14 @@ func TestAdminCLI(t *testing.T) {
 	if code, _, _ = runCLI(t, "admin", "org", "create", "--help"); code != 0 {
 		t.Fatalf("--help exits %d, want 0", code)
 	}
+
+	// Without RELAYROOM_PUBLIC_URL the URLs printed are the listen address's, which reach
+	// only this machine: said on stderr, not only in the docs.
+	t.Setenv("RELAYROOM_PUBLIC_URL", "")
+	code, out, stderr = runCLI(t, "admin", "project", "rotate-code", "--project", "acme/escalations")
+	if code != 0 || !strings.Contains(out, "http://localhost:48801/") || !strings.Contains(stderr, "RELAYROOM_PUBLIC_URL is not set") {
+		t.Fatalf("rotate-code without a public URL: exit %d: %s %s", code, out, stderr)
+	}
 }
 
 // TestAdminUpdatesKeepWhatTheirFlagsDoNotName: "create or update" commands run on an

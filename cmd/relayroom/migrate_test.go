@@ -101,6 +101,9 @@ func TestMigrateCLI(t *testing.T) {
 		{"migrate", "down", "--yes", "--database-url", target},
 		{"migrate", "sideways", "--database-url", target},
 		{"serve", "extra"},
+		{"healthcheck", "--bogus"},
+		{"healthcheck", "extra"},
+		{"pager", "--bogus"},
 	} {
 		t.Run(strings.Join(args[:2], " ")+" with a wrong argument is a usage error", func(t *testing.T) {
 			if code, _, stderr := runCLI(t, args...); code != 2 {

@@ -36,7 +36,7 @@ func pager(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, pagerHelp)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *execCmd == "" {

@@ -83,3 +83,16 @@ func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		args = left[1:]
 	}
 }
+
+// Parse parses args into fs for a command that takes flags only: a flag that does not
+// parse, or an argument left over (ignored, it let "serve extra" start as if it were
+// not there), is a usage error (exit 2).
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument(s) %q (this command takes flags only)", ErrUsage, fs.Args())
+	}
+	return nil
+}

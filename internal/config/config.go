@@ -380,11 +380,8 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 		for _, s := range settings() {
 			flags[s.env] = fs.String(s.flag, s.def, s.help+" ($"+s.env+")")
 		}
-		if err := fs.Parse(args); err != nil {
-			return c, fmt.Errorf("%w: %w", cli.ErrUsage, err)
-		}
-		if fs.NArg() > 0 {
-			return c, fmt.Errorf("%w: unexpected argument(s) %q (settings are flags or environment variables)", cli.ErrUsage, fs.Args())
+		if err := cli.Parse(fs, args); err != nil {
+			return c, err
 		}
 	}
 	set := map[string]bool{}
