@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/pg"
@@ -123,7 +125,7 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer database.Close()
 	env := adminEnv{cfg: cfg, svc: admin.New(database, cfg.Public()), stdout: stdout, stderr: stderr}
-	return run(ctx, env)
+	return run(audit.AsOperator(ctx, operatorName()), env)
 }
 
 type adminCommand struct {
@@ -406,4 +408,24 @@ func warnDerivedURLs(env adminEnv, v any) {
 		return
 	}
 	fmt.Fprintf(env.stderr, "warning: RELAYROOM_PUBLIC_URL is not set: the URLs printed start with %s, derived from the listen address\n", env.cfg.Public())
+}
+
+// operatorName is who runs the command, for the audit trail: the system's user at the
+// host ($RELAYROOM_OPERATOR when set, e.g. by a script acting for someone).
+func operatorName() string {
+	if n := os.Getenv("RELAYROOM_OPERATOR"); n != "" {
+		return n
+	}
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if name == "" {
+		name = "unknown"
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return name
+	}
+	return name + "@" + host
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 )
 
@@ -22,7 +23,9 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 // TestAdminCLI drives the admin commands as a script would: JSON on stdout, a key shown
 // once, errors as JSON on stderr with exit 1, usage errors exit 2.
 func TestAdminCLI(t *testing.T) {
-	t.Setenv("DATABASE_URL", pgtest.New(t))
+	dbURL := pgtest.New(t)
+	t.Setenv("DATABASE_URL", dbURL)
+	t.Setenv("RELAYROOM_OPERATOR", "ops-test@bastion")
 	t.Setenv("RELAYROOM_PUBLIC_URL", "https://relay.example.test")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "demo.yaml")
@@ -186,6 +189,25 @@ func TestAdminCLI(t *testing.T) {
 	}
 	if code, _, _ = runCLI(t, "admin", "org", "create", "--help"); code != 0 {
 		t.Fatalf("--help exits %d, want 0", code)
+	}
+
+	// What the operator changed is in the audit trail, under their name: the CLI works
+	// across tenants with the owner's role, and left no trail at all.
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	for _, c := range []struct{ kind, action string }{
+		{"organisation", "created"}, {"person", "created"}, {"agent", "created"}, {"project", "created"},
+		{"project", "member_set"}, {"agreement", "set"}, {"agent", "key_rotated"}, {"agreement", "status_set"},
+	} {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM audit_event WHERE object_kind = $1 AND action = $2
+			AND actor_name = 'operator ops-test@bastion' AND actor_user_id IS NULL`, c.kind, c.action).Scan(&n); err != nil || n == 0 {
+			t.Errorf("no %s %s event by the operator (%v)", c.kind, c.action, err)
+		}
 	}
 
 	// Without RELAYROOM_PUBLIC_URL the URLs printed are the listen address's, which reach

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
@@ -187,6 +188,10 @@ func (s *Service) applyTx(ctx context.Context, tx *pg.Tx, f File, opt Options) (
 			}
 			orgIDs[o.Slug] = row.ID
 			res.Organisations[o.Slug] = ID{ID: row.ID, Created: row.Created}
+			if err := audit.RecordOperator(ctx, tx, audit.Event{OrgID: row.ID, Kind: audit.KindOrganisation, ObjectID: row.ID.String(),
+				Action: createdOr(row.Created), Detail: map[string]string{"slug": o.Slug, "name": o.Name, "plan": o.Plan, "timezone": o.Timezone}}); err != nil {
+				return err
+			}
 		}
 		orgID := func(slug string) (uuid.UUID, error) {
 			if id, ok := orgIDs[slug]; ok {
@@ -222,6 +227,10 @@ func (s *Service) applyTx(ctx context.Context, tx *pg.Tx, f File, opt Options) (
 				return fmt.Errorf("apply user %s: membership: %w", u.Email, err)
 			}
 			res.Users[u.Email] = ID{ID: id, Created: user.Created}
+			if err := audit.RecordOperator(ctx, tx, audit.Event{OrgID: oid, Kind: audit.KindPerson, ObjectID: id.String(),
+				Action: createdOr(user.Created), Detail: map[string]string{"email": u.Email, "role": u.Role, "password_set": fmt.Sprint(hash != nil)}}); err != nil {
+				return err
+			}
 		}
 		for _, a := range f.Agents {
 			oid, err := orgID(a.Org)
@@ -237,6 +246,10 @@ func (s *Service) applyTx(ctx context.Context, tx *pg.Tx, f File, opt Options) (
 				return fmt.Errorf("apply agent %s/%s: %w", a.Org, a.Slug, err)
 			}
 			res.Agents[a.Org+"/"+a.Slug] = out
+			if err := audit.RecordOperator(ctx, tx, audit.Event{OrgID: oid, Kind: audit.KindAgent, ObjectID: row.ID.String(), Action: createdOr(row.Created),
+				Detail: map[string]string{"slug": a.Slug, "name": a.Name, "model": a.Model, "kind": a.Kind, "key_issued": fmt.Sprint(out.Key != "")}}); err != nil {
+				return err
+			}
 		}
 		for _, p := range f.Projects {
 			out, err := s.applyProject(ctx, tx, p, orgID, opt)
@@ -283,6 +296,11 @@ func (s *Service) applyProject(ctx context.Context, tx *pg.Tx, p ProjectSpec, or
 		if err := s.Q.AgreementUpsert(ctx, tx, db.AgreementUpsertParams{ProjectID: row.ID, GuestOrgID: gid, Status: g.Status, Grants: grants}); err != nil {
 			return ProjectOut{}, fmt.Errorf("agreement with %s: %w", g.Org, err)
 		}
+		o := AgreementObject(hostID, row.ID, gid)
+		if err := audit.RecordOperator(ctx, tx, audit.Event{OrgID: o.OrgID, PartyOrgID: gid, ProjectID: row.ID, Kind: o.Kind, ObjectID: o.ID,
+			Action: "set", Detail: map[string]string{"status": g.Status, "grants": strings.Join(grants, ",")}}); err != nil {
+			return ProjectOut{}, err
+		}
 	}
 	agents := make([]db.AgentGetBySlugRow, len(p.Members))
 	for i, m := range p.Members {
@@ -318,9 +336,18 @@ func (s *Service) applyProject(ctx context.Context, tx *pg.Tx, p ProjectSpec, or
 			}
 			return ProjectOut{}, fmt.Errorf("member %s: %w", m.Agent, err)
 		}
+		if err := audit.RecordOperator(ctx, tx, audit.Event{OrgID: hostID, ProjectID: row.ID, Kind: audit.KindProject, ObjectID: row.ID.String(),
+			Action: "member_set", Detail: map[string]string{"agent": m.Agent, "part": m.Part, "access": m.Access, "main": fmt.Sprint(m.Main)}}); err != nil {
+			return ProjectOut{}, err
+		}
 	}
 	out := ProjectOut{ID: row.ID, Created: row.Created, URLs: URLs{Room: s.url("/api/mcp/p/" + row.ID.String()), AllRooms: s.url("/api/mcp")}}
 	if out.ConnectCode, err = s.ensureConnectCode(ctx, tx, row.ID, opt.RotateKeys); err != nil {
+		return ProjectOut{}, err
+	}
+	if err := audit.RecordOperator(ctx, tx, audit.Event{OrgID: hostID, ProjectID: row.ID, Kind: audit.KindProject, ObjectID: row.ID.String(),
+		Action: createdOr(row.Created), Detail: map[string]string{"slug": p.Slug, "name": p.Name, "guests": fmt.Sprint(len(p.Guests)),
+			"members": fmt.Sprint(len(p.Members)), "connect_code_issued": fmt.Sprint(out.ConnectCode != "")}}); err != nil {
 		return ProjectOut{}, err
 	}
 	if out.ConnectCode != "" {
@@ -426,3 +453,11 @@ func ThreadsURL(public, connectCode, part string) string {
 }
 
 func newID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
+
+// createdOr is an upsert's audit action.
+func createdOr(created bool) string {
+	if created {
+		return "created"
+	}
+	return "updated"
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg"
 )
@@ -87,15 +88,25 @@ func (s *Service) RotateAgentKey(ctx context.Context, agent string) (AgentOut, e
 			return AgentOut{}, err
 		}
 		out := AgentOut{ID: a.ID}
-		out.Key, err = s.ensureAgentKey(ctx, tx, a.OrgID, a.ID, true)
-		return out, err
+		if out.Key, err = s.ensureAgentKey(ctx, tx, a.OrgID, a.ID, true); err != nil {
+			return out, err
+		}
+		return out, audit.RecordOperator(ctx, tx, audit.Event{OrgID: a.OrgID, Kind: audit.KindAgent, ObjectID: a.ID.String(), Action: "key_rotated"})
 	})
 }
 
 // RotateConnectCode revokes a project's connect codes and issues a new one.
 func (s *Service) RotateConnectCode(ctx context.Context, project string) (ProjectOut, error) {
 	return inProject(ctx, s, project, "rotate connect code", func(tx *pg.Tx, id uuid.UUID) (ProjectOut, error) {
-		return s.rotateCode(ctx, tx, id)
+		out, err := s.rotateCode(ctx, tx, id)
+		if err != nil {
+			return out, err
+		}
+		p, err := s.project(ctx, tx, project)
+		if err != nil {
+			return out, err
+		}
+		return out, audit.RecordOperator(ctx, tx, audit.Event{OrgID: p.HostOrgID, ProjectID: id, Kind: audit.KindProject, ObjectID: id.String(), Action: "connect_code_rotated"})
 	})
 }
 
@@ -149,7 +160,9 @@ func (s *Service) SetAgreementStatus(ctx context.Context, project, guest, status
 		if n == 0 {
 			return apperr.New(apperr.NotFound, "%q has no agreement in project %q", guest, project)
 		}
-		return nil
+		o := AgreementObject(p.HostOrgID, p.ID, g.ID)
+		return audit.RecordOperator(ctx, tx, audit.Event{OrgID: o.OrgID, PartyOrgID: g.ID, ProjectID: p.ID, Kind: o.Kind, ObjectID: o.ID,
+			Action: "status_set", Detail: map[string]string{"to": status}})
 	})
 	return wrap("set agreement", err)
 }

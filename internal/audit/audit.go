@@ -20,12 +20,13 @@ import (
 // Kinds of audited objects (audit_event.object_kind). A page names its object with one
 // of these, so its history is read with the kind it was written with.
 const (
-	KindAgent       = "agent"
-	KindProject     = "project"
-	KindAgreement   = "agreement"
-	KindPerson      = "person"
-	KindOAuthClient = "oauth_client"
-	KindInvitation  = "invitation"
+	KindOrganisation = "organisation" // the object id is the organisation's own
+	KindAgent        = "agent"
+	KindProject      = "project"
+	KindAgreement    = "agreement"
+	KindPerson       = "person"
+	KindOAuthClient  = "oauth_client"
+	KindInvitation   = "invitation"
 	// Objects in a room, changed by people on its pages (the owner is the room's host).
 	KindMemoryEntry       = "memory_entry"
 	KindTask              = "task"
@@ -45,8 +46,39 @@ const MaxDetailBytes = 4096
 // MaxHistory is how many of an object's events a page shows, newest first.
 const MaxHistory = 50
 
-// OperatorName is the actor of a change made by the operator's CLI (no person).
+// OperatorName is the actor of a change made by the operator's CLI (no person), before the
+// operator's own name (AsOperator).
 const OperatorName = "operator"
+
+type operatorKey struct{}
+
+// AsOperator marks ctx as the operator's CLI acting, as name (the operating system's
+// user and host, "root@bastion"): the admin services record the changes made under it
+// (RecordOperator). The CLI works across tenants with the owner's role, and its changes
+// (a key rotated, a plan changed) left no trail at all.
+func AsOperator(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, operatorKey{}, name)
+}
+
+// RecordOperator records e in tx with the operator as its actor when ctx carries one
+// (AsOperator), and does nothing otherwise: the dashboard's paths record their own
+// events with the person who acted. The operator acts for no organisation, so the event
+// is recorded as acting for the object's owner.
+func RecordOperator(ctx context.Context, tx *pg.Tx, e Event) error {
+	name, ok := ctx.Value(operatorKey{}).(string)
+	if !ok {
+		return nil
+	}
+	actor := OperatorName
+	if name != "" {
+		actor += " " + name
+	}
+	if len(actor) > MaxActorName {
+		actor = strings.ToValidUTF8(actor[:MaxActorName], "")
+	}
+	e.Actor = Actor{OrgID: e.OrgID, Name: actor}
+	return Record(ctx, tx, e)
+}
 
 // Actor is who made a change: a person acting for an organisation, or (UserID nil) the
 // operator or the service itself on the organisation's behalf.

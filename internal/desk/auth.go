@@ -11,6 +11,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
@@ -179,8 +180,12 @@ func (s *Service) CreateToken(ctx context.Context, orgID uuid.UUID, email string
 		if m.Deactivated {
 			return fmt.Errorf("%s is deactivated in this workspace (reactivate them first)", email)
 		}
-		return s.q.DeskTokenInsert(ctx, tx, db.DeskTokenInsertParams{OrgID: orgID, ID: out.ID, UserID: m.UserID, TokenID: p.ID,
-			SecretHash: p.Hash(), Scopes: scopes, ExpiresAt: out.ExpiresAt})
+		if err := s.q.DeskTokenInsert(ctx, tx, db.DeskTokenInsertParams{OrgID: orgID, ID: out.ID, UserID: m.UserID, TokenID: p.ID,
+			SecretHash: p.Hash(), Scopes: scopes, ExpiresAt: out.ExpiresAt}); err != nil {
+			return err
+		}
+		return audit.RecordOperator(ctx, tx, audit.Event{OrgID: orgID, Kind: audit.KindPerson, ObjectID: m.UserID.String(), Action: "desk_token_created",
+			Detail: map[string]string{"token": out.ID.String(), "scopes": strings.Join(scopes, ","), "expires_at": out.ExpiresAt.UTC().Format(time.RFC3339)}})
 	})
 	if err != nil {
 		return NewToken{}, err
@@ -212,8 +217,12 @@ func (s *Service) RevokeToken(ctx context.Context, orgID, id uuid.UUID) (bool, e
 	var n int64
 	err := s.db.Operator(ctx, func(tx *pg.Tx) (err error) {
 		n, err = s.q.DeskTokenRevoke(ctx, tx, db.DeskTokenRevokeParams{OrgID: orgID, ID: id, At: new(s.clock())})
-		if err != nil || n > 0 {
+		if err != nil {
 			return err
+		}
+		if n > 0 {
+			return audit.RecordOperator(ctx, tx, audit.Event{OrgID: orgID, Kind: audit.KindOrganisation, ObjectID: orgID.String(), Action: "desk_token_revoked",
+				Detail: map[string]string{"token": id.String()}})
 		}
 		exists, err := s.q.DeskTokenExists(ctx, tx, db.DeskTokenExistsParams{OrgID: orgID, ID: id})
 		if err == nil && !exists {
