@@ -11,6 +11,16 @@ import (
 	"github.com/relayroom/relayroom/internal/config"
 )
 
+// loadURL reads a configuration whose only setting is DATABASE_URL.
+func loadURL(u string) (config.Config, error) {
+	return config.Load(nil, nil, func(k string) string {
+		if k == "DATABASE_URL" {
+			return u
+		}
+		return ""
+	})
+}
+
 // load reads a configuration from env, with the one required setting filled in.
 func load(env map[string]string) (config.Config, error) {
 	return config.Load(nil, nil, func(k string) string {
@@ -119,12 +129,7 @@ func TestABadDatabaseURLKeepsItsPassword(t *testing.T) {
 	t.Parallel()
 	for _, u := range []string{"postgres://app:p%wd!S3cret@db:5432/relayroom", "postgres://app:S3cret@db:54x32/relayroom"} {
 		t.Run(u, func(t *testing.T) {
-			_, err := config.Load(nil, nil, func(k string) string {
-				if k == "DATABASE_URL" {
-					return u
-				}
-				return ""
-			})
+			_, err := loadURL(u)
 			if err == nil || strings.Contains(err.Error(), "S3cret") || !strings.Contains(err.Error(), "DATABASE_URL does not parse") {
 				t.Fatalf("%v", err)
 			}
@@ -196,12 +201,7 @@ func TestOnlyPostgresURLs(t *testing.T) {
 	t.Parallel()
 	for _, u := range []string{"host=db user=app password=TopSecretPW dbname=relayroom", "http://app:TopSecretPW@db/relayroom", "db:5432/relayroom"} {
 		t.Run(u, func(t *testing.T) {
-			_, err := config.Load(nil, nil, func(k string) string {
-				if k == "DATABASE_URL" {
-					return u
-				}
-				return ""
-			})
+			_, err := loadURL(u)
 			if err == nil || strings.Contains(err.Error(), "TopSecretPW") || !strings.Contains(err.Error(), "postgres://") {
 				t.Fatalf("%v", err)
 			}
@@ -211,12 +211,7 @@ func TestOnlyPostgresURLs(t *testing.T) {
 		if _, err := load(nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := config.Load(nil, nil, func(k string) string {
-			if k == "DATABASE_URL" {
-				return "postgresql://app@db/relayroom"
-			}
-			return ""
-		}); err != nil {
+		if _, err := loadURL("postgresql://app@db/relayroom"); err != nil {
 			t.Fatal(err)
 		}
 	})

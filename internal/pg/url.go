@@ -43,12 +43,9 @@ const DefaultConnectTimeout = 10 * time.Second
 // ConnConfig parses dbURL for one connection, with DefaultConnectTimeout unless the URL
 // sets connect_timeout.
 func ConnConfig(dbURL string) (*pgx.ConnConfig, error) {
-	if _, err := ParseURL(dbURL); err != nil {
-		return nil, fmt.Errorf("DATABASE_URL %w", err)
-	}
-	cfg, err := pgx.ParseConfig(dbURL)
+	cfg, err := parseChecked(dbURL, pgx.ParseConfig)
 	if err != nil {
-		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+		return nil, err
 	}
 	boundConnect(cfg)
 	return cfg, nil
@@ -56,14 +53,24 @@ func ConnConfig(dbURL string) (*pgx.ConnConfig, error) {
 
 // PoolConfig is ConnConfig for a pool.
 func PoolConfig(dbURL string) (*pgxpool.Config, error) {
-	if _, err := ParseURL(dbURL); err != nil {
-		return nil, fmt.Errorf("DATABASE_URL %w", err)
-	}
-	cfg, err := pgxpool.ParseConfig(dbURL)
+	cfg, err := parseChecked(dbURL, pgxpool.ParseConfig)
 	if err != nil {
-		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+		return nil, err
 	}
 	boundConnect(cfg.ConnConfig)
+	return cfg, nil
+}
+
+// parseChecked is parse(dbURL) for a URL ParseURL accepts.
+func parseChecked[T any](dbURL string, parse func(string) (T, error)) (T, error) {
+	var zero T
+	if _, err := ParseURL(dbURL); err != nil {
+		return zero, fmt.Errorf("DATABASE_URL %w", err)
+	}
+	cfg, err := parse(dbURL)
+	if err != nil {
+		return zero, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
 	return cfg, nil
 }
 
