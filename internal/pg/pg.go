@@ -598,6 +598,10 @@ type Tx struct {
 // trip held no COMMIT (a transaction that did not commit rolled back with its backend).
 func (t *Tx) markLost(err error, committing bool) {
 	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		// pgx closes a connection whose statement's context ended: that is the request's
+		// time running out, not a connection found dead, and is not run again.
+		return
 	case pgconn.SafeToRetry(err):
 	case strings.HasPrefix(sqlState(err), "57P0"):
 	case !committing && t.conn.Conn().IsClosed():
