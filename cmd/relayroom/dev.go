@@ -90,7 +90,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log := app.NewLogger(stderr, cfg.LogLevel)
 	// Libraries that log through the process's default logger (the OAuth server library
 	// does, and the standard log package) then write the same redacted JSON lines.
-	slog.SetDefault(log)
+	slog.SetDefault(app.LibraryLogger(log))
 	warnUnknownNames(log)
 	if _, err := pg.MigrateUp(ctx, cfg.DatabaseURL); err != nil {
 		return err

@@ -34,7 +34,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	log := app.NewLogger(stderr, cfg.LogLevel)
 	// Libraries that log through the process's default logger (the OAuth server library
 	// does, and the standard log package) then write the same redacted JSON lines.
-	slog.SetDefault(log)
+	slog.SetDefault(app.LibraryLogger(log))
 	warnUnknownNames(log)
 	if err := app.Run(ctx, cfg, log, nil); err != nil {
 		log.Error("stopped on an error", "error", err)

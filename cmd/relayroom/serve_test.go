@@ -131,6 +131,11 @@ func TestServeLogsOnlyJSON(t *testing.T) {
 		}
 		msg, _ := v["msg"].(string)
 		said[msg] = v["version"] != nil || v["schema_version"] != nil || said[msg]
+		// A library's chatter (the OAuth library announces its routes) is not the
+		// operator's business at the default level.
+		if msg == "registered route" && v["level"] != "DEBUG" {
+			t.Errorf("a library's INFO line at %v: %s", v["level"], line)
+		}
 	}
 	// Which build ran against which schema: the first thing read after a failed upgrade.
 	for _, msg := range []string{"migrating", "schema up to date", "serving"} {

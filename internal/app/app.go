@@ -130,7 +130,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ConnState:         conns.track,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		// net/http's own complaints (a handler's panic, a TLS handshake gone wrong) are
+		// warnings of this log, not INFO lines of the process's default logger.
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	// Background work: jobs (periodic ones on the elected leader only) and the wake
 	// listener that answers long polls and dispatches webhooks.

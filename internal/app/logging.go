@@ -455,3 +455,40 @@ func (l *rejectionLog) Flush() {
 			"since", since.UTC().Format(time.RFC3339), "seconds", int(time.Since(since).Round(time.Second).Seconds()))
 	}
 }
+
+// LibraryLogger is the process's default logger for serve: libraries that log through
+// slog's default (the OAuth server library announces each route it registers) write the
+// same JSON lines, their lines below WARN at DEBUG: their chatter is not the operator's
+// business at the default level, their warnings and errors are.
+func LibraryLogger(log *slog.Logger) *slog.Logger {
+	return slog.New(libraryHandler{log.Handler()})
+}
+
+type libraryHandler struct{ slog.Handler }
+
+func (h libraryHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, libraryLevel(l))
+}
+
+func (h libraryHandler) Handle(ctx context.Context, r slog.Record) error {
+	if l := libraryLevel(r.Level); l != r.Level {
+		r = r.Clone()
+		r.Level = l
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h libraryHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return libraryHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h libraryHandler) WithGroup(name string) slog.Handler {
+	return libraryHandler{h.Handler.WithGroup(name)}
+}
+
+func libraryLevel(l slog.Level) slog.Level {
+	if l < slog.LevelWarn {
+		return slog.LevelDebug
+	}
+	return l
+}
