@@ -69,15 +69,24 @@ func RecordOperator(ctx context.Context, tx *pg.Tx, e Event) error {
 	if !ok {
 		return nil
 	}
+	e.Actor = Actor{OrgID: e.OrgID, Name: OperatorActor(name)}
+	return Record(ctx, tx, e)
+}
+
+// OperatorActor is the actor name of the operator called name: "operator name", as text
+// the table takes (valid UTF-8, no NUL, at most MaxActorName characters). name comes from
+// the environment ($USER, RELAYROOM_OPERATOR): a byte Postgres refuses would fail the
+// change it records.
+func OperatorActor(name string) string {
+	name = strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", ""), "")
 	actor := OperatorName
-	if name != "" {
+	if name = strings.TrimSpace(name); name != "" {
 		actor += " " + name
 	}
-	if len(actor) > MaxActorName {
-		actor = strings.ToValidUTF8(actor[:MaxActorName], "")
+	if r := []rune(actor); len(r) > MaxActorName {
+		actor = string(r[:MaxActorName])
 	}
-	e.Actor = Actor{OrgID: e.OrgID, Name: actor}
-	return Record(ctx, tx, e)
+	return actor
 }
 
 // Actor is who made a change: a person acting for an organisation, or (UserID nil) the

@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -164,4 +165,20 @@ func TestAudit(t *testing.T) {
 			t.Fatal("the request role deleted audit events")
 		}
 	})
+}
+
+// TestOperatorActor: the operator's name comes from the environment; whatever it holds,
+// the actor recorded is text the table takes, so the change it records is not refused.
+func TestOperatorActor(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]string{
+		"root@bastion":           "operator root@bastion",
+		"":                       "operator",
+		"ro\x00ot\xff@host":      "operator root@host",
+		strings.Repeat("é", 300): "operator " + strings.Repeat("é", audit.MaxActorName-len("operator ")),
+	} {
+		if got := audit.OperatorActor(name); got != want {
+			t.Errorf("OperatorActor(%q) = %q, want %q", name, got, want)
+		}
+	}
 }
