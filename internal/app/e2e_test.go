@@ -352,7 +352,8 @@ func TestAStopIsAnnouncedBeforeItRefuses(t *testing.T) {
 	t.Parallel()
 	skipThroughBalancer(t, "the test stops one replica and asks that replica")
 	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) {
-		c.ShutdownDelay = 3 * time.Second
+		// Long enough that a loaded machine still asks within it.
+		c.ShutdownDelay = 10 * time.Second
 		c.ShutdownTimeout = 500 * time.Millisecond
 	}})
 	// An authenticated call whose body never comes holds the drain past its timeout.
@@ -370,7 +371,7 @@ func TestAStopIsAnnouncedBeforeItRefuses(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the server has the request: it is in flight
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.stop() }()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(8 * time.Second)
 	for {
 		status, body := testfix.Get(t, http.DefaultClient, s.base+"/readyz")
 		if status == http.StatusServiceUnavailable && strings.Contains(body, "shutting down") {

@@ -340,7 +340,8 @@ func (d *DB) Operator(ctx context.Context, fn func(tx *Tx) error) error {
 // inTx runs fn in a transaction, a second time on another connection when the first
 // one's connection turned out dead before anything of it ran (Tx.lost): a backend
 // terminated while idle in the pool (a failover, PgBouncer restarting, idle_session_timeout)
-// failed the next request, and /readyz with it, though the database was up.
+// failed the next request, and /readyz with it, though the database was up. fn runs again
+// from its start, as for a request sent again.
 func (d *DB) inTx(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func(tx *Tx) error) error {
 	lost, err := d.inTxOnce(ctx, pool, t, fn)
 	if lost && ctx.Err() == nil {
@@ -592,10 +593,10 @@ type Tx struct {
 
 // markLost notes that the transaction's first round trip failed at its BEGIN on a dead
 // connection, when nothing of it can have run: pgx sent nothing (SafeToRetry), the
-// server's first answer was that it had terminated the backend (57P0x: an administrator, a
-// shutdown, idle_session_timeout; sent at the
-// termination, so before any statement of ours ran), or the connection is gone and the
-// trip held no COMMIT (a transaction that did not commit rolled back with its backend).
+// server's first answer was that it had terminated the backend (57P0x: an administrator,
+// a shutdown, idle_session_timeout; sent at the termination, so before any statement of
+// ours ran), or the connection is gone and the trip held no COMMIT (a transaction that
+// did not commit rolled back with its backend).
 func (t *Tx) markLost(err error, committing bool) {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
