@@ -410,22 +410,18 @@ func warnDerivedURLs(env adminEnv, v any) {
 	fmt.Fprintf(env.stderr, "warning: RELAYROOM_PUBLIC_URL is not set: the URLs printed start with %s, derived from the listen address\n", env.cfg.Public())
 }
 
-// operatorName is who runs the command, for the audit trail: the system's user at the
-// host ($RELAYROOM_OPERATOR when set, e.g. by a script acting for someone).
+// operatorName is who runs the command, for the audit trail: $RELAYROOM_OPERATOR when
+// set (a script acting for someone), else the system's user. Not the host: the trail is
+// read by the organisations' admins, and the operator's machines are not their business.
 func operatorName() string {
 	if n := os.Getenv("RELAYROOM_OPERATOR"); n != "" {
 		return n
 	}
-	name := os.Getenv("USER")
-	if u, err := user.Current(); err == nil {
-		name = u.Username
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
 	}
-	if name == "" {
-		name = "unknown"
+	if n := os.Getenv("USER"); n != "" {
+		return n
 	}
-	host, err := os.Hostname()
-	if err != nil {
-		return name
-	}
-	return name + "@" + host
+	return "unknown"
 }
