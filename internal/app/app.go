@@ -28,6 +28,7 @@ import (
 	"github.com/relayroom/relayroom/internal/oauth"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
+	"github.com/relayroom/relayroom/internal/status"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/threads"
 	"github.com/relayroom/relayroom/internal/throttle"
@@ -172,6 +173,20 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 			log.Warn("jobs did not stop cleanly", "error", err.Error())
 		}
 	}()
+	ops, opsErrc, err := a.serveOps(ctx)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	if ops != nil {
+		// Closed after the drain: /readyz there says "shutting down" meanwhile, and the
+		// last scrape sees the drain's requests.
+		defer func() {
+			if err := ops.Close(); err != nil {
+				log.Warn("closing the metrics listener", "error", err.Error())
+			}
+		}()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(conns) }()
 	log.Info("serving", "version", Version, "addr", ln.Addr().String(), "public_url", publicURL, "max_connections", conns.max)
@@ -181,6 +196,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
+	case err := <-opsErrc:
+		return fmt.Errorf("serve: metrics listener: %w", err)
 	case <-ctx.Done():
 	}
 	a.stopping.Store(true)
@@ -215,6 +232,36 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 	a.rejections.Flush()
 	log.Info("stopped")
 	return nil
+}
+
+// serveOps starts the operations listener when RELAYROOM_METRICS_ADDR is set (nil
+// otherwise); the channel carries its end if it stops on its own.
+func (a *App) serveOps(ctx context.Context) (*http.Server, <-chan error, error) {
+	if a.cfg.MetricsAddr == "" {
+		return nil, nil, nil
+	}
+	ln, err := net.Listen("tcp", a.cfg.MetricsAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on %s (RELAYROOM_METRICS_ADDR): %w", a.cfg.MetricsAddr, err)
+	}
+	srv := &http.Server{
+		Handler:           a.opsHandler(),
+		ReadHeaderTimeout: a.cfg.ReadHeaderTimeout,
+		ReadTimeout:       a.cfg.ReadTimeout,
+		WriteTimeout:      a.cfg.WriteTimeout,
+		IdleTimeout:       a.cfg.IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	a.log.Info("serving metrics", "addr", ln.Addr().String(), "paths", []string{routeMetrics, status.PathLive, status.PathReady})
+	return srv, errc, nil
 }
 
 // New wires services and routes on an open database.

@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/testfix"
@@ -295,6 +296,71 @@ func TestOperationsEndpointsAndLogs(t *testing.T) {
 	if !tools["ok"] || !tools["invalid"] {
 		t.Fatalf("the tool calls' request lines do not name the caller, client, tool and outcome: %v", tools)
 	}
+}
+
+// TestMetricsOnTheirOwnListener: with RELAYROOM_METRICS_ADDR the operator scrapes an
+// address clients cannot reach, and the public listener has no /metrics to guard.
+func TestMetricsOnTheirOwnListener(t *testing.T) {
+	t.Parallel()
+	skipThroughBalancer(t, "the metrics listener is each replica's own")
+	s := startServerOpts(t, serverOptions{tune: func(c *config.Config) { c.MetricsAddr = "127.0.0.1:0" }})
+	var ops string
+	sc := bufio.NewScanner(strings.NewReader(s.logs.String()))
+	for sc.Scan() {
+		var line struct{ Msg, Addr string }
+		if err := json.Unmarshal(sc.Bytes(), &line); err == nil && line.Msg == "serving metrics" {
+			ops = "http://" + line.Addr
+		}
+	}
+	if ops == "" {
+		t.Fatal(`no "serving metrics" line with the listener's address`)
+	}
+	post(t, s.threadsURL("escalations", "architect"), s.key("acme/architect"), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`)
+
+	t.Run("the metrics leave the public listener", func(t *testing.T) {
+		if status, _ := testfix.Get(t, http.DefaultClient, s.base+"/metrics"); status != http.StatusNotFound {
+			t.Fatalf("public /metrics: %d, want 404", status)
+		}
+	})
+	t.Run("the metrics listener counts the public listener's calls", func(t *testing.T) {
+		status, body := testfix.Get(t, http.DefaultClient, ops+"/metrics")
+		if status != http.StatusOK {
+			t.Fatalf("/metrics: %d", status)
+		}
+		testfix.CheckContains(t, "metrics", body, `relayroom_tool_calls_total{endpoint="threads",outcome="ok",tool="whoami"} 1`)
+	})
+	t.Run("health and readiness answer there too", func(t *testing.T) {
+		for path, want := range map[string]string{"/healthz": `"ok"`, "/readyz": `"current"`} {
+			if status, body := testfix.Get(t, http.DefaultClient, ops+path); status != http.StatusOK || !strings.Contains(body, want) {
+				t.Fatalf("%s: %d %s", path, status, body)
+			}
+		}
+	})
+	t.Run("nothing else does", func(t *testing.T) {
+		for _, path := range []string{"/", "/mcp/threads", "/app/"} {
+			if status, _ := testfix.Get(t, http.DefaultClient, ops+path); status != http.StatusNotFound {
+				t.Fatalf("%s on the metrics listener: %d, want 404", path, status)
+			}
+		}
+	})
+	t.Run("the public listener keeps its health routes", func(t *testing.T) {
+		if status, _ := testfix.Get(t, http.DefaultClient, s.base+"/readyz"); status != http.StatusOK {
+			t.Fatalf("public /readyz: %d", status)
+		}
+	})
+	t.Run("a metrics address taken stops the start, naming the setting", func(t *testing.T) {
+		taken, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer taken.Close()
+		cfg := testConfig(t, s.dbURL)
+		cfg.MetricsAddr = taken.Addr().String()
+		err = app.Run(context.Background(), cfg, app.NewLogger(io.Discard, "error"), nil)
+		if err == nil || !strings.Contains(err.Error(), "RELAYROOM_METRICS_ADDR") {
+			t.Fatalf("want a start error naming RELAYROOM_METRICS_ADDR, got %v", err)
+		}
+	})
 }
 
 // TestGracefulShutdownFinishesInFlightCalls starts a request, begins shutdown while its

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // metrics live in a registry of the app's own (no global default registry), so two apps
@@ -32,6 +33,11 @@ func newMetrics(pools map[string]*pgxpool.Pool) *metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registry.MustRegister(poolCollector{pools: pools})
 	return m
+}
+
+// handler serves the registry in Prometheus's text format.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
 
 func counter(name, help string, labels ...string) *prometheus.CounterVec {

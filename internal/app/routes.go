@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/desk"
@@ -31,16 +30,19 @@ func (a *App) routes(threadsH, roomH, allRoomsH, deskH http.Handler) *echo.Echo 
 	e.HTTPErrorHandler = a.httpError
 	e.Use(a.requestContext, a.recoverPanics, a.limit, a.checkOrigin)
 
-	metrics := echo.WrapHandler(promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{}))
-	e.GET(routeMetrics, metrics)
-	e.HEAD(routeMetrics, metrics) // a monitor's check that the route answers
+	if a.cfg.MetricsAddr == "" {
+		// Set, the metrics are served by the operations listener alone (opsHandler).
+		metrics := echo.WrapHandler(a.metrics.handler())
+		e.GET(routeMetrics, metrics)
+		e.HEAD(routeMetrics, metrics) // a monitor's check that the route answers
+	}
 
 	e.Any(routeThreadsMCP, withPath(threadsH, connectCodeKey, "code"))
 	e.Any(routeRoomMCP, withPath(roomH, projectIDKey, "project_id"))
 	e.Any(routeAllRoomsMCP, echo.WrapHandler(allRoomsH))
 	e.Any(routeDeskMCP, echo.WrapHandler(deskH))
 	for _, h := range []httpapi.Handler{
-		status.NewHandler(status.HandlerDeps{DB: a.db, Log: a.log, PublicURL: a.public(), Version: Version, Stopping: a.stopping.Load}),
+		a.statusHandler(),
 		rooms.NewHandler(rooms.HandlerDeps{Service: a.rooms, Log: a.log}),
 		wake.NewHandler(wake.HandlerDeps{Service: a.wake, Log: a.log}),
 		knowledge.NewHandler(knowledge.HandlerDeps{Service: a.knowledge, Log: a.log}),
@@ -188,4 +190,21 @@ func (a *App) httpError(err error, c echo.Context) {
 		a.log.ErrorContext(c.Request().Context(), "handler error", "error", err.Error())
 	}
 	httpapi.WriteError(c.Response(), c.Request(), code, msg)
+}
+
+// statusHandler serves the index, liveness and readiness.
+func (a *App) statusHandler() *httpapi.Mux {
+	return status.NewHandler(status.HandlerDeps{DB: a.db, Log: a.log, PublicURL: a.public(), Version: Version, Stopping: a.stopping.Load})
+}
+
+// opsHandler is the operations listener's (RELAYROOM_METRICS_ADDR): the metrics, liveness
+// and readiness, nothing a client calls. No credential, as on the main listener; what
+// keeps it private is the address it listens on.
+func (a *App) opsHandler() http.Handler {
+	st := a.statusHandler()
+	mux := http.NewServeMux()
+	mux.Handle("GET "+routeMetrics, a.metrics.handler()) // GET patterns match HEAD too
+	mux.Handle("GET "+status.PathLive, st)
+	mux.Handle("GET "+status.PathReady, st)
+	return mux
 }

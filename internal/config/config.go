@@ -25,8 +25,12 @@ import (
 
 // Config is every setting of `relayroom serve`.
 type Config struct {
-	DatabaseURL      string
-	Addr             string
+	DatabaseURL string
+	Addr        string
+	// MetricsAddr, when set, is a second listener with /metrics, /healthz and /readyz
+	// only, and /metrics leaves the public listener: the operator scrapes an address
+	// that clients cannot reach, without a rule at the proxy.
+	MetricsAddr      string
 	PublicURL        string
 	LogLevel         string
 	MigrateOnStart   bool
@@ -138,6 +142,20 @@ func boolean(dst *bool, v string) error {
 	return nil
 }
 
+// listenAddr checks a listen address here, so that a typo is reported before the
+// database is touched.
+func listenAddr(dst *string, v string) error {
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return fmt.Errorf("%q: want host:port or :port", v)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: the port must be a number from 0 to 65535", v)
+	}
+	*dst = v
+	return nil
+}
+
 // secretKey checks a sealing key when one is set, before the database is touched (it
 // was checked after the migrations ran and the pools opened).
 func secretKey(v string) error {
@@ -193,17 +211,13 @@ type setting struct {
 func settings() []setting {
 	return []setting{
 		{"DATABASE_URL", "database-url", "", "Postgres URL (postgres://user:pass@host:port/db). Required.", func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
-		{"RELAYROOM_ADDR", "addr", ":48801", "listen address", func(c *Config, v string) error {
-			// Checked here, so that a typo is reported before the database is touched.
-			_, port, err := net.SplitHostPort(v)
-			if err != nil {
-				return fmt.Errorf("%q: want host:port or :port", v)
+		{"RELAYROOM_ADDR", "addr", ":48801", "listen address", func(c *Config, v string) error { return listenAddr(&c.Addr, v) }},
+		{"RELAYROOM_METRICS_ADDR", "metrics-addr", "", "listen address of /metrics, /healthz and /readyz alone; set, /metrics leaves the main listener (default: /metrics on the main listener)", func(c *Config, v string) error {
+			if v == "" {
+				c.MetricsAddr = ""
+				return nil
 			}
-			if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-				return fmt.Errorf("%q: the port must be a number from 0 to 65535", v)
-			}
-			c.Addr = v
-			return nil
+			return listenAddr(&c.MetricsAddr, v)
 		}},
 		{"RELAYROOM_PUBLIC_URL", "public-url", "", "base of every URL the service prints or publishes (default: derived from the listen address)", func(c *Config, v string) error {
 			// Every route answers at the root of its host, and the URLs the service prints
@@ -398,6 +412,11 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 		if err := s.set(&c, v); err != nil {
 			return c, fmt.Errorf("config: %s: %w", s.env, err)
 		}
+	}
+	if _, port, _ := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr == c.Addr && port != "0" {
+		// Two listeners on one port: the second would fail to bind after the migrations
+		// (port 0 is a new port each).
+		return c, fmt.Errorf("config: RELAYROOM_METRICS_ADDR %q is the listen address (RELAYROOM_ADDR): unset it to serve /metrics there", c.MetricsAddr)
 	}
 	if c.DatabaseURL == "" {
 		return c, fmt.Errorf("config: DATABASE_URL is required")

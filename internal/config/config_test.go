@@ -95,6 +95,8 @@ func TestNonsenseIsRefusedAtStart(t *testing.T) {
 		{"RELAYROOM_ADDR", ":99999"},
 		{"RELAYROOM_ADDR", "localhost"},
 		{"RELAYROOM_ADDR", "127.0.0.1:http"},
+		{"RELAYROOM_METRICS_ADDR", "9090"},
+		{"RELAYROOM_METRICS_ADDR", ":48801"}, // the listen address's default
 		// Refused here, not after the migrations ran and the pools opened.
 		{"RELAYROOM_EMBEDDER", "foo"},
 		{"RELAYROOM_SECRET_KEY", "short"},
