@@ -55,7 +55,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer lock.Close() // the lock goes with the descriptor, and with the process however it ends
-	if os.Getenv("DATABASE_URL") == "" {
+	if os.Getenv("DATABASE_URL") == "" && os.Getenv("DATABASE_URL"+config.FileSuffix) == "" {
 		pgDir, err := filepath.Abs(filepath.Join(*dataDir, "pg"))
 		if err != nil {
 			return err
@@ -181,7 +181,7 @@ func ensureServerKeys(path string) error {
 			}
 			keys[name], changed = hex.EncodeToString(b), true
 		}
-		if os.Getenv(name) == "" {
+		if os.Getenv(name) == "" && os.Getenv(name+config.FileSuffix) == "" {
 			if err := os.Setenv(name, keys[name]); err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/relayroom/relayroom/internal/cli"
+	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
 )
@@ -55,7 +56,10 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	url := *dbURL
 	if url == "" {
-		url = os.Getenv("DATABASE_URL")
+		var err error
+		if url, err = config.Secret(os.Getenv, "DATABASE_URL"); err != nil {
+			return err
+		}
 	}
 	if url == "" {
 		return fmt.Errorf("DATABASE_URL is required")

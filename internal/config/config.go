@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -208,6 +209,43 @@ type setting struct {
 	set                  func(c *Config, v string) error
 }
 
+// isSecret tells the settings that hold a credential. Each may instead be read from
+// a file named by its name with _FILE appended (a container's mounted secret), so that it
+// is neither in the environment every child process inherits nor on a command line that
+// `ps` shows.
+func isSecret(name string) bool {
+	switch name {
+	case "DATABASE_URL", "RELAYROOM_EMBED_API_KEY", "RELAYROOM_SECRET_KEY", "RELAYROOM_SECRET_KEY_PREVIOUS", "RELAYROOM_SIGNING_KEY":
+		return true
+	}
+	return false
+}
+
+// FileSuffix names the variable that holds a secret setting's file.
+const FileSuffix = "_FILE"
+
+// Secret reads the secret setting name from the environment: the variable itself, or the
+// contents of the file its name_FILE names, without the line break that ends it. Both
+// set is an error: which one wins would be a guess.
+func Secret(getenv func(string) string, name string) (string, error) {
+	v, file := getenv(name), getenv(name+FileSuffix)
+	switch {
+	case file == "":
+		return v, nil
+	case v != "":
+		return "", fmt.Errorf("%s and %s%s are both set: set one", name, name, FileSuffix)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s%s: %w", name, FileSuffix, err)
+	}
+	v = strings.TrimRight(string(b), "\r\n")
+	if v == "" {
+		return "", fmt.Errorf("%s%s: %s is empty", name, FileSuffix, file)
+	}
+	return v, nil
+}
+
 func settings() []setting {
 	return []setting{
 		{"DATABASE_URL", "database-url", "", "Postgres URL (postgres://user:pass@host:port/db). Required.", func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
@@ -340,6 +378,10 @@ func UnknownNames(environ []string) []Unknown {
 	for _, s := range settings() {
 		known[s.env] = true
 		names = append(names, s.env)
+		if isSecret(s.env) {
+			known[s.env+FileSuffix] = true
+			names = append(names, s.env+FileSuffix)
+		}
 	}
 	for _, n := range otherNames() {
 		known[n] = true
@@ -404,6 +446,12 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	}
 	for _, s := range settings() {
 		v := getenv(s.env)
+		if isSecret(s.env) && !set[s.flag] {
+			var err error
+			if v, err = Secret(getenv, s.env); err != nil {
+				return c, fmt.Errorf("config: %w", err)
+			}
+		}
 		if set[s.flag] {
 			v = *flags[s.env]
 		} else if v == "" {

@@ -3,6 +3,9 @@ package config_test
 import (
 	"errors"
 	"flag"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -215,6 +218,69 @@ func TestOnlyPostgresURLs(t *testing.T) {
 		}
 		if _, err := loadURL("postgresql://app@db/relayroom"); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestSecretsFromFiles: a credential can come from a file (a container's mounted secret),
+// so that it is in neither the environment children inherit nor a command line.
+func TestSecretsFromFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	key := strings.Repeat("9f3c", 16)
+	files := map[string]string{
+		"DATABASE_URL_FILE":                  write("db", "postgres://app:FilePassw0rd@db/relayroom\n"),
+		"RELAYROOM_SECRET_KEY_FILE":          write("key", key+"\r\n"),
+		"RELAYROOM_SIGNING_KEY_FILE":         write("sig", strings.Repeat("s", 40)),
+		"RELAYROOM_EMBED_API_KEY_FILE":       write("embed", "FileEmbedKey\n"),
+		"RELAYROOM_SECRET_KEY_PREVIOUS_FILE": write("prev", strings.Repeat("0a1b", 16)+"\n"),
+	}
+	getenv := func(env map[string]string) func(string) string { return func(k string) string { return env[k] } }
+
+	t.Run("each secret setting is read from its file, without the final line break", func(t *testing.T) {
+		c, err := config.Load(nil, nil, getenv(files))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.DatabaseURL != "postgres://app:FilePassw0rd@db/relayroom" || c.SecretKey != key || c.SigningKey != strings.Repeat("s", 40) ||
+			c.EmbedAPIKey != "FileEmbedKey" || c.SecretKeyPrevious != strings.Repeat("0a1b", 16) {
+			t.Fatalf("got %+v", c)
+		}
+	})
+	t.Run("a flag still wins", func(t *testing.T) {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		c, err := config.Load(fs, []string{"-database-url", "postgres://flag@db/relayroom"}, getenv(files))
+		if err != nil || c.DatabaseURL != "postgres://flag@db/relayroom" {
+			t.Fatalf("got %q, %v", c.DatabaseURL, err)
+		}
+	})
+	for name, env := range map[string]map[string]string{
+		"both the variable and its file": {"DATABASE_URL": "postgres://a@db/x", "DATABASE_URL_FILE": files["DATABASE_URL_FILE"]},
+		"a file that is not there":       {"DATABASE_URL": "postgres://a@db/x", "RELAYROOM_SECRET_KEY_FILE": filepath.Join(dir, "nope")},
+		"an empty file":                  {"DATABASE_URL": "postgres://a@db/x", "RELAYROOM_SIGNING_KEY_FILE": write("empty", "\n")},
+		"a file whose key is not a key":  {"DATABASE_URL": "postgres://a@db/x", "RELAYROOM_SECRET_KEY_FILE": write("short", "short\n")},
+	} {
+		t.Run(name+" is refused, naming the setting", func(t *testing.T) {
+			_, err := config.Load(nil, nil, getenv(env))
+			if err == nil || !strings.Contains(err.Error(), "_FILE") && !strings.Contains(err.Error(), "RELAYROOM_SECRET_KEY") {
+				t.Fatalf("want an error naming the setting, got %v", err)
+			}
+			if strings.Contains(err.Error(), "FilePassw0rd") {
+				t.Fatalf("the error shows the file's secret: %v", err)
+			}
+		})
+	}
+	t.Run("the _FILE names are known settings", func(t *testing.T) {
+		if got := config.UnknownNames([]string{"RELAYROOM_SECRET_KEY_FILE=/run/secrets/k", "RELAYROOM_SIGNING_KEY_FILE=/x"}); len(got) != 0 {
+			t.Fatalf("reported as unknown: %+v", got)
 		}
 	})
 }
