@@ -292,6 +292,7 @@ func New(cfg config.Config, log *slog.Logger, database *pg.DB, publicURL string)
 	if err := a.newDashboard(); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
+	a.metrics.watchListeners(a.listeners())
 	for _, p := range a.periodicJobs() {
 		if err := a.jobs.AddPeriodic(p); err != nil {
 			return nil, fmt.Errorf("app: %w", err)

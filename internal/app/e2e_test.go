@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/relayroom/relayroom/internal/admin"
@@ -296,6 +297,64 @@ func TestOperationsEndpointsAndLogs(t *testing.T) {
 	if !tools["ok"] || !tools["invalid"] {
 		t.Fatalf("the tool calls' request lines do not name the caller, client, tool and outcome: %v", tools)
 	}
+}
+
+// TestReadinessReportsTheListeners: a replica whose LISTEN connection is lost still
+// serves every request, but its long polls and live pages hear of news late; readiness
+// and the metrics say which listener is reconnecting, and when it is back.
+func TestReadinessReportsTheListeners(t *testing.T) {
+	t.Parallel()
+	skipThroughBalancer(t, "listeners are each replica's own")
+	s := startServer(t)
+	ready := func() (int, map[string]string) {
+		t.Helper()
+		status, body := testfix.Get(t, http.DefaultClient, s.base+"/readyz")
+		var r struct{ Listeners map[string]string }
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatalf("readyz: %d %s", status, body)
+		}
+		return status, r.Listeners
+	}
+	// until polls readiness until the wake listener is in state (or fails after 30 s).
+	until := func(state string, every time.Duration) {
+		t.Helper()
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(every) {
+			status, l := ready()
+			if status != http.StatusOK {
+				t.Fatalf("readyz: %d with listeners %v: a listener must not make the replica unready", status, l)
+			}
+			if l["wake"] == state {
+				return
+			}
+		}
+		t.Fatalf("the wake listener never said %q", state)
+	}
+
+	t.Run("both listeners are listening once started", func(t *testing.T) {
+		until("listening", 50*time.Millisecond)
+		if _, l := ready(); len(l) != 2 || l["dashboard"] == "" {
+			t.Fatalf("listeners: %v", l)
+		}
+		_, metrics := testfix.Get(t, http.DefaultClient, s.base+"/metrics")
+		testfix.CheckContains(t, "metrics", metrics, `relayroom_listener_up{listener="wake"} 1`)
+	})
+	t.Run("a lost connection is reported, still ready, until it is back", func(t *testing.T) {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, s.dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND query = 'LISTEN rr_wake'`).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("terminated %d wake listeners: %v", n, err)
+		}
+		// The listener waits half a second before it reconnects: polled every few
+		// milliseconds, readiness shows the gap.
+		until("reconnecting", 5*time.Millisecond)
+		until("listening", 50*time.Millisecond)
+	})
 }
 
 // TestMetricsOnTheirOwnListener: with RELAYROOM_METRICS_ADDR the operator scrapes an

@@ -194,7 +194,13 @@ func (a *App) httpError(err error, c echo.Context) {
 
 // statusHandler serves the index, liveness and readiness.
 func (a *App) statusHandler() *httpapi.Mux {
-	return status.NewHandler(status.HandlerDeps{DB: a.db, Log: a.log, PublicURL: a.public(), Version: Version, Stopping: a.stopping.Load})
+	return status.NewHandler(status.HandlerDeps{DB: a.db, Log: a.log, PublicURL: a.public(), Version: Version, Stopping: a.stopping.Load,
+		Listeners: a.listeners()})
+}
+
+// listeners are the replica's LISTEN connections, for readiness and the metrics.
+func (a *App) listeners() []status.Listener {
+	return []status.Listener{{Name: "wake", Listening: a.wake.Listening}, {Name: "dashboard", Listening: a.dashHub.Listening}}
 }
 
 // opsHandler is the operations listener's (RELAYROOM_METRICS_ADDR): the metrics, liveness

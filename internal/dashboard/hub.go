@@ -52,6 +52,10 @@ func NewHub(d *pg.DB, log *slog.Logger) *Hub {
 	return &Hub{db: d, log: log, stopped: make(chan struct{})}
 }
 
+// Listening reports whether the hub's LISTEN is in place now: while it is not, a live
+// page learns of news only at its own periodic check.
+func (h *Hub) Listening() bool { return h.subs.Listening() }
+
 // Stopped is closed once Run has returned; a live stream ends when it is.
 func (h *Hub) Stopped() <-chan struct{} { return h.stopped }
 
@@ -66,7 +70,7 @@ func (h *Hub) SubscribeOn(channel string, project uuid.UUID) (<-chan struct{}, f
 	return h.subs.Subscribe(hubKey{channel, project})
 }
 
-// Run listens until ctx is done, reconnecting with a growing delay (at most 30 s), then
+// Run listens until ctx is done, reconnecting with a growing delay (waiters.Follow), then
 // closes Stopped. It runs once per hub.
 func (h *Hub) Run(ctx context.Context) {
 	defer close(h.stopped)

@@ -36,6 +36,18 @@ type HandlerDeps struct {
 	// Stopping reports that the server is shutting down (nil: never): not ready, while
 	// it still serves what balancers send until they notice.
 	Stopping func() bool
+	// Listeners are the replica's LISTEN connections, reported by readiness. One that is
+	// reconnecting does not make the replica unready: every request is still served, and
+	// only the prompt news of long polls and live pages waits for their own checks; were
+	// it otherwise, a database that refuses LISTEN (a pooler in transaction mode) would
+	// take every replica out at once.
+	Listeners []Listener
+}
+
+// Listener is one LISTEN connection and whether it is listening now.
+type Listener struct {
+	Name      string
+	Listening func() bool
 }
 
 // NewHandler serves the index, liveness and readiness.
@@ -61,6 +73,7 @@ func live(w http.ResponseWriter, _ *http.Request) {
 func (h *httpHandler) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeout)
 	defer cancel()
+	listeners := h.listeners() // as of the request, not of the checks' end
 	if h.d.Stopping != nil && h.d.Stopping() {
 		httpapi.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "shutting down"})
 		return
@@ -86,7 +99,19 @@ func (h *httpHandler) ready(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "reason": "migrations are not current", "migrations": st})
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "migrations": st})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "migrations": st, "listeners": listeners})
+}
+
+// listeners says of each LISTEN connection "listening" or "reconnecting".
+func (h *httpHandler) listeners() map[string]string {
+	out := map[string]string{}
+	for _, l := range h.d.Listeners {
+		out[l.Name] = "reconnecting"
+		if l.Listening() {
+			out[l.Name] = "listening"
+		}
+	}
+	return out
 }
 
 // index names the service and the URL of each MCP endpoint, as a person pastes it into a

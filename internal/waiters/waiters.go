@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,7 +18,14 @@ import (
 type Set[K comparable] struct {
 	mu   sync.Mutex
 	subs map[K]map[chan struct{}]struct{}
+	// listening is whether Follow's LISTEN is in place (false before the first one and
+	// while it reconnects), for readiness and the metrics.
+	listening atomic.Bool
 }
+
+// Listening reports whether Follow's connection is listening now: while it is not, a
+// notification is seen only by the waiters' own periodic checks.
+func (s *Set[K]) Listening() bool { return s.listening.Load() }
 
 // Subscribe returns a channel that receives a token after each Wake of key (a burst
 // coalesces into one pending token) and the function that ends the subscription.
@@ -90,6 +98,7 @@ func (s *Set[K]) Follow(ctx context.Context, log *slog.Logger, what string, list
 		failures         int
 	)
 	connected := func() {
+		s.listening.Store(true)
 		s.WakeAll()
 		if !lostAt.IsZero() {
 			log.InfoContext(ctx, what+": reconnected", "down_for", time.Since(lostAt).Round(time.Millisecond).String(), "failed_attempts", failures)
@@ -99,6 +108,7 @@ func (s *Set[K]) Follow(ctx context.Context, log *slog.Logger, what string, list
 	for ctx.Err() == nil {
 		began := time.Now()
 		err := listen(ctx, connected)
+		s.listening.Store(false)
 		if ctx.Err() != nil {
 			return
 		}

@@ -484,6 +484,14 @@ func (s *Service) EndPolls() {
 	s.stopOnce.Do(func() { close(s.stopped) })
 }
 
+// Listening reports whether the wake listener is listening now (false before Run's
+// first connection and while it reconnects): meanwhile a long poll learns of a wake only
+// at its own periodic check.
+func (s *Service) Listening() bool {
+	s.init()
+	return s.hub.Listening()
+}
+
 func (s *Service) listen(ctx context.Context) {
 	s.hub.Follow(ctx, s.Log, "wake listener", s.listenOnce)
 }
