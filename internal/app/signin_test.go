@@ -265,6 +265,17 @@ func TestAnMCPClientConnectsWithOnlyTheURL(t *testing.T) {
 			t.Fatalf("the token on the URL it was asked for: %d", got)
 		}
 	})
+	t.Run("a client that asks for a secret is registered public and signs in with PKCE", func(t *testing.T) {
+		// Claude.ai's connector registers asking for client_secret_post and reads the
+		// method it got from the answer; refusing the request stopped it at Connect.
+		for _, method := range []string{"client_secret_post", "client_secret_basic"} {
+			resource := fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID)
+			tok := newFlowAsking(t, s, resource, method).accessToken(t, "Architect", "rooms")
+			if got := bearerStatus(t, resource, tok); got != http.StatusOK {
+				t.Fatalf("%s: the token: %d", method, got)
+			}
+		}
+	})
 	t.Run("one room: the token acts as the agent chosen", func(t *testing.T) {
 		cs := sdkOAuthClient(t, s, fmt.Sprintf("%s/api/mcp/p/%s", s.base, s.res.Projects["escalations"].ID), "Architect")
 		if names := toolNames(t, cs); len(names) == 0 {
@@ -320,7 +331,14 @@ type flow struct {
 
 func newFlow(t *testing.T, s *server, resource string) *flow {
 	t.Helper()
-	body := `{"redirect_uris":["` + callbackURL + `","javascript:alert(1)"],"client_name":"hand","token_endpoint_auth_method":"none"}`
+	return newFlowAsking(t, s, resource, "none")
+}
+
+// newFlowAsking registers a client asking for the token endpoint authentication method
+// authMethod; the client is public whatever it asks (no secret, "none" in the answer).
+func newFlowAsking(t *testing.T, s *server, resource, authMethod string) *flow {
+	t.Helper()
+	body := `{"redirect_uris":["` + callbackURL + `","javascript:alert(1)"],"client_name":"hand","token_endpoint_auth_method":"` + authMethod + `"}`
 	resp, err := http.Post(s.base+"/register", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -328,10 +346,15 @@ func newFlow(t *testing.T, s *server, resource string) *flow {
 	defer resp.Body.Close()
 	var reg struct {
 		ClientID     string   `json:"client_id"`
+		ClientSecret *string  `json:"client_secret"`
+		AuthMethod   string   `json:"token_endpoint_auth_method"`
 		RedirectURIs []string `json:"redirect_uris"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&reg); err != nil || resp.StatusCode != http.StatusCreated || reg.ClientID == "" {
 		t.Fatalf("register: %d %v", resp.StatusCode, err)
+	}
+	if reg.AuthMethod != "none" || reg.ClientSecret != nil {
+		t.Fatalf("asked for %s, registered with %q and secret %v: want a public client, said so", authMethod, reg.AuthMethod, reg.ClientSecret)
 	}
 	if !slices.Equal(reg.RedirectURIs, []string{callbackURL}) {
 		t.Fatalf("registered redirect URIs %v: the javascript: one must be dropped, the valid one kept", reg.RedirectURIs)

@@ -236,8 +236,15 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorAnswer{errInvalidClientMetadata, msg})
 		return
 	}
-	if req.TokenEndpointAuthMethod != "" && req.TokenEndpointAuthMethod != "none" {
-		writeJSON(w, http.StatusBadRequest, errorAnswer{errInvalidClientMetadata, "only public clients are registered: token_endpoint_auth_method must be none"})
+	switch req.TokenEndpointAuthMethod {
+	case "", "none", "client_secret_post", "client_secret_basic":
+		// Every client is registered public, and the answer says so ("none", no secret):
+		// RFC 7591 3.2.1 lets the server replace a requested value, and clients read the
+		// method from the answer. Claude.ai's connector asks for client_secret_post and
+		// failed to connect where that request was refused.
+	default:
+		writeJSON(w, http.StatusBadRequest, errorAnswer{errInvalidClientMetadata,
+			fmt.Sprintf("token_endpoint_auth_method %q is not supported: clients are public (none) and prove themselves with PKCE", req.TokenEndpointAuthMethod)})
 		return
 	}
 	for _, g := range req.GrantTypes {

@@ -36,8 +36,8 @@ func TestRegistrationRefusals(t *testing.T) {
 	for _, c := range []struct{ name, body, code, says string }{
 		{"not JSON", `{`, "invalid_client_metadata", "JSON object"},
 		{"not an object", `[]`, "invalid_client_metadata", "JSON object"},
-		{"a confidential client", `{"redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"client_secret_basic"}`,
-			"invalid_client_metadata", "token_endpoint_auth_method must be none"},
+		{"a client authenticated by a signed JWT", `{"redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"private_key_jwt"}`,
+			"invalid_client_metadata", `"private_key_jwt" is not supported`},
 		{"an implicit grant", `{"redirect_uris":["http://127.0.0.1/cb"],"grant_types":["implicit"]}`, "invalid_client_metadata", "grant_types"},
 		{"no usable redirect URI", `{"redirect_uris":["javascript:alert(1)"]}`, "invalid_redirect_uri", "javascript"},
 		{"well-formed but too long", fmt.Sprintf(`{"redirect_uris":["http://127.0.0.1/cb"],"software_id":%q}`, strings.Repeat("x", oauth.MaxRegistrationBytes)),
