@@ -25,14 +25,13 @@ import (
 const (
 	loginFailuresPerAccount = 5
 	loginFailuresPerAddress = 20
-	registrationsPerAddress = 30
 )
 
 // newSignIn builds the people's pages and the authorization server.
 func (a *App) newSignIn() error {
 	w := a.cfg.AuthFailures
 	logins := throttle.New(a.db, throttle.Limits{Window: w.Window, PerAddress: loginFailuresPerAddress, PerKey: loginFailuresPerAccount, BlockedDelay: w.BlockedDelay}, a.log, nil)
-	regs := throttle.New(a.db, throttle.Limits{Window: w.Window, PerAddress: registrationsPerAddress}, a.log, nil)
+	regs := throttle.New(a.db, throttle.Limits{Window: w.Window, PerAddress: a.cfg.RegistrationsPerAddress}, a.log, nil)
 	authRequests := throttle.New(a.db, throttle.Limits{Window: w.Window, PerAddress: oauth.AuthRequestsPerAddress}, a.log, nil)
 	site, err := web.NewHandler(web.Deps{DB: a.db, PublicURL: a.publicURL, Throttle: logins, ClientAddress: a.clientAddress, Log: a.log})
 	if err != nil {

@@ -1054,3 +1054,39 @@ func TestFailedSignInsAreLimitedPerAccount(t *testing.T) {
 		t.Fatalf("blocked account signed in: %d", resp.StatusCode)
 	}
 }
+
+// TestRegistrationsAreLimitedPerAddress: RELAYROOM_REGISTRATIONS_PER_ADDRESS bounds how
+// often one address registers a client (each is a row, and registration needs no
+// credential); past it, 429 with Retry-After in OAuth's error form.
+func TestRegistrationsAreLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	s := startServerOpts(t, serverOptions{file: signInDemo, tune: func(c *config.Config) { c.RegistrationsPerAddress = 2 }})
+	register := func() (int, http.Header, string) {
+		t.Helper()
+		resp, err := http.Post(s.base+"/register", "application/json", strings.NewReader(`{"redirect_uris":["`+callbackURL+`"]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e struct {
+			Error string `json:"error"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+			t.Fatalf("register: %d, body not JSON: %v", resp.StatusCode, err)
+		}
+		return resp.StatusCode, resp.Header, e.Error
+	}
+	t.Run("up to the limit, clients are registered", func(t *testing.T) {
+		for i := range 2 {
+			if status, _, _ := register(); status != http.StatusCreated {
+				t.Fatalf("registration %d: %d", i+1, status)
+			}
+		}
+	})
+	t.Run("past it, 429 with Retry-After", func(t *testing.T) {
+		status, h, code := register()
+		if status != http.StatusTooManyRequests || h.Get("Retry-After") == "" || code != "too_many_requests" {
+			t.Fatalf("%d %q Retry-After %q, want 429 too_many_requests with Retry-After", status, code, h.Get("Retry-After"))
+		}
+	})
+}

@@ -75,8 +75,11 @@ type Config struct {
 	AllowedOrigins []string
 	// Failed authentication limits (docs/auth-limits.md), and the proxies whose
 	// X-Forwarded-For names the client (none: the TCP peer is the client).
-	AuthFailures   throttle.Limits
-	TrustedProxies []netip.Prefix
+	AuthFailures throttle.Limits
+	// RegistrationsPerAddress bounds OAuth client registrations per client address per
+	// AuthFailures.Window (0: no limit).
+	RegistrationsPerAddress int
+	TrustedProxies          []netip.Prefix
 	// WebhookPrivateTargets lets wake webhooks reach loopback and private addresses.
 	WebhookPrivateTargets bool
 	// DeskLimits are the desk tools' rate limits by plan (nil: desk.DefaultLimits).
@@ -100,6 +103,8 @@ const (
 	DefaultMaxConnections     = 10000
 	DefaultMaxRequestsPerAddr = 64
 	DefaultMaxInflightBytes   = 128 << 20
+	// DefaultRegistrationsPerAddress is RELAYROOM_REGISTRATIONS_PER_ADDRESS's default.
+	DefaultRegistrationsPerAddress = 30
 )
 
 // WithDefaults returns c with every zero limit replaced by its default, so that a Config
@@ -343,6 +348,9 @@ func settings() []setting {
 		{"RELAYROOM_AUTH_FAILURE_WINDOW", "auth-failure-window", throttle.DefaultWindow.String(), "window in which failed authentications are counted; a caller over a limit is refused (429) until its window ends", func(c *Config, v string) error { return positiveDuration(&c.AuthFailures.Window, v) }},
 		{"RELAYROOM_AUTH_FAILURES_PER_ADDRESS", "auth-failures-per-address", strconv.Itoa(throttle.DefaultPerAddress), "failed authentications allowed per client address per window (0: no limit)", func(c *Config, v string) error { return nonNegativeInt(&c.AuthFailures.PerAddress, v) }},
 		{"RELAYROOM_AUTH_FAILURES_PER_KEY", "auth-failures-per-key", strconv.Itoa(throttle.DefaultPerKey), "failed authentications allowed per agent key id per window, from all addresses together (0: no limit)", func(c *Config, v string) error { return nonNegativeInt(&c.AuthFailures.PerKey, v) }},
+		{"RELAYROOM_REGISTRATIONS_PER_ADDRESS", "registrations-per-address", strconv.Itoa(DefaultRegistrationsPerAddress), "OAuth client registrations allowed per client address per RELAYROOM_AUTH_FAILURE_WINDOW; hosted clients (ChatGPT, Claude.ai) register for all their users from a few addresses (0: no limit)", func(c *Config, v string) error {
+			return nonNegativeInt(&c.RegistrationsPerAddress, v)
+		}},
 		{"RELAYROOM_AUTH_BLOCKED_DELAY", "auth-blocked-delay", throttle.DefaultBlockedDelay.String(), "how long a blocked caller waits for its 429, so one connection sends at most one blocked attempt per delay (0: answered at once)", func(c *Config, v string) error { return nonNegativeDuration(&c.AuthFailures.BlockedDelay, v) }},
 		{"RELAYROOM_WEBHOOK_PRIVATE_TARGETS", "webhook-private-targets", "false", "let wake webhooks reach loopback and private addresses, and http:// on loopback (local development, or a server whose organisations all trust each other); off, an organisation cannot make the server post into its own network", func(c *Config, v string) error {
 			return boolean(&c.WebhookPrivateTargets, v)
