@@ -77,13 +77,7 @@ func (s *Service) mask(text string, maxRunes int, kinds *[]string) (string, erro
 	if s.Secrets == nil {
 		return "", errors.New("rooms: no secret detector configured")
 	}
-	out, found := s.Secrets.MaskKinds(text, maxRunes)
-	for _, k := range found {
-		if !slices.Contains(*kinds, k) {
-			*kinds = append(*kinds, k)
-		}
-	}
-	return out, nil
+	return s.Secrets.MaskAdding(text, maxRunes, kinds), nil
 }
 
 // postMessage stores the message and wakes the room's always-on agents.

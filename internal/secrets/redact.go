@@ -273,6 +273,20 @@ func (d *Detector) MaskKinds(text string, maxRunes int) (string, []string) {
 	return out[:cut], kinds
 }
 
+// MaskAdding is MaskKinds for a call that masks several texts and answers one list of
+// what it took out: it adds each kind it masked to *kinds unless the list already names
+// it. Room chat and tasks, thread messages and an event's detail all keep their redacted
+// list this way, so they keep it the same way.
+func (d *Detector) MaskAdding(text string, maxRunes int, kinds *[]string) string {
+	out, found := d.MaskKinds(text, maxRunes)
+	for _, k := range found {
+		if !slices.Contains(*kinds, k) {
+			*kinds = append(*kinds, k)
+		}
+	}
+	return out
+}
+
 // MaskJSON masks every string of a JSON document (object keys included) as Mask does,
 // keeping its structure: for the free-form objects a channel stores (a threads event's
 // detail). The document comes back byte for byte when nothing was found; otherwise it is
@@ -290,13 +304,8 @@ func (d *Detector) MaskJSON(raw json.RawMessage) (masked json.RawMessage, kinds 
 	walk = func(x any) any {
 		switch t := x.(type) {
 		case string:
-			m, found := d.MaskKinds(t, 0)
+			m := d.MaskAdding(t, 0, &kinds)
 			changed = changed || m != t
-			for _, k := range found {
-				if !slices.Contains(kinds, k) {
-					kinds = append(kinds, k)
-				}
-			}
 			return m
 		case []any:
 			for i := range t {

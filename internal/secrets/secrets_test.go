@@ -365,6 +365,17 @@ func TestMaskKindsNamesWhatItMasked(t *testing.T) {
 			t.Fatalf("clean text came back %q with kinds %q", out, kinds)
 		}
 	})
+	t.Run("texts masked into one list", func(t *testing.T) {
+		var kinds []string
+		d.MaskAdding("token "+gh, 0, &kinds)
+		if out := d.MaskAdding("the deploy key rotates on Mondays", 0, &kinds); out != "the deploy key rotates on Mondays" {
+			t.Fatalf("clean text came back %q", out)
+		}
+		d.MaskAdding("key "+aws+" and "+gh, 0, &kinds)
+		if want := []string{"github_token", "aws_access_key"}; !slices.Equal(kinds, want) {
+			t.Fatalf("kinds %q, want %q", kinds, want)
+		}
+	})
 	t.Run("a JSON document's strings", func(t *testing.T) {
 		out, kinds, err := d.MaskJSON([]byte(`{"step":"deploy","env":{"GITHUB":"` + gh + `"},"keys":["` + aws + `"]}`))
 		if err != nil {

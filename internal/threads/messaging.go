@@ -205,13 +205,7 @@ func (s *Service) mask(text string, maxRunes int, kinds *[]string) (string, erro
 	if s.Secrets == nil {
 		return "", errors.New("threads: no secret detector configured")
 	}
-	out, found := s.Secrets.MaskKinds(text, maxRunes)
-	for _, k := range found {
-		if !slices.Contains(*kinds, k) {
-			*kinds = append(*kinds, k)
-		}
-	}
-	return out, nil
+	return s.Secrets.MaskAdding(text, maxRunes, kinds), nil
 }
 
 // storeMessage writes a message, its participants and inbox rows, and queues its wake.
