@@ -75,6 +75,21 @@ func TestAdminCLI(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &members) != nil || len(members) != 3 {
 		t.Fatalf("member list: exit %d: %s", code, out)
 	}
+	// Every listing's keys are snake_case like every other admin output (they were sqlc's
+	// Go field names: "OrgSlug").
+	for _, args := range [][]string{{"org", "list"}, {"user", "list"}, {"agent", "list"}, {"project", "list"},
+		{"member", "list", "--project", "acme/escalations"}, {"agreement", "list", "--project", "acme/escalations"}} {
+		code, out, _ := runCLI(t, append([]string{"admin"}, args...)...)
+		var lines []map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &lines) != nil || len(lines) == 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, out)
+		}
+		for k := range lines[0] {
+			if k != strings.ToLower(k) {
+				t.Errorf("%v: key %q is not snake_case", args, k)
+			}
+		}
+	}
 
 	code, _, stderr = runCLI(t, "admin", "agreement", "revoke", "--project", "acme/escalations", "--guest", "globex")
 	if code != 0 {
@@ -121,9 +136,9 @@ func TestAdminCLI(t *testing.T) {
 	}
 	found := false
 	for _, m := range members {
-		if m["AgentSlug"] == "backend" {
+		if m["agent_slug"] == "backend" {
 			found = true
-			if m["Access"] != "manager" || m["Nickname"] != "Bea" {
+			if m["access"] != "manager" || m["nickname"] != "Bea" {
 				t.Fatalf("an update of the nickname changed the rest of the membership: %v", m)
 			}
 		}
@@ -248,7 +263,10 @@ func TestAdminUpdatesKeepWhatTheirFlagsDoNotName(t *testing.T) {
 	}
 	t.Run("an agent renamed stays always-on with its model", func(t *testing.T) {
 		update(t, "agent", "create", "--org", "acme", "--slug", "architect", "--name", "Architect Two")
-		var agents []struct{ OrgSlug, Slug, Name, Model, Kind string }
+		var agents []struct {
+			OrgSlug                 string `json:"org"`
+			Slug, Name, Model, Kind string
+		}
 		list(t, "agent", &agents)
 		for _, a := range agents {
 			if a.OrgSlug == "acme" && a.Slug == "architect" && (a.Name != "Architect Two" || a.Kind != "always_on" || a.Model != "claude-opus-4") {
@@ -259,7 +277,10 @@ func TestAdminUpdatesKeepWhatTheirFlagsDoNotName(t *testing.T) {
 	t.Run("a person given a password keeps their name and role", func(t *testing.T) {
 		t.Setenv("RELAYROOM_PASSWORD", "a-new-password-for-ana")
 		update(t, "user", "create", "--email", "ana@acme.test", "--org", "acme")
-		var users []struct{ Email, Name, OrgSlug, Role string }
+		var users []struct {
+			Email, Name, Role string
+			OrgSlug           string `json:"org"`
+		}
 		list(t, "user", &users)
 		for _, u := range users {
 			if u.Email == "ana@acme.test" && u.OrgSlug == "acme" && (u.Name != "Ana" || u.Role != "owner") {
@@ -297,7 +318,10 @@ func TestAdminUpdatesKeepWhatTheirFlagsDoNotName(t *testing.T) {
 	})
 	t.Run("a field a flag names is changed", func(t *testing.T) {
 		update(t, "agent", "create", "--org", "acme", "--slug", "architect", "--name", "Architect", "--kind", "session")
-		var agents []struct{ OrgSlug, Slug, Kind string }
+		var agents []struct {
+			OrgSlug    string `json:"org"`
+			Slug, Kind string
+		}
 		list(t, "agent", &agents)
 		for _, a := range agents {
 			if a.OrgSlug == "acme" && a.Slug == "architect" && a.Kind != "session" {

@@ -18,37 +18,43 @@ import (
 // file, so the CLI's `create` and a file share one validation and one write path.
 
 // ListOrganisations lists every organisation.
-func (s *Service) ListOrganisations(ctx context.Context) ([]db.OrganisationListRow, error) {
-	return operatorList(ctx, s, "list organisations", s.Q.OrganisationList)
+func (s *Service) ListOrganisations(ctx context.Context) ([]OrganisationLine, error) {
+	rows, err := operatorList(ctx, s, "list organisations", s.Q.OrganisationList)
+	return lines(rows, func(r db.OrganisationListRow) OrganisationLine { return OrganisationLine(r) }), err
 }
 
 // ListUsers lists people with their organisations and roles.
-func (s *Service) ListUsers(ctx context.Context) ([]db.UserListRow, error) {
-	return operatorList(ctx, s, "list users", s.Q.UserList)
+func (s *Service) ListUsers(ctx context.Context) ([]UserLine, error) {
+	rows, err := operatorList(ctx, s, "list users", s.Q.UserList)
+	return lines(rows, func(r db.UserListRow) UserLine { return UserLine(r) }), err
 }
 
 // ListAgents lists every agent with its count of active keys.
-func (s *Service) ListAgents(ctx context.Context) ([]db.AgentListRow, error) {
-	return operatorList(ctx, s, "list agents", s.Q.AgentList)
+func (s *Service) ListAgents(ctx context.Context) ([]AgentLine, error) {
+	rows, err := operatorList(ctx, s, "list agents", s.Q.AgentList)
+	return lines(rows, func(r db.AgentListRow) AgentLine { return AgentLine(r) }), err
 }
 
 // ListProjects lists every project.
-func (s *Service) ListProjects(ctx context.Context) ([]db.ProjectListRow, error) {
-	return operatorList(ctx, s, "list projects", s.Q.ProjectList)
+func (s *Service) ListProjects(ctx context.Context) ([]ProjectLine, error) {
+	rows, err := operatorList(ctx, s, "list projects", s.Q.ProjectList)
+	return lines(rows, func(r db.ProjectListRow) ProjectLine { return ProjectLine(r) }), err
 }
 
 // ListMembers lists a project's parts; project is "host/slug".
-func (s *Service) ListMembers(ctx context.Context, project string) ([]db.MembershipListRow, error) {
-	return inProject(ctx, s, project, "list members", func(tx *pg.Tx, id uuid.UUID) ([]db.MembershipListRow, error) {
+func (s *Service) ListMembers(ctx context.Context, project string) ([]MemberLine, error) {
+	rows, err := inProject(ctx, s, project, "list members", func(tx *pg.Tx, id uuid.UUID) ([]db.MembershipListRow, error) {
 		return s.Q.MembershipList(ctx, tx, id)
 	})
+	return lines(rows, func(r db.MembershipListRow) MemberLine { return MemberLine(r) }), err
 }
 
 // ListAgreements lists a project's guest agreements.
-func (s *Service) ListAgreements(ctx context.Context, project string) ([]db.AgreementListRow, error) {
-	return inProject(ctx, s, project, "list agreements", func(tx *pg.Tx, id uuid.UUID) ([]db.AgreementListRow, error) {
+func (s *Service) ListAgreements(ctx context.Context, project string) ([]AgreementLine, error) {
+	rows, err := inProject(ctx, s, project, "list agreements", func(tx *pg.Tx, id uuid.UUID) ([]db.AgreementListRow, error) {
 		return s.Q.AgreementList(ctx, tx, id)
 	})
+	return lines(rows, func(r db.AgreementListRow) AgreementLine { return AgreementLine(r) }), err
 }
 
 // operator runs fn in one operator transaction and returns what it made, its error told
