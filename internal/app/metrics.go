@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/relayroom/relayroom/internal/status"
+	"github.com/relayroom/relayroom/internal/waiters"
 )
 
 // metrics live in a registry of the app's own (no global default registry), so two apps
@@ -37,15 +38,15 @@ func newMetrics(pools map[string]*pgxpool.Pool) *metrics {
 }
 
 // watchListeners adds relayroom_listener_up, 1 while a LISTEN connection listens and 0
-// while it reconnects: alert on a long 0 (long polls and live pages then learn of news
-// only at their own periodic checks).
+// while it connects or reconnects: alert on a long 0 (long polls and live pages then
+// learn of news only at their own periodic checks).
 func (m *metrics) watchListeners(ls []status.Listener) {
 	for _, l := range ls {
 		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "relayroom_listener_up", Help: "Whether a LISTEN connection of this replica is listening (1) or reconnecting (0).",
 			ConstLabels: prometheus.Labels{"listener": l.Name},
 		}, func() float64 {
-			if l.Listening() {
+			if l.State() == waiters.StateListening {
 				return 1
 			}
 			return 0

@@ -200,7 +200,7 @@ func (a *App) statusHandler() *httpapi.Mux {
 
 // listeners are the replica's LISTEN connections, for readiness and the metrics.
 func (a *App) listeners() []status.Listener {
-	return []status.Listener{{Name: "wake", Listening: a.wake.Listening}, {Name: "dashboard", Listening: a.dashHub.Listening}}
+	return []status.Listener{{Name: "wake", State: a.wake.ListenState}, {Name: "dashboard", State: a.dashHub.ListenState}}
 }
 
 // opsHandler is the operations listener's (RELAYROOM_METRICS_ADDR): the metrics, liveness

@@ -24,7 +24,7 @@ func TestStatusRoutes(t *testing.T) {
 	}
 	for _, c := range []struct{ name, path, body string }{
 		{"liveness says ok", "/healthz", `{"status":"ok"}` + "\n"},
-		{"readiness names the schema version", "/readyz", `{"migrations":` + string(migrations) + `,"status":"ok"}` + "\n"},
+		{"readiness names the schema version", "/readyz", `{"listeners":{"dashboard":"connecting","wake":"connecting"},"migrations":` + string(migrations) + `,"status":"ok"}` + "\n"},
 		{"the index names every endpoint", "/", `{"endpoints":{"all_rooms":"` + base + `/api/mcp","desk":"` + base + `/desk/mcp",` +
 			`"room":"` + base + `/api/mcp/p/{project_id}","threads":"` + base + `/mcp/{connect_code}?part={part}"},` +
 			`"service":"relayroom","version":"0.1.0"}` + "\n"},

@@ -52,9 +52,9 @@ func NewHub(d *pg.DB, log *slog.Logger) *Hub {
 	return &Hub{db: d, log: log, stopped: make(chan struct{})}
 }
 
-// Listening reports whether the hub's LISTEN is in place now: while it is not, a live
-// page learns of news only at its own periodic check.
-func (h *Hub) Listening() bool { return h.subs.Listening() }
+// ListenState says whether the hub's LISTEN is in place now (waiters.State): while it
+// is not, a live page learns of news only at its own periodic check.
+func (h *Hub) ListenState() string { return h.subs.State() }
 
 // Stopped is closed once Run has returned; a live stream ends when it is.
 func (h *Hub) Stopped() <-chan struct{} { return h.stopped }

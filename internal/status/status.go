@@ -44,10 +44,11 @@ type HandlerDeps struct {
 	Listeners []Listener
 }
 
-// Listener is one LISTEN connection and whether it is listening now.
+// Listener is one LISTEN connection and its state now ("listening", "reconnecting",
+// "connecting": waiters.State).
 type Listener struct {
-	Name      string
-	Listening func() bool
+	Name  string
+	State func() string
 }
 
 // NewHandler serves the index, liveness and readiness.
@@ -102,14 +103,11 @@ func (h *httpHandler) ready(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "migrations": st, "listeners": listeners})
 }
 
-// listeners says of each LISTEN connection "listening" or "reconnecting".
+// listeners says the state of each LISTEN connection.
 func (h *httpHandler) listeners() map[string]string {
 	out := map[string]string{}
 	for _, l := range h.d.Listeners {
-		out[l.Name] = "reconnecting"
-		if l.Listening() {
-			out[l.Name] = "listening"
-		}
+		out[l.Name] = l.State()
 	}
 	return out
 }

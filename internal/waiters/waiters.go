@@ -18,14 +18,32 @@ import (
 type Set[K comparable] struct {
 	mu   sync.Mutex
 	subs map[K]map[chan struct{}]struct{}
-	// listening is whether Follow's LISTEN is in place (false before the first one and
-	// while it reconnects), for readiness and the metrics.
-	listening atomic.Bool
+	// listening is whether Follow's LISTEN is in place, and listened whether it ever was,
+	// for readiness and the metrics (State).
+	listening, listened atomic.Bool
 }
 
-// Listening reports whether Follow's connection is listening now: while it is not, a
-// notification is seen only by the waiters' own periodic checks.
-func (s *Set[K]) Listening() bool { return s.listening.Load() }
+// The states of a Set's LISTEN connection (State).
+const (
+	// StateConnecting: Follow has not listened yet (or is not running).
+	StateConnecting = "connecting"
+	// StateListening: notifications reach the waiters as they are sent.
+	StateListening = "listening"
+	// StateReconnecting: the connection was lost; a notification is seen only by the
+	// waiters' own periodic checks until it is back.
+	StateReconnecting = "reconnecting"
+)
+
+// State says whether Follow's connection is listening now.
+func (s *Set[K]) State() string {
+	switch {
+	case s.listening.Load():
+		return StateListening
+	case s.listened.Load():
+		return StateReconnecting
+	}
+	return StateConnecting
+}
 
 // Subscribe returns a channel that receives a token after each Wake of key (a burst
 // coalesces into one pending token) and the function that ends the subscription.
@@ -99,6 +117,7 @@ func (s *Set[K]) Follow(ctx context.Context, log *slog.Logger, what string, list
 	)
 	connected := func() {
 		s.listening.Store(true)
+		s.listened.Store(true)
 		s.WakeAll()
 		if !lostAt.IsZero() {
 			log.InfoContext(ctx, what+": reconnected", "down_for", time.Since(lostAt).Round(time.Millisecond).String(), "failed_attempts", failures)

@@ -99,13 +99,22 @@ func TestSet(t *testing.T) {
 		s.Follow(ctx, slog.New(slog.NewJSONHandler(&buf, nil)), "test listener", func(ctx context.Context, connected func()) error {
 			calls++
 			if calls <= 3 {
+				if got := s.State(); got != waiters.StateConnecting {
+					t.Errorf("state before the first LISTEN: %q, want %q", got, waiters.StateConnecting)
+				}
 				return errors.New("connection refused")
 			}
 			connected()
+			if got := s.State(); got != waiters.StateListening {
+				t.Errorf("state once listening: %q, want %q", got, waiters.StateListening)
+			}
 			cancel()
 			return ctx.Err()
 		})
 		logged := buf.String()
+		if got := s.State(); got != waiters.StateReconnecting {
+			t.Errorf("state after the connection ended: %q, want %q", got, waiters.StateReconnecting)
+		}
 		if n := strings.Count(logged, "\n"); n != 2 ||
 			!strings.Contains(logged, `"msg":"test listener: connection lost, reconnecting"`) ||
 			!strings.Contains(logged, `"msg":"test listener: reconnected"`) || !strings.Contains(logged, `"failed_attempts":2`) {

@@ -484,12 +484,11 @@ func (s *Service) EndPolls() {
 	s.stopOnce.Do(func() { close(s.stopped) })
 }
 
-// Listening reports whether the wake listener is listening now (false before Run's
-// first connection and while it reconnects): meanwhile a long poll learns of a wake only
-// at its own periodic check.
-func (s *Service) Listening() bool {
+// ListenState says whether the wake listener is listening now (waiters.State): while it
+// is not, a long poll learns of a wake only at its own periodic check.
+func (s *Service) ListenState() string {
 	s.init()
-	return s.hub.Listening()
+	return s.hub.State()
 }
 
 func (s *Service) listen(ctx context.Context) {
