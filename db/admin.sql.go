@@ -907,3 +907,21 @@ func (q *Queries) UserUpsert(ctx context.Context, db DBTX, arg UserUpsertParams)
 	err := row.Scan(&i.ID, &i.Created)
 	return i, err
 }
+
+const wakeGetOwner = `-- name: WakeGetOwner :one
+SELECT w.project_id, p.host_org_id FROM wake w JOIN project p ON p.id = w.project_id
+WHERE w.id = $1
+`
+
+type WakeGetOwnerRow struct {
+	ProjectID uuid.UUID
+	HostOrgID uuid.UUID
+}
+
+// Operator: the project of a wake and its host, whose history records a retry.
+func (q *Queries) WakeGetOwner(ctx context.Context, db DBTX, id uuid.UUID) (WakeGetOwnerRow, error) {
+	row := db.QueryRow(ctx, wakeGetOwner, id)
+	var i WakeGetOwnerRow
+	err := row.Scan(&i.ProjectID, &i.HostOrgID)
+	return i, err
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
@@ -424,7 +425,7 @@ func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		// The project first, then its thread locked: on Citus FOR UPDATE needs the
 		// project's id as a value.
-		projectID, err := s.Q.ProjectGetIDBySlug(ctx, tx, db.ProjectGetIDBySlugParams{HostSlug: host, ProjectSlug: slug})
+		p, err := s.Q.ProjectGetBySlug(ctx, tx, db.ProjectGetBySlugParams{HostSlug: host, ProjectSlug: slug})
 		if pg.IsNoRows(err) {
 			// Said as the other admin commands say it, so that a typo in the project is
 			// not taken for a missing thread.
@@ -433,7 +434,7 @@ func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID
 		if err != nil {
 			return err
 		}
-		t, err := s.Q.ThreadGetForCancel(ctx, tx, db.ThreadGetForCancelParams{ProjectID: projectID, ThreadID: threadID})
+		t, err := s.Q.ThreadGetForCancel(ctx, tx, db.ThreadGetForCancelParams{ProjectID: p.ID, ThreadID: threadID})
 		if pg.IsNoRows(err) {
 			return apperr.New(apperr.NotFound, "no thread %s in project %s", threadID, project)
 		}
@@ -452,7 +453,12 @@ func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID
 			return err
 		}
 		res.Status = StatusCanceled
-		return s.endThread(ctx, tx, t.ProjectID, t.ID, now)
+		if err := s.endThread(ctx, tx, t.ProjectID, t.ID, now); err != nil {
+			return err
+		}
+		// In the host's history, as a person's cancel on the dashboard is.
+		return audit.RecordOperator(ctx, tx, audit.Event{OrgID: p.HostOrgID, ProjectID: t.ProjectID, Kind: audit.KindThread,
+			ObjectID: t.ID.String(), Action: StatusCanceled})
 	})
 	if err != nil {
 		return CancelResult{}, pg.Classify("cancel thread", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/text"
 	"github.com/relayroom/relayroom/internal/threads"
@@ -480,9 +481,14 @@ func TestCancelByAPersonAndIdleAutoClose(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t)
 	s := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"})
-	c := must[threads.CancelResult](t)(e.svc.Cancel(ctx, "acme/one", uuid.MustParse(s.ThreadID)))
+	c := must[threads.CancelResult](t)(e.svc.Cancel(audit.AsOperator(ctx, "ops"), "acme/one", uuid.MustParse(s.ThreadID)))
 	if c.Status != "canceled" {
 		t.Fatalf("cancel: %+v", c)
+	}
+	// The operator's cancel is in the host's history, as a person's on the dashboard.
+	if n := e.count(t, `SELECT count(*) FROM audit_event WHERE object_kind = 'thread' AND object_id = $1 AND action = 'canceled'
+		AND actor_name = 'operator ops'`, s.ThreadID); n != 1 {
+		t.Fatalf("%d audit events for the operator's cancel, want 1", n)
 	}
 	if len(e.waker.canceled) != 1 || e.waker.canceled[0].String() != s.ThreadID {
 		t.Fatalf("cancel did not cancel the thread's wakes: %v", e.waker.canceled)

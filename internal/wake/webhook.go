@@ -353,6 +353,15 @@ func (s *Service) Retry(ctx context.Context, id uuid.UUID) error {
 		if n == 0 {
 			return refused
 		}
+		// In the host's history, as a person's retry on the dashboard is.
+		owner, err := s.Q.WakeGetOwner(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if err := audit.RecordOperator(ctx, tx, audit.Event{OrgID: owner.HostOrgID, ProjectID: owner.ProjectID, Kind: audit.KindWake,
+			ObjectID: id.String(), Action: "retried"}); err != nil {
+			return err
+		}
 		return s.Q.WakeNotify(ctx, tx, "*")
 	})
 	if pg.IsUniqueViolation(err) {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/jobs"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/testfix"
@@ -540,6 +541,28 @@ func TestLostDeliveryIsSentAgain(t *testing.T) {
 			t.Fatalf("the pending wake: %+v; want the urgent thread's share and urgency joined", w)
 		}
 	})
+}
+
+// TestTheOperatorsRetryIsInTheHostsHistory: `relayroom admin wake retry` leaves the same
+// trail as a person's retry on the dashboard, under the operator's name.
+func TestTheOperatorsRetryIsInTheHostsHistory(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.queue(f.msg("a"))
+	dead := f.open("a").ID
+	f.exec(`UPDATE wake SET status = 'dead' WHERE id = $1`, dead)
+	if err := f.svc.Retry(audit.AsOperator(f.ctx, "ops"), dead); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	f.op(func(tx *pg.Tx) error {
+		return tx.QueryRow(f.ctx, `SELECT count(*) FROM audit_event WHERE object_kind = 'wake' AND object_id = $1
+			AND action = 'retried' AND actor_name = 'operator ops' AND org_id = $2 AND project_id = $3`,
+			dead.String(), f.host[f.project], f.project).Scan(&n)
+	})
+	if n != 1 {
+		t.Fatalf("%d audit events for the operator's retry, want 1", n)
+	}
 }
 
 // TestRetryRacingNewWork: a person retrying a dead letter while new work opens a pending
