@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/audit"
@@ -44,6 +45,9 @@ type adminEnv struct {
 	cfg            config.Config
 	svc            *admin.Service
 	stdout, stderr io.Writer
+	// args are the arguments after the command's name that are not flags (a file), for a
+	// command that takes them (adminCommand.args).
+	args []string
 }
 
 func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -60,17 +64,11 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if len(rest) == 0 {
 			// A group without its command (admin org), or no command at all (admin bogus):
 			// say which, then the usage.
-			var subs []string
-			for full := range adminCommands() {
-				if sub, ok := strings.CutPrefix(full, name+" "); ok {
-					subs = append(subs, sub)
-				}
-			}
+			subs := adminSubcommands(name)
 			if len(subs) == 0 {
 				fmt.Fprintf(stderr, "unknown admin command %q\n\n%s", name, adminUsage)
 				return cli.ErrUsage
 			}
-			slices.Sort(subs)
 			fmt.Fprintf(stderr, "admin %s needs one of: %s\n\n%s", name, strings.Join(subs, ", "), adminUsage)
 			return cli.ErrUsage
 		}
@@ -84,6 +82,11 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if !ok {
+		if subs := adminSubcommands(name); len(subs) > 0 && (len(rest) == 0 || strings.HasPrefix(rest[0], "-")) {
+			// A two-word group without its command (admin oauth clients).
+			fmt.Fprintf(stderr, "admin %s needs one of: %s\n\n%s", name, strings.Join(subs, ", "), adminUsage)
+			return cli.ErrUsage
+		}
 		fmt.Fprintf(stderr, "unknown admin command %q\n\n%s", name, adminUsage)
 		return cli.ErrUsage
 	}
@@ -93,7 +96,19 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "Usage: relayroom admin %s [flags]\n\n%s\n\nFlags:\n", name, cmd.help)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(rest); err != nil {
+	var files []string
+	if cmd.args {
+		// A command that takes a file reads its flags on either side of it: flag's parsing
+		// stopped at the file, so "desk import --workspace acme FILE --inbox support" said
+		// --inbox was missing.
+		var err error
+		if files, err = cli.ParseInterspersed(fs, rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return flag.ErrHelp
+			}
+			return cli.ErrUsage // flag said which, with the usage
+		}
+	} else if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
@@ -105,6 +120,9 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "unexpected argument(s) %q: every flag must come before them, and a true/false flag takes its value as --flag=value\n\n", fs.Args())
 		fs.Usage()
 		return cli.ErrUsage
+	}
+	if err := textFlags(fs); err != nil {
+		return err
 	}
 	cfg, err := config.Load(nil, nil, os.Getenv)
 	if err != nil {
@@ -124,7 +142,7 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer database.Close()
-	env := adminEnv{cfg: cfg, svc: admin.New(database, cfg.Public()), stdout: stdout, stderr: stderr}
+	env := adminEnv{cfg: cfg, svc: admin.New(database, cfg.Public()), stdout: stdout, stderr: stderr, args: files}
 	return run(audit.AsOperator(ctx, operatorName()), env)
 }
 
@@ -134,6 +152,34 @@ type adminCommand struct {
 	// args: the command takes arguments after its flags (a file); any other command
 	// refuses them.
 	args bool
+}
+
+// adminSubcommands lists the commands of the group named prefix ("oauth clients": list,
+// revoke), sorted.
+func adminSubcommands(prefix string) []string {
+	var subs []string
+	for full := range adminCommands() {
+		if sub, ok := strings.CutPrefix(full, prefix+" "); ok {
+			subs = append(subs, sub)
+		}
+	}
+	slices.Sort(subs)
+	return subs
+}
+
+// textFlags refuses a flag value that is not text (invalid UTF-8, or a NUL byte): Postgres
+// refuses it with its own error, which reached the operator as "SQLSTATE 22021".
+func textFlags(fs *flag.FlagSet) error {
+	var bad []string
+	fs.Visit(func(f *flag.Flag) {
+		if v := f.Value.String(); !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			bad = append(bad, "--"+f.Name)
+		}
+	})
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: %s: not valid UTF-8 text", cli.ErrUsage, strings.Join(bad, ", "))
+	}
+	return nil
 }
 
 // flagsSet names the flags given on the command line.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/secrets"
 )
@@ -81,14 +82,14 @@ func deskAdminCommands() map[string]adminCommand {
 				if err := required(fs, "workspace", "inbox"); err != nil {
 					return err
 				}
-				if fs.NArg() != 1 {
-					return apperr.New(apperr.Invalid, "name one CSV file after the flags")
+				if len(env.args) != 1 {
+					return fmt.Errorf("%w: name one CSV file, got %d", cli.ErrUsage, len(env.args))
 				}
 				_, org, err := deskWorkspace(ctx, env, *ws)
 				if err != nil {
 					return err
 				}
-				f, err := os.Open(fs.Arg(0))
+				f, err := os.Open(env.args[0])
 				if err != nil {
 					return err
 				}
@@ -114,9 +115,9 @@ func deskAdminCommands() map[string]adminCommand {
 		"desk token revoke": workspaceCommand("Revoke a personal access token: refused from its next call on.", func(fs *flag.FlagSet) ([]string, deskRun) {
 			id := fs.String("id", "", "the token's id (from desk token list)")
 			return []string{"id"}, func(ctx context.Context, s *desk.Service, org uuid.UUID) (any, error) {
-				tid, err := uuid.Parse(*id)
+				tid, err := idFlag("id", *id)
 				if err != nil {
-					return nil, apperr.New(apperr.Invalid, "--id must be a token id")
+					return nil, err
 				}
 				revoked, err := s.RevokeToken(ctx, org, tid)
 				return map[string]any{"id": tid, "revoked": revoked}, err

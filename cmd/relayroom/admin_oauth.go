@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 
-	"github.com/google/uuid"
-
-	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/oauth"
 )
 
@@ -22,9 +19,9 @@ func oauthAdminCommands() map[string]adminCommand {
 			return oauth.ListGrants(ctx, env.svc.DB)
 		}),
 		"oauth grants revoke": oneFlag("Revoke one consent and every token issued under it.", "grant", "the grant id (from oauth grants list)", func(ctx context.Context, env adminEnv, id string) (any, error) {
-			g, err := uuid.Parse(id)
+			g, err := idFlag("grant", id)
 			if err != nil {
-				return nil, apperr.New(apperr.Invalid, "--grant must be a grant id")
+				return nil, err
 			}
 			revoked, err := oauth.RevokeGrant(ctx, env.svc.DB, g)
 			return map[string]any{"grant": id, "revoked": revoked}, err

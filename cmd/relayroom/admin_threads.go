@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/threads"
 )
@@ -35,11 +36,12 @@ func projectCommand(help string, flags func(fs *flag.FlagSet) (need []string, ru
 	})
 }
 
-// idFlag parses a required id flag's value, naming the flag when it is not an id.
+// idFlag parses a required id flag's value, naming the flag when it is not an id: a
+// usage error (exit 2), since the command line itself is wrong.
 func idFlag(name, v string) (uuid.UUID, error) {
 	id, err := uuid.Parse(v)
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("--%s: %q is not an id", name, v)
+		return uuid.Nil, fmt.Errorf("%w: --%s: %q is not an id", cli.ErrUsage, name, v)
 	}
 	return id, nil
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -60,18 +62,18 @@ func TestAdminToolsetCommands(t *testing.T) {
 	})
 	t.Run("a desk command names its missing flags and bad values", func(t *testing.T) {
 		misused(t, "--id, --workspace", "desk", "token", "revoke")
-		fails(t, "--id must be a token id", "desk", "token", "revoke", "--workspace", "acme", "--id", "x")
+		misused(t, `--id: "x" is not an id`, "desk", "token", "revoke", "--workspace", "acme", "--id", "x")
 		fails(t, "nobody@acme.test is not a member of workspace acme", "desk", "member", "deactivate", "--workspace", "acme", "--user", "nobody@acme.test")
 	})
 	t.Run("the knowledge queue of a project is listed and an unknown entry refused", func(t *testing.T) {
 		if out := strings.TrimSpace(ok(t, "knowledge", "list", "--project", "acme/escalations")); !strings.HasPrefix(out, "[") {
 			t.Fatalf("knowledge list: %s", out)
 		}
-		fails(t, `--id: "x" is not an id`, "knowledge", "approve", "--project", "acme/escalations", "--id", "x")
+		misused(t, `--id: "x" is not an id`, "knowledge", "approve", "--project", "acme/escalations", "--id", "x")
 		misused(t, "--project", "knowledge", "list")
 	})
 	t.Run("a thread id is checked before anything is canceled", func(t *testing.T) {
-		fails(t, `--thread: "x" is not an id`, "thread", "cancel", "--project", "acme/escalations", "--thread", "x")
+		misused(t, `--thread: "x" is not an id`, "thread", "cancel", "--project", "acme/escalations", "--thread", "x")
 		fails(t, `unknown project "acme/nope"`, "thread", "cancel", "--project", "acme/nope", "--thread", "00000000-0000-0000-0000-000000000000")
 		fails(t, "no thread 00000000-0000-0000-0000-000000000000 in project acme/escalations", "thread", "cancel", "--project", "acme/escalations", "--thread", "00000000-0000-0000-0000-000000000000")
 	})
@@ -79,11 +81,36 @@ func TestAdminToolsetCommands(t *testing.T) {
 		if out := strings.TrimSpace(ok(t, "wake", "webhooks")); out != "[]" {
 			t.Fatalf("wake webhooks: %s", out)
 		}
-		fails(t, "--id must be a wake id", "wake", "retry", "--id", "x")
+		misused(t, `--id: "x" is not an id`, "wake", "retry", "--id", "x")
+	})
+	t.Run("a flag value that is not text is a usage error, not Postgres's", func(t *testing.T) {
+		// Postgres refused it with "invalid byte sequence for encoding UTF8 (SQLSTATE 22021)".
+		misused(t, "--client: not valid UTF-8", "oauth", "clients", "revoke", "--client", "\xff")
+		misused(t, "--workspace: not valid UTF-8", "desk", "token", "list", "--workspace", "ac\x00me")
+		misused(t, "--agent: not valid UTF-8", "agent", "rotate-key", "--agent", "acme/\xff")
+	})
+	t.Run("a two-word group without its command lists its commands", func(t *testing.T) {
+		for group, want := range map[string]string{"oauth clients": "list, revoke", "desk token": "create, list, revoke"} {
+			code, _, stderr := runCLI(t, append([]string{"admin"}, strings.Fields(group)...)...)
+			if code != 2 || !strings.HasPrefix(stderr, "admin "+group+" needs one of: "+want) {
+				t.Fatalf("admin %s: exit %d, %.80s", group, code, stderr)
+			}
+		}
+	})
+	t.Run("desk import reads its flags on either side of the file, and needs one file", func(t *testing.T) {
+		csv := filepath.Join(t.TempDir(), "history.csv")
+		if err := os.WriteFile(csv, []byte("customer_email,subject,body,created_at,status\nzoe@example.test,Hello,Hi there,2026-11-02T10:00:00Z,open\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out := ok(t, "desk", "import", "--workspace", "acme", csv, "--inbox", "support"); !strings.Contains(out, `"created"`) {
+			t.Fatalf("import with a flag after the file: %s", out)
+		}
+		misused(t, "name one CSV file, got 0", "desk", "import", "--workspace", "acme", "--inbox", "support")
+		misused(t, "name one CSV file, got 2", "desk", "import", "--workspace", "acme", "--inbox", "support", csv, csv)
 	})
 	t.Run("oauth clients and grants", func(t *testing.T) {
 		fails(t, `no OAuth client "nobody"`, "oauth", "clients", "revoke", "--client", "nobody")
-		fails(t, "--grant must be a grant id", "oauth", "grants", "revoke", "--grant", "x")
+		misused(t, `--grant: "x" is not an id`, "oauth", "grants", "revoke", "--grant", "x")
 		fails(t, "no OAuth grant 00000000-0000-0000-0000-000000000000", "oauth", "grants", "revoke", "--grant", "00000000-0000-0000-0000-000000000000")
 	})
 }

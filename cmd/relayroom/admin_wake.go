@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/google/uuid"
-
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/wake"
 )
@@ -86,9 +84,9 @@ func wakeAdminCommands() map[string]adminCommand {
 		"wake retry": wakeCommand("Send a dead letter again: it becomes deliverable (refused while its part has another pending wake).", false, func(fs *flag.FlagSet) ([]string, wakeRun) {
 			id := fs.String("id", "", "the wake id (from wake list --dead)")
 			return []string{"id"}, func(ctx context.Context, s *wake.Service) (any, error) {
-				wid, err := uuid.Parse(*id)
+				wid, err := idFlag("id", *id)
 				if err != nil {
-					return nil, apperr.New(apperr.Invalid, "--id must be a wake id")
+					return nil, err
 				}
 				if err := s.Retry(ctx, wid); err != nil {
 					return nil, err
