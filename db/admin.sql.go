@@ -577,6 +577,43 @@ func (q *Queries) OAuthGrantExists(ctx context.Context, db DBTX, id uuid.UUID) (
 	return exists, err
 }
 
+const oAuthGrantRevokeByClient = `-- name: OAuthGrantRevokeByClient :many
+UPDATE oauth_grant SET revoked_at = now() WHERE client_id = $1::text AND revoked_at IS NULL
+RETURNING id
+`
+
+// Operator: a revoked client's consents end with it, so that `oauth grants list` does not
+// show them live (their tokens already fail: validation checks the client).
+func (q *Queries) OAuthGrantRevokeByClient(ctx context.Context, db DBTX, clientID string) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, oAuthGrantRevokeByClient, clientID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const oAuthTokenRevokeByGrantIDs = `-- name: OAuthTokenRevokeByGrantIDs :exec
+UPDATE oauth_token SET revoked_at = now() WHERE grant_id = ANY ($1::uuid[]) AND revoked_at IS NULL
+`
+
+// Operator: the tokens of the grants OAuthGrantRevokeByClient ended.
+func (q *Queries) OAuthTokenRevokeByGrantIDs(ctx context.Context, db DBTX, grantIds []uuid.UUID) error {
+	_, err := db.Exec(ctx, oAuthTokenRevokeByGrantIDs, grantIds)
+	return err
+}
+
 const orgMemberUpsert = `-- name: OrgMemberUpsert :exec
 INSERT INTO org_member (org_id, user_id, role) VALUES ($1, $2, $3)
 ON CONFLICT (org_id, user_id) DO UPDATE SET role = excluded.role

@@ -199,14 +199,21 @@ func keep(set map[string]bool, flag, given, stored string) string {
 
 func required(fs *flag.FlagSet, names ...string) error {
 	set := flagsSet(fs)
-	var missing []string
+	var missing, empty []string
 	for _, n := range names {
-		if !set[n] {
+		switch {
+		case !set[n]:
 			missing = append(missing, "--"+n)
+		case fs.Lookup(n).Value.String() == "":
+			// --client "" looked a client up by the empty id and failed "not found".
+			empty = append(empty, "--"+n)
 		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: missing required flag(s): %s (see --help)", cli.ErrUsage, strings.Join(missing, ", "))
+	}
+	if len(empty) > 0 {
+		return fmt.Errorf("%w: required flag(s) given an empty value: %s", cli.ErrUsage, strings.Join(empty, ", "))
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ func oauthAdminCommands() map[string]adminCommand {
 		"oauth clients list": list("List OAuth clients (registered, or client ID metadata documents), most recently used first.", func(ctx context.Context, env adminEnv) (any, error) {
 			return oauth.ListClients(ctx, env.svc.DB)
 		}),
-		"oauth clients revoke": oneFlag("Revoke an OAuth client: its tokens stop working at their next call.", "client", "the client_id", func(ctx context.Context, env adminEnv, id string) (any, error) {
+		"oauth clients revoke": oneFlag("Revoke an OAuth client, its grants and their tokens: they stop working at their next call.", "client", "the client_id", func(ctx context.Context, env adminEnv, id string) (any, error) {
 			revoked, err := oauth.RevokeClient(ctx, env.svc.DB, id)
 			return map[string]any{"client": id, "revoked": revoked}, err
 		}),

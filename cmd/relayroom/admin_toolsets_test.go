@@ -110,6 +110,7 @@ func TestAdminToolsetCommands(t *testing.T) {
 	})
 	t.Run("oauth clients and grants", func(t *testing.T) {
 		fails(t, `no OAuth client "nobody"`, "oauth", "clients", "revoke", "--client", "nobody")
+		misused(t, "required flag(s) given an empty value: --client", "oauth", "clients", "revoke", "--client", "")
 		misused(t, `--grant: "x" is not an id`, "oauth", "grants", "revoke", "--grant", "x")
 		fails(t, "no OAuth grant 00000000-0000-0000-0000-000000000000", "oauth", "grants", "revoke", "--grant", "00000000-0000-0000-0000-000000000000")
 	})

@@ -22,7 +22,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/config"
@@ -827,15 +826,41 @@ func TestAuthorizationRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		i := slices.IndexFunc(grants, func(g db.OAuthGrantListRow) bool { return g.ClientID == f.clientID })
+		i := slices.IndexFunc(grants, func(g oauth.GrantLine) bool { return g.ClientID == f.clientID })
 		if i < 0 || grants[i].Email != anaEmail || grants[i].Resource != room {
 			t.Fatalf("grants %+v", grants)
+		}
+		// `admin oauth grants list` prints them with the snake_case keys of every admin
+		// output (they were sqlc's Go field names: "ClientID").
+		if b, err := json.Marshal(grants[i]); err != nil || !strings.Contains(string(b), `"client_id":"`+f.clientID+`"`) {
+			t.Fatalf("a grant's line: %s %v", b, err)
 		}
 		if ok, err := oauth.RevokeGrant(context.Background(), d, grants[i].ID); err != nil || !ok {
 			t.Fatalf("revoke: %v %v", ok, err)
 		}
 		if got := bearerStatus(t, room, m["access_token"].(string)); got != http.StatusUnauthorized {
 			t.Fatalf("token of a revoked grant: %d", got)
+		}
+	})
+	t.Run("a revoked client's grants are listed revoked", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		f.accessToken(t, "Architect", "rooms")
+		d, err := pg.Open(context.Background(), s.dbURL, pg.Options{MaxConns: 2, OpsMaxConns: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if ok, err := oauth.RevokeClient(context.Background(), d, f.clientID); err != nil || !ok {
+			t.Fatalf("revoke client: %v %v", ok, err)
+		}
+		grants, err := oauth.ListGrants(context.Background(), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range grants {
+			if g.ClientID == f.clientID && g.RevokedAt == nil {
+				t.Fatalf("the revoked client's grant %s is listed live", g.ID)
+			}
 		}
 	})
 	t.Run("consent without its CSRF token", func(t *testing.T) {

@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -15,8 +16,40 @@ import (
 // on the owner's pool. Revoking ends every token at its next call (OAuthGrantGetLive).
 
 // ListClients lists registered and document clients, most recently used first.
-func ListClients(ctx context.Context, d *pg.DB) ([]db.OAuthClientListRow, error) {
-	return operator(ctx, d, "list clients", db.New().OAuthClientList)
+func ListClients(ctx context.Context, d *pg.DB) ([]ClientLine, error) {
+	rows, err := operator(ctx, d, "list clients", db.New().OAuthClientList)
+	out := make([]ClientLine, len(rows))
+	for i, r := range rows {
+		out[i] = ClientLine(r)
+	}
+	return out, err
+}
+
+// ClientLine is a line of `admin oauth clients list`, with the query's row's fields in
+// its order (a row converts to it) and the snake_case keys of every admin output.
+type ClientLine struct {
+	ClientID     string     `json:"client_id"`
+	ClientName   string     `json:"client_name"`
+	Source       string     `json:"source"`
+	RedirectUris []string   `json:"redirect_uris"`
+	CreatedAt    time.Time  `json:"created_at"`
+	LastUsedAt   time.Time  `json:"last_used_at"`
+	RevokedAt    *time.Time `json:"revoked_at"`
+}
+
+// GrantLine is a line of `admin oauth grants list`, as ClientLine.
+type GrantLine struct {
+	OrgID      uuid.UUID  `json:"org_id"`
+	ID         uuid.UUID  `json:"id"`
+	ClientID   string     `json:"client_id"`
+	ClientName string     `json:"client_name"`
+	Email      string     `json:"email"`
+	Resource   string     `json:"resource"`
+	AgentID    *uuid.UUID `json:"agent_id"`
+	Part       *string    `json:"part"`
+	Scopes     []string   `json:"scopes"`
+	CreatedAt  time.Time  `json:"created_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
 }
 
 // RevokeClient revokes a client: its tokens stop working and it cannot authorize again.
@@ -25,10 +58,21 @@ func RevokeClient(ctx context.Context, d *pg.DB, clientID string) (bool, error) 
 	q := db.New()
 	n, err := operator(ctx, d, "revoke client", func(ctx context.Context, tx db.DBTX) (int64, error) {
 		n, err := q.OAuthClientRevoke(ctx, tx, clientID)
-		if err != nil || n > 0 {
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			if err := mustExist(q.OAuthClientExists(ctx, tx, clientID))("no OAuth client %q", clientID); err != nil {
+				return 0, err
+			}
+		}
+		// Its grants and their tokens end too (again on a second revoke, for a client
+		// revoked before this was done): they already failed, but were listed as live.
+		grants, err := q.OAuthGrantRevokeByClient(ctx, tx, clientID)
+		if err != nil || len(grants) == 0 {
 			return n, err
 		}
-		return 0, mustExist(q.OAuthClientExists(ctx, tx, clientID))("no OAuth client %q", clientID)
+		return n, q.OAuthTokenRevokeByGrantIDs(ctx, tx, grants)
 	})
 	return n > 0, err
 }
@@ -44,8 +88,13 @@ func mustExist(exists bool, err error) func(format string, args ...any) error {
 }
 
 // ListGrants lists what people consented to, newest first.
-func ListGrants(ctx context.Context, d *pg.DB) ([]db.OAuthGrantListRow, error) {
-	return operator(ctx, d, "list grants", db.New().OAuthGrantList)
+func ListGrants(ctx context.Context, d *pg.DB) ([]GrantLine, error) {
+	rows, err := operator(ctx, d, "list grants", db.New().OAuthGrantList)
+	out := make([]GrantLine, len(rows))
+	for i, r := range rows {
+		out[i] = GrantLine(r)
+	}
+	return out, err
 }
 
 // RevokeGrant revokes one consent and every token issued under it.

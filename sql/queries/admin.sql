@@ -192,3 +192,13 @@ SELECT EXISTS (SELECT 1 FROM oauth_client WHERE client_id = sqlc.arg(client_id):
 -- Operator: the project of a wake and its host, whose history records a retry.
 SELECT w.project_id, p.host_org_id FROM wake w JOIN project p ON p.id = w.project_id
 WHERE w.id = sqlc.arg(id);
+
+-- name: OAuthGrantRevokeByClient :many
+-- Operator: a revoked client's consents end with it, so that `oauth grants list` does not
+-- show them live (their tokens already fail: validation checks the client).
+UPDATE oauth_grant SET revoked_at = now() WHERE client_id = sqlc.arg(client_id)::text AND revoked_at IS NULL
+RETURNING id;
+
+-- name: OAuthTokenRevokeByGrantIDs :exec
+-- Operator: the tokens of the grants OAuthGrantRevokeByClient ended.
+UPDATE oauth_token SET revoked_at = now() WHERE grant_id = ANY (sqlc.arg(grant_ids)::uuid[]) AND revoked_at IS NULL;
