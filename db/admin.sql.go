@@ -946,19 +946,20 @@ func (q *Queries) UserUpsert(ctx context.Context, db DBTX, arg UserUpsertParams)
 }
 
 const wakeGetOwner = `-- name: WakeGetOwner :one
-SELECT w.project_id, p.host_org_id FROM wake w JOIN project p ON p.id = w.project_id
+SELECT w.status, w.project_id, p.host_org_id FROM wake w JOIN project p ON p.id = w.project_id
 WHERE w.id = $1
 `
 
 type WakeGetOwnerRow struct {
+	Status    string
 	ProjectID uuid.UUID
 	HostOrgID uuid.UUID
 }
 
-// Operator: the project of a wake and its host, whose history records a retry.
+// Operator: a wake's status, its project and its host, whose history records a retry.
 func (q *Queries) WakeGetOwner(ctx context.Context, db DBTX, id uuid.UUID) (WakeGetOwnerRow, error) {
 	row := db.QueryRow(ctx, wakeGetOwner, id)
 	var i WakeGetOwnerRow
-	err := row.Scan(&i.ProjectID, &i.HostOrgID)
+	err := row.Scan(&i.Status, &i.ProjectID, &i.HostOrgID)
 	return i, err
 }

@@ -82,6 +82,7 @@ func TestAdminToolsetCommands(t *testing.T) {
 			t.Fatalf("wake webhooks: %s", out)
 		}
 		misused(t, `--id: "x" is not an id`, "wake", "retry", "--id", "x")
+		fails(t, "no wake 00000000-0000-0000-0000-000000000000", "wake", "retry", "--id", "00000000-0000-0000-0000-000000000000")
 	})
 	t.Run("a flag value that is not text is a usage error, not Postgres's", func(t *testing.T) {
 		// Postgres refused it with "invalid byte sequence for encoding UTF8 (SQLSTATE 22021)".

@@ -81,17 +81,19 @@ func wakeAdminCommands() map[string]adminCommand {
 				return s.List(ctx, st, *limit)
 			}
 		}),
-		"wake retry": wakeCommand("Send a dead letter again: it becomes deliverable (refused while its part has another pending wake).", false, func(fs *flag.FlagSet) ([]string, wakeRun) {
+		"wake retry": wakeCommand("Send a dead letter again: it becomes deliverable (refused while its part has another pending wake;\n\"retried\": false for a wake pending already).", false, func(fs *flag.FlagSet) ([]string, wakeRun) {
 			id := fs.String("id", "", "the wake id (from wake list --dead)")
 			return []string{"id"}, func(ctx context.Context, s *wake.Service) (any, error) {
 				wid, err := idFlag("id", *id)
 				if err != nil {
 					return nil, err
 				}
-				if err := s.Retry(ctx, wid); err != nil {
+				retried, err := s.Retry(ctx, wid)
+				if err != nil {
 					return nil, err
 				}
-				return map[string]any{"id": wid, "status": wake.StatusPending}, nil
+				// retried false: pending already, a retry done before; nothing changed.
+				return map[string]any{"id": wid, "status": wake.StatusPending, "retried": retried}, nil
 			}
 		}),
 	}

@@ -342,10 +342,25 @@ func (s *Service) List(ctx context.Context, status string, limit int) ([]Listed,
 	return out, nil
 }
 
-// Retry makes a dead wake pending again (refused while the part has another pending wake).
-func (s *Service) Retry(ctx context.Context, id uuid.UUID) error {
+// Retry sends a dead letter again (the operator's `wake retry`): it becomes pending and is
+// dispatched. It reports false, changing nothing, for a wake that is pending already (a
+// retry done before); a wake that is neither is refused (Conflict), and an unknown id is
+// NotFound.
+func (s *Service) Retry(ctx context.Context, id uuid.UUID) (bool, error) {
 	refused := apperr.New(apperr.Conflict, "wake %s is not a dead letter, its threads have all ended, or its part already has a pending wake", id)
+	retried := false
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		retried = false // a transaction retried runs again from its start
+		owner, err := s.Q.WakeGetOwner(ctx, tx, id)
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "no wake %s", id)
+		}
+		if err != nil {
+			return err
+		}
+		if owner.Status == StatusPending {
+			return nil // retried already: nothing to do, as a second revoke
+		}
 		n, err := s.Q.WakeRetryDead(ctx, tx, id)
 		if err != nil {
 			return err
@@ -353,11 +368,8 @@ func (s *Service) Retry(ctx context.Context, id uuid.UUID) error {
 		if n == 0 {
 			return refused
 		}
+		retried = true
 		// In the host's history, as a person's retry on the dashboard is.
-		owner, err := s.Q.WakeGetOwner(ctx, tx, id)
-		if err != nil {
-			return err
-		}
 		if err := audit.RecordOperator(ctx, tx, audit.Event{OrgID: owner.HostOrgID, ProjectID: owner.ProjectID, Kind: audit.KindWake,
 			ObjectID: id.String(), Action: "retried"}); err != nil {
 			return err
@@ -367,9 +379,9 @@ func (s *Service) Retry(ctx context.Context, id uuid.UUID) error {
 	if pg.IsUniqueViolation(err) {
 		// New work opened a pending wake for the part between the statement's check and
 		// its write (a fold committed meanwhile): the same refusal as when it came first.
-		return refused
+		return false, refused
 	}
-	return pg.Classify("wake retry", err)
+	return retried, pg.Classify("wake retry", err)
 }
 
 // DeliverArgs is the webhook delivery job of one wake.

@@ -419,7 +419,7 @@ func TestWebhookDeadLetter(t *testing.T) {
 	if n := len(f.wakes("a")); n != 2 {
 		t.Fatalf("%d wakes after new work, want 2", n)
 	}
-	if err := f.svc.Retry(f.ctx, dead[0].ID); err == nil {
+	if _, err := f.svc.Retry(f.ctx, dead[0].ID); err == nil {
 		t.Fatal("retried a dead letter while its part has a pending wake")
 	}
 
@@ -433,8 +433,12 @@ func TestWebhookDeadLetter(t *testing.T) {
 	}
 	// A person retries the dead letter: it is sent again (and accepted this time).
 	ws := g.wakes("a")
-	if err := g.svc.Retry(g.ctx, ws[0].ID); err != nil {
-		t.Fatal(err)
+	if retried, err := g.svc.Retry(g.ctx, ws[0].ID); err != nil || !retried {
+		t.Fatalf("retry: %v %v", retried, err)
+	}
+	// Again at once: pending already, nothing to do (as a second revoke), not a refusal.
+	if retried, err := g.svc.Retry(g.ctx, ws[0].ID); err != nil || retried {
+		t.Fatalf("a second retry: %v %v, want nothing done and no error", retried, err)
 	}
 	testfix.WaitFor(t, "the retried dead letter", 10*time.Second, func() bool { return len(rec2.got()) == 2 && g.status("a") == wake.StatusDelivered })
 }
@@ -551,9 +555,15 @@ func TestTheOperatorsRetryIsInTheHostsHistory(t *testing.T) {
 	f.queue(f.msg("a"))
 	dead := f.open("a").ID
 	f.exec(`UPDATE wake SET status = 'dead' WHERE id = $1`, dead)
-	if err := f.svc.Retry(audit.AsOperator(f.ctx, "ops"), dead); err != nil {
+	if _, err := f.svc.Retry(audit.AsOperator(f.ctx, "ops"), dead); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("an unknown wake is not found", func(t *testing.T) {
+		_, err := f.svc.Retry(f.ctx, uuid.New())
+		if e, ok := apperr.As(err); !ok || e.Code != apperr.NotFound {
+			t.Fatalf("retry of an unknown wake: %v, want NotFound", err)
+		}
+	})
 	var n int
 	f.op(func(tx *pg.Tx) error {
 		return tx.QueryRow(f.ctx, `SELECT count(*) FROM audit_event WHERE object_kind = 'wake' AND object_id = $1
@@ -588,7 +598,7 @@ func TestRetryRacingNewWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	retried := make(chan error, 1)
-	go func() { retried <- f.svc.Retry(f.ctx, dead) }()
+	go func() { _, err := f.svc.Retry(f.ctx, dead); retried <- err }()
 	// The retry's write waits on the pending wake's uniqueness until the new work ends.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		var waiting int
@@ -663,7 +673,7 @@ func TestADeadLetterOfAClosedThreadIsNotSentAgain(t *testing.T) {
 		}
 	})
 	t.Run("a retry is refused and wakes nobody", func(t *testing.T) {
-		err := f.svc.Retry(f.ctx, w.ID)
+		_, err := f.svc.Retry(f.ctx, w.ID)
 		if e, ok := apperr.As(err); !ok || e.Code != apperr.Conflict || !strings.Contains(e.Message, "threads have all ended") {
 			t.Fatalf("retry: %v", err)
 		}

@@ -189,8 +189,8 @@ SELECT EXISTS (SELECT 1 FROM oauth_grant WHERE id = sqlc.arg(id));
 SELECT EXISTS (SELECT 1 FROM oauth_client WHERE client_id = sqlc.arg(client_id)::text);
 
 -- name: WakeGetOwner :one
--- Operator: the project of a wake and its host, whose history records a retry.
-SELECT w.project_id, p.host_org_id FROM wake w JOIN project p ON p.id = w.project_id
+-- Operator: a wake's status, its project and its host, whose history records a retry.
+SELECT w.status, w.project_id, p.host_org_id FROM wake w JOIN project p ON p.id = w.project_id
 WHERE w.id = sqlc.arg(id);
 
 -- name: OAuthGrantRevokeByClient :many
