@@ -579,24 +579,29 @@ func (q *Queries) OAuthGrantExists(ctx context.Context, db DBTX, id uuid.UUID) (
 
 const oAuthGrantRevokeByClient = `-- name: OAuthGrantRevokeByClient :many
 UPDATE oauth_grant SET revoked_at = now() WHERE client_id = $1::text AND revoked_at IS NULL
-RETURNING id
+RETURNING org_id, id
 `
+
+type OAuthGrantRevokeByClientRow struct {
+	OrgID uuid.UUID
+	ID    uuid.UUID
+}
 
 // Operator: a revoked client's consents end with it, so that `oauth grants list` does not
 // show them live (their tokens already fail: validation checks the client).
-func (q *Queries) OAuthGrantRevokeByClient(ctx context.Context, db DBTX, clientID string) ([]uuid.UUID, error) {
+func (q *Queries) OAuthGrantRevokeByClient(ctx context.Context, db DBTX, clientID string) ([]OAuthGrantRevokeByClientRow, error) {
 	rows, err := db.Query(ctx, oAuthGrantRevokeByClient, clientID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []uuid.UUID{}
+	items := []OAuthGrantRevokeByClientRow{}
 	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
+		var i OAuthGrantRevokeByClientRow
+		if err := rows.Scan(&i.OrgID, &i.ID); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

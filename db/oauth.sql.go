@@ -570,16 +570,35 @@ func (q *Queries) OAuthGrantRevokeByAgent(ctx context.Context, db DBTX, arg OAut
 	return items, nil
 }
 
-const oAuthGrantRevokeByID = `-- name: OAuthGrantRevokeByID :execrows
+const oAuthGrantRevokeByID = `-- name: OAuthGrantRevokeByID :many
 UPDATE oauth_grant SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL
+RETURNING org_id, client_id
 `
 
-func (q *Queries) OAuthGrantRevokeByID(ctx context.Context, db DBTX, id uuid.UUID) (int64, error) {
-	result, err := db.Exec(ctx, oAuthGrantRevokeByID, id)
+type OAuthGrantRevokeByIDRow struct {
+	OrgID    uuid.UUID
+	ClientID string
+}
+
+// Operator: one grant by id; its organisation and client name the audit event.
+func (q *Queries) OAuthGrantRevokeByID(ctx context.Context, db DBTX, id uuid.UUID) ([]OAuthGrantRevokeByIDRow, error) {
+	rows, err := db.Query(ctx, oAuthGrantRevokeByID, id)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	items := []OAuthGrantRevokeByIDRow{}
+	for rows.Next() {
+		var i OAuthGrantRevokeByIDRow
+		if err := rows.Scan(&i.OrgID, &i.ClientID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const oAuthGrantUseCode = `-- name: OAuthGrantUseCode :execrows

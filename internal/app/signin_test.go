@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/oauth"
@@ -835,8 +836,12 @@ func TestAuthorizationRefusals(t *testing.T) {
 		if b, err := json.Marshal(grants[i]); err != nil || !strings.Contains(string(b), `"client_id":"`+f.clientID+`"`) {
 			t.Fatalf("a grant's line: %s %v", b, err)
 		}
-		if ok, err := oauth.RevokeGrant(context.Background(), d, grants[i].ID); err != nil || !ok {
+		if ok, err := oauth.RevokeGrant(audit.AsOperator(context.Background(), "ops"), d, grants[i].ID); err != nil || !ok {
 			t.Fatalf("revoke: %v %v", ok, err)
+		}
+		// In the organisation's history, as the dashboard's disconnect.
+		if n := auditCount(t, s, "oauth_client", f.clientID, "consent_revoked"); n != 1 {
+			t.Fatalf("%d audit events for the operator's grant revoke, want 1", n)
 		}
 		if got := bearerStatus(t, room, m["access_token"].(string)); got != http.StatusUnauthorized {
 			t.Fatalf("token of a revoked grant: %d", got)
@@ -850,8 +855,11 @@ func TestAuthorizationRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer d.Close()
-		if ok, err := oauth.RevokeClient(context.Background(), d, f.clientID); err != nil || !ok {
+		if ok, err := oauth.RevokeClient(audit.AsOperator(context.Background(), "ops"), d, f.clientID); err != nil || !ok {
 			t.Fatalf("revoke client: %v %v", ok, err)
+		}
+		if n := auditCount(t, s, "oauth_client", f.clientID, "revoked"); n != 1 {
+			t.Fatalf("%d audit events for the operator's client revoke, want 1", n)
 		}
 		grants, err := oauth.ListGrants(context.Background(), d)
 		if err != nil {
@@ -1114,4 +1122,15 @@ func TestRegistrationsAreLimitedPerAddress(t *testing.T) {
 			t.Fatalf("%d %q Retry-After %q, want 429 too_many_requests with Retry-After", status, code, h.Get("Retry-After"))
 		}
 	})
+}
+
+// auditCount counts the operator's ("operator ops") audit events of one object and action.
+func auditCount(t *testing.T, s *server, kind, id, action string) int {
+	t.Helper()
+	var n int
+	asOwner(t, s, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT count(*) FROM audit_event WHERE object_kind = $1 AND object_id = $2 AND action = $3
+			AND actor_name = 'operator ops'`, kind, id, action).Scan(&n)
+	})
+	return n
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -53,28 +54,48 @@ type GrantLine struct {
 }
 
 // RevokeClient revokes a client: its tokens stop working and it cannot authorize again.
-// False when it was revoked already; NotFound when there is no such client.
+// False when it was revoked already; NotFound when there is no such client. Its grants
+// and their tokens end with it, each organisation's in its history (the operator's
+// `oauth clients revoke`; a client registered by nobody's organisation has no other).
 func RevokeClient(ctx context.Context, d *pg.DB, clientID string) (bool, error) {
 	q := db.New()
-	n, err := operator(ctx, d, "revoke client", func(ctx context.Context, tx db.DBTX) (int64, error) {
-		n, err := q.OAuthClientRevoke(ctx, tx, clientID)
-		if err != nil {
-			return 0, err
+	var n int64
+	err := d.Operator(ctx, func(tx *pg.Tx) error {
+		var err error
+		if n, err = q.OAuthClientRevoke(ctx, tx, clientID); err != nil {
+			return err
 		}
 		if n == 0 {
 			if err := mustExist(q.OAuthClientExists(ctx, tx, clientID))("no OAuth client %q", clientID); err != nil {
-				return 0, err
+				return err
 			}
 		}
 		// Its grants and their tokens end too (again on a second revoke, for a client
 		// revoked before this was done): they already failed, but were listed as live.
 		grants, err := q.OAuthGrantRevokeByClient(ctx, tx, clientID)
 		if err != nil || len(grants) == 0 {
-			return n, err
+			return err
 		}
-		return n, q.OAuthTokenRevokeByGrantIDs(ctx, tx, grants)
+		ids, perOrg := make([]uuid.UUID, len(grants)), map[uuid.UUID]int{}
+		for i, g := range grants {
+			ids[i] = g.ID
+			perOrg[g.OrgID]++
+		}
+		if err := q.OAuthTokenRevokeByGrantIDs(ctx, tx, ids); err != nil {
+			return err
+		}
+		for org, consents := range perOrg {
+			if err := audit.RecordOperator(ctx, tx, audit.Event{OrgID: org, Kind: audit.KindOAuthClient, ObjectID: clientID,
+				Action: "revoked", Detail: map[string]string{"consents": fmt.Sprint(consents)}}); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	return n > 0, err
+	if err != nil {
+		return false, fmt.Errorf("oauth: revoke client: %w", err)
+	}
+	return n > 0, nil
 }
 
 // mustExist turns an existence check into NotFound with the message given, or its error.
@@ -97,22 +118,29 @@ func ListGrants(ctx context.Context, d *pg.DB) ([]GrantLine, error) {
 	return out, err
 }
 
-// RevokeGrant revokes one consent and every token issued under it.
+// RevokeGrant revokes one consent and every token issued under it, in its organisation's
+// history as the dashboard's disconnect is.
 func RevokeGrant(ctx context.Context, d *pg.DB, id uuid.UUID) (bool, error) {
 	q := db.New()
-	n, err := operator(ctx, d, "revoke grant", func(ctx context.Context, tx db.DBTX) (int64, error) {
-		n, err := q.OAuthGrantRevokeByID(ctx, tx, id)
+	revoked := false
+	err := d.Operator(ctx, func(tx *pg.Tx) error {
+		rows, err := q.OAuthGrantRevokeByID(ctx, tx, id)
 		if err != nil {
-			return 0, err
+			return err
 		}
-		if n == 0 {
-			if err := mustExist(q.OAuthGrantExists(ctx, tx, id))("no OAuth grant %s", id); err != nil {
-				return 0, err
-			}
+		if revoked = len(rows) > 0; !revoked {
+			return mustExist(q.OAuthGrantExists(ctx, tx, id))("no OAuth grant %s", id)
 		}
-		return n, q.OAuthTokenRevokeByGrantID(ctx, tx, id)
+		if err := q.OAuthTokenRevokeByGrantID(ctx, tx, id); err != nil {
+			return err
+		}
+		return audit.RecordOperator(ctx, tx, audit.Event{OrgID: rows[0].OrgID, Kind: audit.KindOAuthClient, ObjectID: rows[0].ClientID,
+			Action: "consent_revoked", Detail: map[string]string{"grant": id.String()}})
 	})
-	return n > 0, err
+	if err != nil {
+		return false, fmt.Errorf("oauth: revoke grant: %w", err)
+	}
+	return revoked, nil
 }
 
 // operator runs one operator transaction across tenants, its error told as op.

@@ -197,7 +197,7 @@ WHERE w.id = sqlc.arg(id);
 -- Operator: a revoked client's consents end with it, so that `oauth grants list` does not
 -- show them live (their tokens already fail: validation checks the client).
 UPDATE oauth_grant SET revoked_at = now() WHERE client_id = sqlc.arg(client_id)::text AND revoked_at IS NULL
-RETURNING id;
+RETURNING org_id, id;
 
 -- name: OAuthTokenRevokeByGrantIDs :exec
 -- Operator: the tokens of the grants OAuthGrantRevokeByClient ended.

@@ -189,8 +189,10 @@ WHERE code_id = sqlc.arg(code_id)::text AND revoked_at IS NULL;
 SELECT client_id, client_name, source, redirect_uris, created_at, last_used_at, revoked_at
 FROM oauth_client ORDER BY last_used_at DESC, client_id;
 
--- name: OAuthGrantRevokeByID :execrows
-UPDATE oauth_grant SET revoked_at = now() WHERE id = sqlc.arg(id) AND revoked_at IS NULL;
+-- name: OAuthGrantRevokeByID :many
+-- Operator: one grant by id; its organisation and client name the audit event.
+UPDATE oauth_grant SET revoked_at = now() WHERE id = sqlc.arg(id) AND revoked_at IS NULL
+RETURNING org_id, client_id;
 
 -- name: OAuthTokenRevokeByGrantID :exec
 UPDATE oauth_token SET revoked_at = now() WHERE grant_id = sqlc.arg(grant_id) AND revoked_at IS NULL;
