@@ -617,16 +617,21 @@ func (q *Queries) DeskInboxSecretSet(ctx context.Context, db DBTX, arg DeskInbox
 }
 
 const deskInboxSecretsAll = `-- name: DeskInboxSecretsAll :many
-SELECT org_id, id, connection_secret FROM desk_inbox WHERE connection_secret IS NOT NULL ORDER BY org_id, id
+SELECT i.org_id, i.id, i.connection_secret, o.slug AS org_slug, i.slug AS inbox_slug
+FROM desk_inbox i JOIN organisation o ON o.id = i.org_id
+WHERE i.connection_secret IS NOT NULL ORDER BY i.org_id, i.id
 `
 
 type DeskInboxSecretsAllRow struct {
 	OrgID            uuid.UUID
 	ID               int64
 	ConnectionSecret []byte
+	OrgSlug          string
+	InboxSlug        string
 }
 
 // Every stored secret of every workspace, for resealing under a new key (owner's pool).
+// The slugs name an inbox whose secret no key opens.
 func (q *Queries) DeskInboxSecretsAll(ctx context.Context, db DBTX) ([]DeskInboxSecretsAllRow, error) {
 	rows, err := db.Query(ctx, deskInboxSecretsAll)
 	if err != nil {
@@ -636,7 +641,13 @@ func (q *Queries) DeskInboxSecretsAll(ctx context.Context, db DBTX) ([]DeskInbox
 	items := []DeskInboxSecretsAllRow{}
 	for rows.Next() {
 		var i DeskInboxSecretsAllRow
-		if err := rows.Scan(&i.OrgID, &i.ID, &i.ConnectionSecret); err != nil {
+		if err := rows.Scan(
+			&i.OrgID,
+			&i.ID,
+			&i.ConnectionSecret,
+			&i.OrgSlug,
+			&i.InboxSlug,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -776,8 +787,9 @@ func (q *Queries) DeskMemberGrant(ctx context.Context, db DBTX, arg DeskMemberGr
 }
 
 const deskMemberSetDeactivated = `-- name: DeskMemberSetDeactivated :execrows
-UPDATE org_member SET deactivated_at = CASE WHEN $1::boolean THEN coalesce(deactivated_at, $2::timestamptz) END
+UPDATE org_member SET deactivated_at = CASE WHEN $1::boolean THEN $2::timestamptz END
 WHERE org_id = $3 AND user_id = $4
+  AND (deactivated_at IS NOT NULL) <> $1::boolean
 `
 
 type DeskMemberSetDeactivatedParams struct {
@@ -787,7 +799,8 @@ type DeskMemberSetDeactivatedParams struct {
 	UserID      uuid.UUID
 }
 
-// Deactivates a member (keeping the first time) or reactivates one.
+// Deactivates a member or reactivates one; a member already so is not written (0 rows),
+// so a deactivation keeps its first time and a repeat says it changed nothing.
 func (q *Queries) DeskMemberSetDeactivated(ctx context.Context, db DBTX, arg DeskMemberSetDeactivatedParams) (int64, error) {
 	result, err := db.Exec(ctx, deskMemberSetDeactivated,
 		arg.Deactivated,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -99,10 +98,7 @@ func deskAdminCommands() map[string]adminCommand {
 				})
 				var ie *desk.ImportError
 				if errors.As(err, &ie) {
-					if perr := printJSON(env.stdout, ie); perr != nil {
-						return perr
-					}
-					return fmt.Errorf("the file was not imported: %d problem(s)", len(ie.Problems))
+					return importRefused{ie}
 				} else if err != nil {
 					return err
 				}
@@ -123,14 +119,20 @@ func deskAdminCommands() map[string]adminCommand {
 				return map[string]any{"id": tid, "revoked": revoked}, err
 			}
 		}),
-		"desk inbox set-secret":   workspaceCommand("Store an inbox's mail-connection secret, read from the first line of stdin, sealed under\nRELAYROOM_SECRET_KEY (only the ciphertext is stored; nothing ever shows it). Setting it again replaces it.", deskInboxSecret(true)),
+		"desk inbox set-secret":   workspaceCommand("Store an inbox's mail-connection secret, read from stdin (all of it, less a final line break), sealed\nunder RELAYROOM_SECRET_KEY (only the ciphertext is stored; nothing ever shows it). Setting it again replaces it.", deskInboxSecret(true)),
 		"desk inbox clear-secret": workspaceCommand("Forget an inbox's mail-connection secret.", deskInboxSecret(false)),
 		"desk secrets reseal": list("Seal every inbox secret of every workspace under RELAYROOM_SECRET_KEY, opening it with that key or\nRELAYROOM_SECRET_KEY_PREVIOUS: the second step of a key rotation (docs/desk.md).", func(ctx context.Context, env adminEnv) (any, error) {
 			s, err := deskService(env)
 			if err != nil {
 				return nil, err
 			}
-			return s.ResealInboxSecrets(ctx)
+			res, err := s.ResealInboxSecrets(ctx)
+			if err == nil && len(res.Unreadable) > 0 {
+				// A rotation script must not take this for success: these secrets are
+				// still sealed under a key that is going away.
+				err = unreadableSecrets{res}
+			}
+			return res, err
 		}),
 		"desk member deactivate": workspaceCommand("Deactivate a member of a workspace: their tokens are answered AUTH_REQUIRED from their next call\non; their role, inboxes, assignments and everything they wrote stay.", deskMemberActivation(true)),
 		"desk member reactivate": workspaceCommand("Reactivate a deactivated member: their tokens that have not expired or been revoked work again.", deskMemberActivation(false)),
@@ -142,14 +144,15 @@ func deskMemberActivation(deactivate bool) func(fs *flag.FlagSet) ([]string, des
 	return func(fs *flag.FlagSet) ([]string, deskRun) {
 		user := fs.String("user", "", "the member's email")
 		return []string{"user"}, func(ctx context.Context, s *desk.Service, org uuid.UUID) (any, error) {
-			ok, err := s.SetDeactivated(ctx, org, *user, deactivate)
+			member, changed, err := s.SetDeactivated(ctx, org, *user, deactivate)
 			if err != nil {
 				return nil, err
 			}
-			if !ok {
+			if !member {
 				return nil, apperr.New(apperr.NotFound, "%s is not a member of workspace %s", *user, fs.Lookup("workspace").Value)
 			}
-			return map[string]any{"user": *user, "deactivated": deactivate}, nil
+			// changed false: the member was so already (a script's repeat), nothing written.
+			return map[string]any{"user": *user, "deactivated": deactivate, "changed": changed}, nil
 		}
 	}
 }
@@ -161,19 +164,50 @@ func deskInboxSecret(set bool) func(fs *flag.FlagSet) ([]string, deskRun) {
 		return []string{"inbox"}, func(ctx context.Context, s *desk.Service, org uuid.UUID) (any, error) {
 			secret := ""
 			if set {
-				// stdin, so that the secret is in no argument list or shell history.
-				line, err := bufio.NewReader(io.LimitReader(os.Stdin, desk.MaxInboxSecret+2)).ReadString('\n')
-				if err != nil && !errors.Is(err, io.EOF) {
+				// stdin, so that the secret is in no argument list or shell history. All of
+				// it, less the line break that ends it: a PEM key or a JSON credential has
+				// several lines, and only the first was kept.
+				b, err := io.ReadAll(io.LimitReader(os.Stdin, desk.MaxInboxSecret+3))
+				if err != nil {
 					return nil, fmt.Errorf("read the secret from stdin: %w", err)
 				}
-				if secret = strings.TrimRight(line, "\r\n"); secret == "" {
+				if secret = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"); secret == "" {
 					return nil, apperr.New(apperr.Invalid, "the secret is read from stdin, which is empty")
 				}
 			}
-			if err := s.SetInboxSecret(ctx, org, *inbox, secret); err != nil {
+			had, err := s.SetInboxSecret(ctx, org, *inbox, secret)
+			if err != nil {
 				return nil, err
 			}
-			return map[string]any{"inbox": *inbox, "secret_stored": set}, nil
+			out := map[string]any{"inbox": *inbox, "secret_stored": set}
+			if set {
+				out["replaced"] = had
+			} else {
+				out["cleared"] = had // false: there was none, nothing changed
+			}
+			return out, nil
 		}
 	}
+}
+
+// importRefused is a CSV import refused for its rows: the error names each, on stderr
+// with the message (they went to stdout, the message to stderr).
+type importRefused struct{ e *desk.ImportError }
+
+func (r importRefused) Error() string {
+	return fmt.Sprintf("the file was not imported: %d problem(s)", len(r.e.Problems))
+}
+
+func (r importRefused) errorFields() map[string]any { return map[string]any{"problems": r.e.Problems} }
+
+// unreadableSecrets is a reseal that left secrets no key opens: a failure (exit 1), with
+// what it did resealed.
+type unreadableSecrets struct{ res desk.ResealResult }
+
+func (u unreadableSecrets) Error() string {
+	return fmt.Sprintf("%d inbox secret(s) open with neither key and were left as they are: set them again (desk inbox set-secret)", len(u.res.Unreadable))
+}
+
+func (u unreadableSecrets) errorFields() map[string]any {
+	return map[string]any{"resealed": u.res.Resealed, "unreadable": u.res.Unreadable}
 }

@@ -65,6 +65,17 @@ func TestAdminToolsetCommands(t *testing.T) {
 		misused(t, `--id: "x" is not an id`, "desk", "token", "revoke", "--workspace", "acme", "--id", "x")
 		fails(t, "nobody@acme.test is not a member of workspace acme", "desk", "member", "deactivate", "--workspace", "acme", "--user", "nobody@acme.test")
 	})
+	t.Run("a repeated member change says it changed nothing", func(t *testing.T) {
+		if out := ok(t, "desk", "member", "deactivate", "--workspace", "acme", "--user", "bo@acme.test"); !strings.Contains(out, `"changed": true`) {
+			t.Fatalf("deactivate: %s", out)
+		}
+		if out := ok(t, "desk", "member", "deactivate", "--workspace", "acme", "--user", "bo@acme.test"); !strings.Contains(out, `"changed": false`) {
+			t.Fatalf("deactivate again: %s", out)
+		}
+		if out := ok(t, "desk", "member", "reactivate", "--workspace", "acme", "--user", "bo@acme.test"); !strings.Contains(out, `"changed": true`) {
+			t.Fatalf("reactivate: %s", out)
+		}
+	})
 	t.Run("the knowledge queue of a project is listed and an unknown entry refused", func(t *testing.T) {
 		if out := strings.TrimSpace(ok(t, "knowledge", "list", "--project", "acme/escalations")); !strings.HasPrefix(out, "[") {
 			t.Fatalf("knowledge list: %s", out)
@@ -105,6 +116,19 @@ func TestAdminToolsetCommands(t *testing.T) {
 		}
 		if out := ok(t, "desk", "import", "--workspace", "acme", csv, "--inbox", "support"); !strings.Contains(out, `"created"`) {
 			t.Fatalf("import with a flag after the file: %s", out)
+		}
+		bad := filepath.Join(t.TempDir(), "bad.csv")
+		if err := os.WriteFile(bad, []byte("customer_email,subject,body,created_at,status\nnot-an-email,Hello,Hi,2026-11-02T10:00:00Z,open\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// Refused rows are in the error on stderr, one shape for a script to read.
+		code, out, stderr := runCLI(t, "admin", "desk", "import", "--workspace", "acme", "--inbox", "support", bad)
+		var e struct {
+			Error    string
+			Problems []struct{ Line int }
+		}
+		if code != 1 || out != "" || json.Unmarshal([]byte(stderr), &e) != nil || len(e.Problems) != 1 || e.Problems[0].Line != 2 {
+			t.Fatalf("a bad file: exit %d, stdout %q, stderr %s", code, out, stderr)
 		}
 		misused(t, "name one CSV file, got 0", "desk", "import", "--workspace", "acme", "--inbox", "support")
 		misused(t, "name one CSV file, got 2", "desk", "import", "--workspace", "acme", "--inbox", "support", csv, csv)

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 
 	"github.com/relayroom/relayroom/internal/admin"
@@ -85,15 +86,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func printError(w io.Writer, err error) {
 	out := map[string]any{"error": err.Error()}
 	var problems admin.Problems
+	var detailed detailedError
 	if errors.As(err, &problems) {
 		out["error"] = "the file was not applied"
 		out["problems"] = []string(problems)
+	} else if errors.As(err, &detailed) {
+		maps.Copy(out, detailed.errorFields())
 	} else if e, ok := apperr.As(err); ok {
 		out["error"] = e.Message
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(out)
+}
+
+// detailedError is a failure whose JSON error carries more than its message: the rows a
+// file import refused, the secrets a reseal could not open. All of it goes to stderr with
+// the error, so a script reads one shape on failure.
+type detailedError interface {
+	error
+	errorFields() map[string]any
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -257,22 +257,32 @@ func (s *Service) WorkspaceID(ctx context.Context, slug string) (uuid.UUID, erro
 // role, restricted inboxes, assignments and everything they wrote; every token of theirs
 // still verifies and is answered AUTH_REQUIRED (the ingest API: 401) from the next call
 // on, no new token is issued to them, and they cannot be named as a reply's author or an
-// assignee. Deactivating keeps the first time; false when the person is not a member.
-func (s *Service) SetDeactivated(ctx context.Context, orgID uuid.UUID, email string, deactivated bool) (bool, error) {
-	var n int64
-	err := s.db.Operator(ctx, func(tx *pg.Tx) error {
+// assignee. Deactivating keeps the first time. member is false when the person is not a
+// member; changed is false when they were so already (nothing written, nothing recorded).
+func (s *Service) SetDeactivated(ctx context.Context, orgID uuid.UUID, email string, deactivated bool) (member, changed bool, err error) {
+	err = s.db.Operator(ctx, func(tx *pg.Tx) error {
+		member, changed = false, false // a transaction retried runs again from its start
 		m, err := s.q.DeskMemberGetIDByEmail(ctx, tx, db.DeskMemberGetIDByEmailParams{OrgID: orgID, Email: strings.ToLower(email)})
 		if pg.IsNoRows(err) {
 			return nil
 		} else if err != nil {
 			return fmt.Errorf("find member: %w", err)
 		}
-		n, err = s.q.DeskMemberSetDeactivated(ctx, tx, db.DeskMemberSetDeactivatedParams{OrgID: orgID, UserID: m.UserID,
+		member = true
+		n, err := s.q.DeskMemberSetDeactivated(ctx, tx, db.DeskMemberSetDeactivatedParams{OrgID: orgID, UserID: m.UserID,
 			Deactivated: deactivated, At: s.clock()})
-		return err
+		if err != nil || n == 0 {
+			return err
+		}
+		changed = true
+		action := "desk_reactivated"
+		if deactivated {
+			action = "desk_deactivated"
+		}
+		return audit.RecordOperator(ctx, tx, audit.Event{OrgID: orgID, Kind: audit.KindPerson, ObjectID: m.UserID.String(), Action: action})
 	})
 	if err != nil {
-		return false, fmt.Errorf("desk: set deactivated: %w", err)
+		return false, false, fmt.Errorf("desk: set deactivated: %w", err)
 	}
-	return n == 1, nil
+	return member, changed, nil
 }

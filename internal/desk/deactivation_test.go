@@ -23,9 +23,14 @@ func TestDeactivation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := fx.svc.SetDeactivated(ctx, fx.acme, "Al@acme.test", true); err != nil || !ok {
-		t.Fatalf("%v %v", ok, err)
+	if member, changed, err := fx.svc.SetDeactivated(ctx, fx.acme, "Al@acme.test", true); err != nil || !member || !changed {
+		t.Fatalf("%v %v %v", member, changed, err)
 	}
+	t.Run("deactivating again changes nothing and says so", func(t *testing.T) {
+		if member, changed, err := fx.svc.SetDeactivated(ctx, fx.acme, "al@acme.test", true); err != nil || !member || changed {
+			t.Fatalf("%v %v %v, want a member, unchanged", member, changed, err)
+		}
+	})
 
 	t.Run("their token still verifies and is answered AUTH_REQUIRED on the next call", func(t *testing.T) {
 		sc, err := fx.svc.Authenticate(ctx, tok.Token)
@@ -57,8 +62,8 @@ func TestDeactivation(t *testing.T) {
 		wantErr(t, err, apperr.Invalid, "INVALID_ARGUMENT", "not an active member")
 	})
 	t.Run("reactivated, the same token works again", func(t *testing.T) {
-		if ok, err := fx.svc.SetDeactivated(ctx, fx.acme, "al@acme.test", false); err != nil || !ok {
-			t.Fatalf("%v %v", ok, err)
+		if member, changed, err := fx.svc.SetDeactivated(ctx, fx.acme, "al@acme.test", false); err != nil || !member || !changed {
+			t.Fatalf("%v %v %v", member, changed, err)
 		}
 		sc, err := fx.svc.Authenticate(ctx, tok.Token)
 		if err != nil {
@@ -69,8 +74,8 @@ func TestDeactivation(t *testing.T) {
 		}
 	})
 	t.Run("someone who is not a member is reported, not created", func(t *testing.T) {
-		if ok, err := fx.svc.SetDeactivated(ctx, fx.acme, "gus@globex.test", true); err != nil || ok {
-			t.Fatalf("%v %v", ok, err)
+		if member, _, err := fx.svc.SetDeactivated(ctx, fx.acme, "gus@globex.test", true); err != nil || member {
+			t.Fatalf("%v %v", member, err)
 		}
 	})
 }

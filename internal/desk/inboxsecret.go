@@ -9,6 +9,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -57,27 +58,40 @@ func (s *Service) inboxBySlug(ctx context.Context, tx *pg.Tx, org uuid.UUID, slu
 // SetInboxSecret stores an inbox's mail-connection secret sealed under the current key
 // ("" clears it). Only the ciphertext is stored; no tool, page or listing returns it.
 // Owner's pool: `relayroom admin desk inbox set-secret`.
-func (s *Service) SetInboxSecret(ctx context.Context, org uuid.UUID, inboxSlug, secret string) error {
+// It reports whether the inbox held a secret before (so that clearing twice says the
+// second did nothing), and records the change in the workspace's history (never the
+// secret).
+func (s *Service) SetInboxSecret(ctx context.Context, org uuid.UUID, inboxSlug, secret string) (had bool, err error) {
 	if len(secret) > MaxInboxSecret {
-		return apperr.New(apperr.Invalid, "the secret holds at most %d bytes", MaxInboxSecret)
+		return false, apperr.New(apperr.Invalid, "the secret holds at most %d bytes", MaxInboxSecret)
 	}
 	if secret != "" && len(s.boxes) == 0 {
-		return apperr.New(apperr.Invalid, MsgNoSecretKey)
+		return false, apperr.New(apperr.Invalid, MsgNoSecretKey)
 	}
-	return s.db.Operator(ctx, func(tx *pg.Tx) error {
+	err = s.db.Operator(ctx, func(tx *pg.Tx) error {
 		id, err := s.inboxBySlug(ctx, tx, org, inboxSlug)
 		if err != nil {
 			return err
 		}
+		before, err := s.q.DeskInboxSecretGet(ctx, tx, db.DeskInboxSecretGetParams{OrgID: org, ID: id})
+		if err != nil {
+			return fmt.Errorf("desk: read inbox secret: %w", err)
+		}
+		had = before != nil
+		if secret == "" && !had {
+			return nil // nothing to clear
+		}
 		var sealed []byte
+		action := "secret_cleared"
 		if secret != "" {
-			sealed = s.boxes[0].Seal([]byte(secret), secretAD(org, id))
+			sealed, action = s.boxes[0].Seal([]byte(secret), secretAD(org, id)), "secret_set"
 		}
 		if _, err := s.q.DeskInboxSecretSet(ctx, tx, db.DeskInboxSecretSetParams{OrgID: org, ID: id, ConnectionSecret: sealed}); err != nil {
 			return fmt.Errorf("desk: store inbox secret: %w", err)
 		}
-		return nil
+		return audit.RecordOperator(ctx, tx, audit.Event{OrgID: org, Kind: audit.KindDeskInbox, ObjectID: publicID(PrefixInbox, id), Action: action})
 	})
+	return had, err
 }
 
 // InboxSecret opens an inbox's connection secret for the mail connection that uses it
@@ -103,8 +117,8 @@ func (s *Service) InboxSecret(ctx context.Context, org uuid.UUID, inboxSlug stri
 // ResealResult is what resealing did.
 type ResealResult struct {
 	Resealed int `json:"resealed"`
-	// Unreadable lists the inboxes (workspace id / inbox id) whose secret opens with none
-	// of the keys: they are left as they are, to be set again.
+	// Unreadable lists the inboxes ("workspace/inbox", their slugs) whose secret opens
+	// with none of the keys: they are left as they are, to be set again.
 	Unreadable []string `json:"unreadable"`
 }
 
@@ -124,7 +138,7 @@ func (s *Service) ResealInboxSecrets(ctx context.Context) (ResealResult, error) 
 		for _, r := range rows {
 			plain, err := s.open(r.ConnectionSecret, r.OrgID, r.ID)
 			if err != nil {
-				out.Unreadable = append(out.Unreadable, fmt.Sprintf("%s/%s", r.OrgID, publicID(PrefixInbox, r.ID)))
+				out.Unreadable = append(out.Unreadable, r.OrgSlug+"/"+r.InboxSlug)
 				continue
 			}
 			sealed := s.boxes[0].Seal(plain, secretAD(r.OrgID, r.ID))

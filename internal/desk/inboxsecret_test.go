@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/wake"
@@ -40,15 +41,20 @@ func TestInboxSecrets(t *testing.T) {
 	old := service(oldKey)
 
 	t.Run("without a key a secret is refused and nothing is stored", func(t *testing.T) {
-		err := fx.svc.SetInboxSecret(ctx, fx.acme, "support", secret)
+		_, err := fx.svc.SetInboxSecret(ctx, fx.acme, "support", secret)
 		wantErr(t, err, apperr.Invalid, "INVALID_ARGUMENT", "RELAYROOM_SECRET_KEY is not set")
 		if stored("support") != nil {
 			t.Fatal("stored")
 		}
 	})
 	t.Run("only the ciphertext is stored, and it opens again", func(t *testing.T) {
-		if err := old.SetInboxSecret(ctx, fx.acme, "support", secret); err != nil {
-			t.Fatal(err)
+		if had, err := old.SetInboxSecret(audit.AsOperator(ctx, "ops"), fx.acme, "support", secret); err != nil || had {
+			t.Fatalf("%v %v", had, err)
+		}
+		// In the workspace's history, never the secret.
+		if n := testfix.Scalar[int64](t, fx.d, `SELECT count(*) FROM audit_event WHERE object_kind = 'desk_inbox' AND action = 'secret_set'
+			AND actor_name = 'operator ops' AND org_id = $1 AND detail::text NOT LIKE '%imap%'`, fx.acme); n != 1 {
+			t.Fatalf("%d audit events for the secret set, want 1", n)
 		}
 		if b := stored("support"); len(b) == 0 || bytes.Contains(b, []byte(secret)) {
 			t.Fatalf("stored %q", b)
@@ -83,7 +89,7 @@ func TestInboxSecrets(t *testing.T) {
 		}
 		res, err := rotating.ResealInboxSecrets(ctx)
 		// The billing row holds support's ciphertext: no key opens it there.
-		if err != nil || res.Resealed != 1 || len(res.Unreadable) != 1 || !strings.HasSuffix(res.Unreadable[0], "/inbox_2") {
+		if err != nil || res.Resealed != 1 || len(res.Unreadable) != 1 || res.Unreadable[0] != "acme/billing" {
 			t.Fatalf("%+v %v", res, err)
 		}
 		if got, err := service(newKey).InboxSecret(ctx, fx.acme, "support"); err != nil || got != secret {
@@ -91,14 +97,19 @@ func TestInboxSecrets(t *testing.T) {
 		}
 	})
 	t.Run("clearing forgets it", func(t *testing.T) {
-		if err := fx.svc.SetInboxSecret(ctx, fx.acme, "support", ""); err != nil {
-			t.Fatal(err)
+		if had, err := fx.svc.SetInboxSecret(ctx, fx.acme, "support", ""); err != nil || !had {
+			t.Fatalf("%v %v", had, err)
 		}
 		if got, err := old.InboxSecret(ctx, fx.acme, "support"); err != nil || got != "" || stored("support") != nil {
 			t.Fatalf("%q %v", got, err)
 		}
+		// Again: there is none, nothing to do, and the answer says so.
+		if had, err := fx.svc.SetInboxSecret(ctx, fx.acme, "support", ""); err != nil || had {
+			t.Fatalf("a second clear: %v %v", had, err)
+		}
 	})
 	t.Run("an unknown inbox is not found", func(t *testing.T) {
-		wantErr(t, old.SetInboxSecret(ctx, fx.acme, "nope", secret), apperr.NotFound, "NOT_FOUND", "no inbox")
+		_, err := old.SetInboxSecret(ctx, fx.acme, "nope", secret)
+		wantErr(t, err, apperr.NotFound, "NOT_FOUND", "no inbox")
 	})
 }

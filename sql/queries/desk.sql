@@ -446,9 +446,11 @@ SELECT m.user_id, m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated
 WHERE m.org_id = sqlc.arg(org_id) AND u.email = sqlc.arg(email);
 
 -- name: DeskMemberSetDeactivated :execrows
--- Deactivates a member (keeping the first time) or reactivates one.
-UPDATE org_member SET deactivated_at = CASE WHEN sqlc.arg(deactivated)::boolean THEN coalesce(deactivated_at, sqlc.arg(at)::timestamptz) END
-WHERE org_id = sqlc.arg(org_id) AND user_id = sqlc.arg(user_id);
+-- Deactivates a member or reactivates one; a member already so is not written (0 rows),
+-- so a deactivation keeps its first time and a repeat says it changed nothing.
+UPDATE org_member SET deactivated_at = CASE WHEN sqlc.arg(deactivated)::boolean THEN sqlc.arg(at)::timestamptz END
+WHERE org_id = sqlc.arg(org_id) AND user_id = sqlc.arg(user_id)
+  AND (deactivated_at IS NOT NULL) <> sqlc.arg(deactivated)::boolean;
 
 -- Inbox connection secrets (sealed by the service; never read by a tool).
 
@@ -461,4 +463,7 @@ SELECT connection_secret FROM desk_inbox WHERE org_id = sqlc.arg(org_id) AND id 
 
 -- name: DeskInboxSecretsAll :many
 -- Every stored secret of every workspace, for resealing under a new key (owner's pool).
-SELECT org_id, id, connection_secret FROM desk_inbox WHERE connection_secret IS NOT NULL ORDER BY org_id, id;
+-- The slugs name an inbox whose secret no key opens.
+SELECT i.org_id, i.id, i.connection_secret, o.slug AS org_slug, i.slug AS inbox_slug
+FROM desk_inbox i JOIN organisation o ON o.id = i.org_id
+WHERE i.connection_secret IS NOT NULL ORDER BY i.org_id, i.id;
