@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/mail"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -18,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -100,7 +102,14 @@ func ImportCSV(ctx context.Context, d *pg.DB, orgID uuid.UUID, inboxSlug string,
 	} else if err != nil {
 		return ImportSummary{}, fmt.Errorf("find inbox: %w", err)
 	}
-	return importRows(ctx, d, q, orgID, inbox, rows, progress, nil)
+	// Each chunk in the workspace's history, as the dashboard's import (the operator's
+	// name when ctx carries it: audit.AsOperator).
+	inboxPublic := publicID(PrefixInbox, inbox)
+	record := func(ctx context.Context, tx *pg.Tx, first, last, created int) error {
+		return audit.RecordOperator(ctx, tx, audit.Event{OrgID: orgID, Kind: audit.KindDeskInbox, ObjectID: inboxPublic, Action: "imported",
+			Detail: map[string]string{"lines": strconv.Itoa(first) + "-" + strconv.Itoa(last), "created": strconv.Itoa(created)}})
+	}
+	return importRows(ctx, d, q, orgID, inbox, rows, progress, record)
 }
 
 // chunkRecorder, when an import has one, records in a chunk's transaction what the chunk

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/desk"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 func TestImportCSV(t *testing.T) {
@@ -16,7 +18,7 @@ func TestImportCSV(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t)
 	imp := func(file string) (desk.ImportSummary, error) {
-		return desk.ImportCSV(ctx, fx.d, fx.acme, "support", strings.NewReader(file), now, nil)
+		return desk.ImportCSV(audit.AsOperator(ctx, "ops"), fx.d, fx.acme, "support", strings.NewReader(file), now, nil)
 	}
 	good := "\uFEFFsubject,customer_email,body,created_at,status\n" +
 		"Cannot import contacts,Jo@Example.com,\"The importer says \"\"bad header\"\", line 1.\",2026-10-01T10:00:00Z,resolved\n" +
@@ -30,6 +32,12 @@ func TestImportCSV(t *testing.T) {
 		r, err := fx.svc.SearchConversations(ctx, fx.scope("acme", "ana@acme.test"), desk.SearchInput{Query: "zeppelin"})
 		if err != nil || len(r.Conversations) != 1 || r.Conversations[0].CustomerEmail != "max@example.com" || r.Conversations[0].CreatedAt != "2026-10-02T18:00:00Z" {
 			t.Fatalf("%+v %v", r, err)
+		}
+	})
+	t.Run("the operator's import is in the workspace's history", func(t *testing.T) {
+		if n := testfix.Scalar[int64](t, fx.d, `SELECT count(*) FROM audit_event WHERE org_id = $1 AND object_kind = 'desk_inbox'
+			AND action = 'imported' AND actor_name = 'operator ops' AND detail->>'created' = '2'`, fx.acme); n != 1 {
+			t.Fatalf("%d audit events for the import, want 1", n)
 		}
 	})
 	t.Run("importing the same file again creates nothing", func(t *testing.T) {
