@@ -410,6 +410,9 @@ type CancelResult struct {
 	ProjectID string `json:"projectId"`
 	ThreadID  string `json:"threadId"`
 	Status    string `json:"status"`
+	// Canceled is whether this call canceled it (false: it was canceled already, and a
+	// script's repeat changed nothing).
+	Canceled bool `json:"canceled"`
 }
 
 // Cancel ends a thread on a person's behalf (`relayroom admin thread cancel`): an open
@@ -452,7 +455,7 @@ func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID
 		if err := s.Q.ThreadEnd(ctx, tx, db.ThreadEndParams{Status: StatusCanceled, Now: &now, ClosedBy: &by, ProjectID: t.ProjectID, ID: t.ID}); err != nil {
 			return err
 		}
-		res.Status = StatusCanceled
+		res.Status, res.Canceled = StatusCanceled, true
 		if err := s.endThread(ctx, tx, t.ProjectID, t.ID, now); err != nil {
 			return err
 		}

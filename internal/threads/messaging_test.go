@@ -482,8 +482,11 @@ func TestCancelByAPersonAndIdleAutoClose(t *testing.T) {
 	e := setup(t)
 	s := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"})
 	c := must[threads.CancelResult](t)(e.svc.Cancel(audit.AsOperator(ctx, "ops"), "acme/one", uuid.MustParse(s.ThreadID)))
-	if c.Status != "canceled" {
+	if c.Status != "canceled" || !c.Canceled {
 		t.Fatalf("cancel: %+v", c)
+	}
+	if again := must[threads.CancelResult](t)(e.svc.Cancel(ctx, "acme/one", uuid.MustParse(s.ThreadID))); again.Status != "canceled" || again.Canceled {
+		t.Fatalf("a second cancel: %+v, want canceled already and nothing done", again)
 	}
 	// The operator's cancel is in the host's history, as a person's on the dashboard.
 	if n := e.count(t, `SELECT count(*) FROM audit_event WHERE object_kind = 'thread' AND object_id = $1 AND action = 'canceled'

@@ -218,7 +218,7 @@ func (s *Service) CancelByPerson(ctx context.Context, sc tenancy.Scope, threadID
 		if err := s.Q.ThreadEnd(ctx, tx, db.ThreadEndParams{Status: StatusCanceled, Now: &now, ClosedBy: &by, ProjectID: sc.ProjectID, ID: tid}); err != nil {
 			return err
 		}
-		res.Status = StatusCanceled
+		res.Status, res.Canceled = StatusCanceled, true
 		if err := s.endThread(ctx, tx, sc.ProjectID, tid, now); err != nil {
 			return err
 		}
