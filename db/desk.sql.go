@@ -1423,9 +1423,10 @@ func (q *Queries) DeskTokenList(ctx context.Context, db DBTX, orgID uuid.UUID) (
 	return items, nil
 }
 
-const deskTokenRevoke = `-- name: DeskTokenRevoke :execrows
+const deskTokenRevoke = `-- name: DeskTokenRevoke :many
 UPDATE desk_token SET revoked_at = $1
 WHERE org_id = $2 AND id = $3 AND revoked_at IS NULL
+RETURNING user_id
 `
 
 type DeskTokenRevokeParams struct {
@@ -1434,12 +1435,25 @@ type DeskTokenRevokeParams struct {
 	ID    uuid.UUID
 }
 
-func (q *Queries) DeskTokenRevoke(ctx context.Context, db DBTX, arg DeskTokenRevokeParams) (int64, error) {
-	result, err := db.Exec(ctx, deskTokenRevoke, arg.At, arg.OrgID, arg.ID)
+// The token's holder names the audit event, as its creation's does.
+func (q *Queries) DeskTokenRevoke(ctx context.Context, db DBTX, arg DeskTokenRevokeParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, deskTokenRevoke, arg.At, arg.OrgID, arg.ID)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var user_id uuid.UUID
+		if err := rows.Scan(&user_id); err != nil {
+			return nil, err
+		}
+		items = append(items, user_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const deskTokenRows = `-- name: DeskTokenRows :many

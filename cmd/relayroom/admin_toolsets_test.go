@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 )
 
@@ -40,17 +42,36 @@ func TestAdminToolsetCommands(t *testing.T) {
 
 	t.Run("a desk token is printed once, listed without its secret, and revoked", func(t *testing.T) {
 		var tok struct {
-			ID    string `json:"id"`
-			Token string `json:"token"`
+			ID     string   `json:"id"`
+			Token  string   `json:"token"`
+			Email  string   `json:"email"`
+			Scopes []string `json:"scopes"`
 		}
-		if err := json.Unmarshal([]byte(ok(t, "desk", "token", "create", "--workspace", "acme", "--user", "ana@acme.test")), &tok); err != nil || tok.ID == "" || tok.Token == "" {
-			t.Fatalf("token create printed %+v (%v)", tok, err)
+		if err := json.Unmarshal([]byte(ok(t, "desk", "token", "create", "--workspace", "acme", "--user", "Ana@acme.test")), &tok); err != nil ||
+			tok.ID == "" || tok.Token == "" || tok.Email != "ana@acme.test" || len(tok.Scopes) == 0 {
+			t.Fatalf("token create printed %+v (%v): want the token, to whom and with which scopes", tok, err)
 		}
 		if list := ok(t, "desk", "token", "list", "--workspace", "acme"); !strings.Contains(list, tok.ID) || strings.Contains(list, tok.Token) {
 			t.Fatalf("token list must name the token and never show its secret: %s", list)
 		}
 		if out := ok(t, "desk", "token", "revoke", "--workspace", "acme", "--id", tok.ID); !strings.Contains(out, `"revoked": true`) {
 			t.Fatalf("token revoke: %s", out)
+		}
+		// Created and revoked, both in the holder's history (the revoke was the
+		// organisation's, apart from the creation).
+		var kinds []string
+		conn, err := pgx.Connect(context.Background(), os.Getenv("DATABASE_URL"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		rows, err := conn.Query(context.Background(), `SELECT DISTINCT object_kind || ':' || object_id FROM audit_event
+			WHERE action IN ('desk_token_created', 'desk_token_revoked') AND detail->>'token' = $1`, tok.ID)
+		if err == nil {
+			kinds, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		if err != nil || len(kinds) != 1 || !strings.HasPrefix(kinds[0], "person:") {
+			t.Fatalf("the token's events are on %v (%v), want one person", kinds, err)
 		}
 		// Again: nothing to do, not a failure.
 		if out := ok(t, "desk", "token", "revoke", "--workspace", "acme", "--id", tok.ID); !strings.Contains(out, `"revoked": false`) {

@@ -135,8 +135,11 @@ type Token struct {
 
 // NewToken is a token just created: the only time its secret is shown.
 type NewToken struct {
-	ID        uuid.UUID `json:"id"`
-	Token     string    `json:"token"`
+	ID    uuid.UUID `json:"id"`
+	Token string    `json:"token"`
+	// Email and Scopes say what was issued, to whom (the output said neither).
+	Email     string    `json:"email"`
+	Scopes    []string  `json:"scopes"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
@@ -169,7 +172,7 @@ func (s *Service) CreateToken(ctx context.Context, orgID uuid.UUID, email string
 	if err != nil {
 		return NewToken{}, fmt.Errorf("desk: generate token: %w", err)
 	}
-	out := NewToken{ID: uuid.Must(uuid.NewV7()), Token: raw, ExpiresAt: s.clock().Add(ttl).Truncate(time.Second)}
+	out := NewToken{ID: uuid.Must(uuid.NewV7()), Token: raw, Email: strings.ToLower(email), Scopes: scopes, ExpiresAt: s.clock().Add(ttl).Truncate(time.Second)}
 	err = s.db.Operator(ctx, func(tx *pg.Tx) error {
 		m, err := s.q.DeskMemberGetIDByEmail(ctx, tx, db.DeskMemberGetIDByEmailParams{OrgID: orgID, Email: strings.ToLower(email)})
 		if pg.IsNoRows(err) {
@@ -214,14 +217,15 @@ func (s *Service) ListTokens(ctx context.Context, orgID uuid.UUID) ([]Token, err
 // RevokeToken revokes a token from its next call on; false when it was revoked already,
 // NotFound when the workspace has no such token.
 func (s *Service) RevokeToken(ctx context.Context, orgID, id uuid.UUID) (bool, error) {
-	var n int64
-	err := s.db.Operator(ctx, func(tx *pg.Tx) (err error) {
-		n, err = s.q.DeskTokenRevoke(ctx, tx, db.DeskTokenRevokeParams{OrgID: orgID, ID: id, At: new(s.clock())})
+	var n int
+	err := s.db.Operator(ctx, func(tx *pg.Tx) error {
+		holders, err := s.q.DeskTokenRevoke(ctx, tx, db.DeskTokenRevokeParams{OrgID: orgID, ID: id, At: new(s.clock())})
 		if err != nil {
 			return err
 		}
-		if n > 0 {
-			return audit.RecordOperator(ctx, tx, audit.Event{OrgID: orgID, Kind: audit.KindOrganisation, ObjectID: orgID.String(), Action: "desk_token_revoked",
+		if n = len(holders); n > 0 {
+			// In its holder's history, beside its creation.
+			return audit.RecordOperator(ctx, tx, audit.Event{OrgID: orgID, Kind: audit.KindPerson, ObjectID: holders[0].String(), Action: "desk_token_revoked",
 				Detail: map[string]string{"token": id.String()}})
 		}
 		exists, err := s.q.DeskTokenExists(ctx, tx, db.DeskTokenExistsParams{OrgID: orgID, ID: id})

@@ -437,9 +437,11 @@ FROM desk_token t JOIN app_user u ON u.id = t.user_id
 WHERE t.org_id = sqlc.arg(org_id)
 ORDER BY t.created_at, t.id;
 
--- name: DeskTokenRevoke :execrows
+-- name: DeskTokenRevoke :many
+-- The token's holder names the audit event, as its creation's does.
 UPDATE desk_token SET revoked_at = sqlc.arg(at)
-WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND revoked_at IS NULL;
+WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND revoked_at IS NULL
+RETURNING user_id;
 
 -- name: DeskMemberGetIDByEmail :one
 SELECT m.user_id, m.role, (m.deactivated_at IS NOT NULL)::boolean AS deactivated FROM org_member m JOIN app_user u ON u.id = m.user_id
