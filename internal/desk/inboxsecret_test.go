@@ -87,13 +87,17 @@ func TestInboxSecrets(t *testing.T) {
 		if _, err := service(newKey).InboxSecret(ctx, fx.acme, "support"); !errors.Is(err, desk.ErrSecretUnreadable) {
 			t.Fatalf("the new key alone opened an old secret: %v", err)
 		}
-		res, err := rotating.ResealInboxSecrets(ctx)
+		res, err := rotating.ResealInboxSecrets(audit.AsOperator(ctx, "ops"))
 		// The billing row holds support's ciphertext: no key opens it there.
 		if err != nil || res.Resealed != 1 || len(res.Unreadable) != 1 || res.Unreadable[0] != "acme/billing" {
 			t.Fatalf("%+v %v", res, err)
 		}
 		if got, err := service(newKey).InboxSecret(ctx, fx.acme, "support"); err != nil || got != secret {
 			t.Fatalf("after resealing, the new key alone: %q %v", got, err)
+		}
+		if n := testfix.Scalar[int64](t, fx.d, `SELECT count(*) FROM audit_event WHERE org_id = $1 AND action = 'desk_secrets_resealed'
+			AND actor_name = 'operator ops' AND detail->>'inboxes' = '1'`, fx.acme); n != 1 {
+			t.Fatalf("%d audit events for the reseal, want 1", n)
 		}
 	})
 	t.Run("clearing forgets it", func(t *testing.T) {
