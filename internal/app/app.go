@@ -99,6 +99,17 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 	if err != nil {
 		return fmt.Errorf("serve: listen on %s: %w", cfg.Addr, err)
 	}
+	// The metrics listener binds now too, so that an address in use stops the start
+	// before the jobs and the embedder (the config check sees only equal strings).
+	var opsLn net.Listener
+	if cfg.MetricsAddr != "" {
+		if opsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("serve: listen on %s (RELAYROOM_METRICS_ADDR): %w", cfg.MetricsAddr, err)
+		}
+		// Closed here on every early return; served, the server closes it (Close below).
+		defer func() { _ = opsLn.Close() }()
+	}
 	publicURL := cfg.PublicURL
 	if publicURL == "" {
 		publicURL = config.DerivePublicURL(ln.Addr().String())
@@ -173,11 +184,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 			log.Warn("jobs did not stop cleanly", "error", err.Error())
 		}
 	}()
-	ops, opsErrc, err := a.serveOps(ctx)
-	if err != nil {
-		_ = ln.Close()
-		return fmt.Errorf("serve: %w", err)
-	}
+	ops, opsErrc := a.serveOps(ctx, opsLn)
 	if ops != nil {
 		// Closed after the drain: /readyz there says "shutting down" meanwhile, and the
 		// last scrape sees the drain's requests.
@@ -193,11 +200,15 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 	if ready != nil {
 		ready(publicURL)
 	}
+	var opsErr error
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case err := <-opsErrc:
-		return fmt.Errorf("serve: metrics listener: %w", err)
+		// The process ends on it (an orchestrator restarts it), through the same drain
+		// as a stop: returning at once left the main listener serving without its jobs.
+		opsErr = fmt.Errorf("serve: metrics listener: %w", err)
+		log.Error("the metrics listener stopped: shutting down", "error", err.Error())
 	case <-ctx.Done():
 	}
 	a.stopping.Store(true)
@@ -230,19 +241,18 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(pu
 		return fmt.Errorf("serve: %w", err)
 	}
 	a.rejections.Flush()
+	if opsErr != nil {
+		return opsErr
+	}
 	log.Info("stopped")
 	return nil
 }
 
-// serveOps starts the operations listener when RELAYROOM_METRICS_ADDR is set (nil
-// otherwise); the channel carries its end if it stops on its own.
-func (a *App) serveOps(ctx context.Context) (*http.Server, <-chan error, error) {
-	if a.cfg.MetricsAddr == "" {
-		return nil, nil, nil
-	}
-	ln, err := net.Listen("tcp", a.cfg.MetricsAddr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen on %s (RELAYROOM_METRICS_ADDR): %w", a.cfg.MetricsAddr, err)
+// serveOps serves the operations listener ln (RELAYROOM_METRICS_ADDR; nil: none, and it
+// returns nil); the channel carries its end if it stops on its own.
+func (a *App) serveOps(ctx context.Context, ln net.Listener) (*http.Server, <-chan error) {
+	if ln == nil {
+		return nil, nil
 	}
 	srv := &http.Server{
 		Handler:           a.opsHandler(),
@@ -261,7 +271,7 @@ func (a *App) serveOps(ctx context.Context) (*http.Server, <-chan error, error) 
 		}
 	}()
 	a.log.Info("serving metrics", "addr", ln.Addr().String(), "paths", []string{routeMetrics, status.PathLive, status.PathReady})
-	return srv, errc, nil
+	return srv, errc
 }
 
 // New wires services and routes on an open database.
