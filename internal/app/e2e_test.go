@@ -23,6 +23,7 @@ import (
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/testfix"
+	"github.com/relayroom/relayroom/internal/wake"
 )
 
 // connectSDK connects go-sdk's client. version "" takes the client's default path, which
@@ -347,7 +348,7 @@ func TestReadinessReportsTheListeners(t *testing.T) {
 		defer conn.Close(ctx)
 		var n int
 		if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-			WHERE datname = current_database() AND query = 'LISTEN rr_wake'`).Scan(&n); err != nil || n != 1 {
+			WHERE datname = current_database() AND application_name LIKE '%' || $1`, wake.ListenerName).Scan(&n); err != nil || n != 1 {
 			t.Fatalf("terminated %d wake listeners: %v", n, err)
 		}
 		// The listener waits half a second before it reconnects: polled every few
@@ -415,7 +416,10 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 		defer taken.Close()
 		cfg := testConfig(t, s.dbURL)
 		cfg.MetricsAddr = taken.Addr().String()
-		err = app.Run(context.Background(), cfg, app.NewLogger(io.Discard, "error"), nil)
+		// Bounded: a bind that succeeded would serve until the context ends.
+		ctx, cancel := context.WithTimeout(context.Background(), serverStartBound)
+		defer cancel()
+		err = app.Run(ctx, cfg, app.NewLogger(io.Discard, "error"), nil)
 		if err == nil || !strings.Contains(err.Error(), "RELAYROOM_METRICS_ADDR") {
 			t.Fatalf("want a start error naming RELAYROOM_METRICS_ADDR, got %v", err)
 		}

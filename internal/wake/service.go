@@ -484,6 +484,9 @@ func (s *Service) EndPolls() {
 	s.stopOnce.Do(func() { close(s.stopped) })
 }
 
+// ListenerName ends the application_name of the wake listener's connection.
+const ListenerName = "wake-listener"
+
 // ListenState says whether the wake listener is listening now (waiters.State): while it
 // is not, a long poll learns of a wake only at its own periodic check.
 func (s *Service) ListenState() string {
@@ -505,6 +508,11 @@ func (s *Service) listenOnce(ctx context.Context, connected func()) error {
 		_ = conn.Conn().Close(context.WithoutCancel(ctx))
 		conn.Release()
 	}()
+	// Named in pg_stat_activity: an operator (and a test) tells the listener from the
+	// pool's other connections, whose last statement it shares once it pings.
+	if _, err := conn.Exec(ctx, "SELECT set_config('application_name', left(current_setting('application_name') || ' "+ListenerName+"', 63), false)"); err != nil {
+		return err
+	}
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 		return err
 	}
