@@ -610,12 +610,19 @@ func (q *Queries) OAuthGrantRevokeByClient(ctx context.Context, db DBTX, clientI
 }
 
 const oAuthTokenRevokeByGrantIDs = `-- name: OAuthTokenRevokeByGrantIDs :exec
-UPDATE oauth_token SET revoked_at = now() WHERE grant_id = ANY ($1::uuid[]) AND revoked_at IS NULL
+UPDATE oauth_token SET revoked_at = now()
+WHERE org_id = ANY ($1::uuid[]) AND grant_id = ANY ($2::uuid[]) AND revoked_at IS NULL
 `
 
-// Operator: the tokens of the grants OAuthGrantRevokeByClient ended.
-func (q *Queries) OAuthTokenRevokeByGrantIDs(ctx context.Context, db DBTX, grantIds []uuid.UUID) error {
-	_, err := db.Exec(ctx, oAuthTokenRevokeByGrantIDs, grantIds)
+type OAuthTokenRevokeByGrantIDsParams struct {
+	OrgIds   []uuid.UUID
+	GrantIds []uuid.UUID
+}
+
+// Operator: the tokens of the grants OAuthGrantRevokeByClient ended (their organisations
+// name the shards on Citus).
+func (q *Queries) OAuthTokenRevokeByGrantIDs(ctx context.Context, db DBTX, arg OAuthTokenRevokeByGrantIDsParams) error {
+	_, err := db.Exec(ctx, oAuthTokenRevokeByGrantIDs, arg.OrgIds, arg.GrantIds)
 	return err
 }
 

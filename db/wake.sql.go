@@ -916,15 +916,20 @@ func (q *Queries) WakeNotifyMembers(ctx context.Context, db DBTX, arg WakeNotify
 
 const wakeRetryDead = `-- name: WakeRetryDead :execrows
 UPDATE wake SET status = 'pending', attempts = 0, last_error = NULL, updated_at = now()
-WHERE wake.id = $1 AND wake.status = 'dead' AND wake.count > 0
+WHERE wake.project_id = $1 AND wake.id = $2 AND wake.status = 'dead' AND wake.count > 0
   AND NOT EXISTS (SELECT 1 FROM wake o WHERE o.project_id = wake.project_id
                   AND o.member_id = wake.member_id AND o.status = 'pending')
 `
 
+type WakeRetryDeadParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
 // A person sends a dead letter again: it becomes pending (and is re-dispatched), unless
 // nothing is left in it (its threads were closed since: WakeCancelThread).
-func (q *Queries) WakeRetryDead(ctx context.Context, db DBTX, id uuid.UUID) (int64, error) {
-	result, err := db.Exec(ctx, wakeRetryDead, id)
+func (q *Queries) WakeRetryDead(ctx context.Context, db DBTX, arg WakeRetryDeadParams) (int64, error) {
+	result, err := db.Exec(ctx, wakeRetryDead, arg.ProjectID, arg.ID)
 	if err != nil {
 		return 0, err
 	}

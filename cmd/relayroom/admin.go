@@ -82,8 +82,12 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if !ok {
-		if subs := adminSubcommands(name); len(subs) > 0 && (len(rest) == 0 || strings.HasPrefix(rest[0], "-")) {
-			// A two-word group without its command (admin oauth clients).
+		if subs := adminSubcommands(name); len(subs) > 0 {
+			// A two-word group without its command (admin oauth clients), or with one it
+			// does not have (admin oauth clients bogus).
+			if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+				fmt.Fprintf(stderr, "unknown admin command %q: ", name+" "+rest[0])
+			}
 			fmt.Fprintf(stderr, "admin %s needs one of: %s\n\n%s", name, strings.Join(subs, ", "), adminUsage)
 			return cli.ErrUsage
 		}

@@ -129,6 +129,10 @@ func TestAdminToolsetCommands(t *testing.T) {
 				t.Fatalf("admin %s: exit %d, %.80s", group, code, stderr)
 			}
 		}
+		code, _, stderr := runCLI(t, "admin", "oauth", "clients", "bogus")
+		if code != 2 || !strings.HasPrefix(stderr, `unknown admin command "oauth clients bogus": admin oauth clients needs one of: list, revoke`) {
+			t.Fatalf("admin oauth clients bogus: exit %d, %.120s", code, stderr)
+		}
 	})
 	t.Run("desk import reads its flags on either side of the file, and needs one file", func(t *testing.T) {
 		csv := filepath.Join(t.TempDir(), "history.csv")

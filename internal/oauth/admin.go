@@ -54,7 +54,8 @@ type GrantLine struct {
 }
 
 // RevokeClient revokes a client: its tokens stop working and it cannot authorize again.
-// False when it was revoked already; NotFound when there is no such client. Its grants
+// False when it was revoked already and nothing of it was live; NotFound when there is no
+// such client. Its grants
 // and their tokens end with it, each organisation's in its history (the operator's
 // `oauth clients revoke`; a client registered by nobody's organisation has no other).
 func RevokeClient(ctx context.Context, d *pg.DB, clientID string) (bool, error) {
@@ -62,6 +63,7 @@ func RevokeClient(ctx context.Context, d *pg.DB, clientID string) (bool, error) 
 	var n int64
 	err := d.Operator(ctx, func(tx *pg.Tx) error {
 		var err error
+		// n is set here first: a transaction retried runs again from its start.
 		if n, err = q.OAuthClientRevoke(ctx, tx, clientID); err != nil {
 			return err
 		}
@@ -76,12 +78,16 @@ func RevokeClient(ctx context.Context, d *pg.DB, clientID string) (bool, error) 
 		if err != nil || len(grants) == 0 {
 			return err
 		}
-		ids, perOrg := make([]uuid.UUID, len(grants)), map[uuid.UUID]int{}
+		// Grants ended now count as a change, though the client was revoked before.
+		ids, orgs, perOrg := make([]uuid.UUID, len(grants)), []uuid.UUID{}, map[uuid.UUID]int{}
 		for i, g := range grants {
 			ids[i] = g.ID
-			perOrg[g.OrgID]++
+			if perOrg[g.OrgID]++; perOrg[g.OrgID] == 1 {
+				orgs = append(orgs, g.OrgID)
+			}
 		}
-		if err := q.OAuthTokenRevokeByGrantIDs(ctx, tx, ids); err != nil {
+		n += int64(len(grants))
+		if err := q.OAuthTokenRevokeByGrantIDs(ctx, tx, db.OAuthTokenRevokeByGrantIDsParams{OrgIds: orgs, GrantIds: ids}); err != nil {
 			return err
 		}
 		for org, consents := range perOrg {

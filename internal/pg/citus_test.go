@@ -46,7 +46,6 @@ var multiShard = map[string]string{
 	"ThreadListIdle":              "the idle sweep: candidates across projects, a batch per run, without locks",
 	"WakeList":                    "operator command: wakes of every project",
 	"WakeTargetList":              "operator command: every webhook",
-	"WakeRetryDead":               "operator command: a dead letter by id",
 	// Credentials by their public id, which names no tenant: one index probe per shard.
 	"ConnectCodeRows":      "authentication: a connect code's public id names no project",
 	"DeskTokenRows":        "authentication: a desk token's public id names no organisation",

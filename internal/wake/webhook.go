@@ -361,11 +361,16 @@ func (s *Service) Retry(ctx context.Context, id uuid.UUID) (bool, error) {
 		if owner.Status == StatusPending {
 			return nil // retried already: nothing to do, as a second revoke
 		}
-		n, err := s.Q.WakeRetryDead(ctx, tx, id)
+		n, err := s.Q.WakeRetryDead(ctx, tx, db.WakeRetryDeadParams{ProjectID: owner.ProjectID, ID: id})
 		if err != nil {
 			return err
 		}
 		if n == 0 {
+			// A person's retry on the dashboard may have come between the read and the
+			// write: then it is done, as when it came first.
+			if now, err := s.Q.WakeGetOwner(ctx, tx, id); err == nil && now.Status == StatusPending {
+				return nil
+			}
 			return refused
 		}
 		retried = true

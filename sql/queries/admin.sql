@@ -200,5 +200,7 @@ UPDATE oauth_grant SET revoked_at = now() WHERE client_id = sqlc.arg(client_id):
 RETURNING org_id, id;
 
 -- name: OAuthTokenRevokeByGrantIDs :exec
--- Operator: the tokens of the grants OAuthGrantRevokeByClient ended.
-UPDATE oauth_token SET revoked_at = now() WHERE grant_id = ANY (sqlc.arg(grant_ids)::uuid[]) AND revoked_at IS NULL;
+-- Operator: the tokens of the grants OAuthGrantRevokeByClient ended (their organisations
+-- name the shards on Citus).
+UPDATE oauth_token SET revoked_at = now()
+WHERE org_id = ANY (sqlc.arg(org_ids)::uuid[]) AND grant_id = ANY (sqlc.arg(grant_ids)::uuid[]) AND revoked_at IS NULL;

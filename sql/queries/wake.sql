@@ -377,7 +377,7 @@ LIMIT sqlc.arg(max_rows)::integer;
 -- A person sends a dead letter again: it becomes pending (and is re-dispatched), unless
 -- nothing is left in it (its threads were closed since: WakeCancelThread).
 UPDATE wake SET status = 'pending', attempts = 0, last_error = NULL, updated_at = now()
-WHERE wake.id = sqlc.arg(id) AND wake.status = 'dead' AND wake.count > 0
+WHERE wake.project_id = sqlc.arg(project_id) AND wake.id = sqlc.arg(id) AND wake.status = 'dead' AND wake.count > 0
   AND NOT EXISTS (SELECT 1 FROM wake o WHERE o.project_id = wake.project_id
                   AND o.member_id = wake.member_id AND o.status = 'pending');
 
