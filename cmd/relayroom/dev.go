@@ -114,7 +114,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := forgetDemoPresence(ctx, cfg, seeded); err != nil {
 			log.Warn("dashboard demo data: presence", "error", err.Error())
 		}
-		printBanner(stdout, public, creds, res, file)
+		printBanner(stdout, public, cfg.MetricsAddr, creds, res, file)
 	})
 }
 
@@ -302,10 +302,16 @@ func markRevoked(ctx context.Context, svc *admin.Service, creds *devCredentials)
 	return nil
 }
 
-func printBanner(w io.Writer, public string, creds devCredentials, res admin.Result, file admin.File) {
+// printBanner prints what to paste; metricsAddr is RELAYROOM_METRICS_ADDR ("" when the
+// metrics are on the main listener).
+func printBanner(w io.Writer, public, metricsAddr string, creds devCredentials, res admin.Result, file admin.File) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nrelayroom is running at %s   (Ctrl-C stops it and the local Postgres)\n", public)
-	fmt.Fprintf(&b, "health: %s/healthz   ready: %s/readyz   metrics: %s/metrics\n", public, public, public)
+	metrics := public + "/metrics"
+	if metricsAddr != "" {
+		metrics = "on " + metricsAddr + " (RELAYROOM_METRICS_ADDR)"
+	}
+	fmt.Fprintf(&b, "health: %s/healthz   ready: %s/readyz   metrics: %s\n", public, public, metrics)
 	dashboardBanner(&b, public, file)
 	agents := sortedKeys(creds.Agents)
 	fmt.Fprintln(&b, "\nDemo agent keys (send as X-Agent-Key or Authorization: Bearer):")
