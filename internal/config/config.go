@@ -442,7 +442,11 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	flags := map[string]*string{}
 	if fs != nil {
 		for _, s := range settings() {
-			flags[s.env] = fs.String(s.flag, s.def, s.help+" ($"+s.env+")")
+			env := " ($" + s.env + ")"
+			if isSecret(s.env) {
+				env = " ($" + s.env + ", or a file named by $" + s.env + FileSuffix + ")"
+			}
+			flags[s.env] = fs.String(s.flag, s.def, s.help+env)
 		}
 		if err := cli.Parse(fs, args); err != nil {
 			return c, err
