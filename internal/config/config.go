@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -229,6 +230,9 @@ func isSecret(name string) bool {
 // FileSuffix names the variable that holds a secret setting's file.
 const FileSuffix = "_FILE"
 
+// MaxSecretFileBytes bounds what a _FILE may hold (a database URL or a key: far less).
+const MaxSecretFileBytes = 64 << 10
+
 // Secret reads the secret setting name from the environment: the variable itself, or the
 // contents of the file its name_FILE names, without the line break that ends it. Both
 // set is an error: which one wins would be a guess.
@@ -240,9 +244,18 @@ func Secret(getenv func(string) string, name string) (string, error) {
 	case v != "":
 		return "", fmt.Errorf("%s and %s%s are both set: set one", name, name, FileSuffix)
 	}
-	b, err := os.ReadFile(file)
+	f, err := os.Open(file)
 	if err != nil {
 		return "", fmt.Errorf("%s%s: %w", name, FileSuffix, err)
+	}
+	defer f.Close()
+	// Bounded: a path that names a device or a log by mistake must not hold the start.
+	b, err := io.ReadAll(io.LimitReader(f, MaxSecretFileBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("%s%s: %w", name, FileSuffix, err)
+	}
+	if len(b) > MaxSecretFileBytes {
+		return "", fmt.Errorf("%s%s: %s is larger than %d bytes: not a credential", name, FileSuffix, file, MaxSecretFileBytes)
 	}
 	v = strings.TrimRight(string(b), "\r\n")
 	if v == "" {

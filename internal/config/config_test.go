@@ -263,10 +263,11 @@ func TestSecretsFromFiles(t *testing.T) {
 		}
 	})
 	for name, env := range map[string]map[string]string{
-		"both the variable and its file": {"DATABASE_URL": "postgres://a@db/x", "DATABASE_URL_FILE": files["DATABASE_URL_FILE"]},
-		"a file that is not there":       {"DATABASE_URL": "postgres://a@db/x", "RELAYROOM_SECRET_KEY_FILE": filepath.Join(dir, "nope")},
-		"an empty file":                  {"DATABASE_URL": "postgres://a@db/x", "RELAYROOM_SIGNING_KEY_FILE": write("empty", "\n")},
-		"a file whose key is not a key":  {"DATABASE_URL": "postgres://a@db/x", "RELAYROOM_SECRET_KEY_FILE": write("short", "short\n")},
+		"both the variable and its file":    {"DATABASE_URL": "postgres://a@db/x", "DATABASE_URL_FILE": files["DATABASE_URL_FILE"]},
+		"a file that is not there":          {"DATABASE_URL": "postgres://a@db/x", "RELAYROOM_SECRET_KEY_FILE": filepath.Join(dir, "nope")},
+		"an empty file":                     {"DATABASE_URL": "postgres://a@db/x", "RELAYROOM_SIGNING_KEY_FILE": write("empty", "\n")},
+		"a file whose key is not a key":     {"DATABASE_URL": "postgres://a@db/x", "RELAYROOM_SECRET_KEY_FILE": write("short", "short\n")},
+		"a file too large for a credential": {"DATABASE_URL": "postgres://a@db/x", "RELAYROOM_SIGNING_KEY_FILE": write("large", strings.Repeat("s", config.MaxSecretFileBytes+1))},
 	} {
 		t.Run(name+" is refused, naming the setting", func(t *testing.T) {
 			_, err := config.Load(nil, nil, getenv(env))
