@@ -24,9 +24,9 @@ const adminUsage = `Usage: relayroom admin COMMAND [flags]   (every command prin
 
   apply -f FILE [--rotate-keys | --if-new]   create or update what FILE (YAML or JSON) declares
   org list | org create                organisations
-  user list | user create               people and their role in an organisation
-  agent list | agent create | agent rotate-key
-  project list | project create | project rotate-code
+  user list [--org] | user create      people and their role in an organisation
+  agent list [--org] | agent create | agent rotate-key
+  project list [--host] | project create | project rotate-code
   member list | member add             agents in a project, as parts
   agreement list | agreement set | agreement revoke
   project ci-token                     a token CI uses to confirm knowledge over HTTP (printed once)
@@ -269,6 +269,15 @@ func list(help string, fn runFunc) adminCommand {
 	return command(help, func(*flag.FlagSet) ([]string, runFunc) { return nil, fn })
 }
 
+// orgFilter is a listing with an optional organisation flag (name: org, or host for
+// projects) that narrows it to one organisation's lines.
+func orgFilter(help, name string, fn func(ctx context.Context, env adminEnv, org string) (any, error)) adminCommand {
+	return command(help, func(fs *flag.FlagSet) ([]string, runFunc) {
+		org := fs.String(name, "", "only this organisation's (slug; an unknown one fails)")
+		return nil, func(ctx context.Context, env adminEnv) (any, error) { return fn(ctx, env, *org) }
+	})
+}
+
 // oneFlag is a command that takes one required flag and prints what fn returns.
 func oneFlag(help, name, usage string, fn func(ctx context.Context, env adminEnv, v string) (any, error)) adminCommand {
 	return command(help, func(fs *flag.FlagSet) ([]string, runFunc) {
@@ -352,7 +361,7 @@ func coreAdminCommands() map[string]adminCommand {
 				return applyOne(ctx, env, admin.File{Organisations: []admin.OrgSpec{o}})
 			}
 		}),
-		"user list": list("List people with their organisations and roles.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListUsers(ctx) }),
+		"user list": orgFilter("List people with their organisations and roles.", "org", func(ctx context.Context, env adminEnv, org string) (any, error) { return env.svc.ListUsers(ctx, org) }),
 		"user create": command("Create or update a person and their role in an organisation. The password is read from\n$RELAYROOM_PASSWORD when set (never from a flag, which other users of the machine could see).", func(fs *flag.FlagSet) ([]string, runFunc) {
 			email, name := fs.String("email", "", "email address"), fs.String("name", "", "display name")
 			org, role := fs.String("org", "", "organisation slug"), fs.String("role", "member", "owner, admin or member")
@@ -360,7 +369,7 @@ func coreAdminCommands() map[string]adminCommand {
 				u := admin.UserSpec{Email: *email, Name: *name, Org: *org, Role: *role, Password: os.Getenv("RELAYROOM_PASSWORD")}
 				// An update keeps what its flags do not name: setting a password must not
 				// blank the person's name or demote an owner to member.
-				users, err := env.svc.ListUsers(ctx)
+				users, err := env.svc.ListUsers(ctx, "")
 				if err != nil {
 					return nil, err
 				}
@@ -377,7 +386,7 @@ func coreAdminCommands() map[string]adminCommand {
 				return applyOne(ctx, env, admin.File{Users: []admin.UserSpec{u}})
 			}
 		}),
-		"agent list": list("List agents with their number of active keys.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListAgents(ctx) }),
+		"agent list": orgFilter("List agents with their number of active keys.", "org", func(ctx context.Context, env adminEnv, org string) (any, error) { return env.svc.ListAgents(ctx, org) }),
 		"agent create": command("Create or update an agent; a new agent's key is printed once.", func(fs *flag.FlagSet) ([]string, runFunc) {
 			org, slug, name := fs.String("org", "", "organisation slug"), fs.String("slug", "", "agent slug"), fs.String("name", "", "display name")
 			model, kind := fs.String("model", "", "model id, e.g. claude-opus-4"), fs.String("kind", "session", "always_on or session")
@@ -385,7 +394,7 @@ func coreAdminCommands() map[string]adminCommand {
 				a := admin.AgentSpec{Org: *org, Slug: *slug, Name: *name, Model: *model, Kind: *kind}
 				// An update keeps what its flags do not name: a new name must not turn an
 				// always-on agent into a session one (rooms wake only always-on agents).
-				agents, err := env.svc.ListAgents(ctx)
+				agents, err := env.svc.ListAgents(ctx, "")
 				if err != nil {
 					return nil, err
 				}
@@ -400,7 +409,9 @@ func coreAdminCommands() map[string]adminCommand {
 			}
 		}),
 		"agent rotate-key": oneFlag("Revoke an agent's keys and issue a new one (printed once).", "agent", "the agent, as org/slug", func(ctx context.Context, env adminEnv, v string) (any, error) { return env.svc.RotateAgentKey(ctx, v) }),
-		"project list":     list("List projects.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListProjects(ctx) }),
+		"project list": orgFilter("List projects.", "host", func(ctx context.Context, env adminEnv, host string) (any, error) {
+			return env.svc.ListProjects(ctx, host)
+		}),
 		"project create": command("Create or update a project hosted by an organisation; a new project's connect code is printed once.", func(fs *flag.FlagSet) ([]string, runFunc) {
 			host, slug, name := fs.String("host", "", "host organisation slug"), fs.String("slug", "", "project slug"), fs.String("name", "", "display name")
 			return []string{"host", "slug", "name"}, func(ctx context.Context, env adminEnv) (any, error) {

@@ -75,6 +75,26 @@ func TestAdminCLI(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &members) != nil || len(members) != 3 {
 		t.Fatalf("member list: exit %d: %s", code, out)
 	}
+	// An operator with many organisations lists one's; a mistyped one fails, not empty.
+	for _, c := range []struct {
+		args []string
+		key  string
+	}{{[]string{"agent", "list", "--org", "globex"}, "org"}, {[]string{"user", "list", "--org", "globex"}, "org"}, {[]string{"project", "list", "--host", "acme"}, "host"}} {
+		code, out, _ := runCLI(t, append([]string{"admin"}, c.args...)...)
+		var lines []map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &lines) != nil || len(lines) == 0 {
+			t.Fatalf("%v: exit %d: %s", c.args, code, out)
+		}
+		for _, l := range lines {
+			if l[c.key] != c.args[3] {
+				t.Fatalf("%v lists %v", c.args, l)
+			}
+		}
+		code, _, stderr := runCLI(t, "admin", c.args[0], "list", c.args[2], "nope")
+		if code != 1 || !strings.Contains(stderr, `unknown organisation \"nope\"`) {
+			t.Fatalf("%s list %s nope: exit %d, %s", c.args[0], c.args[2], code, stderr)
+		}
+	}
 	// Every listing's keys are snake_case like every other admin output (they were sqlc's
 	// Go field names: "OrgSlug").
 	for _, args := range [][]string{{"org", "list"}, {"user", "list"}, {"agent", "list"}, {"project", "list"},

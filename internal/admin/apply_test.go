@@ -300,7 +300,7 @@ func TestPeoplesNamesAreKeptAndBounded(t *testing.T) {
 		if _, err := svc.Apply(ctx, parse(t, "users:\n  - {email: ana@acme.test, org: globex, role: member}\n"), admin.Options{}); err != nil {
 			t.Fatal(err)
 		}
-		users, err := svc.ListUsers(ctx)
+		users, err := svc.ListUsers(ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -24,20 +25,23 @@ func (s *Service) ListOrganisations(ctx context.Context) ([]OrganisationLine, er
 }
 
 // ListUsers lists people with their organisations and roles.
-func (s *Service) ListUsers(ctx context.Context) ([]UserLine, error) {
-	rows, err := operatorList(ctx, s, "list users", s.Q.UserList)
+// org (a slug; "" for every organisation) narrows the list to one organisation's people.
+func (s *Service) ListUsers(ctx context.Context, org string) ([]UserLine, error) {
+	rows, err := inOrgList(ctx, s, "list users", org, s.Q.UserList, func(r db.UserListRow) string { return r.OrgSlug })
 	return lines(rows, func(r db.UserListRow) UserLine { return UserLine(r) }), err
 }
 
 // ListAgents lists every agent with its count of active keys.
-func (s *Service) ListAgents(ctx context.Context) ([]AgentLine, error) {
-	rows, err := operatorList(ctx, s, "list agents", s.Q.AgentList)
+// org (a slug; "" for every organisation) narrows the list to one organisation's agents.
+func (s *Service) ListAgents(ctx context.Context, org string) ([]AgentLine, error) {
+	rows, err := inOrgList(ctx, s, "list agents", org, s.Q.AgentList, func(r db.AgentListRow) string { return r.OrgSlug })
 	return lines(rows, func(r db.AgentListRow) AgentLine { return AgentLine(r) }), err
 }
 
 // ListProjects lists every project.
-func (s *Service) ListProjects(ctx context.Context) ([]ProjectLine, error) {
-	rows, err := operatorList(ctx, s, "list projects", s.Q.ProjectList)
+// host (a slug; "" for every organisation) narrows the list to the projects it hosts.
+func (s *Service) ListProjects(ctx context.Context, host string) ([]ProjectLine, error) {
+	rows, err := inOrgList(ctx, s, "list projects", host, s.Q.ProjectList, func(r db.ProjectListRow) string { return r.HostSlug })
 	return lines(rows, func(r db.ProjectListRow) ProjectLine { return ProjectLine(r) }), err
 }
 
@@ -71,6 +75,26 @@ func operator[T any](ctx context.Context, s *Service, op string, fn func(tx *pg.
 // operatorList reads one of the operator's listings (`relayroom admin ... list`).
 func operatorList[T any](ctx context.Context, s *Service, op string, list func(context.Context, db.DBTX) ([]T, error)) ([]T, error) {
 	return operator(ctx, s, op, func(tx *pg.Tx) ([]T, error) { return list(ctx, tx) })
+}
+
+// inOrgList reads one of the operator's listings, narrowed to the rows whose slug (of
+// slugOf) is org when org is not "": an operator with many organisations asks for one.
+// An org that names none is NotFound, so that a typo does not read as an empty list.
+// The lists are the operator's and small; they are filtered here, not in one query each.
+func inOrgList[T any](ctx context.Context, s *Service, op, org string, list func(context.Context, db.DBTX) ([]T, error), slugOf func(T) string) ([]T, error) {
+	return operator(ctx, s, op, func(tx *pg.Tx) ([]T, error) {
+		if org != "" {
+			o, err := s.Q.OrganisationGetBySlug(ctx, tx, org)
+			if _, err := found(o, err, fmt.Sprintf("unknown organisation %q", org)); err != nil {
+				return nil, err
+			}
+		}
+		rows, err := list(ctx, tx)
+		if err != nil || org == "" {
+			return rows, err
+		}
+		return slices.DeleteFunc(rows, func(r T) bool { return slugOf(r) != org }), nil
+	})
 }
 
 // inProject is operator for one project, named "host/slug"; fn gets its id.
