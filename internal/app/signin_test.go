@@ -855,6 +855,12 @@ func TestAuthorizationRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer d.Close()
+		// Revoked before revoking ended its grants: the client's row says revoked, its
+		// grant is still live. Revoking again ends the grant, and says it changed that.
+		asOwner(t, s, func(ctx context.Context, conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, `UPDATE oauth_client SET revoked_at = now() WHERE client_id = $1`, f.clientID)
+			return err
+		})
 		if ok, err := oauth.RevokeClient(audit.AsOperator(context.Background(), "ops"), d, f.clientID); err != nil || !ok {
 			t.Fatalf("revoke client: %v %v", ok, err)
 		}

@@ -3,6 +3,8 @@ package oauth
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -55,9 +57,9 @@ type GrantLine struct {
 
 // RevokeClient revokes a client: its tokens stop working and it cannot authorize again.
 // False when it was revoked already and nothing of it was live; NotFound when there is no
-// such client. Its grants
-// and their tokens end with it, each organisation's in its history (the operator's
-// `oauth clients revoke`; a client registered by nobody's organisation has no other).
+// such client. Its grants and their tokens end with it, each organisation's in its
+// history (the operator's `oauth clients revoke`; a client that no organisation consented
+// to has no history to be in).
 func RevokeClient(ctx context.Context, d *pg.DB, clientID string) (bool, error) {
 	q := db.New()
 	var n int64
@@ -79,14 +81,13 @@ func RevokeClient(ctx context.Context, d *pg.DB, clientID string) (bool, error) 
 			return err
 		}
 		// Grants ended now count as a change, though the client was revoked before.
-		ids, orgs, perOrg := make([]uuid.UUID, len(grants)), []uuid.UUID{}, map[uuid.UUID]int{}
+		ids, perOrg := make([]uuid.UUID, len(grants)), map[uuid.UUID]int{}
 		for i, g := range grants {
 			ids[i] = g.ID
-			if perOrg[g.OrgID]++; perOrg[g.OrgID] == 1 {
-				orgs = append(orgs, g.OrgID)
-			}
+			perOrg[g.OrgID]++
 		}
 		n += int64(len(grants))
+		orgs := slices.Collect(maps.Keys(perOrg))
 		if err := q.OAuthTokenRevokeByGrantIDs(ctx, tx, db.OAuthTokenRevokeByGrantIDsParams{OrgIds: orgs, GrantIds: ids}); err != nil {
 			return err
 		}
