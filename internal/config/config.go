@@ -184,7 +184,10 @@ func nonNegativeDuration(dst *time.Duration, v string) error {
 // checkedDuration parses a duration, refusing one below least with the reason tooSmall.
 func checkedDuration(dst *time.Duration, v string, least time.Duration, tooSmall string) error {
 	d, err := time.ParseDuration(v)
-	if err == nil && d < least {
+	if err != nil {
+		return fmt.Errorf("%q: want a duration such as 500ms, 5s or 2m", v)
+	}
+	if d < least {
 		err = errors.New(tooSmall)
 	}
 	*dst = d
@@ -202,7 +205,11 @@ func nonNegativeInt[T int | int64](dst *T, v string) error {
 // checkedInt parses a whole number, refusing one below least with the reason tooSmall.
 func checkedInt[T int | int64](dst *T, v string, least int64, tooSmall string) error {
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err == nil && n < least {
+	if err != nil {
+		// In our words: strconv's ("strconv.ParseInt: parsing …") reached the operator.
+		return fmt.Errorf("%q: want a whole number", v)
+	}
+	if n < least {
 		err = errors.New(tooSmall)
 	}
 	*dst = T(n)

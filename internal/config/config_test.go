@@ -87,6 +87,10 @@ func TestNonsenseIsRefusedAtStart(t *testing.T) {
 		{"RELAYROOM_EMBED_DIM", "-1"},
 		{"RELAYROOM_AUTH_FAILURES_PER_ADDRESS", "-1"},
 		{"RELAYROOM_AUTH_FAILURES_PER_KEY", "-5"},
+		{"RELAYROOM_REGISTRATIONS_PER_ADDRESS", "-1"},
+		{"RELAYROOM_REGISTRATIONS_PER_ADDRESS", "many"},
+		{"RELAYROOM_DB_MAX_CONNS", "twenty"},
+		{"RELAYROOM_SHUTDOWN_TIMEOUT", "soon"},
 		// The service answers at its host's root: a URL with more would be printed into
 		// every link and OAuth document and lead nowhere.
 		{"RELAYROOM_PUBLIC_URL", "https://relay.example/base"},
