@@ -599,26 +599,9 @@ func TestRetryRacingNewWork(t *testing.T) {
 	}
 	retried := make(chan error, 1)
 	go func() { _, err := f.svc.Retry(f.ctx, dead); retried <- err }()
-	// The retry's write waits on the pending wake's uniqueness until the new work ends.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		var waiting int
-		// Read outside tx: within a transaction, pg_stat_activity is one snapshot.
-		if err := f.d.Ops.QueryRow(f.ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		select {
-		case err := <-retried:
-			t.Fatalf("the retry ended before the new work did: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the retry never waited for the new work")
-		}
-	}
+	// The retry's write waits on the pending wake's uniqueness until the new work ends (on
+	// Citus, on the worker that holds the part's shard).
+	testfix.AwaitLockWaitersAt(t, f.url, 1, retried)
 	if err := tx.Commit(f.ctx); err != nil {
 		t.Fatal(err)
 	}
