@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -677,7 +678,12 @@ func TestAuthorizationRefusals(t *testing.T) {
 		// then meet at its update: the one that waited finds it spent by the other.
 		ctx := context.Background()
 		hold := testfix.Holder(t, s.dbURL)
-		if _, err := hold.Exec(ctx, `SELECT 1 FROM oauth_grant WHERE client_id = $1 FOR UPDATE`, f.clientID); err != nil {
+		// By its organisation too: on Citus a row lock must name the shard.
+		var org uuid.UUID
+		if err := hold.QueryRow(ctx, `SELECT org_id FROM oauth_grant WHERE client_id = $1`, f.clientID).Scan(&org); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := hold.Exec(ctx, `SELECT 1 FROM oauth_grant WHERE org_id = $1 AND client_id = $2 FOR UPDATE`, org, f.clientID); err != nil {
 			t.Fatal(err)
 		}
 		type answer struct {
