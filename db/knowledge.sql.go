@@ -76,6 +76,22 @@ func (q *Queries) AgentLessonRecord(ctx context.Context, db DBTX, arg AgentLesso
 	return err
 }
 
+const cITokenExists = `-- name: CITokenExists :one
+SELECT EXISTS (SELECT 1 FROM ci_token WHERE project_id = $1 AND id = $2)
+`
+
+type CITokenExistsParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+func (q *Queries) CITokenExists(ctx context.Context, db DBTX, arg CITokenExistsParams) (bool, error) {
+	row := db.QueryRow(ctx, cITokenExists, arg.ProjectID, arg.ID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const cITokenFind = `-- name: CITokenFind :many
 SELECT project_id, id, secret_hash FROM ci_token WHERE token_id = $1 AND revoked_at IS NULL
 `
@@ -125,6 +141,61 @@ func (q *Queries) CITokenInsert(ctx context.Context, db DBTX, arg CITokenInsertP
 		arg.SecretHash,
 	)
 	return err
+}
+
+const cITokenList = `-- name: CITokenList :many
+SELECT id, token_id, created_at, revoked_at FROM ci_token WHERE project_id = $1 ORDER BY created_at DESC, id DESC
+`
+
+type CITokenListRow struct {
+	ID        uuid.UUID
+	TokenID   string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// Operator: a project's CI tokens, newest first, never their secrets.
+func (q *Queries) CITokenList(ctx context.Context, db DBTX, projectID uuid.UUID) ([]CITokenListRow, error) {
+	rows, err := db.Query(ctx, cITokenList, projectID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []CITokenListRow{}
+	for rows.Next() {
+		var i CITokenListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TokenID,
+			&i.CreatedAt,
+			&i.RevokedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const cITokenRevoke = `-- name: CITokenRevoke :execrows
+UPDATE ci_token SET revoked_at = now() WHERE project_id = $1 AND id = $2 AND revoked_at IS NULL
+`
+
+type CITokenRevokeParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+// Operator: refused from its next confirmation on; 0 when revoked already or unknown.
+func (q *Queries) CITokenRevoke(ctx context.Context, db DBTX, arg CITokenRevokeParams) (int64, error) {
+	result, err := db.Exec(ctx, cITokenRevoke, arg.ProjectID, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const knowledgeContradict = `-- name: KnowledgeContradict :one
@@ -700,6 +771,18 @@ type KnowledgeTitleLockParams struct {
 func (q *Queries) KnowledgeTitleLock(ctx context.Context, db DBTX, arg KnowledgeTitleLockParams) error {
 	_, err := db.Exec(ctx, knowledgeTitleLock, arg.ProjectID, arg.TitleKey)
 	return err
+}
+
+const projectGetHost = `-- name: ProjectGetHost :one
+SELECT host_org_id FROM project WHERE id = $1
+`
+
+// Operator: the organisation whose history a project's changes are recorded in.
+func (q *Queries) ProjectGetHost(ctx context.Context, db DBTX, id uuid.UUID) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, projectGetHost, id)
+	var host_org_id uuid.UUID
+	err := row.Scan(&host_org_id)
+	return host_org_id, err
 }
 
 const projectGetIDBySlug = `-- name: ProjectGetIDBySlug :one

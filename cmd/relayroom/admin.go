@@ -29,7 +29,7 @@ const adminUsage = `Usage: relayroom admin COMMAND [flags]   (every command prin
   project list [--host] | project create | project rotate-code
   member list | member add             agents in a project, as parts
   agreement list | agreement set | agreement revoke
-  project ci-token                     a token CI uses to confirm knowledge over HTTP (printed once)
+  project ci-token | project ci-token list | project ci-token revoke   tokens CI uses to confirm knowledge over HTTP
   thread cancel                        a person cancels a thread
   knowledge list | knowledge approve | knowledge reject    the review queue of candidates
   wake set-webhook | wake clear-webhook | wake webhooks    where an agent's wakes are delivered
@@ -74,12 +74,16 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		name, rest = name+" "+rest[0], rest[1:]
 	}
-	cmd, ok := adminCommands()[name]
-	if !ok && len(rest) > 0 {
-		// Three-word commands (desk token create).
+	// Three-word commands (desk token create) first: "project ci-token" issues a token,
+	// "project ci-token list" lists them.
+	cmd, ok := adminCommand{}, false
+	if len(rest) > 0 {
 		if cmd, ok = adminCommands()[name+" "+rest[0]]; ok {
 			name, rest = name+" "+rest[0], rest[1:]
 		}
+	}
+	if !ok {
+		cmd, ok = adminCommands()[name]
 	}
 	if !ok {
 		if subs := adminSubcommands(name); len(subs) > 0 {

@@ -97,8 +97,27 @@ func threadsAdminCommands() map[string]adminCommand {
 				if err != nil {
 					return nil, err
 				}
-				return map[string]any{"project": fs.Lookup("project").Value.String(), "project_id": pid, "ci_token": tok,
+				return map[string]any{"project": fs.Lookup("project").Value.String(), "project_id": pid, "id": tok.ID, "ci_token": tok.Token,
 					"confirm_url": env.svc.PublicURL + "/api/projects/" + pid.String() + "/knowledge/{id}/confirm"}, nil
+			}
+		}),
+		"project ci-token list": projectCommand("List a project's CI tokens, newest first, revoked ones included (never their secrets).", func(fs *flag.FlagSet) ([]string, knowRun) {
+			return nil, func(ctx context.Context, env adminEnv, k *knowledge.Service, pid uuid.UUID) (any, error) {
+				return k.ListCITokens(ctx, pid)
+			}
+		}),
+		"project ci-token revoke": projectCommand("Revoke a project's CI token: its next confirmation is refused (401).", func(fs *flag.FlagSet) ([]string, knowRun) {
+			id := fs.String("id", "", "the token's id (printed when it was issued; project ci-token list)")
+			return []string{"id"}, func(ctx context.Context, env adminEnv, k *knowledge.Service, pid uuid.UUID) (any, error) {
+				tid, err := idFlag("id", *id)
+				if err != nil {
+					return nil, err
+				}
+				revoked, err := k.RevokeCIToken(ctx, pid, tid)
+				if err != nil {
+					return nil, err
+				}
+				return map[string]any{"id": tid, "revoked": revoked}, nil
 			}
 		}),
 	}

@@ -183,8 +183,26 @@ func TestAdminCLI(t *testing.T) {
 		t.Fatalf("knowledge list: exit %d: %s %s", code, out, stderr)
 	}
 	code, out, stderr = runCLI(t, "admin", "project", "ci-token", "--project", "acme/escalations")
-	if code != 0 || !strings.Contains(out, "qyt_ci_") {
+	var ci struct {
+		ID      string `json:"id"`
+		CIToken string `json:"ci_token"`
+	}
+	if err := json.Unmarshal([]byte(out), &ci); code != 0 || err != nil || !strings.HasPrefix(ci.CIToken, "qyt_ci_") || ci.ID == "" {
 		t.Fatalf("project ci-token: exit %d: %s %s", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "admin", "project", "ci-token", "list", "--project", "acme/escalations")
+	if code != 0 || !strings.Contains(out, ci.ID) || strings.Contains(out, ci.CIToken) || strings.Contains(out, "revoked_at") {
+		t.Fatalf("project ci-token list: exit %d: %s %s", code, out, stderr)
+	}
+	for _, want := range []string{`"revoked": true`, `"revoked": false`} {
+		code, out, stderr = runCLI(t, "admin", "project", "ci-token", "revoke", "--project", "acme/escalations", "--id", ci.ID)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("project ci-token revoke, want %s: exit %d: %s %s", want, code, out, stderr)
+		}
+	}
+	code, out, _ = runCLI(t, "admin", "project", "ci-token", "list", "--project", "acme/escalations")
+	if code != 0 || !strings.Contains(out, "revoked_at") {
+		t.Fatalf("project ci-token list after revoke: exit %d: %s", code, out)
 	}
 
 	bad := filepath.Join(dir, "bad.yaml")
@@ -237,6 +255,7 @@ func TestAdminCLI(t *testing.T) {
 	for _, c := range []struct{ kind, action string }{
 		{"organisation", "created"}, {"person", "created"}, {"agent", "created"}, {"project", "created"},
 		{"project", "member_set"}, {"agreement", "set"}, {"agent", "key_rotated"}, {"agreement", "status_set"},
+		{"project", "ci_token_issued"}, {"project", "ci_token_revoked"},
 	} {
 		var n int
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM audit_event WHERE object_kind = $1 AND action = $2

@@ -592,11 +592,16 @@ func TestCIConfirmsOverHTTPWithItsProjectToken(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t)
 	l := e.learn(t, knowledge.LearnInput{Title: "CI pipeline caches go modules", Body: "The pipeline caches the module download directory.", Kind: "fact"})
-	tok, err := e.k.IssueCIToken(ctx, e.arch.ProjectID)
+	issued, err := e.k.IssueCIToken(ctx, e.arch.ProjectID)
+	tok := issued.Token
 	if err != nil || !strings.HasPrefix(tok, auth.CITokenPrefix) {
 		t.Fatalf("token %q %v", tok, err)
 	}
-	other, _ := e.k.IssueCIToken(ctx, e.scopes["peter"].ProjectID)
+	otherIssued, err := e.k.IssueCIToken(ctx, e.scopes["peter"].ProjectID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := otherIssued.Token
 	if n := e.Count(t, "SELECT count(*) FROM ci_token WHERE secret_hash = sha256($1::bytea)", []byte(tok)); n != 1 {
 		t.Fatalf("the token is not stored hashed (%d)", n)
 	}
@@ -651,6 +656,41 @@ func TestCIConfirmsOverHTTPWithItsProjectToken(t *testing.T) {
 		t.Fatalf("CI confirmed a demoted entry: %d %v", code, body)
 	}
 	e.wantRecalled(t, "builds arm64 runners", 0)
+
+	t.Run("the project's tokens are listed without their secrets", func(t *testing.T) {
+		list, err := e.k.ListCITokens(ctx, e.arch.ProjectID)
+		if err != nil || len(list) != 1 || list[0].ID != issued.ID || list[0].RevokedAt != nil ||
+			!strings.HasPrefix(tok, strings.TrimSuffix(list[0].Prefix, "…")) || len(list[0].Prefix) >= len(tok) {
+			t.Fatalf("%+v %v", list, err)
+		}
+	})
+	t.Run("another project's token is not this project's to revoke", func(t *testing.T) {
+		_, err := e.k.RevokeCIToken(ctx, e.arch.ProjectID, otherIssued.ID)
+		if ae, ok := apperr.As(err); !ok || ae.Code != apperr.NotFound {
+			t.Fatalf("%v, want NotFound", err)
+		}
+		if code, _ := post(e.scopes["peter"].ProjectID.String(), l.KnowledgeID, other); code != 404 {
+			t.Fatalf("the other project's token stopped working: %d", code)
+		}
+	})
+	t.Run("a revoked token is refused from its next confirmation on", func(t *testing.T) {
+		fresh := e.learn(t, knowledge.LearnInput{Title: "Release tags are signed", Body: "Every release tag carries a signature.", Kind: "fact"})
+		if revoked, err := e.k.RevokeCIToken(ctx, e.arch.ProjectID, issued.ID); err != nil || !revoked {
+			t.Fatalf("revoke: %v %v", revoked, err)
+		}
+		if code, _ := post(pid, fresh.KnowledgeID, tok); code != 401 {
+			t.Fatalf("a revoked token confirmed: %d", code)
+		}
+		list, err := e.k.ListCITokens(ctx, e.arch.ProjectID)
+		if err != nil || len(list) != 1 || list[0].RevokedAt == nil {
+			t.Fatalf("%+v %v", list, err)
+		}
+	})
+	t.Run("revoking twice says nothing changed", func(t *testing.T) {
+		if revoked, err := e.k.RevokeCIToken(ctx, e.arch.ProjectID, issued.ID); err != nil || revoked {
+			t.Fatalf("second revoke: %v %v", revoked, err)
+		}
+	})
 }
 
 // TestRecallNeverScansBeyondItsProject reads the plan of the recall query: it must use

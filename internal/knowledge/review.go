@@ -163,19 +163,93 @@ func (s *Service) decide(ctx context.Context, tx *pg.Tx, projectID, id uuid.UUID
 	return decision(r), nil
 }
 
-// IssueCIToken issues a project CI token; it is returned once and stored hashed.
-func (s *Service) IssueCIToken(ctx context.Context, projectID uuid.UUID) (string, error) {
+// NewCIToken is a CI token just issued: the only time its secret is shown.
+type NewCIToken struct {
+	ID    uuid.UUID `json:"id"`
+	Token string    `json:"ci_token"`
+}
+
+// CIToken is a project CI token as listed: its public prefix, never its secret.
+type CIToken struct {
+	ID        uuid.UUID  `json:"id"`
+	Prefix    string     `json:"prefix"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+// IssueCIToken issues a project CI token; it is returned once and stored hashed. The
+// operator's issue is in the project host's history (a token that confirms knowledge is
+// a credential people there should see appear).
+func (s *Service) IssueCIToken(ctx context.Context, projectID uuid.UUID) (NewCIToken, error) {
 	raw, p, err := auth.Generate(auth.CITokenPrefix)
 	if err != nil {
-		return "", err
+		return NewCIToken{}, err
 	}
+	id := uuid.Must(uuid.NewV7())
 	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
-		return s.Q.CITokenInsert(ctx, tx, db.CITokenInsertParams{ProjectID: projectID, ID: uuid.Must(uuid.NewV7()), TokenID: p.ID, SecretHash: p.Hash()})
+		if err := s.Q.CITokenInsert(ctx, tx, db.CITokenInsertParams{ProjectID: projectID, ID: id, TokenID: p.ID, SecretHash: p.Hash()}); err != nil {
+			return err
+		}
+		return s.recordCIToken(ctx, tx, projectID, id, "ci_token_issued")
 	})
 	if err != nil {
-		return "", pg.Classify("issue ci token", err)
+		return NewCIToken{}, pg.Classify("issue ci token", err)
 	}
-	return raw, nil
+	return NewCIToken{ID: id, Token: raw}, nil
+}
+
+// ListCITokens lists a project's CI tokens, newest first, revoked ones included.
+func (s *Service) ListCITokens(ctx context.Context, projectID uuid.UUID) ([]CIToken, error) {
+	var rows []db.CITokenListRow
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
+		rows, err = s.Q.CITokenList(ctx, tx, projectID)
+		return err
+	})
+	if err != nil {
+		return nil, pg.Classify("list ci tokens", err)
+	}
+	out := make([]CIToken, len(rows))
+	for i, r := range rows {
+		out[i] = CIToken{ID: r.ID, Prefix: auth.CITokenPrefix + r.TokenID + "…", CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt}
+	}
+	return out, nil
+}
+
+// RevokeCIToken revokes a project's CI token: its next confirmation is refused like an
+// unknown token's. False when it was revoked already; NotFound when the project has no
+// such token.
+func (s *Service) RevokeCIToken(ctx context.Context, projectID, id uuid.UUID) (bool, error) {
+	var n int64
+	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		var err error
+		// n is set here first: a transaction retried runs again from its start.
+		if n, err = s.Q.CITokenRevoke(ctx, tx, db.CITokenRevokeParams{ProjectID: projectID, ID: id}); err != nil {
+			return err
+		}
+		if n > 0 {
+			return s.recordCIToken(ctx, tx, projectID, id, "ci_token_revoked")
+		}
+		exists, err := s.Q.CITokenExists(ctx, tx, db.CITokenExistsParams{ProjectID: projectID, ID: id})
+		if err == nil && !exists {
+			err = apperr.New(apperr.NotFound, "no CI token %s in this project", id)
+		}
+		return err
+	})
+	if err != nil {
+		return false, pg.Classify("revoke ci token", err)
+	}
+	return n > 0, nil
+}
+
+// recordCIToken records an operator's change of a CI token in the project host's
+// history, as a change of the project.
+func (s *Service) recordCIToken(ctx context.Context, tx *pg.Tx, projectID, id uuid.UUID, action string) error {
+	host, err := s.Q.ProjectGetHost(ctx, tx, projectID)
+	if err != nil {
+		return err
+	}
+	return audit.RecordOperator(ctx, tx, audit.Event{OrgID: host, ProjectID: projectID, Kind: audit.KindProject, ObjectID: projectID.String(),
+		Action: action, Detail: map[string]string{"token": id.String()}})
 }
 
 // errBadCIToken refuses any CI token that is malformed, unknown, revoked or of another

@@ -269,10 +269,11 @@ func TestCIConfirmRouteOverHTTP(t *testing.T) {
 	h := setupHTTP(t)
 	l := h.ok("architect", "learn", map[string]any{"title": "Go modules are vendored", "body": "The build uses the vendor directory.", "kind": "fact"})
 	pid := h.sc("architect").ProjectID
-	tok, err := h.know.IssueCIToken(context.Background(), pid)
+	issued, err := h.know.IssueCIToken(context.Background(), pid)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tok := issued.Token
 	post := func(token string) int {
 		req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/api/projects/"+pid.String()+"/knowledge/"+l["knowledgeId"].(string)+"/confirm", nil)
 		req.Header.Set("Authorization", "Bearer "+token)

@@ -158,6 +158,21 @@ INSERT INTO ci_token (project_id, id, token_id, secret_hash) VALUES (@project_id
 -- name: CITokenFind :many
 SELECT project_id, id, secret_hash FROM ci_token WHERE token_id = @token_id AND revoked_at IS NULL;
 
+-- name: CITokenList :many
+-- Operator: a project's CI tokens, newest first, never their secrets.
+SELECT id, token_id, created_at, revoked_at FROM ci_token WHERE project_id = @project_id ORDER BY created_at DESC, id DESC;
+
+-- name: CITokenRevoke :execrows
+-- Operator: refused from its next confirmation on; 0 when revoked already or unknown.
+UPDATE ci_token SET revoked_at = now() WHERE project_id = @project_id AND id = @id AND revoked_at IS NULL;
+
+-- name: CITokenExists :one
+SELECT EXISTS (SELECT 1 FROM ci_token WHERE project_id = @project_id AND id = @id);
+
+-- name: ProjectGetHost :one
+-- Operator: the organisation whose history a project's changes are recorded in.
+SELECT host_org_id FROM project WHERE id = @id;
+
 -- name: ProjectGetIDBySlug :one
 -- Operator: the project "host/slug" names.
 SELECT p.id FROM project p JOIN organisation o ON o.id = p.host_org_id
