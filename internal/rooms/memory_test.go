@@ -555,7 +555,7 @@ func TestEmbedBacklogIsNotHeldBackByOneChunk(t *testing.T) {
 			if v := e.count("SELECT count(*) FROM memory_vector WHERE embedder = 'hash-v1' AND embedding IS NOT NULL"); v != 20 {
 				t.Fatalf("%d of the 20 entries behind the failing chunk embedded", v)
 			}
-			if left := e.count("SELECT count(*) FROM memory_entry m WHERE NOT EXISTS (SELECT 1 FROM memory_vector v WHERE v.memory_id = m.id)"); left != c.left {
+			if left := e.count("SELECT count(*) FROM memory_entry m WHERE NOT EXISTS (SELECT 1 FROM memory_vector v WHERE v.project_id = m.project_id AND v.memory_id = m.id)"); left != c.left {
 				t.Fatalf("%d entries without a vector row, want %d", left, c.left)
 			}
 		})
@@ -604,7 +604,7 @@ func TestEmbedBacklogParksWhatTheServerFailsOn(t *testing.T) {
 		}
 		t.Run("parked entries are tried again, and in the end kept without a vector", func(t *testing.T) {
 			left := func() int {
-				return e.count("SELECT count(*) FROM memory_entry m WHERE NOT EXISTS (SELECT 1 FROM memory_vector v WHERE v.memory_id = m.id)")
+				return e.count("SELECT count(*) FROM memory_entry m WHERE NOT EXISTS (SELECT 1 FROM memory_vector v WHERE v.project_id = m.project_id AND v.memory_id = m.id)")
 			}
 			calls := h.calls.Load()
 			for tick := 0; tick < 100 && left() > 0; tick++ {
@@ -634,7 +634,7 @@ func TestEmbedBacklogParksWhatTheServerFailsOn(t *testing.T) {
 		ctx := context.Background()
 		sc := e.scope("architect", e.one)
 		newer := func() int {
-			return e.count(`SELECT count(*) FROM memory_vector v JOIN memory_entry m ON m.id = v.memory_id
+			return e.count(`SELECT count(*) FROM memory_vector v JOIN memory_entry m ON m.project_id = v.project_id AND m.id = v.memory_id
 				WHERE v.embedding IS NOT NULL AND m.content LIKE 'A newer good note%'`)
 		}
 		if _, err := e.svc.EmbedPending(ctx, listing); err != nil { // setup's own entries
