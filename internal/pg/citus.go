@@ -97,7 +97,8 @@ var ErrNotCitus = errors.New("the database has no citus extension: run this on a
 // each key when it distributes a table, and a key between two tables not yet placed
 // would make it turn the referencing table into a "Citus local table" that cannot be
 // co-located any more. The request role gets LOGIN: Citus opens its connections to the
-// workers as the current role, which is the request role after the service's SET ROLE.
+// workers as the current role, which is the request role once a request transaction
+// has set it (txRole).
 func Distribute(ctx context.Context, dbURL string, opt CitusOptions) (CitusReport, error) {
 	var rep CitusReport
 	conn, err := Connect(ctx, dbURL)

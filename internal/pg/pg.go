@@ -94,7 +94,12 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	}
 	nameConnections(appCfg, "app")
 	appCfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		if _, err := c.Exec(ctx, "SET ROLE "+AppRole); err != nil {
+		// Every transaction sets its role itself (txRole); the session's is left as it
+		// is: behind a connection pooler in transaction mode, a session's SET ROLE stays on
+		// a server connection that the pooler then hands to other clients (the migration
+		// check, the operator's pool). Checked here, in a transaction of its own, so that a
+		// database without the role is said at once.
+		if _, err := c.Exec(ctx, "BEGIN; SET LOCAL ROLE "+AppRole+"; COMMIT"); err != nil {
 			return fmt.Errorf("pg connect: switch to %s (run migrations first): %w", AppRole, err)
 		}
 		return registerTypes(ctx, c)
@@ -304,14 +309,30 @@ func setLocalSQL(names, values []string) string {
 	return b.String()
 }
 
-// The settings of a transaction; $9, when not empty, is its statement timeout. The
-// sign-in lists start empty with every tenant (rr_set_signin fills them on request): a
-// tenant that names other credentials must not inherit what the previous one showed.
-const setTenantSQL = `SELECT set_config('app.org_id', $1, true), set_config('app.project_id', $2, true),
+// The settings of a transaction; $9, when not empty, is its statement timeout, and $10
+// the role it runs as (txRole). The sign-in lists start empty with every tenant
+// (rr_set_signin fills them on request): a tenant that names other credentials must not
+// inherit what the previous one showed.
+const setTenantSQL = `SELECT set_config('role', $10, true), set_config('app.org_id', $1, true), set_config('app.project_id', $2, true),
  set_config('app.agent_id', $3, true), set_config('app.lookup', $4, true), set_config('app.orgs', $5, true),
  set_config('app.projects', $6, true), set_config('app.agents', $7, true), set_config('app.users', $8, true),
  set_config('app.signin_users', '', true), set_config('app.signin_clients', '', true),
  CASE WHEN $9::text <> '' THEN set_config('statement_timeout', $9, true) END`
+
+// txRole is the role a transaction of the pool runs as, set in the transaction itself
+// (with its settings, no round trip) and not only once per connection: the request
+// pool's connections switch to AppRole when they connect, but a connection pooler
+// between the service and Postgres (PgBouncer in transaction mode) hands each
+// transaction whichever server connection is free, one that another client of the
+// pooler set to another role, or reset. A request transaction run as the owner would
+// pass every row-level security policy; this one always runs as AppRole. The operator's
+// pool runs as the login role ("none" resets to it), as when it connects.
+func txRole(app bool) string {
+	if app {
+		return AppRole
+	}
+	return "none"
+}
 
 // setTenantDirectorySQL is setTenantSQL, then rr_set_directory on the settings it made.
 const setTenantDirectorySQL = `SELECT rr_set_directory() FROM (` + setTenantSQL + ` OFFSET 0) s`
@@ -376,7 +397,7 @@ func (d *DB) inTxOnce(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func
 	if err != nil {
 		return false, err
 	}
-	tx := &Tx{conn: conn, citus: d.citus, settings: -1, trips: &d.roundTrips}
+	tx := &Tx{conn: conn, citus: d.citus, settings: -1, trips: &d.roundTrips, role: txRole(pool == d.App)}
 	// A request's claim (an idempotency key's record) travels with the COMMIT of the first
 	// of its tenant transactions that wrote: this one watches its statements for a write.
 	c := claimFrom(ctx)
@@ -408,7 +429,8 @@ func (d *DB) inTxOnce(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func
 		// per shard) may not write a reference table afterwards ("cannot modify table …
 		// because there was a parallel operation"); the admin apply does both. Router
 		// queries, the request path, are not affected.
-		tx.pending = []stmt{{sql: fmt.Sprintf("BEGIN; SET LOCAL statement_timeout = '%dms'; SET LOCAL citus.multi_shard_modify_mode = 'sequential'", timeout.Milliseconds()), simple: true}}
+		// The role (txRole) is set here: setLocalSQL's settings follow it.
+		tx.pending = []stmt{{sql: fmt.Sprintf("BEGIN; SET LOCAL ROLE %s; SET LOCAL statement_timeout = '%dms'; SET LOCAL citus.multi_shard_modify_mode = 'sequential'", tx.role, timeout.Milliseconds()), simple: true}}
 	}
 	if ride != nil {
 		// The verification's statements set t when the credentials verify.
@@ -570,7 +592,8 @@ type Tx struct {
 	// deadline, when not zero, bounds every statement on the client's side (the
 	// deadline from the request's budget plus clientGrace).
 	deadline time.Time
-	citus    bool // settings go by SET LOCAL (setLocalSQL)
+	citus    bool   // settings go by SET LOCAL (setLocalSQL)
+	role     string // the role the transaction runs as (txRole), set with its settings
 	// timeout is the transaction's statement_timeout, set by its first settings
 	// statement (one statement with the tenant's settings).
 	timeout string
@@ -729,7 +752,7 @@ func (t *Tx) SetTenant(tn Tenant) {
 		sql = setTenantSignInSQL
 	}
 	st := stmt{sql: sql, args: []any{idSetting(tn.OrgID), idSetting(tn.ProjectID), idSetting(tn.AgentID), tn.Lookup,
-		idsSetting(v.Orgs), idsSetting(v.Projects), idsSetting(v.Agents), idsSetting(v.Users), timeout}}
+		idsSetting(v.Orgs), idsSetting(v.Projects), idsSetting(v.Agents), idsSetting(v.Users), timeout, t.role}}
 	if t.settings >= 0 && t.settings == len(t.pending)-1 {
 		// The timeout rides with the first settings of the transaction only.
 		st.args[8] = t.pending[t.settings].args[8]

@@ -1,0 +1,87 @@
+package pg_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/pg/pgtest"
+)
+
+// TestEveryTransactionSetsItsRole: a connection pooler in transaction mode (PgBouncer)
+// hands a transaction whichever server connection is free, whose session role another
+// client set or reset. The request pool's connections switched to the request role once,
+// when they connected, so a request transaction on a connection reset to the owner ran
+// as the owner and passed every row-level security policy: another tenant's rows were
+// read. Each transaction now sets its role itself. Simulated here on a connection of each
+// pool whose session role is changed between two transactions, as a pooler would.
+func TestEveryTransactionSetsItsRole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u := pgtest.New(t)
+	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 1, OpsMaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	fx := seedTwoTenants(t, d)
+	// session changes the session role of the pool's one connection, as another client of
+	// a pooler would on the server connection this pool gets next.
+	session := func(t *testing.T, app bool, sql string) {
+		t.Helper()
+		pool := d.Ops
+		if app {
+			pool = d.App
+		}
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+		if _, err := c.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("a request transaction on a connection reset to the owner runs as the request role", func(t *testing.T) {
+		session(t, true, "RESET ROLE")
+		var who string
+		var orgs int
+		err := d.InTenant(ctx, pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}, func(tx *pg.Tx) error {
+			return tx.QueryRow(ctx, "SELECT current_user::text, (SELECT count(*) FROM membership WHERE project_id IN ($1, $2))",
+				fx.projectA, fx.projectB).Scan(&who, &orgs)
+		})
+		if err != nil || who != pg.AppRole || orgs != 1 {
+			t.Fatalf("ran as %q and saw %d memberships of the two tenants (want %s and 1): %v", who, orgs, pg.AppRole, err)
+		}
+	})
+	t.Run("an operator transaction on a connection set to the request role runs as the login role", func(t *testing.T) {
+		session(t, false, "SET ROLE "+pg.AppRole)
+		var who, login string
+		var n int
+		err := d.Operator(ctx, func(tx *pg.Tx) error {
+			return tx.QueryRow(ctx, "SELECT current_user::text, session_user::text, (SELECT count(*) FROM membership WHERE project_id IN ($1, $2))",
+				fx.projectA, fx.projectB).Scan(&who, &login, &n)
+		})
+		if err != nil || who != login || n != 2 {
+			t.Fatalf("ran as %q (login %q) and saw %d memberships (want 2): %v", who, login, n, err)
+		}
+	})
+	t.Run("the role lasts for the transaction only", func(t *testing.T) {
+		var who string
+		err := d.Operator(ctx, func(tx *pg.Tx) error {
+			return tx.QueryRow(ctx, "SELECT current_user::text").Scan(&who)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := d.Ops.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+		var after string
+		if err := c.QueryRow(ctx, "SELECT current_user::text").Scan(&after); err != nil || after != pg.AppRole {
+			t.Fatalf("after the transaction the session runs as %q, want the role it had (%s): %v", after, pg.AppRole, err)
+		}
+	})
+}
