@@ -138,14 +138,15 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Say plainly when the schema is missing or behind, rather than failing on the first
 	// table or type the command needs.
-	st, err := pg.StatusURL(ctx, cfg.DatabaseURL)
+	// The direct URL when there is one: a one-off command gains nothing from a pooler.
+	st, err := pg.StatusURL(ctx, cfg.SessionURL())
 	if err != nil {
 		return err
 	}
 	if !st.UpToDate() {
 		return fmt.Errorf("the database schema is at migration %d of %d (dirty: %v): run `relayroom migrate up` first", st.Current, st.Latest, st.Dirty)
 	}
-	database, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: 2, OpsMaxConns: 2})
+	database, err := pg.Open(ctx, cfg.SessionURL(), pg.Options{MaxConns: 2, OpsMaxConns: 2})
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := cli.Flags("relayroom migrate", stderr)
 	// No default from the environment here: the usage prints defaults, and DATABASE_URL
 	// holds a password.
-	dbURL := fs.String("database-url", "", "Postgres URL (default: $DATABASE_URL)")
+	dbURL := fs.String("database-url", "", "Postgres URL (default: $RELAYROOM_DIRECT_DATABASE_URL, else $DATABASE_URL)")
 	shards := fs.Int("shards", 0, "citus: shards per co-location group (0: the cluster's citus.shard_count)")
 	yes := fs.Bool("yes", false, "down: revert without asking again")
 	fs.Usage = func() {
@@ -55,9 +55,13 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("%w: migrate %s takes %d argument(s), got %q", cli.ErrUsage, cmd, want, rest)
 	}
 	url := *dbURL
-	if url == "" {
+	// Migrations hold a session lock: past a transaction pooler, the direct URL.
+	for _, name := range []string{"RELAYROOM_DIRECT_DATABASE_URL", "DATABASE_URL"} {
+		if url != "" {
+			break
+		}
 		var err error
-		if url, err = config.Secret(os.Getenv, "DATABASE_URL"); err != nil {
+		if url, err = config.Secret(os.Getenv, name); err != nil {
 			return err
 		}
 	}

@@ -83,12 +83,12 @@ func (a *App) public() string { return a.publicURL }
 // ready, if not nil, is called with the public base URL once the listener is bound.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(publicURL string)) error {
 	if cfg.MigrateOnStart {
-		if err := migrateUp(ctx, log, cfg.DatabaseURL); err != nil {
+		if err := migrateUp(ctx, log, cfg.SessionURL()); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 	}
 	database, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: int32(cfg.MaxConns), OpsMaxConns: opsPoolSize,
-		StatementTimeout: cfg.StatementTimeout, LockTimeout: cfg.LockTimeout})
+		StatementTimeout: cfg.StatementTimeout, LockTimeout: cfg.LockTimeout, DirectURL: cfg.DirectDatabaseURL})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -40,7 +40,9 @@ func (a *App) buildServices() error {
 	if box == nil {
 		log.Warn(SecretKeyEnv + " is not set: wake webhooks are off (pagers still work)")
 	}
-	a.jobs = jobs.New(database.Ops, jobs.Options{Log: log})
+	// Session: River holds a LISTEN connection (the owner's pool, unless DATABASE_URL goes
+	// through a transaction pooler).
+	a.jobs = jobs.New(database.Session, jobs.Options{Log: log})
 	a.wake = wake.New(wake.Deps{DB: database, Log: log, Now: time.Now, Box: box, PrivateTargets: cfg.WebhookPrivateTargets})
 	if err := a.wake.RegisterJobs(a.jobs); err != nil {
 		return fmt.Errorf("app: wakes: %w", err)

@@ -28,7 +28,10 @@ import (
 // Config is every setting of `relayroom serve`.
 type Config struct {
 	DatabaseURL string
-	Addr        string
+	// DirectDatabaseURL (optional) reaches the database without the connection pooler
+	// DatabaseURL goes through (PgBouncer in transaction mode): see SessionURL.
+	DirectDatabaseURL string
+	Addr              string
 	// MetricsAddr, when set, is a second listener with /metrics, /healthz and /readyz
 	// only, and /metrics leaves the public listener: the operator scrapes an address
 	// that clients cannot reach, without a rule at the proxy.
@@ -228,7 +231,7 @@ type setting struct {
 // `ps` shows.
 func isSecret(name string) bool {
 	switch name {
-	case "DATABASE_URL", "RELAYROOM_EMBED_API_KEY", "RELAYROOM_SECRET_KEY", "RELAYROOM_SECRET_KEY_PREVIOUS", "RELAYROOM_SIGNING_KEY":
+	case "DATABASE_URL", "RELAYROOM_DIRECT_DATABASE_URL", "RELAYROOM_EMBED_API_KEY", "RELAYROOM_SECRET_KEY", "RELAYROOM_SECRET_KEY_PREVIOUS", "RELAYROOM_SIGNING_KEY":
 		return true
 	}
 	return false
@@ -274,6 +277,7 @@ func Secret(getenv func(string) string, name string) (string, error) {
 func settings() []setting {
 	return []setting{
 		{"DATABASE_URL", "database-url", "", "Postgres URL (postgres://user:pass@host:port/db). Required.", func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
+		{"RELAYROOM_DIRECT_DATABASE_URL", "direct-database-url", "", "set when DATABASE_URL goes through a connection pooler in transaction mode (PgBouncer): the same database without the pooler, for migrations, LISTEN and the job queue", func(c *Config, v string) error { c.DirectDatabaseURL = v; return nil }},
 		{"RELAYROOM_ADDR", "addr", ":48801", "listen address", func(c *Config, v string) error { return listenAddr(&c.Addr, v) }},
 		{"RELAYROOM_METRICS_ADDR", "metrics-addr", "", "listen address of /metrics, /healthz and /readyz alone; set, /metrics leaves the main listener (default: /metrics on the main listener)", func(c *Config, v string) error {
 			if v == "" {
@@ -504,7 +508,22 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	if _, err := pg.ParseURL(c.DatabaseURL); err != nil {
 		return c, fmt.Errorf("config: DATABASE_URL %w", err)
 	}
+	if c.DirectDatabaseURL != "" {
+		if _, err := pg.ParseURL(c.DirectDatabaseURL); err != nil {
+			return c, fmt.Errorf("config: RELAYROOM_DIRECT_DATABASE_URL %w", err)
+		}
+	}
 	return c, nil
+}
+
+// SessionURL is the URL of what needs a database session of its own (migrations and
+// their lock, LISTEN, the job queue, the admin CLI): RELAYROOM_DIRECT_DATABASE_URL when
+// DATABASE_URL goes through a transaction pooler, DATABASE_URL otherwise.
+func (c Config) SessionURL() string {
+	if c.DirectDatabaseURL != "" {
+		return c.DirectDatabaseURL
+	}
+	return c.DatabaseURL
 }
 
 // Public is the base URL for printed and published URLs: RELAYROOM_PUBLIC_URL, or one

@@ -79,7 +79,8 @@ func (h *Hub) Run(ctx context.Context) {
 
 // listenOnce holds a connection of its own (not a pool's: a LISTEN ties it up for good).
 func (h *Hub) listenOnce(ctx context.Context, connected func()) error {
-	conn, err := pgx.ConnectConfig(ctx, h.db.Ops.Config().ConnConfig.Copy())
+	// Session: behind a transaction pooler, a LISTEN needs a connection of its own.
+	conn, err := pgx.ConnectConfig(ctx, h.db.Session.Config().ConnConfig.Copy())
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}

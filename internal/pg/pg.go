@@ -24,12 +24,15 @@ import (
 // AppRole is the role requests run as: it owns no table and cannot bypass RLS.
 const AppRole = "relayroom_app"
 
-// DB holds two pools on one database. App switches every connection to AppRole, so RLS
-// holds whatever credentials DATABASE_URL carries. Ops keeps the connecting role (the
-// owner that ran the migrations) for the admin CLI and sweeps that span tenants.
+// DB holds the pools on one database. App's transactions run as AppRole, so RLS holds
+// whatever credentials DATABASE_URL carries. Ops keeps the connecting role (the owner
+// that ran the migrations) for the admin CLI and sweeps that span tenants. Session is
+// for what needs a connection of its own for longer than a transaction (LISTEN, the job
+// queue): Ops itself, unless Options.DirectURL names a way around a connection pooler.
 type DB struct {
-	App *pgxpool.Pool
-	Ops *pgxpool.Pool
+	App     *pgxpool.Pool
+	Ops     *pgxpool.Pool
+	Session *pgxpool.Pool
 	// StatementTimeout is the database budget of a request (see WithBudget), and
 	// the bound of every statement of a transaction run without one.
 	StatementTimeout time.Duration
@@ -42,6 +45,9 @@ type DB struct {
 	// citus: the database is a Citus coordinator, whose workers see a transaction's
 	// settings only when they are made with SET LOCAL (see setLocalSQL).
 	citus bool
+	// lockTimeout is what each transaction sets lock_timeout to behind a pooler
+	// (Options.DirectURL), "" when the session's startup parameter sets it.
+	lockTimeout string
 }
 
 // Options tune the pools.
@@ -54,6 +60,15 @@ type Options struct {
 	// behind one lock from holding every pooled connection for the whole budget, so calls
 	// that never touch the locked rows still get a connection.
 	LockTimeout time.Duration
+	// DirectURL, when set, says that the URL Open is given reaches Postgres through a
+	// connection pooler in transaction mode (PgBouncer), which hands each transaction
+	// whichever server connection is free, and DirectURL reaches it without one. The
+	// pools on the pooler then send no startup parameters (PgBouncer refuses them): each
+	// transaction sets its timeouts itself, as it sets its role; their statements are not
+	// prepared by name (a named statement lives on one server connection) unless the URL
+	// chooses a default_query_exec_mode; and Session, on DirectURL, serves LISTEN and the
+	// job queue, whose sessions a pooler would not keep.
+	DirectURL string
 }
 
 // nameConnections names a pool's connections in pg_stat_activity (application_name):
@@ -84,13 +99,19 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	if opt.MaxConns > 0 {
 		appCfg.MaxConns = opt.MaxConns
 	}
-	// The session's own statement timeout bounds what runs before a transaction's
-	// set_config does: the first pipelined batch is prepared (parsed, which takes the
-	// tables' locks) before any of its statements runs. It travels in the startup
-	// message, so it costs no round trip.
-	appCfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(opt.StatementTimeout.Milliseconds(), 10)
-	if opt.LockTimeout > 0 {
-		appCfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(opt.LockTimeout.Milliseconds(), 10)
+	pooled := opt.DirectURL != ""
+	if !pooled {
+		// The session's own statement timeout bounds what runs before a transaction's
+		// set_config does: the first pipelined batch is prepared (parsed, which takes the
+		// tables' locks) before any of its statements runs. It travels in the startup
+		// message, so it costs no round trip. Behind a pooler each transaction's settings
+		// carry it, and the lock timeout (Tx.lockTimeout).
+		appCfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(opt.StatementTimeout.Milliseconds(), 10)
+		if opt.LockTimeout > 0 {
+			appCfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(opt.LockTimeout.Milliseconds(), 10)
+		}
+	} else {
+		unnamedStatements(url, appCfg)
 	}
 	nameConnections(appCfg, "app")
 	appCfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
@@ -114,6 +135,16 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	}
 	opsCfg.AfterConnect = registerTypes
 	nameConnections(opsCfg, "ops")
+	var sessionCfg *pgxpool.Config
+	if pooled {
+		unnamedStatements(url, opsCfg)
+		if sessionCfg, err = PoolConfig(opt.DirectURL); err != nil {
+			return nil, fmt.Errorf("pg open: the direct URL: %w", err)
+		}
+		sessionCfg.MaxConns = opsCfg.MaxConns
+		sessionCfg.AfterConnect = registerTypes
+		nameConnections(sessionCfg, "session")
+	}
 
 	app, err := pgxpool.NewWithConfig(ctx, appCfg)
 	if err != nil {
@@ -124,7 +155,18 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		app.Close()
 		return nil, fmt.Errorf("pg open: ops pool: %w", err)
 	}
-	d := &DB{App: app, Ops: ops, StatementTimeout: opt.StatementTimeout}
+	d := &DB{App: app, Ops: ops, Session: ops, StatementTimeout: opt.StatementTimeout}
+	if pooled {
+		if d.Session, err = pgxpool.NewWithConfig(ctx, sessionCfg); err != nil {
+			app.Close()
+			ops.Close()
+			return nil, fmt.Errorf("pg open: session pool: %w", err)
+		}
+		d.lockTimeout = "0"
+		if opt.LockTimeout > 0 {
+			d.lockTimeout = fmt.Sprintf("%dms", opt.LockTimeout.Milliseconds())
+		}
+	}
 	// Connected first, so that a database that cannot be reached is said as such (it was
 	// reported as a failure to "look for the citus extension", the first query).
 	if err := ops.Ping(ctx); err != nil {
@@ -214,10 +256,23 @@ func registerTypes(ctx context.Context, c *pgx.Conn) error {
 	return nil
 }
 
-// Close closes both pools.
+// Close closes the pools.
 func (d *DB) Close() {
 	d.App.Close()
 	d.Ops.Close()
+	if d.Session != d.Ops {
+		d.Session.Close()
+	}
+}
+
+// unnamedStatements has a pool behind a transaction pooler describe its statements
+// without preparing them by name, unless the URL chooses a default_query_exec_mode (a
+// pooler that keeps named statements, PgBouncer 1.21 and later with
+// max_prepared_statements, may use cache_statement).
+func unnamedStatements(url string, cfg *pgxpool.Config) {
+	if !strings.Contains(url, "default_query_exec_mode") {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
 }
 
 // Ping checks that the database answers.
@@ -309,15 +364,16 @@ func setLocalSQL(names, values []string) string {
 	return b.String()
 }
 
-// The settings of a transaction; $9, when not empty, is its statement timeout, and $10
-// the role it runs as (txRole). The sign-in lists start empty with every tenant
-// (rr_set_signin fills them on request): a tenant that names other credentials must not
-// inherit what the previous one showed.
+// The settings of a transaction; $9 and $11, when not empty, are its statement and lock
+// timeouts, and $10 the role it runs as (txRole). The sign-in lists start empty with
+// every tenant (rr_set_signin fills them on request): a tenant that names other
+// credentials must not inherit what the previous one showed.
 const setTenantSQL = `SELECT set_config('role', $10, true), set_config('app.org_id', $1, true), set_config('app.project_id', $2, true),
  set_config('app.agent_id', $3, true), set_config('app.lookup', $4, true), set_config('app.orgs', $5, true),
  set_config('app.projects', $6, true), set_config('app.agents', $7, true), set_config('app.users', $8, true),
  set_config('app.signin_users', '', true), set_config('app.signin_clients', '', true),
- CASE WHEN $9::text <> '' THEN set_config('statement_timeout', $9, true) END`
+ CASE WHEN $9::text <> '' THEN set_config('statement_timeout', $9, true) END,
+ CASE WHEN $11::text <> '' THEN set_config('lock_timeout', $11, true) END`
 
 // txRole is the role a transaction of the pool runs as, set in the transaction itself
 // (with its settings, no round trip) and not only once per connection: the request
@@ -398,6 +454,9 @@ func (d *DB) inTxOnce(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func
 		return false, err
 	}
 	tx := &Tx{conn: conn, citus: d.citus, settings: -1, trips: &d.roundTrips, role: txRole(pool == d.App)}
+	if pool == d.App {
+		tx.lockTimeout = d.lockTimeout
+	}
 	// A request's claim (an idempotency key's record) travels with the COMMIT of the first
 	// of its tenant transactions that wrote: this one watches its statements for a write.
 	c := claimFrom(ctx)
@@ -430,7 +489,11 @@ func (d *DB) inTxOnce(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func
 		// because there was a parallel operation"); the admin apply does both. Router
 		// queries, the request path, are not affected.
 		// The role (txRole) is set here: setLocalSQL's settings follow it.
-		tx.pending = []stmt{{sql: fmt.Sprintf("BEGIN; SET LOCAL ROLE %s; SET LOCAL statement_timeout = '%dms'; SET LOCAL citus.multi_shard_modify_mode = 'sequential'", tx.role, timeout.Milliseconds()), simple: true}}
+		begin := fmt.Sprintf("BEGIN; SET LOCAL ROLE %s; SET LOCAL statement_timeout = '%dms'; SET LOCAL citus.multi_shard_modify_mode = 'sequential'", tx.role, timeout.Milliseconds())
+		if tx.lockTimeout != "" {
+			begin += "; SET LOCAL lock_timeout = '" + tx.lockTimeout + "'"
+		}
+		tx.pending = []stmt{{sql: begin, simple: true}}
 	}
 	if ride != nil {
 		// The verification's statements set t when the credentials verify.
@@ -594,6 +657,8 @@ type Tx struct {
 	deadline time.Time
 	citus    bool   // settings go by SET LOCAL (setLocalSQL)
 	role     string // the role the transaction runs as (txRole), set with its settings
+	// lockTimeout, when not empty, is set with the first settings (DB.lockTimeout).
+	lockTimeout string
 	// timeout is the transaction's statement_timeout, set by its first settings
 	// statement (one statement with the tenant's settings).
 	timeout string
@@ -738,9 +803,9 @@ func (t *Tx) SetTenant(tn Tenant) {
 		}
 		return
 	}
-	timeout := ""
+	timeout, lockTimeout := "", ""
 	if !t.begun {
-		timeout = t.timeout
+		timeout, lockTimeout = t.timeout, t.lockTimeout
 	}
 	sql := setTenantSQL
 	switch {
@@ -752,10 +817,10 @@ func (t *Tx) SetTenant(tn Tenant) {
 		sql = setTenantSignInSQL
 	}
 	st := stmt{sql: sql, args: []any{idSetting(tn.OrgID), idSetting(tn.ProjectID), idSetting(tn.AgentID), tn.Lookup,
-		idsSetting(v.Orgs), idsSetting(v.Projects), idsSetting(v.Agents), idsSetting(v.Users), timeout, t.role}}
+		idsSetting(v.Orgs), idsSetting(v.Projects), idsSetting(v.Agents), idsSetting(v.Users), timeout, t.role, lockTimeout}}
 	if t.settings >= 0 && t.settings == len(t.pending)-1 {
-		// The timeout rides with the first settings of the transaction only.
-		st.args[8] = t.pending[t.settings].args[8]
+		// The timeouts ride with the first settings of the transaction only.
+		st.args[8], st.args[10] = t.pending[t.settings].args[8], t.pending[t.settings].args[10]
 		t.pending[t.settings] = st
 		return
 	}

@@ -3,7 +3,10 @@ package pg_test
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 )
@@ -82,6 +85,65 @@ func TestEveryTransactionSetsItsRole(t *testing.T) {
 		var after string
 		if err := c.QueryRow(ctx, "SELECT current_user::text").Scan(&after); err != nil || after != pg.AppRole {
 			t.Fatalf("after the transaction the session runs as %q, want the role it had (%s): %v", after, pg.AppRole, err)
+		}
+	})
+}
+
+// TestBehindAPoolerEachTransactionCarriesItsTimeouts: with a direct URL (DATABASE_URL
+// goes through a transaction pooler) the pools send no startup parameters, which
+// PgBouncer refuses, so each request transaction sets its statement and lock timeouts
+// itself; statements are not prepared by name, since a named statement lives on one
+// server connection; and what needs a session has a pool of its own on the direct URL.
+func TestBehindAPoolerEachTransactionCarriesItsTimeouts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u := pgtest.New(t)
+	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 1, OpsMaxConns: 1, StatementTimeout: 3 * time.Second, LockTimeout: 700 * time.Millisecond, DirectURL: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	fx := seedTwoTenants(t, d)
+	t.Run("a request transaction sets both timeouts", func(t *testing.T) {
+		var st, lt string
+		err := d.InTenant(ctx, pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}, func(tx *pg.Tx) error {
+			return tx.QueryRow(ctx, "SELECT current_setting('statement_timeout'), current_setting('lock_timeout')").Scan(&st, &lt)
+		})
+		if err != nil || st != "3s" || lt != "700ms" {
+			t.Fatalf("statement_timeout %q, lock_timeout %q (want 3s, 700ms): %v", st, lt, err)
+		}
+	})
+	t.Run("the connection itself carries neither", func(t *testing.T) {
+		c, err := d.App.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+		var st, lt string
+		if err := c.QueryRow(ctx, "SELECT current_setting('statement_timeout'), current_setting('lock_timeout')").Scan(&st, &lt); err != nil || st != "0" || lt != "0" {
+			t.Fatalf("statement_timeout %q, lock_timeout %q on the session (want 0, 0): %v", st, lt, err)
+		}
+	})
+	t.Run("statements are described, not prepared by name", func(t *testing.T) {
+		for name, pool := range map[string]*pgxpool.Pool{"app": d.App, "ops": d.Ops} {
+			if m := pool.Config().ConnConfig.DefaultQueryExecMode; m != pgx.QueryExecModeCacheDescribe {
+				t.Errorf("the %s pool's mode is %v", name, m)
+			}
+		}
+	})
+	t.Run("the session pool is its own, on the direct URL", func(t *testing.T) {
+		if d.Session == d.Ops || d.Session == d.App {
+			t.Fatal("LISTEN and the job queue share a pool with the pooler's connections")
+		}
+	})
+	t.Run("a mode the URL chooses is kept", func(t *testing.T) {
+		d2, err := pg.Open(ctx, u+"&default_query_exec_mode=cache_statement", pg.Options{MaxConns: 1, OpsMaxConns: 1, DirectURL: u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d2.Close()
+		if m := d2.App.Config().ConnConfig.DefaultQueryExecMode; m != pgx.QueryExecModeCacheStatement {
+			t.Fatalf("mode %v, want the URL's cache_statement", m)
 		}
 	})
 }

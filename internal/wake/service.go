@@ -499,7 +499,8 @@ func (s *Service) listen(ctx context.Context) {
 }
 
 func (s *Service) listenOnce(ctx context.Context, connected func()) error {
-	conn, err := s.DB.Ops.Acquire(ctx)
+	// Session: behind a transaction pooler, a LISTEN needs a connection of its own.
+	conn, err := s.DB.Session.Acquire(ctx)
 	if err != nil {
 		return err
 	}
