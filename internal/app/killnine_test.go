@@ -155,7 +155,7 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 			case strings.Contains(text, "still in progress") && try == 0:
 				// Killed between its COMMIT and storing its answer: after the in-progress
 				// window the retry says so. Let the window pass.
-				f.exec(t, "UPDATE idempotency_key SET created_at = created_at - interval '1 minute' WHERE key = $1", r.key)
+				f.exec(t, "UPDATE idempotency_key SET created_at = now() - interval '1 minute' WHERE key = $1", r.key)
 				continue
 			case strings.Contains(text, "answer was lost"):
 				lostAnswer++

@@ -218,7 +218,7 @@ func TestAckWhileAFoldHoldsTheWake(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := fold.Exec(ctx, `UPDATE wake SET count = count + 1,
-		thread_counts = jsonb_set(thread_counts, ARRAY[$1::text], to_jsonb((thread_counts->>$1::text)::int + 1))
+		thread_counts = jsonb_set(thread_counts, ARRAY[$1::text], ((thread_counts->>$1::text)::int + 1)::text::jsonb)
 		WHERE status = 'pending' AND jsonb_exists(thread_counts, $1::text)`, first.ThreadID); err != nil {
 		t.Fatal(err)
 	}
