@@ -47,20 +47,19 @@ screenshots:
 # What runs (CI runs this target; it must stay reliable and within CI's budget, and every
 # test here costs three database clones and three drops):
 #   CITUS_PKGS, whole: internal/pg (the router-plan test, every query run on the
-#     coordinator, the catalog, RLS and migration tests) and internal/tenancy (the
-#     credential resolution and its isolation: guests, parts, rooms);
-#   CITUS_APP_TESTS of internal/app: the isolation matrix and the end-to-end suites of
-#     both toolsets through the Go SDK (rooms: every endpoint; threads: every tool), the
-#     desk's endpoint (its search included) and isolation matrix, the dashboard's home,
-#     thread, Needs you, task, knowledge and desk pages, the sign-in's session and
-#     pages, and the idempotency keys' rules (measured in docs/scale.md, "Tests and CI").
-# Left out of CI, run by hand with CITUS_PKGS (e.g. CITUS_PKGS='./internal/rooms/...'
-# CITUS_APP_TESTS=): the whole of internal/threads, rooms, wake and desk (their unit
-# suites: 10 to 20 minutes each on the coordinator, what the end-to-end suites drive) and
-# the rest of internal/app (the browser tests and the reliability tests).
+#     coordinator, the catalog, RLS and migration tests), internal/tenancy (the credential
+#     resolution and its isolation), internal/app (every end-to-end suite: both toolsets
+#     and the desk through the Go SDK and raw HTTP, the isolation matrices, the sign-in,
+#     the dashboard's pages and browser tests, the reliability tests, the pooler),
+#     internal/wake, knowledge, oauth, admin and audit, and the CLI (cmd/relayroom).
+#   CITUS_APP_TESTS: a -run pattern of internal/app tests, for a run by hand
+#     (CITUS_PKGS='./internal/pg/...' CITUS_APP_TESTS='^TestIsolationMatrix$$').
+# Left out of CI, run by hand with CITUS_PKGS (e.g. CITUS_PKGS='./internal/rooms/...'):
+# the unit suites of internal/threads, rooms and desk (2 to 5 minutes each on the
+# coordinator; the end-to-end suites drive the same code).
 CITUS_DIR := $(CURDIR)/.data/citus
-CITUS_PKGS ?= ./internal/pg/... ./internal/tenancy/...
-CITUS_APP_TESTS ?= ^(TestIsolationMatrix|TestGoSDKClientDrivesEveryEndpoint|TestGoSDKClientDrivesEveryThreadsTool|TestDeskEndpoint|TestDashboard|TestDashboardThreads|TestDashboardNeedsYou|TestDashboardDesk|TestDashboardTasks|TestDashboardKnowledge|TestDeskIsolationMatrix|TestSessionCookieAndPages|TestIdempotencyKey)$$
+CITUS_PKGS ?= ./internal/pg/... ./internal/tenancy/... ./internal/app/... ./internal/wake/... ./internal/knowledge/... ./internal/oauth/... ./internal/admin/... ./internal/audit/... ./cmd/relayroom/...
+CITUS_APP_TESTS ?=
 CITUS_FLAGS ?= -count=1 -timeout 30m
 # The test servers' database time per request on the coordinator (5 s on plain
 # PostgreSQL): a statement across shards (authentication's probe, the caller's directory)
