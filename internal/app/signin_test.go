@@ -585,6 +585,26 @@ func TestAuthorizationRefusals(t *testing.T) {
 			t.Fatalf("%d %s", resp.StatusCode, loc)
 		}
 	})
+	t.Run("a request without a resource of ours or a scope is invalid_target, not a missing scope", func(t *testing.T) {
+		// op refused the empty scope before Authorize could name the resource, with
+		// invalid_request "The scope of your request is missing".
+		f := newFlow(t, s, room)
+		for name, resource := range map[string]string{"no resource": "", "a resource not ours": "https://elsewhere.example/api/mcp"} {
+			resp, _ := f.br.get(f.authURL(func(v url.Values) {
+				v.Del("scope")
+				if v.Del("resource"); resource != "" {
+					v.Set("resource", resource)
+				}
+			}))
+			loc, _ := url.Parse(resp.Header.Get("Location"))
+			if resp.StatusCode != http.StatusFound || loc.Query().Get("error") != "invalid_target" || loc.Query().Get("iss") != s.base {
+				t.Fatalf("%s: %d %s", name, resp.StatusCode, loc)
+			}
+		}
+		if n := ownerCount(t, s, `SELECT count(*) FROM oauth_auth_request WHERE client_id = $1`, f.clientID); n != 0 {
+			t.Fatalf("%d authorization requests kept", n)
+		}
+	})
 	t.Run("resource mismatch at the token endpoint", func(t *testing.T) {
 		f := newFlow(t, s, room)
 		status, m := f.exchange(t, f.code(t), func(v url.Values) { v.Set("resource", s.base+"/api/mcp") })

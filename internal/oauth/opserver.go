@@ -54,6 +54,13 @@ func (o *opServer) VerifyAuthRequest(ctx context.Context, r *op.Request[oidc.Aut
 		if !slices.ContainsFunc(r.Data.Scopes, func(sc string) bool { return slices.Contains(own, sc) }) {
 			r.Data.Scopes = append(r.Data.Scopes, own...)
 		}
+	} else if len(r.Data.Scopes) == 0 {
+		// No resource of ours and no scope: op would refuse the empty scope before
+		// Authorize ran, as invalid_request "The scope of your request is missing", which
+		// sends the client looking for the wrong parameter. A scope op keeps lets the
+		// request reach Authorize, which refuses the resource (invalid_target) before
+		// anything is stored.
+		r.Data.Scopes = []string{oidc.ScopeOpenID}
 	}
 	return &op.ClientRequest[oidc.AuthRequest]{Request: r, Client: c}, nil
 }
