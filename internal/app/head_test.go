@@ -102,3 +102,38 @@ func TestAnUnservedMethodIsAJSON405(t *testing.T) {
 		})
 	}
 }
+
+// TestThePeoplesPagesRefuseOtherMethods: /login, /logout and /account answer the methods
+// they serve and 405 with Allow to the others, as /login did alone. /account and
+// /logout answered any method (PUT, DELETE, a POST to /account) with the account page.
+func TestThePeoplesPagesRefuseOtherMethods(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for path, allow := range map[string]string{
+		web.RouteLogin:   "GET, HEAD, POST",
+		web.RouteLogout:  "GET, HEAD, POST",
+		web.RouteAccount: "GET, HEAD",
+	} {
+		t.Run(path, func(t *testing.T) {
+			methods := []string{http.MethodPut, http.MethodDelete, http.MethodPatch}
+			if path == web.RouteAccount {
+				methods = append(methods, http.MethodPost)
+			}
+			for _, m := range methods {
+				req, err := http.NewRequest(m, s.base+path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := noRedirects.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != allow {
+					t.Errorf("%s %s: %d, Allow %q; want 405, Allow %q", m, path, resp.StatusCode, resp.Header.Get("Allow"), allow)
+				}
+			}
+		})
+	}
+}

@@ -135,8 +135,14 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.Message(w, http.StatusMethodNotAllowed, "Not allowed", "This page is opened or posted to, nothing else.")
 	case r.URL.Path == RouteLogout && r.Method == http.MethodPost:
 		s.logout(w, r)
-	case r.URL.Path == RouteLogout || r.URL.Path == RouteAccount:
+	case (r.URL.Path == RouteLogout || r.URL.Path == RouteAccount) && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		s.account(w, r)
+	case r.URL.Path == RouteLogout:
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		s.Message(w, http.StatusMethodNotAllowed, "Not allowed", "This page is opened or posted to, nothing else.")
+	case r.URL.Path == RouteAccount:
+		w.Header().Set("Allow", "GET, HEAD")
+		s.Message(w, http.StatusMethodNotAllowed, "Not allowed", "This page is only opened.")
 	default:
 		s.Message(w, http.StatusNotFound, "Not found", "There is no page here.")
 	}
