@@ -188,6 +188,8 @@ func TestBadTextOnTheRoomsHTTPRoutesIsA400(t *testing.T) {
 		// last was kept.
 		{"a field the route does not take", base + "/accept", "application/json", `{"coment":"thanks"}`, `body must be JSON: {"comment": "…"} (optional), and nothing else`},
 		{"a comment given twice", base + "/reject", "application/json", `{"comment":"no","comment":"yes"}`, "comment " + text.ErrDuplicate.Error()},
+		// Cut at the limit, a valid comment was answered "body must be JSON".
+		{"a body over 64 KiB", base + "/reject", "application/json", `{"comment":"` + strings.Repeat("x", 70000) + `"}`, "the body is larger than 65536 bytes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if status, msg := send(c.url, c.ctype, c.body); status != http.StatusBadRequest || msg != c.want {

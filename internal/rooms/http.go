@@ -192,7 +192,7 @@ func (h *httpHandler) review(verdict string) http.HandlerFunc {
 			h.errs.Write(w, r, err)
 			return
 		}
-		comment, err := reviewComment(r)
+		comment, err := reviewComment(w, r)
 		if err != nil {
 			h.errs.Write(w, r, err)
 			return
@@ -206,15 +206,17 @@ func (h *httpHandler) review(verdict string) http.HandlerFunc {
 	}
 }
 
-// reviewComment reads the optional {"comment": "…"} of an accept or reject.
-func reviewComment(r *http.Request) (string, error) {
+// reviewComment reads the optional {"comment": "…"} of an accept or reject. A body over
+// maxReviewBody is refused as too large: cut at the limit, a valid comment was answered
+// "body must be JSON", which sent the caller looking for a syntax error.
+func reviewComment(w http.ResponseWriter, r *http.Request) (string, error) {
 	var body struct {
 		Comment string `json:"comment"`
 	}
 	if r.ContentLength == 0 {
 		return "", nil
 	}
-	raw, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBody))
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReviewBody))
 	if err != nil {
 		return "", httpapi.BodyError(err, "body")
 	}
