@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -133,10 +134,20 @@ type bodyHold struct {
 	body   io.ReadCloser
 	held   int64
 	read   int64
+	// w is the request's answer, whose write deadline a read cut by the read timeout
+	// extends (see Read).
+	w http.ResponseWriter
 }
 
 func (h *bodyHold) Read(p []byte) (int, error) {
 	n, err := h.body.Read(p)
+	if errors.Is(err, os.ErrDeadlineExceeded) && h.w != nil {
+		// The read timeout cut the body. The write deadline (the same length, counted
+		// from the end of the headers) has passed with it, so the handler's 400 would
+		// reach nobody: the client saw the connection close without an answer. It gets
+		// a moment to be written; the connection is closed after it all the same.
+		_ = http.NewResponseController(h.w).SetWriteDeadline(time.Now().Add(httpapi.RefusalDrain))
+	}
 	h.read += int64(n)
 	if h.read > h.held {
 		more := max(h.read-h.held, growStep)
@@ -199,7 +210,7 @@ func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 			return a.refuse(c, errAddressBusy())
 		}
 		defer a.limits.leave(who)
-		hold := &bodyHold{budget: &a.limits.budget, body: r.Body}
+		hold := &bodyHold{budget: &a.limits.budget, body: r.Body, w: c.Response()}
 		if r.ContentLength > 0 {
 			hold.held = min(r.ContentLength, a.limits.budget.max, growStep)
 			if !a.limits.budget.take(hold.held) {
