@@ -134,6 +134,8 @@ type bodyHold struct {
 	body   io.ReadCloser
 	held   int64
 	read   int64
+	// done is set once a read has failed or met the body's end.
+	done bool
 	// w is the request's answer, whose write deadline a read cut by the read timeout
 	// extends (see Read).
 	w http.ResponseWriter
@@ -141,6 +143,9 @@ type bodyHold struct {
 
 func (h *bodyHold) Read(p []byte) (int, error) {
 	n, err := h.body.Read(p)
+	if err != nil {
+		h.done = true
+	}
 	if errors.Is(err, os.ErrDeadlineExceeded) && h.w != nil {
 		// The read timeout cut the body. The write deadline (the same length, counted
 		// from the end of the headers) has passed with it, so the handler's 400 would
@@ -223,7 +228,15 @@ func (a *App) limit(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		// One database budget per request, for all its transactions (docs/limits.md).
 		c.SetRequest(r.WithContext(pg.WithBudget(r.Context(), a.cfg.StatementTimeout)))
-		return next(c)
+		err := next(c)
+		if r.Body != nil && r.Body != http.NoBody && !hold.done {
+			// Answered without reading the whole body (/token of a body that is no
+			// form, a refusal): net/http reads what is left before it sends the answer,
+			// which a body that never ends held until the read timeout, and past it the
+			// answer was lost with the write deadline.
+			httpapi.BoundDrain(c.Response(), r, a.log)
+		}
+		return err
 	}
 }
 

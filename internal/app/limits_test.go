@@ -142,6 +142,27 @@ func TestABodyCutByTheReadTimeoutIsAnswered(t *testing.T) {
 	}
 }
 
+// TestABodyARouteDoesNotReadHoldsItsAnswerASecondAtMost: a route that answers without
+// reading the body (/token of a body that is no form) had its answer held by net/http,
+// which reads what is left of a body before answering, until the read timeout; a body
+// that never ended then got no answer at all (the write deadline had passed with it).
+func TestABodyARouteDoesNotReadHoldsItsAnswerASecondAtMost(t *testing.T) {
+	t.Parallel()
+	skipThroughBalancer(t, "the client's connection is HAProxy's, which buffers the request before the service sees it")
+	s := startServer(t)
+	conn := rawRequest(t, s.base, postHead("/token", "", -1), "5\r\n{\"jso\r\n")
+	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer within 10 s (the read timeout is a minute): %v", err)
+	}
+	if body := testfix.Body(t, resp); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("%d %s, want 400", resp.StatusCode, body)
+	}
+}
+
 // countingReader is a request body that records how much of it the server read.
 type countingReader struct {
 	left int
