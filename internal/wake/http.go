@@ -23,10 +23,15 @@ type HandlerDeps struct {
 // DefaultWait is a long poll's wait when the pager names none.
 const DefaultWait = 25 * time.Second
 
+// pagerChallenge is the WWW-Authenticate of a refused key: a 401 must name a scheme
+// (RFC 9110 11.6.1), and the pager's routes take the agent key as a bearer token (or
+// X-Agent-Key).
+const pagerChallenge = `Bearer realm="relayroom-pager"`
+
 // NewHandler serves what `relayroom pager` talks to, authenticated by the agent key
 // (X-Agent-Key or Authorization: Bearer). No answer of these routes is cached.
 func NewHandler(d HandlerDeps) *httpapi.Mux {
-	h := &httpHandler{svc: d.Service, errs: httpapi.Errors{Log: d.Log}}
+	h := &httpHandler{svc: d.Service, errs: httpapi.Errors{Log: d.Log, Challenge: pagerChallenge}}
 	m := &httpapi.Mux{}
 	m.Handle(httpapi.Route{Method: http.MethodGet, Path: "/api/wakes/next", Credential: auth.AgentKey}, noStore(h.next))
 	m.Handle(httpapi.Route{Method: http.MethodPost, Path: "/api/wakes/{id}/ack", Credential: auth.AgentKey}, noStore(h.ack))

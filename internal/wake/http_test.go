@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -183,5 +184,27 @@ func TestParseWait(t *testing.T) {
 		if _, err := wake.ParseWait(bad); err == nil {
 			t.Errorf("ParseWait(%q) accepted", bad)
 		}
+	}
+}
+
+// TestPagerRefusalsNameTheScheme: a refused key is a 401 with WWW-Authenticate, as RFC
+// 9110 requires of every 401 and as the rooms' and the desk's routes answer. The pager's
+// routes sent none.
+func TestPagerRefusalsNameTheScheme(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	key := testfix.Mistype(f.res.Agents["acme/alpha"].Key)
+	for name, req := range map[string]*http.Request{
+		"the long poll": httptest.NewRequest(http.MethodGet, "/api/wakes/next?wait=0", nil),
+		"an ack":        httptest.NewRequest(http.MethodPost, "/api/wakes/"+uuid.NewString()+"/ack", nil),
+	} {
+		t.Run(name, func(t *testing.T) {
+			req.Header.Set("Authorization", "Bearer "+key)
+			rec := httptest.NewRecorder()
+			wake.NewHandler(wake.HandlerDeps{Service: f.svc}).ServeHTTP(rec, req)
+			if rec.Code != http.StatusUnauthorized || !strings.HasPrefix(rec.Header().Get("WWW-Authenticate"), "Bearer") {
+				t.Fatalf("%d, WWW-Authenticate %q; want 401 with a Bearer challenge", rec.Code, rec.Header().Get("WWW-Authenticate"))
+			}
+		})
 	}
 }
