@@ -15,8 +15,11 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/desk"
+	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/throttle"
 )
@@ -116,6 +119,37 @@ func TestFailedAuthenticationIsLimited(t *testing.T) {
 		}
 		if st := pager(s.key("acme/backend")); st != http.StatusTooManyRequests {
 			t.Fatalf("blocked address with a good key on the pager: status %d, want 429", st)
+		}
+	})
+	t.Run("the desk ingest API and CI confirmation answer the limit's 429 in their coded format", func(t *testing.T) {
+		// docs/desk.md and api/desk-ingest.openapi.json give every failure of these
+		// routes as {"error":{"code","message"}}, 429 rate_limited included; the limit's
+		// own 429 was {"error":"…","request_id":"…"}.
+		t.Parallel()
+		s := limitedServer(t, throttle.Limits{Window: time.Minute, PerAddress: 2, PerKey: 100}, "")
+		attacker := clientFrom("127.0.0.24")
+		send := func(url, token string) (int, string) {
+			req, err := http.NewRequest(http.MethodPost, url, strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+			st, _, body := testfix.Do(t, attacker, req)
+			return st, body
+		}
+		ingest := s.base + desk.RouteIngestConversations
+		confirm := s.base + "/api/projects/" + s.res.Projects["escalations"].ID.String() + "/knowledge/" + uuid.NewString() + "/confirm"
+		for i := 0; i < 2; i++ {
+			if st, body := send(ingest, "qyt_pt_"+strings.Repeat("x", 40)); st != http.StatusUnauthorized {
+				t.Fatalf("ingest, wrong token %d: %d %s, want 401", i+1, st, body)
+			}
+		}
+		for name, url := range map[string]string{"ingest": ingest, "confirm": confirm} {
+			st, body := send(url, "qyt_pt_"+strings.Repeat("y", 40))
+			var coded httpapi.CodedError
+			if st != http.StatusTooManyRequests || json.Unmarshal([]byte(body), &coded) != nil || coded.Error.Code != string(apperr.RateLimited) || coded.Error.Message != throttle.MsgAddressBlocked {
+				t.Fatalf("%s past the limit: %d %s; want 429 {\"error\":{\"code\":\"rate_limited\",…}}", name, st, body)
+			}
 		}
 	})
 	t.Run("wrong keys from one address get 429 with Retry-After past the limit", func(t *testing.T) {

@@ -87,14 +87,14 @@ func (a *App) limited(credential func(*http.Request) string, authenticate func(c
 
 // limitedRoute puts an HTTP route that checks its credential inside its own package
 // (httpapi.Route.Credential: the rooms routes, the pager's, CI confirmation) under the same failed-authentication limits as the
-// MCP endpoints: a blocked caller is answered 429 before the route runs, and the route's
-// 401 counts as a refused credential.
-func (a *App) limitedRoute(credential func(*http.Request) string, next echo.HandlerFunc) echo.HandlerFunc {
+// MCP endpoints: a blocked caller is answered 429 (in the route's format, errs) before the
+// route runs, and the route's 401 counts as a refused credential.
+func (a *App) limitedRoute(credential func(*http.Request) string, errs httpapi.Errors, next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		at := a.attempt(r, credential)
 		if err := a.throttle.Admit(r.Context(), at); err != nil {
-			httpapi.Errors{Log: a.log}.Write(c.Response(), r, err)
+			errs.Write(c.Response(), r, err)
 			return nil
 		}
 		err := next(c)

@@ -70,7 +70,7 @@ func (a *App) mount(e *echo.Echo, h httpapi.Handler) {
 	for _, rt := range h.Routes() {
 		next := echo.WrapHandler(h)
 		if rt.Credential != nil {
-			next = a.limitedRoute(rt.Credential, next)
+			next = a.limitedRoute(rt.Credential, httpapi.Errors{Log: a.log, Coded: rt.Coded}, next)
 		}
 		path := pathValuePattern.ReplaceAllString(pathRestPattern.ReplaceAllString(rt.Path, "*"), ":$1")
 		e.Add(rt.Method, path, next)

@@ -42,11 +42,11 @@ const ingestChallenge = `Bearer realm="relaydesk-ingest", scope="` + ScopeIngest
 func NewHandler(d HandlerDeps) *httpapi.Mux {
 	h := &httpHandler{svc: d.Service, errs: httpapi.Errors{Log: d.Log, Challenge: ingestChallenge, Coded: true}}
 	m := &httpapi.Mux{}
-	m.Handle(httpapi.Route{Method: http.MethodPost, Path: RouteIngestConversations, Credential: auth.BearerToken},
+	m.Handle(httpapi.Route{Method: http.MethodPost, Path: RouteIngestConversations, Credential: auth.BearerToken, Coded: true},
 		route(h, func(r *http.Request, sc tenancy.Scope, in IngestConversation) (IngestResult, error) {
 			return h.svc.IngestConversation(r.Context(), sc, in)
 		}))
-	m.Handle(httpapi.Route{Method: http.MethodPost, Path: RouteIngestMessages, Credential: auth.BearerToken},
+	m.Handle(httpapi.Route{Method: http.MethodPost, Path: RouteIngestMessages, Credential: auth.BearerToken, Coded: true},
 		route(h, func(r *http.Request, sc tenancy.Scope, in IngestAppend) (IngestResult, error) {
 			return h.svc.IngestMessage(r.Context(), sc, r.PathValue("conversation_id"), in)
 		}))

@@ -20,11 +20,14 @@ import (
 // Route is one route of a surface: its method, its path in net/http pattern syntax
 // ({name} is a path value, read with r.PathValue), and, for a route that checks a
 // credential itself, how it reads that credential, so that the mount can put the route
-// under the failed-authentication limits.
+// under the failed-authentication limits. Coded says the route answers its failures in
+// Errors' Coded format, so that the mount's own refusals of it (those limits' 429) are
+// in that format too.
 type Route struct {
 	Method     string
 	Path       string
 	Credential func(*http.Request) string
+	Coded      bool
 }
 
 // Handler is what a surface's NewHandler returns and the mount serves.

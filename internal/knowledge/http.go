@@ -24,7 +24,7 @@ const ciChallenge = `Bearer realm="relayroom-ci"`
 func NewHandler(d HandlerDeps) *httpapi.Mux {
 	h := &httpHandler{svc: d.Service, errs: httpapi.Errors{Log: d.Log, Challenge: ciChallenge, Coded: true}}
 	m := &httpapi.Mux{}
-	m.Handle(httpapi.Route{Method: http.MethodPost, Path: "/api/projects/{project_id}/knowledge/{id}/confirm", Credential: auth.BearerToken}, h.confirm)
+	m.Handle(httpapi.Route{Method: http.MethodPost, Path: "/api/projects/{project_id}/knowledge/{id}/confirm", Credential: auth.BearerToken, Coded: true}, h.confirm)
 	return m
 }
 
