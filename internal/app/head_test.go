@@ -137,3 +137,32 @@ func TestThePeoplesPagesRefuseOtherMethods(t *testing.T) {
 		})
 	}
 }
+
+// TestHEADOfADashboardPageIsItsGET: a page of the dashboard answers HEAD as its GET,
+// without a body, signed in or not; every page answered HEAD 404 "There is no page here"
+// while its GET answered 200 (or sent a signed-out browser to the sign-in page).
+func TestHEADOfADashboardPageIsItsGET(t *testing.T) {
+	t.Parallel()
+	dt := startDashboard(t, dashboardFile)
+	ana := dt.signIn(t, "ana")[0]
+	anon := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, path := range []string{"/app/", "/app/rooms/" + dt.room, "/app/rooms/" + dt.room + "/memory", "/app/admin", "/app/desk"} {
+		t.Run(path, func(t *testing.T) {
+			for who, c := range map[string]*http.Client{"signed in": ana.c, "signed out": anon} {
+				get, err := c.Get(dt.base + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				get.Body.Close()
+				head, err := c.Head(dt.base + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body := testfix.Body(t, head)
+				if head.StatusCode != get.StatusCode || head.Header.Get("Location") != get.Header.Get("Location") || body != "" {
+					t.Errorf("%s: HEAD %d (Location %q, %d bytes), GET %d (Location %q)", who, head.StatusCode, head.Header.Get("Location"), len(body), get.StatusCode, get.Header.Get("Location"))
+				}
+			}
+		})
+	}
+}

@@ -303,6 +303,13 @@ func (h *Handler) unavailable(w http.ResponseWriter, r *http.Request, sess *web.
 // ServeHTTP routes /app/… . A person who is not signed in is sent to the sign-in page,
 // which returns here.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodHead && !strings.HasSuffix(strings.TrimSuffix(r.URL.Path, "/"), "/events") {
+		// HEAD is GET without the body (RFC 9110 9.3.2), and net/http writes no body for
+		// it whatever the page writes: every page answered HEAD "There is no page here"
+		// (404) while its GET answered. Not a live stream, which would be held open.
+		r = r.Clone(r.Context())
+		r.Method = http.MethodGet
+	}
 	if strings.HasPrefix(r.URL.Path, RouteAssets) {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
