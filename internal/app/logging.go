@@ -459,7 +459,11 @@ func (l *rejectionLog) Flush() {
 // LibraryLogger is the process's default logger for serve: libraries that log through
 // slog's default (the OAuth server library announces each route it registers) write the
 // same JSON lines, their lines below WARN at DEBUG: their chatter is not the operator's
-// business at the default level, their warnings and errors are.
+// business at the default level, their warnings and errors are. So is the OAuth
+// library's WARN for each request it refuses with a 4xx (a code mistyped, a grant
+// replayed): a client's mistake, which the request's own access line already records
+// and sums up per address; one line per refusal let anyone write the operator's log at
+// will.
 func LibraryLogger(log *slog.Logger) *slog.Logger {
 	return slog.New(libraryHandler{log.Handler()})
 }
@@ -471,11 +475,33 @@ func (h libraryHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h libraryHandler) Handle(ctx context.Context, r slog.Record) error {
-	if l := libraryLevel(r.Level); l != r.Level {
+	l := libraryLevel(r.Level)
+	if l == slog.LevelWarn && r.Message == "request error" && clientRefusal(r) {
+		l = slog.LevelDebug
+		if !h.Handler.Enabled(ctx, l) {
+			return nil
+		}
+	}
+	if l != r.Level {
 		r = r.Clone()
 		r.Level = l
 	}
 	return h.Handler.Handle(ctx, r)
+}
+
+// clientRefusal says whether the OAuth library's "request error" record is a 4xx
+// answer: its status_code attribute, or none (the authorization endpoint's refusals,
+// which redirect to the client with the error).
+func clientRefusal(r slog.Record) bool {
+	client := true
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "status_code" {
+			client = a.Value.Kind() == slog.KindInt64 && a.Value.Int64() < 500
+			return false
+		}
+		return true
+	})
+	return client
 }
 
 func (h libraryHandler) WithAttrs(as []slog.Attr) slog.Handler {

@@ -402,3 +402,34 @@ func TestAnAbandonedDownloadIsLoggedAsSuch(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestTheOAuthLibrarysRefusalsAreNotWarnings: the OAuth library logs each request it
+// refuses at WARN through slog's default; a client's mistake (a 4xx) now goes to DEBUG,
+// so that anyone sending bad codes cannot fill the operator's log, while its server
+// errors and other warnings still show at the default level.
+func TestTheOAuthLibrarysRefusalsAreNotWarnings(t *testing.T) {
+	var buf bytes.Buffer
+	log := app.LibraryLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		level slog.Level
+		msg   string
+		attrs []any
+		shown bool
+	}{
+		{"a refused token request", slog.LevelWarn, "request error", []any{"oidc_error", "invalid_grant", "status_code", 400}, false},
+		{"a refusal without a status (a redirect)", slog.LevelWarn, "request error", []any{"oidc_error", "invalid_request"}, false},
+		{"a server error", slog.LevelError, "request error", []any{"oidc_error", "server_error", "status_code", 500}, true},
+		{"another warning", slog.LevelWarn, "something else", nil, true},
+		{"a route registered", slog.LevelInfo, "registered route", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			buf.Reset()
+			log.Log(ctx, c.level, c.msg, c.attrs...)
+			if shown := buf.Len() > 0; shown != c.shown {
+				t.Fatalf("shown %v, want %v: %q", shown, c.shown, buf.String())
+			}
+		})
+	}
+}
