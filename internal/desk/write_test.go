@@ -249,6 +249,21 @@ func TestAddPrivateNote(t *testing.T) {
 			Body: "their key is " + key})
 		wantErr(t, err, apperr.Invalid, "INVALID_ARGUMENT", "looks like it contains a secret")
 	})
+	t.Run("a note holding a desk personal access token is refused", func(t *testing.T) {
+		// The toolset's own credential: pasted into a note, every member and every
+		// assistant of the workspace could read it and act as its holder.
+		tok, err := fx.svc.CreateToken(ctx, fx.orgs["acme"], "ana@acme.test", desk.Scopes, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := fx.notes(in.ConversationID)
+		_, err = fx.svc.AddPrivateNote(ctx, bo, desk.NoteInput{ConversationID: in.ConversationID, IdempotencyKey: "secret-key-pt",
+			Body: "the customer pasted " + tok.Token + " into the chat"})
+		wantErr(t, err, apperr.Invalid, "INVALID_ARGUMENT", "looks like it contains a secret")
+		if n := fx.notes(in.ConversationID); n != before {
+			t.Fatalf("notes %d -> %d: the note was written", before, n)
+		}
+	})
 	t.Run("a conversation the member cannot see is NOT_FOUND", func(t *testing.T) {
 		_, err := fx.svc.AddPrivateNote(ctx, fx.scope("acme", "cy@acme.test"), desk.NoteInput{ConversationID: fx.conv["invoice"], Body: "x", IdempotencyKey: "hidden-key-1"})
 		wantErr(t, err, apperr.NotFound, "NOT_FOUND", desk.MsgConversationNotFound)

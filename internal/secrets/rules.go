@@ -27,6 +27,8 @@ const (
 	KindRelayroomAccessToken  = "relayroom_access_token"
 	KindRelayroomRefreshToken = "relayroom_refresh_token"
 	KindRelayroomConnectCode  = "relayroom_connect_code"
+	// KindRelayroomPersonalToken is a desk personal access token (qyt_pt_…, internal/desk).
+	KindRelayroomPersonalToken = "relayroom_personal_token"
 )
 
 // kindForGitleaks maps gitleaks rule ids onto this package's kind names, so that a kind
@@ -65,7 +67,8 @@ func kindForGitleaks(ruleID string) string {
 // about what its value is.
 func priorityOf(kind string) int {
 	switch kind {
-	case KindRelayroomAgentKey, KindRelayroomAccessToken, KindRelayroomRefreshToken, KindRelayroomConnectCode:
+	case KindRelayroomAgentKey, KindRelayroomAccessToken, KindRelayroomRefreshToken, KindRelayroomConnectCode,
+		KindRelayroomPersonalToken:
 		return 100
 	case KindAWSAccessKey, KindAWSSecretKey, KindGitHubToken, KindSlackToken, KindSlackWebhook,
 		KindJWT, KindPrivateKey, KindOpenAIKey, KindAnthropicKey, KindGoogleAPIKey, KindStripeKey:
@@ -143,6 +146,9 @@ const (
 	patAccessToken  = `\bqyt_at_[A-Za-z0-9][A-Za-z0-9_-]*`
 	patRefreshToken = `\bqyt_rt_[A-Za-z0-9][A-Za-z0-9_-]*`
 	patConnectCode  = `\bqyt_cc_[A-Za-z0-9][A-Za-z0-9_-]*`
+	// Desk personal access tokens (internal/desk, /desk/mcp and the ingest API): qyt_pt_
+	// then a base62 body, the shape of an agent key.
+	patPersonalToken = `\bqyt_pt_[A-Za-z0-9][A-Za-z0-9_-]*`
 	// The threads endpoint carries its connect code in the path: /mcp/<code>?part=<part>.
 	// That URL is how a code gets pasted around, prefixed or not.
 	patConnectURL = `/mcp/([A-Za-z0-9_-]{12,})\?part=`
@@ -196,6 +202,7 @@ func ownRuleSpecs() []ownRuleSpec {
 		{kind: KindRelayroomAccessToken, pattern: patAccessToken, keywords: []string{"qyt_at_"}, accept: acceptPrefixed(len("qyt_at_"), 16)},
 		{kind: KindRelayroomRefreshToken, pattern: patRefreshToken, keywords: []string{"qyt_rt_"}, accept: acceptPrefixed(len("qyt_rt_"), 16)},
 		{kind: KindRelayroomConnectCode, pattern: patConnectCode, keywords: []string{"qyt_cc_"}, accept: acceptPrefixed(len("qyt_cc_"), 16)},
+		{kind: KindRelayroomPersonalToken, pattern: patPersonalToken, keywords: []string{"qyt_pt_"}, accept: acceptPrefixed(len("qyt_pt_"), 16)},
 		{kind: KindRelayroomConnectCode, pattern: patConnectURL, group: 1, keywords: []string{"/mcp/"}, accept: acceptPrefixed(0, 12)},
 		{kind: KindOpenAIKey, pattern: patOpenAI, keywords: []string{"sk-"}, accept: acceptOpenAI},
 		{kind: KindAnthropicKey, pattern: patAnthropic, keywords: []string{"sk-ant-"}, accept: acceptRandom(len("sk-ant-"), 32)},

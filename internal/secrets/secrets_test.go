@@ -44,7 +44,7 @@ func TestEveryKindDetected(t *testing.T) {
 		KindAWSAccessKey, KindAWSSecretKey, KindGitHubToken, KindSlackToken, KindSlackWebhook, KindJWT,
 		KindPrivateKey, KindOpenAIKey, KindAnthropicKey, KindGoogleAPIKey, KindStripeKey,
 		KindURLCredentials, KindEnvSecret, KindRelayroomAgentKey, KindRelayroomAccessToken,
-		KindRelayroomRefreshToken, KindRelayroomConnectCode,
+		KindRelayroomRefreshToken, KindRelayroomConnectCode, KindRelayroomPersonalToken,
 	}
 	covered := map[string]bool{}
 	for _, s := range samples {
