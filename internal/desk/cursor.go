@@ -13,11 +13,13 @@ import (
 
 // A cursor is the position after a page, signed: base64url(JSON payload) "." base64url(
 // HMAC-SHA256). It binds the tool, the member, the workspace and the call's arguments
-// except cursor, and carries when it was issued. Nothing is stored on the server.
+// except cursor, and carries when it was issued. Nothing is stored on the server. The
+// payload is readable by whoever holds the cursor, so the member and the workspace are
+// bound by a keyed hash, never by their account ids: those would tie a person's
+// unrelated usr_ ids of two workspaces together.
 type cursorPayload struct {
 	Tool   string `json:"t"`
-	Org    string `json:"o"`
-	User   string `json:"u"`
+	Holder string `json:"h"` // holderOf: the workspace and the member, keyed-hashed
 	Args   string `json:"a"` // base64url SHA-256 of the canonical arguments without cursor
 	Issued int64  `json:"i"` // unix milliseconds
 	// The keyset: the last row of the page.
@@ -41,6 +43,15 @@ func argsHash(args any) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
+// holderOf binds a cursor to the workspace and the member without naming either.
+func (s *Service) holderOf(c caller) string {
+	m := hmac.New(sha256.New, s.cursorKey)
+	m.Write([]byte("holder\x00"))
+	m.Write(c.org[:])
+	m.Write(c.user[:])
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
+}
+
 func (s *Service) sign(b []byte) []byte {
 	m := hmac.New(sha256.New, s.cursorKey)
 	m.Write(b)
@@ -49,7 +60,7 @@ func (s *Service) sign(b []byte) []byte {
 
 // issueCursor encodes the position after a page.
 func (s *Service) issueCursor(tool string, c caller, args any, at cursorPayload) string {
-	at.Tool, at.Org, at.User, at.Args, at.Issued = tool, c.org.String(), c.user.String(), argsHash(args), s.clock().UnixMilli()
+	at.Tool, at.Holder, at.Args, at.Issued = tool, s.holderOf(c), argsHash(args), s.clock().UnixMilli()
 	b, _ := json.Marshal(at) // a struct of strings, numbers and times always encodes
 	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(s.sign(b))
 }
@@ -70,7 +81,7 @@ func (s *Service) readCursor(tool string, c caller, args any, raw string) (curso
 	if err := json.Unmarshal(b, &p); err != nil {
 		return p, invalid(msgCursorInvalid)
 	}
-	if p.Tool != tool || p.Org != c.org.String() || p.User != c.user.String() {
+	if p.Tool != tool || !hmac.Equal([]byte(p.Holder), []byte(s.holderOf(c))) {
 		// Signed by us, but for another tool or another person: not theirs to use.
 		return p, invalid(msgCursorInvalid)
 	}

@@ -2,11 +2,14 @@ package desk_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/desk"
@@ -333,6 +336,20 @@ func TestCursors(t *testing.T) {
 	t.Run("another tool's cursor is INVALID_ARGUMENT", func(t *testing.T) {
 		_, err := fx.svc.FindSavedReplies(ctx, ana, desk.FindSavedRepliesInput{Query: "import", Limit: 1, Cursor: cur})
 		wantErr(t, err, apperr.Invalid, "INVALID_ARGUMENT", "cursor is not valid")
+	})
+	t.Run("a cursor names neither the workspace's nor the person's account id", func(t *testing.T) {
+		// Cursors are opaque to the client but only signed, not sealed: a readable account
+		// id would tie the person's ids in two workspaces together (docs/desk.md, "Ids").
+		body, _, _ := strings.Cut(cur, ".")
+		raw, err := base64.RawURLEncoding.DecodeString(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []uuid.UUID{ana.OrgID, ana.Person.UserID} {
+			if strings.Contains(string(raw), id.String()) {
+				t.Fatalf("the cursor's payload %s holds the account id %s", raw, id)
+			}
+		}
 	})
 	t.Run("after 15 minutes it is CURSOR_EXPIRED", func(t *testing.T) {
 		fx.clock.Add(desk.CursorTTL)
