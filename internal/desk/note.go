@@ -60,9 +60,6 @@ func (s *Service) AddPrivateNote(ctx context.Context, sc tenancy.Scope, in NoteI
 	if err != nil {
 		return NoteResult{}, err
 	}
-	if c.plan != PlanScale {
-		return NoteResult{}, apperr.New(apperr.Forbidden, MsgNoteScale).WithReason(ReasonPlanRequired)
-	}
 	switch n := len([]rune(in.Body)); {
 	case n < 1 || n > MaxNoteBody:
 		return NoteResult{}, invalid("argument \"body\" must hold 1 to %d characters", MaxNoteBody)

@@ -203,8 +203,10 @@ func invalid(format string, args ...any) error {
 }
 
 // admit checks, in this order, what every tool requires before it does any work: a
-// person whose grant still stands, a plan with MCP access, the tool's token scope, and
-// the rate limits. An error is the answer.
+// person whose grant still stands, a plan with MCP access, the tool's token scope, for a
+// write (the note, the only one) the Scale plan, and the rate limits. An error is the
+// answer. The write's plan is checked before the count: a Growth caller's note can never
+// succeed, so it is PLAN_REQUIRED however often it is tried, never RATE_LIMITED.
 func (s *Service) admit(ctx context.Context, sc tenancy.Scope, scope string, write bool) (caller, error) {
 	p := sc.Person
 	if p == nil || sc.OrgID == uuid.Nil {
@@ -218,6 +220,9 @@ func (s *Service) admit(ctx context.Context, sc tenancy.Scope, scope string, wri
 	}
 	if !slices.Contains(p.Scopes, scope) {
 		return caller{}, scopeMissing(scope)
+	}
+	if write && p.Plan != PlanScale {
+		return caller{}, apperr.New(apperr.Forbidden, MsgNoteScale).WithReason(ReasonPlanRequired)
 	}
 	c := caller{org: sc.OrgID, user: p.UserID, role: p.Role, plan: p.Plan, tz: p.Timezone}
 	if err := s.hit(ctx, c, write); err != nil {

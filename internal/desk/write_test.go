@@ -431,6 +431,16 @@ func TestRateLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("a Growth caller's note is PLAN_REQUIRED however often it is tried, never RATE_LIMITED", func(t *testing.T) {
+		// Growth has no MCP write at all: counting its refused notes against the write
+		// limit turned the third attempt into RATE_LIMITED, telling the assistant to wait
+		// and retry a call that can never succeed.
+		gus := fx.scope("globex", "gus@globex.test")
+		for i := range 3 {
+			_, err := fx.svc.AddPrivateNote(ctx, gus, desk.NoteInput{ConversationID: "conv_1", Body: "n", IdempotencyKey: fmt.Sprintf("growth-key-%d", i)})
+			wantErr(t, err, apperr.Forbidden, "PLAN_REQUIRED", desk.MsgNoteScale)
+		}
+	})
 	t.Run("a new window starts over", func(t *testing.T) {
 		fx.clock.Add(30 * time.Second)
 		if err := read(bo); err != nil {
