@@ -1075,20 +1075,33 @@ func (q *Queries) DeskNoteKeyGet(ctx context.Context, db DBTX, arg DeskNoteKeyGe
 }
 
 const deskRateHit = `-- name: DeskRateHit :many
-INSERT INTO desk_rate AS r (org_id, subject, window_start, hits)
-SELECT $1::uuid, s, $2::timestamptz, 1
-FROM unnest($3::text[]) WITH ORDINALITY AS t(s, n)
-ORDER BY n
-ON CONFLICT (org_id, subject) DO UPDATE SET
-  hits = CASE WHEN r.window_start >= EXCLUDED.window_start THEN r.hits + 1 ELSE 1 END,
-  window_start = greatest(r.window_start, EXCLUDED.window_start)
-RETURNING subject, hits, window_start
+WITH f AS (
+  INSERT INTO desk_rate AS r (org_id, subject, window_start, hits)
+  VALUES ($1::uuid, $2::text, $3::timestamptz, 1)
+  ON CONFLICT (org_id, subject) DO UPDATE SET
+    hits = CASE WHEN r.window_start >= EXCLUDED.window_start THEN r.hits + 1 ELSE 1 END,
+    window_start = greatest(r.window_start, EXCLUDED.window_start)
+  RETURNING subject, hits, window_start
+), s AS (
+  INSERT INTO desk_rate AS r (org_id, subject, window_start, hits)
+  SELECT $1::uuid, $4::text, $3::timestamptz, 1
+  FROM f WHERE f.hits <= $5::integer
+  ON CONFLICT (org_id, subject) DO UPDATE SET
+    hits = CASE WHEN r.window_start >= EXCLUDED.window_start THEN r.hits + 1 ELSE 1 END,
+    window_start = greatest(r.window_start, EXCLUDED.window_start)
+  RETURNING subject, hits, window_start
+)
+SELECT subject, hits, window_start FROM f
+UNION ALL
+SELECT subject, hits, window_start FROM s
 `
 
 type DeskRateHitParams struct {
 	OrgID       uuid.UUID
+	First       string
 	WindowStart time.Time
-	Subjects    []string
+	Second      string
+	FirstMax    int32
 }
 
 type DeskRateHitRow struct {
@@ -1097,10 +1110,19 @@ type DeskRateHitRow struct {
 	WindowStart time.Time
 }
 
-// Counts one call in each subject's fixed window (a new window starts the count over) and
-// returns the counts, in one statement. Subjects are locked in the order given.
+// Counts one call in the first subject's fixed window (a new window starts the count
+// over) and, only while that count is within first_max, in the second's: a member's calls
+// past its own limit are refused without spending its workspace's window, so one runaway
+// client cannot lock its team out. Returns the counts (the second's row only when it was
+// counted), in one statement; the first row is locked before the second.
 func (q *Queries) DeskRateHit(ctx context.Context, db DBTX, arg DeskRateHitParams) ([]DeskRateHitRow, error) {
-	rows, err := db.Query(ctx, deskRateHit, arg.OrgID, arg.WindowStart, arg.Subjects)
+	rows, err := db.Query(ctx, deskRateHit,
+		arg.OrgID,
+		arg.First,
+		arg.WindowStart,
+		arg.Second,
+		arg.FirstMax,
+	)
 	if err != nil {
 		return nil, err
 	}

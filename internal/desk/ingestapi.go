@@ -118,7 +118,8 @@ func (s *Service) admitIngest(ctx context.Context, sc tenancy.Scope) (caller, er
 		return caller{}, apperr.New(apperr.Forbidden, MsgIngestRole)
 	}
 	now := s.clock()
-	rows, err := s.countHits(ctx, c, now.Truncate(IngestWindow), []string{"ingest"})
+	// One counter: the second subject is never counted (FirstMax 0).
+	rows, err := s.countHits(ctx, c, db.DeskRateHitParams{OrgID: c.org, WindowStart: now.Truncate(IngestWindow), First: "ingest"})
 	if err != nil {
 		return caller{}, err
 	}

@@ -423,8 +423,19 @@ func TestRateLimits(t *testing.T) {
 		}
 		wantErr(t, write(ana, "rate-key-2"), apperr.RateLimited, "RATE_LIMITED", "Member write-call limit exceeded.")
 	})
+	t.Run("a member's calls past its own limit do not spend the workspace's", func(t *testing.T) {
+		// ana's third read was refused by her limit: acme's window of 3 counts her first
+		// two only, so bo's first read is served. One runaway client must not lock its
+		// team out.
+		for range 3 {
+			wantErr(t, read(ana), apperr.RateLimited, "RATE_LIMITED", "Member read-call limit exceeded.")
+		}
+		if err := read(bo); err != nil {
+			t.Fatalf("bo's first read, after ana's refused ones: %v", err)
+		}
+	})
 	t.Run("per workspace", func(t *testing.T) {
-		// ana's three reads filled acme's window of 3: bo is refused on his first.
+		// ana's two reads and bo's one filled acme's window of 3: bo is refused on his next.
 		wantErr(t, read(bo), apperr.RateLimited, "RATE_LIMITED", "Workspace read-call limit exceeded.")
 		// globex has its own windows.
 		if err := read(fx.scope("globex", "gus@globex.test")); err != nil {

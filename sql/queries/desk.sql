@@ -20,16 +20,30 @@ FROM org_member m JOIN organisation o ON o.id = m.org_id
 WHERE m.org_id = sqlc.arg(org_id) AND m.user_id = sqlc.arg(user_id);
 
 -- name: DeskRateHit :many
--- Counts one call in each subject's fixed window (a new window starts the count over) and
--- returns the counts, in one statement. Subjects are locked in the order given.
-INSERT INTO desk_rate AS r (org_id, subject, window_start, hits)
-SELECT sqlc.arg(org_id)::uuid, s, sqlc.arg(window_start)::timestamptz, 1
-FROM unnest(sqlc.arg(subjects)::text[]) WITH ORDINALITY AS t(s, n)
-ORDER BY n
-ON CONFLICT (org_id, subject) DO UPDATE SET
-  hits = CASE WHEN r.window_start >= EXCLUDED.window_start THEN r.hits + 1 ELSE 1 END,
-  window_start = greatest(r.window_start, EXCLUDED.window_start)
-RETURNING subject, hits, window_start;
+-- Counts one call in the first subject's fixed window (a new window starts the count
+-- over) and, only while that count is within first_max, in the second's: a member's calls
+-- past its own limit are refused without spending its workspace's window, so one runaway
+-- client cannot lock its team out. Returns the counts (the second's row only when it was
+-- counted), in one statement; the first row is locked before the second.
+WITH f AS (
+  INSERT INTO desk_rate AS r (org_id, subject, window_start, hits)
+  VALUES (sqlc.arg(org_id)::uuid, sqlc.arg(first)::text, sqlc.arg(window_start)::timestamptz, 1)
+  ON CONFLICT (org_id, subject) DO UPDATE SET
+    hits = CASE WHEN r.window_start >= EXCLUDED.window_start THEN r.hits + 1 ELSE 1 END,
+    window_start = greatest(r.window_start, EXCLUDED.window_start)
+  RETURNING subject, hits, window_start
+), s AS (
+  INSERT INTO desk_rate AS r (org_id, subject, window_start, hits)
+  SELECT sqlc.arg(org_id)::uuid, sqlc.arg(second)::text, sqlc.arg(window_start)::timestamptz, 1
+  FROM f WHERE f.hits <= sqlc.arg(first_max)::integer
+  ON CONFLICT (org_id, subject) DO UPDATE SET
+    hits = CASE WHEN r.window_start >= EXCLUDED.window_start THEN r.hits + 1 ELSE 1 END,
+    window_start = greatest(r.window_start, EXCLUDED.window_start)
+  RETURNING subject, hits, window_start
+)
+SELECT subject, hits, window_start FROM f
+UNION ALL
+SELECT subject, hits, window_start FROM s;
 
 -- name: DeskCounterTake :one
 -- Reserves n numbers of a kind in a workspace; returns the last of them.
