@@ -115,12 +115,19 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	}
 	nameConnections(appCfg, "app")
 	appCfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		// Every transaction sets its role itself (txRole); the session's is left as it
-		// is: behind a connection pooler in transaction mode, a session's SET ROLE stays on
-		// a server connection that the pooler then hands to other clients (the migration
-		// check, the operator's pool). Checked here, in a transaction of its own, so that a
-		// database without the role is said at once.
-		if _, err := c.Exec(ctx, "BEGIN; SET LOCAL ROLE "+AppRole+"; COMMIT"); err != nil {
+		// Every transaction sets its role itself (txRole). Connected directly, the
+		// session switches too, a second wall: a statement that ever ran outside a
+		// request's transaction would still run as AppRole, with no tenant, seeing
+		// nothing. Behind a connection pooler in transaction mode the session is left as
+		// it is: a session's SET ROLE stays on a server connection that the pooler then
+		// hands to other clients (the migration check, the operator's pool); the role is
+		// checked there, in a transaction of its own, so that a database without it is
+		// said at once.
+		check := "SET ROLE " + AppRole
+		if pooled {
+			check = "BEGIN; SET LOCAL ROLE " + AppRole + "; COMMIT"
+		}
+		if _, err := c.Exec(ctx, check); err != nil {
 			return fmt.Errorf("pg connect: switch to %s (run migrations first): %w", AppRole, err)
 		}
 		return registerTypes(ctx, c)
@@ -541,7 +548,14 @@ func (d *DB) inTxOnce(ctx context.Context, pool *pgxpool.Pool, t Tenant, fn func
 		}
 	}
 	// Statements still queued (a Pipeline that ended with writes) go with the COMMIT.
-	if _, err := tx.Exec(ctx, "COMMIT"); err != nil {
+	tag, err := tx.Exec(ctx, "COMMIT")
+	if err == nil && tag.String() == "ROLLBACK" {
+		// Postgres answers the COMMIT of a transaction a failed statement aborted with
+		// ROLLBACK, not an error: fn went on after an error it dropped, and nothing of
+		// the transaction was kept. Said as a failure, never as success.
+		err = ErrRolledBack
+	}
+	if err != nil {
 		tx.abort(ctx)
 		return tx.lost, fmt.Errorf("pg tx: commit: %w", err)
 	}
@@ -677,6 +691,14 @@ type Tx struct {
 	// lost: the first round trip failed on its first result, the BEGIN, because the
 	// connection was dead: nothing of the transaction ran (see markLost).
 	lost bool
+	// broken is the error of a first round trip of which nothing ran (send): the
+	// transaction never began, and no statement may be sent in it any more.
+	broken error
+}
+
+// errBroken is what a statement of a transaction that never began gets (Tx.broken).
+func (t *Tx) errBroken() error {
+	return fmt.Errorf("pg tx: the transaction did not begin: %w", t.broken)
 }
 
 // markLost notes that the transaction's first round trip failed at its BEGIN on a dead
@@ -892,6 +914,7 @@ func (t *Tx) sendSimple(ctx context.Context) error {
 			if err != nil {
 				if first {
 					t.markLost(err, false) // the BEGIN goes first, alone
+					t.broken = err         // as in send: nothing may run after it
 				}
 				return fmt.Errorf("pg tx: settings: %w", err)
 			}
@@ -960,6 +983,11 @@ func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults
 			}
 			if first && i == 0 {
 				t.markLost(err, t.committed) // the BEGIN's result: committed says a COMMIT went too
+				// Nothing of the batch ran, its BEGIN and settings included (a statement
+				// the server refused to prepare fails the batch before it is sent): a
+				// statement sent next would run outside any transaction, as the session's
+				// role, with no tenant. Every later statement, the COMMIT included, fails.
+				t.broken = err
 			}
 			return nil, fmt.Errorf("pg tx: pipelined statement: %w", err)
 		}
@@ -980,6 +1008,10 @@ func (t *Tx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults
 	return br, nil
 }
 
+// ErrRolledBack is a transaction's error when its COMMIT rolled it back: one of its
+// statements had failed, and the function that ran them went on without its error.
+var ErrRolledBack = errors.New("pg tx: the transaction was rolled back: one of its statements failed")
+
 // ErrCommitted is returned for a statement sent after the transaction committed with an
 // earlier one (CommitWithNext): it would run outside the transaction and its tenant.
 var ErrCommitted = errors.New("pg tx: statement after the transaction committed")
@@ -988,6 +1020,9 @@ var ErrCommitted = errors.New("pg tx: statement after the transaction committed"
 func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if t.committed {
 		return pgconn.CommandTag{}, ErrCommitted
+	}
+	if t.broken != nil {
+		return pgconn.CommandTag{}, t.errBroken()
 	}
 	if t.pipelined {
 		t.pending = append(t.pending, stmt{sql: sql, args: args, exec: true})
@@ -1042,6 +1077,9 @@ func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 // one batch after the queued writes. br is nil when it went on its own; cancel ends the
 // statement's deadline, the caller's to call once the rows are read.
 func (t *Tx) query(ctx context.Context, sql string, args []any) (rows pgx.Rows, br pgx.BatchResults, cancel context.CancelFunc, err error) {
+	if t.broken != nil {
+		return nil, nil, nil, t.errBroken()
+	}
 	ctx, cancel = t.bound(ctx)
 	if len(t.pending) == 0 && !t.commitNext {
 		t.trips.Add(1)

@@ -147,3 +147,46 @@ func TestBehindAPoolerEachTransactionCarriesItsTimeouts(t *testing.T) {
 		}
 	})
 }
+
+// TestAStatementAfterAFirstBatchThatNeverRanFails: a first batch the server refuses to
+// prepare (a table a rolling deploy has not created yet) is never sent, its BEGIN and
+// settings with it. A caller that went on after that error sent its next statement
+// outside any transaction, as the session's role: with the role set per transaction
+// only, that was the owner, and it read every tenant's rows. Every later statement of
+// such a transaction now fails, and it does not commit.
+func TestAStatementAfterAFirstBatchThatNeverRanFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, pooled := range map[string]bool{"connected directly": false, "behind a pooler": true} {
+		t.Run(name, func(t *testing.T) {
+			u, direct := pgtest.New(t), ""
+			if pooled {
+				direct = u
+			}
+			d, err := pg.Open(ctx, u, pg.Options{MaxConns: 1, OpsMaxConns: 1, DirectURL: direct})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			fx := seedTwoTenants(t, d)
+			var who string
+			var seen int
+			var later error
+			err = d.InTenant(ctx, pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}, func(tx *pg.Tx) error {
+				var n int
+				if err := tx.QueryRow(ctx, "SELECT count(*) FROM no_such_table_yet").Scan(&n); err == nil {
+					t.Fatal("a missing table was read")
+				}
+				later = tx.QueryRow(ctx, "SELECT current_user::text, (SELECT count(*) FROM membership WHERE project_id IN ($1, $2))",
+					fx.projectA, fx.projectB).Scan(&who, &seen)
+				return nil // the first error swallowed, as a careless caller would
+			})
+			if later == nil {
+				t.Fatalf("the next statement ran as %q and saw %d memberships", who, seen)
+			}
+			if err == nil {
+				t.Fatal("the transaction that never began reported success")
+			}
+		})
+	}
+}
