@@ -392,7 +392,9 @@ func checkDatabase(ctx context.Context, log *slog.Logger, database *pg.DB, cfg c
 		log.Warn("cannot read the database's max_connections", "error", err.Error())
 		return
 	}
-	if pools := cfg.MaxConns + opsPoolSize; pools > most {
+	// Behind a transaction pooler the database sees the pooler's connections and the
+	// session pool, not the request and operator pools.
+	if pools := cfg.MaxConns + opsPoolSize; pools > most && cfg.DirectDatabaseURL == "" {
 		log.Warn("the pools may open more connections than the database allows",
 			"pools", pools, "max_connections", most, "setting", "RELAYROOM_DB_MAX_CONNS")
 	}

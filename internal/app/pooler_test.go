@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -17,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // pgbouncerPath is Debian's pgbouncer package, which .ci/run installs.
@@ -158,7 +161,28 @@ func TestBehindATransactionPooler(t *testing.T) {
 			t.Fatalf("the pager's poll (want a wake naming thread %s): %d %s", sent.ThreadID, p.status, p.body)
 		}
 	})
-	t.Run("concurrent calls of two agents each see their own", func(t *testing.T) {
+	t.Run("the listeners hold their LISTEN on the direct URL, not through the pooler", func(t *testing.T) {
+		// The direct URL is the test database's own: its backends that listen are the
+		// session pool's. (Through PgBouncer a LISTEN would sit on a server connection
+		// that other clients' transactions then share, and no notification would reach it.)
+		// A connection of its own, one statement a poll: inside one transaction
+		// pg_stat_activity is read once.
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, s.dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = conn.Close(ctx) }()
+		testfix.WaitFor(t, "the wake listener", 30*time.Second, func() bool {
+			var n int
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND query = 'LISTEN rr_wake' AND application_name LIKE 'relayroom-session %'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n == 1
+		})
+	})
+	t.Run("concurrent calls of two agents are each answered as their own caller", func(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make(chan string, 64)
 		for i := range 16 {

@@ -2,8 +2,9 @@
 // own schema "river") with retries, transactional enqueue, and periodic jobs that run once
 // across any number of replicas because only the elected leader schedules them.
 //
-// River runs on the owner's pool (pg.DB.Ops): sweeps span tenants and the request role has
-// no grant on schema river. A job enqueued with InsertTx in the transaction of the write
+// River runs on the owner's session pool (pg.DB.Session: the owner's pool itself, or its
+// own pool on the direct URL behind a transaction pooler, since River holds a LISTEN):
+// sweeps span tenants and the request role has no grant on schema river. A job enqueued with InsertTx in the transaction of the write
 // that caused it commits or rolls back with that write.
 package jobs
 

@@ -169,7 +169,6 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 			ops.Close()
 			return nil, fmt.Errorf("pg open: session pool: %w", err)
 		}
-		d.lockTimeout = "0"
 		if opt.LockTimeout > 0 {
 			d.lockTimeout = fmt.Sprintf("%dms", opt.LockTimeout.Milliseconds())
 		}
@@ -184,7 +183,31 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		d.Close()
 		return nil, fmt.Errorf("pg open: look for the citus extension: %w", err)
 	}
+	if pooled {
+		if err := sameDatabase(ctx, ops, d.Session); err != nil {
+			d.Close()
+			return nil, fmt.Errorf("pg open: %w", err)
+		}
+	}
 	return d, nil
+}
+
+// sameDatabase checks that the direct URL reaches the database the pooler does: jobs
+// queued through one and worked through the other, or a LISTEN on another database than
+// the NOTIFY, would fail without a word.
+func sameDatabase(ctx context.Context, pooled, direct *pgxpool.Pool) error {
+	const which = `SELECT (pg_control_system()).system_identifier::text || '/' || current_database()`
+	var a, b string
+	if err := pooled.QueryRow(ctx, which).Scan(&a); err != nil {
+		return fmt.Errorf("identify the database through the pooler: %w", err)
+	}
+	if err := direct.QueryRow(ctx, which).Scan(&b); err != nil {
+		return fmt.Errorf("connect to the direct URL (RELAYROOM_DIRECT_DATABASE_URL): %w", err)
+	}
+	if a != b {
+		return fmt.Errorf("the direct URL (RELAYROOM_DIRECT_DATABASE_URL) reaches database %s, not %s that DATABASE_URL reaches", b, a)
+	}
+	return nil
 }
 
 type budgetKey struct{}

@@ -2,6 +2,7 @@ package pg_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,6 +135,12 @@ func TestBehindAPoolerEachTransactionCarriesItsTimeouts(t *testing.T) {
 	t.Run("the session pool is its own, on the direct URL", func(t *testing.T) {
 		if d.Session == d.Ops || d.Session == d.App {
 			t.Fatal("LISTEN and the job queue share a pool with the pooler's connections")
+		}
+	})
+	t.Run("a direct URL that reaches another database is refused at the start", func(t *testing.T) {
+		_, err := pg.Open(ctx, u, pg.Options{MaxConns: 1, OpsMaxConns: 1, DirectURL: pgtest.New(t)})
+		if err == nil || !strings.Contains(err.Error(), "RELAYROOM_DIRECT_DATABASE_URL") {
+			t.Fatalf("opened with a direct URL of another database: %v", err)
 		}
 	})
 	t.Run("a mode the URL chooses is kept", func(t *testing.T) {
