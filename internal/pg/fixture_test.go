@@ -54,6 +54,21 @@ func seedTwoTenants(t *testing.T, d *pg.DB) twoTenants {
 	return fx
 }
 
+// openSeeded opens a fresh migrated database at u (one connection a pool unless opt says
+// otherwise), closed with the test, and seeds it with two tenants.
+func openSeeded(t *testing.T, u string, opt pg.Options) (*pg.DB, twoTenants) {
+	t.Helper()
+	if opt.MaxConns == 0 {
+		opt.MaxConns, opt.OpsMaxConns = 1, 1
+	}
+	d, err := pg.Open(context.Background(), u, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return d, seedTwoTenants(t, d)
+}
+
 // nicknameA reads the nickname of project A's member as tenant A ("<nil>" when unset):
 // what the transaction tests write and check.
 func (fx twoTenants) nicknameA(t *testing.T, d *pg.DB) string {

@@ -17,17 +17,12 @@ func TestATerminatedPooledConnectionIsNotAFailedRequest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	u := pgtest.New(t)
-	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 1, OpsMaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, fx := openSeeded(t, u, pg.Options{})
 	killer, err := pg.Connect(ctx, u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = killer.Close(ctx) }()
-	fx := seedTwoTenants(t, d)
 	tenant := pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}
 	// terminate ends every pooled backend of d, as the killer sees them: the one
 	// connection of each pool, just used, so not pinged on its next use.

@@ -22,13 +22,7 @@ import (
 func TestEveryTransactionSetsItsRole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	u := pgtest.New(t)
-	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 1, OpsMaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	fx := seedTwoTenants(t, d)
+	d, fx := openSeeded(t, pgtest.New(t), pg.Options{})
 	// session changes the session role of the pool's one connection, as another client of
 	// a pooler would on the server connection this pool gets next.
 	session := func(t *testing.T, app bool, sql string) {
@@ -99,12 +93,7 @@ func TestBehindAPoolerEachTransactionCarriesItsTimeouts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	u := pgtest.New(t)
-	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 1, OpsMaxConns: 1, StatementTimeout: 3 * time.Second, LockTimeout: 700 * time.Millisecond, DirectURL: u})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	fx := seedTwoTenants(t, d)
+	d, fx := openSeeded(t, u, pg.Options{MaxConns: 1, OpsMaxConns: 1, StatementTimeout: 3 * time.Second, LockTimeout: 700 * time.Millisecond, DirectURL: u})
 	t.Run("a request transaction sets both timeouts", func(t *testing.T) {
 		var st, lt string
 		err := d.InTenant(ctx, pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}, func(tx *pg.Tx) error {
@@ -170,16 +159,11 @@ func TestAStatementAfterAFirstBatchThatNeverRanFails(t *testing.T) {
 			if pooled {
 				direct = u
 			}
-			d, err := pg.Open(ctx, u, pg.Options{MaxConns: 1, OpsMaxConns: 1, DirectURL: direct})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			fx := seedTwoTenants(t, d)
+			d, fx := openSeeded(t, u, pg.Options{DirectURL: direct})
 			var who string
 			var seen int
 			var later error
-			err = d.InTenant(ctx, pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}, func(tx *pg.Tx) error {
+			err := d.InTenant(ctx, pg.Tenant{OrgID: fx.orgA, ProjectID: fx.projectA}, func(tx *pg.Tx) error {
 				var n int
 				if err := tx.QueryRow(ctx, "SELECT count(*) FROM no_such_table_yet").Scan(&n); err == nil {
 					t.Fatal("a missing table was read")
