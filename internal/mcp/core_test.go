@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 	"testing/iotest"
+	"unicode/utf8"
 
 	"github.com/relayroom/relayroom/internal/apperr"
 )
@@ -508,4 +509,24 @@ func TestAnAbandonedRequestIsNoInternalError(t *testing.T) {
 			t.Fatalf("an ERROR line: %s", logs.String())
 		}
 	})
+}
+
+// TestALongNameIsNotEchoedWhole: an error names what the client sent (an unknown method,
+// an unknown tool) but at most 200 bytes of it: a 100 KB method name came back whole in
+// the answer and in the log.
+func TestALongNameIsNotEchoedWhole(t *testing.T) {
+	h := newTestMux(t, nil)
+	long := strings.Repeat("é", 50_000) // two bytes a character: cut at a character's start
+	for name, body := range map[string]string{
+		"an unknown method": `{"jsonrpc":"2.0","id":1,"method":"` + long + `"}`,
+		"an unknown tool":   callBody(long, `{}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, resp := post(t, h, "/rooms", body)
+			msg, _ := resp["error"].(map[string]any)["message"].(string)
+			if msg == "" || len(msg) > 400 || !strings.Contains(msg, "é…") || !utf8.ValidString(msg) {
+				t.Fatalf("%d bytes: %.300q", len(msg), msg)
+			}
+		})
+	}
 }
