@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -89,7 +90,9 @@ func (a *App) mount(e *echo.Echo, h httpapi.Handler) {
 func withPath(h http.Handler, k pathKey, name string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		ctx := context.WithValue(r.Context(), k, c.Param(name))
+		// A URL pasted with a slash at its end names the same endpoint: echo hands the
+		// slash over with the value ("…/mcp/CODE/" → "CODE/").
+		ctx := context.WithValue(r.Context(), k, strings.TrimSuffix(c.Param(name), "/"))
 		h.ServeHTTP(c.Response(), r.WithContext(ctx))
 		return nil
 	}
