@@ -56,6 +56,9 @@ type App struct {
 	jobs      *jobs.Runner
 	limits    *limits
 	echo      *echo.Echo
+	// coded are the echo paths of the routes that answer their failures in the coded
+	// format (httpapi.Route.Coded), filled while mounting, read by refuse.
+	coded map[string]bool
 	// idempotency serves the Idempotency-Key header of every endpoint's write tools.
 	idempotency *idempotency.Store
 	// Failed authentication: limits shared by replicas, and the log of refusals.

@@ -262,11 +262,21 @@ func (a *App) extendDeadlines(c echo.Context, wait time.Duration) {
 }
 
 // refuse answers a request a limit refused, in its route's wire: a JSON-RPC error on the
-// MCP endpoints, {"error", "reason", "request_id"} elsewhere; both with Retry-After.
+// MCP endpoints, {"error": {"code", "message"}} on the coded routes (the desk's ingest
+// API, CI confirmation: their OpenAPI says so for every failure), {"error", "reason",
+// "request_id"} elsewhere; all with Retry-After.
 func (a *App) refuse(c echo.Context, e *apperr.Error) error {
 	if mcpRoute(c.Path()) {
 		httpapi.BoundDrain(c.Response(), c.Request(), a.log)
 		mcp.WriteRefusal(c.Response(), e)
+		return nil
+	}
+	if a.coded[c.Path()] {
+		// The code those APIs document for a 429 is rate_limited, whichever limit it was:
+		// the reason (too_many_requests_from_address, …) would be a code they never list.
+		ce := *e
+		ce.Reason = ""
+		httpapi.Errors{Log: a.log, Coded: true}.Write(c.Response(), c.Request(), &ce)
 		return nil
 	}
 	httpapi.Errors{Log: a.log}.Write(c.Response(), c.Request(), e)

@@ -25,7 +25,9 @@ import (
 
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/app"
+	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/testfix"
@@ -383,6 +385,19 @@ func TestRequestsPerAddressAreBounded(t *testing.T) {
 		})
 		var e struct{ Error, Reason string }
 		if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error == "" || e.Reason != "too_many_requests_from_address" || h.Get("Retry-After") == "" {
+			t.Fatalf("429: %v %q", h, body)
+		}
+	})
+	t.Run("the desk's ingest API answers 429 in its coded format", func(t *testing.T) {
+		// Its OpenAPI gives every failure as {"error": {"code", "message"}}: a client that
+		// reads error.code found a string.
+		h, body := untilRefused(t, held, hold, func() (int, http.Header, string) {
+			return post(t, s.base+desk.RouteIngestConversations, "", `{}`)
+		})
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Code != string(apperr.RateLimited) || e.Error.Message == "" || h.Get("Retry-After") == "" {
 			t.Fatalf("429: %v %q", h, body)
 		}
 	})

@@ -75,6 +75,12 @@ func (a *App) mount(e *echo.Echo, h httpapi.Handler) {
 		}
 		path := pathValuePattern.ReplaceAllString(pathRestPattern.ReplaceAllString(rt.Path, "*"), ":$1")
 		e.Add(rt.Method, path, next)
+		if rt.Coded {
+			if a.coded == nil {
+				a.coded = map[string]bool{}
+			}
+			a.coded[path] = true
+		}
 		if rt.Method == http.MethodGet && rt.Credential == nil {
 			// HEAD is GET without the body (RFC 9110 9.3.2): monitors and download tools
 			// send it, and it answered 405. The surface's mux serves HEAD on its GET
