@@ -358,7 +358,7 @@ func (s *Service) Retry(ctx context.Context, id uuid.UUID) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if owner.Status == StatusPending {
+		if onItsWay(owner.Status) {
 			return nil // retried already: nothing to do, as a second revoke
 		}
 		n, err := s.Q.WakeRetryDead(ctx, tx, db.WakeRetryDeadParams{ProjectID: owner.ProjectID, ID: id})
@@ -368,7 +368,7 @@ func (s *Service) Retry(ctx context.Context, id uuid.UUID) (bool, error) {
 		if n == 0 {
 			// A person's retry on the dashboard may have come between the read and the
 			// write: then it is done, as when it came first.
-			if now, err := s.Q.WakeGetOwner(ctx, tx, id); err == nil && now.Status == StatusPending {
+			if now, err := s.Q.WakeGetOwner(ctx, tx, id); err == nil && onItsWay(now.Status) {
 				return nil
 			}
 			return refused
@@ -387,6 +387,17 @@ func (s *Service) Retry(ctx context.Context, id uuid.UUID) (bool, error) {
 		return false, refused
 	}
 	return retried, pg.Classify("wake retry", err)
+}
+
+// onItsWay says a wake of that status needs no retry: pending, or already taken by a
+// pager or the webhook dispatch, or delivered. A retry repeated at once finds the first
+// one's wake already being posted (the dispatch is told at its commit), not pending.
+func onItsWay(status string) bool {
+	switch status {
+	case StatusPending, StatusClaimed, StatusSending, StatusDelivered:
+		return true
+	}
+	return false
 }
 
 // DeliverArgs is the webhook delivery job of one wake.

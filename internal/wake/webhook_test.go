@@ -575,6 +575,34 @@ func TestTheOperatorsRetryIsInTheHostsHistory(t *testing.T) {
 	}
 }
 
+// TestARetryOfAWakeOnItsWayDoesNothing: a retry repeated at once found the first one's
+// wake already taken by the webhook dispatch ("sending"), not pending, and was refused
+// as if the wake were not a dead letter (seen on Citus in CI). A wake being delivered, or
+// delivered, needs no retry: nothing is done and nothing is refused.
+func TestARetryOfAWakeOnItsWayDoesNothing(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.queue(f.msg("a"))
+	w := f.open("a").ID
+	for _, status := range []string{wake.StatusClaimed, wake.StatusSending, wake.StatusDelivered} {
+		t.Run(status, func(t *testing.T) {
+			f.exec(`UPDATE wake SET status = $2 WHERE id = $1`, w, status)
+			if retried, err := f.svc.Retry(f.ctx, w); err != nil || retried {
+				t.Fatalf("retry of a wake %s: %v %v, want nothing done and no error", status, retried, err)
+			}
+			if got := f.wakes("a")[0].Status; got != status {
+				t.Fatalf("the wake is %s after the retry, want %s untouched", got, status)
+			}
+		})
+	}
+	t.Run("canceled is refused", func(t *testing.T) {
+		f.exec(`UPDATE wake SET status = 'canceled' WHERE id = $1`, w)
+		if _, err := f.svc.Retry(f.ctx, w); err == nil {
+			t.Fatal("a canceled wake was retried")
+		}
+	})
+}
+
 // TestRetryRacingNewWork: a person retrying a dead letter while new work opens a pending
 // wake for the same part (committed between the retry's check and its write) is told the
 // part already has one, as when the new wake came first; never an internal error.
