@@ -406,11 +406,11 @@ const setTenantSQL = `SELECT set_config('role', $10, true), set_config('app.org_
  CASE WHEN $11::text <> '' THEN set_config('lock_timeout', $11, true) END`
 
 // txRole is the role a transaction of the pool runs as, set in the transaction itself
-// (with its settings, no round trip) and not only once per connection: the request
-// pool's connections switch to AppRole when they connect, but a connection pooler
-// between the service and Postgres (PgBouncer in transaction mode) hands each
-// transaction whichever server connection is free, one that another client of the
-// pooler set to another role, or reset. A request transaction run as the owner would
+// (with its settings, no round trip) and not only once per connection: connected
+// directly, the request pool's connections switch to AppRole when they connect too, but
+// a connection pooler between the service and Postgres (PgBouncer in transaction mode)
+// hands each transaction whichever server connection is free, one that another client
+// of the pooler set to another role, or reset. A request transaction run as the owner would
 // pass every row-level security policy; this one always runs as AppRole. The operator's
 // pool runs as the login role ("none" resets to it), as when it connects.
 func txRole(app bool) string {
