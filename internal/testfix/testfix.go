@@ -248,10 +248,13 @@ func (b *Bundle) AwaitLockWaiter(t testing.TB, done <-chan error) {
 }
 
 // AwaitLockWaiters is AwaitLockWaiter for n backends waiting at once (on a row, a table
-// or an advisory lock); done may be nil.
+// or an advisory lock); done may be nil. It polls on a connection of its own, not the
+// bundle's pools: the calls under test (and a test's other parallel subtests) may hold
+// every pooled connection, and a poll queued behind them for longer than the held call's
+// statement timeout saw the call give up rather than wait (seen on Citus in CI).
 func (b *Bundle) AwaitLockWaiters(t testing.TB, n int, done <-chan error) {
 	t.Helper()
-	awaitLockWaiters(t, n, done, b.DB.Citus(), func(sql string) int { return b.Count(t, sql) })
+	AwaitLockWaitersAt(t, b.URL, n, done)
 }
 
 // AwaitLockWaitersAt is AwaitLockWaiters for the database at url (a test server's), read
