@@ -91,7 +91,7 @@ WITH ins AS (
     external_id, created_at, updated_at, resolved_at, first_resolved_at, search)
   VALUES ($1, $2, $3, $4, $5, $6,
     $7, $8, $9, $10, $10,
-    $11, $11, strip(to_tsvector('simple', $4::text)))
+    $11, $11, strip(to_tsvector('desk_words', $4::text)))
   ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
   RETURNING id
 )
@@ -407,7 +407,7 @@ WITH r AS (
 ), conv AS (
   INSERT INTO desk_conversation (org_id, id, inbox_id, subject, status, customer_email, external_id, created_at, updated_at, search)
   SELECT $9, r.conversation_id, $10, r.subject, r.status, r.customer_email, r.external_id,
-    r.created_at, r.created_at, strip(to_tsvector('simple', r.subject)) || strip(to_tsvector('simple', r.body))
+    r.created_at, r.created_at, strip(to_tsvector('desk_words', r.subject)) || strip(to_tsvector('desk_words', r.body))
   FROM r
   ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
   RETURNING id
@@ -1233,7 +1233,7 @@ const deskSavedReplyFind = `-- name: DeskSavedReplyFind :many
 SELECT r.id, r.title, r.body
 FROM desk_saved_reply r
 WHERE r.org_id = $1
-  AND to_tsvector('simple', r.title || ' ' || r.body) @@ desk_query($2::text)
+  AND to_tsvector('desk_words', r.title || ' ' || r.body) @@ desk_query($2::text)
   AND ($3::text IS NULL
        OR (r.title COLLATE "und-x-icu", r.id) > ($3::text COLLATE "und-x-icu", $4::bigint))
 ORDER BY r.title COLLATE "und-x-icu", r.id

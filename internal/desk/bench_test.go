@@ -60,7 +60,7 @@ SELECT $1, $4::bigint + g, CASE WHEN g % 5 = 0 THEN $3::bigint ELSE $2::bigint E
   CASE g % 3 WHEN 0 THEN 'open' WHEN 1 THEN 'pending' ELSE 'resolved' END,
   'c' || g || '@customer.test', t.ts, t.ts + ($7::int - 1) * interval '1 minute',
   CASE WHEN g % 3 = 2 THEN t.ts + interval '3 hours' END, t.ts + interval '2 minutes',
-  strip(to_tsvector('simple', s.subject || ' ' || (
+  strip(to_tsvector('desk_words', s.subject || ' ' || (
     SELECT string_agg(` + body + `, ' ') FROM generate_series(0, $7::int - 1) k WHERE k <> 3)))
 FROM generate_series(1, $5::int) g, (SELECT $6::text[] AS w) v,
 LATERAL (SELECT $8::timestamptz - (g % 8760) * interval '1 hour' - (g % 53) * interval '1 minute' AS ts) t,

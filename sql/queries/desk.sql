@@ -221,7 +221,7 @@ LIMIT sqlc.arg(lim);
 SELECT r.id, r.title, r.body
 FROM desk_saved_reply r
 WHERE r.org_id = sqlc.arg(org_id)
-  AND to_tsvector('simple', r.title || ' ' || r.body) @@ desk_query(sqlc.arg(query)::text)
+  AND to_tsvector('desk_words', r.title || ' ' || r.body) @@ desk_query(sqlc.arg(query)::text)
   AND (sqlc.narg(after_title)::text IS NULL
        OR (r.title COLLATE "und-x-icu", r.id) > (sqlc.narg(after_title)::text COLLATE "und-x-icu", sqlc.arg(after_id)::bigint))
 ORDER BY r.title COLLATE "und-x-icu", r.id
@@ -354,7 +354,7 @@ WITH ins AS (
     external_id, created_at, updated_at, resolved_at, first_resolved_at, search)
   VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(inbox_id), sqlc.arg(subject), sqlc.arg(status), sqlc.narg(assignee_user_id),
     sqlc.arg(customer_email), sqlc.arg(customer_name), sqlc.narg(external_id), sqlc.arg(created_at), sqlc.arg(created_at),
-    sqlc.narg(resolved_at), sqlc.narg(resolved_at), strip(to_tsvector('simple', sqlc.arg(subject)::text)))
+    sqlc.narg(resolved_at), sqlc.narg(resolved_at), strip(to_tsvector('desk_words', sqlc.arg(subject)::text)))
   ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
   RETURNING id
 )
@@ -409,7 +409,7 @@ WITH r AS (
 ), conv AS (
   INSERT INTO desk_conversation (org_id, id, inbox_id, subject, status, customer_email, external_id, created_at, updated_at, search)
   SELECT sqlc.arg(org_id), r.conversation_id, sqlc.arg(inbox_id), r.subject, r.status, r.customer_email, r.external_id,
-    r.created_at, r.created_at, strip(to_tsvector('simple', r.subject)) || strip(to_tsvector('simple', r.body))
+    r.created_at, r.created_at, strip(to_tsvector('desk_words', r.subject)) || strip(to_tsvector('desk_words', r.body))
   FROM r
   ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
   RETURNING id
