@@ -308,6 +308,8 @@ func parseImport(b []byte, now time.Time) ([]importRow, error) {
 			reasons = append(reasons, fmt.Sprintf("created_at %q is not an ISO 8601 timestamp with a time zone (2026-11-06T17:00:00Z)", get("created_at")))
 		case created.After(now):
 			reasons = append(reasons, "created_at is in the future")
+		case created.Before(earliest()):
+			reasons = append(reasons, fmt.Sprintf("created_at is before %s (a zero time sent for a missing one?)", earliest().Format(time.DateOnly)))
 		}
 		status := strings.ToLower(get("status"))
 		if status != StatusOpen && status != StatusPending && status != StatusResolved {

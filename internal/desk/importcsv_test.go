@@ -68,7 +68,8 @@ func TestImportCSV(t *testing.T) {
 			"a@example.com,,Body,2026-10-01T10:00:00Z,open\n" +
 			"b@example.com,Subject,Body,yesterday,closed\n" +
 			"c@example.com,Subject,Body,2099-01-01T00:00:00Z,open\n" +
-			"d@example.com,Subject\n"
+			"d@example.com,Subject\n" +
+			"e@example.com,Subject,Body,0001-01-01T00:00:00Z,open\n"
 		_, err := imp(bad)
 		var ie *desk.ImportError
 		if !errors.As(err, &ie) {
@@ -78,7 +79,8 @@ func TestImportCSV(t *testing.T) {
 		for _, p := range ie.Problems {
 			lines = append(lines, p.Line)
 		}
-		if !slices.Equal(lines, []int{3, 4, 5, 6, 7}) || !strings.Contains(ie.Problems[2].Reason, "created_at") || !strings.Contains(ie.Problems[2].Reason, "status") {
+		if !slices.Equal(lines, []int{3, 4, 5, 6, 7, 8}) || !strings.Contains(ie.Problems[2].Reason, "created_at") || !strings.Contains(ie.Problems[2].Reason, "status") ||
+			!strings.Contains(ie.Problems[5].Reason, "created_at is before 1990-01-01") {
 			t.Fatalf("%+v", ie.Problems)
 		}
 		r, _ := fx.svc.SearchConversations(ctx, fx.scope("acme", "ana@acme.test"), desk.SearchInput{Query: "Fine row"})

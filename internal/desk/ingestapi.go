@@ -48,6 +48,15 @@ const (
 	MaxIngestSkew = 5 * time.Minute
 )
 
+// EarliestYear: a conversation or message may carry no time before the start of it
+// (ingest API and CSV import). Earlier ones are a sender's bug, a zero time (year 1 in
+// Go, 1970 in Unix time) sent for a missing one, not helpdesk history: stored, they
+// sorted first in every export and stretched a report's range over two thousand years.
+const EarliestYear = 1990
+
+// earliest is the start of EarliestYear.
+func earliest() time.Time { return time.Date(EarliestYear, 1, 1, 0, 0, 0, 0, time.UTC) }
+
 // Reasons of the ingest API's refusals that are more precise than their code.
 const (
 	ReasonExternalIDConflict = "external_id_conflict"
@@ -144,6 +153,9 @@ func checkTime(field string, at *wiretime.Arg, now time.Time) (time.Time, error)
 	}
 	if t.After(now.Add(MaxIngestSkew)) {
 		return time.Time{}, invalid("%q is in the future", field)
+	}
+	if t.Before(earliest()) {
+		return time.Time{}, invalid("%q is before %s (a zero time sent for a missing one?)", field, earliest().Format(time.DateOnly))
 	}
 	return t.UTC(), nil
 }

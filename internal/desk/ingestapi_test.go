@@ -220,16 +220,19 @@ func TestIngest(t *testing.T) {
 	})
 	t.Run("bounds and shapes are checked before anything is written", func(t *testing.T) {
 		cases := map[string]func(*desk.IngestConversation){
-			"external_id":     func(c *desk.IngestConversation) { c.ExternalID = "" },
-			"customer_email":  func(c *desk.IngestConversation) { c.CustomerEmail = "not an address" },
-			"status":          func(c *desk.IngestConversation) { c.Status = "closed" },
-			"at most 100":     func(c *desk.IngestConversation) { c.Messages = make([]desk.IngestMessage, desk.MaxIngestMessages+1) },
-			"in the future":   func(c *desk.IngestConversation) { c.CreatedAt = new(wiretime.Arg(now.Add(time.Hour))) },
-			"customer, reply": func(c *desk.IngestConversation) { c.Messages[0].Type = desk.TypeNote },
-			"required for a":  func(c *desk.IngestConversation) { c.Messages[0].Type = desk.TypeReply },
-			"not an active":   func(c *desk.IngestConversation) { c.AssigneeEmail = "gus@globex.test" },
-			"before the":      func(c *desk.IngestConversation) { c.Messages[1].CreatedAt = argAt("2026-11-09T00:00:00Z") },
-			"attachments[0]":  func(c *desk.IngestConversation) { c.Messages[0].Attachments[0].Size = -1 },
+			"external_id":    func(c *desk.IngestConversation) { c.ExternalID = "" },
+			"customer_email": func(c *desk.IngestConversation) { c.CustomerEmail = "not an address" },
+			"status":         func(c *desk.IngestConversation) { c.Status = "closed" },
+			"at most 100":    func(c *desk.IngestConversation) { c.Messages = make([]desk.IngestMessage, desk.MaxIngestMessages+1) },
+			"in the future":  func(c *desk.IngestConversation) { c.CreatedAt = new(wiretime.Arg(now.Add(time.Hour))) },
+			// A sender's zero time for a missing one: Go's year 1, Unix's 1970.
+			`"created_at" is before 1990-01-01`:             func(c *desk.IngestConversation) { c.CreatedAt = new(wiretime.Arg(time.Time{})) },
+			`"messages[1].created_at" is before 1990-01-01`: func(c *desk.IngestConversation) { c.Messages[1].CreatedAt = new(wiretime.Arg(time.Unix(0, 0))) },
+			"customer, reply":                               func(c *desk.IngestConversation) { c.Messages[0].Type = desk.TypeNote },
+			"required for a":                                func(c *desk.IngestConversation) { c.Messages[0].Type = desk.TypeReply },
+			"not an active":                                 func(c *desk.IngestConversation) { c.AssigneeEmail = "gus@globex.test" },
+			"before the":                                    func(c *desk.IngestConversation) { c.Messages[1].CreatedAt = argAt("2026-11-09T00:00:00Z") },
+			"attachments[0]":                                func(c *desk.IngestConversation) { c.Messages[0].Attachments[0].Size = -1 },
 			// A right-to-left override shows "invoice\u202Etxt.exe" as "invoiceexe.txt".
 			"formatting character": func(c *desk.IngestConversation) { c.Messages[0].Attachments[0].Filename = "invoice\u202Etxt.exe" },
 			"only for a resol":     func(c *desk.IngestConversation) { c.ResolvedAt = new(wiretime.Arg(now)) },

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/relayroom/relayroom/internal/httpapi"
 	"github.com/relayroom/relayroom/internal/mcp"
@@ -30,7 +31,7 @@ func ingestMessageOptions() []mcp.SchemaOption {
 		mcp.Prop("attachments", mcp.MaxItems(MaxAttachments), mcp.Description("Metadata only: nothing is downloaded or stored but the name and size."),
 			mcp.Items(mcp.Prop("filename", mcp.MinLength(1), mcp.MaxLength(MaxFilename)), mcp.Prop("size", mcp.Minimum(0)))),
 		mcp.Prop("created_at", mcp.StringFormat("date-time"),
-			mcp.Description(fmt.Sprintf("Defaults to now; at most %d minutes in the future, not before the conversation.", int(MaxIngestSkew.Minutes())))),
+			mcp.Description(fmt.Sprintf("Defaults to now; at most %d minutes in the future, not before the conversation, not before %s.", int(MaxIngestSkew.Minutes()), earliest().Format(time.DateOnly)))),
 	}
 }
 
