@@ -45,8 +45,10 @@ type DB struct {
 	// citus: the database is a Citus coordinator, whose workers see a transaction's
 	// settings only when they are made with SET LOCAL (see setLocalSQL).
 	citus bool
-	// lockTimeout is what each transaction sets lock_timeout to behind a pooler
-	// (Options.DirectURL), "" when the session's startup parameter sets it.
+	// lockTimeout is what each App transaction sets lock_timeout to behind a pooler
+	// (Options.DirectURL), where no startup parameter reaches the server. "" when
+	// connected directly (the session's startup parameter sets it) and when
+	// Options.LockTimeout is 0 (the server's own setting stays).
 	lockTimeout string
 }
 
