@@ -11,6 +11,7 @@ package oauth
 import (
 	"context"
 	"crypto/x509"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -152,6 +153,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Parameters are read from the body only (RFC 6749 3.2, RFC 7009 2.1), never the URL.
 		r = r.Clone(r.Context())
 		r.URL.RawQuery = ""
+		if err := r.ParseForm(); err != nil {
+			// As op answers it (it would read the same error): malformed, cut short, or
+			// over net/http's 10 MB for a form.
+			writeJSON(w, http.StatusBadRequest, errorAnswer{"invalid_request", "the body cannot be read as a form (application/x-www-form-urlencoded, at most 10 MB)"})
+			return
+		}
+		if name := repeatedParameter(r.PostForm); name != "" {
+			writeJSON(w, http.StatusBadRequest, errorAnswer{"invalid_request", fmt.Sprintf("the parameter %q is sent more than once", quoteCut(name))})
+			return
+		}
 		s.op.ServeHTTP(w, s.withClientAddress(r))
 	case p == RouteAuthorize:
 		s.op.ServeHTTP(&issuerRedirects{ResponseWriter: w, issuer: s.issuer}, s.withClientAddress(r))
@@ -192,4 +203,27 @@ func (w *issuerRedirects) WriteHeader(status int) {
 		}
 	}
 	w.ResponseWriter.WriteHeader(status)
+}
+
+// repeatedParameter names a parameter the form body of a token or revocation request
+// holds more than once, "" when none does. Such a request must be refused (RFC 6749 3.1
+// and 3.2: parameters "MUST NOT be included more than once"); op took one of the values
+// and answered as if it were the request, invalid_grant for a repeated grant type. The
+// resource may be repeated (RFC 8707 2), and is checked value by value (checkResource).
+// The form is parsed before op sees the request, and op reads it as parsed.
+func repeatedParameter(form url.Values) string {
+	for name, values := range form {
+		if len(values) > 1 && name != "resource" {
+			return name
+		}
+	}
+	return ""
+}
+
+// quoteCut is a parameter's name as an error may echo it: at most 64 bytes of it.
+func quoteCut(name string) string {
+	if len(name) > 64 {
+		return strings.ToValidUTF8(name[:64], "") + "…"
+	}
+	return name
 }

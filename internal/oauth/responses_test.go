@@ -71,3 +71,46 @@ func TestEveryAuthorizationErrorCarriesTheIssuer(t *testing.T) {
 		})
 	}
 }
+
+// TestARepeatedParameterIsRefused: a token or revocation request that sends a parameter
+// twice is invalid_request (RFC 6749 3.1, 3.2), naming it; op took one of the values and
+// answered invalid_grant as if the request were well formed. The resource alone may be
+// repeated (RFC 8707 2).
+func TestARepeatedParameterIsRefused(t *testing.T) {
+	t.Parallel()
+	d, _ := pgtest.Open(t)
+	s := newHandler(t, d, false)
+	post := func(t *testing.T, route, body string) (int, map[string]string) {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, route, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		var out map[string]string
+		if err := json.NewDecoder(w.Body).Decode(&out); err != nil {
+			t.Fatalf("%s: %d, not JSON: %v", route, w.Code, err)
+		}
+		return w.Code, out
+	}
+	for _, route := range []string{oauth.RouteToken, oauth.RouteRevoke} {
+		t.Run(route+" with a parameter sent twice", func(t *testing.T) {
+			code, out := post(t, route, "grant_type=authorization_code&grant_type=refresh_token&code=qyt_ac_x&client_id=rrc_x&token=x")
+			if code != http.StatusBadRequest || out["error"] != "invalid_request" || !strings.Contains(out["error_description"], `"grant_type" is sent more than once`) {
+				t.Fatalf("%d %v", code, out)
+			}
+		})
+	}
+	t.Run("a repeated resource is not refused for being repeated", func(t *testing.T) {
+		code, out := post(t, oauth.RouteToken, "grant_type=authorization_code&code=qyt_ac_unknown&client_id=rrc_unknown&code_verifier="+
+			strings.Repeat("v", 43)+"&resource=a&resource=b")
+		if strings.Contains(out["error_description"], "more than once") {
+			t.Fatalf("%d %v", code, out)
+		}
+	})
+	t.Run("a body that is not a form is invalid_request", func(t *testing.T) {
+		code, out := post(t, oauth.RouteToken, "grant_type=%zz")
+		if code != http.StatusBadRequest || out["error"] != "invalid_request" {
+			t.Fatalf("%d %v", code, out)
+		}
+	})
+}
