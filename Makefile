@@ -51,14 +51,13 @@ screenshots:
 #     resolution and its isolation), internal/app (every end-to-end suite: both toolsets
 #     and the desk through the Go SDK and raw HTTP, the isolation matrices, the sign-in,
 #     the dashboard's pages and browser tests, the reliability tests, the pooler),
-#     internal/wake, knowledge, oauth, admin and audit, and the CLI (cmd/relayroom).
+#     internal/wake, knowledge, oauth, admin and audit, the CLI (cmd/relayroom), and the
+#     unit suites of the three toolsets (internal/threads, rooms, desk: 2 to 5 minutes
+#     each on the coordinator, since 2026-12-05).
 #   CITUS_APP_TESTS: a -run pattern of internal/app tests, for a run by hand
 #     (CITUS_PKGS='./internal/pg/...' CITUS_APP_TESTS='^TestIsolationMatrix$$').
-# Left out of CI, run by hand with CITUS_PKGS (e.g. CITUS_PKGS='./internal/rooms/...'):
-# the unit suites of internal/threads, rooms and desk (2 to 5 minutes each on the
-# coordinator; the end-to-end suites drive the same code).
 CITUS_DIR := $(CURDIR)/.data/citus
-CITUS_PKGS ?= ./internal/pg/... ./internal/tenancy/... ./internal/app/... ./internal/wake/... ./internal/knowledge/... ./internal/oauth/... ./internal/admin/... ./internal/audit/... ./cmd/relayroom/...
+CITUS_PKGS ?= ./internal/pg/... ./internal/tenancy/... ./internal/app/... ./internal/wake/... ./internal/knowledge/... ./internal/oauth/... ./internal/admin/... ./internal/audit/... ./cmd/relayroom/... ./internal/threads/... ./internal/rooms/... ./internal/desk/...
 CITUS_APP_TESTS ?=
 CITUS_FLAGS ?= -count=1 -timeout 30m
 # The test servers' database time per request on the coordinator (5 s on plain
