@@ -61,9 +61,10 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	name := args[0]
 	rest := args[1:]
 	if name != "apply" {
-		if len(rest) == 0 {
-			// A group without its command (admin org), or no command at all (admin bogus):
-			// say which, then the usage.
+		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+			// A group without its command (admin org, admin org --help), or no command at
+			// all (admin bogus): say which, then the usage. Every command here is two words
+			// or more, so a flag in second place is never one's own.
 			subs := adminSubcommands(name)
 			if len(subs) == 0 {
 				fmt.Fprintf(stderr, "unknown admin command %q\n\n%s", name, adminUsage)

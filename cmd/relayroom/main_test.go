@@ -240,6 +240,9 @@ func TestAdminCLI(t *testing.T) {
 	if code, _, stderr = runCLI(t, "admin", "org"); code != 2 || !strings.HasPrefix(stderr, "admin org needs one of: create, list") {
 		t.Fatalf("a group without its command exits %d, want 2 and its commands: %.80s", code, stderr)
 	}
+	if code, _, stderr = runCLI(t, "admin", "org", "--help"); code != 2 || !strings.HasPrefix(stderr, "admin org needs one of: create, list") {
+		t.Fatalf("a group's --help exits %d, want 2 and its commands, not an unknown command \"org --help\": %.80s", code, stderr)
+	}
 	if code, _, _ = runCLI(t, "admin", "org", "create", "--help"); code != 0 {
 		t.Fatalf("--help exits %d, want 0", code)
 	}
