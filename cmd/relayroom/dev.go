@@ -317,7 +317,7 @@ func printBanner(w io.Writer, public, metricsAddr string, creds devCredentials, 
 	fmt.Fprintln(&b, "\nDemo agent keys (send as X-Agent-Key or Authorization: Bearer):")
 	for _, ref := range agents {
 		if creds.RevokedAgents[ref] {
-			fmt.Fprintf(&b, "  %-18s (revoked since the last run: make a new key on the dashboard's agent page, or ./bin/relayroom admin agent rotate-key %s)\n", ref, ref)
+			fmt.Fprintf(&b, "  %-18s (revoked since the last run: make a new key on the dashboard's agent page, or ./bin/relayroom admin agent rotate-key --agent %s)\n", ref, ref)
 			continue
 		}
 		fmt.Fprintf(&b, "  %-18s %s\n", ref, creds.Agents[ref])
@@ -335,7 +335,7 @@ func printBanner(w io.Writer, public, metricsAddr string, creds devCredentials, 
 		fmt.Fprintf(&b, "  all rooms:         %s/api/mcp\n", public)
 		members := bannerMembers(ps)
 		if creds.RevokedCodes[project] {
-			fmt.Fprintf(&b, "  threads: the connect code was rotated since the last run; its URLs are on the dashboard's project page, or ./bin/relayroom admin project rotate-code %s/%s\n", ps.Host, ps.Slug)
+			fmt.Fprintf(&b, "  threads: the connect code was rotated since the last run; its URLs are on the dashboard's project page, or ./bin/relayroom admin project rotate-code --project %s/%s\n", ps.Host, ps.Slug)
 		} else {
 			fmt.Fprintln(&b, "  threads, one URL per part:")
 			for _, m := range members {

@@ -171,8 +171,8 @@ func TestARestartNamesWhatWasRevoked(t *testing.T) {
 	t.Run("the banner says they were revoked and how to get new ones", func(t *testing.T) {
 		testfix.CheckContains(t, "banner", banner,
 			"acme/architect     (revoked since the last run",
-			"admin agent rotate-key acme/architect",
-			"admin project rotate-code acme/escalations")
+			"admin agent rotate-key --agent acme/architect)",
+			"admin project rotate-code --project acme/escalations\n")
 	})
 	t.Run("the keys still valid are printed as before", func(t *testing.T) {
 		testfix.CheckContains(t, "banner", banner, first.Agents["acme/backend"])
