@@ -198,6 +198,12 @@ func (a *App) httpError(err error, c echo.Context) {
 	} else {
 		a.log.ErrorContext(c.Request().Context(), "handler error", "error", err.Error())
 	}
+	if a.coded[c.Path()] {
+		// The router's 405 of a coded route (the desk's ingest API, CI confirmation: a GET
+		// of a POST route) in the format their OpenAPI gives every failure, Allow set.
+		httpapi.WriteJSON(c.Response(), code, httpapi.CodedError{Error: httpapi.CodedErrorBody{Code: httpapi.StatusCode(code), Message: msg}})
+		return
+	}
 	httpapi.WriteError(c.Response(), c.Request(), code, msg)
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/relayroom/relayroom/internal/apperr"
@@ -122,6 +123,12 @@ func (e Errors) Write(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	writeFlat(w, r, status, ae.Message, ae.Reason)
+}
+
+// StatusCode is the code of a coded failure that is an HTTP status rather than an apperr
+// (the router's 405): its text in lower case, words joined by "_" ("method_not_allowed").
+func StatusCode(status int) string {
+	return strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_")
 }
 
 // WriteError answers status with {"error": message, "request_id"}: for failures that are
