@@ -383,7 +383,7 @@ LEFT JOIN agent a ON a.id = e.agent_id
 WHERE e.project_id = $1 AND e.content = $2 AND e.deprecated_at IS NULL
   AND e.tags = $3::text[] AND e.category IS NOT DISTINCT FROM $4::text
   AND e.is_decision = $5 AND e.is_private = $6
-  AND (NOT e.is_private OR e.org_id = $7)
+  AND e.org_id = $7
 ORDER BY e.created_at, e.id
 LIMIT 1
 `
@@ -406,8 +406,10 @@ type MemoryEntryFindSameRow struct {
 }
 
 // The live entry this write would store again: the same content, tags, category, decision
-// flag and visibility, written in the caller's organisation when private (the caller
-// reads it either way). memory_entry_content_hash_idx finds it by content.
+// flag and visibility, written in the caller's organisation. Only its own: another
+// company's entry would answer a company without the read_memory grant whether a text is
+// in the room's memory (its id, writer and time), and would leave the write unrecorded
+// as the caller's company's. memory_entry_content_hash_idx finds it by content.
 func (q *Queries) MemoryEntryFindSame(ctx context.Context, db DBTX, arg MemoryEntryFindSameParams) (MemoryEntryFindSameRow, error) {
 	row := db.QueryRow(ctx, memoryEntryFindSame,
 		arg.ProjectID,

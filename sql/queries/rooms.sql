@@ -78,15 +78,17 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
 
 -- name: MemoryEntryFindSame :one
 -- The live entry this write would store again: the same content, tags, category, decision
--- flag and visibility, written in the caller's organisation when private (the caller
--- reads it either way). memory_entry_content_hash_idx finds it by content.
+-- flag and visibility, written in the caller's organisation. Only its own: another
+-- company's entry would answer a company without the read_memory grant whether a text is
+-- in the room's memory (its id, writer and time), and would leave the write unrecorded
+-- as the caller's company's. memory_entry_content_hash_idx finds it by content.
 SELECT e.id, e.category, e.created_at, a.name AS agent_name
 FROM memory_entry e
 LEFT JOIN agent a ON a.id = e.agent_id
 WHERE e.project_id = sqlc.arg(project_id) AND e.content = sqlc.arg(content) AND e.deprecated_at IS NULL
   AND e.tags = sqlc.arg(tags)::text[] AND e.category IS NOT DISTINCT FROM sqlc.narg(category)::text
   AND e.is_decision = sqlc.arg(is_decision) AND e.is_private = sqlc.arg(is_private)
-  AND (NOT e.is_private OR e.org_id = sqlc.arg(org_id))
+  AND e.org_id = sqlc.arg(org_id)
 ORDER BY e.created_at, e.id
 LIMIT 1;
 
