@@ -35,4 +35,23 @@ func TestRoomsContractAudit(t *testing.T) {
 			t.Fatalf("the guest's same write again: %v, first %v", again, guest)
 		}
 	})
+
+	t.Run("a guest naming a pending or revoked guest's agent finds no such agent", func(t *testing.T) {
+		// The unknown agent's list leaves out parts of guests whose agreement is not
+		// active (they are not in the room); naming one must not tell another guest that
+		// it, or its company, is there. Whatever the caller's own grant.
+		for _, from := range []string{"peter", "gavin"} {
+			for _, to := range []string{"hank", "albert"} {
+				r := e.call(from, e.one, "send_task", map[string]any{"to_agent_slug": to, "goal": "x"})
+				wantError(t, r, `Agent "`+to+`" not found in this project. Its parts: architect, gavin, peter, qa-lead.`)
+			}
+		}
+		// The host made those agreements, and is told why.
+		wantError(t, e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "albert", "goal": "x"}),
+			"No active agreement between your organisation and Umbrella grants task assignment")
+		// An admitted guest's agent is found: the refusal is about the grant.
+		wantError(t, e.call("peter", e.one, "send_task", map[string]any{"to_agent_slug": "gavin", "goal": "x"}),
+			"No active agreement between your organisation and Hooli grants task assignment")
+		wantError(t, e.call("gavin", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "x"}), "Agreement does not permit can assign tasks")
+	})
 }

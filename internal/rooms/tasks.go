@@ -2,6 +2,7 @@ package rooms
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -176,6 +177,15 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 			own, err = s.Q.RoomMemberGetByAgentSlug(ctx, tx, db.RoomMemberGetByAgentSlugParams{ProjectID: sc.ProjectID, OrgID: sc.OrgID, Slug: slug})
 			to = db.RoomMemberGetByPartRow(own)
 		}
+		// No rooms tool lists part names (messages show display names): name them, so
+		// that the caller can correct the call instead of guessing.
+		notFound := func() error {
+			parts, err := s.Q.RoomMemberListAdmittedParts(ctx, tx, sc.ProjectID)
+			if err != nil {
+				return err
+			}
+			return apperr.New(apperr.NotFound, "Agent %q not found in this project. Its parts: %s", slug, partList(parts))
+		}
 		if pg.IsNoRows(err) {
 			exists, err := s.Q.AgentExistsInOrg(ctx, tx, db.AgentExistsInOrgParams{OrgID: sc.OrgID, Slug: slug})
 			if err != nil {
@@ -184,19 +194,15 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 			if exists {
 				return apperr.New(apperr.NotFound, "Agent %q exists but is not a member of this project", slug)
 			}
-			// No rooms tool lists part names (messages show display names): name them, so
-			// that the caller can correct the call instead of guessing.
-			parts, err := s.Q.RoomMemberListAdmittedParts(ctx, tx, sc.ProjectID)
-			if err != nil {
-				return err
-			}
-			return apperr.New(apperr.NotFound, "Agent %q not found in this project. Its parts: %s", slug, partList(parts))
+			return notFound()
 		}
 		if err != nil {
 			return err
 		}
 		if to.OrgID != sc.OrgID {
-			if err := s.crossCompany(ctx, tx, sc, to); err != nil {
+			if err := s.crossCompany(ctx, tx, sc, to); errors.Is(err, errNotAdmitted) {
+				return notFound()
+			} else if err != nil {
 				return err
 			}
 		}
@@ -251,20 +257,36 @@ func (s *Service) SendTask(ctx context.Context, sc tenancy.Scope, in SendTaskInp
 	return res, nil
 }
 
+// errNotAdmitted is crossCompany's answer to a guest naming an agent of another guest
+// company whose agreement is not active: send_task answers it as an unknown agent.
+var errNotAdmitted = errors.New("rooms: the recipient's company is not admitted to the room")
+
 // crossCompany checks a task between two companies: each guest side needs an active
-// agreement granting assign_tasks (the host side needs none).
+// agreement granting assign_tasks (the host side needs none). A guest company whose
+// agreement is pending or revoked is not in the room for the other guests, as its parts
+// are not in the unknown agent's list: naming one of them is errNotAdmitted, before the
+// caller's own grant is checked, so that no answer tells that company is there. The host
+// made that agreement, and is told about it.
 func (s *Service) crossCompany(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, to db.RoomMemberGetByPartRow) error {
+	admitted := to.OrgID == sc.HostOrgID
+	var grants []string
+	if !admitted {
+		ag, err := s.Q.AgreementGetForRoom(ctx, tx, db.AgreementGetForRoomParams{ProjectID: sc.ProjectID, GuestOrgID: to.OrgID})
+		if err != nil && !pg.IsNoRows(err) {
+			return err
+		}
+		admitted, grants = err == nil && ag.Status == tenancy.AgreementActive, ag.Grants
+		if !admitted && !sc.IsHost() {
+			return errNotAdmitted
+		}
+	}
 	if !sc.IsHost() && !sc.Granted(tenancy.GrantAssignTasks) {
 		return apperr.New(apperr.Forbidden, MsgNoAssignTasks)
 	}
 	if to.OrgID == sc.HostOrgID {
 		return nil
 	}
-	ag, err := s.Q.AgreementGetForRoom(ctx, tx, db.AgreementGetForRoomParams{ProjectID: sc.ProjectID, GuestOrgID: to.OrgID})
-	if err != nil && !pg.IsNoRows(err) {
-		return err
-	}
-	if err != nil || ag.Status != tenancy.AgreementActive || !slices.Contains(ag.Grants, tenancy.GrantAssignTasks) {
+	if !admitted || !slices.Contains(grants, tenancy.GrantAssignTasks) {
 		return apperr.New(apperr.Forbidden, "No active agreement between your organisation and %s grants task assignment", to.OrgName)
 	}
 	return nil
