@@ -13,9 +13,10 @@ import (
 	"github.com/relayroom/relayroom/internal/rooms"
 )
 
-// TestRoomsContractAudit holds what an audit of the rooms toolset against its contract
-// found, one behaviour per subtest, each through the server as the clients call it.
-func TestRoomsContractAudit(t *testing.T) {
+// TestAGuestLearnsNothingItCannotSee: what an audit of the rooms toolset against its
+// contract found, one behaviour per subtest, each through the server as clients call it:
+// no answer tells a company what its grants or the room's agreements keep from it.
+func TestAGuestLearnsNothingItCannotSee(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 
