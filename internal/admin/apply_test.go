@@ -325,6 +325,16 @@ func TestPeoplesNamesAreKeptAndBounded(t *testing.T) {
 			t.Fatalf("a name of 200 characters refused: %v", err)
 		}
 	})
+	t.Run("an email address is bounded, not refused by the database's index", func(t *testing.T) {
+		at := "@acme.test"
+		fits := strings.Repeat("a", admin.MaxEmailBytes-len(at)) + at
+		file := "users:\n  - {email: " + fits + ", org: acme}\n  - {email: x" + fits + ", org: acme}\n"
+		_, err := svc.Apply(ctx, parse(t, file), admin.Options{})
+		testfix.CheckContains(t, "the problems", fmt.Sprint(err), "users[1].email: at most 320 characters")
+		if strings.Contains(fmt.Sprint(err), "users[0]") || strings.Contains(fmt.Sprint(err), "SQLSTATE") {
+			t.Fatalf("want only users[1] refused, by the file's check: %v", err)
+		}
+	})
 }
 
 // TestApplySwapsMembersParts: a file that gives two members each other's parts was

@@ -136,6 +136,9 @@ func validate(f *File, k known) Problems {
 		u.Email = strings.ToLower(strings.TrimSpace(u.Email))
 		if a, err := mail.ParseAddress(u.Email); err != nil || a.Address != u.Email {
 			add(path+".email", "not an email address: %q", u.Email)
+		} else if len(u.Email) > MaxEmailBytes {
+			// Longer, it reached the operator as Postgres's index error (SQLSTATE 54000).
+			add(path+".email", "at most %d characters", MaxEmailBytes)
 		}
 		key := u.Email + "|" + u.Org
 		if seenUser[key] {
