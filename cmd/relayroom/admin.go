@@ -232,21 +232,27 @@ func required(fs *flag.FlagSet, names ...string) error {
 // validation and write path.
 func applyOne(ctx context.Context, env adminEnv, f admin.File) (admin.Result, error) {
 	res, err := env.svc.Apply(ctx, f, admin.Options{})
-	var problems admin.Problems
-	if errors.As(err, &problems) {
-		// There is no file: the problems are said without the file's words ("the file was
-		// not applied", "agents[0].org: …").
-		said := make([]string, len(problems))
-		for i, p := range problems {
-			said[i] = fileIndex.ReplaceAllString(p, "")
-		}
-		return res, errors.New(strings.Join(said, "; "))
-	}
-	return res, err
+	return res, withoutFile(err)
 }
 
-// fileIndex is where a problem of an applied file names the object ("agents[0].").
-var fileIndex = regexp.MustCompile(`^\w+\[\d+\]\.`)
+// withoutFile is the error of a command that applies a one-object file of its own
+// (create, member add, agreement set): there is no file, so its problems are said
+// without the file's words ("the file was not applied", "projects[0].members[0].access: …").
+func withoutFile(err error) error {
+	var problems admin.Problems
+	if !errors.As(err, &problems) {
+		return err
+	}
+	said := make([]string, len(problems))
+	for i, p := range problems {
+		said[i] = fileIndex.ReplaceAllString(p, "")
+	}
+	return errors.New(strings.Join(said, "; "))
+}
+
+// fileIndex is where a problem of an applied file names the object ("agents[0].", or
+// "projects[0].members[0]." for a member).
+var fileIndex = regexp.MustCompile(`^(\w+\[\d+\]\.)+`)
 
 // command is an admin command whose flags are declared by flags (need names the required
 // ones) and which prints as JSON what run returns.
@@ -438,8 +444,9 @@ func coreAdminCommands() map[string]adminCommand {
 				// An update changes what its flags name and keeps the rest, not the flags'
 				// defaults (a manager stays a manager when only the nickname is given).
 				set := flagsSet(fs)
-				return env.svc.SetMember(ctx, *project, m, admin.MemberKeep{Part: !set["part"], Main: !set["main"],
+				res, err := env.svc.SetMember(ctx, *project, m, admin.MemberKeep{Part: !set["part"], Main: !set["main"],
 					Nickname: !set["nickname"], Access: !set["access"], Capabilities: !set["capabilities"]})
+				return res, withoutFile(err)
 			}
 		}),
 		"agreement list": oneFlag("List a project's guest agreements.", "project", "the project, as host/slug", func(ctx context.Context, env adminEnv, v string) (any, error) { return env.svc.ListAgreements(ctx, v) }),
@@ -450,7 +457,8 @@ func coreAdminCommands() map[string]adminCommand {
 				// An update changes what its flags name: new grants must not re-admit a
 				// revoked guest.
 				set := flagsSet(fs)
-				return env.svc.SetAgreement(ctx, *project, admin.GuestSpec{Org: *guest, Status: *status, Grants: csv(*grants)}, !set["status"], !set["grants"])
+				res, err := env.svc.SetAgreement(ctx, *project, admin.GuestSpec{Org: *guest, Status: *status, Grants: csv(*grants)}, !set["status"], !set["grants"])
+				return res, withoutFile(err)
 			}
 		}),
 		"agreement revoke": command("Revoke a guest organisation's agreement; its agents are refused from their next call.", func(fs *flag.FlagSet) ([]string, runFunc) {
