@@ -15,6 +15,7 @@ import (
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/cli"
+	"github.com/relayroom/relayroom/internal/pg"
 )
 
 const usage = `relayroom: agents from one company or many, working together over MCP.
@@ -87,7 +88,9 @@ func printError(w io.Writer, err error) {
 	out := map[string]any{"error": err.Error()}
 	var problems admin.Problems
 	var detailed detailedError
-	if errors.As(err, &problems) {
+	if msg, ok := pg.ConnectFailure(err); ok {
+		out["error"] = msg
+	} else if errors.As(err, &problems) {
 		out["error"] = "the file was not applied"
 		out["problems"] = []string(problems)
 	} else if errors.As(err, &detailed) {

@@ -12,6 +12,7 @@ import (
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/pg"
 )
 
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
@@ -37,7 +38,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	slog.SetDefault(app.LibraryLogger(log))
 	warnUnknownNames(log)
 	if err := app.Run(ctx, cfg, log, nil); err != nil {
-		log.Error("stopped on an error", "error", err)
+		said := err.Error()
+		if msg, ok := pg.ConnectFailure(err); ok {
+			said = msg // the database and the cause, not the driver's framing
+		}
+		log.Error("stopped on an error", "error", said)
 		return errLogged{err}
 	}
 	return nil

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -87,6 +91,40 @@ func Connect(ctx context.Context, dbURL string) (*pgx.Conn, error) {
 		return nil, err
 	}
 	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// ConnectFailure says in an operator's words why err is a failure to open a connection:
+// to which database (host, port and name, never the password) and why (refused, no answer
+// within the connect timeout, the server's own refusal such as a wrong password), without
+// the driver's framing ("failed to connect to `user=… database=…`: … dial error: …"). ok
+// is false when err is not a failure to connect.
+func ConnectFailure(err error) (msg string, ok bool) {
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &ce) || ce.Config == nil {
+		return "", false
+	}
+	return fmt.Sprintf("cannot connect to the database at %s:%d/%s (DATABASE_URL): %s",
+		ce.Config.Host, ce.Config.Port, ce.Config.Database, connectCause(ce, ce.Config.ConnectTimeout)), true
+}
+
+// connectCause is why a connection could not be opened, as ConnectFailure says it.
+func connectCause(err error, timeout time.Duration) string {
+	var pgErr *pgconn.PgError
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &pgErr):
+		return pgErr.Message // the server's refusal: a wrong password, no such database
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused (is Postgres running, and listening there?)"
+	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
+		return fmt.Sprintf("no answer within the connect timeout, %s (connect_timeout in the URL sets it)", timeout)
+	case errors.As(err, &dnsErr):
+		return fmt.Sprintf("no such host %q", dnsErr.Name)
+	}
+	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(u) {
+		err = u // the innermost cause, without the driver's framing
+	}
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }
 
 // Describe names the database of dbURL for a log line: host, port and database, never the

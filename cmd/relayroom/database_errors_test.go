@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/testfix"
+)
+
+// TestDatabaseConnectFailuresAreSaidPlainly: a database that cannot be reached failed
+// admin and migrate with the driver's text ("migration status: connect: failed to connect
+// to `user=… database=…`: …: dial error: dial tcp …"). The error names the database and
+// the cause, and a database that never answers is given up on at connect_timeout.
+func TestDatabaseConnectFailuresAreSaidPlainly(t *testing.T) {
+	said := func(t *testing.T, dbURL string, args ...string) string {
+		t.Helper()
+		t.Setenv("DATABASE_URL", dbURL)
+		code, out, stderr := runCLI(t, args...)
+		var failure struct{ Error string }
+		if code != 1 || out != "" || json.Unmarshal([]byte(stderr), &failure) != nil {
+			t.Fatalf("%v: want exit 1 and a JSON error, got exit %d: %s %s", args, code, out, stderr)
+		}
+		for _, driver := range []string{"failed to connect", "dial error", "SQLSTATE"} {
+			if strings.Contains(failure.Error, driver) {
+				t.Fatalf("%v: the driver's words %q in %q", args, driver, failure.Error)
+			}
+		}
+		return failure.Error
+	}
+
+	t.Run("nothing listening: refused, for admin and migrate alike", func(t *testing.T) {
+		addr := testfix.FreeLoopback(t)
+		for _, args := range [][]string{{"admin", "org", "list"}, {"migrate", "up"}, {"migrate", "status"}} {
+			testfix.Check(t, strings.Join(args, " "), said(t, "postgres://postgres@"+addr+"/relayroom", args...),
+				"cannot connect to the database at "+addr+"/relayroom (DATABASE_URL): connection refused (is Postgres running, and listening there?)")
+		}
+	})
+	t.Run("serve logs the same words", func(t *testing.T) {
+		addr := testfix.FreeLoopback(t)
+		t.Setenv("DATABASE_URL", "postgres://postgres@"+addr+"/relayroom")
+		t.Setenv("RELAYROOM_ADDR", testfix.FreeLoopback(t))
+		code, _, stderr := runCLI(t, "serve")
+		if code != 1 || strings.Contains(stderr, "failed to connect") {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		testfix.CheckContains(t, "the log", stderr, "cannot connect to the database at "+addr+"/relayroom (DATABASE_URL): connection refused")
+	})
+	t.Run("a server that never answers: given up at connect_timeout", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close() // accepted and never answered: the connection waits for a reply
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+			}
+		}()
+		start := time.Now()
+		got := said(t, "postgres://postgres@"+l.Addr().String()+"/relayroom?connect_timeout=1", "admin", "org", "list")
+		testfix.CheckContains(t, "error", got, "no answer within the connect timeout, 1s")
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("gave up after %s, want about 1s", took)
+		}
+	})
+	t.Run("the server refuses: its reason, without the driver's framing", func(t *testing.T) {
+		u, err := url.Parse(pgtest.BaseURL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Path = "/no_such_database"
+		testfix.CheckContains(t, "error", said(t, u.String(), "admin", "org", "list"),
+			"cannot connect to the database at "+u.Host+"/no_such_database", `database "no_such_database" does not exist`)
+	})
+}
