@@ -5,9 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/threads"
@@ -58,7 +62,11 @@ func threadsAdminCommands() map[string]adminCommand {
 				if err != nil {
 					return nil, err
 				}
-				who := *by
+				who := strings.TrimSpace(*by)
+				if utf8.RuneCountInString(who) > admin.MaxNameRunes || strings.IndexFunc(who, unicode.IsControl) >= 0 {
+					// It is stored as the decider and shown on the dashboard's review queue.
+					return nil, fmt.Errorf("%w: --by: a name of at most %d characters, without control characters (a line break, an escape…)", cli.ErrUsage, admin.MaxNameRunes)
+				}
 				if who == "" {
 					if who = os.Getenv("USER"); who == "" {
 						who = "admin"

@@ -104,6 +104,16 @@ func TestAdminToolsetCommands(t *testing.T) {
 		misused(t, `--id: "x" is not an id`, "knowledge", "approve", "--project", "acme/escalations", "--id", "x")
 		misused(t, "--project", "knowledge", "list")
 	})
+	t.Run("who decides on knowledge is a plain name, not anything stored as given", func(t *testing.T) {
+		// --by is stored as the decider and shown on the review queue: an escape sequence
+		// or a megabyte of it was stored as it came.
+		const zero = "00000000-0000-0000-0000-000000000000"
+		for _, by := range []string{"ana\x1b[31m", "ana\nbo", strings.Repeat("a", 201)} {
+			misused(t, "--by: a name of at most 200 characters, without control characters", "knowledge", "approve", "--project", "acme/escalations", "--id", zero, "--by", by)
+		}
+		misused(t, "--by: a name of at most 200 characters", "knowledge", "reject", "--project", "acme/escalations", "--id", zero, "--by", "a\tb")
+		fails(t, "no knowledge entry "+zero, "knowledge", "approve", "--project", "acme/escalations", "--id", zero, "--by", strings.Repeat("é", 200))
+	})
 	t.Run("a thread id is checked before anything is canceled", func(t *testing.T) {
 		misused(t, `--thread: "x" is not an id`, "thread", "cancel", "--project", "acme/escalations", "--thread", "x")
 		fails(t, `unknown project "acme/nope"`, "thread", "cancel", "--project", "acme/nope", "--thread", "00000000-0000-0000-0000-000000000000")
