@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/relayroom/relayroom/internal/apperr"
+	"github.com/relayroom/relayroom/internal/cli"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -76,6 +77,10 @@ func wakeAdminCommands() map[string]adminCommand {
 			return nil, func(ctx context.Context, s *wake.Service) (any, error) {
 				st := *status
 				if *dead {
+					if st != "" && st != wake.StatusDead {
+						// --dead won without a word: "--status pending --dead" listed the dead letters.
+						return nil, fmt.Errorf("%w: --dead is --status %s: it does not go with --status %s", cli.ErrUsage, wake.StatusDead, st)
+					}
 					st = wake.StatusDead
 				}
 				return s.List(ctx, st, *limit)

@@ -388,6 +388,15 @@ func TestWakeListRefusesWhatItCannotAnswer(t *testing.T) {
 			}
 		})
 	}
+	t.Run("--dead with another status is a usage error, not the dead letters", func(t *testing.T) {
+		code, out, stderr := runCLI(t, "admin", "wake", "list", "--dead", "--status", "pending")
+		if code != 2 || out != "" || !strings.Contains(stderr, "--dead is --status dead: it does not go with --status pending") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
+		}
+		if code, out, stderr := runCLI(t, "admin", "wake", "list", "--dead", "--status", "dead"); code != 0 || strings.TrimSpace(out) != "[]" {
+			t.Fatalf("--dead --status dead: exit %d, stdout %q, stderr %q", code, out, stderr)
+		}
+	})
 	t.Run("a known status lists", func(t *testing.T) {
 		if code, out, stderr := runCLI(t, "admin", "wake", "list", "--status", "dead"); code != 0 || strings.TrimSpace(out) != "[]" {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
