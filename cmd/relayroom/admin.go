@@ -341,6 +341,11 @@ func coreAdminCommands() map[string]adminCommand {
 				if err != nil {
 					return nil, err
 				}
+				if len(f.Organisations)+len(f.Users)+len(f.Agents)+len(f.Projects)+len(f.Desk) == 0 {
+					// An empty file, or a pipe whose writer failed (curl … | admin apply -f -),
+					// was applied as a success that changed nothing.
+					return nil, fmt.Errorf("%s declares nothing: it needs organisations, users, agents, projects or desk", fileName(*file))
+				}
 				if *ifNew {
 					if *rotate {
 						return nil, errors.New("--if-new and --rotate-keys do not go together: rotating changes what exists")
@@ -471,6 +476,14 @@ func coreAdminCommands() map[string]adminCommand {
 			}
 		}),
 	}
+}
+
+// fileName is how an error names apply's -f: stdin for "-".
+func fileName(f string) string {
+	if f == "-" {
+		return "stdin"
+	}
+	return f
 }
 
 // warnDerivedURLs says, on stderr, when the URLs an output holds are derived from the

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
@@ -35,5 +37,12 @@ func TestAdminRefusalsSayWhatIsWrong(t *testing.T) {
 	t.Run("agreement set speaks of its flags, not of a file", func(t *testing.T) {
 		got := refused(t, "agreement", "set", "--project", "acme/escalations", "--guest", "globex", "--status", "maybe")
 		testfix.Check(t, "error", got, `status: must be one of pending, active, revoked, got "maybe"`)
+	})
+	t.Run("a file that declares nothing is refused, not applied as a success", func(t *testing.T) {
+		empty := filepath.Join(t.TempDir(), "empty.yaml")
+		if err := os.WriteFile(empty, []byte("# nothing yet\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		testfix.Check(t, "error", refused(t, "apply", "-f", empty), empty+" declares nothing: it needs organisations, users, agents, projects or desk")
 	})
 }
