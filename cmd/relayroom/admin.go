@@ -332,7 +332,7 @@ func coreAdminCommands() map[string]adminCommand {
 				if *file != "-" {
 					fh, err := os.Open(*file)
 					if err != nil {
-						return nil, fmt.Errorf("open %s: %w", *file, err)
+						return nil, fmt.Errorf("-f: %w", err) // os's error names the file: "open x.yaml: no such file…"
 					}
 					defer fh.Close()
 					r = fh

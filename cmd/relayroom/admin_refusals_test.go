@@ -45,4 +45,8 @@ func TestAdminRefusalsSayWhatIsWrong(t *testing.T) {
 		}
 		testfix.Check(t, "error", refused(t, "apply", "-f", empty), empty+" declares nothing: it needs organisations, users, agents, projects or desk")
 	})
+	t.Run("a file that is not there is named once", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "missing.yaml")
+		testfix.Check(t, "error", refused(t, "apply", "-f", missing), "-f: open "+missing+": no such file or directory")
+	})
 }
