@@ -17,6 +17,7 @@ import (
 // destructive one will do before doing it, and never print the environment's password.
 func TestMigrateCLI(t *testing.T) {
 	target := pgtest.New(t)
+	empty := pgtest.NewEmpty(t) // before DATABASE_URL is set to a database that must not be used
 	// An environment that must not be used, and whose password must not be printed.
 	t.Setenv("DATABASE_URL", "postgres://nobody:EnvPassw0rd@127.0.0.1:1/none?sslmode=disable")
 	t.Setenv("RELAYROOM_SECRET_KEY", strings.Repeat("ab", 32))
@@ -94,6 +95,20 @@ func TestMigrateCLI(t *testing.T) {
 		}
 		if st := status(t); st.Current != latest || st.Dirty {
 			t.Fatalf("after force: %+v", st)
+		}
+	})
+	t.Run("force 0 records that nothing is applied, and up applies everything", func(t *testing.T) {
+		// Recorded as a version 0 that no migration has, every up failed "no migration
+		// found for version 0".
+		for _, args := range [][]string{{"force", "0"}, {"up"}} {
+			if code, _, stderr := runCLI(t, append(append([]string{"migrate"}, args...), "--database-url", empty)...); code != 0 {
+				t.Fatalf("migrate %v: exit %d: %s", args, code, stderr)
+			}
+		}
+		code, out, stderr := runCLI(t, "migrate", "status", "--database-url", empty)
+		var st pg.MigrationStatus
+		if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Current != latest || st.Dirty {
+			t.Fatalf("status after force 0 and up: exit %d: %s %s", code, out, stderr)
 		}
 	})
 	for _, args := range [][]string{

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
 	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
@@ -115,7 +116,14 @@ func MigrateForce(ctx context.Context, dbURL string, v uint) (Migrated, error) {
 	if v > latest {
 		return Migrated{}, fmt.Errorf("migrate force: version %d is past this build's latest, %d", v, latest)
 	}
-	return runMigrator(ctx, dbURL, "migrate force", func(m *migrate.Migrate) error { return m.Force(int(v)) })
+	version := int(v)
+	if v == 0 {
+		// Nothing applied (the version before a first migration that failed half-way).
+		// golang-migrate has no version 0: forced, it was recorded as one, and every `up`
+		// then failed "no migration found for version 0".
+		version = database.NilVersion
+	}
+	return runMigrator(ctx, dbURL, "migrate force", func(m *migrate.Migrate) error { return m.Force(version) })
 }
 
 // runMigrator runs fn under ctx. Cancelled, the run stops after the migration in
