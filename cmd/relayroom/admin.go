@@ -133,6 +133,9 @@ func adminCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := textFlags(fs); err != nil {
 		return err
 	}
+	if err := emptyFlags(fs); err != nil {
+		return err
+	}
 	cfg, err := config.Load(nil, nil, os.Getenv)
 	if err != nil {
 		return err
@@ -190,6 +193,19 @@ func textFlags(fs *flag.FlagSet) error {
 		return fmt.Errorf("%w: %s: not valid UTF-8 text", cli.ErrUsage, strings.Join(bad, ", "))
 	}
 	return nil
+}
+
+// emptyFlags refuses a flag given an empty value where leaving it out means something
+// else (its default is not empty): --role "" (an unset variable in a script) demoted an
+// owner to member, and --status "" set a revoked guest's agreement back to pending.
+func emptyFlags(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if err == nil && f.Value.String() == "" && f.DefValue != "" {
+			err = fmt.Errorf("%w: --%s given an empty value: want %s, or leave the flag out", cli.ErrUsage, f.Name, f.Usage)
+		}
+	})
+	return err
 }
 
 // flagsSet names the flags given on the command line.
@@ -359,7 +375,7 @@ func coreAdminCommands() map[string]adminCommand {
 		"org list": list("List organisations.", func(ctx context.Context, env adminEnv) (any, error) { return env.svc.ListOrganisations(ctx) }),
 		"org create": command("Create or update an organisation.", func(fs *flag.FlagSet) ([]string, runFunc) {
 			slug, name := fs.String("slug", "", "organisation slug"), fs.String("name", "", "display name")
-			plan, tz := fs.String("plan", "trial", "trial, starter, growth or scale"), fs.String("timezone", "UTC", "IANA time zone")
+			plan, tz := fs.String("plan", "trial", "trial, starter, growth or scale"), fs.String("timezone", "UTC", "an IANA time zone, such as Europe/Berlin")
 			return []string{"slug", "name"}, func(ctx context.Context, env adminEnv) (any, error) {
 				o := admin.OrgSpec{Slug: *slug, Name: *name, Plan: *plan, Timezone: *tz}
 				// An update changes what its flags name and keeps the rest, not the flags'
@@ -449,6 +465,10 @@ func coreAdminCommands() map[string]adminCommand {
 				// An update changes what its flags name and keeps the rest, not the flags'
 				// defaults (a manager stays a manager when only the nickname is given).
 				set := flagsSet(fs)
+				if set["part"] && *part == "" {
+					// As emptyFlags: --part "" renamed a member's part back to the agent's slug.
+					return nil, fmt.Errorf("%w: --part given an empty value: name the part, or leave the flag out", cli.ErrUsage)
+				}
 				res, err := env.svc.SetMember(ctx, *project, m, admin.MemberKeep{Part: !set["part"], Main: !set["main"],
 					Nickname: !set["nickname"], Access: !set["access"], Capabilities: !set["capabilities"]})
 				return res, withoutFile(err)

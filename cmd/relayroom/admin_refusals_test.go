@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
@@ -48,5 +49,32 @@ func TestAdminRefusalsSayWhatIsWrong(t *testing.T) {
 	t.Run("a file that is not there is named once", func(t *testing.T) {
 		missing := filepath.Join(t.TempDir(), "missing.yaml")
 		testfix.Check(t, "error", refused(t, "apply", "-f", missing), "-f: open "+missing+": no such file or directory")
+	})
+	t.Run("an empty value for a flag whose absence means something else is refused, and changes nothing", func(t *testing.T) {
+		// --role "" (an unset variable in a script) demoted an owner to member.
+		code, out, stderr := runCLI(t, "admin", "user", "create", "--email", "ana@acme.test", "--org", "acme", "--role", "")
+		if code != 2 || out != "" {
+			t.Fatalf("--role \"\": exit %d: %s %s", code, out, stderr)
+		}
+		testfix.CheckContains(t, "error", stderr, "--role given an empty value: want owner, admin or member, or leave the flag out")
+		for _, args := range [][]string{
+			{"agreement", "set", "--project", "acme/escalations", "--guest", "globex", "--status", ""},
+			{"org", "create", "--slug", "acme", "--name", "Acme Corp", "--plan", ""},
+			{"member", "add", "--project", "acme/escalations", "--agent", "acme/architect", "--part", ""},
+		} {
+			if code, out, stderr := runCLI(t, append([]string{"admin"}, args...)...); code != 2 || out != "" || !strings.Contains(stderr, "given an empty value") {
+				t.Fatalf("%v: exit %d: %s %s", args, code, out, stderr)
+			}
+		}
+		code, out, _ = runCLI(t, "admin", "user", "list", "--org", "acme")
+		var users []struct{ Email, Role string }
+		if code != 0 || json.Unmarshal([]byte(out), &users) != nil {
+			t.Fatalf("user list: exit %d: %s", code, out)
+		}
+		for _, u := range users {
+			if u.Email == "ana@acme.test" {
+				testfix.Check(t, "ana's role", u.Role, "owner")
+			}
+		}
 	})
 }
