@@ -489,10 +489,12 @@ func coreAdminCommands() map[string]adminCommand {
 		"agreement revoke": command("Revoke a guest organisation's agreement; its agents are refused from their next call.", func(fs *flag.FlagSet) ([]string, runFunc) {
 			project, guest := fs.String("project", "", "the project, as host/slug"), fs.String("guest", "", "guest organisation slug")
 			return []string{"project", "guest"}, func(ctx context.Context, env adminEnv) (any, error) {
-				if err := env.svc.SetAgreementStatus(ctx, *project, *guest, "revoked"); err != nil {
+				changed, err := env.svc.SetAgreementStatus(ctx, *project, *guest, "revoked")
+				if err != nil {
 					return nil, err
 				}
-				return map[string]any{"project": *project, "guest": *guest, "status": "revoked"}, nil
+				// changed false: revoked already (a script's repeat), nothing written.
+				return map[string]any{"project": *project, "guest": *guest, "status": "revoked", "changed": changed}, nil
 			}
 		}),
 	}

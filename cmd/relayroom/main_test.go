@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -401,5 +402,46 @@ func TestWakeListRefusesWhatItCannotAnswer(t *testing.T) {
 		if code, out, stderr := runCLI(t, "admin", "wake", "list", "--status", "dead"); code != 0 || strings.TrimSpace(out) != "[]" {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
 		}
+	})
+}
+
+// TestAgreementRevokeRepeated: a revocation repeated by a script printed the same as the
+// first and recorded one more status_set in the host's history each time; like the other
+// revoke commands it says it changed nothing.
+func TestAgreementRevokeRepeated(t *testing.T) {
+	dbURL := pgtest.New(t)
+	t.Setenv("DATABASE_URL", dbURL)
+	if code, _, stderr := runCLI(t, "admin", "apply", "-f", "../../deploy/demo.yaml"); code != 0 {
+		t.Fatalf("apply: exit %d: %s", code, stderr)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	events := func(t *testing.T) int {
+		t.Helper()
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM audit_event WHERE action = 'status_set'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	revoke := func(t *testing.T) string {
+		t.Helper()
+		code, out, stderr := runCLI(t, "admin", "agreement", "revoke", "--project", "acme/escalations", "--guest", "globex")
+		if code != 0 {
+			t.Fatalf("agreement revoke: exit %d: %s", code, stderr)
+		}
+		return out
+	}
+	t.Run("the first revocation changes the agreement and is recorded", func(t *testing.T) {
+		testfix.CheckContains(t, "output", revoke(t), `"changed": true`, `"status": "revoked"`)
+		testfix.Check(t, "status_set events", events(t), 1)
+	})
+	t.Run("a repeat says it changed nothing and records nothing", func(t *testing.T) {
+		testfix.CheckContains(t, "output", revoke(t), `"changed": false`, `"status": "revoked"`)
+		testfix.Check(t, "status_set events", events(t), 1)
 	})
 }

@@ -207,7 +207,7 @@ func TestParseFileRefusesWhatItWouldNotApply(t *testing.T) {
 func revokedGuest(t *testing.T) (svc *admin.Service, res *tenancy.Resolver, out admin.Result, key string, room uuid.UUID) {
 	t.Helper()
 	svc, res, out = applyDemo(t)
-	if err := svc.SetAgreementStatus(context.Background(), "acme/escalations", "globex", "revoked"); err != nil {
+	if _, err := svc.SetAgreementStatus(context.Background(), "acme/escalations", "globex", "revoked"); err != nil {
 		t.Fatal(err)
 	}
 	return svc, res, out, out.Agents["globex/qa-lead"].Key, out.Projects["escalations"].ID
@@ -224,7 +224,7 @@ func TestAgreementRevocationTakesEffectOnTheNextResolve(t *testing.T) {
 	if sc.AgreementActive() || sc.Granted(tenancy.GrantReadMemory) || sc.AgreementStatus != "revoked" {
 		t.Fatalf("revoked guest still granted: %+v", sc)
 	}
-	if err := svc.SetAgreementStatus(ctx, "acme/escalations", "nobody", "revoked"); err == nil {
+	if _, err := svc.SetAgreementStatus(ctx, "acme/escalations", "nobody", "revoked"); err == nil {
 		t.Fatal("revoking an unknown organisation's agreement succeeded")
 	}
 }

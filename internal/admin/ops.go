@@ -160,14 +160,16 @@ func (s *Service) rotateCode(ctx context.Context, tx *pg.Tx, projectID uuid.UUID
 }
 
 // SetAgreementStatus changes a guest's agreement (e.g. revokes it); it takes effect on
-// the guest's next call, since every call reads the agreement.
-func (s *Service) SetAgreementStatus(ctx context.Context, project, guest, status string) error {
+// the guest's next call, since every call reads the agreement. changed is false when the
+// agreement had that status already: nothing is written, nor recorded in the trail (a
+// revocation repeated by a script recorded one event per run).
+func (s *Service) SetAgreementStatus(ctx context.Context, project, guest, status string) (changed bool, err error) {
 	switch status {
 	case "pending", "active", "revoked":
 	default:
-		return apperr.New(apperr.Invalid, "status must be pending, active or revoked, got %q", status)
+		return false, apperr.New(apperr.Invalid, "status must be pending, active or revoked, got %q", status)
 	}
-	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
+	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
 		p, err := s.project(ctx, tx, project)
 		if err != nil {
 			return err
@@ -183,18 +185,26 @@ func (s *Service) SetAgreementStatus(ctx context.Context, project, guest, status
 		if err := s.Q.AgreementLock(ctx, tx, db.AgreementLockParams{ProjectID: p.ID, GuestOrgID: g.ID}); err != nil {
 			return err
 		}
-		n, err := s.Q.AgreementSetStatus(ctx, tx, db.AgreementSetStatusParams{ProjectID: p.ID, GuestOrgID: g.ID, Status: status})
+		current, err := s.Q.AgreementList(ctx, tx, p.ID)
 		if err != nil {
 			return err
 		}
-		if n == 0 {
+		i := slices.IndexFunc(current, func(a db.AgreementListRow) bool { return a.GuestSlug == guest })
+		if i < 0 {
 			return apperr.New(apperr.NotFound, "%q has no agreement in project %q", guest, project)
 		}
+		if current[i].Status == status {
+			return nil
+		}
+		if _, err := s.Q.AgreementSetStatus(ctx, tx, db.AgreementSetStatusParams{ProjectID: p.ID, GuestOrgID: g.ID, Status: status}); err != nil {
+			return err
+		}
+		changed = true
 		o := AgreementObject(p.HostOrgID, p.ID, g.ID)
 		return audit.RecordOperator(ctx, tx, audit.Event{OrgID: o.OrgID, PartyOrgID: g.ID, ProjectID: p.ID, Kind: o.Kind, ObjectID: o.ID,
 			Action: "status_set", Detail: map[string]string{"to": status}})
 	})
-	return wrap("set agreement", err)
+	return changed, wrap("set agreement", err)
 }
 
 // SetAgreement is `agreement set`: it creates a guest's agreement or updates it. What is

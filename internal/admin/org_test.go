@@ -179,7 +179,8 @@ func TestAnAgreementRevokedWhileItIsAcceptedStaysRevoked(t *testing.T) {
 			return svc.RevokeAgreement(ctx, host, project, guest)
 		},
 		"by the operator": func(ctx context.Context, svc *admin.Service, _ admin.OrgActor, _, _ uuid.UUID) error {
-			return svc.SetAgreementStatus(ctx, "acme/escalations", "globex", "revoked")
+			_, err := svc.SetAgreementStatus(ctx, "acme/escalations", "globex", "revoked")
+			return err
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

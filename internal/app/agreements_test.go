@@ -89,7 +89,7 @@ func TestRevokedGuestIsRefusedOnTheThreadsEndpointFromItsNextCall(t *testing.T) 
 	}
 
 	svc := admin.New(openSeeded(t, s), "http://unused")
-	if err := svc.SetAgreementStatus(context.Background(), "acme/escalations", "globex", tenancy.AgreementRevoked); err != nil {
+	if _, err := svc.SetAgreementStatus(context.Background(), "acme/escalations", "globex", tenancy.AgreementRevoked); err != nil {
 		t.Fatal(err)
 	}
 	calls := map[string]map[string]any{
@@ -201,7 +201,7 @@ func TestRefusedGuestsGetNoWakes(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	svc := admin.New(openSeeded(t, s), "http://unused")
-	if err := svc.SetAgreementStatus(context.Background(), "acme/escalations", "globex", tenancy.AgreementRevoked); err != nil {
+	if _, err := svc.SetAgreementStatus(context.Background(), "acme/escalations", "globex", tenancy.AgreementRevoked); err != nil {
 		t.Fatal(err)
 	}
 	arch, archKey := s.threadsURL("escalations", "architect"), s.key("acme/architect")
