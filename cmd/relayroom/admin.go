@@ -344,6 +344,10 @@ func coreAdminCommands() map[string]adminCommand {
 			rotate := fs.Bool("rotate-keys", false, "revoke the declared agents' keys and projects' connect codes and issue new ones")
 			ifNew := fs.Bool("if-new", false, "apply only when FILE declares an agent or project the database lacks, else change nothing\n(a seed run on every start: it does not set back what people changed since); prints {\"applied\": …, \"result\": …}")
 			return []string{"f"}, func(ctx context.Context, env adminEnv) (any, error) {
+				if *ifNew && *rotate {
+					// A usage error (exit 2), said before the file is read.
+					return nil, fmt.Errorf("%w: --if-new and --rotate-keys do not go together: rotating changes what exists", cli.ErrUsage)
+				}
 				r := io.Reader(os.Stdin)
 				if *file != "-" {
 					fh, err := os.Open(*file)
@@ -363,9 +367,6 @@ func coreAdminCommands() map[string]adminCommand {
 					return nil, fmt.Errorf("%s declares nothing: it needs organisations, users, agents, projects or desk", fileName(*file))
 				}
 				if *ifNew {
-					if *rotate {
-						return nil, errors.New("--if-new and --rotate-keys do not go together: rotating changes what exists")
-					}
 					res, applied, err := env.svc.ApplyIfNew(ctx, f)
 					return map[string]any{"applied": applied, "result": res}, err
 				}

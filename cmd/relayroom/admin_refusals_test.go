@@ -77,4 +77,11 @@ func TestAdminRefusalsSayWhatIsWrong(t *testing.T) {
 			}
 		}
 	})
+	t.Run("--if-new with --rotate-keys is a usage error", func(t *testing.T) {
+		code, out, stderr := runCLI(t, "admin", "apply", "--if-new", "--rotate-keys", "-f", "../../deploy/demo.yaml")
+		if code != 2 || out != "" {
+			t.Fatalf("exit %d: %s %s", code, out, stderr)
+		}
+		testfix.CheckContains(t, "error", stderr, "--if-new and --rotate-keys do not go together")
+	})
 }
