@@ -186,7 +186,7 @@ func textFlags(fs *flag.FlagSet) error {
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {
 		if v := f.Value.String(); !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-			bad = append(bad, "--"+f.Name)
+			bad = append(bad, dashed(f.Name))
 		}
 	})
 	if len(bad) > 0 {
@@ -206,6 +206,14 @@ func emptyFlags(fs *flag.FlagSet) error {
 		}
 	})
 	return err
+}
+
+// dashed is a flag's name as its usage writes it: -f, --project.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // flagsSet names the flags given on the command line.
@@ -229,10 +237,10 @@ func required(fs *flag.FlagSet, names ...string) error {
 	for _, n := range names {
 		switch {
 		case !set[n]:
-			missing = append(missing, "--"+n)
+			missing = append(missing, dashed(n))
 		case fs.Lookup(n).Value.String() == "":
 			// --client "" looked a client up by the empty id and failed "not found".
-			empty = append(empty, "--"+n)
+			empty = append(empty, dashed(n))
 		}
 	}
 	if len(missing) > 0 {

@@ -84,4 +84,11 @@ func TestAdminRefusalsSayWhatIsWrong(t *testing.T) {
 		}
 		testfix.CheckContains(t, "error", stderr, "--if-new and --rotate-keys do not go together")
 	})
+	t.Run("apply without -f names it as its usage does", func(t *testing.T) {
+		code, _, stderr := runCLI(t, "admin", "apply")
+		if code != 2 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		testfix.CheckContains(t, "error", stderr, "missing required flag(s): -f (see --help)")
+	})
 }
