@@ -261,8 +261,10 @@ func applyOne(ctx context.Context, env adminEnv, f admin.File) (admin.Result, er
 
 // withoutFile is the error of a command that applies a one-object file of its own
 // (create, member add, agreement set): there is no file, so its problems are said
-// without the file's words ("the file was not applied", "projects[0].members[0].access: …").
-func withoutFile(err error) error {
+// without the file's words ("the file was not applied", "projects[0].members[0].access: …"),
+// a field the command's flag names otherwise under the flag's name (flagOf, pairs of
+// field and flag: a guest's "org" is agreement set's "guest").
+func withoutFile(err error, flagOf ...string) error {
 	var problems admin.Problems
 	if !errors.As(err, &problems) {
 		return err
@@ -270,6 +272,11 @@ func withoutFile(err error) error {
 	said := make([]string, len(problems))
 	for i, p := range problems {
 		said[i] = fileIndex.ReplaceAllString(p, "")
+		for j := 0; j+1 < len(flagOf); j += 2 {
+			if rest, ok := strings.CutPrefix(said[i], flagOf[j]+": "); ok {
+				said[i] = flagOf[j+1] + ": " + rest
+			}
+		}
 	}
 	return errors.New(strings.Join(said, "; "))
 }
@@ -492,7 +499,7 @@ func coreAdminCommands() map[string]adminCommand {
 				// revoked guest.
 				set := flagsSet(fs)
 				res, err := env.svc.SetAgreement(ctx, *project, admin.GuestSpec{Org: *guest, Status: *status, Grants: csv(*grants)}, !set["status"], !set["grants"])
-				return res, withoutFile(err)
+				return res, withoutFile(err, "org", "guest")
 			}
 		}),
 		"agreement revoke": command("Revoke a guest organisation's agreement; its agents are refused from their next call.", func(fs *flag.FlagSet) ([]string, runFunc) {

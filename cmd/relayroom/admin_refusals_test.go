@@ -39,6 +39,10 @@ func TestAdminRefusalsSayWhatIsWrong(t *testing.T) {
 		got := refused(t, "agreement", "set", "--project", "acme/escalations", "--guest", "globex", "--status", "maybe")
 		testfix.Check(t, "error", got, `status: must be one of pending, active, revoked, got "maybe"`)
 	})
+	t.Run("agreement set names the guest by its flag", func(t *testing.T) {
+		got := refused(t, "agreement", "set", "--project", "acme/escalations", "--guest", "acme")
+		testfix.Check(t, "error", got, `guest: the host "acme" cannot be its own guest`)
+	})
 	t.Run("a file that declares nothing is refused, not applied as a success", func(t *testing.T) {
 		empty := filepath.Join(t.TempDir(), "empty.yaml")
 		if err := os.WriteFile(empty, []byte("# nothing yet\n"), 0o600); err != nil {
