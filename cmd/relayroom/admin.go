@@ -317,7 +317,13 @@ func list(help string, fn runFunc) adminCommand {
 func orgFilter(help, name string, fn func(ctx context.Context, env adminEnv, org string) (any, error)) adminCommand {
 	return command(help, func(fs *flag.FlagSet) ([]string, runFunc) {
 		org := fs.String(name, "", "only this organisation's (slug; an unknown one fails)")
-		return nil, func(ctx context.Context, env adminEnv) (any, error) { return fn(ctx, env, *org) }
+		return nil, func(ctx context.Context, env adminEnv) (any, error) {
+			if flagsSet(fs)[name] && *org == "" {
+				// --org "$ORG" with ORG unset listed every organisation's lines.
+				return nil, fmt.Errorf("%w: --%s given an empty value: name the organisation, or leave the flag out to list every one", cli.ErrUsage, name)
+			}
+			return fn(ctx, env, *org)
+		}
 	})
 }
 

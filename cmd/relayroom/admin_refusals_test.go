@@ -95,4 +95,13 @@ func TestAdminRefusalsSayWhatIsWrong(t *testing.T) {
 		}
 		testfix.CheckContains(t, "error", stderr, "missing required flag(s): -f (see --help)")
 	})
+	t.Run("a listing's organisation filter given an empty value is refused, not a listing of everyone", func(t *testing.T) {
+		for _, args := range [][]string{{"user", "list", "--org", ""}, {"agent", "list", "--org", ""}, {"project", "list", "--host", ""}} {
+			code, out, stderr := runCLI(t, append([]string{"admin"}, args...)...)
+			if code != 2 || out != "" {
+				t.Fatalf("%v: exit %d: %s %s", args, code, out, stderr)
+			}
+			testfix.CheckContains(t, "error", stderr, args[2]+" given an empty value: name the organisation, or leave the flag out")
+		}
+	})
 }
