@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/url"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
@@ -80,5 +82,38 @@ func TestDatabaseConnectFailuresAreSaidPlainly(t *testing.T) {
 		u.Path = "/no_such_database"
 		testfix.CheckContains(t, "error", said(t, u.String(), "admin", "org", "list"),
 			"cannot connect to the database at "+u.Host+"/no_such_database", `database "no_such_database" does not exist`)
+	})
+}
+
+// TestDatabaseTimeoutIsSaidPlainly: a command that waited for a lock another session held
+// failed at the statement timeout with Postgres's text ("set agreement: ERROR: canceling
+// statement due to statement timeout (SQLSTATE 57014)").
+func TestDatabaseTimeoutIsSaidPlainly(t *testing.T) {
+	dbURL := pgtest.New(t)
+	t.Setenv("DATABASE_URL", dbURL)
+	if code, _, stderr := runCLI(t, "admin", "apply", "-f", "../../deploy/demo.yaml"); code != 0 {
+		t.Fatalf("apply: exit %d: %s", code, stderr)
+	}
+	t.Run("a lock held past the statement timeout", func(t *testing.T) {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = conn.Close(ctx) }()
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if _, err := tx.Exec(ctx, "LOCK TABLE agreement IN ACCESS EXCLUSIVE MODE"); err != nil {
+			t.Fatal(err)
+		}
+		code, out, stderr := runCLI(t, "admin", "agreement", "revoke", "--project", "acme/escalations", "--guest", "globex")
+		var failure struct{ Error string }
+		if code != 1 || out != "" || json.Unmarshal([]byte(stderr), &failure) != nil {
+			t.Fatalf("exit %d: %s %s", code, out, stderr)
+		}
+		testfix.Check(t, "error", failure.Error, "the database canceled a statement at its statement timeout: another session may hold a lock it waited for; retry")
 	})
 }

@@ -97,6 +97,8 @@ func printError(w io.Writer, err error) {
 		maps.Copy(out, detailed.errorFields())
 	} else if e, ok := apperr.As(err); ok {
 		out["error"] = e.Message
+	} else if msg, ok := pg.Unanswered(err); ok {
+		out["error"] = msg
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

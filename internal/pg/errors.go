@@ -86,6 +86,28 @@ func sqlState(err error) string {
 	return ""
 }
 
+// Unanswered says in an operator's words why the database did not carry out a statement,
+// for a failure IsInfrastructure reports (a timeout, a deadlock, a lost connection),
+// without the driver's text ("ERROR: canceling statement due to statement timeout
+// (SQLSTATE 57014)"). ok is false for any other error.
+func Unanswered(err error) (msg string, ok bool) {
+	if !IsInfrastructure(err) {
+		return "", false
+	}
+	switch sqlState(err) {
+	case queryCanceled:
+		return "the database canceled a statement at its statement timeout: another session may hold a lock it waited for; retry", true
+	case lockNotAvailable:
+		return "the database gave up waiting for a lock another session holds (lock_timeout); retry", true
+	case deadlockDetected, serializationFailure:
+		return "the database ended the transaction to resolve a conflict with another one; retry", true
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "the database did not answer in time; retry", true
+	}
+	return "the connection to the database was lost or refused mid-command (a restart, a failover?); retry", true
+}
+
 // RetryAfterSeconds is what a client told "database unavailable" should wait before it
 // retries: long enough for the requests ahead of it to finish or reach their deadline
 // under the default settings, short enough not to stall a client after a blip.
