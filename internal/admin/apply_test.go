@@ -182,6 +182,9 @@ func TestParseFileRefusesWhatItWouldNotApply(t *testing.T) {
 			"organisations: the key appears twice"},
 		"a JSON key twice in an entry": {`{"organisations":[{"slug":"a","name":"A","name":"B"}]}`, "organisations[0].name: the key appears twice"},
 		"a JSON key in capitals":       {`{"organisations":[{"slug":"a","NAME":"A"}]}`, `organisations[0].NAME: keys are lower case ("name")`},
+		// JSON's decoder stored U+FFFD in the byte's place; YAML's refused the file.
+		"a JSON file that is not UTF-8": {"{\"organisations\":[\n{\"slug\":\"a\",\"name\":\"A\xffB\"}]}", "line 2 is not valid UTF-8 text"},
+		"a YAML file that is not UTF-8": {"organisations:\n  - {slug: a, name: \"A\xffB\"}\n", "line 2 is not valid UTF-8 text"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := admin.ParseFile(strings.NewReader(c.file)); err == nil || !strings.Contains(err.Error(), c.says) {

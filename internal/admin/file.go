@@ -10,11 +10,24 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/relayroom/relayroom/internal/desk"
 )
+
+// firstInvalid is the offset of the first byte of b that is not valid UTF-8.
+func firstInvalid(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
+}
 
 // File is the declarative shape of `relayroom admin apply -f FILE`.
 type File struct {
@@ -103,6 +116,12 @@ func ParseFile(r io.Reader) (File, error) {
 	}
 	if len(b) > MaxFileBytes {
 		return File{}, fmt.Errorf("read file: larger than %d MiB", MaxFileBytes>>20)
+	}
+	if !utf8.Valid(b) {
+		// JSON's decoder put U+FFFD in its place and the name was stored so, where the
+		// same file in YAML is refused.
+		line := 1 + bytes.Count(b[:firstInvalid(b)], []byte("\n"))
+		return File{}, fmt.Errorf("read file: line %d is not valid UTF-8 text (save the file as UTF-8)", line)
 	}
 	var f File
 	trimmed := bytes.TrimSpace(b)
