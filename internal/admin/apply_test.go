@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/relayroom/relayroom/internal/admin"
+	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/testfix"
@@ -327,6 +328,15 @@ func TestPeoplesNamesAreKeptAndBounded(t *testing.T) {
 		if strings.Contains(fmt.Sprint(err), "users[0]") {
 			t.Fatalf("a name of 200 characters refused: %v", err)
 		}
+	})
+	t.Run("a password is one that can be typed and hashed, said before anything is written", func(t *testing.T) {
+		// Built, not parsed: a file that is not UTF-8 is refused whole; RELAYROOM_PASSWORD is not.
+		f := admin.File{Users: []admin.UserSpec{
+			{Email: "long@acme.test", Org: "acme", Password: strings.Repeat("p", auth.MaxPasswordBytes+1)},
+			{Email: "bytes@acme.test", Org: "acme", Password: "pass\xffword"},
+		}}
+		_, err := svc.Apply(ctx, f, admin.Options{})
+		testfix.CheckContains(t, "the problems", fmt.Sprint(err), "users[0].password: at most 1024 bytes", "users[1].password: must be UTF-8 text")
 	})
 	t.Run("an email address is bounded, not refused by the database's index", func(t *testing.T) {
 		at := "@acme.test"

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/text"
@@ -150,8 +151,15 @@ func validate(f *File, k known) Problems {
 		}
 		checkOptionalName(&u.Name, path+".name", add)
 		checkOneOf(&u.Role, "member", []string{"owner", "admin", "member"}, path+".role", add)
-		if u.Password != "" && len(u.Password) < 8 {
+		switch {
+		case u.Password != "" && len(u.Password) < 8:
 			add(path+".password", "must be at least 8 characters")
+		case len(u.Password) > auth.MaxPasswordBytes:
+			// Refused by the hash after the file's checks, as "hash password: …".
+			add(path+".password", "at most %d bytes", auth.MaxPasswordBytes)
+		case !utf8.ValidString(u.Password):
+			// A sign-in form sends UTF-8: such a password could never be typed.
+			add(path+".password", "must be UTF-8 text")
 		}
 	}
 
