@@ -208,6 +208,15 @@ func emptyFlags(fs *flag.FlagSet) error {
 	return err
 }
 
+// promptOnTerminal says on w what a command waits for when it reads in from a terminal
+// (a person, not a pipe): run by hand, `desk inbox set-secret` and `apply -f -` waited
+// for input without a word, like a hung command.
+func promptOnTerminal(in interface{ Stat() (os.FileInfo, error) }, w io.Writer, what string) {
+	if fi, err := in.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		fmt.Fprintln(w, what)
+	}
+}
+
 // dashed is a flag's name as its usage writes it: -f, --project.
 func dashed(name string) string {
 	if len(name) == 1 {
@@ -370,7 +379,9 @@ func coreAdminCommands() map[string]adminCommand {
 					return nil, fmt.Errorf("%w: --if-new and --rotate-keys do not go together: rotating changes what exists", cli.ErrUsage)
 				}
 				r := io.Reader(os.Stdin)
-				if *file != "-" {
+				if *file == "-" {
+					promptOnTerminal(os.Stdin, env.stderr, "reading the file from stdin: paste it, then Ctrl-D on a line of its own")
+				} else {
 					fh, err := os.Open(*file)
 					if err != nil {
 						return nil, fmt.Errorf("-f: %w", err) // os's error names the file: "open x.yaml: no such file…"

@@ -167,6 +167,7 @@ func deskInboxSecret(set bool) func(fs *flag.FlagSet) ([]string, deskRun) {
 				// stdin, so that the secret is in no argument list or shell history. All of
 				// it, less the line break that ends it: a PEM key or a JSON credential has
 				// several lines, and only the first was kept.
+				promptOnTerminal(os.Stdin, os.Stderr, "reading the secret from stdin: paste it, then Ctrl-D on a line of its own")
 				b, err := io.ReadAll(io.LimitReader(os.Stdin, desk.MaxInboxSecret+3))
 				if err != nil {
 					return nil, fmt.Errorf("read the secret from stdin: %w", err)

@@ -105,3 +105,30 @@ func TestAdminRefusalsSayWhatIsWrong(t *testing.T) {
 		}
 	})
 }
+
+// terminal is a stdin that Stat says is a terminal.
+type terminal struct{ os.FileInfo }
+
+func (terminal) Mode() os.FileMode            { return os.ModeDevice | os.ModeCharDevice }
+func (t terminal) Stat() (os.FileInfo, error) { return t, nil }
+
+// TestPromptOnTerminal: a command reading stdin from a person says what it waits for; from
+// a pipe it says nothing (its stderr is a script's).
+func TestPromptOnTerminal(t *testing.T) {
+	t.Run("a terminal is told what to type", func(t *testing.T) {
+		var w strings.Builder
+		promptOnTerminal(terminal{}, &w, "reading the secret from stdin")
+		testfix.Check(t, "prompt", w.String(), "reading the secret from stdin\n")
+	})
+	t.Run("a pipe is not", func(t *testing.T) {
+		r, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		defer pw.Close()
+		var w strings.Builder
+		promptOnTerminal(r, &w, "reading the secret from stdin")
+		testfix.Check(t, "prompt", w.String(), "")
+	})
+}
