@@ -117,3 +117,20 @@ func TestDatabaseTimeoutIsSaidPlainly(t *testing.T) {
 		testfix.Check(t, "error", failure.Error, "the database canceled a statement at its statement timeout: another session may hold a lock it waited for; retry")
 	})
 }
+
+// TestInterruptedCommandSaysSo: a command stopped by Ctrl-C said "set agreement: context
+// canceled".
+func TestInterruptedCommandSaysSo(t *testing.T) {
+	t.Setenv("DATABASE_URL", pgtest.New(t))
+	t.Run("a canceled command says it was interrupted", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // as Ctrl-C does to cli.Context's
+		var out, errb strings.Builder
+		code := run(ctx, []string{"admin", "org", "list"}, &out, &errb)
+		var failure struct{ Error string }
+		if code != 1 || out.Len() != 0 || json.Unmarshal([]byte(errb.String()), &failure) != nil {
+			t.Fatalf("exit %d: %s %s", code, out.String(), errb.String())
+		}
+		testfix.Check(t, "error", failure.Error, interrupted)
+	})
+}

@@ -77,11 +77,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) && !errors.As(err, new(errLogged)) {
+		// Ctrl-C or SIGTERM: said as such, not as "set agreement: context canceled".
+		err = errors.New(interrupted)
+	}
 	if !errors.As(err, new(errLogged)) {
 		printError(stderr, err)
 	}
 	return 1
 }
+
+// interrupted is what a command stopped by Ctrl-C or SIGTERM before it finished says.
+const interrupted = "interrupted (Ctrl-C or SIGTERM) before the command finished"
 
 // printError writes a failure as JSON, so scripts read errors the way they read results.
 func printError(w io.Writer, err error) {
