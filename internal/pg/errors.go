@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -52,7 +53,13 @@ func IsInfrastructure(err error) bool {
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) {
-		return true
+		// A syscall.Errno has Timeout and Temporary, so it is a net.Error too: bare (not in
+		// a net.OpError, which errors.As would have found first), it is the network's only
+		// when it names a connection's failure. A file's "no such file or directory" is not.
+		errno, bare := netErr.(syscall.Errno)
+		if !bare || connectionErrno(errno) {
+			return true
+		}
 	}
 	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
 		return true
@@ -74,6 +81,17 @@ func IsInfrastructure(err error) bool {
 		if strings.Contains(msg, s) {
 			return true
 		}
+	}
+	return false
+}
+
+// connectionErrno reports whether e is a system error of a connection that failed or was
+// cut.
+func connectionErrno(e syscall.Errno) bool {
+	switch e {
+	case syscall.ECONNRESET, syscall.ECONNREFUSED, syscall.ECONNABORTED, syscall.ETIMEDOUT,
+		syscall.EPIPE, syscall.ENETUNREACH, syscall.EHOSTUNREACH, syscall.ENETDOWN:
+		return true
 	}
 	return false
 }
