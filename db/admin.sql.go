@@ -712,10 +712,12 @@ func (q *Queries) OrganisationList(ctx context.Context, db DBTX) ([]Organisation
 const organisationUpsert = `-- name: OrganisationUpsert :one
 
 INSERT INTO organisation (id, slug, name, plan, timezone)
-VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (slug) DO UPDATE SET name = excluded.name, plan = excluded.plan,
-  timezone = excluded.timezone, updated_at = excluded.updated_at
-RETURNING id, (xmax = 0)::boolean AS created
+VALUES ($1, $2, $3, coalesce(nullif($4::text, ''), 'trial'), coalesce(nullif($5::text, ''), 'UTC'))
+ON CONFLICT (slug) DO UPDATE SET name = excluded.name,
+  plan = CASE WHEN $4::text = '' THEN organisation.plan ELSE excluded.plan END,
+  timezone = CASE WHEN $5::text = '' THEN organisation.timezone ELSE excluded.timezone END,
+  updated_at = excluded.updated_at
+RETURNING id, (xmax = 0)::boolean AS created, plan, timezone
 `
 
 type OrganisationUpsertParams struct {
@@ -727,13 +729,19 @@ type OrganisationUpsertParams struct {
 }
 
 type OrganisationUpsertRow struct {
-	ID      uuid.UUID
-	Created bool
+	ID       uuid.UUID
+	Created  bool
+	Plan     string
+	Timezone string
 }
 
 // Operator writes used by `relayroom admin` (runs as the owning role, not the request role).
 // Upserts take updated_at from excluded (the column's default, now(), the same instant):
 // Citus refuses a function that is not IMMUTABLE in DO UPDATE SET (docs/scale.md).
+// An organisation of an admin file: a new one with its plan and time zone (trial and UTC
+// when the file leaves them out); an existing one keeps those the file leaves out (”), as
+// `admin org create` does, so that a file naming only a new name does not put a paying
+// organisation back on trial.
 func (q *Queries) OrganisationUpsert(ctx context.Context, db DBTX, arg OrganisationUpsertParams) (OrganisationUpsertRow, error) {
 	row := db.QueryRow(ctx, organisationUpsert,
 		arg.ID,
@@ -743,7 +751,12 @@ func (q *Queries) OrganisationUpsert(ctx context.Context, db DBTX, arg Organisat
 		arg.Timezone,
 	)
 	var i OrganisationUpsertRow
-	err := row.Scan(&i.ID, &i.Created)
+	err := row.Scan(
+		&i.ID,
+		&i.Created,
+		&i.Plan,
+		&i.Timezone,
+	)
 	return i, err
 }
 

@@ -189,7 +189,7 @@ func (s *Service) applyTx(ctx context.Context, tx *pg.Tx, f File, opt Options) (
 			orgIDs[o.Slug] = row.ID
 			res.Organisations[o.Slug] = ID{ID: row.ID, Created: row.Created}
 			if err := audit.RecordOperator(ctx, tx, audit.Event{OrgID: row.ID, Kind: audit.KindOrganisation, ObjectID: row.ID.String(),
-				Action: createdOr(row.Created), Detail: map[string]string{"slug": o.Slug, "name": o.Name, "plan": o.Plan, "timezone": o.Timezone}}); err != nil {
+				Action: createdOr(row.Created), Detail: map[string]string{"slug": o.Slug, "name": o.Name, "plan": row.Plan, "timezone": row.Timezone}}); err != nil {
 				return err
 			}
 		}

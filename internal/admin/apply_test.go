@@ -350,6 +350,50 @@ func TestPeoplesNamesAreKeptAndBounded(t *testing.T) {
 	})
 }
 
+// TestAnOrganisationKeepsWhatTheFileLeavesOut: a file that names an existing organisation
+// without its plan or time zone (to rename it, say) keeps them, as `admin org create`
+// does; it put a paying organisation back on trial, in UTC. A new one is trial, in UTC.
+func TestAnOrganisationKeepsWhatTheFileLeavesOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _, _ := applyDemo(t)
+	if _, err := svc.Apply(ctx, parse(t, "organisations:\n  - {slug: acme, name: Acme Inc}\n  - {slug: initech, name: Initech}\n"), admin.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	orgs, err := svc.ListOrganisations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]admin.OrganisationLine{}
+	for _, o := range orgs {
+		got[o.Slug] = o
+	}
+	t.Run("an existing one keeps its plan and time zone, and takes the new name", func(t *testing.T) {
+		if a := got["acme"]; a.Name != "Acme Inc" || a.Plan != "scale" || a.Timezone != "America/Los_Angeles" {
+			t.Fatalf("acme: %+v", a)
+		}
+	})
+	t.Run("a new one is on trial, in UTC", func(t *testing.T) {
+		if i := got["initech"]; i.Plan != "trial" || i.Timezone != "UTC" {
+			t.Fatalf("initech: %+v", i)
+		}
+	})
+	t.Run("a plan or time zone given still changes", func(t *testing.T) {
+		if _, err := svc.Apply(ctx, parse(t, "organisations:\n  - {slug: acme, name: Acme Inc, plan: growth, timezone: Europe/Berlin}\n"), admin.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		orgs, err := svc.ListOrganisations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range orgs {
+			if o.Slug == "acme" && (o.Plan != "growth" || o.Timezone != "Europe/Berlin") {
+				t.Fatalf("acme: %+v", o)
+			}
+		}
+	})
+}
+
 // TestApplySwapsMembersParts: a file that gives two members each other's parts was
 // refused ("part … is already held"): its upserts, one at a time, collided on the unique
 // part before the last. The swap now applies, and a part held by a member the file does

@@ -121,12 +121,15 @@ func validate(f *File, k known) Problems {
 		checkNewSlug(seenOrg, o.Slug, path, "organisation", add)
 		orgs[o.Slug] = true
 		checkName(&o.Name, path, add)
-		checkOneOf(&o.Plan, "trial", []string{"trial", "starter", "growth", "scale"}, path+".plan", add)
-		if o.Timezone == "" {
-			o.Timezone = "UTC"
+		// Left out, the plan and the time zone are trial and UTC for a new organisation and
+		// kept for an existing one (OrganisationUpsert).
+		if o.Plan != "" {
+			checkOneOf(&o.Plan, "", []string{"trial", "starter", "growth", "scale"}, path+".plan", add)
 		}
-		if _, err := tenancy.LoadTimezone(o.Timezone); err != nil {
-			add(path+".timezone", "%v", err)
+		if o.Timezone != "" {
+			if _, err := tenancy.LoadTimezone(o.Timezone); err != nil {
+				add(path+".timezone", "%v", err)
+			}
 		}
 	}
 

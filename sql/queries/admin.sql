@@ -3,11 +3,17 @@
 -- Citus refuses a function that is not IMMUTABLE in DO UPDATE SET (docs/scale.md).
 
 -- name: OrganisationUpsert :one
+-- An organisation of an admin file: a new one with its plan and time zone (trial and UTC
+-- when the file leaves them out); an existing one keeps those the file leaves out (''), as
+-- `admin org create` does, so that a file naming only a new name does not put a paying
+-- organisation back on trial.
 INSERT INTO organisation (id, slug, name, plan, timezone)
-VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (slug) DO UPDATE SET name = excluded.name, plan = excluded.plan,
-  timezone = excluded.timezone, updated_at = excluded.updated_at
-RETURNING id, (xmax = 0)::boolean AS created;
+VALUES (@id, @slug, @name, coalesce(nullif(@plan::text, ''), 'trial'), coalesce(nullif(@timezone::text, ''), 'UTC'))
+ON CONFLICT (slug) DO UPDATE SET name = excluded.name,
+  plan = CASE WHEN @plan::text = '' THEN organisation.plan ELSE excluded.plan END,
+  timezone = CASE WHEN @timezone::text = '' THEN organisation.timezone ELSE excluded.timezone END,
+  updated_at = excluded.updated_at
+RETURNING id, (xmax = 0)::boolean AS created, plan, timezone;
 
 -- name: OrganisationGetBySlug :one
 SELECT id, slug, name, plan, timezone, created_at FROM organisation WHERE slug = $1;
