@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 
@@ -74,11 +75,18 @@ func RecordOperator(ctx context.Context, tx *pg.Tx, e Event) error {
 }
 
 // OperatorActor is the actor name of the operator called name: "operator name", as text
-// the table takes (valid UTF-8, no NUL, at most MaxActorName characters). name comes from
-// the environment ($USER, RELAYROOM_OPERATOR): a byte Postgres refuses would fail the
-// change it records.
+// the table takes (valid UTF-8, no NUL, at most MaxActorName characters) and a reader can
+// trust (no control or formatting character: an escape sequence recolours a terminal that
+// prints the history, a right-to-left override shows another name). name comes from the
+// environment ($USER, RELAYROOM_OPERATOR): a byte Postgres refuses would fail the change
+// it records, so such characters are dropped rather than refused.
 func OperatorActor(name string) string {
-	name = strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", ""), "")
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(name, ""))
 	actor := OperatorName
 	if name = strings.TrimSpace(name); name != "" {
 		actor += " " + name

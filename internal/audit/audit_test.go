@@ -175,6 +175,7 @@ func TestOperatorActor(t *testing.T) {
 		"root@bastion":           "operator root@bastion",
 		"":                       "operator",
 		"ro\x00ot\xff@host":      "operator root@host",
+		"ops\x1b[31m\n\u202eli":  "operator ops[31mli",
 		strings.Repeat("é", 300): "operator " + strings.Repeat("é", audit.MaxActorName-len("operator ")),
 	} {
 		if got := audit.OperatorActor(name); got != want {
