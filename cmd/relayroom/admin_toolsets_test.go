@@ -117,6 +117,8 @@ func TestAdminToolsetCommands(t *testing.T) {
 	t.Run("a thread id is checked before anything is canceled", func(t *testing.T) {
 		misused(t, `--thread: "x" is not an id`, "thread", "cancel", "--project", "acme/escalations", "--thread", "x")
 		fails(t, `unknown project "acme/nope"`, "thread", "cancel", "--project", "acme/nope", "--thread", "00000000-0000-0000-0000-000000000000")
+		// A value pasted wrong is echoed cut, not whole.
+		fails(t, `unknown project "acme/`+strings.Repeat("x", 195)+`…"`, "thread", "cancel", "--project", "acme/"+strings.Repeat("x", 5000), "--thread", "00000000-0000-0000-0000-000000000000")
 		fails(t, "no thread 00000000-0000-0000-0000-000000000000 in project acme/escalations", "thread", "cancel", "--project", "acme/escalations", "--thread", "00000000-0000-0000-0000-000000000000")
 	})
 	t.Run("wake lists answer empty lists, not null", func(t *testing.T) {

@@ -13,12 +13,14 @@ import (
 	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 // The imperative commands. Creating and updating goes through Apply with a one-object
 // file, so the CLI's `create` and a file share one validation and one write path.
 
 // ListOrganisations lists every organisation.
+
 func (s *Service) ListOrganisations(ctx context.Context) ([]OrganisationLine, error) {
 	rows, err := operatorList(ctx, s, "list organisations", s.Q.OrganisationList)
 	return lines(rows, func(r db.OrganisationListRow) OrganisationLine { return OrganisationLine(r) }), err
@@ -114,7 +116,7 @@ func (s *Service) RotateAgentKey(ctx context.Context, agent string) (AgentOut, e
 	return operator(ctx, s, "rotate key", func(tx *pg.Tx) (AgentOut, error) {
 		org, slug, _ := strings.Cut(agent, "/")
 		a, err := s.Q.AgentGetBySlug(ctx, tx, db.AgentGetBySlugParams{OrgSlug: org, AgentSlug: slug})
-		if a, err = found(a, err, fmt.Sprintf("unknown agent %q", agent)); err != nil {
+		if a, err = found(a, err, fmt.Sprintf("unknown agent %q", text.Cut(agent, text.MaxEcho))); err != nil {
 			return AgentOut{}, err
 		}
 		out := AgentOut{ID: a.ID}
@@ -301,7 +303,7 @@ func (s *Service) project(ctx context.Context, tx *pg.Tx, ref string) (db.Projec
 		return db.ProjectGetBySlugRow{}, apperr.New(apperr.Invalid, "a project is named \"host/slug\", got %q", ref)
 	}
 	p, err := s.Q.ProjectGetBySlug(ctx, tx, db.ProjectGetBySlugParams{HostSlug: host, ProjectSlug: slug})
-	return found(p, err, fmt.Sprintf("unknown project %q", ref))
+	return found(p, err, fmt.Sprintf("unknown project %q", text.Cut(ref, text.MaxEcho)))
 }
 
 // found is a lookup's answer with "no rows" as NotFound, told as what.

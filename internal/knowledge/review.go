@@ -14,6 +14,7 @@ import (
 	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 // Review is one entry as people see it in the review queue.
@@ -299,13 +300,13 @@ func (s *Service) ConfirmCI(ctx context.Context, token string, projectID, id uui
 func (s *Service) ProjectID(ctx context.Context, ref string) (uuid.UUID, error) {
 	host, slug, ok := strings.Cut(ref, "/")
 	if !ok {
-		return uuid.Nil, apperr.New(apperr.Invalid, "a project is named \"host/slug\", got %q", ref)
+		return uuid.Nil, apperr.New(apperr.Invalid, "a project is named \"host/slug\", got %q", text.Cut(ref, text.MaxEcho))
 	}
 	var id uuid.UUID
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) (err error) {
 		id, err = s.Q.ProjectGetIDBySlug(ctx, tx, db.ProjectGetIDBySlugParams{HostSlug: host, ProjectSlug: slug})
 		if pg.IsNoRows(err) {
-			return apperr.New(apperr.NotFound, "unknown project %q", ref)
+			return apperr.New(apperr.NotFound, "unknown project %q", text.Cut(ref, text.MaxEcho))
 		}
 		return err
 	})

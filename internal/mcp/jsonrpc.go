@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/relayroom/relayroom/internal/text"
 )
@@ -201,20 +200,10 @@ func encodeJSON(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// maxEcho bounds how much of a client-supplied string an error message repeats: a
-// method, tool or header value of 100 KB came back whole in the answer (and the log).
-const maxEcho = 200
-
 // quote renders a client-supplied string inside a message the way JSON would, its first
-// maxEcho bytes (cut at a character's start) and "…" when it is longer.
+// text.MaxEcho bytes (cut at a character's start) and "…" when it is longer.
 func quote(s string) string {
-	if len(s) > maxEcho {
-		cut := maxEcho
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
+	s = text.Cut(s, text.MaxEcho)
 	b, err := encodeJSON(s)
 	if err != nil {
 		return strconv.Quote(s)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/text"
 	"github.com/relayroom/relayroom/internal/throttle"
 	"github.com/relayroom/relayroom/internal/web"
 )
@@ -160,7 +161,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if name := repeatedParameter(r.PostForm); name != "" {
-			writeJSON(w, http.StatusBadRequest, errorAnswer{"invalid_request", fmt.Sprintf("the parameter %q is sent more than once", quoteCut(name))})
+			writeJSON(w, http.StatusBadRequest, errorAnswer{"invalid_request", fmt.Sprintf("the parameter %q is sent more than once", text.Cut(name, 64))})
 			return
 		}
 		s.op.ServeHTTP(w, s.withClientAddress(r))
@@ -218,12 +219,4 @@ func repeatedParameter(form url.Values) string {
 		}
 	}
 	return ""
-}
-
-// quoteCut is a parameter's name as an error may echo it: at most 64 bytes of it.
-func quoteCut(name string) string {
-	if len(name) > 64 {
-		return strings.ToValidUTF8(name[:64], "") + "…"
-	}
-	return name
 }

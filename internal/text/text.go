@@ -477,3 +477,20 @@ func JSONSize(s string) int {
 	// U+2028 and U+2029 are escaped too (\u2028: six bytes for their three).
 	return n + 3*(strings.Count(s, "\u2028")+strings.Count(s, "\u2029"))
 }
+
+// MaxEcho bounds how much of a caller's value an error repeats (a method name, a project
+// reference pasted wrong): enough to recognise it, never the megabyte that was sent.
+const MaxEcho = 200
+
+// Cut is s cut to at most max bytes, at a character's start, with "…" after it when it
+// was cut: for a value an error echoes, which must not grow with whatever the caller sent.
+func Cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

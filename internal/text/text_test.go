@@ -246,3 +246,22 @@ func BenchmarkCheckNames(b *testing.B) {
 		}
 	}
 }
+
+// TestCut: a value an error echoes is at most the bytes given, cut at a character's start.
+func TestCut(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"eleven char", 10, "eleven cha…"},
+		{"ééééé", 5, "éé…"}, // 10 bytes; byte 5 is inside the third é
+	} {
+		if got := text.Cut(tc.in, tc.max); got != tc.want || !utf8.ValidString(got) {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}

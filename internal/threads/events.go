@@ -17,6 +17,7 @@ import (
 	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 // Event types with a meaning of their own; any other type is recorded as activity.
@@ -422,7 +423,7 @@ type CancelResult struct {
 func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID) (CancelResult, error) {
 	host, slug, ok := strings.Cut(project, "/")
 	if !ok {
-		return CancelResult{}, apperr.New(apperr.Invalid, "a project is named \"host/slug\", got %q", project)
+		return CancelResult{}, apperr.New(apperr.Invalid, "a project is named \"host/slug\", got %q", text.Cut(project, text.MaxEcho))
 	}
 	var res CancelResult
 	err := s.DB.Operator(ctx, func(tx *pg.Tx) error {
@@ -432,7 +433,7 @@ func (s *Service) Cancel(ctx context.Context, project string, threadID uuid.UUID
 		if pg.IsNoRows(err) {
 			// Said as the other admin commands say it, so that a typo in the project is
 			// not taken for a missing thread.
-			return apperr.New(apperr.NotFound, "unknown project %q", project)
+			return apperr.New(apperr.NotFound, "unknown project %q", text.Cut(project, text.MaxEcho))
 		}
 		if err != nil {
 			return err
