@@ -55,6 +55,9 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer lock.Close() // the lock goes with the descriptor, and with the process however it ends
+	// localDB is the URL of the cluster started here ("" when DATABASE_URL names another):
+	// the banner prints it for the admin CLI in another terminal. It holds no password.
+	localDB := ""
 	if os.Getenv("DATABASE_URL") == "" && os.Getenv("DATABASE_URL"+config.FileSuffix) == "" {
 		pgDir, err := filepath.Abs(filepath.Join(*dataDir, "pg"))
 		if err != nil {
@@ -75,6 +78,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := os.Setenv("DATABASE_URL", url); err != nil {
 			return err
 		}
+		localDB = url
 	}
 	if err := ensureServerKeys(filepath.Join(*dataDir, "server-keys.json")); err != nil {
 		return err
@@ -114,7 +118,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := forgetDemoPresence(ctx, cfg, seeded); err != nil {
 			log.Warn("dashboard demo data: presence", "error", err.Error())
 		}
-		printBanner(stdout, public, cfg.MetricsAddr, creds, res, file)
+		printBanner(stdout, public, cfg.MetricsAddr, localDB, creds, res, file)
 	})
 }
 
@@ -303,8 +307,9 @@ func markRevoked(ctx context.Context, svc *admin.Service, creds *devCredentials)
 }
 
 // printBanner prints what to paste; metricsAddr is RELAYROOM_METRICS_ADDR ("" when the
-// metrics are on the main listener).
-func printBanner(w io.Writer, public, metricsAddr string, creds devCredentials, res admin.Result, file admin.File) {
+// metrics are on the main listener), localDB the local cluster's URL ("" when the
+// database is the user's own, whose URL may hold a password).
+func printBanner(w io.Writer, public, metricsAddr, localDB string, creds devCredentials, res admin.Result, file admin.File) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nrelayroom is running at %s   (Ctrl-C stops it and the local Postgres)\n", public)
 	metrics := public + "/metrics"
@@ -312,6 +317,11 @@ func printBanner(w io.Writer, public, metricsAddr string, creds devCredentials, 
 		metrics = "on " + metricsAddr + " (RELAYROOM_METRICS_ADDR)"
 	}
 	fmt.Fprintf(&b, "health: %s/healthz   ready: %s/readyz   metrics: %s\n", public, public, metrics)
+	if localDB != "" {
+		// The admin commands this banner suggests read DATABASE_URL: in another terminal
+		// they said only "DATABASE_URL is required".
+		fmt.Fprintf(&b, "admin CLI, in another terminal: export DATABASE_URL='%s'   then ./bin/relayroom admin --help\n", localDB)
+	}
 	dashboardBanner(&b, public, file)
 	agents := sortedKeys(creds.Agents)
 	fmt.Fprintln(&b, "\nDemo agent keys (send as X-Agent-Key or Authorization: Bearer):")

@@ -44,7 +44,7 @@ func TestMakeRunDashboard(t *testing.T) {
 				errc <- err
 				return
 			}
-			printBanner(&banner, public, "", creds, res, file)
+			printBanner(&banner, public, "", "", creds, res, file)
 			ready <- public
 		})
 	}()

@@ -82,7 +82,7 @@ func TestBannerUsesEachProjectsParts(t *testing.T) {
 		ConnectCodes: map[string]string{"p": "qyt_cc_CODE"},
 	}
 	var out strings.Builder
-	printBanner(&out, "http://h", "", creds, admin.Result{Projects: map[string]admin.ProjectOut{"p": {}}}, file)
+	printBanner(&out, "http://h", "", "", creds, admin.Result{Projects: map[string]admin.ProjectOut{"p": {}}}, file)
 	s := out.String()
 	testfix.CheckContains(t, "banner", s,
 		"relayroom-lead 'http://h/mcp/qyt_cc_CODE?part=lead' --header 'X-Agent-Key: sk-qyt-AAA'",
@@ -98,10 +98,18 @@ func TestBannerUsesEachProjectsParts(t *testing.T) {
 	}
 	// With a listener of their own, the banner does not send anyone to a 404.
 	out.Reset()
-	printBanner(&out, "http://h", "127.0.0.1:9090", creds, admin.Result{Projects: map[string]admin.ProjectOut{"p": {}}}, file)
+	printBanner(&out, "http://h", "127.0.0.1:9090", "", creds, admin.Result{Projects: map[string]admin.ProjectOut{"p": {}}}, file)
 	if s := out.String(); strings.Contains(s, "http://h/metrics") || !strings.Contains(s, "metrics: on 127.0.0.1:9090 (RELAYROOM_METRICS_ADDR)") {
 		t.Errorf("banner with RELAYROOM_METRICS_ADDR:\n%s", s)
 	}
+	t.Run("the local cluster's URL is given for the admin CLI, the user's own database's never", func(t *testing.T) {
+		if strings.Contains(s, "export DATABASE_URL") {
+			t.Errorf("a banner without a local cluster names a database:\n%s", s)
+		}
+		out.Reset()
+		printBanner(&out, "http://h", "", "postgres://postgres@127.0.0.1:54329/relayroom?sslmode=disable", creds, admin.Result{Projects: map[string]admin.ProjectOut{"p": {}}}, file)
+		testfix.CheckContains(t, "banner", out.String(), "export DATABASE_URL='postgres://postgres@127.0.0.1:54329/relayroom?sslmode=disable'")
+	})
 }
 
 // TestOneDevAFolder: a second `make run` on the same folder reused the first one's
@@ -159,7 +167,7 @@ func TestARestartNamesWhatWasRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	printBanner(&out, "http://h", "", again, res, file)
+	printBanner(&out, "http://h", "", "", again, res, file)
 	banner := out.String()
 	t.Run("the revoked key and code are not printed", func(t *testing.T) {
 		for _, old := range []string{first.Agents["acme/architect"], first.ConnectCodes["escalations"]} {
