@@ -438,17 +438,20 @@ func (s *Service) store(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, st set
 }
 
 // mayName reports whether learn's answer may name the entry a new one duplicates: one
-// the caller could read anyway (trusted, with the grant recall needs) or wrote itself.
-// Any other is linked all the same, for the review queue, but not named: the id of
-// another part's candidate told the caller what others proposed and gave it an id to
-// contradict, and candidates reach no other agent.
+// the caller could read anyway (trusted and not past its expiry, with the grant recall
+// needs) or wrote itself. Any other is linked all the same, for the review queue, but not
+// named: the id of another part's candidate told the caller what others proposed and gave
+// it an id to contradict, and candidates reach no other agent. A trusted entry past its
+// expiry, not yet retired by the sweep, is one recall no longer returns: named, it was
+// such an id too.
 func (s *Service) mayName(ctx context.Context, tx *pg.Tx, sc tenancy.Scope, id uuid.UUID) (bool, error) {
 	orig, err := s.Q.KnowledgeGetStatus(ctx, tx, db.KnowledgeGetStatusParams{ProjectID: sc.ProjectID, ID: id})
 	if err != nil {
 		return false, err
 	}
 	own := orig.AuthorAgentID != nil && *orig.AuthorAgentID == sc.AgentID
-	readable := orig.Status == StatusTrusted && sc.RequireGrant(tenancy.GrantReadMemory, NeedRecall) == nil
+	live := orig.ExpiresAt == nil || orig.ExpiresAt.After(s.now())
+	readable := orig.Status == StatusTrusted && live && sc.RequireGrant(tenancy.GrantReadMemory, NeedRecall) == nil
 	return own || readable, nil
 }
 

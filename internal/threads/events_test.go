@@ -326,4 +326,16 @@ func TestLearnNamesOnlyADuplicateTheCallerCouldRead(t *testing.T) {
 			t.Fatalf("%+v", other)
 		}
 	})
+	// Recall excludes an entry past its expiry before the sweep retires it: such an entry
+	// is not one the caller could read, and naming it gave an id to contradict.
+	t.Run("a trusted entry past its expiry is linked, not named", func(t *testing.T) {
+		e.exec(t, `UPDATE knowledge SET expires_at = now() - interval '1 minute' WHERE id = $1`, uuid.MustParse(first.KnowledgeID))
+		other := learn("frontend")
+		if other.DuplicateOf != nil {
+			t.Fatalf("named: %+v", *other.DuplicateOf)
+		}
+		if n := e.count(t, `SELECT count(*) FROM knowledge WHERE id = $1 AND duplicate_of = $2`, uuid.MustParse(other.KnowledgeID), uuid.MustParse(first.KnowledgeID)); n != 1 {
+			t.Fatal("not linked for the review queue")
+		}
+	})
 }
