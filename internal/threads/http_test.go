@@ -294,3 +294,57 @@ func TestCIConfirmRouteOverHTTP(t *testing.T) {
 		t.Fatalf("recall after CI confirmation: %v", r)
 	}
 }
+
+// TestBoundsAtTheLimitAndOnePastOverHTTP: each limit of docs/threads.md is accepted at
+// the limit and refused one past it (invalid_argument from the schema, before the
+// handler), counted in characters, not bytes.
+func TestBoundsAtTheLimitAndOnePastOverHTTP(t *testing.T) {
+	t.Parallel()
+	h := setupHTTP(t)
+	backend := func(n int) []string {
+		to := make([]string, n)
+		for i := range to {
+			to[i] = "backend"
+		}
+		return to
+	}
+	for _, c := range []struct {
+		name, tool    string
+		atLimit, past map[string]any
+	}{
+		{"send: 50 recipients", "send",
+			map[string]any{"to": backend(50), "subject": "s", "body": "b"},
+			map[string]any{"to": backend(51), "subject": "s", "body": "b"}},
+		{"send: subject of 200 characters", "send",
+			map[string]any{"to": []string{"backend"}, "subject": strings.Repeat("😀", 200), "body": "b"},
+			map[string]any{"to": []string{"backend"}, "subject": strings.Repeat("😀", 201), "body": "b"}},
+		{"send: body of 20000 characters", "send",
+			map[string]any{"to": []string{"backend"}, "subject": "s", "body": strings.Repeat("日", 20000)},
+			map[string]any{"to": []string{"backend"}, "subject": "s", "body": strings.Repeat("日", 20001)}},
+		{"inbox: limit 50", "inbox", map[string]any{"limit": 50}, map[string]any{"limit": 51}},
+		{"threads: limit 50", "threads", map[string]any{"limit": 50}, map[string]any{"limit": 51}},
+		{"threads: query of 200 characters", "threads", map[string]any{"query": strings.Repeat("q", 200)}, map[string]any{"query": strings.Repeat("q", 201)}},
+		{"search: query of 2 to 200 characters", "search", map[string]any{"query": "ab"}, map[string]any{"query": strings.Repeat("q", 201)}},
+		{"recall: query of 500 characters, limit 20", "recall",
+			map[string]any{"query": strings.Repeat("q", 500), "limit": 20},
+			map[string]any{"query": strings.Repeat("q", 501), "limit": 20}},
+		{"learn: title of 200 characters", "learn",
+			map[string]any{"title": "t" + strings.Repeat("é", 199), "body": "the body", "kind": "fact"},
+			map[string]any{"title": "t" + strings.Repeat("é", 200), "body": "the body", "kind": "fact"}},
+		{"learn: body of 5000 characters", "learn",
+			map[string]any{"title": "a long body", "body": strings.Repeat("b ", 2500), "kind": "fact"},
+			map[string]any{"title": "a long body", "body": strings.Repeat("b ", 2500) + "b", "kind": "fact"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if a := h.as("architect", c.tool, c.atLimit); a.IsError || a.RPCError != nil {
+				t.Fatalf("at the limit: %+v", a)
+			}
+			if a := h.as("architect", c.tool, c.past); !a.IsError || a.errorCode() != "invalid_argument" {
+				t.Fatalf("one past the limit: want invalid_argument, got %+v", a)
+			}
+		})
+	}
+	t.Run("search: a query of 1 character is refused", func(t *testing.T) {
+		h.refused("architect", "search", map[string]any{"query": "a"}, "invalid_argument")
+	})
+}

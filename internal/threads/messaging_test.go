@@ -15,6 +15,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/apperr"
 	"github.com/relayroom/relayroom/internal/audit"
+	"github.com/relayroom/relayroom/internal/knowledge"
 	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/text"
 	"github.com/relayroom/relayroom/internal/threads"
@@ -449,6 +450,8 @@ func TestIdsOfAnotherProjectAnswerNotFound(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t)
 	s := e.send(t, "architect", threads.SendInput{To: []string{"backend"}, Subject: "s", Body: "b"})
+	learned := must[knowledge.LearnResult](t)(e.know.Learn(ctx, e.sc("backend"), knowledge.LearnInput{Title: "Staging is read-only on Sundays", Body: "Backups run then; writes fail.", Kind: "pitfall"}))
+	recalled := must[knowledge.RecallResult](t)(e.know.Recall(ctx, e.sc("backend"), knowledge.RecallInput{Query: "staging sundays"}))
 	peter := e.sc("peter")
 	// Each call is made in turn as the table is built; the steps check their answers.
 	for _, c := range []struct {
@@ -463,6 +466,9 @@ func TestIdsOfAnotherProjectAnswerNotFound(t *testing.T) {
 		{"ack", errOf(e.svc.Ack(ctx, peter, s.MessageID)), apperr.NotFound, "message_not_found"},
 		{"event", errOf(e.svc.Event(ctx, peter, threads.EventInput{Type: "composing", Detail: json.RawMessage(`{"threadId":"` + s.ThreadID + `"}`)})),
 			apperr.NotFound, "thread_not_found"},
+		{"event error contradicting another project's entry", errOf(e.svc.Event(ctx, peter, threads.EventInput{Type: "error", Detail: json.RawMessage(`{"contradicts":"` + learned.KnowledgeID + `"}`)})),
+			apperr.NotFound, "knowledge_not_found"},
+		{"recall_used of another project's query", e.know.RecallUsed(ctx, peter, recalled.QueryID, learned.KnowledgeID), apperr.NotFound, "query_not_found"},
 		// An id that exists nowhere answers the same way.
 		{"show of an id that exists nowhere", errOf(e.svc.Show(ctx, peter, uuid.NewString())), apperr.NotFound, "thread_not_found"},
 		// A non-participant of the same project cannot close it.
