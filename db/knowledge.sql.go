@@ -773,6 +773,27 @@ func (q *Queries) KnowledgeTitleLock(ctx context.Context, db DBTX, arg Knowledge
 	return err
 }
 
+const knowledgeWordsAdd = `-- name: KnowledgeWordsAdd :exec
+INSERT INTO knowledge_word (project_id, word)
+SELECT k.project_id, w
+FROM knowledge k, unnest(tsvector_to_array(to_tsvector('simple', k.title || ' ' || k.body))) AS w
+WHERE k.project_id = $1 AND k.id = $2 AND k.status = 'trusted'
+  AND length(w) BETWEEN 4 AND 40 AND w ~ '^[[:alpha:]]+$'
+ON CONFLICT DO NOTHING
+`
+
+type KnowledgeWordsAddParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+// The words of an entry just made trusted join recall's typo channel (knowledge_word),
+// as rr_knowledge_words adds those of an entry stored trusted (migration 000073).
+func (q *Queries) KnowledgeWordsAdd(ctx context.Context, db DBTX, arg KnowledgeWordsAddParams) error {
+	_, err := db.Exec(ctx, knowledgeWordsAdd, arg.ProjectID, arg.ID)
+	return err
+}
+
 const projectGetHost = `-- name: ProjectGetHost :one
 SELECT host_org_id FROM project WHERE id = $1
 `

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -24,6 +25,7 @@ import (
 	"github.com/relayroom/relayroom/internal/tenancy"
 	"github.com/relayroom/relayroom/internal/testfix"
 	"github.com/relayroom/relayroom/internal/wiretime"
+	sqlfiles "github.com/relayroom/relayroom/sql"
 )
 
 // The cast: architect (write) and reader (read) in project one, peter in project two.
@@ -830,5 +832,61 @@ func TestRecallFindsACompoundWrittenApart(t *testing.T) {
 	}
 	t.Run("words that make no entry's compound find nothing", func(t *testing.T) {
 		e.wantRecalled(t, "giraffe migration", 0)
+	})
+}
+
+// TestWordsNobodyConfirmedDoNotShapeRecall: recall's typo channel corrects a query word to
+// the project's closest known words. It knew every entry's words, candidates included: a
+// candidate holding "cloudfrnt" made "cloudfrnt" a known word, not corrected, and another
+// part's recall then missed the trusted CloudFront entry; any part could so test whether a
+// word was in entries nobody confirmed, which recall must never reveal.
+func TestWordsNobodyConfirmedDoNotShapeRecall(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	reader := e.scopes["reader"]
+	cdn := e.trusted(t, knowledge.LearnInput{Title: "Static assets", Body: "Images are served through CloudFront with a one-day cache.", Kind: "fact"})
+	found := func(t *testing.T) {
+		t.Helper()
+		if r := e.recall(t, reader, knowledge.RecallInput{Query: "cloudfrnt"}); len(r.Entries) != 1 || r.Entries[0].ID != cdn.KnowledgeID {
+			t.Fatalf("reader's recall of cloudfrnt: %+v", r)
+		}
+	}
+	known := func(word string) int {
+		return e.Count(t, `SELECT count(*) FROM knowledge_word WHERE project_id = $1 AND word = $2`, e.arch.ProjectID, word)
+	}
+	testfix.Step(t, "an approved entry's body words are known to the typo channel", func(t *testing.T) {
+		if known("cloudfront") != 1 {
+			t.Fatal("cloudfront is not a known word after the approval")
+		}
+		found(t)
+	})
+	testfix.Step(t, "a candidate's words are not, and change nothing recall finds", func(t *testing.T) {
+		e.learn(t, knowledge.LearnInput{Title: "Distribution names", Body: "Our cloudfrnt distribution is named after the zyxwvutz bucket.", Kind: "fact"})
+		if known("cloudfrnt") != 0 || known("zyxwvutz") != 0 {
+			t.Fatal("a candidate's words joined the typo channel")
+		}
+		found(t)
+	})
+	testfix.Step(t, "a rejected entry's words are not either", func(t *testing.T) {
+		l := e.learn(t, knowledge.LearnInput{Title: "Quarantined hosts", Body: "The qwertzuiop host is quarantined.", Kind: "fact"})
+		if _, err := e.k.Reject(context.Background(), e.arch.ProjectID, uuid.MustParse(l.KnowledgeID), "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if known("qwertzuiop") != 0 {
+			t.Fatal("a rejected entry's words joined the typo channel")
+		}
+	})
+	testfix.Step(t, "the upgrade takes out the words stored before from unconfirmed entries", func(t *testing.T) {
+		// What 000011's trigger stored for the candidate above.
+		e.exec(t, `INSERT INTO knowledge_word (project_id, word) VALUES ($1, 'cloudfrnt'), ($1, 'zyxwvutz')`, e.arch.ProjectID)
+		up, err := fs.ReadFile(sqlfiles.Migrations(), "000074_knowledge_words_rebuild.up.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.exec(t, string(up))
+		if known("cloudfrnt") != 0 || known("zyxwvutz") != 0 || known("cloudfront") != 1 || known("images") != 1 {
+			t.Fatal("the rebuild kept a candidate's words or dropped a trusted entry's")
+		}
+		found(t)
 	})
 }

@@ -157,6 +157,13 @@ func (s *Service) decide(ctx context.Context, tx *pg.Tx, projectID, id uuid.UUID
 	if err != nil {
 		return Decision{}, err
 	}
+	if r.Status == StatusTrusted {
+		// Recall's typo channel learns the words of confirmed entries only (migration
+		// 000073): the trigger that feeds it does not fire on a change of status.
+		if err := s.Q.KnowledgeWordsAdd(ctx, tx, db.KnowledgeWordsAddParams{ProjectID: projectID, ID: id}); err != nil {
+			return Decision{}, err
+		}
+	}
 	// A person's decision on the dashboard is audited here, in its transaction.
 	if err := audit.RecordIntended(ctx, tx); err != nil {
 		return Decision{}, err

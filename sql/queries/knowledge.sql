@@ -134,6 +134,16 @@ WHERE k.project_id = @project_id AND k.id = @id AND k.status = ANY(@from_status:
     WHERE o.project_id = @project_id AND o.id = k.duplicate_of AND o.status = 'trusted'))
 RETURNING k.id, k.status, k.confidence;
 
+-- name: KnowledgeWordsAdd :exec
+-- The words of an entry just made trusted join recall's typo channel (knowledge_word),
+-- as rr_knowledge_words adds those of an entry stored trusted (migration 000073).
+INSERT INTO knowledge_word (project_id, word)
+SELECT k.project_id, w
+FROM knowledge k, unnest(tsvector_to_array(to_tsvector('simple', k.title || ' ' || k.body))) AS w
+WHERE k.project_id = @project_id AND k.id = @id AND k.status = 'trusted'
+  AND length(w) BETWEEN 4 AND 40 AND w ~ '^[[:alpha:]]+$'
+ON CONFLICT DO NOTHING;
+
 -- name: KnowledgeGetStatus :one
 -- An entry's state, its expiry, its writer, and the entry it is a near-duplicate of with
 -- that one's state: why a decision found no row to change, and whether learn may name it.

@@ -1,0 +1,2 @@
+-- The words deleted are not put back: they were the words of entries nobody confirmed.
+SELECT 1;
