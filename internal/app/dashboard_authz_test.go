@@ -1,0 +1,416 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/testfix"
+)
+
+// authzState fingerprints every table a dashboard form changes: a refused post must leave
+// it as it was.
+const authzState = `SELECT md5(concat_ws('#',
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM agent t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM agent_key t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM agreement t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM audit_event t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM connect_code t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM membership t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM org_member t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM org_invitation t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM room_message t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM room_task t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM memory_entry t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM knowledge t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM thread t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM wake t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM wake_target t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM project t),
+  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM oauth_grant t)))`
+
+// TestDashboardAuthz walks the dashboard's routes as people who may not use them: another
+// organisation's owner with the victim's ids (404, as for ids that do not exist), a member
+// on the owners' and admins' forms (403), a guest company's admin on the host's objects,
+// posts without the CSRF token, and GETs of the forms' addresses; none changes anything.
+func TestDashboardAuthz(t *testing.T) {
+	t.Parallel()
+	s := startServerOpts(t, serverOptions{file: dashboardFile})
+	d := openSeeded(t, s)
+	ctx := context.Background()
+	room := s.res.Projects["escalations"].ID.String()
+	tps := s.res.Projects["tps"].ID.String()
+	acme, globex := s.res.Organisations["acme"].ID.String(), s.res.Organisations["globex"].ID.String()
+	architect := s.res.Agents["acme/architect"].ID.String()
+	peter := s.res.Agents["initech/peter"].ID.String()
+	userID := func(email string) string {
+		return testfix.Scalar[string](t, d, `SELECT id::text FROM app_user WHERE email = $1`, email)
+	}
+	moID := userID("mo@acme.test")
+	ana, mo, gus, ivy := signIn(t, s.base, "ana@acme.test", "demo-password-ana"), signIn(t, s.base, "mo@acme.test", "demo-password-mo"),
+		signIn(t, s.base, "gus@globex.test", "demo-password-gus"), signIn(t, s.base, "ivy@initech.test", "demo-password-ivy")
+
+	// An open invitation of Acme's, for the withdraw form.
+	if status, body := ana.postForm("/app/admin/people", ana.form("email", "new@acme.test", "role", "member")); status != http.StatusCreated {
+		t.Fatalf("invite: %d %.300s", status, body)
+	}
+	invitation := testfix.Scalar[string](t, d, `SELECT id::text FROM org_invitation WHERE email = 'new@acme.test'`)
+	some := uuid.NewString() // an id of nothing
+
+	// Acme's forms: the admin pages' and the room's, with what each posts.
+	type route struct {
+		path string
+		form []string
+	}
+	adminForms := []route{
+		{"/app/admin/agents", []string{"slug", "evil-bot", "name", "Evil", "model", "gpt-5", "kind", "session"}},
+		{"/app/admin/agents/" + architect + "/rotate", nil},
+		{"/app/admin/agents/" + architect + "/revoke", nil},
+		{"/app/admin/agents/" + architect + "/webhook", []string{"url", "https://evil.test/hook"}},
+		{"/app/admin/agents/" + architect + "/unhook", nil},
+		{"/app/admin/projects/" + room + "/members", []string{"agent", architect, "part", "evil", "access", "manager"}},
+		{"/app/admin/projects/" + room + "/members/architect", []string{"access", "read"}},
+		{"/app/admin/projects/" + room + "/members/qa-lead", []string{"access", "manager", "capabilities", "urgent"}},
+		{"/app/admin/projects/" + room + "/code", nil},
+		{"/app/admin/projects/" + room + "/guests", []string{"guest", "initech", "grants", "read_memory"}},
+		{"/app/admin/agreements/" + room + "/" + globex + "/grants", []string{"grants", "read_memory"}},
+		{"/app/admin/agreements/" + room + "/" + globex + "/revoke", nil},
+		{"/app/admin/agreements/" + room + "/" + globex + "/accept", nil},
+		{"/app/admin/people", []string{"email", "evil@evil.test", "role", "admin"}},
+		{"/app/admin/people/" + moID + "/role", []string{"role", "owner"}},
+		{"/app/admin/invitations/" + invitation + "/withdraw", nil},
+		{"/app/admin/clients/disconnect", []string{"client", "https://evil.test/client"}},
+	}
+	roomForms := []route{
+		{"/app/rooms/" + room + "/messages", []string{"content", "evil"}},
+		{"/app/rooms/" + room + "/memory/" + some + "/deprecate", nil},
+		{"/app/rooms/" + room + "/tasks/" + some + "/review", []string{"verdict", "accepted"}},
+		{"/app/rooms/" + room + "/tasks/" + some + "/cancel", nil},
+		{"/app/rooms/" + room + "/knowledge/settings", []string{"rule_rows", "1", "name_0", "x", "pattern_0", "x", "replacement_0", "y"}},
+		{"/app/rooms/" + room + "/knowledge/" + some + "/approve", nil},
+		{"/app/projects/" + room + "/threads/" + some + "/cancel", nil},
+		{"/app/projects/" + room + "/wakes/" + some + "/retry", nil},
+	}
+	state := func(t *testing.T) string { t.Helper(); return testfix.Scalar[string](t, d, authzState) }
+	post := func(t *testing.T, p *person, r route, csrf bool) (int, string) {
+		t.Helper()
+		v := url.Values{}
+		if csrf {
+			v = p.form(r.form...)
+		} else {
+			for i := 0; i+1 < len(r.form); i += 2 {
+				v.Add(r.form[i], r.form[i+1])
+			}
+		}
+		return p.postForm(r.path, v)
+	}
+
+	t.Run("another organisation's owner gets 404 for every id of Acme's, page or form, and nothing changes", func(t *testing.T) {
+		before := state(t)
+		for _, path := range []string{"/app/admin/agents/" + architect, "/app/admin/projects/" + room, "/app/admin/agreements/" + room + "/" + globex,
+			"/app/admin/people/" + moID, "/app/rooms/" + room, "/app/rooms/" + room + "/memory", "/app/rooms/" + room + "/tasks",
+			"/app/rooms/" + room + "/knowledge", "/app/rooms/" + room + "/knowledge/settings", "/app/projects/" + room + "/threads",
+			"/app/projects/" + room + "/roster", "/app/projects/" + room + "/activity", "/app/projects/" + room + "/usage",
+			"/app/projects/" + room + "/usage.csv", "/app/projects/" + room + "/wakes/" + some} {
+			if status, body := ivy.get(path); status != http.StatusNotFound {
+				t.Errorf("GET %s: %d %.200s", path, status, body)
+			}
+		}
+		for _, r := range append(append([]route{}, adminForms...), roomForms...) {
+			switch r.path {
+			case "/app/admin/agents", "/app/admin/people", "/app/admin/clients/disconnect":
+				continue // no id of Acme's: Initech's own forms
+			}
+			if status, body := post(t, ivy, r, true); status != http.StatusNotFound {
+				t.Errorf("POST %s: %d %.200s", r.path, status, body)
+			}
+		}
+		if after := state(t); after != before {
+			t.Fatal("another organisation's refused forms changed the database")
+		}
+	})
+
+	t.Run("a member gets 403 on every owners' and admins' form, and nothing changes", func(t *testing.T) {
+		before := state(t)
+		for _, r := range adminForms {
+			if status, body := post(t, mo, r, true); status != http.StatusForbidden {
+				t.Errorf("POST %s: %d %.200s", r.path, status, body)
+			}
+		}
+		for _, r := range []route{roomForms[4], roomForms[5]} {
+			if status, body := post(t, mo, r, true); status != http.StatusForbidden {
+				t.Errorf("POST %s: %d %.200s", r.path, status, body)
+			}
+		}
+		if after := state(t); after != before {
+			t.Fatal("a member's refused forms changed the database")
+		}
+	})
+
+	t.Run("a guest company's admin gets 404 for the host's objects and 403 for the host's decisions", func(t *testing.T) {
+		before := state(t)
+		for _, path := range []string{"/app/admin/agents/" + architect, "/app/admin/projects/" + room, "/app/admin/people/" + moID} {
+			if status, body := gus.get(path); status != http.StatusNotFound {
+				t.Errorf("GET %s: %d %.200s", path, status, body)
+			}
+		}
+		for _, r := range adminForms[1:10] {
+			if status, body := post(t, gus, r, true); status != http.StatusNotFound {
+				t.Errorf("POST %s: %d %.200s", r.path, status, body)
+			}
+		}
+		for _, r := range []route{adminForms[14], adminForms[15]} {
+			if status, body := post(t, gus, r, true); status != http.StatusNotFound {
+				t.Errorf("POST %s: %d %.200s", r.path, status, body)
+			}
+		}
+		if status, body := post(t, gus, adminForms[10], true); status != http.StatusForbidden {
+			t.Errorf("POST grants: %d %.200s", status, body)
+		}
+		for _, r := range []route{roomForms[4], roomForms[5]} {
+			if status, body := post(t, gus, r, true); status != http.StatusForbidden {
+				t.Errorf("POST %s: %d %.200s", r.path, status, body)
+			}
+		}
+		if status, body := gus.get("/app/rooms/" + room + "/knowledge/settings"); status != http.StatusForbidden {
+			t.Errorf("GET knowledge settings: %d %.200s", status, body)
+		}
+		// Another company's room, by its id.
+		for _, path := range []string{"/app/rooms/" + tps, "/app/projects/" + tps + "/threads", "/app/admin/agents/" + peter} {
+			if status, body := gus.get(path); status != http.StatusNotFound {
+				t.Errorf("GET %s: %d %.200s", path, status, body)
+			}
+		}
+		if after := state(t); after != before {
+			t.Fatal("a guest's refused forms changed the database")
+		}
+	})
+
+	t.Run("every form without the CSRF token is 403 and changes nothing", func(t *testing.T) {
+		before := state(t)
+		for _, r := range append(append([]route{}, adminForms...), roomForms...) {
+			if status, body := post(t, ana, r, false); status != http.StatusForbidden {
+				t.Errorf("POST %s: %d %.200s", r.path, status, body)
+			}
+		}
+		if after := state(t); after != before {
+			t.Fatal("a post without the token changed the database")
+		}
+	})
+
+	t.Run("a form's address answers no other method, and no other method changes anything", func(t *testing.T) {
+		before := state(t)
+		for _, r := range append(append([]route{}, adminForms...), roomForms...) {
+			v := ana.form(r.form...)
+			for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+				target := ana.base + r.path
+				var body io.Reader
+				if method == http.MethodGet || method == http.MethodHead {
+					target += "?" + v.Encode()
+				} else {
+					body = strings.NewReader(v.Encode())
+				}
+				req, err := http.NewRequest(method, target, body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set("Origin", ana.base)
+				page := (method == http.MethodGet || method == http.MethodHead) && (r.path == "/app/admin/agents" || r.path == "/app/admin/people" ||
+					strings.HasSuffix(r.path, "/knowledge/settings")) // the forms' own pages
+				if status, _, _ := ana.do(req); status < 400 && !page {
+					t.Errorf("%s %s: %d", method, r.path, status)
+				}
+			}
+		}
+		if after := state(t); after != before {
+			t.Fatal("a request other than a POST changed the database")
+		}
+	})
+
+	t.Run("a person of two organisations acts for the one ?org= names, in its role", func(t *testing.T) {
+		// Gus joins Acme as a member: Globex's admin, Acme's member.
+		if err := d.Operator(ctx, func(tx *pg.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO org_member (org_id, user_id, role) VALUES ($1, $2, 'member')`, acme, userID("gus@globex.test"))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		before := state(t)
+		for _, r := range adminForms[1:10] {
+			r.path += "?org=" + acme
+			if status, body := post(t, gus, r, true); status != http.StatusForbidden {
+				t.Errorf("POST %s: %d %.200s", r.path, status, body)
+			}
+		}
+		for _, r := range adminForms[1:10] {
+			r.path += "?org=" + globex
+			if status, body := post(t, gus, r, true); status != http.StatusNotFound {
+				t.Errorf("POST %s: %d %.200s", r.path, status, body)
+			}
+		}
+		if after := state(t); after != before {
+			t.Fatal("a refused form changed the database")
+		}
+		if status, body := gus.get("/app/admin/people?org=" + acme); status != http.StatusForbidden || strings.Contains(body, "mo@acme.test") {
+			t.Fatalf("Acme's people as its member: %d", status)
+		}
+	})
+
+	t.Run("a deactivated person's open streams end, and their uploads and forms change nothing", func(t *testing.T) {
+		roomStream := mo.liveStream(t, "/app/rooms/"+room+"/events")
+		csrf := mo.csrf()
+		task := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`).FindString(served(t, s.base+"/api/mcp/p/"+room, s.key("acme/architect"), "send_task",
+			map[string]any{"to_agent_slug": "qa-lead", "goal": "Authz: a task to attach to"}))
+		if err := d.Operator(ctx, func(tx *pg.Tx) error {
+			_, err := tx.Exec(ctx, `UPDATE org_member SET deactivated_at = now() WHERE org_id = $1 AND user_id = $2`, acme, moID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		served(t, s.base+"/api/mcp/p/"+room, s.key("globex/qa-lead"), "post_message", map[string]any{"content": "Authz: after the deactivation"})
+		for {
+			line, err := roomStream.ReadString('\n')
+			if err != nil {
+				t.Fatalf("the stream ended without saying so: %v", err)
+			}
+			if strings.Contains(line, "after the deactivation") {
+				t.Fatalf("a deactivated person's stream delivered: %s", line)
+			}
+			if strings.HasPrefix(line, "event: gone") {
+				break
+			}
+		}
+		before := state(t)
+		if status, _ := mo.upload("/app/rooms/"+room+"/tasks/"+task+"/attachments", csrf, "x.txt", []byte("x")); status != http.StatusNotFound {
+			t.Errorf("upload: %d", status)
+		}
+		for _, r := range roomForms {
+			v := url.Values{"csrf": {csrf}}
+			for i := 0; i+1 < len(r.form); i += 2 {
+				v.Add(r.form[i], r.form[i+1])
+			}
+			if status, body := mo.postForm(r.path, v); status != http.StatusNotFound {
+				t.Errorf("POST %s: %d %.200s", r.path, status, body)
+			}
+		}
+		if status, _ := mo.get("/app/projects/" + room + "/events"); status != http.StatusNotFound {
+			t.Errorf("the project's stream: %d", status)
+		}
+		if after := state(t); after != before {
+			t.Fatal("a deactivated person's forms changed the database")
+		}
+	})
+}
+
+// twoGuestsFile: Acme hosts Escalations with two guest companies, Globex and Initech,
+// each with a part of its own.
+const twoGuestsFile = signInCast + `agents:
+  - {org: acme, slug: architect, name: Architect, model: claude-opus-4, kind: always_on}
+  - {org: globex, slug: qa-lead, name: QA Lead, model: gpt-5, kind: always_on}
+  - {org: initech, slug: peter, name: Peter, model: gpt-5, kind: always_on}
+projects:
+  - slug: escalations
+    name: Escalations
+    host: acme
+    members:
+      - {agent: acme/architect, part: architect, main: true, access: manager}
+      - {agent: globex/qa-lead, part: qa-lead, access: write}
+      - {agent: initech/peter, part: peter, access: write}
+    guests:
+      - {org: globex, status: active, grants: [read_memory, write_memory, assign_tasks]}
+      - {org: initech, status: active, grants: [read_memory, write_memory, assign_tasks]}
+`
+
+// TestDashboardAuthzGuests: one guest company's people reach nothing of another guest's
+// in the same room (its threads, tasks, memory, wakes, agreement, history), by page or
+// form, and the host's private things stay the host's.
+func TestDashboardAuthzGuests(t *testing.T) {
+	t.Parallel()
+	s := startServerOpts(t, serverOptions{file: twoGuestsFile})
+	d := openSeeded(t, s)
+	room := s.res.Projects["escalations"].ID.String()
+	roomURL := s.base + "/api/mcp/p/" + room
+	globex := s.res.Organisations["globex"].ID.String()
+	architect, qa := s.key("acme/architect"), s.key("globex/qa-lead")
+	idRe := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}`)
+	gus, ivy := signIn(t, s.base, "gus@globex.test", "demo-password-gus"), signIn(t, s.base, "ivy@initech.test", "demo-password-ivy")
+
+	// Globex's things: a thread with the host, tasks both ways, memory public and private.
+	thread := threadIDField.FindStringSubmatch(served(t, s.threadsURL("escalations", "architect"), architect, "send",
+		map[string]any{"to": []string{"qa-lead"}, "subject": "Globex-only subject", "body": "Globex-only body"}))[1]
+	sent := idRe.FindString(served(t, roomURL, qa, "send_task", map[string]any{"to_agent_slug": "architect", "goal": "Globex-sent goal"}))
+	served(t, roomURL, architect, "respond_to_task", map[string]any{"task_id": sent, "status": "done", "result": "Globex result"})
+	received := idRe.FindString(served(t, roomURL, architect, "send_task", map[string]any{"to_agent_slug": "qa-lead", "goal": "Globex-received goal"}))
+	public := idRe.FindString(served(t, roomURL, qa, "write_memory", map[string]any{"content": "Globex public note"}))
+	private := idRe.FindString(served(t, roomURL, qa, "write_memory", map[string]any{"content": "Globex private note", "is_private": true}))
+	hostPrivate := idRe.FindString(served(t, roomURL, architect, "write_memory", map[string]any{"content": "Acme private note", "is_private": true}))
+	// Globex's part's wake, dead.
+	if err := d.Operator(context.Background(), func(tx *pg.Tx) error {
+		_, err := tx.Exec(context.Background(), `INSERT INTO wake (project_id, id, member_id, agent_id, part, status, count, other_count, created_at, updated_at)
+			SELECT m.project_id, gen_random_uuid(), m.id, m.agent_id, m.part, 'dead', 1, 1, now(), now() FROM membership m
+			WHERE m.project_id = $1 AND m.part = 'qa-lead'`, room)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wake := testfix.Scalar[string](t, d, `SELECT id::text FROM wake WHERE part = 'qa-lead' LIMIT 1`)
+	// Globex's person acts, so that the room's history has Globex's rows.
+	gus.wantPost(t, http.StatusSeeOther, "Globex deprecates its own entry", "/app/rooms/"+room+"/memory/"+public+"/deprecate", gus.form())
+	public2 := idRe.FindString(served(t, roomURL, qa, "write_memory", map[string]any{"content": "Globex second public note"}))
+
+	state := func(t *testing.T) string { t.Helper(); return testfix.Scalar[string](t, d, authzState) }
+
+	t.Run("another guest's person gets 404 for every id of a guest's, page or form, and nothing changes", func(t *testing.T) {
+		before := state(t)
+		for _, path := range []string{"/app/projects/" + room + "/threads/" + thread, "/app/projects/" + room + "/wakes/" + wake,
+			"/app/admin/agreements/" + room + "/" + globex} {
+			if status, body := ivy.get(path); status != http.StatusNotFound {
+				t.Errorf("GET %s: %d %.200s", path, status, body)
+			}
+		}
+		for _, p := range []string{"/app/projects/" + room + "/threads/" + thread + "/cancel", "/app/projects/" + room + "/wakes/" + wake + "/retry",
+			"/app/rooms/" + room + "/tasks/" + sent + "/review", "/app/rooms/" + room + "/tasks/" + sent + "/cancel",
+			"/app/rooms/" + room + "/tasks/" + received + "/cancel", "/app/rooms/" + room + "/memory/" + public2 + "/deprecate",
+			"/app/rooms/" + room + "/memory/" + private + "/deprecate", "/app/rooms/" + room + "/memory/" + hostPrivate + "/deprecate",
+			"/app/admin/agreements/" + room + "/" + globex + "/revoke", "/app/admin/agreements/" + room + "/" + globex + "/accept",
+			"/app/admin/agreements/" + room + "/" + globex + "/grants"} {
+			v := ivy.form("verdict", "accepted", "grants", "read_memory")
+			if status, body := ivy.postForm(p, v); status != http.StatusNotFound {
+				t.Errorf("POST %s: %d %.200s", p, status, body)
+			}
+		}
+		if status, _ := ivy.upload("/app/rooms/"+room+"/tasks/"+sent+"/attachments", ivy.csrf(), "x.txt", []byte("x")); status != http.StatusNotFound {
+			t.Errorf("upload to another guest's task: %d", status)
+		}
+		if after := state(t); after != before {
+			t.Fatal("another guest's refused forms changed the database")
+		}
+	})
+
+	t.Run("another guest's pages show nothing of a guest's or the host's private things", func(t *testing.T) {
+		for _, path := range []string{"/app/", "/app/rooms/" + room + "/memory", "/app/rooms/" + room + "/memory?q=note",
+			"/app/rooms/" + room + "/memory?org_id=" + globex, "/app/rooms/" + room + "/tasks", "/app/rooms/" + room + "/knowledge",
+			"/app/projects/" + room + "/threads", "/app/projects/" + room + "/threads?part=qa-lead", "/app/projects/" + room + "/activity",
+			"/app/projects/" + room + "/usage", "/app/projects/" + room + "/usage.csv", "/app/admin", "/app/admin/agreements"} {
+			status, body := ivy.get(path)
+			if status != http.StatusOK {
+				t.Errorf("GET %s: %d %.200s", path, status, body)
+				continue
+			}
+			for _, secret := range []string{"Globex-only", "Globex-sent", "Globex-received", "Globex result", "Globex private", "Acme private",
+				thread, wake, sent, received, private, hostPrivate} {
+				if strings.Contains(body, secret) {
+					t.Errorf("GET %s shows %q", path, secret)
+				}
+			}
+		}
+	})
+}
