@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -35,6 +36,13 @@ const authzState = `SELECT md5(concat_ws('#',
   (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM wake_target t),
   (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM project t),
   (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM oauth_grant t)))`
+
+// roomLink finds a page's links, posted forms and streams into a room's pages; getForm
+// its search forms, which send their fields instead of their action's query.
+var (
+	roomLink = regexp.MustCompile(`(?:href|method="post" action|data-events)="(/app/(?:rooms|projects)/[^"]*)"`)
+	getForm  = regexp.MustCompile(`<form method="get" action="/app/(?:rooms|projects)/[^"]*"[^>]*>(<input type="hidden" name="org" value="[^"]*">)?`)
+)
 
 // TestDashboardAuthz walks the dashboard's routes as people who may not use them: another
 // organisation's owner with the victim's ids (404, as for ids that do not exist), a member
@@ -261,6 +269,62 @@ func TestDashboardAuthz(t *testing.T) {
 		}
 		if status, body := gus.get("/app/admin/people?org=" + acme); status != http.StatusForbidden || strings.Contains(body, "mo@acme.test") {
 			t.Fatalf("Acme's people as its member: %d", status)
+		}
+	})
+
+	t.Run("a room opened for the organisation ?org= names keeps it on every link, form, stream and redirect", func(t *testing.T) {
+		// Gus (from the subtest above) is Globex's admin first and Acme's member second: a
+		// room page that acts for Acme must not hand its forms and links to Globex.
+		inAcme := "org=" + acme
+		_, home := gus.get("/app/?org=" + acme)
+		for _, m := range roomLink.FindAllStringSubmatch(home, -1) {
+			if !strings.Contains(m[1], inAcme) {
+				t.Errorf("home acting for Acme links to %s", m[1])
+			}
+		}
+		for _, page := range []string{"/app/rooms/" + room, "/app/rooms/" + room + "/memory", "/app/rooms/" + room + "/tasks",
+			"/app/rooms/" + room + "/knowledge", "/app/projects/" + room + "/threads", "/app/projects/" + room + "/roster",
+			"/app/projects/" + room + "/activity", "/app/projects/" + room + "/usage"} {
+			status, body := gus.get(page + "?" + inAcme)
+			if status != http.StatusOK {
+				t.Fatalf("GET %s: %d", page, status)
+			}
+			for _, m := range roomLink.FindAllStringSubmatch(body, -1) {
+				if !strings.Contains(m[1], inAcme) {
+					t.Errorf("%s acting for Acme: %s", page, m[1])
+				}
+			}
+			for _, m := range getForm.FindAllStringSubmatch(body, -1) {
+				if !strings.Contains(m[1], `value="`+acme+`"`) {
+					t.Errorf("%s acting for Acme: %s", page, m[0])
+				}
+			}
+		}
+		for _, page := range []string{"/app/rooms/" + room, "/app/projects/" + room + "/activity"} {
+			_, body := gus.get(page + "?" + inAcme)
+			if m := regexp.MustCompile(`data-events="([^"]+)"`).FindStringSubmatch(body); m == nil {
+				t.Errorf("%s has no stream", page)
+			} else {
+				gus.liveStream(t, html.UnescapeString(m[1])) // it opens, for Acme
+			}
+		}
+		_, body := gus.get("/app/rooms/" + room + "?" + inAcme)
+		action := regexp.MustCompile(`id="composer" method="post" action="([^"]+)"`).FindStringSubmatch(body)
+		if action == nil {
+			t.Fatalf("no composer: %s", body)
+		}
+		req, err := http.NewRequest(http.MethodPost, gus.base+html.UnescapeString(action[1]), strings.NewReader(gus.form("content", "Authz: posted from Acme's page").Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", gus.base)
+		status, _, hd := gus.do(req)
+		if status != http.StatusSeeOther || !strings.Contains(hd.Get("Location"), inAcme) {
+			t.Errorf("post: %d, back to %s", status, hd.Get("Location"))
+		}
+		if org := testfix.Scalar[string](t, d, `SELECT author_org_id::text FROM room_message WHERE content = 'Authz: posted from Acme''s page'`); org != acme {
+			t.Errorf("the message posted from Acme's page was posted for %s", org)
 		}
 	})
 

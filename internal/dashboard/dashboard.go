@@ -12,7 +12,6 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,6 +118,7 @@ var funcs = template.FuncMap{
 	"past": func(t any) bool { return timeOf(t).Before(time.Now()) },
 	// maxPost is the composer's bound, the one the rooms service holds.
 	"maxPost": func() int { return rooms.MaxPost },
+	"inOrg":   inOrg, // a room page's URL with a query, keeping the organisation acted for
 }
 
 // inZone is t in the IANA zone tz; an unknown zone shows UTC rather than fail a page.
@@ -178,6 +178,9 @@ type view struct {
 
 	Rooms []rooms.PersonRoom
 	Needs []need
+	// OrgQ is "?org=…" on the home page when ?org= chose the organisation it acts for:
+	// kept on its room links, as roomView.OrgQ is on the room's pages.
+	OrgQ string
 	// Orgs lists a person's organisations when they have more than one, the one the
 	// page acts for first: the home page offers the others (?org=).
 	Orgs []tenancy.OrgName
@@ -219,6 +222,10 @@ type roomView struct {
 	CanWrite  bool
 	CanMemory bool
 	Timezone  string // the viewer's (their organisation's), for times shown
+	// OrgQ is "?org=…" when ?org= chose the organisation the page acts for: kept on every
+	// link, form and stream of the room's pages, which would otherwise act for the
+	// person's first organisation in the room (orgQuery).
+	OrgQ string
 }
 
 type company struct {
@@ -403,6 +410,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// orgQuery is "?org=…" when the request's ?org= names org, the organisation the page acts
+// for, else "". A person in more than one organisation of a room (its host's member and a
+// guest's) acts for the first unless ?org= says otherwise, so a page that acts for the
+// one ?org= chose keeps it on its links, forms, streams and redirects: a form without it
+// acted for the other organisation (a message posted from the host's page was the
+// guest's).
+func orgQuery(r *http.Request, org uuid.UUID) string {
+	if want, err := uuid.Parse(r.URL.Query().Get("org")); err == nil && want == org {
+		return "?org=" + org.String()
+	}
+	return ""
+}
+
+// inOrg adds orgQ (orgQuery) to u, which may have a query of its own (no fragment).
+func inOrg(u, orgQ string) string {
+	if orgQ != "" && strings.Contains(u, "?") {
+		return u + "&" + orgQ[1:]
+	}
+	return u + orgQ
+}
+
 // orgs returns the person's organisations and the one the page acts for: ?org= when it is
 // one of theirs, else their first. An organisation that deactivated the person is not
 // theirs here: they act for it in nothing (deactivated says there was one).
@@ -480,7 +508,7 @@ func (h *Handler) home(w http.ResponseWriter, r *http.Request, sess web.Session)
 		h.unavailable(w, r, &sess, "rooms", err)
 		return
 	}
-	v.Rooms = list
+	v.Rooms, v.OrgQ = list, orgQuery(r, orgs[0])
 	if v.Needs, err = h.needs(r, sess, orgs[0], list); err != nil {
 		h.unavailable(w, r, &sess, "needs you", err)
 		return
@@ -528,7 +556,7 @@ func (h *Handler) needs(r *http.Request, sess web.Session, org uuid.UUID, list [
 	if err != nil {
 		return nil, err
 	}
-	inOrg := "?org=" + org.String()
+	inOrg, orgQ := "?org="+org.String(), orgQuery(r, org)
 	var out []need
 	for _, pr := range list {
 		if !pr.IsHost && pr.AgreementStatus == tenancy.AgreementPending {
@@ -553,14 +581,14 @@ func (h *Handler) needs(r *http.Request, sess web.Session, org uuid.UUID, list [
 			return nil, err
 		}
 		for _, it := range items {
-			n := need{Need: it, Room: pr.ID.String(), RoomName: pr.Name, URL: roomURL(pr.ID, "")}
+			n := need{Need: it, Room: pr.ID.String(), RoomName: pr.Name, URL: roomURL(pr.ID, "") + orgQ}
 			switch it.Kind {
 			case rooms.NeedThread:
-				n.What, n.URL = "Thread flagged for people", projectURL(pr.ID, "threads/"+it.ID.String())
+				n.What, n.URL = "Thread flagged for people", projectURL(pr.ID, "threads/"+it.ID.String())+orgQ
 			case rooms.NeedTask:
-				n.What, n.URL = "Result to accept or reject", roomURL(pr.ID, "tasks")+"#task-"+it.ID.String()
+				n.What, n.URL = "Result to accept or reject", roomURL(pr.ID, "tasks")+orgQ+"#task-"+it.ID.String()
 			case rooms.NeedKnowledge:
-				n.What, n.URL = "Knowledge to review", roomURL(pr.ID, "knowledge")+"#k-"+it.ID.String()
+				n.What, n.URL = "Knowledge to review", roomURL(pr.ID, "knowledge")+orgQ+"#k-"+it.ID.String()
 			case rooms.NeedAgreement:
 				if !admin {
 					continue
@@ -572,7 +600,7 @@ func (h *Handler) needs(r *http.Request, sess web.Session, org uuid.UUID, list [
 					n.What = "Agreement not yet accepted by " + it.Title
 				}
 			case rooms.NeedWake:
-				n.What, n.URL = "Wake that could not be delivered to "+it.Title, projectURL(pr.ID, "wakes/"+it.ID.String())
+				n.What, n.URL = "Wake that could not be delivered to "+it.Title, projectURL(pr.ID, "wakes/"+it.ID.String())+orgQ
 			}
 			out = append(out, n)
 		}
@@ -580,13 +608,13 @@ func (h *Handler) needs(r *http.Request, sess web.Session, org uuid.UUID, list [
 	return out, nil
 }
 
-func (h *Handler) roomView(sc tenancy.Scope, tab string) *roomView {
+func (h *Handler) roomView(r *http.Request, sc tenancy.Scope, tab string) *roomView {
 	role := "guest"
 	if sc.IsHost() {
 		role = "host"
 	}
 	return &roomView{ID: sc.ProjectID, Name: sc.ProjectName, HostName: sc.HostName, OrgName: sc.OrgName, Role: role,
-		IsHost: sc.IsHost(), Tab: tab, CanWrite: sc.Granted(tenancy.GrantWriteMemory), CanMemory: sc.Granted(tenancy.GrantReadMemory),
+		IsHost: sc.IsHost(), Tab: tab, OrgQ: orgQuery(r, sc.OrgID), CanWrite: sc.Granted(tenancy.GrantWriteMemory), CanMemory: sc.Granted(tenancy.GrantReadMemory),
 		Timezone: sc.Person.Timezone}
 }
 
@@ -601,7 +629,7 @@ func (h *Handler) roomPage(w http.ResponseWriter, r *http.Request, sess web.Sess
 		h.unavailable(w, r, &sess, "roster", err)
 		return
 	}
-	v := view{Title: sc.ProjectName, Person: sess.Person, CSRF: sess.CSRF(), Error: errMsg, Room: h.roomView(sc, "conversation"),
+	v := view{Title: sc.ProjectName, Person: sess.Person, CSRF: sess.CSRF(), Error: errMsg, Room: h.roomView(r, sc, "conversation"),
 		Messages: res.Messages, Roster: roster}
 	if n := len(res.Messages); n > 0 {
 		v.LastID = res.Messages[n-1].ID
@@ -636,7 +664,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, sess web.Session,
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	http.Redirect(w, r, roomURL(sc.ProjectID, ""), http.StatusSeeOther)
+	http.Redirect(w, r, roomURL(sc.ProjectID, "")+orgQuery(r, sc.OrgID), http.StatusSeeOther)
 }
 
 func roomURL(id uuid.UUID, tab string) string {
@@ -654,7 +682,7 @@ func (h *Handler) memory(w http.ResponseWriter, r *http.Request, sess web.Sessio
 		notice = "The entry was marked deprecated: read_memory no longer returns it."
 	}
 	v := view{Title: sc.ProjectName + " · Memory", Person: sess.Person, CSRF: sess.CSRF(), Error: errMsg, Notice: notice,
-		Room: h.roomView(sc, "memory"), Filter: f}
+		Room: h.roomView(r, sc, "memory"), Filter: f}
 	if !sc.Granted(tenancy.GrantReadMemory) {
 		v.Message = rooms.MsgNoReadMemory
 		h.render(w, http.StatusForbidden, "memory", v)
@@ -719,7 +747,7 @@ func (h *Handler) deprecate(w http.ResponseWriter, r *http.Request, sess web.Ses
 	if !h.formDone(w, r, sess, "deprecate memory", err, func(status int, msg string) { h.memory(w, r, sess, sc, status, msg, "") }) {
 		return
 	}
-	http.Redirect(w, r, roomURL(sc.ProjectID, "memory")+"?notice="+url.QueryEscape("deprecated"), http.StatusSeeOther)
+	http.Redirect(w, r, pageURL(roomURL(sc.ProjectID, "memory"), orgQuery(r, sc.OrgID), "deprecated"), http.StatusSeeOther)
 }
 
 // errStreamGone ends a stream whose person may no longer see the room.

@@ -3,7 +3,6 @@ package dashboard
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +60,7 @@ type knowledgeView struct {
 type reviewCard struct {
 	knowledge.Review
 	Room              uuid.UUID
+	OrgQ              string // the room's (roomView.OrgQ)
 	IsHost, CanDecide bool
 	CSRF              string
 	Field             fieldError // this entry's refused field, if any
@@ -69,7 +69,7 @@ type reviewCard struct {
 func reviewCards(v view, list []knowledge.Review) []reviewCard {
 	out := make([]reviewCard, len(list))
 	for i, rv := range list {
-		out[i] = reviewCard{Review: rv, Room: v.Room.ID, IsHost: v.Room.IsHost, CanDecide: v.Know.CanDecide, CSRF: v.CSRF}
+		out[i] = reviewCard{Review: rv, Room: v.Room.ID, OrgQ: v.Room.OrgQ, IsHost: v.Room.IsHost, CanDecide: v.Know.CanDecide, CSRF: v.CSRF}
 		if v.Know.Field.Entry == rv.ID {
 			out[i].Field = v.Know.Field
 		}
@@ -119,8 +119,8 @@ func (h *Handler) knowledgeRoutes(w http.ResponseWriter, r *http.Request, sess w
 	}
 }
 
-func (h *Handler) knowledgeBase(sess web.Session, sc tenancy.Scope, title, page string) view {
-	return view{Title: sc.ProjectName + " · " + title, Person: sess.Person, CSRF: sess.CSRF(), Room: h.roomView(sc, "knowledge"),
+func (h *Handler) knowledgeBase(r *http.Request, sess web.Session, sc tenancy.Scope, title, page string) view {
+	return view{Title: sc.ProjectName + " · " + title, Person: sess.Person, CSRF: sess.CSRF(), Room: h.roomView(r, sc, "knowledge"),
 		Know: &knowledgeView{Page: page, CanDecide: sc.IsHost() && sc.IsOrgAdmin()}}
 }
 
@@ -129,7 +129,7 @@ func (h *Handler) knowledgeBase(sess web.Session, sc tenancy.Scope, title, page 
 // approve, with their title editable, or reject; demoted entries to approve again) and
 // the trusted entries (demote, expire).
 func (h *Handler) knowledgePage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, status int, errMsg string, fe fieldError) {
-	v := h.knowledgeBase(sess, sc, "Knowledge", knowledgeMain)
+	v := h.knowledgeBase(r, sess, sc, "Knowledge", knowledgeMain)
 	v.Error, v.Know.Field = errMsg, fe
 	v.Notice = knowledgeNotices[r.URL.Query().Get("notice")]
 	k, ctx := v.Know, r.Context()
@@ -225,7 +225,7 @@ func (h *Handler) knowledgeAction(w http.ResponseWriter, r *http.Request, sess w
 	}) {
 		return
 	}
-	http.Redirect(w, r, roomURL(sc.ProjectID, "knowledge")+"?notice="+url.QueryEscape(action)+"#k-"+id.String(), http.StatusSeeOther)
+	http.Redirect(w, r, pageURL(roomURL(sc.ProjectID, "knowledge"), orgQuery(r, sc.OrgID), action)+"#k-"+id.String(), http.StatusSeeOther)
 }
 
 // localInput is the format of a datetime-local field.
@@ -263,7 +263,7 @@ func (h *Handler) citedThread(w http.ResponseWriter, r *http.Request, sess web.S
 		h.unavailable(w, r, &sess, "cited thread", err)
 		return
 	}
-	v := h.knowledgeBase(sess, sc, "Thread cited by “"+c.Title+"”", knowledgeThread)
+	v := h.knowledgeBase(r, sess, sc, "Thread cited by “"+c.Title+"”", knowledgeThread)
 	v.Know.Citation = c
 	h.render(w, http.StatusOK, "knowledge", v)
 }

@@ -28,7 +28,7 @@ type settingsForm struct {
 // settingsPage shows the project's knowledge settings to its reviewers (the host's owners
 // and admins); anyone else gets the reviewers' refusal.
 func (h *Handler) settingsPage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, status int, posted *settingsForm) {
-	v := h.knowledgeBase(sess, sc, "Knowledge settings", knowledgeSettings)
+	v := h.knowledgeBase(r, sess, sc, "Knowledge settings", knowledgeSettings)
 	v.Notice = knowledgeNotices[r.URL.Query().Get("notice")]
 	st, err := h.deps.Know.Settings(r.Context(), sc)
 	if h.knowledgeRefused(w, r, sess, v, "knowledge settings", err) {
@@ -79,7 +79,7 @@ func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request, sess web.
 	}) {
 		return
 	}
-	http.Redirect(w, r, roomURL(sc.ProjectID, "knowledge/settings")+"?notice=settings", http.StatusSeeOther)
+	http.Redirect(w, r, pageURL(roomURL(sc.ProjectID, "knowledge/settings"), orgQuery(r, sc.OrgID), "settings"), http.StatusSeeOther)
 }
 
 // postedRules reads the rule rows (name_N, pattern_N, replacement_N for N below

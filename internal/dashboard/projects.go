@@ -61,7 +61,7 @@ func (h *Handler) projects(w http.ResponseWriter, r *http.Request, sess web.Sess
 	get, post := r.Method == http.MethodGet, r.Method == http.MethodPost
 	switch {
 	case len(rest) == 0 && get:
-		http.Redirect(w, r, projectURL(sc.ProjectID, "threads"), http.StatusSeeOther)
+		http.Redirect(w, r, projectURL(sc.ProjectID, "threads")+orgQuery(r, sc.OrgID), http.StatusSeeOther)
 	case len(rest) == 1 && rest[0] == "threads" && get:
 		h.threadsPage(w, r, sess, sc)
 	case len(rest) == 2 && rest[0] == "threads" && get:
@@ -92,8 +92,8 @@ func projectURL(id uuid.UUID, page string) string {
 }
 
 // projectPage starts a project page's view.
-func (h *Handler) projectPage(sess web.Session, sc tenancy.Scope, tab, title string) view {
-	return view{Title: sc.ProjectName + " · " + title, Person: sess.Person, CSRF: sess.CSRF(), Room: h.roomView(sc, tab), Project: &projectView{}}
+func (h *Handler) projectPage(r *http.Request, sess web.Session, sc tenancy.Scope, tab, title string) view {
+	return view{Title: sc.ProjectName + " · " + title, Person: sess.Person, CSRF: sess.CSRF(), Room: h.roomView(r, sc, tab), Project: &projectView{}}
 }
 
 // serviceError shows a service's refusal on the page (status by its code), a missing id
@@ -126,7 +126,7 @@ func refusalStatus(code apperr.Code) int {
 func (h *Handler) threadsPage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
 	q := r.URL.Query()
 	f := threadFilterView{Status: q.Get("status"), Part: strings.TrimSpace(q.Get("part")), Flagged: q.Get("flagged") != ""}
-	v := h.projectPage(sess, sc, "threads", "Threads")
+	v := h.projectPage(r, sess, sc, "threads", "Threads")
 	v.Project.Filter, v.Project.Statuses = f, threadStatuses
 	roster, err := h.deps.Rooms.RosterForPeople(r.Context(), sc)
 	if err != nil {
@@ -157,7 +157,7 @@ var threadNotices = map[string]string{
 
 // threadPage is a thread with its messages, who read each, and who is composing (live).
 func (h *Handler) threadPage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, threadID string, status int, errMsg string) {
-	v := h.projectPage(sess, sc, "threads", "Thread")
+	v := h.projectPage(r, sess, sc, "threads", "Thread")
 	v.Error, v.Notice = errMsg, threadNotices[r.URL.Query().Get("notice")]
 	t, err := h.deps.Threads.ThreadForPeople(r.Context(), sc, threadID)
 	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
@@ -173,7 +173,7 @@ func (h *Handler) threadPage(w http.ResponseWriter, r *http.Request, sess web.Se
 	if t.ClosedBy != nil {
 		v.Project.EndedBy = endedBy[*t.ClosedBy]
 	}
-	v.Project.Live = projectURL(sc.ProjectID, "events") + "?thread=" + url.QueryEscape(t.ID.String())
+	v.Project.Live = inOrg(projectURL(sc.ProjectID, "events")+"?thread="+url.QueryEscape(t.ID.String()), v.Room.OrgQ)
 	v.History, err = h.history(r, sc.Tenant(), audit.Object{OrgID: sc.HostOrgID, Kind: audit.KindThread, ID: t.ID.String()}, "this thread", sc.Person.Timezone)
 	if err != nil {
 		h.unavailable(w, r, &sess, "thread", err)
@@ -196,7 +196,7 @@ func (h *Handler) cancelThread(w http.ResponseWriter, r *http.Request, sess web.
 	if !h.formDone(w, r, sess, "cancel thread", err, func(status int, msg string) { h.threadPage(w, r, sess, sc, threadID, status, msg) }) {
 		return
 	}
-	http.Redirect(w, r, projectURL(sc.ProjectID, "threads/"+url.PathEscape(threadID))+"?notice="+threads.StatusCanceled, http.StatusSeeOther)
+	http.Redirect(w, r, pageURL(projectURL(sc.ProjectID, "threads/"+url.PathEscape(threadID)), orgQuery(r, sc.OrgID), threads.StatusCanceled), http.StatusSeeOther)
 }
 
 // rosterRow is a part with its online state (a call in the last threads.OnlineWindow).
@@ -216,7 +216,7 @@ func rosterRows(list []rooms.RosterEntry, now time.Time) []rosterRow {
 // rosterPage is the project's parts: online, last seen, and the amber "limited until"
 // badge while a part is parked, in the viewer's timezone (the room's roster, the same read).
 func (h *Handler) rosterPage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
-	v := h.projectPage(sess, sc, "roster", "Roster")
+	v := h.projectPage(r, sess, sc, "roster", "Roster")
 	list, err := h.deps.Rooms.RosterForPeople(r.Context(), sc)
 	if err != nil {
 		h.unavailable(w, r, &sess, "roster", err)
@@ -228,7 +228,7 @@ func (h *Handler) rosterPage(w http.ResponseWriter, r *http.Request, sess web.Se
 
 // activityPage is the activity feed: the project's events, newest first, live.
 func (h *Handler) activityPage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
-	v := h.projectPage(sess, sc, "activity", "Activity")
+	v := h.projectPage(r, sess, sc, "activity", "Activity")
 	list, err := h.deps.Threads.ActivityForPeople(r.Context(), sc, uuid.Nil, nil)
 	if err != nil {
 		h.serviceError(w, r, sess, "activity", err, "activity", v)
@@ -239,6 +239,6 @@ func (h *Handler) activityPage(w http.ResponseWriter, r *http.Request, sess web.
 	if len(list) > 0 {
 		after = list[0].ID.String()
 	}
-	v.Project.Live = projectURL(sc.ProjectID, "events") + "?after=" + after
+	v.Project.Live = inOrg(projectURL(sc.ProjectID, "events")+"?after="+after, v.Room.OrgQ)
 	h.render(w, http.StatusOK, "activity", v)
 }

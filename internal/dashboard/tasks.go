@@ -33,7 +33,7 @@ func (h *Handler) tasksPage(w http.ResponseWriter, r *http.Request, sess web.Ses
 // tasksPageWith is the Tasks tab with a refused upload beside its task's file field.
 func (h *Handler) tasksPageWith(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope, status int, errMsg string, up uploadRefusal) {
 	v := view{Title: sc.ProjectName + " · Tasks", Person: sess.Person, CSRF: sess.CSRF(), Error: errMsg,
-		Notice: taskNotices[r.URL.Query().Get("notice")], Room: h.roomView(sc, "tasks")}
+		Notice: taskNotices[r.URL.Query().Get("notice")], Room: h.roomView(r, sc, "tasks")}
 	list, err := h.deps.Rooms.TasksForPeople(r.Context(), sc)
 	if err != nil {
 		h.unavailable(w, r, &sess, "tasks", err)
@@ -74,7 +74,7 @@ func (h *Handler) taskAction(w http.ResponseWriter, r *http.Request, sess web.Se
 	if !h.formDone(w, r, sess, "task "+action, err, func(status int, msg string) { h.tasksPage(w, r, sess, sc, status, msg) }) {
 		return
 	}
-	http.Redirect(w, r, roomURL(sc.ProjectID, "tasks")+"?notice="+url.QueryEscape(notice)+"#task-"+url.PathEscape(taskID), http.StatusSeeOther)
+	http.Redirect(w, r, pageURL(roomURL(sc.ProjectID, "tasks"), orgQuery(r, sc.OrgID), notice)+"#task-"+url.PathEscape(taskID), http.StatusSeeOther)
 }
 
 // taskRow is a task with what the person may do with it (the service decides again).

@@ -91,7 +91,7 @@ func (h *Handler) upload(w http.ResponseWriter, r *http.Request, sess web.Sessio
 		h.uploadError(w, r, sess, sc, taskID, err)
 		return
 	}
-	http.Redirect(w, r, roomURL(sc.ProjectID, "tasks")+"?notice=uploaded#task-"+url.PathEscape(taskID), http.StatusSeeOther)
+	http.Redirect(w, r, pageURL(roomURL(sc.ProjectID, "tasks"), orgQuery(r, sc.OrgID), "uploaded")+"#task-"+url.PathEscape(taskID), http.StatusSeeOther)
 }
 
 // uploadCSRF reads the first part of the upload, which must be the session's CSRF token.

@@ -47,9 +47,9 @@ func (h *Handler) usageDaysParam(r *http.Request) (int, bool) {
 
 // usagePage draws the charts of the last ?days= UTC days (one statement).
 func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request, sess web.Session, sc tenancy.Scope) {
-	v := h.projectPage(sess, sc, "usage", "Usage")
+	v := h.projectPage(r, sess, sc, "usage", "Usage")
 	days, ok := h.usageDaysParam(r)
-	v.Project.Usage = &usageView{Days: days, Choices: usageDays, CSV: projectURL(sc.ProjectID, "usage.csv") + "?days=" + strconv.Itoa(days)}
+	v.Project.Usage = &usageView{Days: days, Choices: usageDays, CSV: inOrg(projectURL(sc.ProjectID, "usage.csv")+"?days="+strconv.Itoa(days), v.Room.OrgQ)}
 	if !ok {
 		v.Error = fmt.Sprintf("The period is a number of days from 1 to %d.", threads.MaxUsageDays)
 		h.render(w, http.StatusBadRequest, "usage", v)

@@ -31,7 +31,7 @@ func (h *Handler) wakePage(w http.ResponseWriter, r *http.Request, sess web.Sess
 	if !ok {
 		return
 	}
-	v := h.projectPage(sess, sc, "roster", "Wake")
+	v := h.projectPage(r, sess, sc, "roster", "Wake")
 	v.Error, v.Notice = errMsg, wakeNotices[r.URL.Query().Get("notice")]
 	wk, err := h.deps.Wake.WakeForPeople(r.Context(), sc, id)
 	if err == nil {
@@ -58,5 +58,5 @@ func (h *Handler) retryWake(w http.ResponseWriter, r *http.Request, sess web.Ses
 	if !h.formDone(w, r, sess, "retry wake", err, func(status int, msg string) { h.wakePage(w, r, sess, sc, idText, status, msg) }) {
 		return
 	}
-	http.Redirect(w, r, projectURL(sc.ProjectID, "wakes/"+id.String())+"?notice=retried", http.StatusSeeOther)
+	http.Redirect(w, r, pageURL(projectURL(sc.ProjectID, "wakes/"+id.String()), orgQuery(r, sc.OrgID), "retried"), http.StatusSeeOther)
 }
