@@ -372,6 +372,33 @@ func TestDashboardAuthz(t *testing.T) {
 			t.Fatal("a deactivated person's forms changed the database")
 		}
 	})
+
+	t.Run("a person removed from their organisation acts in nothing with the session they had", func(t *testing.T) {
+		csrf := ivy.csrf()
+		if err := d.Operator(ctx, func(tx *pg.Tx) error {
+			_, err := tx.Exec(ctx, `DELETE FROM org_member WHERE user_id = $1`, userID("ivy@initech.test"))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		before := state(t)
+		for path, want := range map[string]int{"/app/rooms/" + tps: http.StatusNotFound, "/app/projects/" + tps + "/threads": http.StatusNotFound,
+			"/app/admin": http.StatusForbidden, "/app/admin/agents/" + peter: http.StatusForbidden, "/app/desk": http.StatusForbidden} {
+			if status, body := ivy.get(path); status != want {
+				t.Errorf("GET %s: %d %.200s", path, status, body)
+			}
+		}
+		for path, want := range map[string]int{"/app/rooms/" + tps + "/messages": http.StatusNotFound, "/app/admin/agents": http.StatusForbidden,
+			"/app/admin/agents/" + peter + "/rotate": http.StatusForbidden, "/app/admin/people": http.StatusForbidden} {
+			v := url.Values{"csrf": {csrf}, "content": {"x"}, "slug": {"ghost"}, "name": {"Ghost"}, "email": {"ghost@initech.test"}, "role": {"owner"}}
+			if status, body := ivy.postForm(path, v); status != want {
+				t.Errorf("POST %s: %d %.200s", path, status, body)
+			}
+		}
+		if after := state(t); after != before {
+			t.Fatal("a removed person's forms changed the database")
+		}
+	})
 }
 
 // twoGuestsFile: Acme hosts Escalations with two guest companies, Globex and Initech,
