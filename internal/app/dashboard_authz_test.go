@@ -145,6 +145,17 @@ func TestDashboardAuthz(t *testing.T) {
 		}
 	})
 
+	t.Run("an owner naming another organisation's agent in a form field adds nothing", func(t *testing.T) {
+		before := state(t)
+		status, body := ana.postForm("/app/admin/projects/"+room+"/members", ana.form("agent", peter, "part", "peter", "access", "write"))
+		if status != http.StatusBadRequest || !strings.Contains(body, "choose one of your organisation") {
+			t.Errorf("Initech's agent into Acme's project: %d %.300s", status, body)
+		}
+		if after := state(t); after != before {
+			t.Fatal("the refused member changed the database")
+		}
+	})
+
 	t.Run("a member gets 403 on every owners' and admins' form, and nothing changes", func(t *testing.T) {
 		before := state(t)
 		for _, r := range adminForms {
