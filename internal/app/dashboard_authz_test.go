@@ -339,6 +339,27 @@ func TestDashboardAuthz(t *testing.T) {
 		}
 	})
 
+	t.Run("the company admin pages acting for ?org= link to its rooms for it", func(t *testing.T) {
+		if err := d.Operator(ctx, func(tx *pg.Tx) error {
+			_, err := tx.Exec(ctx, `UPDATE org_member SET role = 'admin' WHERE org_id = $1 AND user_id = $2`, acme, userID("gus@globex.test"))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, page := range []string{"/app/admin/projects?org=" + acme, "/app/admin/projects/" + room + "?org=" + acme} {
+			status, body := gus.get(page)
+			links := roomLink.FindAllStringSubmatch(body, -1)
+			if status != http.StatusOK || len(links) == 0 {
+				t.Fatalf("GET %s: %d, %d room links", page, status, len(links))
+			}
+			for _, m := range links {
+				if !strings.Contains(m[1], "org="+acme) {
+					t.Errorf("%s links to %s", page, m[1])
+				}
+			}
+		}
+	})
+
 	t.Run("a deactivated person's open streams end, and their uploads and forms change nothing", func(t *testing.T) {
 		roomStream := mo.liveStream(t, "/app/rooms/"+room+"/events")
 		csrf := mo.csrf()
