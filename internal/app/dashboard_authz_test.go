@@ -16,26 +16,43 @@ import (
 	"github.com/relayroom/relayroom/internal/testfix"
 )
 
-// authzState fingerprints every table a dashboard form changes: a refused post must leave
-// it as it was.
-const authzState = `SELECT md5(concat_ws('#',
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM agent t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM agent_key t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM agreement t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM audit_event t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM connect_code t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM membership t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM org_member t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM org_invitation t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM room_message t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM room_task t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM memory_entry t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM knowledge t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM thread t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM wake t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM wake_target t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM project t),
-  (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM oauth_grant t)))`
+// authzState fingerprints every table a dashboard form changes, one line a table: a
+// refused post must leave it as it was. Of the wakes only the dead ones, which a person
+// retries: the others change on their own as agents are woken.
+const authzState = `SELECT concat_ws(E'\n',
+  'agent ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM agent t), '-'),
+  'agent_key ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM agent_key t), '-'),
+  'agreement ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM agreement t), '-'),
+  'audit_event ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM audit_event t), '-'),
+  'connect_code ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM connect_code t), '-'),
+  'membership ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM membership t), '-'),
+  'org_member ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM org_member t), '-'),
+  'org_invitation ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM org_invitation t), '-'),
+  'room_message ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM room_message t), '-'),
+  'room_task ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM room_task t), '-'),
+  'memory_entry ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM memory_entry t), '-'),
+  'knowledge ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM knowledge t), '-'),
+  'thread ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM thread t), '-'),
+  'wake ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM wake t WHERE t.status = 'dead'), '-'),
+  'wake_target ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM wake_target t), '-'),
+  'project ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM project t), '-'),
+  'oauth_grant ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM oauth_grant t), '-'))`
+
+// wantUnchanged fails t, naming the tables that changed, unless the authzState before
+// and after are the same.
+func wantUnchanged(t *testing.T, before, after, what string) {
+	t.Helper()
+	if after == before {
+		return
+	}
+	b := strings.Split(before, "\n")
+	for i, line := range strings.Split(after, "\n") {
+		if i >= len(b) || line != b[i] {
+			t.Errorf("%s: %s", what, strings.Fields(line)[0])
+		}
+	}
+	t.FailNow()
+}
 
 // roomLink finds a page's links, posted forms and streams into a room's pages; getForm
 // its search forms, which send their fields instead of their action's query.
@@ -107,6 +124,7 @@ func TestDashboardAuthz(t *testing.T) {
 		{"/app/projects/" + room + "/wakes/" + some + "/retry", nil},
 	}
 	state := func(t *testing.T) string { t.Helper(); return testfix.Scalar[string](t, d, authzState) }
+	unchanged := func(t *testing.T, before, what string) { t.Helper(); wantUnchanged(t, before, state(t), what) }
 	post := func(t *testing.T, p *person, r route, csrf bool) (int, string) {
 		t.Helper()
 		v := url.Values{}
@@ -140,9 +158,7 @@ func TestDashboardAuthz(t *testing.T) {
 				t.Errorf("POST %s: %d %.200s", r.path, status, body)
 			}
 		}
-		if after := state(t); after != before {
-			t.Fatal("another organisation's refused forms changed the database")
-		}
+		unchanged(t, before, "another organisation's refused forms changed the database")
 	})
 
 	t.Run("an owner naming another organisation's agent in a form field adds nothing", func(t *testing.T) {
@@ -151,9 +167,7 @@ func TestDashboardAuthz(t *testing.T) {
 		if status != http.StatusBadRequest || !strings.Contains(body, "choose one of your organisation") {
 			t.Errorf("Initech's agent into Acme's project: %d %.300s", status, body)
 		}
-		if after := state(t); after != before {
-			t.Fatal("the refused member changed the database")
-		}
+		unchanged(t, before, "the refused member changed the database")
 	})
 
 	t.Run("a member gets 403 on every owners' and admins' form, and nothing changes", func(t *testing.T) {
@@ -168,9 +182,7 @@ func TestDashboardAuthz(t *testing.T) {
 				t.Errorf("POST %s: %d %.200s", r.path, status, body)
 			}
 		}
-		if after := state(t); after != before {
-			t.Fatal("a member's refused forms changed the database")
-		}
+		unchanged(t, before, "a member's refused forms changed the database")
 	})
 
 	t.Run("a guest company's admin gets 404 for the host's objects and 403 for the host's decisions", func(t *testing.T) {
@@ -207,9 +219,7 @@ func TestDashboardAuthz(t *testing.T) {
 				t.Errorf("GET %s: %d %.200s", path, status, body)
 			}
 		}
-		if after := state(t); after != before {
-			t.Fatal("a guest's refused forms changed the database")
-		}
+		unchanged(t, before, "a guest's refused forms changed the database")
 	})
 
 	t.Run("every form without the CSRF token is 403 and changes nothing", func(t *testing.T) {
@@ -219,9 +229,7 @@ func TestDashboardAuthz(t *testing.T) {
 				t.Errorf("POST %s: %d %.200s", r.path, status, body)
 			}
 		}
-		if after := state(t); after != before {
-			t.Fatal("a post without the token changed the database")
-		}
+		unchanged(t, before, "a post without the token changed the database")
 	})
 
 	t.Run("a form's address answers no other method, and no other method changes anything", func(t *testing.T) {
@@ -249,9 +257,7 @@ func TestDashboardAuthz(t *testing.T) {
 				}
 			}
 		}
-		if after := state(t); after != before {
-			t.Fatal("a request other than a POST changed the database")
-		}
+		unchanged(t, before, "a request other than a POST changed the database")
 	})
 
 	t.Run("a person of two organisations acts for the one ?org= names, in its role", func(t *testing.T) {
@@ -275,9 +281,7 @@ func TestDashboardAuthz(t *testing.T) {
 				t.Errorf("POST %s: %d %.200s", r.path, status, body)
 			}
 		}
-		if after := state(t); after != before {
-			t.Fatal("a refused form changed the database")
-		}
+		unchanged(t, before, "a refused form changed the database")
 		if status, body := gus.get("/app/admin/people?org=" + acme); status != http.StatusForbidden || strings.Contains(body, "mo@acme.test") {
 			t.Fatalf("Acme's people as its member: %d", status)
 		}
@@ -400,9 +404,7 @@ func TestDashboardAuthz(t *testing.T) {
 		if status, _ := mo.get("/app/projects/" + room + "/events"); status != http.StatusNotFound {
 			t.Errorf("the project's stream: %d", status)
 		}
-		if after := state(t); after != before {
-			t.Fatal("a deactivated person's forms changed the database")
-		}
+		unchanged(t, before, "a deactivated person's forms changed the database")
 	})
 
 	t.Run("a person removed from their organisation acts in nothing with the session they had", func(t *testing.T) {
@@ -427,9 +429,7 @@ func TestDashboardAuthz(t *testing.T) {
 				t.Errorf("POST %s: %d %.200s", path, status, body)
 			}
 		}
-		if after := state(t); after != before {
-			t.Fatal("a removed person's forms changed the database")
-		}
+		unchanged(t, before, "a removed person's forms changed the database")
 	})
 }
 
@@ -490,6 +490,7 @@ func TestDashboardAuthzGuests(t *testing.T) {
 	public2 := idRe.FindString(served(t, roomURL, qa, "write_memory", map[string]any{"content": "Globex second public note"}))
 
 	state := func(t *testing.T) string { t.Helper(); return testfix.Scalar[string](t, d, authzState) }
+	unchanged := func(t *testing.T, before, what string) { t.Helper(); wantUnchanged(t, before, state(t), what) }
 
 	t.Run("another guest's person gets 404 for every id of a guest's, page or form, and nothing changes", func(t *testing.T) {
 		before := state(t)
@@ -513,9 +514,7 @@ func TestDashboardAuthzGuests(t *testing.T) {
 		if status, _ := ivy.upload("/app/rooms/"+room+"/tasks/"+sent+"/attachments", ivy.csrf(), "x.txt", []byte("x")); status != http.StatusNotFound {
 			t.Errorf("upload to another guest's task: %d", status)
 		}
-		if after := state(t); after != before {
-			t.Fatal("another guest's refused forms changed the database")
-		}
+		unchanged(t, before, "another guest's refused forms changed the database")
 	})
 
 	t.Run("another guest's pages show nothing of a guest's or the host's private things", func(t *testing.T) {
