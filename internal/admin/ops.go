@@ -20,7 +20,6 @@ import (
 // file, so the CLI's `create` and a file share one validation and one write path.
 
 // ListOrganisations lists every organisation.
-
 func (s *Service) ListOrganisations(ctx context.Context) ([]OrganisationLine, error) {
 	rows, err := operatorList(ctx, s, "list organisations", s.Q.OrganisationList)
 	return lines(rows, func(r db.OrganisationListRow) OrganisationLine { return OrganisationLine(r) }), err
@@ -172,6 +171,7 @@ func (s *Service) SetAgreementStatus(ctx context.Context, project, guest, status
 		return false, apperr.New(apperr.Invalid, "status must be pending, active or revoked, got %q", status)
 	}
 	err = s.DB.Operator(ctx, func(tx *pg.Tx) error {
+		changed = false // a transaction retried runs again from its start
 		p, err := s.project(ctx, tx, project)
 		if err != nil {
 			return err
@@ -187,15 +187,14 @@ func (s *Service) SetAgreementStatus(ctx context.Context, project, guest, status
 		if err := s.Q.AgreementLock(ctx, tx, db.AgreementLockParams{ProjectID: p.ID, GuestOrgID: g.ID}); err != nil {
 			return err
 		}
-		current, err := s.Q.AgreementList(ctx, tx, p.ID)
+		current, err := s.Q.AgreementGetForRoom(ctx, tx, db.AgreementGetForRoomParams{ProjectID: p.ID, GuestOrgID: g.ID})
+		if pg.IsNoRows(err) {
+			return apperr.New(apperr.NotFound, "%q has no agreement in project %q", guest, project)
+		}
 		if err != nil {
 			return err
 		}
-		i := slices.IndexFunc(current, func(a db.AgreementListRow) bool { return a.GuestSlug == guest })
-		if i < 0 {
-			return apperr.New(apperr.NotFound, "%q has no agreement in project %q", guest, project)
-		}
-		if current[i].Status == status {
+		if current.Status == status {
 			return nil
 		}
 		if _, err := s.Q.AgreementSetStatus(ctx, tx, db.AgreementSetStatusParams{ProjectID: p.ID, GuestOrgID: g.ID, Status: status}); err != nil {
