@@ -104,38 +104,27 @@ func sqlState(err error) string {
 	return ""
 }
 
-// Unanswered says in an operator's words why the database did not carry out a statement
-// (a timeout, a deadlock, a lost connection), without the driver's text ("ERROR:
-// canceling statement due to statement timeout (SQLSTATE 57014)"). ok is false for any
-// other error, a file's "no such file or directory" included: IsInfrastructure takes any
-// error with a Timeout method (a syscall.Errno has one) for the network's.
+// Unanswered says in an operator's words why the database did not carry out a statement,
+// for a failure IsInfrastructure reports (a timeout, a deadlock, a lost connection),
+// without the driver's text ("ERROR: canceling statement due to statement timeout
+// (SQLSTATE 57014)"). ok is false for any other error (a file's "no such file or
+// directory" included).
 func Unanswered(err error) (msg string, ok bool) {
-	const lost = "the connection to the database was lost or refused mid-command (a restart, a failover?); retry"
-	switch s := sqlState(err); {
-	case s == queryCanceled:
-		return "the database canceled a statement at its statement timeout: another session may hold a lock it waited for; retry", true
-	case s == lockNotAvailable:
-		return "the database gave up waiting for a lock another session holds (lock_timeout); retry", true
-	case s == deadlockDetected || s == serializationFailure:
-		return "the database ended the transaction to resolve a conflict with another one; retry", true
-	case s == adminShutdown || s == cannotConnectNow || strings.HasPrefix(s, "08"):
-		return lost, true
-	case s != "":
+	if !IsInfrastructure(err) {
 		return "", false
 	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) || pgconn.SafeToRetry(err) {
-		return lost, true
+	switch sqlState(err) {
+	case queryCanceled:
+		return "the database canceled a statement at its statement timeout: another session may hold a lock it waited for; retry", true
+	case lockNotAvailable:
+		return "the database gave up waiting for a lock another session holds (lock_timeout); retry", true
+	case deadlockDetected, serializationFailure:
+		return "the database ended the transaction to resolve a conflict with another one; retry", true
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "the database did not answer in time; retry", true
 	}
-	for _, s := range []string{"conn closed", "closed pool"} { // pgx's own, untyped
-		if strings.Contains(err.Error(), s) {
-			return lost, true
-		}
-	}
-	return "", false
+	return "the connection to the database was lost or refused mid-command (a restart, a failover?); retry", true
 }
 
 // RetryAfterSeconds is what a client told "database unavailable" should wait before it
