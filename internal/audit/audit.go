@@ -10,12 +10,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 // Kinds of audited objects (audit_event.object_kind). A page names its object with one
@@ -82,7 +82,7 @@ func RecordOperator(ctx context.Context, tx *pg.Tx, e Event) error {
 // it records, so such characters are dropped rather than refused.
 func OperatorActor(name string) string {
 	name = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+		if text.Hidden(r) {
 			return -1
 		}
 		return r

@@ -45,11 +45,15 @@ func CheckShown(s string) error {
 	if err := Check(s); err != nil {
 		return err
 	}
-	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0 {
+	if strings.IndexFunc(s, Hidden) >= 0 {
 		return ErrHidden
 	}
 	return nil
 }
+
+// Hidden reports whether r does not show as itself: a control character, or a format
+// character such as the right-to-left override.
+func Hidden(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 
 func Check(s string) error {
 	if !utf8.ValidString(s) {
