@@ -364,6 +364,29 @@ func TestDashboardAuthz(t *testing.T) {
 		}
 	})
 
+	t.Run("the header's Company admin and Desk links keep the organisation ?org= names", func(t *testing.T) {
+		// Gus is Acme's admin (the subtest above) and Globex's: from a page acting for Acme,
+		// the header must not take him back to Globex, his first organisation.
+		header := regexp.MustCompile(`(?s)<header class="top">(.*?)</header>`)
+		headerLink := regexp.MustCompile(`href="(/app/(?:admin|desk)[^"]*)"`)
+		for _, page := range []string{"/app/", "/app/rooms/" + room, "/app/projects/" + room + "/threads", "/app/admin/people", "/app/desk"} {
+			status, body := gus.get(page + "?org=" + acme)
+			h := header.FindStringSubmatch(body)
+			if status != http.StatusOK || h == nil {
+				t.Fatalf("GET %s: %d, header found: %v", page, status, h != nil)
+			}
+			links := headerLink.FindAllStringSubmatch(h[1], -1)
+			if len(links) != 2 {
+				t.Fatalf("%s: header links %q", page, links)
+			}
+			for _, m := range links {
+				if !strings.HasSuffix(html.UnescapeString(m[1]), "?org="+acme) {
+					t.Errorf("%s acting for Acme: the header links to %s", page, m[1])
+				}
+			}
+		}
+	})
+
 	t.Run("a deactivated person's open streams end, and their uploads and forms change nothing", func(t *testing.T) {
 		roomStream := mo.liveStream(t, "/app/rooms/"+room+"/events")
 		csrf := mo.csrf()

@@ -211,6 +211,23 @@ type view struct {
 	DeskPage *deskPageView
 }
 
+// HeaderOrgQ is the "?org=…" the header's Company admin and Desk links keep: the
+// organisation the page acts for when ?org= chose it, so that a person of several
+// organisations who picked one is not taken back to their first by the header.
+func (v view) HeaderOrgQ() string {
+	var room, admin, deskPage string
+	if v.Room != nil {
+		room = v.Room.OrgQ
+	}
+	if v.Admin != nil {
+		admin = v.Admin.OrgQ
+	}
+	if v.DeskPage != nil {
+		deskPage = v.DeskPage.OrgQ
+	}
+	return cmp.Or(v.OrgQ, room, admin, deskPage)
+}
+
 type roomView struct {
 	ID        uuid.UUID
 	Name      string
