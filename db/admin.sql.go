@@ -895,7 +895,7 @@ func (q *Queries) UserCreate(ctx context.Context, db DBTX, arg UserCreateParams)
 }
 
 const userList = `-- name: UserList :many
-SELECT u.id, u.email, u.name, o.slug AS org_slug, om.role
+SELECT u.id, u.email, u.name, o.slug AS org_slug, om.role, (om.deactivated_at IS NOT NULL)::bool AS deactivated
 FROM app_user u
 JOIN org_member om ON om.user_id = u.id
 JOIN organisation o ON o.id = om.org_id
@@ -903,11 +903,12 @@ ORDER BY u.email, o.slug
 `
 
 type UserListRow struct {
-	ID      uuid.UUID
-	Email   string
-	Name    string
-	OrgSlug string
-	Role    string
+	ID          uuid.UUID
+	Email       string
+	Name        string
+	OrgSlug     string
+	Role        string
+	Deactivated bool
 }
 
 func (q *Queries) UserList(ctx context.Context, db DBTX) ([]UserListRow, error) {
@@ -925,6 +926,7 @@ func (q *Queries) UserList(ctx context.Context, db DBTX) ([]UserListRow, error) 
 			&i.Name,
 			&i.OrgSlug,
 			&i.Role,
+			&i.Deactivated,
 		); err != nil {
 			return nil, err
 		}

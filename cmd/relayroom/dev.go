@@ -36,6 +36,10 @@ type devCredentials struct {
 	// one is not issued here: that would undo the revocation.
 	RevokedAgents map[string]bool `json:"-"`
 	RevokedCodes  map[string]bool `json:"-"`
+	// Members are the demo people's memberships as the database holds them now, by
+	// "org/email": a role changed, or a person deactivated or removed, on the dashboard
+	// since the last run is what the banner prints, not the demo file's first word.
+	Members map[string]admin.UserLine `json:"-"`
 }
 
 func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -275,6 +279,14 @@ func applyDemo(ctx context.Context, cfg config.Config, demoPath, credPath string
 	if err := seedDeskDemo(ctx, database, file, res, &creds); err != nil {
 		return creds, res, file, err
 	}
+	users, err := svc.ListUsers(ctx, "")
+	if err != nil {
+		return creds, res, file, err
+	}
+	creds.Members = make(map[string]admin.UserLine, len(users))
+	for _, u := range users {
+		creds.Members[u.OrgSlug+"/"+u.Email] = u
+	}
 	b, err := json.MarshalIndent(creds, "", "  ")
 	if err != nil {
 		return creds, res, file, err
@@ -322,7 +334,7 @@ func printBanner(w io.Writer, public, metricsAddr, localDB string, creds devCred
 		// they said only "DATABASE_URL is required".
 		fmt.Fprintf(&b, "admin CLI, in another terminal: export DATABASE_URL='%s'   then ./bin/relayroom admin --help\n", localDB)
 	}
-	dashboardBanner(&b, public, file)
+	dashboardBanner(&b, public, file, creds.Members)
 	agents := sortedKeys(creds.Agents)
 	fmt.Fprintln(&b, "\nDemo agent keys (send as X-Agent-Key or Authorization: Bearer):")
 	for _, ref := range agents {

@@ -19,8 +19,9 @@ import (
 // agents through the real endpoints (as any client would), once: when the room's
 // conversation is still empty.
 
-// dashboardBanner prints the dashboard's address and every demo person who can sign in.
-func dashboardBanner(b io.Writer, public string, file admin.File) {
+// dashboardBanner prints the dashboard's address and every demo person who can sign in,
+// each with the role members (the database's, by "org/email") gives them now.
+func dashboardBanner(b io.Writer, public string, file admin.File, members map[string]admin.UserLine) {
 	fmt.Fprintf(b, "\nDashboard: %s/app/   (company admin: %s/app/admin)\n", public, public)
 	names := map[string]string{}
 	for _, o := range file.Organisations {
@@ -30,11 +31,15 @@ func dashboardBanner(b io.Writer, public string, file admin.File) {
 		if u.Password == "" {
 			continue
 		}
-		role := u.Role
-		if role == "" {
-			role = "member"
+		m, ok := members[u.Org+"/"+u.Email]
+		switch {
+		case !ok:
+			fmt.Fprintf(b, "  sign in as %-20s %-20s (no longer in %s)\n", u.Email, u.Password, names[u.Org])
+		case m.Deactivated:
+			fmt.Fprintf(b, "  sign in as %-20s %-20s (%s, %s, deactivated)\n", u.Email, u.Password, names[u.Org], m.Role)
+		default:
+			fmt.Fprintf(b, "  sign in as %-20s %-20s (%s, %s)\n", u.Email, u.Password, names[u.Org], m.Role)
 		}
-		fmt.Fprintf(b, "  sign in as %-20s %-20s (%s, %s)\n", u.Email, u.Password, names[u.Org], role)
 	}
 }
 

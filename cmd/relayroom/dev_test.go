@@ -186,3 +186,48 @@ func TestARestartNamesWhatWasRevoked(t *testing.T) {
 		testfix.CheckContains(t, "banner", banner, first.Agents["acme/backend"])
 	})
 }
+
+// TestARestartPrintsTheRolesPeopleHaveNow: a restart does not apply the demo file again,
+// so a role changed on the dashboard since stays; the banner printed the file's role
+// anyway ("Bo (Acme Corp, member)" for an admin), and a person deactivated or removed as
+// if they could still act.
+func TestARestartPrintsTheRolesPeopleHaveNow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := config.Config{DatabaseURL: pgtest.New(t), StatementTimeout: 5 * time.Second}
+	credPath := filepath.Join(t.TempDir(), "creds.json")
+	if _, _, _, err := applyDemo(ctx, cfg, "../../deploy/demo.yaml", credPath); err != nil {
+		t.Fatal(err)
+	}
+	d, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: 1, OpsMaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Operator(ctx, func(tx *pg.Tx) error {
+		_, err := tx.Exec(ctx, `
+			WITH bo AS (UPDATE org_member SET role = 'admin' WHERE user_id = (SELECT id FROM app_user WHERE email = 'bo@acme.test')),
+			     gus AS (UPDATE org_member SET deactivated_at = now() WHERE user_id = (SELECT id FROM app_user WHERE email = 'gus@globex.test'))
+			DELETE FROM org_member WHERE user_id = (SELECT id FROM app_user WHERE email = 'ivy@initech.test')`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	again, res, file, err := applyDemo(ctx, cfg, "../../deploy/demo.yaml", credPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	printBanner(&out, "http://h", "", "", again, res, file)
+	banner := out.String()
+	for _, c := range []struct{ behaviour, line string }{
+		{"a role changed since is the one printed", "bo@acme.test         demo-password-bo     (Acme Corp, admin)"},
+		{"a deactivated person is said to be", "gus@globex.test      demo-password-gus    (Globex, admin, deactivated)"},
+		{"a person removed from their organisation is said to be", "ivy@initech.test     demo-password-ivy    (no longer in Initech)"},
+		{"an unchanged person is printed as before", "ana@acme.test        demo-password-ana    (Acme Corp, owner)"},
+	} {
+		t.Run(c.behaviour, func(t *testing.T) {
+			testfix.CheckContains(t, "banner", banner, c.line)
+		})
+	}
+}

@@ -29,6 +29,9 @@ type UserLine struct {
 	Name    string    `json:"name"`
 	OrgSlug string    `json:"org"`
 	Role    string    `json:"role"`
+	// Deactivated: the organisation deactivated the person; they keep the membership
+	// (and its role) but act in nothing for it until reactivated.
+	Deactivated bool `json:"deactivated"`
 }
 
 // AgentLine is a line of `admin agent list`.

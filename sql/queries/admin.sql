@@ -44,7 +44,7 @@ INSERT INTO org_member (org_id, user_id, role) VALUES ($1, $2, $3)
 ON CONFLICT (org_id, user_id) DO UPDATE SET role = excluded.role;
 
 -- name: UserList :many
-SELECT u.id, u.email, u.name, o.slug AS org_slug, om.role
+SELECT u.id, u.email, u.name, o.slug AS org_slug, om.role, (om.deactivated_at IS NOT NULL)::bool AS deactivated
 FROM app_user u
 JOIN org_member om ON om.user_id = u.id
 JOIN organisation o ON o.id = om.org_id
