@@ -236,12 +236,27 @@ func (a *App) threadsEndpoint() mcp.Endpoint[tenancy.Scope] {
 	}
 }
 
+// roomsEndpoint declares one of the two addresses of the rooms server, one room's and
+// every room's: a client sees the same server at both, with the same scope to ask for and
+// the same answers' format, and only the address's name, instructions, credential check
+// and tools differ.
+func (a *App) roomsEndpoint(name, instructions, resource string, byKey func(ctx context.Context, r *http.Request, key string) (tenancy.Scope, error),
+	tools []mcp.Tool[tenancy.Scope]) mcp.Endpoint[tenancy.Scope] {
+	return mcp.Endpoint[tenancy.Scope]{
+		Name: name, Service: "quayutec-mcp", ServerName: "relayroom-rooms", ServerVersion: Version,
+		Instructions: instructions,
+		Authenticate: a.agentOrToken(resource, byKey),
+		Provisional:  a.provisional(),
+		Challenge:    a.challenge(roomsScope),
+		Tools:        tools,
+		Format:       mcp.RoomsFormat,
+	}
+}
+
 func (a *App) roomEndpoint() mcp.Endpoint[tenancy.Scope] {
 	resolver := a.resolver.Provisional()
-	return mcp.Endpoint[tenancy.Scope]{
-		Name: "rooms", Service: "quayutec-mcp", ServerName: "relayroom-rooms", ServerVersion: Version,
-		Instructions: "A room shared by companies: memory, tasks and chat.",
-		Authenticate: a.agentOrToken(auth.ResourceRoom, func(ctx context.Context, r *http.Request, key string) (tenancy.Scope, error) {
+	ep := a.roomsEndpoint("rooms", "A room shared by companies: memory, tasks and chat.", auth.ResourceRoom,
+		func(ctx context.Context, r *http.Request, key string) (tenancy.Scope, error) {
 			id, err := uuid.Parse(pathValue(ctx, projectIDKey))
 			if err != nil {
 				// Not a room id at all: answered like a room the agent is not in.
@@ -251,36 +266,25 @@ func (a *App) roomEndpoint() mcp.Endpoint[tenancy.Scope] {
 				return tenancy.Scope{}, apperr.New(apperr.Forbidden, tenancy.MsgNotParticipant)
 			}
 			return resolver.RoomByKey(ctx, key, id)
-		}),
-		Provisional: a.provisional(),
-		Challenge:   a.challenge(roomsScope),
-		Describe: func(r *http.Request) (map[string]any, error) {
-			id := pathValue(r.Context(), projectIDKey)
-			if _, err := uuid.Parse(id); err != nil {
-				// Not a room id at all: answered like a room the caller cannot see (the
-				// refusal Authenticate gives an agent outside a room), never "ok".
-				return nil, apperr.New(apperr.Forbidden, tenancy.MsgNotParticipant)
-			}
-			return map[string]any{"project_id": id}, nil
-		},
-		Tools:  a.rooms.RoomTools(),
-		Format: mcp.RoomsFormat,
+		}, a.rooms.RoomTools())
+	ep.Describe = func(r *http.Request) (map[string]any, error) {
+		id := pathValue(r.Context(), projectIDKey)
+		if _, err := uuid.Parse(id); err != nil {
+			// Not a room id at all: answered like a room the caller cannot see (the
+			// refusal Authenticate gives an agent outside a room), never "ok".
+			return nil, apperr.New(apperr.Forbidden, tenancy.MsgNotParticipant)
+		}
+		return map[string]any{"project_id": id}, nil
 	}
+	return ep
 }
 
 func (a *App) allRoomsEndpoint() mcp.Endpoint[tenancy.Scope] {
 	resolver := a.resolver.Provisional()
-	return mcp.Endpoint[tenancy.Scope]{
-		Name: "all_rooms", Service: "quayutec-mcp", ServerName: "relayroom-rooms", ServerVersion: Version,
-		Instructions: "Every room your agent is in. Call list_rooms first and pass room_id to the other tools.",
-		Authenticate: a.agentOrToken(auth.ResourceAllRooms, func(ctx context.Context, _ *http.Request, key string) (tenancy.Scope, error) {
+	return a.roomsEndpoint("all_rooms", "Every room your agent is in. Call list_rooms first and pass room_id to the other tools.",
+		auth.ResourceAllRooms, func(ctx context.Context, _ *http.Request, key string) (tenancy.Scope, error) {
 			return resolver.Agent(ctx, key)
-		}),
-		Provisional: a.provisional(),
-		Challenge:   a.challenge(roomsScope),
-		Tools:       a.rooms.AllRoomsTools(),
-		Format:      mcp.RoomsFormat,
-	}
+		}, a.rooms.AllRoomsTools())
 }
 
 func (a *App) deskEndpoint() mcp.Endpoint[tenancy.Scope] {
