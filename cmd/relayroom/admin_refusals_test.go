@@ -7,17 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // TestAdminRefusalsSayWhatIsWrong: a command given a bad value fails with one error that
 // names the value and what is accepted, in the command's own words.
 func TestAdminRefusalsSayWhatIsWrong(t *testing.T) {
-	t.Setenv("DATABASE_URL", pgtest.New(t))
-	if code, _, stderr := runCLI(t, "admin", "apply", "-f", "../../deploy/demo.yaml"); code != 0 {
-		t.Fatalf("apply: exit %d: %s", code, stderr)
-	}
+	demoDatabase(t)
 	refused := func(t *testing.T, args ...string) string {
 		t.Helper()
 		code, out, stderr := runCLI(t, append([]string{"admin"}, args...)...)

@@ -9,26 +9,14 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/relayroom/relayroom/internal/pg/pgtest"
 )
 
 // TestAdminToolsetCommands drives the desk, wake, knowledge, thread and OAuth commands
 // the way a script does: each prints JSON on stdout and exits 0, or prints a JSON error
 // on stderr and exits 1, and a missing required flag is named (a usage error: exit 2).
 func TestAdminToolsetCommands(t *testing.T) {
-	t.Setenv("DATABASE_URL", pgtest.New(t))
 	t.Setenv("RELAYROOM_PUBLIC_URL", "https://relay.example.test")
-	if code, _, stderr := runCLI(t, "admin", "apply", "-f", "../../deploy/demo.yaml"); code != 0 {
-		t.Fatalf("apply the demo: exit %d: %s", code, stderr)
-	}
-	ok := func(t *testing.T, args ...string) string {
-		t.Helper()
-		code, out, stderr := runCLI(t, append([]string{"admin"}, args...)...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, stderr)
-		}
-		return out
-	}
+	demoDatabase(t)
 	exits := func(t *testing.T, exit int, want string, args ...string) {
 		t.Helper()
 		code, _, stderr := runCLI(t, append([]string{"admin"}, args...)...)
@@ -47,14 +35,14 @@ func TestAdminToolsetCommands(t *testing.T) {
 			Email  string   `json:"email"`
 			Scopes []string `json:"scopes"`
 		}
-		if err := json.Unmarshal([]byte(ok(t, "desk", "token", "create", "--workspace", "acme", "--user", "Ana@acme.test")), &tok); err != nil ||
+		if err := json.Unmarshal([]byte(adminOK(t, "desk", "token", "create", "--workspace", "acme", "--user", "Ana@acme.test")), &tok); err != nil ||
 			tok.ID == "" || tok.Token == "" || tok.Email != "ana@acme.test" || len(tok.Scopes) == 0 {
 			t.Fatalf("token create printed %+v (%v): want the token, to whom and with which scopes", tok, err)
 		}
-		if list := ok(t, "desk", "token", "list", "--workspace", "acme"); !strings.Contains(list, tok.ID) || strings.Contains(list, tok.Token) {
+		if list := adminOK(t, "desk", "token", "list", "--workspace", "acme"); !strings.Contains(list, tok.ID) || strings.Contains(list, tok.Token) {
 			t.Fatalf("token list must name the token and never show its secret: %s", list)
 		}
-		if out := ok(t, "desk", "token", "revoke", "--workspace", "acme", "--id", tok.ID); !strings.Contains(out, `"revoked": true`) {
+		if out := adminOK(t, "desk", "token", "revoke", "--workspace", "acme", "--id", tok.ID); !strings.Contains(out, `"revoked": true`) {
 			t.Fatalf("token revoke: %s", out)
 		}
 		// Created and revoked, both in the holder's history (the revoke was the
@@ -74,7 +62,7 @@ func TestAdminToolsetCommands(t *testing.T) {
 			t.Fatalf("the token's events are on %v (%v), want one person", kinds, err)
 		}
 		// Again: nothing to do, not a failure.
-		if out := ok(t, "desk", "token", "revoke", "--workspace", "acme", "--id", tok.ID); !strings.Contains(out, `"revoked": false`) {
+		if out := adminOK(t, "desk", "token", "revoke", "--workspace", "acme", "--id", tok.ID); !strings.Contains(out, `"revoked": false`) {
 			t.Fatalf("token revoke again: %s", out)
 		}
 		// A mistyped id, or another workspace's token, names nothing: a failure.
@@ -87,18 +75,18 @@ func TestAdminToolsetCommands(t *testing.T) {
 		fails(t, "nobody@acme.test is not a member of workspace acme", "desk", "member", "deactivate", "--workspace", "acme", "--user", "nobody@acme.test")
 	})
 	t.Run("a repeated member change says it changed nothing", func(t *testing.T) {
-		if out := ok(t, "desk", "member", "deactivate", "--workspace", "acme", "--user", "bo@acme.test"); !strings.Contains(out, `"changed": true`) {
+		if out := adminOK(t, "desk", "member", "deactivate", "--workspace", "acme", "--user", "bo@acme.test"); !strings.Contains(out, `"changed": true`) {
 			t.Fatalf("deactivate: %s", out)
 		}
-		if out := ok(t, "desk", "member", "deactivate", "--workspace", "acme", "--user", "bo@acme.test"); !strings.Contains(out, `"changed": false`) {
+		if out := adminOK(t, "desk", "member", "deactivate", "--workspace", "acme", "--user", "bo@acme.test"); !strings.Contains(out, `"changed": false`) {
 			t.Fatalf("deactivate again: %s", out)
 		}
-		if out := ok(t, "desk", "member", "reactivate", "--workspace", "acme", "--user", "bo@acme.test"); !strings.Contains(out, `"changed": true`) {
+		if out := adminOK(t, "desk", "member", "reactivate", "--workspace", "acme", "--user", "bo@acme.test"); !strings.Contains(out, `"changed": true`) {
 			t.Fatalf("reactivate: %s", out)
 		}
 	})
 	t.Run("the knowledge queue of a project is listed and an unknown entry refused", func(t *testing.T) {
-		if out := strings.TrimSpace(ok(t, "knowledge", "list", "--project", "acme/escalations")); !strings.HasPrefix(out, "[") {
+		if out := strings.TrimSpace(adminOK(t, "knowledge", "list", "--project", "acme/escalations")); !strings.HasPrefix(out, "[") {
 			t.Fatalf("knowledge list: %s", out)
 		}
 		misused(t, `--id: "x" is not an id`, "knowledge", "approve", "--project", "acme/escalations", "--id", "x")
@@ -122,7 +110,7 @@ func TestAdminToolsetCommands(t *testing.T) {
 		fails(t, "no thread 00000000-0000-0000-0000-000000000000 in project acme/escalations", "thread", "cancel", "--project", "acme/escalations", "--thread", "00000000-0000-0000-0000-000000000000")
 	})
 	t.Run("wake lists answer empty lists, not null", func(t *testing.T) {
-		if out := strings.TrimSpace(ok(t, "wake", "webhooks")); out != "[]" {
+		if out := strings.TrimSpace(adminOK(t, "wake", "webhooks")); out != "[]" {
 			t.Fatalf("wake webhooks: %s", out)
 		}
 		misused(t, `--id: "x" is not an id`, "wake", "retry", "--id", "x")
@@ -151,7 +139,7 @@ func TestAdminToolsetCommands(t *testing.T) {
 		if err := os.WriteFile(csv, []byte("customer_email,subject,body,created_at,status\nzoe@example.test,Hello,Hi there,2026-11-02T10:00:00Z,open\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if out := ok(t, "desk", "import", "--workspace", "acme", csv, "--inbox", "support"); !strings.Contains(out, `"created"`) {
+		if out := adminOK(t, "desk", "import", "--workspace", "acme", csv, "--inbox", "support"); !strings.Contains(out, `"created"`) {
 			t.Fatalf("import with a flag after the file: %s", out)
 		}
 		bad := filepath.Join(t.TempDir(), "bad.csv")

@@ -89,11 +89,7 @@ func TestDatabaseConnectFailuresAreSaidPlainly(t *testing.T) {
 // failed at the statement timeout with Postgres's text ("set agreement: ERROR: canceling
 // statement due to statement timeout (SQLSTATE 57014)").
 func TestDatabaseTimeoutIsSaidPlainly(t *testing.T) {
-	dbURL := pgtest.New(t)
-	t.Setenv("DATABASE_URL", dbURL)
-	if code, _, stderr := runCLI(t, "admin", "apply", "-f", "../../deploy/demo.yaml"); code != 0 {
-		t.Fatalf("apply: exit %d: %s", code, stderr)
-	}
+	dbURL := demoDatabase(t)
 	t.Run("a lock held past the statement timeout", func(t *testing.T) {
 		ctx := context.Background()
 		conn, err := pgx.Connect(ctx, dbURL)

@@ -21,6 +21,29 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// demoDatabase points DATABASE_URL at a fresh database with deploy/demo.yaml applied
+// through the CLI, as an operator sets one up, and returns the database's URL.
+func demoDatabase(t *testing.T) string {
+	t.Helper()
+	dbURL := pgtest.New(t)
+	t.Setenv("DATABASE_URL", dbURL)
+	if code, _, stderr := runCLI(t, "admin", "apply", "-f", "../../deploy/demo.yaml"); code != 0 {
+		t.Fatalf("apply the demo: exit %d: %s", code, stderr)
+	}
+	return dbURL
+}
+
+// adminOK runs `relayroom admin args...` and returns its stdout, failing the test unless
+// it exits 0.
+func adminOK(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, stderr := runCLI(t, append([]string{"admin"}, args...)...)
+	if code != 0 {
+		t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, stderr)
+	}
+	return out
+}
+
 // TestAdminCLI drives the admin commands as a script would: JSON on stdout, a key shown
 // once, errors as JSON on stderr with exit 1, usage errors exit 2.
 func TestAdminCLI(t *testing.T) {
@@ -281,19 +304,8 @@ func TestAdminCLI(t *testing.T) {
 // existing object change the fields their flags name and keep the others, not the flags'
 // defaults.
 func TestAdminUpdatesKeepWhatTheirFlagsDoNotName(t *testing.T) {
-	t.Setenv("DATABASE_URL", pgtest.New(t))
 	t.Setenv("RELAYROOM_PUBLIC_URL", "https://relay.example.test")
-	if code, _, stderr := runCLI(t, "admin", "apply", "-f", "../../deploy/demo.yaml"); code != 0 {
-		t.Fatalf("apply: exit %d: %s", code, stderr)
-	}
-	update := func(t *testing.T, args ...string) string {
-		t.Helper()
-		code, out, stderr := runCLI(t, append([]string{"admin"}, args...)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, stderr)
-		}
-		return out
-	}
+	demoDatabase(t)
 	list := func(t *testing.T, what string, into any) {
 		t.Helper()
 		code, out, stderr := runCLI(t, "admin", what, "list")
@@ -305,7 +317,7 @@ func TestAdminUpdatesKeepWhatTheirFlagsDoNotName(t *testing.T) {
 		}
 	}
 	t.Run("an agent renamed stays always-on with its model", func(t *testing.T) {
-		update(t, "agent", "create", "--org", "acme", "--slug", "architect", "--name", "Architect Two")
+		adminOK(t, "agent", "create", "--org", "acme", "--slug", "architect", "--name", "Architect Two")
 		var agents []struct {
 			OrgSlug                 string `json:"org"`
 			Slug, Name, Model, Kind string
@@ -319,7 +331,7 @@ func TestAdminUpdatesKeepWhatTheirFlagsDoNotName(t *testing.T) {
 	})
 	t.Run("a person given a password keeps their name and role", func(t *testing.T) {
 		t.Setenv("RELAYROOM_PASSWORD", "a-new-password-for-ana")
-		update(t, "user", "create", "--email", "ana@acme.test", "--org", "acme")
+		adminOK(t, "user", "create", "--email", "ana@acme.test", "--org", "acme")
 		var users []struct {
 			Email, Name, Role string
 			OrgSlug           string `json:"org"`
@@ -332,7 +344,7 @@ func TestAdminUpdatesKeepWhatTheirFlagsDoNotName(t *testing.T) {
 		}
 	})
 	t.Run("an organisation renamed keeps its plan and time zone", func(t *testing.T) {
-		update(t, "org", "create", "--slug", "acme", "--name", "Acme Corporation")
+		adminOK(t, "org", "create", "--slug", "acme", "--name", "Acme Corporation")
 		var orgs []struct{ Slug, Name, Plan, Timezone string }
 		list(t, "org", &orgs)
 		for _, o := range orgs {
@@ -354,13 +366,13 @@ func TestAdminUpdatesKeepWhatTheirFlagsDoNotName(t *testing.T) {
 			{[]string{"agent", "create", "--org", "acme", "--slug", "newcomer", "--name", "Newcomer"}, `"created": true`},
 			{[]string{"project", "create", "--host", "acme", "--slug", "escalations", "--name", "Escalations"}, `"created": false`},
 		} {
-			if out := update(t, c.args...); !strings.Contains(out, c.want) {
+			if out := adminOK(t, c.args...); !strings.Contains(out, c.want) {
 				t.Errorf("%v: want %s in %s", c.args, c.want, out)
 			}
 		}
 	})
 	t.Run("a field a flag names is changed", func(t *testing.T) {
-		update(t, "agent", "create", "--org", "acme", "--slug", "architect", "--name", "Architect", "--kind", "session")
+		adminOK(t, "agent", "create", "--org", "acme", "--slug", "architect", "--name", "Architect", "--kind", "session")
 		var agents []struct {
 			OrgSlug    string `json:"org"`
 			Slug, Kind string
@@ -377,10 +389,7 @@ func TestAdminUpdatesKeepWhatTheirFlagsDoNotName(t *testing.T) {
 // TestWakeListRefusesWhatItCannotAnswer: a misspelt status or an out-of-range limit is an
 // error, not an empty list that reads as "no dead letters".
 func TestWakeListRefusesWhatItCannotAnswer(t *testing.T) {
-	t.Setenv("DATABASE_URL", pgtest.New(t))
-	if code, _, stderr := runCLI(t, "admin", "apply", "-f", "../../deploy/demo.yaml"); code != 0 {
-		t.Fatalf("apply: exit %d: %s", code, stderr)
-	}
+	demoDatabase(t)
 	for _, args := range [][]string{{"--status", "daed"}, {"--limit", "0"}, {"--limit", "20000"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, out, stderr := runCLI(t, append([]string{"admin", "wake", "list"}, args...)...)
@@ -409,11 +418,7 @@ func TestWakeListRefusesWhatItCannotAnswer(t *testing.T) {
 // first and recorded one more status_set in the host's history each time; like the other
 // revoke commands it says it changed nothing.
 func TestAgreementRevokeRepeated(t *testing.T) {
-	dbURL := pgtest.New(t)
-	t.Setenv("DATABASE_URL", dbURL)
-	if code, _, stderr := runCLI(t, "admin", "apply", "-f", "../../deploy/demo.yaml"); code != 0 {
-		t.Fatalf("apply: exit %d: %s", code, stderr)
-	}
+	dbURL := demoDatabase(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
