@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"html"
 	"io"
 	"net/http"
@@ -19,24 +20,19 @@ import (
 // authzState fingerprints every table a dashboard form changes, one line a table: a
 // refused post must leave it as it was. Of the wakes only the dead ones, which a person
 // retries: the others change on their own as agents are woken.
-const authzState = `SELECT concat_ws(E'\n',
-  'agent ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM agent t), '-'),
-  'agent_key ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM agent_key t), '-'),
-  'agreement ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM agreement t), '-'),
-  'audit_event ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM audit_event t), '-'),
-  'connect_code ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM connect_code t), '-'),
-  'membership ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM membership t), '-'),
-  'org_member ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM org_member t), '-'),
-  'org_invitation ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM org_invitation t), '-'),
-  'room_message ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM room_message t), '-'),
-  'room_task ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM room_task t), '-'),
-  'memory_entry ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM memory_entry t), '-'),
-  'knowledge ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM knowledge t), '-'),
-  'thread ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM thread t), '-'),
-  'wake ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM wake t WHERE t.status = 'dead'), '-'),
-  'wake_target ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM wake_target t), '-'),
-  'project ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM project t), '-'),
-  'oauth_grant ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM oauth_grant t), '-'))`
+func authzState() string {
+	lines := make([]string, 0, 16)
+	for _, table := range []string{"agent", "agent_key", "agreement", "audit_event", "connect_code", "membership",
+		"org_member", "org_invitation", "room_message", "room_task", "memory_entry", "knowledge", "thread",
+		"wake WHERE t.status = 'dead'", "wake_target", "project", "oauth_grant"} {
+		name, where, _ := strings.Cut(table, " ")
+		if where != "" {
+			where = " " + where
+		}
+		lines = append(lines, fmt.Sprintf(`'%s ' || coalesce((SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM %s t%s), '-')`, name, name, where))
+	}
+	return "SELECT concat_ws(E'\\n',\n  " + strings.Join(lines, ",\n  ") + ")"
+}
 
 // wantUnchanged fails t, naming the tables that changed, unless the authzState before
 // and after are the same.
@@ -123,7 +119,7 @@ func TestDashboardAuthz(t *testing.T) {
 		{"/app/projects/" + room + "/threads/" + some + "/cancel", nil},
 		{"/app/projects/" + room + "/wakes/" + some + "/retry", nil},
 	}
-	state := func(t *testing.T) string { t.Helper(); return testfix.Scalar[string](t, d, authzState) }
+	state := func(t *testing.T) string { t.Helper(); return testfix.Scalar[string](t, d, authzState()) }
 	unchanged := func(t *testing.T, before, what string) { t.Helper(); wantUnchanged(t, before, state(t), what) }
 	post := func(t *testing.T, p *person, r route, csrf bool) (int, string) {
 		t.Helper()
@@ -512,7 +508,7 @@ func TestDashboardAuthzGuests(t *testing.T) {
 	gus.wantPost(t, http.StatusSeeOther, "Globex deprecates its own entry", "/app/rooms/"+room+"/memory/"+public+"/deprecate", gus.form())
 	public2 := idRe.FindString(served(t, roomURL, qa, "write_memory", map[string]any{"content": "Globex second public note"}))
 
-	state := func(t *testing.T) string { t.Helper(); return testfix.Scalar[string](t, d, authzState) }
+	state := func(t *testing.T) string { t.Helper(); return testfix.Scalar[string](t, d, authzState()) }
 	unchanged := func(t *testing.T, before, what string) { t.Helper(); wantUnchanged(t, before, state(t), what) }
 
 	t.Run("another guest's person gets 404 for every id of a guest's, page or form, and nothing changes", func(t *testing.T) {
