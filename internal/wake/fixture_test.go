@@ -222,6 +222,16 @@ func (f *fixture) open(part string) wakeRow {
 	return open[0]
 }
 
+// queueIn queues a message for part and moves the pending wake it opens to status (a dead
+// letter, a canceled wake), returning that wake's id.
+func (f *fixture) queueIn(part, status string) uuid.UUID {
+	f.t.Helper()
+	f.queue(f.msg(part))
+	id := f.open(part).ID
+	f.exec(`UPDATE wake SET status = $2 WHERE id = $1`, id, status)
+	return id
+}
+
 // queueTwoHeld queues two messages for a part that may not be woken now (why: its budget
 // is spent, it is parked): they coalesce into one uncharged pending wake, not delivered.
 func (f *fixture) queueTwoHeld(part, why string) {

@@ -552,9 +552,7 @@ func TestLostDeliveryIsSentAgain(t *testing.T) {
 func TestTheOperatorsRetryIsInTheHostsHistory(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.queue(f.msg("a"))
-	dead := f.open("a").ID
-	f.exec(`UPDATE wake SET status = 'dead' WHERE id = $1`, dead)
+	dead := f.queueIn("a", wake.StatusDead)
 	if _, err := f.svc.Retry(audit.AsOperator(f.ctx, "ops"), dead); err != nil {
 		t.Fatal(err)
 	}
@@ -609,12 +607,8 @@ func TestARetryOfAWakeOnItsWayDoesNothing(t *testing.T) {
 func TestRetryRacingNewWork(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.queue(f.msg("a"))
-	dead := f.open("a").ID
-	f.exec(`UPDATE wake SET status = 'dead' WHERE id = $1`, dead)
-	f.queue(f.msg("a"))
-	other := f.open("a").ID
-	f.exec(`UPDATE wake SET status = 'canceled' WHERE id = $1`, other)
+	dead := f.queueIn("a", wake.StatusDead)
+	other := f.queueIn("a", wake.StatusCanceled)
 
 	// The new work, held open: the part's other wake becomes pending again.
 	tx, err := f.d.Ops.Begin(f.ctx)
