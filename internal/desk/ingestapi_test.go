@@ -29,6 +29,19 @@ func TestIngest(t *testing.T) {
 				{ExternalID: ext + "-m2", Type: desk.TypeAutomated, Body: "We got your message.", CreatedAt: argAt("2026-11-10T10:00:02Z")},
 			}}
 	}
+	// ingest stores newConv(ext) and returns its conversation's id.
+	ingest := func(t *testing.T, ext string) string {
+		t.Helper()
+		c, err := fx.svc.IngestConversation(ctx, ana, newConv(ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ConversationID
+	}
+	// customerSays is a customer's message to append, of that external id and body.
+	customerSays := func(ext, body string) desk.IngestAppend {
+		return desk.IngestAppend{IngestMessage: desk.IngestMessage{ExternalID: ext, Type: desk.TypeCustomer, Body: body}}
+	}
 	read := func(conv string) desk.GetConversationResult {
 		t.Helper()
 		r, err := fx.svc.GetConversation(ctx, ana, desk.GetConversationInput{ConversationID: conv, Limit: desk.MaxLimit})
@@ -79,31 +92,28 @@ func TestIngest(t *testing.T) {
 		}
 	})
 	t.Run("appending: a member's reply, then a replay, then a status change", func(t *testing.T) {
-		c, err := fx.svc.IngestConversation(ctx, ana, newConv("hs-2"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		conv := ingest(t, "hs-2")
 		reply := desk.IngestAppend{IngestMessage: desk.IngestMessage{ExternalID: "hs-2-r1", Type: desk.TypeReply, Body: "We deduplicate by delivery id.",
 			AuthorEmail: "Bo@acme.test", CreatedAt: argAt("2026-11-10T10:30:00Z")}}
-		m, err := fx.svc.IngestMessage(ctx, ana, c.ConversationID, reply)
+		m, err := fx.svc.IngestMessage(ctx, ana, conv, reply)
 		if err != nil || !m.Created || !strings.HasPrefix(m.MessageID, desk.PrefixMessage) {
 			t.Fatalf("%+v %v", m, err)
 		}
-		again, err := fx.svc.IngestMessage(ctx, ana, c.ConversationID, reply)
+		again, err := fx.svc.IngestMessage(ctx, ana, conv, reply)
 		if err != nil || again.Created || again.MessageID != m.MessageID {
 			t.Fatalf("replay %+v %v", again, err)
 		}
-		r := read(c.ConversationID)
+		r := read(conv)
 		if len(r.Messages) != 3 || r.Conversation.FirstReplyAt == nil || *r.Conversation.FirstReplyAt != "2026-11-10T10:30:00Z" ||
 			r.Conversation.UpdatedAt != "2026-11-10T10:30:00Z" || r.Messages[2].AuthorID == nil {
 			t.Fatalf("%+v", r)
 		}
 		done := desk.IngestAppend{IngestMessage: desk.IngestMessage{ExternalID: "hs-2-a1", Type: desk.TypeAutomated, Body: "Marked as resolved.",
 			CreatedAt: argAt("2026-11-10T11:00:00Z")}, Status: desk.StatusResolved}
-		if _, err := fx.svc.IngestMessage(ctx, ana, c.ConversationID, done); err != nil {
+		if _, err := fx.svc.IngestMessage(ctx, ana, conv, done); err != nil {
 			t.Fatal(err)
 		}
-		r = read(c.ConversationID)
+		r = read(conv)
 		if r.Conversation.Status != desk.StatusResolved || r.Conversation.ResolvedAt == nil || *r.Conversation.ResolvedAt != "2026-11-10T11:00:00Z" {
 			t.Fatalf("%+v", r.Conversation)
 		}
@@ -133,14 +143,10 @@ func TestIngest(t *testing.T) {
 		}
 	})
 	t.Run("a message's external id on another conversation is a conflict and writes nothing", func(t *testing.T) {
-		other, err := fx.svc.IngestConversation(ctx, ana, newConv("hs-3"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = fx.svc.IngestMessage(ctx, ana, other.ConversationID, desk.IngestAppend{IngestMessage: desk.IngestMessage{
-			ExternalID: "hs-1-m1", Type: desk.TypeCustomer, Body: "moved?"}})
+		other := ingest(t, "hs-3")
+		_, err := fx.svc.IngestMessage(ctx, ana, other, customerSays("hs-1-m1", "moved?"))
 		wantErr(t, err, apperr.Conflict, desk.ReasonExternalIDConflict, "another conversation")
-		if n := len(read(other.ConversationID).Messages); n != 2 {
+		if n := len(read(other).Messages); n != 2 {
 			t.Fatalf("%d messages", n)
 		}
 	})
@@ -155,13 +161,10 @@ func TestIngest(t *testing.T) {
 		}
 	})
 	t.Run("a conversation's external id reused for another ticket is a conflict and writes nothing", func(t *testing.T) {
-		first, err := fx.svc.IngestConversation(ctx, ana, newConv("hs-8"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		first := ingest(t, "hs-8")
 		other := newConv("hs-8")
 		other.Subject, other.CustomerEmail = "A totally different ticket", "other@customer.test"
-		_, err = fx.svc.IngestConversation(ctx, ana, other)
+		_, err := fx.svc.IngestConversation(ctx, ana, other)
 		wantErr(t, err, apperr.Conflict, desk.ReasonExternalIDConflict, "another subject")
 		moved := newConv("hs-8")
 		moved.CustomerEmail = "someone@customer.test"
@@ -172,25 +175,20 @@ func TestIngest(t *testing.T) {
 		resolved.CustomerEmail = "PAT@customer.test"
 		resolved.Status = desk.StatusResolved
 		again, err := fx.svc.IngestConversation(ctx, ana, resolved)
-		if err != nil || again.Created || again.ConversationID != first.ConversationID {
+		if err != nil || again.Created || again.ConversationID != first {
 			t.Fatalf("replay %+v %v", again, err)
 		}
-		if r := read(first.ConversationID); r.Conversation.Subject != "Webhook retries" || len(r.Messages) != 2 {
+		if r := read(first); r.Conversation.Subject != "Webhook retries" || len(r.Messages) != 2 {
 			t.Fatalf("%+v", r)
 		}
 	})
 	t.Run("a message's external id reused with another body is a conflict and writes nothing", func(t *testing.T) {
-		c, err := fx.svc.IngestConversation(ctx, ana, newConv("hs-9"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = fx.svc.IngestMessage(ctx, ana, c.ConversationID, desk.IngestAppend{IngestMessage: desk.IngestMessage{
-			ExternalID: "hs-9-m1", Type: desk.TypeCustomer, Body: "not the same message at all"}})
+		conv := ingest(t, "hs-9")
+		_, err := fx.svc.IngestMessage(ctx, ana, conv, customerSays("hs-9-m1", "not the same message at all"))
 		wantErr(t, err, apperr.Conflict, desk.ReasonExternalIDConflict, "another body")
-		_, err = fx.svc.IngestMessage(ctx, ana, c.ConversationID, desk.IngestAppend{IngestMessage: desk.IngestMessage{
-			ExternalID: "hs-9-m2", Type: desk.TypeCustomer, Body: "We got your message."}})
+		_, err = fx.svc.IngestMessage(ctx, ana, conv, customerSays("hs-9-m2", "We got your message."))
 		wantErr(t, err, apperr.Conflict, desk.ReasonExternalIDConflict, "another type")
-		if r := read(c.ConversationID); len(r.Messages) != 2 || r.Messages[0].Body != "Our webhook receiver sees duplicate retries." {
+		if r := read(conv); len(r.Messages) != 2 || r.Messages[0].Body != "Our webhook receiver sees duplicate retries." {
 			t.Fatalf("%+v", r.Messages)
 		}
 	})
@@ -211,7 +209,7 @@ func TestIngest(t *testing.T) {
 		wantErr(t, err, apperr.Forbidden, "FORBIDDEN", desk.MsgIngestRole)
 		gus := fx.scope("globex", "gus@globex.test", desk.ScopeIngestWrite)
 		// acme's refund is conv_3; globex has only conv_1.
-		_, err = fx.svc.IngestMessage(ctx, gus, fx.conv["refund"], desk.IngestAppend{IngestMessage: desk.IngestMessage{ExternalID: "g-1", Type: desk.TypeCustomer, Body: "hi"}})
+		_, err = fx.svc.IngestMessage(ctx, gus, fx.conv["refund"], customerSays("g-1", "hi"))
 		wantErr(t, err, apperr.NotFound, "NOT_FOUND", desk.MsgConversationNotFound)
 		c := newConv("g-2")
 		c.InboxID = "inbox_99" // globex has inbox_1 and inbox_2 of its own
