@@ -130,6 +130,25 @@ func TestSavedReplySlugs(t *testing.T) {
 	})
 }
 
+// restrictSupport restricts acme's Support inbox to the members ids, as its owner Ana
+// does on the dashboard, failing the test if that is refused.
+func (fx *fixture) restrictSupport(t *testing.T, ids ...uuid.UUID) {
+	t.Helper()
+	support := fx.res.Desk["acme"].Inboxes["support"].ID
+	if err := fx.svc.SetInboxAccess(context.Background(), fx.ana, support, true, ids); err != nil {
+		t.Fatalf("restrict the support inbox to %d members: %v", len(ids), err)
+	}
+}
+
+// openSupport opens acme's Support inbox to the whole workspace, as Ana.
+func (fx *fixture) openSupport(t *testing.T) {
+	t.Helper()
+	support := fx.res.Desk["acme"].Inboxes["support"].ID
+	if err := fx.svc.SetInboxAccess(context.Background(), fx.ana, support, false, nil); err != nil {
+		t.Fatalf("open the support inbox: %v", err)
+	}
+}
+
 // TestApplyLeavesWhatItDoesNotName: applying a file again leaves an inbox's access and
 // forwarding address as they are unless the file names them. Before, an inbox entry
 // without members opened an inbox restricted on the dashboard to the whole workspace,
@@ -139,9 +158,7 @@ func TestApplyLeavesWhatItDoesNotName(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t)
 	acme := fx.orgs["acme"]
-	ana := fx.ana
 	cy := fx.scope("acme", "cy@acme.test")
-	support := fx.res.Desk["acme"].Inboxes["support"].ID
 	apply := func(t *testing.T, in desk.InboxSpec) {
 		t.Helper()
 		if _, err := fx.apply(ctx, desk.WorkspaceSpec{Workspace: "acme", Inboxes: []desk.InboxSpec{in}}); err != nil {
@@ -157,9 +174,7 @@ func TestApplyLeavesWhatItDoesNotName(t *testing.T) {
 		return testfix.Scalar[string](t, fx.d, `SELECT coalesce(forwarding_address, '') FROM desk_inbox WHERE org_id = $1 AND slug = 'support'`, acme)
 	}
 	apply(t, desk.InboxSpec{Slug: "support", Name: "Support", ForwardingAddress: new("support@mail.acme.test")})
-	if err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{fx.users["bo@acme.test"]}); err != nil {
-		t.Fatal(err)
-	}
+	fx.restrictSupport(t, fx.users["bo@acme.test"])
 	if cySees() {
 		t.Fatal("a member not listed sees the restricted inbox")
 	}
@@ -189,16 +204,9 @@ func TestApplyLeavesWhatItDoesNotName(t *testing.T) {
 // dashboard went on naming them as listed on an inbox everyone sees.
 func TestOpeningAnInboxDropsItsList(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	fx := newFixture(t)
-	ana := fx.ana
-	support := fx.res.Desk["acme"].Inboxes["support"].ID
-	if err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{fx.users["bo@acme.test"]}); err != nil {
-		t.Fatal(err)
-	}
-	if err := fx.svc.SetInboxAccess(ctx, ana, support, false, nil); err != nil {
-		t.Fatal(err)
-	}
+	fx.restrictSupport(t, fx.users["bo@acme.test"])
+	fx.openSupport(t)
 	if n := testfix.Scalar[int](t, fx.d, `SELECT count(*) FROM desk_inbox_member m JOIN desk_inbox i ON i.org_id = m.org_id AND i.id = m.inbox_id
 		WHERE i.org_id = $1 AND i.slug = 'support'`, fx.acme); n != 0 {
 		t.Fatalf("%d members still listed on the opened inbox", n)
@@ -210,9 +218,7 @@ func TestOpeningAnInboxDropsItsList(t *testing.T) {
 // members failed the whole change. The event names those that fit, then how many more.
 func TestRestrictingAnInboxToManyMembers(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	fx := newFixture(t)
-	ana := fx.ana
 	testfix.Exec(t, fx.d, `WITH u AS (
 		INSERT INTO app_user (id, email, name)
 		SELECT gen_random_uuid(), 'many' || n || '@acme.test', 'Support agent with a longish name ' || n FROM generate_series(1, 250) n
@@ -222,10 +228,7 @@ func TestRestrictingAnInboxToManyMembers(t *testing.T) {
 	if len(ids) != 250 {
 		t.Fatalf("%d members, want 250", len(ids))
 	}
-	support := fx.res.Desk["acme"].Inboxes["support"].ID
-	if err := fx.svc.SetInboxAccess(ctx, ana, support, true, ids); err != nil {
-		t.Fatalf("restricting to 250 members: %v", err)
-	}
+	fx.restrictSupport(t, ids...)
 	detail := testfix.Scalar[string](t, fx.d, `SELECT detail->>'visible to' FROM audit_event WHERE action = 'access_changed' ORDER BY at DESC LIMIT 1`)
 	if !strings.Contains(detail, " more") || len(detail) > 4096 {
 		t.Fatalf("the event's list: %d bytes, %.120s", len(detail), detail)
@@ -243,9 +246,7 @@ func TestADeactivatedMemberIsNotOfferedAnInbox(t *testing.T) {
 	ana := fx.ana
 	support := fx.res.Desk["acme"].Inboxes["support"].ID
 	bo, cy := fx.users["bo@acme.test"], fx.users["cy@acme.test"]
-	if err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{bo}); err != nil {
-		t.Fatal(err)
-	}
+	fx.restrictSupport(t, bo)
 	testfix.Exec(t, fx.d, `UPDATE org_member SET deactivated_at = now() WHERE org_id = $1 AND user_id = ANY($2)`, fx.acme, []uuid.UUID{bo, cy})
 	offered := func(t *testing.T) map[uuid.UUID]db.DeskInboxAccessListRow {
 		t.Helper()
@@ -273,12 +274,8 @@ func TestADeactivatedMemberIsNotOfferedAnInbox(t *testing.T) {
 		if m, ok := offered(t)[bo]; !ok || !m.Listed || !m.Deactivated {
 			t.Fatalf("bo: %+v (offered %v)", m, ok)
 		}
-		if err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{bo}); err != nil {
-			t.Fatalf("saving the list unchanged: %v", err)
-		}
-		if err := fx.svc.SetInboxAccess(ctx, ana, support, true, []uuid.UUID{ana.UserID}); err != nil {
-			t.Fatal(err)
-		}
+		fx.restrictSupport(t, bo) // the list saved unchanged
+		fx.restrictSupport(t, ana.UserID)
 		if _, ok := offered(t)[bo]; ok {
 			t.Fatal("bo, taken off and deactivated, is still offered")
 		}
