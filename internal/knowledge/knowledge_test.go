@@ -465,6 +465,40 @@ func TestNearDuplicateQueriesAgree(t *testing.T) {
 	}
 }
 
+// skipScanCountsOnCitus skips a test that reads this node's scan counts: on Citus the
+// scans run on the workers (the router-plan test covers the plan there).
+func skipScanCountsOnCitus(t *testing.T, e *env) {
+	t.Helper()
+	if e.d.Citus() {
+		t.Skip("reads this node's scan counts; on Citus the scans run on the workers (the router-plan test covers the plan there)")
+	}
+}
+
+// nearDuplicateScans runs learn's near-duplicate check of title in tx and returns how many
+// scans it made of each of rels (the table, its indexes), in their order. It reads the
+// transaction's own counts before and after: the counts of the connection's earlier
+// transactions may not be flushed yet.
+func nearDuplicateScans(ctx context.Context, tx *pg.Tx, title string, rels ...string) ([]int64, error) {
+	const scans = `SELECT coalesce(array_agg(pg_stat_get_xact_numscans(r::regclass) ORDER BY o), '{}')
+		FROM unnest($1::text[]) WITH ORDINALITY AS u(r, o)`
+	var before, after []int64
+	if err := tx.QueryRow(ctx, scans, rels).Scan(&before); err != nil {
+		return nil, err
+	}
+	_, err := db.New().KnowledgeFindNearDuplicate(ctx, tx, db.KnowledgeFindNearDuplicateParams{
+		Title: title, MinTitle: 0.6, Text: title + " and a body", MinText: 0.8})
+	if err != nil && !pg.IsNoRows(err) {
+		return nil, err
+	}
+	if err := tx.QueryRow(ctx, scans, rels).Scan(&after); err != nil {
+		return nil, err
+	}
+	for i := range after {
+		after[i] -= before[i]
+	}
+	return after, nil
+}
+
 // TestNearDuplicateReadsTheTitleIndex: learn's near-duplicate check in a project of a
 // few thousand entries of ordinary words reads the title trigram index, not every live
 // entry of the project (a sequential scan, or knowledge_review_idx and a filter, computed
@@ -473,9 +507,7 @@ func TestNearDuplicateReadsTheTitleIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	if e.d.Citus() {
-		t.Skip("reads this node's scan counts; on Citus the scans run on the workers (the router-plan test covers the plan there)")
-	}
+	skipScanCountsOnCitus(t, e)
 	arch := e.scopes["architect"]
 	// Titles and bodies of six and twelve common words, as agents write them: every
 	// title shares trigrams ("the", "and") with most others.
@@ -490,27 +522,15 @@ func TestNearDuplicateReadsTheTitleIndex(t *testing.T) {
 	e.exec(t, "ANALYZE knowledge")
 	for _, title := range []string{"broker culminates behind the freeman sand", "deploy the service after the database migration", "rollback token cache"} {
 		t.Run(title, func(t *testing.T) {
-			// This transaction's scans of the table and its indexes, before and after (the
-			// counts of the connection's earlier transactions may not be flushed yet).
-			const scans = `SELECT pg_stat_get_xact_numscans('knowledge'::regclass),
-				pg_stat_get_xact_numscans('knowledge_live_trgm_idx'::regclass),
-				pg_stat_get_xact_numscans('knowledge_review_idx'::regclass)`
-			var before, after [3]int64
-			err := e.d.InTenant(ctx, arch.Tenant(), func(tx *pg.Tx) error {
-				if err := tx.QueryRow(ctx, scans).Scan(&before[0], &before[1], &before[2]); err != nil {
-					return err
-				}
-				_, err := db.New().KnowledgeFindNearDuplicate(ctx, tx, db.KnowledgeFindNearDuplicateParams{
-					Title: title, MinTitle: 0.6, Text: title + " and a body", MinText: 0.8})
-				if err != nil && !pg.IsNoRows(err) {
-					return err
-				}
-				return tx.QueryRow(ctx, scans).Scan(&after[0], &after[1], &after[2])
+			var n []int64
+			err := e.d.InTenant(ctx, arch.Tenant(), func(tx *pg.Tx) (err error) {
+				n, err = nearDuplicateScans(ctx, tx, title, "knowledge", "knowledge_live_trgm_idx", "knowledge_review_idx")
+				return err
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			seq, titleIndex, review := after[0]-before[0], after[1]-before[1], after[2]-before[2]
+			seq, titleIndex, review := n[0], n[1], n[2]
 			if seq != 0 || titleIndex != 1 || review != 0 {
 				t.Fatalf("the near-duplicate check made %d sequential scans, %d of the title index and %d of the review index, want 0, 1 and 0", seq, titleIndex, review)
 			}
@@ -526,28 +546,14 @@ func TestNearDuplicatePlanMadeOnAnEmptyTableReadsTheTitleIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
-	if e.d.Citus() {
-		t.Skip("reads this node's scan counts; on Citus the scans run on the workers (the router-plan test covers the plan there)")
-	}
+	skipScanCountsOnCitus(t, e)
 	arch := e.arch
 	e.exec(t, "ANALYZE knowledge")
-	probe := func(tx *pg.Tx, title string) error {
-		_, err := db.New().KnowledgeFindNearDuplicate(ctx, tx, db.KnowledgeFindNearDuplicateParams{
-			Title: title, MinTitle: 0.6, Text: title + " and a body", MinText: 0.8})
-		if err != nil && !pg.IsNoRows(err) {
-			return err
-		}
-		return nil
-	}
-	const scans = `SELECT pg_stat_get_xact_numscans('knowledge'::regclass),
-		pg_stat_get_xact_numscans('knowledge_live_trgm_idx'::regclass),
-		pg_stat_get_xact_numscans('knowledge_review_idx'::regclass),
-		pg_stat_get_xact_numscans('knowledge_pkey'::regclass)`
-	var before, after [4]int64
+	var n []int64
 	// One transaction, so one connection: its first check makes the plan, the entries
 	// arrive without an ANALYZE, and the second check runs that plan.
 	err := e.d.InTenant(ctx, arch.Tenant(), func(tx *pg.Tx) error {
-		if err := probe(tx, "first check of an empty project"); err != nil {
+		if _, err := nearDuplicateScans(ctx, tx, "first check of an empty project"); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO knowledge (project_id, id, kind, title, body, status, confidence, source)
@@ -556,18 +562,15 @@ func TestNearDuplicatePlanMadeOnAnEmptyTableReadsTheTitleIndex(t *testing.T) {
 			FROM generate_series(1, 400) g`, arch.ProjectID); err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, scans).Scan(&before[0], &before[1], &before[2], &before[3]); err != nil {
-			return err
-		}
-		if err := probe(tx, "rollback token cache after the release"); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, scans).Scan(&after[0], &after[1], &after[2], &after[3])
+		var err error
+		n, err = nearDuplicateScans(ctx, tx, "rollback token cache after the release",
+			"knowledge", "knowledge_live_trgm_idx", "knowledge_review_idx", "knowledge_pkey")
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq, titleIndex, review, pkey := after[0]-before[0], after[1]-before[1], after[2]-before[2], after[3]-before[3]
+	seq, titleIndex, review, pkey := n[0], n[1], n[2], n[3]
 	if seq != 0 || titleIndex != 1 || review != 0 || pkey != 0 {
 		t.Fatalf("the check made %d sequential scans and %d scans of the title index, %d of the review index, %d of the primary key; want 0, 1, 0, 0", seq, titleIndex, review, pkey)
 	}
