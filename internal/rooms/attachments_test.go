@@ -32,7 +32,7 @@ func (e *env) upload(agent, taskID, filename, ctype string, body []byte) (int, m
 func TestAttachments(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Read the files"}).obj(t), "task_id")
+	task := e.sendTask(t, "Read the files")
 
 	notes := []byte("Failures:\n- expiry path\n- timeout path\n")
 	code, up := e.upload("architect", task, "notes.md", "text/markdown", notes)
@@ -184,7 +184,7 @@ func TestAttachments(t *testing.T) {
 func TestAttachmentInlineBudget(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Five files"}).obj(t), "task_id")
+	task := e.sendTask(t, "Five files")
 	chunk := bytes.Repeat([]byte("é"), 30<<10) // 60 KB of valid UTF-8 each
 	for _, n := range []string{"1.txt", "2.txt", "3.txt", "4.txt", "5.txt"} {
 		if code, m := e.upload("architect", task, n, "text/plain", chunk); code != http.StatusCreated {
@@ -209,7 +209,7 @@ func TestAttachmentInlineBudget(t *testing.T) {
 func TestAttachmentSizeLimit(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, func(c *config.Config) { c.AttachmentMaxBytes = 1000 })
-	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Limit"}).obj(t), "task_id")
+	task := e.sendTask(t, "Limit")
 	if code, _ := e.upload("architect", task, "ok.txt", "text/plain", bytes.Repeat([]byte("a"), 1000)); code != http.StatusCreated {
 		t.Fatalf("at the limit: %d", code)
 	}
@@ -229,8 +229,8 @@ func TestAttachmentSizeLimit(t *testing.T) {
 func TestARoomsAttachmentsAreBounded(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, func(c *config.Config) { c.RoomAttachmentBytes = 1500 })
-	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Quota"}).obj(t), "task_id")
-	other := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Quota too"}).obj(t), "task_id")
+	task := e.sendTask(t, "Quota")
+	other := e.sendTask(t, "Quota too")
 	if code, m := e.upload("architect", task, "a.txt", "text/plain", bytes.Repeat([]byte("a"), 1000)); code != http.StatusCreated {
 		t.Fatalf("within the bound: %d %v", code, m)
 	}
@@ -251,8 +251,8 @@ func TestUploadsAtOnceKeepTheRoomsBound(t *testing.T) {
 	e := newEnv(t)
 	e.svc.MaxRoomAttachmentBytes = 1500
 	tasks := []string{
-		str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Quota"}).obj(t), "task_id"),
-		str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Quota too"}).obj(t), "task_id"),
+		e.sendTask(t, "Quota"),
+		e.sendTask(t, "Quota too"),
 	}
 	ctx := context.Background()
 	turn := e.b.Holder(t)
@@ -290,7 +290,7 @@ func TestUploadsAtOnceKeepTheRoomsBound(t *testing.T) {
 func TestAttachmentRetryStoresOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Read the log"}).obj(t), "task_id")
+	task := e.sendTask(t, "Read the log")
 	log := []byte("2026-12-03 07:40 retry storm\n")
 	_, first := e.upload("architect", task, "run.log", "text/plain", log)
 	code, again := e.upload("architect", task, "run.log", "text/plain", log)
@@ -317,7 +317,7 @@ func TestUploadsDoNotHoldUpTheTask(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Read the dump"}).obj(t), "task_id")
+	task := e.sendTask(t, "Read the dump")
 	taskID := uuidOf(t, task)
 
 	t.Run("the recipient starts and answers the task while a file is being stored", func(t *testing.T) {
@@ -434,7 +434,7 @@ func TestAttachmentsPerTask(t *testing.T) {
 	}
 	binary := append([]byte{0}, bytes.Repeat([]byte("b"), 60<<10)...) // 60 KB, never inlined
 	t.Run("a text file after binary ones is still inlined", func(t *testing.T) {
-		task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Six dumps and a note"}).obj(t), "task_id")
+		task := e.sendTask(t, "Six dumps and a note")
 		for i := range 6 {
 			if _, err := e.svc.Upload(ctx, sc, task, fmt.Sprintf("dump-%d.bin", i), "application/octet-stream", binary); err != nil {
 				t.Fatal(err)
@@ -448,7 +448,7 @@ func TestAttachmentsPerTask(t *testing.T) {
 		}
 	})
 	t.Run("a text file after more binary bytes than get_inbox reads is a link", func(t *testing.T) {
-		task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Twelve dumps and a note"}).obj(t), "task_id")
+		task := e.sendTask(t, "Twelve dumps and a note")
 		for i := range 12 {
 			if _, err := e.svc.Upload(ctx, sc, task, fmt.Sprintf("dump-%d.bin", i), "application/octet-stream", binary); err != nil {
 				t.Fatal(err)
@@ -464,7 +464,7 @@ func TestAttachmentsPerTask(t *testing.T) {
 		}
 	})
 	t.Run("a task takes at most MaxAttachmentsPerTask files", func(t *testing.T) {
-		task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Many files"}).obj(t), "task_id")
+		task := e.sendTask(t, "Many files")
 		for i := range rooms.MaxAttachmentsPerTask {
 			if _, err := e.svc.Upload(ctx, sc, task, fmt.Sprintf("part-%03d.txt", i), "text/plain", []byte{'a'}); err != nil {
 				t.Fatalf("file %d: %v", i, err)
@@ -488,7 +488,7 @@ func TestAttachmentsPerTask(t *testing.T) {
 func TestUploadsAreWhatTheyShow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Files"}).obj(t), "task_id")
+	task := e.sendTask(t, "Files")
 	t.Run("a multipart upload is read whatever the case of its media type", func(t *testing.T) {
 		var form bytes.Buffer
 		mw := multipart.NewWriter(&form)
@@ -529,7 +529,7 @@ func TestUploadsAreWhatTheyShow(t *testing.T) {
 func TestDownloadsHaveAByteBudget(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Budget"}).obj(t), "task_id")
+	task := e.sendTask(t, "Budget")
 	big := make([]byte, 2*rooms.DownloadChunk+12345) // three chunks, bytes that differ by offset
 	for i := range big {
 		big[i] = byte(i % 251)

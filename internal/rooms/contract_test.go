@@ -359,7 +359,7 @@ func TestRoomsEndpointsProtocol(t *testing.T) {
 func TestInboxInlinesTextFilesUpTo64KB(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Read both"}).obj(t), "task_id")
+	task := e.sendTask(t, "Read both")
 	for name, size := range map[string]int{"exact.txt": rooms.InlineMax, "over.txt": rooms.InlineMax + 1} {
 		if code, m := e.upload("architect", task, name, "text/plain", bytes.Repeat([]byte("a"), size)); code != http.StatusCreated {
 			t.Fatalf("upload %s: %d %v", name, code, m)

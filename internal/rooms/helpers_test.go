@@ -212,6 +212,13 @@ func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 
 func fmtJSON(v any) string { b, _ := json.Marshal(v); return fmt.Sprint(string(b)) }
 
+// sendTask has the architect send peter a task of goal in room one, as the tool does, and
+// returns its id.
+func (e *env) sendTask(t testing.TB, goal string) string {
+	t.Helper()
+	return str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": goal}).obj(t), "task_id")
+}
+
 // insertTask stores a task in room one directly (even where an agreement would refuse
 // send_task), for tests of the recipient's side.
 func (e *env) insertTask(from, to, goal string) uuid.UUID {

@@ -144,7 +144,7 @@ func TestDeadlineForms(t *testing.T) {
 func TestRespondAndReview(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	id := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Summarise escalations"}).obj(t), "task_id")
+	id := e.sendTask(t, "Summarise escalations")
 	respond := func(agent, status string) callResult {
 		return e.call(agent, e.one, "respond_to_task", map[string]any{"task_id": id, "result": "3 failures, all in the expiry path.", "status": status})
 	}
@@ -188,7 +188,7 @@ func TestRespondAndReview(t *testing.T) {
 		t.Fatal("review not stored")
 	}
 	// Review of a task that is not done yet is refused.
-	open := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "later"}).obj(t), "task_id")
+	open := e.sendTask(t, "later")
 	id = open
 	if code, _ := review("architect", "reject"); code != http.StatusConflict {
 		t.Fatalf("reviewed an open task: %d", code)
@@ -283,7 +283,7 @@ func TestInboxLimitHandsOutOnlyWhatItLists(t *testing.T) {
 func TestEveryoneInTheRoomSeesTheWholeResult(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	id := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "Audit the escalation paths"}).obj(t), "task_id")
+	id := e.sendTask(t, "Audit the escalation paths")
 	e.call("peter", e.one, "get_inbox", nil)
 	result := "Findings: " + strings.Repeat("the timeout path skips the audit log; ", 30) + "END-OF-RESULT"
 	if r := e.call("peter", e.one, "respond_to_task", map[string]any{"task_id": id, "result": result, "status": "done"}); r.IsError {
@@ -313,7 +313,7 @@ func TestEveryoneInTheRoomSeesTheWholeResult(t *testing.T) {
 func TestAnotherCompanysTaskIsAMissingTask(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	task := str(e.call("architect", e.one, "send_task", map[string]any{"to_agent_slug": "peter", "goal": "between Acme and Initech"}).obj(t), "task_id")
+	task := e.sendTask(t, "between Acme and Initech")
 	const missing = "0190c7e0-0000-7000-8000-000000000000"
 	for _, id := range []string{task, missing} {
 		wantError(t, e.call("gavin", e.one, "respond_to_task", map[string]any{"task_id": id, "result": "x", "status": "done"}), "Task not found: "+id)
