@@ -308,10 +308,7 @@ func TestAdminUpdatesKeepWhatTheirFlagsDoNotName(t *testing.T) {
 	demoDatabase(t)
 	list := func(t *testing.T, what string, into any) {
 		t.Helper()
-		code, out, stderr := runCLI(t, "admin", what, "list")
-		if code != 0 {
-			t.Fatalf("%s list: exit %d: %s", what, code, stderr)
-		}
+		out := adminOK(t, what, "list")
 		if err := json.Unmarshal([]byte(out), into); err != nil {
 			t.Fatalf("%s list: %v\n%s", what, err, out)
 		}
@@ -435,11 +432,7 @@ func TestAgreementRevokeRepeated(t *testing.T) {
 	}
 	revoke := func(t *testing.T) string {
 		t.Helper()
-		code, out, stderr := runCLI(t, "admin", "agreement", "revoke", "--project", "acme/escalations", "--guest", "globex")
-		if code != 0 {
-			t.Fatalf("agreement revoke: exit %d: %s", code, stderr)
-		}
-		return out
+		return adminOK(t, "agreement", "revoke", "--project", "acme/escalations", "--guest", "globex")
 	}
 	t.Run("the first revocation changes the agreement and is recorded", func(t *testing.T) {
 		testfix.CheckContains(t, "output", revoke(t), `"changed": true`, `"status": "revoked"`)
