@@ -585,6 +585,39 @@ func TestAuthorizationRefusals(t *testing.T) {
 			t.Fatalf("%d %s", resp.StatusCode, loc)
 		}
 	})
+	t.Run("a loopback redirect URI may differ from the registered ones in its port only", func(t *testing.T) {
+		// op let any loopback URI with the registered path stand for a registered loopback
+		// one: another scheme, another loopback host, a fragment, user information. The
+		// client registers what Claude Code's metadata document lists.
+		f := newFlow(t, s, room)
+		resp, err := http.Post(s.base+"/register", "application/json", strings.NewReader(
+			`{"redirect_uris":["http://localhost/callback","http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reg struct {
+			ClientID string `json:"client_id"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&reg); err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("register: %d %v", resp.StatusCode, err)
+		}
+		resp.Body.Close()
+		f.clientID = reg.ClientID
+		for _, uri := range []string{"http://localhost:55611/callback", "http://127.0.0.1:55611/callback", "http://localhost/callback"} {
+			resp, _ := f.br.get(f.authURL(func(v url.Values) { v.Set("redirect_uri", uri) }))
+			if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/login" {
+				t.Fatalf("%s: %d %s, want the sign-in page", uri, resp.StatusCode, resp.Request.URL)
+			}
+		}
+		for _, uri := range []string{"https://127.0.0.1:55611/callback", "https://localhost/callback", "http://[::1]:55611/callback",
+			"http://127.0.0.2:55611/callback", "http://127.0.0.1:55611/callback#x", "http://u:p@127.0.0.1:55611/callback",
+			"http://127.0.0.1:55611/callback/", "http://127.0.0.1:55611/callback?x=1", "http://127.0.0.1:55611/Callback"} {
+			resp, body := f.br.get(f.authURL(func(v url.Values) { v.Set("redirect_uri", uri) }))
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" || !strings.Contains(body, `"invalid_request"`) {
+				t.Fatalf("%s: %d %q %.300s, want a 400 invalid_request shown here, not a redirect", uri, resp.StatusCode, resp.Header.Get("Location"), body)
+			}
+		}
+	})
 	t.Run("a request without a resource of ours or a scope is invalid_target, not a missing scope", func(t *testing.T) {
 		// op refused the empty scope before Authorize could name the resource, with
 		// invalid_request "The scope of your request is missing".

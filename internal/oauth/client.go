@@ -154,6 +154,44 @@ func osHandlerScheme(scheme string) bool {
 	return false
 }
 
+// checkRequestedRedirect refuses, before op matches it, a loopback redirect URI that
+// differs from every registered one in more than its port. op lets any http or https URI
+// on any loopback host stand for any registered loopback URI with the same path and
+// query: https for http, localhost or 127.0.0.2 for 127.0.0.1, a fragment (RFC 6749
+// 3.1.2: "MUST NOT include a fragment") and user information all passed. RFC 8252 7.3
+// frees the port alone: a client's ephemeral listener picks it, while the scheme, host
+// and path are what the client registered (Claude Code lists localhost and 127.0.0.1
+// and asks with one of them). The error is op's redirect-disabled one: an address that is
+// not the client's is never sent to. Other URIs are left to op, which matches them byte
+// for byte.
+func checkRequestedRedirect(c client, requested string) error {
+	u, err := url.Parse(requested)
+	if err != nil || requested == "" {
+		return nil // op refuses it (missing or not a registered URI)
+	}
+	if strings.Contains(requested, "#") || u.User != nil {
+		return oidc.ErrInvalidRequestRedirectURI().WithDescription("the redirect_uri must not have a fragment or user information")
+	}
+	if !strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https") || !isLoopbackHost(u.Hostname()) {
+		return nil // not loopback: op requires a registered URI exactly
+	}
+	for _, reg := range c.redirectURIs {
+		if reg == requested {
+			return nil
+		}
+		ru, err := url.Parse(reg)
+		if err != nil {
+			continue
+		}
+		if u.Scheme == "http" && ru.Scheme == "http" && strings.EqualFold(ru.Hostname(), u.Hostname()) &&
+			ru.EscapedPath() == u.EscapedPath() && ru.RawQuery == u.RawQuery && ru.ForceQuery == u.ForceQuery {
+			return nil
+		}
+	}
+	return oidc.ErrInvalidRequestRedirectURI().WithDescription("the redirect_uri is not registered for this client: " +
+		"a loopback one may differ from a registered one only in its port")
+}
+
 func isLoopbackHost(h string) bool {
 	if strings.EqualFold(h, "localhost") {
 		return true

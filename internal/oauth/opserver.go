@@ -49,6 +49,9 @@ func (o *opServer) VerifyAuthRequest(ctx context.Context, r *op.Request[oidc.Aut
 	if err != nil {
 		return nil, err
 	}
+	if err := checkRequestedRedirect(c, r.Data.RedirectURI); err != nil {
+		return nil, err
+	}
 	if res, ok := auth.ParseResource(o.s.issuer, r.Form.Get("resource")); ok {
 		own := res.Scopes()
 		if !slices.ContainsFunc(r.Data.Scopes, func(sc string) bool { return slices.Contains(own, sc) }) {
