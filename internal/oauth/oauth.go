@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
 	"github.com/relayroom/relayroom/db"
@@ -166,10 +167,45 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.op.ServeHTTP(w, s.withClientAddress(r))
 	case p == RouteAuthorize:
+		if err := r.ParseForm(); err != nil {
+			// As op answers it; parsed here, op would not parse it again and see the error.
+			op.WriteError(w, r, oidc.ErrInvalidRequest().WithDescription("error parsing form").WithParent(err), nil)
+			return
+		}
+		if reason := refusedState(r.Form["state"]); reason != "" {
+			// Taken out before op reads the request: every error redirect, op's own (a
+			// response type, prompt or scope it refuses) and ours (PKCE, resource) alike,
+			// would echo it back. Authorize refuses the request for it.
+			r.Form.Del("state")
+			r = r.WithContext(context.WithValue(r.Context(), refusedStateKey{}, reason))
+		}
 		s.op.ServeHTTP(&issuerRedirects{ResponseWriter: w, issuer: s.issuer}, s.withClientAddress(r))
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// refusedStateKey carries why an authorization request's state was refused (and taken
+// out of the request) to Authorize.
+type refusedStateKey struct{}
+
+// refusedState says why a state cannot be echoed back, "" when it can: longer than
+// MaxStateBytes (clients send tens of bytes; unbounded, a request could make us store and
+// redirect with up to the request line's megabyte), not text (a NUL or invalid UTF-8 has
+// no place in a URL the client reads), or sent more than once (RFC 6749 3.1).
+func refusedState(values []string) string {
+	if len(values) > 1 {
+		return "state is sent more than once"
+	}
+	for _, v := range values {
+		if len(v) > MaxStateBytes {
+			return fmt.Sprintf("state is longer than %d bytes", MaxStateBytes)
+		}
+		if text.Check(v) != nil {
+			return "state must be text"
+		}
+	}
+	return ""
 }
 
 // clientAddressKey carries the client address of an /authorize, /token or /revoke

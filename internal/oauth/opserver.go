@@ -15,7 +15,6 @@ import (
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg"
-	"github.com/relayroom/relayroom/internal/text"
 	"github.com/relayroom/relayroom/internal/throttle"
 )
 
@@ -77,18 +76,16 @@ var s256Challenge = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 // consent page (which signs them in first).
 func (o *opServer) Authorize(ctx context.Context, r *op.ClientRequest[oidc.AuthRequest]) (*op.Redirect, error) {
 	d := r.Data
+	if reason, _ := ctx.Value(refusedStateKey{}).(string); reason != "" {
+		// First: the state was taken out of the request, and no other error may be
+		// answered as if the client had sent none.
+		return o.s.errorRedirect(d.RedirectURI, "", oidc.ErrInvalidRequest().WithDescription("%s", reason))
+	}
 	if d.ResponseType != oidc.ResponseTypeCode {
 		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrInvalidRequest().WithDescription("only response_type=code is supported"))
 	}
 	if d.CodeChallenge == "" || d.CodeChallengeMethod != oidc.CodeChallengeMethodS256 {
 		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrInvalidRequest().WithDescription("PKCE is required with code_challenge_method=S256"))
-	}
-	if len(d.State) > MaxStateBytes {
-		return o.s.errorRedirect(d.RedirectURI, "", oidc.ErrInvalidRequest().WithDescription("state is longer than %d bytes", MaxStateBytes))
-	}
-	if text.Check(d.State) != nil {
-		// Not echoed back: a NUL or invalid UTF-8 has no place in a URL the client reads.
-		return o.s.errorRedirect(d.RedirectURI, "", oidc.ErrInvalidRequest().WithDescription("state must be text"))
 	}
 	if len(d.CodeChallenge) > MaxCodeChallengeBytes {
 		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrInvalidRequest().WithDescription("code_challenge is longer than %d characters", MaxCodeChallengeBytes))

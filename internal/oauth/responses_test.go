@@ -114,3 +114,48 @@ func TestARepeatedParameterIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestARefusedStateIsNeverEchoed: a state that is too long, not text or sent twice is
+// refused without being sent back, whatever else the request gets wrong. The PKCE refusal
+// (ours) and op's own refusals ran before the state was looked at and echoed it: a
+// megabyte, or a NUL, in the Location the client reads.
+func TestARefusedStateIsNeverEchoed(t *testing.T) {
+	t.Parallel()
+	d, _ := pgtest.Open(t)
+	s := newHandler(t, d, false)
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, oauth.RouteRegister, strings.NewReader(
+		`{"redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}`)))
+	var reg struct {
+		ClientID string `json:"client_id"`
+	}
+	if err := json.NewDecoder(w.Body).Decode(&reg); err != nil || w.Code != http.StatusCreated {
+		t.Fatalf("register: %d %v", w.Code, err)
+	}
+	long := strings.Repeat("s", oauth.MaxStateBytes+1)
+	for name, mod := range map[string]func(url.Values){
+		"an over-long state without PKCE":                   func(q url.Values) { q.Set("state", long); q.Del("code_challenge") },
+		"an over-long state with plain PKCE":                func(q url.Values) { q.Set("state", long); q.Set("code_challenge_method", "plain") },
+		"an over-long state and a response type op refuses": func(q url.Values) { q.Set("state", long); q.Set("response_type", "token") },
+		"a state with a NUL without PKCE":                   func(q url.Values) { q.Set("state", "a\x00b"); q.Del("code_challenge") },
+		"a state not UTF-8 and a prompt op refuses":         func(q url.Values) { q.Set("state", "a\xffb"); q.Set("prompt", "none login") },
+		"a state sent twice":                                func(q url.Values) { q["state"] = []string{"a", "b"} },
+		"an over-long state, all else right":                func(q url.Values) { q.Set("state", long) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			q := url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {"http://127.0.0.1:5555/callback"},
+				"code_challenge": {strings.Repeat("c", 43)}, "code_challenge_method": {"S256"},
+				"resource": {publicURL + "/api/mcp"}, "scope": {"rooms"}}
+			mod(q)
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, oauth.RouteAuthorize+"?"+q.Encode(), nil))
+			loc, err := url.Parse(w.Header().Get("Location"))
+			if err != nil || w.Code != http.StatusFound {
+				t.Fatalf("%d %.300q %v", w.Code, w.Header().Get("Location"), err)
+			}
+			if got := loc.Query(); got.Get("error") == "" || got.Has("state") || got.Get("iss") != publicURL || loc.Host != "127.0.0.1:5555" {
+				t.Fatalf("error redirect %.300s: want an error and iss at the client's callback, and no state", loc)
+			}
+		})
+	}
+}
