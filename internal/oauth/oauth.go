@@ -165,7 +165,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusBadRequest, errorAnswer{"invalid_request", fmt.Sprintf("the parameter %q is sent more than once", text.Cut(name, 64))})
 			return
 		}
-		s.op.ServeHTTP(w, s.withClientAddress(r))
+		s.op.ServeHTTP(&clientChallenge{ResponseWriter: w, issuer: s.issuer}, s.withClientAddress(r))
 	case p == RouteAuthorize:
 		if err := r.ParseForm(); err != nil {
 			// As op answers it; parsed here, op would not parse it again and see the error.
@@ -238,6 +238,21 @@ func (w *issuerRedirects) WriteHeader(status int) {
 				w.Header().Set("Location", u.String())
 			}
 		}
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+// clientChallenge adds the WWW-Authenticate header RFC 6749 5.2 requires on a token or
+// revocation endpoint's 401 (VerifyClient answers invalid_client with 401 to a client that
+// authenticated with the Authorization header); op writes the status alone.
+type clientChallenge struct {
+	http.ResponseWriter
+	issuer string
+}
+
+func (w *clientChallenge) WriteHeader(status int) {
+	if status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
+		w.Header().Set("WWW-Authenticate", `Basic realm="`+w.issuer+`"`)
 	}
 	w.ResponseWriter.WriteHeader(status)
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -163,6 +165,19 @@ func (s *Server) responseURL(redirectURI string, v url.Values, state string) str
 // VerifyClient: every client is public (token_endpoint_auth_method none), identified by
 // its client_id; PKCE proves the code's holder.
 func (o *opServer) VerifyClient(ctx context.Context, r *op.Request[op.ClientCredentials]) (op.Client, error) {
+	c, err := o.verifyClient(ctx, r)
+	var oe *oidc.Error
+	basic := len(r.Header.Get("Authorization")) > 6 && strings.EqualFold(r.Header.Get("Authorization")[:6], "basic ")
+	if err != nil && basic && errors.As(err, &oe) && oe.ErrorType == oidc.InvalidClient {
+		// RFC 6749 5.2: a client that authenticated with the Authorization header (HTTP
+		// Basic, the one op reads) and failed MUST get 401 with WWW-Authenticate
+		// (clientChallenge adds it), not op's 400.
+		return nil, op.NewStatusError(err, http.StatusUnauthorized)
+	}
+	return c, err
+}
+
+func (o *opServer) verifyClient(ctx context.Context, r *op.Request[op.ClientCredentials]) (op.Client, error) {
 	if r.Data.ClientSecret != "" || r.Data.ClientAssertion != "" {
 		return nil, oidc.ErrInvalidClient().WithDescription("clients are public: no secret or assertion")
 	}

@@ -159,3 +159,41 @@ func TestARefusedStateIsNeverEchoed(t *testing.T) {
 		})
 	}
 }
+
+// TestAClientRefusedAfterHTTPBasicGets401: RFC 6749 5.2 says a client that authenticated
+// with the Authorization header and failed MUST be answered 401 with WWW-Authenticate;
+// op answered 400. Without the header, invalid_client stays 400.
+func TestAClientRefusedAfterHTTPBasicGets401(t *testing.T) {
+	t.Parallel()
+	d, _ := pgtest.Open(t)
+	s := newHandler(t, d, false)
+	post := func(route string, basic bool, form url.Values) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, route, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if basic {
+			req.SetBasicAuth("rrc_unknown", "secret")
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		return w
+	}
+	for _, route := range []string{oauth.RouteToken, oauth.RouteRevoke} {
+		form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"qyt_rt_x"}, "token": {"qyt_rt_x"}}
+		t.Run(route+" with HTTP Basic", func(t *testing.T) {
+			w := post(route, true, form)
+			if w.Code != http.StatusUnauthorized || !strings.HasPrefix(w.Header().Get("WWW-Authenticate"), "Basic ") || !strings.Contains(w.Body.String(), `"invalid_client"`) {
+				t.Fatalf("%d %q %s", w.Code, w.Header().Get("WWW-Authenticate"), w.Body.String())
+			}
+		})
+		t.Run(route+" with the client in the body", func(t *testing.T) {
+			f := url.Values{"client_id": {"rrc_unknown"}}
+			for k, v := range form {
+				f[k] = v
+			}
+			w := post(route, false, f)
+			if w.Code != http.StatusBadRequest || w.Header().Get("WWW-Authenticate") != "" || !strings.Contains(w.Body.String(), `"invalid_client"`) {
+				t.Fatalf("%d %q %s", w.Code, w.Header().Get("WWW-Authenticate"), w.Body.String())
+			}
+		})
+	}
+}
