@@ -66,6 +66,9 @@ const (
 	// 43 characters (RFC 7636 4.2); a longer one could never match a verifier.
 	MaxStateBytes         = 2048
 	MaxCodeChallengeBytes = 128
+	// MaxResourceBytes: our endpoints' URLs are well under it (a threads connect code is
+	// tens of characters); a longer resource is none of them.
+	MaxResourceBytes = 2048
 	// AuthRequestsPerAddress bounds the authorization requests one client address may
 	// have kept per window of the failed-authentication limits (one minute by default):
 	// each is a row until consent or AuthRequestLifetime, so with the default window an

@@ -17,6 +17,7 @@ import (
 	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/text"
 	"github.com/relayroom/relayroom/internal/throttle"
 )
 
@@ -106,9 +107,24 @@ func (o *opServer) Authorize(ctx context.Context, r *op.ClientRequest[oidc.AuthR
 	if len(resources) != 1 {
 		return o.s.errorRedirect(d.RedirectURI, d.State, errInvalidTarget("exactly one resource (the MCP endpoint URL) is required"))
 	}
+	if len(resources[0]) > MaxResourceBytes || text.Check(resources[0]) != nil {
+		// Before it is parsed: a threads resource takes any path segment as its connect
+		// code, so a NUL or invalid UTF-8 reached the database (server_error, and an ERROR
+		// log line per anonymous request) and a megabyte-long one was stored.
+		return o.s.errorRedirect(d.RedirectURI, d.State, errInvalidTarget(
+			fmt.Sprintf("the resource must be text of at most %d bytes", MaxResourceBytes)))
+	}
 	res, ok := auth.ParseResource(o.s.issuer, resources[0])
 	if !ok {
 		return o.s.errorRedirect(d.RedirectURI, d.State, errInvalidTarget("the resource is not an MCP endpoint of this server"))
+	}
+	// op keeps every allowed scope as often as it is sent: "rooms rooms …" filling the
+	// request line was stored as an array of a hundred thousand.
+	scopes := make([]string, 0, len(d.Scopes))
+	for _, sc := range d.Scopes {
+		if !slices.Contains(scopes, sc) {
+			scopes = append(scopes, sc)
+		}
 	}
 	if t := o.s.deps.AuthRequests; t != nil {
 		address, _ := ctx.Value(clientAddressKey{}).(string)
@@ -123,7 +139,7 @@ func (o *opServer) Authorize(ctx context.Context, r *op.ClientRequest[oidc.AuthR
 	err := o.s.deps.DB.InTenant(ctx, pg.Tenant{Lookup: id}, func(tx *pg.Tx) error {
 		return o.s.deps.Q.AuthRequestInsert(ctx, tx, db.AuthRequestInsertParams{
 			ID: id, ClientID: r.Client.GetID(), RedirectUri: d.RedirectURI, State: d.State,
-			CodeChallenge: d.CodeChallenge, Resource: res.URL, Scopes: d.Scopes,
+			CodeChallenge: d.CodeChallenge, Resource: res.URL, Scopes: scopes,
 			ExpiresAt: o.s.deps.Now().Add(AuthRequestLifetime),
 		})
 	})

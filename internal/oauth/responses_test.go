@@ -1,14 +1,17 @@
 package oauth_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/relayroom/relayroom/internal/oauth"
+	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 )
 
@@ -195,5 +198,70 @@ func TestAClientRefusedAfterHTTPBasicGets401(t *testing.T) {
 				t.Fatalf("%d %q %s", w.Code, w.Header().Get("WWW-Authenticate"), w.Body.String())
 			}
 		})
+	}
+}
+
+// TestAnAuthorizationRequestKeepsOnlyBoundedText: what /authorize stores for anyone who
+// asks is bounded text. A resource with a NUL or invalid UTF-8 reached the database (a
+// server_error and an ERROR log line per anonymous request), a megabyte-long one was
+// stored, and a scope repeated to fill the request line was stored as often as sent.
+func TestAnAuthorizationRequestKeepsOnlyBoundedText(t *testing.T) {
+	t.Parallel()
+	d, _ := pgtest.Open(t)
+	s := newHandler(t, d, false)
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, oauth.RouteRegister, strings.NewReader(
+		`{"redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}`)))
+	var reg struct {
+		ClientID string `json:"client_id"`
+	}
+	if err := json.NewDecoder(w.Body).Decode(&reg); err != nil || w.Code != http.StatusCreated {
+		t.Fatalf("register: %d %v", w.Code, err)
+	}
+	authorize := func(mod func(url.Values)) *url.URL {
+		t.Helper()
+		q := url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {"http://127.0.0.1:5555/callback"},
+			"state": {"s"}, "code_challenge": {strings.Repeat("c", 43)}, "code_challenge_method": {"S256"},
+			"resource": {publicURL + "/api/mcp"}, "scope": {"rooms"}}
+		mod(q)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, oauth.RouteAuthorize+"?"+q.Encode(), nil))
+		loc, err := url.Parse(w.Header().Get("Location"))
+		if err != nil || w.Code != http.StatusFound {
+			t.Fatalf("%d %.300q %v", w.Code, w.Header().Get("Location"), err)
+		}
+		return loc
+	}
+	for name, resource := range map[string]string{
+		"a resource with a NUL":         publicURL + "/mcp/a\x00b",
+		"a resource not UTF-8":          publicURL + "/api/mcp/p/\xff",
+		"a resource of over 2048 bytes": publicURL + "/mcp/" + strings.Repeat("a", oauth.MaxResourceBytes),
+	} {
+		t.Run(name+" is invalid_target and not kept", func(t *testing.T) {
+			loc := authorize(func(q url.Values) { q.Set("resource", resource) })
+			if got := loc.Query(); got.Get("error") != "invalid_target" || got.Get("state") != "s" || loc.Host != "127.0.0.1:5555" {
+				t.Fatalf("%.300s: want invalid_target at the client's callback", loc)
+			}
+		})
+	}
+	t.Run("a scope sent many times is kept once", func(t *testing.T) {
+		loc := authorize(func(q url.Values) { q.Set("scope", strings.Repeat("rooms ", 1000)+"offline_access offline_access") })
+		if loc.Path != oauth.RouteConsent {
+			t.Fatalf("%.300s: want the consent page", loc)
+		}
+		var scopes []string
+		err := d.Operator(context.Background(), func(tx *pg.Tx) error {
+			return tx.QueryRow(context.Background(), `SELECT scopes FROM oauth_auth_request WHERE id = $1`, loc.Query().Get("id")).Scan(&scopes)
+		})
+		if err != nil || !slices.Equal(scopes, []string{"rooms", "offline_access"}) {
+			t.Fatalf("kept scopes %.200v (%d), %v: want rooms and offline_access once each", scopes, len(scopes), err)
+		}
+	})
+	var kept int
+	err := d.Operator(context.Background(), func(tx *pg.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT count(*) FROM oauth_auth_request`).Scan(&kept)
+	})
+	if err != nil || kept != 1 {
+		t.Fatalf("%d requests kept, %v: want the one with a valid resource", kept, err)
 	}
 }
