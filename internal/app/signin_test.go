@@ -587,8 +587,9 @@ func TestAuthorizationRefusals(t *testing.T) {
 	})
 	t.Run("a loopback redirect URI may differ from the registered ones in its port only", func(t *testing.T) {
 		// op let any loopback URI with the registered path stand for a registered loopback
-		// one: another scheme, another loopback host, a fragment, user information. The
-		// client registers what Claude Code's metadata document lists.
+		// one: another scheme, another loopback host, a fragment, user information, and
+		// any digits as its port (kept with the pending request). The client registers
+		// what Claude Code's metadata document lists.
 		f := newFlow(t, s, room)
 		resp, err := http.Post(s.base+"/register", "application/json", strings.NewReader(
 			`{"redirect_uris":["http://localhost/callback","http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}`))
@@ -611,7 +612,8 @@ func TestAuthorizationRefusals(t *testing.T) {
 		}
 		for _, uri := range []string{"https://127.0.0.1:55611/callback", "https://localhost/callback", "http://[::1]:55611/callback",
 			"http://127.0.0.2:55611/callback", "http://127.0.0.1:55611/callback#x", "http://u:p@127.0.0.1:55611/callback",
-			"http://127.0.0.1:55611/callback/", "http://127.0.0.1:55611/callback?x=1", "http://127.0.0.1:55611/Callback"} {
+			"http://127.0.0.1:55611/callback/", "http://127.0.0.1:55611/callback?x=1", "http://127.0.0.1:55611/Callback",
+			"http://127.0.0.1:0/callback", "http://127.0.0.1:65536/callback", "http://localhost:" + strings.Repeat("1", 1000) + "/callback"} {
 			resp, body := f.br.get(f.authURL(func(v url.Values) { v.Set("redirect_uri", uri) }))
 			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" || !strings.Contains(body, `"invalid_request"`) {
 				t.Fatalf("%s: %d %q %.300s, want a 400 invalid_request shown here, not a redirect", uri, resp.StatusCode, resp.Header.Get("Location"), body)

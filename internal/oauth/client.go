@@ -175,6 +175,13 @@ func checkRequestedRedirect(c client, requested string) error {
 	if !strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https") || !isLoopbackHost(u.Hostname()) {
 		return nil // not loopback: op requires a registered URI exactly
 	}
+	if p := u.Port(); p != "" {
+		// The port is the one part the client chooses here, so the one unchecked by any
+		// registration: a port of a thousand digits was kept with the pending request.
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 || len(p) > 5 {
+			return oidc.ErrInvalidRequestRedirectURI().WithDescription("the redirect_uri's port is not a port (1-65535)")
+		}
+	}
 	for _, reg := range c.redirectURIs {
 		if reg == requested {
 			return nil
