@@ -1,10 +1,12 @@
 package oauth
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -270,8 +272,18 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		defer s.deps.Registrations.Refused(ctx, at)
 	}
 	var req registration
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxRegistrationBytes))
-	if err := dec.Decode(&req); err != nil {
+	// Read whole and unmarshalled as one value: a decoder stopped after the first, so an
+	// object followed by anything else was registered, and `null` read as an empty object
+	// (refused for its redirect URIs, not as what it is).
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRegistrationBytes))
+	if err == nil {
+		if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
+			err = errors.New("not a JSON object")
+		} else {
+			err = json.Unmarshal(t, &req)
+		}
+	}
+	if err != nil {
 		msg := "the body must be a JSON object of client metadata"
 		var large *http.MaxBytesError
 		if errors.As(err, &large) {

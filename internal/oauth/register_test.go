@@ -36,6 +36,9 @@ func TestRegistrationRefusals(t *testing.T) {
 	for _, c := range []struct{ name, body, code, says string }{
 		{"not JSON", `{`, "invalid_client_metadata", "JSON object"},
 		{"not an object", `[]`, "invalid_client_metadata", "JSON object"},
+		{"null", `null`, "invalid_client_metadata", "JSON object"},
+		{"an object followed by more", `{"redirect_uris":["http://127.0.0.1/cb"]} {"redirect_uris":["http://127.0.0.1/other"]}`, "invalid_client_metadata", "JSON object"},
+		{"an object followed by text", `{"redirect_uris":["http://127.0.0.1/cb"]}x`, "invalid_client_metadata", "JSON object"},
 		{"a client authenticated by a signed JWT", `{"redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"private_key_jwt"}`,
 			"invalid_client_metadata", `"private_key_jwt" is not supported`},
 		{"an implicit grant", `{"redirect_uris":["http://127.0.0.1/cb"],"grant_types":["implicit"]}`, "invalid_client_metadata", "grant_types"},
