@@ -170,6 +170,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.op.ServeHTTP(&clientChallenge{ResponseWriter: w, issuer: s.issuer}, s.withClientAddress(r))
 	case p == RouteAuthorize:
+		if r.Method != http.MethodGet && r.Method != http.MethodPost {
+			// RFC 6749 3.1 names GET (and allows POST); op served any method as GET, so a
+			// PUT or DELETE kept a pending request like a GET.
+			w.Header().Set("Allow", "GET, POST")
+			writeJSON(w, http.StatusMethodNotAllowed, errorAnswer{"invalid_request", "open this address with GET (or POST a form)"})
+			return
+		}
 		if err := r.ParseForm(); err != nil {
 			// As op answers it; parsed here, op would not parse it again and see the error.
 			op.WriteError(w, r, oidc.ErrInvalidRequest().WithDescription("error parsing form").WithParent(err), nil)

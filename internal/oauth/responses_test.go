@@ -265,3 +265,46 @@ func TestAnAuthorizationRequestKeepsOnlyBoundedText(t *testing.T) {
 		t.Fatalf("%d requests kept, %v: want the one with a valid resource", kept, err)
 	}
 }
+
+// TestTheAuthorizationEndpointTakesGETAndPOSTOnly: any other method is 405 with Allow
+// and keeps nothing; op served PUT, DELETE and HEAD as a GET.
+func TestTheAuthorizationEndpointTakesGETAndPOSTOnly(t *testing.T) {
+	t.Parallel()
+	d, _ := pgtest.Open(t)
+	s := newHandler(t, d, false)
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, oauth.RouteRegister, strings.NewReader(
+		`{"redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}`)))
+	var reg struct {
+		ClientID string `json:"client_id"`
+	}
+	if err := json.NewDecoder(w.Body).Decode(&reg); err != nil || w.Code != http.StatusCreated {
+		t.Fatalf("register: %d %v", w.Code, err)
+	}
+	q := url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {"http://127.0.0.1:5555/callback"},
+		"state": {"s"}, "code_challenge": {strings.Repeat("c", 43)}, "code_challenge_method": {"S256"},
+		"resource": {publicURL + "/api/mcp"}, "scope": {"rooms"}}
+	for _, method := range []string{http.MethodPut, http.MethodDelete, http.MethodHead, http.MethodPatch} {
+		t.Run(method, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, httptest.NewRequest(method, oauth.RouteAuthorize+"?"+q.Encode(), nil))
+			if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "GET, POST" {
+				t.Fatalf("%d, Allow %q, Location %q", w.Code, w.Header().Get("Allow"), w.Header().Get("Location"))
+			}
+		})
+	}
+	var kept int
+	err := d.Operator(context.Background(), func(tx *pg.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT count(*) FROM oauth_auth_request`).Scan(&kept)
+	})
+	if err != nil || kept != 0 {
+		t.Fatalf("%d requests kept, %v", kept, err)
+	}
+	t.Run("GET still authorizes", func(t *testing.T) {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, oauth.RouteAuthorize+"?"+q.Encode(), nil))
+		if loc, _ := url.Parse(w.Header().Get("Location")); w.Code != http.StatusFound || loc == nil || loc.Path != oauth.RouteConsent {
+			t.Fatalf("%d %q", w.Code, w.Header().Get("Location"))
+		}
+	})
+}
