@@ -247,6 +247,13 @@ func (w *issuerRedirects) WriteHeader(status int) {
 				u.RawQuery = q.Encode()
 				w.Header().Set("Location", u.String())
 			}
+			// op answers in the fragment when the request asks response_mode=fragment:
+			// the response is there, so iss goes there too.
+			if f, err := url.ParseQuery(u.Fragment); err == nil && f.Has("error") && !f.Has("iss") {
+				f.Set("iss", w.issuer)
+				u.Fragment, u.RawFragment = f.Encode(), ""
+				w.Header().Set("Location", u.String())
+			}
 		}
 	}
 	w.ResponseWriter.WriteHeader(status)

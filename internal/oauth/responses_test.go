@@ -56,6 +56,10 @@ func TestEveryAuthorizationErrorCarriesTheIssuer(t *testing.T) {
 		"an unsupported response type": func(q url.Values) { q.Set("response_type", "token") },
 		"a prompt op refuses":          func(q url.Values) { q.Set("prompt", "none login") },
 		"plain PKCE (ours)":            func(q url.Values) { q.Set("code_challenge_method", "plain") },
+		"a response type op refuses, answered in the fragment": func(q url.Values) {
+			q.Set("response_type", "token")
+			q.Set("response_mode", "fragment")
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			q := url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {"http://127.0.0.1:5555/callback"},
@@ -68,7 +72,12 @@ func TestEveryAuthorizationErrorCarriesTheIssuer(t *testing.T) {
 			if err != nil || w.Code != http.StatusFound {
 				t.Fatalf("%d %q %v", w.Code, w.Header().Get("Location"), err)
 			}
-			if got := loc.Query(); got.Get("error") == "" || got.Get("state") != "s" || got.Get("iss") != publicURL || loc.Host != "127.0.0.1:5555" {
+			got := loc.Query()
+			if loc.Fragment != "" {
+				// op answers there when asked to: the response's parameters are all there.
+				got, _ = url.ParseQuery(loc.Fragment)
+			}
+			if got.Get("error") == "" || got.Get("state") != "s" || got.Get("iss") != publicURL || loc.Host != "127.0.0.1:5555" {
 				t.Fatalf("error redirect %s: want error, state and iss at the client's callback", loc)
 			}
 		})
