@@ -620,6 +620,25 @@ func TestAuthorizationRefusals(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the consent page is opened or posted to, nothing else", func(t *testing.T) {
+		// A PUT or DELETE rendered it as a GET does; the other pages answer 405.
+		f := newFlow(t, s, room)
+		resp, _ := f.br.consentPage(f.authURL(nil))
+		page := resp.Request.URL.String()
+		for _, method := range []string{http.MethodPut, http.MethodDelete, http.MethodPatch} {
+			req, err := http.NewRequest(method, page, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, body := f.br.do(req)
+			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD, POST" || strings.Contains(body, `name="choice"`) {
+				t.Fatalf("%s: %d, Allow %q:\n%.300s", method, resp.StatusCode, resp.Header.Get("Allow"), body)
+			}
+		}
+		if resp, body := f.br.get(page); resp.StatusCode != http.StatusOK || !strings.Contains(body, `name="choice"`) {
+			t.Fatalf("GET: %d %.300s", resp.StatusCode, body)
+		}
+	})
 	t.Run("a request without a resource of ours or a scope is invalid_target, not a missing scope", func(t *testing.T) {
 		// op refused the empty scope before Authorize could name the resource, with
 		// invalid_request "The scope of your request is missing".

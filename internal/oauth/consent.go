@@ -154,6 +154,13 @@ func redirectHost(uri string) string {
 func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 	site := s.deps.Site
 	ctx := r.Context()
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodPost {
+		// As the other pages answer (internal/web): a PUT or DELETE rendered the page as a
+		// GET does.
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		site.Message(w, http.StatusMethodNotAllowed, "Not allowed", "This page is opened or posted to, nothing else.")
+		return
+	}
 	// The query (GET) and the form (POST) alike: a NUL or invalid UTF-8 in the id is a 400.
 	if err := web.ParseForm(w, r, 16<<10); err != nil {
 		site.Message(w, http.StatusBadRequest, "Allow access?", "The form could not be read.")
