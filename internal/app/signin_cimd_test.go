@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/relayroom/relayroom/internal/config"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // TestAClientIdentifiedByItsMetadataDocumentConnects: the go-sdk client, identified by a
@@ -53,6 +55,19 @@ func TestAClientIdentifiedByItsMetadataDocumentConnects(t *testing.T) {
 		if name != "Document client" || source != "metadata_document" || fetched.Load() == 0 {
 			t.Fatalf("client %q from %q, document fetched %d times", name, source, fetched.Load())
 		}
+	})
+	t.Run("the consent page says which host named the client", func(t *testing.T) {
+		// A document anyone publishes may call itself "Claude": the host that published it
+		// is what the person can check.
+		s := startServerOpts(t, serverOptions{file: signInDemo, tune: func(c *config.Config) {
+			c.OAuthMetadataDocumentsAllowPrivate, c.OAuthMetadataDocumentRoots = true, roots
+		}})
+		sum := sha256.Sum256([]byte(strings.Repeat("v", 50)))
+		q := url.Values{"response_type": {"code"}, "client_id": {docURL}, "redirect_uri": {callbackURL}, "state": {"st"},
+			"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}, "resource": {s.base + "/api/mcp"}}
+		_, body := newBrowser(t, s.base).consentPage(s.base + "/authorize?" + q.Encode())
+		host := strings.TrimPrefix(docs.URL, "https://")
+		testfix.CheckContains(t, "consent page", html.UnescapeString(body), "<strong>Document client</strong> (as named by <strong>"+host+"</strong>, returning to")
 	})
 	t.Run("by default a document on a loopback address is refused unfetched", func(t *testing.T) {
 		s := startServerOpts(t, serverOptions{file: signInDemo})

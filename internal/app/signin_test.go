@@ -659,6 +659,11 @@ func TestAuthorizationRefusals(t *testing.T) {
 			t.Fatalf("%d authorization requests kept", n)
 		}
 	})
+	t.Run("the consent page says a registered client's name is its own word", func(t *testing.T) {
+		f := newFlow(t, s, room)
+		_, body := f.br.consentPage(f.authURL(nil))
+		testfix.CheckContains(t, "consent page", body, "(a name the app chose when it registered, returning to <strong>")
+	})
 	t.Run("resource mismatch at the token endpoint", func(t *testing.T) {
 		f := newFlow(t, s, room)
 		status, m := f.exchange(t, f.code(t), func(v url.Values) { v.Set("resource", s.base+"/api/mcp") })

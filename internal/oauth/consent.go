@@ -218,6 +218,13 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 	if page.ClientName == "" {
 		page.ClientName = "An unnamed client"
 	}
+	if s.isMetadataDocumentID(req.ClientID) {
+		// Anyone can publish a document that calls itself "Claude": the host that
+		// published it is what the person can check (the draft's advice to show it).
+		if u, err := url.Parse(req.ClientID); err == nil {
+			page.NamedBy = u.Host
+		}
+	}
 	for _, o := range opts {
 		page.Choices = append(page.Choices, web.Choice{Value: o.value, Label: o.label})
 	}

@@ -469,8 +469,12 @@ func (s *Site) logout(w http.ResponseWriter, r *http.Request) {
 
 // Consent is what the consent page shows (filled by the authorization server).
 type Consent struct {
-	RequestID    string
-	ClientName   string
+	RequestID  string
+	ClientName string
+	// NamedBy is the host whose metadata document names the client (its client_id is that
+	// document's URL), "" for a client that registered: either way the name is the app's
+	// own word, and the page says whose.
+	NamedBy      string
 	RedirectHost string
 	Resource     string // the endpoint in words
 	Question     string
