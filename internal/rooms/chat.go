@@ -129,6 +129,10 @@ const MaxMessagesBytes = 1 << 20
 type MessagesResult struct {
 	Messages []Message `json:"messages"`
 	Count    int       `json:"count"`
+	// Truncated is true when MaxMessagesBytes cut the answer short of limit: without it,
+	// fewer messages than limit read as a room that holds no more. It is left out of a
+	// whole answer, which keeps the contract's {messages, count}.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // parseCursor reads get_messages' before: nil for none, a message id otherwise. A value
@@ -191,15 +195,15 @@ func (s *Service) GetMessages(ctx context.Context, sc tenancy.Scope, limit int, 
 		return MessagesResult{}, pg.Classify("get messages", err)
 	}
 	rows = rows[:min(limit, len(rows))]
-	size := 0
+	size, truncated := 0, false
 	for i, r := range rows { // newest first
 		if size += text.JSONSize(r.Content); i > 0 && size > MaxMessagesBytes {
-			rows = rows[:i] // the older ones are read with before, from the oldest given
+			rows, truncated = rows[:i], true // the older ones are read with before, from the oldest given
 			break
 		}
 	}
 	slices.Reverse(rows)
-	out := MessagesResult{Messages: make([]Message, 0, len(rows)), Count: len(rows)}
+	out := MessagesResult{Messages: make([]Message, 0, len(rows)), Count: len(rows), Truncated: truncated}
 	readsMemory := sc.Granted(tenancy.GrantReadMemory)
 	for _, r := range rows {
 		content := r.Content

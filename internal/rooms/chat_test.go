@@ -60,7 +60,8 @@ func TestMessagesOrderLimitAndPaging(t *testing.T) {
 
 // TestMessagesAreBoundedByBytes: 100 messages of 10,000 control characters (six bytes
 // each once written, and an answer holds them twice) made 12 MB a call. An answer holds
-// at most rooms.MaxMessagesBytes of content as JSON writes it; before reads the rest.
+// at most rooms.MaxMessagesBytes of content as JSON writes it, says so with truncated,
+// and before reads the rest.
 func TestMessagesAreBoundedByBytes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -81,9 +82,23 @@ func TestMessagesAreBoundedByBytes(t *testing.T) {
 		t.Fatalf("%d of %d messages, %d bytes of content", len(msgs), n, size)
 	}
 	rest := e.call("peter", e.one, "get_messages", map[string]any{"limit": rooms.MaxMessagesLimit, "before": str(msgs[0].(map[string]any), "id")}).obj(t)
-	if c := int(rest["count"].(float64)); c == 0 {
-		t.Fatal("before the page, nothing: the older messages are lost")
-	}
+	t.Run("before reads the rest", func(t *testing.T) {
+		if c := int(rest["count"].(float64)); c != n-len(msgs) {
+			t.Fatalf("before the page, %d of the %d older messages", c, n-len(msgs))
+		}
+	})
+	// Fewer messages than limit is otherwise a room that holds no more: the cut answer
+	// says it was cut, and only it.
+	t.Run("the cut answer says truncated", func(t *testing.T) {
+		if got["truncated"] != true {
+			t.Fatalf("%d of %d messages and no truncated: %v", len(msgs), n, got["truncated"])
+		}
+	})
+	t.Run("a whole answer has no truncated", func(t *testing.T) {
+		if _, ok := rest["truncated"]; ok {
+			t.Fatalf("the rest, which fits, says truncated: %v", rest["truncated"])
+		}
+	})
 }
 
 func TestMessageFromFormats(t *testing.T) {

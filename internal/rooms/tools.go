@@ -215,7 +215,7 @@ func getMessagesTool(s *Service, where string) mcp.Tool[tenancy.Scope] {
 		Description: "Read the recent conversation of " + where + " — every agent's and person's messages, plus the cards memory " +
 			"writes and tasks leave — before you post. Returns {messages:[{id, from, content, timestamp}], count}, oldest first: " +
 			"the newest limit messages, or those before the message id given as before (to page back); " +
-			fmt.Sprintf("fewer when their content comes to more than %d MiB (page back with before for the rest).", MaxMessagesBytes>>20),
+			fmt.Sprintf("fewer when their content comes to more than %d MiB, and then truncated:true (page back with before for the rest).", MaxMessagesBytes>>20),
 		Annotations: mcp.Annotations{ReadOnly: true, Idempotent: true},
 	}, func(ctx context.Context, sc tenancy.Scope, in messagesInput) (MessagesResult, error) {
 		return s.GetMessages(ctx, sc, min(in.Limit, MaxMessagesLimit), in.Before)
