@@ -16,6 +16,7 @@ import (
 	"github.com/relayroom/relayroom/internal/audit"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
 	"github.com/relayroom/relayroom/internal/wake"
 )
 
@@ -320,6 +321,28 @@ type InboxResult struct {
 	PendingTasks *int        `json:"pending_tasks,omitempty"`
 	Message      string      `json:"message,omitempty"`
 	Tasks        []InboxTask `json:"tasks"`
+	// Truncated is true when MaxInboxBytes cut the answer short of limit: the tasks left
+	// out are not handed out, and the next call lists them. Left out of a whole answer,
+	// which keeps the contract's shape.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// MaxInboxBytes bounds the task text one get_inbox answer holds (goal, acceptance
+// criteria and verification method as JSON writes them; never fewer than one task):
+// 100 tasks of 5,000 control characters in each, six bytes each once written, made a
+// 10.5 MB answer, stored again as its idempotent replay. Attachments have their own
+// budget (InlineBudget).
+const MaxInboxBytes = 1 << 20
+
+// inboxTaskSize is what a task's text costs of MaxInboxBytes.
+func inboxTaskSize(r db.TaskListOpenRow) int {
+	n := text.JSONSize(r.Goal)
+	for _, p := range []*string{r.AcceptanceCriteria, r.VerificationMethod} {
+		if p != nil {
+			n += text.JSONSize(*p)
+		}
+	}
+	return n
 }
 
 // Inbox lists the caller's open tasks, pending ones first, and moves the listed pending
@@ -343,6 +366,14 @@ func (s *Service) Inbox(ctx context.Context, sc tenancy.Scope, limit int) (Inbox
 			return err
 		}
 		rows = rows[:min(limit, len(rows))]
+		// Cut before the hand-out below, so a task left out stays pending.
+		size := 0
+		for i, r := range rows {
+			if size += inboxTaskSize(r); i > 0 && size > MaxInboxBytes {
+				rows, out.Truncated = rows[:i], true
+				break
+			}
+		}
 		var pendingIDs []uuid.UUID
 		for _, r := range rows {
 			if r.Status == "pending" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/testfix"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 func TestSendTaskAndInbox(t *testing.T) {
@@ -408,4 +409,55 @@ func TestSendTaskNamesOwnAgentBySlugOrPart(t *testing.T) {
 	}
 	// Another company's agent is named by its part in the room: slugs repeat across companies.
 	wantErrorPrefix(t, e.call("peter", e.one, "send_task", map[string]any{"to_agent_slug": "qa-lead", "goal": "x"}), `Agent "qa-lead" not found in this project.`)
+}
+
+// TestInboxIsBoundedByBytes: 100 tasks whose goal, acceptance criteria and verification
+// method hold 5,000 control characters each (six bytes once written) made a 10.5 MB
+// get_inbox answer, stored again as its idempotent replay. An answer holds at most
+// rooms.MaxInboxBytes of task text as JSON writes it, says so with truncated, and the
+// tasks it leaves out are not handed out: the next call lists them as pending.
+func TestInboxIsBoundedByBytes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	goal := strings.Repeat("\x01", rooms.MaxTaskText)
+	n := rooms.MaxInboxBytes/text.JSONSize(goal) + 3
+	for range n {
+		e.insertTask("architect", "peter", goal)
+	}
+	first := e.call("peter", e.one, "get_inbox", map[string]any{"limit": rooms.MaxInboxLimit}).obj(t)
+	tasks := first["tasks"].([]any)
+	t.Run("the answer holds at most MaxInboxBytes", func(t *testing.T) {
+		size := 0
+		for _, x := range tasks {
+			size += text.JSONSize(str(x.(map[string]any), "goal"))
+		}
+		if len(tasks) == 0 || len(tasks) >= n || size > rooms.MaxInboxBytes {
+			t.Fatalf("%d of %d tasks, %d bytes of goals", len(tasks), n, size)
+		}
+	})
+	t.Run("the cut answer says truncated", func(t *testing.T) {
+		if first["truncated"] != true {
+			t.Fatalf("%d of %d tasks and no truncated: %v", len(tasks), n, first["truncated"])
+		}
+	})
+	t.Run("the tasks left out stay pending", func(t *testing.T) {
+		if first["pending_tasks"] != float64(len(tasks)) {
+			t.Fatalf("pending_tasks %v for %d tasks listed", first["pending_tasks"], len(tasks))
+		}
+		if c := e.count(`SELECT count(*) FROM room_task WHERE project_id = $1 AND status = 'pending'`, e.one); c != n-len(tasks) {
+			t.Fatalf("%d tasks still pending, want the %d left out", c, n-len(tasks))
+		}
+	})
+	t.Run("the next call lists them, whole", func(t *testing.T) {
+		for _, x := range tasks { // answered, so the next call lists the rest
+			e.call("peter", e.one, "respond_to_task", map[string]any{"task_id": str(x.(map[string]any), "task_id"), "result": "ok", "status": "done"}).obj(t)
+		}
+		rest := e.call("peter", e.one, "get_inbox", map[string]any{"limit": rooms.MaxInboxLimit}).obj(t)
+		if got := len(rest["tasks"].([]any)); got != n-len(tasks) || rest["pending_tasks"] != float64(got) {
+			t.Fatalf("the next call: %d tasks, pending_tasks %v; want %d", got, rest["pending_tasks"], n-len(tasks))
+		}
+		if _, ok := rest["truncated"]; ok {
+			t.Fatalf("the rest, which fits, says truncated: %v", rest["truncated"])
+		}
+	})
 }
