@@ -22,6 +22,7 @@ import (
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/stopwords"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 // Search tuning.
@@ -515,6 +516,9 @@ type ReadMemoryResult struct {
 	Found   *int          `json:"found,omitempty"`
 	Message string        `json:"message,omitempty"`
 	Entries []MemoryEntry `json:"entries"`
+	// Truncated is true when MaxMemoryBytes cut the answer short of limit (the entries
+	// left out rank lower). Left out of a whole answer, which keeps the contract's shape.
+	Truncated bool `json:"truncated,omitempty"`
 	// Semantic reports whether the semantic half ran (not sent to clients).
 	Semantic bool `json:"-"`
 }
@@ -595,8 +599,26 @@ func (s *Service) ReadMemory(ctx context.Context, sc tenancy.Scope, in ReadMemor
 	if len(entries) == 0 {
 		return ReadMemoryResult{Message: MsgNoMemory, Entries: []MemoryEntry{}, Semantic: qvec != nil}, nil
 	}
+	entries, truncated := cutEntries(entries)
 	n := len(entries)
-	return ReadMemoryResult{Found: &n, Entries: entries, Semantic: qvec != nil}, nil
+	return ReadMemoryResult{Found: &n, Entries: entries, Semantic: qvec != nil, Truncated: truncated}, nil
+}
+
+// MaxMemoryBytes bounds the content one read_memory answer holds, as JSON writes it
+// (never fewer than one entry): 50 entries of 20,000 control characters, six bytes each
+// once written, made a 7 MB answer.
+const MaxMemoryBytes = 1 << 20
+
+// cutEntries keeps the best-ranked entries whose content fits MaxMemoryBytes, and
+// reports whether it left any out.
+func cutEntries(entries []MemoryEntry) ([]MemoryEntry, bool) {
+	size := 0
+	for i, e := range entries {
+		if size += text.JSONSize(e.Content); i > 0 && size > MaxMemoryBytes {
+			return entries[:i], true
+		}
+	}
+	return entries, false
 }
 
 // queryVector embeds the query, or returns nil when the semantic half cannot run (embedder

@@ -23,6 +23,7 @@ import (
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/rooms"
 	"github.com/relayroom/relayroom/internal/tenancy"
+	"github.com/relayroom/relayroom/internal/text"
 )
 
 const (
@@ -855,4 +856,42 @@ func TestDecisionCategoryMarksADecision(t *testing.T) {
 	if len(entries) != 1 || entries[0].(map[string]any)["is_decision"] != true {
 		t.Fatalf("category decision did not mark a decision: %s", fmtJSON(r))
 	}
+}
+
+// TestReadMemoryIsBoundedByBytes: 50 entries of 20,000 control characters (six bytes each
+// once written) made a 7 MB read_memory answer. An answer holds at most
+// rooms.MaxMemoryBytes of content as JSON writes it, the best-ranked first, and says so
+// with truncated.
+func TestReadMemoryIsBoundedByBytes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	filler := strings.Repeat("\x01", rooms.MaxMemoryContent-100)
+	n := rooms.MaxMemoryBytes/text.JSONSize(filler) + 3
+	for i := range n {
+		if r := e.call("architect", e.one, "write_memory", map[string]any{"content": fmt.Sprintf("zebra crossing %d %s", i, filler)}); r.IsError {
+			t.Fatal(r.Text)
+		}
+	}
+	got := e.call("architect", e.one, "read_memory", map[string]any{"query": "zebra crossing", "limit": rooms.MaxMemoryLimit}).obj(t)
+	entries := got["entries"].([]any)
+	t.Run("the answer holds at most MaxMemoryBytes", func(t *testing.T) {
+		size := 0
+		for _, x := range entries {
+			size += text.JSONSize(str(x.(map[string]any), "content"))
+		}
+		if len(entries) == 0 || len(entries) >= n || size > rooms.MaxMemoryBytes || got["found"] != float64(len(entries)) {
+			t.Fatalf("%d of %d entries (found %v), %d bytes of content", len(entries), n, got["found"], size)
+		}
+	})
+	t.Run("the cut answer says truncated", func(t *testing.T) {
+		if got["truncated"] != true {
+			t.Fatalf("%d of %d entries and no truncated: %v", len(entries), n, got["truncated"])
+		}
+	})
+	t.Run("a whole answer has no truncated", func(t *testing.T) {
+		few := e.call("architect", e.one, "read_memory", map[string]any{"query": "zebra crossing", "limit": 2}).obj(t)
+		if _, ok := few["truncated"]; ok || few["found"] != float64(2) {
+			t.Fatalf("two entries, which fit: found %v, truncated %v", few["found"], few["truncated"])
+		}
+	})
 }

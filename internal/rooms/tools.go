@@ -111,7 +111,9 @@ func readMemoryTool(s *Service, where string) mcp.Tool[tenancy.Scope] {
 			"the room has already decided. Search is semantic and lexical at once, so exact names and ids match too. Deprecated " +
 			"entries and other organisations' private entries are never returned. Returns {found, entries:[{id, written_by, model, " +
 			"timestamp, is_decision, category?, tags, content, relevance?}]}, best first; relevance (a percentage) appears only " +
-			"when the semantic search ran. No match returns {message, entries:[]}. Optional filters: category, tags (any of).",
+			"when the semantic search ran. No match returns {message, entries:[]}. Optional filters: category, tags (any of). " +
+			fmt.Sprintf("Fewer than limit when the entries' content comes to more than %d MiB, and then truncated:true ", MaxMemoryBytes>>20) +
+			"(a narrower query or filter reaches the ones left out).",
 		Annotations: mcp.Annotations{ReadOnly: true, Idempotent: true},
 	}, func(ctx context.Context, sc tenancy.Scope, in ReadMemoryInput) (ReadMemoryResult, error) {
 		in.Limit = min(in.Limit, MaxMemoryLimit)
