@@ -222,6 +222,23 @@ func TestDashboardDesk(t *testing.T) {
 		}
 	})
 
+	// A form is URL-encoded: a character of three UTF-8 bytes is nine bytes sent, so a
+	// body at the bound in Chinese was 180,000 bytes, past the 128 KiB form limit, and
+	// was refused as "The form could not be read." instead of saved.
+	t.Run("saved replies: a body at the bound in any script is saved, one past it refused beside the field", func(t *testing.T) {
+		t.Parallel()
+		for _, c := range []struct {
+			char string
+			n    int
+			want int
+		}{{"語", desk.MaxSavedReplyBody, http.StatusSeeOther}, {"😀", desk.MaxSavedReplyBody, http.StatusSeeOther}, {"語", desk.MaxSavedReplyBody + 1, http.StatusBadRequest}} {
+			status, body := ana.postForm("/app/desk/replies", ana.form("title", fmt.Sprintf("%d of %s", c.n, c.char), "body", strings.Repeat(c.char, c.n)))
+			if status != c.want || (c.want == http.StatusBadRequest && !strings.Contains(body, `id="body-error"`)) {
+				t.Fatalf("%d × %s: status %d, want %d: %.300s", c.n, c.char, status, c.want, body)
+			}
+		}
+	})
+
 	t.Run("another workspace's ids answer 404 like absent ones", func(t *testing.T) {
 		t.Parallel()
 		for _, path := range []string{"/app/desk/inboxes/inbox_3", "/app/desk/inboxes/inbox_99", "/app/desk/inboxes/inbox_x", "/app/desk/replies/reply_4", "/app/desk/replies/reply_99"} {

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -68,8 +69,12 @@ const pingInterval = 25 * time.Second
 // thread took 337 MB for 20 two-byte replies).
 const StreamPushEvery = time.Second
 
-// maxFormBytes bounds a posted form (a message is at most 20,000 characters).
-const maxFormBytes = 128 << 10
+// maxFormBytes bounds a posted form: its longest field (a saved reply's body or a
+// thread's message, 20,000 characters) URL-encoded at its largest, every byte of a
+// four-byte character sent as %XX, and 16 KiB for the other fields. At 128 KiB a body
+// at the bound in Chinese (180,000 bytes sent) was refused as a form that could not be
+// read, before the field's own bound could say what was wrong.
+const maxFormBytes = int64(max(desk.MaxSavedReplyBody, threads.MaxBody)*utf8.UTFMax*len("%XX") + 16<<10)
 
 // liveFetch is how many of the newest messages a wake reads; more between two wakes is
 // beyond a conversation's pace, and the page's reload shows them all.
