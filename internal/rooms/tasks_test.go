@@ -2,6 +2,7 @@ package rooms_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -460,4 +461,20 @@ func TestInboxIsBoundedByBytes(t *testing.T) {
 			t.Fatalf("the rest, which fits, says truncated: %v", rest["truncated"])
 		}
 	})
+}
+
+// TestInboxLimitIsServedWhole: the schema's bound (MaxInboxLimit) and the query's own
+// LIMIT (a constant in SQL, so its cached plan serves every call) are two numbers: a
+// bound raised alone would let a client ask for more than the query can return, and be
+// answered short without a word. Asking for the most lists that many.
+func TestInboxLimitIsServedWhole(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for i := range rooms.MaxInboxLimit + 1 {
+		e.insertTask("architect", "peter", fmt.Sprintf("Task %d", i))
+	}
+	got := e.call("peter", e.one, "get_inbox", map[string]any{"limit": rooms.MaxInboxLimit}).obj(t)
+	if n := len(got["tasks"].([]any)); n != rooms.MaxInboxLimit || got["pending_tasks"] != float64(rooms.MaxInboxLimit) {
+		t.Fatalf("limit %d: %d tasks, pending_tasks %v", rooms.MaxInboxLimit, n, got["pending_tasks"])
+	}
 }
