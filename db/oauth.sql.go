@@ -707,6 +707,28 @@ func (q *Queries) OAuthTokenPrune(ctx context.Context, db DBTX) (int64, error) {
 	return result.RowsAffected(), nil
 }
 
+const oAuthTokenRefreshGraceOver = `-- name: OAuthTokenRefreshGraceOver :one
+SELECT (used_at <= now() - make_interval(secs => $1::float8))::boolean AS over
+FROM oauth_token WHERE org_id = $2 AND token_id = $3::text
+`
+
+type OAuthTokenRefreshGraceOverParams struct {
+	GraceSeconds float64
+	OrgID        uuid.UUID
+	TokenID      string
+}
+
+// Whether a used refresh token's grace has ended, on the database's clock, the one that
+// stamped used_at: a replica's own clock may be off the database's (and another
+// replica's) by more than the one-minute grace, and then the same second use was a
+// sibling through one replica and reuse through another.
+func (q *Queries) OAuthTokenRefreshGraceOver(ctx context.Context, db DBTX, arg OAuthTokenRefreshGraceOverParams) (bool, error) {
+	row := db.QueryRow(ctx, oAuthTokenRefreshGraceOver, arg.GraceSeconds, arg.OrgID, arg.TokenID)
+	var over bool
+	err := row.Scan(&over)
+	return over, err
+}
+
 const oAuthTokenRevoke = `-- name: OAuthTokenRevoke :exec
 UPDATE oauth_token SET revoked_at = now()
 WHERE org_id = $1 AND token_id = $2 AND revoked_at IS NULL

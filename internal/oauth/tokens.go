@@ -227,8 +227,7 @@ func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Val
 		if err := checkResource(s.issuer, form, live.Resource); err != nil {
 			return err
 		}
-		switch {
-		case t.UsedAt == nil:
+		if t.UsedAt == nil {
 			// First use: its predecessor's grace ends now.
 			if _, err := s.deps.Q.OAuthTokenMarkRefreshUsed(ctx, tx, db.OAuthTokenMarkRefreshUsedParams{OrgID: t.OrgID, TokenID: t.TokenID}); err != nil {
 				return fmt.Errorf("use refresh token: %w", err)
@@ -237,14 +236,23 @@ func (s *Server) refresh(ctx context.Context, clientID, raw string, form url.Val
 				OrgID: t.OrgID, GrantID: t.GrantID, ParentID: t.ParentID, Before: t.CreatedAt}); err != nil {
 				return fmt.Errorf("end grace: %w", err)
 			}
-		case !s.deps.Now().Before(t.UsedAt.Add(RefreshReuseGrace)):
-			lost, err := s.successorsLost(ctx, tx, t)
+		} else {
+			// The database stamped the first use, so it tells whether the grace is over:
+			// every replica then draws the line at the same instant.
+			over, err := s.deps.Q.OAuthTokenRefreshGraceOver(ctx, tx, db.OAuthTokenRefreshGraceOverParams{
+				OrgID: t.OrgID, TokenID: t.TokenID, GraceSeconds: RefreshReuseGrace.Seconds()})
 			if err != nil {
-				return err
+				return fmt.Errorf("read refresh grace: %w", err)
 			}
-			if !lost {
-				reused = &grantKey{t.OrgID, t.GrantID}
-				return errBadGrant
+			if over {
+				lost, err := s.successorsLost(ctx, tx, t)
+				if err != nil {
+					return err
+				}
+				if !lost {
+					reused = &grantKey{t.OrgID, t.GrantID}
+					return errBadGrant
+				}
 			}
 		}
 		resp, err = s.issue(ctx, tx, t.OrgID, t.GrantID, live.Scopes, &t.TokenID)

@@ -102,6 +102,14 @@ FROM oauth_token WHERE token_id = sqlc.arg(token_id)::text;
 UPDATE oauth_token SET used_at = now()
 WHERE org_id = sqlc.arg(org_id) AND token_id = sqlc.arg(token_id) AND used_at IS NULL;
 
+-- name: OAuthTokenRefreshGraceOver :one
+-- Whether a used refresh token's grace has ended, on the database's clock, the one that
+-- stamped used_at: a replica's own clock may be off the database's (and another
+-- replica's) by more than the one-minute grace, and then the same second use was a
+-- sibling through one replica and reuse through another.
+SELECT (used_at <= now() - make_interval(secs => sqlc.arg(grace_seconds)::float8))::boolean AS over
+FROM oauth_token WHERE org_id = sqlc.arg(org_id) AND token_id = sqlc.arg(token_id)::text;
+
 -- name: OAuthTokenRevoke :exec
 UPDATE oauth_token SET revoked_at = now()
 WHERE org_id = sqlc.arg(org_id) AND token_id = sqlc.arg(token_id) AND revoked_at IS NULL;
