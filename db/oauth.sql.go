@@ -378,23 +378,27 @@ INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, agent_id, par
   code_id, code_hash, code_challenge, redirect_uri, code_expires_at)
 VALUES ($1, $2, $3, $4, $5,
   $6, $7, $8::text[], $9, $10,
-  $11, $12, $13)
+  $11, $12,
+  -- The database's clock sets the code's end and tells it (OAuthGrantListByCode): the
+  -- consent and the exchange may run on replicas whose clocks differ by more than the
+  -- code's minute.
+  now() + make_interval(secs => $13::float8))
 `
 
 type OAuthGrantInsertParams struct {
-	OrgID         uuid.UUID
-	ID            uuid.UUID
-	ClientID      string
-	UserID        uuid.UUID
-	Resource      string
-	AgentID       *uuid.UUID
-	Part          *string
-	Scopes        []string
-	CodeID        string
-	CodeHash      []byte
-	CodeChallenge string
-	RedirectUri   string
-	CodeExpiresAt time.Time
+	OrgID               uuid.UUID
+	ID                  uuid.UUID
+	ClientID            string
+	UserID              uuid.UUID
+	Resource            string
+	AgentID             *uuid.UUID
+	Part                *string
+	Scopes              []string
+	CodeID              string
+	CodeHash            []byte
+	CodeChallenge       string
+	RedirectUri         string
+	CodeLifetimeSeconds float64
 }
 
 func (q *Queries) OAuthGrantInsert(ctx context.Context, db DBTX, arg OAuthGrantInsertParams) error {
@@ -411,7 +415,7 @@ func (q *Queries) OAuthGrantInsert(ctx context.Context, db DBTX, arg OAuthGrantI
 		arg.CodeHash,
 		arg.CodeChallenge,
 		arg.RedirectUri,
-		arg.CodeExpiresAt,
+		arg.CodeLifetimeSeconds,
 	)
 	return err
 }
@@ -470,7 +474,7 @@ func (q *Queries) OAuthGrantList(ctx context.Context, db DBTX) ([]OAuthGrantList
 
 const oAuthGrantListByCode = `-- name: OAuthGrantListByCode :many
 SELECT org_id, id, client_id, resource, code_hash, code_challenge, redirect_uri,
-  code_expires_at, code_used_at, revoked_at
+  (code_expires_at > now())::boolean AS code_live, code_used_at, revoked_at
 FROM oauth_grant WHERE code_id = $1::text
 `
 
@@ -482,12 +486,13 @@ type OAuthGrantListByCodeRow struct {
 	CodeHash      []byte
 	CodeChallenge string
 	RedirectUri   string
-	CodeExpiresAt time.Time
+	CodeLive      bool
 	CodeUsedAt    *time.Time
 	RevokedAt     *time.Time
 }
 
 // The grants an authorization code's public id names; the hash is compared in Go.
+// code_live is the database's clock's (OAuthGrantInsert).
 func (q *Queries) OAuthGrantListByCode(ctx context.Context, db DBTX, codeID string) ([]OAuthGrantListByCodeRow, error) {
 	rows, err := db.Query(ctx, oAuthGrantListByCode, codeID)
 	if err != nil {
@@ -505,7 +510,7 @@ func (q *Queries) OAuthGrantListByCode(ctx context.Context, db DBTX, codeID stri
 			&i.CodeHash,
 			&i.CodeChallenge,
 			&i.RedirectUri,
-			&i.CodeExpiresAt,
+			&i.CodeLive,
 			&i.CodeUsedAt,
 			&i.RevokedAt,
 		); err != nil {

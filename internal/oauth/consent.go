@@ -264,7 +264,7 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 		g := db.OAuthGrantInsertParams{
 			OrgID: chosen.orgID, ID: uuid.Must(uuid.NewV7()), ClientID: req.ClientID, UserID: sess.Person.ID,
 			Resource: req.Resource, Scopes: granted, CodeID: cp.ID, CodeHash: cp.Hash(), CodeChallenge: req.CodeChallenge,
-			RedirectUri: req.RedirectUri, CodeExpiresAt: s.deps.Now().Add(CodeLifetime),
+			RedirectUri: req.RedirectUri, CodeLifetimeSeconds: CodeLifetime.Seconds(),
 		}
 		if chosen.agentID != uuid.Nil {
 			g.AgentID = &chosen.agentID

@@ -3,7 +3,6 @@ package oauth_test
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,9 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/relayroom/relayroom/db"
 	"github.com/relayroom/relayroom/internal/auth"
-	"github.com/relayroom/relayroom/internal/oauth"
 
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 )
@@ -82,16 +79,7 @@ func TestRefreshSiblingsBothStayLive(t *testing.T) {
 func TestRefreshGraceIsTheDatabasesClock(t *testing.T) {
 	t.Parallel()
 	d, _ := pgtest.Open(t)
-	// replica answers refreshes as a replica whose clock is off the database's by skew.
-	replica := func(skew time.Duration) *oauth.Server {
-		s, err := oauth.NewHandler(oauth.Deps{DB: d, Q: db.New(), PublicURL: publicURL, Log: slog.New(slog.DiscardHandler),
-			Now: func() time.Time { return time.Now().Add(skew) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	inSync, ahead, behind := newHandler(t, d, false), replica(2*time.Minute), replica(-2*time.Minute)
+	inSync, ahead, behind := newHandler(t, d, false), skewedHandler(t, d, 2*time.Minute), skewedHandler(t, d, -2*time.Minute)
 	// grant makes a person's grant with one refresh token, never used, and returns it.
 	grant := func(t *testing.T, n int) (string, uuid.UUID) {
 		t.Helper()

@@ -58,12 +58,17 @@ INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, agent_id, par
   code_id, code_hash, code_challenge, redirect_uri, code_expires_at)
 VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(client_id), sqlc.arg(user_id), sqlc.arg(resource),
   sqlc.narg(agent_id), sqlc.narg(part), sqlc.arg(scopes)::text[], sqlc.arg(code_id), sqlc.arg(code_hash),
-  sqlc.arg(code_challenge), sqlc.arg(redirect_uri), sqlc.arg(code_expires_at));
+  sqlc.arg(code_challenge), sqlc.arg(redirect_uri),
+  -- The database's clock sets the code's end and tells it (OAuthGrantListByCode): the
+  -- consent and the exchange may run on replicas whose clocks differ by more than the
+  -- code's minute.
+  now() + make_interval(secs => sqlc.arg(code_lifetime_seconds)::float8));
 
 -- name: OAuthGrantListByCode :many
 -- The grants an authorization code's public id names; the hash is compared in Go.
+-- code_live is the database's clock's (OAuthGrantInsert).
 SELECT org_id, id, client_id, resource, code_hash, code_challenge, redirect_uri,
-  code_expires_at, code_used_at, revoked_at
+  (code_expires_at > now())::boolean AS code_live, code_used_at, revoked_at
 FROM oauth_grant WHERE code_id = sqlc.arg(code_id)::text;
 
 -- name: OAuthGrantUseCode :execrows

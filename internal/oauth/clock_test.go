@@ -1,0 +1,94 @@
+package oauth_test
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/db"
+	"github.com/relayroom/relayroom/internal/auth"
+	"github.com/relayroom/relayroom/internal/oauth"
+	"github.com/relayroom/relayroom/internal/pg"
+	"github.com/relayroom/relayroom/internal/pg/pgtest"
+)
+
+// skewedHandler is the authorization server of a replica whose clock is off the
+// database's by skew.
+func skewedHandler(t *testing.T, d *pg.DB, skew time.Duration) *oauth.Server {
+	t.Helper()
+	s, err := oauth.NewHandler(oauth.Deps{DB: d, Q: db.New(), PublicURL: publicURL, Log: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return time.Now().Add(skew) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestCodeLifetimeIsTheDatabasesClock: an authorization code made through one replica is
+// redeemed through whichever the client's token request reaches. The code's minute was
+// set by the consenting replica's clock and checked by the redeeming one's, so a replica
+// whose clock ran two minutes ahead refused every code at once, and one two minutes
+// behind accepted a code long spent of its minute.
+func TestCodeLifetimeIsTheDatabasesClock(t *testing.T) {
+	t.Parallel()
+	d, _ := pgtest.Open(t)
+	ahead, behind := skewedHandler(t, d, 2*time.Minute), skewedHandler(t, d, -2*time.Minute)
+	verifier := strings.Repeat("v", 50)
+	sum := sha256.Sum256([]byte(verifier))
+	challenge := base64.RawURLEncoding.EncodeToString(sum[:])
+	// code makes a grant whose code ends at the database's now() plus left (as the
+	// consent stamps it) and returns the code.
+	code := func(t *testing.T, n int, left string) string {
+		t.Helper()
+		user, org, grant := uuid.New(), uuid.New(), uuid.New()
+		raw, p, err := auth.Generate(auth.CodePrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := fmt.Sprintf("codeclient%d", n)
+		ownerExec(t, d,
+			fmt.Sprintf(`INSERT INTO app_user (id, email) VALUES ('%s', 'c%d@example.test')`, user, n),
+			fmt.Sprintf(`INSERT INTO organisation (id, slug, name) VALUES ('%s', 'c%d', 'C')`, org, n),
+			`INSERT INTO org_member (org_id, user_id, role) VALUES ('`+org.String()+`', '`+user.String()+`', 'member')`,
+			`INSERT INTO oauth_client (client_id, redirect_uris, source) VALUES ('`+client+`', '{http://127.0.0.1/cb}', 'registration')`,
+			fmt.Sprintf(`INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, scopes, code_id, code_hash, code_challenge, redirect_uri, code_expires_at)
+			 VALUES ('%s', '%s', '%s', '%s', '%s/desk/mcp', '{conversations:read}', '%s', '\x%x', '%s', 'http://127.0.0.1/cb', now() + interval '%s')`,
+				org, grant, client, user, publicURL, p.ID, p.Hash(), challenge, left),
+		)
+		return raw
+	}
+	exchange := func(t *testing.T, s http.Handler, n int, c string) (int, map[string]any) {
+		t.Helper()
+		form := url.Values{"grant_type": {"authorization_code"}, "code": {c}, "client_id": {fmt.Sprintf("codeclient%d", n)},
+			"redirect_uri": {"http://127.0.0.1/cb"}, "code_verifier": {verifier}}
+		r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(form.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		var body map[string]any
+		_ = json.Unmarshal(w.Body.Bytes(), &body)
+		return w.Code, body
+	}
+
+	t.Run("a code within its minute is redeemed through a replica ahead of the database", func(t *testing.T) {
+		if st, body := exchange(t, ahead, 1, code(t, 1, "55 seconds")); st != http.StatusOK {
+			t.Fatalf("a fresh code through the replica ahead: %d %v", st, body)
+		}
+	})
+
+	t.Run("a code past its minute is refused through a replica behind the database", func(t *testing.T) {
+		if st, body := exchange(t, behind, 2, code(t, 2, "-5 seconds")); st != http.StatusBadRequest {
+			t.Fatalf("an ended code through the replica behind: %d %v, want 400", st, body)
+		}
+	})
+}
