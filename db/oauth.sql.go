@@ -97,18 +97,21 @@ func (q *Queries) AuthRequestGetByID(ctx context.Context, db DBTX, id string) (A
 const authRequestInsert = `-- name: AuthRequestInsert :exec
 INSERT INTO oauth_auth_request (id, client_id, redirect_uri, state, code_challenge, resource, scopes, expires_at)
 VALUES ($1, $2, $3, $4, $5,
-  $6, $7::text[], $8)
+  $6, $7::text[],
+  -- On the database's clock, which AuthRequestGetByID reads it with: the replica that
+  -- keeps the request and the one that shows its consent may have clocks apart.
+  now() + make_interval(secs => $8::float8))
 `
 
 type AuthRequestInsertParams struct {
-	ID            string
-	ClientID      string
-	RedirectUri   string
-	State         string
-	CodeChallenge string
-	Resource      string
-	Scopes        []string
-	ExpiresAt     time.Time
+	ID              string
+	ClientID        string
+	RedirectUri     string
+	State           string
+	CodeChallenge   string
+	Resource        string
+	Scopes          []string
+	LifetimeSeconds float64
 }
 
 func (q *Queries) AuthRequestInsert(ctx context.Context, db DBTX, arg AuthRequestInsertParams) error {
@@ -120,7 +123,7 @@ func (q *Queries) AuthRequestInsert(ctx context.Context, db DBTX, arg AuthReques
 		arg.CodeChallenge,
 		arg.Resource,
 		arg.Scopes,
-		arg.ExpiresAt,
+		arg.LifetimeSeconds,
 	)
 	return err
 }

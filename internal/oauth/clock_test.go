@@ -1,6 +1,7 @@
 package oauth_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -91,4 +92,28 @@ func TestCodeLifetimeIsTheDatabasesClock(t *testing.T) {
 			t.Fatalf("an ended code through the replica behind: %d %v, want 400", st, body)
 		}
 	})
+}
+
+// TestAuthRequestLifetimeIsTheDatabasesClock: the authorization request kept through one
+// replica is read for its consent through whichever replica the browser reaches, by the
+// database's clock (AuthRequestGetByID). Its end was the keeping replica's clock plus ten
+// minutes, so a replica eleven minutes behind the database kept requests that had ended
+// before the person could see them.
+func TestAuthRequestLifetimeIsTheDatabasesClock(t *testing.T) {
+	t.Parallel()
+	d, _ := pgtest.Open(t)
+	ownerExec(t, d, `INSERT INTO oauth_client (client_id, redirect_uris, source) VALUES ('skewclient', '{http://127.0.0.1:5555/callback}', 'registration')`)
+	status, location, body := authorizeWith(t, skewedHandler(t, d, -11*time.Minute), "skewclient")
+	u, err := url.Parse(location)
+	if err != nil || status != http.StatusFound || u.Query().Get("id") == "" {
+		t.Fatalf("authorize through the replica behind: %d %q %s", status, location, body)
+	}
+	id := u.Query().Get("id")
+	err = d.InTenant(context.Background(), pg.Tenant{Lookup: id, SignIn: true}, func(tx *pg.Tx) error {
+		_, err := db.New().AuthRequestGetByID(context.Background(), tx, id)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("the consent's read of a request kept a moment ago through the replica behind: %v", err)
+	}
 }

@@ -140,7 +140,7 @@ func (o *opServer) Authorize(ctx context.Context, r *op.ClientRequest[oidc.AuthR
 		return o.s.deps.Q.AuthRequestInsert(ctx, tx, db.AuthRequestInsertParams{
 			ID: id, ClientID: r.Client.GetID(), RedirectUri: d.RedirectURI, State: d.State,
 			CodeChallenge: d.CodeChallenge, Resource: res.URL, Scopes: scopes,
-			ExpiresAt: o.s.deps.Now().Add(AuthRequestLifetime),
+			LifetimeSeconds: AuthRequestLifetime.Seconds(),
 		})
 	})
 	if err != nil {

@@ -38,7 +38,10 @@ UPDATE oauth_client SET revoked_at = now() WHERE client_id = sqlc.arg(client_id)
 -- name: AuthRequestInsert :exec
 INSERT INTO oauth_auth_request (id, client_id, redirect_uri, state, code_challenge, resource, scopes, expires_at)
 VALUES (sqlc.arg(id), sqlc.arg(client_id), sqlc.arg(redirect_uri), sqlc.arg(state), sqlc.arg(code_challenge),
-  sqlc.arg(resource), sqlc.arg(scopes)::text[], sqlc.arg(expires_at));
+  sqlc.arg(resource), sqlc.arg(scopes)::text[],
+  -- On the database's clock, which AuthRequestGetByID reads it with: the replica that
+  -- keeps the request and the one that shows its consent may have clocks apart.
+  now() + make_interval(secs => sqlc.arg(lifetime_seconds)::float8));
 
 -- name: AuthRequestGetByID :one
 SELECT r.id, r.client_id, r.redirect_uri, r.state, r.code_challenge, r.resource, r.scopes, c.client_name
