@@ -391,6 +391,7 @@ func TestDeskIngestAPI(t *testing.T) {
 		"messages": [{"external_id": "mail-7781-1", "type": "customer", "body": "How do I export a zeppelin report to PDF?"}]}`
 
 	t.Run("a body cut short is refused without the server's read error", func(t *testing.T) {
+		skipThroughBalancer(t, "HAProxy closes a client that half-closes before its body is whole without an answer, so the service never sees the short body")
 		head := "POST " + desk.RouteIngestConversations + " HTTP/1.1\r\nHost: relay.test\r\nContent-Type: application/json\r\n" +
 			"Authorization: Bearer " + ingest + "\r\nContent-Length: 100\r\n\r\n"
 		conn := rawRequest(t, ds.base, head, `{"external_id": "m`)

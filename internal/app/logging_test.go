@@ -277,6 +277,7 @@ func TestLoggedURIMasksSignatures(t *testing.T) {
 // twice its size; the logged path is cut after its credentials are masked, and a request
 // line past MaxHeaderBytes is refused before it is read.
 func TestALongURLIsLoggedCut(t *testing.T) {
+	skipThroughBalancer(t, "HAProxy answers a URL longer than its buffer (16 KiB) with its own 400 and never passes it on")
 	t.Parallel()
 	s := startServer(t)
 	key := s.key("acme/architect")
