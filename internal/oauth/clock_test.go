@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -51,34 +49,22 @@ func TestCodeLifetimeIsTheDatabasesClock(t *testing.T) {
 	// consent stamps it) and returns the code.
 	code := func(t *testing.T, n int, left string) string {
 		t.Helper()
-		user, org, grant := uuid.New(), uuid.New(), uuid.New()
+		client := fmt.Sprintf("codeclient%d", n)
+		user, org := seedPerson(t, d, n, client)
+		grant := uuid.New()
 		raw, p, err := auth.Generate(auth.CodePrefix)
 		if err != nil {
 			t.Fatal(err)
 		}
-		client := fmt.Sprintf("codeclient%d", n)
-		ownerExec(t, d,
-			fmt.Sprintf(`INSERT INTO app_user (id, email) VALUES ('%s', 'c%d@example.test')`, user, n),
-			fmt.Sprintf(`INSERT INTO organisation (id, slug, name) VALUES ('%s', 'c%d', 'C')`, org, n),
-			`INSERT INTO org_member (org_id, user_id, role) VALUES ('`+org.String()+`', '`+user.String()+`', 'member')`,
-			`INSERT INTO oauth_client (client_id, redirect_uris, source) VALUES ('`+client+`', '{http://127.0.0.1/cb}', 'registration')`,
-			fmt.Sprintf(`INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, scopes, code_id, code_hash, code_challenge, redirect_uri, code_expires_at)
+		ownerExec(t, d, fmt.Sprintf(`INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, scopes, code_id, code_hash, code_challenge, redirect_uri, code_expires_at)
 			 VALUES ('%s', '%s', '%s', '%s', '%s/desk/mcp', '{conversations:read}', '%s', '\x%x', '%s', 'http://127.0.0.1/cb', now() + interval '%s')`,
-				org, grant, client, user, publicURL, p.ID, p.Hash(), challenge, left),
-		)
+			org, grant, client, user, publicURL, p.ID, p.Hash(), challenge, left))
 		return raw
 	}
 	exchange := func(t *testing.T, s http.Handler, n int, c string) (int, map[string]any) {
 		t.Helper()
-		form := url.Values{"grant_type": {"authorization_code"}, "code": {c}, "client_id": {fmt.Sprintf("codeclient%d", n)},
-			"redirect_uri": {"http://127.0.0.1/cb"}, "code_verifier": {verifier}}
-		r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(form.Encode()))
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		w := httptest.NewRecorder()
-		s.ServeHTTP(w, r)
-		var body map[string]any
-		_ = json.Unmarshal(w.Body.Bytes(), &body)
-		return w.Code, body
+		return postToken(t, s, url.Values{"grant_type": {"authorization_code"}, "code": {c}, "client_id": {fmt.Sprintf("codeclient%d", n)},
+			"redirect_uri": {"http://127.0.0.1/cb"}, "code_verifier": {verifier}})
 	}
 
 	t.Run("a code within its minute is redeemed through a replica ahead of the database", func(t *testing.T) {

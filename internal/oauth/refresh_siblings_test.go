@@ -1,19 +1,16 @@
 package oauth_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/relayroom/relayroom/internal/auth"
-
+	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
 )
 
@@ -25,31 +22,11 @@ import (
 func TestRefreshSiblingsBothStayLive(t *testing.T) {
 	t.Parallel()
 	d, _ := pgtest.Open(t)
-	user, org, grant := uuid.New(), uuid.New(), uuid.New()
-	raw, p, err := auth.Generate(auth.RefreshTokenPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ownerExec(t, d,
-		`INSERT INTO app_user (id, email) VALUES ('`+user.String()+`', 'p@example.test')`,
-		`INSERT INTO organisation (id, slug, name) VALUES ('`+org.String()+`', 'o', 'O')`,
-		`INSERT INTO org_member (org_id, user_id, role) VALUES ('`+org.String()+`', '`+user.String()+`', 'member')`,
-		`INSERT INTO oauth_client (client_id, redirect_uris, source) VALUES ('clientA', '{http://127.0.0.1/cb}', 'registration')`,
-		`INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, scopes, code_id, code_hash, code_challenge, redirect_uri, code_expires_at, code_used_at)
-		 VALUES ('`+org.String()+`', '`+grant.String()+`', 'clientA', '`+user.String()+`', '`+publicURL+`/desk/mcp', '{conversations:read}', 'codeA', '\x00', 'c', 'http://127.0.0.1/cb', now(), now())`,
-		fmt.Sprintf(`INSERT INTO oauth_token (org_id, token_id, grant_id, kind, secret_hash, expires_at) VALUES ('%s', '%s', '%s', 'refresh', '\x%x', now() + interval '1 day')`, org, p.ID, grant, p.Hash()),
-	)
+	raw, _ := seedRefreshGrant(t, d, 0, "clientA")
 	s := newHandler(t, d, false)
 	refresh := func(rt string) (int, map[string]any) {
 		t.Helper()
-		form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {"clientA"}}
-		r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(form.Encode()))
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		w := httptest.NewRecorder()
-		s.ServeHTTP(w, r)
-		var body map[string]any
-		_ = json.Unmarshal(w.Body.Bytes(), &body)
-		return w.Code, body
+		return postToken(t, s, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {"clientA"}})
 	}
 	s1, a := refresh(raw) // two processes refresh with R0 at once
 	s2, b := refresh(raw)
@@ -80,36 +57,13 @@ func TestRefreshGraceIsTheDatabasesClock(t *testing.T) {
 	t.Parallel()
 	d, _ := pgtest.Open(t)
 	inSync, ahead, behind := newHandler(t, d, false), skewedHandler(t, d, 2*time.Minute), skewedHandler(t, d, -2*time.Minute)
-	// grant makes a person's grant with one refresh token, never used, and returns it.
 	grant := func(t *testing.T, n int) (string, uuid.UUID) {
 		t.Helper()
-		user, org, grant := uuid.New(), uuid.New(), uuid.New()
-		raw, p, err := auth.Generate(auth.RefreshTokenPrefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		client := fmt.Sprintf("client%d", n)
-		ownerExec(t, d,
-			fmt.Sprintf(`INSERT INTO app_user (id, email) VALUES ('%s', 'p%d@example.test')`, user, n),
-			fmt.Sprintf(`INSERT INTO organisation (id, slug, name) VALUES ('%s', 'o%d', 'O')`, org, n),
-			`INSERT INTO org_member (org_id, user_id, role) VALUES ('`+org.String()+`', '`+user.String()+`', 'member')`,
-			`INSERT INTO oauth_client (client_id, redirect_uris, source) VALUES ('`+client+`', '{http://127.0.0.1/cb}', 'registration')`,
-			fmt.Sprintf(`INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, scopes, code_id, code_hash, code_challenge, redirect_uri, code_expires_at, code_used_at)
-			 VALUES ('%s', '%s', '%s', '%s', '%s/desk/mcp', '{conversations:read}', 'code%d', '\x00', 'c', 'http://127.0.0.1/cb', now(), now())`, org, grant, client, user, publicURL, n),
-			fmt.Sprintf(`INSERT INTO oauth_token (org_id, token_id, grant_id, kind, secret_hash, expires_at) VALUES ('%s', '%s', '%s', 'refresh', '\x%x', now() + interval '1 day')`, org, p.ID, grant, p.Hash()),
-		)
-		return raw, grant
+		return seedRefreshGrant(t, d, n, fmt.Sprintf("client%d", n))
 	}
 	refresh := func(t *testing.T, s http.Handler, client, rt string) (int, map[string]any) {
 		t.Helper()
-		form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {client}}
-		r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(form.Encode()))
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		w := httptest.NewRecorder()
-		s.ServeHTTP(w, r)
-		var body map[string]any
-		_ = json.Unmarshal(w.Body.Bytes(), &body)
-		return w.Code, body
+		return postToken(t, s, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {client}})
 	}
 
 	t.Run("a second use within the grace through a replica ahead of the database keeps both successors", func(t *testing.T) {
@@ -143,4 +97,23 @@ func TestRefreshGraceIsTheDatabasesClock(t *testing.T) {
 			t.Fatalf("the lost successor after R0 came back past its grace: %d %v, want 400 (revoked when replaced)", st, body)
 		}
 	})
+}
+
+// seedRefreshGrant makes a person's desk grant to client, its code spent, with one
+// refresh token never used (inserted without a parent, as tokens issued before parents
+// were recorded), and returns the token and the grant's id.
+func seedRefreshGrant(t *testing.T, d *pg.DB, n int, client string) (string, uuid.UUID) {
+	t.Helper()
+	user, org := seedPerson(t, d, n, client)
+	grant := uuid.New()
+	raw, p, err := auth.Generate(auth.RefreshTokenPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownerExec(t, d,
+		fmt.Sprintf(`INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, scopes, code_id, code_hash, code_challenge, redirect_uri, code_expires_at, code_used_at)
+		 VALUES ('%s', '%s', '%s', '%s', '%s/desk/mcp', '{conversations:read}', 'code%d-%s', '\x00', 'c', 'http://127.0.0.1/cb', now(), now())`, org, grant, client, user, publicURL, n, client),
+		fmt.Sprintf(`INSERT INTO oauth_token (org_id, token_id, grant_id, kind, secret_hash, expires_at) VALUES ('%s', '%s', '%s', 'refresh', '\x%x', now() + interval '1 day')`, org, p.ID, grant, p.Hash()),
+	)
+	return raw, grant
 }

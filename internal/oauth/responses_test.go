@@ -43,15 +43,7 @@ func TestEveryAuthorizationErrorCarriesTheIssuer(t *testing.T) {
 	t.Parallel()
 	d, _ := pgtest.Open(t)
 	s := newHandler(t, d, false)
-	w := httptest.NewRecorder()
-	s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, oauth.RouteRegister, strings.NewReader(
-		`{"redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}`)))
-	var reg struct {
-		ClientID string `json:"client_id"`
-	}
-	if err := json.NewDecoder(w.Body).Decode(&reg); err != nil || w.Code != http.StatusCreated {
-		t.Fatalf("register: %d %v", w.Code, err)
-	}
+	clientID := registerLoopbackClient(t, s)
 	for name, mod := range map[string]func(url.Values){
 		"an unsupported response type": func(q url.Values) { q.Set("response_type", "token") },
 		"a prompt op refuses":          func(q url.Values) { q.Set("prompt", "none login") },
@@ -62,7 +54,7 @@ func TestEveryAuthorizationErrorCarriesTheIssuer(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			q := url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {"http://127.0.0.1:5555/callback"},
+			q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {"http://127.0.0.1:5555/callback"},
 				"state": {"s"}, "code_challenge": {strings.Repeat("c", 43)}, "code_challenge_method": {"S256"},
 				"resource": {publicURL + "/api/mcp"}, "scope": {"rooms"}}
 			mod(q)
@@ -135,15 +127,7 @@ func TestARefusedStateIsNeverEchoed(t *testing.T) {
 	t.Parallel()
 	d, _ := pgtest.Open(t)
 	s := newHandler(t, d, false)
-	w := httptest.NewRecorder()
-	s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, oauth.RouteRegister, strings.NewReader(
-		`{"redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}`)))
-	var reg struct {
-		ClientID string `json:"client_id"`
-	}
-	if err := json.NewDecoder(w.Body).Decode(&reg); err != nil || w.Code != http.StatusCreated {
-		t.Fatalf("register: %d %v", w.Code, err)
-	}
+	clientID := registerLoopbackClient(t, s)
 	long := strings.Repeat("s", oauth.MaxStateBytes+1)
 	for name, mod := range map[string]func(url.Values){
 		"an over-long state without PKCE":                   func(q url.Values) { q.Set("state", long); q.Del("code_challenge") },
@@ -155,7 +139,7 @@ func TestARefusedStateIsNeverEchoed(t *testing.T) {
 		"an over-long state, all else right":                func(q url.Values) { q.Set("state", long) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			q := url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {"http://127.0.0.1:5555/callback"},
+			q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {"http://127.0.0.1:5555/callback"},
 				"code_challenge": {strings.Repeat("c", 43)}, "code_challenge_method": {"S256"},
 				"resource": {publicURL + "/api/mcp"}, "scope": {"rooms"}}
 			mod(q)
@@ -218,18 +202,10 @@ func TestAnAuthorizationRequestKeepsOnlyBoundedText(t *testing.T) {
 	t.Parallel()
 	d, _ := pgtest.Open(t)
 	s := newHandler(t, d, false)
-	w := httptest.NewRecorder()
-	s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, oauth.RouteRegister, strings.NewReader(
-		`{"redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}`)))
-	var reg struct {
-		ClientID string `json:"client_id"`
-	}
-	if err := json.NewDecoder(w.Body).Decode(&reg); err != nil || w.Code != http.StatusCreated {
-		t.Fatalf("register: %d %v", w.Code, err)
-	}
+	clientID := registerLoopbackClient(t, s)
 	authorize := func(mod func(url.Values)) *url.URL {
 		t.Helper()
-		q := url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {"http://127.0.0.1:5555/callback"},
+		q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {"http://127.0.0.1:5555/callback"},
 			"state": {"s"}, "code_challenge": {strings.Repeat("c", 43)}, "code_challenge_method": {"S256"},
 			"resource": {publicURL + "/api/mcp"}, "scope": {"rooms"}}
 		mod(q)
@@ -281,16 +257,8 @@ func TestTheAuthorizationEndpointTakesGETAndPOSTOnly(t *testing.T) {
 	t.Parallel()
 	d, _ := pgtest.Open(t)
 	s := newHandler(t, d, false)
-	w := httptest.NewRecorder()
-	s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, oauth.RouteRegister, strings.NewReader(
-		`{"redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}`)))
-	var reg struct {
-		ClientID string `json:"client_id"`
-	}
-	if err := json.NewDecoder(w.Body).Decode(&reg); err != nil || w.Code != http.StatusCreated {
-		t.Fatalf("register: %d %v", w.Code, err)
-	}
-	q := url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {"http://127.0.0.1:5555/callback"},
+	clientID := registerLoopbackClient(t, s)
+	q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {"http://127.0.0.1:5555/callback"},
 		"state": {"s"}, "code_challenge": {strings.Repeat("c", 43)}, "code_challenge_method": {"S256"},
 		"resource": {publicURL + "/api/mcp"}, "scope": {"rooms"}}
 	for _, method := range []string{http.MethodPut, http.MethodDelete, http.MethodHead, http.MethodPatch} {
@@ -316,4 +284,21 @@ func TestTheAuthorizationEndpointTakesGETAndPOSTOnly(t *testing.T) {
 			t.Fatalf("%d %q", w.Code, w.Header().Get("Location"))
 		}
 	})
+}
+
+// registerLoopbackClient registers a public client whose redirect URI is a port-less
+// loopback callback (any port matches, RFC 8252), as a native MCP client does, and
+// returns its client_id.
+func registerLoopbackClient(t *testing.T, s http.Handler) string {
+	t.Helper()
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, oauth.RouteRegister, strings.NewReader(
+		`{"redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}`)))
+	var reg struct {
+		ClientID string `json:"client_id"`
+	}
+	if err := json.NewDecoder(w.Body).Decode(&reg); err != nil || w.Code != http.StatusCreated {
+		t.Fatalf("register: %d %v", w.Code, err)
+	}
+	return reg.ClientID
 }

@@ -1,0 +1,45 @@
+package oauth_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/pg"
+)
+
+// seedPerson makes a member of a new organisation and a registered client named client
+// (redirect URI http://127.0.0.1/cb), for tests that write a grant of their own; n keeps
+// the email and the slug apart from the other tests' on the same database.
+func seedPerson(t *testing.T, d *pg.DB, n int, client string) (user, org uuid.UUID) {
+	t.Helper()
+	user, org = uuid.New(), uuid.New()
+	ownerExec(t, d,
+		fmt.Sprintf(`INSERT INTO app_user (id, email) VALUES ('%s', 'p%d-%s@example.test')`, user, n, strings.ToLower(client)),
+		fmt.Sprintf(`INSERT INTO organisation (id, slug, name) VALUES ('%s', 'o%d-%s', 'O')`, org, n, strings.ToLower(client)),
+		fmt.Sprintf(`INSERT INTO org_member (org_id, user_id, role) VALUES ('%s', '%s', 'member')`, org, user),
+		fmt.Sprintf(`INSERT INTO oauth_client (client_id, redirect_uris, source) VALUES ('%s', '{http://127.0.0.1/cb}', 'registration')`, client),
+	)
+	return user, org
+}
+
+// postToken posts form to /token as a client would and returns the status and the JSON
+// answer, which every /token answer is.
+func postToken(t *testing.T, s http.Handler, form url.Values) (int, map[string]any) {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	var body map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatalf("/token answered %d, not JSON: %v: %s", w.Code, err, w.Body.String())
+	}
+	return w.Code, body
+}
