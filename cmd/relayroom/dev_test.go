@@ -144,17 +144,7 @@ func TestOneDevAFolder(t *testing.T) {
 func TestARestartNamesWhatWasRevoked(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg := config.Config{DatabaseURL: pgtest.New(t), StatementTimeout: 5 * time.Second}
-	credPath := filepath.Join(t.TempDir(), "creds.json")
-	first, _, _, err := applyDemo(ctx, cfg, "../../deploy/demo.yaml", credPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: 1, OpsMaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	cfg, credPath, first, d := firstDemoRun(t)
 	svc := admin.New(d, "http://h")
 	if _, err := svc.RotateAgentKey(ctx, "acme/architect"); err != nil {
 		t.Fatal(err)
@@ -162,13 +152,7 @@ func TestARestartNamesWhatWasRevoked(t *testing.T) {
 	if _, err := svc.RotateConnectCode(ctx, "acme/escalations"); err != nil {
 		t.Fatal(err)
 	}
-	again, res, file, err := applyDemo(ctx, cfg, "../../deploy/demo.yaml", credPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	printBanner(&out, "http://h", "", "", again, res, file)
-	banner := out.String()
+	banner := restartBanner(t, cfg, credPath)
 	t.Run("the revoked key and code are not printed", func(t *testing.T) {
 		for _, old := range []string{first.Agents["acme/architect"], first.ConnectCodes["escalations"]} {
 			if strings.Contains(banner, old) {
@@ -194,16 +178,7 @@ func TestARestartNamesWhatWasRevoked(t *testing.T) {
 func TestARestartPrintsTheRolesPeopleHaveNow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg := config.Config{DatabaseURL: pgtest.New(t), StatementTimeout: 5 * time.Second}
-	credPath := filepath.Join(t.TempDir(), "creds.json")
-	if _, _, _, err := applyDemo(ctx, cfg, "../../deploy/demo.yaml", credPath); err != nil {
-		t.Fatal(err)
-	}
-	d, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: 1, OpsMaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	cfg, credPath, _, d := firstDemoRun(t)
 	if err := d.Operator(ctx, func(tx *pg.Tx) error {
 		_, err := tx.Exec(ctx, `
 			WITH bo AS (UPDATE org_member SET role = 'admin' WHERE user_id = (SELECT id FROM app_user WHERE email = 'bo@acme.test')),
@@ -213,13 +188,7 @@ func TestARestartPrintsTheRolesPeopleHaveNow(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	again, res, file, err := applyDemo(ctx, cfg, "../../deploy/demo.yaml", credPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	printBanner(&out, "http://h", "", "", again, res, file)
-	banner := out.String()
+	banner := restartBanner(t, cfg, credPath)
 	for _, c := range []struct{ behaviour, line string }{
 		{"a role changed since is the one printed", "bo@acme.test         demo-password-bo     (Acme Corp, admin)"},
 		{"a deactivated person is said to be", "gus@globex.test      demo-password-gus    (Globex, admin, deactivated)"},
@@ -230,4 +199,37 @@ func TestARestartPrintsTheRolesPeopleHaveNow(t *testing.T) {
 			testfix.CheckContains(t, "banner", banner, c.line)
 		})
 	}
+}
+
+// firstDemoRun is a first `make run`'s demo on a fresh database: the settings and the
+// credentials file a restart reads again, what it saved, and the database to change
+// between the two runs (closed when the test ends).
+func firstDemoRun(t *testing.T) (config.Config, string, devCredentials, *pg.DB) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := config.Config{DatabaseURL: pgtest.New(t), StatementTimeout: 5 * time.Second}
+	credPath := filepath.Join(t.TempDir(), "creds.json")
+	first, _, _, err := applyDemo(ctx, cfg, "../../deploy/demo.yaml", credPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: 1, OpsMaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return cfg, credPath, first, d
+}
+
+// restartBanner is the banner a second `make run` prints, on the database and with the
+// credentials file firstDemoRun left.
+func restartBanner(t *testing.T, cfg config.Config, credPath string) string {
+	t.Helper()
+	again, res, file, err := applyDemo(context.Background(), cfg, "../../deploy/demo.yaml", credPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	printBanner(&out, "http://h", "", "", again, res, file)
+	return out.String()
 }
