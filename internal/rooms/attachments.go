@@ -373,9 +373,23 @@ func CleanFilename(name string) (string, error) {
 	return name, nil
 }
 
+// minStoreRate is the slowest a busy database is allowed to store an attachment's bytes
+// before the upload gives up: 25 MB at 2 MiB/s is about 12 s on top of the request's
+// usual budget.
+const minStoreRate = 2 << 20
+
+// storeBudget is the database time an upload of n bytes may take: a request's budget (the
+// statement timeout, sized for calls of a few rows) plus the time its bytes take at
+// minStoreRate. With the bare budget a file of the largest size allowed, stored while the
+// database was busy, ran past it and was answered "the database is unavailable".
+func (s *Service) storeBudget(n int) time.Duration {
+	return s.DB.StatementTimeout + time.Duration(n/minStoreRate)*time.Second
+}
+
 // Upload stores a file on a task. Only the company that sent the task, or the room's
 // host, may attach files; the sha256 is computed here, from the bytes.
 func (s *Service) Upload(ctx context.Context, sc tenancy.Scope, taskID, filename, contentType string, content []byte) (UploadResult, error) {
+	ctx = pg.WithBudget(ctx, s.storeBudget(len(content)))
 	if err := requireAgreement(sc); err != nil {
 		return UploadResult{}, err
 	}

@@ -383,6 +383,39 @@ func TestUploadsDoNotHoldUpTheTask(t *testing.T) {
 			t.Fatalf("the upload that waited its turn: %v", err)
 		}
 	})
+	t.Run("a large file gets database time for its size beyond the request's budget", func(t *testing.T) {
+		// A request's database budget is the statement timeout, sized for calls of a few
+		// rows: the largest file allowed, stored while the database was busy, ran past it
+		// and was answered "the database is unavailable". Here the database is slow by
+		// another upload holding the task's turn for longer than the budget (300 ms),
+		// and well within what 8 MiB adds to it.
+		const budget = 300 * time.Millisecond
+		locked, done := make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- e.db.Operator(ctx, func(tx *pg.Tx) error {
+				if err := e.svc.Q.AttachmentLockTask(ctx, tx, taskID); err != nil {
+					return err
+				}
+				close(locked)
+				time.Sleep(3 * budget)
+				return nil
+			})
+		}()
+		<-locked
+		d, err := pg.Open(ctx, e.url, pg.Options{MaxConns: 2, OpsMaxConns: 2, StatementTimeout: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		svc := rooms.New(rooms.Deps{DB: d, Resolver: e.b.Resolver, Secrets: sharedDetector(t), MaxAttachmentBytes: 25 << 20})
+		_, err = svc.Upload(pg.WithBudget(ctx, budget), e.scope("architect", e.one), task, "large.bin", "application/octet-stream", make([]byte, 8<<20))
+		if derr := <-done; derr != nil {
+			t.Fatal(derr)
+		}
+		if err != nil {
+			t.Fatalf("an 8 MiB upload that waited 900 ms on a 300 ms budget: %v", err)
+		}
+	})
 	t.Run("the same file sent by racing retries is stored once", func(t *testing.T) {
 		sc := e.scope("architect", e.one)
 		ids := make([]string, 8)
