@@ -18,7 +18,8 @@ import (
 
 // dashboardDeskFile is a desk workspace with people who sign in: Acme (Ana owner, Mo and
 // Bo members; Billing restricted to Bo, with a forwarding address that no page shows) and
-// Globex, whose inbox_3 and reply_4 have no counterpart in Acme.
+// Globex, whose inbox_3 and reply_8 have no counterpart in Acme (whose tests below make
+// three replies beside its one: a number Acme reaches is no other workspace's alone).
 const dashboardDeskFile = deskCompanies + `users:
   - {email: ana@acme.test, name: Ana, org: acme, role: owner, password: "demo-password-ana"}
   - {email: mo@acme.test, name: Mo, org: acme, role: member, password: "demo-password-mo"}
@@ -41,6 +42,10 @@ desk:
       - {slug: b, title: Globex B, body: "b"}
       - {slug: c, title: Globex C, body: "c"}
       - {slug: d, title: Globex D, body: "d"}
+      - {slug: e, title: Globex E, body: "e"}
+      - {slug: f, title: Globex F, body: "f"}
+      - {slug: g, title: Globex G, body: "g"}
+      - {slug: h, title: Globex H, body: "h"}
 `
 
 // deskImportGood and deskImportBad are import files; the bad one's line 3 has no email.
@@ -241,7 +246,10 @@ func TestDashboardDesk(t *testing.T) {
 
 	t.Run("another workspace's ids answer 404 like absent ones", func(t *testing.T) {
 		t.Parallel()
-		for _, path := range []string{"/app/desk/inboxes/inbox_3", "/app/desk/inboxes/inbox_99", "/app/desk/inboxes/inbox_x", "/app/desk/replies/reply_4", "/app/desk/replies/reply_99"} {
+		if n := count(t, `SELECT count(*) FROM desk_saved_reply WHERE org_id = $1`, s.res.Organisations["globex"].ID); n != 8 {
+			t.Fatalf("Globex holds %d saved replies: reply_8 is not its own", n)
+		}
+		for _, path := range []string{"/app/desk/inboxes/inbox_3", "/app/desk/inboxes/inbox_99", "/app/desk/inboxes/inbox_x", "/app/desk/replies/reply_8", "/app/desk/replies/reply_99"} {
 			if status, body := ana.get(path); status != http.StatusNotFound {
 				t.Errorf("GET %s: %d %s", path, status, body)
 			}
@@ -249,7 +257,7 @@ func TestDashboardDesk(t *testing.T) {
 		if status, _ := ana.postForm("/app/desk/inboxes/inbox_3/access", ana.form("visibility", "everyone")); status != http.StatusNotFound {
 			t.Errorf("POST another workspace's inbox access: %d", status)
 		}
-		if status, _ := ana.postForm("/app/desk/replies/reply_4", ana.form("title", "x", "body", "y")); status != http.StatusNotFound {
+		if status, _ := ana.postForm("/app/desk/replies/reply_8", ana.form("title", "x", "body", "y")); status != http.StatusNotFound {
 			t.Errorf("POST another workspace's reply: %d", status)
 		}
 		if status, _ := ana.postMultipart("/app/desk/import/preview", [][2]string{{"csrf", ana.csrf()}, {"inbox", "inbox_3"}}, "a.csv", deskImportGood); status != http.StatusNotFound {
