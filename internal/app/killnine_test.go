@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -147,6 +148,13 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 	for _, r := range requests {
 		for try := 0; ; try++ {
 			a, err := postKeyed(client, base+roomPath, key, r.key, r.content)
+			for waited := 0; errors.Is(err, errRetryLater) && waited < 30; waited++ {
+				// 503 "retry shortly": the restarted server's database was not ready yet
+				// on a busy machine. A client retries after a moment, and so does this
+				// one, a bounded number of times.
+				time.Sleep(time.Second)
+				a, err = postKeyed(client, base+roomPath, key, r.key, r.content)
+			}
 			if err != nil {
 				t.Fatalf("retry after restart: %v", err)
 			}
@@ -183,6 +191,9 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 
 // postKeyed posts a room message, with an Idempotency-Key when idemKey is set, and
 // returns the result.
+// errRetryLater is a 503 answer: the service asks the client to retry shortly.
+var errRetryLater = errors.New("the service asked to retry shortly")
+
 func postKeyed(c *http.Client, url, agentKey, idemKey, content string) (json.RawMessage, error) {
 	return callKeyed(c, url, agentKey, idemKey, "post_message", map[string]any{"content": content})
 }
@@ -215,6 +226,9 @@ func callKeyed(c *http.Client, url, agentKey, idemKey, tool string, args map[str
 	}
 	var env struct {
 		Result json.RawMessage `json:"result"`
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		return nil, fmt.Errorf("%s: HTTP %d: %s: %w", tool, resp.StatusCode, b, errRetryLater)
 	}
 	if err := json.Unmarshal(b, &env); err != nil || resp.StatusCode != http.StatusOK || env.Result == nil {
 		return nil, fmt.Errorf("%s: HTTP %d: %s", tool, resp.StatusCode, b)
