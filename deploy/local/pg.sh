@@ -349,7 +349,9 @@ write_managed_conf() {
 		echo "port = ${port}"
 		echo "unix_socket_directories = '${sockdir//\'/\'\'}'"
 		if ((fast)); then
-			echo "max_connections = 200"
+			# A test cluster serves every package's tests at once, each starting servers
+			# with their own pools: 200 ran out ("too many clients already") on CI.
+			echo "max_connections = 400"
 			echo "fsync = off"
 			echo "synchronous_commit = off"
 			echo "full_page_writes = off"
