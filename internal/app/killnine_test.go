@@ -116,6 +116,11 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 				requests = append(requests, r)
 				mu.Unlock()
 				a, err := postKeyed(client, base+roomPath, key, r.key, r.content)
+				if errors.Is(err, errRetryLater) {
+					// "Retry shortly" acknowledges nothing: the request is retried with its
+					// key after the restart like every other unacknowledged one.
+					continue
+				}
 				if err != nil {
 					return // the server is gone: this request's answer is lost
 				}
@@ -189,10 +194,12 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 		len(requests), acked, replayed, appliedOnRetry, lostAnswer)
 }
 
+// errRetryLater is a 503 answer, or a tool's "database unavailable" error: the service
+// asks the client to retry shortly, and applied nothing.
+var errRetryLater = errors.New("the service asked to retry shortly")
+
 // postKeyed posts a room message, with an Idempotency-Key when idemKey is set, and
 // returns the result.
-// errRetryLater is a 503 answer: the service asks the client to retry shortly.
-var errRetryLater = errors.New("the service asked to retry shortly")
 
 func postKeyed(c *http.Client, url, agentKey, idemKey, content string) (json.RawMessage, error) {
 	return callKeyed(c, url, agentKey, idemKey, "post_message", map[string]any{"content": content})
@@ -232,6 +239,16 @@ func callKeyed(c *http.Client, url, agentKey, idemKey, tool string, args map[str
 	}
 	if err := json.Unmarshal(b, &env); err != nil || resp.StatusCode != http.StatusOK || env.Result == nil {
 		return nil, fmt.Errorf("%s: HTTP %d: %s", tool, resp.StatusCode, b)
+	}
+	// A tool that missed its database budget (a loaded machine) answers a tool error
+	// that says to retry; it is no answer to the write.
+	var res struct {
+		IsError bool                    `json:"isError"`
+		Content []struct{ Text string } `json:"content"`
+	}
+	if json.Unmarshal(env.Result, &res) == nil && res.IsError && len(res.Content) == 1 &&
+		strings.Contains(res.Content[0].Text, "database is unavailable") {
+		return nil, fmt.Errorf("%s: %s: %w", tool, res.Content[0].Text, errRetryLater)
 	}
 	return env.Result, nil
 }
