@@ -104,8 +104,8 @@ func TestLongPollsPerAgentAreBounded(t *testing.T) {
 	key := f.res.Agents["acme/alpha"].Key
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	poll := func(ctx context.Context, key string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodGet, "/api/wakes/next?wait=30", nil).WithContext(ctx)
+	poll := func(ctx context.Context, key, wait string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, "/api/wakes/next?wait="+wait, nil).WithContext(ctx)
 		req.Header.Set("Authorization", "Bearer "+key)
 		rec := httptest.NewRecorder()
 		wake.NewHandler(wake.HandlerDeps{Service: f.svc}).ServeHTTP(rec, req)
@@ -117,15 +117,18 @@ func TestLongPollsPerAgentAreBounded(t *testing.T) {
 		go func() { // polls again when one ended early (refused while a probe held a slot)
 			defer wg.Done()
 			for ctx.Err() == nil {
-				poll(ctx, key)
+				poll(ctx, key, "30")
 				time.Sleep(10 * time.Millisecond)
 			}
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		probe, stop := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		rec := poll(probe, key)
+	// A probe that got in (the others were not all waiting yet) waits out its window and
+	// is sent again. One whose authentication outlasted its window (503: a loaded
+	// machine) is sent again with a longer one.
+	deadline := time.Now().Add(time.Minute)
+	for window := 200 * time.Millisecond; ; {
+		probe, stop := context.WithTimeout(context.Background(), window)
+		rec := poll(probe, key, "30")
 		stop()
 		if rec.Code == http.StatusTooManyRequests {
 			if rec.Header().Get("Retry-After") == "" {
@@ -136,18 +139,22 @@ func TestLongPollsPerAgentAreBounded(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a poll past the bound answered %d", rec.Code)
 		}
-		// The others were not all waiting yet: this probe waited its 200 ms and ended.
+		if rec.Code == http.StatusServiceUnavailable {
+			window = min(2*window, 5*time.Second)
+		}
 	}
-	// A poll that waits for a wake until its context ends answers 204. On a machine the
-	// whole suite loads, a poll's authentication or claim can miss its database budget
-	// and answer 503, which a pager retries: so does this check, a few times. A 429, the
-	// bound's refusal, fails it at once.
+	// A poll that waits its second for a wake answers 204. On a machine the whole suite
+	// loads, a poll's authentication or claim can miss its database budget and answer
+	// 503, which a pager retries: so does this check, a few times. A 429, the bound's
+	// refusal, fails it at once. The poll ends by its own wait, not by a client deadline:
+	// on a loaded Citus coordinator 3 s ran out during the authentication (a 503 each
+	// time).
 	pollUntilIdle := func(key string) int {
 		t.Helper()
 		code := 0
 		for range 5 {
-			pctx, pcancel := context.WithTimeout(context.Background(), 3*time.Second)
-			code = poll(pctx, key).Code
+			pctx, pcancel := context.WithTimeout(context.Background(), time.Minute)
+			code = poll(pctx, key, "1").Code
 			pcancel()
 			if code != http.StatusServiceUnavailable {
 				return code
