@@ -27,7 +27,7 @@ func TestMakeRunDashboard(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := config.Config{DatabaseURL: pgtest.New(t), Addr: "127.0.0.1:0", LogLevel: "error", ShutdownTimeout: 10 * time.Second,
-		StatementTimeout: 5 * time.Second, MaxConns: 8, MaxBodyBytes: 4 << 20}
+		StatementTimeout: testfix.StatementTimeout(t), MaxConns: 8, MaxBodyBytes: 4 << 20}
 	creds, res, file, err := applyDemo(ctx, cfg, "../../deploy/demo.yaml", filepath.Join(t.TempDir(), "creds.json"))
 	if err != nil {
 		t.Fatal(err)

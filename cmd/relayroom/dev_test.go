@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/relayroom/relayroom/internal/admin"
 	"github.com/relayroom/relayroom/internal/config"
@@ -207,7 +206,7 @@ func TestARestartPrintsTheRolesPeopleHaveNow(t *testing.T) {
 func firstDemoRun(t *testing.T) (config.Config, string, devCredentials, *pg.DB) {
 	t.Helper()
 	ctx := context.Background()
-	cfg := config.Config{DatabaseURL: pgtest.New(t), StatementTimeout: 5 * time.Second}
+	cfg := config.Config{DatabaseURL: pgtest.New(t), StatementTimeout: testfix.StatementTimeout(t)}
 	credPath := filepath.Join(t.TempDir(), "creds.json")
 	first, _, _, err := applyDemo(ctx, cfg, "../../deploy/demo.yaml", credPath)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,13 +47,8 @@ projects:
       - {agent: initech/peter, part: peter}
 `
 
-// applyDemo seeds d with the demo file. The URLs admin prints are not used: tests build
+// applyFile seeds d with an admin file. The URLs admin prints are not used: tests build
 // them from their own base; only the credentials and ids matter.
-func applyDemo(ctx context.Context, d *pg.DB) (admin.Result, error) {
-	return applyFile(ctx, d, demo)
-}
-
-// applyFile seeds d with an admin file.
 func applyFile(ctx context.Context, d *pg.DB, file string) (admin.Result, error) {
 	f, err := admin.ParseFile(strings.NewReader(file))
 	if err != nil {
@@ -175,7 +169,7 @@ func testConfig(t testing.TB, u string) config.Config {
 	t.Helper()
 	return config.Config{
 		DatabaseURL: u, Addr: "127.0.0.1:0", LogLevel: "info",
-		ShutdownTimeout: 10 * time.Second, StatementTimeout: testStatementTimeout(t),
+		ShutdownTimeout: 10 * time.Second, StatementTimeout: testfix.StatementTimeout(t),
 		MaxConns: 8, MaxBodyBytes: 4 << 20,
 	}
 }
@@ -183,26 +177,6 @@ func testConfig(t testing.TB, u string) config.Config {
 // serverStartBound only ends a test whose server never starts: at a load average of 30 a
 // start (the embedder's load, the migrations' check) outlasted 30 s.
 const serverStartBound = 2 * time.Minute
-
-// statementTimeoutEnv gives the test servers' database time per request
-// (config.StatementTimeout, 5 s unset). A Citus coordinator pays more round trips per
-// request than plain PostgreSQL (docs/scale.md), and on a loaded machine 5 s is spent
-// before a request is refused: a longer budget tells the machine's load from a refusal.
-// A test that is about the deadline sets its own (tune).
-const statementTimeoutEnv = "RELAYROOM_TEST_STATEMENT_TIMEOUT"
-
-func testStatementTimeout(t testing.TB) time.Duration {
-	t.Helper()
-	v := os.Getenv(statementTimeoutEnv)
-	if v == "" {
-		return 5 * time.Second
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		t.Fatalf("%s=%q: want a positive duration", statementTimeoutEnv, v)
-	}
-	return d
-}
 
 // startOne runs one in-process server with cfg and returns its URL and how to stop it.
 func startOne(t testing.TB, cfg config.Config, logs *syncBuffer) (string, func() error) {
@@ -246,7 +220,8 @@ func seedFile(t testing.TB, file string, before func(ctx context.Context, d *pg.
 	t.Helper()
 	u := pgtest.New(t)
 	ctx := context.Background()
-	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 2, OpsMaxConns: 2})
+	// Seeding is no test of the deadline: it gets the test servers' budget.
+	d, err := pg.Open(ctx, u, pg.Options{MaxConns: 2, OpsMaxConns: 2, StatementTimeout: testfix.StatementTimeout(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +269,7 @@ func openSeeded(t testing.TB, s *server) *pg.DB {
 // openDB opens small pools on the database u, closed when the test ends.
 func openDB(t testing.TB, u string) *pg.DB {
 	t.Helper()
-	d, err := pg.Open(context.Background(), u, pg.Options{MaxConns: 2, OpsMaxConns: 2})
+	d, err := pg.Open(context.Background(), u, pg.Options{MaxConns: 2, OpsMaxConns: 2, StatementTimeout: testfix.StatementTimeout(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/mcp"
+	"github.com/relayroom/relayroom/internal/testfix"
 )
 
 // helperServeEnv makes TestHelperServeProcess serve the database it names: the kill -9
@@ -34,7 +35,7 @@ func TestHelperServeProcess(t *testing.T) {
 		t.Skip("the service process of TestKillNineLosesNoAcknowledgedWrite")
 	}
 	cfg := config.Config{DatabaseURL: u, Addr: "127.0.0.1:0", LogLevel: "warn", ShutdownTimeout: time.Second,
-		StatementTimeout: 5 * time.Second, MaxConns: 8, MaxBodyBytes: 4 << 20}
+		StatementTimeout: testfix.StatementTimeout(t), MaxConns: 8, MaxBodyBytes: 4 << 20}
 	err := app.Run(context.Background(), cfg, app.NewLogger(os.Stderr, "warn"), func(base string) { fmt.Println("READY " + base) })
 	t.Fatalf("serve: %v", err)
 }

@@ -29,7 +29,6 @@ import (
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/desk"
 	"github.com/relayroom/relayroom/internal/pg"
-	"github.com/relayroom/relayroom/internal/pg/pgtest"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
 
@@ -201,17 +200,15 @@ func newInProcess(t *testing.T, maxConns int32, statementTimeout time.Duration) 
 // newInProcessWith is newInProcess with tune changing the configuration first.
 func newInProcessWith(t *testing.T, maxConns int32, statementTimeout time.Duration, tune func(*config.Config)) *inProcess {
 	t.Helper()
-	u := pgtest.New(t)
-	ctx := context.Background()
-	d, err := pg.Open(ctx, u, pg.Options{MaxConns: maxConns, OpsMaxConns: 2, StatementTimeout: statementTimeout})
+	// Seeded apart, with the test servers' budget: the demo's seeding under a second's
+	// budget ran out on a loaded Citus coordinator ("load agents: canceling statement
+	// due to statement timeout") before the test began.
+	u, res := seedDemo(t, nil)
+	d, err := pg.Open(context.Background(), u, pg.Options{MaxConns: maxConns, OpsMaxConns: 2, StatementTimeout: statementTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
-	res, err := applyDemo(ctx, d)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := config.Config{DatabaseURL: u, StatementTimeout: statementTimeout, MaxConns: int(maxConns), MaxBodyBytes: 4 << 20}
 	tune(&cfg)
 	a, err := app.New(cfg, app.NewLogger(io.Discard, "error"), d, "http://relay.test")
@@ -613,7 +610,7 @@ func TestDatabaseDeadlineHolds(t *testing.T) {
 		// The test servers' budget, not a second: the credential check before the tool
 		// must pass, and on a loaded Citus coordinator a second ran out there first (a
 		// 503 before the tool was reached). The lock holds for any budget.
-		p := newInProcess(t, 2, testStatementTimeout(t))
+		p := newInProcess(t, 2, testfix.StatementTimeout(t))
 		lockTable(t, p.url, "thread")
 		// inbox's first statement reads thread: it is prepared with the transaction's
 		// first batch, before the transaction's own statement timeout is set.

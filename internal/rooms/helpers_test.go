@@ -61,7 +61,7 @@ func newEnvWith(t testing.TB, tweak func(*config.Config)) *env {
 	// The embedder gets far longer than in production: tests of semantic search assert what
 	// the search finds, and a -race build on a busy machine can take seconds to embed. Tests
 	// of the deferral set a short wait themselves.
-	cfg := config.Config{DatabaseURL: url, MaxBodyBytes: 4 << 20, StatementTimeout: 5 * time.Second, SigningKey: "test-signing-key-0123456789abcdef",
+	cfg := config.Config{DatabaseURL: url, MaxBodyBytes: 4 << 20, StatementTimeout: testfix.StatementTimeout(t), SigningKey: "test-signing-key-0123456789abcdef",
 		AttachmentMaxBytes: 25 << 20, EmbedWait: 30 * time.Second}
 	tweak(&cfg)
 	e := &env{t: t, b: b, db: d, url: url, res: res, keys: map[string]string{}}

@@ -34,7 +34,7 @@ func setupHTTP(t *testing.T) *httpEnv {
 	srv := httptest.NewUnstartedServer(nil)
 	srv.Start()
 	t.Cleanup(srv.Close)
-	cfg := config.Config{DatabaseURL: e.url, MaxBodyBytes: 4 << 20, StatementTimeout: 5 * time.Second, SigningKey: "test-signing-key-0123456789abcdef", AttachmentMaxBytes: 1 << 20}
+	cfg := config.Config{DatabaseURL: e.url, MaxBodyBytes: 4 << 20, StatementTimeout: testfix.StatementTimeout(t), SigningKey: "test-signing-key-0123456789abcdef", AttachmentMaxBytes: 1 << 20}
 	a, err := app.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), e.d, srv.URL)
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ import (
 func runServer(t *testing.T, dbURL, addr string) func() {
 	t.Helper()
 	cfg := config.Config{DatabaseURL: dbURL, Addr: addr, LogLevel: "error", MigrateOnStart: true,
-		ShutdownTimeout: 10 * time.Second, StatementTimeout: 5 * time.Second, MaxConns: 6, MaxBodyBytes: 1 << 20}
+		ShutdownTimeout: 10 * time.Second, StatementTimeout: testfix.StatementTimeout(t), MaxConns: 6, MaxBodyBytes: 1 << 20}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)
