@@ -59,7 +59,11 @@ screenshots:
 CITUS_DIR := $(CURDIR)/.data/citus
 CITUS_PKGS ?= ./internal/pg/... ./internal/tenancy/... ./internal/app/... ./internal/wake/... ./internal/knowledge/... ./internal/oauth/... ./internal/admin/... ./internal/audit/... ./cmd/relayroom/... ./internal/threads/... ./internal/rooms/... ./internal/desk/...
 CITUS_APP_TESTS ?=
-CITUS_FLAGS ?= -count=1 -timeout 30m
+# -p 1: one package at a time. Two at once (go test's default here) left the 2 cores
+# at a load average of 11 beside the three Citus nodes, each package took about twice
+# as long, so the whole took as long, and tests waiting on the database ran out of
+# their budgets (docs/scale.md).
+CITUS_FLAGS ?= -count=1 -timeout 30m -p 1
 # The test servers' database time per request on the coordinator (5 s on plain
 # PostgreSQL): a statement across shards (authentication's probe, the caller's directory)
 # pays a connection to each worker, and at a high load average 5 s ran out before a
