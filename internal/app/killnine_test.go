@@ -201,7 +201,6 @@ var errRetryLater = errors.New("the service asked to retry shortly")
 
 // postKeyed posts a room message, with an Idempotency-Key when idemKey is set, and
 // returns the result.
-
 func postKeyed(c *http.Client, url, agentKey, idemKey, content string) (json.RawMessage, error) {
 	return callKeyed(c, url, agentKey, idemKey, "post_message", map[string]any{"content": content})
 }
