@@ -20,6 +20,7 @@ import (
 	"github.com/relayroom/relayroom/internal/app"
 	"github.com/relayroom/relayroom/internal/config"
 	"github.com/relayroom/relayroom/internal/mcp"
+	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/testfix"
 )
 
@@ -247,7 +248,7 @@ func callKeyed(c *http.Client, url, agentKey, idemKey, tool string, args map[str
 		Content []struct{ Text string } `json:"content"`
 	}
 	if json.Unmarshal(env.Result, &res) == nil && res.IsError && len(res.Content) == 1 &&
-		strings.Contains(res.Content[0].Text, "database is unavailable") {
+		strings.Contains(res.Content[0].Text, pg.MsgUnavailable) {
 		return nil, fmt.Errorf("%s: %s: %w", tool, res.Content[0].Text, errRetryLater)
 	}
 	return env.Result, nil

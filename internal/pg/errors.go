@@ -132,6 +132,10 @@ func Unanswered(err error) (msg string, ok bool) {
 // under the default settings, short enough not to stall a client after a blip.
 const RetryAfterSeconds = 2
 
+// MsgUnavailable is what a client is told when the database failed its call (Classify):
+// a retry shortly may succeed (a keyed write's retry is applied once).
+const MsgUnavailable = "the database is unavailable; retry shortly"
+
 // Classify turns a database failure into a domain error: infrastructure trouble becomes
 // Unavailable (retryable, said so to the client); anything else stays an internal error.
 // The cause is kept for the log in both cases.
@@ -143,7 +147,7 @@ func Classify(op string, err error) error {
 		return err
 	}
 	if IsInfrastructure(err) {
-		e := apperr.Wrap(apperr.Unavailable, "the database is unavailable; retry shortly", errors.Join(errors.New(op), err))
+		e := apperr.Wrap(apperr.Unavailable, MsgUnavailable, errors.Join(errors.New(op), err))
 		// Read by every HTTP-level answer (Retry-After) and by formats that carry details.
 		e.Details = map[string]any{"retry_after_seconds": RetryAfterSeconds}
 		return e
