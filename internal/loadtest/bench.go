@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,7 +88,7 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		{Name: "raw read", Class: ClassRawRead, Note: "pgx: BEGIN; one primary-key read; COMMIT", Call: raw.Read},
 		{Name: "raw insert", Class: ClassRawWrite, Note: "pgx: BEGIN; one INSERT; COMMIT", Call: raw.Insert},
 	}
-	for _, s := range append(env.ReadScenarios(), env.WriteScenarios()...) {
+	for _, s := range slices.Concat(env.ReferenceScenarios(), env.ReadScenarios(), env.WriteScenarios()) {
 		if o.Only == nil || o.Only.MatchString(s.Name) {
 			scenarios = append(scenarios, s)
 		}

@@ -43,13 +43,16 @@ func NewClient(conns int, timeout time.Duration, local net.Addr) *Client {
 // Close drops the client's idle connections.
 func (c *Client) Close() { c.HTTP.CloseIdleConnections() }
 
-// Call is one tools/call.
+// Call is one tools/call, or one call of another JSON-RPC method without parameters.
 type Call struct {
 	URL            string
 	Key            string // sent as X-Agent-Key
 	Tool           string
 	Args           any    // JSON-encoded as the arguments
 	IdempotencyKey string // sent when not empty
+	// Method, when set, is the JSON-RPC method called instead of tools/call (ping, as a
+	// reference row); Tool and Args are then not sent.
+	Method string
 }
 
 // Answer is a successful tool result. It keeps the result's JSON as it came and reads a
@@ -107,6 +110,28 @@ func (a Answer) Field(name string) string {
 	return v
 }
 
+// Get fetches url and fails unless it answers 200; the body is read and discarded, as a
+// measured call's answer is.
+func (c *Client) Get(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := readAnswer(resp)
+	if err != nil {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return &CallError{Status: resp.StatusCode, Msg: clip(string(raw))}
+	}
+	return nil
+}
+
 // CallError is a call that reached the server and was refused or failed there.
 type CallError struct {
 	Status     int    // HTTP status
@@ -154,10 +179,14 @@ func (c *Client) Do(ctx context.Context, call Call) (Answer, error) {
 	if args == nil {
 		args = map[string]any{}
 	}
-	body, err := json.Marshal(map[string]any{
+	rpc := map[string]any{
 		"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 		"params": map[string]any{"name": call.Tool, "arguments": args},
-	})
+	}
+	if call.Method != "" {
+		rpc = map[string]any{"jsonrpc": "2.0", "id": 1, "method": call.Method}
+	}
+	body, err := json.Marshal(rpc)
 	if err != nil {
 		return Answer{}, fmt.Errorf("encode %s: %w", call.Tool, err)
 	}

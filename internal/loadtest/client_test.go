@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -88,6 +89,51 @@ func TestClientAnswers(t *testing.T) {
 		_, err := do(t, "rpcerr")
 		var ce *CallError
 		if !errors.As(err, &ce) || ce.Code != -32602 || ce.Msg != "bad arguments" {
+			t.Fatalf("%v", err)
+		}
+	})
+}
+
+// TestClientReferenceCalls checks the two calls of the reference rows: a JSON-RPC method
+// other than tools/call is sent as itself, without a tool's params, and a GET fails on
+// any status but 200.
+func TestClientReferenceCalls(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/mcp":
+			var msg map[string]any
+			if json.NewDecoder(r.Body).Decode(&msg) != nil || msg["method"] != "ping" || msg["params"] != nil || r.Header.Get("X-Agent-Key") != "k" {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+		case "/healthz":
+			_, _ = w.Write([]byte("ok"))
+		default:
+			http.Error(w, "gone", http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c := NewClient(1, 10*time.Second, nil)
+	t.Cleanup(c.Close)
+	ctx := context.Background()
+	t.Run("ping is sent as its own method and its empty result is a success", func(t *testing.T) {
+		t.Parallel()
+		if _, err := c.Do(ctx, Call{URL: srv.URL + "/mcp", Key: "k", Method: "ping"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("a GET answered 200 succeeds", func(t *testing.T) {
+		t.Parallel()
+		if err := c.Get(ctx, srv.URL+"/healthz"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("a GET answered otherwise fails with its status", func(t *testing.T) {
+		t.Parallel()
+		var ce *CallError
+		if err := c.Get(ctx, srv.URL+"/readyz"); !errors.As(err, &ce) || ce.Status != http.StatusServiceUnavailable || ce.Msg != "gone" {
 			t.Fatalf("%v", err)
 		}
 	})

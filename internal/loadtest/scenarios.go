@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+
+	"github.com/relayroom/relayroom/internal/status"
 )
 
 // The demo parts the calls are made as (deploy/demo.yaml): the host's main agent calls,
@@ -125,6 +127,19 @@ func (e *Env) Repeat(c Call) CallFunc {
 	return func(ctx context.Context, _, _ int) error {
 		_, err := e.Client.Do(ctx, c)
 		return err
+	}
+}
+
+// ReferenceScenarios are the calls that are no tool, measured beside the tools so that
+// a tool row's gap to the raw loop can be split: what the server's HTTP stack costs alone
+// (its liveness route: the request middleware, no JSON-RPC, no credential, no database),
+// and what a JSON-RPC message with the caller's key costs when it runs no tool (ping: the
+// MCP handler and the key's check in the database, which every message makes).
+func (e *Env) ReferenceScenarios() []Scenario {
+	live := e.Base + status.PathLive
+	return []Scenario{
+		{"http floor", ClassReference, "GET " + status.PathLive, func(ctx context.Context, _, _ int) error { return e.Client.Get(ctx, live) }},
+		{"ping", ClassReference, "threads, JSON-RPC ping with the caller's key", e.Repeat(Call{URL: e.F.ThreadsURL(e.Base, CallerPart), Key: e.F.PartKey(CallerPart), Method: "ping"})},
 	}
 }
 

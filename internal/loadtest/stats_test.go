@@ -94,11 +94,14 @@ func TestJudge(t *testing.T) {
 		row("send", ClassWrite, 600, ms, 11*ms, 0),        // 0.3× of the insert loop, tail too long
 		row("post_message", ClassWrite, 900, ms, 2*ms, 1), // one error fails it
 		row("write_memory", ClassWrite, 0, 0, 0, 0),       // nothing answered
+		row("ping", ClassReference, 300, ms, 20*ms, 0),    // no target, whatever its rate and tail
+		row("http floor", ClassReference, 3000, ms, 2*ms, 2),
 	}
 	v := Judge(rows)
 	check := func(i int, ratio float64, pass, rate, tailOK, errs bool) {
 		t.Helper()
-		if math.Abs(v[i].Ratio-ratio) > 1e-9 || v[i].Pass() != pass || v[i].RateOK != rate || v[i].TailOK != tailOK || v[i].ErrsOK != errs {
+		// Written so that a NaN ratio (no baseline found) is a mismatch too.
+		if !(math.Abs(v[i].Ratio-ratio) <= 1e-9) || v[i].Pass() != pass || v[i].RateOK != rate || v[i].TailOK != tailOK || v[i].ErrsOK != errs {
 			t.Fatalf("%s: got %+v pass=%v, want ratio %v pass %v rate %v tail %v errs %v", rows[i].Name, v[i], v[i].Pass(), ratio, pass, rate, tailOK, errs)
 		}
 	}
@@ -112,6 +115,17 @@ func TestJudge(t *testing.T) {
 	t.Run("a write is compared with the insert loop; a long tail fails it", func(t *testing.T) { check(5, 0.3, false, true, false, true) })
 	t.Run("any error fails a row", func(t *testing.T) { check(6, 0.45, false, true, true, false) })
 	t.Run("a row with no successful call fails everything", func(t *testing.T) { check(7, 0, false, false, false, false) })
+	t.Run("a reference row is compared with the read loop and has no target", func(t *testing.T) {
+		check(8, 0.3, false, true, false, true) // its tail is reported, not judged (verdict)
+		if v[8].Target != 0 || verdict(ClassReference, v[8]) != "reference" {
+			t.Fatalf("target %v verdict %q", v[8].Target, verdict(ClassReference, v[8]))
+		}
+	})
+	t.Run("a reference row's errors are said", func(t *testing.T) {
+		if v[9].Ratio != 3 || verdict(ClassReference, v[9]) != "reference FAILED" {
+			t.Fatalf("ratio %v verdict %q", v[9].Ratio, verdict(ClassReference, v[9]))
+		}
+	})
 	t.Run("the baseline is the mean of the raw rows at both ends of the run", func(t *testing.T) {
 		two := Judge([]Row{
 			row("raw read", ClassRawRead, 800, ms, 2*ms, 0),
@@ -136,6 +150,7 @@ func TestWriteTable(t *testing.T) {
 	rows := []Row{
 		row("raw read", ClassRawRead, 1000, ms, 2*ms, 0),
 		row("whoami", ClassRead, 400, 2*ms, 30*ms, 3),
+		row("ping", ClassReference, 500, ms, 2*ms, 0),
 	}
 	rows[1].FirstErrors = []string{"HTTP 503"}
 	rows[1].CPU = CPU{Server: 200 * ms, Postgres: 800 * ms, Known: true}
@@ -150,6 +165,7 @@ func TestWriteTable(t *testing.T) {
 		"| raw read | raw read | 1000 | 1.00× | baseline | 1.00 ms | 2.00 ms | 2.0 | 0 | baseline | n/a | n/a |",
 		"| whoami (threads) | read | 400 | 0.40× | ≥ 0.50× | 2.00 ms | 30.00 ms | 15.0 | 3 | FAIL (rate, tail, errors) | 500 µs | 2000 µs |",
 		"whoami: 3 errors, e.g. HTTP 503",
+		"| ping | reference | 500 | 0.50× | none | 1.00 ms | 2.00 ms | 2.0 | 0 | reference |",
 	)
 }
 

@@ -17,6 +17,10 @@ const (
 	ClassRead                  // a read tool: ≥ ReadTarget × the raw read loop
 	ClassSearch                // recall, read_memory: ≥ SearchTarget × the raw read loop
 	ClassWrite                 // a write tool: ≥ WriteTarget × the raw INSERT loop
+	// ClassReference is a call that is no tool (the liveness route, a JSON-RPC ping): its
+	// ratio to the raw read loop says how much of a tool row's gap the HTTP and JSON-RPC
+	// layers take before any tool or database work. No target.
+	ClassReference
 )
 
 // The targets of the performance issues, as ratios to the raw loop of the same run, and
@@ -29,7 +33,7 @@ const (
 )
 
 func (c Class) String() string {
-	return [...]string{"raw read", "raw write", "read", "search", "write"}[c]
+	return [...]string{"raw read", "raw write", "read", "search", "write", "reference"}[c]
 }
 
 // target is the ratio a class must reach, and the class of its baseline; baselines have
@@ -44,6 +48,14 @@ func (c Class) target() (ratio float64, baseline Class, ok bool) {
 		return WriteTarget, ClassRawWrite, true
 	}
 	return 0, c, false
+}
+
+// ratioBase is the class of the baseline a row without a target is compared with.
+func (c Class) ratioBase() Class {
+	if c == ClassReference {
+		return ClassRawRead
+	}
+	return c
 }
 
 // Row is one measured line of the table.
@@ -84,7 +96,7 @@ func Judge(rows []Row) []Verdict {
 			} else {
 				v.RateOK = false
 			}
-		} else if b := base[r.Class]; b > 0 {
+		} else if b := base[r.Class.ratioBase()]; b > 0 {
 			v.Ratio = r.Rate() / b
 		}
 		out[i] = v
@@ -121,6 +133,9 @@ func WriteTable(w io.Writer, rows []Row) error {
 			name += " (" + r.Note + ")"
 		}
 		target := "baseline"
+		if r.Class == ClassReference {
+			target = "none"
+		}
 		if v.Target > 0 {
 			target = fmt.Sprintf("≥ %.2f×", v.Target)
 		}
@@ -160,10 +175,14 @@ func tail(s Summary) string {
 
 func verdict(c Class, v Verdict) string {
 	if _, _, ok := c.target(); !ok {
-		if v.ErrsOK {
-			return "baseline"
+		word := "baseline"
+		if c == ClassReference {
+			word = "reference"
 		}
-		return "baseline FAILED"
+		if v.ErrsOK {
+			return word
+		}
+		return word + " FAILED"
 	}
 	if v.Pass() {
 		return "pass"
