@@ -36,8 +36,8 @@ func (c Class) String() string {
 	return [...]string{"raw read", "raw write", "read", "search", "write", "reference"}[c]
 }
 
-// target is the ratio a class must reach, and the class of its baseline; baselines have
-// no target.
+// target is the ratio a class must reach, and the class of its baseline; baselines and
+// references have no target (a reference is compared with the read loop all the same).
 func (c Class) target() (ratio float64, baseline Class, ok bool) {
 	switch c {
 	case ClassRead:
@@ -46,16 +46,10 @@ func (c Class) target() (ratio float64, baseline Class, ok bool) {
 		return SearchTarget, ClassRawRead, true
 	case ClassWrite:
 		return WriteTarget, ClassRawWrite, true
+	case ClassReference:
+		return 0, ClassRawRead, false
 	}
 	return 0, c, false
-}
-
-// ratioBase is the class of the baseline a row without a target is compared with.
-func (c Class) ratioBase() Class {
-	if c == ClassReference {
-		return ClassRawRead
-	}
-	return c
 }
 
 // Row is one measured line of the table.
@@ -96,7 +90,7 @@ func Judge(rows []Row) []Verdict {
 			} else {
 				v.RateOK = false
 			}
-		} else if b := base[r.Class.ratioBase()]; b > 0 {
+		} else if b := base[bc]; b > 0 {
 			v.Ratio = r.Rate() / b
 		}
 		out[i] = v
