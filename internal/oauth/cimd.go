@@ -100,7 +100,7 @@ func (s *Server) fetchClient(ctx context.Context, id string) (client, error) {
 		return err
 	})
 	if err != nil && !pg.IsNoRows(err) {
-		return client{}, oidc.ErrServerError().WithParent(fmt.Errorf("read client: %w", err))
+		return client{}, storeError("read client", err)
 	}
 	if revoked {
 		return client{}, errNoClient
@@ -171,7 +171,7 @@ func (s *Server) fetchClient(ctx context.Context, id string) (client, error) {
 		return s.deps.Q.OAuthClientInsert(ctx, tx, db.OAuthClientInsertParams{ClientID: id, ClientName: name, RedirectUris: uris, Source: sourceDocument, FetchedUntil: &until})
 	})
 	if err != nil {
-		return client{}, oidc.ErrServerError().WithParent(fmt.Errorf("keep client: %w", err))
+		return client{}, storeError("keep client", err)
 	}
 	return client{id: id, name: name, redirectURIs: uris}, nil
 }

@@ -81,7 +81,7 @@ func (s *Server) clientByID(ctx context.Context, id string) (client, error) {
 		return s.deps.Q.OAuthClientTouch(ctx, tx, id)
 	})
 	if err != nil && !pg.IsNoRows(err) {
-		return client{}, oidc.ErrServerError().WithParent(fmt.Errorf("read client: %w", err))
+		return client{}, storeError("read client", err)
 	}
 	if s.isMetadataDocumentID(id) && (err != nil || row.FetchedUntil == nil || !s.deps.Now().Before(*row.FetchedUntil)) {
 		return s.fetchClient(ctx, id)

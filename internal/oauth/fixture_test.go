@@ -33,13 +33,19 @@ func seedPerson(t *testing.T, d *pg.DB, n int, client string) (user, org uuid.UU
 // answer, which every /token answer is.
 func postToken(t *testing.T, s http.Handler, form url.Values) (int, map[string]any) {
 	t.Helper()
-	r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(form.Encode()))
-	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return postAnswer(t, s, "/token", "application/x-www-form-urlencoded", form.Encode())
+}
+
+// postAnswer posts body to route and returns the status and the JSON answer.
+func postAnswer(t *testing.T, s http.Handler, route, contentType, body string) (int, map[string]any) {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, route, strings.NewReader(body))
+	r.Header.Set("Content-Type", contentType)
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, r)
-	var body map[string]any
-	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
-		t.Fatalf("/token answered %d, not JSON: %v: %s", w.Code, err, w.Body.String())
+	var m map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+		t.Fatalf("%s answered %d, not JSON: %v: %s", route, w.Code, err, w.Body.String())
 	}
-	return w.Code, body
+	return w.Code, m
 }

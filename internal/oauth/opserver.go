@@ -41,6 +41,18 @@ func errTemporarilyUnavailable(desc string) *oidc.Error {
 	return &oidc.Error{ErrorType: "temporarily_unavailable", Description: desc}
 }
 
+// storeError is the answer to a request whose database call failed (what names the call,
+// for the log): an outage (pg.IsInfrastructure: the database unreachable, restarting, a
+// statement past its timeout) is 503 temporarily_unavailable with pg.MsgUnavailable, which
+// clients retry, as /register answers; anything else stays server_error (500).
+func storeError(what string, err error) error {
+	cause := fmt.Errorf("%s: %w", what, err)
+	if pg.IsInfrastructure(err) {
+		return op.NewStatusError(errTemporarilyUnavailable(pg.MsgUnavailable).WithParent(cause), http.StatusServiceUnavailable)
+	}
+	return oidc.ErrServerError().WithParent(cause)
+}
+
 // VerifyAuthRequest finds the client (op checks the redirect URI against it next). A
 // request that names none of its resource's scopes gets them all: op refuses an empty
 // scope, MCP clients that skip the challenge's scope must still connect, and clients add
@@ -144,7 +156,12 @@ func (o *opServer) Authorize(ctx context.Context, r *op.ClientRequest[oidc.AuthR
 		})
 	})
 	if err != nil {
-		return o.s.errorRedirect(d.RedirectURI, d.State, oidc.ErrServerError().WithParent(fmt.Errorf("keep authorization request: %w", err)))
+		e := oidc.ErrServerError().WithParent(fmt.Errorf("keep authorization request: %w", err))
+		if pg.IsInfrastructure(err) {
+			// RFC 6749 4.1.2.1: the client is told to try again, as /token's 503 tells it.
+			e = errTemporarilyUnavailable(pg.MsgUnavailable).WithParent(e.Parent)
+		}
+		return o.s.errorRedirect(d.RedirectURI, d.State, e)
 	}
 	return op.NewRedirect(r.Client.LoginURL(id)), nil
 }
@@ -220,17 +237,26 @@ func (o *opServer) RefreshToken(ctx context.Context, r *op.ClientRequest[oidc.Re
 // Unknown tokens and other clients' tokens are answered 200 like known ones.
 func (o *opServer) Revocation(ctx context.Context, r *op.ClientRequest[oidc.RevocationRequest]) (*op.Response, error) {
 	if err := o.s.revoke(ctx, r.Client.GetID(), r.Data.Token); err != nil {
-		return nil, op.RevocationError(oidc.ErrServerError().WithParent(err))
+		return nil, storeError("revoke", err)
 	}
 	return op.NewResponse(nil), nil
 }
 
-// tokenError keeps RFC 6749 errors and hides infrastructure failures behind server_error.
+// tokenError keeps RFC 6749 errors (with the status storeError gave one) and hides other
+// failures' causes: a database outage is 503 temporarily_unavailable, anything else
+// server_error.
 func (s *Server) tokenError(err error) error {
+	var se op.StatusError
+	if errors.As(err, &se) {
+		return se
+	}
 	var oe *oidc.Error
 	if errors.As(err, &oe) {
 		return oe
 	}
 	s.deps.Log.Error("token request failed", "error", err.Error())
+	if pg.IsInfrastructure(err) {
+		return op.NewStatusError(errTemporarilyUnavailable(pg.MsgUnavailable), http.StatusServiceUnavailable)
+	}
 	return oidc.ErrServerError().WithDescription("the server could not handle the request: retry later")
 }
