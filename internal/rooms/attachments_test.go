@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -629,6 +630,31 @@ func TestDownloadsHaveAByteBudget(t *testing.T) {
 		got := testfix.Body(t, resp)
 		if resp.StatusCode != http.StatusPartialContent || got != string(big[from:to+1]) {
 			t.Fatalf("%d, %d bytes", resp.StatusCode, len(got))
+		}
+	})
+	t.Run("a range past the file's end is refused in JSON, not as the file", func(t *testing.T) {
+		for _, rng := range []string{fmt.Sprintf("bytes=%d-", len(big)), "bytes=x-y"} {
+			req, err := http.NewRequest(http.MethodGet, link, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Range", rng)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := testfix.Body(t, resp)
+			var answer struct{ Error string }
+			if resp.StatusCode != http.StatusRequestedRangeNotSatisfiable || json.Unmarshal([]byte(got), &answer) != nil ||
+				answer.Error != fmt.Sprintf(rooms.MsgRangeNotSatisfiable, len(big)) {
+				t.Fatalf("Range %s: %d %q, want 416 saying %q", rng, resp.StatusCode, got, fmt.Sprintf(rooms.MsgRangeNotSatisfiable, len(big)))
+			}
+			if cd, ct := resp.Header.Get("Content-Disposition"), resp.Header.Get("Content-Type"); cd != "" || !strings.HasPrefix(ct, "application/json") {
+				t.Fatalf("Range %s: Content-Disposition %q, Content-Type %q: the refusal must not read as the file", rng, cd, ct)
+			}
+			if cr, cc := resp.Header.Get("Content-Range"), resp.Header.Get("Cache-Control"); rng != "bytes=x-y" && cr != fmt.Sprintf("bytes */%d", len(big)) || cc != "no-store" {
+				t.Fatalf("Range %s: Content-Range %q, Cache-Control %q", rng, cr, cc)
+			}
 		}
 	})
 	t.Run("a whole download says its length", func(t *testing.T) {

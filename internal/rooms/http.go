@@ -172,8 +172,46 @@ func (h *httpHandler) download(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Content-Type", f.ContentType)
 	// Ranges (a download resumed), HEAD and Content-Length. The file's date is not sent:
 	// a link lives a minute, and no-store keeps copies from being revalidated.
-	http.ServeContent(w, r, "", time.Time{}, f)
+	http.ServeContent(&rangeRefusal{ResponseWriter: w, r: r, size: f.Size}, r, "", time.Time{}, f)
 }
+
+// MsgRangeNotSatisfiable is a download's answer to a Range it cannot serve (416).
+const MsgRangeNotSatisfiable = "the Range asked for is not within this file of %d bytes: ask for bytes=FROM-TO, counted from 0"
+
+// rangeRefusal is the writer http.ServeContent writes a download to. ServeContent refuses
+// a Range it cannot serve (past the end, or not parsed) with a 416 in plain text under
+// the headers already set, so the answer carried the attachment's Content-Disposition and
+// a browser saved "invalid range" as the file. The 416 goes out as the API's JSON error
+// instead, with ServeContent's Content-Range (bytes */size) and no attachment headers.
+type rangeRefusal struct {
+	http.ResponseWriter
+	r       *http.Request
+	size    int64
+	refused bool
+}
+
+func (w *rangeRefusal) WriteHeader(code int) {
+	if code != http.StatusRequestedRangeNotSatisfiable {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	w.refused = true
+	h := w.Header()
+	h.Del("Content-Disposition")
+	h.Set("Cache-Control", "no-store") // ServeContent drops it before an error
+	httpapi.WriteError(w.ResponseWriter, w.r, code, fmt.Sprintf(MsgRangeNotSatisfiable, w.size))
+}
+
+// Write drops ServeContent's plain-text refusal: the JSON answer is written already.
+func (w *rangeRefusal) Write(b []byte) (int, error) {
+	if w.refused {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.NewResponseController reach the connection's writer.
+func (w *rangeRefusal) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // minTransferRate is the slowest link a file transfer's deadline allows for, on top of
 // the server's usual minute: 25 MB at 32 KiB/s is about 13 minutes.
