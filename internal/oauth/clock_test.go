@@ -2,20 +2,14 @@ package oauth_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/relayroom/relayroom/db"
-	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/oauth"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
@@ -42,29 +36,14 @@ func TestCodeLifetimeIsTheDatabasesClock(t *testing.T) {
 	t.Parallel()
 	d, _ := pgtest.Open(t)
 	ahead, behind := skewedHandler(t, d, 2*time.Minute), skewedHandler(t, d, -2*time.Minute)
-	verifier := strings.Repeat("v", 50)
-	sum := sha256.Sum256([]byte(verifier))
-	challenge := base64.RawURLEncoding.EncodeToString(sum[:])
-	// code makes a grant whose code ends at the database's now() plus left (as the
-	// consent stamps it) and returns the code.
+	// code makes a grant whose code ends at the database's now() plus left.
 	code := func(t *testing.T, n int, left string) string {
 		t.Helper()
-		client := fmt.Sprintf("codeclient%d", n)
-		user, org := seedPerson(t, d, n, client)
-		grant := uuid.New()
-		raw, p, err := auth.Generate(auth.CodePrefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ownerExec(t, d, fmt.Sprintf(`INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, scopes, code_id, code_hash, code_challenge, redirect_uri, code_expires_at)
-			 VALUES ('%s', '%s', '%s', '%s', '%s/desk/mcp', '{conversations:read}', '%s', '\x%x', '%s', 'http://127.0.0.1/cb', now() + interval '%s')`,
-			org, grant, client, user, publicURL, p.ID, p.Hash(), challenge, left))
-		return raw
+		return seedCode(t, d, n, fmt.Sprintf("codeclient%d", n), left)
 	}
 	exchange := func(t *testing.T, s http.Handler, n int, c string) (int, map[string]any) {
 		t.Helper()
-		return postToken(t, s, url.Values{"grant_type": {"authorization_code"}, "code": {c}, "client_id": {fmt.Sprintf("codeclient%d", n)},
-			"redirect_uri": {"http://127.0.0.1/cb"}, "code_verifier": {verifier}})
+		return postToken(t, s, exchangeForm(fmt.Sprintf("codeclient%d", n), c))
 	}
 
 	t.Run("a code within its minute is redeemed through a replica ahead of the database", func(t *testing.T) {

@@ -1,6 +1,8 @@
 package oauth_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/pg"
 )
 
@@ -27,6 +30,38 @@ func seedPerson(t *testing.T, d *pg.DB, n int, client string) (user, org uuid.UU
 		fmt.Sprintf(`INSERT INTO oauth_client (client_id, redirect_uris, source) VALUES ('%s', '{http://127.0.0.1/cb}', 'registration')`, client),
 	)
 	return user, org
+}
+
+// codeVerifier is the PKCE verifier of the codes seedCode makes.
+var codeVerifier = strings.Repeat("v", 50)
+
+// seedCode makes a member of a new organisation, a registered client named client
+// (seedPerson), and a grant whose authorization code, for the desk resource, ends at the
+// database's now() plus left (as the consent stamps it); it returns the code. Its
+// redirect URI is http://127.0.0.1/cb and its PKCE verifier codeVerifier.
+func seedCode(t *testing.T, d *pg.DB, n int, client, left string) string {
+	t.Helper()
+	user, org := seedPerson(t, d, n, client)
+	raw, p, err := auth.Generate(auth.CodePrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownerExec(t, d, fmt.Sprintf(`INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, scopes, code_id, code_hash, code_challenge, redirect_uri, code_expires_at)
+		 VALUES ('%s', '%s', '%s', '%s', '%s/desk/mcp', '{conversations:read}', '%s', '\x%x', '%s', 'http://127.0.0.1/cb', now() + interval '%s')`,
+		org, uuid.New(), client, user, publicURL, p.ID, p.Hash(), codeChallenge(), left))
+	return raw
+}
+
+// codeChallenge is codeVerifier's S256 challenge.
+func codeChallenge() string {
+	sum := sha256.Sum256([]byte(codeVerifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// exchangeForm is the token request that redeems code for client (seedCode's).
+func exchangeForm(client, code string) url.Values {
+	return url.Values{"grant_type": {"authorization_code"}, "code": {code}, "client_id": {client},
+		"redirect_uri": {"http://127.0.0.1/cb"}, "code_verifier": {codeVerifier}}
 }
 
 // postToken posts form to /token as a client would and returns the status and the JSON

@@ -2,9 +2,6 @@ package oauth_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/relayroom/relayroom/internal/auth"
 	"github.com/relayroom/relayroom/internal/oauth"
 	"github.com/relayroom/relayroom/internal/pg"
 	"github.com/relayroom/relayroom/internal/pg/pgtest"
@@ -23,9 +17,9 @@ import (
 
 // TestADatabaseOutageIsAnsweredRetryLater: when the database cannot serve a sign-in
 // request (unreachable, or a lock held past the lock timeout), /authorize, /token,
-// /revoke and /register all answer 503 temporarily_unavailable, which a client retries. /token
-// answered 500 server_error, which clients treat as the server's bug, while /register
-// answered 503 for the same outage.
+// /revoke and /register all answer 503 temporarily_unavailable, which a client retries.
+// /token answered 500 server_error, which clients treat as the server's bug, while
+// /register answered 503 for the same outage.
 func TestADatabaseOutageIsAnsweredRetryLater(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -38,18 +32,7 @@ func TestADatabaseOutageIsAnsweredRetryLater(t *testing.T) {
 	downDB.Close()
 	down := newHandler(t, downDB, false)
 
-	verifier := strings.Repeat("v", 50)
-	sum := sha256.Sum256([]byte(verifier))
-	user, org := seedPerson(t, d, 1, "outageclient")
-	raw, p, err := auth.Generate(auth.CodePrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ownerExec(t, d, fmt.Sprintf(`INSERT INTO oauth_grant (org_id, id, client_id, user_id, resource, scopes, code_id, code_hash, code_challenge, redirect_uri, code_expires_at)
-		 VALUES ('%s', '%s', 'outageclient', '%s', '%s/desk/mcp', '{conversations:read}', '%s', '\x%x', '%s', 'http://127.0.0.1/cb', now() + interval '1 minute')`,
-		org, uuid.New(), user, publicURL, p.ID, p.Hash(), base64.RawURLEncoding.EncodeToString(sum[:])))
-	exchange := url.Values{"grant_type": {"authorization_code"}, "code": {raw}, "client_id": {"outageclient"},
-		"redirect_uri": {"http://127.0.0.1/cb"}, "code_verifier": {verifier}}
+	exchange := exchangeForm("outageclient", seedCode(t, d, 1, "outageclient", "1 minute"))
 
 	retryLater := func(t *testing.T, status int, body map[string]any, says string) {
 		t.Helper()
@@ -100,7 +83,7 @@ func TestADatabaseOutageIsAnsweredRetryLater(t *testing.T) {
 			t.Fatal(err)
 		}
 		q := url.Values{"response_type": {"code"}, "client_id": {"outageclient"}, "redirect_uri": {"http://127.0.0.1/cb"},
-			"state": {"s"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"},
+			"state": {"s"}, "code_challenge": {codeChallenge()}, "code_challenge_method": {"S256"},
 			"resource": {publicURL + "/desk/mcp"}, "scope": {"conversations:read"}}
 		w := httptest.NewRecorder()
 		impatient.ServeHTTP(w, httptest.NewRequest(http.MethodGet, oauth.RouteAuthorize+"?"+q.Encode(), nil))
