@@ -41,14 +41,20 @@ func errTemporarilyUnavailable(desc string) *oidc.Error {
 	return &oidc.Error{ErrorType: "temporarily_unavailable", Description: desc}
 }
 
+// errUnavailable is the error for a request the database could not serve (an outage:
+// pg.IsInfrastructure), which clients retry; cause is kept for the log.
+func errUnavailable(cause error) *oidc.Error {
+	return errTemporarilyUnavailable(pg.MsgUnavailable).WithParent(cause)
+}
+
 // storeError is the answer to a request whose database call failed (what names the call,
-// for the log): an outage (pg.IsInfrastructure: the database unreachable, restarting, a
-// statement past its timeout) is 503 temporarily_unavailable with pg.MsgUnavailable, which
-// clients retry, as /register answers; anything else stays server_error (500).
+// for the log): an outage (the database unreachable, restarting, a statement past its
+// timeout) is 503 errUnavailable, as /register answers; anything else stays server_error
+// (500).
 func storeError(what string, err error) error {
 	cause := fmt.Errorf("%s: %w", what, err)
 	if pg.IsInfrastructure(err) {
-		return op.NewStatusError(errTemporarilyUnavailable(pg.MsgUnavailable).WithParent(cause), http.StatusServiceUnavailable)
+		return op.NewStatusError(errUnavailable(cause), http.StatusServiceUnavailable)
 	}
 	return oidc.ErrServerError().WithParent(cause)
 }
@@ -159,7 +165,7 @@ func (o *opServer) Authorize(ctx context.Context, r *op.ClientRequest[oidc.AuthR
 		e := oidc.ErrServerError().WithParent(fmt.Errorf("keep authorization request: %w", err))
 		if pg.IsInfrastructure(err) {
 			// RFC 6749 4.1.2.1: the client is told to try again, as /token's 503 tells it.
-			e = errTemporarilyUnavailable(pg.MsgUnavailable).WithParent(e.Parent)
+			e = errUnavailable(e.Parent)
 		}
 		return o.s.errorRedirect(d.RedirectURI, d.State, e)
 	}
@@ -256,7 +262,7 @@ func (s *Server) tokenError(err error) error {
 	}
 	s.deps.Log.Error("token request failed", "error", err.Error())
 	if pg.IsInfrastructure(err) {
-		return op.NewStatusError(errTemporarilyUnavailable(pg.MsgUnavailable), http.StatusServiceUnavailable)
+		return storeError("token request", err)
 	}
 	return oidc.ErrServerError().WithDescription("the server could not handle the request: retry later")
 }
